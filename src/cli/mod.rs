@@ -1,0 +1,4 @@
+//! Subcommands of the `edgeguard` binary.
+
+pub mod features;
+pub mod predict;

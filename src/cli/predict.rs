@@ -1,0 +1,9 @@
+//! `edgeguard predict`.
+
+use std::process::ExitCode;
+
+/// Runs the subcommand with the arguments after its name.
+pub fn run(_args: &[String]) -> ExitCode {
+    eprintln!("edgeguard predict: not implemented in this build");
+    ExitCode::FAILURE
+}

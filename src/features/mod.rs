@@ -1,0 +1,1 @@
+//! Request features for bot scoring.

@@ -1,0 +1,1 @@
+//! C ABI for CatBoost models and the categorical hash.

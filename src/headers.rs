@@ -1,0 +1,1 @@
+//! Internal header sets: which request headers must never reach an origin.

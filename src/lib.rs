@@ -1,0 +1,17 @@
+//! edgeguard: the hot path of an OpenResty/nginx edge, in Rust behind a C ABI.
+//!
+//! Two jobs run on every request: [`headers`] decides which request headers are
+//! internal and must never reach an origin, and the bot scorer turns a request
+//! into [`features`] and scores them with CatBoost [`model`]s. Everything that
+//! allocates happens at load time; the per-request calls work on nginx-owned
+//! bytes in place.
+//!
+//! The C ABI lives in [`ffi`]; `include/edgeguard.h` is generated from it.
+
+#![deny(missing_docs, unreachable_pub)]
+
+pub mod features;
+pub mod ffi;
+pub mod headers;
+pub mod model;
+pub mod request;

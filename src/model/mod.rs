@@ -1,0 +1,1 @@
+//! CatBoost model evaluation.
