@@ -1,0 +1,86 @@
+# edgeguard: the verbs people expect. `make run` and `make test` work on a
+# fresh Debian 12 machine as root: they install what is missing first.
+
+SHELL := /bin/bash
+CARGO ?= cargo
+PYTHON ?= python3
+LUAJIT ?= luajit
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+# Debian's nginx + lua-nginx-module + lua-resty-core + OpenResty's LuaJIT
+# (luajit2). Debian's plain `luajit` conflicts with the lua module: never it.
+APT_RUNTIME := nginx libnginx-mod-http-lua lua-resty-core luajit2 curl
+APT_TEST := $(APT_RUNTIME) clang
+PIP_TEST := pytest
+
+RELEASE_LIB := target/release/libedgeguard.so
+RUN_DIR := .run
+
+.PHONY: all build deps deps-test header test test-rust test-lua test-e2e lint \
+        run stop bench clean
+
+all: build
+
+define apt_install
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "==> apt-get install$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+endef
+
+deps:
+	$(call apt_install,$(APT_RUNTIME))
+
+deps-test:
+	$(call apt_install,$(APT_TEST))
+	@for m in $(PIP_TEST); do \
+	  $(PYTHON) -c "import $$m" 2>/dev/null || $(PYTHON) -m pip install -q $$m; \
+	done
+
+build:
+	$(CARGO) build --release --locked
+
+# Regenerate include/edgeguard.h with the pinned cbindgen.
+header:
+	EDGEGUARD_UPDATE_HEADER=1 $(CARGO) test --locked --test header
+
+lint:
+	$(CARGO) fmt --check
+	$(CARGO) clippy --locked --all-targets -- -D warnings
+
+test-rust:
+	$(CARGO) test --locked
+
+test-lua: build
+	@set -e; for t in tests/lua/test_*.lua; do \
+	  echo "==> $(LUAJIT) $$t"; \
+	  EDGEGUARD_LIB=$(CURDIR)/$(RELEASE_LIB) $(LUAJIT) $$t; \
+	done
+
+test-e2e: build
+	$(PYTHON) -m pytest -q tests/e2e
+
+test: deps-test lint test-rust test-lua test-e2e
+
+run: deps build
+	@mkdir -p $(RUN_DIR)
+	@if [ -f $(RUN_DIR)/nginx.pid ] && kill -0 $$(cat $(RUN_DIR)/nginx.pid) 2>/dev/null; then \
+	  nginx -p $(CURDIR)/ -c nginx-conf/nginx.conf -s reload; echo "==> reloaded"; \
+	else \
+	  nginx -p $(CURDIR)/ -c nginx-conf/nginx.conf; echo "==> started"; \
+	fi
+	@echo "edgeguard is serving on http://127.0.0.1:8080 (demo origin on :8081); logs in $(RUN_DIR)/"
+	@echo "try:  curl -s http://127.0.0.1:8080/hello -H 'X-Internal-User-Id: 42' -H 'X-Edge-Debug: 1' -H 'Accept: text/plain'"
+	@echo "stop: make stop"
+
+stop:
+	@if [ -f $(RUN_DIR)/nginx.pid ]; then nginx -p $(CURDIR)/ -c nginx-conf/nginx.conf -s quit; fi
+
+bench:
+	$(CARGO) bench --locked
+
+clean:
+	$(CARGO) clean
+	rm -rf $(RUN_DIR)

@@ -1,0 +1,71 @@
+-- The C declarations of include/edgeguard.h, for LuaJIT's ffi.cdef.
+--
+-- Mirrors the generated header: types and prototypes in the same order, with
+-- the comments and preprocessor lines left out. tests/lua/test_cdefs.lua fails
+-- when the two differ, so edit the Rust source, run `make header`, then update
+-- this text to match.
+
+local ffi = require "ffi"
+
+-- ffi.cdef declarations are global to the LuaJIT VM; a second module (or a
+-- second copy of this one) must not declare them again.
+if pcall(ffi.typeof, "edgeguard_header_set") then
+    return true
+end
+
+ffi.cdef[[
+typedef enum {
+  EDGEGUARD_RESULT_OK = 0,
+  EDGEGUARD_RESULT_NULL_PARAMETER = 1,
+  EDGEGUARD_RESULT_PANIC = 2,
+  EDGEGUARD_RESULT_INVALID_ARGUMENT = 3,
+  EDGEGUARD_RESULT_IO = 4,
+  EDGEGUARD_RESULT_HEADER_LIST_INVALID = 5,
+  EDGEGUARD_RESULT_MODEL_INVALID = 6,
+  EDGEGUARD_RESULT_FEATURE_COUNT = 7,
+  EDGEGUARD_RESULT_BUFFER_TOO_SMALL = 8,
+  EDGEGUARD_RESULT_CONFIG_INVALID = 9,
+} edgeguard_result;
+
+typedef struct edgeguard_header_set edgeguard_header_set;
+
+typedef struct {
+  int len;
+  const uint8_t *data;
+} edgeguard_str;
+
+typedef struct {
+  edgeguard_str key;
+  edgeguard_str value;
+} edgeguard_header;
+
+const char *edgeguard_version(void);
+
+const char *edgeguard_result_text(int result);
+
+edgeguard_result edgeguard_header_set_new_from_file(const char *path,
+                                                    edgeguard_header_set **out,
+                                                    char *errbuf,
+                                                    size_t errbuf_len);
+
+edgeguard_result edgeguard_header_set_new_from_buffer(const uint8_t *buf,
+                                                      size_t len,
+                                                      const char *source_name,
+                                                      edgeguard_header_set **out,
+                                                      char *errbuf,
+                                                      size_t errbuf_len);
+
+void edgeguard_header_set_free(edgeguard_header_set *set);
+
+size_t edgeguard_header_set_len(const edgeguard_header_set *set);
+
+edgeguard_result edgeguard_header_set_find_internal(const edgeguard_header_set *set,
+                                                    const edgeguard_header *headers,
+                                                    size_t headers_len,
+                                                    uint32_t *out_clear,
+                                                    size_t out_clear_cap,
+                                                    size_t *out_clear_len,
+                                                    size_t *out_matched);
+]]
+
+return true

@@ -1,0 +1,77 @@
+"""What nginx does with the list at startup, and the shipped configuration."""
+
+import os
+import re
+
+from conftest import LIB, ROOT, Nginx, edge_conf, free_port, raw_request
+
+
+def start_with_list(origin, list_path):
+    port = free_port()
+    nginx = Nginx(edge_conf(port, origin.port, list_path))
+    started = nginx.start(port, expect_failure=True)
+    return nginx, started
+
+
+def test_missing_list_keeps_nginx_from_serving(origin, tmp_path):
+    missing = tmp_path / "no-such-list.txt"
+    nginx, started = start_with_list(origin, missing)
+    try:
+        assert not started, "nginx served without its internal header list"
+        code, console = nginx.exit_output()
+        assert code != 0
+        text = console + nginx.error_log
+        assert "init_by_lua" in text
+        assert str(missing) in text
+    finally:
+        nginx.stop()
+        nginx.cleanup()
+
+
+def test_bad_list_is_refused_with_file_and_line(origin, tmp_path):
+    bad = tmp_path / "bad.txt"
+    bad.write_text("x-internal-user-id\n# fine so far\nx internal\n")
+    nginx, started = start_with_list(origin, bad)
+    try:
+        assert not started
+        code, console = nginx.exit_output()
+        assert code != 0
+        assert re.search(re.escape(str(bad)) + r":3\b", console + nginx.error_log)
+    finally:
+        nginx.stop()
+        nginx.cleanup()
+
+
+def test_shipped_configuration_serves_and_strips(tmp_path):
+    """nginx-conf/nginx.conf as shipped, moved to free ports in a scratch prefix."""
+    edge_port, origin_port = free_port(), free_port()
+    conf = (ROOT / "nginx-conf" / "nginx.conf").read_text()
+    assert "127.0.0.1:8080" in conf and "127.0.0.1:8081" in conf
+    conf = conf.replace("127.0.0.1:8080", f"127.0.0.1:{edge_port}").replace(
+        "127.0.0.1:8081", f"127.0.0.1:{origin_port}"
+    )
+    prefix = tmp_path / "prefix"
+    (prefix / "target" / "release").mkdir(parents=True)
+    (prefix / ".run").mkdir()
+    os.symlink(ROOT / "lua", prefix / "lua")
+    os.symlink(ROOT / "nginx-conf", prefix / "nginx-conf")
+    os.symlink(LIB, prefix / "target" / "release" / "libedgeguard.so")
+    os.chmod(tmp_path, 0o755)
+    nginx = Nginx(conf, prefix=prefix)
+    try:
+        nginx.start(edge_port)
+        internal = [line.strip() for line in (ROOT / "nginx-conf" / "internal-headers.txt").read_text().splitlines()]
+        exact = [n for n in internal if n and not n.startswith("#") and not n.endswith("*")]
+        prefixes = [n[:-1] for n in internal if n and not n.startswith("#") and n.endswith("*")]
+        assert len(exact) + len(prefixes) >= 100
+        lines = [f"{n}: secret" for n in exact] + [f"{p}probe: secret" for p in prefixes]
+        status, _, body = raw_request(edge_port, ["Accept: text/plain", *lines, "X-Visible: yes"])
+        assert status == 200
+        echoed = body.decode("latin-1").lower()
+        assert "x-visible: yes" in echoed
+        assert "secret" not in echoed, "an internal header reached the demo origin:\n" + echoed
+    finally:
+        nginx.stop()
+        log = (prefix / ".run" / "error.log").read_text() if (prefix / ".run" / "error.log").exists() else ""
+        nginx.cleanup()
+    assert not [line for line in log.splitlines() if re.search(r"\[(error|crit|alert|emerg)\]", line)], log

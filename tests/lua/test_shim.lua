@@ -1,0 +1,139 @@
+-- The Lua shim outside nginx: loading the library, configure(), header sets.
+-- Run from the repository root with EDGEGUARD_LIB pointing at the library.
+package.path = "./tests/lua/?.lua;" .. package.path
+local T = require "harness"
+local ffi = require "ffi"
+
+local LIB = assert(os.getenv("EDGEGUARD_LIB"), "set EDGEGUARD_LIB to libedgeguard.so")
+
+local function tmpfile(text)
+    local path = os.tmpname()
+    local f = assert(io.open(path, "wb"))
+    f:write(text)
+    f:close()
+    return path
+end
+
+-- Runs a Lua snippet in a fresh luajit (a fresh VM: nothing loaded yet).
+local function fresh_vm(code, env)
+    local script = tmpfile('package.path = "./lua/?.lua;" .. package.path\n' .. code)
+    local p = assert(io.popen((env or "") .. " luajit " .. script .. " 2>&1"))
+    local out = p:read("*a")
+    p:close()
+    os.remove(script)
+    return out
+end
+
+-- Keeps the Lua strings alive while Rust reads them through the array.
+local function header_array(list)
+    local arr = ffi.new("edgeguard_header[?]", #list)
+    for i, kv in ipairs(list) do
+        arr[i - 1].key.data, arr[i - 1].key.len = kv[1], #kv[1]
+        arr[i - 1].value.data, arr[i - 1].value.len = kv[2], #kv[2]
+    end
+    return arr, list
+end
+
+local edgeguard = require "resty.edgeguard"
+local header_set = require "resty.edgeguard.header_set"
+
+T.test("module has a version, and the library reports the same one", function()
+    T.eq(type(edgeguard._VERSION), "string")
+    local list = tmpfile("x-internal-user-id\n")
+    assert(edgeguard.configure{ internal_headers = list, lib_path = LIB })
+    os.remove(list)
+    T.eq(edgeguard.library_version(), edgeguard._VERSION)
+end)
+
+T.test("misuse raises at the caller's line", function()
+    local err = T.raises(function() edgeguard.configure("nope") end)
+    T.contains(err, "test_shim.lua:")
+    T.contains(err, "expects a table")
+    err = T.raises(function() edgeguard.configure{ internal_header = "typo" } end)
+    T.contains(err, "unknown option 'internal_header'")
+    err = T.raises(function() edgeguard.configure{ internal_headers = 42 } end)
+    T.contains(err, "'internal_headers' must be a string, got number")
+end)
+
+T.test("clear_internal_headers outside nginx is misuse", function()
+    local err = T.raises(function() edgeguard.clear_internal_headers() end)
+    T.contains(err, "needs nginx's http subsystem")
+end)
+
+T.test("a missing list returns nil, err and keeps the previous set", function()
+    local before = edgeguard.internal_headers()
+    T.ok(before, "a set from the first test")
+    local ok, err = edgeguard.configure{ internal_headers = "/nonexistent/list.txt" }
+    T.eq(ok, nil)
+    T.contains(err, "/nonexistent/list.txt")
+    T.ok(edgeguard.internal_headers() == before, "previous set still in force")
+end)
+
+T.test("a bad list names file and line and keeps the previous set", function()
+    local before = edgeguard.internal_headers()
+    local path = tmpfile("x-ok\n\n# comment\nx-b*d\n")
+    local ok, err = edgeguard.configure{ internal_headers = path }
+    os.remove(path)
+    T.eq(ok, nil)
+    T.contains(err, path .. ":4")
+    T.ok(edgeguard.internal_headers() == before, "previous set still in force")
+end)
+
+T.test("header_set.parse names the source in errors", function()
+    local lib = require("resty.edgeguard.lib").load(LIB)
+    local set, err = header_set.parse(lib, "x-fine\nbad name\n", "inline-list")
+    T.eq(set, nil)
+    T.contains(err, "inline-list:2")
+    T.raises(function() header_set.parse(lib, nil) end)
+end)
+
+T.test("find reports each internal name once and counts every entry", function()
+    local lib = require("resty.edgeguard.lib").load(LIB)
+    local set = assert(header_set.parse(lib, "x-internal-user-id\nx-edge-*\n", "t"))
+    T.eq(set:len(), 2)
+    local arr = header_array{
+        { "accept", "*/*" },
+        { "x-internal-user-id", "1" },
+        { "x-edge-route", "eu" },
+        { "X-Internal-User-Id", "2" },
+        { "x_internal_user_id", "3" },
+        { "user-agent", "curl/8" },
+    }
+    local clear, n, matched = set:find(arr, 6)
+    T.eq(matched, 4, "entries matched")
+    T.eq(n, 3, "distinct names to clear")
+    T.eq(clear[0], 1)
+    T.eq(clear[1], 2)
+    T.eq(clear[2], 4)
+    local none_clear, none, zero = set:find(arr, 1)
+    T.ok(none_clear ~= nil)
+    T.eq(none, 0)
+    T.eq(zero, 0)
+end)
+
+T.test("the library search names every path tried", function()
+    local out = fresh_vm(
+        'package.cpath = "/nonexistent-a/?.so;/nonexistent-b/?.so"\n'
+            .. 'local lib, err = require("resty.edgeguard.lib").load("/nonexistent/explicit.so")\n'
+            .. "print(lib, err)",
+        "EDGEGUARD_LIB=/nonexistent/env.so"
+    )
+    T.contains(out, "/nonexistent/explicit.so (not found)")
+    T.contains(out, "/nonexistent/env.so (not found)")
+    T.contains(out, "/nonexistent-a/libedgeguard.so (not found)")
+    T.contains(out, "/nonexistent-b/libedgeguard.so (not found)")
+    T.contains(out, "system search path")
+end)
+
+T.test("handles are freed by the garbage collector", function()
+    local lib = require("resty.edgeguard.lib").load(LIB)
+    -- Thousands of sets would exhaust nothing if freed; this only checks
+    -- that finalizers run without crashing (leaks are valgrind's job).
+    for _ = 1, 2000 do
+        assert(header_set.parse(lib, "x-a\nx-b*\n", "gc"))
+    end
+    collectgarbage()
+    collectgarbage()
+end)
+
+T.run()
