@@ -1,1 +1,0 @@
-//! Internal header sets: which request headers must never reach an origin.

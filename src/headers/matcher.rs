@@ -1,0 +1,320 @@
+//! The lookup structures behind a [`HeaderSet`](super::HeaderSet): a cheap
+//! rejection filter, trie-hard for exact names, and a short list of prefixes.
+//!
+//! Everything here works on *folded* bytes (see [`fold`]); list entries are
+//! folded once at load, request keys byte by byte as they are read.
+
+use trie_hard::TrieHard;
+
+use super::MAX_NAME_LEN;
+
+/// ASCII upper case to lower case, `_` to `-`, every other byte unchanged.
+static FOLD: [u8; 256] = fold_table();
+
+const fn fold_table() -> [u8; 256] {
+    let mut table = [0u8; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        table[i] = match b {
+            b'A'..=b'Z' => b + (b'a' - b'A'),
+            // CGI, PHP and WSGI turn both `-` and `_` into `_`, so the two must
+            // name the same header here or `X_Internal_Id` slips through.
+            b'_' => b'-',
+            _ => b,
+        };
+        i += 1;
+    }
+    table
+}
+
+/// The byte as both sides of a comparison see it.
+#[inline(always)]
+pub(super) fn fold(b: u8) -> u8 {
+    FOLD[usize::from(b)]
+}
+
+/// Whether two header names are the same name once folded.
+pub(super) fn folded_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(&x, &y)| fold(x) == fold(y))
+}
+
+/// log2 of the filter size in bits: 8192 bits (1 KiB) keeps a few hundred
+/// names at a false-positive rate of a few percent while staying in L1.
+const FILTER_BITS_LOG2: u32 = 13;
+const FILTER_WORDS: usize = (1 << FILTER_BITS_LOG2) / 64;
+
+/// A one-hash Bloom filter over (length, first, middle, last folded byte) of
+/// the exact names.
+///
+/// Most request headers are not internal, so the cost of the whole matcher is
+/// the cost of saying "no". Four loads, one multiply and one bit test say it
+/// for almost every name, without folding the name or walking the trie.
+#[derive(Clone)]
+struct Filter {
+    bits: [u64; FILTER_WORDS],
+}
+
+impl Filter {
+    /// The bit for a name of `len` bytes; `name` may be raw or folded.
+    #[inline(always)]
+    fn slot(name: &[u8]) -> usize {
+        let len = name.len();
+        debug_assert!((1..=MAX_NAME_LEN).contains(&len));
+        let first = u64::from(fold(name[0]));
+        let middle = u64::from(fold(name[len / 2]));
+        let last = u64::from(fold(name[len - 1]));
+        let key = len as u64 | first << 16 | middle << 24 | last << 32;
+        // Fibonacci hashing: the top bits of the product mix every input bit.
+        (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - FILTER_BITS_LOG2)) as usize
+    }
+
+    fn new<'a>(names: impl IntoIterator<Item = &'a [u8]>) -> Filter {
+        let mut filter = Filter {
+            bits: [0; FILTER_WORDS],
+        };
+        for name in names {
+            let slot = Filter::slot(name);
+            filter.bits[slot / 64] |= 1 << (slot % 64);
+        }
+        filter
+    }
+
+    /// False only if no exact name can equal `name` once folded.
+    #[inline(always)]
+    fn may_contain(&self, name: &[u8]) -> bool {
+        if name.is_empty() || name.len() > MAX_NAME_LEN {
+            return false;
+        }
+        let slot = Filter::slot(name);
+        self.bits[slot / 64] & (1 << (slot % 64)) != 0
+    }
+}
+
+/// The trie borrows its keys; this is the shape self_cell needs to name it.
+type Trie<'keys> = TrieHard<'keys, ()>;
+
+self_cell::self_cell!(
+    /// trie-hard over key bytes the same allocation owns, so a set can be
+    /// dropped and rebuilt on every reload without leaking its keys.
+    struct OwnedTrie {
+        owner: Vec<u8>,
+        #[covariant]
+        dependent: Trie,
+    }
+);
+
+/// The exact-name half of a set.
+pub(super) struct ExactNames {
+    filter: Filter,
+    trie: OwnedTrie,
+}
+
+impl ExactNames {
+    /// `names` are folded, distinct, non-empty and at most [`MAX_NAME_LEN`]
+    /// bytes long (the list parser guarantees all four).
+    pub(super) fn new(names: &[Vec<u8>]) -> ExactNames {
+        let filter = Filter::new(names.iter().map(Vec::as_slice));
+        let mut keys = Vec::with_capacity(names.iter().map(Vec::len).sum());
+        let mut ends = Vec::with_capacity(names.len());
+        for name in names {
+            keys.extend_from_slice(name);
+            ends.push(keys.len());
+        }
+        let trie = OwnedTrie::new(keys, |keys| {
+            let mut start = 0;
+            let entries = ends
+                .iter()
+                .map(|&end| {
+                    let key = &keys[start..end];
+                    start = end;
+                    (key, ())
+                })
+                .collect();
+            TrieHard::new(entries)
+        });
+        ExactNames { filter, trie }
+    }
+
+    /// Whether `name` (raw: any case, `_` or `-`) is one of the exact names.
+    #[inline]
+    pub(super) fn contains(&self, name: &[u8]) -> bool {
+        if !self.filter.may_contain(name) {
+            return false;
+        }
+        // The filter let through only names of 1..=MAX_NAME_LEN bytes.
+        let mut folded = [0u8; MAX_NAME_LEN];
+        let folded = &mut folded[..name.len()];
+        for (dst, &src) in folded.iter_mut().zip(name) {
+            *dst = fold(src);
+        }
+        self.trie
+            .borrow_dependent()
+            .get_from_bytes(folded)
+            .is_some()
+    }
+}
+
+/// The prefix rules of a set: few in practice, so a linear scan behind a
+/// first-byte check.
+pub(super) struct Prefixes {
+    /// Folded prefixes, none empty.
+    prefixes: Vec<Box<[u8]>>,
+    /// Bit `b` is set when some prefix starts with the folded byte `b`.
+    first_bytes: [u64; 4],
+    shortest: usize,
+}
+
+impl Prefixes {
+    /// `prefixes` are folded, distinct and non-empty.
+    pub(super) fn new(prefixes: &[Vec<u8>]) -> Prefixes {
+        let mut first_bytes = [0u64; 4];
+        for prefix in prefixes {
+            let b = usize::from(prefix[0]);
+            first_bytes[b / 64] |= 1 << (b % 64);
+        }
+        Prefixes {
+            prefixes: prefixes
+                .iter()
+                .map(|p| p.clone().into_boxed_slice())
+                .collect(),
+            first_bytes,
+            shortest: prefixes.iter().map(Vec::len).min().unwrap_or(usize::MAX),
+        }
+    }
+
+    /// Whether `name` (raw) starts with one of the prefixes.
+    #[inline]
+    pub(super) fn matches(&self, name: &[u8]) -> bool {
+        if name.len() < self.shortest {
+            return false;
+        }
+        let first = usize::from(fold(name[0]));
+        if self.first_bytes[first / 64] & (1 << (first % 64)) == 0 {
+            return false;
+        }
+        self.prefixes.iter().any(|prefix| {
+            name.len() >= prefix.len() && prefix.iter().zip(name).all(|(&p, &n)| p == fold(n))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fold_maps_only_ascii_upper_case_and_underscore() {
+        for b in 0..=255u8 {
+            let expected = match b {
+                b'A'..=b'Z' => b.to_ascii_lowercase(),
+                b'_' => b'-',
+                _ => b,
+            };
+            assert_eq!(fold(b), expected, "byte {b:#04x}");
+        }
+    }
+
+    #[test]
+    fn folded_eq_cases() {
+        let cases: &[(&[u8], &[u8], bool)] = &[
+            (b"x-a", b"X_A", true),
+            (b"x-a", b"x-a", true),
+            (b"", b"", true),
+            (b"x-a", b"x-ab", false),
+            (b"x-a", b"x-b", false),
+            // Only ASCII folds: 0xC0 is not 0xE0 in disguise.
+            (b"x-\xc0", b"x-\xe0", false),
+        ];
+        for &(a, b, expected) in cases {
+            assert_eq!(
+                folded_eq(a, b),
+                expected,
+                "{:?} vs {:?}",
+                a.escape_ascii(),
+                b.escape_ascii()
+            );
+            assert_eq!(folded_eq(b, a), expected);
+        }
+    }
+
+    #[test]
+    fn filter_never_rejects_a_member_in_any_spelling() {
+        let names: Vec<Vec<u8>> = (1..=MAX_NAME_LEN)
+            .map(|len| (0..len).map(|i| b"abcdefghij-0123"[i % 15]).collect())
+            .collect();
+        let filter = Filter::new(names.iter().map(Vec::as_slice));
+        for name in &names {
+            assert!(filter.may_contain(name));
+            let shouted: Vec<u8> = name
+                .iter()
+                .map(|&b| {
+                    if b == b'-' {
+                        b'_'
+                    } else {
+                        b.to_ascii_uppercase()
+                    }
+                })
+                .collect();
+            assert!(filter.may_contain(&shouted));
+        }
+        assert!(!filter.may_contain(b""));
+        assert!(!filter.may_contain(&[b'a'; MAX_NAME_LEN + 1]));
+    }
+
+    #[test]
+    fn filter_rejects_most_non_members() {
+        let members: Vec<Vec<u8>> = (0..200)
+            .map(|i| format!("x-member-{i}").into_bytes())
+            .collect();
+        let filter = Filter::new(members.iter().map(Vec::as_slice));
+        let passed = (0..10_000)
+            .filter(|i| filter.may_contain(format!("other-{i}-name").as_bytes()))
+            .count();
+        // 200 names set at most 200 of 8192 bits: about 2.5 % false positives.
+        assert!(
+            passed < 500,
+            "{passed} of 10000 non-members passed the filter"
+        );
+    }
+
+    #[test]
+    fn exact_names_own_their_keys() {
+        let names = vec![b"x-a".to_vec(), b"x-ab".to_vec(), b"y".to_vec()];
+        let exact = ExactNames::new(&names);
+        drop(names);
+        assert!(exact.contains(b"X_A"));
+        assert!(exact.contains(b"x-ab"));
+        assert!(exact.contains(b"Y"));
+        assert!(!exact.contains(b"x-"));
+        assert!(!exact.contains(b"x-abc"));
+        assert!(!exact.contains(b""));
+        // Moving the set moves the trie and its keys together.
+        let moved = Box::new(exact);
+        assert!(moved.contains(b"x-ab"));
+    }
+
+    #[test]
+    fn prefixes_match_folded_starts() {
+        let prefixes = Prefixes::new(&[b"x-internal-".to_vec(), b"cf-".to_vec()]);
+        let cases: &[(&[u8], bool)] = &[
+            (b"x-internal-", true),
+            (b"X_INTERNAL_ID", true),
+            (b"cf-ray", true),
+            (b"x-internal", false),
+            (b"x-interna1-id", false),
+            (b"c", false),
+            (b"", false),
+            (b"accept", false),
+        ];
+        for &(name, expected) in cases {
+            assert_eq!(
+                prefixes.matches(name),
+                expected,
+                "{:?}",
+                name.escape_ascii()
+            );
+        }
+        assert!(!Prefixes::new(&[]).matches(b"anything"));
+    }
+}

@@ -1,0 +1,188 @@
+//! Internal header sets: which request headers must never reach an origin.
+//!
+//! An edge adds headers its origins trust (`x-user-id`, `cf-connecting-ip`,
+//! `x-envoy-*`, ...). A client that sends one of them itself could claim an
+//! identity or steer routing, so the edge strips them before proxying. A
+//! [`HeaderSet`] is the list of such names, loaded once per configuration
+//! (re)load and asked once per request.
+//!
+//! # List format
+//!
+//! ```text
+//! # Identity the auth layer sets after verifying a session.
+//! x-user-id
+//! X-Authenticated-*     # a prefix rule: every header starting with this
+//! ```
+//!
+//! - One header name per line. Lines are split on `\n`; leading and trailing
+//!   ASCII whitespace (including `\r`) is trimmed.
+//! - Blank lines, and lines whose first non-space character is `#`, are ignored.
+//!   A comment may also follow a name after whitespace: `x-user-id  # why`.
+//! - A name may use only RFC 9110 token characters, except `#` (`x-a#b` is
+//!   refused: it is almost surely a comment missing its space). Names are at
+//!   most [`MAX_NAME_LEN`] bytes, not counting a trailing `*`.
+//! - Case does not matter, and `_` and `-` are the same character.
+//! - A trailing `*` makes a prefix rule: `x-internal-*` matches every header
+//!   whose name starts with `x-internal-`, including `x-internal-` itself. A
+//!   `*` anywhere else, and a bare `*`, are refused.
+//! - Duplicates (in any spelling) are merged.
+//! - A list with no rule at all is refused: it is almost surely a truncated or
+//!   wrong file, and silently stripping nothing is the dangerous failure.
+//!
+//! Any refused line refuses the whole list; the error names the source and the
+//! 1-based line, and no part of the list is kept.
+//!
+//! # Matching
+//!
+//! A request header name matches when, compared byte by byte with ASCII case
+//! folded and `_` read as `-`, it equals an exact name or starts with a prefix.
+//! Folding `_` closes a smuggling path: with `underscores_in_headers on` nginx
+//! passes `X_User_Id` through, and CGI/PHP/WSGI backends map it to the same
+//! variable as `X-User-Id`. Bytes outside ASCII never fold. Names longer than
+//! [`MAX_NAME_LEN`] bytes can only match a prefix rule.
+//!
+//! # How it works
+//!
+//! List entries are folded once at load. Exact names go into a
+//! [trie-hard](trie_hard) trie whose keys live in one buffer owned by the set.
+//! Because most headers of a request are not internal, what decides the cost
+//! is how cheaply a name is rejected, so the trie sits behind a 1 KiB
+//! one-hash Bloom filter keyed on the name's length and its first, middle and
+//! last folded bytes. For `accept-language` against a list holding
+//! `x-user-id`: (15, `a`, `-`, `e`) hashes to a bit no exact name set, so the
+//! name is rejected after four byte loads, without being folded or looked up.
+//! Only names that pass the filter are folded into a stack buffer and looked
+//! up in the trie. Prefix rules are few; they are checked linearly behind a
+//! bitset of their first bytes. Neither path allocates.
+
+mod list;
+mod matcher;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+use std::path::Path;
+
+use crate::request::edgeguard_header;
+
+pub use list::ListError;
+use matcher::{folded_eq, ExactNames, Prefixes};
+
+/// The longest name a list may hold, in bytes (a prefix rule's `*` not
+/// counted). nginx itself refuses longer header lines by default.
+pub const MAX_NAME_LEN: usize = 256;
+
+/// A loaded list of internal header names. Owns all its data; build a new one
+/// on every configuration reload and drop the old one.
+pub struct HeaderSet {
+    exact: ExactNames,
+    prefixes: Prefixes,
+    rules: usize,
+}
+
+/// What [`HeaderSet::find_internal`] found in one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Matches {
+    /// Headers whose name is internal, counting repeats.
+    pub matched: usize,
+    /// Distinct internal names (after folding); the number of indices
+    /// `find_internal` wanted to write into `clear`.
+    pub distinct: usize,
+}
+
+impl HeaderSet {
+    /// Parse a list in the [format above](self#list-format). `source` names
+    /// the list in errors (a path, or `"<buffer>"`).
+    pub fn parse(source: &str, text: &[u8]) -> Result<HeaderSet, ListError> {
+        let rules = list::parse(source, text)?;
+        Ok(HeaderSet {
+            exact: ExactNames::new(&rules.exact),
+            prefixes: Prefixes::new(&rules.prefixes),
+            rules: rules.exact.len() + rules.prefixes.len(),
+        })
+    }
+
+    /// Read and parse a list file. Errors name the path.
+    pub fn load(path: &Path) -> Result<HeaderSet, ListError> {
+        let text = std::fs::read(path).map_err(|err| ListError::io(path, err))?;
+        HeaderSet::parse(&path.display().to_string(), &text)
+    }
+
+    /// Whether a header with this name must be stripped. `name` may be in any
+    /// case and use `_` for `-`. Never allocates.
+    #[inline]
+    pub fn is_internal(&self, name: &[u8]) -> bool {
+        self.exact.contains(name) || self.prefixes.matches(name)
+    }
+
+    /// The number of distinct rules: exact names plus prefix rules.
+    pub fn len(&self) -> usize {
+        self.rules
+    }
+
+    /// Always false: a list without rules is refused at load. Provided so
+    /// that `len` has its usual companion.
+    pub fn is_empty(&self) -> bool {
+        self.rules == 0
+    }
+
+    /// Find the internal headers of one request.
+    ///
+    /// Every header whose key is internal is counted in `matched`. For the
+    /// first header of each distinct (folded) internal name, its index in
+    /// `headers` is written to `clear[distinct]` and `distinct` grows by one,
+    /// so `clear` lists one index per name to remove, in request order. If
+    /// `clear` is too short, the counts are still complete and only the first
+    /// `clear.len()` indices are written: `distinct > clear.len()` tells the
+    /// caller to retry with a larger buffer. Values are never read. Never
+    /// allocates.
+    ///
+    /// The keys are read through [`edgeguard_str::as_bytes`]: each must point
+    /// to `len` readable bytes for the duration of the call, as headers made
+    /// by [`edgeguard_header::new`] from live slices, or filled by nginx, do.
+    ///
+    /// [`edgeguard_str::as_bytes`]: crate::request::edgeguard_str::as_bytes
+    pub fn find_internal(&self, headers: &[edgeguard_header], clear: &mut [u32]) -> Matches {
+        // SAFETY: the documented contract of this function: every key views
+        // bytes that stay valid and unchanged while it runs.
+        let key = |h: &edgeguard_header| unsafe { h.key.as_bytes() };
+        let mut found = Matches::default();
+        // Indices written to `clear`; equals `found.distinct` until `clear`
+        // runs out.
+        let mut written = 0;
+        for (i, header) in headers.iter().enumerate() {
+            let name = key(header);
+            if !self.is_internal(name) {
+                continue;
+            }
+            found.matched += 1;
+            // A repeat of an earlier internal name is internal itself, so the
+            // earlier one is in `clear` if `clear` holds all of them; if not,
+            // look through every earlier header.
+            let repeat = if written == found.distinct {
+                clear[..written]
+                    .iter()
+                    .any(|&j| folded_eq(key(&headers[j as usize]), name))
+            } else {
+                headers[..i].iter().any(|h| folded_eq(key(h), name))
+            };
+            if repeat {
+                continue;
+            }
+            if let (Some(slot), Ok(index)) = (clear.get_mut(written), u32::try_from(i)) {
+                *slot = index;
+                written += 1;
+            }
+            found.distinct += 1;
+        }
+        found
+    }
+}
+
+impl fmt::Debug for HeaderSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HeaderSet")
+            .field("rules", &self.rules)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,432 @@
+use super::*;
+
+/// The list edgeguard ships (workload a of the benchmark).
+const SHIPPED: &[u8] = include_bytes!("../../nginx-conf/internal-headers.txt");
+/// trie-hard's header fixture (workload b of the benchmark).
+const TRIE_HARD: &[u8] = include_bytes!("../../benches/data/trie-hard-headers.txt");
+/// Real request header names that an edge must let through.
+const PUBLIC: &[u8] = include_bytes!("../../benches/data/request-headers.txt");
+
+fn set(text: &str) -> HeaderSet {
+    HeaderSet::parse("<test>", text.as_bytes()).unwrap()
+}
+
+fn headers(names: &[&[u8]]) -> Vec<edgeguard_header> {
+    names
+        .iter()
+        .map(|n| edgeguard_header::new(n, b"v"))
+        .collect()
+}
+
+#[test]
+fn is_internal_table() {
+    let set = set("x-user-id\nx-internal-*\nCF-Ray\nx_envoy_*\nx-a\n");
+    let long_internal = [b"x-internal-".as_slice(), &[b'z'; 300]].concat();
+    let long_exact = [b"x-user-id".as_slice(), &[b'z'; 300]].concat();
+    let cases: &[(&[u8], bool)] = &[
+        // exact names in every case and separator spelling
+        (b"x-user-id", true),
+        (b"X-User-Id", true),
+        (b"X_USER_ID", true),
+        (b"x_user-id", true),
+        (b"cf-ray", true),
+        (b"CF_RAY", true),
+        (b"x-a", true),
+        // a name that is a prefix of an internal name, and the reverse
+        (b"x-user", false),
+        (b"x-user-i", false),
+        (b"x-user-ids", false),
+        (b"x-user-id-", false),
+        (b"x-", false),
+        (b"x", false),
+        (b"x-ab", false),
+        (b"cf-rays", false),
+        // prefix rules, including the bare prefix and `_` in the list entry
+        (b"x-internal-", true),
+        (b"x-internal-token", true),
+        (b"X_Internal_Token", true),
+        (b"x-envoy-original-path", true),
+        (b"X-ENVOY-", true),
+        (b"x-internal", false),
+        (b"x-interna", false),
+        (b"x-envoy", false),
+        (b"xx-internal-a", false),
+        // empty and 8-bit names
+        (b"", false),
+        (b"x-user-\xe9d", false),
+        (b"x-user-id\xff", false),
+        (b"\xffx-user-id", false),
+        (b"x-internal-\xff", true),
+        (b"x-user-id\0", false),
+        // names past the length limit only match prefix rules
+        (&long_internal, true),
+        (&long_exact, false),
+        // ordinary headers
+        (b"accept", false),
+        (b"user-agent", false),
+        (b"x-forwarded-for", false),
+    ];
+    for &(name, expected) in cases {
+        assert_eq!(set.is_internal(name), expected, "{:?}", name.escape_ascii());
+    }
+    assert_eq!(set.len(), 5);
+    assert!(!set.is_empty());
+}
+
+#[test]
+fn len_counts_distinct_rules() {
+    let cases: &[(&str, usize)] = &[
+        ("x-a\n", 1),
+        ("x-a\nX_A\nx-a # again\n", 1),
+        ("x-a\nx-a*\n", 2),
+        ("x-a*\nX_A*\nx-b*\n", 2),
+        ("x-a\nx-b\nx-c*\n", 3),
+    ];
+    for &(text, len) in cases {
+        assert_eq!(set(text).len(), len, "{text:?}");
+    }
+}
+
+#[test]
+fn only_prefix_rules_or_only_exact_names() {
+    let prefixes = set("x-internal-*\n");
+    assert!(prefixes.is_internal(b"x-internal-a"));
+    assert!(!prefixes.is_internal(b"x-other"));
+    let exact = set("x-internal\n");
+    assert!(exact.is_internal(b"x-internal"));
+    assert!(!exact.is_internal(b"x-internal-a"));
+}
+
+#[test]
+fn find_internal_counts_repeats_once_in_clear() {
+    let set = set("x-user-id\nx-internal-*\n");
+    let request = headers(&[
+        b"host",
+        b"X-User-Id",
+        b"accept",
+        b"x-internal-a",
+        b"x_user_id",
+        b"x-user-id",
+        b"X-INTERNAL-A",
+        b"x-internal-b",
+    ]);
+    let mut clear = [u32::MAX; 8];
+    let found = set.find_internal(&request, &mut clear);
+    assert_eq!(
+        found,
+        Matches {
+            matched: 6,
+            distinct: 3
+        }
+    );
+    assert_eq!(clear[..3], [1, 3, 7]);
+    assert!(
+        clear[3..].iter().all(|&i| i == u32::MAX),
+        "wrote past distinct"
+    );
+}
+
+#[test]
+fn find_internal_repeated_three_times() {
+    let set = set("x-a\n");
+    let request = headers(&[b"x-a", b"X-A", b"x_a"]);
+    let mut clear = [0u32; 4];
+    assert_eq!(
+        set.find_internal(&request, &mut clear),
+        Matches {
+            matched: 3,
+            distinct: 1
+        }
+    );
+    assert_eq!(clear[0], 0);
+}
+
+#[test]
+fn find_internal_with_short_clear_still_counts_everything() {
+    let set = set("x-a\nx-b\nx-c\n");
+    let request = headers(&[b"x-a", b"x-b", b"x-a", b"x-c", b"x-b", b"x-c", b"ok"]);
+    for len in 0..=4 {
+        let mut clear = vec![u32::MAX; len];
+        let found = set.find_internal(&request, &mut clear);
+        assert_eq!(
+            found,
+            Matches {
+                matched: 6,
+                distinct: 3
+            },
+            "clear of {len}"
+        );
+        let expected = [0, 1, 3];
+        let written = len.min(3);
+        assert_eq!(clear[..written], expected[..written], "clear of {len}");
+        assert!(clear[written..].iter().all(|&i| i == u32::MAX));
+    }
+}
+
+#[test]
+fn find_internal_on_requests_without_internal_headers() {
+    let set = set("x-a\n");
+    let mut clear = [7u32; 2];
+    assert_eq!(set.find_internal(&[], &mut clear), Matches::default());
+    let request = headers(&[b"", b"accept", b"x-ab"]);
+    assert_eq!(set.find_internal(&request, &mut clear), Matches::default());
+    // Null or negative keys read as empty names and never match.
+    let mut odd = request.clone();
+    odd[0].key.data = std::ptr::null();
+    odd[0].key.len = 3;
+    odd[1].key.len = -1;
+    assert_eq!(set.find_internal(&odd, &mut clear), Matches::default());
+    assert_eq!(clear, [7, 7]);
+}
+
+#[test]
+fn load_names_the_path() {
+    let dir = std::env::temp_dir().join(format!("edgeguard-headers-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("good.txt");
+    let bad = dir.join("bad.txt");
+    let missing = dir.join("missing.txt");
+    std::fs::write(&good, "x-a\nx-b*\n").unwrap();
+    std::fs::write(&bad, "x-a\n\nx b\n").unwrap();
+
+    assert_eq!(HeaderSet::load(&good).unwrap().len(), 2);
+
+    let err = HeaderSet::load(&bad).unwrap_err();
+    assert_eq!(err.line(), Some(3));
+    assert!(
+        err.to_string()
+            .starts_with(&format!("{}:3: ", bad.display())),
+        "{err}"
+    );
+
+    let err = HeaderSet::load(&missing).unwrap_err();
+    assert!(err.is_io());
+    assert_eq!(err.line(), None);
+    assert!(
+        err.to_string()
+            .starts_with(&format!("{}: ", missing.display())),
+        "{err}"
+    );
+    assert!(std::error::Error::source(&err).is_some());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn header_set_can_be_shared_across_workers() {
+    fn shareable<T: Send + Sync + 'static>() {}
+    shareable::<HeaderSet>();
+    let set = std::sync::Arc::new(set("x-a\n"));
+    let other = std::sync::Arc::clone(&set);
+    let seen = std::thread::spawn(move || other.is_internal(b"X_A"))
+        .join()
+        .unwrap();
+    assert!(seen);
+}
+
+#[test]
+fn shipped_list_parses_and_strips_no_standard_header() {
+    let set = HeaderSet::parse("nginx-conf/internal-headers.txt", SHIPPED).unwrap();
+    assert!(set.len() >= 100, "only {} rules", set.len());
+    let identity: &[&[u8]] = &[
+        b"x-user-id",
+        b"x-authenticated-user",
+        b"x-envoy-original-path",
+        b"x-internal-anything",
+        b"x-edge-anything",
+        b"cf-connecting-ip",
+        b"x-middleware-subrequest",
+        b"impersonate-user",
+    ];
+    for &name in identity {
+        assert!(
+            set.is_internal(name),
+            "{:?} is not stripped",
+            name.escape_ascii()
+        );
+    }
+    for name in lines(PUBLIC) {
+        assert!(
+            !set.is_internal(name),
+            "{:?} would be stripped",
+            name.escape_ascii()
+        );
+    }
+}
+
+#[test]
+fn trie_hard_fixture_parses() {
+    let set = HeaderSet::parse("trie-hard-headers.txt", TRIE_HARD).unwrap();
+    assert_eq!(set.len(), lines(TRIE_HARD).count());
+}
+
+/// Non-empty, non-comment lines, first word only.
+fn lines(text: &[u8]) -> impl Iterator<Item = &[u8]> {
+    text.split(|&b| b == b'\n').filter_map(|line| {
+        let line = line.trim_ascii();
+        let word = line.split(u8::is_ascii_whitespace).next()?;
+        (!word.is_empty() && !word.starts_with(b"#")).then_some(word)
+    })
+}
+
+/// A deliberately plain matcher to check the fast one against.
+struct Reference {
+    exact: Vec<Vec<u8>>,
+    prefixes: Vec<Vec<u8>>,
+}
+
+impl Reference {
+    fn normalize(name: &[u8]) -> Vec<u8> {
+        name.to_ascii_lowercase()
+            .into_iter()
+            .map(|b| if b == b'_' { b'-' } else { b })
+            .collect()
+    }
+
+    fn new(text: &[u8]) -> Reference {
+        let (mut exact, mut prefixes) = (Vec::new(), Vec::new());
+        for word in lines(text) {
+            match word.strip_suffix(b"*") {
+                Some(prefix) => prefixes.push(Reference::normalize(prefix)),
+                None => exact.push(Reference::normalize(word)),
+            }
+        }
+        Reference { exact, prefixes }
+    }
+
+    fn is_internal(&self, name: &[u8]) -> bool {
+        let name = Reference::normalize(name);
+        self.exact.contains(&name) || self.prefixes.iter().any(|p| name.starts_with(p))
+    }
+}
+
+/// xorshift64*: deterministic, good enough to scatter test names.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
+        &items[self.below(items.len())]
+    }
+}
+
+/// Names near the rules (respelled, cut, extended, altered) and far from
+/// them (random tokens, 8-bit bytes, over-long names).
+fn generated_names(reference: &Reference, seed: u64, count: usize) -> Vec<Vec<u8>> {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.";
+    let mut rng = Rng(seed);
+    let rules: Vec<&Vec<u8>> = reference.exact.iter().chain(&reference.prefixes).collect();
+    let public: Vec<&[u8]> = lines(PUBLIC).collect();
+    (0..count)
+        .map(|_| {
+            let base: Vec<u8> = match rng.below(3) {
+                0 => rng.pick(&rules).to_vec(),
+                1 => rng.pick(&public).to_vec(),
+                _ => (0..1 + rng.below(40))
+                    .map(|_| *rng.pick(ALPHABET))
+                    .collect(),
+            };
+            let mut name = base;
+            match rng.below(9) {
+                0 => {}
+                1 => name.truncate(name.len().saturating_sub(1 + rng.below(3))),
+                2 => name.extend((0..1 + rng.below(12)).map(|_| *rng.pick(ALPHABET))),
+                3 if !name.is_empty() => {
+                    let at = rng.below(name.len());
+                    name[at] = *rng.pick(ALPHABET);
+                }
+                4 if !name.is_empty() => {
+                    let at = rng.below(name.len());
+                    name[at] = 0x80 | rng.next() as u8;
+                }
+                5 => name.extend(std::iter::repeat(b'y').take(200 + rng.below(120))),
+                6 => name.clear(),
+                _ => {}
+            }
+            for b in &mut name {
+                match rng.below(4) {
+                    0 => *b = b.to_ascii_uppercase(),
+                    1 if *b == b'-' => *b = b'_',
+                    _ => {}
+                }
+            }
+            name
+        })
+        .collect()
+}
+
+fn cross_check(text: &[u8], seed: u64) {
+    let set = HeaderSet::parse("<cross-check>", text).unwrap();
+    let reference = Reference::new(text);
+    let names = generated_names(&reference, seed, 40_000);
+    let mut internal = 0;
+    for name in &names {
+        let expected = reference.is_internal(name);
+        assert_eq!(set.is_internal(name), expected, "{:?}", name.escape_ascii());
+        internal += usize::from(expected);
+    }
+    // Both outcomes must be well represented, or the check proves little.
+    assert!(
+        internal > names.len() / 10,
+        "{internal} internal of {}",
+        names.len()
+    );
+    assert!(
+        internal < names.len() * 9 / 10,
+        "{internal} internal of {}",
+        names.len()
+    );
+
+    // find_internal agrees with the reference on whole requests, too.
+    let mut rng = Rng(seed ^ 0xFEED);
+    for _ in 0..2_000 {
+        // A narrow window of names, so that requests repeat names.
+        let start = rng.below(names.len() - 64);
+        let window = &names[start..start + 64];
+        let request: Vec<&[u8]> = (0..rng.below(40))
+            .map(|_| rng.pick(window).as_slice())
+            .collect();
+        let mut expected_clear = Vec::new();
+        let mut matched = 0;
+        for (i, name) in request.iter().enumerate() {
+            if reference.is_internal(name) {
+                matched += 1;
+                let first = request[..i]
+                    .iter()
+                    .all(|e| Reference::normalize(e) != Reference::normalize(name));
+                if first {
+                    expected_clear.push(i as u32);
+                }
+            }
+        }
+        let mut clear = vec![u32::MAX; 40];
+        let found = set.find_internal(&headers(&request), &mut clear);
+        assert_eq!(
+            found,
+            Matches {
+                matched,
+                distinct: expected_clear.len()
+            }
+        );
+        assert_eq!(clear[..found.distinct], expected_clear[..]);
+    }
+}
+
+#[test]
+fn cross_check_shipped_list_against_reference() {
+    cross_check(SHIPPED, 0x5EED_0001);
+}
+
+#[test]
+fn cross_check_trie_hard_fixture_against_reference() {
+    cross_check(TRIE_HARD, 0x5EED_0002);
+}
