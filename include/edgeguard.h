@@ -175,8 +175,9 @@ size_t edgeguard_header_set_len(const edgeguard_header_set *set);
  `-`.
 
  On success writes to `out_clear[0..*out_clear_len]` the index of the first
- header of each distinct internal name (to remove every occurrence of a name
- with one `ngx.req.clear_header`), and to `*out_matched` the number of
+ header of each distinct internal name, distinct as `ngx.req.clear_header`
+ sees names (case-insensitive, `_` and `-` different), so one clear per
+ index removes every internal entry; and to `*out_matched` the number of
  entries that are internal (repeats counted). `out_clear_cap` must be at
  least `headers_len`, so the answer always fits. Allocates nothing.
 

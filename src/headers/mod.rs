@@ -66,7 +66,7 @@ use std::path::Path;
 use crate::request::edgeguard_header;
 
 pub use list::ListError;
-use matcher::{folded_eq, ExactNames, Prefixes};
+use matcher::{ExactNames, Prefixes};
 
 /// The longest name a list may hold, in bytes (a prefix rule's `*` not
 /// counted). nginx itself refuses longer header lines by default.
@@ -129,7 +129,7 @@ impl HeaderSet {
     /// Find the internal headers of one request.
     ///
     /// Every header whose key is internal is counted in `matched`. For the
-    /// first header of each distinct (folded) internal name, its index in
+    /// first header of each distinct internal name, its index in
     /// `headers` is written to `clear[distinct]` and `distinct` grows by one,
     /// so `clear` lists one index per name to remove, in request order. If
     /// `clear` is too short, the counts are still complete and only the first
@@ -156,15 +156,18 @@ impl HeaderSet {
                 continue;
             }
             found.matched += 1;
+            // Names are distinct as nginx's clear_header compares them: ASCII
+            // case-insensitively, with `_` and `-` different. Deduplicating on
+            // the folded name would clear `x-a-b` and leave `x_a_b` behind.
             // A repeat of an earlier internal name is internal itself, so the
             // earlier one is in `clear` if `clear` holds all of them; if not,
             // look through every earlier header.
             let repeat = if written == found.distinct {
                 clear[..written]
                     .iter()
-                    .any(|&j| folded_eq(key(&headers[j as usize]), name))
+                    .any(|&j| key(&headers[j as usize]).eq_ignore_ascii_case(name))
             } else {
-                headers[..i].iter().any(|h| folded_eq(key(h), name))
+                headers[..i].iter().any(|h| key(h).eq_ignore_ascii_case(name))
             };
             if repeat {
                 continue;

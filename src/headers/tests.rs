@@ -112,16 +112,18 @@ fn find_internal_counts_repeats_once_in_clear() {
     ]);
     let mut clear = [u32::MAX; 8];
     let found = set.find_internal(&request, &mut clear);
+    // `x_user_id` is internal (it folds to `x-user-id`) but nginx clears it
+    // under its own name, so it needs an index of its own.
     assert_eq!(
         found,
         Matches {
             matched: 6,
-            distinct: 3
+            distinct: 4
         }
     );
-    assert_eq!(clear[..3], [1, 3, 7]);
+    assert_eq!(clear[..4], [1, 3, 4, 7]);
     assert!(
-        clear[3..].iter().all(|&i| i == u32::MAX),
+        clear[4..].iter().all(|&i| i == u32::MAX),
         "wrote past distinct"
     );
 }
@@ -129,16 +131,17 @@ fn find_internal_counts_repeats_once_in_clear() {
 #[test]
 fn find_internal_repeated_three_times() {
     let set = set("x-a\n");
-    let request = headers(&[b"x-a", b"X-A", b"x_a"]);
-    let mut clear = [0u32; 4];
+    let request = headers(&[b"x-a", b"X-A", b"x-A", b"x_a", b"X_A"]);
+    let mut clear = [0u32; 5];
     assert_eq!(
         set.find_internal(&request, &mut clear),
         Matches {
-            matched: 3,
-            distinct: 1
+            matched: 5,
+            distinct: 2
         }
     );
-    assert_eq!(clear[0], 0);
+    // One clear per spelling nginx tells apart.
+    assert_eq!(clear[..2], [0, 3]);
 }
 
 #[test]
@@ -402,7 +405,7 @@ fn cross_check(text: &[u8], seed: u64) {
                 matched += 1;
                 let first = request[..i]
                     .iter()
-                    .all(|e| Reference::normalize(e) != Reference::normalize(name));
+                    .all(|e| !e.eq_ignore_ascii_case(name));
                 if first {
                     expected_clear.push(i as u32);
                 }
