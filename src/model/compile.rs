@@ -14,7 +14,8 @@ use serde_json::Value;
 use super::ctr::{CtrCalc, CtrKind, CtrTable, TableLayout};
 use super::json::{self, HashItem, JsonCtrKey, JsonCtrTable, JsonElement, JsonModel};
 use super::native::{
-    CtrSlot, FloatSlot, OneHotSlot, ProjectionElement, Split, Tree, MAX_DIMENSION, MAX_SLOTS, MAX_USED_CATS,
+    CtrSlot, FloatSlot, OneHotSlot, ProjectionElement, Split, Tree, MAX_DIMENSION, MAX_SLOTS,
+    MAX_USED_CATS,
 };
 use super::prediction::Objective;
 use super::{Model, ModelError};
@@ -37,7 +38,10 @@ pub(crate) fn read_capped(path: &Path) -> Result<Vec<u8>, String> {
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read: {e}"))?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(format!("larger than the {} MiB limit for a model", MAX_FILE_BYTES >> 20));
+        return Err(format!(
+            "larger than the {} MiB limit for a model",
+            MAX_FILE_BYTES >> 20
+        ));
     }
     Ok(bytes)
 }
@@ -45,9 +49,24 @@ pub(crate) fn read_capped(path: &Path) -> Result<Vec<u8>, String> {
 /// A binary feature as CatBoost numbers them (`split_index`): float borders,
 /// then one-hot values, then CTR borders (`TModelTrees::CalcBinFeatures`).
 enum BinFeature {
-    Float { feature: u64, border: f32, slot: u16, threshold: u16 },
-    OneHot { cat: u64, value: i32, slot: u16, index: u16 },
-    Ctr { border: f32, target_border_idx: i64, slot: u16, threshold: u16 },
+    Float {
+        feature: u64,
+        border: f32,
+        slot: u16,
+        threshold: u16,
+    },
+    OneHot {
+        cat: u64,
+        value: i32,
+        slot: u16,
+        index: u16,
+    },
+    Ctr {
+        border: f32,
+        target_border_idx: i64,
+        slot: u16,
+        threshold: u16,
+    },
 }
 
 /// A CTR table's identity: type plus projection, as `TModelCtrBase` compares.
@@ -77,7 +96,10 @@ pub(crate) fn compile(source: &str, bytes: &[u8]) -> Result<Model, ModelError> {
         return Err(ModelError::new(
             source,
             "",
-            format!("larger than the {} MiB limit for a model", MAX_FILE_BYTES >> 20),
+            format!(
+                "larger than the {} MiB limit for a model",
+                MAX_FILE_BYTES >> 20
+            ),
         ));
     }
     let parsed: JsonModel = json::parse(source, bytes)?;
@@ -171,7 +193,13 @@ impl Compiler<'_> {
 
     fn borders(&self, field: &str, values: &[f64]) -> Result<Vec<f32>, ModelError> {
         if values.len() > MAX_BORDERS {
-            return Err(self.err(field, format!("{} borders; at most {MAX_BORDERS} are supported", values.len())));
+            return Err(self.err(
+                field,
+                format!(
+                    "{} borders; at most {MAX_BORDERS} are supported",
+                    values.len()
+                ),
+            ));
         }
         let borders: Vec<f32> = values.iter().map(|&b| b as f32).collect();
         if !is_sorted(&borders) {
@@ -180,9 +208,17 @@ impl Compiler<'_> {
         Ok(borders)
     }
 
-    fn feature_index(&self, field: String, index: u64, previous: Option<u64>) -> Result<u64, ModelError> {
+    fn feature_index(
+        &self,
+        field: String,
+        index: u64,
+        previous: Option<u64>,
+    ) -> Result<u64, ModelError> {
         if index > MAX_FEATURE_INDEX {
-            return Err(self.err(field, format!("{index} is above the supported maximum {MAX_FEATURE_INDEX}")));
+            return Err(self.err(
+                field,
+                format!("{index} is above the supported maximum {MAX_FEATURE_INDEX}"),
+            ));
         }
         if previous.is_some_and(|p| index <= p) {
             return Err(self.err(field, format!("{index}: feature indexes must increase")));
@@ -195,14 +231,21 @@ impl Compiler<'_> {
         let mut previous = None;
         for (i, f) in features.iter().enumerate() {
             let at = format!("features_info.float_features[{i}]");
-            previous = Some(self.feature_index(format!("{at}.feature_index"), f.feature_index, previous)?);
+            previous = Some(self.feature_index(
+                format!("{at}.feature_index"),
+                f.feature_index,
+                previous,
+            )?);
         }
         let count = previous.map_or(0, |p| p as usize + 1);
         self.model.float_count = count;
         self.model.float_names = vec![String::new(); count];
         for (i, f) in features.iter().enumerate() {
             let at = format!("features_info.float_features[{i}]");
-            self.model.float_names[f.feature_index as usize] = f.feature_name.clone().unwrap_or_else(|| f.feature_id.clone());
+            self.model.float_names[f.feature_index as usize] = f
+                .feature_name
+                .clone()
+                .unwrap_or_else(|| f.feature_id.clone());
             let treatment = f.nan_value_treatment.as_deref().unwrap_or("AsIs");
             let nan_fill = match (treatment, f.has_nans) {
                 ("AsIs", _) | ("AsFalse" | "AsTrue", false) => f32::NAN,
@@ -230,7 +273,8 @@ impl Compiler<'_> {
                 });
             }
             self.model.float_borders.extend_from_slice(&borders);
-            self.float_slot_of.insert(f.feature_index, (slot, start, borders.len()));
+            self.float_slot_of
+                .insert(f.feature_index, (slot, start, borders.len()));
             self.model.float_slots.push(FloatSlot {
                 feature: f.feature_index as u32,
                 nan_fill,
@@ -245,7 +289,11 @@ impl Compiler<'_> {
         let mut previous = None;
         for (i, f) in features.iter().enumerate() {
             let at = format!("features_info.categorical_features[{i}]");
-            previous = Some(self.feature_index(format!("{at}.feature_index"), f.feature_index, previous)?);
+            previous = Some(self.feature_index(
+                format!("{at}.feature_index"),
+                f.feature_index,
+                previous,
+            )?);
         }
         let count = previous.map_or(0, |p| p as usize + 1);
         self.model.cat_count = count;
@@ -253,18 +301,34 @@ impl Compiler<'_> {
         self.cat_position = vec![None; count];
         for (i, f) in features.iter().enumerate() {
             let at = format!("features_info.categorical_features[{i}]");
-            self.model.cat_names[f.feature_index as usize] = f.feature_name.clone().unwrap_or_else(|| f.feature_id.clone());
+            self.model.cat_names[f.feature_index as usize] = f
+                .feature_name
+                .clone()
+                .unwrap_or_else(|| f.feature_id.clone());
             let Some(values) = &f.values else { continue };
             let field = format!("{at}.values");
             if values.len() > MAX_BORDERS {
-                return Err(self.err(field, format!("{} values; at most {MAX_BORDERS} are supported", values.len())));
+                return Err(self.err(
+                    field,
+                    format!(
+                        "{} values; at most {MAX_BORDERS} are supported",
+                        values.len()
+                    ),
+                ));
             }
             let mut hashes = Vec::with_capacity(values.len());
             for (k, &v) in values.iter().enumerate() {
-                let h = i32::try_from(v)
-                    .map_err(|_| self.err(format!("{field}[{k}]"), format!("{v} is not a 32-bit categorical hash")))?;
+                let h = i32::try_from(v).map_err(|_| {
+                    self.err(
+                        format!("{field}[{k}]"),
+                        format!("{v} is not a 32-bit categorical hash"),
+                    )
+                })?;
                 if hashes.contains(&h) {
-                    return Err(self.err(format!("{field}[{k}]"), format!("duplicate one-hot value {h}")));
+                    return Err(self.err(
+                        format!("{field}[{k}]"),
+                        format!("duplicate one-hot value {h}"),
+                    ));
                 }
                 hashes.push(h);
             }
@@ -283,7 +347,8 @@ impl Compiler<'_> {
                 });
             }
             self.model.one_hot_values.extend_from_slice(&hashes);
-            self.one_hot_of.insert(f.feature_index, (slot, start, hashes.len()));
+            self.one_hot_of
+                .insert(f.feature_index, (slot, start, hashes.len()));
             self.model.one_hot_slots.push(OneHotSlot {
                 cat,
                 values: (start as u32, self.model.one_hot_values.len() as u32),
@@ -295,13 +360,19 @@ impl Compiler<'_> {
     /// The position of categorical feature `index` among the used ones.
     fn use_cat(&mut self, field: &str, index: u64) -> Result<u32, ModelError> {
         let Some(entry) = self.cat_position.get(index as usize).copied() else {
-            return Err(self.err(field, format!("categorical feature {index} is not in features_info.categorical_features")));
+            return Err(self.err(
+                field,
+                format!("categorical feature {index} is not in features_info.categorical_features"),
+            ));
         };
         if let Some(position) = entry {
             return Ok(position);
         }
         if self.model.used_cats.len() >= MAX_USED_CATS {
-            return Err(self.err(field, format!("the model uses more than {MAX_USED_CATS} categorical features")));
+            return Err(self.err(
+                field,
+                format!("the model uses more than {MAX_USED_CATS} categorical features"),
+            ));
         }
         let position = self.model.used_cats.len() as u32;
         self.model.used_cats.push(index as u32);
@@ -309,7 +380,12 @@ impl Compiler<'_> {
         Ok(position)
     }
 
-    fn ctr_key(&self, field: &str, kind: CtrKind, elements: &[JsonElement]) -> Result<CtrKey, ModelError> {
+    fn ctr_key(
+        &self,
+        field: &str,
+        kind: CtrKind,
+        elements: &[JsonElement],
+    ) -> Result<CtrKey, ModelError> {
         let mut key = CtrKey {
             kind,
             cats: Vec::new(),
@@ -318,7 +394,9 @@ impl Compiler<'_> {
         };
         for (i, e) in elements.iter().enumerate() {
             let at = format!("{field}[{i}]");
-            let need = |name: &str, v: Option<u64>| v.ok_or_else(|| self.err(format!("{at}.{name}"), "missing"));
+            let need = |name: &str, v: Option<u64>| {
+                v.ok_or_else(|| self.err(format!("{at}.{name}"), "missing"))
+            };
             match e.combination_element.as_str() {
                 "cat_feature_value" => key.cats.push(need("cat_feature_index", e.cat_feature_index)?),
                 "float_feature" => {
@@ -343,14 +421,19 @@ impl Compiler<'_> {
         Ok(key)
     }
 
-    fn ctr_tables(&mut self, data: Option<&BTreeMap<String, JsonCtrTable>>) -> Result<BTreeMap<CtrKey, u32>, ModelError> {
+    fn ctr_tables(
+        &mut self,
+        data: Option<&BTreeMap<String, JsonCtrTable>>,
+    ) -> Result<BTreeMap<CtrKey, u32>, ModelError> {
         let mut by_key = BTreeMap::new();
         for (name, table) in data.into_iter().flatten() {
             let at = format!("ctr_data[{name:?}]");
-            let id: JsonCtrKey = serde_json::from_str(name)
-                .map_err(|e| self.err(at.clone(), format!("the key is not a CTR identifier: {e}")))?;
-            let kind = CtrKind::parse(&id.ctr_type)
-                .ok_or_else(|| self.err(at.clone(), format!("unknown CTR type {:?}", id.ctr_type)))?;
+            let id: JsonCtrKey = serde_json::from_str(name).map_err(|e| {
+                self.err(at.clone(), format!("the key is not a CTR identifier: {e}"))
+            })?;
+            let kind = CtrKind::parse(&id.ctr_type).ok_or_else(|| {
+                self.err(at.clone(), format!("unknown CTR type {:?}", id.ctr_type))
+            })?;
             let key = self.ctr_key(&at, kind, &id.identifier)?;
             let layout = kind.layout();
             let stride = table.hash_stride;
@@ -360,28 +443,44 @@ impl Compiler<'_> {
                 TableLayout::Count => stride == 2,
             };
             if !stride_ok || stride as usize > table.hash_map.len().max(3) {
-                return Err(self.err(format!("{at}.hash_stride"), format!("{stride} does not fit a {:?} table", kind)));
+                return Err(self.err(
+                    format!("{at}.hash_stride"),
+                    format!("{stride} does not fit a {:?} table", kind),
+                ));
             }
             let stride = stride as usize;
             if table.hash_map.len() % stride != 0 {
                 return Err(self.err(
                     format!("{at}.hash_map"),
-                    format!("{} items are not a whole number of {stride}-item records", table.hash_map.len()),
+                    format!(
+                        "{} items are not a whole number of {stride}-item records",
+                        table.hash_map.len()
+                    ),
                 ));
             }
             let denominator = i32::try_from(table.counter_denominator).map_err(|_| {
-                self.err(format!("{at}.counter_denominator"), format!("{} is out of range", table.counter_denominator))
+                self.err(
+                    format!("{at}.counter_denominator"),
+                    format!("{} is out of range", table.counter_denominator),
+                )
             })?;
             let buckets = table.hash_map.len() / stride;
-            let mut built = CtrTable::with_capacity(layout, stride - 1 - usize::from(layout == TableLayout::SumCount), buckets, denominator);
+            let mut built = CtrTable::with_capacity(
+                layout,
+                stride - 1 - usize::from(layout == TableLayout::SumCount),
+                buckets,
+                denominator,
+            );
             let mut ints = Vec::with_capacity(stride);
             for (b, record) in table.hash_map.chunks(stride).enumerate() {
                 let item = |k: usize| format!("{at}.hash_map[{}]", b * stride + k);
                 let hash = match &record[0] {
-                    HashItem::Key(s) => s
-                        .parse::<u64>()
-                        .map_err(|_| self.err(item(0), format!("{s:?} is not a decimal bucket hash")))?,
-                    HashItem::Number(_) => return Err(self.err(item(0), "expected a bucket hash string")),
+                    HashItem::Key(s) => s.parse::<u64>().map_err(|_| {
+                        self.err(item(0), format!("{s:?} is not a decimal bucket hash"))
+                    })?,
+                    HashItem::Number(_) => {
+                        return Err(self.err(item(0), "expected a bucket hash string"))
+                    }
                 };
                 let number = |k: usize| match record[k] {
                     HashItem::Number(n) => Ok(n),
@@ -416,7 +515,11 @@ impl Compiler<'_> {
         Ok(by_key)
     }
 
-    fn ctrs(&mut self, parsed: &JsonModel, tables: &BTreeMap<CtrKey, u32>) -> Result<(), ModelError> {
+    fn ctrs(
+        &mut self,
+        parsed: &JsonModel,
+        tables: &BTreeMap<CtrKey, u32>,
+    ) -> Result<(), ModelError> {
         for (i, ctr) in parsed.features_info.ctrs.iter().enumerate() {
             let at = format!("features_info.ctrs[{i}]");
             let kind = CtrKind::parse(&ctr.ctr_type).ok_or_else(|| {
@@ -430,14 +533,16 @@ impl Compiler<'_> {
                 )
             })?;
             let key = self.ctr_key(&format!("{at}.elements"), kind, &ctr.elements)?;
-            let table = *tables
-                .get(&key)
-                .ok_or_else(|| self.err(format!("{at}.elements"), "no ctr_data table for this CTR"))?;
+            let table = *tables.get(&key).ok_or_else(|| {
+                self.err(format!("{at}.elements"), "no ctr_data table for this CTR")
+            })?;
             let t = &self.model.tables[table as usize];
             let classes = t.stride();
             let target_border_idx = ctr.target_border_idx;
             let tbi_ok = match kind {
-                CtrKind::Borders => classes >= 2 && (0..classes as i64).contains(&target_border_idx),
+                CtrKind::Borders => {
+                    classes >= 2 && (0..classes as i64).contains(&target_border_idx)
+                }
                 CtrKind::Buckets => (0..classes as i64).contains(&target_border_idx),
                 _ => target_border_idx >= 0,
             };
@@ -488,26 +593,43 @@ impl Compiler<'_> {
         }
         for &(feature, border_bits) in &key.floats {
             let border = f32::from_bits(border_bits);
-            let &(slot, start, len) = self
-                .float_slot_of
-                .get(&feature)
-                .ok_or_else(|| self.err(&field, format!("float feature {feature} has no borders")))?;
+            let &(slot, start, len) = self.float_slot_of.get(&feature).ok_or_else(|| {
+                self.err(&field, format!("float feature {feature} has no borders"))
+            })?;
             let k = self.model.float_borders[start..start + len]
                 .iter()
                 .position(|&b| b == border)
-                .ok_or_else(|| self.err(&field, format!("{border} is not a border of float feature {feature}")))?;
-            self.model.projection.push(ProjectionElement::Float { slot, threshold: k as u16 + 1 });
+                .ok_or_else(|| {
+                    self.err(
+                        &field,
+                        format!("{border} is not a border of float feature {feature}"),
+                    )
+                })?;
+            self.model.projection.push(ProjectionElement::Float {
+                slot,
+                threshold: k as u16 + 1,
+            });
         }
         for &(cat, value) in &key.one_hots {
-            let &(slot, start, len) = self
-                .one_hot_of
-                .get(&cat)
-                .ok_or_else(|| self.err(&field, format!("categorical feature {cat} is not one-hot encoded")))?;
+            let &(slot, start, len) = self.one_hot_of.get(&cat).ok_or_else(|| {
+                self.err(
+                    &field,
+                    format!("categorical feature {cat} is not one-hot encoded"),
+                )
+            })?;
             let k = self.model.one_hot_values[start..start + len]
                 .iter()
                 .position(|&v| i64::from(v) == value)
-                .ok_or_else(|| self.err(&field, format!("{value} is not a one-hot value of feature {cat}")))?;
-            self.model.projection.push(ProjectionElement::OneHot { slot, index: k as u16 + 1 });
+                .ok_or_else(|| {
+                    self.err(
+                        &field,
+                        format!("{value} is not a one-hot value of feature {cat}"),
+                    )
+                })?;
+            self.model.projection.push(ProjectionElement::OneHot {
+                slot,
+                index: k as u16 + 1,
+            });
         }
         Ok(())
     }
@@ -518,7 +640,10 @@ impl Compiler<'_> {
             let at = format!("oblivious_trees[{t}]");
             let depth = tree.splits.len();
             if depth > MAX_DEPTH {
-                return Err(self.err(format!("{at}.splits"), format!("depth {depth} exceeds the supported {MAX_DEPTH}")));
+                return Err(self.err(
+                    format!("{at}.splits"),
+                    format!("depth {depth} exceeds the supported {MAX_DEPTH}"),
+                ));
             }
             let width = 1usize << depth;
             let leaves = tree.leaf_values.len();
@@ -547,14 +672,23 @@ impl Compiler<'_> {
 
     fn split(&self, at: &str, split: &json::JsonSplit) -> Result<Split, ModelError> {
         let index = split.split_index;
-        let bin = usize::try_from(index).ok().and_then(|i| self.bins.get(i)).ok_or_else(|| {
-            self.err(
-                format!("{at}.split_index"),
-                format!("{index} is out of range: the model has {} binary features", self.bins.len()),
-            )
-        })?;
+        let bin = usize::try_from(index)
+            .ok()
+            .and_then(|i| self.bins.get(i))
+            .ok_or_else(|| {
+                self.err(
+                    format!("{at}.split_index"),
+                    format!(
+                        "{index} is out of range: the model has {} binary features",
+                        self.bins.len()
+                    ),
+                )
+            })?;
         let mismatch = |what: &str| {
-            self.err(at, format!("does not match binary feature {index} ({what}) of features_info"))
+            self.err(
+                at,
+                format!("does not match binary feature {index} ({what}) of features_info"),
+            )
         };
         let border_matches = |b: f32| split.border.map_or(true, |x| x as f32 == b);
         match (split.split_type.as_str(), bin) {

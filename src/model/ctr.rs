@@ -69,7 +69,12 @@ pub(crate) struct CtrTable {
 
 impl CtrTable {
     /// An empty table with room for `buckets` entries.
-    pub(crate) fn with_capacity(layout: TableLayout, stride: usize, buckets: usize, counter_denominator: i32) -> Self {
+    pub(crate) fn with_capacity(
+        layout: TableLayout,
+        stride: usize,
+        buckets: usize,
+        counter_denominator: i32,
+    ) -> Self {
         let capacity = (buckets.max(1) * 2).next_power_of_two();
         CtrTable {
             slots: vec![EMPTY; capacity],
@@ -215,7 +220,10 @@ mod tests {
         }
         assert!(!t.insert(0, &[1], 0.0), "duplicate keys are refused");
         for k in 0..100u64 {
-            assert_eq!(t.find(k.wrapping_mul(0x4906_ba49_4954_cb65)), Some(k as usize));
+            assert_eq!(
+                t.find(k.wrapping_mul(0x4906_ba49_4954_cb65)),
+                Some(k as usize)
+            );
         }
         assert_eq!(t.find(12345), None);
         assert_eq!(t.find(u64::MAX), None);
@@ -233,22 +241,43 @@ mod tests {
         };
         let mut two = CtrTable::with_capacity(TableLayout::ClassCounts, 2, 1, 0);
         two.insert(9, &[3, 1], 0.0);
-        assert_eq!(calc(CtrKind::Borders, 0).value(&two, 9), (1.0 + 0.5) / (4.0 + 1.0) * 15.0);
-        assert_eq!(calc(CtrKind::Buckets, 0).value(&two, 9), (3.0 + 0.5) / (4.0 + 1.0) * 15.0);
+        assert_eq!(
+            calc(CtrKind::Borders, 0).value(&two, 9),
+            (1.0 + 0.5) / (4.0 + 1.0) * 15.0
+        );
+        assert_eq!(
+            calc(CtrKind::Buckets, 0).value(&two, 9),
+            (3.0 + 0.5) / (4.0 + 1.0) * 15.0
+        );
         assert_eq!(calc(CtrKind::Borders, 0).value(&two, 8), 0.5 / 1.0 * 15.0);
 
         let mut three = CtrTable::with_capacity(TableLayout::ClassCounts, 3, 1, 0);
         three.insert(9, &[1, 2, 4], 0.0);
-        assert_eq!(calc(CtrKind::Borders, 0).value(&three, 9), (6.0 + 0.5) / (7.0 + 1.0) * 15.0);
-        assert_eq!(calc(CtrKind::Borders, 1).value(&three, 9), (4.0 + 0.5) / (7.0 + 1.0) * 15.0);
+        assert_eq!(
+            calc(CtrKind::Borders, 0).value(&three, 9),
+            (6.0 + 0.5) / (7.0 + 1.0) * 15.0
+        );
+        assert_eq!(
+            calc(CtrKind::Borders, 1).value(&three, 9),
+            (4.0 + 0.5) / (7.0 + 1.0) * 15.0
+        );
 
         let mut counter = CtrTable::with_capacity(TableLayout::Count, 1, 1, 20);
         counter.insert(9, &[5], 0.0);
-        assert_eq!(calc(CtrKind::Counter, 0).value(&counter, 9), (5.0 + 0.5) / (20.0 + 1.0) * 15.0);
-        assert_eq!(calc(CtrKind::FeatureFreq, 0).value(&counter, 1), 0.5 / 21.0 * 15.0);
+        assert_eq!(
+            calc(CtrKind::Counter, 0).value(&counter, 9),
+            (5.0 + 0.5) / (20.0 + 1.0) * 15.0
+        );
+        assert_eq!(
+            calc(CtrKind::FeatureFreq, 0).value(&counter, 1),
+            0.5 / 21.0 * 15.0
+        );
 
         let mut mean = CtrTable::with_capacity(TableLayout::SumCount, 1, 1, 0);
         mean.insert(9, &[4], 2.5);
-        assert_eq!(calc(CtrKind::FloatTargetMeanValue, 0).value(&mean, 9), (2.5 + 0.5) / (4.0 + 1.0) * 15.0);
+        assert_eq!(
+            calc(CtrKind::FloatTargetMeanValue, 0).value(&mean, 9),
+            (2.5 + 0.5) / (4.0 + 1.0) * 15.0
+        );
     }
 }

@@ -11,6 +11,7 @@ pub struct ModelError {
     source: String,
     field: String,
     message: String,
+    io: bool,
 }
 
 impl ModelError {
@@ -19,7 +20,23 @@ impl ModelError {
             source: source.to_owned(),
             field: field.into(),
             message: message.into(),
+            io: false,
         }
+    }
+
+    /// An error reading the file itself (missing, unreadable, too large),
+    /// as opposed to a file whose content is not a usable model.
+    pub(crate) fn io(source: &str, message: impl Into<String>) -> Self {
+        ModelError {
+            io: true,
+            ..Self::new(source, "", message)
+        }
+    }
+
+    /// Whether the file could not be read (as opposed to being read and
+    /// rejected).
+    pub fn is_io(&self) -> bool {
+        self.io
     }
 
     /// The file name or source name the model came from.

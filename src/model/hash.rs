@@ -86,7 +86,8 @@ fn hash_len0to16(s: &[u8]) -> u64 {
         // Bytes are unsigned here: values >= 0x80 must not sign-extend.
         let y = u32::from(s[0]).wrapping_add(u32::from(s[len >> 1]) << 8);
         let z = (len as u32).wrapping_add(u32::from(s[len - 1]) << 2);
-        return shift_mix(u64::from(y).wrapping_mul(K2) ^ u64::from(z).wrapping_mul(K3)).wrapping_mul(K2);
+        return shift_mix(u64::from(y).wrapping_mul(K2) ^ u64::from(z).wrapping_mul(K3))
+            .wrapping_mul(K2);
     }
     K2
 }
@@ -98,15 +99,24 @@ fn hash_len17to32(s: &[u8]) -> u64 {
     let c = load64(s, len - 8).wrapping_mul(K2);
     let d = load64(s, len - 16).wrapping_mul(K0);
     hash_len16(
-        a.wrapping_sub(b).rotate_right(43).wrapping_add(c.rotate_right(30)).wrapping_add(d),
-        a.wrapping_add((b ^ K3).rotate_right(20)).wrapping_sub(c).wrapping_add(len as u64),
+        a.wrapping_sub(b)
+            .rotate_right(43)
+            .wrapping_add(c.rotate_right(30))
+            .wrapping_add(d),
+        a.wrapping_add((b ^ K3).rotate_right(20))
+            .wrapping_sub(c)
+            .wrapping_add(len as u64),
     )
 }
 
 fn hash_len33to64(s: &[u8]) -> u64 {
     let len = s.len();
     let mut z = load64(s, 24);
-    let mut a = load64(s, 0).wrapping_add((len as u64).wrapping_add(load64(s, len - 16)).wrapping_mul(K0));
+    let mut a = load64(s, 0).wrapping_add(
+        (len as u64)
+            .wrapping_add(load64(s, len - 16))
+            .wrapping_mul(K0),
+    );
     let mut b = a.wrapping_add(z).rotate_right(52);
     let mut c = a.rotate_right(37);
     a = a.wrapping_add(load64(s, 8));
@@ -123,14 +133,23 @@ fn hash_len33to64(s: &[u8]) -> u64 {
     a = a.wrapping_add(load64(s, len - 16));
     let wf = a.wrapping_add(z);
     let ws = b.wrapping_add(a.rotate_right(31)).wrapping_add(c);
-    let r = shift_mix(vf.wrapping_add(ws).wrapping_mul(K2).wrapping_add(wf.wrapping_add(vs).wrapping_mul(K0)));
+    let r = shift_mix(
+        vf.wrapping_add(ws)
+            .wrapping_mul(K2)
+            .wrapping_add(wf.wrapping_add(vs).wrapping_mul(K0)),
+    );
     shift_mix(r.wrapping_mul(K0).wrapping_add(vs)).wrapping_mul(K2)
 }
 
 /// Mixes 32 bytes at `s[at..]` into the seeds `a`, `b`.
 #[inline]
 fn weak_hash32(s: &[u8], at: usize, mut a: u64, mut b: u64) -> (u64, u64) {
-    let (w, x, y, z) = (load64(s, at), load64(s, at + 8), load64(s, at + 16), load64(s, at + 24));
+    let (w, x, y, z) = (
+        load64(s, at),
+        load64(s, at + 8),
+        load64(s, at + 16),
+        load64(s, at + 24),
+    );
     a = a.wrapping_add(w);
     b = b.wrapping_add(a).wrapping_add(z).rotate_right(21);
     let c = a;
@@ -165,8 +184,17 @@ pub(crate) fn city_hash64(s: &[u8]) -> u64 {
     let blocks = (len - 1) / 64;
     for block in 0..blocks {
         let at = block * 64;
-        x = x.wrapping_add(y).wrapping_add(v.0).wrapping_add(load64(s, at + 16)).rotate_right(37).wrapping_mul(K1);
-        y = y.wrapping_add(v.1).wrapping_add(load64(s, at + 48)).rotate_right(42).wrapping_mul(K1);
+        x = x
+            .wrapping_add(y)
+            .wrapping_add(v.0)
+            .wrapping_add(load64(s, at + 16))
+            .rotate_right(37)
+            .wrapping_mul(K1);
+        y = y
+            .wrapping_add(v.1)
+            .wrapping_add(load64(s, at + 48))
+            .rotate_right(42)
+            .wrapping_mul(K1);
         x ^= w.1;
         y ^= v.0;
         z = (z ^ w.0).rotate_right(33);
@@ -175,7 +203,9 @@ pub(crate) fn city_hash64(s: &[u8]) -> u64 {
         std::mem::swap(&mut z, &mut x);
     }
     hash_len16(
-        hash_len16(v.0, w.0).wrapping_add(shift_mix(y).wrapping_mul(K1)).wrapping_add(z),
+        hash_len16(v.0, w.0)
+            .wrapping_add(shift_mix(y).wrapping_mul(K1))
+            .wrapping_add(z),
         hash_len16(v.1, w.1).wrapping_add(x),
     )
 }

@@ -127,14 +127,18 @@ pub(crate) enum HashItem {
 }
 
 /// Parses `bytes` as a JSON model, naming the failing field on error.
-pub(crate) fn parse<T: for<'de> Deserialize<'de>>(source: &str, bytes: &[u8]) -> Result<T, ModelError> {
+pub(crate) fn parse<T: for<'de> Deserialize<'de>>(
+    source: &str,
+    bytes: &[u8],
+) -> Result<T, ModelError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let field = if path == "." { String::new() } else { path };
         ModelError::new(source, field, plain_words(&e.inner().to_string()))
     })?;
-    de.end().map_err(|e| ModelError::new(source, "", plain_words(&e.to_string())))?;
+    de.end()
+        .map_err(|e| ModelError::new(source, "", plain_words(&e.to_string())))?;
     Ok(value)
 }
 
@@ -150,7 +154,10 @@ fn plain_words(message: &str) -> String {
         ("expected a sequence", "expected an array"),
         ("expected a tuple of size 2", "expected [scale, [bias...]]"),
         ("expected a map", "expected an object"),
-        ("data did not match any variant of untagged enum HashItem", "expected a string or a number"),
+        (
+            "data did not match any variant of untagged enum HashItem",
+            "expected a string or a number",
+        ),
     ] {
         out = out.replace(rust, json);
     }

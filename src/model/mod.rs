@@ -28,6 +28,7 @@ pub mod official;
 
 pub use error::ModelError;
 pub use hash::cat_hash;
+pub(crate) use native::CatSource;
 pub use native::Model;
 pub use prediction::{apply_prediction_type, output_len, PredictionError, PredictionType};
 

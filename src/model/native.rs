@@ -126,7 +126,9 @@ pub struct Model {
 
 /// Where categorical hashes come from: given by the caller, or hashed here
 /// from the strings.
-trait CatSource {
+pub(crate) trait CatSource {
+    /// The hash of categorical feature `index` (in bounds: counts are
+    /// checked before evaluation).
     fn hash(&self, index: usize) -> i32;
 }
 
@@ -151,7 +153,7 @@ impl Model {
     /// larger than 256 MiB are refused before reading.
     pub fn load(path: &Path) -> Result<Model, ModelError> {
         let source = path.display().to_string();
-        let bytes = compile::read_capped(path).map_err(|e| ModelError::new(&source, "", e))?;
+        let bytes = compile::read_capped(path).map_err(|e| ModelError::io(&source, e))?;
         compile::compile(&source, &bytes)
     }
 
@@ -243,7 +245,28 @@ impl Model {
         Ok(())
     }
 
-    fn check(&self, floats: usize, cats: usize, ty: PredictionType, out: usize) -> Result<(), PredictionError> {
+    /// [`Model::predict_strings`] for any source of categorical strings that
+    /// holds `cat_count` of them (the C ABI's `edgeguard_str` arrays).
+    pub(crate) fn predict_cats<C: CatSource>(
+        &self,
+        floats: &[f32],
+        cat_count: usize,
+        cats: C,
+        ty: PredictionType,
+        out: &mut [f64],
+    ) -> Result<(), PredictionError> {
+        self.check(floats.len(), cat_count, ty, out.len())?;
+        self.finish(ty, out, |raw| self.raw_into(floats, cats, raw));
+        Ok(())
+    }
+
+    fn check(
+        &self,
+        floats: usize,
+        cats: usize,
+        ty: PredictionType,
+        out: usize,
+    ) -> Result<(), PredictionError> {
         if !self.supports(ty) {
             return Err(PredictionError::Unsupported(ty));
         }
@@ -251,15 +274,30 @@ impl Model {
         Ok(())
     }
 
-    fn check_input(&self, floats: usize, cats: usize, need: usize, out: usize) -> Result<(), PredictError> {
+    fn check_input(
+        &self,
+        floats: usize,
+        cats: usize,
+        need: usize,
+        out: usize,
+    ) -> Result<(), PredictError> {
         if floats != self.float_count {
-            return Err(PredictError::FloatCount { expected: self.float_count, got: floats });
+            return Err(PredictError::FloatCount {
+                expected: self.float_count,
+                got: floats,
+            });
         }
         if cats != self.cat_count {
-            return Err(PredictError::CatCount { expected: self.cat_count, got: cats });
+            return Err(PredictError::CatCount {
+                expected: self.cat_count,
+                got: cats,
+            });
         }
         if out < need {
-            return Err(PredictError::OutputLen { expected: need, got: out });
+            return Err(PredictError::OutputLen {
+                expected: need,
+                got: out,
+            });
         }
         Ok(())
     }
@@ -324,7 +362,10 @@ impl Model {
         for o in &self.one_hot_slots {
             let h = hashes[o.cat as usize];
             let values = &self.one_hot_values[o.values.0 as usize..o.values.1 as usize];
-            bins[slot] = values.iter().position(|&v| v == h).map_or(0, |p| p as u16 + 1);
+            bins[slot] = values
+                .iter()
+                .position(|&v| v == h)
+                .map_or(0, |p| p as u16 + 1);
             slot += 1;
         }
         for c in &self.ctr_slots {
@@ -332,8 +373,12 @@ impl Model {
             for e in &self.projection[c.projection.0 as usize..c.projection.1 as usize] {
                 let element = match *e {
                     ProjectionElement::Cat(i) => widen_cat(hashes[i as usize]),
-                    ProjectionElement::Float { slot, threshold } => u64::from(bins[slot as usize] >= threshold),
-                    ProjectionElement::OneHot { slot, index } => u64::from(bins[slot as usize] == index),
+                    ProjectionElement::Float { slot, threshold } => {
+                        u64::from(bins[slot as usize] >= threshold)
+                    }
+                    ProjectionElement::OneHot { slot, index } => {
+                        u64::from(bins[slot as usize] == index)
+                    }
                 };
                 key = combine(key, element);
             }
@@ -348,9 +393,16 @@ impl Model {
     fn leaf_index(&self, tree: &Tree, bins: &[u16]) -> usize {
         let first = tree.first_split as usize;
         let mut index = 0usize;
-        for (depth, s) in self.splits[first..first + tree.depth as usize].iter().enumerate() {
+        for (depth, s) in self.splits[first..first + tree.depth as usize]
+            .iter()
+            .enumerate()
+        {
             let bin = bins[s.slot as usize];
-            let bit = if s.equal { bin == s.threshold } else { bin >= s.threshold };
+            let bit = if s.equal {
+                bin == s.threshold
+            } else {
+                bin >= s.threshold
+            };
             index |= usize::from(bit) << depth;
         }
         index
@@ -390,9 +442,16 @@ impl Evaluator for Model {
         self.dimension
     }
 
-    fn predict_raw(&self, floats: &[f32], cats: &[i32], out: &mut [f64]) -> Result<(), PredictError> {
+    fn predict_raw(
+        &self,
+        floats: &[f32],
+        cats: &[i32],
+        out: &mut [f64],
+    ) -> Result<(), PredictError> {
         self.check_input(floats.len(), cats.len(), self.dimension, out.len())?;
-        self.finish(PredictionType::Raw, out, |raw| self.raw_into(floats, cats, raw));
+        self.finish(PredictionType::Raw, out, |raw| {
+            self.raw_into(floats, cats, raw)
+        });
         Ok(())
     }
 }

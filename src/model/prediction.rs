@@ -111,7 +111,9 @@ impl fmt::Display for PredictionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Input(e) => e.fmt(f),
-            Self::Unsupported(ty) => write!(f, "prediction type {ty} is not meaningful for this model"),
+            Self::Unsupported(ty) => {
+                write!(f, "prediction type {ty} is not meaningful for this model")
+            }
         }
     }
 }
