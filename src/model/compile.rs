@@ -33,15 +33,21 @@ const MAX_BORDERS: usize = u16::MAX as usize - 1;
 /// Reads a file of at most [`MAX_FILE_BYTES`].
 pub(crate) fn read_capped(path: &Path) -> Result<Vec<u8>, String> {
     let file = std::fs::File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+    let too_large = || {
+        format!(
+            "larger than the {} MiB limit for a model",
+            MAX_FILE_BYTES >> 20
+        )
+    };
+    if file.metadata().is_ok_and(|m| m.len() > MAX_FILE_BYTES) {
+        return Err(too_large());
+    }
     let mut bytes = Vec::new();
     file.take(MAX_FILE_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(|e| format!("cannot read: {e}"))?;
     if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(format!(
-            "larger than the {} MiB limit for a model",
-            MAX_FILE_BYTES >> 20
-        ));
+        return Err(too_large());
     }
     Ok(bytes)
 }
