@@ -7,7 +7,7 @@ outputs are committed under tests/fixtures/catboost/ so `make test` never needs
 Python; rerun this script only to regenerate them:
 
     python3 models/make_fixtures.py            # test fixtures
-    python3 models/make_fixtures.py --bench    # + the production-like bench model
+    python3 models/make_fixtures.py --bench    # only the production-like bench model
 
 Per model NAME the fixture directory holds:
     NAME.json / NAME.cbm   the model (leaf weights dropped from the JSON: unused)
@@ -319,10 +319,13 @@ def bench_model():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bench", action="store_true", help="also build the benchmark model")
+    parser.add_argument("--bench", action="store_true", help="build only the benchmark model (benches/data)")
     args = parser.parse_args()
-    os.makedirs(FIXTURES, exist_ok=True)
     print("catboost", catboost.__version__, file=sys.stderr)
+    if args.bench:
+        bench_model()
+        return
+    os.makedirs(FIXTURES, exist_ok=True)
 
     seen = set()
     types, _ = binary_ctr(FIXTURES)
@@ -337,8 +340,6 @@ def main():
     missing = CTR_TYPES - seen
     assert not missing, "no fixture exercises CTR types %s" % sorted(missing)
     cat_hash_table(FIXTURES)
-    if args.bench:
-        bench_model()
 
 
 if __name__ == "__main__":

@@ -94,6 +94,8 @@ struct Compiler<'a> {
     float_slot_of: BTreeMap<u64, (u16, usize, usize)>,
     /// Categorical feature index → (one-hot slot, first value, value count).
     one_hot_of: BTreeMap<u64, (u16, usize, usize)>,
+    /// Projections laid out so far, to share identical ones.
+    projections: BTreeMap<Vec<ProjectionElement>, (u32, u32)>,
     slot_count: usize,
 }
 
@@ -139,6 +141,7 @@ pub(crate) fn compile(source: &str, bytes: &[u8]) -> Result<Model, ModelError> {
         cat_position: Vec::new(),
         float_slot_of: BTreeMap::new(),
         one_hot_of: BTreeMap::new(),
+        projections: BTreeMap::new(),
         slot_count: 0,
     };
     if parsed.trees.is_some() {
@@ -566,8 +569,7 @@ impl Compiler<'_> {
                 shift: ctr.shift as f32,
                 scale: ctr.scale as f32,
             };
-            let start = self.model.projection.len();
-            self.projection(&at, &key)?;
+            let projection = self.projection(&at, &key)?;
             let borders = self.borders(&format!("{at}.borders"), &ctr.borders)?;
             let slot = self.next_slot(&at)?;
             for (k, &border) in borders.iter().enumerate() {
@@ -583,16 +585,19 @@ impl Compiler<'_> {
             self.model.ctr_slots.push(CtrSlot {
                 calc,
                 table,
-                projection: (start as u32, self.model.projection.len() as u32),
+                projection,
                 borders: (first_border as u32, self.model.ctr_borders.len() as u32),
             });
         }
         Ok(())
     }
 
-    /// Appends the projection's elements in CatBoost's hashing order.
-    fn projection(&mut self, at: &str, key: &CtrKey) -> Result<(), ModelError> {
+    /// The range of the projection's elements, in CatBoost's hashing order.
+    /// CTRs with the same projection share one range, so evaluation hashes
+    /// it once.
+    fn projection(&mut self, at: &str, key: &CtrKey) -> Result<(u32, u32), ModelError> {
         let field = format!("{at}.elements");
+        let first = self.model.projection.len();
         for &cat in &key.cats {
             let position = self.use_cat(&field, cat)?;
             self.model.projection.push(ProjectionElement::Cat(position));
@@ -637,7 +642,14 @@ impl Compiler<'_> {
                 index: k as u16 + 1,
             });
         }
-        Ok(())
+        let elements = self.model.projection[first..].to_vec();
+        if let Some(&range) = self.projections.get(&elements) {
+            self.model.projection.truncate(first);
+            return Ok(range);
+        }
+        let range = (first as u32, self.model.projection.len() as u32);
+        self.projections.insert(elements, range);
+        Ok(range)
     }
 
     fn trees(&mut self, trees: &[json::JsonTree]) -> Result<(), ModelError> {

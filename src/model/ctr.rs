@@ -166,9 +166,15 @@ impl CtrCalc {
     }
 
     /// The CTR value for a document whose projection hashed to `key`.
+    #[cfg(test)]
+    fn value(&self, table: &CtrTable, key: u64) -> f32 {
+        self.value_at(table, table.find(key))
+    }
+
+    /// The CTR value for a document that fell in `bucket` of `table` (`None`:
+    /// a value combination training never saw).
     #[inline]
-    pub(crate) fn value(&self, table: &CtrTable, key: u64) -> f32 {
-        let bucket = table.find(key);
+    pub(crate) fn value_at(&self, table: &CtrTable, bucket: Option<usize>) -> f32 {
         match self.kind {
             CtrKind::BinarizedTargetMeanValue | CtrKind::FloatTargetMeanValue => match bucket {
                 Some(b) => self.calc(table.sums[b], table.ints(b)[0] as f32),

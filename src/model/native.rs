@@ -65,7 +65,7 @@ pub(crate) struct CtrSlot {
 
 /// One element of a CTR projection, in CatBoost's hashing order: categorical
 /// values first, then binarized float features, then one-hot matches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum ProjectionElement {
     Cat(u32),
     Float { slot: u16, threshold: u16 },
@@ -368,21 +368,34 @@ impl Model {
                 .map_or(0, |p| p as u16 + 1);
             slot += 1;
         }
+        // CTR features of one projection (and often one table, with
+        // different priors) are adjacent: hash and look up once for them.
+        let mut projection = (u32::MAX, u32::MAX);
+        let mut key = 0u64;
+        let mut lookup: (u32, Option<usize>) = (u32::MAX, None);
         for c in &self.ctr_slots {
-            let mut key = 0u64;
-            for e in &self.projection[c.projection.0 as usize..c.projection.1 as usize] {
-                let element = match *e {
-                    ProjectionElement::Cat(i) => widen_cat(hashes[i as usize]),
-                    ProjectionElement::Float { slot, threshold } => {
-                        u64::from(bins[slot as usize] >= threshold)
-                    }
-                    ProjectionElement::OneHot { slot, index } => {
-                        u64::from(bins[slot as usize] == index)
-                    }
-                };
-                key = combine(key, element);
+            if c.projection != projection {
+                projection = c.projection;
+                key = 0;
+                for e in &self.projection[c.projection.0 as usize..c.projection.1 as usize] {
+                    let element = match *e {
+                        ProjectionElement::Cat(i) => widen_cat(hashes[i as usize]),
+                        ProjectionElement::Float { slot, threshold } => {
+                            u64::from(bins[slot as usize] >= threshold)
+                        }
+                        ProjectionElement::OneHot { slot, index } => {
+                            u64::from(bins[slot as usize] == index)
+                        }
+                    };
+                    key = combine(key, element);
+                }
+                lookup.0 = u32::MAX;
             }
-            let value = c.calc.value(&self.tables[c.table as usize], key);
+            let table = &self.tables[c.table as usize];
+            if lookup.0 != c.table {
+                lookup = (c.table, table.find(key));
+            }
+            let value = c.calc.value_at(table, lookup.1);
             let borders = &self.ctr_borders[c.borders.0 as usize..c.borders.1 as usize];
             bins[slot] = borders.partition_point(|&b| b < value) as u16;
             slot += 1;
