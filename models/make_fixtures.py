@@ -297,7 +297,7 @@ def bench_model():
     n_float = 20
     cat_specs = [("ua", 2000), ("asn", 500), ("path", 300), ("country", 120), ("accept", 40),
                  ("tls", 60), ("method", 5), ("proto", 3)]
-    rows = make_rows(rng, 20000, n_float, cat_specs, nan_rate=0.02)
+    rows = make_rows(rng, 8000, n_float, cat_specs, nan_rate=0.02)
     y = []
     for r in rows:
         s = sum(0 if math.isnan(v) else v for v in r[:4]) + (int(r[n_float][2:]) % 5 == 0) * 2
@@ -314,7 +314,7 @@ def bench_model():
     docs = make_rows(np.random.RandomState(52), 256, n_float, cat_specs, 0.02)
     write_docs(os.path.join(BENCH_DATA, "model-bench-docs.jsonl"), docs, n_float)
     write_jsonl(os.path.join(BENCH_DATA, "model-bench-expected.jsonl"),
-                expected_predictions(model, pool_of(docs, n_float), "raw"))
+                expected_predictions(model, pool_of(docs, n_float), "binary", model.classes_))
 
 
 def main():

@@ -57,9 +57,18 @@ fn close(got: f64, want: f64) -> bool {
 }
 
 fn check_model(name: &str) -> usize {
-    let model = Model::load(&fixture(&format!("{name}.json"))).unwrap_or_else(|e| panic!("{e}"));
-    let docs = lines(&fixture(&format!("{name}.docs.jsonl")));
-    let expected = lines(&fixture(&format!("{name}.expected.jsonl")));
+    check_files(
+        name,
+        &fixture(&format!("{name}.json")),
+        &fixture(&format!("{name}.docs.jsonl")),
+        &fixture(&format!("{name}.expected.jsonl")),
+    )
+}
+
+fn check_files(name: &str, json: &Path, docs: &Path, expected: &Path) -> usize {
+    let model = Model::load(json).unwrap_or_else(|e| panic!("{e}"));
+    let docs = lines(docs);
+    let expected = lines(expected);
     assert_eq!(
         docs.len(),
         expected.len(),
@@ -127,6 +136,19 @@ fn check_model(name: &str) -> usize {
 #[test]
 fn binary_with_ctr_combinations_and_one_hot() {
     assert!(check_model("binary_ctr") > 190 * 3 - 1);
+}
+
+/// The benchmark's production-like model (1000 trees, 274 CTR features).
+#[test]
+fn production_like_bench_model() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/data");
+    let checked = check_files(
+        "bench",
+        &data.join("model-bench.json"),
+        &data.join("model-bench-docs.jsonl"),
+        &data.join("model-bench-expected.jsonl"),
+    );
+    assert!(checked >= 256);
 }
 
 #[test]
