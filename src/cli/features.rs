@@ -64,9 +64,11 @@ impl Version {
     }
 }
 
+/// One output line: `float` is `Option<f32>` for vectors (null for NaN)
+/// and `&str` for the names line.
 #[derive(serde::Serialize)]
-struct Output<'a> {
-    float: Vec<Option<f32>>,
+struct Output<'a, F> {
+    float: Vec<F>,
     cat: Vec<std::borrow::Cow<'a, str>>,
 }
 
@@ -75,11 +77,14 @@ pub fn run(args: &[String]) -> ExitCode {
     match args.first().map(String::as_str) {
         None => {}
         Some("--header" | "--names") if args.len() == 1 => {
-            let names = serde_json::json!({
-                "float": FLOAT_FEATURES.iter().map(|f| f.name).collect::<Vec<_>>(),
-                "cat": CAT_FEATURES.iter().map(|f| f.name).collect::<Vec<_>>(),
-            });
-            println!("{names}");
+            let names = Output {
+                float: FLOAT_FEATURES.iter().map(|f| f.name).collect(),
+                cat: CAT_FEATURES.iter().map(|f| f.name.into()).collect(),
+            };
+            println!(
+                "{}",
+                serde_json::to_string(&names).expect("names serialize")
+            );
             return ExitCode::SUCCESS;
         }
         Some("--help" | "-h") => {

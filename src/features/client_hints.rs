@@ -75,6 +75,16 @@ pub fn chromium_major(value: &[u8]) -> Option<u32> {
     best
 }
 
+/// The first brand of a `sec-ch-ua` value that is neither GREASE nor
+/// `Chromium`: the browser's own name (`Google Chrome`, `Microsoft Edge`,
+/// `Brave`, `HeadlessChrome`). Empty if there is none.
+pub fn product_brand(value: &[u8]) -> &[u8] {
+    brands(value)
+        .map(|(brand, _)| brand)
+        .find(|&b| b != b"Chromium" && !is_grease(b))
+        .unwrap_or(b"")
+}
+
 /// Whether a `sec-ch-ua-platform` value agrees with the OS the UA claims;
 /// `None` when the UA names no OS that has a platform value.
 pub fn platform_matches(value: &[u8], os: Os) -> Option<bool> {

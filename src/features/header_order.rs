@@ -77,7 +77,7 @@ const CHROMIUM_ORDER: &[u8] = b"cyCMPXiuaSOUDFrelkp";
 /// Firefox, desktop and Android.
 const FIREFOX_ORDER: &[u8] = b"ualerckiDOSUFpgyt";
 /// Safari, macOS and iOS.
-const SAFARI_ORDER: &[u8] = b"aSDOuelrkc";
+const SAFARI_ORDER: &[u8] = b"aSDOurelkc";
 
 /// The canonical order of the browser a family claims; `None` for clients
 /// with no browser order to compare with.

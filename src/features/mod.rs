@@ -61,6 +61,7 @@
 //! | `header_order` | header-order fingerprint: one code per known header name in arrival order, runs collapsed, unknown names skipped, at most 32 bytes (`+` marks truncation). Chrome over HTTP/2 gives `hCMPiuaSOUDel` |
 //! | `ua_family` | `chrome`, `headless-chrome`, `edge`, `opera`, `samsung`, `firefox`, `safari`, `other-browser`, `curl`, `wget`, `python-requests`, `python-aiohttp`, `python-httpx`, `python-urllib`, `go`, `java`, `okhttp`, `node`, `axios`, `bot` (declares itself a crawler), `other`, `none` |
 //! | `ua_os` | `windows`, `macos`, `linux`, `android`, `ios`, `chromeos`, `other`, `none` |
+//! | `ch_brand` | first `sec-ch-ua` brand that is neither GREASE nor `Chromium` (`Google Chrome`, `Microsoft Edge`, `Brave`, `HeadlessChrome`), as sent; empty if none |
 //! | `accept_language_primary` | primary subtag of the first `accept-language` item, lower-cased (`en`); `*`; `~` if malformed; empty if absent |
 //! | `accept`, `accept_encoding`, `fetch_site`, `fetch_mode`, `connection` | the header's value as sent (first occurrence); empty if absent |
 //!
@@ -412,6 +413,10 @@ pub fn extract<'a>(req: &Request<'a>, out: &mut FeatureVector<'a>) {
     out.language_len =
         language::write_primary(seen.accept_language.unwrap_or(b""), &mut out.language);
     out.cats[Cat::AcceptLanguagePrimary.index()] = CatValue::Language;
+    out.set_cat(
+        Cat::ChBrand,
+        seen.ch_ua.map_or(&b""[..], client_hints::product_brand),
+    );
     out.set_cat(Cat::Accept, seen.accept.unwrap_or(b""));
     out.set_cat(Cat::AcceptEncoding, seen.accept_encoding.unwrap_or(b""));
     out.set_cat(Cat::FetchSite, seen.fetch.site.unwrap_or(b""));

@@ -104,6 +104,7 @@ schema! {
     HeaderOrder = "header_order": "one code per known header name in arrival order, repeats collapsed (see `header_order::CODES`)",
     UaFamily = "ua_family": "client family the User-Agent claims (`chrome`, `curl`, `bot`, ...; `none` without one)",
     UaOs = "ua_os": "OS the User-Agent claims (`windows`, `macos`, `linux`, `android`, `ios`, `chromeos`, `other`, `none`)",
+    ChBrand = "ch_brand": "first `sec-ch-ua` brand that is neither GREASE nor `Chromium` (`Google Chrome`, `HeadlessChrome`, ...), as sent; empty if none",
     AcceptLanguagePrimary = "accept_language_primary": "primary subtag of the first `accept-language` item, lower-cased; `~` if malformed; empty if absent",
     Accept = "accept": "`accept` value as sent; empty if absent",
     AcceptEncoding = "accept_encoding": "`accept-encoding` value as sent; empty if absent",
