@@ -338,9 +338,11 @@ def human(rng, browsers):
         referer = rng.choice(["https://www.google.com/", "https://www.bing.com/", "https://duckduckgo.com/",
                               "https://t.co/", "https://www.facebook.com/"])
     locale = pick(rng, list(zip(LANGS, LOCALE_WEIGHTS)))
-    headers, _ = browser_request(rng, browsers, browser, device, http2, request_kind, uri, locale,
-                                 browser == "firefox", rng.random() < 0.65, referer)
+    headers, ua = browser_request(rng, browsers, browser, device, http2, request_kind, uri, locale,
+                                  browser == "firefox", rng.random() < 0.65, referer)
     detail = browser
+    if device == "mobile" and rng.random() < 0.15:
+        headers, detail = in_app(rng, headers, ua, browser)
     # Noise that real traffic has.
     noise = rng.random()
     if noise < 0.04:
@@ -366,15 +368,47 @@ def human(rng, browsers):
                 headers=headers, automated=0, spoof=0, kind="browser", detail=detail)
 
 
+APPS = ["com.facebook.katana", "com.instagram.android", "com.linkedin.android", "com.google.android.gm",
+        "jp.naver.line.android", "com.reddit.frontpage"]
+
+
+def in_app(rng, headers, ua, browser):
+    """People opening a link inside an app: Android WebView (its own brand,
+    `; wv`, the app's package in X-Requested-With) or an iOS in-app browser
+    (Safari's headers, the app's tokens appended to a UA without Version/)."""
+    if "Android" in ua and browser in ("chrome", "edge"):
+        app = rng.choice(APPS)
+        out = []
+        for n, val in headers:
+            if n == "user-agent":
+                val = val.replace("; K)", "; K; wv)").replace(" Chrome/", " Version/4.0 Chrome/")
+            elif n == "sec-ch-ua":
+                val = val.replace("Google Chrome", "Android WebView").replace("Microsoft Edge", "Android WebView")
+            out.append((n, val))
+            if n == "accept":
+                out.append(("x-requested-with", app))
+        return out, "android-webview"
+    if "iPhone" in ua and browser == "safari":
+        app = rng.choice(["[FBAN/FBIOS;FBAV/450.0.0.38.108;FBBV/5000;FBDV/iPhone14,5;FBMD/iPhone;FBSN/iOS]",
+                          "Instagram 320.0.2.34.90 (iPhone14,5; iOS 17_5; en_US; en; scale=3.00)",
+                          "LinkedInApp/9.29.6"])
+        out = [(n, (val.replace(" Version/%s" % val.split("Version/")[1].split(" ")[0], "") + " " + app)
+                if n == "user-agent" and "Version/" in val else val) for n, val in headers]
+        return out, "ios-in-app"
+    return headers, browser
+
+
 def crawler(rng, crawlers):
     entry = rng.choice(crawlers)
     ua = rng.choice(entry["instances"])
     uri = fill(rng, rng.choice(CRAWL if rng.random() < 0.2 else PAGES))
     style = rng.random()
+    http2 = rng.random() < 0.3
     headers = [("host", "shop.example")]
     if style < 0.45:
-        headers += [("connection", "keep-alive"), ("accept", FIREFOX_NAV_ACCEPT), ("from", "crawler@example.org"),
-                    ("user-agent", ua), ("accept-encoding", "gzip, deflate, br")]
+        headers += [] if http2 else [("connection", "keep-alive")]
+        headers += [("accept", FIREFOX_NAV_ACCEPT), ("from", "crawler@example.org"), ("user-agent", ua),
+                    ("accept-encoding", "gzip, deflate, br")]
     elif style < 0.75:
         headers += [("user-agent", ua), ("accept", "*/*"), ("accept-encoding", "gzip")]
     elif style < 0.9:
@@ -382,8 +416,7 @@ def crawler(rng, crawlers):
                     ("accept-language", "en-US,en;q=0.5"), ("user-agent", ua)]
     else:
         headers += [("user-agent", ua)]
-    return dict(method="HEAD" if rng.random() < 0.05 else "GET", uri=uri,
-                version="2" if rng.random() < 0.3 else "1.1", client=client(rng, 0.15, datacenter=True),
+    return dict(method="HEAD" if rng.random() < 0.05 else "GET", uri=uri, version="2" if http2 else "1.1", client=client(rng, 0.15, datacenter=True),
                 headers=headers, automated=1, spoof=None, kind="crawler", detail=entry["pattern"][:40])
 
 
@@ -559,7 +592,7 @@ def spoofer(rng, browsers):
         if not any(n == "sec-ch-ua" for n, _ in headers):
             headers = [(n, val) for n, val in headers if n != "accept-language"]
     # "impersonate" keeps the browser's exact headers: only behaviour differs.
-    if mistake != "impersonate" and rng.random() < 0.1:
+    if rng.random() < (0.35 if mistake == "impersonate" else 0.1):
         headers = headers + [("cookie", cookie(rng))]  # replayed session cookie
     method = "GET" if rng.random() < 0.93 else "POST"
     return dict(method=method, uri=uri, version=version, client=client(rng, 0.12, datacenter=rng.random() < 0.7),
