@@ -1,1 +1,525 @@
 //! Request features for bot scoring.
+//!
+//! [`extract`] turns one [`Request`] (nginx's own bytes, borrowed) into a
+//! fixed-size [`FeatureVector`]: float values, and categorical values as byte
+//! strings borrowed from the request or written into small buffers inside the
+//! vector. Extraction allocates nothing and never fails: every input, however
+//! malformed, gives a vector.
+//!
+//! Models map their inputs to this schema by feature name ([`FLOAT_FEATURES`],
+//! [`CAT_FEATURES`]); the scorer hashes each categorical value once and shares
+//! the hash across models. `edgeguard features` prints the same vectors for
+//! JSON Lines requests, so training and serving run this code.
+//!
+//! Headers are looked at in arrival order; names compare case-insensitively.
+//! When a header is repeated, the first one counts (except `cookie`, where
+//! every header's cookies are counted, since HTTP/2 splits them). A flag is
+//! 1 or 0; NaN means "the request has nothing to measure" (no User-Agent, no
+//! `accept`, ...), which CatBoost treats as its own value.
+//!
+//! # Float features
+//!
+//! | name | how it is computed |
+//! |---|---|
+//! | `http_version` | HTTP version as nginx reports it, divided by 10: 1.0, 1.1, 2, 3 |
+//! | `uri_len` | bytes in the request target as sent |
+//! | `path_depth` | non-empty path segments (`/` is 0, `/a/b/` is 2); an absolute-form target is reduced to its path |
+//! | `query_arg_count` | non-empty `&`-separated query arguments |
+//! | `header_count` | request headers, repeats included |
+//! | `ua_len` | bytes in the User-Agent; NaN without one |
+//! | `ua_major` | major version of the claimed family (the branded browser's, e.g. `OPR/110`; the library's, e.g. `curl/8`); NaN if none |
+//! | `ua_mobile` | 1 if the UA says `Mobile`; NaN without a UA |
+//! | `has_accept`, `accept_len` | `accept` present; its length (NaN if absent). Every browser sends it on navigation |
+//! | `has_accept_language`, `accept_language_count` | present; comma-separated items (NaN if absent) |
+//! | `has_accept_encoding`, `accept_encoding_count` | present; comma-separated items (NaN if absent) |
+//! | `client_hint_count` | `sec-ch-ua` and `sec-ch-ua-*` headers |
+//! | `fetch_metadata_count` | `sec-fetch-*` headers |
+//! | `has_upgrade_insecure_requests`, `has_referer`, `has_connection`, `has_host` | presence flags |
+//! | `has_cookie`, `cookie_count` | any `cookie` header; `;`-separated cookies over all of them |
+//! | `client_ipv6` | 1 for an IPv6 client address, 0 for IPv4, NaN otherwise (unix socket) |
+//! | `ch_ua_major` | Chromium version `sec-ch-ua` claims (the `Chromium` brand, else the highest non-GREASE brand); NaN without one |
+//!
+//! Consistency checks, each 1 when the request contradicts itself:
+//!
+//! | name | 1 when |
+//! |---|---|
+//! | `ch_missing` | the UA claims a Chromium engine >= 90 off iOS (client hints are on by default since 90) and `sec-ch-ua` is absent. Chromium sends no hints to plain-HTTP origins: behind TLS termination this is what is wanted |
+//! | `ch_version_mismatch` | `sec-ch-ua` comes with a Chromium UA and its Chromium version differs from the UA's `Chrome/` version, or names none |
+//! | `ch_non_chromium` | client hints come with a UA that is not Chromium (Firefox and Safari send none) |
+//! | `ch_platform_mismatch` | `sec-ch-ua-platform` names another OS than the UA |
+//! | `ch_mobile_mismatch` | `sec-ch-ua-mobile` disagrees with the UA's `Mobile`, or is not `?0`/`?1` |
+//! | `fetch_non_browser` | `sec-fetch-*` headers come with a UA that claims no browser |
+//! | `fetch_incoherent` | the `sec-fetch-*` values form a combination no browser sends (see [`fetch_metadata`]) |
+//! | `order_inversions` | (a count) pairs of headers that arrived in the opposite of the claimed browser's order (see [`header_order`]); NaN when the UA claims no browser |
+//!
+//! # Categorical features
+//!
+//! | name | value |
+//! |---|---|
+//! | `method` | request method as sent |
+//! | `uri_ext` | extension of the last path segment, lower-cased; `~` if longer than 8 or not alphanumeric; empty if none |
+//! | `header_order` | header-order fingerprint: one code per known header name in arrival order, runs collapsed, unknown names skipped, at most 32 bytes (`+` marks truncation). Chrome over HTTP/2 gives `hCMPiuaSOUDel` |
+//! | `ua_family` | `chrome`, `headless-chrome`, `edge`, `opera`, `samsung`, `firefox`, `safari`, `other-browser`, `curl`, `wget`, `python-requests`, `python-aiohttp`, `python-httpx`, `python-urllib`, `go`, `java`, `okhttp`, `node`, `axios`, `bot` (declares itself a crawler), `other`, `none` |
+//! | `ua_os` | `windows`, `macos`, `linux`, `android`, `ios`, `chromeos`, `other`, `none` |
+//! | `ch_brand` | first `sec-ch-ua` brand that is neither GREASE nor `Chromium` (`Google Chrome`, `Microsoft Edge`, `Brave`, `HeadlessChrome`), as sent; empty if none |
+//! | `accept_language_primary` | primary subtag of the first `accept-language` item, lower-cased (`en`); `*`; `~` if malformed; empty if absent |
+//! | `accept`, `accept_encoding`, `fetch_site`, `fetch_mode`, `connection` | the header's value as sent (first occurrence); empty if absent |
+//!
+//! An absent header and a header with an empty value give the same empty
+//! categorical value: browsers send neither, so the difference carries little.
+
+mod bytes;
+pub mod client_hints;
+pub mod fetch_metadata;
+pub mod header_order;
+pub mod language;
+mod schema;
+pub mod uri;
+pub mod user_agent;
+
+use crate::request::edgeguard_header;
+
+pub use schema::{Cat, FeatureSpec, Float, CAT_COUNT, CAT_FEATURES, FLOAT_COUNT, FLOAT_FEATURES};
+
+use fetch_metadata::FetchMetadata;
+use header_order::Fingerprint;
+use user_agent::Family;
+
+/// Longest `header_order` fingerprint, in bytes.
+pub const HEADER_ORDER_CAP: usize = 32;
+
+/// One request, borrowed from nginx for the duration of a call.
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    method: &'a [u8],
+    uri: &'a [u8],
+    http_version: u16,
+    client_addr: &'a [u8],
+    headers: &'a [edgeguard_header],
+}
+
+impl<'a> Request<'a> {
+    /// A request viewing the caller's bytes.
+    ///
+    /// `uri` is the request target as sent (path and query), `http_version`
+    /// is nginx's `r->http_version` scaled to 10, 11, 20 or 30,
+    /// `client_addr` is the textual address (`$remote_addr`), `headers` are in
+    /// arrival order as `ngx_http_lua_ffi_req_get_headers` fills them.
+    ///
+    /// # Safety
+    /// Every `key` and `value` of `headers` must point to `len` readable bytes
+    /// (or be null/empty) that stay valid and unchanged for `'a`.
+    pub unsafe fn new(
+        method: &'a [u8],
+        uri: &'a [u8],
+        http_version: u16,
+        client_addr: &'a [u8],
+        headers: &'a [edgeguard_header],
+    ) -> Self {
+        Request {
+            method,
+            uri,
+            http_version,
+            client_addr,
+            headers,
+        }
+    }
+
+    /// The method as sent.
+    pub fn method(&self) -> &'a [u8] {
+        self.method
+    }
+
+    /// The request target as sent.
+    pub fn uri(&self) -> &'a [u8] {
+        self.uri
+    }
+
+    /// The HTTP version times 10.
+    pub fn http_version(&self) -> u16 {
+        self.http_version
+    }
+
+    /// The textual client address.
+    pub fn client_addr(&self) -> &'a [u8] {
+        self.client_addr
+    }
+
+    /// The headers as `(name, value)` pairs in arrival order.
+    pub fn headers(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
+        // SAFETY: `Request::new`'s contract: the bytes are valid for 'a.
+        self.headers
+            .iter()
+            .map(|h| unsafe { (h.key.as_bytes(), h.value.as_bytes()) })
+    }
+}
+
+/// Where a categorical value lives.
+#[derive(Clone, Copy, Debug)]
+enum CatValue<'a> {
+    Borrowed(&'a [u8]),
+    HeaderOrder,
+    UriExt,
+    Language,
+}
+
+/// The features of one request. Reusable: [`extract`] overwrites all of it.
+#[derive(Clone, Debug)]
+pub struct FeatureVector<'a> {
+    floats: [f32; FLOAT_COUNT],
+    cats: [CatValue<'a>; CAT_COUNT],
+    order: Fingerprint<HEADER_ORDER_CAP>,
+    ext: [u8; uri::MAX_EXT],
+    ext_len: usize,
+    language: [u8; language::MAX_PRIMARY],
+    language_len: usize,
+}
+
+impl<'a> FeatureVector<'a> {
+    /// A vector of NaNs and empty categorical values.
+    pub fn new() -> Self {
+        FeatureVector {
+            floats: [f32::NAN; FLOAT_COUNT],
+            cats: [CatValue::Borrowed(b""); CAT_COUNT],
+            order: Fingerprint::new(),
+            ext: [0; uri::MAX_EXT],
+            ext_len: 0,
+            language: [0; language::MAX_PRIMARY],
+            language_len: 0,
+        }
+    }
+
+    /// The float features in [`FLOAT_FEATURES`] order.
+    pub fn floats(&self) -> &[f32; FLOAT_COUNT] {
+        &self.floats
+    }
+
+    /// One float feature.
+    pub fn float(&self, f: Float) -> f32 {
+        self.floats[f.index()]
+    }
+
+    /// One categorical feature's bytes.
+    pub fn cat(&self, c: Cat) -> &[u8] {
+        match self.cats[c.index()] {
+            CatValue::Borrowed(b) => b,
+            CatValue::HeaderOrder => self.order.as_bytes(),
+            CatValue::UriExt => &self.ext[..self.ext_len],
+            CatValue::Language => &self.language[..self.language_len],
+        }
+    }
+
+    /// The `i`-th categorical feature in [`CAT_FEATURES`] order, `None` past
+    /// the end.
+    pub fn cat_at(&self, i: usize) -> Option<&[u8]> {
+        Cat::ALL.get(i).map(|&c| self.cat(c))
+    }
+
+    /// The categorical features in [`CAT_FEATURES`] order.
+    pub fn cats(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        Cat::ALL.iter().map(|&c| self.cat(c))
+    }
+
+    fn set(&mut self, f: Float, v: f32) {
+        self.floats[f.index()] = v;
+    }
+
+    fn set_flag(&mut self, f: Float, v: bool) {
+        self.set(f, if v { 1.0 } else { 0.0 });
+    }
+
+    fn set_cat(&mut self, c: Cat, v: &'a [u8]) {
+        self.cats[c.index()] = CatValue::Borrowed(v);
+    }
+}
+
+impl Default for FeatureVector<'_> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The first value of each header the features read.
+#[derive(Default)]
+struct Seen<'a> {
+    host: Option<&'a [u8]>,
+    connection: Option<&'a [u8]>,
+    user_agent: Option<&'a [u8]>,
+    accept: Option<&'a [u8]>,
+    accept_language: Option<&'a [u8]>,
+    accept_encoding: Option<&'a [u8]>,
+    referer: Option<&'a [u8]>,
+    upgrade_insecure_requests: Option<&'a [u8]>,
+    ch_ua: Option<&'a [u8]>,
+    ch_mobile: Option<&'a [u8]>,
+    ch_platform: Option<&'a [u8]>,
+    fetch: FetchMetadata<'a>,
+    client_hints: u32,
+    fetch_headers: u32,
+    cookie_headers: u32,
+    cookies: u32,
+}
+
+fn first<'a>(slot: &mut Option<&'a [u8]>, value: &'a [u8]) {
+    slot.get_or_insert(value);
+}
+
+/// Fills `out` with the features of `req`. Allocates nothing.
+pub fn extract<'a>(req: &Request<'a>, out: &mut FeatureVector<'a>) {
+    let mut seen = Seen::default();
+    let mut codes = [header_order::UNKNOWN; header_order::MAX_RANKED];
+    let mut n_codes = 0;
+    let mut header_count = 0u32;
+    out.order.clear();
+    for (name, value) in req.headers() {
+        header_count += 1;
+        let code = header_order::code(name);
+        out.order.push(code);
+        if code != header_order::UNKNOWN && n_codes < codes.len() {
+            codes[n_codes] = code;
+            n_codes += 1;
+        }
+        match code {
+            b'h' => first(&mut seen.host, value),
+            b'c' => first(&mut seen.connection, value),
+            b'u' => first(&mut seen.user_agent, value),
+            b'a' => first(&mut seen.accept, value),
+            b'l' => first(&mut seen.accept_language, value),
+            b'e' => first(&mut seen.accept_encoding, value),
+            b'r' => first(&mut seen.referer, value),
+            b'i' => first(&mut seen.upgrade_insecure_requests, value),
+            b'k' => {
+                seen.cookie_headers += 1;
+                seen.cookies += bytes::items(value, b';').count() as u32;
+            }
+            b'C' | b'M' | b'P' | header_order::OTHER_CLIENT_HINT => {
+                seen.client_hints += 1;
+                match code {
+                    b'C' => first(&mut seen.ch_ua, value),
+                    b'M' => first(&mut seen.ch_mobile, value),
+                    b'P' => first(&mut seen.ch_platform, value),
+                    _ => {}
+                }
+            }
+            b'S' | b'O' | b'U' | b'D' | header_order::OTHER_FETCH => {
+                seen.fetch_headers += 1;
+                match code {
+                    b'S' => first(&mut seen.fetch.site, value),
+                    b'O' => first(&mut seen.fetch.mode, value),
+                    b'U' => first(&mut seen.fetch.user, value),
+                    b'D' => first(&mut seen.fetch.dest, value),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+
+    request_line(req, out);
+    out.set(Float::HeaderCount, header_count as f32);
+    out.set(Float::ClientIpv6, ip_family(req.client_addr()));
+
+    let ua_bytes = seen.user_agent.unwrap_or(b"");
+    let ua = user_agent::parse(ua_bytes);
+    let has_ua = ua.family != Family::None;
+    out.set(
+        Float::UaLen,
+        if seen.user_agent.is_some() {
+            ua_bytes.len() as f32
+        } else {
+            f32::NAN
+        },
+    );
+    out.set(Float::UaMajor, ua.major.map_or(f32::NAN, |v| v as f32));
+    out.set(
+        Float::UaMobile,
+        if has_ua { flag(ua.mobile) } else { f32::NAN },
+    );
+    out.set_cat(Cat::UaFamily, ua.family.name().as_bytes());
+    out.set_cat(Cat::UaOs, ua.os.name().as_bytes());
+
+    out.set_flag(Float::HasAccept, seen.accept.is_some());
+    out.set(
+        Float::AcceptLen,
+        seen.accept.map_or(f32::NAN, |v| v.len() as f32),
+    );
+    out.set_flag(Float::HasAcceptLanguage, seen.accept_language.is_some());
+    out.set(Float::AcceptLanguageCount, list_len(seen.accept_language));
+    out.set_flag(Float::HasAcceptEncoding, seen.accept_encoding.is_some());
+    out.set(Float::AcceptEncodingCount, list_len(seen.accept_encoding));
+    out.set(Float::ClientHintCount, seen.client_hints as f32);
+    out.set(Float::FetchMetadataCount, seen.fetch_headers as f32);
+    out.set_flag(
+        Float::HasUpgradeInsecureRequests,
+        seen.upgrade_insecure_requests.is_some(),
+    );
+    out.set_flag(Float::HasCookie, seen.cookie_headers > 0);
+    out.set(Float::CookieCount, seen.cookies as f32);
+    out.set_flag(Float::HasReferer, seen.referer.is_some());
+    out.set_flag(Float::HasConnection, seen.connection.is_some());
+    out.set_flag(Float::HasHost, seen.host.is_some());
+
+    // Client hints against the UA's claims.
+    let engine = if ua.family.is_chromium() {
+        user_agent::chromium_version(ua_bytes)
+    } else {
+        None
+    };
+    let ch_major = seen.ch_ua.and_then(client_hints::chromium_major);
+    out.set(Float::ChUaMajor, ch_major.map_or(f32::NAN, |v| v as f32));
+    out.set_flag(
+        Float::ChMissing,
+        seen.ch_ua.is_none()
+            && ua.os != user_agent::Os::Ios
+            && engine.is_some_and(|v| v >= client_hints::CLIENT_HINTS_SINCE),
+    );
+    out.set_flag(
+        Float::ChVersionMismatch,
+        seen.ch_ua.is_some() && engine.is_some() && ch_major != engine,
+    );
+    out.set_flag(
+        Float::ChNonChromium,
+        seen.client_hints > 0 && !ua.family.is_chromium(),
+    );
+    out.set_flag(
+        Float::ChPlatformMismatch,
+        seen.ch_platform
+            .and_then(|p| client_hints::platform_matches(p, ua.os))
+            == Some(false),
+    );
+    out.set_flag(
+        Float::ChMobileMismatch,
+        match seen.ch_mobile {
+            Some(v) => match client_hints::mobile_flag(v) {
+                Some(m) => has_ua && m != ua.mobile,
+                None => true,
+            },
+            None => false,
+        },
+    );
+    out.set_flag(
+        Float::FetchNonBrowser,
+        seen.fetch.any() && !ua.family.is_browser(),
+    );
+    out.set_flag(Float::FetchIncoherent, seen.fetch.incoherent());
+    out.set(
+        Float::OrderInversions,
+        header_order::canonical_order(ua.family).map_or(f32::NAN, |order| {
+            header_order::inversions(codes[..n_codes].iter().copied(), order) as f32
+        }),
+    );
+
+    out.cats[Cat::HeaderOrder.index()] = CatValue::HeaderOrder;
+    out.language_len =
+        language::write_primary(seen.accept_language.unwrap_or(b""), &mut out.language);
+    out.cats[Cat::AcceptLanguagePrimary.index()] = CatValue::Language;
+    out.set_cat(
+        Cat::ChBrand,
+        seen.ch_ua.map_or(&b""[..], client_hints::product_brand),
+    );
+    out.set_cat(Cat::Accept, seen.accept.unwrap_or(b""));
+    out.set_cat(Cat::AcceptEncoding, seen.accept_encoding.unwrap_or(b""));
+    out.set_cat(Cat::FetchSite, seen.fetch.site.unwrap_or(b""));
+    out.set_cat(Cat::FetchMode, seen.fetch.mode.unwrap_or(b""));
+    out.set_cat(Cat::Connection, seen.connection.unwrap_or(b""));
+}
+
+/// Features of the request line: method, version, target.
+fn request_line<'a>(req: &Request<'a>, out: &mut FeatureVector<'a>) {
+    out.set(Float::HttpVersion, f32::from(req.http_version()) / 10.0);
+    let target = uri::split(req.uri());
+    out.set(Float::UriLen, req.uri().len() as f32);
+    out.set(Float::PathDepth, uri::depth(target.path) as f32);
+    out.set(Float::QueryArgCount, uri::arg_count(target.query) as f32);
+    out.set_cat(Cat::Method, req.method());
+    out.ext_len = uri::write_ext(uri::extension(target.path), &mut out.ext);
+    out.cats[Cat::UriExt.index()] = CatValue::UriExt;
+}
+
+fn flag(v: bool) -> f32 {
+    if v {
+        1.0
+    } else {
+        0.0
+    }
+}
+
+fn list_len(value: Option<&[u8]>) -> f32 {
+    value.map_or(f32::NAN, |v| bytes::items(v, b',').count() as f32)
+}
+
+/// 1 for IPv6, 0 for IPv4, NaN for anything else.
+fn ip_family(addr: &[u8]) -> f32 {
+    let addr = addr.trim_ascii();
+    if addr.starts_with(b"unix:") {
+        return f32::NAN;
+    }
+    // A link-local address may carry a zone (`fe80::1%eth0`).
+    let without_zone = addr.split(|&b| b == b'%').next().unwrap_or(addr);
+    if addr.contains(&b':')
+        && without_zone
+            .iter()
+            .all(|b| b.is_ascii_hexdigit() || matches!(b, b':' | b'.'))
+    {
+        return 1.0;
+    }
+    let dots = addr.iter().filter(|&&b| b == b'.').count();
+    if dots == 3 && addr.iter().all(|b| b.is_ascii_digit() || *b == b'.') {
+        return 0.0;
+    }
+    f32::NAN
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ip_families() {
+        assert_eq!(ip_family(b"203.0.113.7"), 0.0);
+        assert_eq!(ip_family(b"2001:db8::1"), 1.0);
+        assert_eq!(ip_family(b"::ffff:192.0.2.1"), 1.0);
+        assert_eq!(ip_family(b"fe80::1%eth0"), 1.0);
+        assert!(ip_family(b"unix:").is_nan());
+        assert!(ip_family(b"").is_nan());
+        assert!(ip_family(b"example.com").is_nan());
+        assert!(ip_family(b"1.2.3").is_nan());
+    }
+
+    #[test]
+    fn every_feature_is_documented_in_the_module_docs() {
+        let docs = include_str!("mod.rs");
+        for spec in FLOAT_FEATURES.iter().chain(CAT_FEATURES) {
+            assert!(
+                docs.contains(&format!("`{}`", spec.name)),
+                "{} is not in the module docs",
+                spec.name
+            );
+        }
+    }
+
+    #[test]
+    fn schema_names_are_unique_and_plain() {
+        let all: Vec<&str> = FLOAT_FEATURES
+            .iter()
+            .chain(CAT_FEATURES)
+            .map(|s| s.name)
+            .collect();
+        for (i, a) in all.iter().enumerate() {
+            assert!(
+                a.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+                "{a}"
+            );
+            assert!(!all[i + 1..].contains(a), "{a} twice");
+        }
+        for (i, f) in Float::ALL.iter().enumerate() {
+            assert_eq!(f.index(), i);
+            assert_eq!(f.spec(), FLOAT_FEATURES[i]);
+        }
+        for (i, c) in Cat::ALL.iter().enumerate() {
+            assert_eq!(c.index(), i);
+            assert_eq!(c.spec(), CAT_FEATURES[i]);
+        }
+    }
+}

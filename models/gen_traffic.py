@@ -1,0 +1,636 @@
+#!/usr/bin/env python3
+"""Labelled synthetic HTTP request traffic for training edgeguard's bot models.
+
+    python3 models/gen_traffic.py --seed 1 --count 40000 > traffic.jsonl
+
+Each line is one request in the input format of `edgeguard features`
+({"method", "uri", "version", "client", "headers": [[name, value], ...]}, header
+names lower-cased and in arrival order, as nginx hands them over) plus labels:
+
+    "automated": 1 for any scripted client, 0 for a person's browser
+    "spoof":     1 for an automated client whose User-Agent claims a regular
+                 browser, 0 for a real browser, null for automated clients that
+                 do not pretend (curl, declared crawlers, HeadlessChrome)
+    "kind":      the generator that made it (browser, crawler, curl, ...)
+    "detail":    the variant within the kind (e.g. which spoofing mistake)
+
+Where the headers come from:
+  * people: `browserforge` header sets (real Chrome/Firefox/Safari/Edge header
+    names, order and User-Agents, desktop and mobile). browserforge 1.2.4 puts
+    each sec-fetch-* value under its neighbour's name and sends one
+    Accept-Language for every locale, so both are replaced by values a browser
+    sends for the kind of request made (navigation, XHR, image, ...). A little
+    noise: old browsers without client hints, plain-HTTP origins, privacy
+    extensions, proxies that add headers.
+  * crawlers: User-Agents from `crawler-user-agents`, with the headers crawlers
+    send (some declare themselves, some do not).
+  * scripted clients: the default headers and order of curl, wget,
+    python-requests, aiohttp, httpx, urllib, Go net/http, Java, OkHttp, Node
+    fetch, axios, headless Chrome.
+  * scrapers that spoof a browser: real browser UAs from browserforge with the
+    mistakes such tools make (library header order, Go's sorted headers,
+    missing or stale client hints, wrong platform, shuffled sec-fetch values,
+    Firefox UA on Chrome headers, ...) and a share of near-perfect
+    impersonations that only their behaviour (paths, no cookies) gives away.
+
+Reproducible: the same --seed and --count give the same bytes.
+"""
+
+import argparse
+import json
+import random
+import sys
+
+from browserforge.headers import HeaderGenerator
+import crawleruseragents
+
+# ---------------------------------------------------------------- site model
+
+PAGES = [
+    "/", "/", "/", "/products", "/products/{id}", "/products/{id}/reviews", "/category/{word}",
+    "/blog", "/blog/{year}/{word}-{word}", "/about", "/contact", "/cart", "/checkout", "/account",
+    "/search?q={word}", "/search?q={word}+{word}&page={n}", "/login", "/help/{word}",
+    "/products?sort=price&page={n}", "/en/{word}/{id}",
+]
+ASSETS = [
+    "/static/app.{hash}.js", "/static/vendor.{hash}.js", "/static/main.{hash}.css",
+    "/img/{word}-{id}.webp", "/img/logo.svg", "/fonts/inter-{word}.woff2", "/favicon.ico",
+    "/img/{word}.jpg", "/img/{word}.png",
+]
+API = [
+    "/api/v1/products?page={n}", "/api/v1/products/{id}", "/api/v2/search?q={word}&limit={n}",
+    "/api/cart", "/api/v1/price?sku={id}&currency=EUR", "/graphql", "/api/v1/stock/{id}",
+    "/api/session", "/api/v1/reviews?product={id}&offset={n}0",
+]
+PROBES = [
+    "/wp-login.php", "/xmlrpc.php", "/.env", "/.git/config", "/admin", "/phpmyadmin/index.php",
+    "/wp-content/plugins/{word}/readme.txt", "/config.json", "/backup.zip", "/server-status",
+    "/cgi-bin/luci", "/vendor/phpunit/phpunit/src/Util/PHP/eval-stdin.php", "/actuator/health",
+]
+CRAWL = ["/robots.txt", "/sitemap.xml", "/sitemap-products-{n}.xml", "/feed.xml", "/ads.txt"]
+WORDS = [
+    "shoes", "winter", "sale", "lamp", "coffee", "travel", "garden", "phone", "desk", "jacket",
+    "review", "guide", "best", "cheap", "new", "blue", "kids", "sport", "tools", "books",
+]
+
+LANGS = {
+    # a browser's Accept-Language for a few user locales; Chromium and Safari
+    # use q steps of 0.1, Firefox of 0.1/0.2 depending on the list length.
+    "en-US": ("en-US,en;q=0.9", "en-US,en;q=0.5"),
+    "en-GB": ("en-GB,en-US;q=0.9,en;q=0.8", "en-GB,en;q=0.5"),
+    "de-DE": ("de-DE,de;q=0.9,en-US;q=0.8,en;q=0.7", "de,en-US;q=0.7,en;q=0.3"),
+    "fr-FR": ("fr-FR,fr;q=0.9,en-US;q=0.8,en;q=0.7", "fr,fr-FR;q=0.8,en-US;q=0.5,en;q=0.3"),
+    "es-ES": ("es-ES,es;q=0.9", "es-ES,es;q=0.8,en-US;q=0.5,en;q=0.3"),
+    "pt-BR": ("pt-BR,pt;q=0.9,en-US;q=0.8,en;q=0.7", "pt-BR,pt;q=0.8,en-US;q=0.5,en;q=0.3"),
+    "ja-JP": ("ja,en-US;q=0.9,en;q=0.8", "ja,en-US;q=0.7,en;q=0.3"),
+    "zh-CN": ("zh-CN,zh;q=0.9", "zh-CN,zh;q=0.8,zh-TW;q=0.7,zh-HK;q=0.5,en-US;q=0.3,en;q=0.2"),
+    "pl-PL": ("pl-PL,pl;q=0.9,en-US;q=0.8,en;q=0.7", "pl,en-US;q=0.7,en;q=0.3"),
+    "nl-NL": ("nl-NL,nl;q=0.9,en-US;q=0.8,en;q=0.7", "nl,en-US;q=0.7,en;q=0.3"),
+}
+LOCALE_WEIGHTS = [40, 8, 10, 8, 7, 6, 5, 5, 5, 6]
+
+CHROME_NAV_ACCEPT = (
+    "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,"
+    "*/*;q=0.8,application/signed-exchange;v=b3;q=0.7"
+)
+FIREFOX_NAV_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+CHROME_IMG_ACCEPT = "image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8"
+FIREFOX_IMG_ACCEPT = "image/avif,image/webp,image/png,image/svg+xml,image/*;q=0.8,*/*;q=0.5"
+
+
+def fill(rng, template):
+    out = template
+    while "{" in out:
+        start = out.index("{")
+        end = out.index("}", start)
+        key = out[start + 1:end]
+        value = {
+            "id": lambda: str(rng.randint(1, 99999)),
+            "word": lambda: rng.choice(WORDS),
+            "year": lambda: str(rng.randint(2015, 2026)),
+            "n": lambda: str(rng.randint(1, 40)),
+            "hash": lambda: "%08x" % rng.getrandbits(32),
+        }[key]()
+        out = out[:start] + value + out[end + 1:]
+    return out
+
+
+def client_v4(rng, datacenter=False):
+    if datacenter:
+        first = rng.choice([3, 13, 18, 34, 35, 44, 52, 54, 104, 138, 139, 157, 159, 167, 178, 185, 188, 193, 194, 209])
+    else:
+        first = rng.choice([24, 31, 37, 46, 62, 71, 73, 76, 77, 79, 81, 82, 84, 86, 88, 89, 90, 92, 93, 94, 98,
+                            108, 109, 176, 177, 186, 187, 189, 190, 191, 201, 212, 213, 217])
+    return "%d.%d.%d.%d" % (first, rng.randint(0, 255), rng.randint(0, 255), rng.randint(1, 254))
+
+
+def client_v6(rng):
+    return "2%03x:%x:%x:%x::%x" % (rng.randint(0x400, 0xa0f), rng.getrandbits(16), rng.getrandbits(16),
+                                   rng.getrandbits(16), rng.getrandbits(16))
+
+
+def client(rng, v6_share, datacenter=False):
+    return client_v6(rng) if rng.random() < v6_share else client_v4(rng, datacenter)
+
+
+def cookie(rng):
+    names = ["_ga", "_gid", "session", "csrftoken", "cart", "consent", "_fbp", "lang", "ab", "theme"]
+    chosen = rng.sample(names, rng.randint(1, 7))
+    return "; ".join("%s=%x" % (n, rng.getrandbits(rng.choice([16, 32, 64]))) for n in chosen)
+
+
+# ----------------------------------------------------------- browser headers
+
+class Browsers:
+    """Realistic browser header sets from browserforge, cleaned up."""
+
+    def __init__(self):
+        self.gen = HeaderGenerator()
+
+    def raw(self, rng, browser, device, http2):
+        for _ in range(20):
+            try:
+                h = self.gen.generate(browser=browser, device=device, http_version=2 if http2 else 1)
+            except Exception:  # browserforge cannot satisfy some combinations
+                h = self.gen.generate(browser=browser, device=device, http_version=2)
+            pairs = [(k.lower(), v) for k, v in h.items()]
+            if sane(browser, dict(pairs)):
+                return pairs
+            device = rng.choice(["desktop", "mobile"])
+        raise RuntimeError("browserforge gave no usable %s header set" % browser)
+
+
+def major(ua, token):
+    i = ua.find(token)
+    if i < 0:
+        return None
+    digits = ""
+    for ch in ua[i + len(token):]:
+        if not ch.isdigit():
+            break
+        digits += ch
+    return int(digits) if digits else None
+
+
+def sane(browser, h):
+    """browserforge sometimes emits impossible UAs (Chrome/45 on iPhone with
+    AppleWebKit/537.36): keep only what current browsers send."""
+    ua = h.get("user-agent", "")
+    if browser in ("chrome", "edge"):
+        v = major(ua, "Chrome/")
+        if v is None or v < 100 or ("iPhone" in ua or "iPad" in ua):
+            return False
+        return browser != "edge" or "Edg" in ua
+    if browser == "firefox":
+        v = major(ua, "Firefox/")
+        return v is not None and v >= 100
+    if browser == "safari":
+        v = major(ua, "Version/")
+        return v is not None and v >= 15 and "Chrome/" not in ua
+    return True
+
+
+def fetch_values(request_kind, site):
+    """sec-fetch-* values a browser sends for this kind of request."""
+    if request_kind == "navigate":
+        return {"sec-fetch-site": site, "sec-fetch-mode": "navigate", "sec-fetch-user": "?1",
+                "sec-fetch-dest": "document"}
+    if request_kind == "xhr":
+        return {"sec-fetch-site": "same-origin", "sec-fetch-mode": "cors", "sec-fetch-dest": "empty"}
+    if request_kind == "image":
+        return {"sec-fetch-site": "same-origin", "sec-fetch-mode": "no-cors", "sec-fetch-dest": "image"}
+    if request_kind == "script":
+        return {"sec-fetch-site": "same-origin", "sec-fetch-mode": "no-cors", "sec-fetch-dest": "script"}
+    if request_kind == "style":
+        return {"sec-fetch-site": "same-origin", "sec-fetch-mode": "no-cors", "sec-fetch-dest": "style"}
+    return {"sec-fetch-site": "same-origin", "sec-fetch-mode": "cors", "sec-fetch-dest": "font"}
+
+
+def asset_kind(uri):
+    if uri.endswith(".js"):
+        return "script"
+    if uri.endswith(".css"):
+        return "style"
+    if uri.endswith(".woff2"):
+        return "font"
+    return "image"
+
+
+def browser_request(rng, browsers, browser, device, http2, request_kind, uri, locale, firefox_like,
+                    with_cookie, referer):
+    """One request of a real browser: browserforge's names and order, values
+    made right for the request kind."""
+    pairs = browsers.raw(rng, browser, device, http2)
+    ua = dict(pairs).get("user-agent", "")
+    lang = LANGS[locale][1 if firefox_like else 0]
+    fetch = fetch_values(request_kind, "none" if referer is None else "same-origin")
+    out = []
+    seen = set()
+    for name, value in pairs:
+        if name in seen:  # browserforge occasionally repeats a header
+            continue
+        seen.add(name)
+        if name.startswith("sec-fetch-"):
+            if name not in fetch:
+                continue
+            value = fetch[name]
+        elif name == "accept-language":
+            value = lang
+        elif name == "accept":
+            if request_kind == "xhr":
+                value = rng.choice(["application/json, text/plain, */*", "*/*", "application/json"])
+            elif request_kind == "image":
+                value = FIREFOX_IMG_ACCEPT if firefox_like else CHROME_IMG_ACCEPT
+            elif request_kind in ("script", "font"):
+                value = "*/*"
+            elif request_kind == "style":
+                value = "text/css,*/*;q=0.1"
+        elif name == "upgrade-insecure-requests" and request_kind != "navigate":
+            continue
+        elif name == "sec-ch-ua-platform" and '"' not in value:
+            value = '"%s"' % value
+        out.append((name, value))
+    # Safari 16.4+ sends fetch metadata too, in its own place.
+    if browser == "safari" and not any(n.startswith("sec-fetch-") for n, _ in out):
+        for at, name in enumerate(("sec-fetch-site", "sec-fetch-dest", "sec-fetch-mode"), start=1):
+            out.insert(at, (name, fetch[name]))
+    # Referer and Cookie go where each engine puts them.
+    extra = []
+    if referer is not None:
+        extra.append(("referer", referer))
+    if with_cookie:
+        extra.append(("cookie", cookie(rng)))
+    for name, value in extra:
+        out = insert_in_order(out, name, value, firefox_like, browser == "safari")
+    if http2 and not firefox_like and browser != "safari" and (major(ua, "Chrome/") or 0) >= 124:
+        out.append(("priority", "u=0, i" if request_kind == "navigate" else "u=1, i"))
+    if http2 and firefox_like and request_kind == "navigate":
+        out = [(n, v) for n, v in out if n != "te"] + [("priority", "u=0, i"), ("te", "trailers")]
+    if http2:
+        out = [(n, v) for n, v in out if n != "connection"]
+    elif not any(n == "connection" for n, _ in out):
+        # Chromium sends it first, Safari last (Firefox: moved below).
+        out.insert(len(out) if browser == "safari" else 0, ("connection", "keep-alive"))
+    # Firefox over HTTP/1.1 sends Connection after the accept-* block.
+    if not http2 and firefox_like:
+        conn = [p for p in out if p[0] == "connection"]
+        out = [p for p in out if p[0] != "connection"]
+        out = insert_after(out, "referer" if any(n == "referer" for n, _ in out) else "accept-encoding", conn[0])
+    return [("host", "shop.example")] + out, ua
+
+
+def insert_after(pairs, after, pair):
+    for i, (n, _) in enumerate(pairs):
+        if n == after:
+            return pairs[:i + 1] + [pair] + pairs[i + 1:]
+    return pairs + [pair]
+
+
+def insert_in_order(pairs, name, value, firefox_like, safari):
+    if firefox_like:
+        anchor = {"referer": "accept-encoding", "cookie": "referer"}[name]
+        if not any(n == anchor for n, _ in pairs):
+            anchor = "accept-encoding"
+        return insert_after(pairs, anchor, (name, value))
+    if safari:
+        anchor = {"referer": "user-agent", "cookie": "accept-language"}[name]
+        return insert_after(pairs, anchor, (name, value))
+    if name == "referer":
+        # Chromium: after sec-fetch-dest (or accept when there is none), before accept-encoding.
+        for i, (n, _) in enumerate(pairs):
+            if n == "accept-encoding":
+                return pairs[:i] + [(name, value)] + pairs[i:]
+        return pairs + [(name, value)]
+    return insert_after(pairs, "accept-language", (name, value))
+
+
+# ----------------------------------------------------------------- generators
+
+BROWSER_MIX = [("chrome", 55), ("safari", 18), ("edge", 12), ("firefox", 15)]
+
+
+def pick(rng, weighted):
+    total = sum(w for _, w in weighted)
+    x = rng.uniform(0, total)
+    for item, w in weighted:
+        x -= w
+        if x <= 0:
+            return item
+    return weighted[-1][0]
+
+
+def human(rng, browsers):
+    browser = pick(rng, BROWSER_MIX)
+    device = "mobile" if rng.random() < 0.45 else "desktop"
+    http2 = rng.random() < 0.85
+    request_kind = pick(rng, [("navigate", 55), ("xhr", 20), ("image", 12), ("script", 6), ("style", 4),
+                              ("font", 3)])
+    if request_kind == "navigate":
+        uri = fill(rng, rng.choice(PAGES))
+    elif request_kind == "xhr":
+        uri = fill(rng, rng.choice(API))
+    else:
+        uri = fill(rng, rng.choice([a for a in ASSETS if asset_kind(a) == request_kind] or ASSETS))
+    referer = None
+    if request_kind != "navigate" or rng.random() < 0.6:
+        referer = "https://shop.example" + fill(rng, rng.choice(PAGES))
+    if request_kind == "navigate" and referer is None and rng.random() < 0.25:
+        referer = rng.choice(["https://www.google.com/", "https://www.bing.com/", "https://duckduckgo.com/",
+                              "https://t.co/", "https://www.facebook.com/"])
+    locale = pick(rng, list(zip(LANGS, LOCALE_WEIGHTS)))
+    headers, ua = browser_request(rng, browsers, browser, device, http2, request_kind, uri, locale,
+                                  browser == "firefox", rng.random() < 0.65, referer)
+    detail = browser
+    if device == "mobile" and rng.random() < 0.15:
+        headers, detail = in_app(rng, headers, ua, browser)
+    # Noise that real traffic has.
+    noise = rng.random()
+    if noise < 0.04:
+        # Plain-HTTP origin or an enterprise policy: no client hints.
+        headers = [(n, v) for n, v in headers if not n.startswith("sec-ch-ua")]
+        detail += "-no-hints"
+    elif noise < 0.06:
+        # A privacy extension strips Referer and fetch metadata.
+        headers = [(n, v) for n, v in headers if n != "referer" and not n.startswith("sec-fetch-")]
+        detail += "-privacy"
+    elif noise < 0.09:
+        # A corporate proxy adds its headers.
+        headers = headers + [("via", "1.1 proxy.corp.example"), ("x-forwarded-for", client_v4(rng))]
+        detail += "-proxy"
+    elif noise < 0.11:
+        headers = headers + [("dnt", "1")] if browser != "firefox" else headers + [("sec-gpc", "1")]
+        detail += "-dnt"
+    method = "POST" if request_kind == "xhr" and rng.random() < 0.3 else "GET"
+    if method == "POST":
+        headers = headers + [("content-type", "application/json"), ("content-length", str(rng.randint(2, 900))),
+                             ("origin", "https://shop.example")]
+    return dict(method=method, uri=uri, version="2" if http2 else "1.1", client=client(rng, 0.3),
+                headers=headers, automated=0, spoof=0, kind="browser", detail=detail)
+
+
+APPS = ["com.facebook.katana", "com.instagram.android", "com.linkedin.android", "com.google.android.gm",
+        "jp.naver.line.android", "com.reddit.frontpage"]
+
+
+def in_app(rng, headers, ua, browser):
+    """People opening a link inside an app: Android WebView (its own brand,
+    `; wv`, the app's package in X-Requested-With) or an iOS in-app browser
+    (Safari's headers, the app's tokens appended to a UA without Version/)."""
+    if "Android" in ua and browser in ("chrome", "edge"):
+        app = rng.choice(APPS)
+        out = []
+        for n, val in headers:
+            if n == "user-agent":
+                val = val.replace("; K)", "; K; wv)").replace(" Chrome/", " Version/4.0 Chrome/")
+            elif n == "sec-ch-ua":
+                val = val.replace("Google Chrome", "Android WebView").replace("Microsoft Edge", "Android WebView")
+            out.append((n, val))
+            if n == "accept":
+                out.append(("x-requested-with", app))
+        return out, "android-webview"
+    if "iPhone" in ua and browser == "safari":
+        app = rng.choice(["[FBAN/FBIOS;FBAV/450.0.0.38.108;FBBV/5000;FBDV/iPhone14,5;FBMD/iPhone;FBSN/iOS]",
+                          "Instagram 320.0.2.34.90 (iPhone14,5; iOS 17_5; en_US; en; scale=3.00)",
+                          "LinkedInApp/9.29.6"])
+        out = [(n, (val.replace(" Version/%s" % val.split("Version/")[1].split(" ")[0], "") + " " + app)
+                if n == "user-agent" and "Version/" in val else val) for n, val in headers]
+        return out, "ios-in-app"
+    return headers, browser
+
+
+def crawler(rng, crawlers):
+    entry = rng.choice(crawlers)
+    ua = rng.choice(entry["instances"])
+    uri = fill(rng, rng.choice(CRAWL if rng.random() < 0.2 else PAGES))
+    style = rng.random()
+    http2 = rng.random() < 0.3
+    headers = [("host", "shop.example")]
+    if style < 0.45:
+        headers += [] if http2 else [("connection", "keep-alive")]
+        headers += [("accept", FIREFOX_NAV_ACCEPT), ("from", "crawler@example.org"), ("user-agent", ua),
+                    ("accept-encoding", "gzip, deflate, br")]
+    elif style < 0.75:
+        headers += [("user-agent", ua), ("accept", "*/*"), ("accept-encoding", "gzip")]
+    elif style < 0.9:
+        headers += [("accept-encoding", "gzip, deflate"), ("accept", "text/html,*/*;q=0.8"),
+                    ("accept-language", "en-US,en;q=0.5"), ("user-agent", ua)]
+    else:
+        headers += [("user-agent", ua)]
+    return dict(method="HEAD" if rng.random() < 0.05 else "GET", uri=uri, version="2" if http2 else "1.1", client=client(rng, 0.15, datacenter=True),
+                headers=headers, automated=1, spoof=None, kind="crawler", detail=entry["pattern"][:40])
+
+
+def v(rng, lo, hi):
+    return rng.randint(lo, hi)
+
+
+def script_uri(rng):
+    r = rng.random()
+    if r < 0.45:
+        return fill(rng, rng.choice(API))
+    if r < 0.8:
+        return fill(rng, rng.choice(PAGES))
+    if r < 0.92:
+        return fill(rng, rng.choice(PROBES))
+    return fill(rng, rng.choice(ASSETS))
+
+
+SCRIPTS = {
+    # name: (weight, version, headers after host or complete list) -- the
+    # libraries' real defaults, in the order they send them.
+    "curl": lambda rng: ("2" if rng.random() < 0.5 else "1.1",
+                         [("host", "shop.example"), ("user-agent", "curl/8.%d.%d" % (v(rng, 0, 11), v(rng, 0, 1))),
+                          ("accept", "*/*")]),
+    "wget": lambda rng: ("1.1", [("user-agent", "Wget/1.21.%d" % v(rng, 1, 4)), ("accept", "*/*"),
+                                 ("accept-encoding", "identity"), ("host", "shop.example"),
+                                 ("connection", "Keep-Alive")]),
+    "python-requests": lambda rng: ("1.1", [("host", "shop.example"),
+                                            ("user-agent", "python-requests/2.%d.%d" % (v(rng, 25, 32), v(rng, 0, 3))),
+                                            ("accept-encoding", rng.choice(["gzip, deflate", "gzip, deflate, br",
+                                                                            "gzip, deflate, br, zstd"])),
+                                            ("accept", "*/*"), ("connection", "keep-alive")]),
+    "aiohttp": lambda rng: ("1.1", [("host", "shop.example"), ("accept", "*/*"),
+                                    ("accept-encoding", "gzip, deflate"),
+                                    ("user-agent", "Python/3.%d aiohttp/3.%d.%d" % (v(rng, 9, 12), v(rng, 8, 10),
+                                                                                  v(rng, 0, 5)))]),
+    "httpx": lambda rng: ("1.1", [("host", "shop.example"), ("accept", "*/*"), ("accept-encoding", "gzip, deflate"),
+                                  ("connection", "keep-alive"),
+                                  ("user-agent", "python-httpx/0.2%d.%d" % (v(rng, 5, 8), v(rng, 0, 2)))]),
+    "urllib": lambda rng: ("1.1", [("accept-encoding", "identity"), ("host", "shop.example"),
+                                   ("user-agent", "Python-urllib/3.%d" % v(rng, 8, 12)), ("connection", "close")]),
+    "go": lambda rng: (("2", [("host", "shop.example"), ("user-agent", "Go-http-client/2.0"),
+                              ("accept-encoding", "gzip")]) if rng.random() < 0.5 else
+                       ("1.1", [("host", "shop.example"), ("user-agent", "Go-http-client/1.1"),
+                                ("accept-encoding", "gzip")])),
+    "java": lambda rng: ("1.1", rng.choice([
+        [("user-agent", "Java/%d.0.%d" % (v(rng, 11, 21), v(rng, 1, 12))), ("host", "shop.example"),
+         ("accept", "text/html, image/gif, image/jpeg, *; q=.2, */*; q=.2"), ("connection", "keep-alive")],
+        [("host", "shop.example"), ("connection", "Keep-Alive"),
+         ("user-agent", "Apache-HttpClient/4.5.%d (Java/17.0.%d)" % (v(rng, 10, 14), v(rng, 1, 9))),
+         ("accept-encoding", "gzip,deflate")],
+    ])),
+    "okhttp": lambda rng: ("2" if rng.random() < 0.5 else "1.1",
+                           [("host", "shop.example"), ("connection", "Keep-Alive"), ("accept-encoding", "gzip"),
+                            ("user-agent", "okhttp/4.%d.%d" % (v(rng, 9, 12), v(rng, 0, 3)))]),
+    # undici (Node's fetch) sends these odd defaults, fetch metadata included.
+    "node-fetch": lambda rng: ("1.1", [("host", "shop.example"), ("connection", "keep-alive"), ("accept", "*/*"),
+                                       ("accept-language", "*"), ("sec-fetch-mode", "cors"),
+                                       ("user-agent", "node"), ("accept-encoding", "gzip, deflate")]),
+    "axios": lambda rng: ("1.1", [("accept", "application/json, text/plain, */*"),
+                                  ("user-agent", "axios/1.%d.%d" % (v(rng, 4, 7), v(rng, 0, 9))),
+                                  ("accept-encoding", "gzip, compress, deflate, br"), ("host", "shop.example"),
+                                  ("connection", "keep-alive")]),
+}
+SCRIPT_WEIGHTS = [("curl", 22), ("wget", 5), ("python-requests", 25), ("aiohttp", 7), ("httpx", 5), ("urllib", 4),
+                  ("go", 12), ("java", 7), ("okhttp", 4), ("node-fetch", 5), ("axios", 4)]
+
+
+def script(rng):
+    name = pick(rng, SCRIPT_WEIGHTS)
+    version, headers = SCRIPTS[name](rng)
+    if rng.random() < 0.15:  # an API token or a JSON body
+        headers = headers + [("authorization", "Bearer %x" % rng.getrandbits(64))]
+    method = pick(rng, [("GET", 85), ("POST", 8), ("HEAD", 7)])
+    if method == "POST":
+        headers = headers + [("content-type", "application/json"), ("content-length", str(rng.randint(2, 400)))]
+    return dict(method=method, uri=script_uri(rng), version=version, client=client(rng, 0.1, datacenter=True),
+                headers=headers, automated=1, spoof=None, kind=name, detail=name)
+
+
+def headless(rng, browsers):
+    """Puppeteer/Playwright defaults: a real Chrome header set that says
+    HeadlessChrome in the UA and the brand list."""
+    headers, ua = browser_request(rng, browsers, "chrome", "desktop", rng.random() < 0.8, "navigate",
+                                  fill(rng, rng.choice(PAGES)), "en-US", False, False, None)
+    out = []
+    for n, val in headers:
+        if n == "user-agent":
+            val = val.replace("Chrome/", "HeadlessChrome/").replace("Windows NT 10.0; Win64; x64", "X11; Linux x86_64")
+            val = val.replace("Macintosh; Intel Mac OS X 10_15_7", "X11; Linux x86_64")
+        elif n == "sec-ch-ua":
+            val = val.replace("Google Chrome", "HeadlessChrome")
+        elif n == "sec-ch-ua-platform":
+            val = '"Linux"'
+        elif n == "accept-language" and rng.random() < 0.5:
+            continue  # old headless sent no Accept-Language
+        out.append((n, val))
+    return dict(method="GET", uri=fill(rng, rng.choice(PAGES)), version="2", client=client(rng, 0.1, True),
+                headers=out, automated=1, spoof=None, kind="headless-chrome", detail="headless")
+
+
+def spoofer(rng, browsers):
+    """A scraper sending a real browser's User-Agent, with the mistakes such
+    tools make."""
+    browser = pick(rng, [("chrome", 65), ("edge", 10), ("firefox", 15), ("safari", 10)])
+    device = "mobile" if rng.random() < 0.2 else "desktop"
+    firefox_like = browser == "firefox"
+    http2 = rng.random() < 0.6
+    real, ua = browser_request(rng, browsers, browser, device, http2, "navigate", "/", "en-US", firefox_like,
+                               False, None)
+    uri = script_uri(rng) if rng.random() < 0.6 else fill(rng, rng.choice(PAGES))
+    mistake = pick(rng, [("requests-ua-only", 12), ("requests-full-set", 12), ("curl-ua", 8), ("go-sorted", 8),
+                         ("no-client-hints", 12), ("stale-client-hints", 10), ("wrong-platform", 8),
+                         ("shuffled-fetch", 8), ("firefox-ua-chrome-headers", 6), ("stealth-headless", 6),
+                         ("impersonate", 14)])
+    headers = list(real)
+    version = "2" if http2 else "1.1"
+    rest = [(n, val) for n, val in real if n != "host"]
+    if mistake == "requests-ua-only":
+        headers = [("host", "shop.example"), ("user-agent", ua), ("accept-encoding", "gzip, deflate"),
+                   ("accept", "*/*"), ("connection", "keep-alive")]
+        version = "1.1"
+    elif mistake == "requests-full-set":
+        # requests merges a headers dict into its defaults: the defaults keep
+        # their places (User-Agent, Accept-Encoding, Accept, Connection).
+        given = dict(rest)
+        headers = [("host", "shop.example")]
+        for n in ("user-agent", "accept-encoding", "accept", "connection"):
+            headers.append((n, given.pop(n, {"connection": "keep-alive"}.get(n, "*/*"))))
+        headers += list(given.items())
+        version = "1.1"
+    elif mistake == "curl-ua":
+        headers = [("host", "shop.example"), ("user-agent", ua), ("accept", rng.choice(["*/*", FIREFOX_NAV_ACCEPT]))]
+        if rng.random() < 0.5:
+            headers.append(("accept-language", "en-US,en;q=0.9"))
+    elif mistake == "go-sorted":
+        # Go writes Host and User-Agent first, then the header map sorted by name.
+        given = {n: val for n, val in rest if n not in ("user-agent", "connection", "priority")}
+        headers = [("host", "shop.example"), ("user-agent", ua)] + sorted(given.items())
+        if "accept-encoding" not in given:
+            headers.append(("accept-encoding", "gzip"))
+    elif mistake == "no-client-hints":
+        headers = [(n, val) for n, val in real if not n.startswith("sec-ch-ua")]
+        if rng.random() < 0.5:
+            headers = [(n, val) for n, val in headers if not n.startswith("sec-fetch-")]
+    elif mistake == "stale-client-hints":
+        # The UA was bumped, the copied hints were not (or the reverse).
+        old = rng.randint(110, 135)
+        headers = [(n, val.replace('v="%d"' % (major(ua, "Chrome/") or 0), 'v="%d"' % old)
+                    if n == "sec-ch-ua" else val) for n, val in real]
+        if not any(n == "sec-ch-ua" for n, _ in headers):
+            headers.insert(1, ("sec-ch-ua", '"Chromium";v="%d", "Not_A Brand";v="24"' % old))
+    elif mistake == "wrong-platform":
+        fixed = rng.choice(['"Windows"', '"macOS"', '"Linux"', '"Android"'])
+        headers = [(n, fixed if n == "sec-ch-ua-platform" else val) for n, val in real]
+        if not any(n == "sec-ch-ua-platform" for n, _ in headers):
+            headers.insert(1, ("sec-ch-ua-platform", fixed))
+    elif mistake == "shuffled-fetch":
+        # Header sets replayed from browserforge keep its shifted values.
+        shifted = {"sec-fetch-site": "?1", "sec-fetch-mode": "same-site", "sec-fetch-user": "document",
+                   "sec-fetch-dest": "navigate"}
+        headers = [(n, shifted.get(n, val)) for n, val in real]
+    elif mistake == "firefox-ua-chrome-headers":
+        chrome, _ = browser_request(rng, browsers, "chrome", "desktop", http2, "navigate", "/", "en-US", False,
+                                    False, None)
+        fx = browsers.raw(rng, "firefox", "desktop", http2)
+        fx_ua = dict(fx)["user-agent"]
+        headers = [(n, fx_ua if n == "user-agent" else val) for n, val in chrome]
+    elif mistake == "stealth-headless":
+        # puppeteer-extra-stealth fixes the UA but not the brand list.
+        headers = [(n, val.replace("Google Chrome", "HeadlessChrome") if n == "sec-ch-ua" else val)
+                   for n, val in real]
+        if not any(n == "sec-ch-ua" for n, _ in headers):
+            headers = [(n, val) for n, val in headers if n != "accept-language"]
+    # "impersonate" keeps the browser's exact headers: only behaviour differs.
+    if rng.random() < (0.35 if mistake == "impersonate" else 0.1):
+        headers = headers + [("cookie", cookie(rng))]  # replayed session cookie
+    method = "GET" if rng.random() < 0.93 else "POST"
+    return dict(method=method, uri=uri, version=version, client=client(rng, 0.12, datacenter=rng.random() < 0.7),
+                headers=headers, automated=1, spoof=1, kind="spoofer", detail=mistake)
+
+
+KINDS = [("browser", 52), ("crawler", 12), ("script", 16), ("headless", 3), ("spoofer", 17)]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seed", type=int, required=True)
+    ap.add_argument("--count", type=int, required=True)
+    ap.add_argument("--out", help="output file (default: stdout)")
+    args = ap.parse_args()
+    # browserforge draws from the global `random`; everything else from rng.
+    random.seed(args.seed)
+    rng = random.Random(args.seed)
+    browsers = Browsers()
+    crawlers = [c for c in crawleruseragents.CRAWLER_USER_AGENTS_DATA if c.get("instances")]
+    out = open(args.out, "w") if args.out else sys.stdout
+    for _ in range(args.count):
+        kind = pick(rng, KINDS)
+        if kind == "browser":
+            row = human(rng, browsers)
+        elif kind == "crawler":
+            row = crawler(rng, crawlers)
+        elif kind == "script":
+            row = script(rng)
+        elif kind == "headless":
+            row = headless(rng, browsers)
+        else:
+            row = spoofer(rng, browsers)
+        row["headers"] = [[n, val] for n, val in row["headers"]]
+        out.write(json.dumps(row, separators=(",", ":")) + "\n")
+    if out is not sys.stdout:
+        out.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+//! The feature schema: names, docs and positions of every float and
+//! categorical feature. Models map their inputs to these by name.
+
+/// One feature of the schema.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FeatureSpec {
+    /// The name models use for this feature (a CatBoost feature id).
+    pub name: &'static str,
+    /// How the value is computed, in one line.
+    pub doc: &'static str,
+}
+
+/// Declares a feature kind: an enum of positions, the spec table in the same
+/// order, and its length, from one list so they cannot drift apart.
+macro_rules! schema {
+    (
+        $(#[$enum_doc:meta])* enum $kind:ident;
+        $(#[$specs_doc:meta])* specs $specs:ident;
+        $(#[$count_doc:meta])* count $count:ident;
+        $($variant:ident = $name:literal : $doc:literal,)*
+    ) => {
+        $(#[$enum_doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        #[repr(usize)]
+        pub enum $kind {
+            $(#[doc = $doc] $variant,)*
+        }
+
+        $(#[$specs_doc])*
+        pub const $specs: &[FeatureSpec] = &[$(FeatureSpec { name: $name, doc: $doc },)*];
+
+        $(#[$count_doc])*
+        pub const $count: usize = $specs.len();
+
+        impl $kind {
+            /// Every feature of this kind, in schema order.
+            pub const ALL: [$kind; $count] = [$($kind::$variant,)*];
+
+            /// Position in the vector.
+            pub const fn index(self) -> usize {
+                self as usize
+            }
+
+            /// The spec of this feature.
+            pub const fn spec(self) -> FeatureSpec {
+                $specs[self as usize]
+            }
+        }
+    };
+}
+
+schema! {
+    /// Positions of the float features.
+    enum Float;
+    /// The float features, in vector order.
+    specs FLOAT_FEATURES;
+    /// How many float features a vector holds.
+    count FLOAT_COUNT;
+
+    HttpVersion = "http_version": "HTTP version as nginx reports it divided by 10: 1.0, 1.1, 2, 3",
+    UriLen = "uri_len": "bytes in the request target as sent",
+    PathDepth = "path_depth": "non-empty path segments (`/` is 0, `/a/b/` is 2)",
+    QueryArgCount = "query_arg_count": "non-empty `&`-separated query arguments",
+    HeaderCount = "header_count": "request headers, repeats included",
+    UaLen = "ua_len": "bytes in the User-Agent; NaN without one",
+    UaMajor = "ua_major": "major version of the claimed family (`ua_family`); NaN if none is spelled",
+    UaMobile = "ua_mobile": "1 if the User-Agent says `Mobile`, else 0; NaN without one",
+    HasAccept = "has_accept": "1 if `accept` is present (every browser sends it), else 0",
+    AcceptLen = "accept_len": "bytes in `accept`; NaN without it",
+    HasAcceptLanguage = "has_accept_language": "1 if `accept-language` is present, else 0",
+    AcceptLanguageCount = "accept_language_count": "comma-separated items of `accept-language`; NaN without it",
+    HasAcceptEncoding = "has_accept_encoding": "1 if `accept-encoding` is present, else 0",
+    AcceptEncodingCount = "accept_encoding_count": "comma-separated items of `accept-encoding`; NaN without it",
+    ClientHintCount = "client_hint_count": "`sec-ch-ua` and `sec-ch-ua-*` headers",
+    FetchMetadataCount = "fetch_metadata_count": "`sec-fetch-*` headers",
+    HasUpgradeInsecureRequests = "has_upgrade_insecure_requests": "1 if `upgrade-insecure-requests` is present, else 0",
+    HasCookie = "has_cookie": "1 if any `cookie` header is present, else 0",
+    CookieCount = "cookie_count": "`;`-separated cookies over every `cookie` header",
+    HasReferer = "has_referer": "1 if `referer` is present, else 0",
+    HasConnection = "has_connection": "1 if `connection` is present (HTTP/1 only), else 0",
+    HasHost = "has_host": "1 if `host` is present, else 0",
+    ClientIpv6 = "client_ipv6": "1 for an IPv6 client address, 0 for IPv4, NaN for anything else (unix socket)",
+    ChUaMajor = "ch_ua_major": "Chromium major version claimed by `sec-ch-ua`; NaN without one",
+    ChMissing = "ch_missing": "1 if the UA claims Chromium >= 90 off iOS but `sec-ch-ua` is absent, else 0",
+    ChVersionMismatch = "ch_version_mismatch": "1 if `sec-ch-ua` is present with a Chromium UA and its version differs from the UA's (or is unreadable), else 0",
+    ChNonChromium = "ch_non_chromium": "1 if client hints are present but the UA does not claim Chromium, else 0",
+    ChPlatformMismatch = "ch_platform_mismatch": "1 if `sec-ch-ua-platform` contradicts the UA's OS, else 0",
+    ChMobileMismatch = "ch_mobile_mismatch": "1 if `sec-ch-ua-mobile` contradicts the UA's `Mobile` (or is malformed), else 0",
+    FetchNonBrowser = "fetch_non_browser": "1 if `sec-fetch-*` headers come with a UA that claims no browser, else 0",
+    FetchIncoherent = "fetch_incoherent": "1 if the `sec-fetch-*` values form a combination no browser sends, else 0",
+    OrderInversions = "order_inversions": "pairs of headers in the opposite of the claimed browser's order; NaN for non-browser UAs",
+}
+
+schema! {
+    /// Positions of the categorical features.
+    enum Cat;
+    /// The categorical features, in vector order.
+    specs CAT_FEATURES;
+    /// How many categorical features a vector holds.
+    count CAT_COUNT;
+
+    Method = "method": "request method as sent",
+    UriExt = "uri_ext": "extension of the last path segment, lower-cased; `~` if longer than 8 or not alphanumeric; empty if none",
+    HeaderOrder = "header_order": "one code per known header name in arrival order, repeats collapsed (see `header_order::CODES`)",
+    UaFamily = "ua_family": "client family the User-Agent claims (`chrome`, `curl`, `bot`, ...; `none` without one)",
+    UaOs = "ua_os": "OS the User-Agent claims (`windows`, `macos`, `linux`, `android`, `ios`, `chromeos`, `other`, `none`)",
+    ChBrand = "ch_brand": "first `sec-ch-ua` brand that is neither GREASE nor `Chromium` (`Google Chrome`, `HeadlessChrome`, ...), as sent; empty if none",
+    AcceptLanguagePrimary = "accept_language_primary": "primary subtag of the first `accept-language` item, lower-cased; `~` if malformed; empty if absent",
+    Accept = "accept": "`accept` value as sent; empty if absent",
+    AcceptEncoding = "accept_encoding": "`accept-encoding` value as sent; empty if absent",
+    FetchSite = "fetch_site": "`sec-fetch-site` value as sent; empty if absent",
+    FetchMode = "fetch_mode": "`sec-fetch-mode` value as sent; empty if absent",
+    Connection = "connection": "`connection` value as sent; empty if absent",
+}

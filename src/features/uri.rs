@@ -1,0 +1,150 @@
+//! Shape of the request target as sent (`$request_uri`): length, depth,
+//! extension, query arguments. Probes and scrapers walk paths browsers do not
+//! (`/.env`, `/wp-login.php`, deep API paths with many arguments).
+
+/// Longest extension kept as is in `uri_ext`; longer ones become [`ODD_EXT`].
+pub const MAX_EXT: usize = 8;
+/// `uri_ext` of an extension that is too long or not ASCII alphanumeric.
+pub const ODD_EXT: &[u8] = b"~";
+
+/// The pieces of a request target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Target<'a> {
+    /// The path (no query, no fragment, no scheme or authority).
+    pub path: &'a [u8],
+    /// The query without its `?`, empty when there is none.
+    pub query: &'a [u8],
+}
+
+/// Splits a request target. An absolute-form target
+/// (`http://host/path`, as sent to proxies) is reduced to its path.
+pub fn split(uri: &[u8]) -> Target<'_> {
+    let mut rest = uri;
+    for scheme in [&b"http://"[..], b"https://"] {
+        if rest.len() >= scheme.len() && rest[..scheme.len()].eq_ignore_ascii_case(scheme) {
+            let after = &rest[scheme.len()..];
+            let slash = after
+                .iter()
+                .position(|&b| matches!(b, b'/' | b'?' | b'#'))
+                .unwrap_or(after.len());
+            rest = &after[slash..];
+            break;
+        }
+    }
+    let end = rest.iter().position(|&b| b == b'#').unwrap_or(rest.len());
+    let rest = &rest[..end];
+    match rest.iter().position(|&b| b == b'?') {
+        Some(q) => Target {
+            path: &rest[..q],
+            query: &rest[q + 1..],
+        },
+        None => Target {
+            path: rest,
+            query: b"",
+        },
+    }
+}
+
+/// Number of non-empty path segments: `/` is 0, `/a/b/` is 2.
+pub fn depth(path: &[u8]) -> u32 {
+    path.split(|&b| b == b'/').filter(|s| !s.is_empty()).count() as u32
+}
+
+/// Number of non-empty `&`-separated query arguments.
+pub fn arg_count(query: &[u8]) -> u32 {
+    query
+        .split(|&b| b == b'&')
+        .filter(|s| !s.is_empty())
+        .count() as u32
+}
+
+/// The extension of the last path segment: the bytes after its last `.`,
+/// empty when there is none (a trailing `/` means no last segment).
+pub fn extension(path: &[u8]) -> &[u8] {
+    let last = match path.iter().rposition(|&b| b == b'/') {
+        Some(slash) => &path[slash + 1..],
+        None => path,
+    };
+    match last.iter().rposition(|&b| b == b'.') {
+        Some(dot) => &last[dot + 1..],
+        None => b"",
+    }
+}
+
+/// Writes the `uri_ext` value of an extension into `buf`: lower-cased when it
+/// is 1..=[`MAX_EXT`] ASCII alphanumerics, [`ODD_EXT`] otherwise, nothing for
+/// none. Returns the length written.
+pub fn write_ext(ext: &[u8], buf: &mut [u8; MAX_EXT]) -> usize {
+    if ext.is_empty() {
+        return 0;
+    }
+    if ext.len() > MAX_EXT || !ext.iter().all(u8::is_ascii_alphanumeric) {
+        buf[..ODD_EXT.len()].copy_from_slice(ODD_EXT);
+        return ODD_EXT.len();
+    }
+    for (d, s) in buf.iter_mut().zip(ext) {
+        *d = s.to_ascii_lowercase();
+    }
+    ext.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn target_table() {
+        // uri, path, query, depth, args, ext
+        let table: &[(&str, &str, &str, u32, u32, &str)] = &[
+            ("/", "/", "", 0, 0, ""),
+            ("", "", "", 0, 0, ""),
+            ("/a/b/", "/a/b/", "", 2, 0, ""),
+            ("/static/app.JS?v=3", "/static/app.JS", "v=3", 2, 1, "JS"),
+            ("/search?q=x&&page=2&", "/search", "q=x&&page=2&", 1, 2, ""),
+            ("/.env", "/.env", "", 1, 0, "env"),
+            ("/a.b/c", "/a.b/c", "", 2, 0, ""),
+            ("/x?y#frag", "/x", "y", 1, 1, ""),
+            ("/x#f?not-query", "/x", "", 1, 0, ""),
+            (
+                "http://example.com/p/q.php?a=1",
+                "/p/q.php",
+                "a=1",
+                2,
+                1,
+                "php",
+            ),
+            ("HTTPS://example.com", "", "", 0, 0, ""),
+            ("http://example.com?x=1", "", "x=1", 0, 1, ""),
+            ("//double//slash", "//double//slash", "", 2, 0, ""),
+            ("/file.", "/file.", "", 1, 0, ""),
+        ];
+        for &(uri, path, query, d, args, ext) in table {
+            let t = split(uri.as_bytes());
+            assert_eq!(
+                t,
+                Target {
+                    path: path.as_bytes(),
+                    query: query.as_bytes()
+                },
+                "{uri}"
+            );
+            assert_eq!(depth(t.path), d, "{uri}");
+            assert_eq!(arg_count(t.query), args, "{uri}");
+            assert_eq!(extension(t.path), ext.as_bytes(), "{uri}");
+        }
+    }
+
+    #[test]
+    fn ext_values() {
+        let mut buf = [0; MAX_EXT];
+        let n = write_ext(b"PHP", &mut buf);
+        assert_eq!(&buf[..n], b"php");
+        let n = write_ext(b"backup12", &mut buf);
+        assert_eq!(&buf[..n], b"backup12");
+        let n = write_ext(b"backup123", &mut buf);
+        assert_eq!(&buf[..n], ODD_EXT);
+        let n = write_ext(b"ph%70", &mut buf);
+        assert_eq!(&buf[..n], ODD_EXT);
+        assert_eq!(write_ext(b"", &mut buf), 0);
+    }
+}

@@ -1,0 +1,401 @@
+//! What a User-Agent claims: the client family, its major version, the OS and
+//! whether it says "mobile". A detector compares these claims with the rest of
+//! the request, so the parser only needs to be right about what real clients
+//! send, not about every historical UA.
+
+use super::bytes::{find, find_ci, leading_uint, starts_with_ci, version_after};
+
+/// The client family a User-Agent claims.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    /// No User-Agent header, or an empty one.
+    None,
+    /// Google Chrome or another Chromium build with an unbranded UA (Brave, Chromium).
+    Chrome,
+    /// Chrome's headless mode, which says so in its UA.
+    HeadlessChrome,
+    /// Microsoft Edge (Chromium).
+    Edge,
+    /// Opera (Chromium).
+    Opera,
+    /// Samsung Internet (Chromium).
+    Samsung,
+    /// Mozilla Firefox, including Firefox for iOS.
+    Firefox,
+    /// Apple Safari.
+    Safari,
+    /// A `Mozilla/` UA of no family above.
+    OtherBrowser,
+    /// curl.
+    Curl,
+    /// GNU Wget.
+    Wget,
+    /// Python `requests`.
+    PythonRequests,
+    /// Python `aiohttp`.
+    Aiohttp,
+    /// Python `httpx`.
+    Httpx,
+    /// Python's standard `urllib`.
+    PythonUrllib,
+    /// Go's `net/http`.
+    Go,
+    /// Java's `HttpURLConnection`/`HttpClient` or Apache HttpClient.
+    Java,
+    /// OkHttp (Android and JVM apps).
+    Okhttp,
+    /// Node.js (`fetch`/undici or `node-fetch`).
+    Node,
+    /// axios (Node.js).
+    Axios,
+    /// A UA that declares itself automated: crawler, spider, bot, or a
+    /// contact URL, as crawlers and scrapers conventionally do.
+    Bot,
+    /// Anything else.
+    Other,
+}
+
+impl Family {
+    /// The categorical value of `ua_family`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::None => "none",
+            Family::Chrome => "chrome",
+            Family::HeadlessChrome => "headless-chrome",
+            Family::Edge => "edge",
+            Family::Opera => "opera",
+            Family::Samsung => "samsung",
+            Family::Firefox => "firefox",
+            Family::Safari => "safari",
+            Family::OtherBrowser => "other-browser",
+            Family::Curl => "curl",
+            Family::Wget => "wget",
+            Family::PythonRequests => "python-requests",
+            Family::Aiohttp => "python-aiohttp",
+            Family::Httpx => "python-httpx",
+            Family::PythonUrllib => "python-urllib",
+            Family::Go => "go",
+            Family::Java => "java",
+            Family::Okhttp => "okhttp",
+            Family::Node => "node",
+            Family::Axios => "axios",
+            Family::Bot => "bot",
+            Family::Other => "other",
+        }
+    }
+
+    /// Claims a browser engine, so browser headers (`sec-fetch-*`, `accept`
+    /// with `text/html`, ...) are expected.
+    pub fn is_browser(self) -> bool {
+        matches!(
+            self,
+            Family::Chrome
+                | Family::HeadlessChrome
+                | Family::Edge
+                | Family::Opera
+                | Family::Samsung
+                | Family::Firefox
+                | Family::Safari
+                | Family::OtherBrowser
+        )
+    }
+
+    /// Claims a Chromium browser, so User-Agent client hints may be expected.
+    pub fn is_chromium(self) -> bool {
+        matches!(
+            self,
+            Family::Chrome
+                | Family::HeadlessChrome
+                | Family::Edge
+                | Family::Opera
+                | Family::Samsung
+        )
+    }
+}
+
+/// The operating system a User-Agent claims.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Os {
+    /// No User-Agent.
+    None,
+    /// Windows.
+    Windows,
+    /// macOS.
+    MacOs,
+    /// Desktop Linux.
+    Linux,
+    /// Android.
+    Android,
+    /// iOS or iPadOS.
+    Ios,
+    /// ChromeOS.
+    ChromeOs,
+    /// Not named, or not one of the above.
+    Other,
+}
+
+impl Os {
+    /// The categorical value of `ua_os`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Os::None => "none",
+            Os::Windows => "windows",
+            Os::MacOs => "macos",
+            Os::Linux => "linux",
+            Os::Android => "android",
+            Os::Ios => "ios",
+            Os::ChromeOs => "chromeos",
+            Os::Other => "other",
+        }
+    }
+
+    /// The `sec-ch-ua-platform` value a Chromium browser on this OS sends
+    /// (without quotes), when there is one.
+    pub fn client_hint_platform(self) -> Option<&'static [u8]> {
+        match self {
+            Os::Windows => Some(b"Windows"),
+            Os::MacOs => Some(b"macOS"),
+            Os::Linux => Some(b"Linux"),
+            Os::Android => Some(b"Android"),
+            Os::Ios => Some(b"iOS"),
+            Os::ChromeOs => Some(b"Chrome OS"),
+            Os::None | Os::Other => None,
+        }
+    }
+}
+
+/// The claims of one User-Agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UserAgent {
+    /// Claimed client family.
+    pub family: Family,
+    /// Major version of that family, when the UA spells one.
+    pub major: Option<u32>,
+    /// Claimed operating system.
+    pub os: Os,
+    /// Whether the UA says `Mobile` (phones; Android tablets do not).
+    pub mobile: bool,
+}
+
+/// HTTP libraries announce themselves at the start of the UA, `name/version`.
+const LIBRARY_PREFIXES: &[(&[u8], Family)] = &[
+    (b"curl/", Family::Curl),
+    (b"wget/", Family::Wget),
+    (b"python-requests/", Family::PythonRequests),
+    (b"python-httpx/", Family::Httpx),
+    (b"python-urllib/", Family::PythonUrllib),
+    (b"go-http-client/", Family::Go),
+    (b"java/", Family::Java),
+    (b"java-http-client/", Family::Java),
+    (b"apache-httpclient/", Family::Java),
+    (b"okhttp/", Family::Okhttp),
+    (b"axios/", Family::Axios),
+    (b"node-fetch", Family::Node),
+    (b"undici", Family::Node),
+];
+
+/// Words automated clients put in their UA by convention. `+http` is the
+/// "contact URL" form (`+https://...`) crawlers use.
+const BOT_WORDS: &[&[u8]] = &[
+    b"bot",
+    b"crawl",
+    b"spider",
+    b"slurp",
+    b"scrapy",
+    b"+http",
+    b"facebookexternalhit",
+    b"http://",
+    b"https://",
+];
+
+/// Browsers whose UA carries a `Chrome/` token too, checked before Chrome.
+/// The version is the one of the branded browser.
+const CHROMIUM_BRANDS: &[(&[u8], Family)] = &[
+    (b"Edg/", Family::Edge),
+    (b"EdgA/", Family::Edge),
+    (b"EdgiOS/", Family::Edge),
+    (b"OPR/", Family::Opera),
+    (b"SamsungBrowser/", Family::Samsung),
+];
+
+/// Parses what a User-Agent header value claims.
+pub fn parse(ua: &[u8]) -> UserAgent {
+    let ua = ua.trim_ascii();
+    if ua.is_empty() {
+        return UserAgent {
+            family: Family::None,
+            major: None,
+            os: Os::None,
+            mobile: false,
+        };
+    }
+    let (family, major) = family_and_major(ua);
+    UserAgent {
+        family,
+        major,
+        os: os(ua),
+        mobile: find(ua, b"Mobile").is_some(),
+    }
+}
+
+/// The Chromium engine version of a Chromium-family UA (its `Chrome/`,
+/// `CriOS/` or `HeadlessChrome/` token), which is what `sec-ch-ua` reports
+/// for the `Chromium` brand even when the branded version differs (Opera,
+/// Samsung Internet).
+pub fn chromium_version(ua: &[u8]) -> Option<u32> {
+    [&b"HeadlessChrome/"[..], b"Chrome/", b"CriOS/"]
+        .iter()
+        .find_map(|token| version_after(ua, token))
+}
+
+fn family_and_major(ua: &[u8]) -> (Family, Option<u32>) {
+    for &(prefix, family) in LIBRARY_PREFIXES {
+        if starts_with_ci(ua, prefix) {
+            return (family, leading_uint(&ua[prefix.len()..]));
+        }
+    }
+    // Node's built-in fetch (undici) sends exactly "node".
+    if ua.eq_ignore_ascii_case(b"node") {
+        return (Family::Node, None);
+    }
+    // "Python/3.11 aiohttp/3.9.1": the library token is not the prefix.
+    if let Some(at) = find_ci(ua, b"aiohttp/") {
+        return (Family::Aiohttp, leading_uint(&ua[at + b"aiohttp/".len()..]));
+    }
+    if let Some(v) = version_after(ua, b"HeadlessChrome/") {
+        return (Family::HeadlessChrome, Some(v));
+    }
+    // Crawlers usually embed a browser UA (Googlebot's smartphone UA says
+    // Chrome), so the declaration wins over the engine tokens.
+    if BOT_WORDS.iter().any(|w| find_ci(ua, w).is_some()) {
+        return (Family::Bot, None);
+    }
+    for &(token, family) in CHROMIUM_BRANDS {
+        if let Some(at) = find(ua, token) {
+            return (family, leading_uint(&ua[at + token.len()..]));
+        }
+    }
+    for token in [&b"Firefox/"[..], b"FxiOS/"] {
+        if let Some(at) = find(ua, token) {
+            return (Family::Firefox, leading_uint(&ua[at + token.len()..]));
+        }
+    }
+    for token in [&b"CriOS/"[..], b"Chrome/"] {
+        if let Some(at) = find(ua, token) {
+            return (Family::Chrome, leading_uint(&ua[at + token.len()..]));
+        }
+    }
+    if find(ua, b"Safari/").is_some() {
+        if let Some(v) = version_after(ua, b"Version/") {
+            return (Family::Safari, Some(v));
+        }
+    }
+    if starts_with_ci(ua, b"mozilla/") {
+        return (Family::OtherBrowser, None);
+    }
+    (Family::Other, None)
+}
+
+fn os(ua: &[u8]) -> Os {
+    // iOS UAs say "like Mac OS X", Android UAs say "Linux": order matters.
+    if find(ua, b"Windows").is_some() {
+        Os::Windows
+    } else if find(ua, b"Android").is_some() {
+        Os::Android
+    } else if [&b"iPhone"[..], b"iPad", b"iPod"]
+        .iter()
+        .any(|t| find(ua, t).is_some())
+    {
+        Os::Ios
+    } else if find(ua, b"CrOS").is_some() {
+        Os::ChromeOs
+    } else if find(ua, b"Macintosh").is_some() || find(ua, b"Mac OS X").is_some() {
+        Os::MacOs
+    } else if find(ua, b"Linux").is_some() || find(ua, b"X11").is_some() {
+        Os::Linux
+    } else {
+        Os::Other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn real_user_agents() {
+        use Family as F;
+        let table: &[(&str, Family, Option<u32>, Os, bool)] = &[
+            ("", F::None, None, Os::None, false),
+            ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/147.0.0.0 Safari/537.36", F::Chrome, Some(147), Os::Windows, false),
+            ("Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/147.0.0.0 Mobile Safari/537.36", F::Chrome, Some(147), Os::Android, true),
+            ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/126.0.6478.54 Mobile/15E148 Safari/604.1", F::Chrome, Some(126), Os::Ios, true),
+            ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/147.0.0.0 Safari/537.36 Edg/147.0.0.0", F::Edge, Some(147), Os::MacOs, false),
+            ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36 OPR/110.0.0.0", F::Opera, Some(110), Os::Windows, false),
+            ("Mozilla/5.0 (Linux; Android 14; SM-S918B) AppleWebKit/537.36 (KHTML, like Gecko) SamsungBrowser/25.0 Chrome/121.0.0.0 Mobile Safari/537.36", F::Samsung, Some(25), Os::Android, true),
+            ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10.15; rv:150.0) Gecko/20100101 Firefox/150.0", F::Firefox, Some(150), Os::MacOs, false),
+            ("Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0", F::Firefox, Some(128), Os::Linux, false),
+            ("Mozilla/5.0 (iPhone; CPU iPhone OS 18_7 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/26.4 Mobile/15E148 Safari/604.1", F::Safari, Some(26), Os::Ios, true),
+            ("Mozilla/5.0 (X11; CrOS x86_64 14541.0.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36", F::Chrome, Some(120), Os::ChromeOs, false),
+            ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/131.0.6778.33 Safari/537.36", F::HeadlessChrome, Some(131), Os::Linux, false),
+            ("curl/8.5.0", F::Curl, Some(8), Os::Other, false),
+            ("Wget/1.21.3", F::Wget, Some(1), Os::Other, false),
+            ("python-requests/2.32.3", F::PythonRequests, Some(2), Os::Other, false),
+            ("Python/3.11 aiohttp/3.9.5", F::Aiohttp, Some(3), Os::Other, false),
+            ("python-httpx/0.27.0", F::Httpx, Some(0), Os::Other, false),
+            ("Python-urllib/3.11", F::PythonUrllib, Some(3), Os::Other, false),
+            ("Go-http-client/2.0", F::Go, Some(2), Os::Other, false),
+            ("Java/17.0.9", F::Java, Some(17), Os::Other, false),
+            ("Java-http-client/21.0.2", F::Java, Some(21), Os::Other, false),
+            ("Apache-HttpClient/4.5.14 (Java/17.0.9)", F::Java, Some(4), Os::Other, false),
+            ("okhttp/4.12.0", F::Okhttp, Some(4), Os::Other, false),
+            ("node", F::Node, None, Os::Other, false),
+            ("axios/1.7.2", F::Axios, Some(1), Os::Other, false),
+            ("node-fetch/1.0 (+https://github.com/bitinn/node-fetch)", F::Node, None, Os::Other, false),
+            ("Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", F::Bot, None, Os::Other, false),
+            ("Mozilla/5.0 (Linux; Android 6.0.1; Nexus 5X Build/MMB29P) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/41.0.2272.96 Mobile Safari/537.36 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", F::Bot, None, Os::Android, true),
+            ("Scrapy/2.11.2 (+https://scrapy.org)", F::Bot, None, Os::Other, false),
+            ("Mozilla/5.0 (compatible; Konqueror/3.5; Linux)", F::OtherBrowser, None, Os::Linux, false),
+            ("PostmanRuntime/7.39.0", F::Other, None, Os::Other, false),
+        ];
+        for &(ua, family, major, os, mobile) in table {
+            let got = parse(ua.as_bytes());
+            assert_eq!(
+                got,
+                UserAgent {
+                    family,
+                    major,
+                    os,
+                    mobile
+                },
+                "{ua}"
+            );
+        }
+    }
+
+    #[test]
+    fn chromium_engine_versions() {
+        let opera = b"Mozilla/5.0 (Windows NT 10.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36 OPR/110.0.0.0";
+        assert_eq!(chromium_version(opera), Some(124));
+        assert_eq!(
+            chromium_version(
+                b"Mozilla/5.0 (X11; Linux x86_64) HeadlessChrome/131.0.0.0 Safari/537.36"
+            ),
+            Some(131)
+        );
+        assert_eq!(
+            chromium_version(b"Mozilla/5.0 (iPhone) CriOS/126.0 Mobile"),
+            Some(126)
+        );
+        assert_eq!(chromium_version(b"curl/8.5.0"), None);
+    }
+
+    #[test]
+    fn family_classes() {
+        assert!(Family::Chrome.is_chromium() && Family::Chrome.is_browser());
+        assert!(Family::Firefox.is_browser() && !Family::Firefox.is_chromium());
+        assert!(!Family::Curl.is_browser() && !Family::Bot.is_browser());
+        assert_eq!(Os::ChromeOs.client_hint_platform(), Some(&b"Chrome OS"[..]));
+        assert_eq!(Os::Other.client_hint_platform(), None);
+    }
+}

@@ -1,0 +1,75 @@
+//! Feature extraction allocates nothing: the nginx hot path calls it for
+//! every request. One dhat profiler per test binary, so one test here, and
+//! no libtest harness (`harness = false` in Cargo.toml): dhat counts every
+//! thread, and libtest's main thread allocates while a test runs.
+
+use edgeguard::features::{extract, FeatureVector, Request};
+use edgeguard::request::edgeguard_header;
+
+#[global_allocator]
+static ALLOC: dhat::Alloc = dhat::Alloc;
+
+const SETS: &[&[(&str, &str)]] = &[
+    &[
+        ("host", "shop.example"),
+        ("sec-ch-ua", r#""Google Chrome";v="131", "Chromium";v="131", "Not_A Brand";v="24""#),
+        ("sec-ch-ua-mobile", "?0"),
+        ("sec-ch-ua-platform", "\"Windows\""),
+        ("upgrade-insecure-requests", "1"),
+        ("user-agent", "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36"),
+        ("accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
+        ("sec-fetch-site", "none"),
+        ("sec-fetch-mode", "navigate"),
+        ("sec-fetch-user", "?1"),
+        ("sec-fetch-dest", "document"),
+        ("accept-encoding", "gzip, deflate, br, zstd"),
+        ("accept-language", "en-US,en;q=0.9"),
+        ("cookie", "a=1; b=2; c=3"),
+        ("priority", "u=0, i"),
+    ],
+    &[("host", "x"), ("user-agent", "curl/8.5.0"), ("accept", "*/*")],
+    &[
+        ("user-agent", "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"),
+        ("Sec-Fetch-Mode", "cors"),
+        ("accept-language", "*"),
+        ("x-unknown", "1"),
+    ],
+    &[],
+];
+
+fn main() {
+    extract_allocates_nothing();
+    println!("features_alloc: 1 passed, 0 failed");
+}
+
+fn extract_allocates_nothing() {
+    let _profiler = dhat::Profiler::builder().testing().build();
+    let owned: Vec<Vec<edgeguard_header>> = SETS
+        .iter()
+        .map(|set| {
+            set.iter()
+                .map(|(k, v)| edgeguard_header::new(k.as_bytes(), v.as_bytes()))
+                .collect()
+        })
+        .collect();
+    // Many headers: the fingerprint truncates, the rank buffer fills up.
+    let many: Vec<edgeguard_header> = (0..200)
+        .map(|i| edgeguard_header::new(if i % 2 == 0 { b"accept" } else { b"te" }, b"x"))
+        .collect();
+    let mut v = FeatureVector::new();
+    let before = dhat::HeapStats::get();
+    let mut checksum = 0.0f32;
+    for _ in 0..100 {
+        for headers in owned.iter().chain([&many]) {
+            // SAFETY: the headers view statics and `owned`/`many`, alive here.
+            let req =
+                unsafe { Request::new(b"GET", b"/a/b.js?x=1&y=2", 20, b"2001:db8::1", headers) };
+            extract(&req, &mut v);
+            checksum += v.floats().iter().filter(|x| !x.is_nan()).sum::<f32>();
+        }
+    }
+    let after = dhat::HeapStats::get();
+    dhat::assert_eq!(after.total_blocks, before.total_blocks);
+    dhat::assert_eq!(after.total_bytes, before.total_bytes);
+    assert!(checksum > 0.0);
+}

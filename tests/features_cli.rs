@@ -1,0 +1,137 @@
+//! `edgeguard features` as a program: output shape, names, NaN as null,
+//! version spellings, and bad lines reported with their number.
+
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+use edgeguard::features::{Cat, Float, CAT_FEATURES, FLOAT_FEATURES};
+use serde_json::Value;
+
+fn run(args: &[&str], stdin: &str) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_edgeguard"))
+        .arg("features")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn edgeguard");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn lines(out: &Output) -> Vec<Value> {
+    String::from_utf8(out.stdout.clone())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn names_follow_the_schema() {
+    for flag in ["--header", "--names"] {
+        let out = run(&[flag], "");
+        assert!(out.status.success());
+        let v = &lines(&out)[0];
+        let floats: Vec<&str> = v["float"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap())
+            .collect();
+        let cats: Vec<&str> = v["cat"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap())
+            .collect();
+        assert_eq!(
+            floats,
+            FLOAT_FEATURES.iter().map(|f| f.name).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            cats,
+            CAT_FEATURES.iter().map(|f| f.name).collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn vectors_for_every_version_spelling() {
+    let mut input = String::new();
+    for version in [
+        r#""1.1""#,
+        "1.1",
+        r#""HTTP/1.0""#,
+        "2",
+        r#""HTTP/2.0""#,
+        r#""3""#,
+    ] {
+        input.push_str(&format!(
+            r#"{{"method":"GET","uri":"/a.css?b=1","version":{version},"client":"203.0.113.7","headers":[["host","x"],["accept","text/css,*/*;q=0.1"]],"automated":0}}"#
+        ));
+        input.push('\n');
+    }
+    let out = run(&[], &input);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = lines(&out);
+    let versions: Vec<f64> = got
+        .iter()
+        .map(|v| v["float"][Float::HttpVersion.index()].as_f64().unwrap())
+        .collect();
+    assert_eq!(versions.len(), 6);
+    for (got, want) in versions.iter().zip([1.1, 1.1, 1.0, 2.0, 2.0, 3.0]) {
+        assert!((got - want).abs() < 1e-6, "{got} != {want}");
+    }
+    let v = &got[0];
+    assert_eq!(v["float"].as_array().unwrap().len(), FLOAT_FEATURES.len());
+    assert_eq!(v["cat"].as_array().unwrap().len(), CAT_FEATURES.len());
+    assert!(
+        v["float"][Float::UaLen.index()].is_null(),
+        "NaN prints as null"
+    );
+    assert_eq!(v["cat"][Cat::UriExt.index()], "css");
+    assert_eq!(v["cat"][Cat::UaFamily.index()], "none");
+}
+
+#[test]
+fn bad_lines_are_named_and_fail_the_run() {
+    let input = concat!(
+        r#"{"method":"GET","uri":"/","version":"1.1","headers":[]}"#,
+        "\n{\"method\":\"GET\"}\n",
+        r#"{"method":"GET","uri":"/","version":"1.7","headers":[]}"#,
+        "\n\n",
+        r#"{"method":"GET","uri":"/","version":"2","headers":[["host"]]}"#,
+        "\n",
+        r#"{"method":"GET","uri":"/","version":2,"headers":[["host","x"]]}"#,
+        "\n",
+    );
+    let out = run(&[], input);
+    assert!(!out.status.success());
+    assert_eq!(lines(&out).len(), 2, "good lines are still printed");
+    let err = String::from_utf8(out.stderr).unwrap();
+    for n in [2, 3, 5] {
+        assert!(err.contains(&format!("line {n}:")), "{err}");
+    }
+    assert!(
+        !err.contains("line 1:") && !err.contains("line 4:") && !err.contains("line 6:"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_option_is_a_usage_error() {
+    let out = run(&["--bogus"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("usage"));
+}
