@@ -157,31 +157,84 @@ impl ExactNames {
     }
 }
 
-/// The prefix rules of a set: few in practice, so a linear scan behind a
-/// first-byte check.
+/// Eight bytes folded at once, as [`fold`] folds each: the prefix filter
+/// folds a name's first bytes on every call, so this keeps it branch-free.
+#[inline(always)]
+fn fold8(x: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = ONES * 0x80;
+    // Each lane's low seven bits plus a constant below 0x80 stays below 0x100,
+    // so no lane carries into the next.
+    let low = x & !HIGH;
+    let at_least_a = (low + ONES * u64::from(0x80 - b'A')) & HIGH;
+    let above_z = (low + ONES * u64::from(0x80 - b'Z' - 1)) & HIGH;
+    // Bytes of 0x80 and above are not ASCII and never fold.
+    let upper = at_least_a & !above_z & !x;
+    let x = x | (upper >> 2);
+    // Exact zero-byte test on x ^ "________": 0x80 where a lane was `_`.
+    let t = x ^ (ONES * u64::from(b'_'));
+    let underscore = !((((t & !HIGH) + !HIGH) | t) | !HIGH);
+    // `_` (0x5F) minus 0x32 is `-` (0x2D); no lane borrows.
+    x - (underscore >> 7) * u64::from(b'_' - b'-')
+}
+
+/// The first `n` (1..=8) bytes of `name`, folded, packed little-endian.
+#[inline(always)]
+fn folded_head(name: &[u8], n: usize) -> u64 {
+    debug_assert!((1..=8).contains(&n) && n <= name.len());
+    let mask = u64::MAX >> (64 - 8 * n);
+    match name.first_chunk::<8>() {
+        Some(head) => fold8(u64::from_le_bytes(*head)) & mask,
+        None => name[..n]
+            .iter()
+            .rev()
+            .fold(0, |packed, &b| packed << 8 | u64::from(fold(b))),
+    }
+}
+
+/// log2 of the prefix filter size: 1024 bits for what is rarely more than a
+/// few dozen prefixes.
+const HEAD_BITS_LOG2: u32 = 10;
+const HEAD_WORDS: usize = (1 << HEAD_BITS_LOG2) / 64;
+
+/// The prefix rules of a set, behind a filter on the first bytes.
+///
+/// Prefix rules tend to share their first bytes with common headers (`x-`),
+/// so a first-byte test would send most `x-` names to the linear scan. The
+/// filter hashes the first `head` bytes instead, `head` being the shortest
+/// prefix's length (at most 8): `x-forwarded-for` and `x-envoy-*` part ways
+/// at their third byte.
 pub(super) struct Prefixes {
     /// Folded prefixes, none empty.
     prefixes: Vec<Box<[u8]>>,
-    /// Bit `b` is set when some prefix starts with the folded byte `b`.
-    first_bytes: [u64; 4],
+    bits: [u64; HEAD_WORDS],
+    /// Length of the shortest prefix; `usize::MAX` when there is none.
     shortest: usize,
+    head: usize,
 }
 
 impl Prefixes {
+    fn slot(head: u64) -> usize {
+        (head.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - HEAD_BITS_LOG2)) as usize
+    }
+
     /// `prefixes` are folded, distinct and non-empty.
     pub(super) fn new(prefixes: &[Vec<u8>]) -> Prefixes {
-        let mut first_bytes = [0u64; 4];
+        let shortest = prefixes.iter().map(Vec::len).min().unwrap_or(usize::MAX);
+        let head = shortest.min(8);
+        let mut bits = [0u64; HEAD_WORDS];
         for prefix in prefixes {
-            let b = usize::from(prefix[0]);
-            first_bytes[b / 64] |= 1 << (b % 64);
+            let slot = Prefixes::slot(folded_head(prefix, head));
+            bits[slot / 64] |= 1 << (slot % 64);
         }
         Prefixes {
             prefixes: prefixes
                 .iter()
                 .map(|p| p.clone().into_boxed_slice())
                 .collect(),
-            first_bytes,
-            shortest: prefixes.iter().map(Vec::len).min().unwrap_or(usize::MAX),
+            bits,
+            shortest,
+            head,
         }
     }
 
@@ -191,8 +244,8 @@ impl Prefixes {
         if name.len() < self.shortest {
             return false;
         }
-        let first = usize::from(fold(name[0]));
-        if self.first_bytes[first / 64] & (1 << (first % 64)) == 0 {
+        let slot = Prefixes::slot(folded_head(name, self.head));
+        if self.bits[slot / 64] & (1 << (slot % 64)) == 0 {
             return false;
         }
         self.prefixes.iter().any(|prefix| {
@@ -214,6 +267,39 @@ mod tests {
                 _ => b,
             };
             assert_eq!(fold(b), expected, "byte {b:#04x}");
+        }
+    }
+
+    #[test]
+    fn fold8_folds_every_byte_in_every_lane_like_fold() {
+        for lane in 0..8 {
+            for b in 0..=255u8 {
+                // Neighbours that could borrow or carry into this lane.
+                for filler in [0x00u8, b'Z', b'_', 0x7F, 0xFF] {
+                    let mut bytes = [filler; 8];
+                    bytes[lane] = b;
+                    let expected = bytes.map(fold);
+                    let got = fold8(u64::from_le_bytes(bytes)).to_le_bytes();
+                    assert_eq!(
+                        got, expected,
+                        "lane {lane} byte {b:#04x} filler {filler:#04x}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn folded_head_short_and_long_names_agree() {
+        let long = b"X_Internal_Id";
+        for n in 1..=8 {
+            let short = &long[..n];
+            assert_eq!(folded_head(long, n), folded_head(short, n), "n = {n}");
+            let expected = short
+                .iter()
+                .rev()
+                .fold(0u64, |w, &b| w << 8 | u64::from(fold(b)));
+            assert_eq!(folded_head(short, n), expected, "n = {n}");
         }
     }
 
@@ -318,5 +404,12 @@ mod tests {
             );
         }
         assert!(!Prefixes::new(&[]).matches(b"anything"));
+        // One-byte prefixes make a one-byte filter head.
+        let short = Prefixes::new(&[b"q".to_vec(), b"x-long-prefix-".to_vec()]);
+        assert!(short.matches(b"Q"));
+        assert!(short.matches(b"q-anything"));
+        assert!(short.matches(b"X_Long_Prefix_A"));
+        assert!(!short.matches(b"x-long-prefix"));
+        assert!(!short.matches(b"r"));
     }
 }
