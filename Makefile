@@ -42,9 +42,10 @@ deps-test:
 build:
 	$(CARGO) build --release --locked
 
-# Regenerate include/edgeguard.h with the pinned cbindgen.
+# Regenerate include/edgeguard.h with the pinned cbindgen, and the Lua cdefs from it.
 header:
 	EDGEGUARD_UPDATE_HEADER=1 $(CARGO) test --locked --test header
+	$(LUAJIT) scripts/gen-cdefs.lua
 
 lint:
 	$(CARGO) fmt --check

@@ -63,6 +63,13 @@ typedef enum {
 typedef struct edgeguard_header_set edgeguard_header_set;
 
 /*
+ A loaded CatBoost model. Opaque: made by `edgeguard_model_new_from_*`,
+ released by `edgeguard_model_free`. Immutable after loading, so one handle
+ may be used from several threads at once.
+ */
+typedef struct edgeguard_model edgeguard_model;
+
+/*
  A borrowed byte string: `{ int len; const unsigned char *data; }`.
 
  Same layout as lua-resty-core's `ngx_http_lua_ffi_str_t`. The bytes are
@@ -194,6 +201,134 @@ edgeguard_result edgeguard_header_set_find_internal(const edgeguard_header_set *
                                                     size_t out_clear_cap,
                                                     size_t *out_clear_len,
                                                     size_t *out_matched);
+
+/*
+ Loads a model saved by CatBoost with `save_model(path, format="json")`.
+
+ On success `*out` receives a new model owned by the caller (release it with
+ `edgeguard_model_free`). On failure `*out` is untouched, the result is `Io`
+ (unreadable file) or `ModelInvalid`, and `errbuf` receives a message naming
+ the file and the JSON field, truncated to `errbuf_len - 1` bytes.
+
+ # Safety
+ `path` is a NUL-terminated string; `out` is writable; `errbuf` is null or
+ points to `errbuf_len` writable bytes.
+ */
+edgeguard_result edgeguard_model_new_from_file(const char *path,
+                                               edgeguard_model **out,
+                                               char *errbuf,
+                                               size_t errbuf_len);
+
+/*
+ Loads a model from the bytes of its JSON export (for models shipped inside
+ configuration or fetched over the network). `source_name` (NUL-terminated)
+ names the model in error messages. The buffer is only read during the call.
+
+ Ownership and errors as `edgeguard_model_new_from_file`; the result is
+ `ModelInvalid` for any rejected content.
+
+ # Safety
+ `buf` points to `len` readable bytes (may be null only when `len` is 0);
+ `source_name` is a NUL-terminated string; `out` is writable; `errbuf` is
+ null or points to `errbuf_len` writable bytes.
+ */
+edgeguard_result edgeguard_model_new_from_buffer(const uint8_t *buf,
+                                                 size_t len,
+                                                 const char *source_name,
+                                                 edgeguard_model **out,
+                                                 char *errbuf,
+                                                 size_t errbuf_len);
+
+/*
+ Releases a model. Null is a no-op.
+
+ # Safety
+ `model` is null or a handle from `edgeguard_model_new_*` not yet freed, and
+ no other thread is using it.
+ */
+void edgeguard_model_free(edgeguard_model *model);
+
+/*
+ How many float values `edgeguard_model_predict` expects (0 for null).
+
+ # Safety
+ `model` is null or a live handle.
+ */
+size_t edgeguard_model_float_feature_count(const edgeguard_model *model);
+
+/*
+ How many categorical values the predict functions expect (0 for null).
+
+ # Safety
+ `model` is null or a live handle.
+ */
+size_t edgeguard_model_cat_feature_count(const edgeguard_model *model);
+
+/*
+ How many values a raw or probability prediction writes: 1, or the class
+ count of a MultiClass model (0 for null). Class predictions write 1.
+
+ # Safety
+ `model` is null or a live handle.
+ */
+size_t edgeguard_model_dimension(const edgeguard_model *model);
+
+/*
+ Scores one document. `floats` holds `n_floats` values by float feature
+ index (NaN and infinities allowed); `cat_hashes` holds `n_cats` values of
+ `edgeguard_cat_hash` (same bits, as `int32_t`) by categorical feature
+ index. Writes 1 (class) or `edgeguard_model_dimension` values to `out`.
+
+ Results: `FeatureCount` if `n_floats`/`n_cats` differ from the model's
+ counts; `BufferTooSmall` if `out_len` is short; `InvalidArgument` for an
+ unknown `prediction_type` or one the model's objective gives no meaning
+ (probability of a regression); `NullParameter` for a null model or out, or
+ a null array with a non-zero count. Nothing is written unless `Ok`. Never
+ allocates; the model is only read, so concurrent calls are safe.
+
+ # Safety
+ Each pointer is null or points to its stated number of elements (`out`
+ writable); `model` is a live handle.
+ */
+edgeguard_result edgeguard_model_predict(const edgeguard_model *model,
+                                         const float *floats,
+                                         size_t n_floats,
+                                         const int32_t *cat_hashes,
+                                         size_t n_cats,
+                                         int prediction_type,
+                                         double *out,
+                                         size_t out_len);
+
+/*
+ `edgeguard_model_predict` with categorical values as byte strings
+ (`edgeguard_str`, the layout of lua-resty-core's `ngx_http_lua_ffi_str_t`),
+ hashed here without allocating. Only the categorical features the model
+ uses are hashed. Same results and guarantees as
+ `edgeguard_model_predict`.
+
+ # Safety
+ As `edgeguard_model_predict`; additionally each `cats[i]` points to
+ `cats[i].len` readable bytes (or has a null pointer and length 0).
+ */
+edgeguard_result edgeguard_model_predict_strings(const edgeguard_model *model,
+                                                 const float *floats,
+                                                 size_t n_floats,
+                                                 const edgeguard_str *cats,
+                                                 size_t n_cats,
+                                                 int prediction_type,
+                                                 double *out,
+                                                 size_t out_len);
+
+/*
+ CatBoost's hash of a categorical value (CityHash64 v1.0.2, low 32 bits),
+ to be computed once per request and passed to every model. `data` may be
+ null when `len` is 0; a null `data` with a non-zero `len` is a caller bug
+ and hashes as the empty string.
+
+ # Safety
+ `data` points to `len` readable bytes, or `len` is 0.
+ */
+uint32_t edgeguard_cat_hash(const uint8_t *data, size_t len);
 
 #ifdef __cplusplus
 }  // extern "C"

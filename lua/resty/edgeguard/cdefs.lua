@@ -2,8 +2,8 @@
 --
 -- Mirrors the generated header: types and prototypes in the same order, with
 -- the comments and preprocessor lines left out. tests/lua/test_cdefs.lua fails
--- when the two differ, so edit the Rust source, run `make header`, then update
--- this text to match.
+-- when the two differ. Do not edit it by hand: change the Rust source and run
+-- `make header`, which regenerates the header and this block (scripts/gen-cdefs.lua).
 
 local ffi = require "ffi"
 
@@ -15,27 +15,43 @@ end
 
 ffi.cdef[[
 typedef enum {
+
   EDGEGUARD_RESULT_OK = 0,
+
   EDGEGUARD_RESULT_NULL_PARAMETER = 1,
+
   EDGEGUARD_RESULT_PANIC = 2,
+
   EDGEGUARD_RESULT_INVALID_ARGUMENT = 3,
+
   EDGEGUARD_RESULT_IO = 4,
+
   EDGEGUARD_RESULT_HEADER_LIST_INVALID = 5,
+
   EDGEGUARD_RESULT_MODEL_INVALID = 6,
+
   EDGEGUARD_RESULT_FEATURE_COUNT = 7,
+
   EDGEGUARD_RESULT_BUFFER_TOO_SMALL = 8,
+
   EDGEGUARD_RESULT_CONFIG_INVALID = 9,
 } edgeguard_result;
 
 typedef struct edgeguard_header_set edgeguard_header_set;
 
+typedef struct edgeguard_model edgeguard_model;
+
 typedef struct {
+
   int len;
+
   const uint8_t *data;
 } edgeguard_str;
 
 typedef struct {
+
   edgeguard_str key;
+
   edgeguard_str value;
 } edgeguard_header;
 
@@ -66,6 +82,46 @@ edgeguard_result edgeguard_header_set_find_internal(const edgeguard_header_set *
                                                     size_t out_clear_cap,
                                                     size_t *out_clear_len,
                                                     size_t *out_matched);
+
+edgeguard_result edgeguard_model_new_from_file(const char *path,
+                                               edgeguard_model **out,
+                                               char *errbuf,
+                                               size_t errbuf_len);
+
+edgeguard_result edgeguard_model_new_from_buffer(const uint8_t *buf,
+                                                 size_t len,
+                                                 const char *source_name,
+                                                 edgeguard_model **out,
+                                                 char *errbuf,
+                                                 size_t errbuf_len);
+
+void edgeguard_model_free(edgeguard_model *model);
+
+size_t edgeguard_model_float_feature_count(const edgeguard_model *model);
+
+size_t edgeguard_model_cat_feature_count(const edgeguard_model *model);
+
+size_t edgeguard_model_dimension(const edgeguard_model *model);
+
+edgeguard_result edgeguard_model_predict(const edgeguard_model *model,
+                                         const float *floats,
+                                         size_t n_floats,
+                                         const int32_t *cat_hashes,
+                                         size_t n_cats,
+                                         int prediction_type,
+                                         double *out,
+                                         size_t out_len);
+
+edgeguard_result edgeguard_model_predict_strings(const edgeguard_model *model,
+                                                 const float *floats,
+                                                 size_t n_floats,
+                                                 const edgeguard_str *cats,
+                                                 size_t n_cats,
+                                                 int prediction_type,
+                                                 double *out,
+                                                 size_t out_len);
+
+uint32_t edgeguard_cat_hash(const uint8_t *data, size_t len);
 ]]
 
 return true

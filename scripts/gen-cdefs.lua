@@ -1,0 +1,27 @@
+-- Rewrites the ffi.cdef block of lua/resty/edgeguard/cdefs.lua from
+-- include/edgeguard.h: the same declarations without comments and
+-- preprocessor lines (LuaJIT's C parser takes neither). `make header` runs it
+-- after cbindgen; tests/lua/test_cdefs.lua checks the two still agree.
+
+local HEADER = "include/edgeguard.h"
+local CDEFS = "lua/resty/edgeguard/cdefs.lua"
+
+local function read(path)
+    local f = assert(io.open(path, "rb"))
+    local s = f:read("*a")
+    f:close()
+    return s
+end
+
+local text = read(HEADER)
+text = text:gsub("/%*.-%*/", "")
+text = text:gsub("#ifdef __cplusplus.-#endif[^\n]*", "")
+text = text:gsub("\n#[^\n]*", "\n"):gsub("^#[^\n]*", "")
+text = text:gsub("[ \t]+\n", "\n"):gsub("\n\n\n+", "\n\n"):gsub("^%s+", ""):gsub("%s+$", "")
+
+local cdefs = read(CDEFS)
+local before, after = cdefs:match("^(.-ffi%.cdef%[%[\n).-(\n%]%].*)$")
+assert(before, CDEFS .. " has no ffi.cdef[[ ... ]] block")
+local f = assert(io.open(CDEFS, "wb"))
+f:write(before, text, after)
+f:close()
