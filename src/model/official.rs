@@ -343,6 +343,17 @@ impl Drop for OfficialModel {
     }
 }
 
+/// CatBoost's hash of one categorical value, computed by the official
+/// library (`GetStringCatFeatureHash`): the value [`Evaluator::predict_raw`]
+/// takes, as `u32` like the native hash (pass it `as i32`).
+pub fn cat_hash(bytes: &[u8]) -> u32 {
+    // SAFETY: reads exactly `len` bytes from a live slice; the library only
+    // hashes them (no error path, so no shared message is written).
+    let hash = unsafe { sys::GetStringCatFeatureHash(bytes.as_ptr().cast(), bytes.len()) };
+    // The C API returns the 32-bit hash as a C int; keep the bits.
+    hash as u32
+}
+
 /// Whether the file's first non-blank byte opens a JSON object; only used to
 /// explain a load failure.
 fn starts_like_json(path: &Path) -> bool {
