@@ -7,7 +7,7 @@ outputs are committed under tests/fixtures/catboost/ so `make test` never needs
 Python; rerun this script only to regenerate them:
 
     python3 models/make_fixtures.py            # test fixtures
-    python3 models/make_fixtures.py --bench    # + the production-like bench model
+    python3 models/make_fixtures.py --bench    # only the production-like bench model
 
 Per model NAME the fixture directory holds:
     NAME.json / NAME.cbm   the model (leaf weights dropped from the JSON: unused)
@@ -167,7 +167,7 @@ def binary_ctr(out_dir):
     return types, model
 
 
-def renamed_ctr_model(out_dir, source_name, name, renames, n_float):
+def renamed_ctr_model(out_dir, source_name, name, renames, n_float, kind):
     """CatBoost trains FeatureFreq and FloatTargetMeanValue only on GPU. Their
     evaluation formulas are those of Counter and BinarizedTargetMeanValue, so a
     CPU model's CTRs are relabelled in its JSON, the wheel loads that JSON, and
@@ -205,8 +205,9 @@ def renamed_ctr_model(out_dir, source_name, name, renames, n_float):
     docs = [json.loads(line) for line in open(os.path.join(out_dir, source_name + ".docs.jsonl"), encoding="utf-8")]
     rows = [[float("nan") if v is None else float(v) for v in d["float"]] + d["cat"] for d in docs]
     write_docs(os.path.join(out_dir, name + ".docs.jsonl"), rows, n_float)
+    class_names = json.loads(model.get_metadata()["class_params"])["class_names"] if kind == "binary" else None
     write_jsonl(os.path.join(out_dir, name + ".expected.jsonl"),
-                expected_predictions(model, pool_of(rows, n_float), "raw"))
+                expected_predictions(model, pool_of(rows, n_float), kind, class_names))
     return ctr_types_of(json_path)
 
 
@@ -263,10 +264,15 @@ def cat_hash_table(out_dir):
     cat_features_hash table (CatBoost hashes the training values itself)."""
     values = ["", "Moscow", "a", "ab", "abc", "abcd", "\u00ff", "\u00e9t\u00e9", "\u6771\u4eac\u90fd",
               "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36"]
-    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789-_/\u00e4\u00f6\u00fc\u00df"
+    # ASCII so the character count is the byte count: every length branch of
+    # CityHash (0-16, 17-32, 33-64, 64-byte blocks) at and around its edges.
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789-_/ABCDEFGHIJKLMNOPQRSTUVWXYZ"
     rng = np.random.RandomState(41)
     for length in list(range(1, 70)) + [127, 128, 129, 191, 192, 193, 255, 256, 1000]:
         values.append("".join(alphabet[i] for i in rng.randint(len(alphabet), size=length)))
+    # Bytes >= 0x80 in every position class (first, middle, last; short and long).
+    values += ["\u00e4", "x\u00f6", "\u00fc\u00df\u00e4\u00f6\u00fc\u00df\u00e4\u00f6\u00fc",
+               "\u00ff" * 40, "\u0416\u0416\u0416-\u0416" * 20]
     rows = [[0.0, v] for v in values]
     y = [i % 2 for i in range(len(values))]
     pool = Pool(rows, y, cat_features=[1])
@@ -313,10 +319,13 @@ def bench_model():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bench", action="store_true", help="also build the benchmark model")
+    parser.add_argument("--bench", action="store_true", help="build only the benchmark model (benches/data)")
     args = parser.parse_args()
-    os.makedirs(FIXTURES, exist_ok=True)
     print("catboost", catboost.__version__, file=sys.stderr)
+    if args.bench:
+        bench_model()
+        return
+    os.makedirs(FIXTURES, exist_ok=True)
 
     seen = set()
     types, _ = binary_ctr(FIXTURES)
@@ -325,14 +334,12 @@ def main():
     seen |= multiclass_cat(FIXTURES)
     seen |= regression_cat(FIXTURES)
     assert "Counter" in seen and "BinarizedTargetMeanValue" in seen, seen
-    seen |= renamed_ctr_model(FIXTURES, "binary_ctr", "binary_featurefreq", [("Counter", "FeatureFreq")], 3)
+    seen |= renamed_ctr_model(FIXTURES, "binary_ctr", "binary_featurefreq", [("Counter", "FeatureFreq")], 3, "binary")
     seen |= renamed_ctr_model(FIXTURES, "regression_cat", "regression_floatmean",
-                              [("BinarizedTargetMeanValue", "FloatTargetMeanValue")], 2)
+                              [("BinarizedTargetMeanValue", "FloatTargetMeanValue")], 2, "raw")
     missing = CTR_TYPES - seen
     assert not missing, "no fixture exercises CTR types %s" % sorted(missing)
     cat_hash_table(FIXTURES)
-    if args.bench:
-        bench_model()
 
 
 if __name__ == "__main__":
