@@ -167,7 +167,9 @@ impl HeaderSet {
                     .iter()
                     .any(|&j| key(&headers[j as usize]).eq_ignore_ascii_case(name))
             } else {
-                headers[..i].iter().any(|h| key(h).eq_ignore_ascii_case(name))
+                headers[..i]
+                    .iter()
+                    .any(|h| key(h).eq_ignore_ascii_case(name))
             };
             if repeat {
                 continue;

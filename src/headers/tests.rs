@@ -403,9 +403,7 @@ fn cross_check(text: &[u8], seed: u64) {
         for (i, name) in request.iter().enumerate() {
             if reference.is_internal(name) {
                 matched += 1;
-                let first = request[..i]
-                    .iter()
-                    .all(|e| !e.eq_ignore_ascii_case(name));
+                let first = request[..i].iter().all(|e| !e.eq_ignore_ascii_case(name));
                 if first {
                     expected_clear.push(i as u32);
                 }

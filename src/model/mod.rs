@@ -47,7 +47,12 @@ pub trait Evaluator {
     fn dimension(&self) -> usize;
     /// Writes the raw formula value (`RawFormulaVal`, after `scale_and_bias`)
     /// of one document into `out[..dimension()]`. Never allocates.
-    fn predict_raw(&self, floats: &[f32], cats: &[i32], out: &mut [f64]) -> Result<(), PredictError>;
+    fn predict_raw(
+        &self,
+        floats: &[f32],
+        cats: &[i32],
+        out: &mut [f64],
+    ) -> Result<(), PredictError>;
 }
 
 /// Why a single prediction was refused. Nothing was written to the output.
@@ -83,7 +88,10 @@ impl fmt::Display for PredictError {
                 write!(f, "model expects {expected} float features, got {got}")
             }
             Self::CatCount { expected, got } => {
-                write!(f, "model expects {expected} categorical features, got {got}")
+                write!(
+                    f,
+                    "model expects {expected} categorical features, got {got}"
+                )
             }
             Self::OutputLen { expected, got } => {
                 write!(f, "model writes {expected} values, output holds {got}")
