@@ -15,3 +15,4 @@ pub mod ffi;
 pub mod headers;
 pub mod model;
 pub mod request;
+pub mod scorer;

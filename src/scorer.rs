@@ -1,0 +1,1 @@
+//! Bot scoring: request features, hashed once, scored by several CatBoost models.
