@@ -138,7 +138,18 @@ class Nginx:
         shutil.rmtree(self.prefix, ignore_errors=True)
 
 
-def edge_conf(port, origin_port, list_path, underscores=True, extra_servers=""):
+STRIP_ONLY = """
+                local removed, err = require("resty.edgeguard").clear_internal_headers()
+                if not removed then
+                    ngx.log(ngx.ERR, "edgeguard: ", err)
+                    return ngx.exit(500)
+                end
+                ngx.header["X-Edgeguard-Removed"] = removed
+"""
+
+
+def edge_conf(port, origin_port, list_path, underscores=True, extra_servers="", configure="", access=STRIP_ONLY,
+              location_extra=""):
     """The test configuration: the shipped one's edgeguard blocks, with test ports."""
     return f"""
 load_module {MODULES}/ndk_http_module.so;
@@ -159,19 +170,16 @@ http {{
         assert(require("resty.edgeguard").configure{{
             internal_headers = "{list_path}",
             lib_path = "{LIB}",
+            {configure}
         }})
     }}
     server {{
         listen 127.0.0.1:{port};
         underscores_in_headers {"on" if underscores else "off"};
         location / {{
+            {location_extra}
             access_by_lua_block {{
-                local removed, err = require("resty.edgeguard").clear_internal_headers()
-                if not removed then
-                    ngx.log(ngx.ERR, "edgeguard: ", err)
-                    return ngx.exit(500)
-                end
-                ngx.header["X-Edgeguard-Removed"] = removed
+                {access}
             }}
             proxy_pass http://127.0.0.1:{origin_port};
             proxy_http_version 1.1;
@@ -200,6 +208,23 @@ def raw_request(port, header_lines, target="/", method="GET"):
     return int(status_line.split()[1]), headers, body
 
 
+def send_exact(port, method, target, headers):
+    """Sends exactly these headers, in this order, nothing added (no Host, no
+    Connection): what a scoring test sends must be what the model sees.
+    Returns (status, response headers dict, body)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
+        for name, value in headers:
+            conn.putheader(name, value)
+        conn.endheaders()
+        resp = conn.getresponse()
+        body = resp.read()
+        return resp.status, {k.lower(): v for k, v in resp.getheaders()}, body
+    finally:
+        conn.close()
+
+
 @pytest.fixture(scope="session")
 def origin():
     o = Origin()
@@ -210,15 +235,24 @@ def origin():
 TEST_LIST = ROOT / "tests" / "e2e" / "data" / "internal-headers.txt"
 
 
-def _edge(origin, list_path, underscores):
+def bad_log_lines(text):
+    return [line for line in text.splitlines() if any(lvl in line for lvl in BAD_LOG_LEVELS)]
+
+
+def running_edge(origin, list_path=None, **conf):
+    """Starts nginx; yields (port, nginx); stops it and checks its error log."""
     port = free_port()
-    nginx = Nginx(edge_conf(port, origin.port, list_path, underscores))
+    nginx = Nginx(edge_conf(port, origin.port, list_path or TEST_LIST, **conf))
     nginx.start(port)
     yield port, nginx
     nginx.stop()
-    bad = [line for line in nginx.error_log.splitlines() if any(lvl in line for lvl in BAD_LOG_LEVELS)]
+    bad = bad_log_lines(nginx.error_log)
     nginx.cleanup()
     assert not bad, "error log has errors:\n" + "\n".join(bad)
+
+
+def _edge(origin, list_path, underscores):
+    yield from running_edge(origin, list_path, underscores=underscores)
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,119 @@
+-- The current nginx request as edgeguard's C types, without copying: header
+-- pointers come from ngx_http_lua_ffi_req_get_headers, the method, URI,
+-- protocol and client address from ngx_http_lua_ffi_var_get, all pointing
+-- into nginx's request pool. Buffers are allocated once per worker and reused.
+--
+-- Only usable inside nginx's http subsystem.
+
+local ffi = require "ffi"
+local base = require "resty.core.base"
+require "resty.core.request" -- declares ngx_http_lua_ffi_table_elt_t
+require "resty.core.var"     -- declares ngx_http_lua_ffi_var_get
+require "resty.edgeguard.cdefs"
+
+local C = ffi.C
+local ffi_cast = ffi.cast
+local ffi_new = ffi.new
+local get_request = base.get_request
+local error = error
+
+local _M = {}
+
+local truncated = ffi_new("int[1]")
+local var_value = ffi_new("unsigned char *[1]")
+-- ngx_http_lua_ffi_var_get lower-cases the name into this buffer.
+local var_lowcase = ffi_new("char[32]")
+local var_len = ffi_new("size_t[1]")
+local var_err = ffi_new("char *[1]")
+
+-- One header buffer per worker, in edgeguard's element type and, through a
+-- cached cast, in nginx's identical one. Grown to the largest request seen.
+local hdr_cap = 0
+local hdr_buf, ngx_hdr_buf
+
+local req = ffi_new("edgeguard_request")
+local proto = ffi_new("edgeguard_str")
+local bin_addr = ffi_new("edgeguard_str")
+
+--- The request's headers: the edgeguard_header array and its length, or nil
+-- and an error. Every header is returned: max = 0 means no limit, where the
+-- usual default of 100 would leave the rest unchecked.
+function _M.headers(r)
+    local n = C.ngx_http_lua_ffi_req_get_headers_count(r, 0, truncated)
+    if n <= 0 then
+        if n == 0 then
+            return hdr_buf, 0
+        end
+        return nil, "cannot count request headers (nginx code " .. n .. ")"
+    end
+    if truncated[0] ~= 0 then
+        return nil, "request header list truncated"
+    end
+    if n > hdr_cap then
+        hdr_cap = n > 128 and n or 128
+        hdr_buf = ffi_new("edgeguard_header[?]", hdr_cap)
+        ngx_hdr_buf = ffi_cast("ngx_http_lua_ffi_table_elt_t *", hdr_buf)
+    end
+    if C.ngx_http_lua_ffi_req_get_headers(r, ngx_hdr_buf, n, 0) ~= 0 then
+        return nil, "cannot read request headers"
+    end
+    return hdr_buf, n
+end
+
+-- Points `s` (an edgeguard_str) at the value of an nginx variable, in place.
+local function var_into(r, name, s)
+    local rc = C.ngx_http_lua_ffi_var_get(r, name, #name, var_lowcase, 0, var_value,
+                                         var_len, var_err)
+    if rc == 0 then
+        s.data = var_value[0]
+        s.len = var_len[0]
+    else
+        -- Not found (-5) or no value (-1): an empty string, as the extractor
+        -- treats a missing field.
+        s.data = nil
+        s.len = 0
+    end
+end
+
+--- The current request as an edgeguard_request (a per-worker struct,
+-- overwritten by the next call), its header array, or nil and an error.
+function _M.current(r)
+    local headers, n = _M.headers(r)
+    if not headers then
+        return nil, n
+    end
+    req.headers = headers
+    req.headers_len = n
+    var_into(r, "request_method", req.method)
+    var_into(r, "request_uri", req.uri)
+    var_into(r, "remote_addr", req.client_addr)
+
+    -- $server_protocol is "HTTP/1.0", "HTTP/1.1", "HTTP/2.0" or "HTTP/3.0";
+    -- empty for HTTP/0.9, which the extractor sees as version 9.
+    var_into(r, "server_protocol", proto)
+    local p = proto.data
+    if proto.len == 8 then
+        req.http_version = (p[5] - 48) * 10 + (p[7] - 48)
+    else
+        req.http_version = 9
+    end
+    return req, headers, n
+end
+
+--- The client address as nginx stores it ($binary_remote_addr: 4 bytes for
+-- IPv4, 16 for IPv6): a pointer and a length, valid during the request.
+function _M.binary_addr(r)
+    var_into(r, "binary_remote_addr", bin_addr)
+    return bin_addr.data, bin_addr.len
+end
+
+--- The running request, or a raised error outside a request context.
+function _M.get(level)
+    local r = get_request()
+    if not r then
+        error("no request found", (level or 1) + 1)
+    end
+    return r
+end
+
+return _M

@@ -1,0 +1,96 @@
+-- A bot scorer: a Lua handle around edgeguard_scorer (several CatBoost models
+-- sharing one feature extraction and one round of categorical hashing).
+--
+-- Loading allocates; `score` reuses the output buffer and the result table
+-- made at load, so a request creates no Lua tables and no C memory.
+
+local ffi = require "ffi"
+local edgeguard_lib = require "resty.edgeguard.lib"
+
+local ffi_gc = ffi.gc
+local ffi_new = ffi.new
+local ffi_string = ffi.string
+local error = error
+local pairs = pairs
+local setmetatable = setmetatable
+local sort = table.sort
+local tonumber = tonumber
+local type = type
+
+local ERRBUF_LEN = 512
+local errbuf = ffi_new("char[?]", ERRBUF_LEN)
+local scorer_out = ffi_new("edgeguard_scorer *[1]")
+
+local _M = {}
+local mt = { __index = _M }
+
+--- Loads models given as { name = path, ... }. Returns the scorer, or nil and
+-- an error naming the model file (and field).
+function _M.load(lib, models)
+    if type(models) ~= "table" then
+        error("models must be a table of name = path", 2)
+    end
+    local names = {}
+    for name, path in pairs(models) do
+        if type(name) ~= "string" or type(path) ~= "string" then
+            error("models must map model names (strings) to file paths (strings)", 2)
+        end
+        names[#names + 1] = name
+    end
+    sort(names) -- a stable model order, whatever the table's
+    local n = #names
+    if n == 0 then
+        error("models must name at least one model", 2)
+    end
+
+    local c_names = ffi_new("const char *[?]", n)
+    local c_paths = ffi_new("const char *[?]", n)
+    for i, name in ipairs(names) do
+        -- `names` and `models` keep the strings alive during the call.
+        c_names[i - 1] = name
+        c_paths[i - 1] = models[name]
+    end
+    local rc = lib.edgeguard_scorer_new(c_names, c_paths, n, scorer_out, errbuf, ERRBUF_LEN)
+    if rc ~= 0 then
+        return nil, ffi_string(errbuf)
+    end
+    local handle = ffi_gc(scorer_out[0], function(p)
+        lib.edgeguard_scorer_free(p)
+    end)
+
+    local count = tonumber(lib.edgeguard_scorer_model_count(handle))
+    local self = {
+        handle = handle,
+        lib = lib,
+        n = count,
+        names = {},       -- index (1-based) -> model name, in the scorer's order
+        thresholds = {},  -- model name -> the model's own default threshold, or nil
+        out = ffi_new("double[?]", count),
+        scores = {},      -- model name -> latest score; reused for every request
+    }
+    for i = 1, count do
+        local name = ffi_string(lib.edgeguard_scorer_model_name(handle, i - 1))
+        local t = tonumber(lib.edgeguard_scorer_model_threshold(handle, i - 1))
+        self.names[i] = name
+        self.thresholds[name] = (t == t) and t or nil -- NaN: the model has none
+        self.scores[name] = 0
+    end
+    return setmetatable(self, mt)
+end
+
+--- Scores one request (an edgeguard_request). Returns the reused table of
+-- scores by model name, or nil and an error.
+function _M.score(self, req)
+    local out = self.out
+    local rc = self.lib.edgeguard_scorer_score(self.handle, req, out, self.n)
+    if rc ~= 0 then
+        return nil, edgeguard_lib.result_text(self.lib, rc)
+    end
+    local scores, names = self.scores, self.names
+    for i = 1, self.n do
+        scores[names[i]] = out[i - 1]
+    end
+    return scores
+end
+
+return _M

@@ -1,0 +1,122 @@
+"""Bot scoring through real nginx: scores reach the origin, decisions follow the mode."""
+
+import json
+import math
+
+import pytest
+
+from conftest import ROOT, Nginx, bad_log_lines, edge_conf, free_port, running_edge, send_exact
+
+MODELS = f'models = {{ bot = "{ROOT}/models/bot.json", spoof = "{ROOT}/models/spoof.json" }},'
+SAMPLE = ROOT / "tests" / "fixtures" / "traffic" / "sample.jsonl"
+
+
+def sample(kind, detail=None):
+    """HTTP/1.1 requests of one kind from the labelled fixture (nginx here speaks 1.1)."""
+    rows = [json.loads(line) for line in SAMPLE.read_text().splitlines()]
+    return [r for r in rows if r["kind"] == kind and r["version"] == "1.1" and (detail is None or r["detail"] == detail)]
+
+
+def sigmoid(x):
+    return 1 / (1 + math.exp(-x))
+
+
+def parse_scores(header):
+    return {k: float(v) for k, v in (part.split("=") for part in header.split("; "))}
+
+
+def send_row(port, row):
+    return send_exact(port, row["method"], row["uri"], [tuple(h) for h in row["headers"]])
+
+
+def access(opts):
+    return f'require("resty.edgeguard").access{{ {opts} }}'
+
+
+@pytest.fixture(scope="module")
+def blocking(origin):
+    yield from running_edge(origin, configure=MODELS, access=access('mode = "block", status = 429'))
+
+
+@pytest.fixture(scope="module")
+def logging_only(origin):
+    yield from running_edge(origin, configure=MODELS, access=access('mode = "log"'))
+
+
+def test_browser_passes_with_official_catboost_scores_at_the_origin(blocking, origin):
+    port, _ = blocking
+    browsers = sample("browser", "chrome") + sample("browser", "firefox") + sample("browser", "safari")
+    assert browsers
+    for row in browsers:
+        status, _, _ = send_row(port, row)
+        assert status == 200, row
+        got = parse_scores(dict((n.lower(), v) for n, v in origin.last_headers())["x-bot-score"])
+        # The fixture holds CatBoost's own raw predictions for these exact requests.
+        for model, raw in row["expected_raw"].items():
+            assert got[model] == pytest.approx(sigmoid(raw), abs=1e-6), (model, row)
+        assert got["bot"] < 0.5
+
+
+@pytest.mark.parametrize("kind", ["curl", "python-requests", "go", "spoofer"])
+def test_automated_clients_are_blocked_with_the_configured_status(blocking, origin, kind):
+    port, _ = blocking
+    rows = [r for r in sample(kind) if sigmoid(r["expected_raw"]["bot"]) > 0.95]
+    assert rows, kind
+    seen = len(origin.requests)
+    for row in rows:
+        status, _, _ = send_row(port, row)
+        assert status == 429, row
+    assert len(origin.requests) == seen, "a blocked request reached the origin"
+
+
+def test_client_cannot_forge_the_score_header(blocking, origin):
+    port, _ = blocking
+    row = sample("browser", "chrome")[0]
+    forged = {**row, "headers": row["headers"] + [["X-Bot-Score", "bot=0.0"]]}
+    status, _, _ = send_row(port, forged)
+    assert status == 200
+    values = [v for n, v in origin.last_headers() if n.lower() == "x-bot-score"]
+    assert len(values) == 1 and values[0] != "bot=0.0"
+
+
+def test_log_mode_never_blocks_and_logs_one_line_per_flagged_request(logging_only, origin):
+    port, nginx = logging_only
+    rows = [r for r in sample("curl")][:2]
+    for row in rows:
+        status, _, _ = send_row(port, row)
+        assert status == 200
+    lines = [line for line in nginx.error_log.splitlines() if "edgeguard action=log" in line]
+    assert len(lines) == len(rows)
+    assert all("[info]" in line and "model=" in line and 'uri="' in line for line in lines)
+
+
+def test_allowlisted_client_passes(origin):
+    conf = MODELS + ' allow = { "127.0.0.0/8" },'
+    for port, _ in running_edge(origin, configure=conf, access=access('mode = "block"')):
+        row = sample("curl")[0]
+        status, _, _ = send_row(port, row)
+        assert status == 200
+
+
+def start_expecting_model_failure(origin, configure, mode="block"):
+    port = free_port()
+    nginx = Nginx(edge_conf(port, origin.port, ROOT / "tests/e2e/data/internal-headers.txt",
+                            configure=configure, access=access(f'mode = "{mode}"')))
+    nginx.start(port)
+    return port, nginx
+
+
+@pytest.mark.parametrize("fail_closed", [False, True])
+def test_missing_model_fails_open_or_closed_with_one_error_line(origin, fail_closed):
+    configure = 'models = { bot = "/nonexistent/bot.json" },' + (" fail_closed = true," if fail_closed else "")
+    port, nginx = start_expecting_model_failure(origin, configure)
+    try:
+        row = sample("curl")[0]
+        status, _, _ = send_row(port, row)
+        assert status == (503 if fail_closed else 200)
+        errors = bad_log_lines(nginx.error_log)
+        assert len(errors) == 1, errors
+        assert "/nonexistent/bot.json" in errors[0] and "models not loaded" in errors[0]
+    finally:
+        nginx.stop()
+        nginx.cleanup()
