@@ -69,7 +69,8 @@ pub use list::ListError;
 use matcher::{folded_eq, ExactNames, Prefixes};
 
 /// The longest name a list may hold, in bytes (a prefix rule's `*` not
-/// counted). nginx itself refuses longer header lines by default.
+/// counted). Real header names are far shorter; the limit bounds the stack
+/// buffer a lookup folds a name into.
 pub const MAX_NAME_LEN: usize = 256;
 
 /// A loaded list of internal header names. Owns all its data; build a new one
@@ -140,6 +141,9 @@ impl HeaderSet {
     /// The keys are read through [`edgeguard_str::as_bytes`]: each must point
     /// to `len` readable bytes for the duration of the call, as headers made
     /// by [`edgeguard_header::new`] from live slices, or filled by nginx, do.
+    /// A key with a dangling pointer is undefined behaviour, although this
+    /// function is not marked `unsafe`; null pointers and non-positive
+    /// lengths are fine (an empty name, never internal).
     ///
     /// [`edgeguard_str::as_bytes`]: crate::request::edgeguard_str::as_bytes
     pub fn find_internal(&self, headers: &[edgeguard_header], clear: &mut [u32]) -> Matches {
