@@ -116,6 +116,20 @@ pub(super) fn parse(source: &str, text: &[u8]) -> Result<Rules, ListError> {
     })
 }
 
+/// A list entry quoted in an error: escaped, and cut short so that a wrong
+/// (say, binary) file does not produce a message of megabytes.
+struct Shown<'a>(&'a [u8]);
+
+impl fmt::Display for Shown<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const MAX: usize = 64;
+        match self.0.get(..MAX) {
+            Some(head) if self.0.len() > MAX => write!(f, "{}...", head.escape_ascii()),
+            _ => write!(f, "{}", self.0.escape_ascii()),
+        }
+    }
+}
+
 enum Entry {
     Exact(Vec<u8>),
     Prefix(Vec<u8>),
@@ -134,7 +148,7 @@ fn parse_line(raw: &[u8]) -> Result<Option<Entry>, String> {
         .position(u8::is_ascii_whitespace)
         .unwrap_or(content.len());
     let (name, rest) = content.split_at(name_len);
-    let shown = name.escape_ascii();
+    let shown = Shown(name);
     if let Some(pos) = name.iter().position(|&b| !is_name_byte(b)) {
         let b = name[pos];
         let why = if b == b'#' {
@@ -152,7 +166,7 @@ fn parse_line(raw: &[u8]) -> Result<Option<Entry>, String> {
     if !rest.is_empty() && rest[0] != b'#' {
         return Err(format!(
             "\"{}\": whitespace inside a header name (a comment after a name starts with \" #\")",
-            content.escape_ascii()
+            Shown(content)
         ));
     }
     let (body, is_prefix) = match name.strip_suffix(b"*") {
@@ -297,6 +311,18 @@ mod tests {
             assert!(message.starts_with(&prefix), "{message}");
             assert!(message.contains(what), "{message:?} lacks {what:?}");
         }
+    }
+
+    #[test]
+    fn long_bad_entries_are_quoted_short() {
+        let mut text = vec![b'a'; 1000];
+        text.push(0xff);
+        let message = parse("s", &text).unwrap_err().to_string();
+        assert!(
+            message.starts_with(&format!("s:1: \"{}...\": byte 0xff", "a".repeat(64))),
+            "{message}"
+        );
+        assert!(message.contains("column 1001"), "{message}");
     }
 
     #[test]

@@ -106,6 +106,19 @@ self_cell::self_cell!(
     }
 );
 
+/// Bytes put before each name in the trie: its length less one, then its
+/// last byte.
+///
+/// trie-hard walks one node per byte until only one key is left below, then
+/// compares the rest at once. Internal names share long beginnings
+/// (`x-forwarded-`, `x-amzn-mtls-clientcert-`), so a trie of plain names
+/// walks most of every name; led by length and last byte, keys part ways
+/// within a few bytes. The name follows in full, so equal keys still mean
+/// equal names.
+const KEY_HEAD: usize = 2;
+// The length byte holds `len - 1`.
+const _: () = assert!(MAX_NAME_LEN - 1 <= u8::MAX as usize);
+
 /// The exact-name half of a set.
 pub(super) struct ExactNames {
     filter: Filter,
@@ -117,9 +130,11 @@ impl ExactNames {
     /// bytes long (the list parser guarantees all four).
     pub(super) fn new(names: &[Vec<u8>]) -> ExactNames {
         let filter = Filter::new(names.iter().map(Vec::as_slice));
-        let mut keys = Vec::with_capacity(names.iter().map(Vec::len).sum());
+        let mut keys = Vec::with_capacity(names.iter().map(|n| KEY_HEAD + n.len()).sum());
         let mut ends = Vec::with_capacity(names.len());
         for name in names {
+            let head = key_head(name.len(), name[name.len() - 1]);
+            keys.extend_from_slice(&head);
             keys.extend_from_slice(name);
             ends.push(keys.len());
         }
@@ -145,16 +160,23 @@ impl ExactNames {
             return false;
         }
         // The filter let through only names of 1..=MAX_NAME_LEN bytes.
-        let mut folded = [0u8; MAX_NAME_LEN];
-        let folded = &mut folded[..name.len()];
+        let mut key = [0u8; KEY_HEAD + MAX_NAME_LEN];
+        let key = &mut key[..KEY_HEAD + name.len()];
+        let (head, folded) = key.split_at_mut(KEY_HEAD);
+        head.copy_from_slice(&key_head(name.len(), fold(name[name.len() - 1])));
         for (dst, &src) in folded.iter_mut().zip(name) {
             *dst = fold(src);
         }
-        self.trie
-            .borrow_dependent()
-            .get_from_bytes(folded)
-            .is_some()
+        self.trie.borrow_dependent().get_from_bytes(key).is_some()
     }
+}
+
+/// The [`KEY_HEAD`] bytes for a name of `len` (1..=256) bytes ending in the
+/// folded byte `last`.
+#[inline(always)]
+fn key_head(len: usize, last: u8) -> [u8; KEY_HEAD] {
+    debug_assert!((1..=MAX_NAME_LEN).contains(&len));
+    [(len - 1) as u8, last]
 }
 
 /// Eight bytes folded at once, as [`fold`] folds each: the prefix filter
@@ -380,6 +402,25 @@ mod tests {
         // Moving the set moves the trie and its keys together.
         let moved = Box::new(exact);
         assert!(moved.contains(b"x-ab"));
+    }
+
+    #[test]
+    fn exact_names_of_every_length_and_shared_heads() {
+        // Same length and last byte for each pair: only the trie tells them apart.
+        let mut names: Vec<Vec<u8>> = (1..=MAX_NAME_LEN).map(|len| vec![b'a'; len]).collect();
+        names.extend((2..=MAX_NAME_LEN).map(|len| {
+            let mut name = vec![b'a'; len];
+            name[0] = b'b';
+            name
+        }));
+        let exact = ExactNames::new(&names);
+        for name in &names {
+            assert!(exact.contains(name), "{} bytes", name.len());
+            let mut other = name.clone();
+            other[name.len() / 2] = b'c';
+            assert!(!exact.contains(&other), "{} bytes", name.len());
+        }
+        assert!(!exact.contains(&[b'a'; MAX_NAME_LEN + 1]));
     }
 
     #[test]

@@ -52,8 +52,13 @@
 //! `x-user-id`: (15, `a`, `-`, `e`) hashes to a bit no exact name set, so the
 //! name is rejected after four byte loads, without being folded or looked up.
 //! Only names that pass the filter are folded into a stack buffer and looked
-//! up in the trie. Prefix rules are few; they are checked linearly behind a
-//! bitset of their first bytes. Neither path allocates.
+//! up in the trie. Each trie key is the folded name led by two bytes, its
+//! length and its last byte: internal names share long beginnings
+//! (`x-forwarded-...`), and keys that part ways early let trie-hard stop
+//! walking after a few bytes and compare the rest at once. Prefix rules are
+//! few; they are checked linearly behind a filter on their first (up to
+//! eight) folded bytes, so `x-forwarded-for` is not compared with
+//! `x-envoy-*`. Neither path allocates.
 
 mod list;
 mod matcher;
@@ -69,7 +74,8 @@ pub use list::ListError;
 use matcher::{ExactNames, Prefixes};
 
 /// The longest name a list may hold, in bytes (a prefix rule's `*` not
-/// counted). nginx itself refuses longer header lines by default.
+/// counted). Real header names are far shorter; the limit bounds the stack
+/// buffer a lookup folds a name into.
 pub const MAX_NAME_LEN: usize = 256;
 
 /// A loaded list of internal header names. Owns all its data; build a new one
@@ -140,6 +146,9 @@ impl HeaderSet {
     /// The keys are read through [`edgeguard_str::as_bytes`]: each must point
     /// to `len` readable bytes for the duration of the call, as headers made
     /// by [`edgeguard_header::new`] from live slices, or filled by nginx, do.
+    /// A key with a dangling pointer is undefined behaviour, although this
+    /// function is not marked `unsafe`; null pointers and non-positive
+    /// lengths are fine (an empty name, never internal).
     ///
     /// [`edgeguard_str::as_bytes`]: crate::request::edgeguard_str::as_bytes
     pub fn find_internal(&self, headers: &[edgeguard_header], clear: &mut [u32]) -> Matches {
