@@ -30,10 +30,10 @@ fn publish(
         Err(e) => {
             // SAFETY: errbuf is null or `errbuf_len` writable bytes (caller contract).
             unsafe { write_error(errbuf, errbuf_len, &e) };
-            if e.line().is_some() {
-                edgeguard_result::HeaderListInvalid
-            } else {
+            if e.is_io() {
                 edgeguard_result::Io
+            } else {
+                edgeguard_result::HeaderListInvalid
             }
         }
     }

@@ -143,17 +143,17 @@ impl HeaderSet {
     /// caller to retry with a larger buffer. Values are never read. Never
     /// allocates.
     ///
-    /// The keys are read through [`edgeguard_str::as_bytes`]: each must point
-    /// to `len` readable bytes for the duration of the call, as headers made
-    /// by [`edgeguard_header::new`] from live slices, or filled by nginx, do.
-    /// A key with a dangling pointer is undefined behaviour, although this
-    /// function is not marked `unsafe`; null pointers and non-positive
-    /// lengths are fine (an empty name, never internal).
+    /// Null pointers and non-positive lengths are fine (an empty name, never
+    /// internal).
     ///
-    /// [`edgeguard_str::as_bytes`]: crate::request::edgeguard_str::as_bytes
-    pub fn find_internal(&self, headers: &[edgeguard_header], clear: &mut [u32]) -> Matches {
-        // SAFETY: the documented contract of this function: every key views
-        // bytes that stay valid and unchanged while it runs.
+    /// # Safety
+    /// Each key must point to `len` readable bytes that stay valid and
+    /// unchanged for the duration of the call, as headers made by
+    /// [`edgeguard_header::new`] from live slices, or filled by nginx, do.
+    /// The keys are raw pointers, so the compiler cannot check this.
+    pub unsafe fn find_internal(&self, headers: &[edgeguard_header], clear: &mut [u32]) -> Matches {
+        // SAFETY: the caller's contract: every key views bytes that stay
+        // valid and unchanged while this runs.
         let key = |h: &edgeguard_header| unsafe { h.key.as_bytes() };
         let mut found = Matches::default();
         // Indices written to `clear`; equals `found.distinct` until `clear`
