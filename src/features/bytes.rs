@@ -61,12 +61,6 @@ pub(crate) fn leading_uint(s: &[u8]) -> Option<u32> {
     Some(n)
 }
 
-/// The major version following `token` (e.g. `Chrome/`) in `hay`.
-pub(crate) fn version_after(hay: &[u8], token: &[u8]) -> Option<u32> {
-    let at = find(hay, token)?;
-    leading_uint(&hay[at + token.len()..])
-}
-
 /// Iterates the non-empty, whitespace-trimmed items of a `sep`-separated list.
 pub(crate) fn items(s: &[u8], sep: u8) -> impl Iterator<Item = &[u8]> {
     s.split(move |&b| b == sep)
@@ -150,8 +144,6 @@ mod tests {
         assert_eq!(leading_uint(b"x1"), None);
         assert_eq!(leading_uint(b""), None);
         assert_eq!(leading_uint(b"99999999999999999999"), Some(u32::MAX));
-        assert_eq!(version_after(b"a Firefox/150.0", b"Firefox/"), Some(150));
-        assert_eq!(version_after(b"a Firefox/", b"Firefox/"), None);
     }
 
     #[test]

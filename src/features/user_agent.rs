@@ -212,6 +212,17 @@ const BOT_WORDS: &[&[u8]] = &[
     b"https://",
 ];
 
+/// `BOT_FIRST[b]`: some word of [`BOT_WORDS`] starts with byte `b`.
+const BOT_FIRST: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < BOT_WORDS.len() {
+        table[BOT_WORDS[i][0] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
 /// Product tokens (`Name/version`) the family decision looks at.
 const PRODUCTS: [&[u8]; 12] = [
     b"HeadlessChrome",
@@ -282,11 +293,12 @@ impl Products {
 fn declares_bot(ua: &[u8]) -> bool {
     (0..ua.len()).any(|i| {
         let first = ua[i].to_ascii_lowercase();
-        BOT_WORDS.iter().any(|w| {
-            w[0] == first
-                && ua.len() - i >= w.len()
-                && ua[i + 1..i + w.len()].eq_ignore_ascii_case(&w[1..])
-        })
+        BOT_FIRST[usize::from(first)]
+            && BOT_WORDS.iter().any(|w| {
+                w[0] == first
+                    && ua.len() - i >= w.len()
+                    && ua[i + 1..i + w.len()].eq_ignore_ascii_case(&w[1..])
+            })
     })
 }
 
