@@ -3,8 +3,34 @@
 //! [`Evaluator`] is what the scorer needs from a model, whichever backend
 //! computes it: the native evaluator of this crate, or the official CatBoost
 //! library behind the `official` feature.
+//!
+//! The native evaluator ([`Model`]) reads CatBoost's JSON export
+//! (`model.save_model("m.json", format="json")`); convert a `.cbm` file once
+//! with `catboost.CatBoost().load_model("m.cbm").save_model("m.json", format="json")`.
+//! Categorical values are hashed with [`cat_hash`] (CatBoost's CityHash64
+//! v1.0.2, low 32 bits), once per request, and shared by every model.
+//!
+//! Prediction types follow the official C API (`SetPredictionType`): see
+//! [`PredictionType`].
 
 use std::fmt;
+
+mod compile;
+mod ctr;
+mod error;
+mod hash;
+mod json;
+mod native;
+mod prediction;
+
+#[cfg(feature = "official")]
+pub mod official;
+
+pub use error::ModelError;
+pub use hash::cat_hash;
+pub(crate) use native::CatSource;
+pub use native::Model;
+pub use prediction::{apply_prediction_type, output_len, PredictionError, PredictionType};
 
 /// One CatBoost model, ready to score single documents.
 ///

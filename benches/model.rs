@@ -1,0 +1,205 @@
+//! Single-document CatBoost scoring: the native evaluator (hashed and string
+//! categoricals) and, with `--features official`, the official library on the
+//! same documents.
+//!
+//! Models: the binary fixture (tests/fixtures/catboost/binary_ctr.json, 30
+//! trees of depth 6, 4 categorical features with CTR combinations) and a
+//! production-like one (benches/data/model-bench.json: 1000 trees of depth 6,
+//! 20 float and 8 categorical features; made by
+//! `python3 models/make_fixtures.py --bench`).
+//!
+//! Before timing, allocations per prediction are counted with dhat and
+//! printed.
+//!
+//! Run: `cargo bench --bench model` (add `--features official` for the side
+//! by side comparison).
+
+use std::hint::black_box;
+use std::path::{Path, PathBuf};
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use edgeguard::model::{cat_hash, Evaluator, Model, PredictionType};
+use serde_json::Value;
+
+#[global_allocator]
+static ALLOC: dhat::Alloc = dhat::Alloc;
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+struct Case {
+    name: &'static str,
+    json: PathBuf,
+    docs: PathBuf,
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        Case {
+            name: "binary_ctr",
+            json: root().join("tests/fixtures/catboost/binary_ctr.json"),
+            docs: root().join("tests/fixtures/catboost/binary_ctr.docs.jsonl"),
+        },
+        Case {
+            name: "bench_1000x6",
+            json: root().join("benches/data/model-bench.json"),
+            docs: root().join("benches/data/model-bench-docs.jsonl"),
+        },
+    ]
+}
+
+struct Docs {
+    floats: Vec<Vec<f32>>,
+    strings: Vec<Vec<String>>,
+    hashes: Vec<Vec<i32>>,
+}
+
+fn load_docs(path: &Path) -> Docs {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut docs = Docs {
+        floats: Vec::new(),
+        strings: Vec::new(),
+        hashes: Vec::new(),
+    };
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let floats = v["float"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| match x {
+                Value::String(s) if s == "inf" => f32::INFINITY,
+                Value::String(s) if s == "-inf" => f32::NEG_INFINITY,
+                x => x.as_f64().map_or(f32::NAN, |f| f as f32),
+            })
+            .collect();
+        let strings: Vec<String> = v["cat"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_owned())
+            .collect();
+        docs.hashes.push(
+            strings
+                .iter()
+                .map(|s| cat_hash(s.as_bytes()) as i32)
+                .collect(),
+        );
+        docs.strings.push(strings);
+        docs.floats.push(floats);
+    }
+    docs
+}
+
+/// Heap blocks allocated per call of `f`, averaged over `n` calls.
+fn allocations_per_call(n: usize, mut f: impl FnMut(usize)) -> f64 {
+    let _profiler = dhat::Profiler::builder().testing().build();
+    let before = dhat::HeapStats::get().total_blocks;
+    for i in 0..n {
+        f(i);
+    }
+    (dhat::HeapStats::get().total_blocks - before) as f64 / n as f64
+}
+
+fn bench(c: &mut Criterion) {
+    for case in cases() {
+        let model = Model::load(&case.json).unwrap_or_else(|e| panic!("{e}"));
+        let docs = load_docs(&case.docs);
+        let n = docs.floats.len();
+        let strings: Vec<Vec<&[u8]>> = docs
+            .strings
+            .iter()
+            .map(|d| d.iter().map(|s| s.as_bytes()).collect())
+            .collect();
+        let mut out = vec![0.0; model.dimension()];
+
+        let native_allocs = allocations_per_call(n, |i| {
+            model
+                .predict(
+                    &docs.floats[i],
+                    &docs.hashes[i],
+                    PredictionType::Raw,
+                    &mut out,
+                )
+                .unwrap();
+            model
+                .predict_strings(
+                    &docs.floats[i],
+                    &strings[i],
+                    PredictionType::Probability,
+                    &mut out,
+                )
+                .unwrap();
+        });
+        eprintln!(
+            "{}: {} trees; native allocations per prediction: {native_allocs}",
+            case.name,
+            model.tree_count()
+        );
+
+        let mut group = c.benchmark_group(format!("model/{}", case.name));
+        group.throughput(Throughput::Elements(1));
+        let mut i = 0;
+        group.bench_function(BenchmarkId::new("native", "hashed"), |b| {
+            b.iter(|| {
+                i = (i + 1) % n;
+                model
+                    .predict(
+                        black_box(&docs.floats[i]),
+                        black_box(&docs.hashes[i]),
+                        PredictionType::Raw,
+                        &mut out,
+                    )
+                    .unwrap();
+                black_box(out[0])
+            })
+        });
+        group.bench_function(BenchmarkId::new("native", "strings"), |b| {
+            b.iter(|| {
+                i = (i + 1) % n;
+                model
+                    .predict_strings(
+                        black_box(&docs.floats[i]),
+                        black_box(&strings[i]),
+                        PredictionType::Raw,
+                        &mut out,
+                    )
+                    .unwrap();
+                black_box(out[0])
+            })
+        });
+        #[cfg(feature = "official")]
+        {
+            let official =
+                edgeguard::model::official::OfficialModel::load(&case.json.with_extension("cbm"))
+                    .unwrap_or_else(|e| panic!("{e}"));
+            let official_allocs = allocations_per_call(n, |i| {
+                official
+                    .predict_raw(&docs.floats[i], &docs.hashes[i], &mut out)
+                    .unwrap();
+            });
+            eprintln!(
+                "{}: official allocations per prediction: {official_allocs}",
+                case.name
+            );
+            group.bench_function(BenchmarkId::new("official", "hashed"), |b| {
+                b.iter(|| {
+                    i = (i + 1) % n;
+                    official
+                        .predict_raw(
+                            black_box(&docs.floats[i]),
+                            black_box(&docs.hashes[i]),
+                            &mut out,
+                        )
+                        .unwrap();
+                    black_box(out[0])
+                })
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

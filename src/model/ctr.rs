@@ -1,0 +1,339 @@
+//! CTR features: statistics of categorical values (and their combinations)
+//! learned at training time, stored per bucket hash, turned into one float per
+//! document. Formulas follow CatBoost's `static_ctr_provider.cpp` and
+//! `TModelCtr::Calc` (`online_ctr.h`), including their `float` arithmetic.
+
+/// The CTR types CatBoost can put in a model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum CtrKind {
+    Borders,
+    Buckets,
+    BinarizedTargetMeanValue,
+    FloatTargetMeanValue,
+    Counter,
+    FeatureFreq,
+}
+
+impl CtrKind {
+    pub(crate) fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "Borders" => Self::Borders,
+            "Buckets" => Self::Buckets,
+            "BinarizedTargetMeanValue" => Self::BinarizedTargetMeanValue,
+            "FloatTargetMeanValue" => Self::FloatTargetMeanValue,
+            "Counter" => Self::Counter,
+            "FeatureFreq" => Self::FeatureFreq,
+            _ => return None,
+        })
+    }
+
+    /// How the table stores a bucket.
+    pub(crate) fn layout(self) -> TableLayout {
+        match self {
+            Self::Borders | Self::Buckets => TableLayout::ClassCounts,
+            Self::BinarizedTargetMeanValue | Self::FloatTargetMeanValue => TableLayout::SumCount,
+            Self::Counter | Self::FeatureFreq => TableLayout::Count,
+        }
+    }
+}
+
+/// What follows each bucket hash in `hash_map`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TableLayout {
+    /// One integer counter per target class (`hash_stride - 1` classes).
+    ClassCounts,
+    /// A float sum of targets and an integer count.
+    SumCount,
+    /// One integer counter; the table also has a `counter_denominator`.
+    Count,
+}
+
+/// Bucket hash → bucket statistics: open addressing with linear probing,
+/// each record holding the key and the values inline, so a lookup touches
+/// one cache line in the common case. Built once at load; lookups never
+/// allocate.
+#[derive(Debug)]
+pub(crate) struct CtrTable {
+    /// Power-of-two many records of `record` words: the key's low and high
+    /// halves, then the values (counters as `i32` bits; for SumCount the
+    /// sum's `f32` bits, then the count).
+    cells: Vec<u32>,
+    record: usize,
+    /// Records - 1.
+    mask: usize,
+    /// 64 - log2(records), for the home position.
+    shift: u32,
+    /// A key no bucket has: marks empty records.
+    empty: u64,
+    /// Integer counters per bucket (class counters, or the single count).
+    stride: usize,
+    pub(crate) layout: TableLayout,
+    pub(crate) counter_denominator: i32,
+}
+
+impl CtrTable {
+    /// Builds a table of `keys.len()` buckets: bucket `i` has the counters
+    /// `ints[i * stride..][..stride]` and, for SumCount, the sum `sums[i]`.
+    /// Fails with the index of a repeated key.
+    pub(crate) fn build(
+        layout: TableLayout,
+        stride: usize,
+        keys: &[u64],
+        ints: &[i32],
+        sums: &[f32],
+        counter_denominator: i32,
+    ) -> Result<Self, usize> {
+        let mut sorted = keys.to_vec();
+        sorted.sort_unstable();
+        // The smallest key not in the table marks empty records.
+        let mut empty = 0u64;
+        for &k in &sorted {
+            if k == empty {
+                empty += 1;
+            } else if k > empty {
+                break;
+            }
+        }
+        let records = (keys.len().max(1) * 2).next_power_of_two();
+        let record = 2 + stride + usize::from(layout == TableLayout::SumCount);
+        let mut cells = vec![0u32; records * record];
+        for r in 0..records {
+            cells[r * record] = empty as u32;
+            cells[r * record + 1] = (empty >> 32) as u32;
+        }
+        let mut table = CtrTable {
+            cells,
+            record,
+            mask: records - 1,
+            shift: 64 - records.trailing_zeros(),
+            empty,
+            stride,
+            layout,
+            counter_denominator,
+        };
+        for (i, &key) in keys.iter().enumerate() {
+            let mut at = table.home(key);
+            loop {
+                let stored = table.key_at(at);
+                if stored == empty {
+                    break;
+                }
+                if stored == key {
+                    return Err(i);
+                }
+                at = (at + 1) & table.mask;
+            }
+            let base = at * record;
+            table.cells[base] = key as u32;
+            table.cells[base + 1] = (key >> 32) as u32;
+            let mut w = base + 2;
+            if layout == TableLayout::SumCount {
+                table.cells[w] = sums[i].to_bits();
+                w += 1;
+            }
+            for (k, &v) in ints[i * stride..(i + 1) * stride].iter().enumerate() {
+                table.cells[w + k] = v as u32;
+            }
+        }
+        Ok(table)
+    }
+
+    /// The number of integer counters per bucket.
+    pub(crate) fn stride(&self) -> usize {
+        self.stride
+    }
+
+    #[inline]
+    fn home(&self, key: u64) -> usize {
+        // Keys are products of CatBoost's multiplicative hash, whose low bits
+        // are weak; take high bits of a second multiplication.
+        if self.mask == 0 {
+            return 0;
+        }
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize
+    }
+
+    #[inline]
+    fn key_at(&self, record: usize) -> u64 {
+        let base = record * self.record;
+        u64::from(self.cells[base]) | u64::from(self.cells[base + 1]) << 32
+    }
+
+    /// The bucket of `key` (an offset into the table), if training saw it.
+    #[inline]
+    pub(crate) fn find(&self, key: u64) -> Option<usize> {
+        if key == self.empty {
+            return None;
+        }
+        let mut at = self.home(key);
+        loop {
+            let stored = self.key_at(at);
+            if stored == key {
+                return Some(at * self.record + 2);
+            }
+            if stored == self.empty {
+                return None;
+            }
+            at = (at + 1) & self.mask;
+        }
+    }
+
+    /// The integer counters of a bucket from [`CtrTable::find`].
+    #[inline]
+    fn ints(&self, bucket: usize) -> impl Iterator<Item = i32> + '_ {
+        let first = bucket + usize::from(self.layout == TableLayout::SumCount);
+        self.cells[first..first + self.stride]
+            .iter()
+            .map(|&c| c as i32)
+    }
+
+    #[inline]
+    fn int(&self, bucket: usize, k: usize) -> i32 {
+        self.cells[bucket + usize::from(self.layout == TableLayout::SumCount) + k] as i32
+    }
+
+    #[inline]
+    fn sum(&self, bucket: usize) -> f32 {
+        f32::from_bits(self.cells[bucket])
+    }
+}
+
+/// One CTR feature of the model: a table plus the prior and the affine
+/// transform CatBoost applies to the raw statistic.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct CtrCalc {
+    pub(crate) kind: CtrKind,
+    pub(crate) target_border_idx: usize,
+    pub(crate) prior_num: f32,
+    pub(crate) prior_denom: f32,
+    pub(crate) shift: f32,
+    pub(crate) scale: f32,
+}
+
+impl CtrCalc {
+    /// `TModelCtr::Calc`: all in `float`, as CatBoost computes it.
+    #[inline]
+    fn calc(&self, count_in_class: f32, total: f32) -> f32 {
+        let ctr = (count_in_class + self.prior_num) / (total + self.prior_denom);
+        (ctr + self.shift) * self.scale
+    }
+
+    /// The CTR value for a document whose projection hashed to `key`.
+    #[cfg(test)]
+    fn value(&self, table: &CtrTable, key: u64) -> f32 {
+        self.value_at(table, table.find(key))
+    }
+
+    /// The CTR value for a document that fell in `bucket` of `table` (`None`:
+    /// a value combination training never saw).
+    #[inline]
+    pub(crate) fn value_at(&self, table: &CtrTable, bucket: Option<usize>) -> f32 {
+        let Some(b) = bucket else {
+            return match self.kind {
+                CtrKind::Counter | CtrKind::FeatureFreq => {
+                    self.calc(0.0, table.counter_denominator as f32)
+                }
+                _ => self.calc(0.0, 0.0),
+            };
+        };
+        match self.kind {
+            CtrKind::BinarizedTargetMeanValue | CtrKind::FloatTargetMeanValue => {
+                self.calc(table.sum(b), table.int(b, 0) as f32)
+            }
+            CtrKind::Counter | CtrKind::FeatureFreq => {
+                self.calc(table.int(b, 0) as f32, table.counter_denominator as f32)
+            }
+            CtrKind::Buckets => {
+                let total = table.ints(b).fold(0i32, i32::wrapping_add);
+                self.calc(table.int(b, self.target_border_idx) as f32, total as f32)
+            }
+            CtrKind::Borders if table.stride() > 2 => {
+                // Classes above the target border count as "good".
+                let (mut good, mut total) = (0i32, 0i32);
+                for (class, count) in table.ints(b).enumerate() {
+                    if class > self.target_border_idx {
+                        good = good.wrapping_add(count);
+                    }
+                    total = total.wrapping_add(count);
+                }
+                self.calc(good as f32, total as f32)
+            }
+            CtrKind::Borders => {
+                let (negative, positive) = (table.int(b, 0), table.int(b, 1));
+                self.calc(positive as f32, negative.wrapping_add(positive) as f32)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_finds_what_was_inserted_and_nothing_else() {
+        // 0, 1 and u64::MAX are keys: the empty marker must avoid them.
+        let keys: Vec<u64> = (0..100u64)
+            .map(|k| k.wrapping_mul(0x4906_ba49_4954_cb65))
+            .chain([1, u64::MAX])
+            .collect();
+        let ints: Vec<i32> = (0..keys.len() as i32).collect();
+        let t = CtrTable::build(TableLayout::Count, 1, &keys, &ints, &[], 7).unwrap();
+        for (i, &k) in keys.iter().enumerate() {
+            let b = t.find(k).expect("inserted key is found");
+            assert_eq!(t.int(b, 0), i as i32);
+        }
+        assert_eq!(t.find(12345), None);
+        assert_eq!(t.find(2), None, "the empty marker itself is not a key");
+        let dup = CtrTable::build(TableLayout::Count, 1, &[5, 6, 5], &[1, 2, 3], &[], 0);
+        assert_eq!(dup.err(), Some(2), "duplicate keys are refused");
+    }
+
+    #[test]
+    fn formulas_match_catboost_static_provider() {
+        let calc = |kind, tbi| CtrCalc {
+            kind,
+            target_border_idx: tbi,
+            prior_num: 0.5,
+            prior_denom: 1.0,
+            shift: 0.0,
+            scale: 15.0,
+        };
+        let two = CtrTable::build(TableLayout::ClassCounts, 2, &[9], &[3, 1], &[], 0).unwrap();
+        assert_eq!(
+            calc(CtrKind::Borders, 0).value(&two, 9),
+            (1.0 + 0.5) / (4.0 + 1.0) * 15.0
+        );
+        assert_eq!(
+            calc(CtrKind::Buckets, 0).value(&two, 9),
+            (3.0 + 0.5) / (4.0 + 1.0) * 15.0
+        );
+        assert_eq!(calc(CtrKind::Borders, 0).value(&two, 8), 0.5 / 1.0 * 15.0);
+
+        let three = CtrTable::build(TableLayout::ClassCounts, 3, &[9], &[1, 2, 4], &[], 0).unwrap();
+        assert_eq!(
+            calc(CtrKind::Borders, 0).value(&three, 9),
+            (6.0 + 0.5) / (7.0 + 1.0) * 15.0
+        );
+        assert_eq!(
+            calc(CtrKind::Borders, 1).value(&three, 9),
+            (4.0 + 0.5) / (7.0 + 1.0) * 15.0
+        );
+
+        let counter = CtrTable::build(TableLayout::Count, 1, &[9], &[5], &[], 20).unwrap();
+        assert_eq!(
+            calc(CtrKind::Counter, 0).value(&counter, 9),
+            (5.0 + 0.5) / (20.0 + 1.0) * 15.0
+        );
+        assert_eq!(
+            calc(CtrKind::FeatureFreq, 0).value(&counter, 1),
+            0.5 / 21.0 * 15.0
+        );
+
+        let mean = CtrTable::build(TableLayout::SumCount, 1, &[9], &[4], &[2.5], 0).unwrap();
+        assert_eq!(
+            calc(CtrKind::FloatTargetMeanValue, 0).value(&mean, 9),
+            (2.5 + 0.5) / (4.0 + 1.0) * 15.0
+        );
+    }
+}

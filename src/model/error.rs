@@ -1,0 +1,69 @@
+//! Why a model was rejected at load time.
+
+use std::fmt;
+
+/// A model file or buffer that cannot be used. The message names the source
+/// (file name or the name given to [`crate::model::Model::from_json`]) and
+/// the JSON field, e.g.
+/// `bot.json: oblivious_trees[3].splits[1].border: expected a number`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModelError {
+    source: String,
+    field: String,
+    message: String,
+    io: bool,
+}
+
+impl ModelError {
+    pub(crate) fn new(source: &str, field: impl Into<String>, message: impl Into<String>) -> Self {
+        ModelError {
+            source: source.to_owned(),
+            field: field.into(),
+            message: message.into(),
+            io: false,
+        }
+    }
+
+    /// An error reading the file itself (missing, unreadable, too large),
+    /// as opposed to a file whose content is not a usable model.
+    pub(crate) fn io(source: &str, message: impl Into<String>) -> Self {
+        ModelError {
+            io: true,
+            ..Self::new(source, "", message)
+        }
+    }
+
+    /// Whether the file could not be read (as opposed to being read and
+    /// rejected).
+    pub fn is_io(&self) -> bool {
+        self.io
+    }
+
+    /// The file name or source name the model came from.
+    pub fn source_name(&self) -> &str {
+        &self.source
+    }
+
+    /// The JSON path of the offending field (`features_info.ctrs[2].borders`),
+    /// or empty when the problem is the input as a whole (unreadable file).
+    pub fn field(&self) -> &str {
+        &self.field
+    }
+
+    /// What is wrong with it.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for ModelError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}: {}", self.source, self.message)
+        } else {
+            write!(f, "{}: {}: {}", self.source, self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ModelError {}
