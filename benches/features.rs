@@ -3,7 +3,7 @@
 //! spoofers): ns per request, all kinds mixed and per kind.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
-use edgeguard::features::{extract, FeatureVector, Request};
+use edgeguard::features::{extract, header_order, user_agent, FeatureVector, Request};
 use edgeguard::request::edgeguard_header;
 
 struct Owned {
@@ -112,6 +112,40 @@ fn bench(c: &mut Criterion) {
         });
     }
     group.finish();
+
+    // The parts, on the browser requests: where the time of one request goes.
+    let browsers: Vec<&Request<'_>> = requests
+        .iter()
+        .filter(|(k, _)| k == "browser")
+        .map(|(_, r)| r)
+        .collect();
+    let uas: Vec<&[u8]> = browsers
+        .iter()
+        .filter_map(|r| {
+            r.headers()
+                .find(|(n, _)| n.eq_ignore_ascii_case(b"user-agent"))
+                .map(|(_, v)| v)
+        })
+        .collect();
+    let mut parts = c.benchmark_group("features/parts");
+    parts.throughput(Throughput::Elements(browsers.len() as u64));
+    parts.bench_function("user_agent::parse", |b| {
+        b.iter(|| {
+            for ua in &uas {
+                black_box(user_agent::parse(black_box(ua)));
+            }
+        })
+    });
+    parts.bench_function("header_order::code", |b| {
+        b.iter(|| {
+            for r in &browsers {
+                for (name, _) in r.headers() {
+                    black_box(header_order::code(black_box(name)));
+                }
+            }
+        })
+    });
+    parts.finish();
 }
 
 criterion_group!(benches, bench);

@@ -21,27 +21,6 @@ pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     None
 }
 
-/// Position of `needle` in `hay`, ignoring ASCII case. `needle` must be
-/// lower-case.
-pub(crate) fn find_ci(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    let Some((&first, rest)) = needle.split_first() else {
-        return Some(0);
-    };
-    let last_start = hay.len().checked_sub(needle.len())?;
-    let mut from = 0;
-    while from <= last_start {
-        let i = from
-            + hay[from..=last_start]
-                .iter()
-                .position(|&b| b.to_ascii_lowercase() == first)?;
-        if hay[i + 1..i + needle.len()].eq_ignore_ascii_case(rest) {
-            return Some(i);
-        }
-        from = i + 1;
-    }
-    None
-}
-
 /// Whether `hay` starts with `prefix`, ignoring ASCII case.
 pub(crate) fn starts_with_ci(hay: &[u8], prefix: &[u8]) -> bool {
     hay.len() >= prefix.len() && hay[..prefix.len()].eq_ignore_ascii_case(prefix)
@@ -76,7 +55,6 @@ mod tests {
     fn finds_case_sensitively_and_not() {
         assert_eq!(find(b"Mozilla Chrome/1", b"Chrome/"), Some(8));
         assert_eq!(find(b"mozilla chrome/1", b"Chrome/"), None);
-        assert_eq!(find_ci(b"Mozilla CHROME/1", b"chrome/"), Some(8));
         assert_eq!(find(b"ab", b"abc"), None);
         assert_eq!(find(b"", b""), Some(0));
         assert_eq!(find(b"", b"a"), None);
@@ -84,9 +62,6 @@ mod tests {
         assert_eq!(find(b"abcab", b"ab"), Some(0));
         assert_eq!(find(b"xxab", b"ab"), Some(2));
         assert_eq!(find(b"xxa", b"ab"), None);
-        assert_eq!(find_ci(b"SCRAPY/2", b"scrapy"), Some(0));
-        assert_eq!(find_ci(b"xBoT", b"bot"), Some(1));
-        assert_eq!(find_ci(b"bo", b"bot"), None);
     }
 
     /// Every haystack over {a, b, A} up to 6 bytes, every needle up to 3.
@@ -104,30 +79,16 @@ mod tests {
             }
             all
         }
-        let naive = |h: &[u8], n: &[u8], ci: bool| {
-            (0..=h.len()).find(|&i| {
-                i + n.len() <= h.len()
-                    && if ci {
-                        h[i..i + n.len()].eq_ignore_ascii_case(n)
-                    } else {
-                        &h[i..i + n.len()] == n
-                    }
-            })
+        let naive = |h: &[u8], n: &[u8]| {
+            (0..=h.len()).find(|&i| i + n.len() <= h.len() && &h[i..i + n.len()] == n)
         };
         for hay in strings(6) {
             for needle in strings(3) {
                 assert_eq!(
                     find(&hay, &needle),
-                    naive(&hay, &needle, false),
+                    naive(&hay, &needle),
                     "{hay:?} {needle:?}"
                 );
-                if !needle.contains(&b'A') {
-                    assert_eq!(
-                        find_ci(&hay, &needle),
-                        naive(&hay, &needle, true),
-                        "{hay:?} {needle:?}"
-                    );
-                }
             }
         }
     }

@@ -3,7 +3,7 @@
 //! the request, so the parser only needs to be right about what real clients
 //! send, not about every historical UA.
 
-use super::bytes::{find, find_ci, leading_uint, starts_with_ci};
+use super::bytes::{find, leading_uint, starts_with_ci};
 
 /// The client family a User-Agent claims.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -224,7 +224,7 @@ const BOT_FIRST: [bool; 256] = {
 };
 
 /// Product tokens (`Name/version`) the family decision looks at.
-const PRODUCTS: [&[u8]; 12] = [
+const PRODUCTS: [&[u8]; 13] = [
     b"HeadlessChrome",
     b"Edg",
     b"EdgA",
@@ -237,6 +237,7 @@ const PRODUCTS: [&[u8]; 12] = [
     b"Chrome",
     b"Version",
     b"Safari",
+    b"aiohttp",
 ];
 const HEADLESS: usize = 0;
 const EDGE: [usize; 3] = [1, 2, 3];
@@ -247,38 +248,43 @@ const CRIOS: usize = 8;
 const CHROME: usize = 9;
 const VERSION: usize = 10;
 const SAFARI: usize = 11;
+const AIOHTTP: usize = 12;
 
-/// Which [`PRODUCTS`] a UA names, with the major of the first occurrence.
+/// Which [`PRODUCTS`] a UA names, with the major of the first occurrence,
+/// and whether it has a `Mobile` token.
 struct Products {
     found: [bool; PRODUCTS.len()],
     major: [Option<u32>; PRODUCTS.len()],
+    mobile: bool,
 }
 
 impl Products {
-    /// One pass over the UA: each `/` ends a product name that starts after
-    /// the previous space, `(`, `)`, `;` or `,`.
+    /// One pass over the UA: tokens end at a space, `(`, `)`, `;`, `,` or
+    /// `/`; a token ended by `/` is a product name followed by its version.
     fn scan(ua: &[u8]) -> Self {
         let mut p = Products {
             found: [false; PRODUCTS.len()],
             major: [None; PRODUCTS.len()],
+            mobile: false,
         };
-        let mut name_start = 0;
+        let mut start = 0;
         for (i, &b) in ua.iter().enumerate() {
-            match b {
-                b' ' | b'(' | b')' | b';' | b',' => name_start = i + 1,
-                b'/' => {
-                    let name = &ua[name_start..i];
-                    if let Some(k) = PRODUCTS.iter().position(|&p| p == name) {
-                        if !p.found[k] {
-                            p.found[k] = true;
-                            p.major[k] = leading_uint(&ua[i + 1..]);
-                        }
-                    }
-                    name_start = i + 1;
-                }
-                _ => {}
+            if !matches!(b, b' ' | b'(' | b')' | b';' | b',' | b'/') {
+                continue;
             }
+            let token = &ua[start..i];
+            p.mobile |= token == b"Mobile";
+            if b == b'/' {
+                if let Some(k) = PRODUCTS.iter().position(|&name| name == token) {
+                    if !p.found[k] {
+                        p.found[k] = true;
+                        p.major[k] = leading_uint(&ua[i + 1..]);
+                    }
+                }
+            }
+            start = i + 1;
         }
+        p.mobile |= &ua[start..] == b"Mobile";
         p
     }
 
@@ -329,7 +335,7 @@ pub fn parse(ua: &[u8]) -> UserAgent {
         major,
         chromium,
         os: os(ua),
-        mobile: find(ua, b"Mobile").is_some(),
+        mobile: products.mobile,
     }
 }
 
@@ -344,8 +350,8 @@ fn family_and_major(ua: &[u8], products: &Products) -> (Family, Option<u32>) {
         return (Family::Node, None);
     }
     // "Python/3.11 aiohttp/3.9.1": the library token is not the prefix.
-    if let Some(at) = find_ci(ua, b"aiohttp/") {
-        return (Family::Aiohttp, leading_uint(&ua[at + b"aiohttp/".len()..]));
+    if let Some(v) = products.get(AIOHTTP) {
+        return (Family::Aiohttp, v);
     }
     if let Some(v) = products.get(HEADLESS) {
         return (Family::HeadlessChrome, v);
@@ -485,6 +491,10 @@ mod tests {
         assert_eq!(p.get(VERSION), Some(Some(3)));
         assert_eq!(p.get(SAFARI), Some(Some(1)));
         assert_eq!(p.get(HEADLESS), None);
+        assert!(!p.mobile);
+        assert!(Products::scan(b"Mozilla/5.0 (Android 16; Mobile; rv:150.0)").mobile);
+        assert!(Products::scan(b"x Mobile").mobile);
+        assert!(!Products::scan(b"x Mobiles IEMobile/9").mobile);
         assert!(declares_bot(b"Mozilla/5.0 (compatible; YandexBot/3.0)"));
         assert!(declares_bot(b"x +HTTPS://a"));
         assert!(!declares_bot(
