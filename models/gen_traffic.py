@@ -223,7 +223,13 @@ def browser_request(rng, browsers, browser, device, http2, request_kind, uri, lo
     pairs = browsers.raw(rng, browser, device, http2)
     ua = dict(pairs).get("user-agent", "")
     lang = LANGS[locale][1 if firefox_like else 0]
-    fetch = fetch_values(request_kind, "none" if referer is None else "same-origin")
+    if referer is None:
+        site = "none"
+    elif referer.startswith("https://shop.example/"):
+        site = "same-origin"
+    else:
+        site = "cross-site"
+    fetch = fetch_values(request_kind, site)
     out = []
     seen = set()
     for name, value in pairs:
@@ -543,9 +549,10 @@ def spoofer(rng, browsers):
         # requests merges a headers dict into its defaults: the defaults keep
         # their places (User-Agent, Accept-Encoding, Accept, Connection).
         given = dict(rest)
+        defaults = {"user-agent": ua, "accept-encoding": "gzip, deflate", "accept": "*/*", "connection": "keep-alive"}
         headers = [("host", "shop.example")]
-        for n in ("user-agent", "accept-encoding", "accept", "connection"):
-            headers.append((n, given.pop(n, {"connection": "keep-alive"}.get(n, "*/*"))))
+        for n, default in defaults.items():
+            headers.append((n, given.pop(n, default)))
         headers += list(given.items())
         version = "1.1"
     elif mistake == "curl-ua":
