@@ -223,7 +223,13 @@ def browser_request(rng, browsers, browser, device, http2, request_kind, uri, lo
     pairs = browsers.raw(rng, browser, device, http2)
     ua = dict(pairs).get("user-agent", "")
     lang = LANGS[locale][1 if firefox_like else 0]
-    fetch = fetch_values(request_kind, "none" if referer is None else "same-origin")
+    if referer is None:
+        site = "none"
+    elif referer.startswith("https://shop.example/"):
+        site = "same-origin"
+    else:
+        site = "cross-site"
+    fetch = fetch_values(request_kind, site)
     out = []
     seen = set()
     for name, value in pairs:
@@ -525,8 +531,13 @@ def spoofer(rng, browsers):
     device = "mobile" if rng.random() < 0.2 else "desktop"
     firefox_like = browser == "firefox"
     http2 = rng.random() < 0.6
-    real, ua = browser_request(rng, browsers, browser, device, http2, "navigate", "/", "en-US", firefox_like,
-                               False, None)
+    # Careful scrapers set a Referer and a locale; most do not bother.
+    referer = None
+    if rng.random() < 0.3:
+        referer = rng.choice(["https://shop.example" + fill(rng, rng.choice(PAGES)), "https://www.google.com/"])
+    locale = "en-US" if rng.random() < 0.7 else pick(rng, list(zip(LANGS, LOCALE_WEIGHTS)))
+    real, ua = browser_request(rng, browsers, browser, device, http2, "navigate", "/", locale, firefox_like,
+                               False, referer)
     uri = script_uri(rng) if rng.random() < 0.6 else fill(rng, rng.choice(PAGES))
     mistake = pick(rng, [("requests-ua-only", 12), ("requests-full-set", 12), ("curl-ua", 8), ("go-sorted", 8),
                          ("no-client-hints", 12), ("stale-client-hints", 10), ("wrong-platform", 8),
@@ -543,9 +554,10 @@ def spoofer(rng, browsers):
         # requests merges a headers dict into its defaults: the defaults keep
         # their places (User-Agent, Accept-Encoding, Accept, Connection).
         given = dict(rest)
+        defaults = {"user-agent": ua, "accept-encoding": "gzip, deflate", "accept": "*/*", "connection": "keep-alive"}
         headers = [("host", "shop.example")]
-        for n in ("user-agent", "accept-encoding", "accept", "connection"):
-            headers.append((n, given.pop(n, {"connection": "keep-alive"}.get(n, "*/*"))))
+        for n, default in defaults.items():
+            headers.append((n, given.pop(n, default)))
         headers += list(given.items())
         version = "1.1"
     elif mistake == "curl-ua":
@@ -592,7 +604,7 @@ def spoofer(rng, browsers):
         if not any(n == "sec-ch-ua" for n, _ in headers):
             headers = [(n, val) for n, val in headers if n != "accept-language"]
     # "impersonate" keeps the browser's exact headers: only behaviour differs.
-    if rng.random() < (0.35 if mistake == "impersonate" else 0.1):
+    if rng.random() < (0.35 if mistake == "impersonate" else 0.15):
         headers = headers + [("cookie", cookie(rng))]  # replayed session cookie
     method = "GET" if rng.random() < 0.93 else "POST"
     return dict(method=method, uri=uri, version=version, client=client(rng, 0.12, datacenter=rng.random() < 0.7),

@@ -136,9 +136,10 @@ def export(model, name, pool, rows, n_float, kind, out_dir, class_names=None, tr
     return ctr_types_of(json_path)
 
 
-def pool_of(rows, n_float, label=None):
+def pool_of(rows, n_float, label=None, feature_names=None):
     n_cat = len(rows[0]) - n_float
-    return Pool(rows, label, cat_features=list(range(n_float, n_float + n_cat)) or None)
+    return Pool(rows, label, cat_features=list(range(n_float, n_float + n_cat)) or None,
+                feature_names=feature_names)
 
 
 def binary_ctr(out_dir):
@@ -158,11 +159,13 @@ def binary_ctr(out_dir):
         simple_ctr=["Borders", "Buckets", "Counter"], combinations_ctr=["Borders", "Counter"],
         max_ctr_complexity=3,
     )
-    train = pool_of(rows, n_float, y)
+    # Named like request features, so the export carries names to map by.
+    names = ["rtt_ms", "header_count", "body_kb", "user_agent", "asn", "path", "method"]
+    train = pool_of(rows, n_float, y, names)
     model.fit(train)
     model.get_metadata()["edgeguard.threshold"] = "0.83"
     docs = add_special_docs(make_rows(np.random.RandomState(8), 190, n_float, cat_specs, 0.05), n_float, len(cat_specs))
-    types = export(model, "binary_ctr", pool_of(docs, n_float), docs, n_float, "binary", out_dir,
+    types = export(model, "binary_ctr", pool_of(docs, n_float, feature_names=names), docs, n_float, "binary", out_dir,
                    model.classes_, train_pool=train)
     return types, model
 

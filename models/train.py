@@ -117,7 +117,21 @@ def metrics(y, p, threshold):
     }
 
 
-def train_one(name, df, y, split, cat_names, seed, args):
+def errors_by_detail(y, p, threshold, details):
+    """Held-out misses and false alarms per generator kind/detail."""
+    misses, alarms = {}, {}
+    for yi, pi, d in zip(y, p, details):
+        if yi == 1 and pi < threshold:
+            misses[d] = misses.get(d, 0) + 1
+        elif yi == 0 and pi >= threshold:
+            alarms[d] = alarms.get(d, 0) + 1
+    def most_first(counts):
+        return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    return {"misses": most_first(misses), "false_alarms": most_first(alarms)}
+
+
+def train_one(name, df, y, split, cat_names, seed, args, details):
     tr, va, te = (split == 0), (split == 1), (split == 2)
     model = CatBoostClassifier(
         iterations=args.iterations,
@@ -144,6 +158,7 @@ def train_one(name, df, y, split, cat_names, seed, args):
         "threshold_rule": rule,
         "validation": metrics(y[va], p_va, threshold),
         "held_out": metrics(y[te], p_te, threshold),
+        "held_out_errors": errors_by_detail(y[te], p_te, threshold, details[te]),
     }
     meta = model.get_metadata()
     meta["edgeguard.threshold"] = repr(threshold)
@@ -209,12 +224,14 @@ def main():
 
     report = {"seed": args.seed, "count": args.count, "features": names, "models": {}}
     models = {}
+    details = np.array(["%s/%s" % (r["kind"], r["detail"]) for r in rows])
     y_bot = np.array([r["automated"] for r in rows])
-    models["bot"], report["models"]["bot"] = train_one("bot", df, y_bot, split, cat_names, args.seed, args)
+    models["bot"], report["models"]["bot"] = train_one("bot", df, y_bot, split, cat_names, args.seed, args, details)
     has_spoof = np.array([r["spoof"] is not None for r in rows])
     y_spoof = np.array([r["spoof"] or 0 for r in rows])[has_spoof]
     models["spoof"], report["models"]["spoof"] = train_one(
-        "spoof", df[has_spoof].reset_index(drop=True), y_spoof, split[has_spoof], cat_names, args.seed, args)
+        "spoof", df[has_spoof].reset_index(drop=True), y_spoof, split[has_spoof], cat_names, args.seed, args,
+        details[has_spoof])
     with open(os.path.join(HERE, "metrics.json"), "w") as f:
         json.dump(report, f, indent=1)
         f.write("\n")

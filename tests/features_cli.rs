@@ -135,3 +135,54 @@ fn unknown_option_is_a_usage_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("usage"));
 }
+
+/// `edgeguard features | edgeguard predict` on the traffic fixture gives
+/// official CatBoost's predictions of the shipped models: the two commands
+/// agree on the format and the schema order.
+#[test]
+fn features_feed_predict() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let fixture =
+        std::fs::read_to_string(format!("{root}/tests/fixtures/traffic/sample.jsonl")).unwrap();
+    let vectors = run(&[], &fixture);
+    assert!(vectors.status.success());
+    let rows: Vec<Value> = fixture
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for model in ["bot", "spoof"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_edgeguard"))
+            .args(["predict", "--model", &format!("{root}/models/{model}.json")])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(&vectors.stdout)
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let got: Vec<f64> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| l.trim().parse().unwrap())
+            .collect();
+        assert_eq!(got.len(), rows.len());
+        for (i, (g, row)) in got.iter().zip(&rows).enumerate() {
+            let want = row["expected_raw"][model].as_f64().unwrap();
+            assert!(
+                (g - want).abs() <= 1e-9 * want.abs().max(1.0),
+                "line {}: {model} {g} != {want}",
+                i + 1
+            );
+        }
+    }
+}

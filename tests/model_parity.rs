@@ -274,6 +274,14 @@ fn metadata_and_names_come_from_the_export() {
     );
     assert_eq!(model.metadata("no.such.key"), None);
     assert_eq!(
+        model.float_feature_names(),
+        ["rtt_ms", "header_count", "body_kb"]
+    );
+    assert_eq!(
+        model.cat_feature_names(),
+        ["user_agent", "asn", "path", "method"]
+    );
+    assert_eq!(
         model.float_feature_names().len(),
         model.float_feature_count()
     );

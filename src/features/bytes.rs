@@ -1,20 +1,24 @@
 //! Byte-string helpers for parsing header values in place, without allocating.
 
 /// Position of `needle` in `hay`, byte for byte.
+///
+/// Scans for the first byte and compares the rest only there: UAs are short
+/// but every request searches them for a few dozen tokens, and a comparison
+/// at every offset dominated extraction time.
 pub(crate) fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() {
+    let Some((&first, rest)) = needle.split_first() else {
         return Some(0);
+    };
+    let last_start = hay.len().checked_sub(needle.len())?;
+    let mut from = 0;
+    while from <= last_start {
+        let i = from + hay[from..=last_start].iter().position(|&b| b == first)?;
+        if &hay[i + 1..i + needle.len()] == rest {
+            return Some(i);
+        }
+        from = i + 1;
     }
-    hay.windows(needle.len()).position(|w| w == needle)
-}
-
-/// Position of `needle` in `hay`, ignoring ASCII case.
-pub(crate) fn find_ci(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() {
-        return Some(0);
-    }
-    hay.windows(needle.len())
-        .position(|w| w.eq_ignore_ascii_case(needle))
+    None
 }
 
 /// Whether `hay` starts with `prefix`, ignoring ASCII case.
@@ -36,12 +40,6 @@ pub(crate) fn leading_uint(s: &[u8]) -> Option<u32> {
     Some(n)
 }
 
-/// The major version following `token` (e.g. `Chrome/`) in `hay`.
-pub(crate) fn version_after(hay: &[u8], token: &[u8]) -> Option<u32> {
-    let at = find(hay, token)?;
-    leading_uint(&hay[at + token.len()..])
-}
-
 /// Iterates the non-empty, whitespace-trimmed items of a `sep`-separated list.
 pub(crate) fn items(s: &[u8], sep: u8) -> impl Iterator<Item = &[u8]> {
     s.split(move |&b| b == sep)
@@ -57,9 +55,42 @@ mod tests {
     fn finds_case_sensitively_and_not() {
         assert_eq!(find(b"Mozilla Chrome/1", b"Chrome/"), Some(8));
         assert_eq!(find(b"mozilla chrome/1", b"Chrome/"), None);
-        assert_eq!(find_ci(b"mozilla chrome/1", b"Chrome/"), Some(8));
         assert_eq!(find(b"ab", b"abc"), None);
         assert_eq!(find(b"", b""), Some(0));
+        assert_eq!(find(b"", b"a"), None);
+        assert_eq!(find(b"aaab", b"aab"), Some(1));
+        assert_eq!(find(b"abcab", b"ab"), Some(0));
+        assert_eq!(find(b"xxab", b"ab"), Some(2));
+        assert_eq!(find(b"xxa", b"ab"), None);
+    }
+
+    /// Every haystack over {a, b, A} up to 6 bytes, every needle up to 3.
+    #[test]
+    fn agrees_with_a_naive_search() {
+        fn strings(max: usize) -> Vec<Vec<u8>> {
+            let mut all = vec![vec![]];
+            let mut layer = vec![vec![]];
+            for _ in 0..max {
+                layer = layer
+                    .iter()
+                    .flat_map(|s: &Vec<u8>| b"abA".iter().map(move |&c| [&s[..], &[c]].concat()))
+                    .collect();
+                all.extend(layer.iter().cloned());
+            }
+            all
+        }
+        let naive = |h: &[u8], n: &[u8]| {
+            (0..=h.len()).find(|&i| i + n.len() <= h.len() && &h[i..i + n.len()] == n)
+        };
+        for hay in strings(6) {
+            for needle in strings(3) {
+                assert_eq!(
+                    find(&hay, &needle),
+                    naive(&hay, &needle),
+                    "{hay:?} {needle:?}"
+                );
+            }
+        }
     }
 
     #[test]
@@ -74,8 +105,6 @@ mod tests {
         assert_eq!(leading_uint(b"x1"), None);
         assert_eq!(leading_uint(b""), None);
         assert_eq!(leading_uint(b"99999999999999999999"), Some(u32::MAX));
-        assert_eq!(version_after(b"a Firefox/150.0", b"Firefox/"), Some(150));
-        assert_eq!(version_after(b"a Firefox/", b"Firefox/"), None);
     }
 
     #[test]

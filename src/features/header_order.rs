@@ -56,11 +56,50 @@ pub const CODES: &[(&str, u8)] = &[
     ("sec-purpose", b'Q'),
 ];
 
+/// Longest name in [`CODES`].
+const LONGEST: usize = {
+    let mut longest = 0;
+    let mut i = 0;
+    while i < CODES.len() {
+        if CODES[i].0.len() > longest {
+            longest = CODES[i].0.len();
+        }
+        i += 1;
+    }
+    longest
+};
+
+/// Most names of [`CODES`] that share one length.
+const BUCKET: usize = 8;
+
+/// `BY_LEN[n]`: 1 + the indices in [`CODES`] of the names of length `n`,
+/// 0-terminated. A lookup compares a name with at most [`BUCKET`] others
+/// instead of all of them; building it fails to compile if a bucket overflows.
+const BY_LEN: [[u8; BUCKET]; LONGEST + 1] = {
+    let mut table = [[0u8; BUCKET]; LONGEST + 1];
+    assert!(CODES.len() < u8::MAX as usize, "indices must fit in u8");
+    let mut i = 0;
+    while i < CODES.len() {
+        let len = CODES[i].0.len();
+        let mut slot = 0;
+        while table[len][slot] != 0 {
+            slot += 1;
+        }
+        assert!(slot < BUCKET, "too many header names of one length");
+        table[len][slot] = i as u8 + 1;
+        i += 1;
+    }
+    table
+};
+
 /// The code of a header name (case-insensitive), [`UNKNOWN`] if none.
 pub fn code(name: &[u8]) -> u8 {
-    for &(known, c) in CODES {
-        if known.len() == name.len() && known.as_bytes().eq_ignore_ascii_case(name) {
-            return c;
+    if let Some(bucket) = BY_LEN.get(name.len()) {
+        for &entry in bucket.iter().take_while(|&&e| e != 0) {
+            let (known, c) = CODES[usize::from(entry - 1)];
+            if known.as_bytes().eq_ignore_ascii_case(name) {
+                return c;
+            }
         }
     }
     if starts_with_ci(name, b"sec-ch-ua-") {
@@ -194,6 +233,15 @@ mod tests {
             assert_ne!(ca, OTHER_CLIENT_HINT);
             assert_ne!(ca, OTHER_FETCH);
         }
+    }
+
+    #[test]
+    fn every_name_is_found() {
+        for &(name, c) in CODES {
+            assert_eq!(code(name.as_bytes()), c, "{name}");
+            assert_eq!(code(name.to_ascii_uppercase().as_bytes()), c, "{name}");
+        }
+        assert_eq!(code(&[b'a'; 300]), UNKNOWN);
     }
 
     #[test]

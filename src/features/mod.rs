@@ -360,11 +360,7 @@ pub fn extract<'a>(req: &Request<'a>, out: &mut FeatureVector<'a>) {
     out.set_flag(Float::HasHost, seen.host.is_some());
 
     // Client hints against the UA's claims.
-    let engine = if ua.family.is_chromium() {
-        user_agent::chromium_version(ua_bytes)
-    } else {
-        None
-    };
+    let engine = ua.chromium;
     let ch_major = seen.ch_ua.and_then(client_hints::chromium_major);
     out.set(Float::ChUaMajor, ch_major.map_or(f32::NAN, |v| v as f32));
     out.set_flag(

@@ -3,7 +3,7 @@
 //! the request, so the parser only needs to be right about what real clients
 //! send, not about every historical UA.
 
-use super::bytes::{find, find_ci, leading_uint, starts_with_ci, version_after};
+use super::bytes::{find, leading_uint, starts_with_ci};
 
 /// The client family a User-Agent claims.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -171,6 +171,10 @@ pub struct UserAgent {
     pub family: Family,
     /// Major version of that family, when the UA spells one.
     pub major: Option<u32>,
+    /// For Chromium families, the engine's major (`Chrome/`, `CriOS/` or
+    /// `HeadlessChrome/`), which `sec-ch-ua` reports for the `Chromium`
+    /// brand even when the branded version differs (Opera, Samsung).
+    pub chromium: Option<u32>,
     /// Claimed operating system.
     pub os: Os,
     /// Whether the UA says `Mobile` (phones; Android tablets do not).
@@ -194,8 +198,8 @@ const LIBRARY_PREFIXES: &[(&[u8], Family)] = &[
     (b"undici", Family::Node),
 ];
 
-/// Words automated clients put in their UA by convention. `+http` is the
-/// "contact URL" form (`+https://...`) crawlers use.
+/// Words automated clients put in their UA by convention, lower-case.
+/// `+http` is the "contact URL" form (`+https://...`) crawlers use.
 const BOT_WORDS: &[&[u8]] = &[
     b"bot",
     b"crawl",
@@ -208,15 +212,101 @@ const BOT_WORDS: &[&[u8]] = &[
     b"https://",
 ];
 
-/// Browsers whose UA carries a `Chrome/` token too, checked before Chrome.
-/// The version is the one of the branded browser.
-const CHROMIUM_BRANDS: &[(&[u8], Family)] = &[
-    (b"Edg/", Family::Edge),
-    (b"EdgA/", Family::Edge),
-    (b"EdgiOS/", Family::Edge),
-    (b"OPR/", Family::Opera),
-    (b"SamsungBrowser/", Family::Samsung),
+/// `BOT_FIRST[b]`: some word of [`BOT_WORDS`] starts with byte `b`.
+const BOT_FIRST: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < BOT_WORDS.len() {
+        table[BOT_WORDS[i][0] as usize] = true;
+        i += 1;
+    }
+    table
+};
+
+/// Product tokens (`Name/version`) the family decision looks at.
+const PRODUCTS: [&[u8]; 13] = [
+    b"HeadlessChrome",
+    b"Edg",
+    b"EdgA",
+    b"EdgiOS",
+    b"OPR",
+    b"SamsungBrowser",
+    b"Firefox",
+    b"FxiOS",
+    b"CriOS",
+    b"Chrome",
+    b"Version",
+    b"Safari",
+    b"aiohttp",
 ];
+const HEADLESS: usize = 0;
+const EDGE: [usize; 3] = [1, 2, 3];
+const OPERA: usize = 4;
+const SAMSUNG: usize = 5;
+const FIREFOX: [usize; 2] = [6, 7];
+const CRIOS: usize = 8;
+const CHROME: usize = 9;
+const VERSION: usize = 10;
+const SAFARI: usize = 11;
+const AIOHTTP: usize = 12;
+
+/// Which [`PRODUCTS`] a UA names, with the major of the first occurrence,
+/// and whether it has a `Mobile` token.
+struct Products {
+    found: [bool; PRODUCTS.len()],
+    major: [Option<u32>; PRODUCTS.len()],
+    mobile: bool,
+}
+
+impl Products {
+    /// One pass over the UA: tokens end at a space, `(`, `)`, `;`, `,` or
+    /// `/`; a token ended by `/` is a product name followed by its version.
+    fn scan(ua: &[u8]) -> Self {
+        let mut p = Products {
+            found: [false; PRODUCTS.len()],
+            major: [None; PRODUCTS.len()],
+            mobile: false,
+        };
+        let mut start = 0;
+        for (i, &b) in ua.iter().enumerate() {
+            if !matches!(b, b' ' | b'(' | b')' | b';' | b',' | b'/') {
+                continue;
+            }
+            let token = &ua[start..i];
+            p.mobile |= token == b"Mobile";
+            if b == b'/' {
+                if let Some(k) = PRODUCTS.iter().position(|&name| name == token) {
+                    if !p.found[k] {
+                        p.found[k] = true;
+                        p.major[k] = leading_uint(&ua[i + 1..]);
+                    }
+                }
+            }
+            start = i + 1;
+        }
+        p.mobile |= &ua[start..] == b"Mobile";
+        p
+    }
+
+    fn get(&self, k: usize) -> Option<Option<u32>> {
+        self.found[k].then_some(self.major[k])
+    }
+}
+
+/// Whether the UA contains one of [`BOT_WORDS`] (ASCII case-insensitive),
+/// in one pass: each position is checked only against the words starting
+/// with its byte.
+fn declares_bot(ua: &[u8]) -> bool {
+    (0..ua.len()).any(|i| {
+        let first = ua[i].to_ascii_lowercase();
+        BOT_FIRST[usize::from(first)]
+            && BOT_WORDS.iter().any(|w| {
+                w[0] == first
+                    && ua.len() - i >= w.len()
+                    && ua[i + 1..i + w.len()].eq_ignore_ascii_case(&w[1..])
+            })
+    })
+}
 
 /// Parses what a User-Agent header value claims.
 pub fn parse(ua: &[u8]) -> UserAgent {
@@ -225,30 +315,31 @@ pub fn parse(ua: &[u8]) -> UserAgent {
         return UserAgent {
             family: Family::None,
             major: None,
+            chromium: None,
             os: Os::None,
             mobile: false,
         };
     }
-    let (family, major) = family_and_major(ua);
+    let products = Products::scan(ua);
+    let (family, major) = family_and_major(ua, &products);
+    let chromium = if family.is_chromium() {
+        [HEADLESS, CHROME, CRIOS]
+            .iter()
+            .find_map(|&k| products.get(k))
+            .flatten()
+    } else {
+        None
+    };
     UserAgent {
         family,
         major,
+        chromium,
         os: os(ua),
-        mobile: find(ua, b"Mobile").is_some(),
+        mobile: products.mobile,
     }
 }
 
-/// The Chromium engine version of a Chromium-family UA (its `Chrome/`,
-/// `CriOS/` or `HeadlessChrome/` token), which is what `sec-ch-ua` reports
-/// for the `Chromium` brand even when the branded version differs (Opera,
-/// Samsung Internet).
-pub fn chromium_version(ua: &[u8]) -> Option<u32> {
-    [&b"HeadlessChrome/"[..], b"Chrome/", b"CriOS/"]
-        .iter()
-        .find_map(|token| version_after(ua, token))
-}
-
-fn family_and_major(ua: &[u8]) -> (Family, Option<u32>) {
+fn family_and_major(ua: &[u8], products: &Products) -> (Family, Option<u32>) {
     for &(prefix, family) in LIBRARY_PREFIXES {
         if starts_with_ci(ua, prefix) {
             return (family, leading_uint(&ua[prefix.len()..]));
@@ -259,36 +350,34 @@ fn family_and_major(ua: &[u8]) -> (Family, Option<u32>) {
         return (Family::Node, None);
     }
     // "Python/3.11 aiohttp/3.9.1": the library token is not the prefix.
-    if let Some(at) = find_ci(ua, b"aiohttp/") {
-        return (Family::Aiohttp, leading_uint(&ua[at + b"aiohttp/".len()..]));
+    if let Some(v) = products.get(AIOHTTP) {
+        return (Family::Aiohttp, v);
     }
-    if let Some(v) = version_after(ua, b"HeadlessChrome/") {
-        return (Family::HeadlessChrome, Some(v));
+    if let Some(v) = products.get(HEADLESS) {
+        return (Family::HeadlessChrome, v);
     }
     // Crawlers usually embed a browser UA (Googlebot's smartphone UA says
     // Chrome), so the declaration wins over the engine tokens.
-    if BOT_WORDS.iter().any(|w| find_ci(ua, w).is_some()) {
+    if declares_bot(ua) {
         return (Family::Bot, None);
     }
-    for &(token, family) in CHROMIUM_BRANDS {
-        if let Some(at) = find(ua, token) {
-            return (family, leading_uint(&ua[at + token.len()..]));
+    // Branded Chromium browsers also carry `Chrome/`: they come first.
+    let branded = [
+        (EDGE[0], Family::Edge),
+        (EDGE[1], Family::Edge),
+        (EDGE[2], Family::Edge),
+    ]
+    .into_iter()
+    .chain([(OPERA, Family::Opera), (SAMSUNG, Family::Samsung)])
+    .chain(FIREFOX.map(|k| (k, Family::Firefox)))
+    .chain([(CRIOS, Family::Chrome), (CHROME, Family::Chrome)]);
+    for (k, family) in branded {
+        if let Some(v) = products.get(k) {
+            return (family, v);
         }
     }
-    for token in [&b"Firefox/"[..], b"FxiOS/"] {
-        if let Some(at) = find(ua, token) {
-            return (Family::Firefox, leading_uint(&ua[at + token.len()..]));
-        }
-    }
-    for token in [&b"CriOS/"[..], b"Chrome/"] {
-        if let Some(at) = find(ua, token) {
-            return (Family::Chrome, leading_uint(&ua[at + token.len()..]));
-        }
-    }
-    if find(ua, b"Safari/").is_some() {
-        if let Some(v) = version_after(ua, b"Version/") {
-            return (Family::Safari, Some(v));
-        }
+    if let (Some(_), Some(Some(v))) = (products.get(SAFARI), products.get(VERSION)) {
+        return (Family::Safari, Some(v));
     }
     if starts_with_ci(ua, b"mozilla/") {
         return (Family::OtherBrowser, None);
@@ -296,8 +385,18 @@ fn family_and_major(ua: &[u8]) -> (Family, Option<u32>) {
     (Family::Other, None)
 }
 
+/// The OS named in the UA's first comment (`(Windows NT 10.0; Win64; x64)`),
+/// where every browser and most clients put the platform.
 fn os(ua: &[u8]) -> Os {
+    let comment = match ua.iter().position(|&b| b == b'(') {
+        Some(open) => {
+            let rest = &ua[open + 1..];
+            &rest[..rest.iter().position(|&b| b == b')').unwrap_or(rest.len())]
+        }
+        None => return Os::Other,
+    };
     // iOS UAs say "like Mac OS X", Android UAs say "Linux": order matters.
+    let ua = comment;
     if find(ua, b"Windows").is_some() {
         Os::Windows
     } else if find(ua, b"Android").is_some() {
@@ -361,13 +460,8 @@ mod tests {
         for &(ua, family, major, os, mobile) in table {
             let got = parse(ua.as_bytes());
             assert_eq!(
-                got,
-                UserAgent {
-                    family,
-                    major,
-                    os,
-                    mobile
-                },
+                (got.family, got.major, got.os, got.mobile),
+                (family, major, os, mobile),
                 "{ua}"
             );
         }
@@ -375,19 +469,38 @@ mod tests {
 
     #[test]
     fn chromium_engine_versions() {
-        let opera = b"Mozilla/5.0 (Windows NT 10.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36 OPR/110.0.0.0";
-        assert_eq!(chromium_version(opera), Some(124));
-        assert_eq!(
-            chromium_version(
-                b"Mozilla/5.0 (X11; Linux x86_64) HeadlessChrome/131.0.0.0 Safari/537.36"
-            ),
-            Some(131)
-        );
-        assert_eq!(
-            chromium_version(b"Mozilla/5.0 (iPhone) CriOS/126.0 Mobile"),
-            Some(126)
-        );
-        assert_eq!(chromium_version(b"curl/8.5.0"), None);
+        let table: &[(&str, Option<u32>)] = &[
+            ("Mozilla/5.0 (Windows NT 10.0) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/124.0.0.0 Safari/537.36 OPR/110.0.0.0", Some(124)),
+            ("Mozilla/5.0 (X11; Linux x86_64) HeadlessChrome/131.0.0.0 Safari/537.36", Some(131)),
+            ("Mozilla/5.0 (iPhone) AppleWebKit/605.1.15 CriOS/126.0 Mobile/15E148 Safari/604.1", Some(126)),
+            ("Mozilla/5.0 (Linux; Android 14) SamsungBrowser/25.0 Chrome/121.0.0.0 Mobile Safari/537.36", Some(121)),
+            // Not Chromium: no engine version even with a Chrome token around.
+            ("Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0 Chrome/1", None),
+            ("curl/8.5.0", None),
+        ];
+        for &(ua, want) in table {
+            assert_eq!(parse(ua.as_bytes()).chromium, want, "{ua}");
+        }
+    }
+
+    #[test]
+    fn products_are_whole_tokens() {
+        // "Chrome/" inside "HeadlessChrome/" or "XChrome/" is not Chrome.
+        let p = Products::scan(b"Mozilla/5.0 XChrome/9 (x;Chrome/7) Version/3,Safari/1");
+        assert_eq!(p.get(CHROME), Some(Some(7)));
+        assert_eq!(p.get(VERSION), Some(Some(3)));
+        assert_eq!(p.get(SAFARI), Some(Some(1)));
+        assert_eq!(p.get(HEADLESS), None);
+        assert!(!p.mobile);
+        assert!(Products::scan(b"Mozilla/5.0 (Android 16; Mobile; rv:150.0)").mobile);
+        assert!(Products::scan(b"x Mobile").mobile);
+        assert!(!Products::scan(b"x Mobiles IEMobile/9").mobile);
+        assert!(declares_bot(b"Mozilla/5.0 (compatible; YandexBot/3.0)"));
+        assert!(declares_bot(b"x +HTTPS://a"));
+        assert!(!declares_bot(
+            b"Mozilla/5.0 (Windows NT 10.0) Chrome/1 Safari/1"
+        ));
+        assert!(!declares_bot(b"bo"));
     }
 
     #[test]
