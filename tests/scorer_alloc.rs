@@ -29,7 +29,8 @@ fn score_allocates_nothing() {
         ("reordered", root("tests/fixtures/scorer/reordered.json")),
         ("regression", root("tests/fixtures/scorer/regression.json")),
     ];
-    let files: Vec<(&str, &std::path::Path)> = files.iter().map(|(n, p)| (*n, p.as_path())).collect();
+    let files: Vec<(&str, &std::path::Path)> =
+        files.iter().map(|(n, p)| (*n, p.as_path())).collect();
     let scorer = Scorer::load(&files).expect("scorer loads");
     let requests = fixture_requests();
     let headers: Vec<Vec<edgeguard_header>> = requests.iter().map(|r| r.ffi_headers()).collect();

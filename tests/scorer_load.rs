@@ -86,7 +86,11 @@ fn only_single_output_classifiers_and_regressions_are_scored() {
     let multiclass = Model::load(&root("tests/fixtures/catboost/multiclass_cat.json")).unwrap();
     assert_says(
         &refusal(vec![("mc", multiclass)]),
-        &["model `mc`", "multiclass_cat.json", "3 outputs (MultiClass)"],
+        &[
+            "model `mc`",
+            "multiclass_cat.json",
+            "3 outputs (MultiClass)",
+        ],
     );
     let ranking = reshaped("edited.json", |m| {
         m["model_info"]["params"]["loss_function"]["type"] = "YetiRank".into();
@@ -99,7 +103,10 @@ fn only_single_output_classifiers_and_regressions_are_scored() {
     let bare = reshaped("bare.json", |m| {
         m["model_info"].as_object_mut().unwrap().remove("params");
     });
-    assert_says(&refusal(vec![("bare", bare)]), &["bare.json", "loss_function is missing"]);
+    assert_says(
+        &refusal(vec![("bare", bare)]),
+        &["bare.json", "loss_function is missing"],
+    );
     // The features of these fixture models have no names at all.
     let unnamed = Model::load(&root("tests/fixtures/catboost/regression_cat.json")).unwrap();
     assert_says(
@@ -122,7 +129,12 @@ fn thresholds_must_be_probabilities() {
         );
         assert_says(
             &refusal(vec![("t", m)]),
-            &["model `t`", "edited.json", "model_info[\"edgeguard.threshold\"]", says],
+            &[
+                "model `t`",
+                "edited.json",
+                "model_info[\"edgeguard.threshold\"]",
+                says,
+            ],
         );
     }
     for (value, want) in [("0", 0.0), ("1", 1.0), (" 0.25 ", 0.25)] {
@@ -146,7 +158,10 @@ fn model_names_are_checked_before_files_are_read() {
     let cases: [(&[(&str, &Path)], &str); 4] = [
         (&[], "no models"),
         (&[("bot", &bot), ("", &bot)], "model 1 has an empty name"),
-        (&[("bot", &bot), ("bot", &bot)], "model name `bot` is given twice"),
+        (
+            &[("bot", &bot), ("bot", &bot)],
+            "model name `bot` is given twice",
+        ),
         (&[("a\nb", &missing)], "control characters"),
     ];
     for (models, says) in cases {
@@ -156,7 +171,10 @@ fn model_names_are_checked_before_files_are_read() {
         assert_says(&err, &[says]);
     }
     let too_many: Vec<String> = (0..=MAX_MODELS).map(|i| format!("m{i}")).collect();
-    let too_many: Vec<(&str, &Path)> = too_many.iter().map(|n| (n.as_str(), bot.as_path())).collect();
+    let too_many: Vec<(&str, &Path)> = too_many
+        .iter()
+        .map(|n| (n.as_str(), bot.as_path()))
+        .collect();
     assert_says(&Scorer::load(&too_many).unwrap_err(), &["at most 64"]);
 }
 
@@ -170,7 +188,10 @@ fn unreadable_and_invalid_files_name_the_file() {
 
     let not_json = root("tests/scorer_load.rs");
     let err = Scorer::load(&[("src", &not_json)]).unwrap_err();
-    assert!(matches!(err, ScorerError::Model { .. }) && !err.is_io(), "{err:?}");
+    assert!(
+        matches!(err, ScorerError::Model { .. }) && !err.is_io(),
+        "{err:?}"
+    );
     assert_says(&err, &["model `src`", "scorer_load.rs"]);
 }
 
@@ -182,9 +203,16 @@ fn introspection_follows_load_order() {
     assert_eq!(scorer.model_name(0), Some("second"));
     assert_eq!(scorer.model_name(1), Some("first"));
     assert_eq!(scorer.model_name(2), None);
-    assert_eq!(scorer.models()[0].model().source(), spoof.display().to_string());
-    let spoof_threshold: f64 =
-        Model::load(&spoof).unwrap().metadata("edgeguard.threshold").unwrap().parse().unwrap();
+    assert_eq!(
+        scorer.models()[0].model().source(),
+        spoof.display().to_string()
+    );
+    let spoof_threshold: f64 = Model::load(&spoof)
+        .unwrap()
+        .metadata("edgeguard.threshold")
+        .unwrap()
+        .parse()
+        .unwrap();
     assert_eq!(scorer.threshold(0), Some(spoof_threshold));
     // The shipped models read the whole schema, in schema order.
     let m = &scorer.models()[1];
@@ -201,7 +229,10 @@ fn wrong_output_length_writes_nothing() {
         let err = scorer.score(&req, &mut out).unwrap_err();
         assert_eq!(
             err,
-            edgeguard::scorer::ScoreError::OutputLen { expected: 1, got: len }
+            edgeguard::scorer::ScoreError::OutputLen {
+                expected: 1,
+                got: len
+            }
         );
         assert!(out.iter().all(|&x| x == 7.0));
     }

@@ -10,8 +10,8 @@ use std::process::{Command, Stdio};
 
 use edgeguard::model::{Model, PredictionType};
 use edgeguard::scorer::{ScoreKind, Scorer};
-use serde_json::Value;
 use scorer_support::{fixture_requests, root, shipped, OwnedRequest};
+use serde_json::Value;
 
 fn sigmoid(raw: f64) -> f64 {
     1.0 / (1.0 + (-raw).exp())
@@ -52,14 +52,23 @@ fn shipped_models_equal_official_catboost() {
     for (m, name) in scorer.models().iter().zip(["bot", "spoof"]) {
         assert_eq!(m.name(), name);
         assert_eq!(m.kind(), ScoreKind::Probability);
-        let stored: f64 = m.model().metadata("edgeguard.threshold").unwrap().parse().unwrap();
+        let stored: f64 = m
+            .model()
+            .metadata("edgeguard.threshold")
+            .unwrap()
+            .parse()
+            .unwrap();
         assert_eq!(m.threshold(), Some(stored));
     }
     let mut flagged = [0usize; 2];
     for (r, scores) in requests.iter().zip(score_all(&scorer, &requests)) {
         for (i, name) in ["bot", "spoof"].into_iter().enumerate() {
             let official = sigmoid(r.expected_raw[name]);
-            assert_close(scores[i], official, &format!("line {} model {name}", r.line));
+            assert_close(
+                scores[i],
+                official,
+                &format!("line {} model {name}", r.line),
+            );
             flagged[i] += usize::from(scores[i] >= scorer.threshold(i).unwrap());
         }
     }
@@ -79,8 +88,14 @@ fn models_on_reordered_subsets_equal_official_catboost() {
         ("regression", root("tests/fixtures/scorer/regression.json")),
     ]);
     let m = scorer.models();
-    assert_eq!((m[0].kind(), m[1].kind()), (ScoreKind::Probability, ScoreKind::Raw));
-    assert_eq!((scorer.threshold(0), scorer.threshold(1)), (Some(0.625), None));
+    assert_eq!(
+        (m[0].kind(), m[1].kind()),
+        (ScoreKind::Probability, ScoreKind::Raw)
+    );
+    assert_eq!(
+        (scorer.threshold(0), scorer.threshold(1)),
+        (Some(0.625), None)
+    );
     assert_eq!(m[0].float_inputs().len(), 8);
     assert_eq!(m[1].cat_inputs().len(), 2);
 
@@ -90,7 +105,10 @@ fn models_on_reordered_subsets_equal_official_catboost() {
     .unwrap();
     let requests = fixture_requests();
     let scores = score_all(&scorer, &requests);
-    for (name, i, link) in [("reordered", 0, sigmoid as fn(f64) -> f64), ("regression", 1, |x| x)] {
+    for (name, i, link) in [
+        ("reordered", 0, sigmoid as fn(f64) -> f64),
+        ("regression", 1, |x| x),
+    ] {
         let raw = expected[name].as_array().unwrap();
         assert_eq!(raw.len(), requests.len());
         for ((r, row), want) in requests.iter().zip(&scores).zip(raw) {
@@ -104,7 +122,10 @@ fn models_on_reordered_subsets_equal_official_catboost() {
 /// fixture's requests: its vectors and its schema names.
 fn cli_vectors(requests: &[OwnedRequest]) -> (Value, Vec<Value>) {
     let bin = env!("CARGO_BIN_EXE_edgeguard");
-    let names = Command::new(bin).args(["features", "--names"]).output().unwrap();
+    let names = Command::new(bin)
+        .args(["features", "--names"])
+        .output()
+        .unwrap();
     assert!(names.status.success());
     let names: Value = serde_json::from_slice(&names.stdout).unwrap();
     let mut child = Command::new(bin)
@@ -144,12 +165,21 @@ fn predict_by_hand(model: &Model, names: &Value, vector: &Value, ty: PredictionT
     let floats: Vec<f32> = model
         .float_feature_names()
         .iter()
-        .map(|n| vector["float"][position("float", n)].as_f64().map_or(f32::NAN, |x| x as f32))
+        .map(|n| {
+            vector["float"][position("float", n)]
+                .as_f64()
+                .map_or(f32::NAN, |x| x as f32)
+        })
         .collect();
     let cats: Vec<&[u8]> = model
         .cat_feature_names()
         .iter()
-        .map(|n| vector["cat"][position("cat", n)].as_str().unwrap().as_bytes())
+        .map(|n| {
+            vector["cat"][position("cat", n)]
+                .as_str()
+                .unwrap()
+                .as_bytes()
+        })
         .collect();
     let mut out = [0.0];
     model.predict_strings(&floats, &cats, ty, &mut out).unwrap();
@@ -177,7 +207,12 @@ fn scores_equal_the_model_on_the_cli_vectors() {
         for ((r, row), vector) in requests.iter().zip(&scores).zip(&vectors) {
             let want = predict_by_hand(&model, &names, vector, ty);
             // Same values, same evaluator: the same bits.
-            assert_eq!(row[i].to_bits(), want.to_bits(), "line {} model {name}", r.line);
+            assert_eq!(
+                row[i].to_bits(),
+                want.to_bits(),
+                "line {} model {name}",
+                r.line
+            );
         }
     }
 }

@@ -111,9 +111,11 @@ fn score_kind(model: &Model) -> Result<ScoreKind, String> {
         return Ok(ScoreKind::Raw);
     }
     if objective == "unknown objective" {
-        return Err("model_info.params.loss_function is missing: cannot tell a classifier \
+        return Err(
+            "model_info.params.loss_function is missing: cannot tell a classifier \
                     from a regression; export the model with its training params"
-            .to_owned());
+                .to_owned(),
+        );
     }
     Err(format!(
         "loss function `{objective}` is neither a binary classifier nor a regression"
@@ -197,14 +199,29 @@ mod tests {
     fn inputs_are_found_by_name_and_kind() {
         assert_eq!(float_input(0, "ua_len"), Ok(Float::UaLen));
         assert_eq!(cat_input(0, "ua_family"), Ok(Cat::UaFamily));
-        for (got, want) in [
-            (float_input(2, ""), "float feature 2 has no name"),
-            (float_input(3, "method"), "`method` is categorical"),
-            (float_input(4, "nope"), "`nope` is not in the feature schema"),
-            (cat_input(5, "ua_len"), "`ua_len` is a float feature"),
-            (cat_input(6, "Method"), "`Method` is not in the feature schema"),
-        ] {
-            let err = got.expect_err(want);
+        let errors = [
+            (
+                float_input(2, "").unwrap_err(),
+                "float feature 2 has no name",
+            ),
+            (
+                float_input(3, "method").unwrap_err(),
+                "`method` is categorical",
+            ),
+            (
+                float_input(4, "nope").unwrap_err(),
+                "`nope` is not in the feature schema",
+            ),
+            (
+                cat_input(5, "ua_len").unwrap_err(),
+                "`ua_len` is a float feature",
+            ),
+            (
+                cat_input(6, "Method").unwrap_err(),
+                "`Method` is not in the feature schema",
+            ),
+        ];
+        for (err, want) in errors {
             assert!(err.contains(want), "{err:?} lacks {want:?}");
         }
     }

@@ -75,8 +75,7 @@ fn version(v: &Value) -> u16 {
 
 /// Every request of a JSON Lines file in `edgeguard features`' input format.
 pub fn read_requests(path: &Path) -> Vec<OwnedRequest> {
-    let text =
-        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.lines()
         .enumerate()
         .map(|(n, line)| {
