@@ -138,17 +138,19 @@ fn binary_with_ctr_combinations_and_one_hot() {
     assert!(check_model("binary_ctr") > 190 * 3 - 1);
 }
 
-/// The benchmark's production-like model (1000 trees, 274 CTR features).
+/// The benchmark models (300 and 1000 trees, hundreds of CTR features).
 #[test]
-fn production_like_bench_model() {
+fn bench_models() {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/data");
-    let checked = check_files(
-        "bench",
-        &data.join("model-bench.json"),
-        &data.join("model-bench-docs.jsonl"),
-        &data.join("model-bench-expected.jsonl"),
-    );
-    assert!(checked >= 256);
+    for name in ["model-baseline", "model-bench"] {
+        let checked = check_files(
+            name,
+            &data.join(format!("{name}.json")),
+            &data.join(format!("{name}-docs.jsonl")),
+            &data.join(format!("{name}-expected.jsonl")),
+        );
+        assert!(checked >= 256 * 3);
+    }
 }
 
 #[test]

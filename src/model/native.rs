@@ -431,9 +431,20 @@ impl Model {
     fn sum_trees(&self, bins: &[u16], out: &mut [f64]) {
         let dim = self.dimension;
         if dim == 1 {
+            // Leaf loads are the cache misses of a large model. Computing a
+            // chunk of leaf positions first lets the loads of the chunk
+            // overlap instead of each waiting behind its tree's splits. The
+            // sum keeps tree order, so the result is unchanged.
+            const CHUNK: usize = 32;
+            let mut at = [0usize; CHUNK];
             let mut sum = 0.0;
-            for tree in &self.trees {
-                sum += self.leaves[tree.first_leaf + self.leaf_index(tree, bins)];
+            for trees in self.trees.chunks(CHUNK) {
+                for (a, tree) in at.iter_mut().zip(trees) {
+                    *a = tree.first_leaf + self.leaf_index(tree, bins);
+                }
+                for &a in &at[..trees.len()] {
+                    sum += self.leaves[a];
+                }
             }
             out[0] = sum;
             return;
