@@ -14,8 +14,8 @@ use serde_json::Value;
 use super::ctr::{CtrCalc, CtrKind, CtrTable, TableLayout};
 use super::json::{self, HashItem, JsonCtrKey, JsonCtrTable, JsonElement, JsonModel};
 use super::native::{
-    CtrSlot, FloatSlot, OneHotSlot, ProjectionElement, Split, Tree, MAX_CONDITIONS, MAX_DIMENSION, MAX_SLOTS,
-    MAX_USED_CATS,
+    CtrSlot, FloatSlot, OneHotSlot, ProjectionElement, Split, Tree, MAX_CONDITIONS, MAX_DIMENSION,
+    MAX_SLOTS, MAX_USED_CATS,
 };
 use super::prediction::Objective;
 use super::{Model, ModelError};
