@@ -14,8 +14,8 @@ use serde_json::Value;
 use super::ctr::{CtrCalc, CtrKind, CtrTable, TableLayout};
 use super::json::{self, HashItem, JsonCtrKey, JsonCtrTable, JsonElement, JsonModel};
 use super::native::{
-    CtrSlot, FloatSlot, OneHotSlot, ProjectionElement, Split, Tree, MAX_CONDITIONS, MAX_DIMENSION,
-    MAX_SLOTS, MAX_USED_CATS,
+    Condition, CtrSlot, FloatSlot, OneHotSlot, ProjectionElement, Split, Tree, MAX_CONDITIONS,
+    MAX_DIMENSION, MAX_SLOTS, MAX_USED_CATS,
 };
 use super::prediction::Objective;
 use super::{Model, ModelError};
@@ -132,6 +132,7 @@ pub(crate) fn compile(source: &str, bytes: &[u8]) -> Result<Model, ModelError> {
             projection: Vec::new(),
             tables: Vec::new(),
             conditions: Vec::new(),
+            ordered_conditions: 0,
             splits: Vec::new(),
             trees: Vec::new(),
             leaves: Vec::new(),
@@ -702,7 +703,14 @@ impl Compiler<'_> {
             .iter()
             .map(|l| conditions.binary_search(l).map_or(0, |i| i as u16))
             .collect();
-        self.model.conditions = conditions;
+        self.model.ordered_conditions = conditions.iter().filter(|c| !c.equal).count();
+        self.model.conditions = conditions
+            .iter()
+            .map(|c| Condition {
+                slot: c.slot,
+                threshold: c.threshold,
+            })
+            .collect();
         Ok(())
     }
 

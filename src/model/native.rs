@@ -83,11 +83,21 @@ pub(crate) enum ProjectionElement {
 /// A split condition against a bin: `bin >= threshold`, or `bin ==
 /// threshold` for one-hot splits. Each distinct condition is evaluated once
 /// per document; trees read the resulting bits.
+///
+/// Field order matters: sorting puts all `>=` conditions first, then the
+/// one-hot ones, so each kind is evaluated in its own branch-free loop.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Split {
+    pub(crate) equal: bool,
     pub(crate) slot: u16,
     pub(crate) threshold: u16,
-    pub(crate) equal: bool,
+}
+
+/// A `>=` condition in the evaluation loop's compact form.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Condition {
+    pub(crate) slot: u16,
+    pub(crate) threshold: u16,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -126,8 +136,11 @@ pub struct Model {
     pub(crate) one_hot_values: Vec<i32>,
     pub(crate) projection: Vec<ProjectionElement>,
     pub(crate) tables: Vec<CtrTable>,
-    /// Distinct split conditions, sorted by bin.
-    pub(crate) conditions: Vec<Split>,
+    /// Distinct `>=` split conditions, sorted by bin, then the distinct `==`
+    /// (one-hot) ones: bit `i` of a document is condition `i`.
+    pub(crate) conditions: Vec<Condition>,
+    /// How many of `conditions` are `>=` conditions.
+    pub(crate) ordered_conditions: usize,
     /// Per tree level, the index of its condition.
     pub(crate) splits: Vec<u16>,
     pub(crate) trees: Vec<Tree>,
@@ -359,13 +372,13 @@ impl Model {
         let mut bins = [0u16; SLOTS];
         self.binarize(floats, &hashes, &mut bins);
         let mut bits = [0u8; BITS];
-        for (bit, c) in bits.iter_mut().zip(&self.conditions) {
-            let bin = bins[c.slot as usize];
-            *bit = u8::from(if c.equal {
-                bin == c.threshold
-            } else {
-                bin >= c.threshold
-            });
+        let (ordered, one_hot) = self.conditions.split_at(self.ordered_conditions);
+        let (ordered_bits, one_hot_bits) = bits.split_at_mut(ordered.len());
+        for (bit, c) in ordered_bits.iter_mut().zip(ordered) {
+            *bit = u8::from(bins[c.slot as usize] >= c.threshold);
+        }
+        for (bit, c) in one_hot_bits.iter_mut().zip(one_hot) {
+            *bit = u8::from(bins[c.slot as usize] == c.threshold);
         }
         self.sum_trees(&bits, out);
         for (o, b) in out.iter_mut().zip(&self.bias) {
