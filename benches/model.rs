@@ -138,7 +138,9 @@ fn allocations_per_call(n: usize, mut f: impl FnMut(usize)) -> f64 {
 
 fn bench(c: &mut Criterion) {
     for case in cases() {
+        let started = std::time::Instant::now();
         let model = Model::load(&case.json).unwrap_or_else(|e| panic!("{e}"));
+        let load_ms = started.elapsed().as_secs_f64() * 1e3;
         let docs = load_docs(&case.docs);
         let n = docs.floats.len();
         let strings: Vec<Vec<&[u8]>> = docs
@@ -188,8 +190,9 @@ fn bench(c: &mut Criterion) {
                 .unwrap();
         });
         eprintln!(
-            "{}: {} trees; native: {native_allocs} allocations per prediction, \
-             thread CPU time per prediction {hashed_ns:.0} ns (hashed), {strings_ns:.0} ns (strings)",
+            "{}: {} trees, loaded in {load_ms:.0} ms; native: {native_allocs} allocations per \
+             prediction, thread CPU time per prediction {hashed_ns:.0} ns (hashed), \
+             {strings_ns:.0} ns (strings)",
             case.name,
             model.tree_count()
         );
