@@ -409,27 +409,25 @@ impl Model {
                 .map_or(0, |p| p as u16 + 1);
             slot += 1;
         }
+        // Table lookups are the cache misses of the CTR stage: ask for every
+        // bucket first, so the misses overlap, then read them.
+        let mut projection = (u32::MAX, u32::MAX);
+        let mut key = 0u64;
+        for c in &self.ctr_slots {
+            if c.projection != projection {
+                projection = c.projection;
+                key = self.projection_key(c.projection, hashes, bins);
+            }
+            self.tables[c.table as usize].prefetch(key);
+        }
         // CTR features of one projection (and often one table, with
         // different priors) are adjacent: hash and look up once for them.
         let mut projection = (u32::MAX, u32::MAX);
-        let mut key = 0u64;
         let mut lookup: (u32, Option<usize>) = (u32::MAX, None);
         for c in &self.ctr_slots {
             if c.projection != projection {
                 projection = c.projection;
-                key = 0;
-                for e in &self.projection[c.projection.0 as usize..c.projection.1 as usize] {
-                    let element = match *e {
-                        ProjectionElement::Cat(i) => widen_cat(hashes[i as usize]),
-                        ProjectionElement::Float { slot, threshold } => {
-                            u64::from(bins[slot as usize] >= threshold)
-                        }
-                        ProjectionElement::OneHot { slot, index } => {
-                            u64::from(bins[slot as usize] == index)
-                        }
-                    };
-                    key = combine(key, element);
-                }
+                key = self.projection_key(c.projection, hashes, bins);
                 lookup.0 = u32::MAX;
             }
             let table = &self.tables[c.table as usize];
@@ -441,6 +439,26 @@ impl Model {
             bins[slot] = borders.partition_point(|&b| b < value) as u16;
             slot += 1;
         }
+    }
+
+    /// The bucket key of a CTR projection: CatBoost's `CalcHash` chain over
+    /// the categorical hashes, then binarized floats, then one-hot matches.
+    #[inline(always)]
+    fn projection_key(&self, range: (u32, u32), hashes: &[i32], bins: &[u16]) -> u64 {
+        let mut key = 0u64;
+        for e in &self.projection[range.0 as usize..range.1 as usize] {
+            let element = match *e {
+                ProjectionElement::Cat(i) => widen_cat(hashes[i as usize]),
+                ProjectionElement::Float { slot, threshold } => {
+                    u64::from(bins[slot as usize] >= threshold)
+                }
+                ProjectionElement::OneHot { slot, index } => {
+                    u64::from(bins[slot as usize] == index)
+                }
+            };
+            key = combine(key, element);
+        }
+        key
     }
 
     #[inline(always)]
