@@ -138,17 +138,19 @@ fn binary_with_ctr_combinations_and_one_hot() {
     assert!(check_model("binary_ctr") > 190 * 3 - 1);
 }
 
-/// The benchmark's production-like model (1000 trees, 274 CTR features).
+/// The benchmark models (300 and 1000 trees, hundreds of CTR features).
 #[test]
-fn production_like_bench_model() {
+fn bench_models() {
     let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/data");
-    let checked = check_files(
-        "bench",
-        &data.join("model-bench.json"),
-        &data.join("model-bench-docs.jsonl"),
-        &data.join("model-bench-expected.jsonl"),
-    );
-    assert!(checked >= 256);
+    for name in ["model-baseline", "model-bench"] {
+        let checked = check_files(
+            name,
+            &data.join(format!("{name}.json")),
+            &data.join(format!("{name}-docs.jsonl")),
+            &data.join(format!("{name}-expected.jsonl")),
+        );
+        assert!(checked >= 256 * 3);
+    }
 }
 
 #[test]
@@ -290,4 +292,32 @@ fn metadata_and_names_come_from_the_export() {
     let regression = Model::load(&fixture("regression_deep.json")).unwrap();
     assert!(!regression.supports(PredictionType::Probability));
     assert_eq!(regression.objective(), "RMSE");
+}
+
+/// One loaded model serves several threads at once (nginx may use thread
+/// pools; the CLI could too): same answers as one thread.
+#[test]
+fn one_model_scores_from_several_threads() {
+    let model = Model::load(&fixture("binary_ctr.json")).unwrap();
+    let docs: Vec<(Vec<f32>, Vec<String>)> = lines(&fixture("binary_ctr.docs.jsonl"))
+        .iter()
+        .map(document)
+        .collect();
+    let score = |(floats, cats): &(Vec<f32>, Vec<String>)| {
+        let cats: Vec<&[u8]> = cats.iter().map(|c| c.as_bytes()).collect();
+        let mut out = [0.0];
+        model
+            .predict_strings(floats, &cats, PredictionType::Probability, &mut out)
+            .unwrap();
+        out[0]
+    };
+    let sequential: Vec<f64> = docs.iter().map(score).collect();
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| docs.iter().map(score).collect::<Vec<f64>>()))
+            .collect();
+        for w in workers {
+            assert_eq!(w.join().unwrap(), sequential);
+        }
+    });
 }
