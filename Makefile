@@ -73,14 +73,15 @@ run: deps build
 	  nginx -p $(CURDIR)/ -c nginx-conf/nginx.conf; echo "==> started"; \
 	fi
 	@echo "edgeguard is serving on http://127.0.0.1:8080 (demo origin on :8081); logs in $(RUN_DIR)/"
-	@echo "try:  curl -s http://127.0.0.1:8080/hello -H 'X-Internal-User-Id: 42' -H 'X-Edge-Debug: 1' -H 'Accept: text/plain'"
+	@echo "a bot (403):    curl -si http://127.0.0.1:8080/hello | head -1"
+	@echo "a browser-like request with internal headers: see README.md (Try it)"
 	@echo "stop: make stop"
 
 stop:
 	@if [ -f $(RUN_DIR)/nginx.pid ]; then nginx -p $(CURDIR)/ -c nginx-conf/nginx.conf -s quit; fi
 
 bench:
-	$(CARGO) bench --locked
+	$(CARGO) bench --locked --bench headers --bench model --bench features --bench scorer
 
 clean:
 	$(CARGO) clean

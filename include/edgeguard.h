@@ -54,6 +54,29 @@ typedef enum {
 } edgeguard_result;
 
 /*
+ What `edgeguard_model_predict` reports, as the official C API's
+ `SetPredictionType`. Passed to the predict functions as a plain `int`, so
+ an out-of-range number is an `InvalidArgument` result rather than
+ undefined behaviour.
+ */
+typedef enum {
+  /*
+   The raw formula value: one value per model dimension.
+   */
+  EDGEGUARD_PREDICTION_TYPE_RAW = 0,
+  /*
+   Sigmoid of the raw value (binary) or softmax over classes
+   (MultiClass): one value per dimension.
+   */
+  EDGEGUARD_PREDICTION_TYPE_PROBABILITY = 1,
+  /*
+   `1`/`0` for `raw > 0` (binary) or the index of the largest raw value
+   (MultiClass): one value.
+   */
+  EDGEGUARD_PREDICTION_TYPE_CLASS = 2,
+} edgeguard_prediction_type;
+
+/*
  An immutable set of internal header names and prefixes.
 
  Made by `edgeguard_header_set_new_from_file` or `..._from_buffer`, released
@@ -68,6 +91,13 @@ typedef struct edgeguard_header_set edgeguard_header_set;
  may be used from several threads at once.
  */
 typedef struct edgeguard_model edgeguard_model;
+
+/*
+ A set of CatBoost models scoring requests. Opaque: made by
+ `edgeguard_scorer_new`, released by `edgeguard_scorer_free`. Immutable
+ after loading, so one handle may be used from several threads at once.
+ */
+typedef struct edgeguard_scorer edgeguard_scorer;
 
 /*
  A borrowed byte string: `{ int len; const unsigned char *data; }`.
@@ -101,6 +131,40 @@ typedef struct {
    */
   edgeguard_str value;
 } edgeguard_header;
+
+/*
+ One request as nginx sees it. Every byte string is borrowed for the
+ duration of the call only.
+ */
+typedef struct {
+  /*
+   The method as sent, e.g. `GET`.
+   */
+  edgeguard_str method;
+  /*
+   The request target as sent, path and query (`$request_uri`).
+   */
+  edgeguard_str uri;
+  /*
+   The textual client address (`$remote_addr`).
+   */
+  edgeguard_str client_addr;
+  /*
+   The HTTP version times 10: 10, 11, 20, 30 (nginx's
+   `r->http_version` divided by 100). Must be in `0..=65535`.
+   */
+  int http_version;
+  /*
+   The headers in arrival order, in the layout
+   `ngx_http_lua_ffi_req_get_headers` fills. May be null when
+   `headers_len` is 0.
+   */
+  const edgeguard_header *headers;
+  /*
+   How many headers `headers` points to.
+   */
+  size_t headers_len;
+} edgeguard_request;
 
 #ifdef __cplusplus
 extern "C" {
@@ -329,6 +393,96 @@ edgeguard_result edgeguard_model_predict_strings(const edgeguard_model *model,
  `data` points to `len` readable bytes, or `len` is 0.
  */
 uint32_t edgeguard_cat_hash(const uint8_t *data, size_t len);
+
+/*
+ Loads `n` models, model `i` named `names[i]` from the CatBoost JSON
+ export at `paths[i]`, and binds each one's inputs to the feature schema
+ by feature name.
+
+ On success `*out` receives a new scorer owned by the caller (release it
+ with `edgeguard_scorer_free`); scores come in the order of `names`. On
+ failure `*out` is untouched and `errbuf` receives a message naming the
+ model, its file and the feature or field at fault (truncated to
+ `errbuf_len - 1` bytes):
+ - `Io`: a model file could not be read;
+ - `ModelInvalid`: a file is not a usable CatBoost model, or the scorer
+   cannot feed it (an input the schema lacks or without a name, a
+   MultiClass or multi-dimensional model, a loss that is neither binary
+   classification nor regression, a malformed `edgeguard.threshold`);
+ - `ConfigInvalid`: `n` is 0 or above 64, or a name is empty, repeated,
+   not UTF-8 or holds control characters;
+ - `NullParameter`: `names`, `paths`, `out` or one of the strings is null.
+
+ # Safety
+ `names` and `paths` point to `n` NUL-terminated strings each; `out` is
+ writable; `errbuf` is null or points to `errbuf_len` writable bytes.
+ */
+edgeguard_result edgeguard_scorer_new(const char *const *names,
+                                      const char *const *paths,
+                                      size_t n,
+                                      edgeguard_scorer **out,
+                                      char *errbuf,
+                                      size_t errbuf_len);
+
+/*
+ Releases a scorer. Null is a no-op.
+
+ # Safety
+ `scorer` is null or a handle from `edgeguard_scorer_new` not yet freed,
+ and no other thread is using it.
+ */
+void edgeguard_scorer_free(edgeguard_scorer *scorer);
+
+/*
+ How many models the scorer holds: the number of scores
+ `edgeguard_scorer_score` writes (0 for null).
+
+ # Safety
+ `scorer` is null or a live handle.
+ */
+size_t edgeguard_scorer_model_count(const edgeguard_scorer *scorer);
+
+/*
+ The name of model `i` (NUL-terminated), owned by the scorer and valid
+ until it is freed; null for a null scorer or `i` out of range.
+
+ # Safety
+ `scorer` is null or a live handle.
+ */
+const char *edgeguard_scorer_model_name(const edgeguard_scorer *scorer, size_t i);
+
+/*
+ The default threshold of model `i` from its metadata
+ (`edgeguard.threshold`: a probability for classifiers); NaN if the model
+ has none, `i` is out of range or the scorer is null.
+
+ # Safety
+ `scorer` is null or a live handle.
+ */
+double edgeguard_scorer_model_threshold(const edgeguard_scorer *scorer, size_t i);
+
+/*
+ Scores one request: `out_scores[i]` receives model `i`'s score (the
+ probability of the positive class for a binary classifier, the raw
+ formula value for a regression).
+
+ `n` must equal `edgeguard_scorer_model_count`: a smaller `n` is
+ `BufferTooSmall`, a larger one `InvalidArgument` (the caller's idea of
+ the models differs from the scorer's). `NullParameter` for a null
+ scorer, request or `out_scores`, or a null `headers` with a non-zero
+ `headers_len`; `InvalidArgument` for an `http_version` outside
+ `0..=65535`. Nothing is written unless `Ok`. Never allocates; the scorer is
+ only read, so concurrent calls are safe.
+
+ # Safety
+ `scorer` is a live handle; `request` points to a valid
+ `edgeguard_request` whose strings and headers point to their stated
+ number of readable bytes; `out_scores` points to `n` writable doubles.
+ */
+edgeguard_result edgeguard_scorer_score(const edgeguard_scorer *scorer,
+                                        const edgeguard_request *request,
+                                        double *out_scores,
+                                        size_t n);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -178,6 +178,15 @@ function _M.configure(opts)
     return true, model_err
 end
 
+--- Call in init_worker_by_lua*. Logs a configuration problem that configure()
+-- could only print to nginx's console (init_by_lua runs before the error log
+-- is open) into the error log, once per (re)load, from worker 0.
+function _M.init_worker()
+    if state.model_error and ngx and ngx.worker and ngx.worker.id() == 0 then
+        log(ngx.ERR, "edgeguard: ", state.model_error)
+    end
+end
+
 --- The loaded library's version, or nil before configure().
 function _M.library_version()
     local lib = state.lib
@@ -327,7 +336,7 @@ function _M.access(opts)
     local score_header = opts.score_header or state.score_header
     if score_header ~= "" then
         for i = 1, #names do
-            score_parts[i] = format("%s=%.6f", names[i], scores[names[i]])
+            score_parts[i] = format("%s=%.9g", names[i], scores[names[i]])
         end
         ngx.req.set_header(score_header, concat(score_parts, "; ", 1, #names))
     end
@@ -360,7 +369,7 @@ function _M.access(opts)
     if vars then
         local var = ngx.var
         for i = 1, #names do
-            var[state.var_names[names[i]]] = format("%.6f", scores[names[i]])
+            var[state.var_names[names[i]]] = format("%.9g", scores[names[i]])
         end
         var.edgeguard_action = action
     end

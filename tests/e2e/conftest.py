@@ -173,6 +173,9 @@ http {{
             {configure}
         }})
     }}
+    init_worker_by_lua_block {{
+        require("resty.edgeguard").init_worker()
+    }}
     server {{
         listen 127.0.0.1:{port};
         underscores_in_headers {"on" if underscores else "off"};

@@ -3,7 +3,7 @@
 import os
 import re
 
-from conftest import LIB, ROOT, Nginx, edge_conf, free_port, raw_request
+from conftest import LIB, ROOT, Nginx, edge_conf, free_port, raw_request, send_exact
 
 
 def start_with_list(origin, list_path):
@@ -42,37 +42,80 @@ def test_bad_list_is_refused_with_file_and_line(origin, tmp_path):
         nginx.cleanup()
 
 
-def test_shipped_configuration_serves_and_strips(tmp_path):
-    """nginx-conf/nginx.conf as shipped, moved to free ports in a scratch prefix."""
+def shipped(tmp_path, mode=None):
+    """nginx-conf/nginx.conf as shipped, moved to free ports in a scratch
+    prefix; `mode` replaces its bot-scoring mode. Returns (nginx, edge port)."""
     edge_port, origin_port = free_port(), free_port()
     conf = (ROOT / "nginx-conf" / "nginx.conf").read_text()
     assert "127.0.0.1:8080" in conf and "127.0.0.1:8081" in conf
     conf = conf.replace("127.0.0.1:8080", f"127.0.0.1:{edge_port}").replace(
         "127.0.0.1:8081", f"127.0.0.1:{origin_port}"
     )
-    prefix = tmp_path / "prefix"
+    if mode:
+        assert 'mode = "block"' in conf
+        conf = conf.replace('mode = "block"', f'mode = "{mode}"')
+    prefix = tmp_path / f"prefix-{edge_port}"
     (prefix / "target" / "release").mkdir(parents=True)
     (prefix / ".run").mkdir()
-    os.symlink(ROOT / "lua", prefix / "lua")
-    os.symlink(ROOT / "nginx-conf", prefix / "nginx-conf")
+    for shared in ("lua", "nginx-conf", "models"):
+        os.symlink(ROOT / shared, prefix / shared)
     os.symlink(LIB, prefix / "target" / "release" / "libedgeguard.so")
     os.chmod(tmp_path, 0o755)
     nginx = Nginx(conf, prefix=prefix)
+    nginx.start(edge_port)
+    return nginx, edge_port
+
+
+def stop_and_check_log(nginx):
+    nginx.stop()
+    path = nginx.prefix / ".run" / "error.log"
+    log = path.read_text() if path.exists() else ""
+    nginx.cleanup()
+    assert not [line for line in log.splitlines() if re.search(r"\[(error|crit|alert|emerg)\]", line)], log
+
+
+def test_shipped_configuration_strips_every_listed_header(tmp_path):
+    nginx, port = shipped(tmp_path, mode="log")
     try:
-        nginx.start(edge_port)
         text = (ROOT / "nginx-conf" / "internal-headers.txt").read_text()
         internal = [line.split("#", 1)[0].strip() for line in text.splitlines()]
         exact = [n for n in internal if n and not n.endswith("*")]
         prefixes = [n[:-1] for n in internal if n.endswith("*")]
         assert len(exact) + len(prefixes) >= 100
         lines = [f"{n}: secret" for n in exact] + [f"{p}probe: secret" for p in prefixes]
-        status, _, body = raw_request(edge_port, ["Accept: text/plain", *lines, "X-Visible: yes"])
+        status, _, body = raw_request(port, ["Accept: text/plain", *lines, "X-Visible: yes"])
         assert status == 200
         echoed = body.decode("latin-1").lower()
         assert "x-visible: yes" in echoed
+        assert "x-bot-score: bot=" in echoed
         assert "secret" not in echoed, "an internal header reached the demo origin:\n" + echoed
     finally:
-        nginx.stop()
-        log = (prefix / ".run" / "error.log").read_text() if (prefix / ".run" / "error.log").exists() else ""
-        nginx.cleanup()
-    assert not [line for line in log.splitlines() if re.search(r"\[(error|crit|alert|emerg)\]", line)], log
+        stop_and_check_log(nginx)
+
+
+def test_shipped_configuration_blocks_curl_and_passes_a_browser(tmp_path):
+    nginx, port = shipped(tmp_path)
+    try:
+        status, _, _ = raw_request(port, ["User-Agent: curl/8.5.0", "Accept: */*"])
+        assert status == 403
+        browser = [
+            ("Host", "shop.example"),
+            ("Connection", "keep-alive"),
+            ("sec-ch-ua", '"Google Chrome";v="147", "Not.A/Brand";v="8", "Chromium";v="147"'),
+            ("sec-ch-ua-mobile", "?0"),
+            ("sec-ch-ua-platform", '"macOS"'),
+            ("User-Agent", "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 "
+                           "(KHTML, like Gecko) Chrome/147.0.0.0 Safari/537.36"),
+            ("Accept", "application/json, text/plain, */*"),
+            ("Sec-Fetch-Site", "same-origin"),
+            ("Sec-Fetch-Mode", "cors"),
+            ("Sec-Fetch-Dest", "empty"),
+            ("Referer", "https://shop.example/checkout"),
+            ("Accept-Encoding", "gzip, deflate, br"),
+            ("Accept-Language", "en-US,en;q=0.9"),
+        ]
+        status, _, body = send_exact(port, "GET", "/api/v1/reviews?product=4157", browser)
+        assert status == 200
+        assert "X-Bot-Score: bot=" in body.decode("latin-1")
+    finally:
+        stop_and_check_log(nginx)

@@ -37,9 +37,20 @@ typedef enum {
   EDGEGUARD_RESULT_CONFIG_INVALID = 9,
 } edgeguard_result;
 
+typedef enum {
+
+  EDGEGUARD_PREDICTION_TYPE_RAW = 0,
+
+  EDGEGUARD_PREDICTION_TYPE_PROBABILITY = 1,
+
+  EDGEGUARD_PREDICTION_TYPE_CLASS = 2,
+} edgeguard_prediction_type;
+
 typedef struct edgeguard_header_set edgeguard_header_set;
 
 typedef struct edgeguard_model edgeguard_model;
+
+typedef struct edgeguard_scorer edgeguard_scorer;
 
 typedef struct {
 
@@ -54,6 +65,21 @@ typedef struct {
 
   edgeguard_str value;
 } edgeguard_header;
+
+typedef struct {
+
+  edgeguard_str method;
+
+  edgeguard_str uri;
+
+  edgeguard_str client_addr;
+
+  int http_version;
+
+  const edgeguard_header *headers;
+
+  size_t headers_len;
+} edgeguard_request;
 
 const char *edgeguard_version(void);
 
@@ -122,6 +148,26 @@ edgeguard_result edgeguard_model_predict_strings(const edgeguard_model *model,
                                                  size_t out_len);
 
 uint32_t edgeguard_cat_hash(const uint8_t *data, size_t len);
+
+edgeguard_result edgeguard_scorer_new(const char *const *names,
+                                      const char *const *paths,
+                                      size_t n,
+                                      edgeguard_scorer **out,
+                                      char *errbuf,
+                                      size_t errbuf_len);
+
+void edgeguard_scorer_free(edgeguard_scorer *scorer);
+
+size_t edgeguard_scorer_model_count(const edgeguard_scorer *scorer);
+
+const char *edgeguard_scorer_model_name(const edgeguard_scorer *scorer, size_t i);
+
+double edgeguard_scorer_model_threshold(const edgeguard_scorer *scorer, size_t i);
+
+edgeguard_result edgeguard_scorer_score(const edgeguard_scorer *scorer,
+                                        const edgeguard_request *request,
+                                        double *out_scores,
+                                        size_t n);
 ]]
 
 return true
