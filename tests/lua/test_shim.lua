@@ -111,6 +111,48 @@ T.test("find reports each internal name once and counts every entry", function()
     T.eq(zero, 0)
 end)
 
+T.test("models load into a scorer; options are checked", function()
+    local list = tmpfile("x-internal-user-id\n")
+    local ok, model_err = edgeguard.configure{
+        internal_headers = list,
+        models = { spoof = "models/spoof.json", bot = "models/bot.json" },
+        mode = "block",
+        thresholds = { bot = 0.9 },
+        allow = { "10.0.0.0/8", "2001:db8::/32" },
+        status = 429,
+    }
+    T.eq(ok, true)
+    T.eq(model_err, nil)
+    local names = edgeguard.models()
+    T.eq(#names, 2)
+    T.eq(names[1], "bot", "models are scored in name order")
+    T.eq(names[2], "spoof")
+
+    T.contains(T.raises(function() edgeguard.configure{ mode = "deny" } end), 'mode must be "block"')
+    T.contains(T.raises(function() edgeguard.configure{ status = 200 } end), "status must be")
+    T.contains(T.raises(function() edgeguard.configure{ thresholds = { bot = "high" } } end),
+               "thresholds.bot must be a number")
+    T.contains(T.raises(function() edgeguard.configure{ allow = { "10.0.0.0/33" } } end), "allow[1]")
+    T.contains(T.raises(function() edgeguard.configure{ models = { bot = 1 } } end), "file paths")
+    os.remove(list)
+end)
+
+T.test("a model that fails to load fails open: configure succeeds, says why", function()
+    local list = tmpfile("x-internal-user-id\n")
+    local ok, model_err = edgeguard.configure{ internal_headers = list, models = { bot = "/nonexistent/bot.json" } }
+    os.remove(list)
+    T.eq(ok, true)
+    T.contains(model_err, "/nonexistent/bot.json")
+    T.contains(model_err, "models not loaded")
+    T.eq(edgeguard.models(), nil)
+end)
+
+T.test("score and access outside nginx are misuse", function()
+    T.contains(T.raises(function() edgeguard.access() end), "needs nginx's http subsystem")
+    T.contains(T.raises(function() edgeguard.access("block") end), "expects a table")
+    T.contains(T.raises(function() edgeguard.access{ models = {} } end), "unknown option 'models'")
+end)
+
 T.test("the library search names every path tried", function()
     local out = fresh_vm(
         'package.cpath = "/nonexistent-a/?.so;/nonexistent-b/?.so"\n'
