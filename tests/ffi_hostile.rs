@@ -72,7 +72,10 @@ fn text(code: i32) -> String {
 fn every_result_code_has_its_own_text_and_unknown_ones_say_so() {
     let known: Vec<String> = (0..=9).map(text).collect();
     for (i, t) in known.iter().enumerate() {
-        assert!(!t.is_empty() && t != "unknown result code", "code {i}: {t:?}");
+        assert!(
+            !t.is_empty() && t != "unknown result code",
+            "code {i}: {t:?}"
+        );
         assert_eq!(known.iter().filter(|u| *u == t).count(), 1, "{t:?} reused");
     }
     for code in [-1, 10, 11, 255, 256, i32::MIN, i32::MAX] {
@@ -136,7 +139,14 @@ fn header_list_constructors_refuse_null_pointers() {
             R::NullParameter
         );
         assert_eq!(
-            edgeguard_header_set_new_from_buffer(list.as_ptr(), 10, null(), null_mut(), null_mut(), 0),
+            edgeguard_header_set_new_from_buffer(
+                list.as_ptr(),
+                10,
+                null(),
+                null_mut(),
+                null_mut(),
+                0
+            ),
             R::NullParameter
         );
         assert_eq!(
@@ -185,9 +195,8 @@ fn empty_and_comment_only_lists_are_list_errors_not_io_errors() {
     }
     // A null buffer of length 0 is the empty list, not a null-pointer error.
     let mut set = null_mut();
-    let code = unsafe {
-        edgeguard_header_set_new_from_buffer(null(), 0, null(), &mut set, null_mut(), 0)
-    };
+    let code =
+        unsafe { edgeguard_header_set_new_from_buffer(null(), 0, null(), &mut set, null_mut(), 0) };
     assert_eq!(code, R::HeaderListInvalid);
     assert!(set.is_null());
 }
@@ -263,7 +272,13 @@ fn error_buffers_of_length_zero_one_and_short_are_respected() {
 /// The internal names of `headers` by the rules of `list_names` (exact) and
 /// `prefixes`, decided without the trie: the reference answer.
 fn naive_internal(name: &[u8], exact: &[&[u8]], prefixes: &[&[u8]]) -> bool {
-    let fold = |b: u8| if b == b'_' { b'-' } else { b.to_ascii_lowercase() };
+    let fold = |b: u8| {
+        if b == b'_' {
+            b'-'
+        } else {
+            b.to_ascii_lowercase()
+        }
+    };
     let folded: Vec<u8> = name.iter().map(|&b| fold(b)).collect();
     exact.iter().any(|e| folded == *e) || prefixes.iter().any(|p| folded.starts_with(p))
 }
@@ -291,12 +306,21 @@ fn find(set: *const edgeguard_header_set, headers: &[edgeguard_header]) -> Found
     if code == R::Ok {
         clear.truncate(n);
     }
-    Found { code, clear, matched }
+    Found {
+        code,
+        clear,
+        matched,
+    }
 }
 
 /// Every header the reference calls internal must be named (ASCII
 /// case-insensitively) by one of the indices to clear; nothing else may be.
-fn assert_all_internal_reported(headers: &[edgeguard_header], found: &Found, exact: &[&[u8]], prefixes: &[&[u8]]) {
+fn assert_all_internal_reported(
+    headers: &[edgeguard_header],
+    found: &Found,
+    exact: &[&[u8]],
+    prefixes: &[&[u8]],
+) {
     assert_eq!(found.code, R::Ok);
     let key = |h: &edgeguard_header| unsafe { h.key.as_bytes() };
     let mut matched = 0;
@@ -307,7 +331,12 @@ fn assert_all_internal_reported(headers: &[edgeguard_header], found: &Found, exa
             .clear
             .iter()
             .any(|&j| key(&headers[j as usize]).eq_ignore_ascii_case(key(h)));
-        assert_eq!(internal, cleared, "header {i} {:?}", String::from_utf8_lossy(key(h)));
+        assert_eq!(
+            internal,
+            cleared,
+            "header {i} {:?}",
+            String::from_utf8_lossy(key(h))
+        );
     }
     assert_eq!(found.matched, matched);
 }
@@ -323,20 +352,43 @@ fn find_internal_refuses_null_pointers_and_short_outputs() {
     let mut clear = [0u32; 4];
     let (mut n, mut m) = (7usize, 7usize);
     unsafe {
-        let call = |set, h: *const edgeguard_header, len, c: *mut u32, cap, n: *mut usize, m: *mut usize| {
+        let call = |set,
+                    h: *const edgeguard_header,
+                    len,
+                    c: *mut u32,
+                    cap,
+                    n: *mut usize,
+                    m: *mut usize| {
             edgeguard_header_set_find_internal(set, h, len, c, cap, n, m)
         };
         let (h, c) = (headers.as_ptr(), clear.as_mut_ptr());
         assert_eq!(call(null(), h, 1, c, 4, &mut n, &mut m), R::NullParameter);
         assert_eq!(call(set, null(), 1, c, 4, &mut n, &mut m), R::NullParameter);
-        assert_eq!(call(set, h, 1, null_mut(), 4, &mut n, &mut m), R::NullParameter);
+        assert_eq!(
+            call(set, h, 1, null_mut(), 4, &mut n, &mut m),
+            R::NullParameter
+        );
         assert_eq!(call(set, h, 1, c, 4, null_mut(), &mut m), R::NullParameter);
         assert_eq!(call(set, h, 1, c, 4, &mut n, null_mut()), R::NullParameter);
         assert_eq!(call(set, h, 1, c, 0, &mut n, &mut m), R::InvalidArgument);
         assert_eq!((n, m), (7, 7), "outputs untouched on failure");
         // A huge count is refused before the array is read.
-        assert_eq!(call(set, h, usize::MAX, c, 4, &mut n, &mut m), R::InvalidArgument);
-        assert_eq!(call(set, h, (u32::MAX as usize) + 1, c, usize::MAX, &mut n, &mut m), R::InvalidArgument);
+        assert_eq!(
+            call(set, h, usize::MAX, c, 4, &mut n, &mut m),
+            R::InvalidArgument
+        );
+        assert_eq!(
+            call(
+                set,
+                h,
+                (u32::MAX as usize) + 1,
+                c,
+                usize::MAX,
+                &mut n,
+                &mut m
+            ),
+            R::InvalidArgument
+        );
         // No headers at all, even with a null array, is an empty request.
         assert_eq!(call(set, null(), 0, c, 0, &mut n, &mut m), R::Ok);
         assert_eq!((n, m), (0, 0));
@@ -380,22 +432,44 @@ fn hostile_requests_still_get_every_internal_header_reported() {
     // its bytes (here a real internal name) must not be read.
     let name = b"x-user-id";
     let negative = edgeguard_header {
-        key: edgeguard_str { len: -9, data: name.as_ptr() },
-        value: edgeguard_str { len: i32::MIN, data: null() },
+        key: edgeguard_str {
+            len: -9,
+            data: name.as_ptr(),
+        },
+        value: edgeguard_str {
+            len: i32::MIN,
+            data: null(),
+        },
     };
     let null_key = edgeguard_header {
-        key: edgeguard_str { len: 9, data: null() },
-        value: edgeguard_str { len: 0, data: null() },
+        key: edgeguard_str {
+            len: 9,
+            data: null(),
+        },
+        value: edgeguard_str {
+            len: 0,
+            data: null(),
+        },
     };
-    let mixed = [negative, null_key, edgeguard_header::new(name, b""), negative];
+    let mixed = [
+        negative,
+        null_key,
+        edgeguard_header::new(name, b""),
+        negative,
+    ];
     let found = find(set, &mixed);
-    assert_eq!((found.code, found.clear.as_slice(), found.matched), (R::Ok, &[2u32][..], 1));
+    assert_eq!(
+        (found.code, found.clear.as_slice(), found.matched),
+        (R::Ok, &[2u32][..], 1)
+    );
     unsafe { edgeguard_header_set_free(set) };
 }
 
 #[test]
 fn a_large_list_matches_like_the_reference() {
-    let names: Vec<Vec<u8>> = (0..10_000).map(|i| format!("x-int{i}").into_bytes()).collect();
+    let names: Vec<Vec<u8>> = (0..10_000)
+        .map(|i| format!("x-int{i}").into_bytes())
+        .collect();
     let mut list = names.join(&b'\n');
     list.extend_from_slice(b"\n# trailing comment\nx-p-*\n");
     let set = new_set(&list);
@@ -410,8 +484,10 @@ fn a_large_list_matches_like_the_reference() {
         })
         .map(String::into_bytes)
         .collect();
-    let headers: Vec<edgeguard_header> =
-        request.iter().map(|k| edgeguard_header::new(k, b"")).collect();
+    let headers: Vec<edgeguard_header> = request
+        .iter()
+        .map(|k| edgeguard_header::new(k, b""))
+        .collect();
     let found = find(set, &headers);
     assert_all_internal_reported(&headers, &found, &exact, &[b"x-p-"]);
     unsafe { edgeguard_header_set_free(set) };
@@ -439,8 +515,8 @@ fn load_model(json: &[u8], name: &CStr) -> (R, String, *mut edgeguard_model) {
 
 fn nested(depth: usize) -> Vec<u8> {
     let mut v = b"{\"oblivious_trees\":".to_vec();
-    v.extend(std::iter::repeat_n(b'[', depth));
-    v.extend(std::iter::repeat_n(b']', depth));
+    v.extend(vec![b'['; depth]);
+    v.extend(vec![b']'; depth]);
     v.push(b'}');
     v
 }
@@ -470,68 +546,120 @@ fn hostile_models_are_refused_with_a_code_a_message_and_bounded_memory() {
         ("empty object", b"{}".to_vec()),
         ("truncated half", real[..real.len() / 2].to_vec()),
         ("truncated by one", real[..real.len() - 1].to_vec()),
-        ("invalid UTF-8 string", [&real[..2], b"\xff\xfe", &real[2..]].concat()),
+        (
+            "invalid UTF-8 string",
+            [&real[..2], b"\xff\xfe", &real[2..]].concat(),
+        ),
         ("nested 10 000", nested(10_000)),
         ("nested 100 000 in model_info", {
             let mut v = b"{\"model_info\":".to_vec();
-            v.extend(std::iter::repeat_n(b'[', 100_000));
+            v.extend(vec![b'['; 100_000]);
             v
         }),
-        ("10^12 trees claimed", mutated("regression_cat.json", |m| {
-            m["oblivious_trees"] = json!(1_000_000_000_000u64)
-        })),
-        ("2^60 leaves (depth 60)", mutated("regression_cat.json", |m| {
-            m["oblivious_trees"] = json!([tree(60, 1)])
-        })),
-        ("depth 17", mutated("regression_cat.json", |m| {
-            m["oblivious_trees"] = json!([tree(17, 1 << 17)])
-        })),
-        ("leaves not 2^depth", mutated("regression_cat.json", |m| {
-            m["oblivious_trees"] = json!([tree(2, 5)])
-        })),
-        ("zero leaves", mutated("regression_cat.json", |m| {
-            m["oblivious_trees"] = json!([tree(0, 0)])
-        })),
-        ("feature index 10^12", mutated("regression_cat.json", |m| {
-            m["features_info"]["float_features"][0]["feature_index"] = json!(1_000_000_000_000u64)
-        })),
-        ("feature index 2^60", mutated("regression_cat.json", |m| {
-            m["features_info"]["categorical_features"][0]["feature_index"] = json!(1u64 << 60)
-        })),
-        ("split index 2^60", mutated("regression_cat.json", |m| {
-            m["oblivious_trees"][0]["splits"][0]["split_index"] = json!(1u64 << 60)
-        })),
-        ("negative split index", mutated("regression_cat.json", |m| {
-            m["oblivious_trees"][0]["splits"][0]["split_index"] = json!(-1)
-        })),
-        ("unknown split type", mutated("regression_cat.json", |m| {
-            m["oblivious_trees"][0]["splits"][0]["split_type"] = json!("Quantum")
-        })),
-        ("NaN-ish border string", mutated("regression_cat.json", |m| {
-            m["features_info"]["float_features"][0]["borders"] = json!(["NaN"])
-        })),
-        ("huge bias vector", mutated("regression_cat.json", |m| {
-            m["scale_and_bias"] = json!([1.0, vec![0.0; 100_000]])
-        })),
-        ("ctr denominator 2^60", mutated("binary_ctr.json", |m| {
-            let tables = m["ctr_data"].as_object_mut().unwrap();
-            let first = tables.values_mut().next().unwrap();
-            first["counter_denominator"] = json!(1u64 << 60)
-        })),
-        ("ctr hash map not whole records", mutated("binary_ctr.json", |m| {
-            let tables = m["ctr_data"].as_object_mut().unwrap();
-            let first = tables.values_mut().next().unwrap();
-            first["hash_map"].as_array_mut().unwrap().pop();
-        })),
-        ("ctr bucket hash not decimal", mutated("binary_ctr.json", |m| {
-            let tables = m["ctr_data"].as_object_mut().unwrap();
-            let first = tables.values_mut().next().unwrap();
-            first["hash_map"][0] = json!("0x1f");
-        })),
-        ("non-symmetric trees", mutated("regression_cat.json", |m| {
-            m["trees"] = json!([]);
-            m.as_object_mut().unwrap().remove("oblivious_trees");
-        })),
+        (
+            "10^12 trees claimed",
+            mutated("regression_cat.json", |m| {
+                m["oblivious_trees"] = json!(1_000_000_000_000u64)
+            }),
+        ),
+        (
+            "2^60 leaves (depth 60)",
+            mutated("regression_cat.json", |m| {
+                m["oblivious_trees"] = json!([tree(60, 1)])
+            }),
+        ),
+        (
+            "depth 17",
+            mutated("regression_cat.json", |m| {
+                m["oblivious_trees"] = json!([tree(17, 1 << 17)])
+            }),
+        ),
+        (
+            "leaves not 2^depth",
+            mutated("regression_cat.json", |m| {
+                m["oblivious_trees"] = json!([tree(2, 5)])
+            }),
+        ),
+        (
+            "zero leaves",
+            mutated("regression_cat.json", |m| {
+                m["oblivious_trees"] = json!([tree(0, 0)])
+            }),
+        ),
+        (
+            "feature index 10^12",
+            mutated("regression_cat.json", |m| {
+                m["features_info"]["float_features"][0]["feature_index"] =
+                    json!(1_000_000_000_000u64)
+            }),
+        ),
+        (
+            "feature index 2^60",
+            mutated("regression_cat.json", |m| {
+                m["features_info"]["categorical_features"][0]["feature_index"] = json!(1u64 << 60)
+            }),
+        ),
+        (
+            "split index 2^60",
+            mutated("regression_cat.json", |m| {
+                m["oblivious_trees"][0]["splits"][0]["split_index"] = json!(1u64 << 60)
+            }),
+        ),
+        (
+            "negative split index",
+            mutated("regression_cat.json", |m| {
+                m["oblivious_trees"][0]["splits"][0]["split_index"] = json!(-1)
+            }),
+        ),
+        (
+            "unknown split type",
+            mutated("regression_cat.json", |m| {
+                m["oblivious_trees"][0]["splits"][0]["split_type"] = json!("Quantum")
+            }),
+        ),
+        (
+            "NaN-ish border string",
+            mutated("regression_cat.json", |m| {
+                m["features_info"]["float_features"][0]["borders"] = json!(["NaN"])
+            }),
+        ),
+        (
+            "huge bias vector",
+            mutated("regression_cat.json", |m| {
+                m["scale_and_bias"] = json!([1.0, vec![0.0; 100_000]])
+            }),
+        ),
+        (
+            "ctr denominator 2^60",
+            mutated("binary_ctr.json", |m| {
+                let tables = m["ctr_data"].as_object_mut().unwrap();
+                let first = tables.values_mut().next().unwrap();
+                first["counter_denominator"] = json!(1u64 << 60)
+            }),
+        ),
+        (
+            "ctr hash map not whole records",
+            mutated("binary_ctr.json", |m| {
+                let tables = m["ctr_data"].as_object_mut().unwrap();
+                let first = tables.values_mut().next().unwrap();
+                first["hash_map"].as_array_mut().unwrap().pop();
+            }),
+        ),
+        (
+            "ctr bucket hash not decimal",
+            mutated("binary_ctr.json", |m| {
+                let tables = m["ctr_data"].as_object_mut().unwrap();
+                let first = tables.values_mut().next().unwrap();
+                first["hash_map"][0] = json!("0x1f");
+            }),
+        ),
+        (
+            "non-symmetric trees",
+            mutated("regression_cat.json", |m| {
+                m["trees"] = json!([]);
+                m.as_object_mut().unwrap().remove("oblivious_trees");
+            }),
+        ),
     ];
     for (what, json) in &cases {
         let (code, message, model) = load_model(json, c"hostile.json");
@@ -550,20 +678,40 @@ fn model_constructors_refuse_null_pointers_and_report_io() {
     let mut err = [0 as c_char; 256];
     unsafe {
         let e = err.as_mut_ptr();
-        assert_eq!(edgeguard_model_new_from_file(null(), &mut model, e, 256), R::NullParameter);
+        assert_eq!(
+            edgeguard_model_new_from_file(null(), &mut model, e, 256),
+            R::NullParameter
+        );
         assert_eq!(
             edgeguard_model_new_from_file(c"x.json".as_ptr(), null_mut(), e, 256),
             R::NullParameter
         );
         let name = c"m".as_ptr();
         let (buf, len) = (json.as_ptr(), json.len());
-        assert_eq!(edgeguard_model_new_from_buffer(null(), len, name, &mut model, e, 256), R::NullParameter);
-        assert_eq!(edgeguard_model_new_from_buffer(buf, len, null(), &mut model, e, 256), R::NullParameter);
-        assert_eq!(edgeguard_model_new_from_buffer(buf, len, name, null_mut(), e, 256), R::NullParameter);
+        assert_eq!(
+            edgeguard_model_new_from_buffer(null(), len, name, &mut model, e, 256),
+            R::NullParameter
+        );
+        assert_eq!(
+            edgeguard_model_new_from_buffer(buf, len, null(), &mut model, e, 256),
+            R::NullParameter
+        );
+        assert_eq!(
+            edgeguard_model_new_from_buffer(buf, len, name, null_mut(), e, 256),
+            R::NullParameter
+        );
         assert!(model.is_null());
         // A null buffer of length 0 is the empty document.
-        assert_eq!(edgeguard_model_new_from_buffer(null(), 0, name, &mut model, e, 256), R::ModelInvalid);
-        for path in [c"/nonexistent/model.json", c"/nonexistent/\xff\xfe.json", c"/", c""] {
+        assert_eq!(
+            edgeguard_model_new_from_buffer(null(), 0, name, &mut model, e, 256),
+            R::ModelInvalid
+        );
+        for path in [
+            c"/nonexistent/model.json",
+            c"/nonexistent/\xff\xfe.json",
+            c"/",
+            c"",
+        ] {
             let code = edgeguard_model_new_from_file(path.as_ptr(), &mut model, e, 256);
             assert_eq!(code, R::Io, "{path:?}: {}", msg(&err));
             assert!(!msg(&err).is_empty());
@@ -613,34 +761,81 @@ fn predict(m: &Loaded, floats: &[f32], cats: &[i32], ty: i32, out: &mut [f64]) -
 
 #[test]
 fn predict_refuses_bad_arguments_and_writes_nothing() {
-    for name in ["regression_cat.json", "binary_ctr.json", "multiclass_cat.json"] {
+    for name in [
+        "regression_cat.json",
+        "binary_ctr.json",
+        "multiclass_cat.json",
+    ] {
         let m = real_model(name);
         let floats = vec![0.5f32; m.floats];
         let cats = vec![7i32; m.cats];
         let mut out = vec![-42.0; m.dim + 1];
         let sentinel = out.clone();
-        let mut check = |code: R, want: R, what: &str, out: &[f64]| {
+        let check = |code: R, want: R, what: &str, out: &[f64]| {
             assert_eq!(code, want, "{name}: {what}");
             assert_eq!(out, sentinel.as_slice(), "{name}: {what} wrote output");
         };
-        check(predict(&m, &floats[..m.floats.saturating_sub(1)], &cats, 0, &mut out), if m.floats == 0 { R::Ok } else { R::FeatureCount }, "one float short", &sentinel);
+        check(
+            predict(
+                &m,
+                &floats[..m.floats.saturating_sub(1)],
+                &cats,
+                0,
+                &mut out,
+            ),
+            if m.floats == 0 {
+                R::Ok
+            } else {
+                R::FeatureCount
+            },
+            "one float short",
+            &out.clone(),
+        );
         let more = vec![0.5f32; m.floats + 1];
-        check(predict(&m, &more, &cats, 0, &mut out), R::FeatureCount, "one float too many", &out.clone());
+        check(
+            predict(&m, &more, &cats, 0, &mut out),
+            R::FeatureCount,
+            "one float too many",
+            &out.clone(),
+        );
         let more_cats = vec![0i32; m.cats + 1];
-        check(predict(&m, &floats, &more_cats, 0, &mut out), R::FeatureCount, "one cat too many", &out.clone());
+        check(
+            predict(&m, &floats, &more_cats, 0, &mut out),
+            R::FeatureCount,
+            "one cat too many",
+            &out.clone(),
+        );
         for ty in [-1, 3, 4, 1000, i32::MIN, i32::MAX] {
-            check(predict(&m, &floats, &cats, ty, &mut out), R::InvalidArgument, "prediction type", &out.clone());
+            check(
+                predict(&m, &floats, &cats, ty, &mut out),
+                R::InvalidArgument,
+                "prediction type",
+                &out.clone(),
+            );
         }
-        check(predict(&m, &floats, &cats, 0, &mut out[..0]), R::BufferTooSmall, "out_len 0", &out.clone());
+        check(
+            predict(&m, &floats, &cats, 0, &mut out[..0]),
+            R::BufferTooSmall,
+            "out_len 0",
+            &out.clone(),
+        );
         if m.dim > 1 {
-            check(predict(&m, &floats, &cats, 0, &mut out[..1]), R::BufferTooSmall, "out_len 1", &out.clone());
+            check(
+                predict(&m, &floats, &cats, 0, &mut out[..1]),
+                R::BufferTooSmall,
+                "out_len 1",
+                &out.clone(),
+            );
         }
         unsafe {
             let p = |f: *const f32, c: *const i32, o: *mut f64| {
                 edgeguard_model_predict(m.model, f, m.floats, c, m.cats, 0, o, 4)
             };
             let mut o = [0.0; 4];
-            assert_eq!(p(floats.as_ptr(), cats.as_ptr(), null_mut()), R::NullParameter);
+            assert_eq!(
+                p(floats.as_ptr(), cats.as_ptr(), null_mut()),
+                R::NullParameter
+            );
             if m.floats > 0 {
                 assert_eq!(p(null(), cats.as_ptr(), o.as_mut_ptr()), R::NullParameter);
             }
@@ -648,11 +843,29 @@ fn predict_refuses_bad_arguments_and_writes_nothing() {
                 assert_eq!(p(floats.as_ptr(), null(), o.as_mut_ptr()), R::NullParameter);
             }
             assert_eq!(
-                edgeguard_model_predict(null(), floats.as_ptr(), m.floats, cats.as_ptr(), m.cats, 0, o.as_mut_ptr(), 4),
+                edgeguard_model_predict(
+                    null(),
+                    floats.as_ptr(),
+                    m.floats,
+                    cats.as_ptr(),
+                    m.cats,
+                    0,
+                    o.as_mut_ptr(),
+                    4
+                ),
                 R::NullParameter
             );
             assert_eq!(
-                edgeguard_model_predict_strings(null(), floats.as_ptr(), m.floats, null(), 0, 0, o.as_mut_ptr(), 4),
+                edgeguard_model_predict_strings(
+                    null(),
+                    floats.as_ptr(),
+                    m.floats,
+                    null(),
+                    0,
+                    0,
+                    o.as_mut_ptr(),
+                    4
+                ),
                 R::NullParameter
             );
             assert_eq!(o, [0.0; 4]);
@@ -662,7 +875,11 @@ fn predict_refuses_bad_arguments_and_writes_nothing() {
         let prob = predict(&m, &floats, &cats, 1, &mut out);
         if name.starts_with("regression") {
             assert_eq!(prob, R::InvalidArgument, "{name}");
-            assert_eq!(predict(&m, &floats, &cats, 2, &mut one), R::InvalidArgument, "{name} class");
+            assert_eq!(
+                predict(&m, &floats, &cats, 2, &mut one),
+                R::InvalidArgument,
+                "{name} class"
+            );
         } else {
             assert_eq!(prob, R::Ok, "{name}");
         }
@@ -672,15 +889,39 @@ fn predict_refuses_bad_arguments_and_writes_nothing() {
 
 #[test]
 fn nan_and_infinite_inputs_and_any_cat_hash_give_finite_scores() {
-    let specials = [f32::NAN, -f32::NAN, f32::INFINITY, f32::NEG_INFINITY, f32::MAX, f32::MIN, f32::MIN_POSITIVE, -0.0, 0.0];
+    let specials = [
+        f32::NAN,
+        -f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::MAX,
+        f32::MIN,
+        f32::MIN_POSITIVE,
+        -0.0,
+        0.0,
+    ];
     let hashes = [0i32, -1, i32::MIN, i32::MAX, 1];
-    for name in ["regression_cat.json", "binary_ctr.json", "multiclass_cat.json"] {
+    for name in [
+        "regression_cat.json",
+        "binary_ctr.json",
+        "multiclass_cat.json",
+    ] {
         let m = real_model(name);
         let mut out = vec![0.0; m.dim];
         for (i, &x) in specials.iter().enumerate() {
             // All features at the special value, then every feature at a different one.
-            let floats: Vec<f32> = (0..m.floats).map(|k| if k == 0 { x } else { specials[(i + k) % specials.len()] }).collect();
-            let cats: Vec<i32> = (0..m.cats).map(|k| hashes[(i + k) % hashes.len()]).collect();
+            let floats: Vec<f32> = (0..m.floats)
+                .map(|k| {
+                    if k == 0 {
+                        x
+                    } else {
+                        specials[(i + k) % specials.len()]
+                    }
+                })
+                .collect();
+            let cats: Vec<i32> = (0..m.cats)
+                .map(|k| hashes[(i + k) % hashes.len()])
+                .collect();
             for ty in [0, 1, 2] {
                 let code = predict(&m, &floats, &cats, ty, &mut out);
                 if code == R::InvalidArgument && name.starts_with("regression") && ty != 0 {
@@ -688,7 +929,10 @@ fn nan_and_infinite_inputs_and_any_cat_hash_give_finite_scores() {
                 }
                 assert_eq!(code, R::Ok, "{name} {x} type {ty}");
                 let written = if ty == 2 { &out[..1] } else { &out[..] };
-                assert!(written.iter().all(|v| v.is_finite()), "{name} {x} type {ty}: {written:?}");
+                assert!(
+                    written.iter().all(|v| v.is_finite()),
+                    "{name} {x} type {ty}: {written:?}"
+                );
             }
         }
         unsafe { edgeguard_model_free(m.model) };
@@ -702,9 +946,18 @@ fn hostile_categorical_strings_hash_like_their_bytes() {
     let big = vec![0xffu8; 1 << 20];
     let name = b"cat";
     let strings = [
-        edgeguard_str { len: -1, data: name.as_ptr() },
-        edgeguard_str { len: i32::MIN, data: null() },
-        edgeguard_str { len: 5, data: null() },
+        edgeguard_str {
+            len: -1,
+            data: name.as_ptr(),
+        },
+        edgeguard_str {
+            len: i32::MIN,
+            data: null(),
+        },
+        edgeguard_str {
+            len: 5,
+            data: null(),
+        },
         edgeguard_str::from_slice(&big),
         edgeguard_str::from_slice(b"\0\xff\xfe"),
     ];
@@ -716,7 +969,16 @@ fn hostile_categorical_strings_hash_like_their_bytes() {
     for ty in [0, 1, 2] {
         let (mut a, mut b) = ([0.0; 1], [0.0; 1]);
         let code = unsafe {
-            edgeguard_model_predict_strings(m.model, floats.as_ptr(), floats.len(), cats.as_ptr(), cats.len(), ty, a.as_mut_ptr(), 1)
+            edgeguard_model_predict_strings(
+                m.model,
+                floats.as_ptr(),
+                floats.len(),
+                cats.as_ptr(),
+                cats.len(),
+                ty,
+                a.as_mut_ptr(),
+                1,
+            )
         };
         assert_eq!(code, R::Ok);
         assert_eq!(predict(&m, &floats, &hashes, ty, &mut b), R::Ok);
@@ -725,7 +987,11 @@ fn hostile_categorical_strings_hash_like_their_bytes() {
     unsafe {
         let empty = edgeguard_cat_hash(b"".as_ptr(), 0);
         assert_eq!(edgeguard_cat_hash(null(), 0), empty);
-        assert_eq!(edgeguard_cat_hash(null(), 1 << 40), empty, "null with a length hashes as empty");
+        assert_eq!(
+            edgeguard_cat_hash(null(), 1 << 40),
+            empty,
+            "null with a length hashes as empty"
+        );
         edgeguard_model_free(m.model);
     }
 }

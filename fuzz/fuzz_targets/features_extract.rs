@@ -12,7 +12,9 @@
 //! Each field is arbitrary bytes (anything but its separator).
 #![no_main]
 
-use edgeguard::features::{extract, Cat, FeatureVector, Float, Request, CAT_COUNT, HEADER_ORDER_CAP};
+use edgeguard::features::{
+    extract, Cat, FeatureVector, Float, Request, CAT_COUNT, HEADER_ORDER_CAP,
+};
 use edgeguard::request::edgeguard_header;
 use libfuzzer_sys::fuzz_target;
 
@@ -32,7 +34,10 @@ fuzz_target!(|data: &[u8]| {
     let (method, first) = split_once(first, b' ');
     let (uri, addr) = split_once(first, b' ');
     let pairs: Vec<(&[u8], &[u8])> = lines.map(|l| split_once(l, b':')).collect();
-    let headers: Vec<edgeguard_header> = pairs.iter().map(|(k, v)| edgeguard_header::new(k, v)).collect();
+    let headers: Vec<edgeguard_header> = pairs
+        .iter()
+        .map(|(k, v)| edgeguard_header::new(k, v))
+        .collect();
     // Mostly the versions nginx reports (10, 11, 20, 30), sometimes anything.
     let http_version = match version % 5 {
         0 => 10,
@@ -57,6 +62,9 @@ fuzz_target!(|data: &[u8]| {
     let floats: Vec<u32> = out.floats().iter().map(|v| v.to_bits()).collect();
     let cats: Vec<Vec<u8>> = out.cats().map(<[u8]>::to_vec).collect();
     extract(&req, &mut out);
-    assert_eq!(floats, out.floats().iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+    assert_eq!(
+        floats,
+        out.floats().iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
     assert_eq!(cats, out.cats().map(<[u8]>::to_vec).collect::<Vec<_>>());
 });

@@ -21,6 +21,10 @@ fuzz_target!(|data: &[u8]| {
         }
         // An accepted prefix rule `p*` matches `p` itself; an exact name matches itself.
         let probe = name.strip_suffix(b"*").unwrap_or(name);
-        assert!(set.is_internal(probe), "{:?} listed but not internal", probe.escape_ascii().to_string());
+        assert!(
+            set.is_internal(probe),
+            "{:?} listed but not internal",
+            probe.escape_ascii().to_string()
+        );
     }
 });

@@ -38,7 +38,11 @@ fuzz_target!(|input: Input| {
         .rules
         .iter()
         .map(|(n, p)| {
-            let name: Vec<u8> = n.iter().take(MAX_NAME_LEN).map(|&b| TOKEN[b as usize % TOKEN.len()]).collect();
+            let name: Vec<u8> = n
+                .iter()
+                .take(MAX_NAME_LEN)
+                .map(|&b| TOKEN[b as usize % TOKEN.len()])
+                .collect();
             (name, *p)
         })
         .filter(|(n, _)| !n.is_empty())
@@ -69,13 +73,31 @@ fuzz_target!(|input: Input| {
     // Names from the fuzzer, plus respellings of the rules themselves.
     let mut names = input.names.clone();
     for (r, _) in rules.iter().take(8) {
-        names.push(r.iter().map(|&b| if b == b'-' { b'_' } else { b.to_ascii_uppercase() }).collect());
+        names.push(
+            r.iter()
+                .map(|&b| {
+                    if b == b'-' {
+                        b'_'
+                    } else {
+                        b.to_ascii_uppercase()
+                    }
+                })
+                .collect(),
+        );
         names.push([r.as_slice(), b"x"].concat());
     }
     for name in &names {
-        assert_eq!(set.is_internal(name), internal(name), "{:?}", name.escape_ascii().to_string());
+        assert_eq!(
+            set.is_internal(name),
+            internal(name),
+            "{:?}",
+            name.escape_ascii().to_string()
+        );
     }
-    let headers: Vec<edgeguard_header> = names.iter().map(|n| edgeguard_header::new(n, b"v")).collect();
+    let headers: Vec<edgeguard_header> = names
+        .iter()
+        .map(|n| edgeguard_header::new(n, b"v"))
+        .collect();
     let mut clear = vec![u32::MAX; usize::from(input.clear_cap).min(headers.len())];
     let found = set.find_internal(&headers, &mut clear);
     let matched = names.iter().filter(|n| internal(n)).count();
@@ -93,6 +115,10 @@ fuzz_target!(|input: Input| {
     for (k, &i) in clear[..written].iter().enumerate() {
         let name = &names[i as usize];
         assert!(internal(name));
-        assert_eq!(name.to_ascii_lowercase(), distinct[k], "indices in request order, first of each name");
+        assert_eq!(
+            name.to_ascii_lowercase(),
+            distinct[k],
+            "indices in request order, first of each name"
+        );
     }
 });

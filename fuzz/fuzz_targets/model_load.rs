@@ -13,7 +13,11 @@ fuzz_target!(|data: &[u8]| {
     let floats = vec![0.5f32; model.float_feature_count()];
     let cats = vec![0i32; model.cat_feature_count()];
     let mut out = vec![0.0; model.dimension()];
-    for ty in [PredictionType::Raw, PredictionType::Probability, PredictionType::Class] {
+    for ty in [
+        PredictionType::Raw,
+        PredictionType::Probability,
+        PredictionType::Class,
+    ] {
         let supported = model.supports(ty);
         let result = model.predict(&floats, &cats, ty, &mut out);
         assert_eq!(result.is_ok(), supported, "{ty:?}: {result:?}");

@@ -11,9 +11,18 @@ use edgeguard::model::{cat_hash, Evaluator, Model, PredictionType};
 use libfuzzer_sys::{arbitrary, fuzz_target};
 
 const FIXTURES: [(&str, &[u8]); 3] = [
-    ("binary_ctr", include_bytes!("../../tests/fixtures/catboost/binary_ctr.json")),
-    ("multiclass_cat", include_bytes!("../../tests/fixtures/catboost/multiclass_cat.json")),
-    ("regression_deep", include_bytes!("../../tests/fixtures/catboost/regression_deep.json")),
+    (
+        "binary_ctr",
+        include_bytes!("../../tests/fixtures/catboost/binary_ctr.json"),
+    ),
+    (
+        "multiclass_cat",
+        include_bytes!("../../tests/fixtures/catboost/multiclass_cat.json"),
+    ),
+    (
+        "regression_deep",
+        include_bytes!("../../tests/fixtures/catboost/regression_deep.json"),
+    ),
 ];
 
 fn models() -> &'static [Model] {
@@ -42,18 +51,28 @@ fuzz_target!(|input: Input<'_>| {
     let floats: Vec<f32> = (0..nf)
         .map(|i| f32::from_bits(input.float_bits.get(i).copied().unwrap_or(0x7fc0_0000)))
         .collect();
-    let hashes: Vec<i32> = (0..nc).map(|i| input.hashes.get(i).copied().unwrap_or(0)).collect();
-    let strings: Vec<&[u8]> = (0..nc).map(|i| input.strings.get(i).copied().unwrap_or(b"")).collect();
+    let hashes: Vec<i32> = (0..nc)
+        .map(|i| input.hashes.get(i).copied().unwrap_or(0))
+        .collect();
+    let strings: Vec<&[u8]> = (0..nc)
+        .map(|i| input.strings.get(i).copied().unwrap_or(b""))
+        .collect();
     let string_hashes: Vec<i32> = strings.iter().map(|s| cat_hash(s) as i32).collect();
     let mut out = vec![f64::NAN; model.dimension()];
     let mut again = vec![f64::NAN; model.dimension()];
-    for ty in [PredictionType::Raw, PredictionType::Probability, PredictionType::Class] {
+    for ty in [
+        PredictionType::Raw,
+        PredictionType::Probability,
+        PredictionType::Class,
+    ] {
         if !model.supports(ty) {
             assert!(model.predict(&floats, &hashes, ty, &mut out).is_err());
             continue;
         }
         let n = model.output_len(ty);
-        model.predict(&floats, &hashes, ty, &mut out).expect("shape is right");
+        model
+            .predict(&floats, &hashes, ty, &mut out)
+            .expect("shape is right");
         for v in &out[..n] {
             assert!(v.is_finite(), "{ty:?}: {v}");
             match ty {
@@ -62,8 +81,12 @@ fuzz_target!(|input: Input<'_>| {
                 _ => {}
             }
         }
-        model.predict_strings(&floats, &strings, ty, &mut out).expect("shape is right");
-        model.predict(&floats, &string_hashes, ty, &mut again).expect("shape is right");
+        model
+            .predict_strings(&floats, &strings, ty, &mut out)
+            .expect("shape is right");
+        model
+            .predict(&floats, &string_hashes, ty, &mut again)
+            .expect("shape is right");
         assert_eq!(
             out[..n].iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
             again[..n].iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
