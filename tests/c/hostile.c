@@ -1,0 +1,602 @@
+/*
+ * Hostile input at the edgeguard C ABI, from C, against include/edgeguard.h.
+ *
+ * Built twice: with -fsanitize=address,undefined (scripts/c-abi-test.sh) and
+ * plain against the release library under valgrind (scripts/valgrind.sh).
+ * Every case checks the documented result code; the sanitizers and valgrind
+ * check that nothing reads or writes outside what the caller handed over and
+ * that every handle is released.
+ *
+ * Usage: hostile FIXTURE_DIR   (tests/fixtures/catboost)
+ * Prints one line per failure and closes with "N passed, N failed".
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "edgeguard.h"
+
+static int passed, failed;
+static const char *fixture_dir;
+
+#define CHECK(cond, ...)                                                      \
+    do {                                                                      \
+        if (cond) {                                                           \
+            passed++;                                                         \
+        } else {                                                              \
+            failed++;                                                         \
+            printf("FAIL %s:%d: ", __FILE__, __LINE__);                       \
+            printf(__VA_ARGS__);                                              \
+            printf("\n");                                                     \
+        }                                                                     \
+    } while (0)
+
+#define CHECK_CODE(got, want, what)                                           \
+    CHECK((got) == (want), "%s: got %d (%s), want %d", what, (int)(got),      \
+          edgeguard_result_text(got), (int)(want))
+
+static void *xmalloc(size_t n) {
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        perror("malloc");
+        exit(2);
+    }
+    return p;
+}
+
+/* Reads a whole fixture; *len receives its size. */
+static uint8_t *read_fixture(const char *name, size_t *len) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", fixture_dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        perror(path);
+        exit(2);
+    }
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *buf = xmalloc((size_t)n);
+    if (fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        perror(path);
+        exit(2);
+    }
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+static edgeguard_str str_of(const void *p, size_t n) {
+    edgeguard_str s = {(int)n, (const uint8_t *)p};
+    return s;
+}
+
+/* ------------------------------------------------------------ result codes */
+
+static void test_result_text(void) {
+    for (int code = 0; code <= 9; code++) {
+        const char *t = edgeguard_result_text(code);
+        CHECK(t && *t && strcmp(t, "unknown result code") != 0, "text of %d", code);
+        for (int other = 0; other < code; other++)
+            CHECK(strcmp(t, edgeguard_result_text(other)) != 0, "%d and %d share text", code, other);
+    }
+    int unknown[] = {-1, 10, 11, 1000, INT32_MIN, INT32_MAX};
+    for (size_t i = 0; i < sizeof unknown / sizeof *unknown; i++)
+        CHECK(strcmp(edgeguard_result_text(unknown[i]), "unknown result code") == 0, "text of %d",
+              unknown[i]);
+    const char *v = edgeguard_version();
+    CHECK(v && strchr(v, '.'), "version %s", v ? v : "(null)");
+}
+
+/* ------------------------------------------------------------- header sets */
+
+static edgeguard_result parse_list(const void *buf, size_t len, const char *source,
+                                   edgeguard_header_set **out, char *err, size_t err_len) {
+    return edgeguard_header_set_new_from_buffer((const uint8_t *)buf, len, source, out, err, err_len);
+}
+
+static void test_header_list_nulls(void) {
+    edgeguard_header_set *set = NULL;
+    char err[128];
+    const char list[] = "x-user-id\n";
+    CHECK_CODE(edgeguard_header_set_new_from_file(NULL, &set, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "file: null path");
+    CHECK_CODE(edgeguard_header_set_new_from_file("/dev/null", NULL, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "file: null out");
+    CHECK_CODE(parse_list(list, 10, NULL, NULL, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "buffer: null out");
+    CHECK_CODE(parse_list(NULL, 10, NULL, &set, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "buffer: null data with a length");
+    CHECK(set == NULL, "out written on failure");
+    CHECK_CODE(parse_list(list, sizeof list - 1, NULL, &set, NULL, 0), EDGEGUARD_RESULT_OK,
+               "null source and errbuf");
+    CHECK(edgeguard_header_set_len(set) == 1, "len");
+    edgeguard_header_set_free(set);
+    edgeguard_header_set_free(NULL);
+    CHECK(edgeguard_header_set_len(NULL) == 0, "len of null");
+}
+
+struct list_case {
+    const char *what;
+    const char *text;
+    size_t len;
+    edgeguard_result want;
+};
+
+static void test_header_list_hostile(void) {
+    static const char nul_name[] = "x-user\0-id\n";
+    struct list_case cases[] = {
+        {"NUL in name", nul_name, sizeof nul_name - 1, EDGEGUARD_RESULT_HEADER_LIST_INVALID},
+        {"8-bit name", "x-\xc3\xa9t\xe9\n", 7, EDGEGUARD_RESULT_HEADER_LIST_INVALID},
+        {"invalid UTF-8", "\xff\xfe\xfd", 3, EDGEGUARD_RESULT_HEADER_LIST_INVALID},
+        {"bare star", "*", 1, EDGEGUARD_RESULT_HEADER_LIST_INVALID},
+        {"inner star", "x-*-a", 5, EDGEGUARD_RESULT_HEADER_LIST_INVALID},
+        {"empty", "", 0, EDGEGUARD_RESULT_HEADER_LIST_INVALID},
+        {"blank lines", "\n \r\n\t\n", 6, EDGEGUARD_RESULT_HEADER_LIST_INVALID},
+        {"only comments", "# x-user-id\n  # x-a-*\n", 22, EDGEGUARD_RESULT_HEADER_LIST_INVALID},
+        {"ok with CRLF", "x-user-id\r\nx-internal-*\r\n", 25, EDGEGUARD_RESULT_OK},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        edgeguard_header_set *set = NULL;
+        char err[256] = "";
+        edgeguard_result r = parse_list(cases[i].text, cases[i].len, "hostile.list", &set, err, sizeof err);
+        CHECK_CODE(r, cases[i].want, cases[i].what);
+        CHECK((r == EDGEGUARD_RESULT_OK) == (set != NULL), "%s: out iff ok", cases[i].what);
+        if (r != EDGEGUARD_RESULT_OK)
+            CHECK(strncmp(err, "hostile.list:", 13) == 0, "%s: message %s", cases[i].what, err);
+        edgeguard_header_set_free(set);
+    }
+    /* A 1 MiB name, and a null buffer of length 0 (the empty list). */
+    size_t n = 1 << 20;
+    char *big = xmalloc(n);
+    memset(big, 'a', n);
+    edgeguard_header_set *set = NULL;
+    char err[64];
+    CHECK_CODE(parse_list(big, n, "\xff\xfe", &set, err, sizeof err),
+               EDGEGUARD_RESULT_HEADER_LIST_INVALID, "1 MiB name, non-UTF-8 source name");
+    CHECK_CODE(parse_list(NULL, 0, NULL, &set, err, sizeof err), EDGEGUARD_RESULT_HEADER_LIST_INVALID,
+               "null buffer of length 0");
+    CHECK(set == NULL, "no set");
+    free(big);
+
+    /* Files: missing, a directory, empty, non-UTF-8 path. */
+    CHECK_CODE(edgeguard_header_set_new_from_file("/nonexistent/x.list", &set, err, sizeof err),
+               EDGEGUARD_RESULT_IO, "missing file");
+    CHECK(strstr(err, "x.list") != NULL || strlen(err) == sizeof err - 1, "message %s", err);
+    CHECK_CODE(edgeguard_header_set_new_from_file("/", &set, err, sizeof err), EDGEGUARD_RESULT_IO,
+               "directory");
+    CHECK_CODE(edgeguard_header_set_new_from_file("/tmp/\xff\xfe.list", &set, err, sizeof err),
+               EDGEGUARD_RESULT_INVALID_ARGUMENT, "non-UTF-8 path");
+    CHECK_CODE(edgeguard_header_set_new_from_file("/dev/null", &set, err, sizeof err),
+               EDGEGUARD_RESULT_HEADER_LIST_INVALID, "empty file");
+    CHECK(set == NULL, "no set");
+}
+
+static void test_errbuf_lengths(void) {
+    size_t lens[] = {0, 1, 2, 7, 16};
+    for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) {
+        /* Exactly `len` bytes on the heap, so ASan/valgrind see any overrun. */
+        size_t len = lens[i];
+        char *err = len ? xmalloc(len) : NULL;
+        if (err)
+            memset(err, 'U', len);
+        edgeguard_header_set *set = NULL;
+        char zero_len_target = 'U';
+        edgeguard_result r =
+            parse_list("bad name\n", 9, "src", &set, len ? err : &zero_len_target, len);
+        CHECK_CODE(r, EDGEGUARD_RESULT_HEADER_LIST_INVALID, "errbuf case");
+        if (len == 0) {
+            CHECK(zero_len_target == 'U', "errbuf_len 0 written");
+        } else {
+            CHECK(strlen(err) == len - 1, "errbuf_len %zu: got %zu bytes", len, strlen(err));
+            CHECK(strncmp(err, "src:1:", len - 1 < 6 ? len - 1 : 6) == 0, "errbuf %s", err);
+        }
+        free(err);
+    }
+}
+
+/* ASCII case folding with '_' read as '-', as the list format defines. */
+static int fold(int c) {
+    if (c == '_')
+        return '-';
+    return (c >= 'A' && c <= 'Z') ? c + 32 : c;
+}
+
+static int naive_internal(const edgeguard_str *k) {
+    static const char *exact[] = {"x-user-id", "cf-connecting-ip"};
+    static const char prefix[] = "x-internal-";
+    if (k->len <= 0 || !k->data)
+        return 0;
+    size_t n = (size_t)k->len;
+    for (size_t e = 0; e < 2; e++) {
+        size_t m = strlen(exact[e]);
+        size_t j = 0;
+        if (n != m)
+            continue;
+        while (j < m && fold(k->data[j]) == exact[e][j])
+            j++;
+        if (j == m)
+            return 1;
+    }
+    size_t p = sizeof prefix - 1, j = 0;
+    if (n < p)
+        return 0;
+    while (j < p && fold(k->data[j]) == prefix[j])
+        j++;
+    return j == p;
+}
+
+/* The length the library reads: negative lengths and null data are empty. */
+static int visible_len(const edgeguard_str *s) {
+    return s->len > 0 && s->data ? s->len : 0;
+}
+
+static int same_name(const edgeguard_str *a, const edgeguard_str *b) {
+    int n = visible_len(a);
+    if (n != visible_len(b))
+        return 0;
+    for (int i = 0; i < n; i++) {
+        int x = a->data[i], y = b->data[i];
+        if ((x >= 'A' && x <= 'Z' ? x + 32 : x) != (y >= 'A' && y <= 'Z' ? y + 32 : y))
+            return 0;
+    }
+    return 1;
+}
+
+static void test_find_internal(void) {
+    static const char list[] = "x-user-id\nx-internal-*\ncf-connecting-ip\n";
+    edgeguard_header_set *set = NULL;
+    CHECK_CODE(parse_list(list, sizeof list - 1, NULL, &set, NULL, 0), EDGEGUARD_RESULT_OK, "list");
+    if (!set)
+        return;
+
+    /* Nulls and short outputs. */
+    edgeguard_header one = {str_of("x-user-id", 9), str_of("1", 1)};
+    uint32_t clear[4];
+    size_t n = 77, m = 77;
+    CHECK_CODE(edgeguard_header_set_find_internal(NULL, &one, 1, clear, 4, &n, &m),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "null set");
+    CHECK_CODE(edgeguard_header_set_find_internal(set, NULL, 1, clear, 4, &n, &m),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "null headers");
+    CHECK_CODE(edgeguard_header_set_find_internal(set, &one, 1, NULL, 4, &n, &m),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "null out_clear");
+    CHECK_CODE(edgeguard_header_set_find_internal(set, &one, 1, clear, 4, NULL, &m),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "null out_clear_len");
+    CHECK_CODE(edgeguard_header_set_find_internal(set, &one, 1, clear, 4, &n, NULL),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "null out_matched");
+    CHECK_CODE(edgeguard_header_set_find_internal(set, &one, 1, clear, 0, &n, &m),
+               EDGEGUARD_RESULT_INVALID_ARGUMENT, "out_clear_cap 0");
+    CHECK_CODE(edgeguard_header_set_find_internal(set, &one, SIZE_MAX, clear, 4, &n, &m),
+               EDGEGUARD_RESULT_INVALID_ARGUMENT, "headers_len SIZE_MAX");
+    CHECK(n == 77 && m == 77, "outputs written on failure");
+    CHECK_CODE(edgeguard_header_set_find_internal(set, NULL, 0, clear, 0, &n, &m), EDGEGUARD_RESULT_OK,
+               "empty request");
+    CHECK(n == 0 && m == 0, "empty request counts %zu %zu", n, m);
+
+    /* 10 000 headers with 1 MiB values and hostile names. */
+    static const char *spellings[] = {
+        "x-user-id", "X-USER-ID", "x_user_id", "X_User-Id", "cf-connecting-ip", "x-internal-",
+        "X_INTERNAL_route", "x-user-id ", "\xffx-user-id", "x-us\xc3\xa9r-id", "x-user-i", "",
+        "accept", "x-internal", "X-Internal-\xff\xfe",
+    };
+    size_t ns = sizeof spellings / sizeof *spellings;
+    size_t count = 10000, vlen = 1 << 20;
+    uint8_t *value = xmalloc(vlen);
+    memset(value, 'v', vlen);
+    static const char nul_key[] = "x-user-id\0";
+    size_t long_len = 5000;
+    char *long_key = xmalloc(long_len);
+    memset(long_key, 'a', long_len);
+    memcpy(long_key, "x-internal-", 11);
+    edgeguard_header *headers = xmalloc(count * sizeof *headers);
+    for (size_t i = 0; i < count; i++) {
+        size_t s = i % (ns + 4);
+        edgeguard_str key;
+        if (s < ns)
+            key = str_of(spellings[s], strlen(spellings[s]));
+        else if (s == ns)
+            key = str_of(nul_key, sizeof nul_key - 1);
+        else if (s == ns + 1)
+            key = str_of(long_key, long_len);
+        else if (s == ns + 2) /* a negative length over real internal bytes */
+            key = (edgeguard_str){-9, (const uint8_t *)"x-user-id"};
+        else /* a null pointer with a length */
+            key = (edgeguard_str){9, NULL};
+        headers[i].key = key;
+        headers[i].value = i % 7 == 0 ? (edgeguard_str){INT32_MIN, NULL} : str_of(value, vlen);
+    }
+    uint32_t *out = xmalloc(count * sizeof *out);
+    edgeguard_result r = edgeguard_header_set_find_internal(set, headers, count, out, count, &n, &m);
+    CHECK_CODE(r, EDGEGUARD_RESULT_OK, "10 000 hostile headers");
+    if (r == EDGEGUARD_RESULT_OK) {
+        size_t matched = 0, missed = 0, extra = 0;
+        for (size_t i = 0; i < count; i++) {
+            int internal = naive_internal(&headers[i].key);
+            int cleared = 0;
+            matched += (size_t)internal;
+            for (size_t j = 0; j < n && !cleared; j++)
+                cleared = out[j] < count && same_name(&headers[out[j]].key, &headers[i].key);
+            missed += internal && !cleared;
+            extra += !internal && cleared;
+        }
+        CHECK(missed == 0 && extra == 0, "%zu internal headers passed, %zu cleared wrongly", missed, extra);
+        CHECK(m == matched, "matched %zu, reference %zu", m, matched);
+    }
+    free(out);
+    free(headers);
+    free(long_key);
+    free(value);
+    edgeguard_header_set_free(set);
+}
+
+/* ------------------------------------------------------------------ models */
+
+static edgeguard_result load_model(const void *buf, size_t len, edgeguard_model **out, char *err,
+                                   size_t err_len) {
+    return edgeguard_model_new_from_buffer((const uint8_t *)buf, len, "hostile.json", out, err, err_len);
+}
+
+/* `{"oblivious_trees":[[[...]]]}` nested `depth` levels, or unclosed. */
+static char *nested(size_t depth, int closed, size_t *len) {
+    const char head[] = "{\"oblivious_trees\":";
+    size_t h = sizeof head - 1;
+    char *s = xmalloc(h + 2 * depth + 1);
+    memcpy(s, head, h);
+    memset(s + h, '[', depth);
+    size_t n = h + depth;
+    if (closed) {
+        memset(s + n, ']', depth);
+        n += depth;
+        s[n++] = '}';
+    }
+    *len = n;
+    return s;
+}
+
+static void test_model_load_hostile(void) {
+    size_t real_len;
+    uint8_t *real = read_fixture("binary_ctr.json", &real_len);
+    struct {
+        const char *what;
+        const char *json;
+    } texts[] = {
+        {"empty", ""},
+        {"whitespace", " \n\t"},
+        {"not JSON", "GIF89a\x01\xff"},
+        {"null", "null"},
+        {"array", "[1,2,3]"},
+        {"empty object", "{}"},
+        {"10^12 trees claimed", "{\"oblivious_trees\":1000000000000,\"features_info\":{}}"},
+        {"depth 17 with one leaf",
+         "{\"features_info\":{\"float_features\":[{\"feature_index\":0,\"borders\":[0.5]}]},"
+         "\"oblivious_trees\":[{\"leaf_values\":[0],\"splits\":["
+         "{\"split_index\":0,\"split_type\":\"FloatFeature\",\"float_feature_index\":0,\"border\":0.5},"
+         "{\"split_index\":0,\"split_type\":\"FloatFeature\",\"float_feature_index\":0,\"border\":0.5},"
+         "{\"split_index\":0,\"split_type\":\"FloatFeature\",\"float_feature_index\":0,\"border\":0.5},"
+         "{\"split_index\":0,\"split_type\":\"FloatFeature\",\"float_feature_index\":0,\"border\":0.5},"
+         "{\"split_index\":0,\"split_type\":\"FloatFeature\",\"float_feature_index\":0,\"border\":0.5},"
+         "{\"split_index\":0,\"split_type\":\"FloatFeature\",\"float_feature_index\":0,\"border\":0.5},"
+         "{\"split_index\":0,\"split_type\":\"FloatFeature\",\"float_feature_index\":0,\"border\":0.5},"
+         "{\"split_index\":0,\"split_type\":\"FloatFeature\",\"float_feature_index\":0,\"border\":0.5},"
+         "{\"split_index\":0,\"split_type\":\"FloatFeature\",\"float_feature_index\":0,\"border\":0.5},"
+         "{\"split_index\":0,\"split_type\":\"FloatFeature\",\"float_feature_index\":0,\"border\":0.5},"
+         "{\"split_index\":0,\"split_type\":\"FloatFeature\",\"float_feature_index\":0,\"border\":0.5},"
+         "{\"split_index\":0,\"split_type\":\"FloatFeature\",\"float_feature_index\":0,\"border\":0.5},"
+         "{\"split_index\":0,\"split_type\":\"FloatFeature\",\"float_feature_index\":0,\"border\":0.5},"
+         "{\"split_index\":0,\"split_type\":\"FloatFeature\",\"float_feature_index\":0,\"border\":0.5},"
+         "{\"split_index\":0,\"split_type\":\"FloatFeature\",\"float_feature_index\":0,\"border\":0.5},"
+         "{\"split_index\":0,\"split_type\":\"FloatFeature\",\"float_feature_index\":0,\"border\":0.5},"
+         "{\"split_index\":0,\"split_type\":\"FloatFeature\",\"float_feature_index\":0,\"border\":0.5}"
+         "]}]}"},
+        {"feature index 10^12",
+         "{\"features_info\":{\"float_features\":[{\"feature_index\":1000000000000,\"borders\":[1]}]},"
+         "\"oblivious_trees\":[]}"},
+        {"feature index 2^60",
+         "{\"features_info\":{\"categorical_features\":[{\"feature_index\":1152921504606846976}]},"
+         "\"oblivious_trees\":[]}"},
+        {"negative feature index",
+         "{\"features_info\":{\"float_features\":[{\"feature_index\":-1}]},\"oblivious_trees\":[]}"},
+        {"number overflow", "{\"features_info\":{\"float_features\":[{\"feature_index\":1e400}]}}"},
+    };
+    for (size_t i = 0; i < sizeof texts / sizeof *texts; i++) {
+        edgeguard_model *model = NULL;
+        char err[256] = "";
+        edgeguard_result r = load_model(texts[i].json, strlen(texts[i].json), &model, err, sizeof err);
+        CHECK_CODE(r, EDGEGUARD_RESULT_MODEL_INVALID, texts[i].what);
+        CHECK(strstr(err, "hostile.json") != NULL, "%s: message %s", texts[i].what, err);
+        CHECK(model == NULL, "%s: out written", texts[i].what);
+        edgeguard_model_free(model);
+    }
+    /* Truncations of a real model, including inside a multi-byte escape. */
+    size_t cuts[] = {1, real_len / 3, real_len / 2, real_len - 1};
+    for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++) {
+        edgeguard_model *model = NULL;
+        char err[128];
+        uint8_t *copy = xmalloc(cuts[i]); /* exact size: a read past it is caught */
+        memcpy(copy, real, cuts[i]);
+        CHECK_CODE(load_model(copy, cuts[i], &model, err, sizeof err), EDGEGUARD_RESULT_MODEL_INVALID,
+                   "truncated model");
+        free(copy);
+    }
+    /* Invalid UTF-8 inside a JSON string. */
+    uint8_t *bad = xmalloc(real_len + 2);
+    memcpy(bad, real, 2);
+    bad[2] = 0xff;
+    bad[3] = 0xfe;
+    memcpy(bad + 4, real + 2, real_len - 2);
+    edgeguard_model *model = NULL;
+    char err[128];
+    CHECK_CODE(load_model(bad, real_len + 2, &model, err, sizeof err), EDGEGUARD_RESULT_MODEL_INVALID,
+               "invalid UTF-8 in JSON");
+    free(bad);
+    /* Nested 10 000 deep (closed) and 100 000 deep (unclosed). */
+    size_t depths[] = {10000, 100000};
+    for (size_t i = 0; i < 2; i++) {
+        size_t len;
+        char *s = nested(depths[i], i == 0, &len);
+        CHECK_CODE(load_model(s, len, &model, err, sizeof err), EDGEGUARD_RESULT_MODEL_INVALID,
+                   "deeply nested");
+        free(s);
+    }
+    free(real);
+
+    /* Nulls, files. */
+    CHECK_CODE(edgeguard_model_new_from_file(NULL, &model, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "model file: null path");
+    CHECK_CODE(edgeguard_model_new_from_file("x.json", NULL, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "model file: null out");
+    CHECK_CODE(edgeguard_model_new_from_buffer((const uint8_t *)"{}", 2, NULL, &model, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "model buffer: null source name");
+    CHECK_CODE(edgeguard_model_new_from_buffer(NULL, 5, "m", &model, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "model buffer: null data with length");
+    CHECK_CODE(edgeguard_model_new_from_buffer((const uint8_t *)"{}", 2, "m", NULL, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "model buffer: null out");
+    CHECK_CODE(edgeguard_model_new_from_buffer(NULL, 0, "m", &model, err, sizeof err),
+               EDGEGUARD_RESULT_MODEL_INVALID, "model buffer: null and empty");
+    const char *paths[] = {"/nonexistent/m.json", "/nonexistent/\xff\xfe.json", "/", ""};
+    for (size_t i = 0; i < 4; i++) {
+        err[0] = 0;
+        CHECK_CODE(edgeguard_model_new_from_file(paths[i], &model, err, sizeof err), EDGEGUARD_RESULT_IO,
+                   "unreadable model file");
+        CHECK(err[0] != 0, "no message for an unreadable model file");
+    }
+    CHECK_CODE(edgeguard_model_new_from_file("/dev/null", &model, err, sizeof err),
+               EDGEGUARD_RESULT_MODEL_INVALID, "empty model file");
+    CHECK(model == NULL, "out written");
+    edgeguard_model_free(NULL);
+    CHECK(edgeguard_model_float_feature_count(NULL) == 0 && edgeguard_model_cat_feature_count(NULL) == 0 &&
+              edgeguard_model_dimension(NULL) == 0,
+          "counts of null");
+}
+
+static edgeguard_model *real_model(const char *name) {
+    char path[4096], err[256] = "";
+    edgeguard_model *model = NULL;
+    snprintf(path, sizeof path, "%s/%s", fixture_dir, name);
+    edgeguard_result r = edgeguard_model_new_from_file(path, &model, err, sizeof err);
+    CHECK_CODE(r, EDGEGUARD_RESULT_OK, name);
+    return model;
+}
+
+static void test_predict_hostile(void) {
+    const char *names[] = {"regression_cat.json", "binary_ctr.json", "multiclass_cat.json"};
+    const float specials[] = {NAN, -NAN, INFINITY, -INFINITY, 3.4e38f, -3.4e38f, 1e-45f, -0.0f, 0.0f};
+    const int32_t hashes[] = {0, -1, INT32_MIN, INT32_MAX, 1};
+    size_t nspec = sizeof specials / sizeof *specials;
+    for (size_t k = 0; k < 3; k++) {
+        edgeguard_model *model = real_model(names[k]);
+        if (!model)
+            continue;
+        int regression = strncmp(names[k], "regression", 10) == 0;
+        size_t nf = edgeguard_model_float_feature_count(model);
+        size_t nc = edgeguard_model_cat_feature_count(model);
+        size_t dim = edgeguard_model_dimension(model);
+        /* Exact-size heap arrays: any read past the counts is caught. */
+        float *floats = xmalloc((nf + 1) * sizeof *floats);
+        int32_t *cats = xmalloc((nc + 1) * sizeof *cats);
+        double *out = xmalloc(dim * sizeof *out);
+        for (size_t i = 0; i <= nf; i++)
+            floats[i] = 0.5f;
+        for (size_t i = 0; i <= nc; i++)
+            cats[i] = 7;
+
+        CHECK_CODE(edgeguard_model_predict(model, floats, nf + 1, cats, nc, 0, out, dim),
+                   EDGEGUARD_RESULT_FEATURE_COUNT, "one float too many");
+        CHECK_CODE(edgeguard_model_predict(model, floats, nf, cats, nc + 1, 0, out, dim),
+                   EDGEGUARD_RESULT_FEATURE_COUNT, "one cat too many");
+        if (nf)
+            CHECK_CODE(edgeguard_model_predict(model, floats, nf - 1, cats, nc, 0, out, dim),
+                       EDGEGUARD_RESULT_FEATURE_COUNT, "one float short");
+        CHECK_CODE(edgeguard_model_predict(model, floats, nf, cats, nc, 0, out, 0),
+                   EDGEGUARD_RESULT_BUFFER_TOO_SMALL, "out_len 0");
+        CHECK_CODE(edgeguard_model_predict(model, floats, nf, cats, nc, 0, NULL, dim),
+                   EDGEGUARD_RESULT_NULL_PARAMETER, "null out");
+        CHECK_CODE(edgeguard_model_predict(NULL, floats, nf, cats, nc, 0, out, dim),
+                   EDGEGUARD_RESULT_NULL_PARAMETER, "null model");
+        if (nf)
+            CHECK_CODE(edgeguard_model_predict(model, NULL, nf, cats, nc, 0, out, dim),
+                       EDGEGUARD_RESULT_NULL_PARAMETER, "null floats");
+        if (nc)
+            CHECK_CODE(edgeguard_model_predict(model, floats, nf, NULL, nc, 0, out, dim),
+                       EDGEGUARD_RESULT_NULL_PARAMETER, "null cats");
+        int types[] = {-1, 3, 4, 1000, INT32_MIN, INT32_MAX};
+        for (size_t t = 0; t < sizeof types / sizeof *types; t++)
+            CHECK_CODE(edgeguard_model_predict(model, floats, nf, cats, nc, types[t], out, dim),
+                       EDGEGUARD_RESULT_INVALID_ARGUMENT, "bad prediction type");
+        CHECK_CODE(edgeguard_model_predict(model, floats, nf, cats, nc, 1, out, dim),
+                   regression ? EDGEGUARD_RESULT_INVALID_ARGUMENT : EDGEGUARD_RESULT_OK,
+                   "probability");
+
+        for (size_t s = 0; s < nspec; s++) {
+            for (size_t i = 0; i < nf; i++)
+                floats[i] = i == 0 ? specials[s] : specials[(s + i) % nspec];
+            for (size_t i = 0; i < nc; i++)
+                cats[i] = hashes[(s + i) % 5];
+            for (int ty = 0; ty <= 2; ty++) {
+                edgeguard_result r = edgeguard_model_predict(model, floats, nf, cats, nc, ty, out, dim);
+                if (regression && ty > 0) {
+                    CHECK_CODE(r, EDGEGUARD_RESULT_INVALID_ARGUMENT, "regression non-raw");
+                    continue;
+                }
+                CHECK_CODE(r, EDGEGUARD_RESULT_OK, "special floats");
+                size_t w = ty == 2 ? 1 : dim;
+                for (size_t i = 0; i < w && r == EDGEGUARD_RESULT_OK; i++)
+                    CHECK(isfinite(out[i]), "%s: score %f for float %f", names[k], out[i], specials[s]);
+            }
+        }
+
+        /* Categorical strings: negative lengths, nulls, 1 MiB, 8-bit bytes. */
+        size_t big_len = 1 << 20;
+        uint8_t *big = xmalloc(big_len);
+        memset(big, 0xff, big_len);
+        edgeguard_str *strs = xmalloc((nc + 1) * sizeof *strs);
+        for (size_t i = 0; i < nc; i++) {
+            switch (i % 5) {
+            case 0: strs[i] = (edgeguard_str){-1, (const uint8_t *)"cat"}; break;
+            case 1: strs[i] = (edgeguard_str){INT32_MIN, NULL}; break;
+            case 2: strs[i] = (edgeguard_str){5, NULL}; break;
+            case 3: strs[i] = str_of(big, big_len); break;
+            default: strs[i] = str_of("\0\xff\xfe", 3); break;
+            }
+        }
+        for (size_t i = 0; i < nf; i++)
+            floats[i] = NAN;
+        CHECK_CODE(edgeguard_model_predict_strings(model, floats, nf, strs, nc, 0, out, dim),
+                   EDGEGUARD_RESULT_OK, "hostile cat strings");
+        CHECK_CODE(edgeguard_model_predict_strings(model, floats, nf, strs, nc + 1, 0, out, dim),
+                   EDGEGUARD_RESULT_FEATURE_COUNT, "one cat string too many");
+        if (nc)
+            CHECK_CODE(edgeguard_model_predict_strings(model, floats, nf, NULL, nc, 0, out, dim),
+                       EDGEGUARD_RESULT_NULL_PARAMETER, "null cat strings");
+        CHECK_CODE(edgeguard_model_predict_strings(NULL, floats, nf, strs, nc, 0, out, dim),
+                   EDGEGUARD_RESULT_NULL_PARAMETER, "strings: null model");
+        free(strs);
+        free(big);
+        free(out);
+        free(cats);
+        free(floats);
+        edgeguard_model_free(model);
+    }
+    CHECK(edgeguard_cat_hash(NULL, 0) == edgeguard_cat_hash((const uint8_t *)"", 0), "hash of null");
+    CHECK(edgeguard_cat_hash(NULL, (size_t)1 << 40) == edgeguard_cat_hash((const uint8_t *)"", 0),
+          "hash of null with a length");
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s FIXTURE_DIR\n", argv[0]);
+        return 2;
+    }
+    fixture_dir = argv[1];
+    test_result_text();
+    test_header_list_nulls();
+    test_header_list_hostile();
+    test_errbuf_lengths();
+    test_find_internal();
+    test_model_load_hostile();
+    test_predict_hostile();
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
