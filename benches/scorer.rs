@@ -8,7 +8,9 @@
 //! - `separate/N`: extraction once, then each of the N models scored on
 //!   its own from the categorical strings (`Model::predict_strings`, which
 //!   hashes every categorical value the model uses), the way N independent
-//!   model calls would do it.
+//!   model calls on one feature vector would do it;
+//! - `independent/N` (summary only): N one-model scorings, each extracting
+//!   the features and hashing its strings itself.
 //!
 //! N = 1 (bot), 2 (bot, spoof: the shipped configuration) and 4 (plus the
 //! two reordered-subset models of tests/fixtures/scorer/). Before timing,
@@ -31,7 +33,7 @@ use criterion::{BenchmarkId, Criterion, Throughput};
 use edgeguard::features::{extract, FeatureVector, Request, CAT_COUNT, FLOAT_COUNT};
 use edgeguard::model::{cat_hash, PredictionType};
 use edgeguard::request::edgeguard_header;
-use edgeguard::scorer::{ScoreKind, Scorer};
+use edgeguard::scorer::{ScoreKind, ScoredModel, Scorer};
 use scorer_support::{fixture_requests, root};
 
 #[global_allocator]
@@ -55,6 +57,9 @@ fn scorer(n: usize) -> Scorer {
     Scorer::load(&files).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// One way of scoring a request with every model of a scorer.
+type Variant = fn(&Scorer, &Request<'_>, &mut [f64]);
+
 /// Each model on its own: its inputs gathered by the scorer's binding (so
 /// only the hashing differs from `Scorer::score`), its categorical strings
 /// hashed by the model.
@@ -62,27 +67,40 @@ fn score_separately(scorer: &Scorer, req: &Request<'_>, out: &mut [f64]) {
     let mut v = FeatureVector::new();
     extract(req, &mut v);
     for (m, o) in scorer.models().iter().zip(out) {
-        let mut floats = [0.0f32; FLOAT_COUNT];
-        let mut cats: [&[u8]; CAT_COUNT] = [b""; CAT_COUNT];
-        for (dst, f) in floats.iter_mut().zip(m.float_inputs()) {
-            *dst = v.float(*f);
-        }
-        for (dst, c) in cats.iter_mut().zip(m.cat_inputs()) {
-            *dst = v.cat(*c);
-        }
-        let ty = match m.kind() {
-            ScoreKind::Probability => PredictionType::Probability,
-            ScoreKind::Raw => PredictionType::Raw,
-        };
-        m.model()
-            .predict_strings(
-                &floats[..m.float_inputs().len()],
-                &cats[..m.cat_inputs().len()],
-                ty,
-                std::slice::from_mut(o),
-            )
-            .unwrap();
+        score_one(m, &v, o);
     }
+}
+
+/// As if each model were a scorer of its own: extraction per model too.
+fn score_independently(scorer: &Scorer, req: &Request<'_>, out: &mut [f64]) {
+    for (m, o) in scorer.models().iter().zip(out) {
+        let mut v = FeatureVector::new();
+        extract(req, &mut v);
+        score_one(m, &v, o);
+    }
+}
+
+fn score_one(m: &ScoredModel, v: &FeatureVector<'_>, out: &mut f64) {
+    let mut floats = [0.0f32; FLOAT_COUNT];
+    let mut cats: [&[u8]; CAT_COUNT] = [b""; CAT_COUNT];
+    for (dst, f) in floats.iter_mut().zip(m.float_inputs()) {
+        *dst = v.float(*f);
+    }
+    for (dst, c) in cats.iter_mut().zip(m.cat_inputs()) {
+        *dst = v.cat(*c);
+    }
+    let ty = match m.kind() {
+        ScoreKind::Probability => PredictionType::Probability,
+        ScoreKind::Raw => PredictionType::Raw,
+    };
+    m.model()
+        .predict_strings(
+            &floats[..m.float_inputs().len()],
+            &cats[..m.cat_inputs().len()],
+            ty,
+            std::slice::from_mut(out),
+        )
+        .unwrap();
 }
 
 /// Heap blocks allocated per call of `f`, averaged over `n` calls.
@@ -103,7 +121,7 @@ fn summarize(views: &[Request<'_>]) {
     const PASSES: usize = 40;
     let scorers: Vec<Scorer> = [1, 2, 4].into_iter().map(scorer).collect();
     let mut out = [0.0f64; 4];
-    let mut best = [f64::INFINITY; 8];
+    let mut best = [f64::INFINITY; 11];
     let mut timed = |slot: usize, f: &mut dyn FnMut(&Request<'_>)| {
         for req in views {
             f(black_box(req));
@@ -134,23 +152,16 @@ fn summarize(views: &[Request<'_>]) {
         });
         for (k, s) in scorers.iter().enumerate() {
             let out = &mut out[..s.model_count()];
-            let (shared, separate) = (2 + 2 * k, 3 + 2 * k);
-            if pass % 2 == 0 {
-                timed(shared, &mut |req| {
-                    s.score(req, out).unwrap();
-                    black_box(out[0]);
-                });
-                timed(separate, &mut |req| {
-                    score_separately(s, req, out);
-                    black_box(out[0]);
-                });
-            } else {
-                timed(separate, &mut |req| {
-                    score_separately(s, req, out);
-                    black_box(out[0]);
-                });
-                timed(shared, &mut |req| {
-                    s.score(req, out).unwrap();
+            let (shared, separate, independent) = (2 + 3 * k, 3 + 3 * k, 4 + 3 * k);
+            let mut variants: [(usize, Variant); 3] = [
+                (shared, |s, req, out| s.score(req, out).unwrap()),
+                (separate, score_separately),
+                (independent, score_independently),
+            ];
+            variants.rotate_left(pass % 3);
+            for (slot, variant) in variants {
+                timed(slot, &mut |req| {
+                    variant(s, req, out);
                     black_box(out[0]);
                 });
             }
@@ -167,13 +178,20 @@ fn summarize(views: &[Request<'_>]) {
         best[1] - best[0]
     );
     for (k, s) in scorers.iter().enumerate() {
-        let (shared, separate) = (best[2 + 2 * k], best[3 + 2 * k]);
+        let [shared, separate, independent] = [2, 3, 4].map(|v| best[v + 3 * k]);
+        let saved = |other: f64| {
+            format!(
+                "{:>5.0} ({:>4.1}%)",
+                other - shared,
+                100.0 * (other - shared) / other
+            )
+        };
         println!(
-            "  {} model(s): shared {shared:>7.0}  separate {separate:>7.0}  \
-             separate - shared {:>5.0} ({:+.1}%)",
+            "  {} model(s): shared {shared:>6.0}  separate {separate:>6.0} saves {}  \
+             independent {independent:>6.0} saves {}",
             s.model_count(),
-            separate - shared,
-            100.0 * (separate - shared) / shared
+            saved(separate),
+            saved(independent),
         );
     }
 }
@@ -195,6 +213,8 @@ fn bench(c: &mut Criterion) {
         all.score(req, &mut out).unwrap();
         score_separately(&all, req, &mut separate);
         assert_eq!(out, separate, "both ways give the same scores");
+        score_independently(&all, req, &mut separate);
+        assert_eq!(out, separate, "all ways give the same scores");
     }
     let allocs = allocations_per_call(n, |i| all.score(&views[i], &mut out).unwrap());
     eprintln!("scorer: {n} requests, 4 models: heap allocations per scored request: {allocs}");
