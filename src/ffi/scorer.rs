@@ -175,8 +175,8 @@ pub unsafe extern "C" fn edgeguard_scorer_model_threshold(
     scorer: *const edgeguard_scorer,
     i: usize,
 ) -> f64 {
-    // A panic gives 0.0 (the boundary's value for f64), which is a valid
-    // threshold; nothing here can panic, but say NaN regardless.
+    // The boundary's panic value for f64 is 0.0, a valid threshold; the
+    // body only reads a Vec by checked index and cannot panic.
     ffi_panic_boundary! {
         scorer
             .as_ref()
