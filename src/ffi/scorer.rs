@@ -26,8 +26,10 @@ pub struct edgeguard_request {
     pub uri: edgeguard_str,
     /// The textual client address (`$remote_addr`).
     pub client_addr: edgeguard_str,
-    /// The HTTP version times 10: 10, 11, 20, 30 (nginx's
-    /// `r->http_version` divided by 100). Must be in `0..=65535`.
+    /// The HTTP version times 10: 10, 11, 20, 30, i.e.
+    /// `ngx.req.http_version() * 10`. nginx's `r->http_version` is
+    /// `major * 1000 + minor` (1001 for HTTP/1.1), so from C it is
+    /// `major * 10 + minor`, not a plain division. Must be in `0..=65535`.
     pub http_version: libc::c_int,
     /// The headers in arrival order, in the layout
     /// `ngx_http_lua_ffi_req_get_headers` fills. May be null when
