@@ -150,8 +150,10 @@ typedef struct {
    */
   edgeguard_str client_addr;
   /*
-   The HTTP version times 10: 10, 11, 20, 30 (nginx's
-   `r->http_version` divided by 100). Must be in `0..=65535`.
+   The HTTP version times 10: 10, 11, 20, 30, i.e.
+   `ngx.req.http_version() * 10`. nginx's `r->http_version` is
+   `major * 1000 + minor` (1001 for HTTP/1.1), so from C it is
+   `major * 10 + minor`, not a plain division. Must be in `0..=65535`.
    */
   int http_version;
   /*
