@@ -10,14 +10,14 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debian's nginx + lua-nginx-module + lua-resty-core + OpenResty's LuaJIT
 # (luajit2). Debian's plain `luajit` conflicts with the lua module: never it.
 APT_RUNTIME := nginx libnginx-mod-http-lua lua-resty-core luajit2 curl
-APT_TEST := $(APT_RUNTIME) clang
+APT_TEST := $(APT_RUNTIME) clang libclang-rt-14-dev
 PIP_TEST := pytest
 
 RELEASE_LIB := target/release/libedgeguard.so
 RUN_DIR := .run
 
-.PHONY: all build deps deps-test header test test-rust test-lua test-e2e lint \
-        run stop bench clean
+.PHONY: all build deps deps-test header test test-rust test-lua test-c test-e2e lint \
+        run stop bench valgrind fuzz libcatboostmodel test-official clean
 
 all: build
 
@@ -60,10 +60,34 @@ test-lua: build
 	  EDGEGUARD_LIB=$(CURDIR)/$(RELEASE_LIB) $(LUAJIT) $$t; \
 	done
 
+# The hostile-input C program against include/edgeguard.h, under ASan + UBSan.
+test-c:
+	sh scripts/c-abi-test.sh
+
 test-e2e: build
 	$(PYTHON) -m pytest -q tests/e2e
 
-test: deps-test lint test-rust test-lua test-e2e
+test: deps-test lint test-rust test-lua test-c test-e2e
+
+# The same C program against the release library under valgrind memcheck.
+valgrind:
+	$(call apt_install,valgrind clang)
+	sh scripts/valgrind.sh
+
+# Every cargo-fuzz target for FUZZ_SECONDS each (see scripts/fuzz.sh).
+FUZZ_SECONDS ?= 60
+fuzz:
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install --locked cargo-fuzz
+	sh scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# The official CatBoost model library, built from CatBoost's source
+# distribution into ~/.cache/edgeguard (slow the first time).
+libcatboostmodel:
+	scripts/build-libcatboostmodel.sh
+
+# Parity through the official library (catboost-sys), and native == official.
+test-official: libcatboostmodel
+	scripts/test-official.sh
 
 run: deps build
 	@mkdir -p $(RUN_DIR)
