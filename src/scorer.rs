@@ -1,1 +1,0 @@
-//! Bot scoring: request features, hashed once, scored by several CatBoost models.

@@ -1,0 +1,280 @@
+//! Bot scoring: request features, hashed once, scored by several CatBoost models.
+//!
+//! A [`Scorer`] is built once from named models. At load, each model's inputs
+//! are bound to the feature schema ([`crate::features`]) by the names the model
+//! was trained with, so a model may use any subset of the schema in any
+//! order; a model the scorer cannot feed is refused with an error naming the
+//! model file and the feature.
+//!
+//! Per request, [`Scorer::score`]:
+//! 1. extracts the [`FeatureVector`] on the stack;
+//! 2. hashes each categorical value that some model reads, once, with
+//!    [`cat_hash`]: every model shares these hashes;
+//! 3. for each model, gathers its inputs through the load-time binding into
+//!    stack buffers and evaluates it;
+//! 4. writes one score per model, in load order.
+//!
+//! Nothing of this touches the heap, and a scorer is only read while scoring,
+//! so one scorer serves any number of threads.
+//!
+//! A score is the probability of the positive class for a binary classifier
+//! and the raw formula value for a regression (see [`ScoreKind`]). A model's
+//! default threshold comes from its metadata (`edgeguard.threshold`,
+//! [`THRESHOLD_KEY`]); `models/train.py` writes it.
+
+mod binding;
+mod error;
+
+use std::path::Path;
+
+use crate::features::{extract, Cat, FeatureVector, Request, CAT_COUNT, FLOAT_COUNT};
+use crate::model::{cat_hash, Model};
+
+use binding::{bind, Binding};
+pub use binding::{ScoreKind, THRESHOLD_KEY};
+pub use error::{ScoreError, ScorerError};
+
+/// The most models one scorer holds. Scores are computed into a stack
+/// buffer of this size so that a failing call writes nothing.
+pub const MAX_MODELS: usize = 64;
+
+/// One model of a scorer, with its name and its binding to the schema.
+#[derive(Debug)]
+pub struct ScoredModel {
+    name: String,
+    model: Model,
+    binding: Binding,
+}
+
+impl ScoredModel {
+    /// The name the model was given at load (`bot`, `spoof`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The model itself.
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+
+    /// The default threshold from the model's metadata, in the unit of the
+    /// score (a probability for classifiers); `None` if the model has none.
+    pub fn threshold(&self) -> Option<f64> {
+        self.binding.threshold
+    }
+
+    /// What the model's score is.
+    pub fn kind(&self) -> ScoreKind {
+        self.binding.kind
+    }
+
+    /// The schema's float feature feeding each of the model's float inputs,
+    /// by the model's float feature index.
+    pub fn float_inputs(&self) -> &[crate::features::Float] {
+        &self.binding.floats
+    }
+
+    /// The schema's categorical feature feeding each of the model's
+    /// categorical inputs, by the model's categorical feature index.
+    pub fn cat_inputs(&self) -> &[Cat] {
+        &self.binding.cats
+    }
+}
+
+/// Several CatBoost models scoring each request from one feature vector and
+/// one set of categorical hashes.
+#[derive(Debug)]
+pub struct Scorer {
+    models: Vec<ScoredModel>,
+    /// The categorical features at least one model reads: only these are
+    /// hashed per request.
+    hashed: Vec<Cat>,
+}
+
+impl Scorer {
+    /// Loads each `(name, path)` model (CatBoost JSON export) and binds it to
+    /// the feature schema. Names must be non-empty, unique and free of
+    /// control characters; at most [`MAX_MODELS`] models.
+    pub fn load(models: &[(&str, &Path)]) -> Result<Scorer, ScorerError> {
+        // Names are checked before any file is read: a configuration typo
+        // is reported as such, not as whatever the files say.
+        check_names(models.iter().map(|(name, _)| *name))?;
+        let mut loaded = Vec::with_capacity(models.len());
+        for (name, path) in models {
+            let model = Model::load(path).map_err(|error| ScorerError::Model {
+                name: (*name).to_owned(),
+                error,
+            })?;
+            loaded.push(((*name).to_owned(), model));
+        }
+        Self::from_models(loaded)
+    }
+
+    /// Builds a scorer from models already loaded, under the given names.
+    /// Same checks as [`Scorer::load`].
+    pub fn from_models(models: Vec<(String, Model)>) -> Result<Scorer, ScorerError> {
+        check_names(models.iter().map(|(name, _)| name.as_str()))?;
+        let mut scored = Vec::with_capacity(models.len());
+        for (name, model) in models {
+            let binding = bind(&model).map_err(|message| ScorerError::Incompatible {
+                name: name.clone(),
+                source: model.source().to_owned(),
+                message,
+            })?;
+            scored.push(ScoredModel {
+                name,
+                model,
+                binding,
+            });
+        }
+        let hashed = Cat::ALL
+            .into_iter()
+            .filter(|c| scored.iter().any(|m| m.binding.cats.contains(c)))
+            .collect();
+        Ok(Scorer {
+            models: scored,
+            hashed,
+        })
+    }
+
+    /// How many models score each request (the length `score` expects).
+    pub fn model_count(&self) -> usize {
+        self.models.len()
+    }
+
+    /// The name of model `i`, `None` out of range.
+    pub fn model_name(&self, i: usize) -> Option<&str> {
+        self.models.get(i).map(ScoredModel::name)
+    }
+
+    /// The default threshold of model `i`; `None` if it has none or `i` is
+    /// out of range.
+    pub fn threshold(&self, i: usize) -> Option<f64> {
+        self.models.get(i).and_then(ScoredModel::threshold)
+    }
+
+    /// The models, in load order (the order of the scores).
+    pub fn models(&self) -> &[ScoredModel] {
+        &self.models
+    }
+
+    /// Scores one request: `out[i]` receives model `i`'s score.
+    /// `out.len()` must equal [`Scorer::model_count`]. Nothing is written on
+    /// error. Never allocates.
+    pub fn score(&self, req: &Request<'_>, out: &mut [f64]) -> Result<(), ScoreError> {
+        self.check_len(out)?;
+        let mut features = FeatureVector::new();
+        extract(req, &mut features);
+        self.score_features(&features, out)
+    }
+
+    /// [`Scorer::score`] for a feature vector already extracted (the
+    /// offline replay reuses vectors; benches time the parts apart).
+    pub fn score_features(
+        &self,
+        features: &FeatureVector<'_>,
+        out: &mut [f64],
+    ) -> Result<(), ScoreError> {
+        self.check_len(out)?;
+        let mut hashes = [0i32; CAT_COUNT];
+        for &c in &self.hashed {
+            // CatBoost's C API takes the hash's bits as a signed int.
+            hashes[c.index()] = cat_hash(features.cat(c)) as i32;
+        }
+        let schema_floats = features.floats();
+        let mut scores = [0.0f64; MAX_MODELS];
+        for (i, m) in self.models.iter().enumerate() {
+            // Bindings map distinct names onto the schema, so no model has
+            // more inputs than the schema has features.
+            let mut floats = [0.0f32; FLOAT_COUNT];
+            let mut cats = [0i32; CAT_COUNT];
+            let (floats, cats) = (
+                &mut floats[..m.binding.floats.len()],
+                &mut cats[..m.binding.cats.len()],
+            );
+            for (dst, f) in floats.iter_mut().zip(&m.binding.floats) {
+                *dst = schema_floats[f.index()];
+            }
+            for (dst, c) in cats.iter_mut().zip(&m.binding.cats) {
+                *dst = hashes[c.index()];
+            }
+            m.model
+                .predict(
+                    floats,
+                    cats,
+                    m.binding.kind.prediction_type(),
+                    &mut scores[i..i + 1],
+                )
+                .map_err(|error| ScoreError::Model { index: i, error })?;
+        }
+        out.copy_from_slice(&scores[..self.models.len()]);
+        Ok(())
+    }
+
+    fn check_len(&self, out: &[f64]) -> Result<(), ScoreError> {
+        if out.len() != self.models.len() {
+            return Err(ScoreError::OutputLen {
+                expected: self.models.len(),
+                got: out.len(),
+            });
+        }
+        Ok(())
+    }
+}
+
+fn check_names<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> Result<(), ScorerError> {
+    let config = |message: String| Err(ScorerError::Config { message });
+    match names.len() {
+        0 => return config("no models given: a scorer needs at least one".to_owned()),
+        n if n > MAX_MODELS => {
+            return config(format!(
+                "{n} models given; a scorer holds at most {MAX_MODELS}"
+            ))
+        }
+        _ => {}
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for (i, name) in names.enumerate() {
+        if name.is_empty() {
+            return config(format!("model {i} has an empty name"));
+        }
+        // Names reach C as NUL-terminated strings and end up in logs.
+        if name.chars().any(char::is_control) {
+            return config(format!("model {i} name {name:?} holds control characters"));
+        }
+        if seen.contains(&name) {
+            return config(format!("model name `{name}` is given twice"));
+        }
+        seen.push(name);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names_error(names: &[&str]) -> String {
+        check_names(names.iter().copied())
+            .expect_err("refused")
+            .to_string()
+    }
+
+    #[test]
+    fn model_names_are_checked() {
+        assert!(check_names(["bot", "spoof"].into_iter()).is_ok());
+        assert!(names_error(&[]).contains("no models"));
+        assert!(names_error(&["bot", ""]).contains("model 1 has an empty name"));
+        assert!(names_error(&["bot", "spoof", "bot"]).contains("`bot` is given twice"));
+        assert!(names_error(&["a\0b"]).contains("control characters"));
+        let many: Vec<String> = (0..=MAX_MODELS).map(|i| format!("m{i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert!(names_error(&many).contains("at most 64"));
+    }
+
+    #[test]
+    fn scorer_is_send_and_sync() {
+        fn shared<T: Send + Sync>() {}
+        shared::<Scorer>();
+    }
+}

@@ -1,0 +1,242 @@
+//! What a scorer accepts at load and how it says no: every refusal names
+//! the model, its file and the feature or field at fault.
+
+mod scorer_support;
+
+use std::path::Path;
+
+use edgeguard::model::Model;
+use edgeguard::scorer::{Scorer, ScorerError, MAX_MODELS};
+use scorer_support::root;
+
+const REORDERED: &str = "tests/fixtures/scorer/reordered.json";
+
+fn text(relative: &str) -> String {
+    std::fs::read_to_string(root(relative)).unwrap()
+}
+
+/// `REORDERED` with `from` (which must occur exactly once) replaced.
+fn edited(from: &str, to: &str) -> Model {
+    let json = text(REORDERED);
+    assert_eq!(json.matches(from).count(), 1, "{from} must occur once");
+    Model::from_json("edited.json", json.replace(from, to).as_bytes()).expect("still a model")
+}
+
+/// `REORDERED` changed through its parsed JSON.
+fn reshaped(source: &str, change: impl FnOnce(&mut serde_json::Value)) -> Model {
+    let mut json: serde_json::Value = serde_json::from_str(&text(REORDERED)).unwrap();
+    change(&mut json);
+    Model::from_json(source, json.to_string().as_bytes()).expect("still a model")
+}
+
+fn refusal(models: Vec<(&str, Model)>) -> ScorerError {
+    let models = models.into_iter().map(|(n, m)| (n.to_owned(), m)).collect();
+    Scorer::from_models(models).expect_err("refused")
+}
+
+fn assert_says(err: &ScorerError, parts: &[&str]) {
+    let message = err.to_string();
+    for part in parts {
+        assert!(message.contains(part), "{message:?} lacks {part:?}");
+    }
+}
+
+#[test]
+fn unknown_or_mistyped_features_are_refused_by_name() {
+    for (from, to, says) in [
+        (
+            r#""feature_id":"ua_len""#,
+            r#""feature_id":"ua_length""#,
+            "float feature 3 `ua_length` is not in the feature schema",
+        ),
+        (
+            r#""feature_id":"ua_len""#,
+            r#""feature_id":"method""#,
+            "float feature 3 `method` is categorical in the feature schema",
+        ),
+        (
+            r#""feature_id":"method""#,
+            r#""feature_id":"uri_len""#,
+            "categorical feature 2 `uri_len` is a float feature",
+        ),
+        (
+            r#""feature_id":"ua_len""#,
+            r#""feature_id":"""#,
+            "float feature 3 has no name",
+        ),
+        (
+            r#""feature_id":"ua_len""#,
+            r#""feature_id":"header_count""#,
+            "float features 2 and 3 are both named `header_count`",
+        ),
+        (
+            r#""feature_id":"method""#,
+            r#""feature_id":"ua_family""#,
+            "categorical features 0 and 2 are both named `ua_family`",
+        ),
+    ] {
+        let err = refusal(vec![("mine", edited(from, to))]);
+        assert!(matches!(err, ScorerError::Incompatible { .. }), "{err:?}");
+        assert_says(&err, &["model `mine`", "edited.json", says]);
+    }
+}
+
+#[test]
+fn only_single_output_classifiers_and_regressions_are_scored() {
+    let multiclass = Model::load(&root("tests/fixtures/catboost/multiclass_cat.json")).unwrap();
+    assert_says(
+        &refusal(vec![("mc", multiclass)]),
+        &[
+            "model `mc`",
+            "multiclass_cat.json",
+            "3 outputs (MultiClass)",
+        ],
+    );
+    let ranking = reshaped("edited.json", |m| {
+        m["model_info"]["params"]["loss_function"]["type"] = "YetiRank".into();
+    });
+    assert_says(
+        &refusal(vec![("rank", ranking)]),
+        &["edited.json", "loss function `YetiRank` is neither"],
+    );
+    // Without training params the objective is unknown.
+    let bare = reshaped("bare.json", |m| {
+        m["model_info"].as_object_mut().unwrap().remove("params");
+    });
+    assert_says(
+        &refusal(vec![("bare", bare)]),
+        &["bare.json", "loss_function is missing"],
+    );
+    // The features of these fixture models have no names at all.
+    let unnamed = Model::load(&root("tests/fixtures/catboost/regression_cat.json")).unwrap();
+    assert_says(
+        &refusal(vec![("unnamed", unnamed)]),
+        &["regression_cat.json", "float feature 0 has no name"],
+    );
+}
+
+#[test]
+fn thresholds_must_be_probabilities() {
+    for (value, says) in [
+        ("high", "not a number"),
+        ("1.5", "not a probability in [0, 1]"),
+        ("-0.1", "not a probability in [0, 1]"),
+        ("NaN", "not a probability in [0, 1]"),
+    ] {
+        let m = edited(
+            r#""edgeguard.threshold":"0.625""#,
+            &format!(r#""edgeguard.threshold":"{value}""#),
+        );
+        assert_says(
+            &refusal(vec![("t", m)]),
+            &[
+                "model `t`",
+                "edited.json",
+                "model_info[\"edgeguard.threshold\"]",
+                says,
+            ],
+        );
+    }
+    for (value, want) in [("0", 0.0), ("1", 1.0), (" 0.25 ", 0.25)] {
+        let m = edited(
+            r#""edgeguard.threshold":"0.625""#,
+            &format!(r#""edgeguard.threshold":"{value}""#),
+        );
+        let scorer = Scorer::from_models(vec![("t".into(), m)]).unwrap();
+        assert_eq!(scorer.threshold(0), Some(want));
+    }
+    let none = edited(r#""edgeguard.threshold":"0.625","#, "");
+    let scorer = Scorer::from_models(vec![("t".into(), none)]).unwrap();
+    assert_eq!(scorer.threshold(0), None);
+    assert_eq!(scorer.threshold(1), None);
+}
+
+#[test]
+fn model_names_are_checked_before_files_are_read() {
+    let bot = root("models/bot.json");
+    let missing = root("models/missing.json");
+    let cases: [(&[(&str, &Path)], &str); 4] = [
+        (&[], "no models"),
+        (&[("bot", &bot), ("", &bot)], "model 1 has an empty name"),
+        (
+            &[("bot", &bot), ("bot", &bot)],
+            "model name `bot` is given twice",
+        ),
+        (&[("a\nb", &missing)], "control characters"),
+    ];
+    for (models, says) in cases {
+        let err = Scorer::load(models).expect_err(says);
+        assert!(matches!(err, ScorerError::Config { .. }), "{err:?}");
+        assert!(!err.is_io());
+        assert_says(&err, &[says]);
+    }
+    let too_many: Vec<String> = (0..=MAX_MODELS).map(|i| format!("m{i}")).collect();
+    let too_many: Vec<(&str, &Path)> = too_many
+        .iter()
+        .map(|n| (n.as_str(), bot.as_path()))
+        .collect();
+    assert_says(&Scorer::load(&too_many).unwrap_err(), &["at most 64"]);
+}
+
+#[test]
+fn unreadable_and_invalid_files_name_the_file() {
+    let bot = root("models/bot.json");
+    let missing = root("models/missing.json");
+    let err = Scorer::load(&[("bot", &bot), ("gone", &missing)]).unwrap_err();
+    assert!(err.is_io(), "{err:?}");
+    assert_says(&err, &["model `gone`", "missing.json"]);
+
+    let not_json = root("tests/scorer_load.rs");
+    let err = Scorer::load(&[("src", &not_json)]).unwrap_err();
+    assert!(
+        matches!(err, ScorerError::Model { .. }) && !err.is_io(),
+        "{err:?}"
+    );
+    assert_says(&err, &["model `src`", "scorer_load.rs"]);
+}
+
+#[test]
+fn introspection_follows_load_order() {
+    let (bot, spoof) = (root("models/bot.json"), root("models/spoof.json"));
+    let scorer = Scorer::load(&[("second", &spoof), ("first", &bot)]).unwrap();
+    assert_eq!(scorer.model_count(), 2);
+    assert_eq!(scorer.model_name(0), Some("second"));
+    assert_eq!(scorer.model_name(1), Some("first"));
+    assert_eq!(scorer.model_name(2), None);
+    assert_eq!(
+        scorer.models()[0].model().source(),
+        spoof.display().to_string()
+    );
+    let spoof_threshold: f64 = Model::load(&spoof)
+        .unwrap()
+        .metadata("edgeguard.threshold")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(scorer.threshold(0), Some(spoof_threshold));
+    // The shipped models read the whole schema, in schema order.
+    let m = &scorer.models()[1];
+    assert_eq!(m.float_inputs(), edgeguard::features::Float::ALL);
+    assert_eq!(m.cat_inputs(), edgeguard::features::Cat::ALL);
+}
+
+#[test]
+fn wrong_output_length_writes_nothing() {
+    let scorer = Scorer::load(&[("bot", &root("models/bot.json"))]).unwrap();
+    let req = unsafe { edgeguard::features::Request::new(b"GET", b"/", 11, b"203.0.113.1", &[]) };
+    for len in [0, 2] {
+        let mut out = vec![7.0; len];
+        let err = scorer.score(&req, &mut out).unwrap_err();
+        assert_eq!(
+            err,
+            edgeguard::scorer::ScoreError::OutputLen {
+                expected: 1,
+                got: len
+            }
+        );
+        assert!(out.iter().all(|&x| x == 7.0));
+    }
+    let mut out = [7.0];
+    scorer.score(&req, &mut out).unwrap();
+    assert!((0.0..=1.0).contains(&out[0]));
+}

@@ -1,0 +1,233 @@
+//! The scorer's scores against official CatBoost and against the model
+//! evaluated by hand on what `edgeguard features` prints: the whole pipeline
+//! (request -> features -> hashes -> name binding -> models) is checked, not
+//! the parts.
+
+mod scorer_support;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use edgeguard::model::{Model, PredictionType};
+use edgeguard::scorer::{ScoreKind, Scorer};
+use scorer_support::{fixture_requests, root, shipped, OwnedRequest};
+use serde_json::Value;
+
+fn sigmoid(raw: f64) -> f64 {
+    1.0 / (1.0 + (-raw).exp())
+}
+
+fn assert_close(got: f64, want: f64, what: &str) {
+    let tolerance = 1e-9 * want.abs().max(1e-300);
+    assert!(
+        (got - want).abs() <= tolerance,
+        "{what}: got {got:e}, official {want:e}"
+    );
+}
+
+fn load(models: &[(&str, std::path::PathBuf)]) -> Scorer {
+    let models: Vec<(&str, &std::path::Path)> =
+        models.iter().map(|(n, p)| (*n, p.as_path())).collect();
+    Scorer::load(&models).expect("scorer loads")
+}
+
+/// Every fixture request through the scorer, one row of scores each.
+fn score_all(scorer: &Scorer, requests: &[OwnedRequest]) -> Vec<Vec<f64>> {
+    requests
+        .iter()
+        .map(|r| {
+            let headers = r.ffi_headers();
+            let mut out = vec![f64::NAN; scorer.model_count()];
+            scorer.score(&r.view(&headers), &mut out).expect("scored");
+            out
+        })
+        .collect()
+}
+
+#[test]
+fn shipped_models_equal_official_catboost() {
+    let scorer = load(&shipped());
+    let requests = fixture_requests();
+    assert!(requests.len() >= 100);
+    for (m, name) in scorer.models().iter().zip(["bot", "spoof"]) {
+        assert_eq!(m.name(), name);
+        assert_eq!(m.kind(), ScoreKind::Probability);
+        let stored: f64 = m
+            .model()
+            .metadata("edgeguard.threshold")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(m.threshold(), Some(stored));
+    }
+    let mut flagged = [0usize; 2];
+    for (r, scores) in requests.iter().zip(score_all(&scorer, &requests)) {
+        for (i, name) in ["bot", "spoof"].into_iter().enumerate() {
+            let official = sigmoid(r.expected_raw[name]);
+            assert_close(
+                scores[i],
+                official,
+                &format!("line {} model {name}", r.line),
+            );
+            flagged[i] += usize::from(scores[i] >= scorer.threshold(i).unwrap());
+        }
+    }
+    // Both models flag some of the fixture and pass some: scores vary.
+    for (i, n) in flagged.into_iter().enumerate() {
+        assert!(n > 0 && n < requests.len(), "model {i} flags {n} requests");
+    }
+}
+
+/// The small models under tests/fixtures/scorer/ use a subset of the schema
+/// in another order (and interleave categorical columns): wrong binding by
+/// position could not reproduce CatBoost's own predictions.
+#[test]
+fn models_on_reordered_subsets_equal_official_catboost() {
+    let scorer = load(&[
+        ("reordered", root("tests/fixtures/scorer/reordered.json")),
+        ("regression", root("tests/fixtures/scorer/regression.json")),
+    ]);
+    let m = scorer.models();
+    assert_eq!(
+        (m[0].kind(), m[1].kind()),
+        (ScoreKind::Probability, ScoreKind::Raw)
+    );
+    assert_eq!(
+        (scorer.threshold(0), scorer.threshold(1)),
+        (Some(0.625), None)
+    );
+    assert_eq!(m[0].float_inputs().len(), 8);
+    assert_eq!(m[1].cat_inputs().len(), 2);
+
+    let expected: Value = serde_json::from_str(
+        &std::fs::read_to_string(root("tests/fixtures/scorer/expected.json")).unwrap(),
+    )
+    .unwrap();
+    let requests = fixture_requests();
+    let scores = score_all(&scorer, &requests);
+    for (name, i, link) in [
+        ("reordered", 0, sigmoid as fn(f64) -> f64),
+        ("regression", 1, |x| x),
+    ] {
+        let raw = expected[name].as_array().unwrap();
+        assert_eq!(raw.len(), requests.len());
+        for ((r, row), want) in requests.iter().zip(&scores).zip(raw) {
+            let want = link(want.as_f64().unwrap());
+            assert_close(row[i], want, &format!("line {} model {name}", r.line));
+        }
+    }
+}
+
+/// Runs `edgeguard features` (the CLI that made the training data) on the
+/// fixture's requests: its vectors and its schema names.
+fn cli_vectors(requests: &[OwnedRequest]) -> (Value, Vec<Value>) {
+    let bin = env!("CARGO_BIN_EXE_edgeguard");
+    let names = Command::new(bin)
+        .args(["features", "--names"])
+        .output()
+        .unwrap();
+    assert!(names.status.success());
+    let names: Value = serde_json::from_slice(&names.stdout).unwrap();
+    let mut child = Command::new(bin)
+        .arg("features")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    for r in requests {
+        writeln!(stdin, "{}", r.json).unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let vectors: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(vectors.len(), requests.len());
+    (names, vectors)
+}
+
+/// Places the CLI's vector into a model's inputs by the model's own feature
+/// names (the way a user would with the CLI output) and scores it with the
+/// model alone, hashing the strings there.
+fn predict_by_hand(model: &Model, names: &Value, vector: &Value, ty: PredictionType) -> f64 {
+    let position = |kind: &str, name: &str| {
+        names[kind]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|n| n == name)
+            .unwrap_or_else(|| panic!("{name} is not a {kind} feature"))
+    };
+    let floats: Vec<f32> = model
+        .float_feature_names()
+        .iter()
+        .map(|n| {
+            vector["float"][position("float", n)]
+                .as_f64()
+                .map_or(f32::NAN, |x| x as f32)
+        })
+        .collect();
+    let cats: Vec<&[u8]> = model
+        .cat_feature_names()
+        .iter()
+        .map(|n| {
+            vector["cat"][position("cat", n)]
+                .as_str()
+                .unwrap()
+                .as_bytes()
+        })
+        .collect();
+    let mut out = [0.0];
+    model.predict_strings(&floats, &cats, ty, &mut out).unwrap();
+    out[0]
+}
+
+#[test]
+fn scores_equal_the_model_on_the_cli_vectors() {
+    let files = [
+        ("bot", root("models/bot.json")),
+        ("reordered", root("tests/fixtures/scorer/reordered.json")),
+        ("spoof", root("models/spoof.json")),
+        ("regression", root("tests/fixtures/scorer/regression.json")),
+    ];
+    let scorer = load(&files);
+    let requests = fixture_requests();
+    let (names, vectors) = cli_vectors(&requests);
+    let scores = score_all(&scorer, &requests);
+    for (i, (name, path)) in files.iter().enumerate() {
+        let model = Model::load(path).unwrap();
+        let ty = match scorer.models()[i].kind() {
+            ScoreKind::Probability => PredictionType::Probability,
+            ScoreKind::Raw => PredictionType::Raw,
+        };
+        for ((r, row), vector) in requests.iter().zip(&scores).zip(&vectors) {
+            let want = predict_by_hand(&model, &names, vector, ty);
+            // Same values, same evaluator: the same bits.
+            assert_eq!(
+                row[i].to_bits(),
+                want.to_bits(),
+                "line {} model {name}",
+                r.line
+            );
+        }
+    }
+}
+
+#[test]
+fn score_features_equals_score() {
+    let scorer = load(&shipped());
+    for r in fixture_requests().iter().take(20) {
+        let headers = r.ffi_headers();
+        let req = r.view(&headers);
+        let mut v = edgeguard::features::FeatureVector::new();
+        edgeguard::features::extract(&req, &mut v);
+        let (mut a, mut b) = ([0.0; 2], [0.0; 2]);
+        scorer.score(&req, &mut a).unwrap();
+        scorer.score_features(&v, &mut b).unwrap();
+        assert_eq!(a, b, "line {}", r.line);
+    }
+}

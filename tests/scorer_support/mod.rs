@@ -1,0 +1,114 @@
+//! Requests of the traffic fixture (`tests/fixtures/traffic/sample.jsonl`,
+//! written by `models/train.py`) and the scorer's model files, shared by the
+//! scorer tests and `benches/scorer.rs`.
+
+#![allow(dead_code)] // each user takes a different subset
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use edgeguard::features::Request;
+use edgeguard::request::edgeguard_header;
+use serde_json::Value;
+
+/// A path under the crate root.
+pub fn root(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
+}
+
+/// The shipped models, as `edgeguard.conf` names them.
+pub fn shipped() -> Vec<(&'static str, PathBuf)> {
+    vec![
+        ("bot", root("models/bot.json")),
+        ("spoof", root("models/spoof.json")),
+    ]
+}
+
+/// One request with owned bytes, its line in the file, and the official
+/// CatBoost raw predictions stored with it (empty for plain request files).
+pub struct OwnedRequest {
+    pub line: usize,
+    pub method: String,
+    pub uri: String,
+    pub version: u16,
+    pub client: String,
+    pub headers: Vec<(String, String)>,
+    pub expected_raw: BTreeMap<String, f64>,
+    /// The request line as read (the input format of `edgeguard features`).
+    pub json: String,
+}
+
+impl OwnedRequest {
+    /// Headers as nginx hands them over, viewing this request's strings.
+    pub fn ffi_headers(&self) -> Vec<edgeguard_header> {
+        self.headers
+            .iter()
+            .map(|(k, v)| edgeguard_header::new(k.as_bytes(), v.as_bytes()))
+            .collect()
+    }
+
+    /// The request viewing this one's bytes and `headers` (from
+    /// [`OwnedRequest::ffi_headers`] of the same request).
+    pub fn view<'a>(&'a self, headers: &'a [edgeguard_header]) -> Request<'a> {
+        // SAFETY: `headers` view `self.headers`, borrowed for 'a like `self`.
+        unsafe {
+            Request::new(
+                self.method.as_bytes(),
+                self.uri.as_bytes(),
+                self.version,
+                self.client.as_bytes(),
+                headers,
+            )
+        }
+    }
+}
+
+/// `"1.1"`, `"HTTP/2.0"`, `2` -> 11, 20, 20.
+fn version(v: &Value) -> u16 {
+    let s = match v {
+        Value::String(s) => s.trim_start_matches("HTTP/").to_string(),
+        other => other.to_string(),
+    };
+    let x: f64 = s.parse().expect("version");
+    (x * 10.0).round() as u16
+}
+
+/// Every request of a JSON Lines file in `edgeguard features`' input format.
+pub fn read_requests(path: &Path) -> Vec<OwnedRequest> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .enumerate()
+        .map(|(n, line)| {
+            let row: Value = serde_json::from_str(line).expect("request line");
+            let s = |k: &str| row[k].as_str().expect(k).to_owned();
+            let expected_raw = row["expected_raw"]
+                .as_object()
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| (k.clone(), v.as_f64().expect("raw")))
+                        .collect()
+                })
+                .unwrap_or_default();
+            OwnedRequest {
+                line: n + 1,
+                method: s("method"),
+                uri: s("uri"),
+                version: version(&row["version"]),
+                client: s("client"),
+                headers: row["headers"]
+                    .as_array()
+                    .expect("headers")
+                    .iter()
+                    .map(|h| (h[0].as_str().unwrap().into(), h[1].as_str().unwrap().into()))
+                    .collect(),
+                expected_raw,
+                json: line.to_owned(),
+            }
+        })
+        .collect()
+}
+
+/// The traffic fixture's requests.
+pub fn fixture_requests() -> Vec<OwnedRequest> {
+    read_requests(&root("tests/fixtures/traffic/sample.jsonl"))
+}
