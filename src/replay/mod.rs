@@ -39,6 +39,7 @@ pub use summary::{
     ConfigSummary, Flip, Histogram, LineError, LiveSummary, ModelSummary, Summary, HISTOGRAM_BINS,
     LIVE_SCORE_TOLERANCE,
 };
+pub use worker::Worker;
 
 use crate::config::Config;
 

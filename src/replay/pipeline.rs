@@ -68,7 +68,7 @@ pub(super) fn run(
                 let work_rx = &work_rx;
                 let json_names = &json_names;
                 scope.spawn(move || {
-                    let mut worker = Worker::new(
+                    let mut worker = Worker::with(
                         primary,
                         compare,
                         want_output,

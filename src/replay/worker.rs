@@ -81,8 +81,10 @@ impl Side<'_> {
     }
 }
 
-/// A worker thread's state.
-pub(crate) struct Worker<'c> {
+/// Replays lines on one thread: the work of one pipeline worker, usable on
+/// its own (to embed replay, or to measure it). Owns every buffer it
+/// needs; once they have grown to fit, a line costs no heap allocation.
+pub struct Worker<'c> {
     primary: Side<'c>,
     compare: Option<Side<'c>>,
     scratch: Scratch,
@@ -92,11 +94,27 @@ pub(crate) struct Worker<'c> {
     /// Input names as JSON strings, when there are several.
     input_names: &'c [String],
     max_line: usize,
+    /// Lines seen by [`Worker::replay_text`].
+    text_lines: u64,
     pub(crate) tally: Summary,
 }
 
 impl<'c> Worker<'c> {
-    pub(crate) fn new(
+    /// A worker deciding with `primary` (and `compare`), writing output
+    /// lines when `output` is set.
+    pub fn new(primary: &'c Config, compare: Option<&'c Config>, output: bool) -> Worker<'c> {
+        let defaults = super::Options::default();
+        Self::with(
+            primary,
+            compare,
+            output,
+            &[],
+            defaults.max_line,
+            defaults.samples,
+        )
+    }
+
+    pub(crate) fn with(
         primary: &'c Config,
         compare: Option<&'c Config>,
         output: bool,
@@ -116,8 +134,30 @@ impl<'c> Worker<'c> {
             output,
             input_names,
             max_line,
+            text_lines: 0,
             tally: Summary::new(primary, compare, samples),
         }
+    }
+
+    /// Replays the newline-separated lines of `text` (numbered on from the
+    /// previous call), appending output lines to `out`.
+    pub fn replay_text(&mut self, text: &[u8], out: &mut Vec<u8>) {
+        let mut rest = text;
+        while !rest.is_empty() {
+            let (line, next) = match memchr::memchr(b'\n', rest) {
+                Some(i) => (&rest[..i], &rest[i + 1..]),
+                None => (rest, &rest[rest.len()..]),
+            };
+            self.text_lines += 1;
+            let too_long = line.len() > self.max_line;
+            self.line(0, self.text_lines, line, too_long, out);
+            rest = next;
+        }
+    }
+
+    /// What this worker has counted so far.
+    pub fn summary(&self) -> &Summary {
+        &self.tally
     }
 
     /// Processes every line of `batch`, writing output into `batch.out`.
@@ -129,37 +169,38 @@ impl<'c> Worker<'c> {
             out,
             ..
         } = batch;
-        // Taken out for the loop so that parsed lines (which borrow it) and
-        // `self` can be used together; moving Vecs allocates nothing.
-        let mut scratch = std::mem::take(&mut self.scratch);
         for l in lines.iter() {
-            let line = &data[l.start..l.end];
-            if l.too_long {
-                let max = self.max_line;
-                self.tally.parse_error(
-                    *input,
-                    l.number,
-                    format_args!("line longer than {max} bytes, skipped"),
-                );
-                continue;
-            }
-            if line.trim_ascii().is_empty() {
-                self.tally.blank_lines += 1;
-                continue;
-            }
-            let parsed = match record::parse(line, &mut scratch) {
-                Ok(p) => p,
-                Err(e) => {
-                    self.tally.parse_error(*input, l.number, e);
-                    continue;
+            self.line(*input, l.number, &data[l.start..l.end], l.too_long, out);
+        }
+    }
+
+    fn line(&mut self, input: usize, number: u64, line: &[u8], too_long: bool, out: &mut Vec<u8>) {
+        if too_long {
+            let max = self.max_line;
+            self.tally.parse_error(
+                input,
+                number,
+                format_args!("line longer than {max} bytes, skipped"),
+            );
+            return;
+        }
+        if line.trim_ascii().is_empty() {
+            self.tally.blank_lines += 1;
+            return;
+        }
+        // Taken out so that the parsed line (which borrows it) and `self`
+        // can be used together; moving Vecs allocates nothing.
+        let mut scratch = std::mem::take(&mut self.scratch);
+        match record::parse(line, &mut scratch) {
+            Ok(parsed) => {
+                self.tally.requests += 1;
+                let (primary, compare) = self.evaluate(&parsed, input, number);
+                if self.output {
+                    // Writing to a Vec cannot fail.
+                    let _ = self.write_line(out, &parsed, input, number, primary, compare);
                 }
-            };
-            self.tally.requests += 1;
-            let (primary, compare) = self.evaluate(&parsed, *input, l.number);
-            if self.output {
-                // Writing to a Vec cannot fail.
-                let _ = self.write_line(out, &parsed, *input, l.number, primary, compare);
             }
+            Err(e) => self.tally.parse_error(input, number, e),
         }
         self.scratch = scratch;
     }
