@@ -18,7 +18,9 @@
 //! Strings are not copied: a string without escapes is a view of the input
 //! line. An escaped string is unescaped by serde_json into a transient buffer
 //! and copied into the worker's [`Scratch`], which keeps its capacity from line
-//! to line, so steady-state parsing allocates nothing. Positions are kept as
+//! to line, so a line without escapes costs no allocation at all; one with
+//! escapes costs only serde_json's own unescape buffer, which lives in its
+//! per-line deserializer (`tests/replay_alloc.rs` bounds both). Positions are kept as
 //! offsets while parsing (the scratch may grow) and turned into
 //! [`edgeguard_header`] views only once the line is fully read.
 
@@ -383,12 +385,67 @@ impl<'de> Visitor<'de> for RecordSeed<'_> {
                     };
                     self.live.push((span, score));
                 }
-                Key::Other => {
-                    map.next_value::<IgnoredAny>()?;
-                }
+                Key::Other => map.next_value_seed(Skip)?,
             }
         }
         Ok(fields)
+    }
+}
+
+/// Skips any value. Unlike [`IgnoredAny`], for which serde_json keeps a
+/// stack of brackets in a buffer allocated per deserializer, this walks
+/// nested values through the visitor, which allocates nothing (labels and
+/// feature vectors of fixture lines are nested).
+struct Skip;
+
+impl<'de> DeserializeSeed<'de> for Skip {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Skip {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Skip)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_key_seed(Skip)?.is_some() {
+            map.next_value_seed(Skip)?;
+        }
+        Ok(())
     }
 }
 

@@ -3,8 +3,8 @@
 //!
 //! A worker owns every buffer it uses (parse scratch, scores, header
 //! indices) and writes output into the batch's own buffer, so once the
-//! buffers have grown to fit, a line costs no allocation (escaped strings
-//! included; see `tests/replay_alloc.rs`).
+//! buffers have grown to fit, a line without JSON escapes costs no
+//! allocation (see `tests/replay_alloc.rs` for lines with escapes).
 
 use std::io::Write;
 
@@ -83,7 +83,8 @@ impl Side<'_> {
 
 /// Replays lines on one thread: the work of one pipeline worker, usable on
 /// its own (to embed replay, or to measure it). Owns every buffer it
-/// needs; once they have grown to fit, a line costs no heap allocation.
+/// needs; once they have grown to fit, a line without JSON escapes costs no
+/// heap allocation.
 pub struct Worker<'c> {
     primary: Side<'c>,
     compare: Option<Side<'c>>,
