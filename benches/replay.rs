@@ -173,6 +173,8 @@ struct Run {
 fn measure(mut cmd: Command) -> Run {
     cmd.stdout(Stdio::null());
     let started = Instant::now();
+    // Reaped by wait4 below, which also gives its resource usage.
+    #[allow(clippy::zombie_processes)]
     let child = cmd.spawn().expect("spawn");
     let mut status = 0;
     // SAFETY: an all-zero rusage is a valid value to be overwritten.

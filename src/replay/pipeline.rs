@@ -125,7 +125,6 @@ pub(super) fn run(
         for (_, b) in std::mem::take(&mut pending) {
             emit(b, &mut output);
         }
-        drop(emit);
         drop(free_tx);
         if let Ok(mut rx) = work_rx.lock() {
             rx.take();
