@@ -450,16 +450,19 @@ fn render_histogram(s: &mut String, h: &Histogram, threshold: Option<f64>) -> fm
         // A bar that is not empty shows at least one mark.
         let bar = (n * WIDTH).div_ceil(max) as usize;
         let mark = match threshold {
-            Some(t) if t >= lo && t < lo + step => " <- threshold",
+            // The last bin is closed: a threshold of 1 is marked there.
+            Some(t) if t >= lo && (t < lo + step || (i + 1 == HISTOGRAM_BINS && t <= 1.0)) => {
+                " <- threshold"
+            }
             _ => "",
         };
-        writeln!(
-            s,
+        let row = format!(
             "    [{lo:.2}, {:.2}{} {n:>10} {}{mark}",
             lo + step,
             if i + 1 == HISTOGRAM_BINS { ']' } else { ')' },
             "#".repeat(bar)
-        )?;
+        );
+        writeln!(s, "{}", row.trim_end())?;
     }
     if h.below + h.above + h.nan > 0 {
         writeln!(
