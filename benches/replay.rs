@@ -135,12 +135,12 @@ fn main() {
     }
 
     println!(
-        "\n| requests | configuration | implementation | threads | seconds | requests/s | vs baseline | peak RSS |"
+        "\n| requests | configuration | implementation | threads | seconds | requests/s | vs baseline | CPU used | requests/CPU-s | peak RSS |"
     );
-    println!("|---:|---|---|---:|---:|---:|---:|---:|");
+    println!("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|");
     for r in &table {
         println!(
-            "| {} | {} | {} | {} | {:.2} | {:.0} | {:.2}x | {:.1} MiB |",
+            "| {} | {} | {} | {} | {:.2} | {:.0} | {:.2}x | {:.0}% | {:.0} | {:.1} MiB |",
             r.n,
             r.config,
             r.name,
@@ -148,10 +148,15 @@ fn main() {
             r.run.wall.as_secs_f64(),
             r.rate,
             r.rate / r.base,
+            r.run.cpu.as_secs_f64() * 100.0 / r.run.wall.as_secs_f64(),
+            r.n as f64 / r.run.cpu.as_secs_f64(),
             r.run.max_rss_kib as f64 / 1024.0
         );
     }
-    println!("\n(machine: {cores} cores; inputs in {})", dir.display());
+    println!(
+        "\n(machine: {cores} cores; CPU used is user + system time over wall time, 100% = one core; inputs in {})",
+        dir.display()
+    );
 }
 
 struct Row {
@@ -166,6 +171,9 @@ struct Row {
 
 struct Run {
     wall: Duration,
+    /// User + system CPU time: on a shared machine, the wall time of a
+    /// multi-threaded run says little unless one knows how much CPU it got.
+    cpu: Duration,
     max_rss_kib: i64,
 }
 
@@ -187,8 +195,10 @@ fn measure(mut cmd: Command) -> Run {
         libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
         "{cmd:?} failed: {status}"
     );
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     Run {
         wall,
+        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
         max_rss_kib: usage.ru_maxrss,
     }
 }
