@@ -26,8 +26,10 @@ pub struct edgeguard_request {
     pub uri: edgeguard_str,
     /// The textual client address (`$remote_addr`).
     pub client_addr: edgeguard_str,
-    /// The HTTP version times 10: 10, 11, 20, 30 (nginx's
-    /// `r->http_version` divided by 100). Must be in `0..=65535`.
+    /// The HTTP version times 10: 10, 11, 20, 30, i.e.
+    /// `ngx.req.http_version() * 10`. nginx's `r->http_version` is
+    /// `major * 1000 + minor` (1001 for HTTP/1.1), so from C it is
+    /// `major * 10 + minor`, not a plain division. Must be in `0..=65535`.
     pub http_version: libc::c_int,
     /// The headers in arrival order, in the layout
     /// `ngx_http_lua_ffi_req_get_headers` fills. May be null when
@@ -175,8 +177,8 @@ pub unsafe extern "C" fn edgeguard_scorer_model_threshold(
     scorer: *const edgeguard_scorer,
     i: usize,
 ) -> f64 {
-    // A panic gives 0.0 (the boundary's value for f64), which is a valid
-    // threshold; nothing here can panic, but say NaN regardless.
+    // The boundary's panic value for f64 is 0.0, a valid threshold; the
+    // body only reads a Vec by checked index and cannot panic.
     ffi_panic_boundary! {
         scorer
             .as_ref()
