@@ -451,3 +451,57 @@ fn cli_writes_output_and_summary() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("/nonexistent.json: cannot read"));
 }
+
+#[test]
+fn cli_reads_stdin_compares_and_writes_stdout() {
+    use std::process::Stdio;
+    let dir = std::env::temp_dir().join(format!("edgeguard-replay-cli2-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let lower = dir.join("lower.json");
+    let m = manifest();
+    std::fs::write(
+        &lower,
+        format!(
+            r#"{{"models": {{"bot": "{}", "spoof": "{}"}}, "mode": "block", "thresholds": {{"bot": 0.2}}}}"#,
+            m.join("models/bot.json").display(),
+            m.join("models/spoof.json").display()
+        ),
+    )
+    .unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_edgeguard"))
+        .args(["replay", "--config"])
+        .arg(m.join("tests/fixtures/replay/config.json"))
+        .arg("--compare")
+        .arg(&lower)
+        .args(["--ordered", "--output", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&fixture_text()).unwrap();
+    stdin.write_all(b"oops\n").unwrap();
+    drop(stdin);
+    let done = child.wait_with_output().unwrap();
+    assert!(done.status.success(), "bad lines are not fatal");
+    let stdout = String::from_utf8(done.stdout).unwrap();
+    let stderr = String::from_utf8(done.stderr).unwrap();
+    let lines: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), fixture_rows().len());
+    assert!(lines.iter().all(|l| l["compare"]["action"].is_string()));
+    let flipped = lines
+        .iter()
+        .filter(|l| l["action"] != l["compare"]["action"])
+        .count();
+    assert!(
+        stderr.contains(&format!("decision flips: {flipped} of")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("<stdin>:201: column"), "{stderr}");
+    // Not a terminal: no progress line.
+    assert!(!stderr.contains('\r'), "{stderr:?}");
+}
