@@ -10,9 +10,11 @@
 
 #![deny(missing_docs, unreachable_pub)]
 
+pub mod config;
 pub mod features;
 pub mod ffi;
 pub mod headers;
 pub mod model;
+pub mod replay;
 pub mod request;
 pub mod scorer;

@@ -10,6 +10,7 @@ const USAGE: &str = "usage: edgeguard <command> [options]
 commands:
   predict    score JSON Lines documents with a CatBoost model
   features   print the feature vector of JSON Lines requests
+  replay     score recorded traffic with a configuration, report decisions
   version    print the library version
 ";
 
@@ -19,6 +20,7 @@ fn main() -> ExitCode {
     match args.first().map(String::as_str) {
         Some("predict") => cli::predict::run(rest),
         Some("features") => cli::features::run(rest),
+        Some("replay") => cli::replay::run(rest),
         Some("version" | "--version") => {
             println!("edgeguard {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

@@ -2,3 +2,4 @@
 
 pub mod features;
 pub mod predict;
+pub mod replay;

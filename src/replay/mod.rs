@@ -1,0 +1,88 @@
+//! Offline replay: score recorded traffic with the code nginx runs, at the
+//! speed of the machine, and report what a configuration would decide.
+//!
+//! ```text
+//!             free batches (a fixed pool: memory stays flat)
+//!        ┌──────────────────────────────────────────────────────┐
+//!        v                                                      │
+//!   [reader] ──batches of whole lines──> [worker × N] ──> [writer]
+//!   files/stdin, gzip                    parse in place    ordered or not,
+//!   cut at newlines                      strip, score,     per-request JSONL,
+//!                                        decide, count     progress line
+//! ```
+//!
+//! The reader fills byte buffers with whole lines; workers parse each line
+//! without building a JSON tree (strings are views of the buffer, see
+//! [`record`](self) docs in `record.rs`), score it with the shared
+//! zero-allocation [`Scorer`](crate::scorer::Scorer) and decide it with
+//! [`Policy::decide`](crate::config::Policy::decide), under one or two
+//! configurations; the writer emits output and hands the buffer back to the
+//! reader. Every channel is bounded by the pool size, so a slow writer
+//! slows the reader, and however large the input, memory holds only the
+//! pool.
+//!
+//! Lines that cannot be used (not JSON, not UTF-8, missing fields, longer
+//! than [`Options::max_line`]) are counted with their line numbers, never
+//! fatal.
+
+mod input;
+mod pipeline;
+mod progress;
+mod record;
+mod summary;
+mod worker;
+
+use std::io::{self, Write};
+
+pub use input::Input;
+pub use summary::{
+    ConfigSummary, Flip, Histogram, LineError, LiveSummary, ModelSummary, Summary, HISTOGRAM_BINS,
+    LIVE_SCORE_TOLERANCE,
+};
+pub use worker::Worker;
+
+use crate::config::Config;
+
+/// How a replay runs.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Worker threads (at least 1).
+    pub threads: usize,
+    /// Write output lines in input order (costs a reorder buffer bounded by
+    /// the pool).
+    pub ordered: bool,
+    /// Bytes of input per batch.
+    pub batch_bytes: usize,
+    /// Longest line kept, in bytes; longer lines are counted and skipped.
+    pub max_line: usize,
+    /// Show a progress line on stderr when it is a terminal.
+    pub progress: bool,
+    /// Errors and flipped requests kept as samples.
+    pub samples: usize,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            ordered: false,
+            batch_bytes: 256 << 10,
+            max_line: 1 << 20,
+            progress: true,
+            samples: 10,
+        }
+    }
+}
+
+/// Replays `inputs` under `primary` (and `compare`, if given), writing one
+/// output line per request to `output` if given. Returns the counts; fails
+/// only when the output cannot be written.
+pub fn run(
+    inputs: Vec<Input>,
+    primary: &Config,
+    compare: Option<&Config>,
+    output: Option<&mut dyn Write>,
+    options: &Options,
+) -> io::Result<Summary> {
+    pipeline::run(inputs, primary, compare, output, options)
+}

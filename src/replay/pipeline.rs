@@ -1,0 +1,218 @@
+//! The threads of a replay and the bounded channels between them.
+
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Instant;
+
+use crate::config::Config;
+
+use super::input::{Batch, Input};
+use super::progress::Progress;
+use super::summary::Summary;
+use super::worker::Worker;
+use super::Options;
+
+/// Lines per batch at most, so batches of tiny lines still spread evenly.
+const MAX_LINES_PER_BATCH: usize = 4096;
+
+pub(super) fn run(
+    inputs: Vec<Input>,
+    primary: &Config,
+    compare: Option<&Config>,
+    mut output: Option<&mut dyn Write>,
+    options: &Options,
+) -> io::Result<Summary> {
+    let started = Instant::now();
+    let threads = options.threads.max(1);
+    // Two batches per worker keep every worker busy while the reader fills
+    // and the writer drains; this is all the memory a run holds.
+    let pool = 2 * threads + 2;
+    let names: Vec<String> = inputs.iter().map(|i| i.name().to_owned()).collect();
+    let json_names: Vec<String> = names
+        .iter()
+        .map(|n| serde_json::to_string(n).unwrap_or_else(|_| "\"?\"".to_owned()))
+        .collect();
+    let total_size = inputs
+        .iter()
+        .map(Input::size)
+        .try_fold(0u64, |acc, s| s.map(|s| acc + s));
+    let consumed = Arc::new(AtomicU64::new(0));
+    let stop = AtomicBool::new(false);
+
+    let (free_tx, free_rx) = sync_channel::<Batch>(pool);
+    let (work_tx, work_rx) = sync_channel::<Batch>(pool);
+    let (done_tx, done_rx) = sync_channel::<Batch>(pool);
+    for _ in 0..pool {
+        // Cannot fail: the channel holds `pool` batches and its receiver lives.
+        let _ = free_tx.send(Batch::default());
+    }
+    // Taken (and so closed) once the workers are gone, so that a reader
+    // blocked on a full channel wakes up even if every worker panicked.
+    let work_rx = Mutex::new(Some(work_rx));
+    let want_output = output.is_some();
+
+    let mut write_error = None;
+    let (input_errors, tallies) = thread::scope(|scope| {
+        let reader = {
+            let consumed = Arc::clone(&consumed);
+            let stop = &stop;
+            scope.spawn(move || read_all(inputs, free_rx, work_tx, consumed, stop, options))
+        };
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                let done_tx = done_tx.clone();
+                let work_rx = &work_rx;
+                let json_names = &json_names;
+                scope.spawn(move || {
+                    let mut worker = Worker::with(
+                        primary,
+                        compare,
+                        want_output,
+                        json_names,
+                        options.max_line,
+                        options.samples,
+                    );
+                    loop {
+                        // The lock is held only to take one batch.
+                        let next = match work_rx.lock() {
+                            Ok(rx) => rx.as_ref().and_then(|rx| rx.recv().ok()),
+                            Err(_) => None,
+                        };
+                        let Some(mut batch) = next else { break };
+                        worker.process(&mut batch);
+                        if done_tx.send(batch).is_err() {
+                            break;
+                        }
+                    }
+                    worker.tally
+                })
+            })
+            .collect();
+        drop(done_tx);
+
+        let mut progress = Progress::new(options.progress, total_size, Arc::clone(&consumed));
+        let mut pending: BTreeMap<u64, Batch> = BTreeMap::new();
+        let mut next_seq = 0u64;
+        let mut emit = |batch: Batch, out: &mut Option<&mut dyn Write>| {
+            progress.lines(batch.lines.len() as u64);
+            if write_error.is_none() {
+                if let Some(w) = out.as_mut() {
+                    if let Err(e) = w.write_all(&batch.out) {
+                        write_error = Some(e);
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                }
+            }
+            // The reader may have finished: then the batch is simply dropped.
+            let _ = free_tx.send(batch);
+        };
+        for batch in done_rx.iter() {
+            if options.ordered {
+                pending.insert(batch.seq, batch);
+                while let Some(b) = pending.remove(&next_seq) {
+                    next_seq += 1;
+                    emit(b, &mut output);
+                }
+            } else {
+                emit(batch, &mut output);
+            }
+        }
+        // Workers are done: whatever is left is in order.
+        for (_, b) in std::mem::take(&mut pending) {
+            emit(b, &mut output);
+        }
+        drop(free_tx);
+        if let Ok(mut rx) = work_rx.lock() {
+            rx.take();
+        }
+        progress.finish();
+
+        let input_errors = reader
+            .join()
+            .unwrap_or_else(|_| vec!["reader panicked".into()]);
+        let tallies: Vec<Summary> = workers.into_iter().filter_map(|w| w.join().ok()).collect();
+        (input_errors, tallies)
+    });
+    if let Some(e) = write_error {
+        return Err(e);
+    }
+    if let Some(w) = output {
+        w.flush()?;
+    }
+
+    let mut summary = Summary::new(primary, compare, options.samples);
+    if tallies.len() != threads {
+        return Err(io::Error::other("a replay worker panicked"));
+    }
+    for t in tallies {
+        summary.merge(t);
+    }
+    summary.inputs = names;
+    summary.input_errors = input_errors;
+    summary.threads = threads;
+    summary.elapsed = started.elapsed();
+    Ok(summary)
+}
+
+/// The reader thread: fills free batches with lines of each input in turn.
+/// Returns the read errors met (each ends its input, not the run).
+fn read_all(
+    inputs: Vec<Input>,
+    free: Receiver<Batch>,
+    work: SyncSender<Batch>,
+    consumed: Arc<AtomicU64>,
+    stop: &AtomicBool,
+    options: &Options,
+) -> Vec<String> {
+    let mut errors = Vec::new();
+    let mut seq = 0u64;
+    let mut spare: Option<Batch> = None;
+    'inputs: for (index, input) in inputs.into_iter().enumerate() {
+        let name = input.name().to_owned();
+        let mut lines = match input.into_lines(Arc::clone(&consumed), options.max_line) {
+            Ok(l) => l,
+            Err(e) => {
+                errors.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                break 'inputs;
+            }
+            let mut batch = match spare.take() {
+                Some(b) => b,
+                None => match free.recv() {
+                    Ok(b) => b,
+                    Err(_) => break 'inputs,
+                },
+            };
+            let result = lines.fill(&mut batch, options.batch_bytes, MAX_LINES_PER_BATCH);
+            let more = match result {
+                Ok(more) => more,
+                Err(e) => {
+                    errors.push(format!("{name}: {e}"));
+                    false
+                }
+            };
+            if batch.lines.is_empty() {
+                spare = Some(batch);
+            } else {
+                batch.seq = seq;
+                batch.input = index;
+                seq += 1;
+                if work.send(batch).is_err() {
+                    break 'inputs;
+                }
+            }
+            if !more {
+                break;
+            }
+        }
+    }
+    errors
+}

@@ -1,0 +1,690 @@
+//! One input line, parsed in place.
+//!
+//! Two line shapes are read, told apart by their fields, never by a flag:
+//!
+//! - the request lines of `edgeguard features`:
+//!   `{"method": "GET", "uri": "/a?b=1", "version": "1.1", "client": "203.0.113.7",
+//!   "headers": [["host", "x"], ["user-agent", "..."]]}`;
+//! - the access-log lines of the shipped `log_format edgeguard_json
+//!   escape=json` (`nginx-conf/log-format.conf`): the same field names, with
+//!   `version` as `$server_protocol` (`"HTTP/1.1"`), `headers` as a string
+//!   holding the JSON array text of `$edgeguard_request_headers` (nginx
+//!   escapes it once more), and the live decision in `edgeguard_action` and
+//!   `edgeguard_<model>` (scores as nginx logged them; `""` or `"-"` when
+//!   unset).
+//!
+//! Other fields (labels, timestamps, status) are skipped without being built.
+//!
+//! Strings are not copied: a string without escapes is a view of the input
+//! line. An escaped string is unescaped by serde_json into a transient buffer
+//! and copied into the worker's [`Scratch`], which keeps its capacity from line
+//! to line, so a line without escapes costs no allocation at all; one with
+//! escapes costs only serde_json's own unescape buffer, which lives in its
+//! per-line deserializer (`tests/replay_alloc.rs` bounds both). Positions are kept as
+//! offsets while parsing (the scratch may grow) and turned into
+//! [`edgeguard_header`] views only once the line is fully read.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use crate::config::Action;
+use crate::request::edgeguard_header;
+
+/// Which buffer a [`Span`] points into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Base {
+    /// The input line.
+    Line,
+    /// `Scratch::text`: the unescaped `headers` string of a log line.
+    Text,
+    /// `Scratch::owned`: unescaped strings.
+    Owned,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    base: Base,
+    start: usize,
+    len: usize,
+}
+
+const EMPTY: Span = Span {
+    base: Base::Owned,
+    start: 0,
+    len: 0,
+};
+
+/// A worker's reusable parsing buffers.
+#[derive(Debug, Default)]
+pub(crate) struct Scratch {
+    owned: Vec<u8>,
+    text: Vec<u8>,
+    pairs: Vec<(Span, Span)>,
+    live: Vec<(Span, f64)>,
+    headers: Vec<edgeguard_header>,
+}
+
+/// A parsed line: views of the line and of the scratch it was parsed with.
+#[derive(Debug)]
+pub(crate) struct Parsed<'s> {
+    pub(crate) method: &'s [u8],
+    pub(crate) uri: &'s [u8],
+    pub(crate) version: u16,
+    pub(crate) client: &'s [u8],
+    /// Views of `line` and `Scratch`: valid while both are borrowed.
+    pub(crate) headers: &'s [edgeguard_header],
+    /// What nginx decided, for log lines that carry it.
+    pub(crate) live_action: Option<Action>,
+    live: &'s [(Span, f64)],
+    bufs: Bufs<'s>,
+}
+
+impl Parsed<'_> {
+    /// The score nginx logged for the model named `name`, if any.
+    pub(crate) fn live_score(&self, name: &str) -> Option<f64> {
+        self.live
+            .iter()
+            .find(|(n, _)| self.bufs.get(*n) == name.as_bytes())
+            .map(|&(_, s)| s)
+            .filter(|s| !s.is_nan())
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Bufs<'s> {
+    line: &'s [u8],
+    text: &'s [u8],
+    owned: &'s [u8],
+}
+
+impl<'s> Bufs<'s> {
+    fn get(&self, s: Span) -> &'s [u8] {
+        let buf = match s.base {
+            Base::Line => self.line,
+            Base::Text => self.text,
+            Base::Owned => self.owned,
+        };
+        &buf[s.start..s.start + s.len]
+    }
+}
+
+/// Why a line was skipped.
+#[derive(Debug)]
+pub(crate) struct ParseError(serde_json::Error);
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // serde_json counts lines within the record; the caller prints the
+        // input's own line number, so only the column is useful here.
+        let e = &self.0;
+        let msg = e.to_string();
+        let msg = msg
+            .rsplit_once(" at line ")
+            .map_or(msg.as_str(), |(head, _)| head);
+        write!(f, "column {}: {msg}", e.column())
+    }
+}
+
+/// Parses one line (without its newline).
+pub(crate) fn parse<'s>(
+    line: &'s [u8],
+    scratch: &'s mut Scratch,
+) -> Result<Parsed<'s>, ParseError> {
+    scratch.owned.clear();
+    scratch.text.clear();
+    scratch.pairs.clear();
+    scratch.live.clear();
+    scratch.headers.clear();
+
+    let fields = {
+        let mut de = serde_json::Deserializer::from_slice(line);
+        let fields = RecordSeed {
+            origin: line.as_ptr(),
+            owned: &mut scratch.owned,
+            text: &mut scratch.text,
+            pairs: &mut scratch.pairs,
+            live: &mut scratch.live,
+        }
+        .deserialize(&mut de)
+        .map_err(ParseError)?;
+        de.end().map_err(ParseError)?;
+        fields
+    };
+
+    if let Some(text) = fields.headers_text {
+        // The array text sits in the line (no escapes) or in `text`.
+        let (base, buf) = match text.base {
+            Base::Line => (Base::Line, &line[text.start..text.start + text.len]),
+            _ => (Base::Text, &scratch.text[..]),
+        };
+        let offset = if base == Base::Line { text.start } else { 0 };
+        let mut de = serde_json::Deserializer::from_slice(buf);
+        PairsSeed {
+            base,
+            origin: buf.as_ptr(),
+            offset,
+            owned: &mut scratch.owned,
+            pairs: &mut scratch.pairs,
+        }
+        .deserialize(&mut de)
+        .map_err(ParseError)?;
+        de.end().map_err(ParseError)?;
+    }
+
+    let bufs = Bufs {
+        line,
+        text: &scratch.text,
+        owned: &scratch.owned,
+    };
+    scratch.headers.extend(
+        scratch
+            .pairs
+            .iter()
+            .map(|&(k, v)| edgeguard_header::new(bufs.get(k), bufs.get(v))),
+    );
+    let missing = |name: &str| ParseError(de::Error::missing_field(static_name(name)));
+    Ok(Parsed {
+        method: bufs.get(fields.method.ok_or_else(|| missing("method"))?),
+        uri: bufs.get(fields.uri.ok_or_else(|| missing("uri"))?),
+        version: fields.version.ok_or_else(|| missing("version"))?,
+        client: bufs.get(fields.client.unwrap_or(EMPTY)),
+        headers: &scratch.headers,
+        live_action: fields
+            .live_action
+            .and_then(|s| Action::from_name(bufs.get(s))),
+        live: &scratch.live,
+        bufs,
+    })
+}
+
+fn static_name(name: &str) -> &'static str {
+    match name {
+        "method" => "method",
+        "uri" => "uri",
+        _ => "version",
+    }
+}
+
+/// The scalar fields of a record, as spans.
+#[derive(Default)]
+struct Fields {
+    method: Option<Span>,
+    uri: Option<Span>,
+    version: Option<u16>,
+    client: Option<Span>,
+    headers_text: Option<Span>,
+    live_action: Option<Span>,
+}
+
+/// Where a string seed puts what it reads.
+struct StrSeed<'a> {
+    /// The base of strings serde_json borrows from its input.
+    base: Base,
+    origin: *const u8,
+    /// Added to borrowed offsets (the input may be a slice of the base).
+    offset: usize,
+    /// Where escaped strings are copied.
+    owned: &'a mut Vec<u8>,
+}
+
+impl<'de> DeserializeSeed<'de> for StrSeed<'_> {
+    type Value = Span;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Span, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for StrSeed<'_> {
+    type Value = Span;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Span, E> {
+        // serde_json hands out borrowed strings only from the slice it was
+        // given, which starts at `origin`.
+        let start = v.as_ptr() as usize - self.origin as usize + self.offset;
+        Ok(Span {
+            base: self.base,
+            start,
+            len: v.len(),
+        })
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Span, E> {
+        let start = self.owned.len();
+        self.owned.extend_from_slice(v.as_bytes());
+        Ok(Span {
+            base: Base::Owned,
+            start,
+            len: v.len(),
+        })
+    }
+}
+
+struct RecordSeed<'a> {
+    origin: *const u8,
+    owned: &'a mut Vec<u8>,
+    text: &'a mut Vec<u8>,
+    pairs: &'a mut Vec<(Span, Span)>,
+    live: &'a mut Vec<(Span, f64)>,
+}
+
+impl RecordSeed<'_> {
+    fn str_seed(&mut self) -> StrSeed<'_> {
+        StrSeed {
+            base: Base::Line,
+            origin: self.origin,
+            offset: 0,
+            owned: self.owned,
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for RecordSeed<'_> {
+    type Value = Fields;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Fields, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+/// A record key; borrowed keys cost nothing, escaped keys are rare.
+enum Key<'de> {
+    Method,
+    Uri,
+    Version,
+    Client,
+    Headers,
+    LiveAction,
+    LiveScore(std::borrow::Cow<'de, str>),
+    Other,
+}
+
+const LIVE_PREFIX: &str = "edgeguard_";
+
+impl<'de> de::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(match key(v) {
+                    Key::LiveScore(_) => Key::LiveScore(v[LIVE_PREFIX.len()..].into()),
+                    k => k,
+                })
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(match key(v) {
+                    Key::LiveScore(_) => Key::LiveScore(v[LIVE_PREFIX.len()..].to_owned().into()),
+                    k => k,
+                })
+            }
+        }
+        fn key(v: &str) -> Key<'static> {
+            match v {
+                "method" => Key::Method,
+                "uri" => Key::Uri,
+                "version" => Key::Version,
+                "client" => Key::Client,
+                "headers" => Key::Headers,
+                "edgeguard_action" => Key::LiveAction,
+                _ if v.len() > LIVE_PREFIX.len() && v.starts_with(LIVE_PREFIX) => {
+                    Key::LiveScore("".into())
+                }
+                _ => Key::Other,
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+impl<'de> Visitor<'de> for RecordSeed<'_> {
+    type Value = Fields;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a request object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<Fields, A::Error> {
+        let mut fields = Fields::default();
+        while let Some(key) = map.next_key::<Key<'de>>()? {
+            match key {
+                Key::Method => fields.method = Some(map.next_value_seed(self.str_seed())?),
+                Key::Uri => fields.uri = Some(map.next_value_seed(self.str_seed())?),
+                Key::Client => fields.client = Some(map.next_value_seed(self.str_seed())?),
+                Key::Version => fields.version = Some(map.next_value_seed(VersionSeed)?),
+                Key::Headers => {
+                    self.pairs.clear();
+                    fields.headers_text = map.next_value_seed(HeadersSeed {
+                        pairs: PairsSeed {
+                            base: Base::Line,
+                            origin: self.origin,
+                            offset: 0,
+                            owned: self.owned,
+                            pairs: self.pairs,
+                        },
+                        text: self.text,
+                    })?;
+                }
+                Key::LiveAction => {
+                    fields.live_action = Some(map.next_value_seed(self.str_seed())?);
+                }
+                Key::LiveScore(name) => {
+                    let score = map.next_value_seed(LiveScoreSeed)?;
+                    let start = self.owned.len();
+                    self.owned.extend_from_slice(name.as_bytes());
+                    let span = Span {
+                        base: Base::Owned,
+                        start,
+                        len: name.len(),
+                    };
+                    self.live.push((span, score));
+                }
+                Key::Other => map.next_value_seed(Skip)?,
+            }
+        }
+        Ok(fields)
+    }
+}
+
+/// Skips any value. Unlike [`IgnoredAny`], for which serde_json keeps a
+/// stack of brackets in a buffer allocated per deserializer, this walks
+/// nested values through the visitor, which allocates nothing (labels and
+/// feature vectors of fixture lines are nested).
+struct Skip;
+
+impl<'de> DeserializeSeed<'de> for Skip {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Skip {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Skip)?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while map.next_key_seed(Skip)?.is_some() {
+            map.next_value_seed(Skip)?;
+        }
+        Ok(())
+    }
+}
+
+/// `version`: a number (`1.1`, `2`) or a string (`"1.1"`, `"HTTP/2.0"`).
+struct VersionSeed;
+
+impl<'de> DeserializeSeed<'de> for VersionSeed {
+    type Value = u16;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<u16, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl Visitor<'_> for VersionSeed {
+    type Value = u16;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an HTTP version (1.0, 1.1, 2, 3)")
+    }
+
+    fn visit_f64<E: de::Error>(self, x: f64) -> Result<u16, E> {
+        scaled_version(x).ok_or_else(|| E::custom(format_args!("unsupported HTTP version {x}")))
+    }
+
+    fn visit_u64<E: de::Error>(self, x: u64) -> Result<u16, E> {
+        self.visit_f64(x as f64)
+    }
+
+    fn visit_i64<E: de::Error>(self, x: i64) -> Result<u16, E> {
+        self.visit_f64(x as f64)
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<u16, E> {
+        let t = s.trim();
+        let t = match t.get(..5) {
+            Some(p) if p.eq_ignore_ascii_case("http/") => &t[5..],
+            _ => t,
+        };
+        t.parse::<f64>()
+            .ok()
+            .and_then(scaled_version)
+            .ok_or_else(|| E::custom(format_args!("unsupported HTTP version {s:?}")))
+    }
+}
+
+/// nginx's `r->http_version` scaled to 9, 10, 11, 20 or 30.
+fn scaled_version(x: f64) -> Option<u16> {
+    let scaled = (x * 10.0).round();
+    match scaled as u16 {
+        v @ (9 | 10 | 11 | 20 | 30) if scaled == f64::from(v) => Some(v),
+        _ => None,
+    }
+}
+
+/// A live score as nginx logged it: `"0.731245"`, a number, or empty when
+/// the variable was not set (NaN then).
+struct LiveScoreSeed;
+
+impl<'de> DeserializeSeed<'de> for LiveScoreSeed {
+    type Value = f64;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<f64, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl Visitor<'_> for LiveScoreSeed {
+    type Value = f64;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a score")
+    }
+
+    fn visit_f64<E: de::Error>(self, x: f64) -> Result<f64, E> {
+        Ok(x)
+    }
+
+    fn visit_u64<E: de::Error>(self, x: u64) -> Result<f64, E> {
+        Ok(x as f64)
+    }
+
+    fn visit_i64<E: de::Error>(self, x: i64) -> Result<f64, E> {
+        Ok(x as f64)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<f64, E> {
+        Ok(f64::NAN)
+    }
+
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<f64, E> {
+        match s {
+            "" | "-" => Ok(f64::NAN),
+            _ => s
+                .parse()
+                .map_err(|_| E::custom(format_args!("live score {s:?} is not a number"))),
+        }
+    }
+}
+
+/// `headers`: an array of pairs, read into `pairs`; or a string holding
+/// that array's JSON text (log lines), returned for a second pass; or null.
+struct HeadersSeed<'a> {
+    pairs: PairsSeed<'a>,
+    text: &'a mut Vec<u8>,
+}
+
+impl<'de> DeserializeSeed<'de> for HeadersSeed<'_> {
+    type Value = Option<Span>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<Span>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for HeadersSeed<'_> {
+    type Value = Option<Span>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of [name, value] pairs, or its JSON text")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Option<Span>, A::Error> {
+        self.pairs.visit_seq(seq).map(|()| None)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Option<Span>, E> {
+        Ok(None)
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Option<Span>, E> {
+        if is_unset(v) {
+            return Ok(None);
+        }
+        let start = v.as_ptr() as usize - self.pairs.origin as usize;
+        Ok(Some(Span {
+            base: Base::Line,
+            start,
+            len: v.len(),
+        }))
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<Span>, E> {
+        if is_unset(v) {
+            return Ok(None);
+        }
+        self.text.clear();
+        self.text.extend_from_slice(v.as_bytes());
+        Ok(Some(Span {
+            base: Base::Text,
+            start: 0,
+            len: v.len(),
+        }))
+    }
+}
+
+/// nginx logs an unset variable as `-`, an empty one as nothing.
+fn is_unset(v: &str) -> bool {
+    matches!(v.trim(), "" | "-")
+}
+
+/// An array of `[name, value]` string pairs, appended to `pairs`.
+struct PairsSeed<'a> {
+    base: Base,
+    origin: *const u8,
+    offset: usize,
+    owned: &'a mut Vec<u8>,
+    pairs: &'a mut Vec<(Span, Span)>,
+}
+
+impl<'de> DeserializeSeed<'de> for PairsSeed<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for PairsSeed<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a list of [name, value] pairs")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(pair) = seq.next_element_seed(PairSeed {
+            base: self.base,
+            origin: self.origin,
+            offset: self.offset,
+            owned: self.owned,
+        })? {
+            self.pairs.push(pair);
+        }
+        Ok(())
+    }
+}
+
+struct PairSeed<'a> {
+    base: Base,
+    origin: *const u8,
+    offset: usize,
+    owned: &'a mut Vec<u8>,
+}
+
+impl PairSeed<'_> {
+    fn str_seed(&mut self) -> StrSeed<'_> {
+        StrSeed {
+            base: self.base,
+            origin: self.origin,
+            offset: self.offset,
+            owned: self.owned,
+        }
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for PairSeed<'_> {
+    type Value = (Span, Span);
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(Span, Span), D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for PairSeed<'_> {
+    type Value = (Span, Span);
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a [name, value] pair")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(mut self, mut seq: A) -> Result<(Span, Span), A::Error> {
+        let name = seq
+            .next_element_seed(self.str_seed())?
+            .ok_or_else(|| de::Error::invalid_length(0, &self))?;
+        let value = seq
+            .next_element_seed(self.str_seed())?
+            .ok_or_else(|| de::Error::invalid_length(1, &self))?;
+        if seq.next_element::<IgnoredAny>()?.is_some() {
+            return Err(de::Error::invalid_length(3, &self));
+        }
+        Ok((name, value))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,188 @@
+use super::*;
+
+fn headers(p: &Parsed<'_>) -> Vec<(String, String)> {
+    p.headers
+        .iter()
+        // SAFETY: the headers view `p`'s line and scratch, alive here.
+        .map(|h| unsafe {
+            (
+                String::from_utf8(h.key.as_bytes().to_vec()).unwrap(),
+                String::from_utf8(h.value.as_bytes().to_vec()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn request_lines() {
+    let mut s = Scratch::default();
+    let line = br#"{"method":"GET","uri":"/a?b=1","version":"1.1","client":"203.0.113.7","headers":[["host","x"],["user-agent","curl/8"]],"label":{"deep":[1,2,{"x":null}]}}"#;
+    let p = parse(line, &mut s).unwrap();
+    assert_eq!(p.method, b"GET");
+    assert_eq!(p.uri, b"/a?b=1");
+    assert_eq!(p.version, 11);
+    assert_eq!(p.client, b"203.0.113.7");
+    assert_eq!(
+        headers(&p),
+        pairs(&[("host", "x"), ("user-agent", "curl/8")])
+    );
+    assert_eq!(p.live_action, None);
+}
+
+#[test]
+fn versions_and_defaults() {
+    let mut s = Scratch::default();
+    for (v, want) in [
+        ("2", 20),
+        ("1.0", 10),
+        ("\"HTTP/2.0\"", 20),
+        ("\"http/3\"", 30),
+        ("\"1.1\"", 11),
+        ("1.1", 11),
+    ] {
+        let line = format!(r#"{{"method":"GET","uri":"/","version":{v}}}"#);
+        let p = parse(line.as_bytes(), &mut s).unwrap();
+        assert_eq!(p.version, want, "{v}");
+        assert_eq!(p.client, b"");
+        assert!(p.headers.is_empty());
+    }
+}
+
+#[test]
+fn escapes_are_unescaped_into_the_scratch() {
+    let mut s = Scratch::default();
+    let line = br#"{"method":"GET","uri":"/a\"b\\c\u00e9","version":"1.1","headers":[["x-q","say \"hi\""],["plain","v"],["t\tab","\ud83d\ude00"]]}"#;
+    let p = parse(line, &mut s).unwrap();
+    assert_eq!(p.uri, "/a\"b\\cé".as_bytes());
+    assert_eq!(
+        headers(&p),
+        pairs(&[("x-q", "say \"hi\""), ("plain", "v"), ("t\tab", "😀")])
+    );
+}
+
+/// A line as `log_format edgeguard_json escape=json` writes it
+/// (nginx-conf/log-format.conf), for a request whose headers Lua put in
+/// `$edgeguard_request_headers` as `[["host","shop.example"],["user-agent","Mozilla/5.0 \"x\""]]`.
+const LOG_LINE: &str = concat!(
+    r#"{"time":"2026-11-30T17:00:00+00:00","client":"192.0.2.10","method":"GET","#,
+    r#""uri":"/search?q=a%20b","version":"HTTP/1.1","status":403,"#,
+    r#""headers":"[[\"host\",\"shop.example\"],[\"user-agent\",\"Mozilla/5.0 \\\"x\\\"\"]]","#,
+    r#""edgeguard_bot":"0.912345","edgeguard_spoof":"","edgeguard_action":"block"}"#
+);
+
+#[test]
+fn access_log_lines() {
+    let mut s = Scratch::default();
+    let p = parse(LOG_LINE.as_bytes(), &mut s).unwrap();
+    assert_eq!(p.method, b"GET");
+    assert_eq!(p.uri, b"/search?q=a%20b");
+    assert_eq!(p.version, 11);
+    assert_eq!(p.client, b"192.0.2.10");
+    assert_eq!(
+        headers(&p),
+        pairs(&[
+            ("host", "shop.example"),
+            ("user-agent", "Mozilla/5.0 \"x\"")
+        ])
+    );
+    assert_eq!(p.live_action, Some(Action::Block));
+    assert_eq!(p.live_score("bot"), Some(0.912345));
+    assert_eq!(p.live_score("spoof"), None, "empty: not scored");
+    assert_eq!(p.live_score("other"), None);
+}
+
+#[test]
+fn access_log_lines_without_edgeguard_values() {
+    // Before access{} ran (e.g. a 400 from nginx itself) every variable is empty.
+    let mut s = Scratch::default();
+    let line = br#"{"client":"::1","method":"GET","uri":"/","version":"HTTP/2.0","headers":"","edgeguard_bot":"-","edgeguard_action":""}"#;
+    let p = parse(line, &mut s).unwrap();
+    assert_eq!(p.version, 20);
+    assert!(p.headers.is_empty());
+    assert_eq!(p.live_action, None);
+    assert_eq!(p.live_score("bot"), None);
+}
+
+#[test]
+fn the_scratch_is_reused_across_lines() {
+    let mut s = Scratch::default();
+    let first = parse(LOG_LINE.as_bytes(), &mut s)
+        .map(|p| headers(&p))
+        .unwrap();
+    let second = br#"{"method":"POST","uri":"/","version":"1.1","headers":[["a","1"]]}"#;
+    let p = parse(second, &mut s).unwrap();
+    assert_eq!(headers(&p), pairs(&[("a", "1")]));
+    assert_eq!(p.live_action, None);
+    assert_eq!(first.len(), 2);
+}
+
+#[test]
+fn bad_lines_are_errors() {
+    let mut s = Scratch::default();
+    let cases: &[(&[u8], &str)] = &[
+        (b"not json", "expected"),
+        (br#"{"method":"GET","uri":"/""#, "EOF"),
+        (br#"{"uri":"/","version":"1.1"}"#, "missing field `method`"),
+        (
+            br#"{"method":"GET","version":"1.1"}"#,
+            "missing field `uri`",
+        ),
+        (br#"{"method":"GET","uri":"/"}"#, "missing field `version`"),
+        (
+            br#"{"method":"GET","uri":"/","version":"1.2"}"#,
+            "unsupported HTTP version",
+        ),
+        (
+            br#"{"method":"GET","uri":"/","version":4}"#,
+            "unsupported HTTP version",
+        ),
+        (
+            br#"{"method":1,"uri":"/","version":"1.1"}"#,
+            "expected a string",
+        ),
+        (
+            br#"{"method":"GET","uri":"/","version":"1.1","headers":[["a"]]}"#,
+            "invalid length 1",
+        ),
+        (
+            br#"{"method":"GET","uri":"/","version":"1.1","headers":[["a","b","c"]]}"#,
+            "invalid length 3",
+        ),
+        (
+            br#"{"method":"GET","uri":"/","version":"1.1","headers":"[[\"a\",1]]"}"#,
+            "expected a string",
+        ),
+        (
+            br#"{"method":"GET","uri":"/","version":"1.1","headers":"[oops"}"#,
+            "expected",
+        ),
+        (
+            br#"{"method":"GET","uri":"/","version":"1.1"} trailing"#,
+            "trailing characters",
+        ),
+        (
+            br#"{"method":"GET","uri":"/","version":"1.1","edgeguard_bot":"high"}"#,
+            "not a number",
+        ),
+        (
+            b"{\"method\":\"G\xffT\",\"uri\":\"/\",\"version\":\"1.1\"}",
+            "invalid unicode",
+        ),
+        (b"[1,2]", "expected a request object"),
+    ];
+    for (line, want) in cases {
+        let err = parse(line, &mut s).expect_err("refused").to_string();
+        assert!(
+            err.contains(want),
+            "{}: {err}",
+            String::from_utf8_lossy(line)
+        );
+        assert!(err.starts_with("column "), "{err}");
+    }
+}

@@ -1,0 +1,328 @@
+//! The work on one batch: parse each line, strip, score and decide under one
+//! or two configurations, count, and write the per-request output line.
+//!
+//! A worker owns every buffer it uses (parse scratch, scores, header
+//! indices) and writes output into the batch's own buffer, so once the
+//! buffers have grown to fit, a line without JSON escapes costs no
+//! allocation (see `tests/replay_alloc.rs` for lines with escapes).
+
+use std::io::Write;
+
+use crate::config::{Config, Decision};
+use crate::features::Request;
+use crate::request::edgeguard_header;
+
+use super::input::Batch;
+use super::record::{self, Parsed, Scratch};
+use super::summary::{ConfigSummary, Flip, Summary, LIVE_SCORE_TOLERANCE};
+
+/// Room for the distinct internal names of one request; the count stays
+/// exact beyond it (`HeaderSet::find_internal`).
+const CLEAR_CAP: usize = 64;
+
+/// One configuration's view of one request.
+struct Side<'c> {
+    config: &'c Config,
+    scores: Vec<f64>,
+}
+
+/// The result of one side for one request.
+#[derive(Clone, Copy)]
+struct Outcome {
+    decision: Decision,
+    stripped: usize,
+    scored: bool,
+}
+
+impl Side<'_> {
+    fn evaluate(
+        &mut self,
+        req: &Request<'_>,
+        headers: &[edgeguard_header],
+        clear: &mut [u32],
+        tally: &mut ConfigSummary,
+    ) -> Outcome {
+        let stripped = self
+            .config
+            .headers()
+            .map_or(0, |set| set.find_internal(headers, clear).matched);
+        tally.headers_stripped += stripped as u64;
+        tally.requests_stripped += u64::from(stripped > 0);
+        let scored = match self.config.scorer() {
+            Some(scorer) => scorer.score(req, &mut self.scores).is_ok(),
+            None => true,
+        };
+        if !scored {
+            // Never expected: the scorer checked its models at load. Such a
+            // request passes, as nginx lets it through unscored.
+            tally.score_errors += 1;
+            self.scores.fill(f64::NAN);
+        }
+        let decision = if scored {
+            self.config.policy().decide(&self.scores, req.client_addr())
+        } else {
+            Decision {
+                action: crate::config::Action::Pass,
+                flagged_by: None,
+            }
+        };
+        tally.actions[decision.action.index()] += 1;
+        for (m, &s) in tally.models.iter_mut().zip(&self.scores) {
+            m.histogram.add(s);
+        }
+        if let Some(i) = decision.flagged_by {
+            tally.models[i].flagged[decision.action.index()] += 1;
+        }
+        Outcome {
+            decision,
+            stripped,
+            scored,
+        }
+    }
+}
+
+/// Replays lines on one thread: the work of one pipeline worker, usable on
+/// its own (to embed replay, or to measure it). Owns every buffer it
+/// needs; once they have grown to fit, a line without JSON escapes costs no
+/// heap allocation.
+pub struct Worker<'c> {
+    primary: Side<'c>,
+    compare: Option<Side<'c>>,
+    scratch: Scratch,
+    clear: Vec<u32>,
+    /// Whether to write per-request output lines.
+    output: bool,
+    /// Input names as JSON strings, when there are several.
+    input_names: &'c [String],
+    max_line: usize,
+    /// Lines seen by [`Worker::replay_text`].
+    text_lines: u64,
+    pub(crate) tally: Summary,
+}
+
+impl<'c> Worker<'c> {
+    /// A worker deciding with `primary` (and `compare`), writing output
+    /// lines when `output` is set.
+    pub fn new(primary: &'c Config, compare: Option<&'c Config>, output: bool) -> Worker<'c> {
+        let defaults = super::Options::default();
+        Self::with(
+            primary,
+            compare,
+            output,
+            &[],
+            defaults.max_line,
+            defaults.samples,
+        )
+    }
+
+    pub(crate) fn with(
+        primary: &'c Config,
+        compare: Option<&'c Config>,
+        output: bool,
+        input_names: &'c [String],
+        max_line: usize,
+        samples: usize,
+    ) -> Worker<'c> {
+        let side = |config: &'c Config| Side {
+            config,
+            scores: vec![0.0; config.model_count()],
+        };
+        Worker {
+            primary: side(primary),
+            compare: compare.map(side),
+            scratch: Scratch::default(),
+            clear: vec![0; CLEAR_CAP],
+            output,
+            input_names,
+            max_line,
+            text_lines: 0,
+            tally: Summary::new(primary, compare, samples),
+        }
+    }
+
+    /// Replays the newline-separated lines of `text` (numbered on from the
+    /// previous call), appending output lines to `out`.
+    pub fn replay_text(&mut self, text: &[u8], out: &mut Vec<u8>) {
+        let mut rest = text;
+        while !rest.is_empty() {
+            let (line, next) = match memchr::memchr(b'\n', rest) {
+                Some(i) => (&rest[..i], &rest[i + 1..]),
+                None => (rest, &rest[rest.len()..]),
+            };
+            self.text_lines += 1;
+            let too_long = line.len() > self.max_line;
+            self.line(0, self.text_lines, line, too_long, out);
+            rest = next;
+        }
+    }
+
+    /// What this worker has counted so far.
+    pub fn summary(&self) -> &Summary {
+        &self.tally
+    }
+
+    /// Processes every line of `batch`, writing output into `batch.out`.
+    pub(crate) fn process(&mut self, batch: &mut Batch) {
+        let Batch {
+            input,
+            data,
+            lines,
+            out,
+            ..
+        } = batch;
+        for l in lines.iter() {
+            self.line(*input, l.number, &data[l.start..l.end], l.too_long, out);
+        }
+    }
+
+    fn line(&mut self, input: usize, number: u64, line: &[u8], too_long: bool, out: &mut Vec<u8>) {
+        if too_long {
+            let max = self.max_line;
+            self.tally.parse_error(
+                input,
+                number,
+                format_args!("line longer than {max} bytes, skipped"),
+            );
+            return;
+        }
+        if line.trim_ascii().is_empty() {
+            self.tally.blank_lines += 1;
+            return;
+        }
+        // Taken out so that the parsed line (which borrows it) and `self`
+        // can be used together; moving Vecs allocates nothing.
+        let mut scratch = std::mem::take(&mut self.scratch);
+        match record::parse(line, &mut scratch) {
+            Ok(parsed) => {
+                self.tally.requests += 1;
+                let (primary, compare) = self.evaluate(&parsed, input, number);
+                if self.output {
+                    // Writing to a Vec cannot fail.
+                    let _ = self.write_line(out, &parsed, input, number, primary, compare);
+                }
+            }
+            Err(e) => self.tally.parse_error(input, number, e),
+        }
+        self.scratch = scratch;
+    }
+
+    fn evaluate(&mut self, p: &Parsed<'_>, input: usize, line: u64) -> (Outcome, Option<Outcome>) {
+        // SAFETY: the headers view the line and the scratch it was parsed
+        // with, both borrowed by `p` for this whole call.
+        let req = unsafe { Request::new(p.method, p.uri, p.version, p.client, p.headers) };
+        let tally = &mut self.tally;
+        let primary = self
+            .primary
+            .evaluate(&req, p.headers, &mut self.clear, &mut tally.primary);
+        let compare = match (&mut self.compare, &mut tally.compare) {
+            (Some(side), Some(t)) => Some(side.evaluate(&req, p.headers, &mut self.clear, t)),
+            _ => None,
+        };
+        if let Some(c) = compare {
+            let (a, b) = (primary.decision.action, c.decision.action);
+            tally.flips[a.index()][b.index()] += 1;
+            if a != b && tally.flip_samples.len() < tally.samples {
+                tally.flip_samples.push(Flip {
+                    input,
+                    line,
+                    from: a,
+                    to: b,
+                    scores: self.primary.scores.clone(),
+                    compare_scores: self
+                        .compare
+                        .as_ref()
+                        .map_or(Vec::new(), |s| s.scores.clone()),
+                });
+            }
+        }
+        if let Some(live) = p.live_action {
+            tally.live.with_action += 1;
+            tally.live.actions[live.index()][primary.decision.action.index()] += 1;
+        }
+        if let Some(scorer) = self.primary.config.scorer() {
+            for (m, &score) in scorer.models().iter().zip(&self.primary.scores) {
+                if let Some(live) = p.live_score(m.name()) {
+                    let diff = (live - score).abs();
+                    tally.live.scores_compared += 1;
+                    tally.live.scores_differing += u64::from(diff > LIVE_SCORE_TOLERANCE);
+                    tally.live.max_score_diff = tally.live.max_score_diff.max(diff);
+                }
+            }
+        }
+        (primary, compare)
+    }
+
+    /// `{"line":N,"stripped":S,"action":"block","flagged":"bot","scores":{"bot":0.93,...},
+    /// "compare":{...},"live_action":"block"}`, plus `"input":"name"` with several inputs.
+    fn write_line(
+        &self,
+        out: &mut Vec<u8>,
+        p: &Parsed<'_>,
+        input: usize,
+        line: u64,
+        primary: Outcome,
+        compare: Option<Outcome>,
+    ) -> std::io::Result<()> {
+        out.push(b'{');
+        if self.input_names.len() > 1 {
+            write!(out, "\"input\":{},", self.input_names[input])?;
+        }
+        write!(out, "\"line\":{line},")?;
+        write_side(out, &self.primary, primary)?;
+        if let (Some(side), Some(outcome)) = (&self.compare, compare) {
+            out.extend_from_slice(b",\"compare\":{");
+            write_side(out, side, outcome)?;
+            out.push(b'}');
+        }
+        if let Some(a) = p.live_action {
+            write!(out, ",\"live_action\":\"{}\"", a.as_str())?;
+        }
+        out.extend_from_slice(b"}\n");
+        Ok(())
+    }
+}
+
+fn write_side(out: &mut Vec<u8>, side: &Side<'_>, o: Outcome) -> std::io::Result<()> {
+    write!(
+        out,
+        "\"stripped\":{},\"action\":\"{}\",\"flagged\":",
+        o.stripped,
+        o.decision.action.as_str()
+    )?;
+    let scorer = side.config.scorer();
+    match (o.decision.flagged_by, scorer) {
+        // Model names are free of control characters and quotes are rare
+        // enough that escaping them through serde_json is fine.
+        (Some(i), Some(s)) => write_json_str(out, s.model_name(i).unwrap_or_default())?,
+        _ => out.extend_from_slice(b"null"),
+    }
+    out.extend_from_slice(b",\"scores\":{");
+    if let Some(s) = scorer {
+        for (i, m) in s.models().iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_json_str(out, m.name())?;
+            out.push(b':');
+            let score = side.scores[i];
+            if o.scored && score.is_finite() {
+                write!(out, "{score}")?;
+            } else {
+                out.extend_from_slice(b"null");
+            }
+        }
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+fn write_json_str(out: &mut Vec<u8>, s: &str) -> std::io::Result<()> {
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+        Ok(())
+    } else {
+        serde_json::to_writer(out, s).map_err(std::io::Error::other)
+    }
+}
