@@ -17,7 +17,7 @@ RELEASE_LIB := target/release/libedgeguard.so
 RUN_DIR := .run
 
 .PHONY: all build deps deps-test header test test-rust test-lua test-c test-e2e lint \
-        run stop bench valgrind fuzz libcatboostmodel test-official clean
+        run stop bench bench-replay valgrind fuzz libcatboostmodel test-official clean
 
 all: build
 
@@ -68,6 +68,10 @@ test-e2e: build
 	$(PYTHON) -m pytest -q tests/e2e
 
 test: deps-test lint test-rust test-lua test-c test-e2e
+
+# edgeguard replay on >= 1M generated requests vs a serde_json::Value baseline.
+bench-replay:
+	scripts/bench-replay.sh
 
 # The same C program against the release library under valgrind memcheck.
 valgrind:

@@ -77,6 +77,11 @@ typedef enum {
 } edgeguard_prediction_type;
 
 /*
+ What happens to one request.
+ */
+typedef struct Action Action;
+
+/*
  An immutable set of internal header names and prefixes.
 
  Made by `edgeguard_header_set_new_from_file` or `..._from_buffer`, released
@@ -250,7 +255,9 @@ size_t edgeguard_header_set_len(const edgeguard_header_set *set);
  On success writes to `out_clear[0..*out_clear_len]` the index of the first
  header of each distinct internal name, distinct as `ngx.req.clear_header`
  sees names (case-insensitive, `_` and `-` different), so one clear per
- index removes every internal entry; and to `*out_matched` the number of
+ index removes every internal entry (past 64 distinct names every further
+ internal entry is listed, keeping hostile requests linear); and to
+ `*out_matched` the number of
  entries that are internal (repeats counted). `out_clear_cap` must be at
  least `headers_len`, so the answer always fits. Allocates nothing.
 

@@ -138,7 +138,9 @@ pub unsafe extern "C" fn edgeguard_header_set_len(set: *const edgeguard_header_s
 /// On success writes to `out_clear[0..*out_clear_len]` the index of the first
 /// header of each distinct internal name, distinct as `ngx.req.clear_header`
 /// sees names (case-insensitive, `_` and `-` different), so one clear per
-/// index removes every internal entry; and to `*out_matched` the number of
+/// index removes every internal entry (past 64 distinct names every further
+/// internal entry is listed, keeping hostile requests linear); and to
+/// `*out_matched` the number of
 /// entries that are internal (repeats counted). `out_clear_cap` must be at
 /// least `headers_len`, so the answer always fits. Allocates nothing.
 ///

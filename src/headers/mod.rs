@@ -78,6 +78,11 @@ use matcher::{ExactNames, Prefixes};
 /// buffer a lookup folds a name into.
 pub const MAX_NAME_LEN: usize = 256;
 
+/// How many distinct internal names [`HeaderSet::find_internal`] reports one
+/// index for; beyond that it reports every internal entry. Real requests have
+/// a handful.
+pub const DEDUP_LIMIT: usize = 64;
+
 /// A loaded list of internal header names. Owns all its data; build a new one
 /// on every configuration reload and drop the old one.
 pub struct HeaderSet {
@@ -140,8 +145,10 @@ impl HeaderSet {
     /// so `clear` lists one index per name to remove, in request order. If
     /// `clear` is too short, the counts are still complete and only the first
     /// `clear.len()` indices are written: `distinct > clear.len()` tells the
-    /// caller to retry with a larger buffer. Values are never read. Never
-    /// allocates.
+    /// caller to retry with a larger buffer. After [`DEDUP_LIMIT`] distinct
+    /// names, every further internal entry is listed without deduplication,
+    /// so the cost stays linear in the number of headers. Values are never
+    /// read. Never allocates.
     ///
     /// Null pointers and non-positive lengths are fine (an empty name, never
     /// internal).
@@ -171,7 +178,13 @@ impl HeaderSet {
             // A repeat of an earlier internal name is internal itself, so the
             // earlier one is in `clear` if `clear` holds all of them; if not,
             // look through every earlier header.
-            let repeat = if written == found.distinct {
+            // Past DEDUP_LIMIT distinct names every further entry is listed
+            // as is: clearing a name twice is harmless, and comparing each
+            // new name with all earlier ones would let a hostile request of
+            // thousands of `x-internal-N` headers cost quadratic time.
+            let repeat = if found.distinct >= DEDUP_LIMIT {
+                false
+            } else if written == found.distinct {
                 clear[..written]
                     .iter()
                     .any(|&j| key(&headers[j as usize]).eq_ignore_ascii_case(name))

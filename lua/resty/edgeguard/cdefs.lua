@@ -46,6 +46,8 @@ typedef enum {
   EDGEGUARD_PREDICTION_TYPE_CLASS = 2,
 } edgeguard_prediction_type;
 
+typedef struct Action Action;
+
 typedef struct edgeguard_header_set edgeguard_header_set;
 
 typedef struct edgeguard_model edgeguard_model;
