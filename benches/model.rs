@@ -3,10 +3,12 @@
 //! same documents.
 //!
 //! Models: the binary fixture (tests/fixtures/catboost/binary_ctr.json, 30
-//! trees of depth 6, 4 categorical features with CTR combinations) and a
-//! production-like one (benches/data/model-bench.json: 1000 trees of depth 6,
-//! 20 float and 8 categorical features; made by
-//! `python3 models/make_fixtures.py --bench`).
+//! trees of depth 6, 4 categorical features with CTR combinations), the shape
+//! the official library's baseline was measured on
+//! (benches/data/model-baseline.json: 300 trees of depth 6, 6 float and 4
+//! categorical features) and a production-like one
+//! (benches/data/model-bench.json: 1000 trees of depth 6, 20 float and 8
+//! categorical features). Both made by `python3 models/make_fixtures.py --bench`.
 //!
 //! Before timing, allocations per prediction are counted with dhat and
 //! printed.
@@ -40,6 +42,11 @@ fn cases() -> Vec<Case> {
             name: "binary_ctr",
             json: root().join("tests/fixtures/catboost/binary_ctr.json"),
             docs: root().join("tests/fixtures/catboost/binary_ctr.docs.jsonl"),
+        },
+        Case {
+            name: "baseline_300x6",
+            json: root().join("benches/data/model-baseline.json"),
+            docs: root().join("benches/data/model-baseline-docs.jsonl"),
         },
         Case {
             name: "bench_1000x6",

@@ -136,9 +136,10 @@ def export(model, name, pool, rows, n_float, kind, out_dir, class_names=None, tr
     return ctr_types_of(json_path)
 
 
-def pool_of(rows, n_float, label=None):
+def pool_of(rows, n_float, label=None, feature_names=None):
     n_cat = len(rows[0]) - n_float
-    return Pool(rows, label, cat_features=list(range(n_float, n_float + n_cat)) or None)
+    return Pool(rows, label, cat_features=list(range(n_float, n_float + n_cat)) or None,
+                feature_names=feature_names)
 
 
 def binary_ctr(out_dir):
@@ -158,11 +159,13 @@ def binary_ctr(out_dir):
         simple_ctr=["Borders", "Buckets", "Counter"], combinations_ctr=["Borders", "Counter"],
         max_ctr_complexity=3,
     )
-    train = pool_of(rows, n_float, y)
+    # Named like request features, so the export carries names to map by.
+    names = ["rtt_ms", "header_count", "body_kb", "user_agent", "asn", "path", "method"]
+    train = pool_of(rows, n_float, y, names)
     model.fit(train)
     model.get_metadata()["edgeguard.threshold"] = "0.83"
     docs = add_special_docs(make_rows(np.random.RandomState(8), 190, n_float, cat_specs, 0.05), n_float, len(cat_specs))
-    types = export(model, "binary_ctr", pool_of(docs, n_float), docs, n_float, "binary", out_dir,
+    types = export(model, "binary_ctr", pool_of(docs, n_float, feature_names=names), docs, n_float, "binary", out_dir,
                    model.classes_, train_pool=train)
     return types, model
 
@@ -290,31 +293,39 @@ def cat_hash_table(out_dir):
                 ({"value": v, "utf8_len": len(v.encode("utf-8")), "hash": table[v]} for v in values))
 
 
-def bench_model():
-    """Production-like model for benches/model.rs: 1000 trees of depth 6,
-    20 float and 8 categorical features with CTRs."""
-    rng = np.random.RandomState(51)
-    n_float = 20
-    cat_specs = [("ua", 2000), ("asn", 500), ("path", 300), ("country", 120), ("accept", 40),
-                 ("tls", 60), ("method", 5), ("proto", 3)]
-    rows = make_rows(rng, 20000, n_float, cat_specs, nan_rate=0.02)
+def bench_model(name, iterations, n_float, cat_specs, n_rows, seed):
+    """A binary bot-scoring-like model for benches/model.rs: depth 6,
+    categorical features with CTRs and combinations."""
+    rng = np.random.RandomState(seed)
+    rows = make_rows(rng, n_rows, n_float, cat_specs, nan_rate=0.02)
     y = []
     for r in rows:
         s = sum(0 if math.isnan(v) else v for v in r[:4]) + (int(r[n_float][2:]) % 5 == 0) * 2
         s += (int(r[n_float + 3][7:]) % 4 == 1) + rng.randn()
         y.append(int(s > 1.0))
-    model = CatBoostClassifier(iterations=1000, depth=6, random_seed=5, verbose=0, thread_count=2,
+    model = CatBoostClassifier(iterations=iterations, depth=6, random_seed=5, verbose=0, thread_count=2,
                                one_hot_max_size=4, max_ctr_complexity=2)
     model.fit(pool_of(rows, n_float, y))
     os.makedirs(BENCH_DATA, exist_ok=True)
-    json_path = os.path.join(BENCH_DATA, "model-bench.json")
+    json_path = os.path.join(BENCH_DATA, name + ".json")
     model.save_model(json_path, format="json")
     strip_leaf_weights(json_path)
-    model.save_model(os.path.join(BENCH_DATA, "model-bench.cbm"))
-    docs = make_rows(np.random.RandomState(52), 256, n_float, cat_specs, 0.02)
-    write_docs(os.path.join(BENCH_DATA, "model-bench-docs.jsonl"), docs, n_float)
-    write_jsonl(os.path.join(BENCH_DATA, "model-bench-expected.jsonl"),
-                expected_predictions(model, pool_of(docs, n_float), "raw"))
+    model.save_model(os.path.join(BENCH_DATA, name + ".cbm"))
+    docs = make_rows(np.random.RandomState(seed + 1), 256, n_float, cat_specs, 0.02)
+    write_docs(os.path.join(BENCH_DATA, name + "-docs.jsonl"), docs, n_float)
+    write_jsonl(os.path.join(BENCH_DATA, name + "-expected.jsonl"),
+                expected_predictions(model, pool_of(docs, n_float), "binary", model.classes_))
+
+
+def bench_models():
+    # Production-like: 1000 trees, 20 float and 8 categorical features.
+    bench_model("model-bench", 1000, 20,
+                [("ua", 2000), ("asn", 500), ("path", 300), ("country", 120), ("accept", 40),
+                 ("tls", 60), ("method", 5), ("proto", 3)], 8000, 51)
+    # The shape the official library's baseline was measured on: 300 trees,
+    # 4 categorical features.
+    bench_model("model-baseline", 300, 6,
+                [("ua", 2000), ("asn", 500), ("path", 300), ("country", 120)], 8000, 61)
 
 
 def main():
@@ -323,7 +334,7 @@ def main():
     args = parser.parse_args()
     print("catboost", catboost.__version__, file=sys.stderr)
     if args.bench:
-        bench_model()
+        bench_models()
         return
     os.makedirs(FIXTURES, exist_ok=True)
 

@@ -57,9 +57,18 @@ fn close(got: f64, want: f64) -> bool {
 }
 
 fn check_model(name: &str) -> usize {
-    let model = Model::load(&fixture(&format!("{name}.json"))).unwrap_or_else(|e| panic!("{e}"));
-    let docs = lines(&fixture(&format!("{name}.docs.jsonl")));
-    let expected = lines(&fixture(&format!("{name}.expected.jsonl")));
+    check_files(
+        name,
+        &fixture(&format!("{name}.json")),
+        &fixture(&format!("{name}.docs.jsonl")),
+        &fixture(&format!("{name}.expected.jsonl")),
+    )
+}
+
+fn check_files(name: &str, json: &Path, docs: &Path, expected: &Path) -> usize {
+    let model = Model::load(json).unwrap_or_else(|e| panic!("{e}"));
+    let docs = lines(docs);
+    let expected = lines(expected);
     assert_eq!(
         docs.len(),
         expected.len(),
@@ -127,6 +136,21 @@ fn check_model(name: &str) -> usize {
 #[test]
 fn binary_with_ctr_combinations_and_one_hot() {
     assert!(check_model("binary_ctr") > 190 * 3 - 1);
+}
+
+/// The benchmark models (300 and 1000 trees, hundreds of CTR features).
+#[test]
+fn bench_models() {
+    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/data");
+    for name in ["model-baseline", "model-bench"] {
+        let checked = check_files(
+            name,
+            &data.join(format!("{name}.json")),
+            &data.join(format!("{name}-docs.jsonl")),
+            &data.join(format!("{name}-expected.jsonl")),
+        );
+        assert!(checked >= 256 * 3);
+    }
 }
 
 #[test]
@@ -251,6 +275,14 @@ fn metadata_and_names_come_from_the_export() {
         "structured entries are not strings"
     );
     assert_eq!(model.metadata("no.such.key"), None);
+    assert_eq!(
+        model.float_feature_names(),
+        ["rtt_ms", "header_count", "body_kb"]
+    );
+    assert_eq!(
+        model.cat_feature_names(),
+        ["user_agent", "asn", "path", "method"]
+    );
     assert_eq!(
         model.float_feature_names().len(),
         model.float_feature_count()

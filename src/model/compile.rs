@@ -474,13 +474,10 @@ impl Compiler<'_> {
                 )
             })?;
             let buckets = table.hash_map.len() / stride;
-            let mut built = CtrTable::with_capacity(
-                layout,
-                stride - 1 - usize::from(layout == TableLayout::SumCount),
-                buckets,
-                denominator,
-            );
-            let mut ints = Vec::with_capacity(stride);
+            let counters = stride - 1 - usize::from(layout == TableLayout::SumCount);
+            let mut keys = Vec::with_capacity(buckets);
+            let mut ints = Vec::with_capacity(buckets * counters);
+            let mut sums = Vec::new();
             for (b, record) in table.hash_map.chunks(stride).enumerate() {
                 let item = |k: usize| format!("{at}.hash_map[{}]", b * stride + k);
                 let hash = match &record[0] {
@@ -502,20 +499,23 @@ impl Compiler<'_> {
                     }
                     Ok(n as i32)
                 };
-                ints.clear();
-                let mut sum = 0.0f32;
+                keys.push(hash);
                 if layout == TableLayout::SumCount {
-                    sum = number(1)? as f32;
+                    sums.push(number(1)? as f32);
                     ints.push(integer(2)?);
                 } else {
                     for k in 1..stride {
                         ints.push(integer(k)?);
                     }
                 }
-                if !built.insert(hash, &ints, sum) {
-                    return Err(self.err(item(0), format!("duplicate bucket hash {hash}")));
-                }
             }
+            let built = CtrTable::build(layout, counters, &keys, &ints, &sums, denominator)
+                .map_err(|dup| {
+                    self.err(
+                        format!("{at}.hash_map[{}]", dup * stride),
+                        format!("duplicate bucket hash {}", keys[dup]),
+                    )
+                })?;
             if by_key.insert(key, self.model.tables.len() as u32).is_some() {
                 return Err(self.err(at, "duplicate CTR table"));
             }

@@ -48,43 +48,94 @@ pub(crate) enum TableLayout {
     Count,
 }
 
-/// Marks an empty slot of [`CtrTable::slots`].
-const EMPTY: u32 = u32::MAX;
-
-/// Bucket hash → bucket statistics, open addressing with linear probing.
-/// Built once at load; lookups never allocate.
+/// Bucket hash → bucket statistics: open addressing with linear probing,
+/// each record holding the key and the values inline, so a lookup touches
+/// one cache line in the common case. Built once at load; lookups never
+/// allocate.
 #[derive(Debug)]
 pub(crate) struct CtrTable {
-    /// Power-of-two sized; each slot is an index into `keys`, or [`EMPTY`].
-    slots: Vec<u32>,
-    keys: Vec<u64>,
-    /// `stride` integers per bucket (class counters or a single count).
-    ints: Vec<i32>,
-    /// Sums of the SumCount layout, one per bucket.
-    sums: Vec<f32>,
+    /// Power-of-two many records of `record` words: the key's low and high
+    /// halves, then the values (counters as `i32` bits; for SumCount the
+    /// sum's `f32` bits, then the count).
+    cells: Vec<u32>,
+    record: usize,
+    /// Records - 1.
+    mask: usize,
+    /// 64 - log2(records), for the home position.
+    shift: u32,
+    /// A key no bucket has: marks empty records.
+    empty: u64,
+    /// Integer counters per bucket (class counters, or the single count).
     stride: usize,
     pub(crate) layout: TableLayout,
     pub(crate) counter_denominator: i32,
 }
 
 impl CtrTable {
-    /// An empty table with room for `buckets` entries.
-    pub(crate) fn with_capacity(
+    /// Builds a table of `keys.len()` buckets: bucket `i` has the counters
+    /// `ints[i * stride..][..stride]` and, for SumCount, the sum `sums[i]`.
+    /// Fails with the index of a repeated key.
+    pub(crate) fn build(
         layout: TableLayout,
         stride: usize,
-        buckets: usize,
+        keys: &[u64],
+        ints: &[i32],
+        sums: &[f32],
         counter_denominator: i32,
-    ) -> Self {
-        let capacity = (buckets.max(1) * 2).next_power_of_two();
-        CtrTable {
-            slots: vec![EMPTY; capacity],
-            keys: Vec::with_capacity(buckets),
-            ints: Vec::with_capacity(buckets * stride),
-            sums: Vec::new(),
+    ) -> Result<Self, usize> {
+        let mut sorted = keys.to_vec();
+        sorted.sort_unstable();
+        // The smallest key not in the table marks empty records.
+        let mut empty = 0u64;
+        for &k in &sorted {
+            if k == empty {
+                empty += 1;
+            } else if k > empty {
+                break;
+            }
+        }
+        let records = (keys.len().max(1) * 2).next_power_of_two();
+        let record = 2 + stride + usize::from(layout == TableLayout::SumCount);
+        let mut cells = vec![0u32; records * record];
+        for r in 0..records {
+            cells[r * record] = empty as u32;
+            cells[r * record + 1] = (empty >> 32) as u32;
+        }
+        let mut table = CtrTable {
+            cells,
+            record,
+            mask: records - 1,
+            shift: 64 - records.trailing_zeros(),
+            empty,
             stride,
             layout,
             counter_denominator,
+        };
+        for (i, &key) in keys.iter().enumerate() {
+            let mut at = table.home(key);
+            loop {
+                let stored = table.key_at(at);
+                if stored == empty {
+                    break;
+                }
+                if stored == key {
+                    return Err(i);
+                }
+                at = (at + 1) & table.mask;
+            }
+            let base = at * record;
+            table.cells[base] = key as u32;
+            table.cells[base + 1] = (key >> 32) as u32;
+            let mut w = base + 2;
+            if layout == TableLayout::SumCount {
+                table.cells[w] = sums[i].to_bits();
+                w += 1;
+            }
+            for (k, &v) in ints[i * stride..(i + 1) * stride].iter().enumerate() {
+                table.cells[w + k] = v as u32;
+            }
         }
+        Ok(table)
     }
 
     /// The number of integer counters per bucket.
@@ -92,56 +143,58 @@ impl CtrTable {
         self.stride
     }
 
+    #[inline]
     fn home(&self, key: u64) -> usize {
         // Keys are products of CatBoost's multiplicative hash, whose low bits
         // are weak; take high bits of a second multiplication.
-        let bits = self.slots.len().trailing_zeros();
-        if bits == 0 {
+        if self.mask == 0 {
             return 0;
         }
-        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize
     }
 
-    /// Adds a bucket; `false` if the key is already present.
-    pub(crate) fn insert(&mut self, key: u64, ints: &[i32], sum: f32) -> bool {
-        let mask = self.slots.len() - 1;
-        let mut at = self.home(key);
-        loop {
-            match self.slots[at] {
-                EMPTY => break,
-                i if self.keys[i as usize] == key => return false,
-                _ => at = (at + 1) & mask,
-            }
-        }
-        self.slots[at] = self.keys.len() as u32;
-        self.keys.push(key);
-        self.ints.extend_from_slice(ints);
-        if self.layout == TableLayout::SumCount {
-            self.sums.push(sum);
-        }
-        true
+    #[inline]
+    fn key_at(&self, record: usize) -> u64 {
+        let base = record * self.record;
+        u64::from(self.cells[base]) | u64::from(self.cells[base + 1]) << 32
     }
 
-    /// The bucket index of `key`, if the training data had it.
+    /// The bucket of `key` (an offset into the table), if training saw it.
     #[inline]
     pub(crate) fn find(&self, key: u64) -> Option<usize> {
-        let mask = self.slots.len() - 1;
+        if key == self.empty {
+            return None;
+        }
         let mut at = self.home(key);
         loop {
-            let i = self.slots[at];
-            if i == EMPTY {
+            let stored = self.key_at(at);
+            if stored == key {
+                return Some(at * self.record + 2);
+            }
+            if stored == self.empty {
                 return None;
             }
-            if self.keys[i as usize] == key {
-                return Some(i as usize);
-            }
-            at = (at + 1) & mask;
+            at = (at + 1) & self.mask;
         }
     }
 
+    /// The integer counters of a bucket from [`CtrTable::find`].
     #[inline]
-    fn ints(&self, bucket: usize) -> &[i32] {
-        &self.ints[bucket * self.stride..(bucket + 1) * self.stride]
+    fn ints(&self, bucket: usize) -> impl Iterator<Item = i32> + '_ {
+        let first = bucket + usize::from(self.layout == TableLayout::SumCount);
+        self.cells[first..first + self.stride]
+            .iter()
+            .map(|&c| c as i32)
+    }
+
+    #[inline]
+    fn int(&self, bucket: usize, k: usize) -> i32 {
+        self.cells[bucket + usize::from(self.layout == TableLayout::SumCount) + k] as i32
+    }
+
+    #[inline]
+    fn sum(&self, bucket: usize) -> f32 {
+        f32::from_bits(self.cells[bucket])
     }
 }
 
@@ -175,41 +228,40 @@ impl CtrCalc {
     /// a value combination training never saw).
     #[inline]
     pub(crate) fn value_at(&self, table: &CtrTable, bucket: Option<usize>) -> f32 {
+        let Some(b) = bucket else {
+            return match self.kind {
+                CtrKind::Counter | CtrKind::FeatureFreq => {
+                    self.calc(0.0, table.counter_denominator as f32)
+                }
+                _ => self.calc(0.0, 0.0),
+            };
+        };
         match self.kind {
-            CtrKind::BinarizedTargetMeanValue | CtrKind::FloatTargetMeanValue => match bucket {
-                Some(b) => self.calc(table.sums[b], table.ints(b)[0] as f32),
-                None => self.calc(0.0, 0.0),
-            },
-            CtrKind::Counter | CtrKind::FeatureFreq => {
-                let denominator = table.counter_denominator as f32;
-                match bucket {
-                    Some(b) => self.calc(table.ints(b)[0] as f32, denominator),
-                    None => self.calc(0.0, denominator),
-                }
+            CtrKind::BinarizedTargetMeanValue | CtrKind::FloatTargetMeanValue => {
+                self.calc(table.sum(b), table.int(b, 0) as f32)
             }
-            CtrKind::Buckets => match bucket {
-                Some(b) => {
-                    let counts = table.ints(b);
-                    let total = counts.iter().fold(0i32, |a, &c| a.wrapping_add(c));
-                    self.calc(counts[self.target_border_idx] as f32, total as f32)
-                }
-                None => self.calc(0.0, 0.0),
-            },
-            CtrKind::Borders => match bucket {
-                Some(b) => {
-                    let counts = table.ints(b);
-                    if counts.len() > 2 {
-                        // Classes above the target border count as "good".
-                        let (below, above) = counts.split_at(self.target_border_idx + 1);
-                        let good = above.iter().fold(0i32, |a, &c| a.wrapping_add(c));
-                        let total = below.iter().fold(good, |a, &c| a.wrapping_add(c));
-                        self.calc(good as f32, total as f32)
-                    } else {
-                        self.calc(counts[1] as f32, counts[0].wrapping_add(counts[1]) as f32)
+            CtrKind::Counter | CtrKind::FeatureFreq => {
+                self.calc(table.int(b, 0) as f32, table.counter_denominator as f32)
+            }
+            CtrKind::Buckets => {
+                let total = table.ints(b).fold(0i32, i32::wrapping_add);
+                self.calc(table.int(b, self.target_border_idx) as f32, total as f32)
+            }
+            CtrKind::Borders if table.stride() > 2 => {
+                // Classes above the target border count as "good".
+                let (mut good, mut total) = (0i32, 0i32);
+                for (class, count) in table.ints(b).enumerate() {
+                    if class > self.target_border_idx {
+                        good = good.wrapping_add(count);
                     }
+                    total = total.wrapping_add(count);
                 }
-                None => self.calc(0.0, 0.0),
-            },
+                self.calc(good as f32, total as f32)
+            }
+            CtrKind::Borders => {
+                let (negative, positive) = (table.int(b, 0), table.int(b, 1));
+                self.calc(positive as f32, negative.wrapping_add(positive) as f32)
+            }
         }
     }
 }
@@ -220,19 +272,21 @@ mod tests {
 
     #[test]
     fn table_finds_what_was_inserted_and_nothing_else() {
-        let mut t = CtrTable::with_capacity(TableLayout::Count, 1, 100, 7);
-        for k in 0..100u64 {
-            assert!(t.insert(k.wrapping_mul(0x4906_ba49_4954_cb65), &[k as i32], 0.0));
-        }
-        assert!(!t.insert(0, &[1], 0.0), "duplicate keys are refused");
-        for k in 0..100u64 {
-            assert_eq!(
-                t.find(k.wrapping_mul(0x4906_ba49_4954_cb65)),
-                Some(k as usize)
-            );
+        // 0, 1 and u64::MAX are keys: the empty marker must avoid them.
+        let keys: Vec<u64> = (0..100u64)
+            .map(|k| k.wrapping_mul(0x4906_ba49_4954_cb65))
+            .chain([1, u64::MAX])
+            .collect();
+        let ints: Vec<i32> = (0..keys.len() as i32).collect();
+        let t = CtrTable::build(TableLayout::Count, 1, &keys, &ints, &[], 7).unwrap();
+        for (i, &k) in keys.iter().enumerate() {
+            let b = t.find(k).expect("inserted key is found");
+            assert_eq!(t.int(b, 0), i as i32);
         }
         assert_eq!(t.find(12345), None);
-        assert_eq!(t.find(u64::MAX), None);
+        assert_eq!(t.find(2), None, "the empty marker itself is not a key");
+        let dup = CtrTable::build(TableLayout::Count, 1, &[5, 6, 5], &[1, 2, 3], &[], 0);
+        assert_eq!(dup.err(), Some(2), "duplicate keys are refused");
     }
 
     #[test]
@@ -245,8 +299,7 @@ mod tests {
             shift: 0.0,
             scale: 15.0,
         };
-        let mut two = CtrTable::with_capacity(TableLayout::ClassCounts, 2, 1, 0);
-        two.insert(9, &[3, 1], 0.0);
+        let two = CtrTable::build(TableLayout::ClassCounts, 2, &[9], &[3, 1], &[], 0).unwrap();
         assert_eq!(
             calc(CtrKind::Borders, 0).value(&two, 9),
             (1.0 + 0.5) / (4.0 + 1.0) * 15.0
@@ -257,8 +310,7 @@ mod tests {
         );
         assert_eq!(calc(CtrKind::Borders, 0).value(&two, 8), 0.5 / 1.0 * 15.0);
 
-        let mut three = CtrTable::with_capacity(TableLayout::ClassCounts, 3, 1, 0);
-        three.insert(9, &[1, 2, 4], 0.0);
+        let three = CtrTable::build(TableLayout::ClassCounts, 3, &[9], &[1, 2, 4], &[], 0).unwrap();
         assert_eq!(
             calc(CtrKind::Borders, 0).value(&three, 9),
             (6.0 + 0.5) / (7.0 + 1.0) * 15.0
@@ -268,8 +320,7 @@ mod tests {
             (4.0 + 0.5) / (7.0 + 1.0) * 15.0
         );
 
-        let mut counter = CtrTable::with_capacity(TableLayout::Count, 1, 1, 20);
-        counter.insert(9, &[5], 0.0);
+        let counter = CtrTable::build(TableLayout::Count, 1, &[9], &[5], &[], 20).unwrap();
         assert_eq!(
             calc(CtrKind::Counter, 0).value(&counter, 9),
             (5.0 + 0.5) / (20.0 + 1.0) * 15.0
@@ -279,8 +330,7 @@ mod tests {
             0.5 / 21.0 * 15.0
         );
 
-        let mut mean = CtrTable::with_capacity(TableLayout::SumCount, 1, 1, 0);
-        mean.insert(9, &[4], 2.5);
+        let mean = CtrTable::build(TableLayout::SumCount, 1, &[9], &[4], &[2.5], 0).unwrap();
         assert_eq!(
             calc(CtrKind::FloatTargetMeanValue, 0).value(&mean, 9),
             (2.5 + 0.5) / (4.0 + 1.0) * 15.0

@@ -23,10 +23,13 @@ use super::hash::{cat_hash, combine, widen_cat};
 use super::prediction::{apply_prediction_type, output_len, Objective};
 use super::{compile, Evaluator, ModelError, PredictError, PredictionError, PredictionType};
 
-/// Bins and categorical hashes of small models fit a tiny stack frame;
-/// larger ones use the full-size one.
+/// The scratch arrays are zeroed on every prediction, so they come in three
+/// sizes: most models fit the small or medium frame, only the largest pay for
+/// zeroing the full one.
 const SMALL_SLOTS: usize = 256;
 const SMALL_CATS: usize = 32;
+const MEDIUM_SLOTS: usize = 1024;
+const MEDIUM_CATS: usize = 128;
 /// The most bins (used float features + one-hot features + CTRs) a model may
 /// have; each takes 2 bytes of stack per prediction.
 pub(crate) const MAX_SLOTS: usize = 4096;
@@ -319,8 +322,11 @@ impl Model {
 
     fn raw_into<C: CatSource>(&self, floats: &[f32], cats: C, out: &mut [f64]) {
         let slots = self.float_slots.len() + self.one_hot_slots.len() + self.ctr_slots.len();
-        if slots <= SMALL_SLOTS && self.used_cats.len() <= SMALL_CATS {
+        let used_cats = self.used_cats.len();
+        if slots <= SMALL_SLOTS && used_cats <= SMALL_CATS {
             self.raw_with::<SMALL_SLOTS, SMALL_CATS, C>(floats, cats, out);
+        } else if slots <= MEDIUM_SLOTS && used_cats <= MEDIUM_CATS {
+            self.raw_with::<MEDIUM_SLOTS, MEDIUM_CATS, C>(floats, cats, out);
         } else {
             self.raw_with::<MAX_SLOTS, MAX_USED_CATS, C>(floats, cats, out);
         }
@@ -425,9 +431,20 @@ impl Model {
     fn sum_trees(&self, bins: &[u16], out: &mut [f64]) {
         let dim = self.dimension;
         if dim == 1 {
+            // Leaf loads are the cache misses of a large model. Computing a
+            // chunk of leaf positions first lets the loads of the chunk
+            // overlap instead of each waiting behind its tree's splits. The
+            // sum keeps tree order, so the result is unchanged.
+            const CHUNK: usize = 32;
+            let mut at = [0usize; CHUNK];
             let mut sum = 0.0;
-            for tree in &self.trees {
-                sum += self.leaves[tree.first_leaf + self.leaf_index(tree, bins)];
+            for trees in self.trees.chunks(CHUNK) {
+                for (a, tree) in at.iter_mut().zip(trees) {
+                    *a = tree.first_leaf + self.leaf_index(tree, bins);
+                }
+                for &a in &at[..trees.len()] {
+                    sum += self.leaves[a];
+                }
             }
             out[0] = sum;
             return;
