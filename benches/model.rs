@@ -99,6 +99,33 @@ fn load_docs(path: &Path) -> Docs {
     docs
 }
 
+/// CPU time of this thread, in nanoseconds. The machine running the bench may
+/// be shared: thread CPU time leaves out the time other processes ran.
+fn thread_cpu_ns() -> u128 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer for clock_gettime.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0);
+    ts.tv_sec as u128 * 1_000_000_000 + ts.tv_nsec as u128
+}
+
+/// Thread CPU nanoseconds per call of `f`, over `rounds` passes of `n` calls.
+fn cpu_ns_per_call(n: usize, rounds: usize, mut f: impl FnMut(usize)) -> f64 {
+    for i in 0..n {
+        f(i);
+    }
+    let start = thread_cpu_ns();
+    for _ in 0..rounds {
+        for i in 0..n {
+            f(i);
+        }
+    }
+    (thread_cpu_ns() - start) as f64 / (n * rounds) as f64
+}
+
 /// Heap blocks allocated per call of `f`, averaged over `n` calls.
 fn allocations_per_call(n: usize, mut f: impl FnMut(usize)) -> f64 {
     let _profiler = dhat::Profiler::builder().testing().build();
@@ -111,7 +138,9 @@ fn allocations_per_call(n: usize, mut f: impl FnMut(usize)) -> f64 {
 
 fn bench(c: &mut Criterion) {
     for case in cases() {
+        let started = std::time::Instant::now();
         let model = Model::load(&case.json).unwrap_or_else(|e| panic!("{e}"));
+        let load_ms = started.elapsed().as_secs_f64() * 1e3;
         let docs = load_docs(&case.docs);
         let n = docs.floats.len();
         let strings: Vec<Vec<&[u8]>> = docs
@@ -139,8 +168,31 @@ fn bench(c: &mut Criterion) {
                 )
                 .unwrap();
         });
+        let rounds = (20_000 / (n * model.tree_count().max(1) / 30).max(1)).max(4);
+        let hashed_ns = cpu_ns_per_call(n, rounds, |i| {
+            model
+                .predict(
+                    black_box(&docs.floats[i]),
+                    black_box(&docs.hashes[i]),
+                    PredictionType::Raw,
+                    &mut out,
+                )
+                .unwrap();
+        });
+        let strings_ns = cpu_ns_per_call(n, rounds, |i| {
+            model
+                .predict_strings(
+                    black_box(&docs.floats[i]),
+                    black_box(&strings[i]),
+                    PredictionType::Raw,
+                    &mut out,
+                )
+                .unwrap();
+        });
         eprintln!(
-            "{}: {} trees; native allocations per prediction: {native_allocs}",
+            "{}: {} trees, loaded in {load_ms:.0} ms; native: {native_allocs} allocations per \
+             prediction, thread CPU time per prediction {hashed_ns:.0} ns (hashed), \
+             {strings_ns:.0} ns (strings)",
             case.name,
             model.tree_count()
         );

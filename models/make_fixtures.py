@@ -154,7 +154,7 @@ def binary_ctr(out_dir):
         score += 0.7 * (r[0] if not math.isnan(r[0]) else 1.0) + 0.4 * rng.randn()
         y.append(int(score > 1.2))
     model = CatBoostClassifier(
-        iterations=30, depth=6, learning_rate=0.3, random_seed=1, thread_count=1, verbose=0,
+        iterations=30, depth=6, learning_rate=0.3, random_seed=1, thread_count=1, verbose=0, allow_writing_files=False,
         one_hot_max_size=4, nan_mode="Min",
         simple_ctr=["Borders", "Buckets", "Counter"], combinations_ctr=["Borders", "Counter"],
         max_ctr_complexity=3,
@@ -219,7 +219,7 @@ def regression_deep(out_dir):
     rng = np.random.RandomState(11)
     rows = make_rows(rng, 2000, 6, [], nan_rate=0.1)
     y = [sum((0 if math.isnan(v) else v) * (i + 1) for i, v in enumerate(r)) + 0.1 * rng.randn() for r in rows]
-    model = CatBoostRegressor(iterations=4, depth=10, random_seed=2, thread_count=1, verbose=0,
+    model = CatBoostRegressor(iterations=4, depth=10, random_seed=2, thread_count=1, verbose=0, allow_writing_files=False,
                               nan_mode="Max", border_count=32)
     model.fit(pool_of(rows, 6, y))
     docs = add_special_docs(make_rows(np.random.RandomState(12), 190, 6, [], 0.1), 6, 0)
@@ -233,7 +233,7 @@ def multiclass_cat(out_dir):
     rows = make_rows(rng, 2000, n_float, cat_specs)
     y = [(int(r[2][3:]) % 3 + (r[0] > 0.5) + (int(r[3][4:]) % 2)) % 3 for r in rows]
     model = CatBoostClassifier(
-        loss_function="MultiClass", iterations=25, depth=4, random_seed=3, thread_count=1, verbose=0,
+        loss_function="MultiClass", iterations=25, depth=4, random_seed=3, thread_count=1, verbose=0, allow_writing_files=False,
         simple_ctr=["Borders", "Buckets", "BinarizedTargetMeanValue"],
         combinations_ctr=["Borders", "BinarizedTargetMeanValue"],
     )
@@ -251,7 +251,7 @@ def regression_cat(out_dir):
     rows = make_rows(rng, 2000, n_float, cat_specs)
     y = [r[0] + (int(r[2][4:]) % 7) / 3.0 + (r[3] == "dev1") + 0.1 * rng.randn() for r in rows]
     model = CatBoostRegressor(
-        iterations=25, depth=5, random_seed=4, thread_count=1, verbose=0,
+        iterations=25, depth=5, random_seed=4, thread_count=1, verbose=0, allow_writing_files=False,
         simple_ctr=["BinarizedTargetMeanValue:TargetBorderCount=3", "Borders", "Counter"],
         combinations_ctr=["BinarizedTargetMeanValue:TargetBorderCount=2"],
     )
@@ -279,7 +279,8 @@ def cat_hash_table(out_dir):
     rows = [[0.0, v] for v in values]
     y = [i % 2 for i in range(len(values))]
     pool = Pool(rows, y, cat_features=[1])
-    model = CatBoostClassifier(iterations=1, depth=1, thread_count=1, verbose=0, random_seed=0)
+    model = CatBoostClassifier(iterations=1, depth=1, thread_count=1, verbose=0, random_seed=0,
+                               allow_writing_files=False)
     model.fit(pool)
     path = "/tmp/edgeguard-cat-hash-model.json"
     model.save_model(path, format="json", pool=pool)
@@ -303,7 +304,7 @@ def bench_model(name, iterations, n_float, cat_specs, n_rows, seed):
         s = sum(0 if math.isnan(v) else v for v in r[:4]) + (int(r[n_float][2:]) % 5 == 0) * 2
         s += (int(r[n_float + 3][7:]) % 4 == 1) + rng.randn()
         y.append(int(s > 1.0))
-    model = CatBoostClassifier(iterations=iterations, depth=6, random_seed=5, verbose=0, thread_count=2,
+    model = CatBoostClassifier(iterations=iterations, depth=6, random_seed=5, verbose=0, thread_count=2, allow_writing_files=False,
                                one_hot_max_size=4, max_ctr_complexity=2)
     model.fit(pool_of(rows, n_float, y))
     os.makedirs(BENCH_DATA, exist_ok=True)

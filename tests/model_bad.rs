@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use edgeguard::model::Model;
+use edgeguard::model::{Evaluator, Model, PredictionType};
 use serde_json::{json, Value};
 
 fn fixture_text(name: &str) -> String {
@@ -358,4 +358,57 @@ fn oversized_files_are_refused_before_reading() {
         "{e}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Random edits of a valid model (digits changed, bytes dropped, values
+/// swapped): every result is a model or an error, never a panic. A
+/// deterministic generator keeps failures reproducible.
+#[test]
+fn mutated_models_never_panic() {
+    let original = fixture_text("binary_ctr.json").into_bytes();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |bound: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % bound as u64) as usize
+    };
+    let (mut accepted, mut rejected) = (0, 0);
+    for _ in 0..200 {
+        let mut bytes = original.clone();
+        for _ in 0..1 + next(4) {
+            let at = next(bytes.len());
+            match next(5) {
+                0 => bytes[at] = b"0123456789"[next(10)],
+                1 => bytes[at] = b"-.e9[]{}\",:"[next(11)],
+                2 => {
+                    bytes.remove(at);
+                }
+                3 => bytes.insert(at, b"0123456789-"[next(11)]),
+                _ => {
+                    let other = next(bytes.len());
+                    bytes.swap(at, other);
+                }
+            }
+        }
+        // Whatever is accepted must also score without panicking.
+        let result = std::panic::catch_unwind(|| {
+            Model::from_json("mutant.json", &bytes).map(|model| {
+                let floats = vec![0.5f32; model.float_feature_count()];
+                let cats = vec![&b"x"[..]; model.cat_feature_count()];
+                let mut out = vec![0.0; model.dimension()];
+                model
+                    .predict_strings(&floats, &cats, PredictionType::Raw, &mut out)
+                    .unwrap();
+            })
+        });
+        match result.expect("loading must not panic") {
+            Ok(()) => accepted += 1,
+            Err(e) => {
+                assert!(e.to_string().starts_with("mutant.json: "));
+                rejected += 1;
+            }
+        }
+    }
+    assert!(rejected > 0 && accepted > 0 && accepted + rejected == 200);
 }

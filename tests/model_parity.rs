@@ -293,3 +293,31 @@ fn metadata_and_names_come_from_the_export() {
     assert!(!regression.supports(PredictionType::Probability));
     assert_eq!(regression.objective(), "RMSE");
 }
+
+/// One loaded model serves several threads at once (nginx may use thread
+/// pools; the CLI could too): same answers as one thread.
+#[test]
+fn one_model_scores_from_several_threads() {
+    let model = Model::load(&fixture("binary_ctr.json")).unwrap();
+    let docs: Vec<(Vec<f32>, Vec<String>)> = lines(&fixture("binary_ctr.docs.jsonl"))
+        .iter()
+        .map(document)
+        .collect();
+    let score = |(floats, cats): &(Vec<f32>, Vec<String>)| {
+        let cats: Vec<&[u8]> = cats.iter().map(|c| c.as_bytes()).collect();
+        let mut out = [0.0];
+        model
+            .predict_strings(floats, &cats, PredictionType::Probability, &mut out)
+            .unwrap();
+        out[0]
+    };
+    let sequential: Vec<f64> = docs.iter().map(score).collect();
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| docs.iter().map(score).collect::<Vec<f64>>()))
+            .collect();
+        for w in workers {
+            assert_eq!(w.join().unwrap(), sequential);
+        }
+    });
+}

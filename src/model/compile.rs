@@ -14,8 +14,8 @@ use serde_json::Value;
 use super::ctr::{CtrCalc, CtrKind, CtrTable, TableLayout};
 use super::json::{self, HashItem, JsonCtrKey, JsonCtrTable, JsonElement, JsonModel};
 use super::native::{
-    CtrSlot, FloatSlot, OneHotSlot, ProjectionElement, Split, Tree, MAX_DIMENSION, MAX_SLOTS,
-    MAX_USED_CATS,
+    Condition, CtrSlot, FloatSlot, OneHotSlot, ProjectionElement, Split, Tree, MAX_CONDITIONS,
+    MAX_DIMENSION, MAX_SLOTS, MAX_USED_CATS,
 };
 use super::prediction::Objective;
 use super::{Model, ModelError};
@@ -131,6 +131,8 @@ pub(crate) fn compile(source: &str, bytes: &[u8]) -> Result<Model, ModelError> {
             one_hot_values: Vec::new(),
             projection: Vec::new(),
             tables: Vec::new(),
+            conditions: Vec::new(),
+            ordered_conditions: 0,
             splits: Vec::new(),
             trees: Vec::new(),
             leaves: Vec::new(),
@@ -654,6 +656,7 @@ impl Compiler<'_> {
 
     fn trees(&mut self, trees: &[json::JsonTree]) -> Result<(), ModelError> {
         let mut dimension = None;
+        let mut levels = Vec::new();
         for (t, tree) in trees.iter().enumerate() {
             let at = format!("oblivious_trees[{t}]");
             let depth = tree.splits.len();
@@ -672,10 +675,9 @@ impl Compiler<'_> {
                     format!("{leaves} values for depth {depth}; expected 2^depth times the model dimension"),
                 ));
             }
-            let first_split = self.model.splits.len() as u32;
+            let first_split = levels.len() as u32;
             for (s, split) in tree.splits.iter().enumerate() {
-                let compiled = self.split(&format!("{at}.splits[{s}]"), split)?;
-                self.model.splits.push(compiled);
+                levels.push(self.split(&format!("{at}.splits[{s}]"), split)?);
             }
             self.model.trees.push(Tree {
                 depth: depth as u32,
@@ -685,6 +687,30 @@ impl Compiler<'_> {
             self.model.leaves.extend_from_slice(&tree.leaf_values);
         }
         self.model.dimension = dimension.unwrap_or(1);
+        let mut conditions = levels.clone();
+        conditions.sort_unstable();
+        conditions.dedup();
+        if conditions.len() > MAX_CONDITIONS {
+            return Err(self.err(
+                "oblivious_trees",
+                format!(
+                    "{} distinct split conditions; this evaluator supports {MAX_CONDITIONS}",
+                    conditions.len()
+                ),
+            ));
+        }
+        self.model.splits = levels
+            .iter()
+            .map(|l| conditions.binary_search(l).map_or(0, |i| i as u16))
+            .collect();
+        self.model.ordered_conditions = conditions.iter().filter(|c| !c.equal).count();
+        self.model.conditions = conditions
+            .iter()
+            .map(|c| Condition {
+                slot: c.slot,
+                threshold: c.threshold,
+            })
+            .collect();
         Ok(())
     }
 

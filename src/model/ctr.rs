@@ -159,6 +159,20 @@ impl CtrTable {
         u64::from(self.cells[base]) | u64::from(self.cells[base + 1]) << 32
     }
 
+    /// Asks the CPU to start loading the record where `key` would be.
+    #[inline]
+    pub(crate) fn prefetch(&self, key: u64) {
+        let record = &self.cells[self.home(key) * self.record..];
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: a prefetch is only a hint; the address is inside `cells`.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(record.as_ptr().cast());
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = record;
+    }
+
     /// The bucket of `key` (an offset into the table), if training saw it.
     #[inline]
     pub(crate) fn find(&self, key: u64) -> Option<usize> {

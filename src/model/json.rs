@@ -119,11 +119,44 @@ pub(crate) struct JsonCtrTable {
 
 /// An item of `hash_map`: bucket hashes are strings (they do not fit a JSON
 /// double), counters are numbers.
-#[derive(Deserialize)]
-#[serde(untagged)]
 pub(crate) enum HashItem {
     Key(String),
     Number(f64),
+}
+
+/// By hand rather than `#[serde(untagged)]`: untagged enums build (and
+/// format) an error for every variant that does not match, which made
+/// loading large CTR tables several times slower.
+impl<'de> Deserialize<'de> for HashItem {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ItemVisitor;
+
+        impl serde::de::Visitor<'_> for ItemVisitor {
+            type Value = HashItem;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or a number")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<HashItem, E> {
+                Ok(HashItem::Key(v.to_owned()))
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<HashItem, E> {
+                Ok(HashItem::Number(v as f64))
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<HashItem, E> {
+                Ok(HashItem::Number(v as f64))
+            }
+
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<HashItem, E> {
+                Ok(HashItem::Number(v))
+            }
+        }
+
+        deserializer.deserialize_any(ItemVisitor)
+    }
 }
 
 /// Parses `bytes` as a JSON model, naming the failing field on error.
@@ -154,10 +187,6 @@ fn plain_words(message: &str) -> String {
         ("expected a sequence", "expected an array"),
         ("expected a tuple of size 2", "expected [scale, [bias...]]"),
         ("expected a map", "expected an object"),
-        (
-            "data did not match any variant of untagged enum HashItem",
-            "expected a string or a number",
-        ),
     ] {
         out = out.replace(rust, json);
     }

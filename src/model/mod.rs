@@ -12,6 +12,18 @@
 //!
 //! Prediction types follow the official C API (`SetPredictionType`): see
 //! [`PredictionType`].
+//!
+//! Two facts about CatBoost's own code that matter here:
+//! - FeatureFreq and FloatTargetMeanValue CTRs are trained only on GPU; the
+//!   evaluator supports them (same formulas as Counter and
+//!   BinarizedTargetMeanValue) and is tested on models relabelled and
+//!   evaluated by CatBoost itself.
+//! - CatBoost's JSON *loader* reads the sums of mean-value CTR tables as
+//!   integers (`json_model_helpers.cpp`, `CtrDataFromJson`), so a model with
+//!   BinarizedTargetMeanValue CTRs reloaded from JSON by CatBoost predicts
+//!   differently from the trained model. [`Model`] reads the sums as floats
+//!   and matches the trained model; the official library must be given the
+//!   `.cbm` file.
 
 use std::fmt;
 

@@ -11,8 +11,9 @@
 //!    features give the position of the matching value; each CTR hashes its
 //!    projection, looks the bucket up, computes its value and is binarized the
 //!    same way. These small integers ("bins") live in a stack array;
-//! 3. each oblivious tree reads its splits against the bins: split `d` sets
-//!    bit `d` of the leaf index;
+//! 3. each distinct split condition (`bin >= threshold`, or `==` for one-hot)
+//!    is evaluated once into a byte; each oblivious tree reads the bytes of
+//!    its levels: level `d` sets bit `d` of the leaf index;
 //! 4. leaf values are summed in tree order, then `scale * sum + bias`.
 
 use std::collections::BTreeMap;
@@ -28,13 +29,17 @@ use super::{compile, Evaluator, ModelError, PredictError, PredictionError, Predi
 /// zeroing the full one.
 const SMALL_SLOTS: usize = 256;
 const SMALL_CATS: usize = 32;
+const SMALL_CONDITIONS: usize = 1024;
 const MEDIUM_SLOTS: usize = 1024;
 const MEDIUM_CATS: usize = 128;
+const MEDIUM_CONDITIONS: usize = 4096;
 /// The most bins (used float features + one-hot features + CTRs) a model may
 /// have; each takes 2 bytes of stack per prediction.
 pub(crate) const MAX_SLOTS: usize = 4096;
 /// The most categorical features a model may use (4 bytes of stack each).
 pub(crate) const MAX_USED_CATS: usize = 1024;
+/// The most distinct split conditions a model may have (1 byte of stack each).
+pub(crate) const MAX_CONDITIONS: usize = 16384;
 /// The most output dimensions (classes) a model may have.
 pub(crate) const MAX_DIMENSION: usize = 256;
 
@@ -75,13 +80,24 @@ pub(crate) enum ProjectionElement {
     OneHot { slot: u16, index: u16 },
 }
 
-/// A tree split against a bin: `bin >= threshold`, or `bin == threshold` for
-/// one-hot splits.
-#[derive(Clone, Copy, Debug)]
+/// A split condition against a bin: `bin >= threshold`, or `bin ==
+/// threshold` for one-hot splits. Each distinct condition is evaluated once
+/// per document; trees read the resulting bits.
+///
+/// Field order matters: sorting puts all `>=` conditions first, then the
+/// one-hot ones, so each kind is evaluated in its own branch-free loop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Split {
+    pub(crate) equal: bool,
     pub(crate) slot: u16,
     pub(crate) threshold: u16,
-    pub(crate) equal: bool,
+}
+
+/// A `>=` condition in the evaluation loop's compact form.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Condition {
+    pub(crate) slot: u16,
+    pub(crate) threshold: u16,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -120,7 +136,13 @@ pub struct Model {
     pub(crate) one_hot_values: Vec<i32>,
     pub(crate) projection: Vec<ProjectionElement>,
     pub(crate) tables: Vec<CtrTable>,
-    pub(crate) splits: Vec<Split>,
+    /// Distinct `>=` split conditions, sorted by bin, then the distinct `==`
+    /// (one-hot) ones: bit `i` of a document is condition `i`.
+    pub(crate) conditions: Vec<Condition>,
+    /// How many of `conditions` are `>=` conditions.
+    pub(crate) ordered_conditions: usize,
+    /// Per tree level, the index of its condition.
+    pub(crate) splits: Vec<u16>,
     pub(crate) trees: Vec<Tree>,
     pub(crate) leaves: Vec<f64>,
     pub(crate) scale: f64,
@@ -323,17 +345,21 @@ impl Model {
     fn raw_into<C: CatSource>(&self, floats: &[f32], cats: C, out: &mut [f64]) {
         let slots = self.float_slots.len() + self.one_hot_slots.len() + self.ctr_slots.len();
         let used_cats = self.used_cats.len();
-        if slots <= SMALL_SLOTS && used_cats <= SMALL_CATS {
-            self.raw_with::<SMALL_SLOTS, SMALL_CATS, C>(floats, cats, out);
-        } else if slots <= MEDIUM_SLOTS && used_cats <= MEDIUM_CATS {
-            self.raw_with::<MEDIUM_SLOTS, MEDIUM_CATS, C>(floats, cats, out);
+        let conditions = self.conditions.len();
+        if slots <= SMALL_SLOTS && used_cats <= SMALL_CATS && conditions <= SMALL_CONDITIONS {
+            self.raw_with::<SMALL_SLOTS, SMALL_CATS, SMALL_CONDITIONS, C>(floats, cats, out);
+        } else if slots <= MEDIUM_SLOTS
+            && used_cats <= MEDIUM_CATS
+            && conditions <= MEDIUM_CONDITIONS
+        {
+            self.raw_with::<MEDIUM_SLOTS, MEDIUM_CATS, MEDIUM_CONDITIONS, C>(floats, cats, out);
         } else {
-            self.raw_with::<MAX_SLOTS, MAX_USED_CATS, C>(floats, cats, out);
+            self.raw_with::<MAX_SLOTS, MAX_USED_CATS, MAX_CONDITIONS, C>(floats, cats, out);
         }
     }
 
     #[inline(always)]
-    fn raw_with<const SLOTS: usize, const CATS: usize, C: CatSource>(
+    fn raw_with<const SLOTS: usize, const CATS: usize, const BITS: usize, C: CatSource>(
         &self,
         floats: &[f32],
         cats: C,
@@ -345,7 +371,16 @@ impl Model {
         }
         let mut bins = [0u16; SLOTS];
         self.binarize(floats, &hashes, &mut bins);
-        self.sum_trees(&bins, out);
+        let mut bits = [0u8; BITS];
+        let (ordered, one_hot) = self.conditions.split_at(self.ordered_conditions);
+        let (ordered_bits, one_hot_bits) = bits.split_at_mut(ordered.len());
+        for (bit, c) in ordered_bits.iter_mut().zip(ordered) {
+            *bit = u8::from(bins[c.slot as usize] >= c.threshold);
+        }
+        for (bit, c) in one_hot_bits.iter_mut().zip(one_hot) {
+            *bit = u8::from(bins[c.slot as usize] == c.threshold);
+        }
+        self.sum_trees(&bits, out);
         for (o, b) in out.iter_mut().zip(&self.bias) {
             *o = self.scale * *o + b;
         }
@@ -374,27 +409,25 @@ impl Model {
                 .map_or(0, |p| p as u16 + 1);
             slot += 1;
         }
+        // Table lookups are the cache misses of the CTR stage: ask for every
+        // bucket first, so the misses overlap, then read them.
+        let mut projection = (u32::MAX, u32::MAX);
+        let mut key = 0u64;
+        for c in &self.ctr_slots {
+            if c.projection != projection {
+                projection = c.projection;
+                key = self.projection_key(c.projection, hashes, bins);
+            }
+            self.tables[c.table as usize].prefetch(key);
+        }
         // CTR features of one projection (and often one table, with
         // different priors) are adjacent: hash and look up once for them.
         let mut projection = (u32::MAX, u32::MAX);
-        let mut key = 0u64;
         let mut lookup: (u32, Option<usize>) = (u32::MAX, None);
         for c in &self.ctr_slots {
             if c.projection != projection {
                 projection = c.projection;
-                key = 0;
-                for e in &self.projection[c.projection.0 as usize..c.projection.1 as usize] {
-                    let element = match *e {
-                        ProjectionElement::Cat(i) => widen_cat(hashes[i as usize]),
-                        ProjectionElement::Float { slot, threshold } => {
-                            u64::from(bins[slot as usize] >= threshold)
-                        }
-                        ProjectionElement::OneHot { slot, index } => {
-                            u64::from(bins[slot as usize] == index)
-                        }
-                    };
-                    key = combine(key, element);
-                }
+                key = self.projection_key(c.projection, hashes, bins);
                 lookup.0 = u32::MAX;
             }
             let table = &self.tables[c.table as usize];
@@ -408,27 +441,44 @@ impl Model {
         }
     }
 
+    /// The bucket key of a CTR projection: CatBoost's `CalcHash` chain over
+    /// the categorical hashes, then binarized floats, then one-hot matches.
     #[inline(always)]
-    fn leaf_index(&self, tree: &Tree, bins: &[u16]) -> usize {
-        let first = tree.first_split as usize;
-        let mut index = 0usize;
-        for (depth, s) in self.splits[first..first + tree.depth as usize]
-            .iter()
-            .enumerate()
-        {
-            let bin = bins[s.slot as usize];
-            let bit = if s.equal {
-                bin == s.threshold
-            } else {
-                bin >= s.threshold
+    fn projection_key(&self, range: (u32, u32), hashes: &[i32], bins: &[u16]) -> u64 {
+        let mut key = 0u64;
+        for e in &self.projection[range.0 as usize..range.1 as usize] {
+            let element = match *e {
+                ProjectionElement::Cat(i) => widen_cat(hashes[i as usize]),
+                ProjectionElement::Float { slot, threshold } => {
+                    u64::from(bins[slot as usize] >= threshold)
+                }
+                ProjectionElement::OneHot { slot, index } => {
+                    u64::from(bins[slot as usize] == index)
+                }
             };
-            index |= usize::from(bit) << depth;
+            key = combine(key, element);
+        }
+        key
+    }
+
+    #[inline(always)]
+    fn leaf_index(&self, tree: &Tree, bits: &[u8]) -> usize {
+        let first = tree.first_split as usize;
+        let levels = &self.splits[first..first + tree.depth as usize];
+        let bit = |c: u16| usize::from(bits[c as usize]);
+        // Depth 6 is CatBoost's default: unrolled.
+        if let &[a, b, c, d, e, f] = levels {
+            return bit(a) | bit(b) << 1 | bit(c) << 2 | bit(d) << 3 | bit(e) << 4 | bit(f) << 5;
+        }
+        let mut index = 0usize;
+        for (depth, &c) in levels.iter().enumerate() {
+            index |= bit(c) << depth;
         }
         index
     }
 
     #[inline(always)]
-    fn sum_trees(&self, bins: &[u16], out: &mut [f64]) {
+    fn sum_trees(&self, bits: &[u8], out: &mut [f64]) {
         let dim = self.dimension;
         if dim == 1 {
             // Leaf loads are the cache misses of a large model. Computing a
@@ -440,7 +490,7 @@ impl Model {
             let mut sum = 0.0;
             for trees in self.trees.chunks(CHUNK) {
                 for (a, tree) in at.iter_mut().zip(trees) {
-                    *a = tree.first_leaf + self.leaf_index(tree, bins);
+                    *a = tree.first_leaf + self.leaf_index(tree, bits);
                 }
                 for &a in &at[..trees.len()] {
                     sum += self.leaves[a];
@@ -451,7 +501,7 @@ impl Model {
         }
         out.fill(0.0);
         for tree in &self.trees {
-            let at = tree.first_leaf + self.leaf_index(tree, bins) * dim;
+            let at = tree.first_leaf + self.leaf_index(tree, bits) * dim;
             for (o, leaf) in out.iter_mut().zip(&self.leaves[at..at + dim]) {
                 *o += leaf;
             }
