@@ -28,12 +28,27 @@ LOG="$PREFIX/build.log"
 JOBS="${EDGEGUARD_BUILD_JOBS:-$(nproc)}"
 LIB="$PREFIX/lib/libcatboostmodel.so"
 
-if [[ -f "$LIB" && -f "$PREFIX/include/c_api.h" && "${EDGEGUARD_FORCE:-0}" != 1 ]]; then
+built() {
+    [[ -f "$LIB" && -f "$PREFIX/include/c_api.h" && "${EDGEGUARD_FORCE:-0}" != 1 ]]
+}
+
+if built; then
     echo "libcatboostmodel: already built: $LIB"
     exit 0
 fi
 
 mkdir -p "$PREFIX"
+# Two ninjas in one build tree corrupt it: a second invocation (another make
+# target, another terminal) waits for the first, then finds the library built.
+exec 9>"$PREFIX/.build.lock"
+if ! flock -n 9; then
+    echo "libcatboostmodel: another build holds $PREFIX/.build.lock; waiting for it"
+    flock 9
+    if built; then
+        echo "libcatboostmodel: already built: $LIB"
+        exit 0
+    fi
+fi
 echo "libcatboostmodel: building CatBoost $CATBOOST_VERSION into $PREFIX"
 echo "libcatboostmodel: build log: $LOG"
 # Everything below goes to the log; failures point there.
