@@ -141,11 +141,24 @@ PY
     touch "$SRC/.edgeguard-patched"
 fi
 
-# Configure once: rewriting the files below would make ninja re-run cmake.
-if [[ ! -f "$BUILD/build.ninja" ]]; then
-    mkdir -p "$BUILD/bin"
-    # Stands in for the file conan would generate: the targets the tree links against.
-    cat >"$BUILD/conan_paths.cmake" <<'CMAKE'
+# Writes $2 from stdin unless it already holds exactly that; says whether it changed.
+# Rewriting an unchanged file would make ninja re-run cmake for nothing.
+update_file() {
+    local tmp="$1.tmp"
+    cat >"$tmp"
+    if cmp -s "$tmp" "$1"; then
+        rm -f "$tmp"
+        return 1
+    fi
+    mv "$tmp" "$1"
+}
+
+mkdir -p "$BUILD/bin"
+reconfigure=0
+[[ -f "$BUILD/build.ninja" ]] || reconfigure=1
+
+# Stands in for the file conan would generate: the targets the tree links against.
+update_file "$BUILD/conan_paths.cmake" <<'CMAKE' && reconfigure=1
 find_package(OpenSSL REQUIRED)
 if (NOT TARGET OpenSSL::OpenSSL)
   add_library(OpenSSL::OpenSSL INTERFACE IMPORTED)
@@ -153,20 +166,25 @@ if (NOT TARGET OpenSSL::OpenSSL)
 endif()
 CMAKE
 
-    # cmake/common.cmake looks for these tools in <build>/bin, where conan would copy them.
-    for tool in ragel yasm; do
-        path=$(command -v "$tool") || die "$tool not found on PATH"
-        ln -sf "$path" "$BUILD/bin/$tool"
-    done
-
-    cat >"$BUILD/toolchain.cmake" <<'CMAKE'
+# The tree links with -nodefaultlibs (cmake/global_flags.linker.gnu.cmake), so
+# libc and libm must be named, as CatBoost's own build/toolchains/clang.toolchain does.
+update_file "$BUILD/toolchain.cmake" <<'CMAKE' && reconfigure=1
 set(CMAKE_C_COMPILER clang-16)
 set(CMAKE_CXX_COMPILER clang++-16)
+set(CMAKE_C_STANDARD_LIBRARIES "-lc -lm")
+set(CMAKE_CXX_STANDARD_LIBRARIES "-lc -lm")
 set(CMAKE_EXE_LINKER_FLAGS_INIT "-fuse-ld=lld")
 set(CMAKE_SHARED_LINKER_FLAGS_INIT "-fuse-ld=lld")
 set(CMAKE_MODULE_LINKER_FLAGS_INIT "-fuse-ld=lld")
 CMAKE
 
+# cmake/common.cmake looks for these tools in <build>/bin, where conan would copy them.
+for tool in ragel yasm; do
+    path=$(command -v "$tool") || die "$tool not found on PATH"
+    ln -sf "$path" "$BUILD/bin/$tool"
+done
+
+if ((reconfigure)); then
     step "configuring (cmake)"
     cmake -S "$ALL_SRC" -B "$BUILD" -G Ninja \
         -DCMAKE_BUILD_TYPE=Release \
