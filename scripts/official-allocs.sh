@@ -12,8 +12,9 @@
 # OfficialModel frees what loading allocated.
 #
 # Usage: scripts/official-allocs.sh [MODEL.cbm DOCS.jsonl]...
-# Default: the binary CTR fixture, and the production-like bench model when
-# benches/data/model-bench.cbm exists (python3 models/make_fixtures.py --bench).
+# Default: the binary CTR fixture, then the bench models of benches/data/
+# (model-baseline: 300 trees of depth 6, 4 categorical features; model-bench:
+# 1000 trees of depth 6, 20 float and 8 categorical features).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 ALLOC_PREDICTIONS="${ALLOC_PREDICTIONS:-1000}"
@@ -27,11 +28,13 @@ cd "$ROOT"
 
 if (($# == 0)); then
     set -- tests/fixtures/catboost/binary_ctr.cbm tests/fixtures/catboost/binary_ctr.docs.jsonl
-    if [[ -f benches/data/model-bench.cbm ]]; then
-        set -- "$@" benches/data/model-bench.cbm benches/data/model-bench-docs.jsonl
-    else
-        echo "note: no benches/data/model-bench.cbm; measuring the fixture only" >&2
-    fi
+    for name in model-baseline model-bench; do
+        if [[ -f benches/data/$name.cbm ]]; then
+            set -- "$@" "benches/data/$name.cbm" "benches/data/$name-docs.jsonl"
+        else
+            echo "note: no benches/data/$name.cbm (python3 models/make_fixtures.py --bench)" >&2
+        fi
+    done
 fi
 (($# % 2 == 0)) || { echo "usage: $0 [MODEL.cbm DOCS.jsonl]..." >&2; exit 2; }
 

@@ -1,6 +1,7 @@
 //! The official CatBoost library, through `OfficialModel`, reproduces the
-//! predictions the `catboost` wheel wrote into the fixtures, and behaves as an
-//! `Evaluator` should on bad input; the native evaluator agrees with it.
+//! predictions the `catboost` wheel wrote for the fixture and bench models,
+//! and behaves as an `Evaluator` should on bad input; the native evaluator
+//! agrees with it on every document.
 
 #![cfg(feature = "official")]
 
@@ -10,7 +11,7 @@ use std::path::Path;
 
 use edgeguard::model::official::{cat_hash, OfficialError, OfficialModel};
 use edgeguard::model::{cat_hash as native_hash, Evaluator, Model, PredictError};
-use official_support::{close, fixture_dir, fixture_names, read_docs, read_expected_raw, Doc};
+use official_support::{cases, close, fixture_dir, read_docs, read_expected_raw, Doc};
 
 fn load(name: &str) -> OfficialModel {
     let path = fixture_dir().join(format!("{name}.cbm"));
@@ -25,17 +26,14 @@ fn hashes(doc: &Doc) -> Vec<i32> {
 }
 
 #[test]
-fn reproduces_every_fixture_prediction() {
-    let names = fixture_names();
-    assert!(
-        names.len() >= 5,
-        "expected the fixture models, found {names:?}"
-    );
-    for name in names {
-        let model = load(&name);
-        let dir = fixture_dir();
-        let docs = read_docs(&dir.join(format!("{name}.docs.jsonl")));
-        let expected = read_expected_raw(&dir.join(format!("{name}.expected.jsonl")));
+fn reproduces_every_catboost_prediction() {
+    let cases = cases();
+    assert!(cases.len() >= 7, "expected the fixture and bench models");
+    for case in cases {
+        let name = &case.name;
+        let model = OfficialModel::load(&case.cbm).unwrap_or_else(|e| panic!("{e}"));
+        let docs = read_docs(&case.docs);
+        let expected = read_expected_raw(&case.expected);
         assert_eq!(
             docs.len(),
             expected.len(),
@@ -46,7 +44,7 @@ fn reproduces_every_fixture_prediction() {
 
         let mut out = vec![0.0; model.dimension()];
         for (i, (doc, want)) in docs.iter().zip(&expected).enumerate() {
-            // The fixtures carry one value per feature index the model knows.
+            // The documents carry one value per feature index the model knows.
             assert_eq!(
                 model.float_feature_count(),
                 doc.floats.len(),
@@ -212,12 +210,11 @@ fn shared_between_threads_gives_the_same_answers() {
 }
 
 #[test]
-fn native_and_official_agree_on_every_fixture_document() {
-    let dir = fixture_dir();
-    for name in fixture_names() {
-        let official = load(&name);
-        let json = dir.join(format!("{name}.json"));
-        let native = Model::load(&json).unwrap_or_else(|e| panic!("{e}"));
+fn native_and_official_agree_on_every_document() {
+    for case in cases() {
+        let name = &case.name;
+        let official = OfficialModel::load(&case.cbm).unwrap_or_else(|e| panic!("{e}"));
+        let native = Model::load(&case.json).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(
             native.float_feature_count(),
             official.float_feature_count(),
@@ -235,10 +232,9 @@ fn native_and_official_agree_on_every_fixture_document() {
         );
         assert_eq!(native.tree_count(), official.tree_count(), "{name}: trees");
 
-        let docs = read_docs(&dir.join(format!("{name}.docs.jsonl")));
         let mut from_native = vec![0.0; native.dimension()];
         let mut from_official = vec![0.0; official.dimension()];
-        for (i, doc) in docs.iter().enumerate() {
+        for (i, doc) in read_docs(&case.docs).iter().enumerate() {
             let cats: Vec<i32> = doc
                 .cats
                 .iter()

@@ -1,5 +1,6 @@
-//! Reading the CatBoost fixtures that `models/make_fixtures.py` writes, shared
-//! by the official-backend tests and `benches/model_official_allocs.rs`.
+//! Reading the CatBoost models, documents and expected predictions that
+//! `models/make_fixtures.py` writes (test fixtures and benchmark models),
+//! shared by the official-backend tests and `benches/model_official_allocs.rs`.
 
 #![allow(dead_code)] // each user takes a different subset
 
@@ -8,13 +9,39 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-/// `tests/fixtures/catboost/` in this checkout.
-pub fn fixture_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/catboost")
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Every fixture model name (`NAME.cbm` + `NAME.docs.jsonl` + `NAME.expected.jsonl`), sorted.
-pub fn fixture_names() -> Vec<String> {
+/// `tests/fixtures/catboost/` in this checkout.
+pub fn fixture_dir() -> PathBuf {
+    root().join("tests/fixtures/catboost")
+}
+
+/// One model with documents and the `catboost` wheel's predictions for them.
+pub struct Case {
+    pub name: String,
+    /// The binary model, which the official library loads.
+    pub cbm: PathBuf,
+    /// The same model exported as JSON, which the native evaluator loads.
+    pub json: PathBuf,
+    pub docs: PathBuf,
+    pub expected: PathBuf,
+}
+
+fn case(dir: &Path, name: &str, docs_suffix: &str, expected_suffix: &str) -> Case {
+    Case {
+        name: name.to_owned(),
+        cbm: dir.join(format!("{name}.cbm")),
+        json: dir.join(format!("{name}.json")),
+        docs: dir.join(format!("{name}{docs_suffix}")),
+        expected: dir.join(format!("{name}{expected_suffix}")),
+    }
+}
+
+/// Every fixture model (each `NAME.cbm` in the fixture directory), sorted,
+/// then the two benchmark models of `benches/data/`.
+pub fn cases() -> Vec<Case> {
     let dir = fixture_dir();
     let mut names: Vec<String> = fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
@@ -23,7 +50,15 @@ pub fn fixture_names() -> Vec<String> {
         .map(|path| path.file_stem().unwrap().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    names
+    let mut cases: Vec<Case> = names
+        .iter()
+        .map(|name| case(&dir, name, ".docs.jsonl", ".expected.jsonl"))
+        .collect();
+    let bench = root().join("benches/data");
+    for name in ["model-baseline", "model-bench"] {
+        cases.push(case(&bench, name, "-docs.jsonl", "-expected.jsonl"));
+    }
+    cases
 }
 
 /// One document: float values (NaN and ±inf decoded) and categorical strings.
