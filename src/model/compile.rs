@@ -219,6 +219,22 @@ impl Compiler<'_> {
         Ok(borders)
     }
 
+    /// Checks a feature list's indexes (bounded, strictly increasing) and
+    /// returns the size of the index space they span: the highest index + 1,
+    /// as CatBoost's C API counts features.
+    fn feature_count(
+        &self,
+        list: &str,
+        indexes: impl Iterator<Item = u64>,
+    ) -> Result<usize, ModelError> {
+        let mut previous = None;
+        for (i, index) in indexes.enumerate() {
+            let field = format!("{list}[{i}].feature_index");
+            previous = Some(self.feature_index(field, index, previous)?);
+        }
+        Ok(previous.map_or(0, |p| p as usize + 1))
+    }
+
     fn feature_index(
         &self,
         field: String,
@@ -239,16 +255,10 @@ impl Compiler<'_> {
 
     fn float_features(&mut self, parsed: &JsonModel) -> Result<(), ModelError> {
         let features = &parsed.features_info.float_features;
-        let mut previous = None;
-        for (i, f) in features.iter().enumerate() {
-            let at = format!("features_info.float_features[{i}]");
-            previous = Some(self.feature_index(
-                format!("{at}.feature_index"),
-                f.feature_index,
-                previous,
-            )?);
-        }
-        let count = previous.map_or(0, |p| p as usize + 1);
+        let count = self.feature_count(
+            "features_info.float_features",
+            features.iter().map(|f| f.feature_index),
+        )?;
         self.model.float_count = count;
         self.model.float_names = vec![String::new(); count];
         for (i, f) in features.iter().enumerate() {
@@ -297,16 +307,10 @@ impl Compiler<'_> {
 
     fn cat_features(&mut self, parsed: &JsonModel) -> Result<(), ModelError> {
         let features = &parsed.features_info.categorical_features;
-        let mut previous = None;
-        for (i, f) in features.iter().enumerate() {
-            let at = format!("features_info.categorical_features[{i}]");
-            previous = Some(self.feature_index(
-                format!("{at}.feature_index"),
-                f.feature_index,
-                previous,
-            )?);
-        }
-        let count = previous.map_or(0, |p| p as usize + 1);
+        let count = self.feature_count(
+            "features_info.categorical_features",
+            features.iter().map(|f| f.feature_index),
+        )?;
         self.model.cat_count = count;
         self.model.cat_names = vec![String::new(); count];
         self.cat_position = vec![None; count];
