@@ -87,6 +87,8 @@ local function check_options(opts, allowed, what, level)
     end
 end
 
+-- Logs through nginx when there is one (configure() may run in plain luajit).
+-- Request-time code calls ngx.log directly, so its lines name their caller.
 local function log(level, ...)
     if ngx and ngx.log then
         ngx.log(level, ...)
@@ -183,7 +185,7 @@ end
 -- is open) into the error log, once per (re)load, from worker 0.
 function _M.init_worker()
     if state.model_error and ngx and ngx.worker and ngx.worker.id() == 0 then
-        log(ngx.ERR, "edgeguard: ", state.model_error)
+        ngx.log(ngx.ERR, "edgeguard: ", state.model_error)
     end
 end
 
@@ -298,7 +300,7 @@ function _M.access(opts)
     local r = request.get(2)
     local req, headers, n = request.current(r)
     if not req then
-        log(ngx.ERR, "edgeguard: ", headers)
+        ngx.log(ngx.ERR, "edgeguard: ", headers)
         return ngx.exit(ngx.HTTP_INTERNAL_SERVER_ERROR)
     end
 
@@ -308,7 +310,7 @@ function _M.access(opts)
     if scorer then
         scores, err = scorer:score(req)
         if not scores then
-            log(ngx.ERR, "edgeguard: scoring failed: ", err)
+            ngx.log(ngx.ERR, "edgeguard: scoring failed: ", err)
         end
     end
 
@@ -316,7 +318,7 @@ function _M.access(opts)
         local removed
         removed, err = strip(state.headers, headers, n)
         if not removed then
-            log(ngx.ERR, "edgeguard: ", err)
+            ngx.log(ngx.ERR, "edgeguard: ", err)
             return ngx.exit(ngx.HTTP_INTERNAL_SERVER_ERROR)
         end
     end
@@ -375,7 +377,7 @@ function _M.access(opts)
     end
 
     if action == "block" or action == "log" then
-        log(opts.log_level or state.log_level or ngx.INFO,
+        ngx.log(opts.log_level or state.log_level or ngx.INFO,
             decision_line(action, flagged_name, flagged_score, flagged_threshold, req))
     end
     if action == "block" then
