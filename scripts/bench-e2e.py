@@ -81,8 +81,11 @@ def parse_args(argv):
     p.add_argument("--configs", default=os.environ.get("BENCH_CONFIGS", ",".join(CONFIGS)),
                    help="comma-separated subset of " + ",".join(CONFIGS) + " (env BENCH_CONFIGS)")
     p.add_argument("--out-dir", default=str(ROOT / "bench-results"), help="where e2e.md/png/json go")
-    p.add_argument("--no-pin", action="store_true",
-                   help="do not pin the edge worker to CPU 0 and wrk + origin to CPU 1")
+    p.add_argument("--paced-rate", type=float, default=env_default("BENCH_PACED_RATE", 2000.0, float),
+                   help="after each saturated run, a run paced near this many requests/s for latency "
+                        "below saturation (env BENCH_PACED_RATE, default 2000; 0: none)")
+    p.add_argument("--pin", action="store_true",
+                   help="pin the edge worker to CPU 0 and wrk + origin to CPU 1 (default: no pinning)")
     p.add_argument("--no-chart", action="store_true", help="skip the PNG (no matplotlib needed)")
     p.add_argument("--keep", action="store_true", help="keep the nginx prefix directories")
     args = p.parse_args(argv)
@@ -245,23 +248,27 @@ def check_edge(name, port, heads):
     return problems, all_scores
 
 
-def run_wrk(port, duration, connections, threads, load_cpu):
+def run_wrk(port, duration, connections, threads, load_cpu, pace_ms=None):
     cmd = [WRK, f"-t{threads}", f"-c{connections}", f"-d{duration:g}s", "--timeout", "5s",
            "-s", str(HERE / "wrk.lua"), f"http://127.0.0.1:{port}/", "--", str(HERE / "requests.http")]
     if load_cpu is not None:
         cmd = ["taskset", "-c", str(load_cpu)] + cmd
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60)
+    env = dict(os.environ)
+    env.pop("EDGEGUARD_WRK_PACE_MS", None)
+    if pace_ms:
+        env["EDGEGUARD_WRK_PACE_MS"] = f"{pace_ms:g}"
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60, env=env)
     for line in out.stdout.splitlines():
         if line.startswith("EDGEGUARD_WRK "):
             return json.loads(line[len("EDGEGUARD_WRK "):])
     raise RuntimeError(f"wrk printed no result (exit {out.returncode}):\n{out.stdout}\n{out.stderr}")
 
 
-def measure(edge, args, load_cpu):
+def measure(edge, args, load_cpu, pace_ms=None):
     pid = edge.worker
     cpu0, sched0 = worker_cpu(pid)
     load0 = os.getloadavg()[0]
-    w = run_wrk(edge.port, args.duration, args.connections, args.threads, load_cpu)
+    w = run_wrk(edge.port, args.duration, args.connections, args.threads, load_cpu, pace_ms)
     cpu1, sched1 = worker_cpu(pid)
     if edge.find_worker() != pid:
         raise RuntimeError(f"{edge.name}: the nginx worker changed during the run (crash?):\n{edge.failure()}")
@@ -273,6 +280,7 @@ def measure(edge, args, load_cpu):
     errors = sum(w["errors"].values())
     return {
         "config": edge.name,
+        "load": "paced" if pace_ms else "saturated",
         "requests": n,
         "seconds": seconds,
         "rps": n / seconds,
@@ -296,11 +304,13 @@ def spread(values):
 
 
 def summarize(runs, configs):
-    by = {c: [r for r in runs if r["config"] == c] for c in configs}
+    """Per configuration, median and range over rounds of every figure; runs
+    of one load mode only."""
     summary = {}
     for c in configs:
-        rs = by[c]
-        summary[c] = {k: spread([r[k] for r in rs]) for k in ("rps", "p50_ms", "p90_ms", "p99_ms", "cpu_us_per_req", "worker_busy")}
+        rs = [r for r in runs if r["config"] == c]
+        summary[c] = {k: spread([r[k] for r in rs])
+                      for k in ("rps", "p50_ms", "p90_ms", "p99_ms", "cpu_us_per_req", "worker_busy")}
         if all(r["sched_us_per_req"] is not None for r in rs):
             summary[c]["sched_us_per_req"] = spread([r["sched_us_per_req"] for r in rs])
     # What edgeguard adds over the bare proxy, paired within each round: the
@@ -319,45 +329,47 @@ def summarize(runs, configs):
     return summary
 
 
-def targets(summary):
+def targets(sat, paced):
     """The issue's two targets, from per-round ratios (median and range)."""
     out = []
-    if "rust" in summary and "lua" in summary and "added_us_per_req" in summary["rust"]:
+    if "rust" in sat and "lua" in sat and "added_us_per_req" in sat["rust"]:
         ratios = [r / l if l > 0 else float("inf")
-                  for r, l in zip(summary["rust"]["_added_by_round"], summary["lua"]["_added_by_round"])]
+                  for r, l in zip(sat["rust"]["_added_by_round"], sat["lua"]["_added_by_round"])]
         s = spread(ratios)
         out.append({
             "target": "Rust engine adds at most 1/4 of the CPU per request the Lua engine adds",
-            "measured": f"Rust adds {summary['rust']['added_us_per_req']['median']:.1f} µs, "
-                        f"Lua adds {summary['lua']['added_us_per_req']['median']:.1f} µs: "
+            "measured": f"Rust adds {sat['rust']['added_us_per_req']['median']:.1f} µs, "
+                        f"Lua adds {sat['lua']['added_us_per_req']['median']:.1f} µs (saturated runs): "
                         f"ratio {s['median']:.3f} (rounds {s['min']:.3f}–{s['max']:.3f}), target ≤ {CPU_RATIO_TARGET}",
             "met": s["median"] <= CPU_RATIO_TARGET,
         })
-    if "rust" in summary and "p99_vs_bare" in summary["rust"]:
-        s = summary["rust"]["p99_vs_bare"]
-        out.append({
-            "target": "Rust engine P99 within 10 % of the bare proxy's",
-            "measured": f"Rust P99 / bare P99 = {s['median']:.3f} (rounds {s['min']:.3f}–{s['max']:.3f}), "
-                        f"target ≤ {P99_TARGET}",
-            "met": s["median"] <= P99_TARGET,
-        })
+    for name, summary in (("paced", paced), ("saturated", sat)):
+        if summary and "rust" in summary and "p99_vs_bare" in summary["rust"]:
+            s = summary["rust"]["p99_vs_bare"]
+            out.append({
+                "target": f"Rust engine P99 within 10 % of the bare proxy's ({name} runs)",
+                "measured": f"Rust P99 / bare P99 = {s['median']:.3f} (rounds {s['min']:.3f}–{s['max']:.3f}), "
+                            f"target ≤ {P99_TARGET}",
+                "met": s["median"] <= P99_TARGET,
+            })
     return out
 
 
-def fmt(s, digits=2, scale=1.0, sep=" "):
+def fmt(s, digits=2, scale=1.0):
     m, lo, hi = s["median"] * scale, s["min"] * scale, s["max"] * scale
-    return f"{m:,.{digits}f}{sep}({lo:,.{digits}f}–{hi:,.{digits}f})"
+    return f"{m:,.{digits}f} ({lo:,.{digits}f}–{hi:,.{digits}f})"
 
 
 def table(summary, configs):
-    head = ("| configuration | requests/s | P50 ms | P90 ms | P99 ms | worker CPU µs/request "
+    head = ("| configuration | requests/s | P50 ms | P90 ms | P99 ms | P99 / bare | worker CPU µs/request "
             "| added over bare µs/request | worker busy |")
-    rows = [head, "|" + "---|" * 8]
+    rows = [head, "|" + "---|" * 9]
     for c in configs:
         s = summary[c]
         added = fmt(s["added_us_per_req"], 1) if "added_us_per_req" in s else "—"
+        p99_ratio = fmt(s["p99_vs_bare"], 2) if "p99_vs_bare" in s else "—"
         rows.append(f"| {LABELS[c]} | {fmt(s['rps'], 0)} | {fmt(s['p50_ms'], 3)} | {fmt(s['p90_ms'], 3)} "
-                    f"| {fmt(s['p99_ms'], 3)} | {fmt(s['cpu_us_per_req'], 1)} | {added} "
+                    f"| {fmt(s['p99_ms'], 3)} | {p99_ratio} | {fmt(s['cpu_us_per_req'], 1)} | {added} "
                     f"| {fmt(s['worker_busy'], 0, 100)} % |")
     return "\n".join(rows)
 
@@ -380,58 +392,70 @@ def machine_notes(pin, load_start, load_end):
             model = line.split(":", 1)[1].strip()
             break
     luajit = first_line(["dpkg-query", "-W", "-f", "${Version}", "libluajit2-5.1-2"])
+    wrk = first_line([WRK, "-v"]).split(" Copyright")[0]
     commit = first_line(["git", "-C", str(ROOT), "describe", "--always", "--dirty"])
     return [
         f"CPU: {os.cpu_count()} × {model}; kernel {platform.release()}",
-        f"{first_line([NGINX, '-v'])}, Debian's lua-nginx-module, LuaJIT (luajit2) {luajit}; "
-        f"{first_line([WRK, '-v'])}",
+        f"{first_line([NGINX, '-v'])}, Debian's lua-nginx-module, LuaJIT (luajit2) {luajit}; {wrk}",
         f"edgeguard {commit}, release build",
         ("pinning: edge worker on CPU 0 (worker_cpu_affinity), origin worker and wrk on CPU 1 (taskset)"
-         if pin else "pinning: none (the scheduler places edge, origin and wrk)"),
+         if pin else "pinning: none (the scheduler places edge, origin and wrk; pinned, the edge worker "
+                     "could not leave a core that other work was using)"),
         f"load average (1 min) {load_start:.2f} at start, {load_end:.2f} at end: the machine is shared "
         "with other work, which is why configurations are interleaved and CPU per request is the headline",
     ]
 
 
-def write_markdown(path, args, argv, summary, tgts, notes, when, heads, total_s):
+def write_markdown(path, args, argv, sat, paced, tgts, notes, when, heads, total_s, pace_ms):
     lines = [
         "# Before/after under nginx",
         "",
         f"`make bench-e2e` (`{command_line(argv)}`), {when}, {total_s:.0f} s.",
         "",
-        f"Real nginx, 1 worker, in front of an nginx origin (1 worker, `return 200`) on loopback, keepalive "
-        f"upstream; load from wrk in its own process: `-t{args.threads} -c{args.connections} "
-        f"-d{args.duration:g}s`, after {args.warmup:g} s of warm-up per configuration. edgeguard in mode "
-        f"\"log\" (every request proxied) with `nginx-conf/internal-headers.txt` and `models/bot.json` + "
-        f"`models/spoof.json`; wrk rotates {len(heads)} request heads "
-        "(`scripts/bench-e2e/requests.http`: browsers and bots, 16–20 headers, 1–5 internal ones). "
-        f"{args.rounds} rounds, each measuring every configuration once, in an order rotated from round to "
-        "round. Cells: median (min–max) over the rounds. Worker CPU is utime + stime of the edge worker "
-        "from `/proc/<pid>/stat` over the run, divided by the requests completed; \"added over bare\" is "
-        "paired within each round.",
+        "Real nginx, 1 worker, in front of an nginx origin (1 worker, `return 200`) on loopback, keepalive "
+        "upstream; load from wrk in its own process. edgeguard in mode \"log\" (every request proxied) with "
+        "`nginx-conf/internal-headers.txt` and `models/bot.json` + `models/spoof.json`; wrk rotates "
+        f"{len(heads)} request heads (`scripts/bench-e2e/requests.http`: browsers and bots, 16–20 headers, "
+        f"1–5 internal ones). {args.rounds} rounds, each measuring every configuration once, in an order "
+        f"rotated from round to round, after {args.warmup:g} s of warm-up per configuration. Cells: median "
+        "(min–max) over the rounds. Worker CPU is utime + stime of the edge worker from `/proc/<pid>/stat` "
+        "over the run, divided by the requests completed; \"added over bare\" and \"P99 / bare\" are paired "
+        "within each round.",
         "",
-        table(summary, args.configs),
+        f"## Saturated: `wrk -t{args.threads} -c{args.connections} -d{args.duration:g}s`",
+        "",
+        "As fast as the edge answers: requests/s is the throughput of one worker, and latency is mostly "
+        "queueing (16 requests in flight), so its ratios follow the CPU per request.",
+        "",
+        table(sat, args.configs),
         "",
     ]
+    if paced:
+        lines += [
+            f"## Paced: about {args.paced_rate:g} requests/s (`-c{args.connections}`, each connection waits "
+            f"{pace_ms:g} ms before each request)",
+            "",
+            "Below saturation: latency is the time the edge takes for a request, the figure the P99 target "
+            "is about.",
+            "",
+            table(paced, args.configs),
+            "",
+        ]
     if tgts:
-        lines += ["The issue's targets (reported, not enforced):", ""]
+        lines += ["## The issue's targets (reported, not enforced)", ""]
         for t in tgts:
             lines.append(f"- {t['target']}: {t['measured']} — **{'met' if t['met'] else 'not met'}**")
         lines.append("")
-    lines += ["Machine:", ""] + [f"- {n}" for n in notes] + [""]
+    lines += ["## Machine", ""] + [f"- {n}" for n in notes] + [""]
     lines += ["Every run (requests, latency percentiles, CPU from both `/proc/<pid>/stat` and "
               "`/proc/<pid>/schedstat`) is in `e2e.json`.", ""]
     path.write_text("\n".join(lines))
 
 
-def write_chart(path, summary, runs, configs):
-    import matplotlib
+COLORS = {"bare": "#7f7f7f", "lua": "#d62728", "rust": "#1f77b4", "shadow": "#9467bd"}
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 5), gridspec_kw={"width_ratios": [3, 2]})
-    colors = {"bare": "#7f7f7f", "lua": "#d62728", "rust": "#1f77b4", "shadow": "#9467bd"}
+def latency_panel(ax, runs, configs, title):
     for c in configs:
         rs = [r for r in runs if r["config"] == c]
         ps = sorted(rs[0]["percentiles_ms"], key=float)
@@ -439,39 +463,62 @@ def write_chart(path, summary, runs, configs):
         med = [statistics.median(r["percentiles_ms"][p] for r in rs) for p in ps]
         lo = [min(r["percentiles_ms"][p] for r in rs) for p in ps]
         hi = [max(r["percentiles_ms"][p] for r in rs) for p in ps]
-        ax1.plot(xs, med, marker="o", ms=3, color=colors[c], label=LABELS[c])
-        ax1.fill_between(xs, lo, hi, color=colors[c], alpha=0.15)
+        ax.plot(xs, med, marker="o", ms=3, color=COLORS[c], label=LABELS[c])
+        ax.fill_between(xs, lo, hi, color=COLORS[c], alpha=0.15)
     ticks = [50, 90, 99, 99.9, 99.99]
-    ax1.set_xscale("log")
-    ax1.set_xticks([1 / (1 - t / 100) for t in ticks])
-    ax1.set_xticklabels([f"P{t:g}" for t in ticks])
-    ax1.minorticks_off()
-    ax1.set_ylabel("latency (ms)")
-    ax1.set_title("Latency by percentile (median of rounds, band: min–max)")
-    ax1.grid(True, alpha=0.3)
-    ax1.legend()
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xticks([1 / (1 - t / 100) for t in ticks])
+    ax.set_xticklabels([f"P{t:g}" for t in ticks])
+    ax.minorticks_off()
+    lo = min(line.get_ydata().min() for line in ax.get_lines())
+    hi = max(line.get_ydata().max() for line in ax.get_lines())
+    yticks = [t for t in (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
+              if lo / 2 <= t <= hi * 2]
+    ax.set_yticks(yticks)
+    ax.set_yticklabels([f"{t:g}" for t in yticks])
+    ax.set_ylabel("latency (ms, log scale)")
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=9)
 
-    xs = range(len(configs))
-    bare = summary["bare"]["cpu_us_per_req"]["median"] if "bare" in summary else 0.0
+
+def write_chart(path, sat, sat_runs, paced_runs, configs, args):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = 3 if paced_runs else 2
+    fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 5.2),
+                             gridspec_kw={"width_ratios": [3] * (panels - 1) + [2.5]})
+    if paced_runs:
+        latency_panel(axes[0], paced_runs, configs,
+                      f"Latency, paced at ~{args.paced_rate:g} req/s\n(median of rounds, band: min–max)")
+    latency_panel(axes[-2], sat_runs, configs,
+                  f"Latency, saturated (wrk -c{args.connections})\n(median of rounds, band: min–max)")
+
+    ax = axes[-1]
+    bare = sat["bare"]["cpu_us_per_req"]["median"] if "bare" in sat else 0.0
     for i, c in enumerate(configs):
-        s = summary[c]["cpu_us_per_req"]
+        s = sat[c]["cpu_us_per_req"]
         base = min(bare, s["median"])
-        ax2.bar(i, base, color="#c7c7c7", edgecolor="black", linewidth=0.5,
-                label="bare proxy" if i == 0 else None)
-        ax2.bar(i, s["median"] - base, bottom=base, color=colors[c], edgecolor="black", linewidth=0.5)
-        ax2.errorbar(i, s["median"], yerr=[[s["median"] - s["min"]], [s["max"] - s["median"]]],
-                     color="black", capsize=4)
-        added = summary[c].get("added_us_per_req")
+        ax.bar(i, base, color="#c7c7c7", edgecolor="black", linewidth=0.5)
+        ax.bar(i, s["median"] - base, bottom=base, color=COLORS[c], edgecolor="black", linewidth=0.5)
+        ax.errorbar(i, s["median"], yerr=[[s["median"] - s["min"]], [s["max"] - s["median"]]],
+                    color="black", capsize=4)
+        added = sat[c].get("added_us_per_req")
         text = f"{s['median']:.1f}" + (f"\n(+{added['median']:.1f})" if added else "")
-        ax2.text(i, s["max"], text, ha="center", va="bottom", fontsize=9)
-    ax2.set_xticks(list(xs))
-    ax2.set_xticklabels([LABELS[c].replace(" (", "\n(") for c in configs])
-    ax2.set_ylabel("edge worker CPU per request (µs)")
-    ax2.set_title("CPU per request (median, whiskers: min–max;\ncolour: added over the bare proxy)")
-    ax2.margins(y=0.15)
-    ax2.grid(True, axis="y", alpha=0.3)
+        ax.text(i, s["max"], text, ha="center", va="bottom", fontsize=9)
+    ax.set_xticks(list(range(len(configs))))
+    ax.set_xticklabels([LABELS[c].replace(" (", "\n(") for c in configs])
+    ax.set_ylabel("edge worker CPU per request (µs)")
+    ax.set_title("CPU per request, saturated runs (median, whiskers:\nmin–max; grey: the bare proxy's, "
+                 "colour: added)")
+    ax.margins(y=0.18)
+    ax.grid(True, axis="y", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
@@ -482,9 +529,12 @@ def main(argv):
             sys.exit(f"bench-e2e: {tool} not found (make bench-deps installs it)")
     if any(CONFIGS[c] is not None for c in args.configs) and not LIB.exists():
         sys.exit(f"bench-e2e: {LIB} not found: run `make build` first")
-    pin = not args.no_pin and (os.cpu_count() or 1) >= 2
+    pin = args.pin and (os.cpu_count() or 1) >= 2
     edge_affinity = "worker_cpu_affinity 01;" if pin else ""
     load_cpu = 1 if pin else None
+    # Each connection waits this long before each request: the offered rate is
+    # then about connections / pace while latency stays well below the pace.
+    pace_ms = 1000.0 * args.connections / args.paced_rate if args.paced_rate > 0 else None
 
     heads = load_requests(HERE / "requests.http")
     base = tempfile.mkdtemp(prefix="edgeguard-bench-e2e-")
@@ -538,12 +588,13 @@ def main(argv):
             shift = k % len(args.configs)
             order = args.configs[shift:] + args.configs[:shift]
             for c in order:
-                r = measure(edges[c], args, load_cpu)
-                r["round"] = k + 1
-                runs.append(r)
-                print(f"bench-e2e: round {k + 1}/{args.rounds} {c:7s} {r['rps']:9.0f} req/s  "
-                      f"P99 {r['p99_ms']:7.3f} ms  CPU {r['cpu_us_per_req']:6.1f} µs/req  "
-                      f"busy {r['worker_busy'] * 100:3.0f} %  errors {r['error_count']}", file=sys.stderr)
+                for pace in (None, pace_ms) if pace_ms else (None,):
+                    r = measure(edges[c], args, load_cpu, pace)
+                    r["round"] = k + 1
+                    runs.append(r)
+                    print(f"bench-e2e: round {k + 1}/{args.rounds} {c:7s} {r['load']:9s} {r['rps']:9.0f} req/s  "
+                          f"P99 {r['p99_ms']:7.3f} ms  CPU {r['cpu_us_per_req']:6.1f} µs/req  "
+                          f"busy {r['worker_busy'] * 100:3.0f} %  errors {r['error_count']}", file=sys.stderr)
 
         log_problems = {c: e.bad_log_lines() for c, e in edges.items()}
     finally:
@@ -555,8 +606,11 @@ def main(argv):
             print(f"bench-e2e: nginx prefixes kept in {base}", file=sys.stderr)
 
     total_s = time.monotonic() - started
-    summary = summarize(runs, args.configs)
-    tgts = targets(summary)
+    sat_runs = [r for r in runs if r["load"] == "saturated"]
+    paced_runs = [r for r in runs if r["load"] == "paced"]
+    sat = summarize(sat_runs, args.configs)
+    paced = summarize(paced_runs, args.configs) if paced_runs else None
+    tgts = targets(sat, paced)
     notes = machine_notes(pin, load_start, os.getloadavg()[0])
     failed = sum(r["error_count"] for r in runs)
     if failed:
@@ -567,19 +621,27 @@ def main(argv):
 
     out = pathlib.Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    write_markdown(out / "e2e.md", args, argv, summary, tgts, notes, when, heads, total_s)
-    public = {c: {k: v for k, v in s.items() if not k.startswith("_")} for c, s in summary.items()}
+    write_markdown(out / "e2e.md", args, argv, sat, paced, tgts, notes, when, heads, total_s, pace_ms)
+
+    def public(summary):
+        return None if summary is None else {
+            c: {k: v for k, v in s.items() if not k.startswith("_")} for c, s in summary.items()}
+
     (out / "e2e.json").write_text(json.dumps({
-        "date": when, "command": command_line(argv), "args": {k: v for k, v in vars(args).items()},
-        "notes": notes, "summary": public, "targets": tgts, "runs": runs,
+        "date": when, "command": command_line(argv), "args": vars(args), "pace_ms": pace_ms,
+        "notes": notes, "saturated": public(sat), "paced": public(paced), "targets": tgts, "runs": runs,
     }, indent=1) + "\n")
     if not args.no_chart:
         try:
-            write_chart(out / "e2e.png", summary, runs, args.configs)
+            write_chart(out / "e2e.png", sat, sat_runs, paced_runs, args.configs, args)
         except ImportError:
             print("bench-e2e: matplotlib missing, no chart (make bench-deps installs it)", file=sys.stderr)
 
-    print(table(summary, args.configs))
+    print(f"saturated (wrk -t{args.threads} -c{args.connections} -d{args.duration:g}s):")
+    print(table(sat, args.configs))
+    if paced:
+        print(f"\npaced (about {args.paced_rate:g} req/s):")
+        print(table(paced, args.configs))
     print()
     for t in tgts:
         print(f"{'MET    ' if t['met'] else 'NOT MET'}  {t['target']}: {t['measured']}")

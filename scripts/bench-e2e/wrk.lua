@@ -4,6 +4,14 @@
 -- counts and latency percentiles the harness parses.
 --
 --   wrk -t1 -c16 -d8s -s wrk.lua http://127.0.0.1:PORT/ -- requests.http
+--
+-- With EDGEGUARD_WRK_PACE_MS set, each connection waits before each request
+-- for a random time with that mean (exponentially distributed), which holds
+-- the offered rate near connections / pace with arrivals spread out like
+-- independent clients' (for latency below saturation; a fixed wait would keep
+-- the connections in step and make every request queue behind the others).
+-- Without it there is no delay() at all: wrk then sends the next request as
+-- soon as the response arrives.
 
 local requests = {}
 local counter = 0
@@ -33,6 +41,15 @@ end
 
 local threads = 0
 
+local pace_ms = tonumber(os.getenv("EDGEGUARD_WRK_PACE_MS") or "")
+if pace_ms and pace_ms > 0 then
+    local log, random = math.log, math.random
+    function delay()
+        -- wrk truncates to whole milliseconds: + 0.5 keeps the mean.
+        return -log(1 - random()) * pace_ms + 0.5
+    end
+end
+
 -- Runs in the main state once per thread: each thread gets its own offset.
 function setup(thread)
     thread:set("thread_index", threads)
@@ -44,6 +61,7 @@ function init(args)
     -- Threads start at different heads, so that with -t2 and more the mix
     -- stays the same as with -t1.
     counter = (thread_index or 0) * 3
+    math.randomseed(os.time() + (thread_index or 0))
 end
 
 function request()
