@@ -24,6 +24,9 @@ local char = string.char
 local find = string.find
 local lower = string.lower
 local sub = string.sub
+local floor = math.floor
+local pcall = pcall
+local pairs = pairs
 local tonumber = tonumber
 local unpack = unpack
 local type = type
@@ -821,6 +824,108 @@ function _M.extract(req, floats, cats)
     cats[11] = mode or ""
     cats[12] = connection or ""
     return floats, cats
+end
+
+-- Sets headers[n] to {name, value}, reusing the entry table already there.
+local function put_header(headers, n, name, value)
+    local h = headers[n]
+    if h then
+        h[1], h[2] = name, value
+    else
+        headers[n] = { name, value }
+    end
+end
+
+-- ngx.req.raw_header(true) parsed the way nginx parses a header line, so the
+-- Lua engine sees what nginx's header list (the Rust engine's input) holds:
+-- the name runs from the line's first byte to the next `:` (nginx takes a
+-- leading `:` as part of the name), the value loses its leading and
+-- trailing spaces (spaces only, as nginx trims). Names with bytes nginx
+-- calls invalid are kept only if nginx kept them (ignore_invalid_headers,
+-- underscores_in_headers), which the raw-keyed get_headers table tells.
+local function parse_raw_header(raw, headers, get_headers)
+    local n = 0
+    local kept -- get_headers(0, true), fetched only for odd names
+    local pos, len = 1, #raw
+    while pos <= len do
+        local nl = find(raw, "\n", pos, true) or len + 1
+        local stop = nl - 1
+        if stop >= pos and byte(raw, stop) == 13 then
+            stop = stop - 1
+        end
+        if stop < pos then
+            break -- the empty line that ends the head
+        end
+        local colon = find(raw, ":", pos + 1, true)
+        if colon and colon <= stop then
+            local name = sub(raw, pos, colon - 1)
+            local keep = true
+            if find(name, "[^0-9A-Za-z%-]") then
+                kept = kept or get_headers(0, true)
+                keep = kept[name] ~= nil
+            end
+            if keep then
+                local a, b = colon + 1, stop
+                while a <= b and byte(raw, a) == 32 do
+                    a = a + 1
+                end
+                while b >= a and byte(raw, b) == 32 do
+                    b = b - 1
+                end
+                n = n + 1
+                put_header(headers, n, name, sub(raw, a, b))
+            end
+        end
+        pos = nl + 1
+    end
+    return n
+end
+
+-- Fills req from the current nginx request, the way a Lua module reads it:
+-- method, $request_uri, HTTP version x10, $remote_addr, and the headers in
+-- arrival order from ngx.req.raw_header(). HTTP/2 and HTTP/3 requests have
+-- no raw header in lua-nginx-module; their headers come from
+-- ngx.req.get_headers(0, true), a hash table, so arrival order (and with it
+-- header_order and order_inversions) is lost there. Returns req.
+function _M.read_request(req)
+    local ngx_req, ngx_var = ngx.req, ngx.var
+    req.method = ngx_req.get_method()
+    req.uri = ngx_var.request_uri or ""
+    local v = ngx_req.http_version()
+    if v then
+        req.http_version = floor(v * 10 + 0.5)
+    else
+        -- Versions ngx.req.http_version() has no number for (HTTP/1.5 parses):
+        -- read $server_protocol as the Rust shim does.
+        local p = ngx_var.server_protocol or ""
+        req.http_version = #p == 8 and (byte(p, 6) - 48) * 10 + byte(p, 8) - 48 or 9
+    end
+    req.client_addr = ngx_var.remote_addr or ""
+
+    local headers = req.headers
+    if not headers then
+        headers = {}
+        req.headers = headers
+    end
+    local ok, raw = pcall(ngx_req.raw_header, true)
+    if ok and raw then
+        req.n_headers = parse_raw_header(raw, headers, ngx_req.get_headers)
+        return req
+    end
+    local n = 0
+    for name, value in pairs(ngx_req.get_headers(0, true)) do
+        if type(value) == "table" then
+            for i = 1, #value do
+                n = n + 1
+                put_header(headers, n, name, value[i])
+            end
+        else
+            n = n + 1
+            put_header(headers, n, name, value)
+        end
+    end
+    req.n_headers = n
+    return req
 end
 
 return _M
