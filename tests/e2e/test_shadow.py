@@ -171,3 +171,34 @@ def test_same_models_agree_on_every_fixture_request(origin):
         assert disagreements(m) == {"score": 0, "decision": 0, "headers": 0}
         for engine in ("rust", "lua"):
             assert m[("edgeguard_engine_seconds_count", (("engine", engine),))] == n
+
+
+@pytest.mark.parametrize("engine", ["rust", "lua"])
+def test_a_location_can_run_one_of_the_loaded_engines(origin, altered_bot, engine):
+    """configure{ engine = "shadow" } loads both; access{ engine = ... } picks one:
+    nothing is compared, only that engine runs and is timed."""
+    mport = free_port()
+    configure = f"""
+            engine = "shadow", mode = "off",
+            models = {{ bot = "{ROOT}/models/bot.json", spoof = "{ROOT}/models/spoof.json" }},
+            lua_models = {{ bot = "{altered_bot}", spoof = "{ROOT}/models/spoof.json" }},
+            metrics_dict = "edgeguard_metrics",
+    """
+    cases = rows(as_scored=True)[:10]
+    for port, _ in running_edge(origin, configure=configure,
+                                access=f'require("resty.edgeguard").access{{ engine = "{engine}" }}',
+                                http_extra=METRICS_DICT, extra_servers=metrics_server(mport)):
+        for row in cases:
+            assert send(port, row)[0] == 200
+            sent = [v for n, v in origin.last_headers() if n.lower() == "x-bot-score"]
+            got = dict(part.split("=") for part in sent[0].split("; "))
+            bot_raw = row["expected_raw"]["bot"] + (DELTA if engine == "lua" else 0)
+            assert float(got["bot"]) == pytest.approx(sigmoid(bot_raw), rel=1e-8, abs=1e-300)
+        n = len(cases)
+        m = wait_metric(mport, ("edgeguard_requests_total", (("engine", engine),)), n)
+        assert m[("edgeguard_requests_total", (("engine", engine),))] == n
+        assert m[("edgeguard_requests_total", (("engine", "shadow"),))] == 0
+        other = "lua" if engine == "rust" else "rust"
+        assert m[("edgeguard_engine_seconds_count", (("engine", engine),))] == n
+        assert m[("edgeguard_engine_seconds_count", (("engine", other),))] == 0
+        assert disagreements(m) == {"score": 0, "decision": 0, "headers": 0}
