@@ -416,7 +416,7 @@ def write_markdown(path, args, argv, sat, paced, tgts, notes, when, heads, total
         "upstream; load from wrk in its own process. edgeguard in mode \"log\" (every request proxied) with "
         "`nginx-conf/internal-headers.txt` and `models/bot.json` + `models/spoof.json`; wrk rotates "
         f"{len(heads)} request heads (`scripts/bench-e2e/requests.http`: browsers and bots, 16–20 headers, "
-        f"1–5 internal ones). {args.rounds} rounds, each measuring every configuration once, in an order "
+        f"1–5 internal ones). {args.rounds} round{'s' if args.rounds > 1 else ''}, each measuring every configuration once, in an order "
         f"rotated from round to round, after {args.warmup:g} s of warm-up per configuration. Cells: median "
         "(min–max) over the rounds. Worker CPU is utime + stime of the edge worker from `/proc/<pid>/stat` "
         "over the run, divided by the requests completed; \"added over bare\" and \"P99 / bare\" are paired "
@@ -424,23 +424,34 @@ def write_markdown(path, args, argv, sat, paced, tgts, notes, when, heads, total
         "",
         f"## Saturated: `wrk -t{args.threads} -c{args.connections} -d{args.duration:g}s`",
         "",
-        "As fast as the edge answers: requests/s is the throughput of one worker, and latency is mostly "
-        "queueing (16 requests in flight), so its ratios follow the CPU per request.",
+        f"As fast as the edge answers: requests/s is what one worker sustains, and latency is mostly "
+        f"queueing ({args.connections} requests in flight), so its ratios follow the CPU per request. "
+        "\"Worker busy\" (worker CPU time / wall time) stays below 100 %: the edge worker shares the "
+        "2 cores with wrk, the origin and whatever else runs on the machine.",
         "",
         table(sat, args.configs),
         "",
     ]
     if paced:
         lines += [
-            f"## Paced: about {args.paced_rate:g} requests/s (`-c{args.connections}`, each connection waits "
-            f"{pace_ms:g} ms before each request)",
+            f"## Paced: about {args.paced_rate:g} requests/s offered",
             "",
-            "Below saturation: latency is the time the edge takes for a request, the figure the P99 target "
-            "is about.",
+            f"`-c{args.connections}`, each connection waiting a random time before each request (exponential, "
+            f"mean {pace_ms:g} ms: arrivals spread like independent clients'). Below saturation, latency is the "
+            "time the edge takes for a request, the figure the P99 target is about; on a shared machine its "
+            "tail is set by the scheduler as much as by the edge. CPU per request is higher than saturated: "
+            "each request wakes the worker on its own instead of sharing a wake-up with others.",
             "",
             table(paced, args.configs),
             "",
         ]
+    if "rust" in sat and "lua" in sat and "added_us_per_req" in sat["rust"]:
+        r, l = sat["rust"]["added_us_per_req"]["median"], sat["lua"]["added_us_per_req"]["median"]
+        lines += ["## Result", "",
+                  f"Per request, over the bare proxy, the Lua engine adds {l:.1f} µs of nginx worker CPU and the "
+                  f"Rust engine {r:.1f} µs" + (f": {l / r:.1f}× less." if r > 0 else ".")
+                  + (f" Shadow mode (both engines score, the Rust one strips and acts) adds "
+                     f"{sat['shadow']['added_us_per_req']['median']:.1f} µs." if "shadow" in sat else ""), ""]
     if tgts:
         lines += ["## The issue's targets (reported, not enforced)", ""]
         for t in tgts:
