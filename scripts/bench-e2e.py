@@ -329,6 +329,17 @@ def summarize(runs, configs):
     return summary
 
 
+def verdict(s, limit):
+    """Met or not by the median of the per-round ratios; said plainly when the
+    rounds do not agree, since a noisy machine can put single rounds anywhere."""
+    if s["max"] <= limit:
+        return True, "met in every round"
+    if s["min"] > limit:
+        return False, "not met in any round"
+    return s["median"] <= limit, ("met by the median" if s["median"] <= limit else "not met by the median") \
+        + ", but the rounds disagree"
+
+
 def targets(sat, paced):
     """The issue's two targets, from per-round ratios (median and range)."""
     out = []
@@ -341,8 +352,8 @@ def targets(sat, paced):
             "measured": f"Rust adds {sat['rust']['added_us_per_req']['median']:.1f} µs, "
                         f"Lua adds {sat['lua']['added_us_per_req']['median']:.1f} µs (saturated runs): "
                         f"ratio {s['median']:.3f} (rounds {s['min']:.3f}–{s['max']:.3f}), target ≤ {CPU_RATIO_TARGET}",
-            "met": s["median"] <= CPU_RATIO_TARGET,
         })
+        out[-1]["met"], out[-1]["verdict"] = verdict(s, CPU_RATIO_TARGET)
     for name, summary in (("paced", paced), ("saturated", sat)):
         if summary and "rust" in summary and "p99_vs_bare" in summary["rust"]:
             s = summary["rust"]["p99_vs_bare"]
@@ -350,8 +361,8 @@ def targets(sat, paced):
                 "target": f"Rust engine P99 within 10 % of the bare proxy's ({name} runs)",
                 "measured": f"Rust P99 / bare P99 = {s['median']:.3f} (rounds {s['min']:.3f}–{s['max']:.3f}), "
                             f"target ≤ {P99_TARGET}",
-                "met": s["median"] <= P99_TARGET,
             })
+            out[-1]["met"], out[-1]["verdict"] = verdict(s, P99_TARGET)
     return out
 
 
@@ -455,7 +466,7 @@ def write_markdown(path, args, argv, sat, paced, tgts, notes, when, heads, total
     if tgts:
         lines += ["## The issue's targets (reported, not enforced)", ""]
         for t in tgts:
-            lines.append(f"- {t['target']}: {t['measured']} — **{'met' if t['met'] else 'not met'}**")
+            lines.append(f"- {t['target']}: {t['measured']} — **{t['verdict']}**")
         lines.append("")
     lines += ["## Machine", ""] + [f"- {n}" for n in notes] + [""]
     lines += ["Every run (requests, latency percentiles, CPU from both `/proc/<pid>/stat` and "
@@ -467,6 +478,7 @@ COLORS = {"bare": "#7f7f7f", "lua": "#d62728", "rust": "#1f77b4", "shadow": "#94
 
 
 def latency_panel(ax, runs, configs, title):
+    values = [v for r in runs for v in r["percentiles_ms"].values() if v > 0]
     for c in configs:
         rs = [r for r in runs if r["config"] == c]
         ps = sorted(rs[0]["percentiles_ms"], key=float)
@@ -482,10 +494,9 @@ def latency_panel(ax, runs, configs, title):
     ax.set_xticks([1 / (1 - t / 100) for t in ticks])
     ax.set_xticklabels([f"P{t:g}" for t in ticks])
     ax.minorticks_off()
-    lo = min(line.get_ydata().min() for line in ax.get_lines())
-    hi = max(line.get_ydata().max() for line in ax.get_lines())
-    yticks = [t for t in (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
-              if lo / 2 <= t <= hi * 2]
+    lo, hi = min(values), max(values)
+    yticks = [t for t in (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000,
+                          5000, 10000) if lo / 2 <= t <= hi * 2]
     ax.set_yticks(yticks)
     ax.set_yticklabels([f"{t:g}" for t in yticks])
     ax.set_ylabel("latency (ms, log scale)")
@@ -655,7 +666,7 @@ def main(argv):
         print(table(paced, args.configs))
     print()
     for t in tgts:
-        print(f"{'MET    ' if t['met'] else 'NOT MET'}  {t['target']}: {t['measured']}")
+        print(f"{'MET    ' if t['met'] else 'NOT MET'}  {t['target']}: {t['measured']} ({t['verdict']})")
     for n in notes:
         print(f"note: {n}")
     print(f"wrote {out / 'e2e.md'}" + ("" if args.no_chart else f", {out / 'e2e.png'}") + f", {out / 'e2e.json'}")
