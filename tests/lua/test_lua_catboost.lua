@@ -101,7 +101,7 @@ local function check(name, json_path, docs_path, expected_path)
     local docs, expected = lines(docs_path), lines(expected_path)
     T.eq(#docs, #expected, name .. ": one expectation per document")
     T.ok(#docs >= 190, name .. " has its documents")
-    local compared, same_bits = 0, 0
+    local compared, same_bits, catboost_bits = 0, 0, 0
     local out = {}
     for i, doc in ipairs(docs) do
         local floats, hashes = document(doc)
@@ -119,6 +119,9 @@ local function check(name, json_path, docs_path, expected_path)
             if raw[k] == rust[k] then
                 same_bits = same_bits + 1
             end
+            if raw[k] == want[k] then
+                catboost_bits = catboost_bits + 1
+            end
             compared = compared + 1
         end
         if model.kind == "probability" then
@@ -133,9 +136,13 @@ local function check(name, json_path, docs_path, expected_path)
             T.eq(model:predict(floats, hashes), raw[1], name .. " regression score is the raw value")
         end
     end
-    print(string.format("     %s: %d documents, %d values equal to CatBoost and Rust to 1e-9 "
-        .. "(%d raw values bit-identical to Rust)", name, #docs, compared, same_bits))
-    return compared, model
+    -- Same inputs, same float rounding, same summation order: CatBoost's
+    -- exact bits, not just 1e-9.
+    T.eq(catboost_bits, #docs * dim, name .. ": raw values bit-identical to CatBoost")
+    print(string.format("     %s: %d documents, %d values equal to CatBoost and Rust to 1e-9; "
+        .. "raw values bit-identical to CatBoost %d, to Rust %d", name, #docs, compared, catboost_bits,
+        same_bits))
+    return compared, model, catboost_bits
 end
 
 T.test("categorical hashes equal CatBoost's, also once the caller is JIT-compiled", function()

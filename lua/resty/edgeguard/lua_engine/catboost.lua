@@ -26,6 +26,9 @@ local ffi_new = ffi.new
 local tobit = bit.tobit
 local exp = math.exp
 local floor = math.floor
+local min = math.min
+local max = math.max
+local abs = math.abs
 local huge = math.huge
 local concat = table.concat
 local sort = table.sort
@@ -306,8 +309,10 @@ local function compile(doc)
         tables = {},
         -- trees: depth, first split (0-based cursor), first leaf (1-based)
         tree_depth = {}, tree_leaf = {},
-        -- per tree level: slot and threshold (negative: one-hot, `==`)
-        split_slot = {}, split_thr = {},
+        -- distinct split conditions: `bin >= threshold` ones, then one-hot
+        -- `bin == value` ones; per tree level, the condition's number
+        ge_slot = {}, ge_thr = {}, eq_slot = {}, eq_thr = {},
+        split_cond = {},
         leaves = {},
         scale = 1,
         bias = {},
@@ -658,6 +663,7 @@ local function compile(doc)
     local trees = need_array(doc.oblivious_trees, "oblivious_trees")
     local dimension
     local level = 0
+    local conditions, condition_list, level_conditions = {}, {}, {}
     for t = 1, #trees do
         local at = "oblivious_trees[" .. (t - 1) .. "]"
         local tree = need_object(trees[t], at)
@@ -706,8 +712,14 @@ local function compile(doc)
                 fail(sat, format("does not match binary feature %d (%s) of features_info", index, b.kind))
             end
             level = level + 1
-            m.split_slot[level] = b.slot
-            m.split_thr[level] = b.kind == "OneHotFeature" and -b.threshold or b.threshold
+            local cond = b.slot .. (b.kind == "OneHotFeature" and "==" or ">=") .. b.threshold
+            local c = conditions[cond]
+            if not c then
+                c = { b.slot, b.threshold, b.kind == "OneHotFeature" }
+                conditions[cond] = c
+                condition_list[#condition_list + 1] = c
+            end
+            level_conditions[level] = c
         end
         local leaves_out = m.leaves
         local base = #leaves_out
@@ -716,6 +728,23 @@ local function compile(doc)
         end
     end
     m.dimension = dimension or 1
+    -- Each distinct condition is evaluated once per document, `>=` ones first
+    -- and then `==` ones, each kind in its own loop.
+    for _, c in ipairs(condition_list) do
+        if not c[3] then
+            m.ge_slot[#m.ge_slot + 1], m.ge_thr[#m.ge_thr + 1] = c[1], c[2]
+            c.number = #m.ge_slot
+        end
+    end
+    for _, c in ipairs(condition_list) do
+        if c[3] then
+            m.eq_slot[#m.eq_slot + 1], m.eq_thr[#m.eq_thr + 1] = c[1], c[2]
+            c.number = #m.ge_slot + #m.eq_slot
+        end
+    end
+    for k = 1, level do
+        m.split_cond[k] = level_conditions[k].number
+    end
 
     -- scale_and_bias: [scale, [bias...]].
     local sab = doc.scale_and_bias
@@ -857,6 +886,7 @@ function _M.from_json(source, text, cat_hash)
     m.kind, m.kind_error = score_kind(m)
     m.threshold, m.threshold_error = threshold_of(m, m.kind)
     m.bins = {}
+    m.bits = {}
     m.raw = {}
     for k = 1, m.dimension do
         m.raw[k] = 0
@@ -967,8 +997,21 @@ function Model:predict_raw(floats, cats, out)
         bins[slot] = count_below(ctr_borders[i], value)
     end
 
-    local split_slot, split_thr = self.split_slot, self.split_thr
-    local tree_depth, tree_leaf, leaves = self.tree_depth, self.tree_leaf, self.leaves
+    -- Conditions as 0 / 1 without branching on the data (min / max are SSE
+    -- instructions in compiled code): trees then read them without the side
+    -- exits a data-dependent `if` per level would cost.
+    local bits = self.bits
+    local ge_slot, ge_thr = self.ge_slot, self.ge_thr
+    local n_ge = #ge_slot
+    for c = 1, n_ge do
+        bits[c] = min(max(bins[ge_slot[c]] - ge_thr[c] + 1, 0), 1)
+    end
+    local eq_slot, eq_thr = self.eq_slot, self.eq_thr
+    for c = 1, #eq_slot do
+        bits[n_ge + c] = 1 - min(abs(bins[eq_slot[c]] - eq_thr[c]), 1)
+    end
+
+    local split_cond, tree_depth, tree_leaf, leaves = self.split_cond, self.tree_depth, self.tree_leaf, self.leaves
     local dim = self.dimension
     out = out or self.raw
     local level = 0
@@ -978,10 +1021,7 @@ function Model:predict_raw(floats, cats, out)
             local index, weight = 0, 1
             for _ = 1, tree_depth[t] do
                 level = level + 1
-                local b, thr = bins[split_slot[level]], split_thr[level]
-                if (thr > 0 and b >= thr) or (thr < 0 and b == -thr) then
-                    index = index + weight
-                end
+                index = index + bits[split_cond[level]] * weight
                 weight = weight + weight
             end
             sum = sum + leaves[tree_leaf[t] + index]
@@ -996,10 +1036,7 @@ function Model:predict_raw(floats, cats, out)
         local index, weight = 0, 1
         for _ = 1, tree_depth[t] do
             level = level + 1
-            local b, thr = bins[split_slot[level]], split_thr[level]
-            if (thr > 0 and b >= thr) or (thr < 0 and b == -thr) then
-                index = index + weight
-            end
+            index = index + bits[split_cond[level]] * weight
             weight = weight + weight
         end
         local at = tree_leaf[t] + index * dim - 1
