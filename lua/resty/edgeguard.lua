@@ -654,7 +654,8 @@ local function disagreement(rs, ls, ra, la, rcount, lcount)
     local n = 0
     local names = state.scorer and state.scorer.names or state.lua.names
     local mx = state.metrics
-    if scores_differ(names, rs, ls) then
+    -- Models the other engine lacks count as differing scores, in both directions.
+    if scores_differ(names, rs, ls) or (rs and ls and #state.lua.names ~= #names) then
         n = n + 1
         kinds[n] = "score"
     end
