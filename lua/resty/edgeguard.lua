@@ -469,15 +469,30 @@ local function flagged(opts, names, scores, model_thresholds)
     end
 end
 
--- The action for a scored request (no side effects).
-local function decide(opts, mode, flagged_name, r)
-    if not flagged_name or mode == "off" then
+local function fail_closed(opts)
+    local v = opts.fail_closed
+    if v == nil then
+        v = state.fail_closed
+    end
+    return v
+end
+
+-- One engine's decision, without acting (shadow mode decides for both):
+-- "pass", "allow", "log", "block", or "unavailable" (unscored under
+-- fail_closed); then the flagged model, its score and threshold.
+local function decide(opts, scores, names, model_thresholds, r)
+    if not scores then
+        return (state.models_wanted and fail_closed(opts)) and "unavailable" or "pass"
+    end
+    local name, score, threshold = flagged(opts, names, scores, model_thresholds)
+    local mode = opts.mode or state.mode
+    if not name or mode == "off" then
         return "pass"
     end
     if state.allow and cidr.match(state.allow, request.binary_addr(r)) then
-        return "allow"
+        return "allow", name, score, threshold
     end
-    return mode
+    return mode, name, score, threshold
 end
 
 local function request_text()
@@ -485,25 +500,19 @@ local function request_text()
     return var.request_method, var.request_uri, var.remote_addr
 end
 
--- Acts on one engine's result: score header, variables, decision line,
--- metrics, and the exit for a block. Returns the action.
+-- Acts on one engine's result, whichever engine produced it: metrics, score
+-- header, variables, decision line, and the exit. Returns the action.
 local function act(opts, engine_label, scores, names, model_thresholds, removed, r)
-    local mx = state.metrics
+    local action, flagged_name, flagged_score, flagged_threshold =
+        decide(opts, scores, names, model_thresholds, r)
+    if state.metrics then
+        state.metrics:request(engine_label, action, removed)
+    end
+    if action == "unavailable" then
+        return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
+    end
     if not scores then
-        local fail_closed = opts.fail_closed
-        if fail_closed == nil then
-            fail_closed = state.fail_closed
-        end
-        if state.models_wanted and fail_closed then
-            if mx then
-                mx:request(engine_label, "unavailable", removed)
-            end
-            return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
-        end
-        if mx then
-            mx:request(engine_label, "pass", removed)
-        end
-        return "pass"
+        return action
     end
 
     local score_header = opts.score_header or state.score_header
@@ -513,10 +522,6 @@ local function act(opts, engine_label, scores, names, model_thresholds, removed,
         end
         ngx.req.set_header(score_header, concat(score_parts, "; ", 1, #names))
     end
-
-    local mode = opts.mode or state.mode
-    local flagged_name, flagged_score, flagged_threshold = flagged(opts, names, scores, model_thresholds)
-    local action = decide(opts, mode, flagged_name, r)
 
     local vars = opts.vars
     if vars == nil then
@@ -528,9 +533,6 @@ local function act(opts, engine_label, scores, names, model_thresholds, removed,
             var[state.var_names[names[i]]] = format("%.9g", scores[names[i]])
         end
         var.edgeguard_action = action
-    end
-    if mx then
-        mx:request(engine_label, action, removed)
     end
 
     if action == "block" or action == "log" then
@@ -646,25 +648,14 @@ local function scores_text(names, scores)
     return concat(other_scores, ";", 1, #names)
 end
 
--- What one engine would decide, without acting.
-local function would_do(opts, scores, names, model_thresholds, r)
-    if not scores then
-        local fail_closed = opts.fail_closed
-        if fail_closed == nil then
-            fail_closed = state.fail_closed
-        end
-        return (state.models_wanted and fail_closed) and "unavailable" or "pass"
-    end
-    return decide(opts, opts.mode or state.mode, flagged(opts, names, scores, model_thresholds), r)
-end
-
 -- Counts a disagreement and logs it (at most one line a second per worker,
 -- saying how many lines it suppressed before it).
 local function disagreement(rs, ls, ra, la, rcount, lcount)
     local n = 0
     local names = state.scorer and state.scorer.names or state.lua.names
     local mx = state.metrics
-    if scores_differ(names, rs, ls) then
+    -- Models the other engine lacks count as differing scores, in both directions.
+    if scores_differ(names, rs, ls) or (rs and ls and #state.lua.names ~= #names) then
         n = n + 1
         kinds[n] = "score"
     end
@@ -761,8 +752,8 @@ local function run_shadow(opts, r)
     end
 
     local rnames, lnames = scorer and scorer.names, leng.names
-    local ra = would_do(opts, rs, rnames, scorer and scorer.thresholds, r)
-    local la = would_do(opts, ls, lnames, leng.thresholds, r)
+    local ra = decide(opts, rs, rnames, scorer and scorer.thresholds, r)
+    local la = decide(opts, ls, lnames, leng.thresholds, r)
     disagreement(rs, ls, ra, la, rcount, lcount)
 
     if primary == "rust" then

@@ -2,6 +2,7 @@
 what was sent, whichever worker served it, and the text parses as Prometheus'."""
 
 import concurrent.futures
+import signal
 import time
 
 import pytest
@@ -126,6 +127,10 @@ def test_load_errors_counted_once_per_generation_across_workers(origin):
         assert scrape(mport)[("edgeguard_load_errors_total", ())] == 1
         errors = bad_log_lines(nginx.error_log)
         assert errors and all("/nonexistent/bot.json" in line for line in errors), errors
+        # A reload is a new generation: its failed model counts once more.
+        nginx.proc.send_signal(signal.SIGHUP)
+        m = settle(mport, ("edgeguard_load_errors_total", ()), 2)
+        assert m[("edgeguard_load_errors_total", ())] == 2
     finally:
         nginx.stop()
         nginx.cleanup()

@@ -202,6 +202,57 @@ T.test("models the scorer cannot use are refused naming model, file and feature"
     T.contains(rust_err, "not a probability in [0, 1]")
 end)
 
+local function tmpfile(text)
+    local path = os.tmpname()
+    local f = assert(io.open(path, "wb"))
+    f:write(text)
+    f:close()
+    return path
+end
+
+-- The header list the engine holds counts what the Rust header set finds on
+-- the same requests (the list's own rules are tested in test_lua_headers.lua).
+T.test("internal header list: loaded, counted as the Rust header set, bad lists refused", function()
+    local list_path = "nginx-conf/internal-headers.txt"
+    local eng = assert(lua_engine.new{ internal_headers = list_path, models = SHIPPED, lib = lib })
+    T.ok(eng.headers and eng.headers.n > 10, "the shipped list is loaded")
+    local header_set = require "resty.edgeguard.header_set"
+    local set = assert(header_set.load(lib, list_path))
+    local lheaders = require "resty.edgeguard.lua_engine.headers"
+    -- Fixture requests plus internal headers in every spelling the rules allow.
+    local extra = { { "X-Real-IP", "1.2.3.4" }, { "x_internal_user_id", "7" }, { "X-INTERNAL-USER-ID", "8" } }
+    local total = 0
+    for _, r in ipairs(ROWS) do
+        local headers = {}
+        for i, h in ipairs(r.req.headers) do headers[i] = h end
+        for _, h in ipairs(extra) do headers[#headers + 1] = h end
+        local req = { headers = headers, n_headers = #headers }
+        local arr = ffi.new("edgeguard_header[?]", #headers)
+        for i, h in ipairs(headers) do
+            arr[i - 1].key.data, arr[i - 1].key.len = h[1], #h[1]
+            arr[i - 1].value.data, arr[i - 1].value.len = h[2], #h[2]
+        end
+        local n = lheaders.count(eng.headers, req)
+        local _, _, matched = assert(set:find(arr, #headers))
+        T.eq(n, matched, "internal headers of a fixture request")
+        total = total + n
+    end
+    T.ok(total >= #ROWS * 3, "the added internal headers are counted")
+
+    local bad = tmpfile("x-ok\nx-b*d\n")
+    local ok, err = lua_engine.new{ internal_headers = bad, models = SHIPPED, lib = lib }
+    os.remove(bad)
+    T.eq(ok, nil)
+    T.contains(err, bad .. ":2")
+    ok, err = lua_engine.new{ internal_headers = "/nonexistent/list.txt" }
+    T.eq(ok, nil)
+    T.contains(err, "/nonexistent/list.txt")
+    -- Headers only: no models, nothing to score.
+    local only = assert(lua_engine.new{ internal_headers = list_path })
+    T.eq(#only.names, 0)
+    T.eq(next(only:score_request(ROWS[1].req)), nil, "no scores without models")
+end)
+
 T.test("misuse raises at the caller's line", function()
     T.contains(T.raises(function() lua_engine.new("x") end), "test_lua_engine.lua:")
     T.contains(T.raises(function() lua_engine.new{ model = {} } end), "unknown option 'model'")

@@ -25,6 +25,7 @@
 local ffi = require "ffi"
 local catboost = require "resty.edgeguard.lua_engine.catboost"
 local features = require "resty.edgeguard.lua_engine.features"
+local lheaders = require "resty.edgeguard.lua_engine.headers"
 
 local ffi_cast = ffi.cast
 local error = error
@@ -38,6 +39,8 @@ local tostring = tostring
 local type = type
 
 local extract = features.extract
+local read_request = features.read_request
+local strip = lheaders.strip
 
 local MAX_MODELS = 64
 local TWO32 = 4294967296
@@ -45,16 +48,6 @@ local TWO32 = 4294967296
 local _M = { _VERSION = "0.1.0" }
 local Engine = {}
 local engine_mt = { __index = Engine }
-
--- The header list module is owned separately and needed only when a list is
--- configured, so it is required then.
-local lheaders
-local function header_module()
-    if not lheaders then
-        lheaders = require "resty.edgeguard.lua_engine.headers"
-    end
-    return lheaders
-end
 
 --- CatBoost's categorical hash of a Lua string, from the library's
 -- edgeguard_cat_hash: a function(str) -> number in [0, 2^32).
@@ -199,7 +192,7 @@ function _M.new(opts)
     }
 
     if headers_path then
-        local list, err = header_module().load(headers_path)
+        local list, err = lheaders.load(headers_path)
         if not list then
             return nil, err
         end
@@ -294,7 +287,7 @@ end
 
 --- Inside nginx: fills req from the current request (features.read_request).
 function Engine:read_request(req)
-    return features.read_request(req)
+    return read_request(req)
 end
 
 --- Inside nginx: clears the internal headers of the current request with the
@@ -305,7 +298,7 @@ function Engine:strip(req)
     if not list then
         return 0
     end
-    return header_module().strip(list, req)
+    return strip(list, req)
 end
 
 return _M

@@ -230,59 +230,63 @@ local BOT_WORDS = {
     "http://", "https://",
 }
 
--- user_agent::PRODUCTS, by token; the branded ones in decision order.
-local PRODUCT = {
-    HeadlessChrome = true, Edg = true, EdgA = true, EdgiOS = true, OPR = true,
-    SamsungBrowser = true, Firefox = true, FxiOS = true, CriOS = true,
-    Chrome = true, Version = true, Safari = true, aiohttp = true,
+-- user_agent::PRODUCTS; the branded ones in decision order.
+local PRODUCTS = {
+    "HeadlessChrome", "Edg", "EdgA", "EdgiOS", "OPR", "SamsungBrowser", "Firefox",
+    "FxiOS", "CriOS", "Chrome", "Version", "Safari", "aiohttp",
 }
+local PRODUCT_SLASH = {}
+for i, name in ipairs(PRODUCTS) do
+    PRODUCT_SLASH[i] = name .. "/"
+end
 local BRANDED = {
     { "Edg", F_EDGE }, { "EdgA", F_EDGE }, { "EdgiOS", F_EDGE }, { "OPR", F_OPERA },
     { "SamsungBrowser", F_SAMSUNG }, { "Firefox", F_FIREFOX }, { "FxiOS", F_FIREFOX },
     { "CriOS", F_CHROME }, { "Chrome", F_CHROME },
 }
-
 -- Where a Chromium family's engine version is read (UserAgent::chromium).
 local ENGINE_TOKENS = { "HeadlessChrome", "Chrome", "CriOS" }
 
--- Products::scan results, reused: product token -> major (false when the
--- token is there without digits), cleared per UA.
+-- The bytes that end a UA token (Products::scan).
+local DELIM = { [32] = true, [40] = true, [41] = true, [59] = true, [44] = true, [47] = true }
+
+-- Products::scan results, reused: product -> major (false when the product
+-- is there without digits; nil when absent), overwritten per UA.
 local found = {}
 local NO_MAJOR = false
 
-local function clear_found()
-    for k in pairs(found) do
-        found[k] = nil
+-- Position of the first whole-token `word` in ua at or after pos: preceded
+-- by the start or a delimiter, and (if `ended`) followed by one or the end.
+local function whole_token(ua, word, pos, ended)
+    while true do
+        local p = find(ua, word, pos, true)
+        if not p then
+            return nil
+        end
+        if p == 1 or DELIM[byte(ua, p - 1)] then
+            local after = byte(ua, p + #word)
+            if not ended or after == nil or DELIM[after] then
+                return p
+            end
+        end
+        pos = p + 1
     end
 end
 
--- Products::scan: tokens end at a space, ( ) ; , or /; a token ended by /
--- is a product name, its version follows. Returns whether `Mobile` is a token.
+-- Products::scan, by searching for each product as a token: a token ended by
+-- `/` that equals a product name is that product, its version follows (the
+-- first occurrence counts). Returns whether `Mobile` is a token.
 local function scan_products(ua)
-    clear_found()
-    local mobile = false
-    local start = 1
-    while true do
-        local i = find(ua, "[ ();,/]", start)
-        if not i then
-            break
+    for k = 1, #PRODUCTS do
+        local slash = PRODUCT_SLASH[k]
+        local p = whole_token(ua, slash, 1, false)
+        if p then
+            found[PRODUCTS[k]] = leading_uint(ua, p + #slash) or NO_MAJOR
+        else
+            found[PRODUCTS[k]] = nil
         end
-        local len = i - start
-        -- Only tokens as long as a product name or "Mobile" are worth cutting.
-        if len >= 3 and len <= 14 then
-            local token = sub(ua, start, i - 1)
-            if token == "Mobile" then
-                mobile = true
-            elseif byte(ua, i) == 47 and PRODUCT[token] and found[token] == nil then
-                found[token] = leading_uint(ua, i + 1) or NO_MAJOR
-            end
-        end
-        start = i + 1
     end
-    if #ua - start == 5 and sub(ua, start) == "Mobile" then
-        mobile = true
-    end
-    return mobile
+    return whole_token(ua, "Mobile", 1, true) ~= nil
 end
 
 -- A product's major as Rust's Option<u32>: nil when absent or without one.
@@ -532,8 +536,8 @@ local function ip_family(addr)
             return 1
         end
     end
-    local _, dots = (addr):gsub("%.", "")
-    if dots == 3 and not find(addr, "[^0-9.]") then
+    -- Three dots and nothing but digits besides.
+    if find(addr, "^[0-9]*%.[0-9]*%.[0-9]*%.[0-9]*$") then
         return 0
     end
     return NAN
@@ -639,25 +643,41 @@ local function language_primary(v)
     return lower(primary)
 end
 
--- Reused per call: the fingerprint and the ranked codes.
+-- Reused per call: the fingerprint, the ranked codes, and the first value
+-- of each known header by code (the first one counts when one repeats).
 local order_buf = {}
 local ranked = {}
+local first = {}
+
+-- The codes set in `first` by the last call, to reset it.
+local set_codes = {}
+local n_set = 0
+
+-- The codes that are counted as a group.
+local K_COOKIE, K_CLIENT_HINT, K_FETCH = 1, 2, 3
+local KIND = {
+    [C_COOKIE] = K_COOKIE,
+    [C_CH_UA] = K_CLIENT_HINT, [C_CH_MOBILE] = K_CLIENT_HINT,
+    [C_CH_PLATFORM] = K_CLIENT_HINT, [OTHER_CLIENT_HINT] = K_CLIENT_HINT,
+    [C_SITE] = K_FETCH, [C_MODE] = K_FETCH, [C_USER] = K_FETCH, [C_DEST] = K_FETCH,
+    [OTHER_FETCH] = K_FETCH,
+}
 
 -- features::extract. Fills floats[1..32] and cats[1..12]; returns both.
 function _M.extract(req, floats, cats)
     local headers = req.headers
     local n_headers = req.n_headers or #headers
 
-    local host, connection, ua, accept, accept_language, accept_encoding
-    local referer, uir, ch_ua, ch_mobile, ch_platform
-    local site, mode, user, dest
     local client_hints, fetch_headers, cookie_headers, cookies = 0, 0, 0, 0
     local n_order, truncated, n_ranked = 0, false, 0
+    for i = 1, n_set do
+        first[set_codes[i]] = nil
+    end
+    n_set = 0
 
     for i = 1, n_headers do
         local h = headers[i]
-        local name, value = h[1], h[2]
-        local code = header_code(name)
+        local code = header_code(h[1])
         if code then
             -- Fingerprint::push
             if not truncated and (n_order == 0 or order_buf[n_order] ~= code) then
@@ -673,51 +693,28 @@ function _M.extract(req, floats, cats)
                 n_ranked = n_ranked + 1
                 ranked[n_ranked] = code
             end
-
-            if code == C_HOST then
-                host = host or value
-            elseif code == C_CONNECTION then
-                connection = connection or value
-            elseif code == C_UA then
-                ua = ua or value
-            elseif code == C_ACCEPT then
-                accept = accept or value
-            elseif code == C_LANG then
-                accept_language = accept_language or value
-            elseif code == C_ENC then
-                accept_encoding = accept_encoding or value
-            elseif code == C_REFERER then
-                referer = referer or value
-            elseif code == C_UIR then
-                uir = uir or value
-            elseif code == C_COOKIE then
+            local value = h[2]
+            if first[code] == nil then
+                first[code] = value
+                n_set = n_set + 1
+                set_codes[n_set] = code
+            end
+            local kind = KIND[code]
+            if kind == K_COOKIE then
                 cookie_headers = cookie_headers + 1
                 cookies = cookies + count_items(value, ";")
-            elseif code == C_CH_UA or code == C_CH_MOBILE or code == C_CH_PLATFORM
-                or code == OTHER_CLIENT_HINT then
+            elseif kind == K_CLIENT_HINT then
                 client_hints = client_hints + 1
-                if code == C_CH_UA then
-                    ch_ua = ch_ua or value
-                elseif code == C_CH_MOBILE then
-                    ch_mobile = ch_mobile or value
-                elseif code == C_CH_PLATFORM then
-                    ch_platform = ch_platform or value
-                end
-            elseif code == C_SITE or code == C_MODE or code == C_USER or code == C_DEST
-                or code == OTHER_FETCH then
+            elseif kind == K_FETCH then
                 fetch_headers = fetch_headers + 1
-                if code == C_SITE then
-                    site = site or value
-                elseif code == C_MODE then
-                    mode = mode or value
-                elseif code == C_USER then
-                    user = user or value
-                elseif code == C_DEST then
-                    dest = dest or value
-                end
             end
         end
     end
+    local host, connection, ua = first[C_HOST], first[C_CONNECTION], first[C_UA]
+    local accept, accept_language = first[C_ACCEPT], first[C_LANG]
+    local accept_encoding, referer, uir = first[C_ENC], first[C_REFERER], first[C_UIR]
+    local ch_ua, ch_mobile, ch_platform = first[C_CH_UA], first[C_CH_MOBILE], first[C_CH_PLATFORM]
+    local site, mode, user, dest = first[C_SITE], first[C_MODE], first[C_USER], first[C_DEST]
 
     -- The request line.
     local uri = req.uri

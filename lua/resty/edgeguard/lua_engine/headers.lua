@@ -202,7 +202,8 @@ end
 -- Inside nginx: removes the current request's internal headers and returns
 -- how many of req's entries were internal (req as read_request filled it).
 function _M.strip(list, req)
-    local clear_header = ngx.req.clear_header
+    local ngx_req = ngx.req
+    local clear_header = ngx_req.clear_header
     local names = list.names
     for i = 1, #names do
         clear_header(names[i])
@@ -210,7 +211,7 @@ function _M.strip(list, req)
     -- What the exact names missed: prefix rules, and names spelled with `_`
     -- (clear_header compares case-insensitively but keeps `_` and `-` apart).
     local exact = list.exact
-    for name in pairs(ngx.req.get_headers(0, true)) do
+    for name in pairs(ngx_req.get_headers(0, true)) do
         if not exact[lower(name)] and is_internal(list, name) then
             clear_header(name)
         end
