@@ -116,10 +116,9 @@ local function log(level, ...)
 end
 
 -- The pure-Lua engine, loaded only when configured (the Rust-only path does
--- not need it). Returns the engine and a model error (models failed, the
--- list did not: fail open like the Rust scorer), or nil and the list's error.
--- Returns the engine, or nil and the list's error; and, third, the models'
--- error when they failed but the list loaded (fail open, like the Rust scorer).
+-- not need it). Returns the engine, or nil and the list's error; and, third,
+-- the models' error when they failed but the list loaded (fail open, like the
+-- Rust scorer).
 local function load_lua_engine(lib, opts)
     local lua_engine = require "resty.edgeguard.lua_engine"
     local models = opts.lua_models or opts.models

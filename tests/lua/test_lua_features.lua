@@ -367,4 +367,12 @@ T.test("extract reuses the caller's tables and honours n_headers", function()
     T.eq(cats[8], "", "the stale accept is not read")
 end)
 
+T.test("misuse raises at the caller's line", function()
+    local err = T.raises(function() features.extract(nil, {}, {}) end)
+    T.contains(err, "test_lua_features.lua:")
+    T.contains(err, "expects a request table")
+    err = T.raises(function() features.extract(request("GET", "/", 11, "", {}), {}) end)
+    T.contains(err, "test_lua_features.lua:")
+end)
+
 T.run()

@@ -22,12 +22,10 @@
 -- Lua. Per request the engine reuses its tables: the feature tables, the
 -- hashes, each model's inputs and the scores table.
 
-local ffi = require "ffi"
 local catboost = require "resty.edgeguard.lua_engine.catboost"
 local features = require "resty.edgeguard.lua_engine.features"
 local lheaders = require "resty.edgeguard.lua_engine.headers"
 
-local ffi_cast = ffi.cast
 local error = error
 local format = string.format
 local find = string.find
@@ -51,18 +49,14 @@ local engine_mt = { __index = Engine }
 
 --- CatBoost's categorical hash of a Lua string, from the library's
 -- edgeguard_cat_hash: a function(str) -> number in [0, 2^32).
---
--- The call goes through an int32_t-returning pointer on purpose: the Rust
--- function returns its u32 in eax and leaves the hash's high half in the
--- upper bits of rax (the ABI allows it), and JIT-compiled LuaJIT calls read
--- a uint32_t return as the whole 64-bit register, so the declared prototype
--- gives wrong hashes once the caller is compiled. An int32_t return is read
--- from the low 32 bits only.
+-- The library returns the bits as int32_t (a uint32_t return would be read
+-- wrongly by JIT-compiled calls, see include/edgeguard.h); the models' CTR
+-- tables are keyed by the unsigned value.
 function _M.cat_hash_function(lib)
     if lib == nil then
         error("cat_hash_function(lib): lib is the library from resty.edgeguard.lib", 2)
     end
-    local hash = ffi_cast("int32_t (*)(const uint8_t *, size_t)", lib.edgeguard_cat_hash)
+    local hash = lib.edgeguard_cat_hash
     return function(s)
         local h = hash(s, #s)
         if h < 0 then

@@ -30,6 +30,7 @@ local pairs = pairs
 local tonumber = tonumber
 local unpack = unpack
 local type = type
+local error = error
 
 local _M = { _VERSION = "0.1.0" }
 
@@ -665,6 +666,9 @@ local KIND = {
 
 -- features::extract. Fills floats[1..32] and cats[1..12]; returns both.
 function _M.extract(req, floats, cats)
+    if type(req) ~= "table" or type(floats) ~= "table" or type(cats) ~= "table" then
+        error("extract expects a request table and two output tables", 2)
+    end
     local headers = req.headers
     local n_headers = req.n_headers or #headers
 
