@@ -15,6 +15,12 @@
 //!
 //! Other fields (labels, timestamps, status) are skipped without being built.
 //!
+//! Request strings (method, URI, client, header names and values, and the
+//! `headers` text) are bytes, not UTF-8: nginx's `escape=json` escapes `"`,
+//! `\` and bytes below 0x20 and writes every other byte as the client sent
+//! it, and the scorer in nginx sees those bytes. Field names and skipped
+//! fields must still be UTF-8.
+//!
 //! Strings are not copied: a string without escapes is a view of the input
 //! line. An escaped string is unescaped by serde_json into a transient buffer
 //! and copied into the worker's [`Scratch`], which keeps its capacity from line
@@ -231,7 +237,9 @@ struct StrSeed<'a> {
 impl<'de> DeserializeSeed<'de> for StrSeed<'_> {
     type Value = Span;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Span, D::Error> {
-        d.deserialize_str(self)
+        // Bytes, not str: nginx's escape=json writes bytes >= 0x80 as they
+        // came, and the request is scored on its bytes, UTF-8 or not.
+        d.deserialize_bytes(self)
     }
 }
 
@@ -242,7 +250,7 @@ impl<'de> Visitor<'de> for StrSeed<'_> {
         f.write_str("a string")
     }
 
-    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Span, E> {
+    fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<Span, E> {
         // serde_json hands out borrowed strings only from the slice it was
         // given, which starts at `origin`.
         let start = v.as_ptr() as usize - self.origin as usize + self.offset;
@@ -253,9 +261,9 @@ impl<'de> Visitor<'de> for StrSeed<'_> {
         })
     }
 
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Span, E> {
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Span, E> {
         let start = self.owned.len();
-        self.owned.extend_from_slice(v.as_bytes());
+        self.owned.extend_from_slice(v);
         Ok(Span {
             base: Base::Owned,
             start,
@@ -554,7 +562,8 @@ struct HeadersSeed<'a> {
 impl<'de> DeserializeSeed<'de> for HeadersSeed<'_> {
     type Value = Option<Span>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<Span>, D::Error> {
-        d.deserialize_any(self)
+        // `null`, else an array or a string read as bytes (see `StrSeed`).
+        d.deserialize_option(self)
     }
 }
 
@@ -569,11 +578,15 @@ impl<'de> Visitor<'de> for HeadersSeed<'_> {
         self.pairs.visit_seq(seq).map(|()| None)
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<Option<Span>, E> {
+    fn visit_none<E: de::Error>(self) -> Result<Option<Span>, E> {
         Ok(None)
     }
 
-    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Option<Span>, E> {
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Option<Span>, D::Error> {
+        d.deserialize_bytes(self)
+    }
+
+    fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<Option<Span>, E> {
         if is_unset(v) {
             return Ok(None);
         }
@@ -585,12 +598,12 @@ impl<'de> Visitor<'de> for HeadersSeed<'_> {
         }))
     }
 
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<Span>, E> {
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Option<Span>, E> {
         if is_unset(v) {
             return Ok(None);
         }
         self.text.clear();
-        self.text.extend_from_slice(v.as_bytes());
+        self.text.extend_from_slice(v);
         Ok(Some(Span {
             base: Base::Text,
             start: 0,
@@ -600,8 +613,8 @@ impl<'de> Visitor<'de> for HeadersSeed<'_> {
 }
 
 /// nginx logs an unset variable as `-`, an empty one as nothing.
-fn is_unset(v: &str) -> bool {
-    matches!(v.trim(), "" | "-")
+fn is_unset(v: &[u8]) -> bool {
+    matches!(v.trim_ascii(), b"" | b"-")
 }
 
 /// An array of `[name, value]` string pairs, appended to `pairs`.

@@ -171,7 +171,11 @@ fn bad_lines_are_errors() {
             "not a number",
         ),
         (
-            b"{\"method\":\"G\xffT\",\"uri\":\"/\",\"version\":\"1.1\"}",
+            b"{\"method\":\"GET\",\xff\"uri\":\"/\",\"version\":\"1.1\"}",
+            "key must be a string",
+        ),
+        (
+            b"{\"m\xe9thod\":\"GET\",\"uri\":\"/\",\"version\":\"1.1\"}",
             "invalid unicode",
         ),
         (b"[1,2]", "expected a request object"),
@@ -185,4 +189,60 @@ fn bad_lines_are_errors() {
         );
         assert!(err.starts_with("column "), "{err}");
     }
+}
+
+/// What nginx's `escape=json` does to a variable's value
+/// (`ngx_escape_json`): `"` and `\` get a backslash, bytes below 0x20 become
+/// `\n`, `\r`, `\t`, `\b`, `\f` or `\u00XX`, every other byte is written as
+/// it came, UTF-8 or not.
+fn nginx_escape_json(v: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for &b in v {
+        match b {
+            b'"' | b'\\' => out.extend_from_slice(&[b'\\', b]),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            0..0x20 => out.extend_from_slice(format!("\\u{b:04x}").as_bytes()),
+            _ => out.push(b),
+        }
+    }
+    out
+}
+
+/// Raw 8-bit bytes (nginx writes them as they came) and escaped control
+/// bytes reach the scorer unchanged, in the fields nginx writes and in the
+/// headers text `record.lua` writes with the same escapes.
+#[test]
+fn eight_bit_and_control_bytes_are_kept() {
+    let mut s = Scratch::default();
+    let method = b"G\xffT";
+    let uri = b"/caf\xe9?\x80\x7f";
+    let name = b"X-L\xe1tin";
+    let value = b"\x01\xc3\xa9\xff \\ \" \x1f";
+    // record.lua's text: JSON escapes for `"`, `\` and control bytes only.
+    let mut inner = b"[[\"".to_vec();
+    inner.extend(nginx_escape_json(name));
+    inner.extend_from_slice(b"\",\"");
+    inner.extend(nginx_escape_json(value));
+    inner.extend_from_slice(b"\"]]");
+    let mut line = b"{\"method\":\"".to_vec();
+    line.extend(nginx_escape_json(method));
+    line.extend_from_slice(b"\",\"uri\":\"");
+    line.extend(nginx_escape_json(uri));
+    line.extend_from_slice(b"\",\"version\":\"HTTP/1.1\",\"headers\":\"");
+    line.extend(nginx_escape_json(&inner));
+    line.extend_from_slice(b"\"}");
+    let p = parse(&line, &mut s).unwrap();
+    assert_eq!(p.method, method);
+    assert_eq!(p.uri, uri);
+    let h: Vec<(Vec<u8>, Vec<u8>)> = p
+        .headers
+        .iter()
+        // SAFETY: the headers view `p`'s line and scratch, alive here.
+        .map(|h| unsafe { (h.key.as_bytes().to_vec(), h.value.as_bytes().to_vec()) })
+        .collect();
+    assert_eq!(h, vec![(name.to_vec(), value.to_vec())]);
 }
