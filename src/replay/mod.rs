@@ -37,7 +37,6 @@ use std::io::{self, Write};
 pub use input::Input;
 pub use summary::{
     ConfigSummary, Flip, Histogram, LineError, LiveSummary, ModelSummary, Summary, HISTOGRAM_BINS,
-    LIVE_SCORE_TOLERANCE,
 };
 pub use worker::Worker;
 

@@ -67,7 +67,7 @@ pub(crate) struct Scratch {
     owned: Vec<u8>,
     text: Vec<u8>,
     pairs: Vec<(Span, Span)>,
-    live: Vec<(Span, f64)>,
+    live: Vec<(Span, LiveScore)>,
     headers: Vec<edgeguard_header>,
 }
 
@@ -82,18 +82,18 @@ pub(crate) struct Parsed<'s> {
     pub(crate) headers: &'s [edgeguard_header],
     /// What nginx decided, for log lines that carry it.
     pub(crate) live_action: Option<Action>,
-    live: &'s [(Span, f64)],
+    live: &'s [(Span, LiveScore)],
     bufs: Bufs<'s>,
 }
 
 impl Parsed<'_> {
     /// The score nginx logged for the model named `name`, if any.
-    pub(crate) fn live_score(&self, name: &str) -> Option<f64> {
+    pub(crate) fn live_score(&self, name: &str) -> Option<LiveScore> {
         self.live
             .iter()
             .find(|(n, _)| self.bufs.get(*n) == name.as_bytes())
             .map(|&(_, s)| s)
-            .filter(|s| !s.is_nan())
+            .filter(|s| !s.value.is_nan())
     }
 }
 
@@ -277,7 +277,7 @@ struct RecordSeed<'a> {
     owned: &'a mut Vec<u8>,
     text: &'a mut Vec<u8>,
     pairs: &'a mut Vec<(Span, Span)>,
-    live: &'a mut Vec<(Span, f64)>,
+    live: &'a mut Vec<(Span, LiveScore)>,
 }
 
 impl RecordSeed<'_> {
@@ -508,46 +508,84 @@ fn scaled_version(x: f64) -> Option<u16> {
     }
 }
 
+/// A score nginx logged, and how far from it the exact score may lie given
+/// the digits it was printed with.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct LiveScore {
+    /// NaN when the variable was not set.
+    pub(crate) value: f64,
+    /// Half a unit in the last printed digit (`"%.9g"` of 0.73 gives
+    /// 5e-10, `"%.6f"` 5e-7); a few ulps for JSON numbers.
+    pub(crate) tolerance: f64,
+}
+
+impl LiveScore {
+    /// Whether `score` printed the way this one was gives the same digits.
+    pub(crate) fn matches(&self, score: f64) -> bool {
+        // The slack covers the rounding of the decimal text to f64.
+        (self.value - score).abs() <= self.tolerance * (1.0 + 1e-6)
+    }
+
+    fn number(value: f64) -> LiveScore {
+        LiveScore {
+            value,
+            tolerance: 4.0 * f64::EPSILON * value.abs().max(1.0),
+        }
+    }
+}
+
+/// Half a unit in the last digit of a decimal number: `0.912345` gives
+/// 5e-7, `1.2e-05` 5e-7, `42` 0.5.
+fn half_unit(s: &str) -> Option<f64> {
+    let (mantissa, exp) = match s.find(['e', 'E']) {
+        Some(i) => (&s[..i], s[i + 1..].parse::<i32>().ok()?),
+        None => (s, 0),
+    };
+    let decimals = mantissa.find('.').map_or(0, |i| mantissa.len() - i - 1);
+    Some(0.5 * 10f64.powi(exp - decimals as i32))
+}
+
 /// A live score as nginx logged it: `"0.731245"`, a number, or empty when
 /// the variable was not set (NaN then).
 struct LiveScoreSeed;
 
 impl<'de> DeserializeSeed<'de> for LiveScoreSeed {
-    type Value = f64;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<f64, D::Error> {
+    type Value = LiveScore;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<LiveScore, D::Error> {
         d.deserialize_any(self)
     }
 }
 
 impl Visitor<'_> for LiveScoreSeed {
-    type Value = f64;
+    type Value = LiveScore;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a score")
     }
 
-    fn visit_f64<E: de::Error>(self, x: f64) -> Result<f64, E> {
-        Ok(x)
+    fn visit_f64<E: de::Error>(self, x: f64) -> Result<LiveScore, E> {
+        Ok(LiveScore::number(x))
     }
 
-    fn visit_u64<E: de::Error>(self, x: u64) -> Result<f64, E> {
-        Ok(x as f64)
+    fn visit_u64<E: de::Error>(self, x: u64) -> Result<LiveScore, E> {
+        Ok(LiveScore::number(x as f64))
     }
 
-    fn visit_i64<E: de::Error>(self, x: i64) -> Result<f64, E> {
-        Ok(x as f64)
+    fn visit_i64<E: de::Error>(self, x: i64) -> Result<LiveScore, E> {
+        Ok(LiveScore::number(x as f64))
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<f64, E> {
-        Ok(f64::NAN)
+    fn visit_unit<E: de::Error>(self) -> Result<LiveScore, E> {
+        Ok(LiveScore::number(f64::NAN))
     }
 
-    fn visit_str<E: de::Error>(self, s: &str) -> Result<f64, E> {
-        match s {
-            "" | "-" => Ok(f64::NAN),
-            _ => s
-                .parse()
-                .map_err(|_| E::custom(format_args!("live score {s:?} is not a number"))),
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<LiveScore, E> {
+        if let "" | "-" = s {
+            return Ok(LiveScore::number(f64::NAN));
+        }
+        match (s.parse::<f64>(), half_unit(s)) {
+            (Ok(value), Some(tolerance)) => Ok(LiveScore { value, tolerance }),
+            _ => Err(E::custom(format_args!("live score {s:?} is not a number"))),
         }
     }
 }

@@ -163,15 +163,13 @@ pub struct LiveSummary {
     pub actions: [[u64; 4]; 4],
     /// Live scores compared with the replayed score of the same model.
     pub scores_compared: u64,
-    /// Live scores differing from the replayed one by more than nginx's
-    /// six logged decimals explain.
+    /// Live scores differing from the replayed one by more than the digits
+    /// nginx logged explain (half a unit in the last one: 5e-10 for
+    /// edgeguard's `"%.9g"` of a score in [0.1, 1)).
     pub scores_differing: u64,
     /// The largest difference seen.
     pub max_score_diff: f64,
 }
-
-/// The tolerance of a live score, logged with `%.6f`.
-pub const LIVE_SCORE_TOLERANCE: f64 = 5.000_001e-7;
 
 /// Everything a replay counted.
 #[derive(Clone, Debug, PartialEq)]

@@ -92,7 +92,11 @@ fn access_log_lines() {
         ])
     );
     assert_eq!(p.live_action, Some(Action::Block));
-    assert_eq!(p.live_score("bot"), Some(0.912345));
+    let bot = p.live_score("bot").unwrap();
+    assert_eq!(bot.value, 0.912345);
+    assert!((bot.tolerance - 5e-7).abs() < 1e-18, "six decimals");
+    assert!(bot.matches(0.9123454999) && bot.matches(0.9123445001));
+    assert!(!bot.matches(0.9123456) && !bot.matches(0.912344));
     assert_eq!(p.live_score("spoof"), None, "empty: not scored");
     assert_eq!(p.live_score("other"), None);
 }
@@ -245,4 +249,28 @@ fn eight_bit_and_control_bytes_are_kept() {
         .map(|h| unsafe { (h.key.as_bytes().to_vec(), h.value.as_bytes().to_vec()) })
         .collect();
     assert_eq!(h, vec![(name.to_vec(), value.to_vec())]);
+}
+
+#[test]
+fn live_scores_are_compared_to_their_printed_precision() {
+    for (text, half) in [
+        ("0.999982483", 5e-10),
+        ("1.71386109e-05", 5e-14),
+        ("0.5", 0.05),
+        ("1", 0.5),
+        ("2E-3", 5e-4),
+    ] {
+        assert!(
+            (half_unit(text).unwrap() - half).abs() <= half * 1e-12,
+            "{text}"
+        );
+    }
+    assert_eq!(half_unit("1e"), None);
+    // nginx's "%.9g" of an f64 and Rust's shortest text of it agree.
+    let score = 0.000_572_112_105_123_f64;
+    let live = LiveScoreSeed
+        .visit_str::<serde_json::Error>("0.000572112105")
+        .unwrap();
+    assert!(live.matches(score));
+    assert!(live.matches(score + 3e-13) && !live.matches(score + 1e-12));
 }
