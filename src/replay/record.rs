@@ -306,7 +306,7 @@ enum Key<'de> {
     Client,
     Headers,
     LiveAction,
-    LiveScore(std::borrow::Cow<'de, str>),
+    LiveScore(std::borrow::Cow<'de, [u8]>),
     Other,
 }
 
@@ -320,34 +320,39 @@ impl<'de> de::Deserialize<'de> for Key<'de> {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a field name")
             }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(match key(v) {
+            fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<Key<'de>, E> {
+                Ok(match key(v)? {
                     Key::LiveScore(_) => Key::LiveScore(v[LIVE_PREFIX.len()..].into()),
                     k => k,
                 })
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(match key(v) {
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Key<'de>, E> {
+                Ok(match key(v)? {
                     Key::LiveScore(_) => Key::LiveScore(v[LIVE_PREFIX.len()..].to_owned().into()),
                     k => k,
                 })
             }
         }
-        fn key(v: &str) -> Key<'static> {
-            match v {
-                "method" => Key::Method,
-                "uri" => Key::Uri,
-                "version" => Key::Version,
-                "client" => Key::Client,
-                "headers" => Key::Headers,
-                "edgeguard_action" => Key::LiveAction,
-                _ if v.len() > LIVE_PREFIX.len() && v.starts_with(LIVE_PREFIX) => {
-                    Key::LiveScore("".into())
+        fn key<E: de::Error>(v: &[u8]) -> Result<Key<'static>, E> {
+            Ok(match v {
+                b"method" => Key::Method,
+                b"uri" => Key::Uri,
+                b"version" => Key::Version,
+                b"client" => Key::Client,
+                b"headers" => Key::Headers,
+                b"edgeguard_action" => Key::LiveAction,
+                _ if v.len() > LIVE_PREFIX.len() && v.starts_with(LIVE_PREFIX.as_bytes()) => {
+                    Key::LiveScore(b"".into())
+                }
+                // Only unknown names are checked: known ones are ASCII.
+                _ if std::str::from_utf8(v).is_err() => {
+                    return Err(E::custom("invalid unicode in a field name"))
                 }
                 _ => Key::Other,
-            }
+            })
         }
-        d.deserialize_str(KeyVisitor)
+        // Bytes: serde_json then skips the UTF-8 check of every name.
+        d.deserialize_bytes(KeyVisitor)
     }
 }
 
@@ -385,7 +390,7 @@ impl<'de> Visitor<'de> for RecordSeed<'_> {
                 Key::LiveScore(name) => {
                     let score = map.next_value_seed(LiveScoreSeed)?;
                     let start = self.owned.len();
-                    self.owned.extend_from_slice(name.as_bytes());
+                    self.owned.extend_from_slice(&name);
                     let span = Span {
                         base: Base::Owned,
                         start,
