@@ -18,17 +18,18 @@
 //! Request strings (method, URI, client, header names and values, and the
 //! `headers` text) are bytes, not UTF-8: nginx's `escape=json` escapes `"`,
 //! `\` and bytes below 0x20 and writes every other byte as the client sent
-//! it, and the scorer in nginx sees those bytes. Field names and skipped
-//! fields must still be UTF-8.
+//! it, and the scorer in nginx sees those bytes. Field names must be UTF-8.
 //!
-//! Strings are not copied: a string without escapes is a view of the input
-//! line. An escaped string is unescaped by serde_json into a transient buffer
-//! and copied into the worker's [`Scratch`], which keeps its capacity from line
-//! to line, so a line without escapes costs no allocation at all; one with
-//! escapes costs only serde_json's own unescape buffer, which lives in its
-//! per-line deserializer (`tests/replay_alloc.rs` bounds both). Positions are kept as
-//! offsets while parsing (the scratch may grow) and turned into
-//! [`edgeguard_header`] views only once the line is fully read.
+//! Two paths fill the same spans. A hand-written scanner (`record/fast.rs`)
+//! reads every line first: strings without escapes are views of the line,
+//! escaped ones are unescaped into the worker's [`Scratch`], which keeps its
+//! capacity from line to line, so a good line costs no allocation at all. On
+//! anything it does not expect it gives up, and serde_json (seeds below,
+//! borrowing where it can) parses the line again: it is the reference, and
+//! its errors are the messages reported. A test holds the two to the same
+//! result on every fixture line. Positions are kept as offsets while parsing
+//! (the scratch may grow) and turned into [`edgeguard_header`] views only
+//! once the line is fully read.
 
 use std::fmt;
 
@@ -143,19 +144,9 @@ pub(crate) fn parse<'s>(
     scratch.live.clear();
     scratch.headers.clear();
 
-    let fields = {
-        let mut de = serde_json::Deserializer::from_slice(line);
-        let fields = RecordSeed {
-            origin: line.as_ptr(),
-            owned: &mut scratch.owned,
-            text: &mut scratch.text,
-            pairs: &mut scratch.pairs,
-            live: &mut scratch.live,
-        }
-        .deserialize(&mut de)
-        .map_err(ParseError)?;
-        de.end().map_err(ParseError)?;
-        fields
+    let fields = match fast::record(line, scratch) {
+        Some(fields) => fields,
+        None => serde_record(line, scratch)?,
     };
 
     if let Some(text) = fields.headers_text {
@@ -165,17 +156,20 @@ pub(crate) fn parse<'s>(
             _ => (Base::Text, &scratch.text[..]),
         };
         let offset = if base == Base::Line { text.start } else { 0 };
-        let mut de = serde_json::Deserializer::from_slice(buf);
-        PairsSeed {
-            base,
-            origin: buf.as_ptr(),
-            offset,
-            owned: &mut scratch.owned,
-            pairs: &mut scratch.pairs,
+        if fast::pairs(buf, base, offset, &mut scratch.owned, &mut scratch.pairs).is_none() {
+            scratch.pairs.clear();
+            let mut de = serde_json::Deserializer::from_slice(buf);
+            PairsSeed {
+                base,
+                origin: buf.as_ptr(),
+                offset,
+                owned: &mut scratch.owned,
+                pairs: &mut scratch.pairs,
+            }
+            .deserialize(&mut de)
+            .map_err(ParseError)?;
+            de.end().map_err(ParseError)?;
         }
-        .deserialize(&mut de)
-        .map_err(ParseError)?;
-        de.end().map_err(ParseError)?;
     }
 
     let bufs = Bufs {
@@ -202,6 +196,30 @@ pub(crate) fn parse<'s>(
         live: &scratch.live,
         bufs,
     })
+}
+
+/// The serde path: the line again from scratch, for its error if it has
+/// one.
+fn serde_record(line: &[u8], scratch: &mut Scratch) -> Result<Fields, ParseError> {
+    scratch.owned.clear();
+    scratch.text.clear();
+    scratch.pairs.clear();
+    scratch.live.clear();
+    let fields = {
+        let mut de = serde_json::Deserializer::from_slice(line);
+        let fields = RecordSeed {
+            origin: line.as_ptr(),
+            owned: &mut scratch.owned,
+            text: &mut scratch.text,
+            pairs: &mut scratch.pairs,
+            live: &mut scratch.live,
+        }
+        .deserialize(&mut de)
+        .map_err(ParseError)?;
+        de.end().map_err(ParseError)?;
+        fields
+    };
+    Ok(fields)
 }
 
 fn static_name(name: &str) -> &'static str {
@@ -492,16 +510,18 @@ impl Visitor<'_> for VersionSeed {
     }
 
     fn visit_str<E: de::Error>(self, s: &str) -> Result<u16, E> {
-        let t = s.trim();
-        let t = match t.get(..5) {
-            Some(p) if p.eq_ignore_ascii_case("http/") => &t[5..],
-            _ => t,
-        };
-        t.parse::<f64>()
-            .ok()
-            .and_then(scaled_version)
-            .ok_or_else(|| E::custom(format_args!("unsupported HTTP version {s:?}")))
+        version_text(s).ok_or_else(|| E::custom(format_args!("unsupported HTTP version {s:?}")))
     }
+}
+
+/// `"1.1"`, `"HTTP/2.0"`, as nginx's scaled version.
+fn version_text(s: &str) -> Option<u16> {
+    let t = s.trim();
+    let t = match t.get(..5) {
+        Some(p) if p.eq_ignore_ascii_case("http/") => &t[5..],
+        _ => t,
+    };
+    t.parse::<f64>().ok().and_then(scaled_version)
 }
 
 /// nginx's `r->http_version` scaled to 9, 10, 11, 20 or 30.
@@ -741,6 +761,8 @@ impl<'de> Visitor<'de> for PairSeed<'_> {
         Ok((name, value))
     }
 }
+
+mod fast;
 
 #[cfg(test)]
 mod tests;

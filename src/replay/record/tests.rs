@@ -274,3 +274,94 @@ fn live_scores_are_compared_to_their_printed_precision() {
     assert!(live.matches(score));
     assert!(live.matches(score + 3e-13) && !live.matches(score + 1e-12));
 }
+
+/// The fields a line parses to, resolved to bytes, by one path.
+fn resolved(line: &[u8], path: fn(&[u8], &mut Scratch) -> Option<Fields>) -> Option<Vec<Vec<u8>>> {
+    let mut s = Scratch::default();
+    let f = path(line, &mut s)?;
+    let bufs = Bufs {
+        line,
+        text: &s.text,
+        owned: &s.owned,
+    };
+    let span = |x: Option<Span>| x.map_or(b"<none>".to_vec(), |x| bufs.get(x).to_vec());
+    let mut out = vec![
+        span(f.method),
+        span(f.uri),
+        span(f.client),
+        span(f.headers_text),
+        span(f.live_action),
+        format!("{:?}", f.version).into_bytes(),
+    ];
+    for &(k, v) in &s.pairs {
+        out.push(bufs.get(k).to_vec());
+        out.push(bufs.get(v).to_vec());
+    }
+    for &(n, score) in &s.live {
+        out.push(bufs.get(n).to_vec());
+        out.push(format!("{score:?}").into_bytes());
+    }
+    Some(out)
+}
+
+/// The hand-written scanner and serde agree wherever the scanner answers,
+/// and it answers for every line of the fixtures.
+#[test]
+fn the_fast_path_agrees_with_serde() {
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut lines: Vec<Vec<u8>> = Vec::new();
+    for f in [
+        "tests/fixtures/traffic/sample.jsonl",
+        "tests/fixtures/replay/nginx-access.jsonl",
+    ] {
+        let text = std::fs::read(manifest.join(f)).unwrap();
+        lines.extend(
+            text.split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(<[u8]>::to_vec),
+        );
+    }
+    let fixture_lines = lines.len();
+    for extra in [
+        &br#" { "method" : "GET" , "uri":"/\u00e9\ud83d\ude00\/\n" , "version" : 2 , "headers" : [ [ "a" , "\"b\"" ] ] , "x" : [ {"y": [true, false, null, -1.5e3]}, {} , [] ] } "#[..],
+        br#"{"method":"GET","uri":"/","version":"HTTP/1.0","headers":null,"edgeguard_bot":0.25,"edgeguard_spoof":null}"#,
+        br#"{"method":"GET","uri":"/","version":1.1,"headers":"[]","edgeguard_bot":"-"}"#,
+        br#"{"method":"GET","uri":"/","version":1.1,"headers":[["a","1"]],"headers":"[[\"b\",\"2\"]]"}"#,
+        br#"{}"#,
+        LOG_LINE.as_bytes(),
+    ] {
+        lines.push(extra.to_vec());
+    }
+    let serde_path = |l: &[u8], s: &mut Scratch| serde_record(l, s).ok();
+    let mut answered = 0;
+    for (i, line) in lines.iter().enumerate() {
+        let fast = resolved(line, fast::record);
+        let slow = resolved(line, serde_path);
+        let text = String::from_utf8_lossy(line);
+        match fast {
+            Some(_) => {
+                answered += 1;
+                assert_eq!(fast, slow, "line {i}: {text}");
+            }
+            None => assert_eq!(slow, None, "the scanner gave up on a good line {i}: {text}"),
+        }
+    }
+    // Only the fixture's refused request (no version) is an error.
+    assert_eq!(answered, lines.len() - 1);
+    assert!(fixture_lines > 200);
+    // Lines the scanner leaves to serde: errors, and what it does not handle.
+    for line in [
+        &br#"{"method":"GET","uri":"/\udc00","version":"1.1"}"#[..],
+        br#"{"me\u0074hod":"GET","uri":"/","version":"1.1"}"#,
+        br#"{"method":"GET","uri":"/","version":"1.1","x":tru}"#,
+        br#"{"method":"GET","uri":"/","version":"1.1"} x"#,
+        br#"{"method":"GET","uri":"/","version":"1.1","headers":[["a"]]}"#,
+    ] {
+        assert_eq!(
+            resolved(line, fast::record),
+            None,
+            "{}",
+            String::from_utf8_lossy(line)
+        );
+    }
+}
