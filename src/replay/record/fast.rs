@@ -44,6 +44,19 @@ impl<'a> Cursor<'a> {
         self.eat(b'"')?;
         let start = self.pos;
         let mut escaped = false;
+        // Most strings (names, short values) end within a few bytes, before
+        // memchr2's setup pays off.
+        let short = self.buf.len().min(self.pos + 16);
+        while self.pos < short {
+            match self.buf[self.pos] {
+                b'"' => {
+                    self.pos += 1;
+                    return Some((start, self.pos - 1, false));
+                }
+                b'\\' => break,
+                _ => self.pos += 1,
+            }
+        }
         loop {
             let i = self.pos + memchr::memchr2(b'"', b'\\', &self.buf[self.pos..])?;
             if self.buf[i] == b'"' {
@@ -80,13 +93,15 @@ impl<'a> Cursor<'a> {
         })
     }
 
+    /// A string without escapes.
+    fn plain(&mut self) -> Option<&'a [u8]> {
+        let (s, e, escaped) = self.string()?;
+        (!escaped).then(|| &self.buf[s..e])
+    }
+
     /// A string without escapes, as text.
     fn plain_str(&mut self) -> Option<&'a str> {
-        let (s, e, escaped) = self.string()?;
-        if escaped {
-            return None;
-        }
-        std::str::from_utf8(&self.buf[s..e]).ok()
+        std::str::from_utf8(self.plain()?).ok()
     }
 
     fn number(&mut self) -> Option<f64> {
@@ -214,7 +229,7 @@ pub(super) fn record(line: &[u8], scratch: &mut Scratch) -> Option<Fields> {
         c.pos += 1;
     } else {
         loop {
-            let key = c.plain_str()?.as_bytes();
+            let key = c.plain()?;
             c.eat(b':')?;
             let owned = &mut scratch.owned;
             match key {
@@ -272,7 +287,11 @@ pub(super) fn record(line: &[u8], scratch: &mut Scratch) -> Option<Fields> {
                     };
                     scratch.live.push((name, score));
                 }
-                _ => c.skip_value()?,
+                // Unknown names are checked as serde would; known ones are ASCII.
+                _ => {
+                    std::str::from_utf8(key).ok()?;
+                    c.skip_value()?;
+                }
             }
             match c.peek()? {
                 b',' => c.pos += 1,
