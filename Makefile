@@ -9,9 +9,9 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Debian's nginx + lua-nginx-module + lua-resty-core + OpenResty's LuaJIT
 # (luajit2). Debian's plain `luajit` conflicts with the lua module: never it.
-APT_RUNTIME := nginx libnginx-mod-http-lua lua-resty-core luajit2 curl
+APT_RUNTIME := nginx libnginx-mod-http-lua lua-resty-core luajit2 lua-cjson curl
 APT_TEST := $(APT_RUNTIME) clang libclang-rt-14-dev
-PIP_TEST := pytest
+PIP_TEST := pytest prometheus_client
 
 RELEASE_LIB := target/release/libedgeguard.so
 RUN_DIR := .run
