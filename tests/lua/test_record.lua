@@ -138,4 +138,26 @@ T.test("encode is JIT-compiled (no trace aborts)", function()
     T.eq(table.concat(aborts, "; "), "", "trace aborts")
 end)
 
+T.test("encode allocates nothing on the Lua heap", function()
+    local list = {}
+    for i = 1, 14 do
+        list[i] = { "X-Header-" .. i, string.rep("v\"\1", 10) }
+    end
+    local arr, keep = header_array(list)
+    for _ = 1, 1000 do
+        record.encode(arr, #list) -- warm up: compile the traces, size the buffer
+    end
+    collectgarbage()
+    collectgarbage("stop")
+    local before = collectgarbage("count")
+    for _ = 1, 20000 do
+        record.encode(arr, #list)
+    end
+    local grown = collectgarbage("count") - before
+    collectgarbage("restart")
+    assert(keep)
+    -- A boxed pointer per string would be ~1 KiB per call here: 20 MiB.
+    T.ok(grown < 64, "Lua heap grew by " .. grown .. " KiB over 20000 calls")
+end)
+
 T.run()

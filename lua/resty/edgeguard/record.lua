@@ -49,30 +49,48 @@ local HEX = ffi_new("uint8_t[16]", { 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 97,
 local out_cap = 0
 local out
 
--- Appends the JSON string of `len` bytes at `p` to `out` at `pos`.
-local function put_string(pos, p, len)
-    local o = out
+-- Appends byte `c` to `o` at `pos`, escaped; returns the next position.
+local function put_byte(o, pos, c)
+    local e = ESCAPE[c]
+    if e == 0 then
+        o[pos] = c
+        return pos + 1
+    elseif e == 1 then
+        o[pos] = 92
+        o[pos + 1] = c
+        return pos + 2
+    end
+    o[pos] = 92
+    o[pos + 1] = 117 -- u
+    o[pos + 2] = 48
+    o[pos + 3] = 48
+    o[pos + 4] = HEX[rshift(c, 4)]
+    o[pos + 5] = HEX[band(c, 15)]
+    return pos + 6
+end
+
+-- The byte loops index the header array afresh on every byte, never keeping
+-- a pointer or struct reference in a Lua variable: a cdata value that lives
+-- across the loop would be boxed (a heap allocation) where the loop's trace
+-- starts, twice per header.
+
+-- Appends the JSON string of header i's name to `out` at `pos`.
+local function put_key(o, pos, headers, i)
     o[pos] = 34
     pos = pos + 1
-    for i = 0, len - 1 do
-        local c = p[i]
-        local e = ESCAPE[c]
-        if e == 0 then
-            o[pos] = c
-            pos = pos + 1
-        elseif e == 1 then
-            o[pos] = 92
-            o[pos + 1] = c
-            pos = pos + 2
-        else
-            o[pos] = 92
-            o[pos + 1] = 117 -- u
-            o[pos + 2] = 48
-            o[pos + 3] = 48
-            o[pos + 4] = HEX[rshift(c, 4)]
-            o[pos + 5] = HEX[band(c, 15)]
-            pos = pos + 6
-        end
+    for j = 0, headers[i].key.len - 1 do
+        pos = put_byte(o, pos, headers[i].key.data[j])
+    end
+    o[pos] = 34
+    return pos + 1
+end
+
+-- Appends the JSON string of header i's value to `out` at `pos`.
+local function put_value(o, pos, headers, i)
+    o[pos] = 34
+    pos = pos + 1
+    for j = 0, headers[i].value.len - 1 do
+        pos = put_byte(o, pos, headers[i].value.data[j])
     end
     o[pos] = 34
     return pos + 1
@@ -85,8 +103,7 @@ function _M.encode(headers, n)
     -- Worst case: every byte escaped as \u00XX, plus `["",""],` per header.
     local need = 2
     for i = 0, n - 1 do
-        local h = headers[i]
-        need = need + 6 * (h.key.len + h.value.len) + 8
+        need = need + 6 * (headers[i].key.len + headers[i].value.len) + 8
     end
     if need > out_cap then
         out_cap = need > 4096 and need or 4096
@@ -96,15 +113,14 @@ function _M.encode(headers, n)
     o[0] = 91 -- [
     local pos = 1
     for i = 0, n - 1 do
-        local h = headers[i]
         if i > 0 then
             o[pos] = 44 -- ,
             pos = pos + 1
         end
         o[pos] = 91
-        pos = put_string(pos + 1, h.key.data, h.key.len)
+        pos = put_key(o, pos + 1, headers, i)
         o[pos] = 44
-        pos = put_string(pos + 1, h.value.data, h.value.len)
+        pos = put_value(o, pos + 1, headers, i)
         o[pos] = 93 -- ]
         pos = pos + 1
     end
