@@ -182,7 +182,7 @@ pub struct Summary {
     pub requests: u64,
     /// Empty lines, skipped silently.
     pub blank_lines: u64,
-    /// Lines skipped: not JSON, not a request, not UTF-8, too long.
+    /// Lines skipped: not JSON, not a request, a field name not UTF-8, too long.
     pub parse_errors: u64,
     /// The first few of them, lowest line numbers first.
     pub first_errors: Vec<LineError>,
