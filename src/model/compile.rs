@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::ctr::{CtrCalc, CtrKind, CtrTable, TableLayout};
+use super::ctr::{Counts, CtrCalc, CtrKind, CtrTable, TableLayout};
 use super::json::{self, HashItem, JsonCtrKey, JsonCtrTable, JsonElement, JsonModel};
 use super::native::{MAX_DIMENSION, MAX_USED_CATS};
 use super::plan::{Plan, MAX_CONDITIONS, MAX_SLOTS};
@@ -633,8 +633,7 @@ impl Compiler<'_> {
                 ));
             }
             let calc = CtrCalc {
-                kind,
-                target_border_idx: target_border_idx as usize,
+                counts: Counts::new(kind, target_border_idx as usize, t),
                 prior_num: ctr.prior_numerator as f32,
                 prior_denom: ctr.prior_denomerator as f32,
                 shift: ctr.shift as f32,

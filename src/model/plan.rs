@@ -79,15 +79,14 @@ pub(crate) struct CtrBin {
     pub(crate) bits: u32,
 }
 
-/// One element of a projection key, in CatBoost's hashing order.
+/// The elements of one projection key, in CatBoost's hashing order:
+/// categorical hashes, then float conditions, then one-hot matches. Ranges
+/// into the plan's `key_cats`, `key_bits` and `key_one_hots`.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Element {
-    /// A categorical hash, by used-categorical position.
-    Cat(u32),
-    /// A float condition: its byte in the bit array.
-    Bit(u32),
-    /// A one-hot match: the one-hot feature equals its `index`-th value.
-    OneHot { one_hot: u32, index: u16 },
+pub(crate) struct Projection {
+    pub(crate) cats: (u32, u32),
+    pub(crate) bits: (u32, u32),
+    pub(crate) one_hots: (u32, u32),
 }
 
 /// Everything one prediction reads, in the order it reads it.
@@ -99,9 +98,14 @@ pub(crate) struct Plan {
     pub(crate) floats: Vec<FloatBin>,
     pub(crate) one_hots: Vec<OneHotMatch>,
     pub(crate) one_hot_values: Vec<i32>,
-    /// Element ranges, one per distinct projection.
-    pub(crate) projections: Vec<(u32, u32)>,
-    pub(crate) elements: Vec<Element>,
+    /// One per distinct projection.
+    pub(crate) projections: Vec<Projection>,
+    /// Used-categorical positions whose hashes a key combines.
+    pub(crate) key_cats: Vec<u32>,
+    /// Bytes of float conditions a key combines.
+    pub(crate) key_bits: Vec<u32>,
+    /// `(one-hot feature, value index)` matches a key combines.
+    pub(crate) key_one_hots: Vec<(u32, u16)>,
     /// Sorted by projection, then table: each key is hashed once and each
     /// bucket looked up once.
     pub(crate) ctrs: Vec<CtrBin>,
@@ -240,20 +244,28 @@ impl Plan {
         let mut ranges: Vec<((u32, u32), u32)> = projection_of.into_iter().collect();
         ranges.sort_by_key(|&(_, p)| p);
         for ((first, last), _) in ranges {
-            let start = plan.elements.len() as u32;
+            let at = |v: usize| v as u32;
+            let start = (
+                at(plan.key_cats.len()),
+                at(plan.key_bits.len()),
+                at(plan.key_one_hots.len()),
+            );
             for e in &parts.projection[first as usize..last as usize] {
-                plan.elements.push(match *e {
-                    ProjectionElement::Cat(position) => Element::Cat(position),
+                match *e {
+                    ProjectionElement::Cat(position) => plan.key_cats.push(position),
                     ProjectionElement::Float { slot, threshold } => {
-                        Element::Bit(regions[&slot].bit(threshold))
+                        plan.key_bits.push(regions[&slot].bit(threshold))
                     }
-                    ProjectionElement::OneHot { slot, index } => Element::OneHot {
-                        one_hot: one_hot_of[&slot],
-                        index,
-                    },
-                });
+                    ProjectionElement::OneHot { slot, index } => {
+                        plan.key_one_hots.push((one_hot_of[&slot], index))
+                    }
+                }
             }
-            plan.projections.push((start, plan.elements.len() as u32));
+            plan.projections.push(Projection {
+                cats: (start.0, at(plan.key_cats.len())),
+                bits: (start.1, at(plan.key_bits.len())),
+                one_hots: (start.2, at(plan.key_one_hots.len())),
+            });
         }
 
         // One-hot conditions after every run, then the zero byte.
