@@ -73,6 +73,15 @@ test: deps-test lint test-rust test-lua test-c test-e2e
 bench-replay:
 	scripts/bench-replay.sh
 
+# Instructions per single-document prediction of the native evaluator on the
+# bench models (stable on a loaded machine, unlike time); CALLGRIND_MODE=official
+# counts the official library instead (needs make libcatboostmodel).
+CALLGRIND_MODE ?= native
+.PHONY: callgrind
+callgrind:
+	$(call apt_install,valgrind bc)
+	scripts/callgrind-model.sh $(CALLGRIND_MODE)
+
 # The same C program against the release library under valgrind memcheck.
 valgrind:
 	$(call apt_install,valgrind clang)

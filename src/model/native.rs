@@ -27,7 +27,7 @@ use super::{compile, Evaluator, ModelError, PredictError, PredictionError, Predi
 /// sizes: most models fit the small or medium frame, only the largest pay for
 /// zeroing the full one. (categorical values, projections, bit bytes)
 const SMALL: (usize, usize, usize) = (32, 128, 1024);
-const MEDIUM: (usize, usize, usize) = (128, 1024, 4096);
+const MEDIUM: (usize, usize, usize) = (128, 512, 4096);
 /// The most categorical features a model may use (4 bytes of stack each).
 pub(crate) const MAX_USED_CATS: usize = 1024;
 /// The most output dimensions (classes) a model may have.
