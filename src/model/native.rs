@@ -342,19 +342,13 @@ impl Model {
         }
         // Table lookups are the cache misses of the CTR stage: ask for every
         // bucket first, so the misses overlap, then read them.
-        let mut last = (u32::MAX, u32::MAX);
-        for c in &p.ctrs {
-            if (c.projection, c.table) != last {
-                last = (c.projection, c.table);
-                p.tables[c.table as usize].prefetch(keys[c.projection as usize & (KEYS - 1)]);
-            }
+        for &(table, projection) in &p.lookups {
+            p.tables[table as usize].prefetch(keys[projection as usize & (KEYS - 1)]);
         }
-        let mut last = (u32::MAX, u32::MAX);
         let mut bucket = None;
         for c in &p.ctrs {
             let table = &p.tables[c.table as usize];
-            if (c.projection, c.table) != last {
-                last = (c.projection, c.table);
+            if c.fresh {
                 bucket = table.find(keys[c.projection as usize & (KEYS - 1)]);
             }
             let value = c.calc.value_at(table, bucket);

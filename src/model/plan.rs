@@ -77,6 +77,9 @@ pub(crate) struct CtrBin {
     pub(crate) projection: u32,
     pub(crate) borders: (u32, u32),
     pub(crate) bits: u32,
+    /// The first CTR of its (projection, table) pair: the one that looks the
+    /// bucket up for the CTRs after it.
+    pub(crate) fresh: bool,
 }
 
 /// The elements of one projection key, in CatBoost's hashing order:
@@ -109,6 +112,8 @@ pub(crate) struct Plan {
     /// Sorted by projection, then table: each key is hashed once and each
     /// bucket looked up once.
     pub(crate) ctrs: Vec<CtrBin>,
+    /// Distinct `(table, projection)` pairs of `ctrs`, in their order.
+    pub(crate) lookups: Vec<(u32, u32)>,
     pub(crate) tables: Vec<CtrTable>,
     /// Used borders of floats and CTRs, ascending within each feature.
     pub(crate) borders: Vec<f32>,
@@ -232,12 +237,18 @@ impl Plan {
             let start = plan.borders.len() as u32;
             plan.borders
                 .extend(thresholds.iter().map(|&t| all[usize::from(t) - 1]));
+            let lookup = (c.table, projection_of[&c.projection]);
+            let fresh = plan.lookups.last() != Some(&lookup);
+            if fresh {
+                plan.lookups.push(lookup);
+            }
             plan.ctrs.push(CtrBin {
                 calc: c.calc,
                 table: c.table,
-                projection: projection_of[&c.projection],
+                projection: lookup.1,
                 borders: (start, plan.borders.len() as u32),
                 bits,
+                fresh,
             });
         }
 
