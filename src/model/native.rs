@@ -380,28 +380,16 @@ fn bit<const BITS: usize>(bits: &[u8; BITS], c: u16) -> usize {
 }
 
 /// One-dimensional models, `D` levels per tree: the loop CatBoost models
-/// spend their time in, unrolled.
-///
-/// Leaf loads are the cache misses of a large model. Computing a chunk of
-/// leaf positions first lets the loads of the chunk overlap instead of each
-/// waiting behind its tree's levels. The sum keeps tree order, so the result
-/// is unchanged.
+/// spend their time in, unrolled. Leaves are summed in tree order.
 #[inline(always)]
 fn sum_trees<const D: usize, const BITS: usize>(p: &Plan, bits: &[u8; BITS]) -> f64 {
-    const CHUNK: usize = 32;
-    let mut at = [0usize; CHUNK];
     let mut sum = 0.0;
-    for (splits, firsts) in p.splits.chunks(CHUNK * D).zip(p.first_leaf.chunks(CHUNK)) {
-        for ((a, levels), &first) in at.iter_mut().zip(splits.chunks_exact(D)).zip(firsts) {
-            let mut index = 0;
-            for (d, &c) in levels.iter().enumerate() {
-                index |= bit(bits, c) << d;
-            }
-            *a = first as usize + index;
+    for (levels, &first) in p.splits.chunks_exact(D).zip(&p.first_leaf) {
+        let mut index = 0;
+        for (d, &c) in levels.iter().enumerate() {
+            index |= bit(bits, c) << d;
         }
-        for &a in &at[..firsts.len()] {
-            sum += p.leaves[a];
-        }
+        sum += p.leaves[first as usize + index];
     }
     sum
 }
