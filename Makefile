@@ -92,6 +92,15 @@ bench-deps:
 bench-e2e: bench-deps build
 	$(PYTHON) scripts/bench-e2e.py $(BENCH_E2E_ARGS)
 
+# Instructions per single-document prediction of the native evaluator on the
+# bench models (stable on a loaded machine, unlike time); CALLGRIND_MODE=official
+# counts the official library instead (needs make libcatboostmodel).
+CALLGRIND_MODE ?= native
+.PHONY: callgrind
+callgrind:
+	$(call apt_install,valgrind bc)
+	scripts/callgrind-model.sh $(CALLGRIND_MODE)
+
 # The same C program against the release library under valgrind memcheck.
 valgrind:
 	$(call apt_install,valgrind clang)

@@ -11,12 +11,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use super::ctr::{CtrCalc, CtrKind, CtrTable, TableLayout};
+use super::ctr::{Counts, CtrCalc, CtrKind, CtrTable, TableLayout};
 use super::json::{self, HashItem, JsonCtrKey, JsonCtrTable, JsonElement, JsonModel};
-use super::native::{
-    Condition, CtrSlot, FloatSlot, OneHotSlot, ProjectionElement, Split, Tree, MAX_CONDITIONS,
-    MAX_DIMENSION, MAX_SLOTS, MAX_USED_CATS,
-};
+use super::native::{MAX_DIMENSION, MAX_USED_CATS};
+use super::plan::{Plan, MAX_CONDITIONS, MAX_SLOTS};
 use super::prediction::Objective;
 use super::{Model, ModelError};
 
@@ -75,6 +73,82 @@ enum BinFeature {
     },
 }
 
+/// The validated model, before [`Plan::build`] lays it out for evaluation.
+/// Slots number the binarized features (used floats, one-hot features, CTRs)
+/// the way the trees' splits refer to them.
+#[derive(Default)]
+pub(crate) struct Parts {
+    pub(crate) dimension: usize,
+    /// Categorical feature index of each used-categorical position.
+    pub(crate) used_cats: Vec<u32>,
+    pub(crate) float_slots: Vec<FloatSlot>,
+    pub(crate) one_hot_slots: Vec<OneHotSlot>,
+    pub(crate) ctr_slots: Vec<CtrSlot>,
+    pub(crate) float_borders: Vec<f32>,
+    pub(crate) ctr_borders: Vec<f32>,
+    pub(crate) one_hot_values: Vec<i32>,
+    pub(crate) projection: Vec<ProjectionElement>,
+    pub(crate) tables: Vec<CtrTable>,
+    /// Every tree level's condition, tree after tree.
+    pub(crate) levels: Vec<Split>,
+    pub(crate) trees: Vec<Tree>,
+    pub(crate) leaves: Vec<f64>,
+    pub(crate) scale: f64,
+    pub(crate) bias: Vec<f64>,
+}
+
+/// A float feature with borders: its slot and sorted borders.
+pub(crate) struct FloatSlot {
+    pub(crate) slot: u16,
+    pub(crate) feature: u32,
+    /// What NaN is replaced with before comparing (NaN itself for `AsIs`,
+    /// which compares below every border).
+    pub(crate) nan_fill: f32,
+    pub(crate) borders: (u32, u32),
+}
+
+/// A one-hot encoded categorical feature: its bin is 1 + the position of the
+/// matching value, 0 when none matches.
+pub(crate) struct OneHotSlot {
+    pub(crate) slot: u16,
+    /// Index into the used-categorical array.
+    pub(crate) cat: u32,
+    pub(crate) values: (u32, u32),
+}
+
+/// A CTR feature: projection, table, formula, borders.
+pub(crate) struct CtrSlot {
+    pub(crate) slot: u16,
+    pub(crate) calc: CtrCalc,
+    pub(crate) table: u32,
+    pub(crate) projection: (u32, u32),
+    pub(crate) borders: (u32, u32),
+}
+
+/// One element of a CTR projection, in CatBoost's hashing order: categorical
+/// values first, then binarized float features, then one-hot matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum ProjectionElement {
+    Cat(u32),
+    Float { slot: u16, threshold: u16 },
+    OneHot { slot: u16, index: u16 },
+}
+
+/// A split condition against a slot's bin: `bin >= threshold`, or `bin ==
+/// threshold` for one-hot splits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct Split {
+    pub(crate) equal: bool,
+    pub(crate) slot: u16,
+    pub(crate) threshold: u16,
+}
+
+pub(crate) struct Tree {
+    pub(crate) depth: u32,
+    pub(crate) first_split: u32,
+    pub(crate) first_leaf: usize,
+}
+
 /// A CTR table's identity: type plus projection, as `TModelCtrBase` compares.
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct CtrKey {
@@ -87,6 +161,7 @@ struct CtrKey {
 struct Compiler<'a> {
     source: &'a str,
     model: Model,
+    parts: Parts,
     bins: Vec<BinFeature>,
     /// Per categorical feature index: position among used categoricals.
     cat_position: Vec<Option<u32>>,
@@ -122,23 +197,9 @@ pub(crate) fn compile(source: &str, bytes: &[u8]) -> Result<Model, ModelError> {
             float_names: Vec::new(),
             cat_names: Vec::new(),
             metadata: BTreeMap::new(),
-            used_cats: Vec::new(),
-            float_slots: Vec::new(),
-            one_hot_slots: Vec::new(),
-            ctr_slots: Vec::new(),
-            float_borders: Vec::new(),
-            ctr_borders: Vec::new(),
-            one_hot_values: Vec::new(),
-            projection: Vec::new(),
-            tables: Vec::new(),
-            conditions: Vec::new(),
-            ordered_conditions: 0,
-            splits: Vec::new(),
-            trees: Vec::new(),
-            leaves: Vec::new(),
-            scale: 1.0,
-            bias: Vec::new(),
+            plan: Plan::default(),
         },
+        parts: Parts::default(),
         bins: Vec::new(),
         cat_position: Vec::new(),
         float_slot_of: BTreeMap::new(),
@@ -164,6 +225,8 @@ pub(crate) fn compile(source: &str, bytes: &[u8]) -> Result<Model, ModelError> {
         .ok_or_else(|| c.err("oblivious_trees", "missing: not a CatBoost JSON model"))?;
     c.trees(trees)?;
     c.scale_and_bias(parsed.scale_and_bias.as_ref())?;
+    c.model.plan = Plan::build(c.parts)
+        .map_err(|message| ModelError::new(source, "oblivious_trees", message))?;
     Ok(c.model)
 }
 
@@ -284,7 +347,7 @@ impl Compiler<'_> {
                 continue;
             }
             let slot = self.next_slot(&at)?;
-            let start = self.model.float_borders.len();
+            let start = self.parts.float_borders.len();
             for (k, &border) in borders.iter().enumerate() {
                 self.bins.push(BinFeature::Float {
                     feature: f.feature_index,
@@ -293,13 +356,14 @@ impl Compiler<'_> {
                     threshold: k as u16 + 1,
                 });
             }
-            self.model.float_borders.extend_from_slice(&borders);
+            self.parts.float_borders.extend_from_slice(&borders);
             self.float_slot_of
                 .insert(f.feature_index, (slot, start, borders.len()));
-            self.model.float_slots.push(FloatSlot {
+            self.parts.float_slots.push(FloatSlot {
+                slot,
                 feature: f.feature_index as u32,
                 nan_fill,
-                borders: (start as u32, self.model.float_borders.len() as u32),
+                borders: (start as u32, self.parts.float_borders.len() as u32),
             });
         }
         Ok(())
@@ -352,7 +416,7 @@ impl Compiler<'_> {
             }
             let slot = self.next_slot(&field)?;
             let cat = self.use_cat(&field, f.feature_index)?;
-            let start = self.model.one_hot_values.len();
+            let start = self.parts.one_hot_values.len();
             for (k, &value) in hashes.iter().enumerate() {
                 self.bins.push(BinFeature::OneHot {
                     cat: f.feature_index,
@@ -361,12 +425,13 @@ impl Compiler<'_> {
                     index: k as u16 + 1,
                 });
             }
-            self.model.one_hot_values.extend_from_slice(&hashes);
+            self.parts.one_hot_values.extend_from_slice(&hashes);
             self.one_hot_of
                 .insert(f.feature_index, (slot, start, hashes.len()));
-            self.model.one_hot_slots.push(OneHotSlot {
+            self.parts.one_hot_slots.push(OneHotSlot {
+                slot,
                 cat,
-                values: (start as u32, self.model.one_hot_values.len() as u32),
+                values: (start as u32, self.parts.one_hot_values.len() as u32),
             });
         }
         Ok(())
@@ -383,14 +448,14 @@ impl Compiler<'_> {
         if let Some(position) = entry {
             return Ok(position);
         }
-        if self.model.used_cats.len() >= MAX_USED_CATS {
+        if self.parts.used_cats.len() >= MAX_USED_CATS {
             return Err(self.err(
                 field,
                 format!("the model uses more than {MAX_USED_CATS} categorical features"),
             ));
         }
-        let position = self.model.used_cats.len() as u32;
-        self.model.used_cats.push(index as u32);
+        let position = self.parts.used_cats.len() as u32;
+        self.parts.used_cats.push(index as u32);
         self.cat_position[index as usize] = Some(position);
         Ok(position)
     }
@@ -522,10 +587,10 @@ impl Compiler<'_> {
                         format!("duplicate bucket hash {}", keys[dup]),
                     )
                 })?;
-            if by_key.insert(key, self.model.tables.len() as u32).is_some() {
+            if by_key.insert(key, self.parts.tables.len() as u32).is_some() {
                 return Err(self.err(at, "duplicate CTR table"));
             }
-            self.model.tables.push(built);
+            self.parts.tables.push(built);
         }
         Ok(by_key)
     }
@@ -551,7 +616,7 @@ impl Compiler<'_> {
             let table = *tables.get(&key).ok_or_else(|| {
                 self.err(format!("{at}.elements"), "no ctr_data table for this CTR")
             })?;
-            let t = &self.model.tables[table as usize];
+            let t = &self.parts.tables[table as usize];
             let classes = t.stride();
             let target_border_idx = ctr.target_border_idx;
             let tbi_ok = match kind {
@@ -568,8 +633,7 @@ impl Compiler<'_> {
                 ));
             }
             let calc = CtrCalc {
-                kind,
-                target_border_idx: target_border_idx as usize,
+                counts: Counts::new(kind, target_border_idx as usize, t),
                 prior_num: ctr.prior_numerator as f32,
                 prior_denom: ctr.prior_denomerator as f32,
                 shift: ctr.shift as f32,
@@ -586,13 +650,14 @@ impl Compiler<'_> {
                     threshold: k as u16 + 1,
                 });
             }
-            let first_border = self.model.ctr_borders.len();
-            self.model.ctr_borders.extend_from_slice(&borders);
-            self.model.ctr_slots.push(CtrSlot {
+            let first_border = self.parts.ctr_borders.len();
+            self.parts.ctr_borders.extend_from_slice(&borders);
+            self.parts.ctr_slots.push(CtrSlot {
+                slot,
                 calc,
                 table,
                 projection,
-                borders: (first_border as u32, self.model.ctr_borders.len() as u32),
+                borders: (first_border as u32, self.parts.ctr_borders.len() as u32),
             });
         }
         Ok(())
@@ -603,17 +668,17 @@ impl Compiler<'_> {
     /// it once.
     fn projection(&mut self, at: &str, key: &CtrKey) -> Result<(u32, u32), ModelError> {
         let field = format!("{at}.elements");
-        let first = self.model.projection.len();
+        let first = self.parts.projection.len();
         for &cat in &key.cats {
             let position = self.use_cat(&field, cat)?;
-            self.model.projection.push(ProjectionElement::Cat(position));
+            self.parts.projection.push(ProjectionElement::Cat(position));
         }
         for &(feature, border_bits) in &key.floats {
             let border = f32::from_bits(border_bits);
             let &(slot, start, len) = self.float_slot_of.get(&feature).ok_or_else(|| {
                 self.err(&field, format!("float feature {feature} has no borders"))
             })?;
-            let k = self.model.float_borders[start..start + len]
+            let k = self.parts.float_borders[start..start + len]
                 .iter()
                 .position(|&b| b == border)
                 .ok_or_else(|| {
@@ -622,7 +687,7 @@ impl Compiler<'_> {
                         format!("{border} is not a border of float feature {feature}"),
                     )
                 })?;
-            self.model.projection.push(ProjectionElement::Float {
+            self.parts.projection.push(ProjectionElement::Float {
                 slot,
                 threshold: k as u16 + 1,
             });
@@ -634,7 +699,7 @@ impl Compiler<'_> {
                     format!("categorical feature {cat} is not one-hot encoded"),
                 )
             })?;
-            let k = self.model.one_hot_values[start..start + len]
+            let k = self.parts.one_hot_values[start..start + len]
                 .iter()
                 .position(|&v| i64::from(v) == value)
                 .ok_or_else(|| {
@@ -643,17 +708,17 @@ impl Compiler<'_> {
                         format!("{value} is not a one-hot value of feature {cat}"),
                     )
                 })?;
-            self.model.projection.push(ProjectionElement::OneHot {
+            self.parts.projection.push(ProjectionElement::OneHot {
                 slot,
                 index: k as u16 + 1,
             });
         }
-        let elements = self.model.projection[first..].to_vec();
+        let elements = self.parts.projection[first..].to_vec();
         if let Some(&range) = self.projections.get(&elements) {
-            self.model.projection.truncate(first);
+            self.parts.projection.truncate(first);
             return Ok(range);
         }
-        let range = (first as u32, self.model.projection.len() as u32);
+        let range = (first as u32, self.parts.projection.len() as u32);
         self.projections.insert(elements, range);
         Ok(range)
     }
@@ -683,14 +748,15 @@ impl Compiler<'_> {
             for (s, split) in tree.splits.iter().enumerate() {
                 levels.push(self.split(&format!("{at}.splits[{s}]"), split)?);
             }
-            self.model.trees.push(Tree {
+            self.parts.trees.push(Tree {
                 depth: depth as u32,
                 first_split,
-                first_leaf: self.model.leaves.len(),
+                first_leaf: self.parts.leaves.len(),
             });
-            self.model.leaves.extend_from_slice(&tree.leaf_values);
+            self.parts.leaves.extend_from_slice(&tree.leaf_values);
         }
         self.model.dimension = dimension.unwrap_or(1);
+        self.parts.dimension = self.model.dimension;
         let mut conditions = levels.clone();
         conditions.sort_unstable();
         conditions.dedup();
@@ -703,18 +769,7 @@ impl Compiler<'_> {
                 ),
             ));
         }
-        self.model.splits = levels
-            .iter()
-            .map(|l| conditions.binary_search(l).map_or(0, |i| i as u16))
-            .collect();
-        self.model.ordered_conditions = conditions.iter().filter(|c| !c.equal).count();
-        self.model.conditions = conditions
-            .iter()
-            .map(|c| Condition {
-                slot: c.slot,
-                threshold: c.threshold,
-            })
-            .collect();
+        self.parts.levels = levels;
         Ok(())
     }
 
@@ -779,8 +834,8 @@ impl Compiler<'_> {
         if !scale.is_finite() || bias.iter().any(|b| !b.is_finite()) {
             return Err(self.err("scale_and_bias", "scale and bias must be finite"));
         }
-        self.model.scale = scale;
-        self.model.bias = match bias.len() {
+        self.parts.scale = scale;
+        self.parts.bias = match bias.len() {
             0 => vec![0.0; dim],
             1 => vec![bias[0]; dim],
             n if n == dim => bias,

@@ -67,7 +67,6 @@ pub(crate) struct CtrTable {
     empty: u64,
     /// Integer counters per bucket (class counters, or the single count).
     stride: usize,
-    pub(crate) layout: TableLayout,
     pub(crate) counter_denominator: i32,
 }
 
@@ -108,7 +107,6 @@ impl CtrTable {
             shift: 64 - records.trailing_zeros(),
             empty,
             stride,
-            layout,
             counter_denominator,
         };
         for (i, &key) in keys.iter().enumerate() {
@@ -147,9 +145,7 @@ impl CtrTable {
     fn home(&self, key: u64) -> usize {
         // Keys are products of CatBoost's multiplicative hash, whose low bits
         // are weak; take high bits of a second multiplication.
-        if self.mask == 0 {
-            return 0;
-        }
+        // Tables have at least two records, so the shift is below 64.
         (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize
     }
 
@@ -192,23 +188,54 @@ impl CtrTable {
         }
     }
 
-    /// The integer counters of a bucket from [`CtrTable::find`].
-    #[inline]
-    fn ints(&self, bucket: usize) -> impl Iterator<Item = i32> + '_ {
-        let first = bucket + usize::from(self.layout == TableLayout::SumCount);
-        self.cells[first..first + self.stride]
-            .iter()
-            .map(|&c| c as i32)
-    }
-
-    #[inline]
+    /// Counter `k` of a bucket of a table without sums.
+    #[cfg(test)]
     fn int(&self, bucket: usize, k: usize) -> i32 {
-        self.cells[bucket + usize::from(self.layout == TableLayout::SumCount) + k] as i32
+        self.cells[bucket + k] as i32
     }
+}
 
-    #[inline]
-    fn sum(&self, bucket: usize) -> f32 {
-        f32::from_bits(self.cells[bucket])
+/// Where a CTR's two numbers (count in class, total) are in its bucket,
+/// decided once at load from the CTR type and the table's layout.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Counts {
+    /// The float sum of targets, then the count: the mean-value CTRs.
+    Mean,
+    /// One counter over the table's `counter_denominator`: Counter,
+    /// FeatureFreq.
+    Counter,
+    /// Two class counters: counter `good` over both (binary Borders and
+    /// Buckets).
+    Pair { good: usize },
+    /// Counters `good.0..good.1` over all `classes` of them.
+    Classes {
+        good: (usize, usize),
+        classes: usize,
+    },
+}
+
+impl Counts {
+    /// `static_ctr_provider.cpp`'s choice for `kind` over `table`: Borders
+    /// counts the classes above the target border as "good", Buckets the
+    /// target border's class.
+    pub(crate) fn new(kind: CtrKind, target_border_idx: usize, table: &CtrTable) -> Self {
+        let classes = table.stride();
+        match kind {
+            CtrKind::BinarizedTargetMeanValue | CtrKind::FloatTargetMeanValue => Self::Mean,
+            CtrKind::Counter | CtrKind::FeatureFreq => Self::Counter,
+            CtrKind::Borders if classes == 2 => Self::Pair { good: 1 },
+            CtrKind::Buckets if classes == 2 => Self::Pair {
+                good: target_border_idx,
+            },
+            CtrKind::Borders => Self::Classes {
+                good: (target_border_idx + 1, classes),
+                classes,
+            },
+            CtrKind::Buckets => Self::Classes {
+                good: (target_border_idx, target_border_idx + 1),
+                classes,
+            },
+        }
     }
 }
 
@@ -216,8 +243,7 @@ impl CtrTable {
 /// transform CatBoost applies to the raw statistic.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct CtrCalc {
-    pub(crate) kind: CtrKind,
-    pub(crate) target_border_idx: usize,
+    pub(crate) counts: Counts,
     pub(crate) prior_num: f32,
     pub(crate) prior_denom: f32,
     pub(crate) shift: f32,
@@ -239,42 +265,27 @@ impl CtrCalc {
     }
 
     /// The CTR value for a document that fell in `bucket` of `table` (`None`:
-    /// a value combination training never saw).
-    #[inline]
+    /// a value combination training never saw). Counter sums wrap in `i32`
+    /// and are converted to `float` afterwards, as in CatBoost.
+    #[inline(always)]
     pub(crate) fn value_at(&self, table: &CtrTable, bucket: Option<usize>) -> f32 {
         let Some(b) = bucket else {
-            return match self.kind {
-                CtrKind::Counter | CtrKind::FeatureFreq => {
-                    self.calc(0.0, table.counter_denominator as f32)
-                }
+            return match self.counts {
+                Counts::Counter => self.calc(0.0, table.counter_denominator as f32),
                 _ => self.calc(0.0, 0.0),
             };
         };
-        match self.kind {
-            CtrKind::BinarizedTargetMeanValue | CtrKind::FloatTargetMeanValue => {
-                self.calc(table.sum(b), table.int(b, 0) as f32)
+        let int = |k: usize| table.cells[b + k] as i32;
+        match self.counts {
+            Counts::Mean => self.calc(f32::from_bits(table.cells[b]), int(1) as f32),
+            Counts::Counter => self.calc(int(0) as f32, table.counter_denominator as f32),
+            Counts::Pair { good } => {
+                self.calc(int(good) as f32, int(0).wrapping_add(int(1)) as f32)
             }
-            CtrKind::Counter | CtrKind::FeatureFreq => {
-                self.calc(table.int(b, 0) as f32, table.counter_denominator as f32)
-            }
-            CtrKind::Buckets => {
-                let total = table.ints(b).fold(0i32, i32::wrapping_add);
-                self.calc(table.int(b, self.target_border_idx) as f32, total as f32)
-            }
-            CtrKind::Borders if table.stride() > 2 => {
-                // Classes above the target border count as "good".
-                let (mut good, mut total) = (0i32, 0i32);
-                for (class, count) in table.ints(b).enumerate() {
-                    if class > self.target_border_idx {
-                        good = good.wrapping_add(count);
-                    }
-                    total = total.wrapping_add(count);
-                }
-                self.calc(good as f32, total as f32)
-            }
-            CtrKind::Borders => {
-                let (negative, positive) = (table.int(b, 0), table.int(b, 1));
-                self.calc(positive as f32, negative.wrapping_add(positive) as f32)
+            Counts::Classes { good, classes } => {
+                let sum =
+                    |from: usize, to: usize| (from..to).fold(0i32, |s, k| s.wrapping_add(int(k)));
+                self.calc(sum(good.0, good.1) as f32, sum(0, classes) as f32)
             }
         }
     }
@@ -305,9 +316,8 @@ mod tests {
 
     #[test]
     fn formulas_match_catboost_static_provider() {
-        let calc = |kind, tbi| CtrCalc {
-            kind,
-            target_border_idx: tbi,
+        let calc = |kind, tbi, table: &CtrTable| CtrCalc {
+            counts: Counts::new(kind, tbi, table),
             prior_num: 0.5,
             prior_denom: 1.0,
             shift: 0.0,
@@ -315,38 +325,41 @@ mod tests {
         };
         let two = CtrTable::build(TableLayout::ClassCounts, 2, &[9], &[3, 1], &[], 0).unwrap();
         assert_eq!(
-            calc(CtrKind::Borders, 0).value(&two, 9),
+            calc(CtrKind::Borders, 0, &two).value(&two, 9),
             (1.0 + 0.5) / (4.0 + 1.0) * 15.0
         );
         assert_eq!(
-            calc(CtrKind::Buckets, 0).value(&two, 9),
+            calc(CtrKind::Buckets, 0, &two).value(&two, 9),
             (3.0 + 0.5) / (4.0 + 1.0) * 15.0
         );
-        assert_eq!(calc(CtrKind::Borders, 0).value(&two, 8), 0.5 / 1.0 * 15.0);
+        assert_eq!(
+            calc(CtrKind::Borders, 0, &two).value(&two, 8),
+            0.5 / 1.0 * 15.0
+        );
 
         let three = CtrTable::build(TableLayout::ClassCounts, 3, &[9], &[1, 2, 4], &[], 0).unwrap();
         assert_eq!(
-            calc(CtrKind::Borders, 0).value(&three, 9),
+            calc(CtrKind::Borders, 0, &three).value(&three, 9),
             (6.0 + 0.5) / (7.0 + 1.0) * 15.0
         );
         assert_eq!(
-            calc(CtrKind::Borders, 1).value(&three, 9),
+            calc(CtrKind::Borders, 1, &three).value(&three, 9),
             (4.0 + 0.5) / (7.0 + 1.0) * 15.0
         );
 
         let counter = CtrTable::build(TableLayout::Count, 1, &[9], &[5], &[], 20).unwrap();
         assert_eq!(
-            calc(CtrKind::Counter, 0).value(&counter, 9),
+            calc(CtrKind::Counter, 0, &counter).value(&counter, 9),
             (5.0 + 0.5) / (20.0 + 1.0) * 15.0
         );
         assert_eq!(
-            calc(CtrKind::FeatureFreq, 0).value(&counter, 1),
+            calc(CtrKind::FeatureFreq, 0, &counter).value(&counter, 1),
             0.5 / 21.0 * 15.0
         );
 
         let mean = CtrTable::build(TableLayout::SumCount, 1, &[9], &[4], &[2.5], 0).unwrap();
         assert_eq!(
-            calc(CtrKind::FloatTargetMeanValue, 0).value(&mean, 9),
+            calc(CtrKind::FloatTargetMeanValue, 0, &mean).value(&mean, 9),
             (2.5 + 0.5) / (4.0 + 1.0) * 15.0
         );
     }

@@ -33,6 +33,7 @@ mod error;
 mod hash;
 mod json;
 mod native;
+mod plan;
 mod prediction;
 
 #[cfg(feature = "official")]

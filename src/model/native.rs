@@ -2,110 +2,36 @@
 //! time without touching the heap.
 //!
 //! Per document, mirroring CatBoost's CPU evaluator (`cpu/quantization.h`,
-//! `cpu/evaluator_impl.cpp`):
+//! `cpu/evaluator_impl.cpp`), over the layout of [`Plan`]:
 //! 1. the categorical hashes the model uses are gathered (or computed from the
 //!    strings) into a stack array;
-//! 2. every used float feature is compared with its borders once, giving the
-//!    number of borders below the value (NaN first replaced by -inf / +inf for
-//!    `AsFalse` / `AsTrue` features that saw NaN in training); one-hot
-//!    features give the position of the matching value; each CTR hashes its
-//!    projection, looks the bucket up, computes its value and is binarized the
-//!    same way. These small integers ("bins") live in a stack array;
-//! 3. each distinct split condition (`bin >= threshold`, or `==` for one-hot)
-//!    is evaluated once into a byte; each oblivious tree reads the bytes of
-//!    its levels: level `d` sets bit `d` of the leaf index;
-//! 4. leaf values are summed in tree order, then `scale * sum + bias`.
+//! 2. every used float feature is compared with its used borders once (NaN
+//!    first replaced by -inf / +inf for `AsFalse` / `AsTrue` features that saw
+//!    NaN in training), which writes one byte per border: 1 if the value is
+//!    above it; one-hot features find the position of the matching value;
+//! 3. each CTR projection is hashed once, its buckets looked up, each CTR's
+//!    value computed and binarized the same way as a float;
+//! 4. each oblivious tree reads the bytes of its levels: level `d` sets bit
+//!    `d` of the leaf index; leaf values are summed in tree order, then
+//!    `scale * sum + bias`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::ctr::{CtrCalc, CtrTable};
 use super::hash::{cat_hash, combine, widen_cat};
+use super::plan::{Plan, MAX_BITS, MAX_SLOTS, RUN, RUNS};
 use super::prediction::{apply_prediction_type, output_len, Objective};
 use super::{compile, Evaluator, ModelError, PredictError, PredictionError, PredictionType};
 
 /// The scratch arrays are zeroed on every prediction, so they come in three
 /// sizes: most models fit the small or medium frame, only the largest pay for
-/// zeroing the full one.
-const SMALL_SLOTS: usize = 256;
-const SMALL_CATS: usize = 32;
-const SMALL_CONDITIONS: usize = 1024;
-const MEDIUM_SLOTS: usize = 1024;
-const MEDIUM_CATS: usize = 128;
-const MEDIUM_CONDITIONS: usize = 4096;
-/// The most bins (used float features + one-hot features + CTRs) a model may
-/// have; each takes 2 bytes of stack per prediction.
-pub(crate) const MAX_SLOTS: usize = 4096;
+/// zeroing the full one. (categorical values, projections, bit bytes)
+const SMALL: (usize, usize, usize) = (32, 128, 1024);
+const MEDIUM: (usize, usize, usize) = (128, 512, 4096);
 /// The most categorical features a model may use (4 bytes of stack each).
 pub(crate) const MAX_USED_CATS: usize = 1024;
-/// The most distinct split conditions a model may have (1 byte of stack each).
-pub(crate) const MAX_CONDITIONS: usize = 16384;
 /// The most output dimensions (classes) a model may have.
 pub(crate) const MAX_DIMENSION: usize = 256;
-
-/// A used float feature and where its borders are.
-#[derive(Debug)]
-pub(crate) struct FloatSlot {
-    pub(crate) feature: u32,
-    /// What NaN is replaced with before comparing (NaN itself for `AsIs`,
-    /// which compares below every border).
-    pub(crate) nan_fill: f32,
-    pub(crate) borders: (u32, u32),
-}
-
-/// A one-hot encoded categorical feature: its bin is 1 + the position of the
-/// matching value, 0 when none matches.
-#[derive(Debug)]
-pub(crate) struct OneHotSlot {
-    /// Index into the used-categorical array.
-    pub(crate) cat: u32,
-    pub(crate) values: (u32, u32),
-}
-
-/// A CTR feature: projection, table, formula, borders.
-#[derive(Debug)]
-pub(crate) struct CtrSlot {
-    pub(crate) calc: CtrCalc,
-    pub(crate) table: u32,
-    pub(crate) projection: (u32, u32),
-    pub(crate) borders: (u32, u32),
-}
-
-/// One element of a CTR projection, in CatBoost's hashing order: categorical
-/// values first, then binarized float features, then one-hot matches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum ProjectionElement {
-    Cat(u32),
-    Float { slot: u16, threshold: u16 },
-    OneHot { slot: u16, index: u16 },
-}
-
-/// A split condition against a bin: `bin >= threshold`, or `bin ==
-/// threshold` for one-hot splits. Each distinct condition is evaluated once
-/// per document; trees read the resulting bits.
-///
-/// Field order matters: sorting puts all `>=` conditions first, then the
-/// one-hot ones, so each kind is evaluated in its own branch-free loop.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Split {
-    pub(crate) equal: bool,
-    pub(crate) slot: u16,
-    pub(crate) threshold: u16,
-}
-
-/// A `>=` condition in the evaluation loop's compact form.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Condition {
-    pub(crate) slot: u16,
-    pub(crate) threshold: u16,
-}
-
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Tree {
-    pub(crate) depth: u32,
-    pub(crate) first_split: u32,
-    pub(crate) first_leaf: usize,
-}
 
 /// A CatBoost model compiled for single-document evaluation.
 ///
@@ -126,27 +52,7 @@ pub struct Model {
     pub(crate) float_names: Vec<String>,
     pub(crate) cat_names: Vec<String>,
     pub(crate) metadata: BTreeMap<String, String>,
-    /// Categorical feature index of each used-categorical position.
-    pub(crate) used_cats: Vec<u32>,
-    pub(crate) float_slots: Vec<FloatSlot>,
-    pub(crate) one_hot_slots: Vec<OneHotSlot>,
-    pub(crate) ctr_slots: Vec<CtrSlot>,
-    pub(crate) float_borders: Vec<f32>,
-    pub(crate) ctr_borders: Vec<f32>,
-    pub(crate) one_hot_values: Vec<i32>,
-    pub(crate) projection: Vec<ProjectionElement>,
-    pub(crate) tables: Vec<CtrTable>,
-    /// Distinct `>=` split conditions, sorted by bin, then the distinct `==`
-    /// (one-hot) ones: bit `i` of a document is condition `i`.
-    pub(crate) conditions: Vec<Condition>,
-    /// How many of `conditions` are `>=` conditions.
-    pub(crate) ordered_conditions: usize,
-    /// Per tree level, the index of its condition.
-    pub(crate) splits: Vec<u16>,
-    pub(crate) trees: Vec<Tree>,
-    pub(crate) leaves: Vec<f64>,
-    pub(crate) scale: f64,
-    pub(crate) bias: Vec<f64>,
+    pub(crate) plan: Plan,
 }
 
 /// Where categorical hashes come from: given by the caller, or hashed here
@@ -222,7 +128,7 @@ impl Model {
 
     /// The number of trees.
     pub fn tree_count(&self) -> usize {
-        self.trees.len()
+        self.plan.first_leaf.len()
     }
 
     /// Whether [`Model::predict`] can report `ty` for this model: `Raw`
@@ -343,168 +249,174 @@ impl Model {
     }
 
     fn raw_into<C: CatSource>(&self, floats: &[f32], cats: C, out: &mut [f64]) {
-        let slots = self.float_slots.len() + self.one_hot_slots.len() + self.ctr_slots.len();
-        let used_cats = self.used_cats.len();
-        let conditions = self.conditions.len();
-        if slots <= SMALL_SLOTS && used_cats <= SMALL_CATS && conditions <= SMALL_CONDITIONS {
-            self.raw_with::<SMALL_SLOTS, SMALL_CATS, SMALL_CONDITIONS, C>(floats, cats, out);
-        } else if slots <= MEDIUM_SLOTS
-            && used_cats <= MEDIUM_CATS
-            && conditions <= MEDIUM_CONDITIONS
-        {
-            self.raw_with::<MEDIUM_SLOTS, MEDIUM_CATS, MEDIUM_CONDITIONS, C>(floats, cats, out);
+        let p = &self.plan;
+        let fits = |(c, j, b): (usize, usize, usize)| {
+            p.used_cats.len() <= c && p.projections.len() <= j && p.bit_count <= b
+        };
+        if fits(SMALL) {
+            self.raw_with::<{ SMALL.0 }, { SMALL.1 }, { SMALL.2 }, C>(floats, cats, out);
+        } else if fits(MEDIUM) {
+            self.raw_with::<{ MEDIUM.0 }, { MEDIUM.1 }, { MEDIUM.2 }, C>(floats, cats, out);
         } else {
-            self.raw_with::<MAX_SLOTS, MAX_USED_CATS, MAX_CONDITIONS, C>(floats, cats, out);
+            self.raw_with::<MAX_USED_CATS, MAX_SLOTS, MAX_BITS, C>(floats, cats, out);
         }
     }
 
     #[inline(always)]
-    fn raw_with<const SLOTS: usize, const CATS: usize, const BITS: usize, C: CatSource>(
+    fn raw_with<const CATS: usize, const KEYS: usize, const BITS: usize, C: CatSource>(
         &self,
         floats: &[f32],
         cats: C,
         out: &mut [f64],
     ) {
+        let p = &self.plan;
         let mut hashes = [0i32; CATS];
-        for (h, &c) in hashes.iter_mut().zip(&self.used_cats) {
+        for (h, &c) in hashes.iter_mut().zip(&p.used_cats) {
             *h = cats.hash(c as usize);
         }
-        let mut bins = [0u16; SLOTS];
-        self.binarize(floats, &hashes, &mut bins);
         let mut bits = [0u8; BITS];
-        let (ordered, one_hot) = self.conditions.split_at(self.ordered_conditions);
-        let (ordered_bits, one_hot_bits) = bits.split_at_mut(ordered.len());
-        for (bit, c) in ordered_bits.iter_mut().zip(ordered) {
-            *bit = u8::from(bins[c.slot as usize] >= c.threshold);
-        }
-        for (bit, c) in one_hot_bits.iter_mut().zip(one_hot) {
-            *bit = u8::from(bins[c.slot as usize] == c.threshold);
-        }
-        self.sum_trees(&bits, out);
-        for (o, b) in out.iter_mut().zip(&self.bias) {
-            *o = self.scale * *o + b;
-        }
-    }
-
-    #[inline(always)]
-    fn binarize(&self, floats: &[f32], hashes: &[i32], bins: &mut [u16]) {
-        let mut slot = 0;
-        for f in &self.float_slots {
+        for f in &p.floats {
             let mut v = floats[f.feature as usize];
             if v.is_nan() {
                 v = f.nan_fill;
             }
-            let borders = &self.float_borders[f.borders.0 as usize..f.borders.1 as usize];
-            // Borders are sorted at load, so "borders below v" is the count
-            // of `v > border` CatBoost computes (0 for NaN).
-            bins[slot] = borders.partition_point(|&b| b < v) as u16;
-            slot += 1;
+            let borders = &p.borders[f.borders.0 as usize..f.borders.1 as usize];
+            // "Border below v" is CatBoost's `v > border`: false for NaN.
+            let above = borders.partition_point(|&b| b < v);
+            write_run(&mut bits, f.bits as usize, borders.len(), above);
         }
-        for o in &self.one_hot_slots {
+        let mut one_hot = [0u16; CATS];
+        for (m, o) in one_hot.iter_mut().zip(&p.one_hots) {
             let h = hashes[o.cat as usize];
-            let values = &self.one_hot_values[o.values.0 as usize..o.values.1 as usize];
-            bins[slot] = values
+            let values = &p.one_hot_values[o.values.0 as usize..o.values.1 as usize];
+            *m = values
                 .iter()
                 .position(|&v| v == h)
-                .map_or(0, |p| p as u16 + 1);
-            slot += 1;
+                .map_or(0, |i| i as u16 + 1);
+        }
+        self.ctrs::<CATS, KEYS, BITS>(&hashes, &one_hot, &mut bits);
+        let first = p.one_hot_bits as usize;
+        for (bit, &(o, index)) in bits[first..].iter_mut().zip(&p.one_hot_conditions) {
+            *bit = u8::from(one_hot[o as usize] == index);
+        }
+        if self.dimension == 1 {
+            out[0] = match p.depth {
+                4 => sum_trees::<4, BITS>(p, &bits),
+                6 => sum_trees::<6, BITS>(p, &bits),
+                8 => sum_trees::<8, BITS>(p, &bits),
+                _ => sum_trees_any(p, &bits),
+            };
+        } else {
+            sum_trees_dims(p, &bits, out);
+        }
+        for (o, b) in out.iter_mut().zip(&p.bias) {
+            *o = p.scale * *o + b;
+        }
+    }
+
+    /// Hashes each projection once, looks each (projection, table) bucket up
+    /// once and binarizes every CTR value into its bytes.
+    #[inline(always)]
+    fn ctrs<const CATS: usize, const KEYS: usize, const BITS: usize>(
+        &self,
+        hashes: &[i32; CATS],
+        one_hot: &[u16; CATS],
+        bits: &mut [u8; BITS],
+    ) {
+        let p = &self.plan;
+        let mut keys = [0u64; KEYS];
+        // Indexes are below the frame's sizes (powers of two, checked when
+        // the frame was chosen): the masks only spare bounds checks.
+        for (key, j) in keys.iter_mut().zip(&p.projections) {
+            let mut k = 0u64;
+            for &i in &p.key_cats[j.cats.0 as usize..j.cats.1 as usize] {
+                k = combine(k, widen_cat(hashes[i as usize & (CATS - 1)]));
+            }
+            for &b in &p.key_bits[j.bits.0 as usize..j.bits.1 as usize] {
+                k = combine(k, u64::from(bits[b as usize & (BITS - 1)]));
+            }
+            for &(o, index) in &p.key_one_hots[j.one_hots.0 as usize..j.one_hots.1 as usize] {
+                k = combine(k, u64::from(one_hot[o as usize & (CATS - 1)] == index));
+            }
+            *key = k;
         }
         // Table lookups are the cache misses of the CTR stage: ask for every
         // bucket first, so the misses overlap, then read them.
-        let mut projection = (u32::MAX, u32::MAX);
-        let mut key = 0u64;
-        for c in &self.ctr_slots {
-            if c.projection != projection {
-                projection = c.projection;
-                key = self.projection_key(c.projection, hashes, bins);
-            }
-            self.tables[c.table as usize].prefetch(key);
+        for &(table, projection) in &p.lookups {
+            p.tables[table as usize].prefetch(keys[projection as usize & (KEYS - 1)]);
         }
-        // CTR features of one projection (and often one table, with
-        // different priors) are adjacent: hash and look up once for them.
-        let mut projection = (u32::MAX, u32::MAX);
-        let mut lookup: (u32, Option<usize>) = (u32::MAX, None);
-        for c in &self.ctr_slots {
-            if c.projection != projection {
-                projection = c.projection;
-                key = self.projection_key(c.projection, hashes, bins);
-                lookup.0 = u32::MAX;
+        let mut bucket = None;
+        for c in &p.ctrs {
+            let table = &p.tables[c.table as usize];
+            if c.fresh {
+                bucket = table.find(keys[c.projection as usize & (KEYS - 1)]);
             }
-            let table = &self.tables[c.table as usize];
-            if lookup.0 != c.table {
-                lookup = (c.table, table.find(key));
-            }
-            let value = c.calc.value_at(table, lookup.1);
-            let borders = &self.ctr_borders[c.borders.0 as usize..c.borders.1 as usize];
-            bins[slot] = borders.partition_point(|&b| b < value) as u16;
-            slot += 1;
+            let value = c.calc.value_at(table, bucket);
+            let borders = &p.borders[c.borders.0 as usize..c.borders.1 as usize];
+            let above = borders.partition_point(|&b| b < value);
+            write_run(bits, c.bits as usize, borders.len(), above);
         }
     }
+}
 
-    /// The bucket key of a CTR projection: CatBoost's `CalcHash` chain over
-    /// the categorical hashes, then binarized floats, then one-hot matches.
-    #[inline(always)]
-    fn projection_key(&self, range: (u32, u32), hashes: &[i32], bins: &[u16]) -> u64 {
-        let mut key = 0u64;
-        for e in &self.projection[range.0 as usize..range.1 as usize] {
-            let element = match *e {
-                ProjectionElement::Cat(i) => widen_cat(hashes[i as usize]),
-                ProjectionElement::Float { slot, threshold } => {
-                    u64::from(bins[slot as usize] >= threshold)
-                }
-                ProjectionElement::OneHot { slot, index } => {
-                    u64::from(bins[slot as usize] == index)
-                }
-            };
-            key = combine(key, element);
-        }
-        key
+/// Writes `ones` ones then zeros over the `len` bytes at `at`, 16 bytes at a
+/// time: the last copy may run up to 15 bytes past them, writing only zeros,
+/// which the plan leaves room for and later features overwrite.
+#[inline(always)]
+fn write_run<const BITS: usize>(bits: &mut [u8; BITS], at: usize, len: usize, ones: usize) {
+    let mut done = 0;
+    while done < len {
+        let n = ones.saturating_sub(done).min(RUN);
+        bits[at + done..at + done + RUN].copy_from_slice(&RUNS[n]);
+        done += RUN;
     }
+}
 
-    #[inline(always)]
-    fn leaf_index(&self, tree: &Tree, bits: &[u8]) -> usize {
-        let first = tree.first_split as usize;
-        let levels = &self.splits[first..first + tree.depth as usize];
-        let bit = |c: u16| usize::from(bits[c as usize]);
-        // Depth 6 is CatBoost's default: unrolled.
-        if let &[a, b, c, d, e, f] = levels {
-            return bit(a) | bit(b) << 1 | bit(c) << 2 | bit(d) << 3 | bit(e) << 4 | bit(f) << 5;
+/// The byte of condition `c`. Byte indexes are below the plan's `bit_count`,
+/// which fits `BITS` (a power of two): the mask only spares the bounds check.
+#[inline(always)]
+fn bit<const BITS: usize>(bits: &[u8; BITS], c: u16) -> usize {
+    usize::from(bits[c as usize & (BITS - 1)])
+}
+
+/// One-dimensional models, `D` levels per tree: the loop CatBoost models
+/// spend their time in, unrolled. Leaves are summed in tree order.
+#[inline(always)]
+fn sum_trees<const D: usize, const BITS: usize>(p: &Plan, bits: &[u8; BITS]) -> f64 {
+    let mut sum = 0.0;
+    for (levels, &first) in p.splits.chunks_exact(D).zip(&p.first_leaf) {
+        let mut index = 0;
+        for (d, &c) in levels.iter().enumerate() {
+            index |= bit(bits, c) << d;
         }
-        let mut index = 0usize;
-        for (depth, &c) in levels.iter().enumerate() {
-            index |= bit(c) << depth;
-        }
-        index
+        sum += p.leaves[first as usize + index];
     }
+    sum
+}
 
-    #[inline(always)]
-    fn sum_trees(&self, bits: &[u8], out: &mut [f64]) {
-        let dim = self.dimension;
-        if dim == 1 {
-            // Leaf loads are the cache misses of a large model. Computing a
-            // chunk of leaf positions first lets the loads of the chunk
-            // overlap instead of each waiting behind its tree's splits. The
-            // sum keeps tree order, so the result is unchanged.
-            const CHUNK: usize = 32;
-            let mut at = [0usize; CHUNK];
-            let mut sum = 0.0;
-            for trees in self.trees.chunks(CHUNK) {
-                for (a, tree) in at.iter_mut().zip(trees) {
-                    *a = tree.first_leaf + self.leaf_index(tree, bits);
-                }
-                for &a in &at[..trees.len()] {
-                    sum += self.leaves[a];
-                }
-            }
-            out[0] = sum;
-            return;
+fn sum_trees_any<const BITS: usize>(p: &Plan, bits: &[u8; BITS]) -> f64 {
+    let mut sum = 0.0;
+    for (levels, &first) in p.splits.chunks_exact(p.depth).zip(&p.first_leaf) {
+        let mut index = 0;
+        for (d, &c) in levels.iter().enumerate() {
+            index |= bit(bits, c) << d;
         }
-        out.fill(0.0);
-        for tree in &self.trees {
-            let at = tree.first_leaf + self.leaf_index(tree, bits) * dim;
-            for (o, leaf) in out.iter_mut().zip(&self.leaves[at..at + dim]) {
-                *o += leaf;
-            }
+        sum += p.leaves[first as usize + index];
+    }
+    sum
+}
+
+fn sum_trees_dims<const BITS: usize>(p: &Plan, bits: &[u8; BITS], out: &mut [f64]) {
+    let dim = p.dimension;
+    out.fill(0.0);
+    for (levels, &first) in p.splits.chunks_exact(p.depth).zip(&p.first_leaf) {
+        let mut index = 0;
+        for (d, &c) in levels.iter().enumerate() {
+            index |= bit(bits, c) << d;
+        }
+        let at = first as usize + index * dim;
+        for (o, leaf) in out.iter_mut().zip(&p.leaves[at..at + dim]) {
+            *o += leaf;
         }
     }
 }

@@ -1,0 +1,121 @@
+//! A fixed workload for instruction counting: loads a model and its bench
+//! documents, then predicts every document `rounds` times. Run it under
+//! `valgrind --tool=callgrind` (scripts/callgrind-model.sh) and divide the
+//! instructions of the predict calls by the prediction count: unlike time on a
+//! shared machine, that number is stable enough to compare two builds.
+//!
+//! `cargo run --release --example predict_loop -- MODEL.json DOCS.jsonl ROUNDS [native|strings|official]`
+
+use std::hint::black_box;
+use std::path::Path;
+
+use edgeguard::model::{cat_hash, Evaluator, Model, PredictionType};
+use serde_json::Value;
+
+struct Doc {
+    floats: Vec<f32>,
+    strings: Vec<String>,
+    hashes: Vec<i32>,
+}
+
+fn load_docs(path: &Path) -> Vec<Doc> {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    text.lines()
+        .map(|line| {
+            let v: Value = serde_json::from_str(line).expect("a JSON document per line");
+            let floats = v["float"]
+                .as_array()
+                .expect("float array")
+                .iter()
+                .map(|x| match x {
+                    Value::String(s) if s == "inf" => f32::INFINITY,
+                    Value::String(s) if s == "-inf" => f32::NEG_INFINITY,
+                    x => x.as_f64().map_or(f32::NAN, |f| f as f32),
+                })
+                .collect();
+            let strings: Vec<String> = v["cat"]
+                .as_array()
+                .expect("cat array")
+                .iter()
+                .map(|s| s.as_str().expect("cat string").to_owned())
+                .collect();
+            let hashes = strings
+                .iter()
+                .map(|s| cat_hash(s.as_bytes()) as i32)
+                .collect();
+            Doc {
+                floats,
+                strings,
+                hashes,
+            }
+        })
+        .collect()
+}
+
+/// Kept out of line so callgrind reports the predictions under one name.
+#[inline(never)]
+fn predict_all(docs: &[Doc], rounds: usize, mut predict: impl FnMut(&Doc) -> f64) -> f64 {
+    let mut total = 0.0;
+    for _ in 0..rounds {
+        for d in docs {
+            total += predict(black_box(d));
+        }
+    }
+    total
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 4 {
+        eprintln!(
+            "usage: {} MODEL.json DOCS.jsonl ROUNDS [native|strings|official]",
+            args[0]
+        );
+        std::process::exit(2);
+    }
+    let model_path = Path::new(&args[1]);
+    let docs = load_docs(Path::new(&args[2]));
+    let rounds: usize = args[3].parse().expect("ROUNDS is a number");
+    let mode = args.get(4).map_or("native", String::as_str);
+    let model = Model::load(model_path).unwrap_or_else(|e| panic!("{e}"));
+    let mut out = vec![0.0; model.dimension()];
+    let started = std::time::Instant::now();
+    let total = match mode {
+        "native" => predict_all(&docs, rounds, |d| {
+            model
+                .predict(&d.floats, &d.hashes, PredictionType::Raw, &mut out)
+                .expect("predict");
+            out[0]
+        }),
+        "strings" => predict_all(&docs, rounds, |d| {
+            let strings: [&[u8]; 64] =
+                std::array::from_fn(|i| d.strings.get(i).map_or(&b""[..], |s| s.as_bytes()));
+            model
+                .predict_strings(
+                    &d.floats,
+                    &strings[..d.strings.len()],
+                    PredictionType::Raw,
+                    &mut out,
+                )
+                .expect("predict");
+            out[0]
+        }),
+        #[cfg(feature = "official")]
+        "official" => {
+            let official =
+                edgeguard::model::official::OfficialModel::load(&model_path.with_extension("cbm"))
+                    .unwrap_or_else(|e| panic!("{e}"));
+            predict_all(&docs, rounds, |d| {
+                official
+                    .predict_raw(&d.floats, &d.hashes, &mut out)
+                    .expect("predict");
+                out[0]
+            })
+        }
+        other => panic!("unknown mode {other:?}"),
+    };
+    let predictions = docs.len() * rounds;
+    let ns = started.elapsed().as_nanos() as f64 / predictions as f64;
+    println!("{predictions} predictions, checksum {total}");
+    eprintln!("{ns:.0} ns per prediction (wall clock)");
+}

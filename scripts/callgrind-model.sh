@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Instructions per single-document prediction, counted by callgrind on the
+# three bench models (examples/predict_loop.rs). Time on a shared 2-core
+# machine moves by tens of percent; instruction counts move by well under
+# one, so this is the figure to compare two builds of the evaluator with.
+#
+# scripts/callgrind-model.sh [native|strings|official] [ROUNDS]
+# `official` needs the library (make libcatboostmodel) and builds with
+# --features official.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+MODE=${1:-native}
+ROUNDS=${2:-4}
+cd "$ROOT"
+FEATURES=()
+if [ "$MODE" = official ]; then
+  # shellcheck source=official-env.sh
+  source "$ROOT/scripts/official-env.sh"
+  FEATURES=(--features official)
+fi
+cargo build --quiet --release --example predict_loop "${FEATURES[@]}"
+BIN=target/release/examples/predict_loop
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+printf '%-16s %8s %14s %16s\n' model trees predictions "instr/prediction"
+for case in \
+  "binary_ctr tests/fixtures/catboost/binary_ctr.json tests/fixtures/catboost/binary_ctr.docs.jsonl" \
+  "baseline_300x6 benches/data/model-baseline.json benches/data/model-baseline-docs.jsonl" \
+  "bench_1000x6 benches/data/model-bench.json benches/data/model-bench-docs.jsonl"; do
+  read -r name model docs <<<"$case"
+  # Only the loop over predictions is counted, not loading.
+  valgrind --tool=callgrind --callgrind-out-file="$OUT/$name.out" \
+    --toggle-collect='*predict_loop*predict_all*' \
+    "$BIN" "$model" "$docs" "$ROUNDS" "$MODE" >"$OUT/$name.stdout" 2>"$OUT/$name.log"
+  predictions=$(awk '{print $1}' "$OUT/$name.stdout")
+  instructions=$(awk '/^summary:/ {print $2}' "$OUT/$name.out")
+  trees=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['oblivious_trees']))" "$model")
+  printf '%-16s %8s %14s %16.0f\n' "$name" "$trees" "$predictions" \
+    "$(echo "$instructions / $predictions" | bc -l)"
+done
