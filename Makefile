@@ -17,7 +17,7 @@ RELEASE_LIB := target/release/libedgeguard.so
 RUN_DIR := .run
 
 .PHONY: all build deps deps-test header test test-rust test-lua test-c test-e2e lint \
-        run stop bench bench-replay valgrind fuzz libcatboostmodel test-official clean
+        run stop bench bench-replay valgrind fuzz stress libcatboostmodel test-official clean
 
 all: build
 
@@ -83,6 +83,14 @@ FUZZ_SECONDS ?= 60
 fuzz:
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install --locked cargo-fuzz
 	sh scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# nginx under wrk: reloads under load, worker RSS over STRESS_REQUESTS requests,
+# a worker killed mid-load (scripts/stress.py; a few minutes).
+STRESS_RELOADS ?= 50
+STRESS_REQUESTS ?= 1000000
+stress: deps build
+	$(call apt_install,wrk)
+	$(PYTHON) scripts/stress.py --reloads $(STRESS_RELOADS) --requests $(STRESS_REQUESTS)
 
 # The official CatBoost model library, built from CatBoost's source
 # distribution into ~/.cache/edgeguard (slow the first time).
