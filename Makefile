@@ -88,7 +88,7 @@ fuzz:
 # a worker killed mid-load (scripts/stress.py; a few minutes).
 STRESS_RELOADS ?= 50
 STRESS_REQUESTS ?= 1000000
-stress: deps build
+stress: deps-test build
 	$(call apt_install,wrk)
 	$(PYTHON) scripts/stress.py --reloads $(STRESS_RELOADS) --requests $(STRESS_REQUESTS)
 
