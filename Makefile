@@ -73,10 +73,12 @@ test: deps-test lint test-rust test-lua test-c test-e2e
 bench-replay:
 	scripts/bench-replay.sh
 
-# The same C program against the release library under valgrind memcheck.
-valgrind:
-	$(call apt_install,valgrind clang)
+# The same C program against the release library under valgrind memcheck,
+# then nginx end to end under memcheck (no definite leak from libedgeguard).
+valgrind: build
+	$(call apt_install,valgrind clang curl)
 	sh scripts/valgrind.sh
+	sh scripts/valgrind-nginx.sh
 
 # Every cargo-fuzz target for FUZZ_SECONDS each (see scripts/fuzz.sh).
 FUZZ_SECONDS ?= 60

@@ -124,6 +124,7 @@ def replace(path, data):
 class Edge:
     def __init__(self, edgeguard=True):
         self.edgeguard = edgeguard
+        self.state = {"list": "A", "model": "bot"}
         self.port, self.origin_port = free_port(), free_port()
         self.nginx = Nginx("")
         self.dir = self.nginx.prefix / "conf"
@@ -237,12 +238,11 @@ def run_reloads(edge, plan, close, key, results):
     """HUPs the master once per entry of `plan` under wrk load; checks after
     each that the expected version is in force. Returns whether no request
     failed (edge.edgeguard False: the control run, HUPs only)."""
-    state = {"list": "A", "model": "bot"}
-    _, _, seen, score0 = edge.probe()
+    state = edge.state  # what is on disk and in force; carried from run to run
+    probe = edge.probe()
     if edge.edgeguard:
-        assert "x-stress-a" not in seen and "x-stress-b" in seen, seen
-        assert score0, "no X-Bot-Score at the origin"
-    score_of = {"bot": score0}
+        assert expected(probe, state, "same", {}), probe
+    score_of = {state["model"]: probe[3]}
     counts = {k: 0 for k in ("swap-list", "swap-model", "broken-list", "broken-model", "same")}
     took = []
     load = Load(edge.port, close=close)
