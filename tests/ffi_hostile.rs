@@ -1004,9 +1004,12 @@ use edgeguard::scorer::{Scorer, MAX_MODELS};
 const BOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/models/bot.json");
 const SPOOF: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/models/spoof.json");
 
+/// A model as `edgeguard_scorer_new` takes it: name and path, as bytes.
+type Model<'a> = (&'a [u8], &'a [u8]);
+
 /// `edgeguard_scorer_new` over byte-string names and paths (so names may be
 /// anything C could pass); the scorer, if any, is returned for the caller.
-fn try_scorer(models: &[(&[u8], &[u8])], errbuf_len: usize) -> (R, String, *mut edgeguard_scorer) {
+fn try_scorer(models: &[Model], errbuf_len: usize) -> (R, String, *mut edgeguard_scorer) {
     let owned: Vec<(CString, CString)> = models
         .iter()
         .map(|(n, p)| (CString::new(*n).unwrap(), CString::new(*p).unwrap()))
@@ -1102,7 +1105,7 @@ fn scorer_counts_of_zero_too_many_and_size_max_are_config_errors_read_before_the
     assert_eq!(code, R::ConfigInvalid);
     assert!(message.contains("0 models"), "{message}");
     let names: Vec<String> = (0..=MAX_MODELS).map(|i| format!("m{i}")).collect();
-    let many: Vec<(&[u8], &[u8])> = names.iter().map(|n| (n.as_bytes(), bot)).collect();
+    let many: Vec<Model> = names.iter().map(|n| (n.as_bytes(), bot)).collect();
     let (code, message, _) = try_scorer(&many, 256);
     assert_eq!(code, R::ConfigInvalid);
     assert!(message.contains("65 models"), "{message}");
@@ -1136,7 +1139,7 @@ fn scorer_counts_of_zero_too_many_and_size_max_are_config_errors_read_before_the
 #[test]
 fn scorer_names_that_are_empty_repeated_control_or_not_utf8_are_config_errors() {
     let bot = BOT.as_bytes();
-    let cases: [(&str, &[(&[u8], &[u8])], &str); 7] = [
+    let cases: [(&str, &[Model], &str); 7] = [
         ("empty", &[(b"", bot)], "empty name"),
         ("duplicate", &[(b"bot", bot), (b"bot", bot)], "twice"),
         ("tab", &[(b"b\tot", bot)], "control"),
