@@ -1103,7 +1103,7 @@ fn scorer_counts_of_zero_too_many_and_size_max_are_config_errors_read_before_the
     let bot = BOT.as_bytes();
     let (code, message, _) = try_scorer(&[], 256);
     assert_eq!(code, R::ConfigInvalid);
-    assert!(message.contains("0 models"), "{message}");
+    assert!(message.contains("no models given"), "{message}");
     let names: Vec<String> = (0..=MAX_MODELS).map(|i| format!("m{i}")).collect();
     let many: Vec<Model> = names.iter().map(|n| (n.as_bytes(), bot)).collect();
     let (code, message, _) = try_scorer(&many, 256);

@@ -92,10 +92,11 @@ pub unsafe extern "C" fn edgeguard_scorer_new(
     ffi_panic_boundary! {
         try_non_null!(names, paths, out);
         // Checked before the arrays are read: a count larger than the arrays
-        // (SIZE_MAX, a negative int converted) would read past them.
-        if n == 0 || n > MAX_MODELS {
+        // (SIZE_MAX, a negative int converted) would read past them. The
+        // message is the one `Scorer::load` gives for the same count.
+        if n > MAX_MODELS {
             write_error(errbuf, errbuf_len, &format_args!(
-                "{n} models given; a scorer holds 1 to {MAX_MODELS}"
+                "{n} models given; a scorer holds at most {MAX_MODELS}"
             ));
             return edgeguard_result::ConfigInvalid;
         }
