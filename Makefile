@@ -9,9 +9,11 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Debian's nginx + lua-nginx-module + lua-resty-core + OpenResty's LuaJIT
 # (luajit2). Debian's plain `luajit` conflicts with the lua module: never it.
-APT_RUNTIME := nginx libnginx-mod-http-lua lua-resty-core luajit2 curl
+APT_RUNTIME := nginx libnginx-mod-http-lua lua-resty-core luajit2 lua-cjson curl
 APT_TEST := $(APT_RUNTIME) clang libclang-rt-14-dev
-PIP_TEST := pytest
+# wrk: tests/e2e/test_bench_harness.py runs the bench-e2e harness briefly.
+APT_TEST += wrk
+PIP_TEST := pytest prometheus_client
 
 RELEASE_LIB := target/release/libedgeguard.so
 RUN_DIR := .run
@@ -72,6 +74,23 @@ test: deps-test lint test-rust test-lua test-c test-e2e
 # edgeguard replay on >= 1M generated requests vs a serde_json::Value baseline.
 bench-replay:
 	scripts/bench-replay.sh
+
+# The before/after table from real nginx under load (bench-results/e2e.md and
+# e2e.png): bare proxy, Lua engine, Rust engine, shadow, interleaved. Flags go
+# in BENCH_E2E_ARGS, e.g. BENCH_E2E_ARGS="--rounds 3 --duration 5".
+APT_BENCH := $(APT_RUNTIME) wrk util-linux
+PIP_BENCH := matplotlib
+BENCH_E2E_ARGS ?=
+.PHONY: bench-deps bench-e2e
+
+bench-deps:
+	$(call apt_install,$(APT_BENCH))
+	@for m in $(PIP_BENCH); do \
+	  $(PYTHON) -c "import $$m" 2>/dev/null || $(PYTHON) -m pip install -q $$m; \
+	done
+
+bench-e2e: bench-deps build
+	$(PYTHON) scripts/bench-e2e.py $(BENCH_E2E_ARGS)
 
 # The same C program against the release library under valgrind memcheck,
 # then nginx end to end under memcheck (no definite leak from libedgeguard).

@@ -153,6 +153,27 @@ fn main() {
             r.run.max_rss_kib as f64 / 1024.0
         );
     }
+    // Scaling: the all-cores run against the 1-thread run of the same
+    // input and configuration, in wall time and in the CPU it was given
+    // (on a shared machine the second says whether the cores were free).
+    for one in table
+        .iter()
+        .filter(|r| r.threads == 1 && r.name == "edgeguard replay")
+    {
+        if let Some(all) = table
+            .iter()
+            .find(|r| r.n == one.n && r.config == one.config && r.threads == cores && cores > 1)
+        {
+            println!(
+                "scaling, {} requests, {}: 1 -> {cores} threads {:.2}x requests/s (CPU used {:.0}% -> {:.0}%)",
+                one.n,
+                one.config,
+                all.rate / one.rate,
+                one.run.cpu.as_secs_f64() * 100.0 / one.run.wall.as_secs_f64(),
+                all.run.cpu.as_secs_f64() * 100.0 / all.run.wall.as_secs_f64(),
+            );
+        }
+    }
     println!(
         "\n(machine: {cores} cores; CPU used is user + system time over wall time, 100% = one core; inputs in {})",
         dir.display()

@@ -1,13 +1,11 @@
 //! Replaying a request line allocates nothing once a worker's buffers have
-//! grown: parsing borrows from the input, escaped strings are copied into the
-//! worker's scratch, unknown fields are skipped without serde_json's bracket
-//! stack, scoring is the zero-allocation scorer, output goes to a reused
-//! buffer. The exceptions are serde_json's and are bounded here: it
-//! unescapes into a buffer owned by its deserializer, made per line, so a
-//! line with escapes (quoted client hints; every access-log line, whose
-//! headers field is escaped JSON text) costs that buffer's growth, and a bad
-//! line costs its boxed error. One dhat profiler per binary and no libtest
-//! harness (`harness = false`): dhat counts every thread.
+//! grown: the scanner borrows from the input and unescapes into the worker's
+//! scratch, unknown fields are skipped in place, scoring is the
+//! zero-allocation scorer, output goes to a reused buffer. The exception is
+//! a line the scanner leaves to serde_json (bad lines, for their error
+//! message): its deserializer's buffers and the boxed error, bounded here.
+//! One dhat profiler per binary and no libtest harness (`harness = false`):
+//! dhat counts every thread.
 
 use std::path::PathBuf;
 
@@ -91,13 +89,12 @@ fn main() {
          {escaped_cost}, bad or blank {bad_cost}, access log {log_cost}"
     );
     dhat::assert_eq!(plain_cost, 0.0);
-    // serde_json's unescape buffer, made per deserializer and doubled up to
-    // the longest escaped string of the line (~100 bytes: 8 -> 128).
-    dhat::assert!(escaped_cost <= 5.0);
+    // Unescaped into the reused scratch: a few blocks over the whole set.
+    dhat::assert!(escaped_cost <= 0.25);
     // serde_json's boxed error per bad line (blank lines cost nothing).
     dhat::assert!(bad_cost <= 1.0);
-    // The unescape buffer of the outer and of the inner pass (header values
-    // with quotes or backslashes), grown to fit.
-    dhat::assert!(log_cost <= 8.0);
+    // Two of the fixture's three lines go through the scanner; the third,
+    // a request nginx refused, is a parse error left to serde_json.
+    dhat::assert!(log_cost <= 2.0);
     println!("replay_alloc: 1 passed, 0 failed");
 }

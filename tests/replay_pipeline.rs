@@ -155,10 +155,13 @@ fn bad_lines_are_counted_with_their_numbers_and_the_run_completes() {
     let rows = fixture_text();
     let good: Vec<&[u8]> = rows.split(|&b| b == b'\n').take(3).collect();
     let mut text = Vec::new();
-    text.extend_from_slice(good[0]); // 1
-    text.extend_from_slice(b"\nnot json at all\n"); // 2
-    text.extend_from_slice(b"{\"method\":\"G\xff\xfeT\",\"uri\":\"/\",\"version\":\"1.1\"}\n"); // 3
-                                                                                                // 4: a huge line (> 1 MiB): a valid request with one enormous header.
+    // 1, then 2: not JSON
+    text.extend_from_slice(good[0]);
+    text.extend_from_slice(b"\nnot json at all\n");
+    // 3: invalid UTF-8 in a field name (in values, bytes >= 0x80 are data:
+    // nginx logs them raw).
+    text.extend_from_slice(b"{\"m\xff\xfethod\":\"GET\",\"uri\":\"/\",\"version\":\"1.1\"}\n");
+    // 4: a huge line (> 1 MiB): a valid request with one enormous header.
     text.extend_from_slice(br#"{"method":"GET","uri":"/","version":"1.1","headers":[["x-big",""#);
     text.extend(std::iter::repeat_n(b'a', 1_200_000));
     text.extend_from_slice(b"\"]]}\n");

@@ -23,6 +23,7 @@ local edgeguard_lib = require "resty.edgeguard.lib"
 local header_set = require "resty.edgeguard.header_set"
 local scorer_mod = require "resty.edgeguard.scorer"
 local cidr = require "resty.edgeguard.cidr"
+local metrics = require "resty.edgeguard.metrics"
 
 local ffi_string = ffi.string
 local concat = table.concat
@@ -53,12 +54,23 @@ local OPTIONS = {
     score_header = "string",
     vars = "boolean",
     log_level = "number",
+    engine = "string",
+    shadow_primary = "string",
+    lua_models = "table",
+    metrics_dict = "string",
 }
 local PER_REQUEST = {
     mode = true, thresholds = true, status = true, score_header = true,
-    vars = true, log_level = true, fail_closed = true,
+    vars = true, log_level = true, fail_closed = true, engine = true,
 }
 local MODES = { block = true, log = true, off = true }
+-- configure's engine -> the engines access{ engine = ... } may pick.
+local ENGINES = {
+    rust = { rust = true },
+    lua = { lua = true },
+    shadow = { rust = true, lua = true, shadow = true },
+}
+local PRIMARIES = { rust = true, lua = true }
 
 local function check_options(opts, allowed, what, level)
     for k, v in pairs(opts) do
@@ -74,6 +86,14 @@ local function check_options(opts, allowed, what, level)
     if opts.mode and not MODES[opts.mode] then
         error(what .. ": mode must be \"block\", \"log\" or \"off\", got \"" .. opts.mode .. "\"",
               level + 1)
+    end
+    if opts.engine and not ENGINES[opts.engine] then
+        error(what .. ": engine must be \"rust\", \"lua\" or \"shadow\", got \"" .. opts.engine .. "\"",
+              level + 1)
+    end
+    if opts.shadow_primary and not PRIMARIES[opts.shadow_primary] then
+        error(what .. ": shadow_primary must be \"rust\" or \"lua\", got \""
+              .. opts.shadow_primary .. "\"", level + 1)
     end
     if opts.status and (opts.status < 400 or opts.status > 599 or opts.status % 1 ~= 0) then
         error(what .. ": status must be an HTTP error status (400-599)", level + 1)
@@ -95,6 +115,32 @@ local function log(level, ...)
     end
 end
 
+-- The pure-Lua engine, loaded only when configured (the Rust-only path does
+-- not need it). Returns the engine, or nil and the list's error; and, third,
+-- the models' error when they failed but the list loaded (fail open, like the
+-- Rust scorer).
+local function load_lua_engine(lib, opts)
+    local lua_engine = require "resty.edgeguard.lua_engine"
+    local models = opts.lua_models or opts.models
+    local eng, err = lua_engine.new{ internal_headers = opts.internal_headers, models = models, lib = lib }
+    if eng then
+        return eng
+    end
+    if not models then
+        return nil, err
+    end
+    -- Either file may be at fault; without the models, only the list is left.
+    local list_only, list_err = lua_engine.new{ internal_headers = opts.internal_headers, lib = lib }
+    if not list_only then
+        return nil, list_err
+    end
+    return list_only, nil, err
+end
+
+local generation_seq = 0
+-- resty.edgeguard.lua_engine.headers, required with the Lua engine.
+local lheaders
+
 --- Loads the library and the configured data. Call in init_by_lua*.
 --
 -- internal_headers  path of the internal header list; if missing or invalid,
@@ -114,6 +160,16 @@ end
 --                   nginx.conf must declare (`set $edgeguard_bot "";`)
 -- log_level         nginx level of the decision lines (default ngx.INFO)
 -- lib_path          path of libedgeguard.so (default: search package.cpath)
+-- engine            "rust" (default) | "lua" (the pure-Lua engine, the
+--                   "before" of a migration) | "shadow" (both on every
+--                   request, acting on shadow_primary's result, counting
+--                   and logging every disagreement)
+-- shadow_primary    the engine whose result is acted on in shadow mode:
+--                   "rust" (default) or "lua"
+-- lua_models        { name = path } for the Lua engine only, instead of
+--                   models (a migration and testing aid: shadow a candidate)
+-- metrics_dict      name of a `lua_shared_dict` (1m is plenty) that holds
+--                   the counters edgeguard.metrics() exposes; none: no metrics
 --
 -- Returns true (and, if models failed to load, the error as a second value),
 -- or nil and an error.
@@ -122,6 +178,21 @@ function _M.configure(opts)
         error("edgeguard.configure expects a table of options", 2)
     end
     check_options(opts, nil, "edgeguard.configure", 2)
+    local engine = opts.engine or "rust"
+    if opts.shadow_primary and engine ~= "shadow" then
+        error("edgeguard.configure: shadow_primary needs engine = \"shadow\"", 2)
+    end
+    if opts.lua_models and engine == "rust" then
+        error("edgeguard.configure: lua_models needs engine = \"lua\" or \"shadow\"", 2)
+    end
+    local dict
+    if opts.metrics_dict and ngx and ngx.shared then
+        dict = ngx.shared[opts.metrics_dict]
+        if not dict then
+            error("edgeguard.configure: metrics_dict \"" .. opts.metrics_dict .. "\" is not a "
+                  .. "lua_shared_dict (add `lua_shared_dict " .. opts.metrics_dict .. " 1m;` to http {})", 2)
+        end
+    end
 
     local allow, err
     if opts.allow then
@@ -137,36 +208,84 @@ function _M.configure(opts)
         return nil, err
     end
 
-    local headers
-    if opts.internal_headers then
-        headers, err = header_set.load(lib, opts.internal_headers)
-        if not headers then
-            return nil, err
+    local suffix = "models not loaded, requests pass unscored"
+        .. (opts.fail_closed and " and are refused (fail_closed)" or "")
+    local model_errors, load_errors = {}, 0
+
+    local headers, scorer
+    if engine ~= "lua" then
+        if opts.internal_headers then
+            headers, err = header_set.load(lib, opts.internal_headers)
+            if not headers then
+                return nil, err
+            end
+        end
+        if opts.models then
+            scorer, err = scorer_mod.load(lib, opts.models)
+            if not scorer then
+                load_errors = load_errors + 1
+                model_errors[#model_errors + 1] = (engine == "shadow" and "rust engine: " or "")
+                    .. suffix .. ": " .. err
+            end
         end
     end
 
-    local scorer, model_err
-    if opts.models then
-        scorer, model_err = scorer_mod.load(lib, opts.models)
-        if not scorer then
-            model_err = "models not loaded, requests pass unscored"
-                .. (opts.fail_closed and " and are refused (fail_closed)" or "")
-                .. ": " .. model_err
-            log(ngx and ngx.ERR, "edgeguard: ", model_err)
+    local leng
+    if engine ~= "rust" then
+        local list_err, lua_model_err
+        lheaders = require "resty.edgeguard.lua_engine.headers"
+        leng, list_err, lua_model_err = load_lua_engine(lib, opts)
+        if not leng then
+            return nil, list_err
+        end
+        if lua_model_err then
+            load_errors = load_errors + 1
+            model_errors[#model_errors + 1] = (engine == "shadow" and "lua engine: " or "")
+                .. suffix .. ": " .. lua_model_err
         end
     end
+    local model_err = #model_errors > 0 and concat(model_errors, "; ") or nil
+    if model_err then
+        log(ngx and ngx.ERR, "edgeguard: ", model_err)
+    end
 
+    local names = (scorer and scorer.names) or (leng and leng.names and #leng.names > 0 and leng.names)
     local var_names = {}
-    for _, name in ipairs(scorer and scorer.names or {}) do
+    for _, name in ipairs(names or {}) do
         var_names[name] = "edgeguard_" .. name
     end
+    if leng then
+        for _, name in ipairs(leng.names or {}) do
+            var_names[name] = "edgeguard_" .. name
+        end
+    end
+
+    local mx
+    if opts.metrics_dict then
+        local request_engines = engine == "shadow" and { "rust", "lua", "shadow" } or { engine }
+        local engines = engine == "shadow" and { "rust", "lua" } or { engine }
+        mx = metrics.new(dict, {
+            request_engines = request_engines,
+            engines = engines,
+            models = { rust = scorer and scorer.names, lua = leng and leng.names },
+        })
+    end
+    generation_seq = generation_seq + 1
 
     state = {
         lib = lib,
+        engine = engine,
+        primary = engine == "shadow" and (opts.shadow_primary or "rust") or engine,
         headers = headers,
         scorer = scorer,
-        models_wanted = opts.models ~= nil,
+        lua = leng,
+        models_wanted = opts.models ~= nil or opts.lua_models ~= nil,
         model_error = model_err,
+        load_errors = load_errors,
+        -- Unique per configure() call across master restarts and reloads.
+        generation = format("%s-%s-%d", ngx and ngx.now and ngx.now() or os.time(),
+                            ngx and ngx.worker and ngx.worker.pid() or 0, generation_seq),
+        metrics = mx,
         var_names = var_names,
         mode = opts.mode or "log",
         thresholds = opts.thresholds or {},
@@ -180,13 +299,47 @@ function _M.configure(opts)
     return true, model_err
 end
 
+local function flush_metrics(premature)
+    local mx = state.metrics
+    if mx then
+        local ok, err = mx:flush()
+        if not ok and not premature then
+            ngx.log(ngx.ERR, err)
+        end
+    end
+end
+
 --- Call in init_worker_by_lua*. Logs a configuration problem that configure()
 -- could only print to nginx's console (init_by_lua runs before the error log
--- is open) into the error log, once per (re)load, from worker 0.
+-- is open) into the error log, once per (re)load, from worker 0. With
+-- metrics, starts the timer that moves this worker's counts into the shared
+-- dict every metrics.FLUSH_SECONDS, and counts the load errors once.
 function _M.init_worker()
     if state.model_error and ngx and ngx.worker and ngx.worker.id() == 0 then
         ngx.log(ngx.ERR, "edgeguard: ", state.model_error)
     end
+    local mx = state.metrics
+    if mx and ngx and ngx.timer then
+        mx:count_load_errors(state.generation, state.load_errors)
+        local ok, err = ngx.timer.every(metrics.FLUSH_SECONDS, flush_metrics)
+        if not ok then
+            ngx.log(ngx.ERR, "edgeguard: cannot start the metrics timer: ", err)
+        end
+    end
+end
+
+--- Prometheus text exposition (format 0.0.4) of edgeguard's metrics, for
+--   location /metrics { content_by_lua_block {
+--       ngx.header.content_type = "text/plain; version=0.0.4"
+--       ngx.print(require("resty.edgeguard").metrics()) } }
+-- Needs configure{ metrics_dict = ... }.
+function _M.metrics()
+    local mx = state.metrics
+    if not mx then
+        error("edgeguard.metrics: no metrics; configure{ metrics_dict = \"edgeguard_metrics\" } "
+              .. "with `lua_shared_dict edgeguard_metrics 1m;` in nginx.conf", 2)
+    end
+    return mx:text()
 end
 
 --- The loaded library's version, or nil before configure().
@@ -200,9 +353,18 @@ function _M.internal_headers()
     return state.headers
 end
 
+--- The engine configured ("rust", "lua" or "shadow"), or nil before configure().
+function _M.engine()
+    return state.engine
+end
+
 --- The model names in scoring order, or nil when no models are loaded.
 function _M.models()
-    return state.scorer and state.scorer.names
+    if state.scorer then
+        return state.scorer.names
+    end
+    local names = state.lua and state.lua.names
+    return names and #names > 0 and names or nil
 end
 
 -- The nginx part: present only inside nginx's http subsystem. Outside it
@@ -216,6 +378,15 @@ local function need_nginx(fname)
     end
 end
 
+-- Clears the names that a header_set:find listed; returns nothing.
+local function clear_found(headers, clear, nclear)
+    local clear_header = ngx.req.clear_header
+    for i = 0, nclear - 1 do
+        local key = headers[clear[i]].key
+        clear_header(ffi_string(key.data, key.len))
+    end
+end
+
 -- Clears every internal header among `n` headers at `headers`; returns the
 -- number of entries removed, or nil and an error.
 local function strip(set, headers, n)
@@ -223,24 +394,29 @@ local function strip(set, headers, n)
     if not clear then
         return nil, nclear
     end
-    local clear_header = ngx.req.clear_header
-    for i = 0, nclear - 1 do
-        local key = headers[clear[i]].key
-        clear_header(ffi_string(key.data, key.len))
-    end
+    clear_found(headers, clear, nclear)
     return nmatched
 end
 
+-- The Lua engine's request table, reused by every request of this worker.
+local lreq = { headers = {}, n_headers = 0 }
+
 --- Removes every internal header from the current request, so the upstream
--- never sees it. Call in access_by_lua* (or rewrite_by_lua*).
--- Returns the number of header entries removed, or nil and an error.
+-- never sees it. Call in access_by_lua* (or rewrite_by_lua*). Uses the
+-- primary engine. Returns the number of header entries removed, or nil and
+-- an error.
 function _M.clear_internal_headers()
     local set = state.headers
-    if not set then
+    local leng = state.lua
+    if not set and not (leng and leng.headers) then
         error("edgeguard: no internal header list in force; call "
               .. "edgeguard.configure{ internal_headers = ... } in init_by_lua", 2)
     end
     need_nginx("clear_internal_headers")
+    if state.primary == "lua" then
+        leng:read_request(lreq)
+        return leng:strip(lreq)
+    end
     local headers, n = request.headers(request.get(2))
     if not headers then
         return nil, n
@@ -248,12 +424,12 @@ function _M.clear_internal_headers()
     return strip(set, headers, n)
 end
 
---- Scores the current request with every configured model.
--- Returns a table of scores by model name (reused: read it before the next
--- request), or nil and an error.
+--- Scores the current request with every configured model (the primary
+-- engine's). Returns a table of scores by model name (reused: read it before
+-- the next request), or nil and an error.
 function _M.score()
-    local scorer = state.scorer
-    if not scorer then
+    local names = _M.models()
+    if not names then
         if state.models_wanted then
             return nil, state.model_error
         end
@@ -261,107 +437,89 @@ function _M.score()
               .. "edgeguard.configure{ models = { ... } } in init_by_lua", 2)
     end
     need_nginx("score")
+    if state.primary == "lua" then
+        state.lua:read_request(lreq)
+        return state.lua:score_request(lreq)
+    end
     local req, err = request.current(request.get(2))
     if not req then
         return nil, err
     end
-    return scorer:score(req)
+    return state.scorer:score(req)
 end
+
+------------------------------------------------------------------------------
+-- access(): each engine produces scores and a count of internal headers; one
+-- decision function turns a result into an action, and one function acts.
 
 local score_parts = {}
+local clock = metrics.clock
 
-local function decision_line(action, name, score, threshold, req)
-    return format('edgeguard action=%s model=%s score=%.6f threshold=%.6f client=%s method=%s uri="%s"',
-                  action, name, score, threshold,
-                  ffi_string(req.client_addr.data, req.client_addr.len),
-                  ffi_string(req.method.data, req.method.len),
-                  ffi_string(req.uri.data, req.uri.len))
+-- The first model whose score reaches its threshold: name, score, threshold.
+local function flagged(opts, names, scores, model_thresholds)
+    local thresholds = opts.thresholds or state.thresholds
+    for i = 1, #names do
+        local name = names[i]
+        local t = thresholds[name] or state.thresholds[name] or model_thresholds[name]
+        local s = scores[name]
+        if t and s and s >= t then
+            return name, s, t
+        end
+    end
 end
 
---- The one-liner for access_by_lua*: strips internal headers, scores the
--- request, passes the scores upstream, and blocks or logs by the mode.
--- `opts` may override mode, thresholds, status, score_header, vars,
--- log_level and fail_closed for this location. Returns the action taken
--- ("pass", "allow", "log", "block"); blocking ends the request with ngx.exit.
-function _M.access(opts)
-    if opts ~= nil then
-        if type(opts) ~= "table" then
-            error("edgeguard.access expects a table of options or nothing", 2)
-        end
-        check_options(opts, PER_REQUEST, "edgeguard.access", 2)
-    else
-        opts = state
+local function fail_closed(opts)
+    local v = opts.fail_closed
+    if v == nil then
+        v = state.fail_closed
     end
-    if not state.lib then
-        error("edgeguard: call edgeguard.configure{ ... } in init_by_lua first", 2)
-    end
-    need_nginx("access")
+    return v
+end
 
-    local r = request.get(2)
-    local req, headers, n = request.current(r)
-    if not req then
-        ngx.log(ngx.ERR, "edgeguard: ", headers)
-        return ngx.exit(ngx.HTTP_INTERNAL_SERVER_ERROR)
-    end
-
-    -- Score what the client sent, before anything is removed.
-    local scorer = state.scorer
-    local scores, err
-    if scorer then
-        scores, err = scorer:score(req)
-        if not scores then
-            ngx.log(ngx.ERR, "edgeguard: scoring failed: ", err)
-        end
-    end
-
-    if state.headers then
-        local removed
-        removed, err = strip(state.headers, headers, n)
-        if not removed then
-            ngx.log(ngx.ERR, "edgeguard: ", err)
-            return ngx.exit(ngx.HTTP_INTERNAL_SERVER_ERROR)
-        end
-    end
-
-    local fail_closed = opts.fail_closed
-    if fail_closed == nil then
-        fail_closed = state.fail_closed
-    end
+-- One engine's decision, without acting (shadow mode decides for both):
+-- "pass", "allow", "log", "block", or "unavailable" (unscored under
+-- fail_closed); then the flagged model, its score and threshold.
+local function decide(opts, scores, names, model_thresholds, r)
     if not scores then
-        if state.models_wanted and fail_closed then
-            return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
-        end
+        return (state.models_wanted and fail_closed(opts)) and "unavailable" or "pass"
+    end
+    local name, score, threshold = flagged(opts, names, scores, model_thresholds)
+    local mode = opts.mode or state.mode
+    if not name or mode == "off" then
         return "pass"
     end
+    if state.allow and cidr.match(state.allow, request.binary_addr(r)) then
+        return "allow", name, score, threshold
+    end
+    return mode, name, score, threshold
+end
 
-    local names = scorer.names
+local function request_text()
+    local var = ngx.var
+    return var.request_method, var.request_uri, var.remote_addr
+end
+
+-- Acts on one engine's result, whichever engine produced it: metrics, score
+-- header, variables, decision line, and the exit. Returns the action.
+local function act(opts, engine_label, scores, names, model_thresholds, removed, r)
+    local action, flagged_name, flagged_score, flagged_threshold =
+        decide(opts, scores, names, model_thresholds, r)
+    if state.metrics then
+        state.metrics:request(engine_label, action, removed)
+    end
+    if action == "unavailable" then
+        return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
+    end
+    if not scores then
+        return action
+    end
+
     local score_header = opts.score_header or state.score_header
     if score_header ~= "" then
         for i = 1, #names do
             score_parts[i] = format("%s=%.9g", names[i], scores[names[i]])
         end
         ngx.req.set_header(score_header, concat(score_parts, "; ", 1, #names))
-    end
-
-    local mode = opts.mode or state.mode
-    local thresholds = opts.thresholds or state.thresholds
-    local flagged_name, flagged_score, flagged_threshold
-    for i = 1, #names do
-        local name = names[i]
-        local t = thresholds[name] or state.thresholds[name] or scorer.thresholds[name]
-        if t and scores[name] >= t then
-            flagged_name, flagged_score, flagged_threshold = name, scores[name], t
-            break
-        end
-    end
-
-    local action = "pass"
-    if flagged_name and mode ~= "off" then
-        if state.allow and cidr.match(state.allow, request.binary_addr(r)) then
-            action = "allow"
-        else
-            action = mode
-        end
     end
 
     local vars = opts.vars
@@ -377,13 +535,267 @@ function _M.access(opts)
     end
 
     if action == "block" or action == "log" then
+        local method, uri, client = request_text()
         ngx.log(opts.log_level or state.log_level or ngx.INFO,
-            decision_line(action, flagged_name, flagged_score, flagged_threshold, req))
+            format('edgeguard action=%s model=%s score=%.6f threshold=%.6f client=%s method=%s uri="%s"',
+                   action, flagged_name, flagged_score, flagged_threshold, client, method, uri))
     end
     if action == "block" then
         return ngx.exit(opts.status or state.status)
     end
     return action
+end
+
+local function fail(engine_label, msg)
+    ngx.log(ngx.ERR, "edgeguard: ", msg)
+    if state.metrics then
+        state.metrics:request(engine_label, "error", 0)
+    end
+    return ngx.exit(ngx.HTTP_INTERNAL_SERVER_ERROR)
+end
+
+local function run_rust(opts, r)
+    local mx = state.metrics
+    local t0 = mx and clock()
+    local req, headers, n = request.current(r)
+    if not req then
+        return fail("rust", headers)
+    end
+    -- Score what the client sent, before anything is removed.
+    local scorer = state.scorer
+    local scores, err
+    if scorer then
+        scores, err = scorer:score(req)
+        if not scores then
+            ngx.log(ngx.ERR, "edgeguard: scoring failed: ", err)
+        end
+    end
+    local removed = 0
+    if state.headers then
+        removed, err = strip(state.headers, headers, n)
+        if not removed then
+            return fail("rust", err)
+        end
+    end
+    if mx then
+        mx:engine_time("rust", clock() - t0)
+        if scores then
+            mx:scores("rust", scorer.names, scores)
+        end
+    end
+    return act(opts, "rust", scores, scorer and scorer.names, scorer and scorer.thresholds, removed, r)
+end
+
+local function run_lua(opts, r)
+    local mx = state.metrics
+    local t0 = mx and clock()
+    local leng = state.lua
+    leng:read_request(lreq)
+    local scores
+    if #leng.names > 0 then
+        scores = leng:score_request(lreq)
+    end
+    local removed = 0
+    if leng.headers then
+        removed = leng:strip(lreq)
+    end
+    if mx then
+        mx:engine_time("lua", clock() - t0)
+        if scores then
+            mx:scores("lua", leng.names, scores)
+        end
+    end
+    return act(opts, "lua", scores, leng.names, leng.thresholds, removed, r)
+end
+
+-- Shadow mode --------------------------------------------------------------
+
+local REL_TOLERANCE = 1e-9
+local last_log = 0      -- ngx.now() of this worker's last disagreement line
+local suppressed = 0    -- disagreement lines not written since then
+local kinds = {}        -- reused list of the kinds of one disagreement
+local other_scores = {} -- reused formatting buffer
+
+local function scores_differ(names, a, b)
+    if not a or not b then
+        return a ~= b
+    end
+    for i = 1, #names do
+        local x, y = a[names[i]], b[names[i]]
+        if not x or not y then
+            return true
+        end
+        local d = x - y
+        if d < 0 then d = -d end
+        local m = x < 0 and -x or x
+        local my = y < 0 and -y or y
+        if my > m then m = my end
+        if d > REL_TOLERANCE * m then
+            return true
+        end
+    end
+    return false
+end
+
+local function scores_text(names, scores)
+    if not scores then
+        return "none"
+    end
+    for i = 1, #names do
+        other_scores[i] = format("%s=%.17g", names[i], scores[names[i]] or 0 / 0)
+    end
+    return concat(other_scores, ";", 1, #names)
+end
+
+-- Counts a disagreement and logs it (at most one line a second per worker,
+-- saying how many lines it suppressed before it).
+local function disagreement(rs, ls, ra, la, rcount, lcount)
+    local n = 0
+    local names = state.scorer and state.scorer.names or state.lua.names
+    local mx = state.metrics
+    -- Models the other engine lacks count as differing scores, in both directions.
+    if scores_differ(names, rs, ls) or (rs and ls and #state.lua.names ~= #names) then
+        n = n + 1
+        kinds[n] = "score"
+    end
+    if ra ~= la then
+        n = n + 1
+        kinds[n] = "decision"
+    end
+    if rcount ~= lcount then
+        n = n + 1
+        kinds[n] = "headers"
+    end
+    if n == 0 then
+        return
+    end
+    if mx then
+        for i = 1, n do
+            mx:disagreement(kinds[i])
+        end
+    end
+    local now = ngx.now()
+    if now - last_log < 1 then
+        suppressed = suppressed + 1
+        return
+    end
+    last_log = now
+    local method, uri, client = request_text()
+    ngx.log(ngx.WARN, format('edgeguard shadow disagreement kinds=%s primary=%s rust_action=%s lua_action=%s '
+        .. 'rust_scores=%s lua_scores=%s rust_headers=%s lua_headers=%s method=%s uri="%s" '
+        .. 'client=%s request_id=%s suppressed=%d',
+        concat(kinds, ",", 1, n), state.primary, ra, la, scores_text(names, rs),
+        scores_text(state.lua.names, ls), tostring(rcount), tostring(lcount), method, uri, client,
+        ngx.var.request_id, suppressed))
+    suppressed = 0
+end
+
+local function run_shadow(opts, r)
+    local mx = state.metrics
+    local scorer, set, leng = state.scorer, state.headers, state.lua
+    local primary = state.primary
+
+    -- Both engines read and score what the client sent, before any strip.
+    local t0 = mx and clock()
+    local req, headers, n = request.current(r)
+    if not req then
+        return fail("shadow", headers)
+    end
+    local rs, err
+    if scorer then
+        rs, err = scorer:score(req)
+        if not rs then
+            ngx.log(ngx.ERR, "edgeguard: scoring failed: ", err)
+        end
+    end
+    local clear, nclear, rcount = nil, 0, 0
+    if set then
+        clear, nclear, rcount = set:find(headers, n)
+        if not clear then
+            return fail("shadow", nclear)
+        end
+    end
+    local t1 = mx and clock()
+
+    leng:read_request(lreq)
+    local ls
+    if #leng.names > 0 then
+        ls = leng:score_request(lreq)
+    end
+    local lcount = leng.headers and lheaders.count(leng.headers, lreq) or 0
+    local t2 = mx and clock()
+
+    -- Strip with the primary only.
+    if primary == "rust" then
+        if clear then
+            clear_found(headers, clear, nclear)
+        end
+    elseif leng.headers then
+        lcount = leng:strip(lreq)
+    end
+    if mx then
+        local t3 = clock()
+        if primary == "rust" then
+            mx:engine_time("rust", (t1 - t0) + (t3 - t2))
+            mx:engine_time("lua", t2 - t1)
+        else
+            mx:engine_time("rust", t1 - t0)
+            mx:engine_time("lua", t3 - t1)
+        end
+        if rs then
+            mx:scores("rust", scorer.names, rs)
+        end
+        if ls then
+            mx:scores("lua", leng.names, ls)
+        end
+    end
+
+    local rnames, lnames = scorer and scorer.names, leng.names
+    local ra = decide(opts, rs, rnames, scorer and scorer.thresholds, r)
+    local la = decide(opts, ls, lnames, leng.thresholds, r)
+    disagreement(rs, ls, ra, la, rcount, lcount)
+
+    if primary == "rust" then
+        return act(opts, "shadow", rs, rnames, scorer and scorer.thresholds, rcount, r)
+    end
+    return act(opts, "shadow", ls, lnames, leng.thresholds, lcount, r)
+end
+
+--- The one-liner for access_by_lua*: strips internal headers, scores the
+-- request, passes the scores upstream, and blocks or logs by the mode.
+-- `opts` may override mode, thresholds, status, score_header, vars,
+-- log_level, fail_closed and engine for this location. The engine override
+-- can only pick an engine configure() loaded ("rust" or "lua" when it was
+-- "shadow"); anything else raises an error, as misuse. Returns the action
+-- taken ("pass", "allow", "log", "block"); blocking ends the request with
+-- ngx.exit.
+function _M.access(opts)
+    if opts ~= nil then
+        if type(opts) ~= "table" then
+            error("edgeguard.access expects a table of options or nothing", 2)
+        end
+        check_options(opts, PER_REQUEST, "edgeguard.access", 2)
+    else
+        opts = state
+    end
+    if not state.lib then
+        error("edgeguard: call edgeguard.configure{ ... } in init_by_lua first", 2)
+    end
+    local engine = opts.engine or state.engine
+    if not ENGINES[state.engine][engine] then
+        error("edgeguard.access: engine \"" .. engine .. "\" was not loaded; configure{ engine = \""
+              .. state.engine .. "\" } allows " .. (state.engine == "shadow"
+                  and "\"rust\", \"lua\" or \"shadow\"" or "only \"" .. state.engine .. "\""), 2)
+    end
+    need_nginx("access")
+
+    local r = request.get(2)
+    if engine == "rust" then
+        return run_rust(opts, r)
+    elseif engine == "lua" then
+        return run_lua(opts, r)
+    end
+    return run_shadow(opts, r)
 end
 
 return _M

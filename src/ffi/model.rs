@@ -297,15 +297,20 @@ pub unsafe extern "C" fn edgeguard_model_predict_strings(
 }
 
 /// CatBoost's hash of a categorical value (CityHash64 v1.0.2, low 32 bits),
-/// to be computed once per request and passed to every model. `data` may be
-/// null when `len` is 0; a null `data` with a non-zero `len` is a caller bug
-/// and hashes as the empty string.
+/// to be computed once per request and passed to every model. The bits are
+/// returned as `int32_t`, the type `edgeguard_model_predict` takes them in
+/// (and CatBoost's own C API returns): JIT-compiled LuaJIT reads a
+/// `uint32_t` return as the whole of `rax`, whose upper half the compiler
+/// may leave holding the rest of the 64-bit hash, while a signed 32-bit
+/// return is read from `eax` alone. `data` may be null when `len` is 0; a
+/// null `data` with a non-zero `len` is a caller bug and hashes as the empty
+/// string.
 ///
 /// # Safety
 /// `data` points to `len` readable bytes, or `len` is 0.
 #[no_mangle]
-pub unsafe extern "C" fn edgeguard_cat_hash(data: *const u8, len: usize) -> u32 {
+pub unsafe extern "C" fn edgeguard_cat_hash(data: *const u8, len: usize) -> i32 {
     ffi_panic_boundary! {
-        cat_hash(bytes(data, len).unwrap_or(&[]))
+        cat_hash(bytes(data, len).unwrap_or(&[])) as i32
     }
 }

@@ -21,7 +21,7 @@
 //! slows the reader, and however large the input, memory holds only the
 //! pool.
 //!
-//! Lines that cannot be used (not JSON, not UTF-8, missing fields, longer
+//! Lines that cannot be used (not JSON, a field name not UTF-8, missing fields, longer
 //! than [`Options::max_line`]) are counted with their line numbers, never
 //! fatal.
 
@@ -37,7 +37,6 @@ use std::io::{self, Write};
 pub use input::Input;
 pub use summary::{
     ConfigSummary, Flip, Histogram, LineError, LiveSummary, ModelSummary, Summary, HISTOGRAM_BINS,
-    LIVE_SCORE_TOLERANCE,
 };
 pub use worker::Worker;
 

@@ -15,14 +15,21 @@
 //!
 //! Other fields (labels, timestamps, status) are skipped without being built.
 //!
-//! Strings are not copied: a string without escapes is a view of the input
-//! line. An escaped string is unescaped by serde_json into a transient buffer
-//! and copied into the worker's [`Scratch`], which keeps its capacity from line
-//! to line, so a line without escapes costs no allocation at all; one with
-//! escapes costs only serde_json's own unescape buffer, which lives in its
-//! per-line deserializer (`tests/replay_alloc.rs` bounds both). Positions are kept as
-//! offsets while parsing (the scratch may grow) and turned into
-//! [`edgeguard_header`] views only once the line is fully read.
+//! Request strings (method, URI, client, header names and values, and the
+//! `headers` text) are bytes, not UTF-8: nginx's `escape=json` escapes `"`,
+//! `\` and bytes below 0x20 and writes every other byte as the client sent
+//! it, and the scorer in nginx sees those bytes. Field names must be UTF-8.
+//!
+//! Two paths fill the same spans. A hand-written scanner (`record/fast.rs`)
+//! reads every line first: strings without escapes are views of the line,
+//! escaped ones are unescaped into the worker's [`Scratch`], which keeps its
+//! capacity from line to line, so a good line costs no allocation at all. On
+//! anything it does not expect it gives up, and serde_json (seeds below,
+//! borrowing where it can) parses the line again: it is the reference, and
+//! its errors are the messages reported. A test holds the two to the same
+//! result on every fixture line. Positions are kept as offsets while parsing
+//! (the scratch may grow) and turned into [`edgeguard_header`] views only
+//! once the line is fully read.
 
 use std::fmt;
 
@@ -61,7 +68,7 @@ pub(crate) struct Scratch {
     owned: Vec<u8>,
     text: Vec<u8>,
     pairs: Vec<(Span, Span)>,
-    live: Vec<(Span, f64)>,
+    live: Vec<(Span, LiveScore)>,
     headers: Vec<edgeguard_header>,
 }
 
@@ -76,18 +83,18 @@ pub(crate) struct Parsed<'s> {
     pub(crate) headers: &'s [edgeguard_header],
     /// What nginx decided, for log lines that carry it.
     pub(crate) live_action: Option<Action>,
-    live: &'s [(Span, f64)],
+    live: &'s [(Span, LiveScore)],
     bufs: Bufs<'s>,
 }
 
 impl Parsed<'_> {
     /// The score nginx logged for the model named `name`, if any.
-    pub(crate) fn live_score(&self, name: &str) -> Option<f64> {
+    pub(crate) fn live_score(&self, name: &str) -> Option<LiveScore> {
         self.live
             .iter()
             .find(|(n, _)| self.bufs.get(*n) == name.as_bytes())
             .map(|&(_, s)| s)
-            .filter(|s| !s.is_nan())
+            .filter(|s| !s.value.is_nan())
     }
 }
 
@@ -137,19 +144,9 @@ pub(crate) fn parse<'s>(
     scratch.live.clear();
     scratch.headers.clear();
 
-    let fields = {
-        let mut de = serde_json::Deserializer::from_slice(line);
-        let fields = RecordSeed {
-            origin: line.as_ptr(),
-            owned: &mut scratch.owned,
-            text: &mut scratch.text,
-            pairs: &mut scratch.pairs,
-            live: &mut scratch.live,
-        }
-        .deserialize(&mut de)
-        .map_err(ParseError)?;
-        de.end().map_err(ParseError)?;
-        fields
+    let fields = match fast::record(line, scratch) {
+        Some(fields) => fields,
+        None => serde_record(line, scratch)?,
     };
 
     if let Some(text) = fields.headers_text {
@@ -159,17 +156,20 @@ pub(crate) fn parse<'s>(
             _ => (Base::Text, &scratch.text[..]),
         };
         let offset = if base == Base::Line { text.start } else { 0 };
-        let mut de = serde_json::Deserializer::from_slice(buf);
-        PairsSeed {
-            base,
-            origin: buf.as_ptr(),
-            offset,
-            owned: &mut scratch.owned,
-            pairs: &mut scratch.pairs,
+        if fast::pairs(buf, base, offset, &mut scratch.owned, &mut scratch.pairs).is_none() {
+            scratch.pairs.clear();
+            let mut de = serde_json::Deserializer::from_slice(buf);
+            PairsSeed {
+                base,
+                origin: buf.as_ptr(),
+                offset,
+                owned: &mut scratch.owned,
+                pairs: &mut scratch.pairs,
+            }
+            .deserialize(&mut de)
+            .map_err(ParseError)?;
+            de.end().map_err(ParseError)?;
         }
-        .deserialize(&mut de)
-        .map_err(ParseError)?;
-        de.end().map_err(ParseError)?;
     }
 
     let bufs = Bufs {
@@ -196,6 +196,30 @@ pub(crate) fn parse<'s>(
         live: &scratch.live,
         bufs,
     })
+}
+
+/// The serde path: the line again from scratch, for its error if it has
+/// one.
+fn serde_record(line: &[u8], scratch: &mut Scratch) -> Result<Fields, ParseError> {
+    scratch.owned.clear();
+    scratch.text.clear();
+    scratch.pairs.clear();
+    scratch.live.clear();
+    let fields = {
+        let mut de = serde_json::Deserializer::from_slice(line);
+        let fields = RecordSeed {
+            origin: line.as_ptr(),
+            owned: &mut scratch.owned,
+            text: &mut scratch.text,
+            pairs: &mut scratch.pairs,
+            live: &mut scratch.live,
+        }
+        .deserialize(&mut de)
+        .map_err(ParseError)?;
+        de.end().map_err(ParseError)?;
+        fields
+    };
+    Ok(fields)
 }
 
 fn static_name(name: &str) -> &'static str {
@@ -231,7 +255,9 @@ struct StrSeed<'a> {
 impl<'de> DeserializeSeed<'de> for StrSeed<'_> {
     type Value = Span;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Span, D::Error> {
-        d.deserialize_str(self)
+        // Bytes, not str: nginx's escape=json writes bytes >= 0x80 as they
+        // came, and the request is scored on its bytes, UTF-8 or not.
+        d.deserialize_bytes(self)
     }
 }
 
@@ -242,7 +268,7 @@ impl<'de> Visitor<'de> for StrSeed<'_> {
         f.write_str("a string")
     }
 
-    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Span, E> {
+    fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<Span, E> {
         // serde_json hands out borrowed strings only from the slice it was
         // given, which starts at `origin`.
         let start = v.as_ptr() as usize - self.origin as usize + self.offset;
@@ -253,9 +279,9 @@ impl<'de> Visitor<'de> for StrSeed<'_> {
         })
     }
 
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Span, E> {
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Span, E> {
         let start = self.owned.len();
-        self.owned.extend_from_slice(v.as_bytes());
+        self.owned.extend_from_slice(v);
         Ok(Span {
             base: Base::Owned,
             start,
@@ -269,7 +295,7 @@ struct RecordSeed<'a> {
     owned: &'a mut Vec<u8>,
     text: &'a mut Vec<u8>,
     pairs: &'a mut Vec<(Span, Span)>,
-    live: &'a mut Vec<(Span, f64)>,
+    live: &'a mut Vec<(Span, LiveScore)>,
 }
 
 impl RecordSeed<'_> {
@@ -298,7 +324,7 @@ enum Key<'de> {
     Client,
     Headers,
     LiveAction,
-    LiveScore(std::borrow::Cow<'de, str>),
+    LiveScore(std::borrow::Cow<'de, [u8]>),
     Other,
 }
 
@@ -312,34 +338,39 @@ impl<'de> de::Deserialize<'de> for Key<'de> {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a field name")
             }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(match key(v) {
+            fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<Key<'de>, E> {
+                Ok(match key(v)? {
                     Key::LiveScore(_) => Key::LiveScore(v[LIVE_PREFIX.len()..].into()),
                     k => k,
                 })
             }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(match key(v) {
+            fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Key<'de>, E> {
+                Ok(match key(v)? {
                     Key::LiveScore(_) => Key::LiveScore(v[LIVE_PREFIX.len()..].to_owned().into()),
                     k => k,
                 })
             }
         }
-        fn key(v: &str) -> Key<'static> {
-            match v {
-                "method" => Key::Method,
-                "uri" => Key::Uri,
-                "version" => Key::Version,
-                "client" => Key::Client,
-                "headers" => Key::Headers,
-                "edgeguard_action" => Key::LiveAction,
-                _ if v.len() > LIVE_PREFIX.len() && v.starts_with(LIVE_PREFIX) => {
-                    Key::LiveScore("".into())
+        fn key<E: de::Error>(v: &[u8]) -> Result<Key<'static>, E> {
+            Ok(match v {
+                b"method" => Key::Method,
+                b"uri" => Key::Uri,
+                b"version" => Key::Version,
+                b"client" => Key::Client,
+                b"headers" => Key::Headers,
+                b"edgeguard_action" => Key::LiveAction,
+                _ if v.len() > LIVE_PREFIX.len() && v.starts_with(LIVE_PREFIX.as_bytes()) => {
+                    Key::LiveScore(b"".into())
+                }
+                // Only unknown names are checked: known ones are ASCII.
+                _ if std::str::from_utf8(v).is_err() => {
+                    return Err(E::custom("invalid unicode in a field name"))
                 }
                 _ => Key::Other,
-            }
+            })
         }
-        d.deserialize_str(KeyVisitor)
+        // Bytes: serde_json then skips the UTF-8 check of every name.
+        d.deserialize_bytes(KeyVisitor)
     }
 }
 
@@ -377,7 +408,7 @@ impl<'de> Visitor<'de> for RecordSeed<'_> {
                 Key::LiveScore(name) => {
                     let score = map.next_value_seed(LiveScoreSeed)?;
                     let start = self.owned.len();
-                    self.owned.extend_from_slice(name.as_bytes());
+                    self.owned.extend_from_slice(&name);
                     let span = Span {
                         base: Base::Owned,
                         start,
@@ -479,16 +510,18 @@ impl Visitor<'_> for VersionSeed {
     }
 
     fn visit_str<E: de::Error>(self, s: &str) -> Result<u16, E> {
-        let t = s.trim();
-        let t = match t.get(..5) {
-            Some(p) if p.eq_ignore_ascii_case("http/") => &t[5..],
-            _ => t,
-        };
-        t.parse::<f64>()
-            .ok()
-            .and_then(scaled_version)
-            .ok_or_else(|| E::custom(format_args!("unsupported HTTP version {s:?}")))
+        version_text(s).ok_or_else(|| E::custom(format_args!("unsupported HTTP version {s:?}")))
     }
+}
+
+/// `"1.1"`, `"HTTP/2.0"`, as nginx's scaled version.
+fn version_text(s: &str) -> Option<u16> {
+    let t = s.trim();
+    let t = match t.get(..5) {
+        Some(p) if p.eq_ignore_ascii_case("http/") => &t[5..],
+        _ => t,
+    };
+    t.parse::<f64>().ok().and_then(scaled_version)
 }
 
 /// nginx's `r->http_version` scaled to 9, 10, 11, 20 or 30.
@@ -500,46 +533,84 @@ fn scaled_version(x: f64) -> Option<u16> {
     }
 }
 
+/// A score nginx logged, and how far from it the exact score may lie given
+/// the digits it was printed with.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct LiveScore {
+    /// NaN when the variable was not set.
+    pub(crate) value: f64,
+    /// Half a unit in the last printed digit (`"%.9g"` of 0.73 gives
+    /// 5e-10, `"%.6f"` 5e-7); a few ulps for JSON numbers.
+    pub(crate) tolerance: f64,
+}
+
+impl LiveScore {
+    /// Whether `score` printed the way this one was gives the same digits.
+    pub(crate) fn matches(&self, score: f64) -> bool {
+        // The slack covers the rounding of the decimal text to f64.
+        (self.value - score).abs() <= self.tolerance * (1.0 + 1e-6)
+    }
+
+    fn number(value: f64) -> LiveScore {
+        LiveScore {
+            value,
+            tolerance: 4.0 * f64::EPSILON * value.abs().max(1.0),
+        }
+    }
+}
+
+/// Half a unit in the last digit of a decimal number: `0.912345` gives
+/// 5e-7, `1.2e-05` 5e-7, `42` 0.5.
+fn half_unit(s: &str) -> Option<f64> {
+    let (mantissa, exp) = match s.find(['e', 'E']) {
+        Some(i) => (&s[..i], s[i + 1..].parse::<i32>().ok()?),
+        None => (s, 0),
+    };
+    let decimals = mantissa.find('.').map_or(0, |i| mantissa.len() - i - 1);
+    Some(0.5 * 10f64.powi(exp - decimals as i32))
+}
+
 /// A live score as nginx logged it: `"0.731245"`, a number, or empty when
 /// the variable was not set (NaN then).
 struct LiveScoreSeed;
 
 impl<'de> DeserializeSeed<'de> for LiveScoreSeed {
-    type Value = f64;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<f64, D::Error> {
+    type Value = LiveScore;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<LiveScore, D::Error> {
         d.deserialize_any(self)
     }
 }
 
 impl Visitor<'_> for LiveScoreSeed {
-    type Value = f64;
+    type Value = LiveScore;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a score")
     }
 
-    fn visit_f64<E: de::Error>(self, x: f64) -> Result<f64, E> {
-        Ok(x)
+    fn visit_f64<E: de::Error>(self, x: f64) -> Result<LiveScore, E> {
+        Ok(LiveScore::number(x))
     }
 
-    fn visit_u64<E: de::Error>(self, x: u64) -> Result<f64, E> {
-        Ok(x as f64)
+    fn visit_u64<E: de::Error>(self, x: u64) -> Result<LiveScore, E> {
+        Ok(LiveScore::number(x as f64))
     }
 
-    fn visit_i64<E: de::Error>(self, x: i64) -> Result<f64, E> {
-        Ok(x as f64)
+    fn visit_i64<E: de::Error>(self, x: i64) -> Result<LiveScore, E> {
+        Ok(LiveScore::number(x as f64))
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<f64, E> {
-        Ok(f64::NAN)
+    fn visit_unit<E: de::Error>(self) -> Result<LiveScore, E> {
+        Ok(LiveScore::number(f64::NAN))
     }
 
-    fn visit_str<E: de::Error>(self, s: &str) -> Result<f64, E> {
-        match s {
-            "" | "-" => Ok(f64::NAN),
-            _ => s
-                .parse()
-                .map_err(|_| E::custom(format_args!("live score {s:?} is not a number"))),
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<LiveScore, E> {
+        if let "" | "-" = s {
+            return Ok(LiveScore::number(f64::NAN));
+        }
+        match (s.parse::<f64>(), half_unit(s)) {
+            (Ok(value), Some(tolerance)) => Ok(LiveScore { value, tolerance }),
+            _ => Err(E::custom(format_args!("live score {s:?} is not a number"))),
         }
     }
 }
@@ -554,7 +625,8 @@ struct HeadersSeed<'a> {
 impl<'de> DeserializeSeed<'de> for HeadersSeed<'_> {
     type Value = Option<Span>;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<Span>, D::Error> {
-        d.deserialize_any(self)
+        // `null`, else an array or a string read as bytes (see `StrSeed`).
+        d.deserialize_option(self)
     }
 }
 
@@ -569,11 +641,15 @@ impl<'de> Visitor<'de> for HeadersSeed<'_> {
         self.pairs.visit_seq(seq).map(|()| None)
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<Option<Span>, E> {
+    fn visit_none<E: de::Error>(self) -> Result<Option<Span>, E> {
         Ok(None)
     }
 
-    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Option<Span>, E> {
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Option<Span>, D::Error> {
+        d.deserialize_bytes(self)
+    }
+
+    fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<Option<Span>, E> {
         if is_unset(v) {
             return Ok(None);
         }
@@ -585,12 +661,12 @@ impl<'de> Visitor<'de> for HeadersSeed<'_> {
         }))
     }
 
-    fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<Span>, E> {
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<Option<Span>, E> {
         if is_unset(v) {
             return Ok(None);
         }
         self.text.clear();
-        self.text.extend_from_slice(v.as_bytes());
+        self.text.extend_from_slice(v);
         Ok(Some(Span {
             base: Base::Text,
             start: 0,
@@ -600,8 +676,8 @@ impl<'de> Visitor<'de> for HeadersSeed<'_> {
 }
 
 /// nginx logs an unset variable as `-`, an empty one as nothing.
-fn is_unset(v: &str) -> bool {
-    matches!(v.trim(), "" | "-")
+fn is_unset(v: &[u8]) -> bool {
+    matches!(v.trim_ascii(), b"" | b"-")
 }
 
 /// An array of `[name, value]` string pairs, appended to `pairs`.
@@ -685,6 +761,8 @@ impl<'de> Visitor<'de> for PairSeed<'_> {
         Ok((name, value))
     }
 }
+
+mod fast;
 
 #[cfg(test)]
 mod tests;

@@ -163,15 +163,13 @@ pub struct LiveSummary {
     pub actions: [[u64; 4]; 4],
     /// Live scores compared with the replayed score of the same model.
     pub scores_compared: u64,
-    /// Live scores differing from the replayed one by more than nginx's
-    /// six logged decimals explain.
+    /// Live scores differing from the replayed one by more than the digits
+    /// nginx logged explain (half a unit in the last one: 5e-10 for
+    /// edgeguard's `"%.9g"` of a score in [0.1, 1)).
     pub scores_differing: u64,
     /// The largest difference seen.
     pub max_score_diff: f64,
 }
-
-/// The tolerance of a live score, logged with `%.6f`.
-pub const LIVE_SCORE_TOLERANCE: f64 = 5.000_001e-7;
 
 /// Everything a replay counted.
 #[derive(Clone, Debug, PartialEq)]
@@ -184,7 +182,7 @@ pub struct Summary {
     pub requests: u64,
     /// Empty lines, skipped silently.
     pub blank_lines: u64,
-    /// Lines skipped: not JSON, not a request, not UTF-8, too long.
+    /// Lines skipped: not JSON, not a request, a field name not UTF-8, too long.
     pub parse_errors: u64,
     /// The first few of them, lowest line numbers first.
     pub first_errors: Vec<LineError>,

@@ -14,7 +14,7 @@ use crate::request::edgeguard_header;
 
 use super::input::Batch;
 use super::record::{self, Parsed, Scratch};
-use super::summary::{ConfigSummary, Flip, Summary, LIVE_SCORE_TOLERANCE};
+use super::summary::{ConfigSummary, Flip, Summary};
 
 /// Room for the distinct internal names of one request; the count stays
 /// exact beyond it (`HeaderSet::find_internal`).
@@ -243,9 +243,9 @@ impl<'c> Worker<'c> {
         if let Some(scorer) = self.primary.config.scorer() {
             for (m, &score) in scorer.models().iter().zip(&self.primary.scores) {
                 if let Some(live) = p.live_score(m.name()) {
-                    let diff = (live - score).abs();
+                    let diff = (live.value - score).abs();
                     tally.live.scores_compared += 1;
-                    tally.live.scores_differing += u64::from(diff > LIVE_SCORE_TOLERANCE);
+                    tally.live.scores_differing += u64::from(!live.matches(score));
                     tally.live.max_score_diff = tally.live.max_score_diff.max(diff);
                 }
             }

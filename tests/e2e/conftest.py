@@ -149,12 +149,12 @@ STRIP_ONLY = """
 
 
 def edge_conf(port, origin_port, list_path, underscores=True, extra_servers="", configure="", access=STRIP_ONLY,
-              location_extra=""):
+              location_extra="", http_extra="", workers=1):
     """The test configuration: the shipped one's edgeguard blocks, with test ports."""
     return f"""
 load_module {MODULES}/ndk_http_module.so;
 load_module {MODULES}/ngx_http_lua_module.so;
-worker_processes 1;
+worker_processes {workers};
 error_log logs/error.log info;
 pid logs/nginx.pid;
 events {{ worker_connections 256; }}
@@ -166,6 +166,7 @@ http {{
     uwsgi_temp_path logs/uwsgi;
     scgi_temp_path logs/scgi;
     lua_package_path "{ROOT}/lua/?.lua;;";
+    {http_extra}
     init_by_lua_block {{
         assert(require("resty.edgeguard").configure{{
             internal_headers = "{list_path}",
@@ -268,3 +269,31 @@ def edge(origin):
 def edge_strict(origin):
     """nginx with the default underscores_in_headers off."""
     yield from _edge(origin, TEST_LIST, underscores=False)
+
+
+def metrics_server(port):
+    """A server block answering edgeguard.metrics() at /metrics on `port`."""
+    return f"""
+    server {{
+        listen 127.0.0.1:{port};
+        location = /metrics {{
+            content_by_lua_block {{
+                ngx.header.content_type = "text/plain; version=0.0.4"
+                ngx.print(require("resty.edgeguard").metrics())
+            }}
+        }}
+    }}
+"""
+
+
+METRICS_DICT = "lua_shared_dict edgeguard_metrics 1m;"
+
+
+def get_text(port, path):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, resp.read().decode()
+    finally:
+        conn.close()

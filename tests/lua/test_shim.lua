@@ -178,4 +178,101 @@ T.test("handles are freed by the garbage collector", function()
     collectgarbage()
 end)
 
+T.test("engine options are checked at configure and per location", function()
+    T.contains(T.raises(function() edgeguard.configure{ engine = "python" } end),
+               'engine must be "rust", "lua" or "shadow", got "python"')
+    T.contains(T.raises(function() edgeguard.configure{ engine = 1 } end), "'engine' must be a string")
+    T.contains(T.raises(function() edgeguard.configure{ engine = "shadow", shadow_primary = "go" } end),
+               'shadow_primary must be "rust" or "lua"')
+    T.contains(T.raises(function() edgeguard.configure{ shadow_primary = "lua" } end),
+               'shadow_primary needs engine = "shadow"')
+    T.contains(T.raises(function() edgeguard.configure{ lua_models = { bot = "models/bot.json" } } end),
+               'lua_models needs engine = "lua" or "shadow"')
+    T.contains(T.raises(function() edgeguard.configure{ metrics_dict = 5 } end),
+               "'metrics_dict' must be a string")
+    -- Checked before anything else in access, so it raises here too.
+    local err = T.raises(function() edgeguard.access{ engine = "lus" } end)
+    T.contains(err, 'engine must be "rust", "lua" or "shadow", got "lus"')
+    T.contains(err, "test_shim.lua:")
+    T.contains(T.raises(function() edgeguard.access{ shadow_primary = "lua" } end),
+               "unknown option 'shadow_primary'")
+end)
+
+T.test("engine = shadow loads both engines with the same model names", function()
+    local list = tmpfile("x-internal-user-id\n")
+    local ok, model_err = edgeguard.configure{
+        internal_headers = list, lib_path = LIB, engine = "shadow",
+        models = { spoof = "models/spoof.json", bot = "models/bot.json" },
+    }
+    os.remove(list)
+    T.eq(model_err, nil)
+    T.eq(ok, true)
+    T.eq(edgeguard.engine(), "shadow")
+    local names = edgeguard.models()
+    T.eq(names[1], "bot")
+    T.eq(names[2], "spoof")
+end)
+
+T.test("engine = lua with a bad list fails closed and names the line", function()
+    local before = edgeguard.engine()
+    local path = tmpfile("x-ok\nx-b*d\n")
+    local ok, err = edgeguard.configure{ internal_headers = path, lib_path = LIB, engine = "lua" }
+    os.remove(path)
+    T.eq(ok, nil)
+    T.contains(err, path .. ":2")
+    T.eq(edgeguard.engine(), before, "previous configuration still in force")
+end)
+
+T.test("a Lua-only model that fails to load fails open, like the Rust one", function()
+    local list = tmpfile("x-internal-user-id\n")
+    local ok, model_err = edgeguard.configure{
+        internal_headers = list, lib_path = LIB, engine = "shadow",
+        models = { bot = "models/bot.json" }, lua_models = { bot = "/nonexistent/lua-bot.json" },
+    }
+    os.remove(list)
+    T.eq(ok, true)
+    T.contains(model_err, "lua engine: models not loaded")
+    T.contains(model_err, "/nonexistent/lua-bot.json")
+    T.eq(edgeguard.models()[1], "bot", "the Rust engine still scores")
+end)
+
+T.test("metrics without metrics_dict is misuse", function()
+    T.contains(T.raises(function() edgeguard.metrics() end), "no metrics; configure{ metrics_dict")
+end)
+
+T.test("metrics text: cumulative buckets, count from +Inf, escaped labels", function()
+    local metrics = require "resty.edgeguard.metrics"
+    local store = {}
+    local dict = {
+        incr = function(_, k, v, init) store[k] = (store[k] or init) + v; return store[k] end,
+        get = function(_, k) return store[k] end,
+        add = function(_, k, v) if store[k] ~= nil then return false end; store[k] = v; return true end,
+    }
+    local mx = metrics.new(dict, { request_engines = { "rust" }, engines = { "rust" },
+                                   models = { rust = { 'a"b' } } })
+    mx:request("rust", "block", 3)
+    mx:request("rust", "pass", 0)
+    mx:scores("rust", { 'a"b' }, { ['a"b'] = 0.25 })
+    mx:scores("rust", { 'a"b' }, { ['a"b'] = 2 })
+    mx:engine_time("rust", 3e-6)
+    mx:count_load_errors("g1", 2)
+    mx:count_load_errors("g1", 2)
+    local text = mx:text()
+    T.contains(text, 'edgeguard_requests_total{engine="rust"} 2\n')
+    T.contains(text, "edgeguard_headers_stripped_total 3\n")
+    T.contains(text, 'edgeguard_decisions_total{action="block"} 1\n')
+    T.contains(text, 'edgeguard_score_bucket{model="a\\"b",engine="rust",le="0.2"} 0\n')
+    T.contains(text, 'edgeguard_score_bucket{model="a\\"b",engine="rust",le="0.3"} 1\n')
+    T.contains(text, 'edgeguard_score_bucket{model="a\\"b",engine="rust",le="1"} 1\n')
+    T.contains(text, 'edgeguard_score_bucket{model="a\\"b",engine="rust",le="+Inf"} 2\n')
+    T.contains(text, 'edgeguard_score_sum{model="a\\"b",engine="rust"} 2.25\n')
+    T.contains(text, 'edgeguard_score_count{model="a\\"b",engine="rust"} 2\n')
+    T.contains(text, 'edgeguard_engine_seconds_bucket{engine="rust",le="2.5e-06"} 0\n')
+    T.contains(text, 'edgeguard_engine_seconds_bucket{engine="rust",le="5e-06"} 1\n')
+    T.contains(text, "edgeguard_load_errors_total 2\n", "counted once per generation")
+    T.contains(text, "# TYPE edgeguard_score histogram\n")
+    local t0 = metrics.clock()
+    T.ok(metrics.clock() >= t0, "monotonic")
+end)
+
 T.run()

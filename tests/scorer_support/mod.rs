@@ -1,6 +1,6 @@
 //! Requests of the traffic fixture (`tests/fixtures/traffic/sample.jsonl`,
 //! written by `models/train.py`) and the scorer's model files, shared by the
-//! scorer tests and `benches/scorer.rs`.
+//! feature and scorer tests and `benches/scorer.rs`.
 
 #![allow(dead_code)] // each user takes a different subset
 

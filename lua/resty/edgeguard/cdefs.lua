@@ -149,7 +149,7 @@ edgeguard_result edgeguard_model_predict_strings(const edgeguard_model *model,
                                                  double *out,
                                                  size_t out_len);
 
-uint32_t edgeguard_cat_hash(const uint8_t *data, size_t len);
+int32_t edgeguard_cat_hash(const uint8_t *data, size_t len);
 
 edgeguard_result edgeguard_scorer_new(const char *const *names,
                                       const char *const *paths,

@@ -92,7 +92,11 @@ fn access_log_lines() {
         ])
     );
     assert_eq!(p.live_action, Some(Action::Block));
-    assert_eq!(p.live_score("bot"), Some(0.912345));
+    let bot = p.live_score("bot").unwrap();
+    assert_eq!(bot.value, 0.912345);
+    assert!((bot.tolerance - 5e-7).abs() < 1e-18, "six decimals");
+    assert!(bot.matches(0.9123454999) && bot.matches(0.9123445001));
+    assert!(!bot.matches(0.9123456) && !bot.matches(0.912344));
     assert_eq!(p.live_score("spoof"), None, "empty: not scored");
     assert_eq!(p.live_score("other"), None);
 }
@@ -171,7 +175,11 @@ fn bad_lines_are_errors() {
             "not a number",
         ),
         (
-            b"{\"method\":\"G\xffT\",\"uri\":\"/\",\"version\":\"1.1\"}",
+            b"{\"method\":\"GET\",\xff\"uri\":\"/\",\"version\":\"1.1\"}",
+            "key must be a string",
+        ),
+        (
+            b"{\"m\xe9thod\":\"GET\",\"uri\":\"/\",\"version\":\"1.1\"}",
             "invalid unicode",
         ),
         (b"[1,2]", "expected a request object"),
@@ -184,5 +192,176 @@ fn bad_lines_are_errors() {
             String::from_utf8_lossy(line)
         );
         assert!(err.starts_with("column "), "{err}");
+    }
+}
+
+/// What nginx's `escape=json` does to a variable's value
+/// (`ngx_escape_json`): `"` and `\` get a backslash, bytes below 0x20 become
+/// `\n`, `\r`, `\t`, `\b`, `\f` or `\u00XX`, every other byte is written as
+/// it came, UTF-8 or not.
+fn nginx_escape_json(v: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for &b in v {
+        match b {
+            b'"' | b'\\' => out.extend_from_slice(&[b'\\', b]),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            0x08 => out.extend_from_slice(b"\\b"),
+            0x0c => out.extend_from_slice(b"\\f"),
+            0..0x20 => out.extend_from_slice(format!("\\u{b:04x}").as_bytes()),
+            _ => out.push(b),
+        }
+    }
+    out
+}
+
+/// Raw 8-bit bytes (nginx writes them as they came) and escaped control
+/// bytes reach the scorer unchanged, in the fields nginx writes and in the
+/// headers text `record.lua` writes with the same escapes.
+#[test]
+fn eight_bit_and_control_bytes_are_kept() {
+    let mut s = Scratch::default();
+    let method = b"G\xffT";
+    let uri = b"/caf\xe9?\x80\x7f";
+    let name = b"X-L\xe1tin";
+    let value = b"\x01\xc3\xa9\xff \\ \" \x1f";
+    // record.lua's text: JSON escapes for `"`, `\` and control bytes only.
+    let mut inner = b"[[\"".to_vec();
+    inner.extend(nginx_escape_json(name));
+    inner.extend_from_slice(b"\",\"");
+    inner.extend(nginx_escape_json(value));
+    inner.extend_from_slice(b"\"]]");
+    let mut line = b"{\"method\":\"".to_vec();
+    line.extend(nginx_escape_json(method));
+    line.extend_from_slice(b"\",\"uri\":\"");
+    line.extend(nginx_escape_json(uri));
+    line.extend_from_slice(b"\",\"version\":\"HTTP/1.1\",\"headers\":\"");
+    line.extend(nginx_escape_json(&inner));
+    line.extend_from_slice(b"\"}");
+    let p = parse(&line, &mut s).unwrap();
+    assert_eq!(p.method, method);
+    assert_eq!(p.uri, uri);
+    let h: Vec<(Vec<u8>, Vec<u8>)> = p
+        .headers
+        .iter()
+        // SAFETY: the headers view `p`'s line and scratch, alive here.
+        .map(|h| unsafe { (h.key.as_bytes().to_vec(), h.value.as_bytes().to_vec()) })
+        .collect();
+    assert_eq!(h, vec![(name.to_vec(), value.to_vec())]);
+}
+
+#[test]
+fn live_scores_are_compared_to_their_printed_precision() {
+    for (text, half) in [
+        ("0.999982483", 5e-10),
+        ("1.71386109e-05", 5e-14),
+        ("0.5", 0.05),
+        ("1", 0.5),
+        ("2E-3", 5e-4),
+    ] {
+        assert!(
+            (half_unit(text).unwrap() - half).abs() <= half * 1e-12,
+            "{text}"
+        );
+    }
+    assert_eq!(half_unit("1e"), None);
+    // nginx's "%.9g" of an f64 and Rust's shortest text of it agree.
+    let score = 0.000_572_112_105_123_f64;
+    let live = LiveScoreSeed
+        .visit_str::<serde_json::Error>("0.000572112105")
+        .unwrap();
+    assert!(live.matches(score));
+    assert!(live.matches(score + 3e-13) && !live.matches(score + 1e-12));
+}
+
+/// The fields a line parses to, resolved to bytes, by one path.
+fn resolved(line: &[u8], path: fn(&[u8], &mut Scratch) -> Option<Fields>) -> Option<Vec<Vec<u8>>> {
+    let mut s = Scratch::default();
+    let f = path(line, &mut s)?;
+    let bufs = Bufs {
+        line,
+        text: &s.text,
+        owned: &s.owned,
+    };
+    let span = |x: Option<Span>| x.map_or(b"<none>".to_vec(), |x| bufs.get(x).to_vec());
+    let mut out = vec![
+        span(f.method),
+        span(f.uri),
+        span(f.client),
+        span(f.headers_text),
+        span(f.live_action),
+        format!("{:?}", f.version).into_bytes(),
+    ];
+    for &(k, v) in &s.pairs {
+        out.push(bufs.get(k).to_vec());
+        out.push(bufs.get(v).to_vec());
+    }
+    for &(n, score) in &s.live {
+        out.push(bufs.get(n).to_vec());
+        out.push(format!("{score:?}").into_bytes());
+    }
+    Some(out)
+}
+
+/// The hand-written scanner and serde agree wherever the scanner answers,
+/// and it answers for every line of the fixtures.
+#[test]
+fn the_fast_path_agrees_with_serde() {
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut lines: Vec<Vec<u8>> = Vec::new();
+    for f in [
+        "tests/fixtures/traffic/sample.jsonl",
+        "tests/fixtures/replay/nginx-access.jsonl",
+    ] {
+        let text = std::fs::read(manifest.join(f)).unwrap();
+        lines.extend(
+            text.split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty())
+                .map(<[u8]>::to_vec),
+        );
+    }
+    let fixture_lines = lines.len();
+    for extra in [
+        &br#" { "method" : "GET" , "uri":"/\u00e9\ud83d\ude00\/\n" , "version" : 2 , "headers" : [ [ "a" , "\"b\"" ] ] , "x" : [ {"y": [true, false, null, -1.5e3]}, {} , [] ] } "#[..],
+        br#"{"method":"GET","uri":"/","version":"HTTP/1.0","headers":null,"edgeguard_bot":0.25,"edgeguard_spoof":null}"#,
+        br#"{"method":"GET","uri":"/","version":1.1,"headers":"[]","edgeguard_bot":"-"}"#,
+        br#"{"method":"GET","uri":"/","version":1.1,"headers":[["a","1"]],"headers":"[[\"b\",\"2\"]]"}"#,
+        br#"{}"#,
+        LOG_LINE.as_bytes(),
+    ] {
+        lines.push(extra.to_vec());
+    }
+    let serde_path = |l: &[u8], s: &mut Scratch| serde_record(l, s).ok();
+    let mut answered = 0;
+    for (i, line) in lines.iter().enumerate() {
+        let fast = resolved(line, fast::record);
+        let slow = resolved(line, serde_path);
+        let text = String::from_utf8_lossy(line);
+        match fast {
+            Some(_) => {
+                answered += 1;
+                assert_eq!(fast, slow, "line {i}: {text}");
+            }
+            None => assert_eq!(slow, None, "the scanner gave up on a good line {i}: {text}"),
+        }
+    }
+    // Only the fixture's refused request (no version) is an error.
+    assert_eq!(answered, lines.len() - 1);
+    assert!(fixture_lines > 200);
+    // Lines the scanner leaves to serde: errors, and what it does not handle.
+    for line in [
+        &br#"{"method":"GET","uri":"/\udc00","version":"1.1"}"#[..],
+        br#"{"me\u0074hod":"GET","uri":"/","version":"1.1"}"#,
+        br#"{"method":"GET","uri":"/","version":"1.1","x":tru}"#,
+        br#"{"method":"GET","uri":"/","version":"1.1"} x"#,
+        br#"{"method":"GET","uri":"/","version":"1.1","headers":[["a"]]}"#,
+    ] {
+        assert_eq!(
+            resolved(line, fast::record),
+            None,
+            "{}",
+            String::from_utf8_lossy(line)
+        );
     }
 }

@@ -1,0 +1,298 @@
+-- The Lua engine: edgeguard's two jobs (internal header stripping and bot
+-- scoring) done the way a Lua module on OpenResty does them, as the "before"
+-- side of a Lua -> Rust migration. Shadow mode runs it next to the Rust
+-- engine; its results must be the Rust engine's (same headers stripped, same
+-- feature vectors, scores equal to 1e-9).
+--
+--   local lua_engine = require "resty.edgeguard.lua_engine"
+--   local eng = assert(lua_engine.new{
+--       internal_headers = "/etc/edgeguard/internal-headers.txt",
+--       models = { bot = "models/bot.json", spoof = "models/spoof.json" },
+--       lib = require("resty.edgeguard.lib").load(),
+--   })
+--   eng:read_request(req)             -- fills req from the current request
+--   eng:strip(req)                    -- ngx.req.clear_header per internal name
+--   local scores = eng:score_request(req)  -- { bot = 0.93, spoof = 0.12 }
+--
+-- Models are bound to the feature schema by the names they were trained
+-- with, checked at load by the rules of the Rust scorer
+-- (src/scorer/binding.rs), and scored in the Rust scorer's order (names
+-- sorted by bytes). Categorical values are hashed by Rust's
+-- edgeguard_cat_hash through the FFI (see catboost.lua for why); the rest is
+-- Lua. Per request the engine reuses its tables: the feature tables, the
+-- hashes, each model's inputs and the scores table.
+
+local catboost = require "resty.edgeguard.lua_engine.catboost"
+local features = require "resty.edgeguard.lua_engine.features"
+local lheaders = require "resty.edgeguard.lua_engine.headers"
+
+local error = error
+local format = string.format
+local find = string.find
+local ipairs = ipairs
+local pairs = pairs
+local setmetatable = setmetatable
+local sort = table.sort
+local tostring = tostring
+local type = type
+
+local extract = features.extract
+local read_request = features.read_request
+local strip = lheaders.strip
+
+local MAX_MODELS = 64
+local TWO32 = 4294967296
+
+local _M = { _VERSION = "0.1.0" }
+local Engine = {}
+local engine_mt = { __index = Engine }
+
+--- CatBoost's categorical hash of a Lua string, from the library's
+-- edgeguard_cat_hash: a function(str) -> number in [0, 2^32).
+-- The library returns the bits as int32_t (a uint32_t return would be read
+-- wrongly by JIT-compiled calls, see include/edgeguard.h); the models' CTR
+-- tables are keyed by the unsigned value.
+function _M.cat_hash_function(lib)
+    if lib == nil then
+        error("cat_hash_function(lib): lib is the library from resty.edgeguard.lib", 2)
+    end
+    local hash = lib.edgeguard_cat_hash
+    return function(s)
+        local h = hash(s, #s)
+        if h < 0 then
+            return h + TWO32
+        end
+        return h
+    end
+end
+
+-- The Rust scorer's checks of model names (src/scorer/mod.rs check_names).
+local function check_names(names)
+    if #names == 0 then
+        return "no models given: a scorer needs at least one"
+    end
+    if #names > MAX_MODELS then
+        return format("%d models given; a scorer holds at most %d", #names, MAX_MODELS)
+    end
+    for i, name in ipairs(names) do
+        if name == "" then
+            return format("model %d has an empty name", i - 1)
+        end
+        if find(name, "[%z\1-\31\127]") then
+            return format("model %d name %q holds control characters", i - 1, name)
+        end
+    end
+end
+
+local function index_of(list)
+    local at = {}
+    for i, name in ipairs(list) do
+        at[name] = i
+    end
+    return at
+end
+
+local FLOAT_AT = index_of(features.FLOAT_NAMES)
+local CAT_AT = index_of(features.CAT_NAMES)
+
+-- Binds a model's inputs to schema positions by name, as
+-- src/scorer/binding.rs does; returns floats, cats or nil and the reason.
+local function bind(model)
+    if not model.kind then
+        return nil, model.kind_error
+    end
+    if model.threshold_error then
+        return nil, model.threshold_error
+    end
+    local floats, cats = {}, {}
+    local seen = {}
+    for i, name in ipairs(model.float_names) do
+        local at = FLOAT_AT[name]
+        if name == "" then
+            return nil, format("float feature %d has no name; train on named columns "
+                .. "(`edgeguard features --names`)", i - 1)
+        elseif not at then
+            if CAT_AT[name] then
+                return nil, format("float feature %d `%s` is categorical in the feature schema", i - 1, name)
+            end
+            return nil, format("float feature %d `%s` is not in the feature schema", i - 1, name)
+        elseif seen[name] then
+            return nil, format("float features %d and %d are both named `%s`", seen[name], i - 1, name)
+        end
+        seen[name] = i - 1
+        floats[i] = at
+    end
+    seen = {}
+    for i, name in ipairs(model.cat_names) do
+        local at = CAT_AT[name]
+        if name == "" then
+            return nil, format("categorical feature %d has no name; train on named columns "
+                .. "(`edgeguard features --names`)", i - 1)
+        elseif not at then
+            if FLOAT_AT[name] then
+                return nil, format("categorical feature %d `%s` is a float feature in the feature schema",
+                    i - 1, name)
+            end
+            return nil, format("categorical feature %d `%s` is not in the feature schema", i - 1, name)
+        elseif seen[name] then
+            return nil, format("categorical features %d and %d are both named `%s`", seen[name], i - 1, name)
+        end
+        seen[name] = i - 1
+        cats[i] = at
+    end
+    return floats, cats
+end
+
+--- Builds an engine. opts: internal_headers (path or nil), models
+-- ({ name = path } or nil), lib (the library from resty.edgeguard.lib, for
+-- edgeguard_cat_hash; loaded with the default search when nil and models
+-- are given). Returns the engine, or nil and an error naming the file (and
+-- line or JSON field).
+function _M.new(opts)
+    if type(opts) ~= "table" then
+        error("lua_engine.new expects a table of options", 2)
+    end
+    for k in pairs(opts) do
+        if k ~= "internal_headers" and k ~= "models" and k ~= "lib" then
+            error(format("lua_engine.new: unknown option '%s'", tostring(k)), 2)
+        end
+    end
+    local headers_path, models = opts.internal_headers, opts.models
+    if headers_path ~= nil and type(headers_path) ~= "string" then
+        error("lua_engine.new: 'internal_headers' must be a string, got " .. type(headers_path), 2)
+    end
+    if models ~= nil and type(models) ~= "table" then
+        error("lua_engine.new: 'models' must be a table of name = path, got " .. type(models), 2)
+    end
+
+    local names = {}
+    for name, path in pairs(models or {}) do
+        if type(name) ~= "string" or type(path) ~= "string" then
+            error("lua_engine.new: 'models' must map model names (strings) to file paths (strings)", 2)
+        end
+        names[#names + 1] = name
+    end
+    sort(names) -- the Rust scorer's order: byte order of the names
+
+    local self = {
+        names = names,
+        thresholds = {},
+        headers = nil,
+        models = {},      -- name -> catboost model
+        floats = {},      -- schema floats of the latest request (1..32)
+        cats = {},        -- schema categorical strings (1..12)
+        hashes = {},      -- schema position -> hash, for the used ones
+        scores = {},      -- name -> latest score; reused for every request
+    }
+
+    if headers_path then
+        local list, err = lheaders.load(headers_path)
+        if not list then
+            return nil, err
+        end
+        self.headers = list
+    end
+
+    if models then
+        local bad = check_names(names)
+        if bad then
+            return nil, bad
+        end
+        local lib = opts.lib
+        if lib == nil then
+            local err
+            lib, err = require("resty.edgeguard.lib").load()
+            if not lib then
+                return nil, err
+            end
+        end
+        local cat_hash = _M.cat_hash_function(lib)
+        self.cat_hash = cat_hash
+        local used = {}
+        local bound = {}
+        for i, name in ipairs(names) do
+            local model, err = catboost.load(models[name], cat_hash)
+            if not model then
+                return nil, format("model `%s`: %s", name, err)
+            end
+            local floats, cats = bind(model)
+            if not floats then
+                return nil, format("model `%s`: %s: %s", name, model.source, cats)
+            end
+            for _, at in ipairs(cats) do
+                used[at] = true
+            end
+            self.models[name] = model
+            self.thresholds[name] = model.threshold
+            self.scores[name] = 0
+            bound[i] = { model = model, name = name, floats = floats, cats = cats,
+                         in_floats = {}, in_cats = {} }
+        end
+        -- Only categorical features some model reads are hashed per request.
+        local hashed = {}
+        for at = 1, #features.CAT_NAMES do
+            if used[at] then
+                hashed[#hashed + 1] = at
+            end
+        end
+        self.hashed = hashed
+        self.bound = bound
+    else
+        self.hashed, self.bound = {}, {}
+    end
+    return setmetatable(self, engine_mt)
+end
+
+--- The request's feature vector: floats[1..32], cats[1..12] (tables reused
+-- by the engine for every request).
+function Engine:features(req)
+    return extract(req, self.floats, self.cats)
+end
+
+--- Scores a feature vector (as features() returns it): the reused table of
+-- scores by model name.
+function Engine:score_features(floats, cats)
+    local hashes, hashed, cat_hash = self.hashes, self.hashed, self.cat_hash
+    for i = 1, #hashed do
+        local at = hashed[i]
+        hashes[at] = cat_hash(cats[at])
+    end
+    local scores, bound = self.scores, self.bound
+    for i = 1, #bound do
+        local b = bound[i]
+        local in_floats, in_cats, fmap, cmap = b.in_floats, b.in_cats, b.floats, b.cats
+        for k = 1, #fmap do
+            in_floats[k] = floats[fmap[k]]
+        end
+        for k = 1, #cmap do
+            in_cats[k] = hashes[cmap[k]]
+        end
+        scores[b.name] = b.model:predict(in_floats, in_cats)
+    end
+    return scores
+end
+
+--- Scores one request table: the reused table of scores by model name, the
+-- same numbers as the Rust scorer to within 1e-9.
+function Engine:score_request(req)
+    local floats, cats = extract(req, self.floats, self.cats)
+    return self:score_features(floats, cats)
+end
+
+--- Inside nginx: fills req from the current request (features.read_request).
+function Engine:read_request(req)
+    return read_request(req)
+end
+
+--- Inside nginx: clears the internal headers of the current request with the
+-- original algorithm (headers.strip); returns how many of req's headers were
+-- internal. 0 without a header list.
+function Engine:strip(req)
+    local list = self.headers
+    if not list then
+        return 0
+    end
+    return strip(list, req)
+end
+
+return _M

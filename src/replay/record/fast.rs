@@ -1,0 +1,371 @@
+//! The fast path of [`parse`](super::parse): a scanner for the JSON that
+//! replay reads, with no serde machinery between the bytes and the spans.
+//! It fills the same [`Scratch`] with the same spans as the serde path. On
+//! anything it does not expect (a syntax error, a type mismatch, an escaped
+//! field name, a lone surrogate) it gives up and the serde path parses the
+//! line again, so that every error and its message come from one place.
+
+use super::{
+    scaled_version, version_text, Base, Fields, LiveScore, LiveScoreSeed, Scratch, Span,
+    LIVE_PREFIX,
+};
+use serde::de::Visitor;
+
+struct Cursor<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.buf.get(self.pos) {
+            self.pos += 1;
+        }
+    }
+
+    /// The next byte after whitespace.
+    fn peek(&mut self) -> Option<u8> {
+        self.ws();
+        self.buf.get(self.pos).copied()
+    }
+
+    fn eat(&mut self, b: u8) -> Option<()> {
+        (self.peek()? == b).then(|| self.pos += 1)
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        self.ws();
+        let end = self.pos + word.len();
+        (self.buf.get(self.pos..end)? == word).then(|| self.pos = end)
+    }
+
+    /// A string: the range of its content, and whether it holds escapes.
+    fn string(&mut self) -> Option<(usize, usize, bool)> {
+        self.eat(b'"')?;
+        let start = self.pos;
+        let mut escaped = false;
+        // Most strings (names, short values) end within a few bytes, before
+        // memchr2's setup pays off.
+        let short = self.buf.len().min(self.pos + 16);
+        while self.pos < short {
+            match self.buf[self.pos] {
+                b'"' => {
+                    self.pos += 1;
+                    return Some((start, self.pos - 1, false));
+                }
+                b'\\' => break,
+                _ => self.pos += 1,
+            }
+        }
+        loop {
+            let i = self.pos + memchr::memchr2(b'"', b'\\', &self.buf[self.pos..])?;
+            if self.buf[i] == b'"' {
+                self.pos = i + 1;
+                return Some((start, i, escaped));
+            }
+            // The escaped byte is never the closing quote (`\u` is followed
+            // by hex digits).
+            escaped = true;
+            self.pos = i + 2;
+            if self.pos > self.buf.len() {
+                return None;
+            }
+        }
+    }
+
+    /// A string as a span: of `base` (at `offset`) when it has no escapes,
+    /// else unescaped into `owned`.
+    fn str_span(&mut self, base: Base, offset: usize, owned: &mut Vec<u8>) -> Option<Span> {
+        let (s, e, escaped) = self.string()?;
+        if !escaped {
+            return Some(Span {
+                base,
+                start: s + offset,
+                len: e - s,
+            });
+        }
+        let start = owned.len();
+        unescape(&self.buf[s..e], owned)?;
+        Some(Span {
+            base: Base::Owned,
+            start,
+            len: owned.len() - start,
+        })
+    }
+
+    /// A string without escapes.
+    fn plain(&mut self) -> Option<&'a [u8]> {
+        let (s, e, escaped) = self.string()?;
+        (!escaped).then(|| &self.buf[s..e])
+    }
+
+    /// A string without escapes, as text.
+    fn plain_str(&mut self) -> Option<&'a str> {
+        std::str::from_utf8(self.plain()?).ok()
+    }
+
+    fn number(&mut self) -> Option<f64> {
+        self.ws();
+        let start = self.pos;
+        while let Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') = self.buf.get(self.pos) {
+            self.pos += 1;
+        }
+        // ASCII by construction.
+        std::str::from_utf8(&self.buf[start..self.pos])
+            .ok()?
+            .parse()
+            .ok()
+    }
+
+    fn skip_value(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'"' => self.string().map(drop),
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            b'-' | b'0'..=b'9' => self.number().map(drop),
+            b'[' => {
+                self.pos += 1;
+                if self.peek()? == b']' {
+                    self.pos += 1;
+                    return Some(());
+                }
+                loop {
+                    self.skip_value()?;
+                    match self.peek()? {
+                        b',' => self.pos += 1,
+                        b']' => {
+                            self.pos += 1;
+                            return Some(());
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            b'{' => {
+                self.pos += 1;
+                if self.peek()? == b'}' {
+                    self.pos += 1;
+                    return Some(());
+                }
+                loop {
+                    self.string()?;
+                    self.eat(b':')?;
+                    self.skip_value()?;
+                    match self.peek()? {
+                        b',' => self.pos += 1,
+                        b'}' => {
+                            self.pos += 1;
+                            return Some(());
+                        }
+                        _ => return None,
+                    }
+                }
+            }
+            _ => None,
+        }
+    }
+
+    fn version(&mut self) -> Option<u16> {
+        match self.peek()? {
+            b'"' => version_text(self.plain_str()?),
+            _ => scaled_version(self.number()?),
+        }
+    }
+
+    fn live_score(&mut self) -> Option<LiveScore> {
+        match self.peek()? {
+            b'"' => LiveScoreSeed
+                .visit_str::<serde_json::Error>(self.plain_str()?)
+                .ok(),
+            b'n' => self.literal(b"null").map(|()| LiveScore::number(f64::NAN)),
+            _ => self.number().map(LiveScore::number),
+        }
+    }
+
+    /// `[[name, value], ...]`, appended to `pairs`.
+    fn pairs(
+        &mut self,
+        base: Base,
+        offset: usize,
+        owned: &mut Vec<u8>,
+        pairs: &mut Vec<(Span, Span)>,
+    ) -> Option<()> {
+        self.eat(b'[')?;
+        if self.peek()? == b']' {
+            self.pos += 1;
+            return Some(());
+        }
+        loop {
+            self.eat(b'[')?;
+            let k = self.str_span(base, offset, owned)?;
+            self.eat(b',')?;
+            let v = self.str_span(base, offset, owned)?;
+            self.eat(b']')?;
+            pairs.push((k, v));
+            match self.peek()? {
+                b',' => self.pos += 1,
+                b']' => {
+                    self.pos += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn at_end(&mut self) -> bool {
+        self.ws();
+        self.pos == self.buf.len()
+    }
+}
+
+/// The fields of a whole line, or None to leave it to serde.
+pub(super) fn record(line: &[u8], scratch: &mut Scratch) -> Option<Fields> {
+    let mut c = Cursor { buf: line, pos: 0 };
+    let mut f = Fields::default();
+    c.eat(b'{')?;
+    if c.peek()? == b'}' {
+        c.pos += 1;
+    } else {
+        loop {
+            let key = c.plain()?;
+            c.eat(b':')?;
+            let owned = &mut scratch.owned;
+            match key {
+                b"method" => f.method = Some(c.str_span(Base::Line, 0, owned)?),
+                b"uri" => f.uri = Some(c.str_span(Base::Line, 0, owned)?),
+                b"client" => f.client = Some(c.str_span(Base::Line, 0, owned)?),
+                b"edgeguard_action" => f.live_action = Some(c.str_span(Base::Line, 0, owned)?),
+                b"version" => f.version = Some(c.version()?),
+                b"headers" => {
+                    scratch.pairs.clear();
+                    f.headers_text = match c.peek()? {
+                        b'[' => {
+                            c.pairs(Base::Line, 0, owned, &mut scratch.pairs)?;
+                            None
+                        }
+                        b'n' => {
+                            c.literal(b"null")?;
+                            None
+                        }
+                        _ => {
+                            let (s, e, escaped) = c.string()?;
+                            let raw = &line[s..e];
+                            if super::is_unset(raw) {
+                                None
+                            } else if escaped {
+                                scratch.text.clear();
+                                unescape(raw, &mut scratch.text)?;
+                                if super::is_unset(&scratch.text) {
+                                    None
+                                } else {
+                                    Some(Span {
+                                        base: Base::Text,
+                                        start: 0,
+                                        len: scratch.text.len(),
+                                    })
+                                }
+                            } else {
+                                Some(Span {
+                                    base: Base::Line,
+                                    start: s,
+                                    len: e - s,
+                                })
+                            }
+                        }
+                    };
+                }
+                _ if key.len() > LIVE_PREFIX.len() && key.starts_with(LIVE_PREFIX.as_bytes()) => {
+                    let score = c.live_score()?;
+                    let start = owned.len();
+                    owned.extend_from_slice(&key[LIVE_PREFIX.len()..]);
+                    let name = Span {
+                        base: Base::Owned,
+                        start,
+                        len: key.len() - LIVE_PREFIX.len(),
+                    };
+                    scratch.live.push((name, score));
+                }
+                // Unknown names are checked as serde would; known ones are ASCII.
+                _ => {
+                    std::str::from_utf8(key).ok()?;
+                    c.skip_value()?;
+                }
+            }
+            match c.peek()? {
+                b',' => c.pos += 1,
+                b'}' => {
+                    c.pos += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+    }
+    c.at_end().then_some(f)
+}
+
+/// The pairs of a `headers` text (already unescaped once), or None to
+/// leave it to serde.
+pub(super) fn pairs(
+    buf: &[u8],
+    base: Base,
+    offset: usize,
+    owned: &mut Vec<u8>,
+    pairs: &mut Vec<(Span, Span)>,
+) -> Option<()> {
+    let mut c = Cursor { buf, pos: 0 };
+    c.pairs(base, offset, owned, pairs)?;
+    c.at_end().then_some(())
+}
+
+/// Appends the unescaped content of a JSON string to `out`.
+fn unescape(src: &[u8], out: &mut Vec<u8>) -> Option<()> {
+    let mut i = 0;
+    while let Some(j) = memchr::memchr(b'\\', &src[i..]) {
+        out.extend_from_slice(&src[i..i + j]);
+        let c = *src.get(i + j + 1)?;
+        i += j + 2;
+        let b = match c {
+            b'"' | b'\\' | b'/' => c,
+            b'b' => 0x08,
+            b'f' => 0x0c,
+            b'n' => b'\n',
+            b'r' => b'\r',
+            b't' => b'\t',
+            b'u' => {
+                let hi = hex4(src.get(i..i + 4)?)?;
+                i += 4;
+                let cp = if (0xd800..0xdc00).contains(&hi) {
+                    if src.get(i..i + 2)? != b"\\u" {
+                        return None;
+                    }
+                    let lo = hex4(src.get(i + 2..i + 6)?)?;
+                    if !(0xdc00..0xe000).contains(&lo) {
+                        return None;
+                    }
+                    i += 6;
+                    0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00)
+                } else {
+                    hi
+                };
+                // A lone low surrogate is not a char: serde decides.
+                let ch = char::from_u32(cp)?;
+                out.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes());
+                continue;
+            }
+            _ => return None,
+        };
+        out.push(b);
+    }
+    out.extend_from_slice(&src[i..]);
+    Some(())
+}
+
+fn hex4(h: &[u8]) -> Option<u32> {
+    h.iter().try_fold(0u32, |acc, &b| {
+        let d = (b as char).to_digit(16)?;
+        Some(acc * 16 + d)
+    })
+}

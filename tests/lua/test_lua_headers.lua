@@ -1,0 +1,224 @@
+-- The Lua engine's header list and matching against the Rust header set.
+--
+-- The Rust side answers through the shim's FFI handle
+-- (resty.edgeguard.header_set), in the same process: every name is asked of
+-- both, every list is parsed by both, and the answers and error messages
+-- must be the same.
+--
+-- Run from the repository root with EDGEGUARD_LIB pointing at the library.
+package.path = "./tests/lua/?.lua;" .. package.path
+local T = require "harness"
+local ffi = require "ffi"
+local cjson = require "cjson"
+local lheaders = require "resty.edgeguard.lua_engine.headers"
+local header_set = require "resty.edgeguard.header_set"
+
+local LIB = assert(os.getenv("EDGEGUARD_LIB"), "set EDGEGUARD_LIB to libedgeguard.so")
+local lib = assert(require("resty.edgeguard.lib").load(LIB))
+
+local SHIPPED = "nginx-conf/internal-headers.txt"
+
+local function tmpfile(text)
+    local path = os.tmpname()
+    local f = assert(io.open(path, "wb"))
+    f:write(text)
+    f:close()
+    return path
+end
+
+-- Keeps the Lua strings alive while Rust reads them through the array.
+local function header_array(list, n)
+    n = n or #list
+    local arr = ffi.new("edgeguard_header[?]", math.max(n, 1))
+    for i = 1, n do
+        local kv = list[i]
+        arr[i - 1].key.data, arr[i - 1].key.len = kv[1], #kv[1]
+        arr[i - 1].value.data, arr[i - 1].value.len = kv[2], #kv[2]
+    end
+    return arr, list
+end
+
+-- How many of the headers Rust finds internal.
+local function rust_count(set, headers, n)
+    n = n or #headers
+    local arr, keep = header_array(headers, n)
+    local _, _, matched = assert(set:find(arr, n))
+    assert(keep)
+    return matched
+end
+
+local function rust_is_internal(set, name)
+    return rust_count(set, { { name, "" } }) == 1
+end
+
+-- Names to ask about a list: every entry in several spellings, near misses
+-- around each, 8-bit bytes, long names, and names that are plainly not internal.
+local function probe_names(text)
+    local names = { "", "-", "_", "x", "host", "user-agent", "accept-language", "cookie",
+                    "x-forwarded-for", "forwarded", "\xc3\xa9", "x-\xff", "\0",
+                    string.rep("a", 300), string.rep("x-internal-", 40) }
+    for line in text:gmatch("[^\n]+") do
+        local entry = line:match("^%s*([^%s#]+)")
+        if entry then
+            local body = entry:gsub("%*$", "")
+            for _, v in ipairs({ body, body:upper(), body:lower(), body:gsub("-", "_"),
+                                 (body:gsub("_", "-")), body .. "x", body .. "-", body .. "_",
+                                 body:sub(1, -2), body:sub(2), "x" .. body, body .. "\xc3\xa9",
+                                 body .. string.rep("z", 300), (body:gsub("^.", "\xc3")) }) do
+                names[#names + 1] = v
+            end
+        end
+    end
+    return names
+end
+
+local function rust_parse(text, source)
+    return header_set.parse(lib, text, source)
+end
+
+T.test("the shipped list: Lua and Rust agree on every probe name", function()
+    local f = assert(io.open(SHIPPED, "rb"))
+    local text = f:read("*a")
+    f:close()
+    local list = assert(lheaders.load(SHIPPED))
+    local set = assert(header_set.load(lib, SHIPPED))
+    T.eq(list.n, set:len(), "rules")
+    local internal = 0
+    local names = probe_names(text)
+    for _, name in ipairs(names) do
+        local want = rust_is_internal(set, name)
+        T.eq(lheaders.is_internal(list, name), want, "is_internal(" .. string.format("%q", name) .. ")")
+        if want then
+            internal = internal + 1
+        end
+    end
+    -- Both answers occur often: a test of agreement on "no" alone would say little.
+    T.ok(internal > 300 and #names - internal > 300,
+         internal .. " internal of " .. #names .. " probes")
+end)
+
+T.test("count equals what Rust's find_internal matches, on fixture traffic plus slipped-in headers", function()
+    local list = assert(lheaders.load(SHIPPED))
+    local set = assert(header_set.load(lib, SHIPPED))
+    local extra = { { "X-Internal-User-Id", "42" }, { "x_edge_debug", "1" }, { "X-User-Id", "7" },
+                    { "x-user-id", "8" }, { "CF-Connecting-IP", "1.1.1.1" },
+                    { "x-envoy-original-path", "/" }, { "X-Forwarded-For", "1.2.3.4" } }
+    local total, requests = 0, 0
+    for line in io.lines("tests/fixtures/traffic/sample.jsonl") do
+        local row = cjson.decode(line)
+        local headers = {}
+        for _, h in ipairs(row.headers) do
+            headers[#headers + 1] = { h[1], h[2] }
+        end
+        requests = requests + 1
+        for k = 0, requests % (#extra + 1) - 1 do
+            table.insert(headers, (k * 3) % (#headers + 1) + 1, extra[k + 1])
+        end
+        local req = { headers = headers, n_headers = #headers }
+        local want = rust_count(set, headers)
+        T.eq(lheaders.count(list, req), want, "count, request " .. requests)
+        total = total + want
+    end
+    T.ok(total > 100, total .. " internal headers in " .. requests .. " requests")
+    -- n_headers bounds what is read in a reused table.
+    local req = { headers = { { "x-user-id", "1" }, { "x-user-id", "2" } }, n_headers = 1 }
+    T.eq(lheaders.count(list, req), 1, "count with n_headers = 1")
+end)
+
+-- Lists both parsers must refuse (from src/headers/list.rs's tests, plus a few).
+local BAD = {
+    "x-ok\nx-a b\n", "x-ok\nx-a\tb\n", "x-ok\n\nx-a: b\n", "x-ok\n  x-\xc3\xa9\n",
+    "x-ok\nx-a\0\n", "x-ok\nx-a\vb\n", "x-ok\nx-\"a\"\n", "\xef\xbb\xbfx-ok\n",
+    "x-ok\nreferer[sic]\n", "x-ok\nx-a#b\n", "x-ok\nx-*-id\n", "x-ok\nx-**\n", "x-ok\n*x\n",
+    "x-ok\n*\n", "x-ok\n  *  # everything\n", "x-ok\n" .. string.rep("a", 257) .. "\n",
+    "x-ok\n" .. string.rep("a", 257) .. "*\n", string.rep("a", 1000) .. "\xff",
+    "x-ok\nx-a\\b\n", "x-ok\nx-a,b\n", "x-ok\nx-\127\n", "x-ok\nx-a\rb\n", "x-ok\nx-a\fb c\n",
+    "x-ok\n" .. string.rep("\"", 100) .. "\n", "", "\n\n", "# only\n  # comments\r\n",
+    "\v\n", "x-ok\n\v# not a comment\n", string.rep("a", 64) .. ":", string.rep("b", 63) .. ":",
+}
+
+T.test("bad lists: both refuse, with the same source:line and message", function()
+    for i, text in ipairs(BAD) do
+        local source = "/etc/edge/internal-" .. i .. ".txt"
+        local list, err = lheaders.parse(text, source)
+        local set, rust_err = rust_parse(text, source)
+        T.eq(set, nil, "Rust accepts bad list " .. i)
+        T.eq(list, nil, "Lua accepts bad list " .. i .. " " .. string.format("%q", text:sub(1, 40)))
+        T.eq(err, rust_err, "message for list " .. i)
+        T.contains(err, source, "message names the source")
+    end
+end)
+
+T.test("good lists: both accept the same rules", function()
+    local good = {
+        "# internal headers\n\n\t  X-User-Id  \r\nx_user_id\nx-user-id # thrice\n"
+            .. "\32  # an indented comment\nx-internal-*\r\nX_INTERNAL_*   \t# prefix\ncf-ray\n",
+        "!$%&'+-.^_`|~0123456789abcXYZ\n", "x-a", "x-a\r\nx-b\r\n",
+        string.rep("a", 256) .. "\n" .. string.rep("b", 256) .. "*",
+        "x-a-*\nx-a-b\nX-A-B-*\n",
+    }
+    for i, text in ipairs(good) do
+        local list, err = lheaders.parse(text, "good-" .. i)
+        local set, rust_err = rust_parse(text, "good-" .. i)
+        T.ok(set, "Rust refuses good list " .. i .. ": " .. tostring(rust_err))
+        T.ok(list, "Lua refuses good list " .. i .. ": " .. tostring(err))
+        T.eq(list.n, set:len(), "rules of list " .. i)
+        for _, name in ipairs(probe_names(text)) do
+            T.eq(lheaders.is_internal(list, name), rust_is_internal(set, name),
+                 "list " .. i .. " is_internal(" .. string.format("%q", name) .. ")")
+        end
+    end
+end)
+
+T.test("seeded random lists: same verdict, message, rules and matches", function()
+    math.randomseed(5)
+    local pieces = { "x-", "X_", "a", "B", "-", "_", "*", "#", " ", "\t", "\r", "\n", "\n",
+                     "\n", "# c", ":", "\xc3\xa9", "\0", "\v", "\f", "~", "'", "\"",
+                     "user-id", "internal" }
+    local accepted, refused = 0, 0
+    for round = 1, 1500 do
+        local parts = {}
+        for j = 1, math.random(1, 12) do
+            parts[j] = pieces[math.random(#pieces)]
+        end
+        local text = table.concat(parts)
+        local list, err = lheaders.parse(text, "r")
+        local set, rust_err = rust_parse(text, "r")
+        local what = "round " .. round .. " " .. string.format("%q", text)
+        T.eq(list == nil, set == nil, what .. " verdict")
+        if set then
+            accepted = accepted + 1
+            T.eq(list.n, set:len(), what .. " rules")
+            for _, name in ipairs(probe_names(text)) do
+                T.eq(lheaders.is_internal(list, name), rust_is_internal(set, name),
+                     what .. " is_internal(" .. string.format("%q", name) .. ")")
+            end
+        else
+            refused = refused + 1
+            T.eq(err, rust_err, what .. " message")
+        end
+    end
+    T.ok(accepted > 200 and refused > 200, accepted .. " accepted, " .. refused .. " refused")
+end)
+
+T.test("load names the file: missing, and refused at a line", function()
+    local list, err = lheaders.load("/nonexistent/list.txt")
+    T.eq(list, nil)
+    T.contains(err, "/nonexistent/list.txt")
+    local path = tmpfile("x-ok\n\n# comment\nx-b*d\n")
+    list, err = lheaders.load(path)
+    local _, rust_err = header_set.load(lib, path)
+    os.remove(path)
+    T.eq(list, nil)
+    T.contains(err, path .. ":4: ")
+    T.eq(err, rust_err, "same message as Rust")
+end)
+
+T.test("misuse raises at the caller's line", function()
+    local err = T.raises(function() lheaders.load(42) end)
+    T.contains(err, "test_lua_headers.lua:")
+    err = T.raises(function() lheaders.parse(nil) end)
+    T.contains(err, "test_lua_headers.lua:")
+end)
+
+T.run()
