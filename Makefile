@@ -19,7 +19,7 @@ RELEASE_LIB := target/release/libedgeguard.so
 RUN_DIR := .run
 
 .PHONY: all build deps deps-test header test test-rust test-lua test-c test-e2e lint \
-        run stop bench bench-replay valgrind fuzz libcatboostmodel test-official clean
+        run stop bench bench-replay valgrind fuzz stress libcatboostmodel test-official clean
 
 all: build
 
@@ -101,16 +101,26 @@ callgrind:
 	$(call apt_install,valgrind bc)
 	scripts/callgrind-model.sh $(CALLGRIND_MODE)
 
-# The same C program against the release library under valgrind memcheck.
-valgrind:
-	$(call apt_install,valgrind clang)
+# The same C program against the release library under valgrind memcheck,
+# then nginx end to end under memcheck (no definite leak from libedgeguard).
+valgrind: build
+	$(call apt_install,valgrind clang curl)
 	sh scripts/valgrind.sh
+	sh scripts/valgrind-nginx.sh
 
 # Every cargo-fuzz target for FUZZ_SECONDS each (see scripts/fuzz.sh).
 FUZZ_SECONDS ?= 60
 fuzz:
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install --locked cargo-fuzz
 	sh scripts/fuzz.sh $(FUZZ_SECONDS)
+
+# nginx under wrk: reloads under load, worker RSS over STRESS_REQUESTS requests,
+# a worker killed mid-load (scripts/stress.py; a few minutes).
+STRESS_RELOADS ?= 50
+STRESS_REQUESTS ?= 1000000
+stress: deps-test build
+	$(call apt_install,wrk)
+	$(PYTHON) scripts/stress.py --reloads $(STRESS_RELOADS) --requests $(STRESS_REQUESTS)
 
 # The official CatBoost model library, built from CatBoost's source
 # distribution into ~/.cache/edgeguard (slow the first time).

@@ -485,7 +485,7 @@ double edgeguard_scorer_model_threshold(const edgeguard_scorer *scorer, size_t i
  the models differs from the scorer's). `NullParameter` for a null
  scorer, request or `out_scores`, or a null `headers` with a non-zero
  `headers_len`; `InvalidArgument` for an `http_version` outside
- `0..=65535`. Nothing is written unless `Ok`. Never allocates; the scorer is
+ `0..=65535` or a `headers_len` above `UINT32_MAX`. Nothing is written unless `Ok`. Never allocates; the scorer is
  only read, so concurrent calls are safe.
 
  # Safety

@@ -995,3 +995,451 @@ fn hostile_categorical_strings_hash_like_their_bytes() {
         edgeguard_model_free(m.model);
     }
 }
+
+// --------------------------------------------------------------------- scorers
+
+use edgeguard::ffi::scorer::*;
+use edgeguard::scorer::{Scorer, MAX_MODELS};
+
+const BOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/models/bot.json");
+const SPOOF: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/models/spoof.json");
+
+/// A model as `edgeguard_scorer_new` takes it: name and path, as bytes.
+type Model<'a> = (&'a [u8], &'a [u8]);
+
+/// `edgeguard_scorer_new` over byte-string names and paths (so names may be
+/// anything C could pass); the scorer, if any, is returned for the caller.
+fn try_scorer(models: &[Model], errbuf_len: usize) -> (R, String, *mut edgeguard_scorer) {
+    let owned: Vec<(CString, CString)> = models
+        .iter()
+        .map(|(n, p)| (CString::new(*n).unwrap(), CString::new(*p).unwrap()))
+        .collect();
+    let names: Vec<*const c_char> = owned.iter().map(|(n, _)| n.as_ptr()).collect();
+    let paths: Vec<*const c_char> = owned.iter().map(|(_, p)| p.as_ptr()).collect();
+    let mut out = null_mut();
+    let mut err = vec![0 as c_char; errbuf_len.max(1)];
+    let code = unsafe {
+        edgeguard_scorer_new(
+            names.as_ptr(),
+            paths.as_ptr(),
+            names.len(),
+            &mut out,
+            err.as_mut_ptr(),
+            errbuf_len,
+        )
+    };
+    assert_ne!(code, R::Panic, "{}", msg(&err));
+    assert_eq!(code == R::Ok, !out.is_null(), "out written iff Ok");
+    (code, msg(&err), out)
+}
+
+fn shipped_scorer() -> *mut edgeguard_scorer {
+    let (code, message, s) = try_scorer(
+        &[(b"bot", BOT.as_bytes()), (b"spoof", SPOOF.as_bytes())],
+        512,
+    );
+    assert_eq!(code, R::Ok, "{message}");
+    s
+}
+
+/// A directory of broken model files, removed when dropped.
+struct Scratch(std::path::PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let dir =
+            std::env::temp_dir().join(format!("edgeguard-hostile-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+    fn file(&self, name: &str, bytes: &[u8]) -> String {
+        let path = self.0.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path.display().to_string()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn scorer_new_refuses_null_for_every_pointer_argument() {
+    let names = [c"bot".as_ptr(), c"spoof".as_ptr()];
+    let bot = CString::new(BOT).unwrap();
+    let spoof = CString::new(SPOOF).unwrap();
+    let paths = [bot.as_ptr(), spoof.as_ptr()];
+    let mut out = null_mut();
+    let mut err = [0 as c_char; 128];
+    let e = err.as_mut_ptr();
+    unsafe {
+        let n = edgeguard_scorer_new(null(), paths.as_ptr(), 2, &mut out, e, 128);
+        assert_eq!(n, R::NullParameter);
+        let n = edgeguard_scorer_new(names.as_ptr(), null(), 2, &mut out, e, 128);
+        assert_eq!(n, R::NullParameter);
+        let n = edgeguard_scorer_new(names.as_ptr(), paths.as_ptr(), 2, null_mut(), e, 128);
+        assert_eq!(n, R::NullParameter);
+        for i in 0..2 {
+            let (mut names, mut paths) = (names, paths);
+            names[i] = null();
+            let code = edgeguard_scorer_new(names.as_ptr(), paths.as_ptr(), 2, &mut out, e, 128);
+            assert_eq!(code, R::NullParameter, "names[{i}]");
+            names[i] = c"x".as_ptr();
+            paths[i] = null();
+            let code = edgeguard_scorer_new(names.as_ptr(), paths.as_ptr(), 2, &mut out, e, 128);
+            assert_eq!(code, R::NullParameter, "paths[{i}]");
+        }
+        // A null error buffer only loses the message.
+        let n = edgeguard_scorer_new(names.as_ptr(), paths.as_ptr(), 0, &mut out, null_mut(), 64);
+        assert_eq!(n, R::ConfigInvalid);
+    }
+    assert!(out.is_null(), "out untouched on failure");
+}
+
+#[test]
+fn scorer_counts_of_zero_too_many_and_size_max_are_config_errors_read_before_the_arrays() {
+    let bot = BOT.as_bytes();
+    let (code, message, _) = try_scorer(&[], 256);
+    assert_eq!(code, R::ConfigInvalid);
+    assert!(message.contains("no models given"), "{message}");
+    let names: Vec<String> = (0..=MAX_MODELS).map(|i| format!("m{i}")).collect();
+    let many: Vec<Model> = names.iter().map(|n| (n.as_bytes(), bot)).collect();
+    let (code, message, _) = try_scorer(&many, 256);
+    assert_eq!(code, R::ConfigInvalid);
+    assert!(message.contains("65 models"), "{message}");
+    // Two real entries, and counts no array has: only the count may be read.
+    let names = [c"bot".as_ptr(), c"spoof".as_ptr()];
+    let paths = [c"/nonexistent".as_ptr(), c"/nonexistent".as_ptr()];
+    for n in [
+        usize::MAX,
+        usize::MAX / 8 + 1,
+        1 << 40,
+        u32::MAX as usize + 1,
+    ] {
+        let mut out = null_mut();
+        let mut err = [0 as c_char; 256];
+        let code = unsafe {
+            edgeguard_scorer_new(
+                names.as_ptr(),
+                paths.as_ptr(),
+                n,
+                &mut out,
+                err.as_mut_ptr(),
+                256,
+            )
+        };
+        assert_eq!(code, R::ConfigInvalid, "n = {n}");
+        assert!(msg(&err).contains(&n.to_string()), "{}", msg(&err));
+        assert!(out.is_null());
+    }
+}
+
+#[test]
+fn scorer_names_that_are_empty_repeated_control_or_not_utf8_are_config_errors() {
+    let bot = BOT.as_bytes();
+    let cases: [(&str, &[Model], &str); 7] = [
+        ("empty", &[(b"", bot)], "empty name"),
+        ("duplicate", &[(b"bot", bot), (b"bot", bot)], "twice"),
+        ("tab", &[(b"b\tot", bot)], "control"),
+        ("escape", &[(b"\x1b[31m", bot)], "control"),
+        ("DEL", &[(b"bot\x7f", bot)], "control"),
+        (
+            "invalid UTF-8",
+            &[(b"bot", bot), (b"\xff\xfe", bot)],
+            "model 1",
+        ),
+        ("C1 control", &[("b\u{85}".as_bytes(), bot)], "control"),
+    ];
+    for (what, models, says) in cases {
+        let (code, message, _) = try_scorer(models, 256);
+        assert_eq!(code, R::ConfigInvalid, "{what}: {message}");
+        assert!(message.contains(says), "{what}: {message}");
+    }
+    // 8-bit names that are valid UTF-8 are names like any other.
+    let (code, message, s) = try_scorer(&[("bøt→🤖".as_bytes(), bot)], 256);
+    assert_eq!(code, R::Ok, "{message}");
+    let name = unsafe { CStr::from_ptr(edgeguard_scorer_model_name(s, 0)) };
+    assert_eq!(name.to_str().unwrap(), "bøt→🤖");
+    unsafe { edgeguard_scorer_free(s) };
+}
+
+#[test]
+fn scorer_model_files_missing_empty_truncated_or_broken_are_refused_by_name_and_file() {
+    let dir = Scratch::new("scorer");
+    let real = std::fs::read(BOT).unwrap();
+    let io = [
+        ("missing", dir.0.join("missing.json").display().to_string()),
+        ("a directory", dir.0.display().to_string()),
+        ("empty path", String::new()),
+    ];
+    let invalid = [
+        ("empty", dir.file("empty.json", b"")),
+        ("not JSON", dir.file("gif.json", b"GIF89a\x00\xff")),
+        ("truncated", dir.file("trunc.json", &real[..real.len() / 3])),
+        (
+            "truncated by one",
+            dir.file("trunc1.json", &real[..real.len() - 1]),
+        ),
+        ("JSON null", dir.file("null.json", b"null")),
+        ("nested 100 000", dir.file("deep.json", &nested(100_000))),
+        (
+            "a model the schema cannot feed",
+            format!("{FIXTURES}/multiclass_cat.json"),
+        ),
+        ("/dev/null", "/dev/null".to_owned()),
+    ];
+    let cases = io
+        .iter()
+        .map(|c| (c, R::Io))
+        .chain(invalid.iter().map(|c| (c, R::ModelInvalid)));
+    for ((what, path), want) in cases {
+        // The broken model comes second: the good first one must not leak
+        // into a half-built scorer.
+        let (code, message, s) =
+            try_scorer(&[(b"bot", BOT.as_bytes()), (b"new", path.as_bytes())], 1024);
+        assert_eq!(code, want, "{what}: {message}");
+        assert!(message.contains("`new`"), "{what}: {message}");
+        assert!(message.contains(path.as_str()), "{what}: {message}");
+        assert!(s.is_null());
+    }
+    // A path that is not UTF-8 is still a path: missing, named.
+    let (code, message, _) = try_scorer(&[(b"bot", b"/nonexistent/\xff\xfe.json")], 256);
+    assert_eq!(code, R::Io, "{message}");
+    assert!(message.contains("nonexistent"), "{message}");
+    // Error buffers of 0 and 1 byte: the code alone, an empty string.
+    for len in [0, 1] {
+        let (code, message, _) = try_scorer(&[(b"x", b"/nonexistent")], len);
+        assert_eq!(code, R::Io);
+        assert_eq!(message, "", "errbuf_len {len}");
+    }
+    let largest = LARGEST.load(Ordering::Relaxed);
+    assert!(largest < ALLOC_BOUND, "an allocation of {largest} bytes");
+}
+
+#[test]
+fn scorer_introspection_of_null_and_out_of_range_is_empty_not_a_crash() {
+    let s = shipped_scorer();
+    unsafe {
+        assert_eq!(edgeguard_scorer_model_count(null()), 0);
+        assert_eq!(edgeguard_scorer_model_count(s), 2);
+        for i in [0, 1] {
+            assert!(edgeguard_scorer_model_name(null(), i).is_null());
+            assert!(edgeguard_scorer_model_threshold(null(), i).is_nan());
+            let t = edgeguard_scorer_model_threshold(s, i);
+            assert!((0.0..=1.0).contains(&t), "model {i}: threshold {t}");
+        }
+        for i in [2, 64, usize::MAX] {
+            assert!(edgeguard_scorer_model_name(s, i).is_null(), "{i}");
+            assert!(edgeguard_scorer_model_threshold(s, i).is_nan(), "{i}");
+        }
+        edgeguard_scorer_free(null_mut());
+        edgeguard_scorer_free(s);
+    }
+}
+
+fn c_str(bytes: &[u8]) -> edgeguard_str {
+    edgeguard_str::from_slice(bytes)
+}
+
+fn c_req(
+    method: &[u8],
+    uri: &[u8],
+    client: &[u8],
+    headers: &[edgeguard_header],
+) -> edgeguard_request {
+    edgeguard_request {
+        method: c_str(method),
+        uri: c_str(uri),
+        client_addr: c_str(client),
+        http_version: 11,
+        headers: headers.as_ptr(),
+        headers_len: headers.len(),
+    }
+}
+
+/// Scores through the C ABI and through the Rust API on the same bytes:
+/// the boundary must neither refuse nor change a hostile request.
+fn score_both(s: *const edgeguard_scorer, rust: &Scorer, req: &edgeguard_request) -> [f64; 2] {
+    let mut out = [-1.0f64; 2];
+    let code = unsafe { edgeguard_scorer_score(s, req, out.as_mut_ptr(), 2) };
+    assert_eq!(code, R::Ok);
+    let headers = if req.headers_len == 0 {
+        &[][..]
+    } else {
+        unsafe { std::slice::from_raw_parts(req.headers, req.headers_len) }
+    };
+    let view = unsafe {
+        edgeguard::features::Request::new(
+            req.method.as_bytes(),
+            req.uri.as_bytes(),
+            req.http_version as u16,
+            req.client_addr.as_bytes(),
+            headers,
+        )
+    };
+    let mut want = [0.0f64; 2];
+    rust.score(&view, &mut want).unwrap();
+    assert_eq!(out.map(f64::to_bits), want.map(f64::to_bits));
+    assert!(out.iter().all(|p| (0.0..=1.0).contains(p)), "{out:?}");
+    out
+}
+
+#[test]
+fn hostile_requests_are_scored_like_the_rust_api_scores_them() {
+    let s = shipped_scorer();
+    let paths = [
+        ("bot", std::path::Path::new(BOT)),
+        ("spoof", std::path::Path::new(SPOOF)),
+    ];
+    let rust = Scorer::load(&paths).unwrap();
+    let mib = vec![b'a'; 1 << 20];
+    let high = vec![0xe9u8; 1 << 20];
+    let ua = b"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/147.0.0.0 Safari/537.36";
+
+    let ten_thousand: Vec<edgeguard_header> = (0..10_000)
+        .map(|i| match i % 4 {
+            0 => edgeguard_header::new(b"user-agent", &mib),
+            1 => edgeguard_header::new(b"accept-language", &high),
+            2 => edgeguard_header::new(b"sec-ch-ua", b"\"\xff\0\"; v=\"999999999999999999999\""),
+            _ => edgeguard_header::new(b"x-\0\xff\xfe", &mib),
+        })
+        .collect();
+    score_both(s, &rust, &c_req(b"GET", b"/", b"127.0.0.1", &ten_thousand));
+
+    let weird_headers = [
+        edgeguard_header::new(b"", b""),
+        edgeguard_header::new(b"\0", b"\0"),
+        edgeguard_header::new(b"user-agent", b"\xff\xfe\xfd Chrome/\xff.0"),
+        edgeguard_header::new(b"USER-AGENT", ua),
+        edgeguard_header::new(b"accept", &mib),
+        edgeguard_header::new(b"cookie", b";;;;=;=;"),
+        edgeguard_header::new(b"referer", b"\x80"),
+        edgeguard_header::new(b"sec-fetch-site", b"\xc3\x28"),
+    ];
+    let uris: [&[u8]; 6] = [
+        b"",
+        b"\0",
+        b"/\xff\xfe?\xc3\x28=\x80",
+        b"?&&&==&",
+        &mib,
+        &high,
+    ];
+    let clients: [&[u8]; 6] = [
+        b"",
+        b"::",
+        b"\xff",
+        b"999.999.999.999",
+        b"fe80::1%eth0",
+        &mib,
+    ];
+    let methods: [&[u8]; 4] = [b"", b"G\0T", b"\xff\xff", &mib];
+    for (i, uri) in uris.iter().enumerate() {
+        let req = c_req(methods[i % 4], uri, clients[i], &weird_headers);
+        score_both(s, &rust, &req);
+    }
+    // Lengths that disagree with the pointers: negative, null with a length.
+    let bad_strings = edgeguard_request {
+        method: edgeguard_str {
+            len: i32::MIN,
+            data: b"GET".as_ptr(),
+        },
+        uri: edgeguard_str {
+            len: i32::MAX,
+            data: null(),
+        },
+        client_addr: edgeguard_str {
+            len: -1,
+            data: null(),
+        },
+        http_version: 0,
+        headers: null(),
+        headers_len: 0,
+    };
+    score_both(s, &rust, &bad_strings);
+    for version in [0, 9, 10, 11, 20, 30, 65535] {
+        score_both(
+            s,
+            &rust,
+            &edgeguard_request {
+                http_version: version,
+                ..c_req(b"GET", b"/", b"::1", &[])
+            },
+        );
+    }
+    unsafe { edgeguard_scorer_free(s) };
+}
+
+#[test]
+fn scoring_refuses_impossible_lengths_and_versions_before_reading_anything() {
+    let s = shipped_scorer();
+    let headers = [edgeguard_header::new(b"user-agent", b"curl/8.0")];
+    let req = c_req(b"GET", b"/", b"127.0.0.1", &headers);
+    let mut out = [-7.0f64; 2];
+    let p = out.as_mut_ptr();
+    unsafe {
+        for n in [0, 1] {
+            assert_eq!(
+                edgeguard_scorer_score(s, &req, p, n),
+                R::BufferTooSmall,
+                "n = {n}"
+            );
+        }
+        for n in [3, 64, u32::MAX as usize + 1, usize::MAX / 8 + 1, usize::MAX] {
+            assert_eq!(
+                edgeguard_scorer_score(s, &req, p, n),
+                R::InvalidArgument,
+                "n = {n}"
+            );
+        }
+        for len in [
+            u32::MAX as usize + 1,
+            1 << 40,
+            usize::MAX / 32 + 1,
+            usize::MAX,
+        ] {
+            let huge = edgeguard_request {
+                headers_len: len,
+                ..req
+            };
+            assert_eq!(
+                edgeguard_scorer_score(s, &huge, p, 2),
+                R::InvalidArgument,
+                "len {len}"
+            );
+            let null = edgeguard_request {
+                headers: null(),
+                ..huge
+            };
+            assert_eq!(
+                edgeguard_scorer_score(s, &null, p, 2),
+                R::NullParameter,
+                "null, len {len}"
+            );
+        }
+        for version in [-1, i32::MIN, 65536, i32::MAX] {
+            let bad = edgeguard_request {
+                http_version: version,
+                ..req
+            };
+            assert_eq!(
+                edgeguard_scorer_score(s, &bad, p, 2),
+                R::InvalidArgument,
+                "{version}"
+            );
+        }
+        assert_eq!(edgeguard_scorer_score(null(), &req, p, 2), R::NullParameter);
+        assert_eq!(edgeguard_scorer_score(s, null(), p, 2), R::NullParameter);
+        assert_eq!(
+            edgeguard_scorer_score(s, &req, null_mut(), 2),
+            R::NullParameter
+        );
+        assert_eq!(
+            edgeguard_scorer_score(null(), null(), null_mut(), usize::MAX),
+            R::NullParameter
+        );
+        edgeguard_scorer_free(s);
+    }
+    assert_eq!(out, [-7.0; 2], "nothing written on refusal");
+}

@@ -13,7 +13,7 @@ use super::boundary::{c_bytes, write_error};
 use super::edgeguard_result;
 use crate::features::Request;
 use crate::request::{edgeguard_header, edgeguard_str};
-use crate::scorer::{ScoreError, Scorer, ScorerError};
+use crate::scorer::{ScoreError, Scorer, ScorerError, MAX_MODELS};
 
 /// One request as nginx sees it. Every byte string is borrowed for the
 /// duration of the call only.
@@ -91,6 +91,15 @@ pub unsafe extern "C" fn edgeguard_scorer_new(
 ) -> edgeguard_result {
     ffi_panic_boundary! {
         try_non_null!(names, paths, out);
+        // Checked before the arrays are read: a count larger than the arrays
+        // (SIZE_MAX, a negative int converted) would read past them. The
+        // message is the one `Scorer::load` gives for the same count.
+        if n > MAX_MODELS {
+            write_error(errbuf, errbuf_len, &format_args!(
+                "{n} models given; a scorer holds at most {MAX_MODELS}"
+            ));
+            return edgeguard_result::ConfigInvalid;
+        }
         let (names, paths) = (std::slice::from_raw_parts(names, n), std::slice::from_raw_parts(paths, n));
         if names.iter().chain(paths).any(|p| p.is_null()) {
             return edgeguard_result::NullParameter;
@@ -196,7 +205,7 @@ pub unsafe extern "C" fn edgeguard_scorer_model_threshold(
 /// the models differs from the scorer's). `NullParameter` for a null
 /// scorer, request or `out_scores`, or a null `headers` with a non-zero
 /// `headers_len`; `InvalidArgument` for an `http_version` outside
-/// `0..=65535`. Nothing is written unless `Ok`. Never allocates; the scorer is
+/// `0..=65535` or a `headers_len` above `UINT32_MAX`. Nothing is written unless `Ok`. Never allocates; the scorer is
 /// only read, so concurrent calls are safe.
 ///
 /// # Safety
@@ -219,6 +228,19 @@ pub unsafe extern "C" fn edgeguard_scorer_score(
         let Ok(http_version) = u16::try_from(request.http_version) else {
             return edgeguard_result::InvalidArgument;
         };
+        // Both lengths are checked before a slice is made of them: a length
+        // no array can have makes the slice itself undefined behaviour.
+        if request.headers_len > u32::MAX as usize {
+            return edgeguard_result::InvalidArgument;
+        }
+        let expected = scorer.model_count();
+        if n != expected {
+            return if n < expected {
+                edgeguard_result::BufferTooSmall
+            } else {
+                edgeguard_result::InvalidArgument
+            };
+        }
         let headers: &[edgeguard_header] = if request.headers_len == 0 {
             &[]
         } else {

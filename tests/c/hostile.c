@@ -10,11 +10,13 @@
  * Usage: hostile FIXTURE_DIR   (tests/fixtures/catboost)
  * Prints one line per failure and closes with "N passed, N failed".
  */
+#define _DEFAULT_SOURCE /* mkdtemp */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "edgeguard.h"
 
@@ -584,6 +586,302 @@ static void test_predict_hostile(void) {
           "hash of null with a length");
 }
 
+/* ----------------------------------------------------------------- scorers */
+
+/* The shipped models, from FIXTURE_DIR (tests/fixtures/catboost). */
+static char bot_path[4096], spoof_path[4096];
+
+static edgeguard_result new_scorer(const char *const *names, const char *const *paths, size_t n,
+                                   edgeguard_scorer **out, char *err, size_t err_len) {
+    return edgeguard_scorer_new(names, paths, n, out, err, err_len);
+}
+
+static edgeguard_scorer *shipped_scorer(void) {
+    const char *names[] = {"bot", "spoof"};
+    const char *paths[] = {bot_path, spoof_path};
+    edgeguard_scorer *s = NULL;
+    char err[512] = "";
+    edgeguard_result r = new_scorer(names, paths, 2, &s, err, sizeof err);
+    CHECK_CODE(r, EDGEGUARD_RESULT_OK, err);
+    if (!s) {
+        printf("cannot load the shipped models; scorer cases skipped\n");
+        exit(1);
+    }
+    return s;
+}
+
+/* Writes a file under the scratch directory; returns its path (static). */
+static const char *scratch_file(const char *dir, const char *name, const void *bytes, size_t len) {
+    static char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(bytes, 1, len, f) != len || fclose(f) != 0) {
+        perror(path);
+        exit(2);
+    }
+    return path;
+}
+
+static void test_scorer_new_hostile(void) {
+    const char *names[] = {"bot", "spoof"};
+    const char *paths[] = {bot_path, spoof_path};
+    edgeguard_scorer *s = NULL;
+    char err[1024];
+
+    CHECK_CODE(new_scorer(NULL, paths, 2, &s, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "scorer: null names");
+    CHECK_CODE(new_scorer(names, NULL, 2, &s, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "scorer: null paths");
+    CHECK_CODE(new_scorer(names, paths, 2, NULL, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "scorer: null out");
+    for (int i = 0; i < 2; i++) {
+        const char *n2[] = {"bot", "spoof"}, *p2[] = {bot_path, spoof_path};
+        n2[i] = NULL;
+        CHECK_CODE(new_scorer(n2, paths, 2, &s, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+                   "scorer: a null name");
+        p2[i] = NULL;
+        CHECK_CODE(new_scorer(names, p2, 2, &s, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+                   "scorer: a null path");
+    }
+    /* Counts that the two-entry arrays cannot hold: only the count is read. */
+    size_t counts[] = {0, 65, (size_t)1 << 32, SIZE_MAX / 8 + 1, SIZE_MAX};
+    for (size_t i = 0; i < sizeof counts / sizeof *counts; i++) {
+        err[0] = 0;
+        CHECK_CODE(new_scorer(names, paths, counts[i], &s, err, sizeof err),
+                   EDGEGUARD_RESULT_CONFIG_INVALID, "scorer: count out of range");
+        CHECK(strstr(err, "models given") != NULL, "count %zu: message %s", counts[i], err);
+    }
+    CHECK_CODE(new_scorer(names, paths, 0, &s, NULL, 0), EDGEGUARD_RESULT_CONFIG_INVALID,
+               "scorer: no models, no errbuf");
+
+    struct {
+        const char *what, *names[2], *says;
+    } bad_names[] = {
+        {"empty name", {"", "spoof"}, "empty name"},
+        {"duplicate", {"bot", "bot"}, "twice"},
+        {"tab", {"bot", "sp\toof"}, "control"},
+        {"escape", {"\x1b[31m", "spoof"}, "control"},
+        {"DEL", {"bot", "spoof\x7f"}, "control"},
+        {"C1 control", {"b\xc2\x85", "spoof"}, "control"},
+        {"invalid UTF-8", {"bot", "\xff\xfe"}, "UTF-8"},
+        {"lone continuation byte", {"\x80", "spoof"}, "UTF-8"},
+    };
+    for (size_t i = 0; i < sizeof bad_names / sizeof *bad_names; i++) {
+        err[0] = 0;
+        CHECK_CODE(new_scorer(bad_names[i].names, paths, 2, &s, err, sizeof err),
+                   EDGEGUARD_RESULT_CONFIG_INVALID, bad_names[i].what);
+        CHECK(strstr(err, bad_names[i].says) != NULL, "%s: message %s", bad_names[i].what, err);
+    }
+    CHECK(s == NULL, "scorer: out written on failure");
+
+    /* 8-bit names that are UTF-8 are names like any other. */
+    const char *utf8[] = {"b\xc3\xb8t", "\xf0\x9f\xa4\x96"};
+    CHECK_CODE(new_scorer(utf8, paths, 2, &s, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    CHECK(s && strcmp(edgeguard_scorer_model_name(s, 1), utf8[1]) == 0, "utf-8 name kept");
+    edgeguard_scorer_free(s);
+    s = NULL;
+
+    /* Broken model files, second in the list: named by model and file. */
+    char dir[] = "/tmp/edgeguard-hostile-XXXXXX";
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        exit(2);
+    }
+    size_t real_len;
+    uint8_t *real = read_fixture("../../../models/bot.json", &real_len);
+    size_t deep_len;
+    char *deep = nested(100000, 1, &deep_len);
+    struct {
+        const char *what;
+        const char *path;
+        edgeguard_result want;
+    } files[12];
+    size_t nfiles = 0;
+    char paths_store[12][4096];
+#define ADD_FILE(w, p, r)                                                       \
+    do {                                                                        \
+        snprintf(paths_store[nfiles], sizeof paths_store[nfiles], "%s", (p));   \
+        files[nfiles].what = (w);                                               \
+        files[nfiles].path = paths_store[nfiles];                               \
+        files[nfiles].want = (r);                                               \
+        nfiles++;                                                               \
+    } while (0)
+    char missing[4200];
+    snprintf(missing, sizeof missing, "%s/missing.json", dir);
+    ADD_FILE("missing file", missing, EDGEGUARD_RESULT_IO);
+    ADD_FILE("a directory", dir, EDGEGUARD_RESULT_IO);
+    ADD_FILE("empty path", "", EDGEGUARD_RESULT_IO);
+    ADD_FILE("non-UTF-8 path", "/nonexistent/\xff\xfe.json", EDGEGUARD_RESULT_IO);
+    ADD_FILE("empty file", scratch_file(dir, "empty.json", "", 0), EDGEGUARD_RESULT_MODEL_INVALID);
+    ADD_FILE("/dev/null", "/dev/null", EDGEGUARD_RESULT_MODEL_INVALID);
+    ADD_FILE("not JSON", scratch_file(dir, "gif.json", "GIF89a\0\xff", 8),
+             EDGEGUARD_RESULT_MODEL_INVALID);
+    ADD_FILE("truncated", scratch_file(dir, "trunc.json", real, real_len / 3),
+             EDGEGUARD_RESULT_MODEL_INVALID);
+    ADD_FILE("truncated by one", scratch_file(dir, "trunc1.json", real, real_len - 1),
+             EDGEGUARD_RESULT_MODEL_INVALID);
+    ADD_FILE("nested 100 000", scratch_file(dir, "deep.json", deep, deep_len),
+             EDGEGUARD_RESULT_MODEL_INVALID);
+    char multiclass[4200];
+    snprintf(multiclass, sizeof multiclass, "%s/multiclass_cat.json", fixture_dir);
+    ADD_FILE("a model the schema cannot feed", multiclass, EDGEGUARD_RESULT_MODEL_INVALID);
+#undef ADD_FILE
+    for (size_t i = 0; i < nfiles; i++) {
+        const char *p2[] = {bot_path, files[i].path};
+        err[0] = 0;
+        CHECK_CODE(new_scorer(names, p2, 2, &s, err, sizeof err), files[i].want, files[i].what);
+        /* A non-UTF-8 path is named lossily: look for its readable part. */
+        const char *named = strchr(files[i].path, '\xff') ? "/nonexistent/" : files[i].path;
+        CHECK(strstr(err, "`spoof`") && strstr(err, named), "%s: message %s", files[i].what, err);
+        CHECK(s == NULL, "%s: out written", files[i].what);
+    }
+    for (size_t i = 0; i < nfiles; i++)
+        if (strncmp(files[i].path, dir, strlen(dir)) == 0 && strcmp(files[i].path, dir) != 0)
+            remove(files[i].path);
+    rmdir(dir);
+    free(deep);
+    free(real);
+}
+
+static void test_scorer_introspection(void) {
+    edgeguard_scorer *s = shipped_scorer();
+    CHECK(edgeguard_scorer_model_count(NULL) == 0, "count of null");
+    CHECK(edgeguard_scorer_model_count(s) == 2, "count");
+    size_t idx[] = {0, 1, 2, 64, SIZE_MAX};
+    for (size_t i = 0; i < sizeof idx / sizeof *idx; i++) {
+        CHECK(edgeguard_scorer_model_name(NULL, idx[i]) == NULL, "name of null %zu", idx[i]);
+        CHECK(isnan(edgeguard_scorer_model_threshold(NULL, idx[i])), "threshold of null");
+        int in = idx[i] < 2;
+        const char *name = edgeguard_scorer_model_name(s, idx[i]);
+        double t = edgeguard_scorer_model_threshold(s, idx[i]);
+        CHECK(in ? name != NULL : name == NULL, "name %zu", idx[i]);
+        CHECK(in ? (t >= 0 && t <= 1) : isnan(t), "threshold %zu: %g", idx[i], t);
+    }
+    CHECK(strcmp(edgeguard_scorer_model_name(s, 0), "bot") == 0, "name order");
+    edgeguard_scorer_free(NULL);
+    edgeguard_scorer_free(s);
+}
+
+static edgeguard_request request_of(const char *method, const char *uri, edgeguard_header *h,
+                                    size_t n) {
+    edgeguard_request r;
+    r.method = str_of(method, strlen(method));
+    r.uri = str_of(uri, strlen(uri));
+    r.client_addr = str_of("127.0.0.1", 9);
+    r.http_version = 11;
+    r.headers = h;
+    r.headers_len = n;
+    return r;
+}
+
+static int scores_ok(const double *out) {
+    return out[0] >= 0 && out[0] <= 1 && out[1] >= 0 && out[1] <= 1;
+}
+
+static void test_scorer_score_hostile(void) {
+    edgeguard_scorer *s = shipped_scorer();
+    double out[3] = {-7, -7, -7};
+    edgeguard_header one = {str_of("user-agent", 10), str_of("curl/8.0", 8)};
+    edgeguard_request req = request_of("GET", "/", &one, 1);
+
+    CHECK_CODE(edgeguard_scorer_score(NULL, &req, out, 2), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "score: null scorer");
+    CHECK_CODE(edgeguard_scorer_score(s, NULL, out, 2), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "score: null request");
+    CHECK_CODE(edgeguard_scorer_score(s, &req, NULL, 2), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "score: null out");
+    size_t small[] = {0, 1}, large[] = {3, 64, (size_t)1 << 32, SIZE_MAX / 8 + 1, SIZE_MAX};
+    for (size_t i = 0; i < 2; i++)
+        CHECK_CODE(edgeguard_scorer_score(s, &req, out, small[i]), EDGEGUARD_RESULT_BUFFER_TOO_SMALL,
+                   "score: short output");
+    for (size_t i = 0; i < sizeof large / sizeof *large; i++)
+        CHECK_CODE(edgeguard_scorer_score(s, &req, out, large[i]), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+                   "score: output longer than the models");
+    size_t lens[] = {(size_t)1 << 32, (size_t)1 << 40, SIZE_MAX / 32 + 1, SIZE_MAX};
+    for (size_t i = 0; i < sizeof lens / sizeof *lens; i++) {
+        edgeguard_request huge = req;
+        huge.headers_len = lens[i];
+        CHECK_CODE(edgeguard_scorer_score(s, &huge, out, 2), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+                   "score: impossible header count");
+        huge.headers = NULL;
+        CHECK_CODE(edgeguard_scorer_score(s, &huge, out, 2), EDGEGUARD_RESULT_NULL_PARAMETER,
+                   "score: null headers with a count");
+    }
+    int versions[] = {-1, INT32_MIN, 65536, INT32_MAX};
+    for (size_t i = 0; i < sizeof versions / sizeof *versions; i++) {
+        edgeguard_request bad = req;
+        bad.http_version = versions[i];
+        CHECK_CODE(edgeguard_scorer_score(s, &bad, out, 2), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+                   "score: http_version out of range");
+    }
+    CHECK(out[0] == -7 && out[1] == -7 && out[2] == -7, "score: written on refusal");
+
+    /* 10 000 headers, 1 MiB values, NUL and 8-bit bytes, invalid UTF-8. */
+    size_t mib = (size_t)1 << 20;
+    uint8_t *big = xmalloc(mib), *high = xmalloc(mib);
+    memset(big, 'a', mib);
+    memset(high, 0xe9, mib);
+    size_t nh = 10000;
+    edgeguard_header *h = xmalloc(nh * sizeof *h);
+    for (size_t i = 0; i < nh; i++) {
+        switch (i % 4) {
+        case 0: h[i].key = str_of("user-agent", 10); h[i].value = str_of(big, mib); break;
+        case 1: h[i].key = str_of("accept-language", 15); h[i].value = str_of(high, mib); break;
+        case 2: h[i].key = str_of("sec-ch-ua", 9); h[i].value = str_of("\"\xff\0\"; v=\"9999999999999\"", 24); break;
+        default: h[i].key = str_of("x-\0\xff\xfe", 5); h[i].value = str_of(big, mib); break;
+        }
+    }
+    edgeguard_request many = request_of("GET", "/", h, nh);
+    CHECK_CODE(edgeguard_scorer_score(s, &many, out, 2), EDGEGUARD_RESULT_OK, "score: 10 000 headers");
+    CHECK(scores_ok(out), "10 000 headers: scores %g %g", out[0], out[1]);
+    double first[2] = {out[0], out[1]};
+    CHECK_CODE(edgeguard_scorer_score(s, &many, out, 2), EDGEGUARD_RESULT_OK, "score: again");
+    CHECK(out[0] == first[0] && out[1] == first[1], "same request, same scores");
+
+    edgeguard_header weird[] = {
+        {str_of("", 0), str_of("", 0)},
+        {str_of("\0", 1), str_of("\0", 1)},
+        {str_of("user-agent", 10), str_of("\xff\xfe\xfd Chrome/\xff.0", 14)},
+        {str_of("accept", 6), str_of(big, mib)},
+        {str_of("cookie", 6), str_of(";;;;=;=;", 8)},
+        {str_of("referer", 7), str_of("\x80", 1)},
+        {str_of("sec-fetch-site", 14), str_of("\xc3\x28", 2)},
+    };
+    size_t nw = sizeof weird / sizeof *weird;
+    edgeguard_str uris[] = {str_of("", 0), str_of("\0", 1), str_of("/\xff\xfe?\xc3\x28=\x80", 8),
+                            str_of(big, mib), str_of(high, mib)};
+    edgeguard_str clients[] = {str_of("", 0), str_of("::", 2), str_of("\xff", 1),
+                               str_of("999.999.999.999", 15), str_of(big, mib)};
+    edgeguard_str methods[] = {str_of("", 0), str_of("G\0T", 3), str_of("\xff\xff", 2),
+                               str_of(big, mib), str_of("GET", 3)};
+    for (size_t i = 0; i < 5; i++) {
+        edgeguard_request r = request_of("GET", "/", weird, nw);
+        r.method = methods[i];
+        r.uri = uris[i];
+        r.client_addr = clients[i];
+        CHECK_CODE(edgeguard_scorer_score(s, &r, out, 2), EDGEGUARD_RESULT_OK, "score: hostile strings");
+        CHECK(scores_ok(out), "hostile strings %zu: %g %g", i, out[0], out[1]);
+    }
+    edgeguard_request lying = request_of("GET", "/", NULL, 0);
+    lying.method.len = INT32_MIN;
+    lying.uri.data = NULL;
+    lying.uri.len = INT32_MAX;
+    lying.client_addr.len = -1;
+    CHECK_CODE(edgeguard_scorer_score(s, &lying, out, 2), EDGEGUARD_RESULT_OK,
+               "score: negative lengths, null data with a length");
+    CHECK(scores_ok(out), "lying lengths: %g %g", out[0], out[1]);
+    int ok_versions[] = {0, 9, 10, 11, 20, 30, 65535};
+    for (size_t i = 0; i < sizeof ok_versions / sizeof *ok_versions; i++) {
+        edgeguard_request v = req;
+        v.http_version = ok_versions[i];
+        CHECK_CODE(edgeguard_scorer_score(s, &v, out, 2), EDGEGUARD_RESULT_OK, "score: version");
+    }
+    free(h);
+    free(high);
+    free(big);
+    edgeguard_scorer_free(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s FIXTURE_DIR\n", argv[0]);
@@ -597,6 +895,11 @@ int main(int argc, char **argv) {
     test_find_internal();
     test_model_load_hostile();
     test_predict_hostile();
+    snprintf(bot_path, sizeof bot_path, "%s/../../../models/bot.json", fixture_dir);
+    snprintf(spoof_path, sizeof spoof_path, "%s/../../../models/spoof.json", fixture_dir);
+    test_scorer_new_hostile();
+    test_scorer_introspection();
+    test_scorer_score_hostile();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
