@@ -44,6 +44,46 @@ function M.raises(fn, what)
     return tostring(err)
 end
 
+-- Shared fixtures of the test files.
+
+-- The library under test: EDGEGUARD_LIB's path and the loaded library.
+function M.lib()
+    local path = assert(os.getenv("EDGEGUARD_LIB"), "set EDGEGUARD_LIB to libedgeguard.so")
+    return assert(require("resty.edgeguard.lib").load(path)), path
+end
+
+function M.read(path)
+    local f = assert(io.open(path, "rb"))
+    local text = f:read("*a")
+    f:close()
+    return text
+end
+
+-- A temporary file holding `text`; returns its path.
+function M.tmpfile(text)
+    local path = os.tmpname()
+    local f = assert(io.open(path, "wb"))
+    f:write(text)
+    f:close()
+    return path
+end
+
+-- An edgeguard_header array viewing the first n (default all) { name, value }
+-- pairs of `list`. Returns the list too: the caller keeps it alive while the
+-- array points into its strings.
+function M.header_array(list, n)
+    local ffi = require "ffi"
+    require "resty.edgeguard.cdefs"
+    n = n or #list
+    local arr = ffi.new("edgeguard_header[?]", math.max(n, 1))
+    for i = 1, n do
+        local kv = list[i]
+        arr[i - 1].key.data, arr[i - 1].key.len = kv[1], #kv[1]
+        arr[i - 1].value.data, arr[i - 1].value.len = kv[2], #kv[2]
+    end
+    return arr, list
+end
+
 function M.run()
     local passed, failed = 0, 0
     for _, t in ipairs(tests) do

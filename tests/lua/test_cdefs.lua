@@ -2,12 +2,7 @@
 package.path = "./tests/lua/?.lua;" .. package.path
 local T = require "harness"
 
-local function read(path)
-    local f = assert(io.open(path, "rb"))
-    local s = f:read("*a")
-    f:close()
-    return s
-end
+local read = T.read
 
 -- The header without comments, preprocessor blocks for C++, directives, and
 -- with white space folded.

@@ -8,19 +8,13 @@ local ffi = require "ffi"
 local bit = require "bit"
 local cjson = require "cjson"
 
-local LIB = assert(os.getenv("EDGEGUARD_LIB"), "set EDGEGUARD_LIB to libedgeguard.so")
-local lib = assert(require("resty.edgeguard.lib").load(LIB))
+local lib = T.lib()
 local catboost = require "resty.edgeguard.lua_engine.catboost"
 
 -- Through the engine's wrapper: see lua_engine.cat_hash_function.
 local cat_hash = require("resty.edgeguard.lua_engine").cat_hash_function(lib)
 
-local function read(path)
-    local f = assert(io.open(path, "rb"))
-    local text = f:read("*a")
-    f:close()
-    return text
-end
+local read = T.read
 
 local function lines(path)
     local out = {}
@@ -30,13 +24,7 @@ local function lines(path)
     return out
 end
 
-local function tmpfile(text)
-    local path = os.tmpname()
-    local f = assert(io.open(path, "wb"))
-    f:write(text)
-    f:close()
-    return path
-end
+local tmpfile = T.tmpfile
 
 local function close(got, want)
     local diff = math.abs(got - want)

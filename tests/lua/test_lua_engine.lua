@@ -8,8 +8,7 @@ local T = require "harness"
 local ffi = require "ffi"
 local cjson = require "cjson"
 
-local LIB = assert(os.getenv("EDGEGUARD_LIB"), "set EDGEGUARD_LIB to libedgeguard.so")
-local lib = assert(require("resty.edgeguard.lib").load(LIB))
+local lib = T.lib()
 local lua_engine = require "resty.edgeguard.lua_engine"
 local scorer = require "resty.edgeguard.scorer"
 
@@ -17,12 +16,7 @@ local SHIPPED = { bot = "models/bot.json", spoof = "models/spoof.json" }
 local SMALL = { reordered = "tests/fixtures/scorer/reordered.json",
                 regression = "tests/fixtures/scorer/regression.json" }
 
-local function read(path)
-    local f = assert(io.open(path, "rb"))
-    local text = f:read("*a")
-    f:close()
-    return text
-end
+local read = T.read
 
 local function close(got, want)
     return math.abs(got - want) <= 1e-9 * math.max(math.abs(want), 1e-300)
@@ -202,13 +196,7 @@ T.test("models the scorer cannot use are refused naming model, file and feature"
     T.contains(rust_err, "not a probability in [0, 1]")
 end)
 
-local function tmpfile(text)
-    local path = os.tmpname()
-    local f = assert(io.open(path, "wb"))
-    f:write(text)
-    f:close()
-    return path
-end
+local tmpfile = T.tmpfile
 
 -- The header list the engine holds counts what the Rust header set finds on
 -- the same requests (the list's own rules are tested in test_lua_headers.lua).

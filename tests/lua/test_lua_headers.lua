@@ -13,30 +13,13 @@ local cjson = require "cjson"
 local lheaders = require "resty.edgeguard.lua_engine.headers"
 local header_set = require "resty.edgeguard.header_set"
 
-local LIB = assert(os.getenv("EDGEGUARD_LIB"), "set EDGEGUARD_LIB to libedgeguard.so")
-local lib = assert(require("resty.edgeguard.lib").load(LIB))
+local lib = T.lib()
 
 local SHIPPED = "nginx-conf/internal-headers.txt"
 
-local function tmpfile(text)
-    local path = os.tmpname()
-    local f = assert(io.open(path, "wb"))
-    f:write(text)
-    f:close()
-    return path
-end
+local tmpfile = T.tmpfile
 
--- Keeps the Lua strings alive while Rust reads them through the array.
-local function header_array(list, n)
-    n = n or #list
-    local arr = ffi.new("edgeguard_header[?]", math.max(n, 1))
-    for i = 1, n do
-        local kv = list[i]
-        arr[i - 1].key.data, arr[i - 1].key.len = kv[1], #kv[1]
-        arr[i - 1].value.data, arr[i - 1].value.len = kv[2], #kv[2]
-    end
-    return arr, list
-end
+local header_array = T.header_array
 
 -- How many of the headers Rust finds internal.
 local function rust_count(set, headers, n)

@@ -6,13 +6,7 @@ local ffi = require "ffi"
 
 local LIB = assert(os.getenv("EDGEGUARD_LIB"), "set EDGEGUARD_LIB to libedgeguard.so")
 
-local function tmpfile(text)
-    local path = os.tmpname()
-    local f = assert(io.open(path, "wb"))
-    f:write(text)
-    f:close()
-    return path
-end
+local tmpfile = T.tmpfile
 
 -- Runs a Lua snippet in a fresh luajit (a fresh VM: nothing loaded yet).
 local function fresh_vm(code, env)
@@ -24,15 +18,7 @@ local function fresh_vm(code, env)
     return out
 end
 
--- Keeps the Lua strings alive while Rust reads them through the array.
-local function header_array(list)
-    local arr = ffi.new("edgeguard_header[?]", #list)
-    for i, kv in ipairs(list) do
-        arr[i - 1].key.data, arr[i - 1].key.len = kv[1], #kv[1]
-        arr[i - 1].value.data, arr[i - 1].value.len = kv[2], #kv[2]
-    end
-    return arr, list
-end
+local header_array = T.header_array
 
 local edgeguard = require "resty.edgeguard"
 local header_set = require "resty.edgeguard.header_set"
