@@ -95,6 +95,31 @@ end
 local FLOAT_AT = index_of(features.FLOAT_NAMES)
 local CAT_AT = index_of(features.CAT_NAMES)
 
+-- Schema positions of one kind of a model's inputs, by name: `what` is
+-- "float" or "categorical", `at` this kind's name -> position, `other` the
+-- other kind's, `other_is` how a name of the other kind is described.
+local function positions(names, what, at, other, other_is)
+    local out, seen = {}, {}
+    for i, name in ipairs(names) do
+        local pos = at[name]
+        if name == "" then
+            return nil, format("%s feature %d has no name; train on named columns "
+                .. "(`edgeguard features --names`)", what, i - 1)
+        elseif not pos then
+            if other[name] then
+                return nil, format("%s feature %d `%s` is %s in the feature schema",
+                    what, i - 1, name, other_is)
+            end
+            return nil, format("%s feature %d `%s` is not in the feature schema", what, i - 1, name)
+        elseif seen[name] then
+            return nil, format("%s features %d and %d are both named `%s`", what, seen[name], i - 1, name)
+        end
+        seen[name] = i - 1
+        out[i] = pos
+    end
+    return out
+end
+
 -- Binds a model's inputs to schema positions by name, as
 -- src/scorer/binding.rs does; returns floats, cats or nil and the reason.
 local function bind(model)
@@ -104,41 +129,14 @@ local function bind(model)
     if model.threshold_error then
         return nil, model.threshold_error
     end
-    local floats, cats = {}, {}
-    local seen = {}
-    for i, name in ipairs(model.float_names) do
-        local at = FLOAT_AT[name]
-        if name == "" then
-            return nil, format("float feature %d has no name; train on named columns "
-                .. "(`edgeguard features --names`)", i - 1)
-        elseif not at then
-            if CAT_AT[name] then
-                return nil, format("float feature %d `%s` is categorical in the feature schema", i - 1, name)
-            end
-            return nil, format("float feature %d `%s` is not in the feature schema", i - 1, name)
-        elseif seen[name] then
-            return nil, format("float features %d and %d are both named `%s`", seen[name], i - 1, name)
-        end
-        seen[name] = i - 1
-        floats[i] = at
+    local floats, err = positions(model.float_names, "float", FLOAT_AT, CAT_AT, "categorical")
+    if not floats then
+        return nil, err
     end
-    seen = {}
-    for i, name in ipairs(model.cat_names) do
-        local at = CAT_AT[name]
-        if name == "" then
-            return nil, format("categorical feature %d has no name; train on named columns "
-                .. "(`edgeguard features --names`)", i - 1)
-        elseif not at then
-            if FLOAT_AT[name] then
-                return nil, format("categorical feature %d `%s` is a float feature in the feature schema",
-                    i - 1, name)
-            end
-            return nil, format("categorical feature %d `%s` is not in the feature schema", i - 1, name)
-        elseif seen[name] then
-            return nil, format("categorical features %d and %d are both named `%s`", seen[name], i - 1, name)
-        end
-        seen[name] = i - 1
-        cats[i] = at
+    local cats
+    cats, err = positions(model.cat_names, "categorical", CAT_AT, FLOAT_AT, "a float feature")
+    if not cats then
+        return nil, err
     end
     return floats, cats
 end
