@@ -27,7 +27,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-from conftest import LIB, MODULES, Nginx, free_port, send_exact  # noqa: E402
+from conftest import CHROME, LIB, MODULES, Nginx, free_port, send_exact  # noqa: E402
 
 MIX = ROOT / "tests" / "stress" / "mix.lua"
 SHIPPED_LIST = ROOT / "nginx-conf" / "internal-headers.txt"
@@ -36,21 +36,7 @@ WRK_THREADS, WRK_CONNECTIONS = 2, 32
 
 # The probe: the README's Chrome request (it passes: bot=0.00057) with two
 # marker headers; list version A strips x-stress-a, version B x-stress-b.
-PROBE = [
-    ("Host", "edge.test"),
-    ("Connection", "keep-alive"),
-    ("sec-ch-ua", '"Google Chrome";v="147", "Not.A/Brand";v="8", "Chromium";v="147"'),
-    ("sec-ch-ua-mobile", "?0"),
-    ("sec-ch-ua-platform", '"macOS"'),
-    ("User-Agent", "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 "
-                   "(KHTML, like Gecko) Chrome/147.0.0.0 Safari/537.36"),
-    ("Accept", "application/json, text/plain, */*"),
-    ("Sec-Fetch-Site", "same-origin"),
-    ("Sec-Fetch-Mode", "cors"),
-    ("Sec-Fetch-Dest", "empty"),
-    ("Referer", "https://shop.example/checkout"),
-    ("Accept-Encoding", "gzip, deflate, br"),
-    ("Accept-Language", "en-US,en;q=0.9"),
+PROBE = CHROME + [
     ("X-Internal-User-Id", "42"),
     ("X-Stress-A", "1"),
     ("X-Stress-B", "1"),

@@ -238,6 +238,25 @@ def origin():
 
 TEST_LIST = ROOT / "tests" / "e2e" / "data" / "internal-headers.txt"
 
+# Chrome 147 on macOS fetching JSON from its own origin (the README's "Try it"
+# request): it passes both shipped models (bot ~ 0.0006).
+CHROME = [
+    ("Host", "edge.test"),
+    ("Connection", "keep-alive"),
+    ("sec-ch-ua", '"Google Chrome";v="147", "Not.A/Brand";v="8", "Chromium";v="147"'),
+    ("sec-ch-ua-mobile", "?0"),
+    ("sec-ch-ua-platform", '"macOS"'),
+    ("User-Agent", "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 "
+                   "(KHTML, like Gecko) Chrome/147.0.0.0 Safari/537.36"),
+    ("Accept", "application/json, text/plain, */*"),
+    ("Sec-Fetch-Site", "same-origin"),
+    ("Sec-Fetch-Mode", "cors"),
+    ("Sec-Fetch-Dest", "empty"),
+    ("Referer", "https://shop.example/checkout"),
+    ("Accept-Encoding", "gzip, deflate, br"),
+    ("Accept-Language", "en-US,en;q=0.9"),
+]
+
 
 def bad_log_lines(text):
     return [line for line in text.splitlines() if any(lvl in line for lvl in BAD_LOG_LEVELS)]

@@ -18,25 +18,13 @@ import tempfile
 
 import pytest
 
-from conftest import ROOT, free_port, running_edge, send_exact
+from conftest import CHROME, ROOT, free_port, running_edge, send_exact
 
 MODELS = f'models = {{ bot = "{ROOT}/models/bot.json", spoof = "{ROOT}/models/spoof.json" }},'
 ITERATIONS = 5000
 EDGEGUARD_LUA = re.compile(r"resty/edgeguard[\w/]*\.lua|edgeguard\.lua")
 
-CHROME = [
-    ("Host", "edge.test"),
-    ("Connection", "keep-alive"),
-    ("sec-ch-ua", '"Google Chrome";v="147", "Not.A/Brand";v="8", "Chromium";v="147"'),
-    ("sec-ch-ua-mobile", "?0"),
-    ("sec-ch-ua-platform", '"macOS"'),
-    ("User-Agent", "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 "
-                   "(KHTML, like Gecko) Chrome/147.0.0.0 Safari/537.36"),
-    ("Accept", "application/json, text/plain, */*"),
-    ("Sec-Fetch-Site", "same-origin"),
-    ("Accept-Language", "en-US,en;q=0.9"),
-    ("X-Internal-User-Id", "42"),
-]
+CHROME_INTERNAL = CHROME + [("X-Internal-User-Id", "42")]
 CURL = [("Host", "edge.test"), ("User-Agent", "curl/8.5.0"), ("Accept", "*/*"), ("X-Internal-User-Id", "7")]
 
 
@@ -115,7 +103,7 @@ def aborts_in_edgeguard(text):
     return [line for line in text.splitlines() if line.startswith("[TRACE ---") and EDGEGUARD_LUA.search(line)]
 
 
-@pytest.mark.parametrize("kind,headers,action", [("browser", CHROME, "pass"), ("bot", CURL, "log")])
+@pytest.mark.parametrize("kind,headers,action", [("browser", CHROME_INTERNAL, "pass"), ("bot", CURL, "log")])
 def test_hot_path_compiles_without_trace_aborts(jit_edge, kind, headers, action):
     port, logs = jit_edge
     status, _, body = send_exact(port, "GET", f"/jit?kind={kind}", headers)

@@ -3,7 +3,7 @@
 import os
 import re
 
-from conftest import LIB, ROOT, Nginx, edge_conf, free_port, raw_request, send_exact
+from conftest import CHROME, LIB, ROOT, Nginx, edge_conf, free_port, raw_request, send_exact
 
 
 def start_with_list(origin, list_path):
@@ -98,23 +98,7 @@ def test_shipped_configuration_blocks_curl_and_passes_a_browser(tmp_path):
     try:
         status, _, _ = raw_request(port, ["User-Agent: curl/8.5.0", "Accept: */*"])
         assert status == 403
-        browser = [
-            ("Host", "shop.example"),
-            ("Connection", "keep-alive"),
-            ("sec-ch-ua", '"Google Chrome";v="147", "Not.A/Brand";v="8", "Chromium";v="147"'),
-            ("sec-ch-ua-mobile", "?0"),
-            ("sec-ch-ua-platform", '"macOS"'),
-            ("User-Agent", "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 "
-                           "(KHTML, like Gecko) Chrome/147.0.0.0 Safari/537.36"),
-            ("Accept", "application/json, text/plain, */*"),
-            ("Sec-Fetch-Site", "same-origin"),
-            ("Sec-Fetch-Mode", "cors"),
-            ("Sec-Fetch-Dest", "empty"),
-            ("Referer", "https://shop.example/checkout"),
-            ("Accept-Encoding", "gzip, deflate, br"),
-            ("Accept-Language", "en-US,en;q=0.9"),
-        ]
-        status, _, body = send_exact(port, "GET", "/api/v1/reviews?product=4157", browser)
+        status, _, body = send_exact(port, "GET", "/api/v1/reviews?product=4157", CHROME)
         assert status == 200
         assert "X-Bot-Score: bot=" in body.decode("latin-1")
     finally:
