@@ -123,14 +123,32 @@ local function is_array(v)
     return true
 end
 
-local function need_array(v, field)
+local function is_object(v)
+    return type(v) == "table" and #v == 0
+end
+
+local function is_number(v)
+    return type(v) == "number"
+end
+
+local function is_string(v)
+    return type(v) == "string"
+end
+
+-- The value at `field`, which must be present and pass `is`; otherwise the
+-- load fails with "missing" or "expected <what>".
+local function need(v, field, is, what)
     if absent(v) then
         fail(field, "missing")
     end
-    if not is_array(v) then
-        fail(field, "expected an array")
+    if not is(v) then
+        fail(field, "expected " .. what)
     end
     return v
+end
+
+local function need_array(v, field)
+    return need(v, field, is_array, "an array")
 end
 
 local function opt_array(v, field)
@@ -141,23 +159,11 @@ local function opt_array(v, field)
 end
 
 local function need_object(v, field)
-    if absent(v) then
-        fail(field, "missing")
-    end
-    if type(v) ~= "table" or (#v > 0) then
-        fail(field, "expected an object")
-    end
-    return v
+    return need(v, field, is_object, "an object")
 end
 
 local function need_number(v, field)
-    if absent(v) then
-        fail(field, "missing")
-    end
-    if type(v) ~= "number" then
-        fail(field, "expected a number")
-    end
-    return v
+    return need(v, field, is_number, "a number")
 end
 
 local function need_integer(v, field)
@@ -177,13 +183,7 @@ local function need_uint(v, field)
 end
 
 local function need_string(v, field)
-    if absent(v) then
-        fail(field, "missing")
-    end
-    if type(v) ~= "string" then
-        fail(field, "expected a string")
-    end
-    return v
+    return need(v, field, is_string, "a string")
 end
 
 local function opt_string(v, field)
