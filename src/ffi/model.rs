@@ -9,7 +9,7 @@ use std::ffi::c_char;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use super::boundary::{bytes, c_bytes, write_error};
+use super::boundary::{bytes, c_bytes, slice, write_error};
 use super::edgeguard_result;
 use crate::model::{
     cat_hash, CatSource, Evaluator, Model, ModelError, PredictionError, PredictionType,
@@ -48,18 +48,6 @@ impl edgeguard_prediction_type {
             n if n == Self::Class as libc::c_int => Some(PredictionType::Class),
             _ => None,
         }
-    }
-}
-
-/// Borrows `len` values at `ptr`; null is only allowed with `len == 0`.
-///
-/// # Safety
-/// `ptr` points to `len` readable values valid for `'a`, or `len == 0`.
-unsafe fn slice_of<'a, T>(ptr: *const T, len: usize) -> Option<&'a [T]> {
-    match (ptr.is_null(), len) {
-        (_, 0) => Some(&[]),
-        (true, _) => None,
-        (false, n) => Some(std::slice::from_raw_parts(ptr, n)),
     }
 }
 
@@ -243,7 +231,7 @@ pub unsafe extern "C" fn edgeguard_model_predict(
 ) -> edgeguard_result {
     ffi_panic_boundary! {
         try_non_null!(model, out);
-        let (Some(floats), Some(cats)) = (slice_of(floats, n_floats), slice_of(cat_hashes, n_cats)) else {
+        let (Some(floats), Some(cats)) = (slice(floats, n_floats), slice(cat_hashes, n_cats)) else {
             return edgeguard_result::NullParameter;
         };
         let Some(ty) = edgeguard_prediction_type::from_int(prediction_type) else {
@@ -285,7 +273,7 @@ pub unsafe extern "C" fn edgeguard_model_predict_strings(
 ) -> edgeguard_result {
     ffi_panic_boundary! {
         try_non_null!(model, out);
-        let (Some(floats), Some(cats)) = (slice_of(floats, n_floats), slice_of(cats, n_cats)) else {
+        let (Some(floats), Some(cats)) = (slice(floats, n_floats), slice(cats, n_cats)) else {
             return edgeguard_result::NullParameter;
         };
         let Some(ty) = edgeguard_prediction_type::from_int(prediction_type) else {
