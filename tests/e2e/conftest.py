@@ -149,7 +149,7 @@ STRIP_ONLY = """
 
 
 def edge_conf(port, origin_port, list_path, underscores=True, extra_servers="", configure="", access=STRIP_ONLY,
-              location_extra="", http_extra="", workers=1):
+              location_extra="", http_extra="", workers=1, init=""):
     """The test configuration: the shipped one's edgeguard blocks, with test ports."""
     return f"""
 load_module {MODULES}/ndk_http_module.so;
@@ -173,6 +173,9 @@ http {{
             lib_path = "{LIB}",
             {configure}
         }})
+        -- Whatever the request-time code needs is loaded here, in the master:
+        -- workers run as `nobody` and may not be able to read the tree.
+        {init}
     }}
     init_worker_by_lua_block {{
         require("resty.edgeguard").init_worker()

@@ -18,23 +18,22 @@ from conftest import ROOT, LIB, running_edge, send_exact
 SAMPLE = ROOT / "tests" / "fixtures" / "traffic" / "sample.jsonl"
 MODELS = {"bot": ROOT / "models" / "bot.json", "spoof": ROOT / "models" / "spoof.json"}
 
-# The engine is built once per worker, on the first request, and kept in the
-# module table (init_by_lua of the shared test config is not ours to extend).
+# The engine is built in init_by_lua (the master reads the models; workers
+# may not be able to) and shared with the workers as a global.
+ENGINE_INIT = """
+        TEST_LUA_ENGINE = assert(require("resty.edgeguard.lua_engine").new{{
+            models = {{ bot = "{bot}", spoof = "{spoof}" }},
+            lib = assert(require("resty.edgeguard.lib").load("{lib}")),
+        }})
+"""
+
 BOTH_SCORES = """
     server {{
         listen 127.0.0.1:{port};
         location / {{
             content_by_lua_block {{
                 local edgeguard = require "resty.edgeguard"
-                local lua_engine = require "resty.edgeguard.lua_engine"
-                local eng = lua_engine.test_engine
-                if not eng then
-                    eng = assert(lua_engine.new{{
-                        models = {{ bot = "{bot}", spoof = "{spoof}" }},
-                        lib = assert(require("resty.edgeguard.lib").load("{lib}")),
-                    }})
-                    lua_engine.test_engine = eng
-                end
+                local eng = TEST_LUA_ENGINE
                 local rust = assert(edgeguard.score())
                 -- Before the Lua engine reuses anything: the Rust table is
                 -- reused too, but by the Rust scorer only.
@@ -61,9 +60,10 @@ def score_port(origin):
     from conftest import free_port
 
     port = free_port()
-    servers = BOTH_SCORES.format(port=port, bot=MODELS["bot"], spoof=MODELS["spoof"], lib=LIB)
+    servers = BOTH_SCORES.format(port=port)
+    init = ENGINE_INIT.format(bot=MODELS["bot"], spoof=MODELS["spoof"], lib=LIB)
     configure = f'models = {{ bot = "{MODELS["bot"]}", spoof = "{MODELS["spoof"]}" }},'
-    for _, _nginx in running_edge(origin, extra_servers=servers, configure=configure):
+    for _, _nginx in running_edge(origin, extra_servers=servers, configure=configure, init=init):
         yield port
 
 

@@ -18,12 +18,19 @@ import pytest
 
 from conftest import TEST_LIST, free_port, raw_request, running_edge
 
-LUA_STRIP = f"""
+# Modules and the list are loaded in init_by_lua (the master); the list is a
+# global there, which is how init_by_lua shares data with the workers.
+LUA_INIT = f"""
+        require "cjson"
+        require "resty.edgeguard.lua_engine.features"
+        TEST_LUA_LIST = assert(require("resty.edgeguard.lua_engine.headers").load("{TEST_LIST}"))
+"""
+
+LUA_STRIP = """
                 local features = require "resty.edgeguard.lua_engine.features"
                 local lheaders = require "resty.edgeguard.lua_engine.headers"
-                local list = assert(lheaders.load("{TEST_LIST}"))
-                local req = features.read_request({{}})
-                ngx.header["X-Edgeguard-Removed"] = lheaders.strip(list, req)
+                local req = features.read_request({})
+                ngx.header["X-Edgeguard-Removed"] = lheaders.strip(TEST_LUA_LIST, req)
 """
 
 # Both views of the request, as JSON: "lua" from read_request, "rust" from
@@ -69,7 +76,7 @@ def edge_with_view(origin, underscores, http2=False):
     servers = VIEW_SERVER.format(port=view_port, underscores="on" if underscores else "off",
                                  http2="http2" if http2 else "")
     for port, nginx in running_edge(origin, underscores=underscores, access=LUA_STRIP,
-                                    extra_servers=servers):
+                                    init=LUA_INIT, extra_servers=servers):
         yield port, view_port, nginx
 
 

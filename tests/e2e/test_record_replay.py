@@ -156,7 +156,8 @@ def as_bytes(s):
 def test_replay_of_an_nginx_log_gives_nginx_scores_and_decisions(origin, tmp_path):
     port = free_port()
     conf = edge_conf(port, origin.port, TEST_LIST, configure='models = { bot = "%s", spoof = "%s" }, '
-                     'mode = "block", vars = true,' % (MODELS["bot"], MODELS["spoof"]), access=ACCESS)
+                     'mode = "block", vars = true,' % (MODELS["bot"], MODELS["spoof"]), access=ACCESS,
+                     init='require "resty.edgeguard.record"')
     # The shipped format, logged for every request of the server (also those
     # nginx rejects before any location); `set` declares the variables.
     conf = conf.replace(
