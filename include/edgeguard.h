@@ -409,6 +409,19 @@ edgeguard_result edgeguard_model_predict_strings(const edgeguard_model *model,
 int32_t edgeguard_cat_hash(const uint8_t *data, size_t len);
 
 /*
+ Records whether the configuration just put in force scores with every
+ model it names (nonzero), or not (zero: it names none, or they failed to
+ load and requests pass unscored).
+ */
+void edgeguard_process_set_models_in_force(int in_force);
+
+/*
+ 1 if the configuration last put in force in this process (by any Lua VM
+ that loaded this library) scores with every model it names, else 0.
+ */
+int edgeguard_process_models_in_force(void);
+
+/*
  Loads `n` models, model `i` named `names[i]` from the CatBoost JSON
  export at `paths[i]`, and binds each one's inputs to the feature schema
  by feature name.

@@ -251,16 +251,17 @@ def run_reloads(edge, plan, close, key, results):
             t0 = time.monotonic()
             os.kill(edge.master, signal.SIGHUP)
 
-            if kind == "broken-list":
+            if kind.startswith("broken"):
                 # init_by_lua fails in the master: nginx refuses the new
-                # configuration and the old workers keep serving.
-                line = wait_until("the refused list in error.log", lambda: next(
+                # configuration and the old workers keep serving, with the
+                # list and models they loaded.
+                name = r"internal-headers\.txt:\d+" if kind == "broken-list" else r"bot\.json: \S"
+                line = wait_until(f"the refused {kind[7:]} in error.log", lambda: next(
                     (l for l in edge.log_since(log_at).splitlines()
-                     if "internal-headers.txt:" in l and "init_by_lua" in l), None))
-                assert re.search(r"internal-headers\.txt:\d+", line), line
+                     if re.search(name, l) and "init_by_lua" in l), None))
                 time.sleep(0.5)
                 assert edge.workers() == before_workers, "workers replaced after a refused reload"
-                results.setdefault("broken_list_line", line.strip()[:300])
+                results.setdefault(f"broken_{kind[7:]}_line", line.strip()[:300])
             else:
                 wait_until("new workers", lambda: (w := edge.workers()) and not (w & before_workers)
                            and len(w) == 2)
@@ -272,10 +273,6 @@ def run_reloads(edge, plan, close, key, results):
             if kind == "swap-model" and state["model"] not in score_of:
                 score_of[state["model"]] = score
             if kind == "broken-model":
-                line = wait_until("the refused model in error.log", lambda: next(
-                    (l for l in edge.log_since(log_at).splitlines()
-                     if "bot.json" in l and "[error]" in l), None))
-                results.setdefault("broken_model_line", line.strip()[:300])
                 results["broken_model_score_header"] = score
             if kind.startswith("broken"):
                 # Put the good file back; the next HUP loads it.
@@ -299,9 +296,6 @@ def expected(probe, state, kind, score_of):
     kept = "x-stress-b" if state["list"] == "A" else "x-stress-a"
     if stripped in seen or kept not in seen or "x-internal-user-id" in seen:
         return False
-    if kind == "broken-model":
-        # The shipped config fails open: the new workers serve unscored.
-        return score is None
     if score is None:
         return False
     bot = score.split(";")[0]
@@ -437,10 +431,10 @@ def main():
         ("model swap takes effect", len(set(results["reload-close"]["scores"].values())) == 2,
          f"probe X-Bot-Score per bot model file: {results['reload-close']['scores']}"),
         ("broken list refused", "broken_list_line" in results, results.get("broken_list_line", "-")),
-        ("broken model (fail-open)", "broken_model_line" in results and
-         results.get("broken_model_score_header") is None,
+        ("broken model refused, old one scores", "broken_model_line" in results and
+         results.get("broken_model_score_header") is not None,
          f"{results.get('broken_model_line', '-')}; then X-Bot-Score: "
-         f"{results.get('broken_model_score_header')}"),
+         f"{results.get('broken_model_score_header')} (the model in force)"),
         ("worker RSS", held["leak"],
          f"{l['requests']} requests; {l['rss_kib_after_warmup']} KiB after {l['warmup_requests']} -> "
          f"{l['rss_kib_end']} KiB ({l['growth_pct']:+.3f} %), max {l['rss_kib_max']} KiB"),

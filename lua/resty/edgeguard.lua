@@ -147,8 +147,13 @@ local lheaders
 --                   configure returns nil, err (fail closed: the shipped
 --                   config's assert() keeps nginx from serving without it)
 -- models            { name = "path/model.json", ... } CatBoost models; if
---                   they fail to load, the error is logged once and requests
---                   pass unscored (fail open) unless fail_closed = true
+--                   they fail to load while models loaded by an earlier
+--                   configure() in this process are in force (an nginx
+--                   reload), configure returns nil, err, so the shipped
+--                   assert() refuses the reload and the running workers keep
+--                   their models; otherwise (first start) the error is logged
+--                   once and requests pass unscored (fail open) unless
+--                   fail_closed = true
 -- mode              "block" | "log" | "off" (default "log")
 -- thresholds        { name = probability } overriding the models' own
 -- status            status for blocked requests (default 403)
@@ -208,8 +213,6 @@ function _M.configure(opts)
         return nil, err
     end
 
-    local suffix = "models not loaded, requests pass unscored"
-        .. (opts.fail_closed and " and are refused (fail_closed)" or "")
     local model_errors, load_errors = {}, 0
 
     local headers, scorer
@@ -224,8 +227,7 @@ function _M.configure(opts)
             scorer, err = scorer_mod.load(lib, opts.models)
             if not scorer then
                 load_errors = load_errors + 1
-                model_errors[#model_errors + 1] = (engine == "shadow" and "rust engine: " or "")
-                    .. suffix .. ": " .. err
+                model_errors[#model_errors + 1] = (engine == "shadow" and "rust engine: " or "") .. err
             end
         end
     end
@@ -240,12 +242,21 @@ function _M.configure(opts)
         end
         if lua_model_err then
             load_errors = load_errors + 1
-            model_errors[#model_errors + 1] = (engine == "shadow" and "lua engine: " or "")
-                .. suffix .. ": " .. lua_model_err
+            model_errors[#model_errors + 1] = (engine == "shadow" and "lua engine: " or "") .. lua_model_err
         end
     end
-    local model_err = #model_errors > 0 and concat(model_errors, "; ") or nil
-    if model_err then
+    local model_err
+    if load_errors > 0 then
+        -- The process flag outlives the Lua VM that nginx replaces on reload;
+        -- failing open here would swap working models for none.
+        if lib.edgeguard_process_models_in_force() ~= 0 then
+            return nil, "models not loaded, so this configuration is refused and the models "
+                .. "in force keep scoring (on a reload, nginx keeps the running workers): "
+                .. concat(model_errors, "; ")
+        end
+        model_err = "models not loaded, requests pass unscored"
+            .. (opts.fail_closed and " and are refused (fail_closed)" or "") .. ": "
+            .. concat(model_errors, "; ")
         log(ngx and ngx.ERR, "edgeguard: ", model_err)
     end
 
@@ -296,6 +307,7 @@ function _M.configure(opts)
         vars = opts.vars or false,
         log_level = opts.log_level,
     }
+    lib.edgeguard_process_set_models_in_force(state.models_wanted and load_errors == 0 and 1 or 0)
     return true, model_err
 end
 

@@ -16,6 +16,7 @@ mod boundary;
 
 pub mod headers;
 pub mod model;
+pub mod process;
 pub mod scorer;
 
 pub use boundary::PanicValue;

@@ -92,6 +92,17 @@ static void test_result_text(void) {
     CHECK(v && strchr(v, '.'), "version %s", v ? v : "(null)");
 }
 
+/* ------------------------------------------------- process "models in force" */
+
+static void test_process_flag(void) {
+    CHECK(edgeguard_process_models_in_force() == 0, "a new process has no models in force");
+    int values[] = {1, -1, 2, INT32_MIN, INT32_MAX, 0};
+    for (size_t i = 0; i < sizeof values / sizeof *values; i++) {
+        edgeguard_process_set_models_in_force(values[i]);
+        CHECK(edgeguard_process_models_in_force() == (values[i] != 0), "flag after setting %d", values[i]);
+    }
+}
+
 /* ------------------------------------------------------------- header sets */
 
 static edgeguard_result parse_list(const void *buf, size_t len, const char *source,
@@ -889,6 +900,7 @@ int main(int argc, char **argv) {
     }
     fixture_dir = argv[1];
     test_result_text();
+    test_process_flag();
     test_header_list_nulls();
     test_header_list_hostile();
     test_errbuf_lengths();

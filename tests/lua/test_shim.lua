@@ -123,14 +123,48 @@ T.test("models load into a scorer; options are checked", function()
     os.remove(list)
 end)
 
-T.test("a model that fails to load fails open: configure succeeds, says why", function()
+T.test("with models in force, a model that fails to load is refused; the old state stays", function()
     local list = tmpfile("x-internal-user-id\n")
-    local ok, model_err = edgeguard.configure{ internal_headers = list, models = { bot = "/nonexistent/bot.json" } }
+    assert(edgeguard.configure{ internal_headers = list, models = { bot = "models/bot.json" }, mode = "block" })
+    T.eq(edgeguard.models()[1], "bot")
+    local ok, err = edgeguard.configure{
+        internal_headers = list, models = { bot = "/nonexistent/bot.json" }, mode = "log",
+    }
     os.remove(list)
+    T.eq(ok, nil)
+    T.contains(err, "/nonexistent/bot.json")
+    T.contains(err, "configuration is refused and the models in force keep scoring")
+    T.eq(edgeguard.models()[1], "bot", "the previous models stay in force")
+end)
+
+T.test("without models in force, a model that fails to load fails open and says why", function()
+    local list = tmpfile("x-internal-user-id\n")
+    -- A configuration without models is in force: nothing to keep.
+    assert(edgeguard.configure{ internal_headers = list })
+    local ok, model_err = edgeguard.configure{ internal_headers = list, models = { bot = "/nonexistent/bot.json" } }
     T.eq(ok, true)
     T.contains(model_err, "/nonexistent/bot.json")
-    T.contains(model_err, "models not loaded")
+    T.contains(model_err, "models not loaded, requests pass unscored: ")
     T.eq(edgeguard.models(), nil)
+    -- Serving unscored is not "models in force": a second broken load still fails open.
+    ok = edgeguard.configure{ internal_headers = list, models = { bot = "/nonexistent/bot.json" } }
+    T.eq(ok, true)
+    -- A good load puts models in force again, and the next broken one is refused.
+    assert(edgeguard.configure{ internal_headers = list, models = { bot = "models/bot.json" } })
+    T.eq(edgeguard.configure{ internal_headers = list, models = { bot = "/nonexistent/bot.json" } }, nil)
+    os.remove(list)
+end)
+
+T.test("a fresh process fails open on a model that fails to load (nginx's first start)", function()
+    local list = tmpfile("x-internal-user-id\n")
+    local out = fresh_vm(
+        'local eg = require "resty.edgeguard"\n'
+            .. 'print(eg.configure{ internal_headers = "' .. list .. '", lib_path = "' .. LIB
+            .. '", models = { bot = "/nonexistent/bot.json" }, fail_closed = true })'
+    )
+    os.remove(list)
+    T.contains(out, "true\tmodels not loaded, requests pass unscored and are refused (fail_closed): ")
+    T.contains(out, "/nonexistent/bot.json")
 end)
 
 T.test("score and access outside nginx are misuse", function()
@@ -209,15 +243,24 @@ T.test("engine = lua with a bad list fails closed and names the line", function(
     T.eq(edgeguard.engine(), before, "previous configuration still in force")
 end)
 
-T.test("a Lua-only model that fails to load fails open, like the Rust one", function()
+T.test("a Lua-only model that fails to load is refused or fails open, like the Rust one", function()
     local list = tmpfile("x-internal-user-id\n")
-    local ok, model_err = edgeguard.configure{
+    local opts = {
         internal_headers = list, lib_path = LIB, engine = "shadow",
         models = { bot = "models/bot.json" }, lua_models = { bot = "/nonexistent/lua-bot.json" },
     }
+    -- Models are in force from the previous test: refused.
+    local ok, err = edgeguard.configure(opts)
+    T.eq(ok, nil)
+    T.contains(err, "keep scoring (on a reload, nginx keeps the running workers): lua engine: ")
+    T.contains(err, "/nonexistent/lua-bot.json")
+    -- None in force: fails open, the Rust engine still scores.
+    assert(edgeguard.configure{ internal_headers = list, lib_path = LIB })
+    local model_err
+    ok, model_err = edgeguard.configure(opts)
     os.remove(list)
     T.eq(ok, true)
-    T.contains(model_err, "lua engine: models not loaded")
+    T.contains(model_err, "models not loaded, requests pass unscored: lua engine: ")
     T.contains(model_err, "/nonexistent/lua-bot.json")
     T.eq(edgeguard.models()[1], "bot", "the Rust engine still scores")
 end)

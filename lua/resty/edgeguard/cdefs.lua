@@ -151,6 +151,10 @@ edgeguard_result edgeguard_model_predict_strings(const edgeguard_model *model,
 
 int32_t edgeguard_cat_hash(const uint8_t *data, size_t len);
 
+void edgeguard_process_set_models_in_force(int in_force);
+
+int edgeguard_process_models_in_force(void);
+
 edgeguard_result edgeguard_scorer_new(const char *const *names,
                                       const char *const *paths,
                                       size_t n,
