@@ -24,6 +24,7 @@ local header_set = require "resty.edgeguard.header_set"
 local scorer_mod = require "resty.edgeguard.scorer"
 local cidr = require "resty.edgeguard.cidr"
 local metrics = require "resty.edgeguard.metrics"
+local shadow = require "resty.edgeguard.shadow"
 
 local ffi_string = ffi.string
 local concat = table.concat
@@ -282,11 +283,13 @@ function _M.configure(opts)
         })
     end
     generation_seq = generation_seq + 1
+    local primary = engine == "shadow" and (opts.shadow_primary or "rust") or engine
 
     state = {
         lib = lib,
         engine = engine,
-        primary = engine == "shadow" and (opts.shadow_primary or "rust") or engine,
+        primary = primary,
+        shadow = engine == "shadow" and shadow.new(scorer and scorer.names, leng.names, mx, primary) or nil,
         headers = headers,
         scorer = scorer,
         lua = leng,
@@ -620,87 +623,7 @@ local function run_lua(opts, r)
     return act(opts, "lua", scores, leng.names, leng.thresholds, removed, r)
 end
 
--- Shadow mode --------------------------------------------------------------
-
-local REL_TOLERANCE = 1e-9
-local last_log = 0      -- ngx.now() of this worker's last disagreement line
-local suppressed = 0    -- disagreement lines not written since then
-local kinds = {}        -- reused list of the kinds of one disagreement
-local other_scores = {} -- reused formatting buffer
-
-local function scores_differ(names, a, b)
-    if not a or not b then
-        return a ~= b
-    end
-    for i = 1, #names do
-        local x, y = a[names[i]], b[names[i]]
-        if not x or not y then
-            return true
-        end
-        local d = x - y
-        if d < 0 then d = -d end
-        local m = x < 0 and -x or x
-        local my = y < 0 and -y or y
-        if my > m then m = my end
-        if d > REL_TOLERANCE * m then
-            return true
-        end
-    end
-    return false
-end
-
-local function scores_text(names, scores)
-    if not scores then
-        return "none"
-    end
-    for i = 1, #names do
-        other_scores[i] = format("%s=%.17g", names[i], scores[names[i]] or 0 / 0)
-    end
-    return concat(other_scores, ";", 1, #names)
-end
-
--- Counts a disagreement and logs it (at most one line a second per worker,
--- saying how many lines it suppressed before it).
-local function disagreement(rs, ls, ra, la, rcount, lcount)
-    local n = 0
-    local names = state.scorer and state.scorer.names or state.lua.names
-    local mx = state.metrics
-    -- Models the other engine lacks count as differing scores, in both directions.
-    if scores_differ(names, rs, ls) or (rs and ls and #state.lua.names ~= #names) then
-        n = n + 1
-        kinds[n] = "score"
-    end
-    if ra ~= la then
-        n = n + 1
-        kinds[n] = "decision"
-    end
-    if rcount ~= lcount then
-        n = n + 1
-        kinds[n] = "headers"
-    end
-    if n == 0 then
-        return
-    end
-    if mx then
-        for i = 1, n do
-            mx:disagreement(kinds[i])
-        end
-    end
-    local now = ngx.now()
-    if now - last_log < 1 then
-        suppressed = suppressed + 1
-        return
-    end
-    last_log = now
-    local method, uri, client = request_text()
-    ngx.log(ngx.WARN, format('edgeguard shadow disagreement kinds=%s primary=%s rust_action=%s lua_action=%s '
-        .. 'rust_scores=%s lua_scores=%s rust_headers=%s lua_headers=%s method=%s uri="%s" '
-        .. 'client=%s request_id=%s suppressed=%d',
-        concat(kinds, ",", 1, n), state.primary, ra, la, scores_text(names, rs),
-        scores_text(state.lua.names, ls), tostring(rcount), tostring(lcount), method, uri, client,
-        ngx.var.request_id, suppressed))
-    suppressed = 0
-end
+-- Shadow mode: both engines on every request (resty.edgeguard.shadow judges).
 
 local function run_shadow(opts, r)
     local mx = state.metrics
@@ -765,7 +688,7 @@ local function run_shadow(opts, r)
     local rnames, lnames = scorer and scorer.names, leng.names
     local ra = decide(opts, rs, rnames, scorer and scorer.thresholds, r)
     local la = decide(opts, ls, lnames, leng.thresholds, r)
-    disagreement(rs, ls, ra, la, rcount, lcount)
+    state.shadow:compare(rs, ls, ra, la, rcount, lcount)
 
     if primary == "rust" then
         return act(opts, "shadow", rs, rnames, scorer and scorer.thresholds, rcount, r)
