@@ -15,6 +15,11 @@
 //! process, so its peak RSS comes from `wait4`. The baseline does the same
 //! work the obvious way: a `String` per line, a `serde_json::Value` per
 //! line, owned copies of every field, output built as a `Value`, one thread.
+//!
+//! Each input is read once before it is measured (so no run pays for the
+//! disk), and every replay run is repeated `EDGEGUARD_BENCH_ROUNDS` times
+//! (default 3), 1 thread and all cores interleaved: the table shows the
+//! median run and the spread of wall times.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
@@ -74,12 +79,21 @@ fn main() {
         ("headers only, no models", headers_only),
     ];
 
+    let rounds: usize = std::env::var("EDGEGUARD_BENCH_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&r| r > 0)
+        .unwrap_or(3);
+    let thread_counts: Vec<usize> = if cores > 1 { vec![1, cores] } else { vec![1] };
+
     let mut table = Vec::new();
     for (k, &n) in sizes.iter().enumerate() {
         let input = dir.join(format!("requests-{n}.jsonl"));
         generate(n, &input);
         let size_mib = std::fs::metadata(&input).unwrap().len() as f64 / (1 << 20) as f64;
         eprintln!("{}: {n} requests, {size_mib:.0} MiB", input.display());
+        // Into the page cache, so the first run does not pay for the disk.
+        std::io::copy(&mut File::open(&input).unwrap(), &mut std::io::sink()).unwrap();
         for (label, config) in &configs {
             // The baseline on the first size only: it is the slow one.
             if k == 0 {
@@ -94,6 +108,7 @@ fn main() {
                     name: "baseline (Value per line)",
                     threads: 1,
                     run,
+                    spread: None,
                     rate,
                     base: rate,
                 });
@@ -103,21 +118,15 @@ fn main() {
                 .find(|r| r.config == *label && r.name.starts_with("baseline"))
                 .map(|r| r.rate)
                 .unwrap();
-            for threads in [1, cores] {
-                let mut cmd = Command::new(&binary);
-                cmd.arg("replay")
-                    .arg("--config")
-                    .arg(config)
-                    .args(["--threads", &threads.to_string(), "--no-progress"])
-                    .args(["--output", "/dev/null", "--summary"])
-                    .arg(dir.join("summary.txt"))
-                    .arg(&input);
-                let run = measure(cmd);
-                let summary = std::fs::read_to_string(dir.join("summary.txt")).unwrap();
-                assert!(
-                    summary.starts_with(&format!("edgeguard replay: {n} requests")),
-                    "{summary}"
-                );
+            // Interleaved, so a change in the machine's load hits both.
+            let mut runs: Vec<Vec<Run>> = thread_counts.iter().map(|_| Vec::new()).collect();
+            for _ in 0..rounds {
+                for (i, &threads) in thread_counts.iter().enumerate() {
+                    runs[i].push(replay_run(&binary, config, threads, &dir, &input, n));
+                }
+            }
+            for (&threads, runs) in thread_counts.iter().zip(runs) {
+                let (run, spread) = median(runs);
                 table.push(Row {
                     n,
                     config: label,
@@ -125,30 +134,30 @@ fn main() {
                     threads,
                     rate: n as f64 / run.wall.as_secs_f64(),
                     run,
+                    spread: Some(spread),
                     base,
                 });
-                if threads == cores {
-                    break;
-                }
             }
         }
     }
 
     println!(
-        "\n| requests | configuration | implementation | threads | seconds | requests/s | vs baseline | CPU used | requests/CPU-s | peak RSS |"
+        "\n| requests | configuration | implementation | threads | seconds (median) | spread | requests/s | vs baseline | CPU used | requests/CPU-s | peak RSS |"
     );
-    println!("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    println!("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in &table {
         println!(
-            "| {} | {} | {} | {} | {:.2} | {:.0} | {:.2}x | {:.0}% | {:.0} | {:.1} MiB |",
+            "| {} | {} | {} | {} | {:.2} | {} | {:.0} | {:.2}x | {:.0}% | {:.0} | {:.1} MiB |",
             r.n,
             r.config,
             r.name,
             r.threads,
             r.run.wall.as_secs_f64(),
+            r.spread
+                .map_or("1 run".to_string(), |(lo, hi)| format!("{lo:.2}–{hi:.2}")),
             r.rate,
             r.rate / r.base,
-            r.run.cpu.as_secs_f64() * 100.0 / r.run.wall.as_secs_f64(),
+            r.run.cpu_pct(),
             r.n as f64 / r.run.cpu.as_secs_f64(),
             r.run.max_rss_kib as f64 / 1024.0
         );
@@ -169,15 +178,81 @@ fn main() {
                 one.n,
                 one.config,
                 all.rate / one.rate,
-                one.run.cpu.as_secs_f64() * 100.0 / one.run.wall.as_secs_f64(),
-                all.run.cpu.as_secs_f64() * 100.0 / all.run.wall.as_secs_f64(),
+                one.run.cpu_pct(),
+                all.run.cpu_pct(),
             );
         }
     }
+    amdahl(&table, sizes[0], configs[0].0, configs[1].0);
     println!(
-        "\n(machine: {cores} cores; CPU used is user + system time over wall time, 100% = one core; inputs in {})",
+        "\n(machine: {cores} cores; CPU used is user + system time over wall time, 100% = one core; \
+         {rounds} rounds per replay row; inputs in {})",
         dir.display()
     );
+}
+
+/// How much faster than the baseline any replay could be with the scorer
+/// they share: scoring's CPU per request is what the scored configuration
+/// costs replay over the headers-only one; the baseline's CPU per request
+/// divided by it is the ratio a free parser, reader and writer would reach.
+fn amdahl(table: &[Row], n: u64, scored: &str, headers_only: &str) {
+    let cpu_us = |config: &str, name: &str| {
+        table
+            .iter()
+            .find(|r| r.n == n && r.config == config && r.name.starts_with(name) && r.threads == 1)
+            .map(|r| r.run.cpu.as_secs_f64() * 1e6 / n as f64)
+    };
+    let (Some(replay), Some(rest), Some(base)) = (
+        cpu_us(scored, "edgeguard"),
+        cpu_us(headers_only, "edgeguard"),
+        cpu_us(scored, "baseline"),
+    ) else {
+        return;
+    };
+    let scoring = replay - rest;
+    println!(
+        "CPU per request, {n} requests, 1 thread: baseline {base:.2} us, replay {replay:.2} us, of which \
+         scoring (features + models) {scoring:.2} us and the rest {rest:.2} us; with scoring shared, \
+         replay can reach at most {:.2}x the baseline per CPU-second (at a free rest)",
+        base / scoring
+    );
+}
+
+/// One `edgeguard replay` run over `input`, checked to have replayed all `n`.
+fn replay_run(
+    binary: &Path,
+    config: &Path,
+    threads: usize,
+    dir: &Path,
+    input: &Path,
+    n: u64,
+) -> Run {
+    let mut cmd = Command::new(binary);
+    cmd.arg("replay")
+        .arg("--config")
+        .arg(config)
+        .args(["--threads", &threads.to_string(), "--no-progress"])
+        .args(["--output", "/dev/null", "--summary"])
+        .arg(dir.join("summary.txt"))
+        .arg(input);
+    let run = measure(cmd);
+    let summary = std::fs::read_to_string(dir.join("summary.txt")).unwrap();
+    assert!(
+        summary.starts_with(&format!("edgeguard replay: {n} requests")),
+        "{summary}"
+    );
+    run
+}
+
+/// The run with the median wall time, and the fastest and slowest wall times.
+fn median(mut runs: Vec<Run>) -> (Run, (f64, f64)) {
+    runs.sort_by_key(|a| a.wall);
+    let spread = (
+        runs[0].wall.as_secs_f64(),
+        runs[runs.len() - 1].wall.as_secs_f64(),
+    );
+    let mid = runs.len() / 2;
+    (runs.swap_remove(mid), spread)
 }
 
 struct Row {
@@ -186,6 +261,8 @@ struct Row {
     name: &'static str,
     threads: usize,
     run: Run,
+    /// Fastest and slowest wall time over the rounds (replay rows).
+    spread: Option<(f64, f64)>,
     rate: f64,
     base: f64,
 }
@@ -196,6 +273,12 @@ struct Run {
     /// multi-threaded run says little unless one knows how much CPU it got.
     cpu: Duration,
     max_rss_kib: i64,
+}
+
+impl Run {
+    fn cpu_pct(&self) -> f64 {
+        self.cpu.as_secs_f64() * 100.0 / self.wall.as_secs_f64()
+    }
 }
 
 /// Runs a child to completion; its wall time and peak resident set.
