@@ -27,7 +27,7 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
-from conftest import CHROME, LIB, MODULES, Nginx, free_port, send_exact  # noqa: E402
+from conftest import CHROME, LIB, MODULES, Nginx, free_port, replace, send_exact, wait_until  # noqa: E402
 
 MIX = ROOT / "tests" / "stress" / "mix.lua"
 SHIPPED_LIST = ROOT / "nginx-conf" / "internal-headers.txt"
@@ -99,13 +99,6 @@ http {{
 """
 
 
-def replace(path, data):
-    """Swaps a file in atomically, as a deploy would."""
-    tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 class Edge:
     def __init__(self, edgeguard=True):
         self.edgeguard = edgeguard
@@ -158,17 +151,6 @@ class Edge:
 
     def stop(self):
         self.nginx.stop()
-
-
-def wait_until(what, check, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
 
 
 class Load:

@@ -35,6 +35,25 @@ def free_port():
         return s.getsockname()[1]
 
 
+def wait_until(what, check, timeout=20.0):
+    """Polls check() until it returns something true, and returns that."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = check()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def replace(path, data):
+    """Swaps a file in atomically, as a deploy would."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
 def wait_for_port(port, proc=None, timeout=10.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -13,26 +13,9 @@ import time
 
 import pytest
 
-from conftest import CHROME, ROOT, TEST_LIST, Nginx, edge_conf, free_port, send_exact
+from conftest import CHROME, ROOT, TEST_LIST, Nginx, edge_conf, free_port, replace, send_exact, wait_until
 
 ACCESS = 'require("resty.edgeguard").access{ mode = "log" }'
-
-
-def wait_until(what, check, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def replace(path, data):
-    """Swaps a file in atomically, as a deploy would."""
-    tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
 
 
 class Edge:
