@@ -25,6 +25,7 @@ local scorer_mod = require "resty.edgeguard.scorer"
 local cidr = require "resty.edgeguard.cidr"
 local metrics = require "resty.edgeguard.metrics"
 local shadow = require "resty.edgeguard.shadow"
+local config_file = require "resty.edgeguard.config_file"
 
 local ffi_string = ffi.string
 local concat = table.concat
@@ -59,6 +60,7 @@ local OPTIONS = {
     shadow_primary = "string",
     lua_models = "table",
     metrics_dict = "string",
+    config = "string",
 }
 local PER_REQUEST = {
     mode = true, thresholds = true, status = true, score_header = true,
@@ -144,6 +146,12 @@ local lheaders
 
 --- Loads the library and the configured data. Call in init_by_lua*.
 --
+-- config            path of a JSON file of the options below, the file
+--                   `edgeguard replay --config` reads (src/config.rs), so
+--                   replay scores as nginx does; relative paths in it are
+--                   relative to its directory. Options given beside it
+--                   override the file's. A file that cannot be read or holds
+--                   a bad option: nil, err naming the file
 -- internal_headers  path of the internal header list; if missing or invalid,
 --                   configure returns nil, err (fail closed: the shipped
 --                   config's assert() keeps nginx from serving without it)
@@ -184,6 +192,20 @@ function _M.configure(opts)
         error("edgeguard.configure expects a table of options", 2)
     end
     check_options(opts, nil, "edgeguard.configure", 2)
+    if opts.config then
+        local file, err = config_file.read(opts.config, function(o, what)
+            check_options(o, config_file.KEYS, what, -1)
+        end)
+        if not file then
+            return nil, err
+        end
+        for k, v in pairs(opts) do
+            if k ~= "config" then
+                file[k] = v
+            end
+        end
+        opts = file
+    end
     local engine = opts.engine or "rust"
     if opts.shadow_primary and engine ~= "shadow" then
         error("edgeguard.configure: shadow_primary needs engine = \"shadow\"", 2)

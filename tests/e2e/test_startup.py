@@ -1,7 +1,10 @@
 """What nginx does with the list at startup, and the shipped configuration."""
 
+import json
 import os
 import re
+import shutil
+import subprocess
 
 from conftest import CHROME, LIB, ROOT, Nginx, edge_conf, free_port, raw_request, send_exact
 
@@ -42,14 +45,15 @@ def test_bad_list_is_refused_with_file_and_line(origin, tmp_path):
         nginx.cleanup()
 
 
-def shipped(tmp_path, mode=None):
-    """nginx-conf/nginx.conf as shipped, moved to free ports in a scratch
-    prefix; `mode` replaces its bot-scoring mode. Returns (nginx, edge port)."""
+def shipped(tmp_path, mode=None, name="nginx.conf", ports=(8080, 8081)):
+    """nginx-conf/`name` as shipped, moved from its `ports` (edge, origin) to
+    free ports in a scratch prefix; `mode` replaces its bot-scoring mode.
+    Returns (nginx, edge port)."""
     edge_port, origin_port = free_port(), free_port()
-    conf = (ROOT / "nginx-conf" / "nginx.conf").read_text()
-    assert "127.0.0.1:8080" in conf and "127.0.0.1:8081" in conf
-    conf = conf.replace("127.0.0.1:8080", f"127.0.0.1:{edge_port}").replace(
-        "127.0.0.1:8081", f"127.0.0.1:{origin_port}"
+    conf = (ROOT / "nginx-conf" / name).read_text()
+    assert f"127.0.0.1:{ports[0]}" in conf and f"127.0.0.1:{ports[1]}" in conf
+    conf = conf.replace(f"127.0.0.1:{ports[0]}", f"127.0.0.1:{edge_port}").replace(
+        f"127.0.0.1:{ports[1]}", f"127.0.0.1:{origin_port}"
     )
     if mode:
         assert 'mode = "block"' in conf
@@ -60,15 +64,17 @@ def shipped(tmp_path, mode=None):
     for shared in ("lua", "nginx-conf", "models"):
         os.symlink(ROOT / shared, prefix / shared)
     os.symlink(LIB, prefix / "target" / "release" / "libedgeguard.so")
+    # Includes resolve against the configuration's directory, nginx-conf/.
+    os.symlink(ROOT / "nginx-conf" / "log-format.conf", prefix / "log-format.conf")
     os.chmod(tmp_path, 0o755)
     nginx = Nginx(conf, prefix=prefix)
     nginx.start(edge_port)
     return nginx, edge_port
 
 
-def stop_and_check_log(nginx):
+def stop_and_check_log(nginx, log="error.log"):
     nginx.stop()
-    path = nginx.prefix / ".run" / "error.log"
+    path = nginx.prefix / ".run" / log
     log = path.read_text() if path.exists() else ""
     nginx.cleanup()
     assert not [line for line in log.splitlines() if re.search(r"\[(error|crit|alert|emerg)\]", line)], log
@@ -103,3 +109,33 @@ def test_shipped_configuration_blocks_curl_and_passes_a_browser(tmp_path):
         assert "X-Bot-Score: bot=" in body.decode("latin-1")
     finally:
         stop_and_check_log(nginx)
+
+
+def test_shipped_record_configuration_replays_to_the_same_decisions(tmp_path):
+    """nginx-conf/record.conf loads nginx-conf/record.json, the file replay
+    reads: what it records replays to the scores and actions nginx logged."""
+    nginx, port = shipped(tmp_path, name="record.conf", ports=(8090, 8091))
+    try:
+        sent = [
+            send_exact(port, "GET", "/api/v1/reviews?product=4157", CHROME + [("X-Internal-User-Id", "7")]),
+            raw_request(port, ["User-Agent: curl/8.5.0", "Accept: */*", "X-Debug-Trace: 1"]),
+            raw_request(port, ["User-Agent: python-requests/2.31.0"], target="/search?q=lamp"),
+        ]
+        assert [status for status, _, _ in sent] == [200, 200, 200], sent
+        nginx.stop()
+        record = tmp_path / "record.jsonl"
+        shutil.copy(nginx.prefix / ".run" / "record.jsonl", record)
+    finally:
+        stop_and_check_log(nginx, "record-error.log")
+    lines = record.read_text().splitlines()
+    actions = [json.loads(line)["edgeguard_action"] for line in lines]
+    assert actions == ["pass", "log", "log"], lines
+    done = subprocess.run(
+        [ROOT / "target" / "release" / "edgeguard", "replay", "--config", ROOT / "nginx-conf" / "record.json",
+         "--threads", "1", "--no-progress", record],
+        capture_output=True, timeout=60,
+    )
+    report = done.stderr.decode(errors="replace")
+    assert done.returncode == 0, report
+    assert "3 lines with $edgeguard_action, 3 agree (100.00%)" in report, report
+    assert "live scores compared: 6, differing beyond the logged precision: 0" in report, report

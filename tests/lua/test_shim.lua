@@ -167,6 +167,77 @@ T.test("a fresh process fails open on a model that fails to load (nginx's first 
     T.contains(out, "/nonexistent/bot.json")
 end)
 
+-- A scratch directory holding a config file and what its relative paths name.
+local function config_dir(json)
+    local dir = os.tmpname()
+    os.remove(dir)
+    assert(os.execute("mkdir -p " .. dir .. "/lists && cp models/bot.json " .. dir .. "/"))
+    local f = assert(io.open(dir .. "/lists/internal.txt", "wb"))
+    f:write("x-internal-user-id\nx-debug-*\n")
+    f:close()
+    f = assert(io.open(dir .. "/edgeguard.json", "wb"))
+    f:write(json)
+    f:close()
+    return dir, dir .. "/edgeguard.json"
+end
+
+-- Exit status and output of `edgeguard replay --config path` on no input.
+local function replay_accepts(path)
+    local bin = LIB:gsub("libedgeguard%.so$", "edgeguard")
+    -- LuaJIT's popen close does not return the exit status: echo it.
+    local p = assert(io.popen(bin .. " replay --config " .. path
+        .. " --threads 1 --no-progress /dev/null 2>&1; echo \"exit=$?\""))
+    local out = p:read("*a")
+    p:close()
+    return out:match("exit=(%d+)%s*$") == "0", out
+end
+
+T.test("config = a JSON file: the options replay reads, paths relative to it", function()
+    local dir, path = config_dir([[{
+        "internal_headers": "lists/internal.txt",
+        "models": { "bot": "bot.json" },
+        "mode": "block", "thresholds": { "bot": 0.5 }, "allow": ["10.0.0.0/8"], "status": 429,
+        "vars": true, "fail_closed": false, "score_header": "X-Score", "log_level": 7
+    }]])
+    local ok, err = edgeguard.configure{ config = path, lib_path = LIB, mode = "log" }
+    T.eq(err, nil)
+    T.eq(ok, true)
+    T.eq(edgeguard.models()[1], "bot")
+    T.eq(edgeguard.internal_headers():len(), 2, "the list the file names, relative to it")
+    T.ok(replay_accepts(path), "edgeguard replay reads the same file")
+    os.execute("rm -rf " .. dir)
+end)
+
+T.test("a bad config file is refused with its name; the previous state stays", function()
+    local before = edgeguard.models()
+    local cases = {
+        { "not json", "not JSON" },
+        { "[1, 2]", "must be a JSON object" },
+        { '{"engine": "lua"}', "unknown option 'engine'" },
+        { '{"mode": "deny"}', 'mode must be "block", "log" or "off", got "deny"' },
+        { '{"status": "403"}', "option 'status' must be a number, got string" },
+        { '{"thresholds": {"bot": "high"}}', "thresholds.bot must be a number" },
+        { '{"models": {"bot": 7}}', "models.bot must be a file path" },
+        { '{"internal_headers": "lists/missing.txt"}', "lists/missing.txt" },
+    }
+    for _, case in ipairs(cases) do
+        local dir, path = config_dir(case[1])
+        local ok, err = edgeguard.configure{ config = path, lib_path = LIB }
+        T.eq(ok, nil, case[1])
+        T.contains(err, path:match("^(.*/)") , case[1])
+        T.contains(err, case[2], case[1])
+        if case[2]:match("^unknown") or case[2]:match("^mode") then
+            local accepted, out = replay_accepts(path)
+            T.eq(accepted, false, "replay refuses " .. case[1] .. " too: " .. out)
+        end
+        os.execute("rm -rf " .. dir)
+    end
+    local ok, err = edgeguard.configure{ config = "/nonexistent/edgeguard.json", lib_path = LIB }
+    T.eq(ok, nil)
+    T.contains(err, "/nonexistent/edgeguard.json")
+    T.eq(edgeguard.models()[1], before and before[1], "previous configuration still in force")
+end)
+
 T.test("score and access outside nginx are misuse", function()
     T.contains(T.raises(function() edgeguard.access() end), "needs nginx's http subsystem")
     T.contains(T.raises(function() edgeguard.access("block") end), "expects a table")
