@@ -10,7 +10,9 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Debian's nginx + lua-nginx-module + lua-resty-core + OpenResty's LuaJIT
 # (luajit2). Debian's plain `luajit` conflicts with the lua module: never it.
 APT_RUNTIME := nginx libnginx-mod-http-lua lua-resty-core luajit2 lua-cjson curl
-APT_TEST := $(APT_RUNTIME) clang libclang-rt-14-dev
+# clang + compiler-rt: the C ABI test under ASan/UBSan; g++: libfuzzer-sys
+# builds libFuzzer when `make lint` checks the fuzz crate.
+APT_TEST := $(APT_RUNTIME) clang libclang-rt-14-dev g++
 # wrk: tests/e2e/test_bench_harness.py runs the bench-e2e harness briefly.
 APT_TEST += wrk
 PIP_TEST := pytest prometheus_client
@@ -52,6 +54,9 @@ header:
 lint:
 	$(CARGO) fmt --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings
+	@# The fuzz targets are their own crate; a change in the API they call
+	@# must not leave `make fuzz` broken until someone runs it.
+	$(CARGO) check --locked --manifest-path fuzz/Cargo.toml --bins
 
 test-rust:
 	$(CARGO) test --locked

@@ -55,6 +55,11 @@ def main():
         put(corpus, "model_predict", bytes([n]) + struct.pack("<8f", 0.5, -1, 3e38, 0, 1, 2, 7, 9) * 4)
     for text in header_lists():
         put(corpus, "header_match", text[:512])
+    # replay_line: the fixture lines in both shapes (requests, access log).
+    for p in ["tests/fixtures/traffic/sample.jsonl", "tests/fixtures/replay/nginx-access.jsonl"]:
+        for line in (ROOT / p).read_bytes().splitlines():
+            if line:
+                put(corpus, "replay_line", line)
 
 
 if __name__ == "__main__":

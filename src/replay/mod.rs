@@ -40,6 +40,17 @@ pub use summary::{
 };
 pub use worker::Worker;
 
+/// For the `replay_line` fuzz target: whether the hand-written line scanner
+/// and serde_json read `line` alike (see `record.rs`). `Ok(true)`: the
+/// scanner answered and serde agrees; `Ok(false)`: the scanner left the line
+/// to serde. Also parses it as replay does, which must never panic.
+#[doc(hidden)]
+pub fn line_parsers_agree(line: &[u8]) -> Result<bool, String> {
+    let mut scratch = record::Scratch::default();
+    let _ = record::parse(line, &mut scratch);
+    record::paths_agree(line)
+}
+
 use crate::config::Config;
 
 /// How a replay runs.

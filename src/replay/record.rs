@@ -222,6 +222,94 @@ fn serde_record(line: &[u8], scratch: &mut Scratch) -> Result<Fields, ParseError
     Ok(fields)
 }
 
+/// The fields a line parses to, resolved to bytes, by the scanner (`fast`)
+/// or by serde: what the two paths are compared on.
+fn resolved(line: &[u8], fast: bool) -> Option<Vec<Vec<u8>>> {
+    let mut s = Scratch::default();
+    let f = if fast {
+        fast::record(line, &mut s)
+    } else {
+        serde_record(line, &mut s).ok()
+    }?;
+    let bufs = Bufs {
+        line,
+        text: &s.text,
+        owned: &s.owned,
+    };
+    let span = |x: Option<Span>| x.map_or(b"<none>".to_vec(), |x| bufs.get(x).to_vec());
+    let mut out = vec![
+        span(f.method),
+        span(f.uri),
+        span(f.client),
+        span(f.headers_text),
+        span(f.live_action),
+        format!("{:?}", f.version).into_bytes(),
+    ];
+    for &(k, v) in &s.pairs {
+        out.push(bufs.get(k).to_vec());
+        out.push(bufs.get(v).to_vec());
+    }
+    for &(n, score) in &s.live {
+        out.push(bufs.get(n).to_vec());
+        out.push(format!("{score:?}").into_bytes());
+    }
+    if let Some(text) = f.headers_text {
+        // The log line's `headers` text, read by both pair parsers.
+        let text = bufs.get(text).to_vec();
+        out.push(b"<pairs>".to_vec());
+        out.extend(resolved_pairs(&text, fast)?);
+    }
+    Some(out)
+}
+
+/// The pairs of a `headers` text, by the scanner (`fast`) or by serde.
+fn resolved_pairs(text: &[u8], fast: bool) -> Option<Vec<Vec<u8>>> {
+    let (mut owned, mut pairs) = (Vec::new(), Vec::new());
+    if fast {
+        fast::pairs(text, Base::Line, 0, &mut owned, &mut pairs)?;
+    } else {
+        let mut de = serde_json::Deserializer::from_slice(text);
+        PairsSeed {
+            base: Base::Line,
+            origin: text.as_ptr(),
+            offset: 0,
+            owned: &mut owned,
+            pairs: &mut pairs,
+        }
+        .deserialize(&mut de)
+        .ok()?;
+        de.end().ok()?;
+    }
+    let bufs = Bufs {
+        line: text,
+        text: &[],
+        owned: &owned,
+    };
+    Some(
+        pairs
+            .iter()
+            .flat_map(|&(k, v)| [bufs.get(k).to_vec(), bufs.get(v).to_vec()])
+            .collect(),
+    )
+}
+
+/// Both parsers on one line: `Ok(true)` when the scanner answered and serde
+/// agrees, `Ok(false)` when the scanner left the line to serde, `Err` when
+/// the scanner accepted a line serde refuses or read it differently (the
+/// `replay_line` fuzz target and the fixture test hold it to that).
+pub(crate) fn paths_agree(line: &[u8]) -> Result<bool, String> {
+    let Some(fast) = resolved(line, true) else {
+        return Ok(false);
+    };
+    match resolved(line, false) {
+        Some(slow) if slow == fast => Ok(true),
+        Some(slow) => Err(format!("the scanner read {fast:?}, serde {slow:?}")),
+        None => Err(format!(
+            "the scanner accepted a line serde refuses: {fast:?}"
+        )),
+    }
+}
+
 fn static_name(name: &str) -> &'static str {
     match name {
         "method" => "method",

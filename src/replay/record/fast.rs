@@ -51,7 +51,11 @@ impl<'a> Cursor<'a> {
             match self.buf[self.pos] {
                 b'"' => {
                     self.pos += 1;
-                    return Some((start, self.pos - 1, false));
+                    return no_controls(&self.buf[start..self.pos - 1]).then_some((
+                        start,
+                        self.pos - 1,
+                        false,
+                    ));
                 }
                 b'\\' => break,
                 _ => self.pos += 1,
@@ -61,7 +65,7 @@ impl<'a> Cursor<'a> {
             let i = self.pos + memchr::memchr2(b'"', b'\\', &self.buf[self.pos..])?;
             if self.buf[i] == b'"' {
                 self.pos = i + 1;
-                return Some((start, i, escaped));
+                return no_controls(&self.buf[start..i]).then_some((start, i, escaped));
             }
             // The escaped byte is never the closing quote (`\u` is followed
             // by hex digits).
@@ -110,16 +114,34 @@ impl<'a> Cursor<'a> {
         while let Some(b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E') = self.buf.get(self.pos) {
             self.pos += 1;
         }
+        let text = &self.buf[start..self.pos];
+        if !json_number(text) {
+            // Rust's float syntax is looser (`01`, `1.`, `1e`): serde decides.
+            return None;
+        }
         // ASCII by construction.
-        std::str::from_utf8(&self.buf[start..self.pos])
-            .ok()?
-            .parse()
-            .ok()
+        std::str::from_utf8(text).ok()?.parse().ok()
     }
 
-    fn skip_value(&mut self) -> Option<()> {
+    /// A string the record does not use, checked as serde checks the
+    /// strings it ignores (UTF-8, valid escapes); escapes are undone into
+    /// `tmp` and dropped.
+    fn skip_string(&mut self, tmp: &mut Vec<u8>) -> Option<()> {
+        let (s, e, escaped) = self.string()?;
+        let raw = &self.buf[s..e];
+        if escaped {
+            let mark = tmp.len();
+            let undone = unescape(raw, tmp);
+            tmp.truncate(mark);
+            undone?;
+        }
+        std::str::from_utf8(raw).ok().map(drop)
+    }
+
+    /// A value the record does not use; `tmp` as for [`Self::skip_string`].
+    fn skip_value(&mut self, tmp: &mut Vec<u8>) -> Option<()> {
         match self.peek()? {
-            b'"' => self.string().map(drop),
+            b'"' => self.skip_string(tmp),
             b't' => self.literal(b"true"),
             b'f' => self.literal(b"false"),
             b'n' => self.literal(b"null"),
@@ -131,7 +153,7 @@ impl<'a> Cursor<'a> {
                     return Some(());
                 }
                 loop {
-                    self.skip_value()?;
+                    self.skip_value(tmp)?;
                     match self.peek()? {
                         b',' => self.pos += 1,
                         b']' => {
@@ -149,9 +171,9 @@ impl<'a> Cursor<'a> {
                     return Some(());
                 }
                 loop {
-                    self.string()?;
+                    self.skip_string(tmp)?;
                     self.eat(b':')?;
-                    self.skip_value()?;
+                    self.skip_value(tmp)?;
                     match self.peek()? {
                         b',' => self.pos += 1,
                         b'}' => {
@@ -290,7 +312,7 @@ pub(super) fn record(line: &[u8], scratch: &mut Scratch) -> Option<Fields> {
                 // Unknown names are checked as serde would; known ones are ASCII.
                 _ => {
                     std::str::from_utf8(key).ok()?;
-                    c.skip_value()?;
+                    c.skip_value(owned)?;
                 }
             }
             match c.peek()? {
@@ -318,6 +340,42 @@ pub(super) fn pairs(
     let mut c = Cursor { buf, pos: 0 };
     c.pairs(base, offset, owned, pairs)?;
     c.at_end().then_some(())
+}
+
+/// JSON strings hold no raw control characters (serde refuses them).
+fn no_controls(s: &[u8]) -> bool {
+    !s.iter().any(|&b| b < 0x20)
+}
+
+/// Whether `t` is a JSON number: `-? (0 | [1-9][0-9]*) (.[0-9]+)? ([eE][+-]?[0-9]+)?`.
+pub(super) fn json_number(t: &[u8]) -> bool {
+    let digits =
+        |t: &[u8], at: usize| at + t[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+    let mut i = usize::from(t.first() == Some(&b'-'));
+    match t.get(i) {
+        Some(b'0') => i += 1,
+        Some(b'1'..=b'9') => i = digits(t, i),
+        _ => return false,
+    }
+    if t.get(i) == Some(&b'.') {
+        let end = digits(t, i + 1);
+        if end == i + 1 {
+            return false;
+        }
+        i = end;
+    }
+    if let Some(b'e' | b'E') = t.get(i) {
+        i += 1;
+        if let Some(b'+' | b'-') = t.get(i) {
+            i += 1;
+        }
+        let end = digits(t, i);
+        if end == i {
+            return false;
+        }
+        i = end;
+    }
+    i == t.len()
 }
 
 /// Appends the unescaped content of a JSON string to `out`.
