@@ -363,3 +363,17 @@ fn json_numbers() {
         assert!(!fast::json_number(bad.as_bytes()), "{bad}");
     }
 }
+
+#[test]
+fn crlf_lines_stay_on_the_fast_path() {
+    let line =
+        b"{\"method\":\"GET\",\"uri\":\"/\",\"version\":\"1.1\",\"headers\":[[\"a\",\"b\"]]}\r";
+    assert_eq!(paths_agree(line), Ok(true));
+    // Other control bytes anywhere send the line to serde, which decides.
+    let tab = b"{\"method\":\"GET\",\t\"uri\":\"/\",\"version\":\"1.1\"}";
+    assert_eq!(paths_agree(tab), Ok(false));
+    assert!(
+        parse(tab, &mut Scratch::default()).is_ok(),
+        "a tab between tokens is JSON"
+    );
+}
