@@ -405,6 +405,12 @@ def main():
                 f"{w['socket_errors']} socket errors (read {w['read']}, connect {w['connect']}, "
                 f"write {w['write']}, timeout {w['timeout']}); slowest reload {r['slowest_reload_s']} s")
 
+    def planned(kind, row):
+        """The row, or an info line when --reloads was too few for `kind`."""
+        if kind in results["reload-close"]["kinds"]:
+            return row
+        return (row[0], None, f"not run: no {kind} reload among {results['reload-close']['reloads']}")
+
     rows = [
         ("control: nginx alone, keep-alive", None, reload_row("control")),
         ("reloads, keep-alive", held["reload-keep-alive"],
@@ -412,11 +418,12 @@ def main():
         ("reloads, Connection: close", held["reload-close"], reload_row("reload-close")),
         ("model swap takes effect", len(set(results["reload-close"]["scores"].values())) == 2,
          f"probe X-Bot-Score per bot model file: {results['reload-close']['scores']}"),
-        ("broken list refused", "broken_list_line" in results, results.get("broken_list_line", "-")),
-        ("broken model refused, old one scores", "broken_model_line" in results and
-         results.get("broken_model_score_header") is not None,
-         f"{results.get('broken_model_line', '-')}; then X-Bot-Score: "
-         f"{results.get('broken_model_score_header')} (the model in force)"),
+        planned("broken-list", ("broken list refused", "broken_list_line" in results,
+                                results.get("broken_list_line", "-"))),
+        planned("broken-model", ("broken model refused, old one scores", "broken_model_line" in results and
+                                 results.get("broken_model_score_header") is not None,
+                                 f"{results.get('broken_model_line', '-')}; then X-Bot-Score: "
+                                 f"{results.get('broken_model_score_header')} (the model in force)")),
         ("worker RSS", held["leak"],
          f"{l['requests']} requests; {l['rss_kib_after_warmup']} KiB after {l['warmup_requests']} -> "
          f"{l['rss_kib_end']} KiB ({l['growth_pct']:+.3f} %), max {l['rss_kib_max']} KiB"),
