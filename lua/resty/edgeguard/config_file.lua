@@ -10,6 +10,7 @@
 local cjson = require "cjson.safe"
 
 local io_open = io.open
+local ipairs = ipairs
 local pairs = pairs
 local pcall = pcall
 local sub = string.sub
@@ -61,7 +62,7 @@ function _M.read(path, check)
         return nil, err
     end
     local dir = directory(path)
-    for _, key in pairs({ "internal_headers", "lib_path" }) do
+    for _, key in ipairs({ "internal_headers", "lib_path" }) do
         if opts[key] then
             opts[key] = resolve(dir, opts[key])
         end
