@@ -21,7 +21,9 @@ use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use edgeguard::model::{cat_hash, Evaluator, Model, PredictionType};
-use serde_json::Value;
+
+#[path = "../tests/official_support/mod.rs"]
+mod official_support;
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
@@ -63,38 +65,20 @@ struct Docs {
 }
 
 fn load_docs(path: &Path) -> Docs {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let mut docs = Docs {
         floats: Vec::new(),
         strings: Vec::new(),
         hashes: Vec::new(),
     };
-    for line in text.lines() {
-        let v: Value = serde_json::from_str(line).unwrap();
-        let floats = v["float"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| match x {
-                Value::String(s) if s == "inf" => f32::INFINITY,
-                Value::String(s) if s == "-inf" => f32::NEG_INFINITY,
-                x => x.as_f64().map_or(f32::NAN, |f| f as f32),
-            })
-            .collect();
-        let strings: Vec<String> = v["cat"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|s| s.as_str().unwrap().to_owned())
-            .collect();
+    for d in official_support::read_docs(path) {
         docs.hashes.push(
-            strings
+            d.cats
                 .iter()
                 .map(|s| cat_hash(s.as_bytes()) as i32)
                 .collect(),
         );
-        docs.strings.push(strings);
-        docs.floats.push(floats);
+        docs.strings.push(d.cats);
+        docs.floats.push(d.floats);
     }
     docs
 }

@@ -10,7 +10,9 @@ use std::hint::black_box;
 use std::path::Path;
 
 use edgeguard::model::{cat_hash, Evaluator, Model, PredictionType};
-use serde_json::Value;
+
+#[path = "../tests/official_support/mod.rs"]
+mod official_support;
 
 struct Doc {
     floats: Vec<f32>,
@@ -19,35 +21,16 @@ struct Doc {
 }
 
 fn load_docs(path: &Path) -> Vec<Doc> {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    text.lines()
-        .map(|line| {
-            let v: Value = serde_json::from_str(line).expect("a JSON document per line");
-            let floats = v["float"]
-                .as_array()
-                .expect("float array")
-                .iter()
-                .map(|x| match x {
-                    Value::String(s) if s == "inf" => f32::INFINITY,
-                    Value::String(s) if s == "-inf" => f32::NEG_INFINITY,
-                    x => x.as_f64().map_or(f32::NAN, |f| f as f32),
-                })
-                .collect();
-            let strings: Vec<String> = v["cat"]
-                .as_array()
-                .expect("cat array")
-                .iter()
-                .map(|s| s.as_str().expect("cat string").to_owned())
-                .collect();
-            let hashes = strings
+    official_support::read_docs(path)
+        .into_iter()
+        .map(|d| Doc {
+            hashes: d
+                .cats
                 .iter()
                 .map(|s| cat_hash(s.as_bytes()) as i32)
-                .collect();
-            Doc {
-                floats,
-                strings,
-                hashes,
-            }
+                .collect(),
+            strings: d.cats,
+            floats: d.floats,
         })
         .collect()
 }

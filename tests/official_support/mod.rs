@@ -1,6 +1,8 @@
 //! Reading the CatBoost models, documents and expected predictions that
 //! `models/make_fixtures.py` writes (test fixtures and benchmark models),
-//! shared by the official-backend tests and `benches/model_official_allocs.rs`.
+//! shared by the official-backend tests, the model benches
+//! (`benches/model.rs`, `benches/model_official_allocs.rs`) and
+//! `examples/predict_loop.rs`.
 
 #![allow(dead_code)] // each user takes a different subset
 
