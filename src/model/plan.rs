@@ -147,6 +147,20 @@ impl Region {
     }
 }
 
+/// Appends to `kept` the borders of `range` (in `all`) that the 1-based
+/// `thresholds` name, and returns where they are in `kept`.
+fn keep_used(
+    kept: &mut Vec<f32>,
+    all: &[f32],
+    range: (u32, u32),
+    thresholds: &[u16],
+) -> (u32, u32) {
+    let all = &all[range.0 as usize..range.1 as usize];
+    let start = kept.len() as u32;
+    kept.extend(thresholds.iter().map(|&t| all[usize::from(t) - 1]));
+    (start, kept.len() as u32)
+}
+
 impl Plan {
     /// Lays out a validated model. Fails (with a message) only when the
     /// model is too large for the bit array.
@@ -196,14 +210,16 @@ impl Plan {
             let Some((bits, thresholds)) = region(f.slot, &mut next_bit) else {
                 continue;
             };
-            let all = &parts.float_borders[f.borders.0 as usize..f.borders.1 as usize];
-            let start = plan.borders.len() as u32;
-            plan.borders
-                .extend(thresholds.iter().map(|&t| all[usize::from(t) - 1]));
+            let borders = keep_used(
+                &mut plan.borders,
+                &parts.float_borders,
+                f.borders,
+                &thresholds,
+            );
             plan.floats.push(FloatBin {
                 feature: f.feature,
                 nan_fill: f.nan_fill,
-                borders: (start, plan.borders.len() as u32),
+                borders,
                 bits,
             });
         }
@@ -233,10 +249,12 @@ impl Plan {
             let Some((bits, thresholds)) = region(c.slot, &mut next_bit) else {
                 continue;
             };
-            let all = &parts.ctr_borders[c.borders.0 as usize..c.borders.1 as usize];
-            let start = plan.borders.len() as u32;
-            plan.borders
-                .extend(thresholds.iter().map(|&t| all[usize::from(t) - 1]));
+            let borders = keep_used(
+                &mut plan.borders,
+                &parts.ctr_borders,
+                c.borders,
+                &thresholds,
+            );
             let lookup = (c.table, projection_of[&c.projection]);
             let fresh = plan.lookups.last() != Some(&lookup);
             if fresh {
@@ -246,7 +264,7 @@ impl Plan {
                 calc: c.calc,
                 table: c.table,
                 projection: lookup.1,
-                borders: (start, plan.borders.len() as u32),
+                borders,
                 bits,
                 fresh,
             });
