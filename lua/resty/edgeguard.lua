@@ -35,6 +35,7 @@ local ipairs = ipairs
 local pairs = pairs
 local tostring = tostring
 local type = type
+local nkeys = require "table.nkeys"
 
 local _M = { _VERSION = "0.1.0" }
 
@@ -110,6 +111,32 @@ local function check_options(opts, allowed, what, level)
     end
 end
 
+-- 1 when opts[k] holds a value of its option's type, 0 when absent, and a
+-- count no table reaches when the type is wrong (check_options reports it).
+local function well_typed(opts, k)
+    local v = opts[k]
+    if v == nil then
+        return 0
+    end
+    return type(v) == OPTIONS[k] and 1 or 1e9
+end
+
+-- access{}'s options, checked without walking the table when they are
+-- plainly valid: a pairs() loop on every request would be an inner loop in
+-- the JIT's trace of the request path. Anything else (and thresholds or
+-- status, whose values need a closer look) goes to check_options, which
+-- raises with the option named.
+local function check_access_options(opts, level)
+    local n = well_typed(opts, "mode") + well_typed(opts, "vars") + well_typed(opts, "engine")
+        + well_typed(opts, "score_header") + well_typed(opts, "log_level")
+        + well_typed(opts, "fail_closed")
+    if n ~= nkeys(opts) or (opts.mode and not MODES[opts.mode])
+        or (opts.engine and not ENGINES[opts.engine]) then
+        -- Not a tail call: the error levels count this frame.
+        check_options(opts, PER_REQUEST, "edgeguard.access", level + 1)
+    end
+end
+
 -- Logs through nginx when there is one (configure() may run in plain luajit).
 -- Request-time code calls ngx.log directly, so its lines name their caller.
 local function log(level, ...)
@@ -138,6 +165,25 @@ local function load_lua_engine(lib, opts)
         return nil, list_err
     end
     return list_only, nil, err
+end
+
+-- The set that finds every client spelling of a score header: one exact
+-- rule, matched by the Rust rule (ASCII case folded, `_` read as `-`), so
+-- `X_Bot_Score` and `x-bot-SCORE` are found as well as `X-Bot-Score`
+-- (ngx.req.set_header replaces only the names equal to its own, ignoring
+-- case). The list parser refuses a name that is not an RFC 9110 token;
+-- `*` would make it a prefix rule, so it is refused here.
+local function score_header_set(lib, name, what, level)
+    local set, err
+    if name:find("*", 1, true) then
+        err = "`*` is not allowed"
+    else
+        set, err = header_set.parse(lib, name, "score_header")
+    end
+    if not set then
+        error(what .. ": score_header \"" .. name .. "\" is not a header name: " .. err, level + 1)
+    end
+    return set
 end
 
 local generation_seq = 0
@@ -283,6 +329,12 @@ function _M.configure(opts)
         log(ngx and ngx.ERR, "edgeguard: ", model_err)
     end
 
+    local score_header = opts.score_header or "X-Bot-Score"
+    local score_sets = {}
+    if score_header ~= "" then
+        score_sets[score_header] = score_header_set(lib, score_header, "edgeguard.configure", 2)
+    end
+
     local names = (scorer and scorer.names) or (leng and leng.names and #leng.names > 0 and leng.names)
     local var_names = {}
     for _, name in ipairs(names or {}) do
@@ -328,7 +380,9 @@ function _M.configure(opts)
         status = opts.status or 403,
         allow = allow,
         fail_closed = opts.fail_closed or false,
-        score_header = opts.score_header or "X-Bot-Score",
+        score_header = score_header,
+        -- score_header name -> its set (access{ score_header = } adds to it).
+        score_sets = score_sets,
         vars = opts.vars or false,
         log_level = opts.log_level,
     }
@@ -424,24 +478,142 @@ local function clear_found(headers, clear, nclear)
     end
 end
 
--- Clears every internal header among `n` headers at `headers`; returns the
--- number of entries removed, or nil and an error.
-local function strip(set, headers, n)
-    local clear, nclear, nmatched = set:find(headers, n)
+-- Clears every internal header among the `n` headers at `headers` (read
+-- from request `r`) and every client spelling of the score header (`sset`,
+-- nil for none). Returns the entries found internal and how many of them
+-- nginx still holds; or nil and an error.
+--
+-- Why "still holds": ngx.req.clear_header percent-escapes the bytes of a
+-- name that are not RFC 9110 token characters before it compares names
+-- (lua-nginx-module 0.10.23, ngx_http_lua_copy_escaped_header), so
+-- `X-Internal-(a` or `X-Internal-\xe9`, which nginx keeps under
+-- `ignore_invalid_headers off`, is searched as `X-Internal-%28a` and stays.
+-- No Lua API removes such an entry; the caller refuses the request. The
+-- check is nginx's own count: clear_header only removes entries whose names
+-- equal an internal one ignoring case, which are internal too, so the count
+-- drops by exactly the internal entries it removed.
+local function strip(r, set, headers, n, sset)
+    local found, left = 0, 0
+    if set then
+        local clear, nclear
+        clear, nclear, found = set:find(headers, n)
+        if not clear then
+            return nil, nclear
+        end
+        if nclear > 0 then
+            clear_found(headers, clear, nclear)
+            local now, err = request.count(r)
+            if not now then
+                return nil, err
+            end
+            left = found - (n - now)
+        end
+    end
+    -- The same array: pointers into nginx's pool stay valid after a clear.
+    if sset then
+        local clear, nclear = sset:find(headers, n)
+        if not clear then
+            return nil, nclear
+        end
+        clear_found(headers, clear, nclear)
+    end
+    return found, left
+end
+
+-- Removes every client spelling of the score header (`sset`; nil: none)
+-- from the request as nginx holds it now; true, or nil and an error.
+local function score_spellings(r, sset)
+    if not sset then
+        return true
+    end
+    local headers, n = request.headers(r)
+    if not headers then
+        return nil, n
+    end
+    local clear, nclear = sset:find(headers, n)
     if not clear then
         return nil, nclear
     end
     clear_found(headers, clear, nclear)
-    return nmatched
+    return true
+end
+
+-- The score header set in force for `opts` (nil when no header is sent);
+-- an access{ score_header = } name gets its set on first use in a worker.
+local function score_set(opts, level)
+    local name = opts.score_header or state.score_header
+    if name == "" then
+        return nil
+    end
+    local set = state.score_sets[name]
+    if not set then
+        set = score_header_set(state.lib, name, "edgeguard.access", level + 1)
+        state.score_sets[name] = set
+    end
+    return set
+end
+
+-- Ends a request that carries internal headers nginx's Lua API cannot
+-- remove (see strip) with 400: such a name is not an RFC 9110 token,
+-- which a real client does not send, and forwarding it would hand the
+-- origin an internal header. `removed` entries were removed, `left` not.
+local function refuse(engine_label, removed, left)
+    local var = ngx.var
+    ngx.log(state.log_level or ngx.INFO, format(
+        'edgeguard action=refused status=400 internal_left=%d reason="header names that are '
+        .. 'not RFC 9110 tokens, which ngx.req.clear_header cannot remove" client=%s method=%s uri="%s"',
+        left, var.remote_addr, var.request_method, var.request_uri))
+    if engine_label and state.metrics then
+        state.metrics:request(engine_label, "refused", removed)
+    end
+    return ngx.exit(ngx.HTTP_BAD_REQUEST)
 end
 
 -- The Lua engine's request table, reused by every request of this worker.
 local lreq = { headers = {}, n_headers = 0 }
 
+-- The primary engine's strip of the current request, checked, and the score
+-- header's client spellings removed. Returns the entries removed (refusing
+-- the request with 400 when some could not be), or nil and an error.
+-- `engine_label` names the metrics series to count a refusal in (nil: none).
+local function strip_request(r, sset, engine_label)
+    local removed, left, err = 0, 0, nil
+    if state.primary == "lua" then
+        local leng = state.lua
+        if leng.headers then
+            leng:read_request(lreq)
+            removed, left = leng:strip(lreq)
+        end
+        local ok
+        ok, err = score_spellings(r, sset)
+        if not ok then
+            return nil, err
+        end
+    else
+        local headers, n = request.headers(r)
+        if not headers then
+            return nil, n
+        end
+        removed, left = strip(r, state.headers, headers, n, sset)
+        if not removed then
+            return nil, left
+        end
+        removed = removed - left
+    end
+    if left > 0 then
+        return refuse(engine_label, removed, left)
+    end
+    return removed
+end
+
 --- Removes every internal header from the current request, so the upstream
--- never sees it. Call in access_by_lua* (or rewrite_by_lua*). Uses the
--- primary engine. Returns the number of header entries removed, or nil and
--- an error.
+-- never sees it, and every client spelling of the score header. Call in
+-- server_rewrite_by_lua* or rewrite_by_lua* ("Where edgeguard goes in
+-- nginx.conf" in the README). Uses the primary engine. Returns the number of
+-- header entries removed, or nil and an error. A request carrying an
+-- internal header that nginx's Lua API cannot remove (a name that is not an
+-- RFC 9110 token, kept by `ignore_invalid_headers off`) is ended here with
+-- 400.
 function _M.clear_internal_headers()
     local set = state.headers
     local leng = state.lua
@@ -450,15 +622,8 @@ function _M.clear_internal_headers()
               .. "edgeguard.configure{ internal_headers = ... } in init_by_lua", 2)
     end
     need_nginx("clear_internal_headers")
-    if state.primary == "lua" then
-        leng:read_request(lreq)
-        return leng:strip(lreq)
-    end
-    local headers, n = request.headers(request.get(2))
-    if not headers then
-        return nil, n
-    end
-    return strip(set, headers, n)
+    local r = request.get(2)
+    return strip_request(r, score_set(state, 2), nil)
 end
 
 --- Scores the current request with every configured model (the primary
@@ -531,14 +696,24 @@ local function decide(opts, scores, names, model_thresholds, r)
     return mode, name, score, threshold
 end
 
-local function request_text()
-    local var = ngx.var
-    return var.request_method, var.request_uri, var.remote_addr
+local function str(s)
+    local n = s.len
+    return n > 0 and ffi_string(s.data, n) or ""
+end
+
+-- Method, URI and client of the request the engine read: the Lua engine's
+-- request table, or the edgeguard_request request.current filled (already
+-- pointing at nginx's values: no ngx.var lookups on the hot path).
+local function request_text(req)
+    if type(req) == "table" then
+        return req.method, req.uri, req.client_addr
+    end
+    return str(req.method), str(req.uri), str(req.client_addr)
 end
 
 -- Acts on one engine's result, whichever engine produced it: metrics, score
 -- header, variables, decision line, and the exit. Returns the action.
-local function act(opts, engine_label, scores, names, model_thresholds, removed, r)
+local function act(opts, engine_label, scores, names, model_thresholds, removed, r, req)
     local action, flagged_name, flagged_score, flagged_threshold =
         decide(opts, scores, names, model_thresholds, r)
     if state.metrics then
@@ -550,7 +725,6 @@ local function act(opts, engine_label, scores, names, model_thresholds, removed,
     if not scores then
         return action
     end
-
     local score_header = opts.score_header or state.score_header
     if score_header ~= "" then
         for i = 1, #names do
@@ -572,7 +746,7 @@ local function act(opts, engine_label, scores, names, model_thresholds, removed,
     end
 
     if action == "block" or action == "log" then
-        local method, uri, client = request_text()
+        local method, uri, client = request_text(req)
         ngx.log(opts.log_level or state.log_level or ngx.INFO,
             format('edgeguard action=%s model=%s score=%.6f threshold=%.6f client=%s method=%s uri="%s"',
                    action, flagged_name, flagged_score, flagged_threshold, client, method, uri))
@@ -591,7 +765,7 @@ local function fail(engine_label, msg)
     return ngx.exit(ngx.HTTP_INTERNAL_SERVER_ERROR)
 end
 
-local function run_rust(opts, r)
+local function run_rust(opts, r, sset)
     local mx = state.metrics
     local t0 = mx and clock()
     local req, headers, n = request.current(r)
@@ -607,12 +781,10 @@ local function run_rust(opts, r)
             ngx.log(ngx.ERR, "edgeguard: scoring failed: ", err)
         end
     end
-    local removed = 0
-    if state.headers then
-        removed, err = strip(state.headers, headers, n)
-        if not removed then
-            return fail("rust", err)
-        end
+    local found, left
+    found, left = strip(r, state.headers, headers, n, sset)
+    if not found then
+        return fail("rust", left)
     end
     if mx then
         mx:engine_time("rust", clock() - t0)
@@ -620,10 +792,13 @@ local function run_rust(opts, r)
             mx:scores("rust", scorer.names, scores)
         end
     end
-    return act(opts, "rust", scores, scorer and scorer.names, scorer and scorer.thresholds, removed, r)
+    if left > 0 then
+        return refuse("rust", found - left, left)
+    end
+    return act(opts, "rust", scores, scorer and scorer.names, scorer and scorer.thresholds, found, r, req)
 end
 
-local function run_lua(opts, r)
+local function run_lua(opts, r, sset)
     local mx = state.metrics
     local t0 = mx and clock()
     local leng = state.lua
@@ -632,9 +807,13 @@ local function run_lua(opts, r)
     if #leng.names > 0 then
         scores = leng:score_request(lreq)
     end
-    local removed = 0
+    local removed, left = 0, 0
     if leng.headers then
-        removed = leng:strip(lreq)
+        removed, left = leng:strip(lreq)
+    end
+    local ok, err = score_spellings(r, sset)
+    if not ok then
+        return fail("lua", err)
     end
     if mx then
         mx:engine_time("lua", clock() - t0)
@@ -642,12 +821,15 @@ local function run_lua(opts, r)
             mx:scores("lua", leng.names, scores)
         end
     end
-    return act(opts, "lua", scores, leng.names, leng.thresholds, removed, r)
+    if left > 0 then
+        return refuse("lua", removed, left)
+    end
+    return act(opts, "lua", scores, leng.names, leng.thresholds, removed, r, lreq)
 end
 
 -- Shadow mode: both engines on every request (resty.edgeguard.shadow judges).
 
-local function run_shadow(opts, r)
+local function run_shadow(opts, r, sset)
     local mx = state.metrics
     local scorer, set, leng = state.scorer, state.headers, state.lua
     local primary = state.primary
@@ -665,8 +847,9 @@ local function run_shadow(opts, r)
             ngx.log(ngx.ERR, "edgeguard: scoring failed: ", err)
         end
     end
-    local clear, nclear, rcount = nil, 0, 0
+    local rcount = 0
     if set then
+        local clear, nclear
         clear, nclear, rcount = set:find(headers, n)
         if not clear then
             return fail("shadow", nclear)
@@ -682,13 +865,25 @@ local function run_shadow(opts, r)
     local lcount = leng.headers and lheaders.count(leng.headers, lreq) or 0
     local t2 = mx and clock()
 
-    -- Strip with the primary only.
+    -- Strip with the primary only, and check what nginx still holds.
+    local removed, left
     if primary == "rust" then
-        if clear then
-            clear_found(headers, clear, nclear)
+        local found
+        found, left = strip(r, set, headers, n, sset)
+        if not found then
+            return fail("shadow", left)
         end
-    elseif leng.headers then
-        lcount = leng:strip(lreq)
+        removed = found - left
+    else
+        removed, left = 0, 0
+        if leng.headers then
+            removed, left = leng:strip(lreq)
+        end
+        local ok
+        ok, err = score_spellings(r, sset)
+        if not ok then
+            return fail("shadow", err)
+        end
     end
     if mx then
         local t3 = clock()
@@ -712,26 +907,41 @@ local function run_shadow(opts, r)
     local la = decide(opts, ls, lnames, leng.thresholds, r)
     state.shadow:compare(rs, ls, ra, la, rcount, lcount)
 
-    if primary == "rust" then
-        return act(opts, "shadow", rs, rnames, scorer and scorer.thresholds, rcount, r)
+    if left > 0 then
+        return refuse("shadow", removed, left)
     end
-    return act(opts, "shadow", ls, lnames, leng.thresholds, lcount, r)
+    if primary == "rust" then
+        return act(opts, "shadow", rs, rnames, scorer and scorer.thresholds, removed, r, req)
+    end
+    return act(opts, "shadow", ls, lnames, leng.thresholds, removed, r, lreq)
 end
 
---- The one-liner for access_by_lua*: strips internal headers, scores the
--- request, passes the scores upstream, and blocks or logs by the mode.
+--- The one-liner for rewrite_by_lua*: scores the request as the client
+-- sent it, strips internal headers and every client spelling of the score
+-- header, passes the scores upstream, and blocks or logs by the mode.
 -- `opts` may override mode, thresholds, status, score_header, vars,
 -- log_level, fail_closed and engine for this location. The engine override
 -- can only pick an engine configure() loaded ("rust" or "lua" when it was
 -- "shadow"); anything else raises an error, as misuse. Returns the action
 -- taken ("pass", "allow", "log", "block"); blocking ends the request with
--- ngx.exit.
+-- ngx.exit, and so does refusing (400) a request whose internal headers
+-- nginx's Lua API cannot remove.
+--
+-- Where it runs (README: "Where edgeguard goes in nginx.conf"):
+-- - rewrite_by_lua* (the shipped placement) or server_rewrite_by_lua*;
+-- - in a subrequest (auth_request, ngx.location.capture), which carries
+--   headers its parent's run already stripped and scored, it only strips
+--   (a second score would judge the stripped copy) and returns "pass";
+-- - in access_by_lua* it does not return: a handler that returns normally
+--   there returns NGX_OK, which under `satisfy any` grants access, so it
+--   ends the handler with ngx.exit(ngx.DECLINED) and nginx's own access
+--   modules decide.
 function _M.access(opts)
     if opts ~= nil then
         if type(opts) ~= "table" then
             error("edgeguard.access expects a table of options or nothing", 2)
         end
-        check_options(opts, PER_REQUEST, "edgeguard.access", 2)
+        check_access_options(opts, 2)
     else
         opts = state
     end
@@ -747,12 +957,28 @@ function _M.access(opts)
     need_nginx("access")
 
     local r = request.get(2)
-    if engine == "rust" then
-        return run_rust(opts, r)
-    elseif engine == "lua" then
-        return run_lua(opts, r)
+    local sset = score_set(opts, 2)
+    if request.is_subrequest(r) then
+        if state.headers or (state.lua and state.lua.headers) then
+            local removed, err = strip_request(r, nil, nil)
+            if not removed then
+                return fail(engine, err)
+            end
+        end
+        return "pass"
     end
-    return run_shadow(opts, r)
+    local action
+    if engine == "rust" then
+        action = run_rust(opts, r, sset)
+    elseif engine == "lua" then
+        action = run_lua(opts, r, sset)
+    else
+        action = run_shadow(opts, r, sset)
+    end
+    if request.in_access_phase(r) then
+        return ngx.exit(ngx.DECLINED)
+    end
+    return action
 end
 
 return _M
