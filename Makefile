@@ -15,7 +15,7 @@ APT_RUNTIME := nginx libnginx-mod-http-lua lua-resty-core luajit2 lua-cjson curl
 APT_TEST := $(APT_RUNTIME) clang libclang-rt-14-dev g++
 # wrk: tests/e2e/test_bench_harness.py runs the bench-e2e harness briefly.
 APT_TEST += wrk
-PIP_TEST := pytest prometheus_client
+PIP_TEST := pytest prometheus_client h2
 
 RELEASE_LIB := target/release/libedgeguard.so
 RUN_DIR := .run
