@@ -167,18 +167,20 @@ local function load_lua_engine(lib, opts)
     return list_only, nil, err
 end
 
--- The set that finds every client spelling of a score header: one exact
--- rule, matched by the Rust rule (ASCII case folded, `_` read as `-`), so
--- `X_Bot_Score` and `x-bot-SCORE` are found as well as `X-Bot-Score`
--- (ngx.req.set_header replaces only the names equal to its own, ignoring
--- case). The list parser refuses a name that is not an RFC 9110 token;
--- `*` would make it a prefix rule, so it is refused here.
-local function score_header_set(lib, name, what, level)
+-- The set that finds every client spelling of the score headers `names`
+-- (one name, or two joined by "\n"): exact rules, matched by the Rust rule
+-- (ASCII case folded, `_` read as `-`), so `X_Bot_Score` and `x-bot-SCORE`
+-- are found as well as `X-Bot-Score` (ngx.req.set_header replaces only the
+-- names equal to its own, ignoring case). The list parser refuses a name
+-- that is not an RFC 9110 token; `*` (a prefix rule), `#` (a comment) and
+-- whitespace (a second line) are refused before it sees `name`, the one
+-- name being added.
+local function score_header_set(lib, name, names, what, level)
     local set, err
-    if name:find("*", 1, true) then
-        err = "`*` is not allowed"
+    if name:find("[*#%s]") then
+        err = "`*`, `#` and whitespace are not allowed"
     else
-        set, err = header_set.parse(lib, name, "score_header")
+        set, err = header_set.parse(lib, names, "score_header")
     end
     if not set then
         error(what .. ": score_header \"" .. name .. "\" is not a header name: " .. err, level + 1)
@@ -331,9 +333,8 @@ function _M.configure(opts)
 
     local score_header = opts.score_header or "X-Bot-Score"
     local score_sets = {}
-    if score_header ~= "" then
-        score_sets[score_header] = score_header_set(lib, score_header, "edgeguard.configure", 2)
-    end
+    score_sets[score_header] = score_header ~= ""
+        and score_header_set(lib, score_header, score_header, "edgeguard.configure", 2) or false
 
     local names = (scorer and scorer.names) or (leng and leng.names and #leng.names > 0 and leng.names)
     local var_names = {}
@@ -538,19 +539,22 @@ local function score_spellings(r, sset)
     return true
 end
 
--- The score header set in force for `opts` (nil when no header is sent);
--- an access{ score_header = } name gets its set on first use in a worker.
+-- The score header set in force for `opts` (nil when no header is sent).
+-- An access{ score_header = } name gets its set on first use in a worker;
+-- that set finds configure()'s name too, which an origin behind both
+-- locations may trust just the same.
 local function score_set(opts, level)
     local name = opts.score_header or state.score_header
-    if name == "" then
-        return nil
-    end
     local set = state.score_sets[name]
-    if not set then
-        set = score_header_set(state.lib, name, "edgeguard.access", level + 1)
+    if set == nil then
+        local both = name
+        if state.score_header ~= "" then
+            both = name == "" and state.score_header or name .. "\n" .. state.score_header
+        end
+        set = both ~= "" and score_header_set(state.lib, name, both, "edgeguard.access", level + 1) or false
         state.score_sets[name] = set
     end
-    return set
+    return set or nil
 end
 
 -- Ends a request that carries internal headers nginx's Lua API cannot
