@@ -35,7 +35,6 @@ local ipairs = ipairs
 local pairs = pairs
 local tostring = tostring
 local type = type
-local nkeys = require "table.nkeys"
 
 local _M = { _VERSION = "0.1.0" }
 
@@ -111,32 +110,6 @@ local function check_options(opts, allowed, what, level)
     end
 end
 
--- 1 when opts[k] holds a value of its option's type, 0 when absent, and a
--- count no table reaches when the type is wrong (check_options reports it).
-local function well_typed(opts, k)
-    local v = opts[k]
-    if v == nil then
-        return 0
-    end
-    return type(v) == OPTIONS[k] and 1 or 1e9
-end
-
--- access{}'s options, checked without walking the table when they are
--- plainly valid: a pairs() loop on every request would be an inner loop in
--- the JIT's trace of the request path. Anything else (and thresholds or
--- status, whose values need a closer look) goes to check_options, which
--- raises with the option named.
-local function check_access_options(opts, level)
-    local n = well_typed(opts, "mode") + well_typed(opts, "vars") + well_typed(opts, "engine")
-        + well_typed(opts, "score_header") + well_typed(opts, "log_level")
-        + well_typed(opts, "fail_closed")
-    if n ~= nkeys(opts) or (opts.mode and not MODES[opts.mode])
-        or (opts.engine and not ENGINES[opts.engine]) then
-        -- Not a tail call: the error levels count this frame.
-        check_options(opts, PER_REQUEST, "edgeguard.access", level + 1)
-    end
-end
-
 -- Logs through nginx when there is one (configure() may run in plain luajit).
 -- Request-time code calls ngx.log directly, so its lines name their caller.
 local function log(level, ...)
@@ -167,23 +140,37 @@ local function load_lua_engine(lib, opts)
     return list_only, nil, err
 end
 
--- The set that finds every client spelling of the score headers `names`
--- (one name, or two joined by "\n"): exact rules, matched by the Rust rule
--- (ASCII case folded, `_` read as `-`), so `X_Bot_Score` and `x-bot-SCORE`
--- are found as well as `X-Bot-Score` (ngx.req.set_header replaces only the
--- names equal to its own, ignoring case). The list parser refuses a name
--- that is not an RFC 9110 token; `*` (a prefix rule), `#` (a comment) and
--- whitespace (a second line) are refused before it sees `name`, the one
--- name being added.
-local function score_header_set(lib, name, names, what, level)
-    local set, err
+-- A score header name must be one exact list entry: an RFC 9110 token (the
+-- list parser checks that); `*` (a prefix rule), `#` (a comment) and
+-- whitespace (a second entry) are refused here.
+local function check_score_header(name, what, level)
     if name:find("[*#%s]") then
-        err = "`*`, `#` and whitespace are not allowed"
+        error(what .. ": score_header \"" .. name .. "\" is not a header name: `*`, `#` and "
+              .. "whitespace are not allowed", level + 1)
+    end
+end
+
+-- The Rust set edgeguard strips with while `names` (score header names,
+-- one a line) are in force: the internal list `list` (nil: none) extended
+-- with `names` as extra rules, matched by the Rust rule (ASCII case folded,
+-- `_` read as `-`), so one search per request finds the internal headers
+-- and `X_Bot_Score` or `x-bot-SCORE` as well as `X-Bot-Score`
+-- (ngx.req.set_header replaces only the names equal to its own, ignoring
+-- case), and counts only the internal ones. Without a list, a set of
+-- `names` alone (whose counts mean nothing). false when there is nothing
+-- to strip.
+local function strip_set(lib, list, names, what, level)
+    if names == "" then
+        return list or false
+    end
+    local set, err
+    if list then
+        set, err = list:extend(names, "score_header")
     else
         set, err = header_set.parse(lib, names, "score_header")
     end
     if not set then
-        error(what .. ": score_header \"" .. name .. "\" is not a header name: " .. err, level + 1)
+        error(what .. ": score_header is not a header name: " .. err, level + 1)
     end
     return set
 end
@@ -332,9 +319,9 @@ function _M.configure(opts)
     end
 
     local score_header = opts.score_header or "X-Bot-Score"
-    local score_sets = {}
-    score_sets[score_header] = score_header ~= ""
-        and score_header_set(lib, score_header, score_header, "edgeguard.configure", 2) or false
+    check_score_header(score_header, "edgeguard.configure", 2)
+    local strip_sets = { [score_header] = strip_set(lib, headers, score_header, "edgeguard.configure", 2) }
+    local spelling_sets = { [score_header] = strip_set(lib, nil, score_header, "edgeguard.configure", 2) }
 
     local names = (scorer and scorer.names) or (leng and leng.names and #leng.names > 0 and leng.names)
     local var_names = {}
@@ -382,8 +369,12 @@ function _M.configure(opts)
         allow = allow,
         fail_closed = opts.fail_closed or false,
         score_header = score_header,
-        -- score_header name -> its set (access{ score_header = } adds to it).
-        score_sets = score_sets,
+        -- score_header name in force -> the Rust set to strip with (false:
+        -- nothing to strip); access{ score_header = } adds to it.
+        strip_sets = strip_sets,
+        -- The same, without the list: the score header's spellings, which
+        -- the Lua engine removes after its own strip.
+        spelling_sets = spelling_sets,
         vars = opts.vars or false,
         log_level = opts.log_level,
     }
@@ -463,6 +454,12 @@ end
 -- (plain luajit, for tests and tools) configure() and the handles still work.
 local in_nginx = ngx and ngx.config and ngx.config.subsystem == "http"
 local request = in_nginx and require "resty.edgeguard.request"
+local C = ffi.C
+-- lua-nginx-module's NGX_HTTP_LUA_CONTEXT_ACCESS, what
+-- ngx_http_lua_ffi_get_phase returns in access_by_lua* (resty.core.phase,
+-- which request.lua requires, declares it and names it "access").
+local CONTEXT_ACCESS = 0x0004
+local phase_err = ffi.new("char *[1]")
 
 local function need_nginx(fname)
     if not request then
@@ -470,68 +467,87 @@ local function need_nginx(fname)
     end
 end
 
--- Clears the names that a header_set:find listed; returns nothing.
-local function clear_found(headers, clear, nclear)
+-- Clears the names that a header_set:find listed, except one spelled
+-- exactly `keep` (nil: none), the score header about to be set: set_header
+-- replaces its value and removes its repeats. Returns nothing.
+local function clear_found(headers, clear, nclear, keep)
     local clear_header = ngx.req.clear_header
     for i = 0, nclear - 1 do
         local key = headers[clear[i]].key
-        clear_header(ffi_string(key.data, key.len))
+        local name = ffi_string(key.data, key.len)
+        if name ~= keep then
+            clear_header(name)
+        end
     end
 end
 
--- Clears every internal header among the `n` headers at `headers` (read
--- from request `r`) and every client spelling of the score header (`sset`,
--- nil for none). Returns the entries found internal and how many of them
--- nginx still holds; or nil and an error.
+-- Clears the entries of `set` among the `n` headers at `headers`: the
+-- internal ones and the score header's client spellings. Returns the
+-- entries found and how many of them nginx's Lua API cannot remove (then
+-- nothing is cleared: the caller refuses the request); or nil and an error.
 --
--- Why "still holds": ngx.req.clear_header percent-escapes the bytes of a
--- name that are not RFC 9110 token characters before it compares names
--- (lua-nginx-module 0.10.23, ngx_http_lua_copy_escaped_header), so
--- `X-Internal-(a` or `X-Internal-\xe9`, which nginx keeps under
--- `ignore_invalid_headers off`, is searched as `X-Internal-%28a` and stays.
--- No Lua API removes such an entry; the caller refuses the request. The
--- check is nginx's own count: clear_header only removes entries whose names
--- equal an internal one ignoring case, which are internal too, so the count
--- drops by exactly the internal entries it removed.
-local function strip(r, set, headers, n, sset)
-    local found, left = 0, 0
-    if set then
-        local clear, nclear
-        clear, nclear, found = set:find(headers, n)
-        if not clear then
-            return nil, nclear
-        end
-        if nclear > 0 then
-            clear_found(headers, clear, nclear)
-            local now, err = request.count(r)
-            if not now then
-                return nil, err
-            end
-            left = found - (n - now)
-        end
+-- Why some cannot be removed: ngx.req.clear_header percent-escapes the
+-- bytes of a name that are not RFC 9110 token characters before it
+-- compares names (lua-nginx-module 0.10.23, ngx_http_lua_copy_escaped_header),
+-- so `X-Internal-(a` or `X-Internal-\xe9`, which nginx keeps under
+-- `ignore_invalid_headers off`, is searched as `X-Internal-%28a` and would
+-- stay. No Lua API removes such an entry. The Rust search counts them
+-- (edgeguard_header_set_find_checked), so nothing is cleared and counted
+-- that nginx would keep.
+local function strip(set, headers, n, keep)
+    local clear, nclear, found, unremovable = set:find(headers, n)
+    if not clear then
+        return nil, nclear
     end
-    -- The same array: pointers into nginx's pool stay valid after a clear.
-    if sset then
-        local clear, nclear = sset:find(headers, n)
-        if not clear then
-            return nil, nclear
-        end
-        clear_found(headers, clear, nclear)
+    if unremovable > 0 then
+        return found, unremovable
     end
-    return found, left
+    clear_found(headers, clear, nclear, keep)
+    return found, 0
 end
 
--- Removes every client spelling of the score header (`sset`; nil: none)
--- from the request as nginx holds it now; true, or nil and an error.
-local function score_spellings(r, sset)
-    if not sset then
+-- The score header names in force for `opts`, one a line: its own and, for
+-- an access{ score_header = } override, configure()'s too (an origin behind
+-- both locations may trust either).
+local function score_names(name, level)
+    check_score_header(name, "edgeguard.access", level + 1)
+    if state.score_header == "" or name == state.score_header then
+        return name
+    end
+    return name == "" and state.score_header or name .. "\n" .. state.score_header
+end
+
+-- The Rust strip set for `opts`' score header (see strip_set), made on
+-- first use in a worker for an override; false when there is nothing to
+-- strip.
+local function strip_set_for(opts, level)
+    local name = opts.score_header or state.score_header
+    local set = state.strip_sets[name]
+    if set == nil then
+        set = strip_set(state.lib, state.headers, score_names(name, level + 1), "edgeguard.access", level + 1)
+        state.strip_sets[name] = set
+    end
+    return set
+end
+
+-- After the Lua engine's strip: removes the client spellings of `opts`'
+-- score header(s), found by the Rust rule on the headers nginx holds now;
+-- true, or nil and an error.
+local function score_spellings(r, opts, level)
+    local name = opts.score_header or state.score_header
+    local set = state.spelling_sets[name]
+    if set == nil then
+        set = strip_set(state.lib, nil, score_names(name, level + 1), "edgeguard.access", level + 1)
+        state.spelling_sets[name] = set
+    end
+    if not set then
         return true
     end
     local headers, n = request.headers(r)
     if not headers then
         return nil, n
     end
-    local clear, nclear = sset:find(headers, n)
+    local clear, nclear = set:find(headers, n)
     if not clear then
         return nil, nclear
     end
@@ -539,28 +555,10 @@ local function score_spellings(r, sset)
     return true
 end
 
--- The score header set in force for `opts` (nil when no header is sent).
--- An access{ score_header = } name gets its set on first use in a worker;
--- that set finds configure()'s name too, which an origin behind both
--- locations may trust just the same.
-local function score_set(opts, level)
-    local name = opts.score_header or state.score_header
-    local set = state.score_sets[name]
-    if set == nil then
-        local both = name
-        if state.score_header ~= "" then
-            both = name == "" and state.score_header or name .. "\n" .. state.score_header
-        end
-        set = both ~= "" and score_header_set(state.lib, name, both, "edgeguard.access", level + 1) or false
-        state.score_sets[name] = set
-    end
-    return set or nil
-end
-
 -- Ends a request that carries internal headers nginx's Lua API cannot
--- remove (see strip) with 400: such a name is not an RFC 9110 token,
--- which a real client does not send, and forwarding it would hand the
--- origin an internal header. `removed` entries were removed, `left` not.
+-- remove (see strip) with 400: such a name is not an RFC 9110 token, which
+-- a real client does not send, and forwarding it would hand the origin an
+-- internal header. `removed` entries were removed before, `left` not.
 local function refuse(engine_label, removed, left)
     local var = ngx.var
     ngx.log(state.log_level or ngx.INFO, format(
@@ -576,58 +574,61 @@ end
 -- The Lua engine's request table, reused by every request of this worker.
 local lreq = { headers = {}, n_headers = 0 }
 
--- The primary engine's strip of the current request, checked, and the score
--- header's client spellings removed. Returns the entries removed (refusing
--- the request with 400 when some could not be), or nil and an error.
--- `engine_label` names the metrics series to count a refusal in (nil: none).
-local function strip_request(r, sset, engine_label)
-    local removed, left, err = 0, 0, nil
+-- The primary engine's strip of the current request outside access():
+-- clear_internal_headers() (the score header's spellings too) and
+-- subrequests (`keep_score`: their score header is the one their parent's
+-- run set). Returns the entries removed, refusing the request with 400
+-- when some cannot be; or nil and an error.
+local function strip_request(r, keep_score)
+    local removed, left = 0, 0
     if state.primary == "lua" then
         local leng = state.lua
         if leng.headers then
             leng:read_request(lreq)
             removed, left = leng:strip(lreq)
         end
-        local ok
-        ok, err = score_spellings(r, sset)
-        if not ok then
-            return nil, err
+        if not keep_score and left == 0 then
+            local ok, err = score_spellings(r, state, 2)
+            if not ok then
+                return nil, err
+            end
         end
     else
-        local headers, n = request.headers(r)
-        if not headers then
-            return nil, n
+        local set = keep_score and state.headers or state.strip_sets[state.score_header]
+        if set then
+            local headers, n = request.headers(r)
+            if not headers then
+                return nil, n
+            end
+            removed, left = strip(set, headers, n)
+            if not removed then
+                return nil, left
+            end
+            if not state.headers then
+                removed = 0 -- a set of score header names only
+            end
         end
-        removed, left = strip(r, state.headers, headers, n, sset)
-        if not removed then
-            return nil, left
-        end
-        removed = removed - left
     end
     if left > 0 then
-        return refuse(engine_label, removed, left)
+        return refuse(nil, 0, left)
     end
     return removed
 end
 
 --- Removes every internal header from the current request, so the upstream
 -- never sees it, and every client spelling of the score header. Call in
--- server_rewrite_by_lua* or rewrite_by_lua* ("Where edgeguard goes in
+-- rewrite_by_lua* or server_rewrite_by_lua* ("Where edgeguard goes in
 -- nginx.conf" in the README). Uses the primary engine. Returns the number of
--- header entries removed, or nil and an error. A request carrying an
--- internal header that nginx's Lua API cannot remove (a name that is not an
--- RFC 9110 token, kept by `ignore_invalid_headers off`) is ended here with
--- 400.
+-- internal header entries removed, or nil and an error. A request carrying an internal header that nginx's Lua API cannot
+-- remove (a name that is not an RFC 9110 token, kept by
+-- `ignore_invalid_headers off`) is ended here with 400.
 function _M.clear_internal_headers()
-    local set = state.headers
-    local leng = state.lua
-    if not set and not (leng and leng.headers) then
+    if not state.headers and not (state.lua and state.lua.headers) then
         error("edgeguard: no internal header list in force; call "
               .. "edgeguard.configure{ internal_headers = ... } in init_by_lua", 2)
     end
     need_nginx("clear_internal_headers")
-    local r = request.get(2)
-    return strip_request(r, score_set(state, 2), nil)
+    return strip_request(request.get(2), false)
 end
 
 --- Scores the current request with every configured model (the primary
@@ -769,7 +770,7 @@ local function fail(engine_label, msg)
     return ngx.exit(ngx.HTTP_INTERNAL_SERVER_ERROR)
 end
 
-local function run_rust(opts, r, sset)
+local function run_rust(opts, r, set)
     local mx = state.metrics
     local t0 = mx and clock()
     local req, headers, n = request.current(r)
@@ -785,10 +786,17 @@ local function run_rust(opts, r, sset)
             ngx.log(ngx.ERR, "edgeguard: scoring failed: ", err)
         end
     end
-    local found, left
-    found, left = strip(r, state.headers, headers, n, sset)
-    if not found then
-        return fail("rust", left)
+    local found, left = 0, 0
+    if set then
+        -- A score header spelled exactly as edgeguard's stays for act() to
+        -- overwrite when the request is scored.
+        found, left = strip(set, headers, n, scores and (opts.score_header or state.score_header))
+        if not found then
+            return fail("rust", left)
+        end
+        if not state.headers then
+            found = 0 -- a set of score header names only
+        end
     end
     if mx then
         mx:engine_time("rust", clock() - t0)
@@ -797,12 +805,12 @@ local function run_rust(opts, r, sset)
         end
     end
     if left > 0 then
-        return refuse("rust", found - left, left)
+        return refuse("rust", 0, left)
     end
     return act(opts, "rust", scores, scorer and scorer.names, scorer and scorer.thresholds, found, r, req)
 end
 
-local function run_lua(opts, r, sset)
+local function run_lua(opts, r)
     local mx = state.metrics
     local t0 = mx and clock()
     local leng = state.lua
@@ -815,9 +823,11 @@ local function run_lua(opts, r, sset)
     if leng.headers then
         removed, left = leng:strip(lreq)
     end
-    local ok, err = score_spellings(r, sset)
-    if not ok then
-        return fail("lua", err)
+    if left == 0 then
+        local ok, err = score_spellings(r, opts, 3)
+        if not ok then
+            return fail("lua", err)
+        end
     end
     if mx then
         mx:engine_time("lua", clock() - t0)
@@ -833,9 +843,12 @@ end
 
 -- Shadow mode: both engines on every request (resty.edgeguard.shadow judges).
 
-local function run_shadow(opts, r, sset)
+local function run_shadow(opts, r, set)
     local mx = state.metrics
-    local scorer, set, leng = state.scorer, state.headers, state.lua
+    local scorer, leng = state.scorer, state.lua
+    -- What both engines count: the list's entries (an extended set's
+    -- score header spellings are not counted).
+    local count_set = state.headers
     local primary = state.primary
 
     -- Both engines read and score what the client sent, before any strip.
@@ -852,9 +865,9 @@ local function run_shadow(opts, r, sset)
         end
     end
     local rcount = 0
-    if set then
+    if count_set then
         local clear, nclear
-        clear, nclear, rcount = set:find(headers, n)
+        clear, nclear, rcount = count_set:find(headers, n)
         if not clear then
             return fail("shadow", nclear)
         end
@@ -869,24 +882,28 @@ local function run_shadow(opts, r, sset)
     local lcount = leng.headers and lheaders.count(leng.headers, lreq) or 0
     local t2 = mx and clock()
 
-    -- Strip with the primary only, and check what nginx still holds.
-    local removed, left
+    -- Strip with the primary only.
+    local removed, left = 0, 0
     if primary == "rust" then
-        local found
-        found, left = strip(r, set, headers, n, sset)
-        if not found then
-            return fail("shadow", left)
+        if set then
+            removed, left = strip(set, headers, n)
+            if not removed then
+                return fail("shadow", left)
+            end
         end
-        removed = found - left
+        if left > 0 or not state.headers then
+            removed = 0 -- refused, or a set of score header names only
+        end
     else
-        removed, left = 0, 0
         if leng.headers then
             removed, left = leng:strip(lreq)
         end
-        local ok
-        ok, err = score_spellings(r, sset)
-        if not ok then
-            return fail("shadow", err)
+        if left == 0 then
+            local ok
+            ok, err = score_spellings(r, opts, 3)
+            if not ok then
+                return fail("shadow", err)
+            end
         end
     end
     if mx then
@@ -945,7 +962,7 @@ function _M.access(opts)
         if type(opts) ~= "table" then
             error("edgeguard.access expects a table of options or nothing", 2)
         end
-        check_access_options(opts, 2)
+        check_options(opts, PER_REQUEST, "edgeguard.access", 2)
     else
         opts = state
     end
@@ -961,25 +978,25 @@ function _M.access(opts)
     need_nginx("access")
 
     local r = request.get(2)
-    local sset = score_set(opts, 2)
-    if request.is_subrequest(r) then
-        if state.headers or (state.lua and state.lua.headers) then
-            local removed, err = strip_request(r, nil, nil)
-            if not removed then
-                return fail(engine, err)
-            end
+    -- Direct FFI calls, not resty.core's wrappers: this is every request's
+    -- path, and its JIT trace must stay within LuaJIT's limits.
+    if C.ngx_http_lua_ffi_is_subrequest(r) ~= 0 then
+        local removed, err = strip_request(r, true)
+        if not removed then
+            return fail(engine, err)
         end
         return "pass"
     end
+    local set = strip_set_for(opts, 2)
     local action
     if engine == "rust" then
-        action = run_rust(opts, r, sset)
+        action = run_rust(opts, r, set)
     elseif engine == "lua" then
-        action = run_lua(opts, r, sset)
+        action = run_lua(opts, r)
     else
-        action = run_shadow(opts, r, sset)
+        action = run_shadow(opts, r, set)
     end
-    if request.in_access_phase(r) then
+    if C.ngx_http_lua_ffi_get_phase(r, phase_err) == CONTEXT_ACCESS then
         return ngx.exit(ngx.DECLINED)
     end
     return action

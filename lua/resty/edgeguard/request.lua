@@ -9,8 +9,8 @@ local ffi = require "ffi"
 local base = require "resty.core.base"
 require "resty.core.request" -- declares ngx_http_lua_ffi_table_elt_t
 require "resty.core.var"     -- declares ngx_http_lua_ffi_var_get
-require "resty.core.misc"    -- declares ngx_http_lua_ffi_is_subrequest
-require "resty.core.phase"   -- ngx.get_raw_phase
+require "resty.core.misc"    -- declares ngx_http_lua_ffi_is_subrequest (edgeguard.lua calls it)
+require "resty.core.phase"   -- declares ngx_http_lua_ffi_get_phase (edgeguard.lua calls it)
 require "resty.edgeguard.cdefs"
 
 local C = ffi.C
@@ -62,16 +62,6 @@ function _M.headers(r)
     return hdr_buf, n
 end
 
---- How many header entries the request holds now (after clear_header
--- calls, fewer than headers() returned), or nil and an error.
-function _M.count(r)
-    local n = C.ngx_http_lua_ffi_req_get_headers_count(r, 0, truncated)
-    if n < 0 then
-        return nil, "cannot count request headers (nginx code " .. n .. ")"
-    end
-    return n
-end
-
 -- Points `s` (an edgeguard_str) at the value of an nginx variable, in place.
 local function var_into(r, name, s)
     local rc = C.ngx_http_lua_ffi_var_get(r, name, #name, var_lowcase, 0, var_value,
@@ -117,23 +107,6 @@ end
 function _M.binary_addr(r)
     var_into(r, "binary_remote_addr", bin_addr)
     return bin_addr.data, bin_addr.len
-end
-
--- lua-nginx-module's NGX_HTTP_LUA_CONTEXT_ACCESS, what ngx.get_raw_phase
--- returns in access_by_lua* (resty.core.phase maps it to "access").
-local CONTEXT_ACCESS = 0x0004
-local get_raw_phase = ngx.get_raw_phase
-
---- Whether `r` runs in access_by_lua*. The raw phase, not ngx.get_phase(),
--- which goes through a name table: the hot path stays short for the JIT.
-function _M.in_access_phase(r)
-    return get_raw_phase(r) == CONTEXT_ACCESS
-end
-
---- Whether `r` is a subrequest (auth_request, ngx.location.capture), as
--- ngx.is_subrequest says, without its metamethod.
-function _M.is_subrequest(r)
-    return C.ngx_http_lua_ffi_is_subrequest(r) ~= 0
 end
 
 --- The running request, or a raised error outside a request context.
