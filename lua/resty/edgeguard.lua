@@ -460,6 +460,10 @@ local C = ffi.C
 -- which request.lua requires, declares it and names it "access").
 local CONTEXT_ACCESS = 0x0004
 local phase_err = ffi.new("char *[1]")
+local set_err = ffi.new("char *[1]")
+-- Declared by resty.core.request, which request.lua requires.
+local req_set_header = in_nginx and C.ngx_http_lua_ffi_req_set_header
+local FFI_DECLINED = -5 -- lua-nginx-module's NGX_DECLINED, as resty.core.base names it
 
 local function need_nginx(fname)
     if not request then
@@ -467,16 +471,28 @@ local function need_nginx(fname)
     end
 end
 
+-- Sets (or, with a nil value, removes in every letter case) request
+-- header `name` (data and length), as ngx.req.set_header does, through the
+-- FFI function it wraps: the name need not become a Lua string, and the
+-- request path stays short for the JIT. Raises on failure, as
+-- ngx.req.set_header does.
+local function set_req_header(r, data, len, value, vlen)
+    local rc = req_set_header(r, data, len, value, vlen, nil, 0, 1, set_err)
+    if rc ~= 0 and rc ~= FFI_DECLINED then -- declined: an HTTP/0.9 request, no headers
+        error("edgeguard: setting request header failed (nginx code " .. rc .. ")", 2)
+    end
+end
+
 -- Clears the names that a header_set:find listed, except one spelled
 -- exactly `keep` (nil: none), the score header about to be set: set_header
 -- replaces its value and removes its repeats. Returns nothing.
-local function clear_found(headers, clear, nclear, keep)
-    local clear_header = ngx.req.clear_header
+local function clear_found(r, headers, clear, nclear, keep)
+    local klen = keep and #keep or -1
     for i = 0, nclear - 1 do
         local key = headers[clear[i]].key
-        local name = ffi_string(key.data, key.len)
-        if name ~= keep then
-            clear_header(name)
+        local len = key.len
+        if len ~= klen or ffi_string(key.data, len) ~= keep then
+            set_req_header(r, key.data, len, nil, 0)
         end
     end
 end
@@ -494,7 +510,7 @@ end
 -- stay. No Lua API removes such an entry. The Rust search counts them
 -- (edgeguard_header_set_find_checked), so nothing is cleared and counted
 -- that nginx would keep.
-local function strip(set, headers, n, keep)
+local function strip(r, set, headers, n, keep)
     local clear, nclear, found, unremovable = set:find(headers, n)
     if not clear then
         return nil, nclear
@@ -502,7 +518,7 @@ local function strip(set, headers, n, keep)
     if unremovable > 0 then
         return found, unremovable
     end
-    clear_found(headers, clear, nclear, keep)
+    clear_found(r, headers, clear, nclear, keep)
     return found, 0
 end
 
@@ -551,7 +567,7 @@ local function score_spellings(r, opts, level)
     if not clear then
         return nil, nclear
     end
-    clear_found(headers, clear, nclear)
+    clear_found(r, headers, clear, nclear)
     return true
 end
 
@@ -600,7 +616,7 @@ local function strip_request(r, keep_score)
             if not headers then
                 return nil, n
             end
-            removed, left = strip(set, headers, n)
+            removed, left = strip(r, set, headers, n)
             if not removed then
                 return nil, left
             end
@@ -735,7 +751,8 @@ local function act(opts, engine_label, scores, names, model_thresholds, removed,
         for i = 1, #names do
             score_parts[i] = format("%s=%.9g", names[i], scores[names[i]])
         end
-        ngx.req.set_header(score_header, concat(score_parts, "; ", 1, #names))
+        local value = concat(score_parts, "; ", 1, #names)
+        set_req_header(r, score_header, #score_header, value, #value)
     end
 
     local vars = opts.vars
@@ -790,7 +807,7 @@ local function run_rust(opts, r, set)
     if set then
         -- A score header spelled exactly as edgeguard's stays for act() to
         -- overwrite when the request is scored.
-        found, left = strip(set, headers, n, scores and (opts.score_header or state.score_header))
+        found, left = strip(r, set, headers, n, scores and (opts.score_header or state.score_header))
         if not found then
             return fail("rust", left)
         end
@@ -886,7 +903,7 @@ local function run_shadow(opts, r, set)
     local removed, left = 0, 0
     if primary == "rust" then
         if set then
-            removed, left = strip(set, headers, n)
+            removed, left = strip(r, set, headers, n)
             if not removed then
                 return fail("shadow", left)
             end
