@@ -7,7 +7,7 @@
 --           models = { bot = "/etc/nginx/models/bot.json" },
 --       })
 --   }
---   access_by_lua_block { require("resty.edgeguard").access{ mode = "block" } }
+--   rewrite_by_lua_block { require("resty.edgeguard").access{ mode = "block" } }  -- server level
 --
 -- configure() loads everything (it allocates; run it in init_by_lua, where
 -- nginx forks the workers from the loaded state, and again on every reload).
@@ -635,9 +635,10 @@ end
 -- never sees it, and every client spelling of the score header. Call in
 -- rewrite_by_lua* or server_rewrite_by_lua* ("Where edgeguard goes in
 -- nginx.conf" in the README). Uses the primary engine. Returns the number of
--- internal header entries removed, or nil and an error. A request carrying an internal header that nginx's Lua API cannot
--- remove (a name that is not an RFC 9110 token, kept by
--- `ignore_invalid_headers off`) is ended here with 400.
+-- internal header entries removed, or nil and an error. A request carrying
+-- an internal header that nginx's Lua API cannot remove (a name that is not
+-- an RFC 9110 token, kept by `ignore_invalid_headers off`) is ended here
+-- with 400.
 function _M.clear_internal_headers()
     if not state.headers and not (state.lua and state.lua.headers) then
         error("edgeguard: no internal header list in force; call "
