@@ -157,3 +157,53 @@ bench:
 clean:
 	$(CARGO) clean
 	rm -rf $(RUN_DIR)
+
+# ---- Install: make install / uninstall, make deb, the rockspec -------------
+# Where LuaJIT's default package.path and package.cpath look (nginx's Lua
+# module starts from them too): $(PREFIX)/share/lua/5.1/?.lua and
+# $(PREFIX)/lib/lua/5.1/?.so; lib.lua finds the library as "libedgeguard" in
+# every cpath template, so configure{} needs no lib_path. Debian's own Lua
+# paths (make deb): PREFIX=/usr LUA_LIBDIR=/usr/lib/<multiarch>/lua/5.1.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+INCLUDEDIR ?= $(PREFIX)/include
+DATADIR ?= $(PREFIX)/share/edgeguard
+LUA_SHAREDIR ?= $(PREFIX)/share/lua/5.1
+LUA_LIBDIR ?= $(PREFIX)/lib/lua/5.1
+# What the example snippet's configure{ config = } names at run time.
+EDGEGUARD_CONFIG ?= $(DATADIR)/edgeguard.json
+# The models directory as edgeguard.json names it: relative to that file
+# here, /usr/share/edgeguard/models in the package (its /etc copy).
+EDGEGUARD_MODELS ?= models
+LUA_MODULES := $(shell cd lua && find resty -name '*.lua' | LC_ALL=C sort)
+DATA_FILES := edgeguard.json internal-headers.txt models/bot.json models/spoof.json \
+              nginx/edgeguard.conf nginx/edgeguard-metrics.conf nginx/log-format.conf
+INSTALL ?= install
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+
+.PHONY: install uninstall deb test-deb test-rockspec
+
+install: build
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LUA_LIBDIR) \
+	  $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR)/nginx
+	$(INSTALL) -m 755 target/release/edgeguard $(DESTDIR)$(BINDIR)/edgeguard
+	$(INSTALL) -m 755 $(RELEASE_LIB) $(DESTDIR)$(LUA_LIBDIR)/libedgeguard.so
+	$(INSTALL) -m 644 include/edgeguard.h $(DESTDIR)$(INCLUDEDIR)/edgeguard.h
+	@set -e; for m in $(LUA_MODULES); do \
+	  $(INSTALL) -D -m 644 lua/$$m $(DESTDIR)$(LUA_SHAREDIR)/$$m; \
+	done
+	$(INSTALL) -m 644 models/bot.json models/spoof.json $(DESTDIR)$(DATADIR)/models/
+	$(INSTALL) -m 644 nginx-conf/internal-headers.txt $(DESTDIR)$(DATADIR)/internal-headers.txt
+	$(INSTALL) -m 644 nginx-conf/log-format.conf packaging/nginx/edgeguard-metrics.conf $(DESTDIR)$(DATADIR)/nginx/
+	sed 's|@MODELS@|$(EDGEGUARD_MODELS)|g' packaging/edgeguard.json.in > $(DESTDIR)$(DATADIR)/edgeguard.json
+	sed 's|@CONFIG@|$(EDGEGUARD_CONFIG)|g' packaging/nginx/edgeguard.conf.in > $(DESTDIR)$(DATADIR)/nginx/edgeguard.conf
+	chmod 644 $(DESTDIR)$(DATADIR)/edgeguard.json $(DESTDIR)$(DATADIR)/nginx/edgeguard.conf
+
+# Removes what install put there, and then its own directories if empty.
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/edgeguard $(DESTDIR)$(LUA_LIBDIR)/libedgeguard.so \
+	  $(DESTDIR)$(INCLUDEDIR)/edgeguard.h $(addprefix $(DESTDIR)$(LUA_SHAREDIR)/,$(LUA_MODULES)) \
+	  $(addprefix $(DESTDIR)$(DATADIR)/,$(DATA_FILES))
+	-rmdir $(DESTDIR)$(LUA_SHAREDIR)/resty/edgeguard/lua_engine $(DESTDIR)$(LUA_SHAREDIR)/resty/edgeguard \
+	  $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR)/nginx $(DESTDIR)$(DATADIR) 2>/dev/null
