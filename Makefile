@@ -207,3 +207,13 @@ uninstall:
 	  $(addprefix $(DESTDIR)$(DATADIR)/,$(DATA_FILES))
 	-rmdir $(DESTDIR)$(LUA_SHAREDIR)/resty/edgeguard/lua_engine $(DESTDIR)$(LUA_SHAREDIR)/resty/edgeguard \
 	  $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR)/nginx $(DESTDIR)$(DATADIR) 2>/dev/null
+
+# The Debian package (scripts/build-deb.sh says what goes where).
+deb: build
+	scripts/build-deb.sh
+
+# Installs the .deb on this machine, serves through Debian's own nginx
+# (/etc/nginx, not -p), purges it (tests/deb/test_deb.py). It starts and stops
+# the system nginx, so it is not part of `make test`.
+test-deb: deps-test deb
+	$(PYTHON) -m pytest -q -s tests/deb
