@@ -15,6 +15,9 @@ APT_RUNTIME := nginx libnginx-mod-http-lua lua-resty-core luajit2 lua-cjson curl
 APT_TEST := $(APT_RUNTIME) clang libclang-rt-14-dev g++
 # wrk: tests/e2e/test_bench_harness.py runs the bench-e2e harness briefly.
 APT_TEST += wrk
+# luarocks: the rockspec test; lua-check: luacheck in make lint; prometheus:
+# tests/e2e/test_prometheus.py scrapes the demo nginx with the real server.
+APT_TEST += luarocks lua-check prometheus
 PIP_TEST := pytest prometheus_client
 
 RELEASE_LIB := target/release/libedgeguard.so
@@ -57,6 +60,7 @@ lint:
 	@# The fuzz targets are their own crate; a change in the API they call
 	@# must not leave `make fuzz` broken until someone runs it.
 	$(CARGO) check --locked --manifest-path fuzz/Cargo.toml --bins
+	luacheck --no-color -q lua/
 
 test-rust:
 	$(CARGO) test --locked
@@ -163,14 +167,14 @@ clean:
 # module starts from them too): $(PREFIX)/share/lua/5.1/?.lua and
 # $(PREFIX)/lib/lua/5.1/?.so; lib.lua finds the library as "libedgeguard" in
 # every cpath template, so configure{} needs no lib_path. Debian's own Lua
-# paths (make deb): PREFIX=/usr LUA_LIBDIR=/usr/lib/<multiarch>/lua/5.1.
+# paths (make deb): PREFIX=/usr LUA_CMODULE_DIR=/usr/lib/<multiarch>/lua/5.1.
 PREFIX ?= /usr/local
 DESTDIR ?=
 BINDIR ?= $(PREFIX)/bin
 INCLUDEDIR ?= $(PREFIX)/include
 DATADIR ?= $(PREFIX)/share/edgeguard
-LUA_SHAREDIR ?= $(PREFIX)/share/lua/5.1
-LUA_LIBDIR ?= $(PREFIX)/lib/lua/5.1
+LUA_MODULE_DIR ?= $(PREFIX)/share/lua/5.1
+LUA_CMODULE_DIR ?= $(PREFIX)/lib/lua/5.1
 # What the example snippet's configure{ config = } names at run time.
 EDGEGUARD_CONFIG ?= $(DATADIR)/edgeguard.json
 # The models directory as edgeguard.json names it: relative to that file
@@ -180,18 +184,17 @@ LUA_MODULES := $(shell cd lua && find resty -name '*.lua' | LC_ALL=C sort)
 DATA_FILES := edgeguard.json internal-headers.txt models/bot.json models/spoof.json \
               nginx/edgeguard.conf nginx/edgeguard-metrics.conf nginx/log-format.conf
 INSTALL ?= install
-VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
 
 .PHONY: install uninstall deb test-deb test-rockspec
 
 install: build
-	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LUA_LIBDIR) \
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LUA_CMODULE_DIR) \
 	  $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR)/nginx
 	$(INSTALL) -m 755 target/release/edgeguard $(DESTDIR)$(BINDIR)/edgeguard
-	$(INSTALL) -m 755 $(RELEASE_LIB) $(DESTDIR)$(LUA_LIBDIR)/libedgeguard.so
+	$(INSTALL) -m 755 $(RELEASE_LIB) $(DESTDIR)$(LUA_CMODULE_DIR)/libedgeguard.so
 	$(INSTALL) -m 644 include/edgeguard.h $(DESTDIR)$(INCLUDEDIR)/edgeguard.h
 	@set -e; for m in $(LUA_MODULES); do \
-	  $(INSTALL) -D -m 644 lua/$$m $(DESTDIR)$(LUA_SHAREDIR)/$$m; \
+	  $(INSTALL) -D -m 644 lua/$$m $(DESTDIR)$(LUA_MODULE_DIR)/$$m; \
 	done
 	$(INSTALL) -m 644 models/bot.json models/spoof.json $(DESTDIR)$(DATADIR)/models/
 	$(INSTALL) -m 644 nginx-conf/internal-headers.txt $(DESTDIR)$(DATADIR)/internal-headers.txt
@@ -202,10 +205,10 @@ install: build
 
 # Removes what install put there, and then its own directories if empty.
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/edgeguard $(DESTDIR)$(LUA_LIBDIR)/libedgeguard.so \
-	  $(DESTDIR)$(INCLUDEDIR)/edgeguard.h $(addprefix $(DESTDIR)$(LUA_SHAREDIR)/,$(LUA_MODULES)) \
+	rm -f $(DESTDIR)$(BINDIR)/edgeguard $(DESTDIR)$(LUA_CMODULE_DIR)/libedgeguard.so \
+	  $(DESTDIR)$(INCLUDEDIR)/edgeguard.h $(addprefix $(DESTDIR)$(LUA_MODULE_DIR)/,$(LUA_MODULES)) \
 	  $(addprefix $(DESTDIR)$(DATADIR)/,$(DATA_FILES))
-	-rmdir $(DESTDIR)$(LUA_SHAREDIR)/resty/edgeguard/lua_engine $(DESTDIR)$(LUA_SHAREDIR)/resty/edgeguard \
+	-rmdir $(DESTDIR)$(LUA_MODULE_DIR)/resty/edgeguard/lua_engine $(DESTDIR)$(LUA_MODULE_DIR)/resty/edgeguard \
 	  $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR)/nginx $(DESTDIR)$(DATADIR) 2>/dev/null
 
 # The Debian package (scripts/build-deb.sh says what goes where).
@@ -217,3 +220,8 @@ deb: build
 # the system nginx, so it is not part of `make test`.
 test-deb: deps-test deb
 	$(PYTHON) -m pytest -q -s tests/deb
+
+# luarocks make of the rockspec into a temporary tree, then require from it
+# (seconds once the release build exists; also part of test-e2e).
+test-rockspec: build
+	$(PYTHON) -m pytest -q tests/e2e/test_rockspec.py

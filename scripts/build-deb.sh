@@ -21,7 +21,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 stage=$work/root
 
-make -s install DESTDIR="$stage" PREFIX=/usr LUA_LIBDIR="/usr/lib/$multiarch/lua/5.1" \
+make -s install DESTDIR="$stage" PREFIX=/usr LUA_CMODULE_DIR="/usr/lib/$multiarch/lua/5.1" \
     EDGEGUARD_CONFIG=/etc/edgeguard/edgeguard.json EDGEGUARD_MODELS=/usr/share/edgeguard/models
 
 # Debian keeps debug info in -dbgsym packages; the symbols stay.
