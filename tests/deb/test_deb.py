@@ -10,7 +10,6 @@ import hashlib
 import json
 import os
 import pathlib
-import shlex
 import subprocess
 import sys
 import time
@@ -48,10 +47,14 @@ BROWSER = [
 
 def run(*cmd, check=True, env=None):
     done = subprocess.run(list(cmd), capture_output=True, text=True, env=env)
-    print("$", shlex.join(cmd)[:160], "->", done.returncode)
     if check:
         assert done.returncode == 0, f"{cmd}: {done.stdout}{done.stderr}"
     return done
+
+
+def say(*what):
+    """The transcript `make test-deb` prints (pytest -s)."""
+    print("test-deb:", *what, flush=True)
 
 
 def curl(url, *args):
@@ -119,6 +122,7 @@ def test_deb_installs_serves_with_system_nginx_and_purges(system):
     # Install with apt, as an operator would; its dependencies are nginx's Lua module.
     run("apt-get", "install", "-y", "-qq", "-o", "DPkg::Lock::Timeout=300", f"./{deb.relative_to(ROOT)}",
         env=APT_ENV)
+    say("installed", run("dpkg-query", "-W", "-f=${Package} ${Version} ${Status}", "edgeguard").stdout)
     files = [p for p in run("dpkg-query", "-L", "edgeguard").stdout.split("\n") if p not in ("", "/.")]
     for path in ("/usr/share/lua/5.1/resty/edgeguard.lua", "/usr/share/lua/5.1/resty/edgeguard/lib.lua", LIB,
                  "/usr/bin/edgeguard", "/usr/share/edgeguard/models/bot.json", "/usr/share/edgeguard/models/spoof.json",
@@ -131,6 +135,7 @@ def test_deb_installs_serves_with_system_nginx_and_purges(system):
     assert run("edgeguard", "version").stdout.startswith("edgeguard ")
     # Installed but inactive: the system configuration does not mention it.
     assert "edgeguard" not in run("nginx", "-T").stdout
+    say(f"{len(files)} paths, {len(conffiles.strip().splitlines())} conffiles; nginx -T before the include: no edgeguard")
 
     # Included: http{} gets the snippet, a test server the metrics location.
     port = free_port()
@@ -157,12 +162,14 @@ server {{
 
     # No lib_path and no lua_package_path: Debian's default paths find both.
     assert curl(base + "/edgeguard/lib") == (200, LIB)
+    say(f"system nginx (pid {PID_FILE.read_text().strip()}) on :{port}, library loaded from {LIB}")
 
     # As shipped ("mode": "log"): a script is scored and passes.
     status, _ = curl(base + "/hello")
     assert status == 200
     seen = {n.lower(): v for n, v in origin.last_headers()}
     assert seen["x-bot-score"].startswith("bot=")
+    say(f"mode log: curl /hello -> {status}, origin saw X-Bot-Score: {seen['x-bot-score']}")
 
     # The operator switches to block in the conffile and reloads.
     conf = json.loads(CONFIG.read_text())
@@ -173,6 +180,7 @@ server {{
     wait_until("the reload to block scripts", lambda: curl(base + "/hello")[0] == 403)
     for _ in range(5):
         assert curl(base + "/hello")[0] == 403
+    say("mode block after editing the conffile and nginx -s reload: curl /hello -> 403")
 
     # A browser-like request passes; the origin gets the scores, not the internal headers.
     n = len(origin.requests)
@@ -183,6 +191,8 @@ server {{
     assert "x-internal-user-id" not in seen and "x-edge-debug" not in seen, seen
     assert seen["x-bot-score"].startswith("bot=") and "; spoof=" in seen["x-bot-score"]
     assert seen["accept-language"] == "en-US,en;q=0.9"
+    say(f"browser-like request -> {status}; origin got X-Bot-Score: {seen['x-bot-score']}, "
+        "no X-Internal-User-Id, no X-Edge-Debug")
 
     def blocked():
         status, text = curl(base + "/edgeguard/metrics")
@@ -192,10 +202,12 @@ server {{
 
     # The other workers add theirs within a second (metrics.lua's flush timer).
     assert wait_until("6 blocks in the metrics", lambda: blocked() >= 6, timeout=5)
+    say(f"/edgeguard/metrics: edgeguard_decisions_total{{action=\"block\"}} {blocked():g}")
 
     stop_nginx()
     bad = [line for line in new_log_lines(log_start) if any(b in line for b in BAD)]
     assert not bad, bad
+    say("nginx stopped; no [error]/[crit]/[alert]/[emerg] in /var/log/nginx/error.log")
     TEST_CONF.unlink()
 
     # Purge: every file of the package is gone, and its own directories.
@@ -208,6 +220,7 @@ server {{
     for d in ("/etc/edgeguard", "/usr/share/edgeguard", "/usr/share/lua/5.1/resty/edgeguard", "/usr/share/doc/edgeguard",
               f"/usr/lib/{MULTIARCH}/lua/5.1/libedgeguard.so"):
         assert not os.path.lexists(d), d
+    say(f"purged: dpkg knows no edgeguard; none of its {len(files)} paths left but directories other packages own")
 
     # nginx still starts on its own configuration and serves its default site.
     log_start = ERROR_LOG.stat().st_size
@@ -216,6 +229,7 @@ server {{
     assert wait_for_port(80), "the system nginx does not start after the purge"
     status, body = curl("http://127.0.0.1/")
     assert status == 200 and "nginx" in body
+    say(f"after the purge: nginx -t ok, system nginx serves its default site (:80 -> {status})")
     stop_nginx()
     time.sleep(0.1)
     bad = [line for line in new_log_lines(log_start) if any(b in line for b in BAD)]
