@@ -213,6 +213,7 @@ uninstall:
 
 # The Debian package (scripts/build-deb.sh says what goes where).
 deb: build
+	$(call apt_install,dpkg-dev binutils)
 	scripts/build-deb.sh
 
 # Installs the .deb on this machine, serves through Debian's own nginx
