@@ -105,11 +105,6 @@ typedef enum {
 } edgeguard_prediction_type;
 
 /*
- What happens to one scored request.
- */
-typedef struct Action Action;
-
-/*
  Parsed and checked options. Opaque: made by `edgeguard_config_new` or
  `edgeguard_config_new_for_location`, released by `edgeguard_config_free`.
  Immutable, so one handle may be shared by threads.

@@ -1,6 +1,8 @@
 //! `edgeguard`: the offline face of the library. Every subcommand runs the same
 //! code that nginx runs, so what is validated here is what serves.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 mod cli;

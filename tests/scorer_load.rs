@@ -223,7 +223,7 @@ fn introspection_follows_load_order() {
 #[test]
 fn wrong_output_length_writes_nothing() {
     let scorer = Scorer::load(&[("bot", &root("models/bot.json"))]).unwrap();
-    let req = unsafe { edgeguard::features::Request::new(b"GET", b"/", 11, b"203.0.113.1", &[]) };
+    let req = edgeguard::features::Request::new(b"GET", b"/", 11, b"203.0.113.1", &[]);
     for len in [0, 2] {
         let mut out = vec![7.0; len];
         let err = scorer.score(&req, &mut out).unwrap_err();

@@ -5,7 +5,7 @@ use std::io::{self, BufRead, BufWriter, Write};
 use std::process::ExitCode;
 
 use edgeguard::features::{self, FeatureVector, Request, CAT_FEATURES, FLOAT_FEATURES};
-use edgeguard::request::edgeguard_header;
+use edgeguard::headers::Header;
 use serde::Deserialize;
 
 const USAGE: &str = "usage: edgeguard features [--header] < requests.jsonl
@@ -135,21 +135,18 @@ fn convert(input: impl BufRead, output: impl Write) -> io::Result<usize> {
 fn vector_line(raw: &[u8]) -> Result<String, String> {
     let line: Line = serde_json::from_slice(raw).map_err(|e| e.to_string())?;
     let version = line.version.scaled()?;
-    let headers: Vec<edgeguard_header> = line
+    let headers: Vec<Header<'_>> = line
         .headers
         .iter()
-        .map(|(k, v)| edgeguard_header::new(k.as_bytes(), v.as_bytes()))
+        .map(|(k, v)| Header::new(k.as_bytes(), v.as_bytes()))
         .collect();
-    // SAFETY: the headers view strings of `line`, which outlives `req` and `v`.
-    let req = unsafe {
-        Request::new(
-            line.method.as_bytes(),
-            line.uri.as_bytes(),
-            version,
-            line.client.as_bytes(),
-            &headers,
-        )
-    };
+    let req = Request::new(
+        line.method.as_bytes(),
+        line.uri.as_bytes(),
+        version,
+        line.client.as_bytes(),
+        &headers,
+    );
     let mut v = FeatureVector::new();
     features::extract(&req, &mut v);
     let output = Output {

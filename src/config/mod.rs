@@ -48,6 +48,8 @@
 //! [`Action::Allow`] when the client address lies in `allow`, otherwise the
 //! mode's action. Everything else passes.
 
+#![forbid(unsafe_code)]
+
 use std::path::{Path, PathBuf};
 
 use crate::headers::HeaderSet;

@@ -19,8 +19,10 @@ pub mod headers;
 pub mod model;
 pub mod process;
 pub mod scorer;
+mod types;
 
 pub use boundary::PanicValue;
+pub use types::{edgeguard_header, edgeguard_str, Header, HeaderBuf};
 
 /// Result of every fallible export. The numbers are stable: they are part of
 /// the ABI and may be logged or compared by callers.

@@ -11,8 +11,8 @@ use std::path::Path;
 
 use super::boundary::{c_bytes, write_error};
 use super::edgeguard_result;
+use super::types::{edgeguard_header, edgeguard_str, Header};
 use crate::features::Request;
-use crate::request::{edgeguard_header, edgeguard_str};
 use crate::scorer::{ScoreError, Scorer, ScorerError, MAX_MODELS};
 
 /// One request as nginx sees it. Every byte string is borrowed for the
@@ -253,7 +253,7 @@ pub unsafe extern "C" fn edgeguard_scorer_score(
             request.uri.as_bytes(),
             http_version,
             request.client_addr.as_bytes(),
-            headers,
+            Header::from_c(headers),
         );
         let out = std::slice::from_raw_parts_mut(out_scores, n);
         match scorer.score(&req, out) {

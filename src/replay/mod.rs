@@ -25,6 +25,8 @@
 //! than [`Options::max_line`]) are counted with their line numbers, never
 //! fatal.
 
+#![forbid(unsafe_code)]
+
 mod input;
 mod pipeline;
 mod progress;

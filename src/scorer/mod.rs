@@ -22,6 +22,8 @@
 //! default threshold comes from its metadata (`edgeguard.threshold`,
 //! [`THRESHOLD_KEY`]); `models/train.py` writes it.
 
+#![forbid(unsafe_code)]
+
 mod binding;
 mod error;
 

@@ -59,8 +59,6 @@ typedef enum {
   EDGEGUARD_PREDICTION_TYPE_CLASS = 2,
 } edgeguard_prediction_type;
 
-typedef struct Action Action;
-
 typedef struct edgeguard_config edgeguard_config;
 
 typedef struct edgeguard_header_set edgeguard_header_set;

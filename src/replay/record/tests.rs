@@ -4,10 +4,10 @@ fn headers(p: &Parsed<'_>) -> Vec<(String, String)> {
     p.headers
         .iter()
         // SAFETY: the headers view `p`'s line and scratch, alive here.
-        .map(|h| unsafe {
+        .map(|h| {
             (
-                String::from_utf8(h.key.as_bytes().to_vec()).unwrap(),
-                String::from_utf8(h.value.as_bytes().to_vec()).unwrap(),
+                String::from_utf8(h.name().to_vec()).unwrap(),
+                String::from_utf8(h.value().to_vec()).unwrap(),
             )
         })
         .collect()
@@ -246,7 +246,7 @@ fn eight_bit_and_control_bytes_are_kept() {
         .headers
         .iter()
         // SAFETY: the headers view `p`'s line and scratch, alive here.
-        .map(|h| unsafe { (h.key.as_bytes().to_vec(), h.value.as_bytes().to_vec()) })
+        .map(|h| (h.name().to_vec(), h.value().to_vec()))
         .collect();
     assert_eq!(h, vec![(name.to_vec(), value.to_vec())]);
 }
