@@ -116,9 +116,9 @@ impl<'s> Bufs<'s> {
     }
 }
 
-/// Why a line was skipped.
+/// Why a line was skipped: the column and serde_json's message.
 #[derive(Debug)]
-pub(crate) struct ParseError(serde_json::Error);
+pub struct ParseError(serde_json::Error);
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -224,6 +224,7 @@ fn serde_record(line: &[u8], scratch: &mut Scratch) -> Result<Fields, ParseError
 
 /// The fields a line parses to, resolved to bytes, by the scanner (`fast`)
 /// or by serde: what the two paths are compared on.
+#[cfg(any(test, feature = "fuzzing"))]
 fn resolved(line: &[u8], fast: bool) -> Option<Vec<Vec<u8>>> {
     let mut s = Scratch::default();
     let f = if fast {
@@ -263,6 +264,7 @@ fn resolved(line: &[u8], fast: bool) -> Option<Vec<Vec<u8>>> {
 }
 
 /// The pairs of a `headers` text, by the scanner (`fast`) or by serde.
+#[cfg(any(test, feature = "fuzzing"))]
 fn resolved_pairs(text: &[u8], fast: bool) -> Option<Vec<Vec<u8>>> {
     let (mut owned, mut pairs) = (Vec::new(), Vec::new());
     if fast {
@@ -297,6 +299,7 @@ fn resolved_pairs(text: &[u8], fast: bool) -> Option<Vec<Vec<u8>>> {
 /// agrees, `Ok(false)` when the scanner left the line to serde, `Err` when
 /// the scanner accepted a line serde refuses or read it differently (the
 /// `replay_line` fuzz target and the fixture test hold it to that).
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn paths_agree(line: &[u8]) -> Result<bool, String> {
     let Some(fast) = resolved(line, true) else {
         return Ok(false);

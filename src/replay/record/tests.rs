@@ -377,3 +377,27 @@ fn crlf_lines_stay_on_the_fast_path() {
         "a tab between tokens is JSON"
     );
 }
+
+/// The one version rule (`edgeguard features` had a copy; these were its
+/// cases).
+#[test]
+fn version_spellings() {
+    let ok: &[(&str, u16)] = &[
+        ("1.1", 11),
+        ("HTTP/1.0", 10),
+        ("http/2.0", 20),
+        ("2", 20),
+        ("3", 30),
+        (" HTTP/3 ", 30),
+    ];
+    for &(s, want) in ok {
+        assert_eq!(version_text(s), Some(want), "{s}");
+    }
+    assert_eq!(scaled_version(1.1), Some(11));
+    assert_eq!(scaled_version(2.0), Some(20));
+    for bad in ["1.2", "HTTP/", "x", "4", "-1", "1e9"] {
+        assert!(version_text(bad).is_none(), "{bad}");
+    }
+    assert!(scaled_version(f64::NAN).is_none());
+    assert!(scaled_version(1.15).is_none());
+}
