@@ -7,19 +7,25 @@ use std::process::ExitCode;
 use edgeguard::features::{self, FeatureVector, CAT_FEATURES, FLOAT_FEATURES};
 use edgeguard::replay::LineReader;
 
-const USAGE: &str = "usage: edgeguard features [--header] < requests.jsonl
-
-Reads one request per line:
+/// Prints the feature vectors of JSON Lines requests, in the input format of
+/// `edgeguard predict`, computed by the code nginx runs.
+/// The long description of `--help`.
+pub const LONG_ABOUT: &str = "Reads one request per line:
   {\"method\": \"GET\", \"uri\": \"/a?b=1\", \"version\": \"1.1\", \"client\": \"203.0.113.7\",
    \"headers\": [[\"host\", \"x\"], [\"user-agent\", \"...\"]]}
 (version: 1.0, 1.1, 2 or 3, as a number or a string, \"HTTP/\" allowed;
-other fields are ignored) and prints one line per request:
+other fields are ignored; replay's reader, so both take the same lines)
+and prints one line per request:
   {\"float\": [numbers, null for NaN], \"cat\": [\"strings\"]}
-in schema order, as `edgeguard predict` reads it.
+in schema order, as `edgeguard predict` reads it.";
 
-options:
-  --header, --names  print the feature names, {\"float\": [...], \"cat\": [...]}, and exit
-";
+#[derive(clap::Args, Debug)]
+#[command(override_usage = "edgeguard features [--header] < requests.jsonl")]
+pub struct Args {
+    /// Print the feature names, {"float": [...], "cat": [...]}, and exit
+    #[arg(long, visible_alias = "names")]
+    header: bool,
+}
 
 /// One output line: `float` is `Option<f32>` for vectors (null for NaN)
 /// and `&str` for the names line.
@@ -29,29 +35,18 @@ struct Output<'a, F> {
     cat: Vec<std::borrow::Cow<'a, str>>,
 }
 
-/// Runs the subcommand with the arguments after its name.
-pub fn run(args: &[String]) -> ExitCode {
-    match args.first().map(String::as_str) {
-        None => {}
-        Some("--header" | "--names") if args.len() == 1 => {
-            let names = Output {
-                float: FLOAT_FEATURES.iter().map(|f| f.name).collect(),
-                cat: CAT_FEATURES.iter().map(|f| f.name.into()).collect(),
-            };
-            println!(
-                "{}",
-                serde_json::to_string(&names).expect("names serialize")
-            );
-            return ExitCode::SUCCESS;
-        }
-        Some("--help" | "-h") => {
-            print!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Some(_) => {
-            eprint!("{USAGE}");
-            return ExitCode::from(2);
-        }
+/// Runs the subcommand.
+pub fn run(args: Args) -> ExitCode {
+    if args.header {
+        let names = Output {
+            float: FLOAT_FEATURES.iter().map(|f| f.name).collect(),
+            cat: CAT_FEATURES.iter().map(|f| f.name.into()).collect(),
+        };
+        println!(
+            "{}",
+            serde_json::to_string(&names).expect("names serialize")
+        );
+        return ExitCode::SUCCESS;
     }
     let stdin = io::stdin().lock();
     let stdout = io::stdout().lock();
