@@ -20,7 +20,7 @@
 //! | key | type | meaning |
 //! |-----|------|---------|
 //! | `internal_headers` | path | list of internal header names to strip (optional) |
-//! | `models` | object name → path | CatBoost models; scored in byte order of their names, as the Lua shim sorts them (optional) |
+//! | `models` | object name → path | CatBoost models; scored in byte order of their names, the order every engine is given (optional) |
 //! | `mode` | `"block"`, `"log"` or `"off"` | what a flagged request gets; default `"log"` |
 //! | `thresholds` | object name → number | per-model threshold overriding the model's own `edgeguard.threshold` |
 //! | `allow` | list of CIDR blocks or addresses | clients never blocked nor logged: their flagged requests get `allow` |
@@ -34,10 +34,11 @@
 //! from 0). [`options::OPTIONS`] is the one list of option names and where
 //! each may be given.
 //!
-//! The Lua shim does not parse options itself: it hands its `configure{}`
-//! and `access{}` tables, as JSON, to the same [`Options`] through the C ABI
-//! (`src/ffi/config.rs`), and decides with the same [`Policy`], so nginx and
-//! replay decide by one rule by construction.
+//! The same [`Options`] and [`Policy`] are behind the C ABI
+//! (`src/ffi/config.rs`, bound for Lua by `lua/resty/edgeguard/policy.lua`):
+//! the shim hands its `configure{}` and `access{}` tables over as JSON and
+//! asks the policy for each request's action, so that nginx and replay
+//! decide by one rule by construction.
 //!
 //! # Decision
 //!
