@@ -51,7 +51,7 @@ build:
 
 # Regenerate include/edgeguard.h with the pinned cbindgen, and the Lua cdefs from it.
 header:
-	EDGEGUARD_UPDATE_HEADER=1 $(CARGO) test --locked --test header
+	EDGEGUARD_UPDATE_HEADER=1 $(CARGO) test --locked --test c_header
 	$(LUAJIT) scripts/gen-cdefs.lua
 
 lint:
