@@ -15,6 +15,8 @@ APT_RUNTIME := nginx libnginx-mod-http-lua lua-resty-core luajit2 lua-cjson curl
 APT_TEST := $(APT_RUNTIME) clang libclang-rt-14-dev g++
 # wrk: tests/e2e/test_bench_harness.py runs the bench-e2e harness briefly.
 APT_TEST += wrk
+# openssl: tests/e2e/test_capture.py runs the capture harness (TLS origins).
+APT_TEST += openssl
 PIP_TEST := pytest prometheus_client
 
 RELEASE_LIB := target/release/libedgeguard.so
@@ -142,7 +144,7 @@ test-official: libcatboostmodel
 # resty.edgeguard.record (models/capture/). CAPTURE_ARGS e.g. "--only firefox".
 # `make capture-report` replays the corpus through the shipped decision logic
 # and prints how many requests of each client would be blocked.
-APT_CAPTURE := $(APT_RUNTIME) openssl chromium chromium-driver firefox-esr xvfb xauth \
+APT_CAPTURE := $(APT_RUNTIME) openssl iproute2 chromium chromium-driver firefox-esr xvfb xauth \
                fonts-dejavu-core golang-go nodejs openjdk-17-jdk-headless wget
 PIP_CAPTURE := selenium curl_cffi requests httpx aiohttp scrapy
 CAPTURE_ARGS ?=

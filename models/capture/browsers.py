@@ -37,6 +37,9 @@ def full_flow(base):
         ("link", lambda d: d.click("#login")),
         ("form-post", lambda d: (d.type("#user", USER), d.type("#pass", PASSWORD), d.click("#submit"))),
         ("second-visit", lambda d: d.get(base + "/")),  # typed again, with the site's cookies
+        # The browser closed and opened again on the same profile: stored
+        # cookies, a warm cache, new connections.
+        ("return-visit", lambda d: (d.restart(), d.get(base + "/"))),
     ]
 
 
@@ -88,10 +91,15 @@ XSERVER = Xvfb()
 
 class ChromiumDriver:
     def __init__(self, headless, private, user_agent=None):
+        self.profile = tempfile.mkdtemp(prefix="edgeguard-chromium-")
+        self.args = (headless, private, user_agent)
+        self._start()
+
+    def _start(self):
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
 
-        self.profile = tempfile.mkdtemp(prefix="edgeguard-chromium-")
+        headless, private, user_agent = self.args
         opts = webdriver.ChromeOptions()
         opts.binary_location = CHROMIUM
         for a in chromium_flags(self.profile):
@@ -133,6 +141,11 @@ class ChromiumDriver:
     def user_agent(self):
         return self.wd.execute_script("return navigator.userAgent")
 
+    def restart(self):
+        """Closes the browser and opens it again on the same profile."""
+        self.wd.quit()
+        self._start()
+
     def quit(self):
         try:
             self.wd.quit()
@@ -153,7 +166,8 @@ def chromium_flags(profile):
         "--no-default-browser-check",
         "--password-store=basic",
         "--ignore-certificate-errors",  # the self-signed test certificate
-        "--host-resolver-rules=MAP shop.test 127.0.0.1, MAP api.test 127.0.0.1",
+        "--host-resolver-rules=MAP shop.test 127.0.0.1, MAP api.test 127.0.0.1, "
+        "MAP shop-h1.test 127.0.0.2, MAP api-h1.test 127.0.0.2",
         "--window-size=1280,800",
         "--user-data-dir=" + profile,
     ]
@@ -218,6 +232,11 @@ ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
 class FirefoxDriver:
     def __init__(self, headless, private, have_hosts):
         self.profile = tempfile.mkdtemp(prefix="edgeguard-firefox-")
+        self.args = (headless, private, have_hosts)
+        self._start()
+
+    def _start(self):
+        headless, private, have_hosts = self.args
         port = free_port()
         prefs = dict(FIREFOX_PREFS, **{"marionette.port": port})
         if private:
@@ -268,18 +287,27 @@ class FirefoxDriver:
     def user_agent(self):
         return self.m.call("WebDriver:ExecuteScript", {"script": "return navigator.userAgent", "args": []})
 
+    def _stop(self):
+        try:
+            # eAttemptQuit: a normal quit, which writes cookies and cache.
+            self.m.call("Marionette:Quit", {"flags": ["eAttemptQuit"]})
+        except Exception:
+            pass
+        self.m.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def restart(self):
+        """Closes the browser and opens it again on the same profile."""
+        self._stop()
+        self._start()
+
     def quit(self):
         try:
-            try:
-                self.m.call("Marionette:Quit", {"flags": ["eForceQuit"]})
-            except Exception:
-                pass
-            self.m.close()
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            self._stop()
         finally:
             shutil.rmtree(self.profile, ignore_errors=True)
 

@@ -6,13 +6,13 @@ recording path, into the labelled corpus of tests/fixtures/real_clients/.
 
 (`make capture` installs the browsers and clients first, then runs this.)
 
-nginx is started on loopback ports with a small shop site (models/capture/
-site/ plus the Lua handlers below) on four origins:
+nginx is started with a small shop site (models/capture/site/ plus the Lua
+handlers below) on four origins:
 
-    ip          http://127.0.0.1:PORT   (cross-origin API: http://localhost:PORT)
-    http-host   http://shop.test:PORT   (cross-origin API: http://api.test:PORT)
-    tls-h1      https://shop.test:PORT  TLS, ALPN offers http/1.1 only
-    tls-h2      https://shop.test:PORT  TLS with http2
+    ip          http://127.0.0.1        (cross-origin API: http://localhost)
+    http-host   http://shop.test        (cross-origin API: http://api.test)
+    tls-h1      https://shop-h1.test    127.0.0.2:443, ALPN offers http/1.1 only
+    tls-h2      https://shop.test       TLS with http2
 
 Every request is recorded by `require("resty.edgeguard.record").capture()`
 into an access log in the shipped format (nginx-conf/log-format.conf): the
@@ -23,9 +23,10 @@ log stops growing, so every line is labelled with the session (client,
 version, mode, origin) and the step (flow) that made it. No URL or header is
 added to tag requests: the heads are the clients' own.
 
-The shop's names resolve to 127.0.0.1 through a private mount namespace in
-which /etc/hosts is bind-mounted with two extra lines (the capture re-runs
-itself under `unshare -m`); browsers also get their own mapping flags. The
+The capture re-runs itself under `unshare -m -n` (in_namespace_or_reexec):
+a network namespace of its own (loopback only, standard ports, nothing
+reaches out) and an /etc/hosts, bind-mounted in a private mount namespace,
+that maps the shop's names; browsers also get their own mapping flags. The
 TLS certificate is self-signed, made with openssl at capture time.
 """
 
@@ -54,10 +55,17 @@ import scripted  # noqa: E402
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
 MODULES = "/usr/lib/nginx/modules"
-HOSTS = ("shop.test", "api.test")
+# The shop's names. The TLS HTTP/1.1 origin has names of its own on
+# 127.0.0.2, so that it can listen on 443 beside the HTTP/2 one.
+HOSTS = {"shop.test": "127.0.0.1", "api.test": "127.0.0.1",
+         "shop-h1.test": "127.0.0.2", "api-h1.test": "127.0.0.2"}
 NS_ENV = "EDGEGUARD_CAPTURE_NS"
-# Preferred ports (Host headers carry them: fixed ports keep the corpus
-# stable from run to run); taken ones are replaced by free ones.
+# In a private network namespace every origin is on its scheme's own port,
+# as on a real site (no port in Host, Origin or Referer). Without one, on
+# the machine's loopback beside other servers: fixed high ports when free
+# (the Host header carries them: stable from run to run), else free ones.
+NETNS_LISTEN = {"ip": ("127.0.0.1", 80), "http-host": ("127.0.0.1", 80),
+                "tls-h1": ("127.0.0.2", 443), "tls-h2": ("127.0.0.1", 443)}
 PREFERRED_PORTS = {"ip": 28480, "http-host": 28481, "tls-h1": 28482, "tls-h2": 28483}
 FIXED_MTIME = 1767225600  # 2026-01-01: stable ETag / Last-Modified values
 
@@ -133,23 +141,7 @@ http {{
     ssl_certificate {prefix}/cert.pem;
     ssl_certificate_key {prefix}/key.pem;
     ssl_protocols TLSv1.2 TLSv1.3;
-
-    server {{
-        listen 127.0.0.1:{port_ip};
-        include {prefix}/site.conf;
-    }}
-    server {{
-        listen 127.0.0.1:{port_host};
-        include {prefix}/site.conf;
-    }}
-    server {{
-        listen 127.0.0.1:{port_tls1} ssl;
-        include {prefix}/site.conf;
-    }}
-    server {{
-        listen 127.0.0.1:{port_tls2} ssl http2;
-        include {prefix}/site.conf;
-    }}
+{servers}
 }}
 """
 
@@ -163,7 +155,7 @@ etag on;
 
 location = / {{
     add_header Cache-Control "no-store";
-    add_header Set-Cookie "sid=c0ffee42; Path=/; HttpOnly; SameSite=Lax";
+    add_header Set-Cookie "sid=c0ffee42; Path=/; Max-Age=2592000; HttpOnly; SameSite=Lax";
     try_files /index.html =404;
 }}
 location ~ ^/products/([0-9]+)$ {{
@@ -230,7 +222,9 @@ location /api/ {{
         end
     }}
 }}
-location /static/ {{ expires 1h; }}
+# Scripts, styles and the font are revalidated on every use (conditional
+# requests, 304s); images are fresh for an hour.
+location /static/ {{ add_header Cache-Control "no-cache"; }}
 location /img/ {{ expires 1h; }}
 location = /favicon.ico {{ expires 1d; default_type image/png; }}
 """
@@ -239,11 +233,16 @@ location = /favicon.ico {{ expires 1d; default_type image/png; }}
 class Server:
     """nginx with the capture site on four loopback origins."""
 
-    def __init__(self, prefix):
+    def __init__(self, prefix, netns):
         self.prefix = pathlib.Path(prefix)
+        self.netns = netns
         os.chmod(self.prefix, 0o755)  # workers run as nobody
         (self.prefix / "logs").mkdir(exist_ok=True)
-        self.ports = {k: (p if port_free(p) else free_port()) for k, p in PREFERRED_PORTS.items()}
+        if netns:
+            self.listen = dict(NETNS_LISTEN)
+        else:
+            self.listen = {k: ("127.0.0.1", p if port_free(p) else free_port()) for k, p in PREFERRED_PORTS.items()}
+        self.ports = {k: port for k, (_, port) in self.listen.items()}
         self.log = self.prefix / "logs" / "capture.jsonl"
         self.proc = None
         self._site()
@@ -256,12 +255,18 @@ class Server:
                 root=ROOT,
                 site=site,
                 prefix=self.prefix,
-                port_ip=self.ports["ip"],
-                port_host=self.ports["http-host"],
-                port_tls1=self.ports["tls-h1"],
-                port_tls2=self.ports["tls-h2"],
+                servers=self._servers(),
             )
         )
+
+    def _servers(self):
+        out = []
+        for addr in sorted(set(self.listen.values())):
+            kinds = [k for k, v in self.listen.items() if v == addr]
+            flags = " ssl http2" if "tls-h2" in kinds else " ssl" if "tls-h1" in kinds else ""
+            out.append(f"    server {{  # {', '.join(kinds)}\n        listen {addr[0]}:{addr[1]}{flags};\n"
+                       f"        include {self.prefix}/site.conf;\n    }}")
+        return "\n".join(out)
 
     def _site(self):
         site = self.prefix / "site"
@@ -289,7 +294,7 @@ class Server:
                 "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "30",
                 "-keyout", str(self.prefix / "key.pem"), "-out", str(self.prefix / "cert.pem"),
                 "-subj", "/CN=shop.test",
-                "-addext", "subjectAltName=DNS:shop.test,DNS:api.test,DNS:localhost,IP:127.0.0.1",
+                "-addext", "subjectAltName=" + ",".join([f"DNS:{h}" for h in HOSTS] + ["DNS:localhost", "IP:127.0.0.1"]),
             ],
             check=True,
             capture_output=True,
@@ -302,16 +307,16 @@ class Server:
             stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 20
-        for port in self.ports.values():
+        for addr in set(self.listen.values()):
             while True:
                 if self.proc.poll() is not None:
                     raise RuntimeError("nginx did not start:\n" + self.proc.stdout.read().decode(errors="replace"))
                 try:
-                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                    socket.create_connection(addr, timeout=0.2).close()
                     break
                 except OSError:
                     if time.monotonic() > deadline:
-                        raise RuntimeError(f"nginx is not listening on {port}")
+                        raise RuntimeError(f"nginx is not listening on {addr}")
                     time.sleep(0.05)
 
     def stop(self):
@@ -326,8 +331,9 @@ class Server:
     def base(self, origin, host=None):
         scheme = "https" if origin.startswith("tls") else "http"
         if host is None:
-            host = "127.0.0.1" if origin == "ip" else "shop.test"
-        return f"{scheme}://{host}:{self.ports[origin]}"
+            host = "127.0.0.1" if origin == "ip" else "shop-h1.test" if origin == "tls-h1" and self.netns else "shop.test"
+        port = self.ports[origin]
+        return f"{scheme}://{host}" + ("" if port == (443 if scheme == "https" else 80) else f":{port}")
 
     def size(self):
         try:
@@ -361,7 +367,7 @@ def dest_of(method, uri, headers):
     client; Sec-Fetch-Dest is absent on plain-HTTP hostnames and in scripts)."""
     path = uri.split("?", 1)[0]
     host = next((v for k, v in headers if k.lower() in ("host", ":authority")), "")
-    cross = host.startswith(("api.test", "localhost"))
+    cross = host.startswith(("api", "localhost"))
     if method == "OPTIONS":
         return "preflight"
     if path.startswith("/api/"):
@@ -468,36 +474,37 @@ def identical_to_human(rows, manifest):
 
 
 def in_namespace_or_reexec(argv):
-    """Re-runs the capture in a private mount namespace whose /etc/hosts maps
-    the shop's names to 127.0.0.1, so every client resolves them as it
-    resolves any name. Returns normally when already inside, or when the
-    namespace cannot be made (then only browsers reach the hostname origins,
-    through their own mapping flags)."""
-    if os.environ.get(NS_ENV):
-        return
-    if os.geteuid() != 0 or not shutil.which("unshare"):
+    """Re-runs the capture in private namespaces: a network namespace (only
+    a loopback interface: nothing can leave the machine, and every origin
+    gets its scheme's port, as a real site has, without meeting the other
+    servers of the machine) and a mount namespace in which /etc/hosts maps
+    the shop's names, so every client resolves them as it resolves any name.
+    Falls back to the mount namespace alone, then to none (then only browsers
+    reach the hostname origins, through their own mapping flags). Returns
+    normally when already inside or when no namespace can be made."""
+    if os.environ.get(NS_ENV) or os.geteuid() != 0 or not shutil.which("unshare"):
         return
     hosts = pathlib.Path(tempfile.mkdtemp(prefix="edgeguard-capture-hosts-")) / "hosts"
     base = pathlib.Path("/etc/hosts").read_text() if pathlib.Path("/etc/hosts").exists() else ""
-    hosts.write_text(base.rstrip("\n") + "\n127.0.0.1 " + " ".join(HOSTS) + "\n")
-    probe = subprocess.run(
-        ["unshare", "-m", "--propagation", "private", "sh", "-c", 'mount --bind "$0" /etc/hosts', str(hosts)],
-        capture_output=True,
-    )
-    if probe.returncode != 0:
-        print("capture: no private mount namespace (" + probe.stderr.decode().strip() + "); "
-              "scripted clients skip the hostname origins", file=sys.stderr)
-        return
-    env = dict(os.environ, **{NS_ENV: "1"})
-    cmd = ["unshare", "-m", "--propagation", "private", "sh", "-c",
-           'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts), sys.executable, *argv]
-    sys.stdout.flush()
-    os.execvpe("unshare", cmd, env)
+    hosts.write_text(base.rstrip("\n") + "\n" + "".join(f"{a} {h}\n" for h, a in HOSTS.items()))
+    bind = 'mount --bind "$0" /etc/hosts'
+    tries = [("net", ["-m", "-n"], "ip link set lo up && " + bind), ("mount", ["-m"], bind)]
+    for kind, flags, setup in tries:
+        if kind == "net" and not shutil.which("ip"):
+            continue
+        ns = ["unshare", *flags, "--propagation", "private", "sh", "-c"]
+        probe = subprocess.run([*ns, setup, str(hosts)], capture_output=True)
+        if probe.returncode == 0:
+            sys.stdout.flush()
+            os.execvpe("unshare", [*ns, setup + ' && exec "$@"', str(hosts), sys.executable, *argv],
+                       dict(os.environ, **{NS_ENV: kind}))
+        print(f"capture: no {kind} namespace ({probe.stderr.decode().strip()})", file=sys.stderr)
+    print("capture: scripted clients skip the hostname origins", file=sys.stderr)
 
 
 def hosts_resolve():
     try:
-        return all(socket.gethostbyname(h) == "127.0.0.1" for h in HOSTS)
+        return all(socket.gethostbyname(h) == a for h, a in HOSTS.items())
     except OSError:
         return False
 
@@ -517,7 +524,7 @@ def main():
     have_hosts = hosts_resolve()
 
     prefix = tempfile.mkdtemp(prefix="edgeguard-capture-")
-    server = Server(prefix)
+    server = Server(prefix, netns=os.environ.get(NS_ENV) == "net")
     sessions = browsers.sessions(server, have_hosts) + scripted.sessions(server, have_hosts, prefix)
     if args.only:
         sessions = [s for s in sessions if any(o in s.id for o in args.only)]
@@ -534,7 +541,8 @@ def main():
     manifest = {
         "captured": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "nginx": subprocess.run([NGINX, "-v"], capture_output=True, text=True).stderr.strip(),
-        "hosts_namespace": have_hosts,
+        "namespace": os.environ.get(NS_ENV, "none"),
+        "hosts_resolve": have_hosts,
         "ports": server.ports,
         "sessions": [],
     }

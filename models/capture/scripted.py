@@ -106,7 +106,7 @@ def java(base, tls):
 
 
 def sessions(server, have_hosts, prefix):
-    tls_host = "shop.test" if have_hosts else "127.0.0.1"
+    tls_host = None if have_hosts else "127.0.0.1"  # None: the origin's own name
     origins = [("ip", None)]
     if have_hosts:
         origins.append(("http-host", None))
