@@ -15,8 +15,6 @@ APT_RUNTIME := nginx libnginx-mod-http-lua lua-resty-core luajit2 lua-cjson curl
 APT_TEST := $(APT_RUNTIME) clang libclang-rt-14-dev g++
 # wrk: tests/e2e/test_bench_harness.py runs the bench-e2e harness briefly.
 APT_TEST += wrk
-# openssl: tests/e2e/test_capture.py runs the capture harness (TLS origins).
-APT_TEST += openssl
 PIP_TEST := pytest prometheus_client
 
 RELEASE_LIB := target/release/libedgeguard.so
@@ -148,6 +146,9 @@ APT_CAPTURE := $(APT_RUNTIME) openssl iproute2 chromium chromium-driver firefox-
                fonts-dejavu-core golang-go nodejs openjdk-17-jdk-headless wget
 PIP_CAPTURE := selenium curl_cffi requests httpx aiohttp scrapy
 CAPTURE_ARGS ?=
+# tests/e2e/test_capture.py runs the harness with curl and urllib in make test:
+# its TLS origins need openssl.
+APT_TEST += openssl
 CAPTURE_REPORT_ARGS ?= --by origin
 .PHONY: capture capture-deps capture-report
 
