@@ -94,7 +94,11 @@ class ChromiumDriver:
     def __init__(self, headless, private, user_agent=None, languages=None):
         self.profile = tempfile.mkdtemp(prefix="edgeguard-chromium-")
         self.args = (headless, private, user_agent, languages)
-        self._start()
+        try:
+            self._start()
+        except BaseException:
+            shutil.rmtree(self.profile, ignore_errors=True)
+            raise
 
     def _start(self):
         from selenium import webdriver
@@ -236,7 +240,17 @@ class FirefoxDriver:
     def __init__(self, headless, private, have_hosts, languages=None):
         self.profile = tempfile.mkdtemp(prefix="edgeguard-firefox-")
         self.args = (headless, private, have_hosts, languages)
-        self._start()
+        self.proc = None
+        try:
+            self._start()
+        except BaseException:
+            # A browser that started but could not be driven is ended here:
+            # the session's cleanup only knows drivers that were made.
+            if self.proc is not None and self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            shutil.rmtree(self.profile, ignore_errors=True)
+            raise
 
     def _start(self):
         headless, private, have_hosts, languages = self.args

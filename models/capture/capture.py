@@ -566,7 +566,10 @@ def main():
                 entry["error"] = f"{type(e).__name__}: {e}".strip()[:500]
                 traceback.print_exc()
             finally:
-                s.cleanup()
+                try:
+                    s.cleanup()
+                except Exception as e:  # a browser that died on its own
+                    print(f"capture: {s.id}: cleanup: {type(e).__name__}: {e}", file=sys.stderr)
             for row in recorder.rows[before:]:
                 row["client_version"] = entry.get("client_version", "unknown")
             entry["requests"] = len(recorder.rows) - before
