@@ -140,6 +140,34 @@ libcatboostmodel:
 test-official: libcatboostmodel
 	scripts/test-official.sh
 
+# The real-client corpus (tests/fixtures/real_clients/): Debian's Chromium and
+# Firefox ESR, command-line tools, HTTP libraries and curl_cffi impersonations
+# driven against nginx on loopback, every request recorded through
+# resty.edgeguard.record (models/capture/). CAPTURE_ARGS e.g. "--only firefox".
+# `make capture-report` replays the corpus through the shipped decision logic
+# and prints how many requests of each client would be blocked.
+APT_CAPTURE := $(APT_RUNTIME) openssl iproute2 chromium chromium-driver firefox-esr xvfb xauth \
+               fonts-dejavu-core golang-go nodejs openjdk-17-jdk-headless wget
+PIP_CAPTURE := selenium curl_cffi requests httpx aiohttp scrapy
+CAPTURE_ARGS ?=
+# tests/e2e/test_capture.py runs the harness with curl and urllib in make test:
+# its TLS origins need openssl.
+APT_TEST += openssl
+CAPTURE_REPORT_ARGS ?= --by origin
+.PHONY: capture capture-deps capture-report
+
+capture-deps:
+	$(call apt_install,$(APT_CAPTURE))
+	@for m in $(PIP_CAPTURE); do \
+	  $(PYTHON) -c "import $$m" 2>/dev/null || $(PYTHON) -m pip install -q $$m; \
+	done
+
+capture: capture-deps
+	$(PYTHON) models/capture/capture.py $(CAPTURE_ARGS)
+
+capture-report: build
+	$(PYTHON) models/capture/replay_report.py $(CAPTURE_REPORT_ARGS)
+
 run: deps build
 	@mkdir -p $(RUN_DIR)
 	@if [ -f $(RUN_DIR)/nginx.pid ] && kill -0 $$(cat $(RUN_DIR)/nginx.pid) 2>/dev/null; then \
