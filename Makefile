@@ -18,7 +18,8 @@ APT_TEST += wrk
 # luarocks: the rockspec test; lua-check: luacheck in make lint; prometheus:
 # tests/e2e/test_prometheus.py scrapes the demo nginx with the real server.
 APT_TEST += luarocks lua-check prometheus
-PIP_TEST := pytest prometheus_client
+# h2: tests/e2e/test_security_*.py frame h2c requests themselves.
+PIP_TEST := pytest prometheus_client h2
 
 RELEASE_LIB := target/release/libedgeguard.so
 RUN_DIR := .run
