@@ -155,23 +155,17 @@ impl CtrTable {
         u64::from(self.cells[base]) | u64::from(self.cells[base + 1]) << 32
     }
 
-    /// Asks the CPU to start loading the record where `key` would be.
-    #[inline]
-    pub(crate) fn prefetch(&self, key: u64) {
-        let record = &self.cells[self.home(key) * self.record..];
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is only a hint; the address is inside `cells`.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(record.as_ptr().cast());
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = record;
+    /// Every bucket: its key and its offset in the table (what
+    /// [`CtrCalc::value_at`] takes), in storage order.
+    pub(crate) fn buckets(&self) -> impl Iterator<Item = (u64, usize)> + '_ {
+        (0..=self.mask)
+            .map(|r| (self.key_at(r), r * self.record + 2))
+            .filter(|&(key, _)| key != self.empty)
     }
 
     /// The bucket of `key` (an offset into the table), if training saw it.
-    #[inline]
-    pub(crate) fn find(&self, key: u64) -> Option<usize> {
+    #[cfg(test)]
+    fn find(&self, key: u64) -> Option<usize> {
         if key == self.empty {
             return None;
         }
@@ -192,6 +186,99 @@ impl CtrTable {
     #[cfg(test)]
     fn int(&self, bucket: usize, k: usize) -> i32 {
         self.cells[bucket + k] as i32
+    }
+}
+
+/// Bucket key → the condition bits of the CTRs that read that bucket.
+///
+/// A CTR's value depends only on its bucket, and the trees only ask whether
+/// it is above each of its used borders: so at load, for every bucket of a
+/// table, the answers of all the CTRs sharing that (projection, table)
+/// lookup are computed once (with [`CtrCalc::value_at`], CatBoost's `float`
+/// formula) and stored as a bit pattern next to the key. Per document a CTR
+/// lookup is then one probe and one OR of the pattern into the condition
+/// bits: no division, no border search. Same open addressing as
+/// [`CtrTable`]; a record is the key, then `words` pattern words.
+#[derive(Debug)]
+pub(crate) struct BucketBits {
+    cells: Vec<u64>,
+    words: usize,
+    mask: usize,
+    shift: u32,
+    empty: u64,
+    /// The pattern of a key training never saw.
+    missing: Vec<u64>,
+}
+
+impl BucketBits {
+    /// A table with the keys of `table`, each with `pattern(Some(bucket))`,
+    /// and `pattern(None)` for unseen keys; patterns are `width` bits.
+    pub(crate) fn build(
+        table: &CtrTable,
+        width: usize,
+        mut pattern: impl FnMut(Option<usize>, &mut [u64]),
+    ) -> Self {
+        let words = width.div_ceil(64).max(1);
+        let records = table.mask + 1;
+        let record = 1 + words;
+        let mut cells = vec![0u64; records * record];
+        for r in 0..records {
+            cells[r * record] = table.empty;
+        }
+        let mut bits = BucketBits {
+            cells,
+            words,
+            mask: table.mask,
+            shift: table.shift,
+            empty: table.empty,
+            missing: vec![0; words],
+        };
+        pattern(None, &mut bits.missing);
+        for (key, bucket) in table.buckets() {
+            let mut at = bits.home(key);
+            while bits.cells[at * record] != bits.empty {
+                at = (at + 1) & bits.mask;
+            }
+            bits.cells[at * record] = key;
+            pattern(
+                Some(bucket),
+                &mut bits.cells[at * record + 1..(at + 1) * record],
+            );
+        }
+        bits
+    }
+
+    #[inline(always)]
+    fn home(&self, key: u64) -> usize {
+        // As CtrTable::home: high bits of a second multiplication.
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize
+    }
+
+    /// The first word of the record where `key` would be, to prefetch.
+    #[inline(always)]
+    pub(crate) fn home_record(&self, key: u64) -> &u64 {
+        &self.cells[self.home(key) * (1 + self.words)]
+    }
+
+    /// The condition bits for a document whose projection hashed to `key`.
+    #[inline(always)]
+    pub(crate) fn pattern(&self, key: u64) -> &[u64] {
+        if key == self.empty {
+            return &self.missing;
+        }
+        let record = 1 + self.words;
+        let mut at = self.home(key);
+        loop {
+            let base = at * record;
+            let stored = self.cells[base];
+            if stored == key {
+                return &self.cells[base + 1..base + record];
+            }
+            if stored == self.empty {
+                return &self.missing;
+            }
+            at = (at + 1) & self.mask;
+        }
     }
 }
 

@@ -32,9 +32,13 @@ mod ctr;
 mod error;
 mod hash;
 mod json;
+mod limits;
 mod native;
+mod parts;
 mod plan;
 mod prediction;
+mod simd;
+mod trees;
 
 #[cfg(feature = "official")]
 pub mod official;
@@ -44,6 +48,7 @@ pub use hash::cat_hash;
 pub(crate) use native::CatSource;
 pub use native::Model;
 pub use prediction::{apply_prediction_type, output_len, PredictionError, PredictionType};
+pub use trees::Kernel;
 
 /// One CatBoost model, ready to score single documents.
 ///

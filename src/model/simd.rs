@@ -1,0 +1,144 @@
+//! The AVX2 tree kernel and the prefetch hint: the only `unsafe` of the
+//! evaluator, kept in this one module.
+//!
+//! Why `unsafe` here at all: AVX2 gathers read through raw pointers, and a
+//! function compiled for AVX2 may only be called on a CPU that has it. Both
+//! obligations are discharged in one place each: [`sum`] and [`sum_dims`]
+//! check, once per call, that every bit position and leaf index the trees can
+//! produce is inside the slices they are given (the plan computed those
+//! bounds when it laid the trees out), and their callers
+//! ([`super::trees::Trees::sum`]) call them only after
+//! `is_x86_feature_detected!("avx2")`. Everything else (register loads from
+//! slices of exactly eight lanes, shifts, masks) follows from the slices'
+//! lengths.
+//!
+//! The kernel computes eight leaf indexes at once, exactly as the scalar loop
+//! of `trees.rs` does one at a time, then adds the eight leaves to the sum in
+//! tree order: the result is bit-identical to the scalar kernel's
+//! (`tests/model_kernels.rs`).
+
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
+#[cfg(target_arch = "x86_64")]
+use super::trees::{Trees, LANES};
+
+/// Asks the CPU to start loading the cache line of `r`: a hint, never a
+/// fault, so it is sound for any reference.
+#[inline(always)]
+pub(crate) fn prefetch<T>(r: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint; the address comes from a reference.
+    unsafe {
+        _mm_prefetch::<_MM_HINT_T0>((r as *const T).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = r;
+}
+
+/// The leaf index of each of the eight trees of one block.
+///
+/// # Safety
+/// AVX2 must be available, and every entry of `splits` must be below
+/// `words.len() * 64`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn block_index(splits: &[u32], words: &[u64]) -> __m256i {
+    let base = words.as_ptr().cast::<i32>();
+    let low5 = _mm256_set1_epi32(31);
+    let one = _mm256_set1_epi32(1);
+    let mut index = _mm256_setzero_si256();
+    // Deepest level first: each level shifts the ones before it up by one,
+    // so level d ends at bit d.
+    for level in splits.chunks_exact(LANES).rev() {
+        // SAFETY: `level` holds exactly eight u32, the 32 bytes loaded.
+        let at = unsafe { _mm256_loadu_si256(level.as_ptr().cast()) };
+        // SAFETY: every position p is below words.len() * 64 (the caller's
+        // contract), so the 32-bit word p / 32 is inside `words`.
+        let word = unsafe { _mm256_i32gather_epi32::<4>(base, _mm256_srli_epi32::<5>(at)) };
+        let bit = _mm256_and_si256(_mm256_srlv_epi32(word, _mm256_and_si256(at, low5)), one);
+        index = _mm256_or_si256(_mm256_slli_epi32::<1>(index), bit);
+    }
+    index
+}
+
+/// The bounds the gathers rely on, checked once per call: a plan that broke
+/// them would be a bug, and this turns it into a panic instead of a read out
+/// of bounds.
+#[cfg(target_arch = "x86_64")]
+fn check(trees: &Trees, words: &[u64], leaves: &[f64]) {
+    assert!(trees.bit_end <= words.len() * 64, "split bits out of range");
+    assert!(
+        trees.leaf_end <= leaves.len() && leaves.len() <= i32::MAX as usize,
+        "leaf indexes out of range"
+    );
+}
+
+/// [`Trees::sum`] with AVX2.
+///
+/// # Safety
+/// AVX2 must be available on this CPU.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn sum(trees: &Trees, words: &[u64], leaves: &[f64]) -> f64 {
+    check(trees, words, leaves);
+    let mut sum = 0.0;
+    let mut values = [0.0f64; LANES];
+    for (splits, first, mask, n) in trees.blocks() {
+        // SAFETY: every split position is below bit_end, checked above.
+        let index = unsafe { block_index(splits, words) };
+        // SAFETY: `first` and `mask` hold exactly eight u32.
+        let (first, mask) = unsafe {
+            (
+                _mm256_loadu_si256(first.as_ptr().cast()),
+                _mm256_loadu_si256(mask.as_ptr().cast()),
+            )
+        };
+        let at = _mm256_add_epi32(first, _mm256_and_si256(index, mask));
+        // SAFETY: first + (index & mask) < leaf_end <= leaves.len() for every
+        // lane (the plan's bound, checked above); values has eight f64.
+        unsafe {
+            let low = _mm256_i32gather_pd::<8>(leaves.as_ptr(), _mm256_castsi256_si128(at));
+            let high = _mm256_i32gather_pd::<8>(leaves.as_ptr(), _mm256_extracti128_si256::<1>(at));
+            _mm256_storeu_pd(values.as_mut_ptr(), low);
+            _mm256_storeu_pd(values.as_mut_ptr().add(4), high);
+        }
+        // In tree order, one addition at a time: CatBoost's sum.
+        for &v in &values[..n] {
+            sum += v;
+        }
+    }
+    sum
+}
+
+/// [`Trees::sum_dims`] with AVX2 (indexes eight at a time, leaf vectors added
+/// in tree order); `out` is zeroed by the caller.
+///
+/// # Safety
+/// AVX2 must be available on this CPU.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn sum_dims(trees: &Trees, words: &[u64], leaves: &[f64], out: &mut [f64]) {
+    check(trees, words, leaves);
+    let dim = out.len();
+    let mut at = [0u32; LANES];
+    for (splits, first, mask, n) in trees.blocks() {
+        // SAFETY: every split position is below bit_end, checked above.
+        let index = unsafe { block_index(splits, words) };
+        // SAFETY: `first`, `mask` and `at` hold exactly eight u32.
+        unsafe {
+            let first = _mm256_loadu_si256(first.as_ptr().cast());
+            let mask = _mm256_loadu_si256(mask.as_ptr().cast());
+            let offset =
+                _mm256_mullo_epi32(_mm256_and_si256(index, mask), _mm256_set1_epi32(dim as i32));
+            _mm256_storeu_si256(at.as_mut_ptr().cast(), _mm256_add_epi32(first, offset));
+        }
+        for &a in &at[..n] {
+            let a = a as usize;
+            for (o, leaf) in out.iter_mut().zip(&leaves[a..a + dim]) {
+                *o += leaf;
+            }
+        }
+    }
+}

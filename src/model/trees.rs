@@ -1,0 +1,180 @@
+//! The trees of a plan, laid out eight at a time, and the two kernels that
+//! evaluate them: a scalar loop that every build has and tests, and an AVX2
+//! one ([`super::simd`]) chosen at run time when the CPU has it.
+//!
+//! Per document the condition bits are a packed bit array (one bit per used
+//! border or one-hot condition, bit `p` is bit `p % 64` of word `p / 64`).
+//! A block holds [`LANES`] consecutive trees: for each level, the bit
+//! position each of the eight trees reads, then each tree's first leaf and
+//! its leaf mask (`2^depth - 1`, so that a tree shallower than the block's
+//! padded depth cannot leave its own leaves). Level `d` sets bit `d` of the
+//! leaf index, as in CatBoost. Both kernels compute the same indexes and add
+//! the same leaves in tree order, so their sums are bit-identical: the order
+//! of additions is CatBoost's own.
+
+use std::fmt;
+
+/// Trees per block: one AVX2 register of 32-bit lanes.
+pub(crate) const LANES: usize = 8;
+
+/// Which code evaluates the trees.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    /// One tree at a time; always available.
+    Scalar,
+    /// Eight trees at a time with AVX2 gathers (x86-64 CPUs since 2013).
+    Avx2,
+}
+
+impl Kernel {
+    /// The fastest kernel this CPU runs (detected once by the standard
+    /// library and cached).
+    #[inline]
+    pub fn detect() -> Kernel {
+        if Kernel::Avx2.is_available() {
+            Kernel::Avx2
+        } else {
+            Kernel::Scalar
+        }
+    }
+
+    /// Whether this CPU can run the kernel.
+    #[inline]
+    pub fn is_available(self) -> bool {
+        match self {
+            Kernel::Scalar => true,
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
+            #[cfg(not(target_arch = "x86_64"))]
+            Kernel::Avx2 => false,
+        }
+    }
+}
+
+impl fmt::Display for Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Kernel::Scalar => "scalar",
+            Kernel::Avx2 => "avx2",
+        })
+    }
+}
+
+/// The trees in blocks of [`LANES`]; the last block is padded with trees
+/// that read bit 0 and leaf 0 and are never summed.
+#[derive(Debug, Default)]
+pub(crate) struct Trees {
+    pub(crate) count: usize,
+    /// Levels per tree after padding (at least 1).
+    pub(crate) depth: usize,
+    /// Per block, `depth * LANES` bit positions, level 0 first.
+    pub(crate) splits: Vec<u32>,
+    /// Per block, `LANES` first-leaf offsets into the leaves.
+    pub(crate) first_leaf: Vec<u32>,
+    /// Per block, `LANES` leaf masks.
+    pub(crate) mask: Vec<u32>,
+    /// One past the largest bit position any split reads.
+    pub(crate) bit_end: usize,
+    /// One past the largest leaf value any tree can reach.
+    pub(crate) leaf_end: usize,
+}
+
+impl Trees {
+    /// Lays out `trees` as `(first_leaf, split bit positions)`, each tree's
+    /// own depth, padded with reads of `zero` (a bit that is always 0).
+    pub(crate) fn build(trees: &[(u32, Vec<u32>)], zero: u32, dimension: usize) -> Trees {
+        let depth = trees.iter().map(|(_, s)| s.len()).max().unwrap_or(0).max(1);
+        let blocks = trees.len().div_ceil(LANES);
+        let mut t = Trees {
+            count: trees.len(),
+            depth,
+            splits: vec![0; blocks * depth * LANES],
+            first_leaf: vec![0; blocks * LANES],
+            mask: vec![0; blocks * LANES],
+            bit_end: 1,
+            leaf_end: 1,
+        };
+        for (i, (first, splits)) in trees.iter().enumerate() {
+            let (block, lane) = (i / LANES, i % LANES);
+            for d in 0..depth {
+                let bit = splits.get(d).copied().unwrap_or(zero);
+                t.splits[(block * depth + d) * LANES + lane] = bit;
+                t.bit_end = t.bit_end.max(bit as usize + 1);
+            }
+            let mask = (1u32 << splits.len()) - 1;
+            t.first_leaf[i] = *first;
+            t.mask[i] = mask;
+            t.leaf_end = t
+                .leaf_end
+                .max(*first as usize + (mask as usize + 1) * dimension);
+        }
+        t
+    }
+
+    /// The sum of each tree's leaf (one-dimensional models), in tree order.
+    #[inline]
+    pub(crate) fn sum(&self, kernel: Kernel, words: &[u64], leaves: &[f64]) -> f64 {
+        #[cfg(target_arch = "x86_64")]
+        if kernel == Kernel::Avx2 && Kernel::Avx2.is_available() {
+            // SAFETY: AVX2 was detected on this CPU just above.
+            return unsafe { super::simd::sum(self, words, leaves) };
+        }
+        let _ = kernel;
+        self.sum_scalar(words, leaves)
+    }
+
+    /// Adds each tree's leaf vector into `out` (zeroed first), in tree order.
+    #[inline]
+    pub(crate) fn sum_dims(&self, kernel: Kernel, words: &[u64], leaves: &[f64], out: &mut [f64]) {
+        out.fill(0.0);
+        #[cfg(target_arch = "x86_64")]
+        if kernel == Kernel::Avx2 && Kernel::Avx2.is_available() {
+            // SAFETY: AVX2 was detected on this CPU just above.
+            unsafe { super::simd::sum_dims(self, words, leaves, out) };
+            return;
+        }
+        let _ = kernel;
+        let dim = out.len();
+        self.each_leaf_scalar(words, dim, |at| {
+            for (o, leaf) in out.iter_mut().zip(&leaves[at..at + dim]) {
+                *o += leaf;
+            }
+        });
+    }
+
+    /// The blocks: `(splits, first leaves, masks, trees in the block)`.
+    pub(crate) fn blocks(&self) -> impl Iterator<Item = (&[u32], &[u32], &[u32], usize)> + '_ {
+        self.splits
+            .chunks_exact(self.depth * LANES)
+            .zip(self.first_leaf.chunks_exact(LANES))
+            .zip(self.mask.chunks_exact(LANES))
+            .enumerate()
+            .map(|(b, ((s, f), m))| (s, f, m, (self.count - b * LANES).min(LANES)))
+    }
+
+    fn sum_scalar(&self, words: &[u64], leaves: &[f64]) -> f64 {
+        let mut sum = 0.0;
+        self.each_leaf_scalar(words, 1, |at| sum += leaves[at]);
+        sum
+    }
+
+    /// Calls `leaf` with the offset of each tree's leaf, in tree order.
+    #[inline(always)]
+    fn each_leaf_scalar(&self, words: &[u64], dimension: usize, mut leaf: impl FnMut(usize)) {
+        for (splits, first, mask, n) in self.blocks() {
+            for lane in 0..n {
+                let mut index = 0u32;
+                for (d, level) in splits.chunks_exact(LANES).enumerate() {
+                    index |= bit(words, level[lane]) << d;
+                }
+                leaf(first[lane] as usize + (index & mask[lane]) as usize * dimension);
+            }
+        }
+    }
+}
+
+/// Bit `p` of the packed condition bits.
+#[inline(always)]
+pub(crate) fn bit(words: &[u64], p: u32) -> u32 {
+    ((words[p as usize / 64] >> (p % 64)) & 1) as u32
+}
