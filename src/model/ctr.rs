@@ -193,91 +193,67 @@ impl CtrTable {
 ///
 /// A CTR's value depends only on its bucket, and the trees only ask whether
 /// it is above each of its used borders: so at load, for every bucket of a
-/// table, the answers of all the CTRs sharing that (projection, table)
-/// lookup are computed once (with [`CtrCalc::value_at`], CatBoost's `float`
-/// formula) and stored as a bit pattern next to the key. Per document a CTR
-/// lookup is then one probe and one OR of the pattern into the condition
-/// bits: no division, no border search. Same open addressing as
-/// [`CtrTable`]; a record is the key, then `words` pattern words.
+/// table, the answers of the CTRs sharing that (projection, table) lookup
+/// are computed once (with [`CtrCalc::value_at`], CatBoost's `float`
+/// formula) and stored as a 64-bit pattern next to the key (the plan splits
+/// wider lookups into 64-bit pieces). Per document a CTR lookup is then one
+/// probe and one OR of the pattern into the condition bits: no division, no
+/// border search. Same open addressing as [`CtrTable`]; empty records hold
+/// the marker key and the pattern of unseen keys, so a probe ends at the
+/// first record whose key is the key or the marker, and a document key that
+/// happens to equal the marker gets the unseen pattern, as it should.
 #[derive(Debug)]
 pub(crate) struct BucketBits {
-    cells: Vec<u64>,
-    words: usize,
+    records: Vec<[u64; 2]>,
     mask: usize,
     shift: u32,
     empty: u64,
-    /// The pattern of a key training never saw.
-    missing: Vec<u64>,
 }
 
 impl BucketBits {
     /// A table with the keys of `table`, each with `pattern(Some(bucket))`,
-    /// and `pattern(None)` for unseen keys; patterns are `width` bits.
-    pub(crate) fn build(
-        table: &CtrTable,
-        width: usize,
-        mut pattern: impl FnMut(Option<usize>, &mut [u64]),
-    ) -> Self {
-        let words = width.div_ceil(64).max(1);
-        let records = table.mask + 1;
-        let record = 1 + words;
-        let mut cells = vec![0u64; records * record];
-        for r in 0..records {
-            cells[r * record] = table.empty;
-        }
+    /// and `pattern(None)` for unseen keys.
+    pub(crate) fn build(table: &CtrTable, mut pattern: impl FnMut(Option<usize>) -> u64) -> Self {
+        let missing = pattern(None);
         let mut bits = BucketBits {
-            cells,
-            words,
+            records: vec![[table.empty, missing]; table.mask + 1],
             mask: table.mask,
             shift: table.shift,
             empty: table.empty,
-            missing: vec![0; words],
         };
-        pattern(None, &mut bits.missing);
         for (key, bucket) in table.buckets() {
             let mut at = bits.home(key);
-            while bits.cells[at * record] != bits.empty {
+            while bits.records[at][0] != bits.empty {
                 at = (at + 1) & bits.mask;
             }
-            bits.cells[at * record] = key;
-            pattern(
-                Some(bucket),
-                &mut bits.cells[at * record + 1..(at + 1) * record],
-            );
+            bits.records[at] = [key, pattern(Some(bucket))];
         }
         bits
     }
 
+    /// Where the probe for `key` starts.
     #[inline(always)]
-    fn home(&self, key: u64) -> usize {
+    pub(crate) fn home(&self, key: u64) -> usize {
         // As CtrTable::home: high bits of a second multiplication.
         (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize
     }
 
-    /// The first word of the record where `key` would be, to prefetch.
+    /// The record at `at` (a [`BucketBits::home`]), to prefetch.
     #[inline(always)]
-    pub(crate) fn home_record(&self, key: u64) -> &u64 {
-        &self.cells[self.home(key) * (1 + self.words)]
+    pub(crate) fn record(&self, at: usize) -> &[u64; 2] {
+        &self.records[at & self.mask]
     }
 
-    /// The condition bits for a document whose projection hashed to `key`.
+    /// The condition bits for a document whose projection hashed to `key`,
+    /// probing from `at = self.home(key)`.
     #[inline(always)]
-    pub(crate) fn pattern(&self, key: u64) -> &[u64] {
-        if key == self.empty {
-            return &self.missing;
-        }
-        let record = 1 + self.words;
-        let mut at = self.home(key);
+    pub(crate) fn pattern(&self, key: u64, mut at: usize) -> u64 {
         loop {
-            let base = at * record;
-            let stored = self.cells[base];
-            if stored == key {
-                return &self.cells[base + 1..base + record];
+            let [stored, pattern] = self.records[at & self.mask];
+            if stored == key || stored == self.empty {
+                return pattern;
             }
-            if stored == self.empty {
-                return &self.missing;
-            }
-            at = (at + 1) & self.mask;
+            at += 1;
         }
     }
 }

@@ -21,7 +21,7 @@
 
 use std::path::Path;
 
-use super::hash::{cat_hash, combine, widen_cat};
+use super::hash::{cat_hash, combine_term, term, widen_cat};
 use super::limits::{MAX_BITS, MAX_DIMENSION, MAX_USED_CATS};
 use super::parts::Info;
 use super::plan::{or_pattern, set_ones, Plan};
@@ -322,19 +322,30 @@ impl Model {
 
     /// The key of projection `j`: CatBoost's `CalcHash` over its categorical
     /// hashes, float conditions and one-hot matches, in that order.
+    /// `cat_terms[i]` is the categorical half of `combine` for used
+    /// categorical `i`, computed once per document.
     #[inline(always)]
-    fn key(&self, j: usize, hashes: &[i32], one_hot: &[u16], words: &[u64]) -> u64 {
+    fn key(&self, j: usize, cat_terms: &[u64], one_hot: &[u16], words: &[u64]) -> u64 {
         let p = &self.plan;
-        let j = &p.projections[j];
+        let j = p.projections[j];
+        let (cats, bits, one_hots) = (
+            usize::from(j.cats),
+            usize::from(j.bits),
+            usize::from(j.one_hots),
+        );
+        let elements = &p.key_elements[j.start as usize..][..cats + bits + one_hots];
+        let (cat_elements, rest) = elements.split_at(cats);
+        let (bit_elements, one_hot_elements) = rest.split_at(bits);
         let mut k = 0u64;
-        for &i in &p.key_cats[j.cats.0 as usize..j.cats.1 as usize] {
-            k = combine(k, widen_cat(hashes[i as usize]));
+        for &i in cat_elements {
+            k = combine_term(k, cat_terms[i as usize]);
         }
-        for &b in &p.key_bits[j.bits.0 as usize..j.bits.1 as usize] {
-            k = combine(k, (words[b as usize / 64] >> (b % 64)) & 1);
+        for &b in bit_elements {
+            k = combine_term(k, term((words[b as usize / 64] >> (b % 64)) & 1));
         }
-        for &(o, index) in &p.key_one_hots[j.one_hots.0 as usize..j.one_hots.1 as usize] {
-            k = combine(k, u64::from(one_hot[o as usize] == index));
+        for &e in one_hot_elements {
+            let matched = one_hot[(e >> 16) as usize] == e as u16;
+            k = combine_term(k, term(u64::from(matched)));
         }
         k
     }
@@ -342,21 +353,29 @@ impl Model {
     /// Hashes each projection once per chunk of lookups, prefetches the
     /// chunk's records, then ORs each bucket's CTR bits into the array.
     #[inline(always)]
-    fn ctrs(&self, hashes: &[i32], one_hot: &[u16], words: &mut [u64]) {
-        let mut keys = [0u64; CHUNK];
+    fn ctrs<const CATS: usize>(&self, hashes: &[i32; CATS], one_hot: &[u16], words: &mut [u64]) {
+        if self.plan.lookups.is_empty() {
+            return;
+        }
+        let mut cat_terms = [0u64; CATS];
+        for (t, &h) in cat_terms.iter_mut().zip(hashes) {
+            *t = term(widen_cat(h));
+        }
+        let mut probes = [(0u64, 0usize); CHUNK];
         for chunk in self.plan.lookups.chunks(CHUNK) {
             let mut last = u32::MAX;
             let mut key = 0;
-            for (k, l) in keys.iter_mut().zip(chunk) {
+            for (probe, l) in probes.iter_mut().zip(chunk) {
                 if l.projection != last {
                     last = l.projection;
-                    key = self.key(last as usize, hashes, one_hot, words);
+                    key = self.key(last as usize, &cat_terms, one_hot, words);
                 }
-                *k = key;
-                prefetch(l.bits.home_record(key));
+                let home = l.bits.home(key);
+                prefetch(l.bits.record(home));
+                *probe = (key, home);
             }
-            for (&k, l) in keys.iter().zip(chunk) {
-                or_pattern(words, l.bit as usize, l.bits.pattern(k));
+            for (&(key, home), l) in probes.iter().zip(chunk) {
+                or_pattern(words, l.bit as usize, l.bits.pattern(key, home));
             }
         }
     }

@@ -54,13 +54,16 @@ pub(crate) struct Lookup {
 }
 
 /// The elements of one projection key, in CatBoost's hashing order:
-/// categorical hashes, then float conditions, then one-hot matches. Ranges
-/// into the plan's `key_cats`, `key_bits` and `key_one_hots`.
+/// `cats` categorical hashes (used-categorical positions), then `bits` float
+/// conditions (bit positions), then `one_hots` one-hot matches (`one-hot
+/// feature << 16 | value index`), from `start` in the plan's
+/// `key_elements`: one slice per key.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Projection {
-    pub(crate) cats: (u32, u32),
-    pub(crate) bits: (u32, u32),
-    pub(crate) one_hots: (u32, u32),
+    pub(crate) start: u32,
+    pub(crate) cats: u16,
+    pub(crate) bits: u16,
+    pub(crate) one_hots: u16,
 }
 
 /// Everything one prediction reads, in the order it reads it.
@@ -74,12 +77,8 @@ pub(crate) struct Plan {
     pub(crate) one_hot_values: Vec<i32>,
     /// One per distinct projection.
     pub(crate) projections: Vec<Projection>,
-    /// Used-categorical positions whose hashes a key combines.
-    pub(crate) key_cats: Vec<u32>,
-    /// Bits of float conditions a key combines.
-    pub(crate) key_bits: Vec<u32>,
-    /// `(one-hot feature, value index)` matches a key combines.
-    pub(crate) key_one_hots: Vec<(u32, u16)>,
+    /// The elements of every projection, projection after projection.
+    pub(crate) key_elements: Vec<u32>,
     /// Sorted by projection: each key is hashed once.
     pub(crate) lookups: Vec<Lookup>,
     /// Used borders of floats, ascending within each feature.
@@ -227,45 +226,53 @@ impl Plan {
             let table = &parts.tables[*table as usize];
             let bit = members[0].1;
             let width: usize = members.iter().map(|(_, _, b)| b.len()).sum();
-            let bits = BucketBits::build(table, width, |bucket, pattern| {
+            // Each bucket's bits, all CTRs of the lookup side by side.
+            let bucket_bits = |bucket: Option<usize>| -> Vec<u64> {
+                let mut pattern = vec![0u64; width.div_ceil(64)];
                 for (i, first, borders) in members {
                     let value = parts.ctr_slots[*i].calc.value_at(table, bucket);
                     // "Border below v" is CatBoost's `v > border`: false for NaN.
                     let above = borders.partition_point(|&b| b < value);
-                    set_ones(pattern, (first - bit) as usize, above);
+                    set_ones(&mut pattern, (first - bit) as usize, above);
                 }
-            });
-            plan.lookups.push(Lookup {
-                projection: *projection,
-                bit,
-                bits,
-            });
+                pattern
+            };
+            // One table per 64 bits of the lookup.
+            for piece in 0..width.div_ceil(64) {
+                let bits = BucketBits::build(table, |bucket| bucket_bits(bucket)[piece]);
+                plan.lookups.push(Lookup {
+                    projection: *projection,
+                    bit: bit + 64 * piece as u32,
+                    bits,
+                });
+            }
         }
 
         let mut ranges: Vec<((u32, u32), u32)> = projection_of.into_iter().collect();
         ranges.sort_by_key(|&(_, p)| p);
         for ((first, last), _) in ranges {
-            let at = |v: usize| v as u32;
-            let start = (
-                at(plan.key_cats.len()),
-                at(plan.key_bits.len()),
-                at(plan.key_one_hots.len()),
-            );
-            for e in &parts.projection[first as usize..last as usize] {
-                match *e {
-                    ProjectionElement::Cat(position) => plan.key_cats.push(position),
+            let elements = &parts.projection[first as usize..last as usize];
+            let start = plan.key_elements.len() as u32;
+            let mut counts = [0u16; 3];
+            // Elements come in CatBoost's order (cats, floats, one-hots).
+            for e in elements {
+                let (kind, value) = match *e {
+                    ProjectionElement::Cat(position) => (0, position),
                     ProjectionElement::Float { slot, threshold } => {
-                        plan.key_bits.push(regions[&slot].bit(threshold))
+                        (1, regions[&slot].bit(threshold))
                     }
                     ProjectionElement::OneHot { slot, index } => {
-                        plan.key_one_hots.push((one_hot_of[&slot], index))
+                        (2, one_hot_of[&slot] << 16 | u32::from(index))
                     }
-                }
+                };
+                counts[kind] += 1;
+                plan.key_elements.push(value);
             }
             plan.projections.push(Projection {
-                cats: (start.0, at(plan.key_cats.len())),
-                bits: (start.1, at(plan.key_bits.len())),
-                one_hots: (start.2, at(plan.key_one_hots.len())),
+                start,
+                cats: counts[0],
+                bits: counts[1],
+                one_hots: counts[2],
             });
         }
 
@@ -324,19 +331,17 @@ pub(crate) fn set_ones(words: &mut [u64], mut at: usize, mut count: usize) {
     }
 }
 
-/// ORs `pattern` (bit 0 first) into a packed bit array from bit `at` on.
-/// Only words the pattern's set bits reach are written.
+/// ORs the 64-bit `pattern` (bit 0 first) into a packed bit array from bit
+/// `at` on. Only words the pattern's set bits reach are written.
 #[inline(always)]
-pub(crate) fn or_pattern(words: &mut [u64], at: usize, pattern: &[u64]) {
+pub(crate) fn or_pattern(words: &mut [u64], at: usize, pattern: u64) {
     let (first, shift) = (at / 64, at % 64);
-    for (i, &p) in pattern.iter().enumerate() {
-        words[first + i] |= p << shift;
-        // `(p >> 1) >> (63 - shift)` is `p >> (64 - shift)`, and 0 (not an
-        // overflow) for shift 0.
-        let spill = (p >> 1) >> (63 - shift);
-        if spill != 0 {
-            words[first + i + 1] |= spill;
-        }
+    words[first] |= pattern << shift;
+    // `(p >> 1) >> (63 - shift)` is `p >> (64 - shift)`, and 0 (not an
+    // overflow) for shift 0.
+    let spill = (pattern >> 1) >> (63 - shift);
+    if spill != 0 {
+        words[first + 1] |= spill;
     }
 }
 
@@ -366,15 +371,18 @@ mod tests {
 
     #[test]
     fn patterns_land_where_asked() {
-        let pattern = [0x8000_0000_0000_0001u64, 0x3];
         for at in [0, 1, 63, 64, 100] {
-            let mut words = [0u64; 5];
-            or_pattern(&mut words, at, &pattern);
-            let mut want = vec![0u8; 320];
-            for p in [0, 63, 64, 65] {
+            let mut words = [0u64; 4];
+            or_pattern(&mut words, at, 0x8000_0000_0000_0003);
+            let mut want = vec![0u8; 256];
+            for p in [0, 1, 63] {
                 want[at + p] = 1;
             }
-            assert_eq!(bits(&words, 320), want, "at {at}");
+            assert_eq!(bits(&words, 256), want, "at {at}");
         }
+        // A pattern that ends inside the array's last word writes no further.
+        let mut words = [0u64; 1];
+        or_pattern(&mut words, 60, 0xf);
+        assert_eq!(words[0], 0xf << 60);
     }
 }

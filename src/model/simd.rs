@@ -36,31 +36,43 @@ pub(crate) fn prefetch<T>(r: &T) {
     let _ = r;
 }
 
-/// The leaf index of each of the eight trees of one block.
+/// The first leaf and the leaf index of each of the eight trees of one
+/// block. `D` is the block's depth when known at compile time (the loop
+/// over levels unrolls), 0 otherwise.
 ///
 /// # Safety
-/// AVX2 must be available, and every entry of `splits` must be below
-/// `words.len() * 64`.
+/// AVX2 must be available, `block` must be one block of `trees` and
+/// [`check`] must have passed for `words`.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[inline]
-unsafe fn block_index(splits: &[u32], words: &[u64]) -> __m256i {
+unsafe fn block_leaves<const D: usize>(
+    block: &[u32],
+    depth: usize,
+    words: &[u64],
+) -> (__m256i, __m256i) {
+    let depth = if D == 0 { depth } else { D };
+    let block = &block[..(depth + 2) * LANES];
     let base = words.as_ptr().cast::<i32>();
     let low5 = _mm256_set1_epi32(31);
     let one = _mm256_set1_epi32(1);
+    let lanes = |k: usize| {
+        let v = &block[k * LANES..(k + 1) * LANES];
+        // SAFETY: `v` holds exactly eight u32, the 32 bytes loaded.
+        unsafe { _mm256_loadu_si256(v.as_ptr().cast()) }
+    };
     let mut index = _mm256_setzero_si256();
     // Deepest level first: each level shifts the ones before it up by one,
     // so level d ends at bit d.
-    for level in splits.chunks_exact(LANES).rev() {
-        // SAFETY: `level` holds exactly eight u32, the 32 bytes loaded.
-        let at = unsafe { _mm256_loadu_si256(level.as_ptr().cast()) };
-        // SAFETY: every position p is below words.len() * 64 (the caller's
-        // contract), so the 32-bit word p / 32 is inside `words`.
+    for d in (0..depth).rev() {
+        let at = lanes(d);
+        // SAFETY: every position p is below bit_end <= words.len() * 64
+        // (checked), so the 32-bit word p / 32 is inside `words`.
         let word = unsafe { _mm256_i32gather_epi32::<4>(base, _mm256_srli_epi32::<5>(at)) };
         let bit = _mm256_and_si256(_mm256_srlv_epi32(word, _mm256_and_si256(at, low5)), one);
         index = _mm256_or_si256(_mm256_slli_epi32::<1>(index), bit);
     }
-    index
+    (lanes(depth), _mm256_and_si256(index, lanes(depth + 1)))
 }
 
 /// The bounds the gathers rely on, checked once per call: a plan that broke
@@ -83,21 +95,36 @@ fn check(trees: &Trees, words: &[u64], leaves: &[f64]) {
 #[target_feature(enable = "avx2")]
 pub(crate) unsafe fn sum(trees: &Trees, words: &[u64], leaves: &[f64]) -> f64 {
     check(trees, words, leaves);
+    // SAFETY (all arms): AVX2 is available (this function's contract) and
+    // the bounds were checked.
+    unsafe {
+        match trees.depth {
+            4 => sum_depth::<4>(trees, words, leaves),
+            5 => sum_depth::<5>(trees, words, leaves),
+            6 => sum_depth::<6>(trees, words, leaves),
+            7 => sum_depth::<7>(trees, words, leaves),
+            8 => sum_depth::<8>(trees, words, leaves),
+            _ => sum_depth::<0>(trees, words, leaves),
+        }
+    }
+}
+
+/// # Safety
+/// As [`block_leaves`], for every block of `trees`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn sum_depth<const D: usize>(trees: &Trees, words: &[u64], leaves: &[f64]) -> f64 {
+    let depth = trees.depth;
+    let full = trees.count / LANES;
     let mut sum = 0.0;
     let mut values = [0.0f64; LANES];
-    for (splits, first, mask, n) in trees.blocks() {
-        // SAFETY: every split position is below bit_end, checked above.
-        let index = unsafe { block_index(splits, words) };
-        // SAFETY: `first` and `mask` hold exactly eight u32.
-        let (first, mask) = unsafe {
-            (
-                _mm256_loadu_si256(first.as_ptr().cast()),
-                _mm256_loadu_si256(mask.as_ptr().cast()),
-            )
-        };
-        let at = _mm256_add_epi32(first, _mm256_and_si256(index, mask));
-        // SAFETY: first + (index & mask) < leaf_end <= leaves.len() for every
-        // lane (the plan's bound, checked above); values has eight f64.
+    for (b, block) in trees.blocks.chunks_exact((depth + 2) * LANES).enumerate() {
+        // SAFETY: the caller's contract.
+        let (first, index) = unsafe { block_leaves::<D>(block, depth, words) };
+        let at = _mm256_add_epi32(first, index);
+        // SAFETY: every lane's offset is below leaf_end <= leaves.len()
+        // (checked); `values` holds eight f64.
         unsafe {
             let low = _mm256_i32gather_pd::<8>(leaves.as_ptr(), _mm256_castsi256_si128(at));
             let high = _mm256_i32gather_pd::<8>(leaves.as_ptr(), _mm256_extracti128_si256::<1>(at));
@@ -105,8 +132,14 @@ pub(crate) unsafe fn sum(trees: &Trees, words: &[u64], leaves: &[f64]) -> f64 {
             _mm256_storeu_pd(values.as_mut_ptr().add(4), high);
         }
         // In tree order, one addition at a time: CatBoost's sum.
-        for &v in &values[..n] {
-            sum += v;
+        if b < full {
+            for v in values {
+                sum += v;
+            }
+        } else {
+            for &v in &values[..trees.count - b * LANES] {
+                sum += v;
+            }
         }
     }
     sum
@@ -122,19 +155,18 @@ pub(crate) unsafe fn sum(trees: &Trees, words: &[u64], leaves: &[f64]) -> f64 {
 pub(crate) unsafe fn sum_dims(trees: &Trees, words: &[u64], leaves: &[f64], out: &mut [f64]) {
     check(trees, words, leaves);
     let dim = out.len();
+    let depth = trees.depth;
     let mut at = [0u32; LANES];
-    for (splits, first, mask, n) in trees.blocks() {
-        // SAFETY: every split position is below bit_end, checked above.
-        let index = unsafe { block_index(splits, words) };
-        // SAFETY: `first`, `mask` and `at` hold exactly eight u32.
-        unsafe {
-            let first = _mm256_loadu_si256(first.as_ptr().cast());
-            let mask = _mm256_loadu_si256(mask.as_ptr().cast());
-            let offset =
-                _mm256_mullo_epi32(_mm256_and_si256(index, mask), _mm256_set1_epi32(dim as i32));
-            _mm256_storeu_si256(at.as_mut_ptr().cast(), _mm256_add_epi32(first, offset));
-        }
-        for &a in &at[..n] {
+    for (b, block) in trees.blocks.chunks_exact((depth + 2) * LANES).enumerate() {
+        // SAFETY: AVX2 is available and the bounds were checked.
+        let (first, index) = unsafe { block_leaves::<0>(block, depth, words) };
+        let leaf = _mm256_add_epi32(
+            first,
+            _mm256_mullo_epi32(index, _mm256_set1_epi32(dim as i32)),
+        );
+        // SAFETY: `at` holds exactly eight u32.
+        unsafe { _mm256_storeu_si256(at.as_mut_ptr().cast(), leaf) };
+        for &a in &at[..(trees.count - b * LANES).min(LANES)] {
             let a = a as usize;
             for (o, leaf) in out.iter_mut().zip(&leaves[a..a + dim]) {
                 *o += leaf;

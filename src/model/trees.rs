@@ -67,12 +67,9 @@ pub(crate) struct Trees {
     pub(crate) count: usize,
     /// Levels per tree after padding (at least 1).
     pub(crate) depth: usize,
-    /// Per block, `depth * LANES` bit positions, level 0 first.
-    pub(crate) splits: Vec<u32>,
-    /// Per block, `LANES` first-leaf offsets into the leaves.
-    pub(crate) first_leaf: Vec<u32>,
-    /// Per block, `LANES` leaf masks.
-    pub(crate) mask: Vec<u32>,
+    /// Per block, contiguous: `depth * LANES` bit positions (level 0
+    /// first), then `LANES` first-leaf offsets, then `LANES` leaf masks.
+    pub(crate) blocks: Vec<u32>,
     /// One past the largest bit position any split reads.
     pub(crate) bit_end: usize,
     /// One past the largest leaf value any tree can reach.
@@ -84,26 +81,25 @@ impl Trees {
     /// own depth, padded with reads of `zero` (a bit that is always 0).
     pub(crate) fn build(trees: &[(u32, Vec<u32>)], zero: u32, dimension: usize) -> Trees {
         let depth = trees.iter().map(|(_, s)| s.len()).max().unwrap_or(0).max(1);
-        let blocks = trees.len().div_ceil(LANES);
+        let stride = (depth + 2) * LANES;
         let mut t = Trees {
             count: trees.len(),
             depth,
-            splits: vec![0; blocks * depth * LANES],
-            first_leaf: vec![0; blocks * LANES],
-            mask: vec![0; blocks * LANES],
+            blocks: vec![0; trees.len().div_ceil(LANES) * stride],
             bit_end: 1,
             leaf_end: 1,
         };
         for (i, (first, splits)) in trees.iter().enumerate() {
-            let (block, lane) = (i / LANES, i % LANES);
+            let block = &mut t.blocks[i / LANES * stride..][..stride];
+            let lane = i % LANES;
             for d in 0..depth {
                 let bit = splits.get(d).copied().unwrap_or(zero);
-                t.splits[(block * depth + d) * LANES + lane] = bit;
+                block[d * LANES + lane] = bit;
                 t.bit_end = t.bit_end.max(bit as usize + 1);
             }
             let mask = (1u32 << splits.len()) - 1;
-            t.first_leaf[i] = *first;
-            t.mask[i] = mask;
+            block[depth * LANES + lane] = *first;
+            block[(depth + 1) * LANES + lane] = mask;
             t.leaf_end = t
                 .leaf_end
                 .max(*first as usize + (mask as usize + 1) * dimension);
@@ -144,12 +140,15 @@ impl Trees {
 
     /// The blocks: `(splits, first leaves, masks, trees in the block)`.
     pub(crate) fn blocks(&self) -> impl Iterator<Item = (&[u32], &[u32], &[u32], usize)> + '_ {
-        self.splits
-            .chunks_exact(self.depth * LANES)
-            .zip(self.first_leaf.chunks_exact(LANES))
-            .zip(self.mask.chunks_exact(LANES))
+        let depth = self.depth;
+        self.blocks
+            .chunks_exact((depth + 2) * LANES)
             .enumerate()
-            .map(|(b, ((s, f), m))| (s, f, m, (self.count - b * LANES).min(LANES)))
+            .map(move |(b, block)| {
+                let (splits, rest) = block.split_at(depth * LANES);
+                let (first, mask) = rest.split_at(LANES);
+                (splits, first, mask, (self.count - b * LANES).min(LANES))
+            })
     }
 
     fn sum_scalar(&self, words: &[u64], leaves: &[f64]) -> f64 {
