@@ -35,10 +35,12 @@ fn root(relative: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
 }
 
-/// `(name, model, documents as (floats, hashes))` for every model we ship or
-/// test with; models without documents of their own get none (random
-/// documents only).
-fn models() -> Vec<(String, Model, Vec<(Vec<f32>, Vec<i32>)>)> {
+/// A document as the evaluator takes it: floats and categorical hashes.
+type Doc = (Vec<f32>, Vec<i32>);
+
+/// `(name, model, documents)` for every model we ship or test with; models
+/// without documents of their own get none (random documents only).
+fn models() -> Vec<(String, Model, Vec<Doc>)> {
     let mut all = Vec::new();
     for case in official_support::cases() {
         let model = Model::load(&case.json).unwrap_or_else(|e| panic!("{e}"));
