@@ -131,42 +131,48 @@ impl Trees {
         }
         let _ = kernel;
         let dim = out.len();
-        self.each_leaf_scalar(words, dim, |at| {
+        self.each_leaf_scalar::<0>(words, dim, |at| {
             for (o, leaf) in out.iter_mut().zip(&leaves[at..at + dim]) {
                 *o += leaf;
             }
         });
     }
 
-    /// The blocks: `(splits, first leaves, masks, trees in the block)`.
-    pub(crate) fn blocks(&self) -> impl Iterator<Item = (&[u32], &[u32], &[u32], usize)> + '_ {
-        let depth = self.depth;
-        self.blocks
-            .chunks_exact((depth + 2) * LANES)
-            .enumerate()
-            .map(move |(b, block)| {
-                let (splits, rest) = block.split_at(depth * LANES);
-                let (first, mask) = rest.split_at(LANES);
-                (splits, first, mask, (self.count - b * LANES).min(LANES))
-            })
-    }
-
     fn sum_scalar(&self, words: &[u64], leaves: &[f64]) -> f64 {
         let mut sum = 0.0;
-        self.each_leaf_scalar(words, 1, |at| sum += leaves[at]);
+        let mut add = |at: usize| sum += leaves[at];
+        match self.depth {
+            4 => self.each_leaf_scalar::<4>(words, 1, &mut add),
+            5 => self.each_leaf_scalar::<5>(words, 1, &mut add),
+            6 => self.each_leaf_scalar::<6>(words, 1, &mut add),
+            7 => self.each_leaf_scalar::<7>(words, 1, &mut add),
+            8 => self.each_leaf_scalar::<8>(words, 1, &mut add),
+            _ => self.each_leaf_scalar::<0>(words, 1, &mut add),
+        }
         sum
     }
 
-    /// Calls `leaf` with the offset of each tree's leaf, in tree order.
+    /// Calls `leaf` with the offset of each tree's leaf, in tree order. `D`
+    /// is the depth when known at compile time (the levels unroll), else 0.
     #[inline(always)]
-    fn each_leaf_scalar(&self, words: &[u64], dimension: usize, mut leaf: impl FnMut(usize)) {
-        for (splits, first, mask, n) in self.blocks() {
-            for lane in 0..n {
+    fn each_leaf_scalar<const D: usize>(
+        &self,
+        words: &[u64],
+        dimension: usize,
+        mut leaf: impl FnMut(usize),
+    ) {
+        let depth = if D == 0 { self.depth } else { D };
+        let stride = (depth + 2) * LANES;
+        for (b, block) in self.blocks.chunks_exact(stride).enumerate() {
+            let block = &block[..stride];
+            for lane in 0..(self.count - b * LANES).min(LANES) {
                 let mut index = 0u32;
-                for (d, level) in splits.chunks_exact(LANES).enumerate() {
-                    index |= bit(words, level[lane]) << d;
+                for d in 0..depth {
+                    index |= bit(words, block[d * LANES + lane]) << d;
                 }
-                leaf(first[lane] as usize + (index & mask[lane]) as usize * dimension);
+                let first = block[depth * LANES + lane] as usize;
+                let mask = block[(depth + 1) * LANES + lane];
+                leaf(first + (index & mask) as usize * dimension);
             }
         }
     }
