@@ -1,21 +1,25 @@
-//! The AVX2 tree kernel and the prefetch hint: the only `unsafe` of the
-//! evaluator, kept in this one module.
+//! The vector tree kernels (AVX2, AVX-512) and the prefetch hint: the only
+//! `unsafe` of the evaluator, kept in this one module.
 //!
 //! Why `unsafe` here at all: AVX2 gathers read through raw pointers, and a
-//! function compiled for AVX2 may only be called on a CPU that has it. Both
-//! obligations are discharged in one place each: [`sum`] and [`sum_dims`]
-//! check, once per call, that every bit position and leaf index the trees can
-//! produce is inside the slices they are given (the plan computed those
-//! bounds when it laid the trees out), and their callers
+//! function compiled for a target feature may only be called on a CPU that
+//! has it. Both obligations are discharged in one place each: [`sum`] and
+//! [`sum_dims`] check, once per call, that every bit position and leaf index
+//! the trees can produce is inside the slices they are given (the plan
+//! computed those bounds when it laid the trees out), and their callers
 //! ([`super::trees::Trees::sum`]) call them only after
-//! `is_x86_feature_detected!("avx2")`. Everything else (register loads from
-//! slices of exactly eight lanes, shifts, masks) follows from the slices'
-//! lengths.
+//! `is_x86_feature_detected!`. [`sum_bytes`] (AVX-512) reads no memory
+//! through vector indexes at all: its table lookups are register permutes,
+//! its leaf loads ordinary bounds-checked indexing. Everything else
+//! (register loads from slices of exactly 8 or 64 lanes, shifts, masks)
+//! follows from the slices' lengths.
 //!
-//! The kernel computes eight leaf indexes at once, exactly as the scalar loop
-//! of `trees.rs` does one at a time, then adds the eight leaves to the sum in
-//! tree order: the result is bit-identical to the scalar kernel's
-//! (`tests/model_kernels.rs`).
+//! Each kernel computes the leaf indexes of several trees at once, exactly
+//! as the scalar loop of `trees.rs` does one at a time, then adds the leaves
+//! to the sum in tree order: the result is bit-identical to the scalar
+//! kernel's (`tests/model_kernels.rs`, `fuzz/fuzz_targets/model_kernels.rs`).
+//! Without AVX2 (or off x86-64) only the scalar kernel runs; it is always
+//! built and always tested.
 
 // This module needs Rust 1.89 (AVX-512 intrinsics; SIMD intrinsics that are
 // safe to call inside `#[target_feature]` functions), above the crate's
@@ -182,28 +186,32 @@ pub(crate) unsafe fn sum_dims(trees: &Trees, words: &[u64], leaves: &[f64], out:
 }
 
 /// [`Trees::sum`] with AVX-512: the model's condition bits, expanded to one
-/// byte each, are a 256-byte table in four registers; each level of 64 trees
-/// is two table lookups (`vpermi2b`) and a blend, each tree's leaf index a
-/// byte. Leaves are then added in tree order. No memory is read through a
-/// vector index: the only `unsafe` is the target feature.
+/// byte each, are a 512-byte table in eight registers; each level of 64
+/// trees is four table lookups (`vpermi2b`, 128 bytes each) and three
+/// blends (by bits 7 and 8 of the condition numbers), each tree's leaf index
+/// a byte. Leaves are then added in tree order. No memory is read through a
+/// vector index: the only `unsafe` is the target feature and the loads of
+/// 64-byte rows.
 ///
 /// # Safety
 /// AVX-512 F, BW and VBMI must be available on this CPU.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
 pub(crate) unsafe fn sum_bytes(trees: &Trees, words: &[u64], leaves: &[f64]) -> f64 {
+    debug_assert!(trees.bit_end <= BYTE_CONDITIONS);
     let one = _mm512_set1_epi8(1);
-    // Bits beyond the words are conditions no tree reads (bit_end <= 256).
+    // Bits beyond the words are conditions no tree reads (bit_end <= 512).
     let word = |q: usize| words.get(q).copied().unwrap_or(0);
     let table = |q: usize| _mm512_and_si512(_mm512_movm_epi8(_cvtu64_mask64(word(q))), one);
-    let (t0, t1, t2, t3) = (table(0), table(1), table(2), table(3));
+    let t: [__m512i; 8] = std::array::from_fn(table);
     let depth = trees.depth;
     let stride = (depth + 1) * BYTE_LANES;
     let mut index = [0u8; BYTE_LANES];
     let mut sum = 0.0;
-    for (group, first) in trees
+    for ((group, high), first) in trees
         .bytes
         .chunks_exact(stride)
+        .zip(trees.high.chunks_exact(depth))
         .zip(trees.first.chunks(BYTE_LANES))
     {
         let row = |k: usize| {
@@ -217,11 +225,20 @@ pub(crate) unsafe fn sum_bytes(trees: &Trees, words: &[u64], leaves: &[f64]) -> 
         // Deepest level first, as in the AVX2 kernel.
         for d in (0..depth).rev() {
             let c = row(d);
-            // Condition c < 128 is byte c & 127 of (t0, t1); c >= 128 of
-            // (t2, t3): the top bit of c picks.
-            let low = _mm512_permutex2var_epi8(t0, c, t1);
-            let high = _mm512_permutex2var_epi8(t2, c, t3);
-            let bit = _mm512_mask_blend_epi8(_mm512_movepi8_mask(c), low, high);
+            // Byte c & 127 of each 128-byte quarter; bit 7 picks the half of
+            // each 256-byte half, bit 8 the half.
+            let bit7 = _mm512_movepi8_mask(c);
+            let q0 = _mm512_permutex2var_epi8(t[0], c, t[1]);
+            let q1 = _mm512_permutex2var_epi8(t[2], c, t[3]);
+            let low = _mm512_mask_blend_epi8(bit7, q0, q1);
+            let bit = if trees.bit_end > 256 {
+                let q2 = _mm512_permutex2var_epi8(t[4], c, t[5]);
+                let q3 = _mm512_permutex2var_epi8(t[6], c, t[7]);
+                let upper = _mm512_mask_blend_epi8(bit7, q2, q3);
+                _mm512_mask_blend_epi8(_cvtu64_mask64(high[d]), low, upper)
+            } else {
+                low
+            };
             at = _mm512_or_si512(_mm512_add_epi8(at, at), bit);
         }
         at = _mm512_and_si512(at, row(depth));
@@ -232,6 +249,5 @@ pub(crate) unsafe fn sum_bytes(trees: &Trees, words: &[u64], leaves: &[f64]) -> 
             sum += leaves[f as usize + usize::from(i)];
         }
     }
-    debug_assert!(trees.bit_end <= BYTE_CONDITIONS);
     sum
 }

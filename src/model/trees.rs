@@ -1,6 +1,7 @@
-//! The trees of a plan, laid out eight at a time, and the two kernels that
-//! evaluate them: a scalar loop that every build has and tests, and an AVX2
-//! one ([`super::simd`]) chosen at run time when the CPU has it.
+//! The trees of a plan, laid out eight at a time (and 64 at a time for the
+//! AVX-512 kernel), and the kernels that evaluate them: a scalar loop that
+//! every build has and tests, and AVX2 and AVX-512 ones ([`super::simd`])
+//! chosen at run time when the CPU has them ([`Kernel::detect`]).
 //!
 //! Per document the condition bits are a packed bit array (one bit per used
 //! border or one-hot condition, bit `p` is bit `p % 64` of word `p / 64`).
@@ -25,14 +26,14 @@ pub enum Kernel {
     /// Eight trees at a time with AVX2 gathers (x86-64 CPUs since 2013).
     Avx2,
     /// Sixty-four trees at a time with AVX-512 VBMI byte permutes (Ice Lake
-    /// and later), for models of at most [`BYTE_CONDITIONS`] conditions and
+    /// and later), for models of at most 512 conditions and
     /// depth 8; other models run the AVX2 kernel.
     Avx512,
 }
 
 /// The most condition bits a model may have for the AVX-512 kernel: its
-/// condition bytes are a 256-byte table held in four registers.
-pub(crate) const BYTE_CONDITIONS: usize = 256;
+/// condition bytes are a 512-byte table held in eight registers.
+pub(crate) const BYTE_CONDITIONS: usize = 512;
 /// Trees per group of the AVX-512 kernel: one byte lane each.
 pub(crate) const BYTE_LANES: usize = 64;
 
@@ -95,9 +96,12 @@ pub(crate) struct Trees {
     /// One past the largest leaf value any tree can reach.
     pub(crate) leaf_end: usize,
     /// For the AVX-512 kernel (empty when the model does not fit it): per
-    /// group of [`BYTE_LANES`] trees, `depth` rows of condition numbers (one
-    /// byte per tree), then a row of leaf masks.
+    /// group of [`BYTE_LANES`] trees, `depth` rows of the low bytes of the
+    /// condition numbers (one byte per tree), then a row of leaf masks.
     pub(crate) bytes: Vec<u8>,
+    /// Per group, `depth` masks of bit 8 of the condition numbers (bit
+    /// `lane` for tree `lane` of the group).
+    pub(crate) high: Vec<u64>,
     /// Each tree's first leaf (AVX-512 kernel).
     pub(crate) first: Vec<u32>,
 }
@@ -115,6 +119,7 @@ impl Trees {
             bit_end: 1,
             leaf_end: 1,
             bytes: Vec::new(),
+            high: Vec::new(),
             first: Vec::new(),
         };
         for (i, (first, splits)) in trees.iter().enumerate() {
@@ -134,12 +139,17 @@ impl Trees {
         }
         if t.bit_end <= BYTE_CONDITIONS && depth <= 8 && dimension == 1 {
             let stride = (depth + 1) * BYTE_LANES;
-            t.bytes = vec![0; trees.len().div_ceil(BYTE_LANES) * stride];
+            let groups = trees.len().div_ceil(BYTE_LANES);
+            t.bytes = vec![0; groups * stride];
+            t.high = vec![0; groups * depth];
             for (i, (first, splits)) in trees.iter().enumerate() {
                 let group = &mut t.bytes[i / BYTE_LANES * stride..][..stride];
+                let high = &mut t.high[i / BYTE_LANES * depth..][..depth];
                 let lane = i % BYTE_LANES;
                 for d in 0..depth {
-                    group[d * BYTE_LANES + lane] = splits.get(d).copied().unwrap_or(zero) as u8;
+                    let c = splits.get(d).copied().unwrap_or(zero);
+                    group[d * BYTE_LANES + lane] = c as u8;
+                    high[d] |= u64::from(c >> 8 & 1) << lane;
                 }
                 group[depth * BYTE_LANES + lane] = ((1u32 << splits.len()) - 1) as u8;
                 t.first.push(*first);
