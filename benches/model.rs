@@ -189,7 +189,7 @@ fn bench(c: &mut Criterion) {
              {strings_ns:.0} ns (strings), {scalar_ns:.0} ns (hashed, scalar kernel)",
             case.name,
             model.tree_count(),
-            Kernel::detect(),
+            model.kernel(),
         );
         #[cfg(feature = "official")]
         {

@@ -135,6 +135,14 @@ impl Model {
         self.plan.trees.count
     }
 
+    /// The tree kernel [`Model::predict`] runs for this model on this CPU:
+    /// [`Kernel::detect`], except that models the AVX-512 kernel cannot hold
+    /// (more than 512 conditions, deeper than 8, several dimensions) run the
+    /// AVX2 one.
+    pub fn kernel(&self) -> Kernel {
+        self.plan.trees.kernel(Kernel::detect())
+    }
+
     /// Whether [`Model::predict`] can report `ty` for this model: `Raw`
     /// always; `Probability` and `Class` for binary (Logloss, CrossEntropy)
     /// and MultiClass models, `Class` for MultiClassOneVsAll; for a model

@@ -14,12 +14,13 @@
 //! of additions is CatBoost's own.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// Trees per block: one AVX2 register of 32-bit lanes.
 pub(crate) const LANES: usize = 8;
 
-/// Which code evaluates the trees.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which code evaluates the trees, narrowest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Kernel {
     /// One tree at a time; always available.
     Scalar,
@@ -38,36 +39,42 @@ pub(crate) const BYTE_CONDITIONS: usize = 512;
 pub(crate) const BYTE_LANES: usize = 64;
 
 impl Kernel {
-    /// The fastest kernel this CPU runs (detected once by the standard
-    /// library and cached).
+    /// The fastest kernel this CPU runs (detected once and cached).
     #[inline]
     pub fn detect() -> Kernel {
-        if Kernel::Avx512.is_available() {
-            Kernel::Avx512
-        } else if Kernel::Avx2.is_available() {
-            Kernel::Avx2
-        } else {
-            Kernel::Scalar
+        // 0: not detected yet; else 1 + the kernel's place in the enum.
+        static WIDEST: AtomicU8 = AtomicU8::new(0);
+        match WIDEST.load(Ordering::Relaxed) {
+            1 => Kernel::Scalar,
+            2 => Kernel::Avx2,
+            3 => Kernel::Avx512,
+            _ => {
+                let k = Kernel::probe();
+                WIDEST.store(k as u8 + 1, Ordering::Relaxed);
+                k
+            }
         }
     }
 
-    /// Whether this CPU can run the kernel.
+    /// Whether this CPU can run the kernel. Each kernel's features include
+    /// the narrower one's.
     #[inline]
     pub fn is_available(self) -> bool {
-        match self {
-            Kernel::Scalar => true,
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
-            #[cfg(target_arch = "x86_64")]
-            Kernel::Avx512 => {
-                std::arch::is_x86_feature_detected!("avx2")
-                    && std::arch::is_x86_feature_detected!("avx512f")
-                    && std::arch::is_x86_feature_detected!("avx512bw")
-                    && std::arch::is_x86_feature_detected!("avx512vbmi")
+        self <= Kernel::detect()
+    }
+
+    fn probe() -> Kernel {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx2") {
+                if has!("avx512f") && has!("avx512bw") && has!("avx512vbmi") {
+                    return Kernel::Avx512;
+                }
+                return Kernel::Avx2;
             }
-            #[cfg(not(target_arch = "x86_64"))]
-            Kernel::Avx2 | Kernel::Avx512 => false,
         }
+        Kernel::Scalar
     }
 }
 
@@ -156,6 +163,17 @@ impl Trees {
             }
         }
         t
+    }
+
+    /// The kernel that runs when `kernel` is asked for: the widest one at
+    /// most `kernel` that this CPU has and these trees fit.
+    pub(crate) fn kernel(&self, kernel: Kernel) -> Kernel {
+        let k = kernel.min(Kernel::detect());
+        if k == Kernel::Avx512 && self.bytes.is_empty() {
+            Kernel::Avx2
+        } else {
+            k
+        }
     }
 
     /// The sum of each tree's leaf (one-dimensional models), in tree order.
