@@ -18,3 +18,4 @@ pub mod model;
 pub mod replay;
 pub mod request;
 pub mod scorer;
+pub mod tls;

@@ -11,6 +11,7 @@ commands:
   predict    score JSON Lines documents with a CatBoost model
   features   print the feature vector of JSON Lines requests
   replay     score recorded traffic with a configuration, report decisions
+  tls        print the JA4 of recorded ClientHellos (hex, one per line)
   version    print the library version
 ";
 
@@ -21,6 +22,7 @@ fn main() -> ExitCode {
         Some("predict") => cli::predict::run(rest),
         Some("features") => cli::features::run(rest),
         Some("replay") => cli::replay::run(rest),
+        Some("tls") => cli::tls::run(rest),
         Some("version" | "--version") => {
             println!("edgeguard {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

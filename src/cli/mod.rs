@@ -3,3 +3,4 @@
 pub mod features;
 pub mod predict;
 pub mod replay;
+pub mod tls;
