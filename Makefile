@@ -18,7 +18,10 @@ APT_TEST += wrk
 # luarocks: the rockspec test; lua-check: luacheck in make lint; prometheus:
 # tests/e2e/test_prometheus.py scrapes the demo nginx with the real server.
 APT_TEST += luarocks lua-check prometheus
-PIP_TEST := pytest prometheus_client
+# openssl, requests: tests/e2e/test_tls.py makes a certificate and runs
+# real TLS clients (chromium, go and node too when installed).
+APT_TEST += openssl
+PIP_TEST := pytest prometheus_client requests
 
 RELEASE_LIB := target/release/libedgeguard.so
 RUN_DIR := .run

@@ -9,8 +9,9 @@ use edgeguard::tls::{ClientHello, Fingerprint, Scratch};
 const USAGE: &str = "usage: edgeguard tls < clienthellos.hex
 
 Reads one ClientHello per line, in hex: a TLS record (16 03 ..) or a
-handshake message (01 ..). Blank lines and lines starting with # are skipped.
-Prints one JSON line per ClientHello:
+handshake message (01 ..). The hex is the line's last field; words before it
+label the line and are printed as \"label\". Blank lines and lines starting
+with # are skipped. Prints one JSON line per ClientHello:
   {\"ja4\": \"t13d1516h2_8daaf6152771_e5627efa2ab1\", \"ja4_r\": \"t13d1516h2_002f,...\",
    \"version\": \"0304\", \"ciphers\": 15, \"extensions\": 16, \"alpn\": \"h2\",
    \"grease\": true, \"family\": \"boringssl\"}
@@ -19,7 +20,7 @@ the field at fault; the exit status is then 1.
 ";
 
 fn unhex(s: &str) -> Result<Vec<u8>, String> {
-    let s: Vec<u8> = s.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
+    let s = s.as_bytes();
     if s.len() % 2 != 0 {
         return Err("odd number of hex digits".into());
     }
@@ -36,8 +37,8 @@ fn unhex(s: &str) -> Result<Vec<u8>, String> {
 /// The fingerprint of one line's bytes, as a JSON object.
 fn describe(bytes: &[u8], scratch: &mut Scratch) -> Result<serde_json::Value, String> {
     let hello = match bytes.first() {
-        Some(22) => ClientHello::parse_record(bytes),
-        _ => ClientHello::parse_handshake(bytes),
+        Some(1) => ClientHello::parse_handshake(bytes),
+        _ => ClientHello::parse_record(bytes),
     }
     .map_err(|e| e.to_string())?;
     let fp = Fingerprint::compute(&hello, scratch);
@@ -79,8 +80,15 @@ pub fn run(args: &[String]) -> ExitCode {
         if t.is_empty() || t.starts_with('#') {
             continue;
         }
-        match unhex(t).and_then(|b| describe(&b, &mut scratch)) {
-            Ok(v) => {
+        let (label, hex) = match t.rsplit_once(char::is_whitespace) {
+            Some((label, hex)) => (Some(label.trim()), hex),
+            None => (None, t),
+        };
+        match unhex(hex).and_then(|b| describe(&b, &mut scratch)) {
+            Ok(mut v) => {
+                if let Some(label) = label {
+                    v["label"] = label.into();
+                }
                 if writeln!(out, "{v}").is_err() {
                     return ExitCode::from(1);
                 }

@@ -133,8 +133,8 @@ pub unsafe extern "C" fn edgeguard_tls_parse(
             return edgeguard_result::NullParameter;
         };
         let parsed = match b.first() {
-            Some(22) => ClientHello::parse_record(b),
-            _ => ClientHello::parse_handshake(b),
+            Some(1) => ClientHello::parse_handshake(b),
+            _ => ClientHello::parse_record(b),
         };
         match parsed {
             Ok(hello) => {

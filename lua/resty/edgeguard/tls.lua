@@ -172,7 +172,9 @@ end
 
 --- The raw parts of the current request's fingerprint as numbers and
 -- strings, or nil: ja4, version, ciphers, extensions, alpn, grease,
--- family. Makes a table: for tools and tests, not the hot path.
+-- family, source ("wire": every extension read from the ClientHello;
+-- "openssl": only those OpenSSL implements). Makes a table: for tools and
+-- tests, not the hot path.
 function _M.parts()
     local i = _M.get()
     if not i then
@@ -186,6 +188,7 @@ function _M.parts()
         alpn = ffi_string(i.alpn, i.alpn_len),
         grease = i.grease == 1,
         family = ffi_string(lib.edgeguard_tls_family_name(i.family)),
+        source = i.source == 1 and "wire" or "openssl",
     }
 end
 
