@@ -104,6 +104,11 @@ bench-deps:
 bench-e2e: bench-deps build
 	$(PYTHON) scripts/bench-e2e.py $(BENCH_E2E_ARGS)
 
+# Worker CPU per TLS handshake with and without JA4 (scripts/bench-tls.py).
+.PHONY: bench-tls
+bench-tls: deps build
+	$(PYTHON) scripts/bench-tls.py
+
 # Instructions per single-document prediction of the native evaluator on the
 # bench models (stable on a loaded machine, unlike time); CALLGRIND_MODE=official
 # counts the official library instead (needs make libcatboostmodel).

@@ -56,6 +56,8 @@ pub struct edgeguard_tls_info {
 }
 
 const _: () = assert!(JA4_LEN == 36 && ALPN_MAX == 16);
+// What a connection keeps (README: "one 64-byte block per connection").
+const _: () = assert!(std::mem::size_of::<edgeguard_tls_info>() == 64);
 
 /// `edgeguard_tls_info.source`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -529,5 +531,235 @@ pub unsafe extern "C" fn edgeguard_tls_get(
 pub extern "C" fn edgeguard_tls_family_name(family: c_int) -> *const c_char {
     ffi_panic_boundary! {
         crate::tls::Family::from_number(family).c_name().as_ptr()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The live path against a stand-in for OpenSSL's client-hello calls
+    //! over a recorded ClientHello: views into the message (as OpenSSL 3.0
+    //! keeps them), copies (as another version might), and lies.
+
+    use super::*;
+    use std::cell::RefCell;
+
+    /// What the fake OpenSSL serves.
+    struct Fake {
+        body: Vec<u8>,
+        ciphers: (usize, usize),
+        compression: Vec<u8>,
+        /// (type, offset, len) of the extensions the fake "implements".
+        known: Vec<(u16, usize, usize)>,
+        /// Extension data handed out from this copy instead of `body`.
+        copy: Option<Vec<u8>>,
+    }
+
+    thread_local! {
+        static FAKE: RefCell<Option<Fake>> = const { RefCell::new(None) };
+    }
+
+    fn with<R>(f: impl FnOnce(&Fake) -> R) -> R {
+        FAKE.with(|x| f(x.borrow().as_ref().unwrap()))
+    }
+
+    unsafe extern "C" fn legacy_version(_: *mut c_void) -> c_uint {
+        with(|f| c_uint::from(u16::from_be_bytes([f.body[0], f.body[1]])))
+    }
+    unsafe extern "C" fn ciphers(_: *mut c_void, out: *mut *const u8) -> usize {
+        with(|f| {
+            *out = f.body.as_ptr().add(f.ciphers.0);
+            f.ciphers.1
+        })
+    }
+    unsafe extern "C" fn compression(_: *mut c_void, out: *mut *const u8) -> usize {
+        with(|f| {
+            *out = f.compression.as_ptr();
+            f.compression.len()
+        })
+    }
+    unsafe extern "C" fn extensions_present(
+        _: *mut c_void,
+        out: *mut *mut c_int,
+        len: *mut usize,
+    ) -> c_int {
+        with(|f| {
+            let p = libc::malloc(4 * f.known.len().max(1)).cast::<c_int>();
+            for (i, k) in f.known.iter().enumerate() {
+                *p.add(i) = c_int::from(k.0);
+            }
+            *out = p;
+            *len = f.known.len();
+            1
+        })
+    }
+    unsafe extern "C" fn get_ext(
+        _: *mut c_void,
+        t: c_uint,
+        out: *mut *const u8,
+        len: *mut usize,
+    ) -> c_int {
+        with(|f| match f.known.iter().find(|k| c_uint::from(k.0) == t) {
+            Some(&(_, off, n)) => {
+                *out = f.copy.as_ref().unwrap_or(&f.body).as_ptr().add(off);
+                *len = n;
+                1
+            }
+            None => 0,
+        })
+    }
+    unsafe extern "C" fn isv2(_: *mut c_void) -> c_int {
+        0
+    }
+    unsafe extern "C" fn crypto_free(p: *mut c_void, _: *const c_char, _: c_int) {
+        libc::free(p);
+    }
+    unsafe extern "C" fn new_index(
+        _: c_int,
+        _: c_long,
+        _: *mut c_void,
+        _: *mut c_void,
+        _: Option<ExDup>,
+        _: Option<ExFree>,
+    ) -> c_int {
+        -1
+    }
+    unsafe extern "C" fn set_ex_data(_: *mut c_void, _: c_int, _: *mut c_void) -> c_int {
+        0
+    }
+    unsafe extern "C" fn get_ex_data(_: *const c_void, _: c_int) -> *mut c_void {
+        std::ptr::null_mut()
+    }
+
+    const FAKE_OPENSSL: OpenSsl = OpenSsl {
+        legacy_version,
+        ciphers,
+        extensions_present,
+        get_ext,
+        isv2,
+        compression,
+        crypto_free,
+        new_index,
+        set_ex_data,
+        get_ex_data,
+    };
+
+    /// Types OpenSSL 3.0 parses (ssl/statem/extensions.c); Chromium's ALPS,
+    /// compress_certificate, ECH and GREASE are not among them.
+    const IMPLEMENTED: &[u16] = &[
+        0xff01, 0, 1, 5, 10, 11, 13, 16, 18, 21, 22, 23, 35, 41, 42, 43, 44, 45, 49, 50, 51,
+    ];
+
+    fn hex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+            .collect()
+    }
+
+    /// The recorded ClientHello of `client` as a record, and a fake over it.
+    fn fake_for(client: &str) -> (Vec<u8>, Fake) {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/tls/local-clienthellos.txt"
+        ))
+        .unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{client} ")))
+            .unwrap();
+        let record = hex(line.rsplit(' ').next().unwrap());
+        let body = record[9..].to_vec();
+        let sid = usize::from(body[34]);
+        let c_at = 35 + sid;
+        let c_len = usize::from(u16::from_be_bytes([body[c_at], body[c_at + 1]]));
+        let m_at = c_at + 2 + c_len;
+        let m_len = usize::from(body[m_at]);
+        let mut at = m_at + 1 + m_len + 2;
+        let mut known = Vec::new();
+        while at < body.len() {
+            let t = u16::from_be_bytes([body[at], body[at + 1]]);
+            let n = usize::from(u16::from_be_bytes([body[at + 2], body[at + 3]]));
+            if IMPLEMENTED.contains(&t) {
+                known.push((t, at + 4, n));
+            }
+            at += 4 + n;
+        }
+        let fake = Fake {
+            compression: body[m_at + 1..m_at + 1 + m_len].to_vec(),
+            ciphers: (c_at + 2, c_len),
+            known,
+            copy: None,
+            body,
+        };
+        (record, fake)
+    }
+
+    fn live(fake: Fake) -> (Fingerprint, Source) {
+        FAKE.with(|x| *x.borrow_mut() = Some(fake));
+        let ssl = std::ptr::NonNull::<u8>::dangling().as_ptr().cast();
+        // SAFETY: the fake ignores the SSL pointer.
+        unsafe { live_fingerprint(&FAKE_OPENSSL, ssl) }
+            .unwrap()
+            .unwrap()
+    }
+
+    fn from_bytes(record: &[u8]) -> Fingerprint {
+        Fingerprint::compute(
+            &ClientHello::parse_record(record).unwrap(),
+            &mut Scratch::default(),
+        )
+    }
+
+    #[test]
+    fn views_into_the_message_give_the_whole_client_hello() {
+        for client in ["chromium", "curl", "go"] {
+            let (record, fake) = fake_for(client);
+            let (fp, source) = live(fake);
+            assert_eq!(source, Source::Wire, "{client}");
+            assert_eq!(fp, from_bytes(&record), "{client}");
+        }
+    }
+
+    #[test]
+    fn anything_unproven_falls_back_to_openssls_list() {
+        let (record, fake) = fake_for("chromium");
+        let known: Vec<i32> = fake.known.iter().map(|k| i32::from(k.0)).collect();
+        let whole = from_bytes(&record);
+        let listed = {
+            let h = ClientHello::parse_record(&record).unwrap();
+            let h = ClientHello {
+                extensions: ExtensionTypes::List(&known),
+                ..h
+            };
+            Fingerprint::compute(&h, &mut Scratch::default())
+        };
+        assert!(
+            listed.extensions < whole.extensions,
+            "Chromium sends extensions OpenSSL lacks"
+        );
+        assert_ne!(listed.ja4(), whole.ja4());
+
+        // Extension data copied out of the message.
+        let (_, mut f) = fake_for("chromium");
+        f.copy = Some(f.body.clone());
+        assert_eq!(live(f), (listed, Source::OpensslList));
+        // Compression methods that do not match the bytes after the ciphers.
+        let (_, mut f) = fake_for("chromium");
+        f.compression = vec![1];
+        assert_eq!(live(f), (listed, Source::OpensslList));
+        // An extension reported at another offset than the block has it.
+        let (_, mut f) = fake_for("chromium");
+        f.known[1].1 += 1;
+        assert_eq!(live(f).1, Source::OpensslList);
+        // A length that does not match the block's.
+        let (_, mut f) = fake_for("chromium");
+        f.known[0].2 += 1;
+        assert_eq!(live(f).1, Source::OpensslList);
+        // No extension OpenSSL knows: nothing to anchor the block on.
+        let (_, mut f) = fake_for("chromium");
+        f.known.clear();
+        let (fp, source) = live(f);
+        assert_eq!(source, Source::OpensslList);
+        assert_eq!(fp.extensions, 0);
     }
 }

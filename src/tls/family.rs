@@ -11,13 +11,15 @@
 //!
 //! | family | marker | seen in |
 //! |---|---|---|
-//! | BoringSSL | GREASE among the ciphers (RFC 8701 came from BoringSSL) | Chromium 156 here, every Chrome capture of FoxIO's tests |
-//! | NSS | TLS 1.3 suites first, in the order 1301, 1303, 1302 | Firefox (FoxIO's `tls12.pcap`, contile.services.mozilla.com) |
-//! | OpenSSL | TLS 1.3 suites first, in the order 1302, 1303, 1301 | curl 7.88, Python 3.11 `ssl`/requests, Node 18 (all OpenSSL 3.0) |
-//! | Go | TLS 1.3 suites last, 1301, 1302, 1303 after the TLS 1.2 ones | Go 1.19 `crypto/tls` |
+//! | BoringSSL | GREASE among the ciphers (RFC 8701 came from BoringSSL) | Chromium 156 here; every Chrome connection of FoxIO's test captures |
+//! | NSS | TLS 1.3 suites first, in the order 1301, 1303, 1302 | Firefox (FoxIO's `tls12.pcap`, to contile.services.mozilla.com) |
+//! | OpenSSL | TLS 1.3 suites first, in the order 1302, 1303, 1301 | curl 7.88, Python 3.11 `ssl` and requests, Node 20 (all on OpenSSL 3.0 here) |
+//! | Go | TLS 1.3 suites last, 1301, 1302, 1303, after every TLS 1.2 one | Go 1.19 `crypto/tls` here |
 //!
-//! Anything else is [`Family::Unknown`]. `tests/tls_ja4.rs` checks each row
-//! against ClientHellos recorded from those clients.
+//! A client restricted to TLS 1.2 (no TLS 1.3 suites) is [`Family::Unknown`]
+//! unless it sends GREASE, as is anything else. `tests/tls_ja4.rs` checks
+//! each row against ClientHellos recorded from those clients
+//! (`tests/fixtures/tls/`).
 
 use std::ffi::CStr;
 
@@ -30,7 +32,8 @@ use super::is_grease;
 pub enum Family {
     /// None of the markers.
     Unknown = 0,
-    /// BoringSSL and its forks: Chromium-based browsers, Safari, Android.
+    /// BoringSSL, or a stack that sends GREASE as it does (Chromium-based
+    /// browsers among the clients checked).
     Boringssl = 1,
     /// NSS: Firefox.
     Nss = 2,

@@ -19,6 +19,7 @@ import tls_clients
 from conftest import LIB, MODULES, ROOT, TEST_LIST, Nginx, bad_log_lines, free_port, wait_until
 
 EDGEGUARD = ROOT / "target" / "release" / "edgeguard"
+OPENSSL_BAD_EXTENSION = "SSL_do_handshake() failed (SSL: error:0A00006E:SSL routines::bad extension)"
 MODELS = {"bot": ROOT / "models" / "bot.json", "spoof": ROOT / "models" / "spoof.json"}
 
 
@@ -60,7 +61,12 @@ http {{
         ssl_certificate_key key.pem;
         ssl_protocols TLSv1.2 TLSv1.3;   # 1.22's default has no TLS 1.3
         ssl_session_cache shared:tls:1m;
-        ssl_client_hello_by_lua_block {{ require("resty.edgeguard.tls").client_hello() }}
+        ssl_client_hello_by_lua_block {{
+            local tls = require("resty.edgeguard.tls")
+            tls.client_hello()
+            -- Read back in the handshake: what the hostile-input test checks.
+            ngx.log(ngx.INFO, "test-hello ja4=", tls.ja4() or "none")
+        }}
         set_by_lua_block $edgeguard_ja4 {{ return require("resty.edgeguard.tls").ja4() or "" }}
         set $edgeguard_request_headers "";
         set $edgeguard_bot "";
@@ -107,8 +113,10 @@ def tls_nginx(tmp_path_factory):
     nginx.start(tls_port)
     yield nginx, tls_port, plain_port
     nginx.stop()
-    bad = bad_log_lines(nginx.error_log)
     log = nginx.error_log
+    # nginx 1.22 logs OpenSSL's refusal of a malformed ALPN extension at
+    # [crit]; the hostile-input test sends some on purpose and counts them.
+    bad = [line for line in bad_log_lines(log) if OPENSSL_BAD_EXTENSION not in line]
     nginx.cleanup()
     assert not bad, "error log has errors:\n" + "\n".join(bad)
     assert "edgeguard tls" not in log, log
@@ -278,3 +286,59 @@ def test_the_library_has_no_link_time_tls_dependency():
     undefined = subprocess.run(["nm", "-D", "--undefined-only", LIB], capture_output=True, text=True,
                                check=True).stdout
     assert "SSL_" not in undefined and "CRYPTO_" not in undefined, undefined
+
+
+def hostile_hello(n_ciphers, n_unknown, alpn):
+    """A TLS 1.2 ClientHello nginx can answer (ECDHE-ECDSA for the test's
+    P-256 key), padded with thousands of ciphers and hundreds of unknown
+    extensions; `alpn` is the raw ALPN extension data (may lie)."""
+    ciphers = [0x0a0a] + [0x1000 + i for i in range(n_ciphers)] + [0xc02b]
+    exts = [(0x0000, b"\x00\x0c\x00\x00\x09localhost"), (0x000a, b"\x00\x02\x00\x17"), (0x000b, b"\x01\x00"),
+            (0x000d, b"\x00\x02\x04\x03"), (0x0010, alpn)]
+    exts += [(0x5000 + i, b"\x00" * (i % 7)) for i in range(n_unknown)]
+    block = b"".join(t.to_bytes(2, "big") + len(d).to_bytes(2, "big") + d for t, d in exts)
+    body = (b"\x03\x03" + b"\x11" * 32 + b"\x00" + (2 * len(ciphers)).to_bytes(2, "big")
+            + b"".join(c.to_bytes(2, "big") for c in ciphers) + b"\x01\x00"
+            + len(block).to_bytes(2, "big") + block)
+    msg = b"\x01" + len(body).to_bytes(3, "big") + body
+    return b"\x16\x03\x01" + len(msg).to_bytes(2, "big") + msg
+
+
+def server_reply(port, data):
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(data)
+        try:
+            return s.recv(5)
+        except (ConnectionResetError, socket.timeout):
+            return b""
+
+
+def test_hostile_client_hellos_never_fail_the_handshake(tls_nginx):
+    nginx, tls_port, _ = tls_nginx
+    good = hostile_hello(4000, 300, b"\x00\x03\x02h2")
+    assert len(good) < 16384
+    # edgeguard fingerprints it (4000 ciphers, 300 unknown extensions) and
+    # the handshake goes on: a ServerHello comes back.
+    assert server_reply(tls_port, good)[:1] == b"\x16", "handshake record"
+    want = json.loads(subprocess.run([EDGEGUARD, "tls"], input=good.hex() + "\n", capture_output=True,
+                                     text=True, check=True).stdout)
+    # 4001 ciphers less the two GREASE values (0x0a0a, and 0x1a1a in the run).
+    assert (want["ciphers"], want["extensions"], want["ja4"][:10]) == (4000, 305, "t12d9999h2")
+    wait_until("the handshake's log line", lambda: f"test-hello ja4={want['ja4']}" in nginx.error_log)
+    # ALPN data whose lengths lie reach the client-hello callback (OpenSSL
+    # reads ALPN later): edgeguard counts it as no ALPN; OpenSSL then ends
+    # the handshake with its own alert, not edgeguard.
+    for alpn in (b"\x00\x09\x02h2", b"\xff\xff", b"", b"\x00\x01\x05"):
+        hello = hostile_hello(50, 20, alpn)
+        reply = server_reply(tls_port, hello)
+        assert reply[:1] in (b"\x15", b"\x16", b""), reply
+        ja4 = json.loads(subprocess.run([EDGEGUARD, "tls"], input=hello.hex() + "\n", capture_output=True,
+                                        text=True, check=True).stdout)["ja4"]
+        assert ja4[8:10] == "00", ja4
+        wait_until("the handshake's log line", lambda: f"test-hello ja4={ja4}" in nginx.error_log)
+    refused = [line for line in bad_log_lines(nginx.error_log) if OPENSSL_BAD_EXTENSION in line]
+    assert len(refused) == 4, refused
+    # nginx still serves, with fingerprints.
+    body = tls_clients.curl([f"https://localhost:{tls_port}/after-hostile"])
+    assert json.loads(body)["tls"]["ja4"] == independent_ja4("curl")["ja4"]
+    assert "edgeguard" not in "\n".join(bad_log_lines(nginx.error_log))
