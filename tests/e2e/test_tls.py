@@ -23,7 +23,7 @@ OPENSSL_BAD_EXTENSION = "SSL_do_handshake() failed (SSL: error:0A00006E:SSL rout
 MODELS = {"bot": ROOT / "models" / "bot.json", "spoof": ROOT / "models" / "spoof.json"}
 
 
-def conf(tls_port, plain_port):
+def conf(tls_port, plain_port, hrr_port):
     return f"""
 load_module {MODULES}/ndk_http_module.so;
 load_module {MODULES}/ngx_http_lua_module.so;
@@ -98,14 +98,28 @@ http {{
             }}
         }}
     }}
+    # Only P-256 here: OpenSSL clients offer an X25519 key share first, so
+    # this server makes them retry (TLS 1.3 HelloRetryRequest).
+    server {{
+        listen 127.0.0.1:{hrr_port} ssl;
+        ssl_protocols TLSv1.3;
+        ssl_ecdh_curve prime256v1;
+        ssl_certificate cert.pem;
+        ssl_certificate_key key.pem;
+        ssl_client_hello_by_lua_block {{ require("resty.edgeguard.tls").client_hello() }}
+        location / {{
+            content_by_lua_block {{ ngx.say(require("resty.edgeguard.tls").ja4() or "none") }}
+        }}
+    }}
 }}
 """
 
 
 @pytest.fixture(scope="module")
 def tls_nginx(tmp_path_factory):
-    tls_port, plain_port = free_port(), free_port()
-    nginx = Nginx(conf(tls_port, plain_port))
+    tls_port, plain_port, hrr_port = free_port(), free_port(), free_port()
+    nginx = Nginx(conf(tls_port, plain_port, hrr_port))
+    nginx.hrr_port = hrr_port
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
                     "-nodes", "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
                     "-keyout", nginx.prefix / "key.pem", "-out", nginx.prefix / "cert.pem"],
@@ -342,3 +356,36 @@ def test_hostile_client_hellos_never_fail_the_handshake(tls_nginx):
     body = tls_clients.curl([f"https://localhost:{tls_port}/after-hostile"])
     assert json.loads(body)["tls"]["ja4"] == independent_ja4("curl")["ja4"]
     assert "edgeguard" not in "\n".join(bad_log_lines(nginx.error_log))
+
+
+def s_client(port, request=b""):
+    return subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}", "-servername", "localhost",
+                           "-tls1_3", "-msg", "-ign_eof", "-quiet"] + (["-groups", "P-256"] if False else []),
+                          input=request, capture_output=True, timeout=30)
+
+
+def test_a_hello_retry_keeps_the_connections_fingerprint(tls_nginx):
+    """A HelloRetryRequest makes the client send a second ClientHello on the
+    same connection; lua-nginx-module runs the phase once per connection,
+    so the fingerprint is the first ClientHello's."""
+    nginx, _, _ = tls_nginx
+    record = {}
+
+    def client(urls):
+        port = int(urls[0].rsplit(":", 1)[1].strip("/"))
+        record["out"] = s_client(port)
+
+    tls_clients.CLIENTS["openssl-s_client"] = client
+    try:
+        first = tls_clients.capture("openssl-s_client")
+    finally:
+        del tls_clients.CLIENTS["openssl-s_client"]
+    want = json.loads(subprocess.run([EDGEGUARD, "tls"], input=first.hex() + "\n", capture_output=True,
+                                     text=True, check=True).stdout)["ja4"]
+    done = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{nginx.hrr_port}", "-servername",
+                           "localhost", "-tls1_3", "-msg", "-ign_eof"],
+                          input=b"GET /hrr HTTP/1.0\r\nHost: localhost\r\n\r\n", capture_output=True, timeout=30)
+    out = done.stdout.decode(errors="replace")
+    sent_hellos = [line for line in out.splitlines() if line.startswith(">>>") and "ClientHello" in line]
+    assert len(sent_hellos) == 2, "a HelloRetryRequest: " + "\n".join(sent_hellos)
+    assert want in out.splitlines(), (want, out[-400:])
