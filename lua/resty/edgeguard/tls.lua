@@ -105,12 +105,28 @@ if not pcall(ffi.typeof, "edgeguard_req_ssl_pointer_declared") then
     ]]
 end
 
+-- Resolved once: a lua-nginx-module without it (before 0.10.16) leaves
+-- every connection without a fingerprint instead of raising in a handshake.
+local has_ssl_pointer, get_ssl_pointer = pcall(function()
+    return C.ngx_http_lua_ffi_get_req_ssl_pointer
+end)
+if not has_ssl_pointer then
+    get_ssl_pointer = function()
+        return nil
+    end
+end
+
 local unavailable_logged = false
 
---- Call in ssl_client_hello_by_lua*: fingerprints the connection's
--- ClientHello. Returns true, or nil and an error (already logged); the
--- handshake goes on either way.
-function _M.client_hello()
+local function client_hello()
+    if not has_ssl_pointer then
+        if not unavailable_logged then
+            unavailable_logged = true
+            ngx_log(ngx_WARN, "edgeguard tls: no fingerprints: this lua-nginx-module does not export ",
+                    "ngx_http_lua_ffi_get_req_ssl_pointer")
+        end
+        return nil, "ngx_http_lua_ffi_get_req_ssl_pointer is missing"
+    end
     local r = get_request()
     if not r then
         ngx_log(ngx_ERR, "edgeguard tls: no request (call client_hello() in ssl_client_hello_by_lua*)")
@@ -121,7 +137,7 @@ function _M.client_hello()
         ngx_log(ngx_ERR, "edgeguard tls: ", err)
         return nil, err
     end
-    local ssl = C.ngx_http_lua_ffi_get_req_ssl_pointer(r)
+    local ssl = get_ssl_pointer(r)
     if ssl == nil then
         return nil, "no TLS connection"
     end
@@ -142,6 +158,19 @@ function _M.client_hello()
     return nil, msg
 end
 
+--- Call in ssl_client_hello_by_lua*: fingerprints the connection's
+-- ClientHello. Returns true, or nil and an error (already logged); the
+-- handshake goes on either way: a Lua error here would fail it, so none
+-- escapes.
+function _M.client_hello()
+    local ok, res, err = pcall(client_hello)
+    if not ok then
+        ngx_log(ngx_ERR, "edgeguard tls: ", res)
+        return nil, res
+    end
+    return res, err
+end
+
 --- The current request's connection fingerprint as an edgeguard_tls_info
 -- (a buffer this module reuses: read it before the next call), or nil.
 -- Allocates nothing.
@@ -154,7 +183,7 @@ function _M.get()
     if not l then
         return nil
     end
-    l.edgeguard_tls_get(C.ngx_http_lua_ffi_get_req_ssl_pointer(r), info)
+    l.edgeguard_tls_get(get_ssl_pointer(r), info)
     if info[0].present == 0 then
         return nil
     end
