@@ -18,9 +18,8 @@ APT_TEST += wrk
 # luarocks: the rockspec test; lua-check: luacheck in make lint; prometheus:
 # tests/e2e/test_prometheus.py scrapes the demo nginx with the real server.
 APT_TEST += luarocks lua-check prometheus
-# openssl, requests: tests/e2e/test_tls.py makes a certificate and runs
-# real TLS clients (chromium, go and node too when installed).
-APT_TEST += openssl
+# requests: tests/e2e/test_tls.py runs it as one of its real TLS clients
+# (with curl, Python's ssl, and chromium, go and node when installed).
 PIP_TEST := pytest prometheus_client requests
 
 RELEASE_LIB := target/release/libedgeguard.so
@@ -54,7 +53,7 @@ build:
 
 # Regenerate include/edgeguard.h with the pinned cbindgen, and the Lua cdefs from it.
 header:
-	EDGEGUARD_UPDATE_HEADER=1 $(CARGO) test --locked --test header
+	EDGEGUARD_UPDATE_HEADER=1 $(CARGO) test --locked --test c_header
 	$(LUAJIT) scripts/gen-cdefs.lua
 
 lint:
@@ -147,6 +146,35 @@ libcatboostmodel:
 # Parity through the official library (catboost-sys), and native == official.
 test-official: libcatboostmodel
 	scripts/test-official.sh
+
+# The real-client corpus (tests/fixtures/real_clients/): Debian's Chromium and
+# Firefox ESR, command-line tools, HTTP libraries and curl_cffi impersonations
+# driven against nginx on loopback, every request recorded through
+# resty.edgeguard.record (models/capture/). CAPTURE_ARGS e.g. "--only firefox".
+# `make capture-report` replays the corpus through the shipped decision logic
+# and prints how many requests of each client would be blocked.
+APT_CAPTURE := $(APT_RUNTIME) openssl iproute2 chromium chromium-driver firefox-esr xvfb xauth \
+               fonts-dejavu-core golang-go nodejs openjdk-17-jdk-headless wget
+PIP_CAPTURE := selenium curl_cffi requests httpx aiohttp scrapy
+CAPTURE_ARGS ?=
+# tests/e2e/test_capture.py runs the harness with curl and urllib in make test:
+# its TLS origins need openssl.
+APT_TEST += openssl
+CAPTURE_REPORT_ARGS ?= --by origin
+.PHONY: capture capture-deps capture-report
+
+capture-deps:
+	$(call apt_install,$(APT_CAPTURE))
+	@for m in $(PIP_CAPTURE); do \
+	  $(PYTHON) -c "import $$m" 2>/dev/null || $(PYTHON) -m pip install -q $$m; \
+	done
+
+# build: the harness logs each TLS connection's JA4 with the library.
+capture: capture-deps build
+	$(PYTHON) models/capture/capture.py $(CAPTURE_ARGS)
+
+capture-report: build
+	$(PYTHON) models/capture/replay_report.py $(CAPTURE_REPORT_ARGS)
 
 run: deps build
 	@mkdir -p $(RUN_DIR)

@@ -4,64 +4,27 @@
 use std::io::{self, BufRead, BufWriter, Write};
 use std::process::ExitCode;
 
-use edgeguard::features::{self, FeatureVector, Request, CAT_FEATURES, FLOAT_FEATURES};
-use edgeguard::request::edgeguard_header;
-use serde::Deserialize;
+use edgeguard::features::{self, FeatureVector, CAT_FEATURES, FLOAT_FEATURES};
+use edgeguard::replay::LineReader;
 
-const USAGE: &str = "usage: edgeguard features [--header] < requests.jsonl
-
-Reads one request per line:
+/// Prints the feature vectors of JSON Lines requests, in the input format of
+/// `edgeguard predict`, computed by the code nginx runs.
+/// The long description of `--help`.
+pub const LONG_ABOUT: &str = "Reads one request per line:
   {\"method\": \"GET\", \"uri\": \"/a?b=1\", \"version\": \"1.1\", \"client\": \"203.0.113.7\",
    \"headers\": [[\"host\", \"x\"], [\"user-agent\", \"...\"]]}
 (version: 1.0, 1.1, 2 or 3, as a number or a string, \"HTTP/\" allowed;
-other fields are ignored) and prints one line per request:
+other fields are ignored; replay's reader, so both take the same lines)
+and prints one line per request:
   {\"float\": [numbers, null for NaN], \"cat\": [\"strings\"]}
-in schema order, as `edgeguard predict` reads it.
+in schema order, as `edgeguard predict` reads it.";
 
-options:
-  --header, --names  print the feature names, {\"float\": [...], \"cat\": [...]}, and exit
-";
-
-/// One input line. Unknown fields (labels) are ignored.
-#[derive(Deserialize)]
-struct Line {
-    method: String,
-    uri: String,
-    version: Version,
-    #[serde(default)]
-    client: String,
-    #[serde(default)]
-    headers: Vec<(String, String)>,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Version {
-    Number(f64),
-    Text(String),
-}
-
-impl Version {
-    /// nginx's `r->http_version` scaled to 10, 11, 20, 30.
-    fn scaled(&self) -> Result<u16, String> {
-        let x = match self {
-            Version::Number(x) => *x,
-            Version::Text(s) => {
-                let t = s.trim();
-                let t = match t.get(..5) {
-                    Some(p) if p.eq_ignore_ascii_case("http/") => &t[5..],
-                    _ => t,
-                };
-                t.parse::<f64>()
-                    .map_err(|_| format!("version: cannot read {s:?}"))?
-            }
-        };
-        let scaled = (x * 10.0).round();
-        match scaled as u16 {
-            v @ (9 | 10 | 11 | 20 | 30) if scaled == f64::from(v) => Ok(v),
-            _ => Err(format!("version: unsupported HTTP version {x}")),
-        }
-    }
+#[derive(clap::Args, Debug)]
+#[command(override_usage = "edgeguard features [--header] < requests.jsonl")]
+pub struct Args {
+    /// Print the feature names, {"float": [...], "cat": [...]}, and exit
+    #[arg(long, visible_alias = "names")]
+    header: bool,
 }
 
 /// One output line: `float` is `Option<f32>` for vectors (null for NaN)
@@ -72,29 +35,18 @@ struct Output<'a, F> {
     cat: Vec<std::borrow::Cow<'a, str>>,
 }
 
-/// Runs the subcommand with the arguments after its name.
-pub fn run(args: &[String]) -> ExitCode {
-    match args.first().map(String::as_str) {
-        None => {}
-        Some("--header" | "--names") if args.len() == 1 => {
-            let names = Output {
-                float: FLOAT_FEATURES.iter().map(|f| f.name).collect(),
-                cat: CAT_FEATURES.iter().map(|f| f.name.into()).collect(),
-            };
-            println!(
-                "{}",
-                serde_json::to_string(&names).expect("names serialize")
-            );
-            return ExitCode::SUCCESS;
-        }
-        Some("--help" | "-h") => {
-            print!("{USAGE}");
-            return ExitCode::SUCCESS;
-        }
-        Some(_) => {
-            eprint!("{USAGE}");
-            return ExitCode::from(2);
-        }
+/// Runs the subcommand.
+pub fn run(args: Args) -> ExitCode {
+    if args.header {
+        let names = Output {
+            float: FLOAT_FEATURES.iter().map(|f| f.name).collect(),
+            cat: CAT_FEATURES.iter().map(|f| f.name.into()).collect(),
+        };
+        println!(
+            "{}",
+            serde_json::to_string(&names).expect("names serialize")
+        );
+        return ExitCode::SUCCESS;
     }
     let stdin = io::stdin().lock();
     let stdout = io::stdout().lock();
@@ -111,20 +63,27 @@ pub fn run(args: &[String]) -> ExitCode {
     }
 }
 
-/// Converts every line, reporting bad ones on stderr; returns how many were bad.
+/// Converts every line, reporting bad ones on stderr; returns how many were
+/// bad. Lines are read by replay's reader, so both accept the same lines.
 fn convert(input: impl BufRead, output: impl Write) -> io::Result<usize> {
     let mut out = BufWriter::new(output);
+    let mut reader = LineReader::new();
     let mut bad = 0;
     for (i, raw) in input.split(b'\n').enumerate() {
         let raw = raw?;
         if raw.trim_ascii().is_empty() {
             continue;
         }
-        match vector_line(&raw) {
-            Ok(json) => writeln!(out, "{json}")?,
-            Err(msg) => {
+        match reader.read(&raw) {
+            Ok(req) => {
+                // Borrows the line: one vector per line.
+                let mut v = FeatureVector::new();
+                features::extract(&req, &mut v);
+                writeln!(out, "{}", vector_json(&v))?;
+            }
+            Err(e) => {
                 bad += 1;
-                eprintln!("edgeguard features: line {}: {msg}", i + 1);
+                eprintln!("edgeguard features: line {}: {e}", i + 1);
             }
         }
     }
@@ -132,65 +91,25 @@ fn convert(input: impl BufRead, output: impl Write) -> io::Result<usize> {
     Ok(bad)
 }
 
-fn vector_line(raw: &[u8]) -> Result<String, String> {
-    let line: Line = serde_json::from_slice(raw).map_err(|e| e.to_string())?;
-    let version = line.version.scaled()?;
-    let headers: Vec<edgeguard_header> = line
-        .headers
-        .iter()
-        .map(|(k, v)| edgeguard_header::new(k.as_bytes(), v.as_bytes()))
-        .collect();
-    // SAFETY: the headers view strings of `line`, which outlives `req` and `v`.
-    let req = unsafe {
-        Request::new(
-            line.method.as_bytes(),
-            line.uri.as_bytes(),
-            version,
-            line.client.as_bytes(),
-            &headers,
-        )
-    };
-    let mut v = FeatureVector::new();
-    features::extract(&req, &mut v);
+fn vector_json(v: &FeatureVector<'_>) -> String {
     let output = Output {
         float: v
             .floats()
             .iter()
             .map(|&x| (!x.is_nan()).then_some(x))
             .collect(),
-        // Every value is a sub-slice of a JSON string cut at ASCII bytes, or
-        // ASCII written by the extractor, so this is always UTF-8.
+        // Categorical values are request bytes; nginx's scorer hashes them as
+        // bytes, and the JSON output shows them as text (lossily where they
+        // are not UTF-8).
         cat: v.cats().map(String::from_utf8_lossy).collect(),
     };
-    serde_json::to_string(&output).map_err(|e| e.to_string())
+    serde_json::to_string(&output).expect("vectors serialize")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use edgeguard::features::{Cat, Float};
-
-    #[test]
-    fn versions() {
-        let ok: &[(&str, u16)] = &[
-            ("1.1", 11),
-            ("HTTP/1.0", 10),
-            ("http/2.0", 20),
-            ("2", 20),
-            ("3", 30),
-            (" HTTP/3 ", 30),
-        ];
-        for &(s, want) in ok {
-            assert_eq!(Version::Text(s.into()).scaled(), Ok(want), "{s}");
-        }
-        assert_eq!(Version::Number(1.1).scaled(), Ok(11));
-        assert_eq!(Version::Number(2.0).scaled(), Ok(20));
-        for bad in ["1.2", "HTTP/", "x", "4", "-1", "1e9"] {
-            assert!(Version::Text(bad.into()).scaled().is_err(), "{bad}");
-        }
-        assert!(Version::Number(f64::NAN).scaled().is_err());
-        assert!(Version::Number(1.15).scaled().is_err());
-    }
 
     #[test]
     fn converts_and_counts_bad_lines() {

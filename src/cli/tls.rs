@@ -6,9 +6,8 @@ use std::process::ExitCode;
 
 use edgeguard::tls::{ClientHello, Fingerprint, Scratch};
 
-const USAGE: &str = "usage: edgeguard tls < clienthellos.hex
-
-Reads one ClientHello per line, in hex: a TLS record (16 03 ..) or a
+/// The long description of `--help`.
+pub const LONG_ABOUT: &str = "Reads one ClientHello per line, in hex: a TLS record (16 03 ..) or a
 handshake message (01 ..). The hex is the line's last field; words before it
 label the line and are printed as \"label\". Blank lines and lines starting
 with # are skipped. Prints one JSON line per ClientHello:
@@ -16,8 +15,11 @@ with # are skipped. Prints one JSON line per ClientHello:
    \"version\": \"0304\", \"ciphers\": 15, \"extensions\": 16, \"alpn\": \"h2\",
    \"grease\": true, \"family\": \"boringssl\"}
 A line that is not a ClientHello is reported on stderr with its number and
-the field at fault; the exit status is then 1.
-";
+the field at fault; the exit status is then 1.";
+
+#[derive(clap::Args, Debug)]
+#[command(override_usage = "edgeguard tls < clienthellos.hex")]
+pub struct Args {}
 
 fn unhex(s: &str) -> Result<Vec<u8>, String> {
     let s = s.as_bytes();
@@ -54,16 +56,8 @@ fn describe(bytes: &[u8], scratch: &mut Scratch) -> Result<serde_json::Value, St
     }))
 }
 
-pub fn run(args: &[String]) -> ExitCode {
-    if let Some(a) = args.first() {
-        let help = a == "--help" || a == "-h";
-        if help {
-            print!("{USAGE}");
-        } else {
-            eprint!("unknown option {a:?}\n{USAGE}");
-        }
-        return ExitCode::from(if help { 0 } else { 2 });
-    }
+/// Runs the subcommand.
+pub fn run(_args: Args) -> ExitCode {
     let mut scratch = Scratch::default();
     let stdin = io::stdin();
     let mut out = BufWriter::new(io::stdout().lock());

@@ -22,6 +22,8 @@
 //! default threshold comes from its metadata (`edgeguard.threshold`,
 //! [`THRESHOLD_KEY`]); `models/train.py` writes it.
 
+#![forbid(unsafe_code)]
+
 mod binding;
 mod error;
 
@@ -32,7 +34,7 @@ use crate::model::{cat_hash, Model};
 
 use binding::{bind, Binding};
 pub use binding::{ScoreKind, THRESHOLD_KEY};
-pub use error::{ScoreError, ScorerError};
+pub use error::{LoadError, ScoreError};
 
 /// The most models one scorer holds. Scores are computed into a stack
 /// buffer of this size so that a failing call writes nothing.
@@ -95,13 +97,13 @@ impl Scorer {
     /// Loads each `(name, path)` model (CatBoost JSON export) and binds it to
     /// the feature schema. Names must be non-empty, unique and free of
     /// control characters; at most [`MAX_MODELS`] models.
-    pub fn load(models: &[(&str, &Path)]) -> Result<Scorer, ScorerError> {
+    pub fn load(models: &[(&str, &Path)]) -> Result<Scorer, LoadError> {
         // Names are checked before any file is read: a configuration typo
         // is reported as such, not as whatever the files say.
         check_names(models.iter().map(|(name, _)| *name))?;
         let mut loaded = Vec::with_capacity(models.len());
         for (name, path) in models {
-            let model = Model::load(path).map_err(|error| ScorerError::Model {
+            let model = Model::load(path).map_err(|error| LoadError::Model {
                 name: (*name).to_owned(),
                 error,
             })?;
@@ -112,11 +114,11 @@ impl Scorer {
 
     /// Builds a scorer from models already loaded, under the given names.
     /// Same checks as [`Scorer::load`].
-    pub fn from_models(models: Vec<(String, Model)>) -> Result<Scorer, ScorerError> {
+    pub fn from_models(models: Vec<(String, Model)>) -> Result<Scorer, LoadError> {
         check_names(models.iter().map(|(name, _)| name.as_str()))?;
         let mut scored = Vec::with_capacity(models.len());
         for (name, model) in models {
-            let binding = bind(&model).map_err(|message| ScorerError::Incompatible {
+            let binding = bind(&model).map_err(|message| LoadError::Incompatible {
                 name: name.clone(),
                 source: model.source().to_owned(),
                 message,
@@ -222,8 +224,8 @@ impl Scorer {
     }
 }
 
-fn check_names<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> Result<(), ScorerError> {
-    let config = |message: String| Err(ScorerError::Config { message });
+fn check_names<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> Result<(), LoadError> {
+    let config = |message: String| Err(LoadError::Config { message });
     match names.len() {
         0 => return config("no models given: a scorer needs at least one".to_owned()),
         n if n > MAX_MODELS => {
