@@ -18,9 +18,10 @@ APT_TEST += wrk
 # luarocks: the rockspec test; lua-check: luacheck in make lint; prometheus:
 # tests/e2e/test_prometheus.py scrapes the demo nginx with the real server.
 APT_TEST += luarocks lua-check prometheus
+# h2: tests/e2e/test_security_*.py frame h2c requests themselves.
 # requests: tests/e2e/test_tls.py runs it as one of its real TLS clients
 # (with curl, Python's ssl, and chromium, go and node when installed).
-PIP_TEST := pytest prometheus_client requests
+PIP_TEST := pytest prometheus_client h2 requests
 
 RELEASE_LIB := target/release/libedgeguard.so
 RUN_DIR := .run

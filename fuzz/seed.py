@@ -53,6 +53,8 @@ def main():
     # byte patterns give the fuzzer a start beyond the empty input.
     for n in (0, 1, 2):
         put(corpus, "model_predict", bytes([n]) + struct.pack("<8f", 0.5, -1, 3e38, 0, 1, 2, 7, 9) * 4)
+    for n in range(6):
+        put(corpus, "model_kernels", bytes([n]) + struct.pack("<8f", 0.5, -1, 3e38, 0, 1, 2, 7, 9) * 4)
     for text in header_lists():
         put(corpus, "header_match", text[:512])
     # replay_line: the fixture lines in both shapes (requests, access log).

@@ -501,6 +501,33 @@ void edgeguard_header_set_free(edgeguard_header_set *set);
 size_t edgeguard_header_set_len(const edgeguard_header_set *set);
 
 /*
+ A new set holding the rules of `set` and, as extra rules, those of the
+ list held in memory (`len` bytes at `buf`, in the list format;
+ `source_name` as for `edgeguard_header_set_new_from_buffer`). A header
+ that matches only an extra rule is listed to clear by the find exports
+ but not counted in `*out_matched` nor `*out_unremovable`; the set's
+ length is that of `set`. An extended set's extension is replaced, not
+ added to. edgeguard's Lua shim adds the score header this way: one search
+ finds the internal headers and every client spelling of the score
+ header, and the counts stay the list's. On success writes the new set to
+ `*out` (free it with `edgeguard_header_set_free`; `set` is unchanged and
+ still owned by the caller); on failure as
+ `edgeguard_header_set_new_from_buffer`.
+
+ # Safety
+ `set` is a live set; `buf` points to `len` readable bytes (or `len` is
+ 0); `source_name` is null or NUL-terminated; `out` is writable; `errbuf`
+ is null or points to `errbuf_len` writable bytes.
+ */
+edgeguard_result edgeguard_header_set_extend(const edgeguard_header_set *set,
+                                             const uint8_t *buf,
+                                             size_t len,
+                                             const char *source_name,
+                                             edgeguard_header_set **out,
+                                             char *errbuf,
+                                             size_t errbuf_len);
+
+/*
  Finds the internal headers of one request.
 
  `headers` is the request's whole header array, `headers_len` entries, in
@@ -530,6 +557,28 @@ edgeguard_result edgeguard_header_set_find_internal(const edgeguard_header_set *
                                                     size_t out_clear_cap,
                                                     size_t *out_clear_len,
                                                     size_t *out_matched);
+
+/*
+ As `edgeguard_header_set_find_internal`, and writes to
+ `*out_unremovable` how many of the internal entries (repeats counted)
+ have a name holding a byte that is not an RFC 9110 token character, as
+ nginx keeps with `ignore_invalid_headers off`. lua-nginx-module's
+ `ngx.req.clear_header` percent-escapes such bytes before it compares
+ names (`ngx_http_lua_copy_escaped_header`, 0.10.23), so it cannot remove
+ those entries: a caller that strips through it refuses the request
+ instead. Allocates nothing.
+
+ # Safety
+ As `edgeguard_header_set_find_internal`; `out_unremovable` is writable.
+ */
+edgeguard_result edgeguard_header_set_find_checked(const edgeguard_header_set *set,
+                                                   const edgeguard_header *headers,
+                                                   size_t headers_len,
+                                                   uint32_t *out_clear,
+                                                   size_t out_clear_cap,
+                                                   size_t *out_clear_len,
+                                                   size_t *out_matched,
+                                                   size_t *out_unremovable);
 
 /*
  Loads a model saved by CatBoost with `save_model(path, format="json")`.

@@ -258,6 +258,98 @@ static int same_name(const edgeguard_str *a, const edgeguard_str *b) {
     return 1;
 }
 
+/* edgeguard_header_set_extend and edgeguard_header_set_find_checked, as the
+ * Lua shim uses them: the score header added as an extra rule is found and
+ * listed to clear in every spelling but not counted; internal names that are
+ * not RFC 9110 tokens (what ngx.req.clear_header cannot remove) are counted
+ * in out_unremovable, for every byte after a prefix. */
+static void test_extend_and_find_checked(void) {
+    static const char list[] = "x-user-id\nx-internal-*\n";
+    edgeguard_header_set *set = NULL, *both = NULL;
+    char err[256];
+    CHECK_CODE(parse_list(list, sizeof list - 1, NULL, &set, NULL, 0), EDGEGUARD_RESULT_OK, "list");
+    if (!set)
+        return;
+
+    /* Nulls and refused extensions, each leaving *out untouched. */
+    CHECK_CODE(edgeguard_header_set_extend(NULL, (const uint8_t *)"X-Bot-Score", 11, "s", &both, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "extend null set");
+    CHECK_CODE(edgeguard_header_set_extend(set, NULL, 11, "s", &both, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "extend null buf");
+    CHECK_CODE(edgeguard_header_set_extend(set, (const uint8_t *)"X-Bot-Score", 11, "s", NULL, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "extend null out");
+    static const struct { const char *text; size_t len; const char *what; } bad[] = {
+        {"", 0, "empty"}, {"X-Bot(Score", 11, "separator"}, {"X Bot", 5, "space"},
+        {"a*b", 3, "inner star"}, {"\xff", 1, "8-bit"}, {"x\0y", 3, "NUL"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        err[0] = 0;
+        CHECK_CODE(edgeguard_header_set_extend(set, (const uint8_t *)bad[i].text, bad[i].len, "score_header", &both,
+                                               err, sizeof err),
+                   EDGEGUARD_RESULT_HEADER_LIST_INVALID, bad[i].what);
+        CHECK(both == NULL, "%s: out written", bad[i].what);
+        CHECK(strncmp(err, "score_header", 12) == 0, "%s: message %s", bad[i].what, err);
+    }
+    CHECK_CODE(edgeguard_header_set_extend(set, (const uint8_t *)"X-Bot-Score", 11, NULL, &both, err, sizeof err),
+               EDGEGUARD_RESULT_OK, "extend");
+    if (!both) {
+        edgeguard_header_set_free(set);
+        return;
+    }
+    CHECK(edgeguard_header_set_len(both) == 2, "extra rules are not counted in len");
+
+    /* find_checked's nulls; outputs untouched on failure. */
+    edgeguard_header one = {str_of("x-user-id", 9), str_of("1", 1)};
+    uint32_t clear[8];
+    size_t n = 77, m = 77, u = 77;
+    CHECK_CODE(edgeguard_header_set_find_checked(NULL, &one, 1, clear, 8, &n, &m, &u),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "checked: null set");
+    CHECK_CODE(edgeguard_header_set_find_checked(both, NULL, 1, clear, 8, &n, &m, &u),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "checked: null headers");
+    CHECK_CODE(edgeguard_header_set_find_checked(both, &one, 1, clear, 8, &n, &m, NULL),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "checked: null out_unremovable");
+    CHECK_CODE(edgeguard_header_set_find_checked(both, &one, SIZE_MAX, clear, 8, &n, &m, &u),
+               EDGEGUARD_RESULT_INVALID_ARGUMENT, "checked: headers_len SIZE_MAX");
+    CHECK(n == 77 && m == 77 && u == 77, "checked: outputs written on failure");
+
+    /* Score header spellings: listed, not counted. */
+    edgeguard_header req[] = {
+        {str_of("X_Bot_Score", 11), str_of("forged", 6)}, {str_of("accept", 6), str_of("*/*", 3)},
+        {str_of("x-bot-SCORE", 11), str_of("forged", 6)}, {str_of("X_User_Id", 9), str_of("1", 1)},
+        {str_of("x-bot-scores", 12), str_of("kept", 4)},
+    };
+    CHECK_CODE(edgeguard_header_set_find_checked(both, req, 5, clear, 8, &n, &m, &u), EDGEGUARD_RESULT_OK,
+               "checked: score spellings");
+    CHECK(n == 3 && m == 1 && u == 0, "score spellings: distinct %zu matched %zu unremovable %zu", n, m, u);
+    CHECK(n == 3 && clear[0] == 0 && clear[1] == 2 && clear[2] == 3, "score spellings: indices");
+    CHECK_CODE(edgeguard_header_set_find_checked(set, req, 5, clear, 8, &n, &m, &u), EDGEGUARD_RESULT_OK,
+               "checked: base set");
+    CHECK(n == 1 && m == 1, "the base set is unchanged: distinct %zu matched %zu", n, m);
+
+    /* Every byte after the prefix, in an exact-size name block. */
+    for (int b = 0; b < 256; b++) {
+        uint8_t *name = xmalloc(13);
+        memcpy(name, "x-internal-", 11);
+        name[11] = (uint8_t)b;
+        name[12] = 'a';
+        edgeguard_header h = {{13, name}, str_of("1", 1)};
+        CHECK_CODE(edgeguard_header_set_find_checked(both, &h, 1, clear, 8, &n, &m, &u), EDGEGUARD_RESULT_OK,
+                   "checked: byte");
+        int token = (b >= '0' && b <= '9') || (b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z') ||
+                    (b != 0 && strchr("!#$%&'*+-.^_`|~", b) != NULL);
+        CHECK(m == 1 && u == (size_t)!token, "byte 0x%02x: matched %zu unremovable %zu", b, m, u);
+        free(name);
+    }
+    /* find_internal agrees with find_checked on the counts they share. */
+    size_t n2 = 0, m2 = 0;
+    CHECK_CODE(edgeguard_header_set_find_internal(both, req, 5, clear, 8, &n2, &m2), EDGEGUARD_RESULT_OK,
+               "find_internal on an extended set");
+    CHECK(n2 == 3 && m2 == 1, "find_internal: distinct %zu matched %zu", n2, m2);
+
+    edgeguard_header_set_free(both);
+    edgeguard_header_set_free(set);
+}
+
 static void test_find_internal(void) {
     static const char list[] = "x-user-id\nx-internal-*\ncf-connecting-ip\n";
     edgeguard_header_set *set = NULL;
@@ -1180,6 +1272,7 @@ int main(int argc, char **argv) {
     test_header_list_hostile();
     test_errbuf_lengths();
     test_find_internal();
+    test_extend_and_find_checked();
     test_model_load_hostile();
     test_predict_hostile();
     snprintf(bot_path, sizeof bot_path, "%s/../../../models/bot.json", fixture_dir);

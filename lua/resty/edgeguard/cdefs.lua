@@ -191,6 +191,14 @@ void edgeguard_header_set_free(edgeguard_header_set *set);
 
 size_t edgeguard_header_set_len(const edgeguard_header_set *set);
 
+edgeguard_result edgeguard_header_set_extend(const edgeguard_header_set *set,
+                                             const uint8_t *buf,
+                                             size_t len,
+                                             const char *source_name,
+                                             edgeguard_header_set **out,
+                                             char *errbuf,
+                                             size_t errbuf_len);
+
 edgeguard_result edgeguard_header_set_find_internal(const edgeguard_header_set *set,
                                                     const edgeguard_header *headers,
                                                     size_t headers_len,
@@ -198,6 +206,15 @@ edgeguard_result edgeguard_header_set_find_internal(const edgeguard_header_set *
                                                     size_t out_clear_cap,
                                                     size_t *out_clear_len,
                                                     size_t *out_matched);
+
+edgeguard_result edgeguard_header_set_find_checked(const edgeguard_header_set *set,
+                                                   const edgeguard_header *headers,
+                                                   size_t headers_len,
+                                                   uint32_t *out_clear,
+                                                   size_t out_clear_cap,
+                                                   size_t *out_clear_len,
+                                                   size_t *out_matched,
+                                                   size_t *out_unremovable);
 
 edgeguard_result edgeguard_model_new_from_file(const char *path,
                                                edgeguard_model **out,
