@@ -19,7 +19,9 @@ APT_TEST += wrk
 # tests/e2e/test_prometheus.py scrapes the demo nginx with the real server.
 APT_TEST += luarocks lua-check prometheus
 # h2: tests/e2e/test_security_*.py frame h2c requests themselves.
-PIP_TEST := pytest prometheus_client h2
+# requests: tests/e2e/test_tls.py runs it as one of its real TLS clients
+# (with curl, Python's ssl, and chromium, go and node when installed).
+PIP_TEST := pytest prometheus_client h2 requests
 
 RELEASE_LIB := target/release/libedgeguard.so
 RUN_DIR := .run
@@ -102,6 +104,11 @@ bench-deps:
 bench-e2e: bench-deps build
 	$(PYTHON) scripts/bench-e2e.py $(BENCH_E2E_ARGS)
 
+# Worker CPU per TLS handshake with and without JA4 (scripts/bench-tls.py).
+.PHONY: bench-tls
+bench-tls: deps build
+	$(PYTHON) scripts/bench-tls.py
+
 # Instructions per single-document prediction of the native evaluator on the
 # bench models (stable on a loaded machine, unlike time); CALLGRIND_MODE=official
 # counts the official library instead (needs make libcatboostmodel).
@@ -163,7 +170,8 @@ capture-deps:
 	  $(PYTHON) -c "import $$m" 2>/dev/null || $(PYTHON) -m pip install -q $$m; \
 	done
 
-capture: capture-deps
+# build: the harness logs each TLS connection's JA4 with the library.
+capture: capture-deps build
 	$(PYTHON) models/capture/capture.py $(CAPTURE_ARGS)
 
 capture-report: build

@@ -62,6 +62,12 @@ def main():
         for line in (ROOT / p).read_bytes().splitlines():
             if line:
                 put(corpus, "replay_line", line)
+    # tls_client_hello: every recorded ClientHello (the hex is each line's
+    # last field), as handshake messages and as records.
+    for p in ["tests/fixtures/tls/foxio-clienthellos.txt", "tests/fixtures/tls/local-clienthellos.txt"]:
+        for line in (ROOT / p).read_text().splitlines():
+            if line and not line.startswith("#"):
+                put(corpus, "tls_client_hello", bytes.fromhex(line.rsplit(" ", 1)[1]))
 
 
 if __name__ == "__main__":

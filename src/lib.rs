@@ -23,3 +23,4 @@ pub mod headers;
 pub mod model;
 pub mod replay;
 pub mod scorer;
+pub mod tls;

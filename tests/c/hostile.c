@@ -78,13 +78,13 @@ static edgeguard_str str_of(const void *p, size_t n) {
 /* ------------------------------------------------------------ result codes */
 
 static void test_result_text(void) {
-    for (int code = 0; code <= 9; code++) {
+    for (int code = 0; code <= 10; code++) {
         const char *t = edgeguard_result_text(code);
         CHECK(t && *t && strcmp(t, "unknown result code") != 0, "text of %d", code);
         for (int other = 0; other < code; other++)
             CHECK(strcmp(t, edgeguard_result_text(other)) != 0, "%d and %d share text", code, other);
     }
-    int unknown[] = {-1, 10, 11, 1000, INT32_MIN, INT32_MAX};
+    int unknown[] = {-1, 11, 12, 1000, INT32_MIN, INT32_MAX};
     for (size_t i = 0; i < sizeof unknown / sizeof *unknown; i++)
         CHECK(strcmp(edgeguard_result_text(unknown[i]), "unknown result code") == 0, "text of %d",
               unknown[i]);
@@ -1143,6 +1143,123 @@ static void test_config_hostile(void) {
     edgeguard_policy_free(NULL);
 }
 
+/* ------------------------------------------------------------------ TLS */
+
+static int is_grease(uint16_t v) { return (v & 0x0f0f) == 0x0a0a && (v >> 8) == (v & 0xff); }
+
+/* A ClientHello record with `nc` ciphers (every 17th a GREASE value) and `ne`
+ * empty extensions starting at type `first_ext`, plus SNI. */
+static uint8_t *client_hello(size_t nc, size_t ne, uint16_t first_ext, size_t *len) {
+    size_t body = 2 + 32 + 1 + 2 + 2 * nc + 2 + 2 + 4 + 4 * ne;
+    size_t n = 5 + 4 + body;
+    uint8_t *b = xmalloc(n), *p = b;
+    *p++ = 22; *p++ = 3; *p++ = 1; *p++ = (uint8_t)((n - 5) >> 8); *p++ = (uint8_t)(n - 5);
+    *p++ = 1; *p++ = (uint8_t)(body >> 16); *p++ = (uint8_t)(body >> 8); *p++ = (uint8_t)body;
+    *p++ = 3; *p++ = 3;
+    memset(p, 0x42, 32); p += 32;
+    *p++ = 0;
+    *p++ = (uint8_t)((2 * nc) >> 8); *p++ = (uint8_t)(2 * nc);
+    for (size_t i = 0; i < nc; i++) {
+        uint16_t c = i % 17 == 0 ? 0x0a0a : (uint16_t)(0x0100 + i);
+        *p++ = (uint8_t)(c >> 8); *p++ = (uint8_t)c;
+    }
+    *p++ = 1; *p++ = 0;
+    size_t ext = 4 + 4 * ne;
+    *p++ = (uint8_t)(ext >> 8); *p++ = (uint8_t)ext;
+    *p++ = 0; *p++ = 0; *p++ = 0; *p++ = 0; /* server_name, empty */
+    for (size_t i = 0; i < ne; i++) {
+        uint16_t t = (uint16_t)(first_ext + i);
+        *p++ = (uint8_t)(t >> 8); *p++ = (uint8_t)t; *p++ = 0; *p++ = 0;
+    }
+    *len = n;
+    return b;
+}
+
+static void test_tls_hostile(void) {
+    char err[256];
+    edgeguard_tls_info info;
+    size_t n;
+    uint8_t *h = client_hello(15, 10, 0x0100, &n);
+
+    CHECK_CODE(edgeguard_tls_parse(h, n, &info, err, sizeof err), EDGEGUARD_RESULT_OK, "tls_parse");
+    CHECK(info.present == 1 && info.ciphers == 14 && info.extensions == 11 && info.grease == 1,
+          "parts %d %d %d %d", info.present, info.ciphers, info.extensions, info.grease);
+    CHECK(memcmp(info.ja4, "t12d1411", 8) == 0 && info.ja4[10] == '_' && info.ja4[23] == '_',
+          "ja4 %.36s", info.ja4);
+    CHECK(info.alpn_len == 0 && info.source == 1, "alpn %d source %d", info.alpn_len, info.source);
+
+    CHECK_CODE(edgeguard_tls_parse(h, n, NULL, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "tls_parse: null out");
+    CHECK_CODE(edgeguard_tls_parse(NULL, n, &info, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "tls_parse: null bytes with a length");
+    CHECK_CODE(edgeguard_tls_parse(h, SIZE_MAX, &info, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "tls_parse: a length no array has");
+    CHECK_CODE(edgeguard_tls_parse(NULL, 0, &info, err, sizeof err), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "tls_parse: nothing");
+
+    /* Every truncation: refused, out untouched, the field named. */
+    for (size_t cut = 0; cut < n; cut++) {
+        edgeguard_tls_info before;
+        memset(&before, 0x5a, sizeof before);
+        info = before;
+        uint8_t *copy = xmalloc(cut ? cut : 1);
+        memcpy(copy, h, cut);
+        edgeguard_result r = edgeguard_tls_parse(copy, cut, &info, err, sizeof err);
+        CHECK_CODE(r, EDGEGUARD_RESULT_INVALID_ARGUMENT, "tls_parse: truncated");
+        CHECK(memcmp(&info, &before, sizeof info) == 0, "out written on failure at %zu", cut);
+        CHECK(strstr(err, " at byte ") != NULL, "message at %zu: %s", cut, err);
+        free(copy);
+    }
+    /* Lengths that lie, every error buffer size. */
+    uint8_t *lie = xmalloc(n);
+    memcpy(lie, h, n);
+    lie[9 + 2 + 32 + 1] = 0xff; /* cipher_suites length past the end */
+    for (size_t cap = 0; cap <= 40; cap += 8) {
+        char *small = cap ? xmalloc(cap) : NULL;
+        CHECK_CODE(edgeguard_tls_parse(lie, n, &info, small, cap), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+                   "tls_parse: lying cipher length");
+        CHECK(cap == 0 || strlen(small) < cap, "errbuf of %zu terminated", cap);
+        free(small);
+    }
+    free(lie);
+    free(h);
+
+    /* The largest lists a ClientHello holds. */
+    h = client_hello(32767, 16382, 0x0100, &n);
+    /* 16 382 extensions overflow the record's 16-bit length: as a handshake message. */
+    CHECK_CODE(edgeguard_tls_parse(h + 5, n - 5, &info, err, sizeof err), EDGEGUARD_RESULT_OK,
+               "tls_parse: 32767 ciphers, 16383 extensions");
+    size_t want_c = 0, want_e = 1;
+    for (size_t i = 0; i < 32767; i++)
+        want_c += i % 17 != 0 && !is_grease((uint16_t)(0x0100 + i));
+    for (size_t i = 0; i < 16382; i++)
+        want_e += !is_grease((uint16_t)(0x0100 + i));
+    CHECK(info.ciphers == want_c && info.extensions == want_e, "counts %d %d, want %zu %zu",
+          info.ciphers, info.extensions, want_c, want_e);
+    CHECK(memcmp(info.ja4 + 4, "9999", 4) == 0, "capped counts %.36s", info.ja4);
+    free(h);
+
+    /* The live calls, in a process without OpenSSL. */
+    int fake;
+    CHECK_CODE(edgeguard_tls_client_hello(NULL, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "client_hello: null");
+    CHECK_CODE(edgeguard_tls_client_hello(&fake, err, sizeof err), EDGEGUARD_RESULT_TLS_UNAVAILABLE,
+               "client_hello: no OpenSSL");
+    CHECK_CODE(edgeguard_tls_client_hello(&fake, NULL, 0), EDGEGUARD_RESULT_TLS_UNAVAILABLE,
+               "client_hello: no errbuf");
+    memset(&info, 0x5a, sizeof info);
+    CHECK_CODE(edgeguard_tls_get(&fake, &info), EDGEGUARD_RESULT_OK, "tls_get: no OpenSSL");
+    CHECK(info.present == 0, "nothing found");
+    CHECK_CODE(edgeguard_tls_get(NULL, &info), EDGEGUARD_RESULT_OK, "tls_get: plain HTTP");
+    CHECK_CODE(edgeguard_tls_get(&fake, NULL), EDGEGUARD_RESULT_NULL_PARAMETER, "tls_get: null out");
+    const char *names[] = {"unknown", "boringssl", "nss", "openssl", "go"};
+    for (int f = -1; f <= 6; f++) {
+        const char *want = f >= 0 && f <= 4 ? names[f] : "unknown";
+        CHECK(strcmp(edgeguard_tls_family_name(f), want) == 0, "family %d", f);
+    }
+    CHECK(strcmp(edgeguard_tls_family_name(INT32_MIN), "unknown") == 0, "family INT32_MIN");
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s FIXTURE_DIR\n", argv[0]);
@@ -1164,6 +1281,7 @@ int main(int argc, char **argv) {
     test_scorer_introspection();
     test_scorer_score_hostile();
     test_config_hostile();
+    test_tls_hostile();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

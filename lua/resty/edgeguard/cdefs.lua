@@ -35,6 +35,8 @@ typedef enum {
   EDGEGUARD_RESULT_BUFFER_TOO_SMALL = 8,
 
   EDGEGUARD_RESULT_CONFIG_INVALID = 9,
+
+  EDGEGUARD_RESULT_TLS_UNAVAILABLE = 10,
 } edgeguard_result;
 
 typedef enum {
@@ -108,6 +110,29 @@ typedef struct {
 
   size_t headers_len;
 } edgeguard_request;
+
+typedef struct {
+
+  uint8_t present;
+
+  uint8_t grease;
+
+  uint8_t family;
+
+  uint8_t alpn_len;
+
+  uint8_t source;
+
+  uint16_t version;
+
+  uint16_t ciphers;
+
+  uint16_t extensions;
+
+  char ja4[36];
+
+  uint8_t alpn[16];
+} edgeguard_tls_info;
 
 const char *edgeguard_version(void);
 
@@ -254,6 +279,18 @@ edgeguard_result edgeguard_scorer_score(const edgeguard_scorer *scorer,
                                         const edgeguard_request *request,
                                         double *out_scores,
                                         size_t n);
+
+edgeguard_result edgeguard_tls_parse(const uint8_t *hello,
+                                     size_t hello_len,
+                                     edgeguard_tls_info *out,
+                                     char *errbuf,
+                                     size_t errbuf_len);
+
+edgeguard_result edgeguard_tls_client_hello(void *ssl, char *errbuf, size_t errbuf_len);
+
+edgeguard_result edgeguard_tls_get(const void *ssl, edgeguard_tls_info *out);
+
+const char *edgeguard_tls_family_name(int family);
 ]]
 
 return true
