@@ -97,6 +97,14 @@ bench-deps:
 bench-e2e: bench-deps build
 	$(PYTHON) scripts/bench-e2e.py $(BENCH_E2E_ARGS)
 
+# The captured real-client corpus scored by the shipped models (and by the
+# legacy ones, for the before column): per client, per protocol x origin x
+# flow, and the targets of models/README.md. Not part of `make test`, whose
+# tests/e2e/test_real_clients.py sends the same corpus through nginx.
+.PHONY: eval-real
+eval-real: build
+	$(PYTHON) models/eval_real.py --detail
+
 # Instructions per single-document prediction of the native evaluator on the
 # bench models (stable on a loaded machine, unlike time); CALLGRIND_MODE=official
 # counts the official library instead (needs make libcatboostmodel).

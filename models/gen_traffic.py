@@ -277,11 +277,12 @@ def browser_request(rng, browsers, browser, device, http2, request_kind, uri, lo
     elif not any(n == "connection" for n, _ in out):
         # Chromium sends it first, Safari last (Firefox: moved below).
         out.insert(len(out) if browser == "safari" else 0, ("connection", "keep-alive"))
-    # Firefox over HTTP/1.1 sends Connection after the accept-* block.
+    # Firefox over HTTP/1.1 sends Connection right after the accept-* block,
+    # before Referer and Cookie (captured: Firefox ESR 153).
     if not http2 and firefox_like:
         conn = [p for p in out if p[0] == "connection"]
         out = [p for p in out if p[0] != "connection"]
-        out = insert_after(out, "referer" if any(n == "referer" for n, _ in out) else "accept-encoding", conn[0])
+        out = insert_after(out, "accept-encoding", conn[0])
     return [("host", "shop.example")] + out, ua
 
 
@@ -328,7 +329,11 @@ def pick(rng, weighted):
 def human(rng, browsers):
     browser = pick(rng, BROWSER_MIX)
     device = "mobile" if rng.random() < 0.45 else "desktop"
-    http2 = rng.random() < 0.85
+    # A site on a plain-HTTP hostname: HTTP/1.1, and no client hints, no
+    # fetch metadata and no br/zstd (browsers send those to secure contexts
+    # only; 127.0.0.1 and localhost count as secure).
+    plain = rng.random() < 0.06
+    http2 = not plain and rng.random() < 0.7
     request_kind = pick(rng, [("navigate", 55), ("xhr", 20), ("image", 12), ("script", 6), ("style", 4),
                               ("font", 3)])
     if request_kind == "navigate":
@@ -338,21 +343,32 @@ def human(rng, browsers):
     else:
         uri = fill(rng, rng.choice([a for a in ASSETS if asset_kind(a) == request_kind] or ASSETS))
     referer = None
-    if request_kind != "navigate" or rng.random() < 0.6:
-        referer = "https://shop.example" + fill(rng, rng.choice(PAGES))
-    if request_kind == "navigate" and referer is None and rng.random() < 0.25:
+    # Every landing page is a first visit: typed URL or bookmark, no Referer,
+    # no Cookie, sec-fetch-site: none.
+    first_visit = request_kind == "navigate" and rng.random() < 0.3
+    if not first_visit and (request_kind != "navigate" or rng.random() < 0.6):
+        referer = ("http" if plain else "https") + "://shop.example" + fill(rng, rng.choice(PAGES))
+    if request_kind == "navigate" and not first_visit and referer is None:
         referer = rng.choice(["https://www.google.com/", "https://www.bing.com/", "https://duckduckgo.com/",
                               "https://t.co/", "https://www.facebook.com/"])
     locale = pick(rng, list(zip(LANGS, LOCALE_WEIGHTS)))
+    with_cookie = not first_visit and rng.random() < 0.65
     headers, ua = browser_request(rng, browsers, browser, device, http2, request_kind, uri, locale,
-                                  browser == "firefox", rng.random() < 0.65, referer)
-    detail = browser
+                                  browser == "firefox", with_cookie, referer)
+    detail = browser + ("-first-visit" if first_visit else "")
+    if browser in ("chrome", "edge") and request_kind != "navigate" and rng.random() < 0.5:
+        # Chromium (captured: 156) sends sub-resources and fetch() as
+        # sec-ch-ua-platform, User-Agent, sec-ch-ua, sec-ch-ua-mobile, ...
+        headers = chromium_subresource_order(headers)
+    if plain:
+        headers = plain_http(headers)
+        detail += "-plain-http"
     if device == "mobile" and rng.random() < 0.15:
         headers, detail = in_app(rng, headers, ua, browser)
     # Noise that real traffic has.
-    noise = rng.random()
-    if noise < 0.04:
-        # Plain-HTTP origin or an enterprise policy: no client hints.
+    noise = 1.0 if plain else rng.random()
+    if noise < 0.03:
+        # An enterprise policy or an old build: no client hints.
         headers = [(n, v) for n, v in headers if not n.startswith("sec-ch-ua")]
         detail += "-no-hints"
     elif noise < 0.06:
@@ -368,10 +384,75 @@ def human(rng, browsers):
         detail += "-dnt"
     method = "POST" if request_kind == "xhr" and rng.random() < 0.3 else "GET"
     if method == "POST":
-        headers = headers + [("content-type", "application/json"), ("content-length", str(rng.randint(2, 900))),
-                             ("origin", "https://shop.example")]
+        headers = post_headers(headers, browser, str(rng.randint(2, 900)),
+                               ("http" if plain else "https") + "://shop.example")
+    # A browser release (or a request type) this data does not know moves a
+    # header: such rows are people too, and train.py learns its order table
+    # without them, as it would lack a release that is not out yet.
+    drift = rng.random() < 0.08 and len(headers) > 3
+    if drift:
+        headers = list(headers)
+        i = rng.randrange(1, len(headers))
+        moved = headers.pop(i)
+        j = min(max(1, i + rng.choice([-3, -2, -1, 1, 2, 3])), len(headers))
+        headers.insert(j, moved)
+        detail += "-drift"
     return dict(method=method, uri=uri, version="2" if http2 else "1.1", client=client(rng, 0.3),
-                headers=headers, automated=0, spoof=0, kind="browser", detail=detail)
+                headers=headers, automated=0, spoof=0, kind="browser", detail=detail, drift=drift)
+
+
+def post_headers(headers, browser, length, origin):
+    """A fetch() POST's body headers where engines put them (captured:
+    Firefox 153 after the accept-* block; Chromium 156 Content-Length right
+    after Connection, Content-Type among the client hints, Origin before
+    the fetch metadata); Safari's go last."""
+    body = [("content-type", "application/json"), ("content-length", length), ("origin", origin)]
+    if browser == "firefox":
+        for pair in reversed(body):
+            headers = insert_after(headers, "accept-encoding", pair)
+        return headers
+    if browser in ("chrome", "edge"):
+        out = []
+        after = "connection" if any(n == "connection" for n, _ in headers) else "host"
+        for n, v in headers:
+            if n == "sec-fetch-site":
+                out.append(body[2])
+            out.append((n, v))
+            if n == after:
+                out.append(body[1])
+            if n == "sec-ch-ua":
+                out.append(body[0])
+        for pair in body:
+            if pair not in out:
+                out.append(pair)
+        return out
+    return headers + body
+
+
+def chromium_subresource_order(headers):
+    names = ("sec-ch-ua-platform", "user-agent", "sec-ch-ua", "sec-ch-ua-mobile")
+    present = [p for p in headers if p[0] in names]
+    if len(present) < 4:
+        return headers
+    at = min(i for i, p in enumerate(headers) if p[0] in names)
+    rest = [p for p in headers if p[0] not in names]
+    block = sorted(present, key=lambda p: names.index(p[0]))
+    return rest[:at] + block + rest[at:]
+
+
+def plain_http(headers):
+    """What a browser sends to a plain-HTTP hostname: no client hints, no
+    fetch metadata, no priority, `gzip, deflate`."""
+    out = []
+    for n, val in headers:
+        if n.startswith("sec-ch-") or n.startswith("sec-fetch-") or n in ("priority", "te"):
+            continue
+        if n == "accept-encoding":
+            val = "gzip, deflate"
+        elif n == "origin":
+            val = val.replace("https://", "http://")
+        out.append((n, val))
+    return out
 
 
 APPS = ["com.facebook.katana", "com.instagram.android", "com.linkedin.android", "com.google.android.gm",
