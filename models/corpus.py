@@ -83,10 +83,15 @@ def judged(row):
     return row["class"] not in UNJUDGED
 
 
+PYTHON = {"python-requests", "python-httpx", "python-aiohttp", "python-urllib", "scrapy"}
+
+
 def family(row):
-    """The family held out together in validation: a browser engine for
-    people (chromium, firefox), the client's name otherwise."""
-    return row["name"]
+    """The family held out together in validation: every capture of one
+    client, person or automated (Chromium headful and headless are one
+    family: the same bytes but for the User-Agent), the Python libraries
+    (which share urllib3/asyncio defaults) as one."""
+    return "python" if row["name"] in PYTHON else row["name"]
 
 
 def request_line(row):

@@ -294,6 +294,7 @@ def main():
     ap.add_argument("--margin", type=float, default=1.0)
     ap.add_argument("--fixture-count", type=int, default=200)
     ap.add_argument("--no-holdout", action="store_true", help="skip the held-out-family runs")
+    ap.add_argument("--families", help="comma-separated: hold out only these families (default: every one)")
     ap.add_argument("--out", default=HERE, help="where the models and metrics.json go (default: models/)")
     args = ap.parse_args()
 
@@ -391,7 +392,7 @@ def main():
     report["captured_clients"] = captured_table(captured_all, ex, table, models, thresholds)
     if not args.no_holdout and captured:
         report["held_out_families"] = holdout_families(ex, rows, train, val, human, is_cap, family, y_bot,
-                                                       weight, args)
+                                                       weight, args, details)
     with open(os.path.join(args.out, "metrics.json"), "w") as f:
         json.dump(report, f, indent=1)
         f.write("\n")
@@ -435,10 +436,11 @@ def captured_table(rows, ex, table, models, thresholds):
     return sorted(result, key=lambda e: (e["class"], e["client"]))
 
 
-def holdout_families(ex, rows, train, val, human, is_cap, family, y, weight, args):
+def holdout_families(ex, rows, train, val, human, is_cap, family, y, weight, args, details):
     """Retrain bot without each captured family, measure that family."""
     results = []
-    for fam in sorted(set(family[is_cap])):
+    wanted = args.families.split(",") if args.families else sorted(set(family[is_cap]))
+    for fam in wanted:
         out = is_cap & (family == fam)
         keep = train & ~out
         vectors, table = features_with_folds(ex, rows, keep, human, args.folds, args.seed, args.min_pair_count)
@@ -446,13 +448,37 @@ def holdout_families(ex, rows, train, val, human, is_cap, family, y, weight, arg
         model = fit(df, y, weight, keep, val, ex.cat_names, args.seed, args)
         t, _ = threshold_for(model, df, y, val, keep & is_cap & human, ex.cat_names, args)
         p = proba(model, df[out], ex.cat_names)
-        is_human = bool(human[out].all())
-        ok = (p < t) if is_human else (p >= t)
-        results.append({"family": fam, "class": "human" if is_human else "automated",
-                        "requests": int(out.sum()), "ok": int(ok.sum()),
-                        "percent_ok": round(100.0 * ok.mean(), 2), "threshold": t,
-                        "max_score": float(p.max()), "min_score": float(p.min())})
-        print("held-out family %s: %d/%d ok at %.4f" % (fam, ok.sum(), out.sum(), t), flush=True)
+        is_human = human[out]
+        ok = np.where(is_human, p < t, p >= t)
+        if args.families:  # an experiment: say what the misses are
+            flows = {}
+            for i, good in zip(np.where(out)[0], ok):
+                if not good:
+                    key = "%s/%s/%s" % (rows[i]["origin"], rows[i]["flow"], rows[i].get("protocol"))
+                    flows[key] = flows.get(key, 0) + 1
+            print("  misses:", dict(sorted(flows.items(), key=lambda kv: -kv[1])[:12]))
+            bad = np.where(out)[0][~ok]
+            if len(bad):
+                shap = model.get_feature_importance(Pool(df.iloc[bad], cat_features=ex.cat_names),
+                                                    type="ShapValues")[:, :-1]
+                push = (shap * np.where(is_human[~ok], 1, -1)[:, None]).sum(axis=0)
+                print("  features pushing the misses the wrong way:",
+                      [(c, round(float(v), 1)) for c, v in sorted(zip(df.columns, push), key=lambda kv: -kv[1])[:8]])
+                i = bad[0]
+                print("  e.g.", {c: df.iloc[i][c] for c in df.columns if c in (
+                    "ua_family", "ch_brand", "header_order", "accept", "fetch_site", "order_reversed_pairs",
+                    "accept_language_primary", "has_referer", "http_version")})
+        for cls_human in (True, False):
+            sel = is_human == cls_human
+            if not sel.any():
+                continue
+            results.append({"family": fam, "class": "human" if cls_human else "automated",
+                            "requests": int(sel.sum()), "ok": int(ok[sel].sum()),
+                            "percent_ok": round(100.0 * ok[sel].mean(), 2), "threshold": t,
+                            "max_score": float(p[sel].max()), "min_score": float(p[sel].min())})
+            print("held-out family %s (%s): %d/%d %s at %.4f" % (
+                fam, "people" if cls_human else "automated", ok[sel].sum(), sel.sum(),
+                "pass" if cls_human else "flagged", t), flush=True)
     return results
 
 
