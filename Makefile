@@ -15,6 +15,8 @@ APT_RUNTIME := nginx libnginx-mod-http-lua lua-resty-core luajit2 lua-cjson curl
 APT_TEST := $(APT_RUNTIME) clang libclang-rt-14-dev g++
 # wrk: tests/e2e/test_bench_harness.py runs the bench-e2e harness briefly.
 APT_TEST += wrk
+# openssl: tests/e2e/test_capture.py runs the capture harness (TLS origins).
+APT_TEST += openssl
 PIP_TEST := pytest prometheus_client
 
 RELEASE_LIB := target/release/libedgeguard.so
@@ -143,6 +145,31 @@ libcatboostmodel:
 # Parity through the official library (catboost-sys), and native == official.
 test-official: libcatboostmodel
 	scripts/test-official.sh
+
+# The real-client corpus (tests/fixtures/real_clients/): Debian's Chromium and
+# Firefox ESR, command-line tools, HTTP libraries and curl_cffi impersonations
+# driven against nginx on loopback, every request recorded through
+# resty.edgeguard.record (models/capture/). CAPTURE_ARGS e.g. "--only firefox".
+# `make capture-report` replays the corpus through the shipped decision logic
+# and prints how many requests of each client would be blocked.
+APT_CAPTURE := $(APT_RUNTIME) openssl iproute2 chromium chromium-driver firefox-esr xvfb xauth \
+               fonts-dejavu-core golang-go nodejs openjdk-17-jdk-headless wget
+PIP_CAPTURE := selenium curl_cffi requests httpx aiohttp scrapy
+CAPTURE_ARGS ?=
+CAPTURE_REPORT_ARGS ?= --by origin
+.PHONY: capture capture-deps capture-report
+
+capture-deps:
+	$(call apt_install,$(APT_CAPTURE))
+	@for m in $(PIP_CAPTURE); do \
+	  $(PYTHON) -c "import $$m" 2>/dev/null || $(PYTHON) -m pip install -q $$m; \
+	done
+
+capture: capture-deps
+	$(PYTHON) models/capture/capture.py $(CAPTURE_ARGS)
+
+capture-report: build
+	$(PYTHON) models/capture/replay_report.py $(CAPTURE_REPORT_ARGS)
 
 run: deps build
 	@mkdir -p $(RUN_DIR)
