@@ -6,9 +6,9 @@ the per-client tables of models/README.md (`make eval-real`).
 
 Every request of tests/fixtures/real_clients/corpus.jsonl goes through
 `edgeguard replay` (the scoring and decision code nginx runs, with each
-model's own threshold, as nginx-conf/nginx.conf uses them) twice: with the
-shipped models (after) and with the first models in models/legacy/
-(before). Printed, as Markdown:
+model's own threshold) twice: with the shipped bot model, as
+nginx-conf/nginx.conf loads it (after), and with the first models, bot and
+spoof, in models/legacy/ (before). Printed, as Markdown:
 
   1. per client class and client: requests, flagged before and after;
   2. with --detail: per client, protocol, origin and flow, the requests,
@@ -54,10 +54,9 @@ def replay(edgeguard, models, rows):
     return out
 
 
-def models_in(directory):
+def models_in(directory, names):
     directory = os.path.abspath(directory)
-    return {name: os.path.join(directory, name + ".json") for name in ("bot", "spoof")
-            if os.path.exists(os.path.join(directory, name + ".json"))}
+    return {name: os.path.join(directory, name + ".json") for name in names}
 
 
 def flagged(out):
@@ -139,13 +138,16 @@ def main():
     ap.add_argument("--models", default=HERE, help="directory of the models after (default: models/)")
     ap.add_argument("--legacy", default=os.path.join(HERE, "legacy"), help="directory of the models before")
     ap.add_argument("--detail", action="store_true", help="also the protocol x origin x flow table")
+    # What nginx-conf/nginx.conf loads now, and what it loaded before.
+    ap.add_argument("--after-models", default="bot", help="models after, comma-separated (default: %(default)s)")
+    ap.add_argument("--before-models", default="bot,spoof", help="legacy models (default: %(default)s)")
     args = ap.parse_args()
     edgeguard = args.edgeguard or os.path.join(ROOT, "target", "release", "edgeguard")
     rows = corpus.load(args.corpus)
     if not rows:
         sys.exit("no corpus at %s (make capture)" % args.corpus)
-    before = replay(edgeguard, models_in(args.legacy), rows)
-    after = replay(edgeguard, models_in(args.models), rows)
+    before = replay(edgeguard, models_in(args.legacy, args.before_models.split(",")), rows)
+    after = replay(edgeguard, models_in(args.models, args.after_models.split(",")), rows)
     print("### Per client (%d captured requests)\n" % len(rows))
     summary(rows, before, after)
     if args.detail:

@@ -406,6 +406,13 @@ def human(rng, browsers):
     if method == "POST":
         headers = post_headers(headers, browser, str(rng.randint(2, 900)),
                                ("http" if plain else "https") + "://shop.example")
+    elif request_kind == "navigate" and referer and referer.startswith(("https://shop", "http://shop")) and \
+            browser != "safari" and rng.random() < 0.08:
+        # A form submitted (sign-in, checkout): a POST navigation.
+        method = "POST"
+        headers = form_post_headers(headers, browser, str(rng.randint(20, 400)),
+                                    ("http" if plain else "https") + "://shop.example")
+        detail += "-form-post"
     # A browser release (or a request type) this data does not know moves a
     # header: such rows are people too, and train.py learns its order table
     # without them, as it would lack a release that is not out yet.
@@ -448,6 +455,32 @@ def post_headers(headers, browser, length, origin):
                 out.append(pair)
         return out
     return headers + body
+
+
+def form_post_headers(headers, browser, length, origin):
+    """A form's POST navigation where engines put its headers (captured:
+    Firefox 153 puts the body headers and Origin after the accept-* block;
+    Chromium 156 Content-Length after Connection, then Cache-Control:
+    max-age=0, Content-Type after Upgrade-Insecure-Requests, Origin after
+    User-Agent)."""
+    form = "application/x-www-form-urlencoded"
+    if browser == "firefox":
+        for pair in reversed([("content-type", form), ("content-length", length), ("origin", origin)]):
+            headers = insert_after(headers, "accept-encoding", pair)
+        return headers
+    after = "connection" if any(n == "connection" for n, _ in headers) else "host"
+    out = []
+    for n, v in headers:
+        out.append((n, v))
+        if n == after:
+            out += [("content-length", length), ("cache-control", "max-age=0")]
+        elif n == "upgrade-insecure-requests":
+            out.append(("content-type", form))
+        elif n == "user-agent":
+            out.append(("origin", origin))
+    if not any(n == "content-type" for n, _ in out):
+        out.append(("content-type", form))
+    return out
 
 
 def chromium_subresource_order(headers):
