@@ -46,8 +46,9 @@ pub enum Engine {
 }
 
 impl Engine {
-    /// Every engine, in table order.
-    pub const ALL: [Engine; 4] = [
+    /// Every engine, in table order. Not public: cbindgen would see the
+    /// type in a public constant and put it in the C header.
+    const ALL: [Engine; 4] = [
         Engine::Chromium,
         Engine::Gecko,
         Engine::WebKit,
