@@ -15,8 +15,9 @@ APT_RUNTIME := nginx libnginx-mod-http-lua lua-resty-core luajit2 lua-cjson curl
 APT_TEST := $(APT_RUNTIME) clang libclang-rt-14-dev g++
 # wrk: tests/e2e/test_bench_harness.py runs the bench-e2e harness briefly.
 APT_TEST += wrk
-# openssl: tests/e2e/test_capture.py runs the capture harness (TLS origins).
-APT_TEST += openssl
+# luarocks: the rockspec test; lua-check: luacheck in make lint; prometheus:
+# tests/e2e/test_prometheus.py scrapes the demo nginx with the real server.
+APT_TEST += luarocks lua-check prometheus
 PIP_TEST := pytest prometheus_client
 
 RELEASE_LIB := target/release/libedgeguard.so
@@ -50,7 +51,7 @@ build:
 
 # Regenerate include/edgeguard.h with the pinned cbindgen, and the Lua cdefs from it.
 header:
-	EDGEGUARD_UPDATE_HEADER=1 $(CARGO) test --locked --test header
+	EDGEGUARD_UPDATE_HEADER=1 $(CARGO) test --locked --test c_header
 	$(LUAJIT) scripts/gen-cdefs.lua
 
 lint:
@@ -59,6 +60,7 @@ lint:
 	@# The fuzz targets are their own crate; a change in the API they call
 	@# must not leave `make fuzz` broken until someone runs it.
 	$(CARGO) check --locked --manifest-path fuzz/Cargo.toml --bins
+	luacheck --no-color -q lua/
 
 test-rust:
 	$(CARGO) test --locked
@@ -156,6 +158,9 @@ APT_CAPTURE := $(APT_RUNTIME) openssl iproute2 chromium chromium-driver firefox-
                fonts-dejavu-core golang-go nodejs openjdk-17-jdk-headless wget
 PIP_CAPTURE := selenium curl_cffi requests httpx aiohttp scrapy
 CAPTURE_ARGS ?=
+# tests/e2e/test_capture.py runs the harness with curl and urllib in make test:
+# its TLS origins need openssl.
+APT_TEST += openssl
 CAPTURE_REPORT_ARGS ?= --by origin
 .PHONY: capture capture-deps capture-report
 
@@ -192,3 +197,68 @@ bench:
 clean:
 	$(CARGO) clean
 	rm -rf $(RUN_DIR)
+
+# ---- Install: make install / uninstall, make deb, the rockspec -------------
+# Where LuaJIT's default package.path and package.cpath look (nginx's Lua
+# module starts from them too): $(PREFIX)/share/lua/5.1/?.lua and
+# $(PREFIX)/lib/lua/5.1/?.so; lib.lua finds the library as "libedgeguard" in
+# every cpath template, so configure{} needs no lib_path. Debian's own Lua
+# paths (make deb): PREFIX=/usr LUA_CMODULE_DIR=/usr/lib/<multiarch>/lua/5.1.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+INCLUDEDIR ?= $(PREFIX)/include
+DATADIR ?= $(PREFIX)/share/edgeguard
+LUA_MODULE_DIR ?= $(PREFIX)/share/lua/5.1
+LUA_CMODULE_DIR ?= $(PREFIX)/lib/lua/5.1
+# What the example snippet's configure{ config = } names at run time.
+EDGEGUARD_CONFIG ?= $(DATADIR)/edgeguard.json
+# The models directory as edgeguard.json names it: relative to that file
+# here, /usr/share/edgeguard/models in the package (its /etc copy).
+EDGEGUARD_MODELS ?= models
+LUA_MODULES := $(shell cd lua && find resty -name '*.lua' | LC_ALL=C sort)
+DATA_FILES := edgeguard.json internal-headers.txt models/bot.json models/spoof.json \
+              nginx/edgeguard.conf nginx/edgeguard-metrics.conf nginx/log-format.conf
+INSTALL ?= install
+
+.PHONY: install uninstall deb test-deb test-rockspec
+
+install: build
+	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LUA_CMODULE_DIR) \
+	  $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR)/nginx
+	$(INSTALL) -m 755 target/release/edgeguard $(DESTDIR)$(BINDIR)/edgeguard
+	$(INSTALL) -m 755 $(RELEASE_LIB) $(DESTDIR)$(LUA_CMODULE_DIR)/libedgeguard.so
+	$(INSTALL) -m 644 include/edgeguard.h $(DESTDIR)$(INCLUDEDIR)/edgeguard.h
+	@set -e; for m in $(LUA_MODULES); do \
+	  $(INSTALL) -D -m 644 lua/$$m $(DESTDIR)$(LUA_MODULE_DIR)/$$m; \
+	done
+	$(INSTALL) -m 644 models/bot.json models/spoof.json $(DESTDIR)$(DATADIR)/models/
+	$(INSTALL) -m 644 nginx-conf/internal-headers.txt $(DESTDIR)$(DATADIR)/internal-headers.txt
+	$(INSTALL) -m 644 nginx-conf/log-format.conf packaging/nginx/edgeguard-metrics.conf $(DESTDIR)$(DATADIR)/nginx/
+	sed 's|@MODELS@|$(EDGEGUARD_MODELS)|g' packaging/edgeguard.json.in > $(DESTDIR)$(DATADIR)/edgeguard.json
+	sed 's|@CONFIG@|$(EDGEGUARD_CONFIG)|g' packaging/nginx/edgeguard.conf.in > $(DESTDIR)$(DATADIR)/nginx/edgeguard.conf
+	chmod 644 $(DESTDIR)$(DATADIR)/edgeguard.json $(DESTDIR)$(DATADIR)/nginx/edgeguard.conf
+
+# Removes what install put there, and then its own directories if empty.
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/edgeguard $(DESTDIR)$(LUA_CMODULE_DIR)/libedgeguard.so \
+	  $(DESTDIR)$(INCLUDEDIR)/edgeguard.h $(addprefix $(DESTDIR)$(LUA_MODULE_DIR)/,$(LUA_MODULES)) \
+	  $(addprefix $(DESTDIR)$(DATADIR)/,$(DATA_FILES))
+	-rmdir $(DESTDIR)$(LUA_MODULE_DIR)/resty/edgeguard/lua_engine $(DESTDIR)$(LUA_MODULE_DIR)/resty/edgeguard \
+	  $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR)/nginx $(DESTDIR)$(DATADIR) 2>/dev/null
+
+# The Debian package (scripts/build-deb.sh says what goes where).
+deb: build
+	$(call apt_install,dpkg-dev binutils)
+	scripts/build-deb.sh
+
+# Installs the .deb on this machine, serves through Debian's own nginx
+# (/etc/nginx, not -p), purges it (tests/deb/test_deb.py). It starts and stops
+# the system nginx, so it is not part of `make test`.
+test-deb: deps-test deb
+	$(PYTHON) -m pytest -q -s tests/deb
+
+# luarocks make of the rockspec into a temporary tree, then require from it
+# (seconds once the release build exists; also part of test-e2e).
+test-rockspec: build
+	$(PYTHON) -m pytest -q tests/e2e/test_rockspec.py

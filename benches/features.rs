@@ -4,7 +4,7 @@
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use edgeguard::features::{extract, header_order, user_agent, FeatureVector, Request};
-use edgeguard::request::edgeguard_header;
+use edgeguard::headers::Header;
 
 struct Owned {
     kind: String,
@@ -56,12 +56,12 @@ fn load() -> Vec<Owned> {
 
 fn bench(c: &mut Criterion) {
     let owned = load();
-    let headers: Vec<Vec<edgeguard_header>> = owned
+    let headers: Vec<Vec<Header<'_>>> = owned
         .iter()
         .map(|o| {
             o.headers
                 .iter()
-                .map(|(k, v)| edgeguard_header::new(k.as_bytes(), v.as_bytes()))
+                .map(|(k, v)| Header::new(k.as_bytes(), v.as_bytes()))
                 .collect()
         })
         .collect();
@@ -70,15 +70,13 @@ fn bench(c: &mut Criterion) {
         .iter()
         .zip(&headers)
         .map(|(o, h)| {
-            let req = unsafe {
-                Request::new(
-                    o.method.as_bytes(),
-                    o.uri.as_bytes(),
-                    o.version,
-                    o.client.as_bytes(),
-                    h,
-                )
-            };
+            let req = Request::new(
+                o.method.as_bytes(),
+                o.uri.as_bytes(),
+                o.version,
+                o.client.as_bytes(),
+                h,
+            );
             (o.kind.clone(), req)
         })
         .collect();

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use edgeguard::config::Config;
 use edgeguard::features::Request;
-use edgeguard::request::edgeguard_header;
+use edgeguard::headers::Header;
 use serde_json::{json, Value};
 
 fn manifest() -> PathBuf {
@@ -459,24 +459,20 @@ fn baseline(config: &Path, input: &Path) {
                     .collect()
             })
             .unwrap_or_default();
-        let headers: Vec<edgeguard_header> = pairs
+        let headers: Vec<Header<'_>> = pairs
             .iter()
-            .map(|(k, v)| edgeguard_header::new(k.as_bytes(), v.as_bytes()))
+            .map(|(k, v)| Header::new(k.as_bytes(), v.as_bytes()))
             .collect();
-        // SAFETY: `headers` views `pairs`, alive for this iteration.
-        let req = unsafe {
-            Request::new(
-                method.as_bytes(),
-                uri.as_bytes(),
-                (version * 10.0).round() as u16,
-                client.as_bytes(),
-                &headers,
-            )
-        };
-        // SAFETY: as above.
-        let stripped = cfg.headers().map_or(0, |h| unsafe {
-            h.find_internal(&headers, &mut clear).matched
-        });
+        let req = Request::new(
+            method.as_bytes(),
+            uri.as_bytes(),
+            (version * 10.0).round() as u16,
+            client.as_bytes(),
+            &headers,
+        );
+        let stripped = cfg
+            .headers()
+            .map_or(0, |h| h.find_internal(&headers, &mut clear).matched);
         let mut scores = vec![0.0; names.len()];
         if let Some(s) = scorer {
             s.score(&req, &mut scores).unwrap();

@@ -31,8 +31,8 @@ mod scorer_support;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 use edgeguard::features::{extract, FeatureVector, Request, CAT_COUNT, FLOAT_COUNT};
+use edgeguard::headers::Header;
 use edgeguard::model::{cat_hash, PredictionType};
-use edgeguard::request::edgeguard_header;
 use edgeguard::scorer::{ScoreKind, ScoredModel, Scorer};
 use scorer_support::{fixture_requests, root};
 
@@ -201,7 +201,7 @@ fn summarize(views: &[Request<'_>]) {
 fn bench(c: &mut Criterion) {
     let requests = fixture_requests();
     let n = requests.len();
-    let headers: Vec<Vec<edgeguard_header>> = requests.iter().map(|r| r.ffi_headers()).collect();
+    let headers: Vec<Vec<Header<'_>>> = requests.iter().map(|r| r.ffi_headers()).collect();
     let views: Vec<Request<'_>> = requests
         .iter()
         .zip(&headers)
@@ -263,8 +263,7 @@ fn main() {
     // variant once, where a timing summary would mean nothing.
     if std::env::args().any(|arg| arg == "--bench") {
         let requests = fixture_requests();
-        let headers: Vec<Vec<edgeguard_header>> =
-            requests.iter().map(|r| r.ffi_headers()).collect();
+        let headers: Vec<Vec<Header<'_>>> = requests.iter().map(|r| r.ffi_headers()).collect();
         let views: Vec<Request<'_>> = requests
             .iter()
             .zip(&headers)

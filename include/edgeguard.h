@@ -54,6 +54,34 @@ typedef enum {
 } edgeguard_result;
 
 /*
+ What `edgeguard_policy_decide` says a request gets. The numbers are
+ stable.
+ */
+typedef enum {
+  /*
+   Not flagged, or mode `off`: let it through.
+   */
+  EDGEGUARD_ACTION_PASS = 0,
+  /*
+   Flagged, but the client lies in an `allow` block: let it through.
+   */
+  EDGEGUARD_ACTION_ALLOW = 1,
+  /*
+   Flagged in mode `log`: let it through and log it.
+   */
+  EDGEGUARD_ACTION_LOG = 2,
+  /*
+   Flagged in mode `block`: answer with the decision's `status`.
+   */
+  EDGEGUARD_ACTION_BLOCK = 3,
+  /*
+   Not scored while models are configured and `fail_closed` is set:
+   answer 503.
+   */
+  EDGEGUARD_ACTION_UNAVAILABLE = 4,
+} edgeguard_action;
+
+/*
  What `edgeguard_model_predict` reports, as the official C API's
  `SetPredictionType`. Passed to the predict functions as a plain `int`, so
  an out-of-range number is an `InvalidArgument` result rather than
@@ -77,9 +105,11 @@ typedef enum {
 } edgeguard_prediction_type;
 
 /*
- What happens to one request.
+ Parsed and checked options. Opaque: made by `edgeguard_config_new` or
+ `edgeguard_config_new_for_location`, released by `edgeguard_config_free`.
+ Immutable, so one handle may be shared by threads.
  */
-typedef struct Action Action;
+typedef struct edgeguard_config edgeguard_config;
 
 /*
  An immutable set of internal header names and prefixes.
@@ -98,11 +128,40 @@ typedef struct edgeguard_header_set edgeguard_header_set;
 typedef struct edgeguard_model edgeguard_model;
 
 /*
+ The decision rule bound to one engine's models. Opaque: made by
+ `edgeguard_policy_new`, released by `edgeguard_policy_free`. Immutable.
+ */
+typedef struct edgeguard_policy edgeguard_policy;
+
+/*
  A set of CatBoost models scoring requests. Opaque: made by
  `edgeguard_scorer_new`, released by `edgeguard_scorer_free`. Immutable
  after loading, so one handle may be used from several threads at once.
  */
 typedef struct edgeguard_scorer edgeguard_scorer;
+
+/*
+ The outcome of `edgeguard_policy_decide`.
+ */
+typedef struct {
+  /*
+   What the request gets.
+   */
+  edgeguard_action action;
+  /*
+   The index of the model that flagged it (also when the mode is `off`
+   and the action `Pass`), or -1.
+   */
+  int32_t model;
+  /*
+   That model's threshold in force; NaN when no model flagged.
+   */
+  double threshold;
+  /*
+   The status a blocked request gets (the configured `status`).
+   */
+  int32_t status;
+} edgeguard_decision;
 
 /*
  A borrowed byte string: `{ int len; const unsigned char *data; }`.
@@ -187,6 +246,145 @@ const char *edgeguard_version(void);
  free it. Unknown numbers give `"unknown result code"`.
  */
 const char *edgeguard_result_text(int result);
+
+/*
+ Parses the options of `configure{}`: `len` bytes of JSON at `json`, an
+ object whose keys are the options (`src/config/options.rs` lists them).
+ When it names a `config` file, the file is read and the options given
+ beside it override the file's. Relative paths in `json` are resolved
+ against `base_dir` (NUL-terminated; null keeps them as given), a file's
+ against the file's directory. `source_name` (NUL-terminated; null:
+ `"options"`) names `json` in error messages; a file is named by its path.
+
+ On success writes a new configuration to `*out` (release it with
+ `edgeguard_config_free`). On failure `*out` is untouched and `errbuf`
+ receives a message naming the source, the option and, in a list, the
+ entry counted from 0 (`edgeguard.json: allow[1]: ...`):
+ - `InvalidArgument`: the options in `json` are wrong (an unknown option,
+   a wrong type, a value out of range, not JSON): the caller's mistake;
+ - `ConfigInvalid`: the `config` file is not JSON or holds a bad option;
+ - `Io`: the `config` file cannot be read;
+ - `NullParameter`: `out` is null, or `json` is null with a nonzero `len`
+   (or a `len` no array can have, as a negative int converted gives).
+
+ # Safety
+ `json` points to `len` readable bytes (or `len` is 0); `source_name` and
+ `base_dir` are null or NUL-terminated; `out` is writable; `errbuf` is
+ null or points to `errbuf_len` writable bytes.
+ */
+edgeguard_result edgeguard_config_new(const uint8_t *json,
+                                      size_t len,
+                                      const char *source_name,
+                                      const char *base_dir,
+                                      edgeguard_config **out,
+                                      char *errbuf,
+                                      size_t errbuf_len);
+
+/*
+ Derives a location's configuration: `base` with the `access{}` options
+ in `json` (`len` bytes) over it. Only the per-location options are
+ accepted (`mode`, `thresholds`, `status`, `fail_closed`, `score_header`,
+ `vars`, `log_level`, `engine`); `thresholds` override model by model, the
+ others replace `base`'s; `engine` must be one `base` loaded. Errors as
+ `edgeguard_config_new` (always `InvalidArgument` for bad options);
+ `source_name` null means `"options"`. `base` is not changed.
+
+ # Safety
+ `base` is a live configuration; otherwise as `edgeguard_config_new`.
+ */
+edgeguard_result edgeguard_config_new_for_location(const edgeguard_config *base,
+                                                   const uint8_t *json,
+                                                   size_t len,
+                                                   const char *source_name,
+                                                   edgeguard_config **out,
+                                                   char *errbuf,
+                                                   size_t errbuf_len);
+
+/*
+ Releases a configuration. Null is a no-op. Policies bound from it stay
+ valid (they hold their own copy of what they need).
+
+ # Safety
+ `config` is null or a live configuration not used afterwards.
+ */
+void edgeguard_config_free(edgeguard_config *config);
+
+/*
+ The options resolved, as a NUL-terminated JSON object: every option
+ given, defaults filled in (`mode`, `status`, `fail_closed`,
+ `score_header`, `vars`, `engine`, and `shadow_primary` under the shadow
+ engine), paths resolved, `models` and `lua_models` as arrays of
+ `{"name", "path"}` in scoring order, and `models_wanted` (whether models
+ are configured for any engine). Options with neither a value nor a
+ default are absent. Owned by the configuration, valid until it is freed;
+ null for a null configuration.
+
+ # Safety
+ `config` is null or a live configuration.
+ */
+const char *edgeguard_config_json(const edgeguard_config *config);
+
+/*
+ Binds `config`'s decision rule to one engine's models: `n` models in
+ scoring order, model `i` named `names[i]` (NUL-terminated), with its own
+ threshold `own_thresholds[i]` (NaN: none; `own_thresholds` may be null:
+ none has one). Each model's threshold is the configured one, else its
+ own; a model with neither never flags. `n` may be 0 (models not loaded:
+ every request is unscored).
+
+ On success writes a new policy to `*out` (release it with
+ `edgeguard_policy_free`). `NullParameter` for a null `config`, `out`,
+ `names` (with `n` > 0) or name; `InvalidArgument` for `n` above 64 or a
+ name that is not UTF-8 (`errbuf` says which).
+
+ # Safety
+ `config` is a live configuration; `names` points to `n` NUL-terminated
+ strings and `own_thresholds` is null or points to `n` doubles; `out` is
+ writable; `errbuf` is null or points to `errbuf_len` writable bytes.
+ */
+edgeguard_result edgeguard_policy_new(const edgeguard_config *config,
+                                      const char *const *names,
+                                      const double *own_thresholds,
+                                      size_t n,
+                                      edgeguard_policy **out,
+                                      char *errbuf,
+                                      size_t errbuf_len);
+
+/*
+ Releases a policy. Null is a no-op.
+
+ # Safety
+ `policy` is null or a live policy not used afterwards.
+ */
+void edgeguard_policy_free(edgeguard_policy *policy);
+
+/*
+ Decides one request. `scores` holds the request's `n` scores in the
+ policy's model order, or is null with `n` 0 for a request that was not
+ scored (models not loaded, scoring failed): that one gets `Unavailable`
+ under `fail_closed` with models configured, else `Pass`. `addr` is the
+ client address as nginx keeps it (`$binary_remote_addr`: 4 bytes for
+ IPv4, 16 for IPv6); any other length (a unix socket: 0) lies in no
+ `allow` block.
+
+ Writes `*out` and returns `Ok`; `NullParameter` for a null `policy` or
+ `out`, or a null `scores` or `addr` with a nonzero length (or a length
+ no array can have);
+ `InvalidArgument` when `n` is neither 0 with null `scores` nor the
+ number of models the policy was bound to. Never allocates; the policy is
+ only read, so concurrent calls are safe.
+
+ # Safety
+ `policy` is a live policy; `scores` points to `n` doubles and `addr` to
+ `addr_len` bytes (or they are null with a zero length); `out` is
+ writable.
+ */
+edgeguard_result edgeguard_policy_decide(const edgeguard_policy *policy,
+                                         const double *scores,
+                                         size_t n,
+                                         const uint8_t *addr,
+                                         size_t addr_len,
+                                         edgeguard_decision *out);
 
 /*
  Loads an internal header list from the file at `path` (NUL-terminated).

@@ -17,3 +17,15 @@ tests/c/build.sh sanitize "$profile" "$out"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     "$out" "$root/tests/fixtures/catboost"
+# The model C API example of the README (examples/model_api.c), same flags.
+example=${CARGO_TARGET_DIR:-$root/target}/c-abi/model_api-asan
+libdir=${CARGO_TARGET_DIR:-$root/target}/$profile
+${CC:-clang} -std=c11 -Wall -Wextra -Werror -O1 -g -fno-omit-frame-pointer \
+    -fsanitize=address,undefined -fno-sanitize-recover=all -I "$root/include" \
+    "$root/examples/model_api.c" -o "$example" -L "$libdir" -Wl,-rpath,"$libdir" -ledgeguard -lm
+out=$(ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 "$example" "$root/models/bot.json")
+echo "examples/model_api.c: $out"
+case $out in
+"32 floats, 12 categorical: p = "[01].[0-9]*) ;;
+*) echo "examples/model_api.c: unexpected output" >&2; exit 1 ;;
+esac

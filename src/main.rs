@@ -1,37 +1,64 @@
 //! `edgeguard`: the offline face of the library. Every subcommand runs the same
 //! code that nginx runs, so what is validated here is what serves.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod cli;
 
-const USAGE: &str = "usage: edgeguard <command> [options]
+/// Strip internal headers and score requests for bots, offline, with the
+/// code nginx runs.
+#[derive(Parser, Debug)]
+#[command(name = "edgeguard", version, arg_required_else_help = true)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
 
-commands:
-  predict    score JSON Lines documents with a CatBoost model
-  features   print the feature vector of JSON Lines requests
-  replay     score recorded traffic with a configuration, report decisions
-  version    print the library version
-";
+#[derive(Subcommand, Debug)]
+pub(crate) enum Command {
+    /// Score JSON Lines documents with a CatBoost model
+    #[command(long_about = cli::predict::LONG_ABOUT)]
+    Predict(cli::predict::Args),
+    /// Print the feature vector of JSON Lines requests
+    #[command(long_about = cli::features::LONG_ABOUT)]
+    Features(cli::features::Args),
+    /// Score recorded traffic with a configuration, report decisions
+    #[command(long_about = cli::replay::LONG_ABOUT)]
+    Replay(cli::replay::Args),
+    /// Print the library version
+    Version,
+    /// Print a shell completion script: `edgeguard completions bash > /etc/bash_completion.d/edgeguard`
+    Completions {
+        /// The shell
+        shell: clap_complete::Shell,
+    },
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let rest = args.get(1..).unwrap_or(&[]);
-    match args.first().map(String::as_str) {
-        Some("predict") => cli::predict::run(rest),
-        Some("features") => cli::features::run(rest),
-        Some("replay") => cli::replay::run(rest),
-        Some("version" | "--version") => {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return cli::usage_error(&e),
+    };
+    match cli.command {
+        Command::Predict(args) => cli::predict::run(args),
+        Command::Features(args) => cli::features::run(args),
+        Command::Replay(args) => cli::replay::run(args),
+        Command::Version => {
             println!("edgeguard {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
         }
-        Some("help" | "--help" | "-h") => {
-            print!("{USAGE}");
-            ExitCode::SUCCESS
-        }
-        _ => {
-            eprint!("{USAGE}");
-            ExitCode::from(2)
+        Command::Completions { shell } => {
+            // Into a buffer first: clap_complete panics on a closed stdout.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "edgeguard", &mut script);
+            match std::io::Write::write_all(&mut std::io::stdout().lock(), &script) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(_) => ExitCode::FAILURE,
+            }
         }
     }
 }

@@ -5,7 +5,7 @@
 
 use edgeguard::features::orders::{Engine, OrderCounts};
 use edgeguard::features::{extract, extract_with, FeatureVector, Float, Request};
-use edgeguard::request::edgeguard_header;
+use edgeguard::headers::Header;
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
@@ -45,17 +45,17 @@ fn main() {
 
 fn extract_allocates_nothing() {
     let _profiler = dhat::Profiler::builder().testing().build();
-    let owned: Vec<Vec<edgeguard_header>> = SETS
+    let owned: Vec<Vec<Header<'_>>> = SETS
         .iter()
         .map(|set| {
             set.iter()
-                .map(|(k, v)| edgeguard_header::new(k.as_bytes(), v.as_bytes()))
+                .map(|(k, v)| Header::new(k.as_bytes(), v.as_bytes()))
                 .collect()
         })
         .collect();
     // Many headers: the fingerprint truncates, the rank buffer fills up.
-    let many: Vec<edgeguard_header> = (0..200)
-        .map(|i| edgeguard_header::new(if i % 2 == 0 { b"accept" } else { b"te" }, b"x"))
+    let many: Vec<Header<'_>> = (0..200)
+        .map(|i| Header::new(if i % 2 == 0 { b"accept" } else { b"te" }, b"x"))
         .collect();
     // A learnt order table (schema 2's `order_reversed_pairs`), built
     // before measuring: looking pairs up in it must not allocate either.
@@ -69,8 +69,7 @@ fn extract_allocates_nothing() {
     for _ in 0..100 {
         for headers in owned.iter().chain([&many]) {
             // SAFETY: the headers view statics and `owned`/`many`, alive here.
-            let req =
-                unsafe { Request::new(b"GET", b"/a/b.js?x=1&y=2", 20, b"2001:db8::1", headers) };
+            let req = Request::new(b"GET", b"/a/b.js?x=1&y=2", 20, b"2001:db8::1", headers);
             extract(&req, &mut v);
             checksum += v.floats().iter().filter(|x| !x.is_nan()).sum::<f32>();
             extract_with(&req, Some(&table), &mut v);

@@ -4,7 +4,7 @@
 use std::collections::BTreeSet;
 
 use edgeguard::features::{extract, FeatureVector, Request, CAT_FEATURES, FLOAT_FEATURES};
-use edgeguard::request::edgeguard_header;
+use edgeguard::headers::Header;
 
 /// An expected value: a float (NaN allowed) or categorical bytes.
 #[derive(Clone, Copy, Debug)]
@@ -534,21 +534,18 @@ fn index(names: &[edgeguard::features::FeatureSpec], name: &str) -> Option<usize
 }
 
 fn run(case: &Case, checked: &mut BTreeSet<&'static str>) {
-    let headers: Vec<edgeguard_header> = case
+    let headers: Vec<Header<'_>> = case
         .headers
         .iter()
-        .map(|(k, val)| edgeguard_header::new(k.as_bytes(), val.as_bytes()))
+        .map(|(k, val)| Header::new(k.as_bytes(), val.as_bytes()))
         .collect();
-    // SAFETY: the headers view 'static strings.
-    let req = unsafe {
-        Request::new(
-            case.method.as_bytes(),
-            case.uri.as_bytes(),
-            case.version,
-            case.client.as_bytes(),
-            &headers,
-        )
-    };
+    let req = Request::new(
+        case.method.as_bytes(),
+        case.uri.as_bytes(),
+        case.version,
+        case.client.as_bytes(),
+        &headers,
+    );
     let mut fresh = FeatureVector::new();
     extract(&req, &mut fresh);
     for &(name, want) in case.want {
@@ -594,12 +591,12 @@ fn real_header_sets() {
 #[test]
 fn reused_vector_matches_fresh() {
     let mut reused = FeatureVector::new();
-    let mut owned: Vec<Vec<edgeguard_header>> = Vec::new();
+    let mut owned: Vec<Vec<Header<'_>>> = Vec::new();
     for case in CASES {
         owned.push(
             case.headers
                 .iter()
-                .map(|(k, v)| edgeguard_header::new(k.as_bytes(), v.as_bytes()))
+                .map(|(k, v)| Header::new(k.as_bytes(), v.as_bytes()))
                 .collect(),
         );
     }
@@ -608,16 +605,13 @@ fn reused_vector_matches_fresh() {
         CASES.iter().enumerate().rev().collect(),
     ] {
         for (i, case) in order {
-            // SAFETY: the headers view 'static strings.
-            let req = unsafe {
-                Request::new(
-                    case.method.as_bytes(),
-                    case.uri.as_bytes(),
-                    case.version,
-                    case.client.as_bytes(),
-                    &owned[i],
-                )
-            };
+            let req = Request::new(
+                case.method.as_bytes(),
+                case.uri.as_bytes(),
+                case.version,
+                case.client.as_bytes(),
+                &owned[i],
+            );
             let mut fresh = FeatureVector::new();
             extract(&req, &mut fresh);
             extract(&req, &mut reused);
@@ -634,12 +628,11 @@ fn header_order_is_bounded() {
     let names: Vec<String> = (0..100)
         .map(|i| ["accept", "user-agent", "cookie", "te"][i % 4].to_string())
         .collect();
-    let headers: Vec<edgeguard_header> = names
+    let headers: Vec<Header<'_>> = names
         .iter()
-        .map(|n| edgeguard_header::new(n.as_bytes(), b"x"))
+        .map(|n| Header::new(n.as_bytes(), b"x"))
         .collect();
-    // SAFETY: the headers view `names`, alive for the whole test.
-    let req = unsafe { Request::new(b"GET", b"/", 11, b"192.0.2.1", &headers) };
+    let req = Request::new(b"GET", b"/", 11, b"192.0.2.1", &headers);
     let mut v = FeatureVector::new();
     extract(&req, &mut v);
     let order = v.cat(edgeguard::features::Cat::HeaderOrder);
@@ -654,15 +647,14 @@ fn header_order_is_bounded() {
 fn hostile_bytes() {
     let junk: &[u8] = &[0xff, 0xfe, b'"', b';', b',', 0, b'v', b'=', b'"'];
     let headers = [
-        edgeguard_header::new(b"user-agent", b"Mozilla/5.0 Chrome/99999999999999999999"),
-        edgeguard_header::new(b"sec-ch-ua", junk),
-        edgeguard_header::new(b"sec-ch-ua-platform", junk),
-        edgeguard_header::new(b"accept-language", junk),
-        edgeguard_header::new(junk, junk),
-        edgeguard_header::new(b"", b""),
+        Header::new(b"user-agent", b"Mozilla/5.0 Chrome/99999999999999999999"),
+        Header::new(b"sec-ch-ua", junk),
+        Header::new(b"sec-ch-ua-platform", junk),
+        Header::new(b"accept-language", junk),
+        Header::new(junk, junk),
+        Header::new(b"", b""),
     ];
-    // SAFETY: the headers view statics.
-    let req = unsafe { Request::new(junk, junk, 0, junk, &headers) };
+    let req = Request::new(junk, junk, 0, junk, &headers);
     let mut v = FeatureVector::new();
     extract(&req, &mut v);
     assert_eq!(

@@ -9,7 +9,7 @@ mod scorer_support;
 
 use edgeguard::features::orders::{Engine, OrderCounts, OrderTable};
 use edgeguard::features::{extract_with, header_order, Cat, FeatureVector, Float, Request};
-use edgeguard::request::edgeguard_header;
+use edgeguard::headers::Header;
 use edgeguard::scorer::Scorer;
 
 type Head = &'static [(&'static str, &'static str)];
@@ -135,14 +135,13 @@ const FIREFOX_H2_TYPED: Head = &[
 ];
 
 fn extracted(head: Head, version: u16, orders: Option<&OrderTable>) -> FeatureVector<'static> {
-    let headers: Vec<edgeguard_header> = head
+    let headers: Vec<Header<'static>> = head
         .iter()
-        .map(|(k, v)| edgeguard_header::new(k.as_bytes(), v.as_bytes()))
+        .map(|(k, v)| Header::new(k.as_bytes(), v.as_bytes()))
         .collect();
-    // The vector borrows the header array only through its 'static strings.
-    let headers: &'static [edgeguard_header] = Box::leak(headers.into_boxed_slice());
-    // SAFETY: every header views a 'static string.
-    let req = unsafe { Request::new(b"GET", b"/", version, b"127.0.0.1", headers) };
+    // The vector borrows the header array for 'static: leak the test's copy.
+    let headers: &'static [Header<'static>] = Box::leak(headers.into_boxed_slice());
+    let req = Request::new(b"GET", b"/", version, b"127.0.0.1", headers);
     let mut v = FeatureVector::new();
     extract_with(&req, orders, &mut v);
     v

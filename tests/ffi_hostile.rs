@@ -18,8 +18,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use edgeguard::ffi::edgeguard_result as R;
 use edgeguard::ffi::headers::*;
 use edgeguard::ffi::model::*;
+use edgeguard::ffi::{edgeguard_header, edgeguard_str};
 use edgeguard::ffi::{edgeguard_result_text, edgeguard_version};
-use edgeguard::request::{edgeguard_header, edgeguard_str};
 
 /// Records the largest single allocation, so a model that claims 10^12 trees
 /// cannot pass by merely not crashing: it must also not try to reserve them.
@@ -1276,7 +1276,7 @@ fn score_both(s: *const edgeguard_scorer, rust: &Scorer, req: &edgeguard_request
             req.uri.as_bytes(),
             req.http_version as u16,
             req.client_addr.as_bytes(),
-            headers,
+            edgeguard::headers::Header::from_c(headers),
         )
     };
     let mut want = [0.0f64; 2];

@@ -3,11 +3,11 @@
 use std::path::Path;
 
 use edgeguard::ffi::edgeguard_result;
+use edgeguard::ffi::edgeguard_str;
 use edgeguard::ffi::model::{
     edgeguard_model_free, edgeguard_model_new_from_file, edgeguard_model_predict_strings,
 };
 use edgeguard::model::{cat_hash, Evaluator, Model, PredictionType};
-use edgeguard::request::edgeguard_str;
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;

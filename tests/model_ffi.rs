@@ -5,9 +5,9 @@ use std::path::Path;
 use std::ptr::{null, null_mut};
 
 use edgeguard::ffi::edgeguard_result;
+use edgeguard::ffi::edgeguard_str;
 use edgeguard::ffi::model::*;
 use edgeguard::model::{cat_hash, Model, PredictionType};
-use edgeguard::request::edgeguard_str;
 
 fn fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))

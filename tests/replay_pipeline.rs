@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use edgeguard::config::{Action, Config};
 use edgeguard::features::Request;
+use edgeguard::headers::Header;
 use edgeguard::replay::{self, Input, Options, Summary};
-use edgeguard::request::edgeguard_header;
 use serde_json::Value;
 
 fn manifest() -> PathBuf {
@@ -117,22 +117,19 @@ fn direct_scores(cfg: &Config, row: &Value) -> Vec<f64> {
         .iter()
         .map(|h| (h[0].as_str().unwrap().into(), h[1].as_str().unwrap().into()))
         .collect();
-    let headers: Vec<edgeguard_header> = pairs
+    let headers: Vec<Header<'_>> = pairs
         .iter()
-        .map(|(k, v)| edgeguard_header::new(k.as_bytes(), v.as_bytes()))
+        .map(|(k, v)| Header::new(k.as_bytes(), v.as_bytes()))
         .collect();
     let version = row["version"].as_str().unwrap();
     let version = (version.parse::<f64>().unwrap() * 10.0).round() as u16;
-    // SAFETY: `headers` views `pairs`, alive for this call.
-    let req = unsafe {
-        Request::new(
-            row["method"].as_str().unwrap().as_bytes(),
-            row["uri"].as_str().unwrap().as_bytes(),
-            version,
-            row["client"].as_str().unwrap().as_bytes(),
-            &headers,
-        )
-    };
+    let req = Request::new(
+        row["method"].as_str().unwrap().as_bytes(),
+        row["uri"].as_str().unwrap().as_bytes(),
+        version,
+        row["client"].as_str().unwrap().as_bytes(),
+        &headers,
+    );
     let scorer = cfg.scorer().unwrap();
     let mut scores = vec![0.0; scorer.model_count()];
     scorer.score(&req, &mut scores).unwrap();

@@ -5,7 +5,7 @@
 
 mod scorer_support;
 
-use edgeguard::request::edgeguard_header;
+use edgeguard::headers::Header;
 use edgeguard::scorer::Scorer;
 use scorer_support::{fixture_requests, root};
 
@@ -33,7 +33,7 @@ fn score_allocates_nothing() {
         files.iter().map(|(n, p)| (*n, p.as_path())).collect();
     let scorer = Scorer::load(&files).expect("scorer loads");
     let requests = fixture_requests();
-    let headers: Vec<Vec<edgeguard_header>> = requests.iter().map(|r| r.ffi_headers()).collect();
+    let headers: Vec<Vec<Header<'_>>> = requests.iter().map(|r| r.ffi_headers()).collect();
     let mut out = [0.0f64; 4];
     let mut checksum = 0.0;
 

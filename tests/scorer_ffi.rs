@@ -10,7 +10,8 @@ use std::ptr::{null, null_mut};
 
 use edgeguard::ffi::edgeguard_result;
 use edgeguard::ffi::scorer::*;
-use edgeguard::request::{edgeguard_header, edgeguard_str};
+use edgeguard::ffi::{edgeguard_header, edgeguard_str};
+use edgeguard::headers::Header;
 use edgeguard::scorer::Scorer;
 use scorer_support::{fixture_requests, root, OwnedRequest};
 
@@ -80,7 +81,8 @@ fn str_of(s: &str) -> edgeguard_str {
 }
 
 /// The C view of a request; `headers` must come from `r.ffi_headers()`.
-fn c_request(r: &OwnedRequest, headers: &[edgeguard_header]) -> edgeguard_request {
+fn c_request(r: &OwnedRequest, headers: &[Header<'_>]) -> edgeguard_request {
+    let headers: &[edgeguard_header] = Header::as_c(headers);
     edgeguard_request {
         method: str_of(&r.method),
         uri: str_of(&r.uri),

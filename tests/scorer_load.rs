@@ -6,7 +6,7 @@ mod scorer_support;
 use std::path::Path;
 
 use edgeguard::model::Model;
-use edgeguard::scorer::{Scorer, ScorerError, MAX_MODELS};
+use edgeguard::scorer::{LoadError, Scorer, MAX_MODELS};
 use scorer_support::root;
 
 const REORDERED: &str = "tests/fixtures/scorer/reordered.json";
@@ -29,12 +29,12 @@ fn reshaped(source: &str, change: impl FnOnce(&mut serde_json::Value)) -> Model 
     Model::from_json(source, json.to_string().as_bytes()).expect("still a model")
 }
 
-fn refusal(models: Vec<(&str, Model)>) -> ScorerError {
+fn refusal(models: Vec<(&str, Model)>) -> LoadError {
     let models = models.into_iter().map(|(n, m)| (n.to_owned(), m)).collect();
     Scorer::from_models(models).expect_err("refused")
 }
 
-fn assert_says(err: &ScorerError, parts: &[&str]) {
+fn assert_says(err: &LoadError, parts: &[&str]) {
     let message = err.to_string();
     for part in parts {
         assert!(message.contains(part), "{message:?} lacks {part:?}");
@@ -76,7 +76,7 @@ fn unknown_or_mistyped_features_are_refused_by_name() {
         ),
     ] {
         let err = refusal(vec![("mine", edited(from, to))]);
-        assert!(matches!(err, ScorerError::Incompatible { .. }), "{err:?}");
+        assert!(matches!(err, LoadError::Incompatible { .. }), "{err:?}");
         assert_says(&err, &["model `mine`", "edited.json", says]);
     }
 }
@@ -166,7 +166,7 @@ fn model_names_are_checked_before_files_are_read() {
     ];
     for (models, says) in cases {
         let err = Scorer::load(models).expect_err(says);
-        assert!(matches!(err, ScorerError::Config { .. }), "{err:?}");
+        assert!(matches!(err, LoadError::Config { .. }), "{err:?}");
         assert!(!err.is_io());
         assert_says(&err, &[says]);
     }
@@ -189,7 +189,7 @@ fn unreadable_and_invalid_files_name_the_file() {
     let not_json = root("tests/scorer_load.rs");
     let err = Scorer::load(&[("src", &not_json)]).unwrap_err();
     assert!(
-        matches!(err, ScorerError::Model { .. }) && !err.is_io(),
+        matches!(err, LoadError::Model { .. }) && !err.is_io(),
         "{err:?}"
     );
     assert_says(&err, &["model `src`", "scorer_load.rs"]);
@@ -232,7 +232,7 @@ fn introspection_follows_load_order() {
 #[test]
 fn wrong_output_length_writes_nothing() {
     let scorer = Scorer::load(&[("bot", &root("models/bot.json"))]).unwrap();
-    let req = unsafe { edgeguard::features::Request::new(b"GET", b"/", 11, b"203.0.113.1", &[]) };
+    let req = edgeguard::features::Request::new(b"GET", b"/", 11, b"203.0.113.1", &[]);
     for len in [0, 2] {
         let mut out = vec![7.0; len];
         let err = scorer.score(&req, &mut out).unwrap_err();
@@ -286,7 +286,7 @@ fn models_of_an_unknown_schema_version_are_refused_naming_file_and_key() {
             "bot",
             with_meta("future.json", &[("edgeguard.schema", bad)]),
         )]);
-        assert!(matches!(err, ScorerError::Incompatible { .. }), "{err:?}");
+        assert!(matches!(err, LoadError::Incompatible { .. }), "{err:?}");
         assert_says(
             &err,
             &[

@@ -15,7 +15,7 @@
 use edgeguard::features::{
     extract, Cat, FeatureVector, Float, Request, CAT_COUNT, HEADER_ORDER_CAP,
 };
-use edgeguard::request::edgeguard_header;
+use edgeguard::headers::Header;
 use libfuzzer_sys::fuzz_target;
 
 fn split_once(s: &[u8], sep: u8) -> (&[u8], &[u8]) {
@@ -34,10 +34,7 @@ fuzz_target!(|data: &[u8]| {
     let (method, first) = split_once(first, b' ');
     let (uri, addr) = split_once(first, b' ');
     let pairs: Vec<(&[u8], &[u8])> = lines.map(|l| split_once(l, b':')).collect();
-    let headers: Vec<edgeguard_header> = pairs
-        .iter()
-        .map(|(k, v)| edgeguard_header::new(k, v))
-        .collect();
+    let headers: Vec<Header<'_>> = pairs.iter().map(|(k, v)| Header::new(k, v)).collect();
     // Mostly the versions nginx reports (10, 11, 20, 30), sometimes anything.
     let http_version = match version % 5 {
         0 => 10,
@@ -46,8 +43,7 @@ fuzz_target!(|data: &[u8]| {
         3 => 30,
         _ => u16::from(version) * 3,
     };
-    // SAFETY: every header views a slice of `data`, alive for the whole call.
-    let req = unsafe { Request::new(method, uri, http_version, addr, &headers) };
+    let req = Request::new(method, uri, http_version, addr, &headers);
     let mut out = FeatureVector::new();
     extract(&req, &mut out);
     for (i, v) in out.floats().iter().enumerate() {

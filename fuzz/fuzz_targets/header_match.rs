@@ -5,8 +5,8 @@
 #![no_main]
 
 use arbitrary::Arbitrary;
+use edgeguard::headers::Header;
 use edgeguard::headers::{HeaderSet, MAX_NAME_LEN};
-use edgeguard::request::edgeguard_header;
 use libfuzzer_sys::{arbitrary, fuzz_target};
 
 #[derive(Arbitrary, Debug)]
@@ -94,13 +94,9 @@ fuzz_target!(|input: Input| {
             name.escape_ascii().to_string()
         );
     }
-    let headers: Vec<edgeguard_header> = names
-        .iter()
-        .map(|n| edgeguard_header::new(n, b"v"))
-        .collect();
+    let headers: Vec<Header<'_>> = names.iter().map(|n| Header::new(n, b"v")).collect();
     let mut clear = vec![u32::MAX; usize::from(input.clear_cap).min(headers.len())];
-    // SAFETY: every header views a slice of `names`, alive past the call.
-    let found = unsafe { set.find_internal(&headers, &mut clear) };
+    let found = set.find_internal(&headers, &mut clear);
     let matched = names.iter().filter(|n| internal(n)).count();
     assert_eq!(found.matched, matched);
     // Distinct as nginx's clear_header compares: ASCII case only.

@@ -22,6 +22,7 @@ CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 FIREFOX = shutil.which("firefox-esr") or shutil.which("firefox") or "/usr/bin/firefox-esr"
 XVFB = shutil.which("Xvfb") or "/usr/bin/Xvfb"
 
+GERMAN = "de-DE,de,en-US,en"
 USER = "ada@example.org"
 PASSWORD = "correct horse"
 
@@ -90,16 +91,20 @@ XSERVER = Xvfb()
 
 
 class ChromiumDriver:
-    def __init__(self, headless, private, user_agent=None):
+    def __init__(self, headless, private, user_agent=None, languages=None):
         self.profile = tempfile.mkdtemp(prefix="edgeguard-chromium-")
-        self.args = (headless, private, user_agent)
-        self._start()
+        self.args = (headless, private, user_agent, languages)
+        try:
+            self._start()
+        except BaseException:
+            shutil.rmtree(self.profile, ignore_errors=True)
+            raise
 
     def _start(self):
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
 
-        headless, private, user_agent = self.args
+        headless, private, user_agent, languages = self.args
         opts = webdriver.ChromeOptions()
         opts.binary_location = CHROMIUM
         for a in chromium_flags(self.profile):
@@ -110,6 +115,8 @@ class ChromiumDriver:
             opts.add_argument("--incognito")
         if user_agent:
             opts.add_argument("--user-agent=" + user_agent)
+        if languages:  # the languages a person picked in the settings
+            opts.add_experimental_option("prefs", {"intl.accept_languages": languages})
         opts.accept_insecure_certs = True
         env = dict(os.environ)
         if not headless:
@@ -230,15 +237,27 @@ ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
 
 
 class FirefoxDriver:
-    def __init__(self, headless, private, have_hosts):
+    def __init__(self, headless, private, have_hosts, languages=None):
         self.profile = tempfile.mkdtemp(prefix="edgeguard-firefox-")
-        self.args = (headless, private, have_hosts)
-        self._start()
+        self.args = (headless, private, have_hosts, languages)
+        self.proc = None
+        try:
+            self._start()
+        except BaseException:
+            # A browser that started but could not be driven is ended here:
+            # the session's cleanup only knows drivers that were made.
+            if self.proc is not None and self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            shutil.rmtree(self.profile, ignore_errors=True)
+            raise
 
     def _start(self):
-        headless, private, have_hosts = self.args
+        headless, private, have_hosts, languages = self.args
         port = free_port()
         prefs = dict(FIREFOX_PREFS, **{"marionette.port": port})
+        if languages:  # the languages a person picked in the settings
+            prefs["intl.accept_languages"] = languages
         if private:
             prefs["browser.privatebrowsing.autostart"] = True
         if not have_hosts:
@@ -387,6 +406,19 @@ def sessions(server, have_hosts):
             {"label": "human", "class": "human", "client_name": "firefox", "mode": "headful", "window": "private",
              "driver": "marionette", "origin": origin},
             lambda: FirefoxDriver(False, True, have_hosts), private_flow, server.base(origin)))
+    # People who read German first: the same browsers with the languages
+    # set in their settings (Accept-Language is theirs, not en-US).
+    for origin in ("http-host", "tls-h2"):
+        out.append(BrowserSession(
+            f"chromium-headful-de-{origin}",
+            {"label": "human", "class": "human", "client_name": "chromium", "mode": "headful", "window": "normal",
+             "driver": "chromedriver", "origin": origin},
+            lambda: ChromiumDriver(False, False, languages=GERMAN), full_flow, server.base(origin)))
+        out.append(BrowserSession(
+            f"firefox-headful-de-{origin}",
+            {"label": "human", "class": "human", "client_name": "firefox", "mode": "headful", "window": "normal",
+             "driver": "marionette", "origin": origin},
+            lambda: FirefoxDriver(False, False, have_hosts, languages=GERMAN), full_flow, server.base(origin)))
     ua = desktop_ua(chromium_version())
     for origin in ("ip", "http-host", "tls-h2"):
         out.append(BrowserSession(

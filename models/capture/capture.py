@@ -60,6 +60,7 @@ MODULES = "/usr/lib/nginx/modules"
 HOSTS = {"shop.test": "127.0.0.1", "api.test": "127.0.0.1",
          "shop-h1.test": "127.0.0.2", "api-h1.test": "127.0.0.2"}
 NS_ENV = "EDGEGUARD_CAPTURE_NS"
+HOSTS_ENV = "EDGEGUARD_CAPTURE_HOSTS"  # the hosts file's directory, removed once mounted
 # In a private network namespace every origin is on its scheme's own port,
 # as on a real site (no port in Host, Origin or Referer). Without one, on
 # the machine's loopback beside other servers: fixed high ports when free
@@ -497,8 +498,9 @@ def in_namespace_or_reexec(argv):
         if probe.returncode == 0:
             sys.stdout.flush()
             os.execvpe("unshare", [*ns, setup + ' && exec "$@"', str(hosts), sys.executable, *argv],
-                       dict(os.environ, **{NS_ENV: kind}))
+                       dict(os.environ, **{NS_ENV: kind, HOSTS_ENV: str(hosts.parent)}))
         print(f"capture: no {kind} namespace ({probe.stderr.decode().strip()})", file=sys.stderr)
+    shutil.rmtree(hosts.parent, ignore_errors=True)
     print("capture: scripted clients skip the hostname origins", file=sys.stderr)
 
 
@@ -521,6 +523,9 @@ def main():
 
     if not args.list:
         in_namespace_or_reexec([str(pathlib.Path(__file__).resolve()), *sys.argv[1:]])
+    if os.environ.get(HOSTS_ENV):
+        # Bind-mounted already: the mount keeps the file, the name can go.
+        shutil.rmtree(os.environ.pop(HOSTS_ENV), ignore_errors=True)
     have_hosts = hosts_resolve()
 
     prefix = tempfile.mkdtemp(prefix="edgeguard-capture-")
@@ -561,7 +566,10 @@ def main():
                 entry["error"] = f"{type(e).__name__}: {e}".strip()[:500]
                 traceback.print_exc()
             finally:
-                s.cleanup()
+                try:
+                    s.cleanup()
+                except Exception as e:  # a browser that died on its own
+                    print(f"capture: {s.id}: cleanup: {type(e).__name__}: {e}", file=sys.stderr)
             for row in recorder.rows[before:]:
                 row["client_version"] = entry.get("client_version", "unknown")
             entry["requests"] = len(recorder.rows) - before

@@ -19,51 +19,47 @@ use std::process::ExitCode;
 use edgeguard::model::{apply_prediction_type, cat_hash, Evaluator, Model, PredictionType};
 use serde_json::Value;
 
-const USAGE: &str =
-    "usage: edgeguard predict --model M.json [--prediction-type raw|probability|class] \
-                     [--backend native|official] < documents.jsonl";
+/// Scores JSON Lines documents with a CatBoost model.
+/// The long description of `--help`.
+pub const LONG_ABOUT: &str =
+    "Each input line is {\"float\": [..], \"cat\": [\"..\"]}: floats are numbers, \
+null or \"nan\" for NaN, \"inf\" / \"-inf\"; categorical values are strings, \
+hashed as CatBoost hashes them. Each document prints one line of values \
+separated by single spaces. A bad line prints an error naming its line \
+number and makes the exit status 1; usage errors exit with 2.";
 
-struct Options {
+#[derive(clap::Args, Debug)]
+#[command(
+    override_usage = "edgeguard predict --model M.json [--prediction-type raw|probability|class] \
+                      [--backend native|official] < documents.jsonl"
+)]
+pub struct Args {
+    /// The CatBoost JSON model
+    #[arg(long, value_name = "M.json", required = true)]
     model: String,
+    /// raw, probability or class
+    #[arg(long, value_name = "TYPE", value_parser = prediction_type, default_value = "raw")]
     prediction_type: PredictionType,
-    official: bool,
+    /// native, or official (a build with `--features official`)
+    #[arg(long, value_parser = backend, default_value = "native")]
+    backend: Official,
 }
 
-fn parse_args(args: &[String]) -> Result<Options, String> {
-    let mut model = None;
-    let mut prediction_type = PredictionType::Raw;
-    let mut official = false;
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let mut value = |name: &str| {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
-        match arg.as_str() {
-            "--model" => model = Some(value("--model")?),
-            "--prediction-type" => {
-                let v = value("--prediction-type")?;
-                prediction_type = PredictionType::parse(&v).ok_or_else(|| {
-                    format!("unknown prediction type {v:?} (raw, probability or class)")
-                })?;
-            }
-            "--backend" => {
-                official = match value("--backend")?.as_str() {
-                    "native" => false,
-                    "official" => true,
-                    other => return Err(format!("unknown backend {other:?} (native or official)")),
-                }
-            }
-            other => return Err(format!("unknown argument {other:?}")),
-        }
+/// `--backend`: whether it is the official library.
+#[derive(Clone, Copy, Debug)]
+struct Official(bool);
+
+fn prediction_type(v: &str) -> Result<PredictionType, String> {
+    PredictionType::parse(v)
+        .ok_or_else(|| format!("unknown prediction type {v:?} (raw, probability or class)"))
+}
+
+fn backend(v: &str) -> Result<Official, String> {
+    match v {
+        "native" => Ok(Official(false)),
+        "official" => Ok(Official(true)),
+        other => Err(format!("unknown backend {other:?} (native or official)")),
     }
-    let model = model.ok_or("--model is required")?;
-    Ok(Options {
-        model,
-        prediction_type,
-        official,
-    })
 }
 
 /// The model behind either backend.
@@ -149,16 +145,9 @@ fn score(backend: &Backend, ty: PredictionType, line: &str) -> Result<Vec<f64>, 
     }
 }
 
-/// Runs the subcommand with the arguments after its name.
-pub fn run(args: &[String]) -> ExitCode {
-    let options = match parse_args(args) {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("edgeguard predict: {e}\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    let loaded = if options.official {
+/// Runs the subcommand.
+pub fn run(options: Args) -> ExitCode {
+    let loaded = if options.backend.0 {
         load_official(&options.model)
     } else {
         Model::load(Path::new(&options.model))

@@ -9,9 +9,11 @@ use std::process::ExitCode;
 use edgeguard::config::Config;
 use edgeguard::replay::{self, Input, Options};
 
-const USAGE: &str = "usage: edgeguard replay --config CONFIG [options] [FILE...]
-
-Scores every request of the JSON Lines FILEs (or stdin; gzip is detected)
+/// Scores every request of the JSON Lines FILEs (or stdin; gzip is detected)
+/// as nginx would with CONFIG, and prints a summary on stderr.
+/// The long description of `--help`.
+pub const LONG_ABOUT: &str =
+    "Scores every request of the JSON Lines FILEs (or stdin; gzip is detected)
 as nginx would with CONFIG, and prints a summary on stderr.
 
 Input lines: the requests of `edgeguard features`
@@ -19,87 +21,57 @@ Input lines: the requests of `edgeguard features`
    \"headers\": [[\"host\", \"x\"], ...]}
 or access-log lines of `log_format edgeguard_json` (nginx-conf/log-format.conf),
 whose live $edgeguard_action and scores are compared with the replay.
-Bad lines are counted and reported with their numbers, never fatal.
+Bad lines are counted and reported with their numbers, never fatal.";
 
-options:
-  --config CONFIG     the configuration (JSON; see `edgeguard::config`)
-  --compare CONFIG2   also decide with CONFIG2 and report the decision flips
-  --threads N         worker threads (default: all cores)
-  --output FILE       one JSON line per request (scores, action, stripped);
-                      `-` for stdout
-  --ordered           write output lines in input order
-  --summary FILE      write the summary to FILE instead of stderr
-  --max-line BYTES    longest line read (default 1048576)
-  --no-progress       no progress line, even on a terminal
-";
-
-struct Args {
+#[derive(clap::Args, Debug)]
+#[command(override_usage = "edgeguard replay --config CONFIG [options] [FILE...]")]
+pub struct Args {
+    /// The configuration (JSON; see `edgeguard::config`)
+    #[arg(long, value_name = "CONFIG", required = true)]
     config: PathBuf,
+    /// Also decide with CONFIG2 and report the decision flips
+    #[arg(long, value_name = "CONFIG2")]
     compare: Option<PathBuf>,
+    /// Worker threads [default: all cores]
+    #[arg(long, value_name = "N", value_parser = super::positive, allow_hyphen_values = true)]
+    threads: Option<usize>,
+    /// One JSON line per request (scores, action, stripped); `-` for stdout
+    #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Write output lines in input order
+    #[arg(long)]
+    ordered: bool,
+    /// Write the summary to FILE instead of stderr
+    #[arg(long, value_name = "FILE")]
     summary: Option<PathBuf>,
+    /// Longest line read, in bytes [default: 1048576]
+    #[arg(long, value_name = "BYTES", value_parser = super::positive, allow_hyphen_values = true)]
+    max_line: Option<usize>,
+    /// No progress bar, even on a terminal
+    #[arg(long)]
+    no_progress: bool,
+    /// Input files (`-`: stdin); none: stdin
+    #[arg(value_name = "FILE")]
     files: Vec<PathBuf>,
-    options: Options,
 }
 
-fn parse_args(args: &[String]) -> Result<Args, String> {
-    let mut config = None;
-    let mut compare = None;
-    let mut output = None;
-    let mut summary = None;
-    let mut files = Vec::new();
-    let mut options = Options::default();
-    let mut it = args.iter();
-    while let Some(arg) = it.next() {
-        let mut value = |name: &str| {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
-        let number = |name: &str, v: String| {
-            v.parse::<usize>()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| format!("{name} needs a positive number, got {v:?}"))
-        };
-        match arg.as_str() {
-            "--config" => config = Some(PathBuf::from(value(arg)?)),
-            "--compare" => compare = Some(PathBuf::from(value(arg)?)),
-            "--output" => output = Some(PathBuf::from(value(arg)?)),
-            "--summary" => summary = Some(PathBuf::from(value(arg)?)),
-            "--threads" => options.threads = number(arg, value(arg)?)?,
-            "--max-line" => options.max_line = number(arg, value(arg)?)?,
-            "--ordered" => options.ordered = true,
-            "--no-progress" => options.progress = false,
-            "-" => files.push(PathBuf::from("-")),
-            s if s.starts_with('-') => return Err(format!("unknown option {s}")),
-            file => files.push(PathBuf::from(file)),
+impl Args {
+    fn options(&self) -> Options {
+        let mut options = Options::default();
+        if let Some(n) = self.threads {
+            options.threads = n;
         }
+        if let Some(n) = self.max_line {
+            options.max_line = n;
+        }
+        options.ordered = self.ordered;
+        options.progress = !self.no_progress;
+        options
     }
-    Ok(Args {
-        config: config.ok_or("--config is required")?,
-        compare,
-        output,
-        summary,
-        files,
-        options,
-    })
 }
 
-/// Runs the subcommand with the arguments after its name.
-pub fn run(args: &[String]) -> ExitCode {
-    if args.iter().any(|a| a == "--help" || a == "-h") {
-        print!("{USAGE}");
-        return ExitCode::SUCCESS;
-    }
-    let args = match parse_args(args) {
-        Ok(a) => a,
-        Err(msg) => {
-            eprintln!("edgeguard replay: {msg}\n");
-            eprint!("{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+/// Runs the subcommand.
+pub fn run(args: Args) -> ExitCode {
     match replay(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(msg) => {
@@ -136,7 +108,7 @@ fn replay(args: Args) -> Result<(), String> {
         &primary,
         compare.as_ref(),
         out.as_mut().map(|w| w.as_mut() as &mut dyn Write),
-        &args.options,
+        &args.options(),
     )
     .map_err(|e| format!("writing output: {e}"))?;
     let text = summary.render();
@@ -151,15 +123,16 @@ fn replay(args: Args) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use clap::Parser;
 
-    fn strings(args: &[&str]) -> Vec<String> {
-        args.iter().map(|s| s.to_string()).collect()
-    }
+    use crate::cli::tests::error_of;
+    use crate::{Cli, Command};
 
     #[test]
     fn arguments() {
-        let a = parse_args(&strings(&[
+        let cli = Cli::try_parse_from([
+            "edgeguard",
+            "replay",
             "--config",
             "c.json",
             "--threads",
@@ -169,13 +142,20 @@ mod tests {
             "-",
             "--compare",
             "d.json",
-        ]))
+        ])
         .unwrap();
-        assert_eq!(a.config, PathBuf::from("c.json"));
-        assert_eq!(a.compare, Some(PathBuf::from("d.json")));
-        assert_eq!(a.options.threads, 3);
-        assert!(a.options.ordered);
-        assert_eq!(a.files, vec![PathBuf::from("a.jsonl"), PathBuf::from("-")]);
+        let Command::Replay(a) = cli.command else {
+            panic!("not replay")
+        };
+        assert_eq!(a.config, std::path::PathBuf::from("c.json"));
+        assert_eq!(a.compare, Some("d.json".into()));
+        assert_eq!(a.options().threads, 3);
+        assert!(a.options().ordered);
+        assert!(a.options().progress);
+        assert_eq!(
+            a.files,
+            vec![std::path::PathBuf::from("a.jsonl"), "-".into()]
+        );
         for (bad, want) in [
             (&["a.jsonl"][..], "--config is required"),
             (&["--config"][..], "--config needs a value"),
@@ -185,7 +165,10 @@ mod tests {
                 "unknown option --frobnicate",
             ),
         ] {
-            let err = parse_args(&strings(bad)).err().expect("refused");
+            let args: Vec<&str> = std::iter::once("replay")
+                .chain(bad.iter().copied())
+                .collect();
+            let err = error_of(&args);
             assert!(err.contains(want), "{bad:?}: {err}");
         }
     }

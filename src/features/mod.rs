@@ -73,6 +73,8 @@
 //! An absent header and a header with an empty value give the same empty
 //! categorical value: browsers send neither, so the difference carries little.
 
+#![forbid(unsafe_code)]
+
 mod bytes;
 pub mod client_hints;
 pub mod fetch_metadata;
@@ -83,7 +85,7 @@ mod schema;
 pub mod uri;
 pub mod user_agent;
 
-use crate::request::edgeguard_header;
+use crate::headers::Header;
 
 pub use schema::{
     Cat, FeatureSpec, Float, CAT_COUNT, CAT_FEATURES, FLOAT_COUNT, FLOAT_FEATURES, SCHEMA_KEY,
@@ -105,7 +107,7 @@ pub struct Request<'a> {
     uri: &'a [u8],
     http_version: u16,
     client_addr: &'a [u8],
-    headers: &'a [edgeguard_header],
+    headers: &'a [Header<'a>],
 }
 
 impl<'a> Request<'a> {
@@ -115,16 +117,12 @@ impl<'a> Request<'a> {
     /// is nginx's `r->http_version` scaled to 10, 11, 20 or 30,
     /// `client_addr` is the textual address (`$remote_addr`), `headers` are in
     /// arrival order as `ngx_http_lua_ffi_req_get_headers` fills them.
-    ///
-    /// # Safety
-    /// Every `key` and `value` of `headers` must point to `len` readable bytes
-    /// (or be null/empty) that stay valid and unchanged for `'a`.
-    pub unsafe fn new(
+    pub fn new(
         method: &'a [u8],
         uri: &'a [u8],
         http_version: u16,
         client_addr: &'a [u8],
-        headers: &'a [edgeguard_header],
+        headers: &'a [Header<'a>],
     ) -> Self {
         Request {
             method,
@@ -157,10 +155,7 @@ impl<'a> Request<'a> {
 
     /// The headers as `(name, value)` pairs in arrival order.
     pub fn headers(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
-        // SAFETY: `Request::new`'s contract: the bytes are valid for 'a.
-        self.headers
-            .iter()
-            .map(|h| unsafe { (h.key.as_bytes(), h.value.as_bytes()) })
+        self.headers.iter().map(|h| (h.name(), h.value()))
     }
 }
 

@@ -5,8 +5,8 @@ use std::path::Path;
 
 use super::boundary::{bytes, c_bytes, write_error};
 use super::edgeguard_result;
+use super::types::{edgeguard_header, Header};
 use crate::headers::{HeaderSet, ListError};
-use crate::request::edgeguard_header;
 
 /// An immutable set of internal header names and prefixes.
 ///
@@ -173,7 +173,7 @@ pub unsafe extern "C" fn edgeguard_header_set_find_internal(
             std::slice::from_raw_parts(headers, headers_len)
         };
         let clear = std::slice::from_raw_parts_mut(out_clear, out_clear_cap);
-        let found = (*set).0.find_internal(headers, clear);
+        let found = (*set).0.find_internal(Header::from_c(headers), clear);
         *out_clear_len = found.distinct;
         *out_matched = found.matched;
         edgeguard_result::Ok

@@ -14,12 +14,15 @@ use std::ffi::{c_char, CStr};
 #[macro_use]
 mod boundary;
 
+pub mod config;
 pub mod headers;
 pub mod model;
 pub mod process;
 pub mod scorer;
+mod types;
 
 pub use boundary::PanicValue;
+pub use types::{edgeguard_header, edgeguard_str, Header, HeaderBuf};
 
 /// Result of every fallible export. The numbers are stable: they are part of
 /// the ABI and may be logged or compared by callers.

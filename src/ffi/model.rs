@@ -11,10 +11,10 @@ use std::path::Path;
 
 use super::boundary::{bytes, c_bytes, slice, write_error};
 use super::edgeguard_result;
+use super::types::edgeguard_str;
 use crate::model::{
     cat_hash, CatSource, Evaluator, Model, ModelError, PredictionError, PredictionType,
 };
-use crate::request::edgeguard_str;
 
 /// A loaded CatBoost model. Opaque: made by `edgeguard_model_new_from_*`,
 /// released by `edgeguard_model_free`. Immutable after loading, so one handle

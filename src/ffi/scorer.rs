@@ -11,9 +11,9 @@ use std::path::Path;
 
 use super::boundary::{c_bytes, write_error};
 use super::edgeguard_result;
+use super::types::{edgeguard_header, edgeguard_str, Header};
 use crate::features::Request;
-use crate::request::{edgeguard_header, edgeguard_str};
-use crate::scorer::{ScoreError, Scorer, ScorerError, MAX_MODELS};
+use crate::scorer::{LoadError, ScoreError, Scorer, MAX_MODELS};
 
 /// One request as nginx sees it. Every byte string is borrowed for the
 /// duration of the call only.
@@ -49,13 +49,11 @@ pub struct edgeguard_scorer {
 }
 
 /// The result code for a scorer that could not be built.
-fn load_error_result(e: &ScorerError) -> edgeguard_result {
+fn load_error_result(e: &LoadError) -> edgeguard_result {
     match e {
         _ if e.is_io() => edgeguard_result::Io,
-        ScorerError::Model { .. } | ScorerError::Incompatible { .. } => {
-            edgeguard_result::ModelInvalid
-        }
-        ScorerError::Config { .. } => edgeguard_result::ConfigInvalid,
+        LoadError::Model { .. } | LoadError::Incompatible { .. } => edgeguard_result::ModelInvalid,
+        LoadError::Config { .. } => edgeguard_result::ConfigInvalid,
     }
 }
 
@@ -253,7 +251,7 @@ pub unsafe extern "C" fn edgeguard_scorer_score(
             request.uri.as_bytes(),
             http_version,
             request.client_addr.as_bytes(),
-            headers,
+            Header::from_c(headers),
         );
         let out = std::slice::from_raw_parts_mut(out_scores, n);
         match scorer.score(&req, out) {

@@ -60,6 +60,8 @@
 //! eight) folded bytes, so `x-forwarded-for` is not compared with
 //! `x-envoy-*`. Neither path allocates.
 
+#![forbid(unsafe_code)]
+
 mod list;
 mod matcher;
 #[cfg(test)]
@@ -68,7 +70,7 @@ mod tests;
 use std::fmt;
 use std::path::Path;
 
-use crate::request::edgeguard_header;
+pub use crate::ffi::{Header, HeaderBuf};
 
 pub use list::ListError;
 use matcher::{ExactNames, Prefixes};
@@ -150,18 +152,9 @@ impl HeaderSet {
     /// so the cost stays linear in the number of headers. Values are never
     /// read. Never allocates.
     ///
-    /// Null pointers and non-positive lengths are fine (an empty name, never
-    /// internal).
-    ///
-    /// # Safety
-    /// Each key must point to `len` readable bytes that stay valid and
-    /// unchanged for the duration of the call, as headers made by
-    /// [`edgeguard_header::new`] from live slices, or filled by nginx, do.
-    /// The keys are raw pointers, so the compiler cannot check this.
-    pub unsafe fn find_internal(&self, headers: &[edgeguard_header], clear: &mut [u32]) -> Matches {
-        // SAFETY: the caller's contract: every key views bytes that stay
-        // valid and unchanged while this runs.
-        let key = |h: &edgeguard_header| unsafe { h.key.as_bytes() };
+    /// An empty name (a null or empty C string) is never internal.
+    pub fn find_internal<'h>(&self, headers: &[Header<'h>], clear: &mut [u32]) -> Matches {
+        let key = |h: &Header<'h>| -> &'h [u8] { h.name() };
         let mut found = Matches::default();
         // Indices written to `clear`; equals `found.distinct` until `clear`
         // runs out.

@@ -161,6 +161,7 @@ impl CtrTable {
         let record = &self.cells[self.home(key) * self.record..];
         #[cfg(target_arch = "x86_64")]
         // SAFETY: a prefetch is only a hint; the address is inside `cells`.
+        #[allow(unsafe_code)]
         unsafe {
             use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
             _mm_prefetch::<_MM_HINT_T0>(record.as_ptr().cast());

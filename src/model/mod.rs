@@ -43,6 +43,7 @@ pub use error::ModelError;
 pub use hash::cat_hash;
 pub(crate) use native::CatSource;
 pub use native::Model;
+pub(crate) use prediction::Objective;
 pub use prediction::{apply_prediction_type, output_len, PredictionError, PredictionType};
 
 /// One CatBoost model, ready to score single documents.

@@ -18,6 +18,9 @@
 //! [`OfficialError::JsonModel`]; convert it with
 //! `catboost.CatBoost().load_model("m.json", format="json").save_model("m.cbm")`.
 
+// A binding to a C library: each call is an audited unsafe block below.
+#![allow(unsafe_code)]
+
 use std::ffi::{c_int, CStr, CString};
 use std::fmt;
 use std::fs::File;

@@ -25,6 +25,8 @@
 //! than [`Options::max_line`]) are counted with their line numbers, never
 //! fatal.
 
+#![forbid(unsafe_code)]
+
 mod input;
 mod pipeline;
 mod progress;
@@ -40,10 +42,38 @@ pub use summary::{
 };
 pub use worker::Worker;
 
-/// For the `replay_line` fuzz target: whether the hand-written line scanner
-/// and serde_json read `line` alike (see `record.rs`). `Ok(true)`: the
-/// scanner answered and serde agrees; `Ok(false)`: the scanner left the line
-/// to serde. Also parses it as replay does, which must never panic.
+pub use record::ParseError;
+
+/// The one reader of request lines (the shapes `record.rs` describes): what
+/// replay's workers parse, and what `edgeguard features` reads. Keeps its
+/// buffers from line to line, so a good line costs no allocation.
+#[derive(Debug, Default)]
+pub struct LineReader {
+    scratch: record::Scratch,
+}
+
+impl LineReader {
+    /// A reader with empty buffers.
+    pub fn new() -> LineReader {
+        LineReader::default()
+    }
+
+    /// Parses one line (without its newline) into the request it holds,
+    /// viewing the line and this reader's buffers.
+    pub fn read<'s>(&'s mut self, line: &'s [u8]) -> Result<Request<'s>, ParseError> {
+        let p = record::parse(line, &mut self.scratch)?;
+        Ok(Request::new(
+            p.method, p.uri, p.version, p.client, p.headers,
+        ))
+    }
+}
+
+/// For the `replay_line` fuzz target and the tests: whether the hand-written
+/// line scanner and serde_json read `line` alike (see `record.rs`).
+/// `Ok(true)`: the scanner answered and serde agrees; `Ok(false)`: the
+/// scanner left the line to serde. Also parses it as replay does, which must
+/// never panic. Not in the default library: the `fuzzing` feature.
+#[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub fn line_parsers_agree(line: &[u8]) -> Result<bool, String> {
     let mut scratch = record::Scratch::default();
@@ -52,6 +82,7 @@ pub fn line_parsers_agree(line: &[u8]) -> Result<bool, String> {
 }
 
 use crate::config::Config;
+use crate::features::Request;
 
 /// How a replay runs.
 #[derive(Clone, Debug)]

@@ -19,18 +19,18 @@ use super::Options;
 /// Lines per batch at most, so batches of tiny lines still spread evenly.
 const MAX_LINES_PER_BATCH: usize = 4096;
 
+/// Runs a replay: one reader thread fills batches, `threads` workers parse
+/// and decide them, and this thread writes them out (in input order if asked)
+/// and recycles them. Phases: set up the pool, run the threads, merge.
 pub(super) fn run(
     inputs: Vec<Input>,
     primary: &Config,
     compare: Option<&Config>,
-    mut output: Option<&mut dyn Write>,
+    output: Option<&mut dyn Write>,
     options: &Options,
 ) -> io::Result<Summary> {
     let started = Instant::now();
     let threads = options.threads.max(1);
-    // Two batches per worker keep every worker busy while the reader fills
-    // and the writer drains; this is all the memory a run holds.
-    let pool = 2 * threads + 2;
     let names: Vec<String> = inputs.iter().map(|i| i.name().to_owned()).collect();
     let json_names: Vec<String> = names
         .iter()
@@ -42,7 +42,9 @@ pub(super) fn run(
         .try_fold(0u64, |acc, s| s.map(|s| acc + s));
     let consumed = Arc::new(AtomicU64::new(0));
     let stop = AtomicBool::new(false);
-
+    // Two batches per worker keep every worker busy while the reader fills
+    // and the writer drains; this is all the memory a run holds.
+    let pool = 2 * threads + 2;
     let (free_tx, free_rx) = sync_channel::<Batch>(pool);
     let (work_tx, work_rx) = sync_channel::<Batch>(pool);
     let (done_tx, done_rx) = sync_channel::<Batch>(pool);
@@ -54,8 +56,17 @@ pub(super) fn run(
     // blocked on a full channel wakes up even if every worker panicked.
     let work_rx = Mutex::new(Some(work_rx));
     let want_output = output.is_some();
+    let mut writer = Writer {
+        output,
+        progress: Progress::new(options.progress, total_size, Arc::clone(&consumed)),
+        free: Some(free_tx),
+        stop: &stop,
+        error: None,
+        ordered: options.ordered,
+        pending: BTreeMap::new(),
+        next_seq: 0,
+    };
 
-    let mut write_error = None;
     let (input_errors, tallies) = thread::scope(|scope| {
         let reader = {
             let consumed = Arc::clone(&consumed);
@@ -64,11 +75,9 @@ pub(super) fn run(
         };
         let workers: Vec<_> = (0..threads)
             .map(|_| {
-                let done_tx = done_tx.clone();
-                let work_rx = &work_rx;
-                let json_names = &json_names;
+                let (done_tx, work_rx, json_names) = (done_tx.clone(), &work_rx, &json_names);
                 scope.spawn(move || {
-                    let mut worker = Worker::with(
+                    let worker = Worker::with(
                         primary,
                         compare,
                         want_output,
@@ -76,78 +85,34 @@ pub(super) fn run(
                         options.max_line,
                         options.samples,
                     );
-                    loop {
-                        // The lock is held only to take one batch.
-                        let next = match work_rx.lock() {
-                            Ok(rx) => rx.as_ref().and_then(|rx| rx.recv().ok()),
-                            Err(_) => None,
-                        };
-                        let Some(mut batch) = next else { break };
-                        worker.process(&mut batch);
-                        if done_tx.send(batch).is_err() {
-                            break;
-                        }
-                    }
-                    worker.tally
+                    work(worker, work_rx, &done_tx)
                 })
             })
             .collect();
         drop(done_tx);
-
-        let mut progress = Progress::new(options.progress, total_size, Arc::clone(&consumed));
-        let mut pending: BTreeMap<u64, Batch> = BTreeMap::new();
-        let mut next_seq = 0u64;
-        let mut emit = |batch: Batch, out: &mut Option<&mut dyn Write>| {
-            progress.lines(batch.lines.len() as u64);
-            if write_error.is_none() {
-                if let Some(w) = out.as_mut() {
-                    if let Err(e) = w.write_all(&batch.out) {
-                        write_error = Some(e);
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                }
-            }
-            // The reader may have finished: then the batch is simply dropped.
-            let _ = free_tx.send(batch);
-        };
         for batch in done_rx.iter() {
-            if options.ordered {
-                pending.insert(batch.seq, batch);
-                while let Some(b) = pending.remove(&next_seq) {
-                    next_seq += 1;
-                    emit(b, &mut output);
-                }
-            } else {
-                emit(batch, &mut output);
-            }
+            writer.take(batch);
         }
-        // Workers are done: whatever is left is in order.
-        for (_, b) in std::mem::take(&mut pending) {
-            emit(b, &mut output);
-        }
-        drop(free_tx);
+        writer.finish();
         if let Ok(mut rx) = work_rx.lock() {
             rx.take();
         }
-        progress.finish();
-
         let input_errors = reader
             .join()
             .unwrap_or_else(|_| vec!["reader panicked".into()]);
         let tallies: Vec<Summary> = workers.into_iter().filter_map(|w| w.join().ok()).collect();
         (input_errors, tallies)
     });
-    if let Some(e) = write_error {
+    if let Some(e) = writer.error {
         return Err(e);
     }
-    if let Some(w) = output {
+    if let Some(w) = writer.output {
         w.flush()?;
     }
-
-    let mut summary = Summary::new(primary, compare, options.samples);
     if tallies.len() != threads {
         return Err(io::Error::other("a replay worker panicked"));
     }
+    let mut summary = Summary::new(primary, compare, options.samples);
     for t in tallies {
         summary.merge(t);
     }
@@ -156,6 +121,84 @@ pub(super) fn run(
     summary.threads = threads;
     summary.elapsed = started.elapsed();
     Ok(summary)
+}
+
+/// A worker thread: takes batches until the reader is done, hands each back
+/// processed; returns its counts.
+fn work(
+    mut worker: Worker<'_>,
+    work_rx: &Mutex<Option<Receiver<Batch>>>,
+    done_tx: &SyncSender<Batch>,
+) -> Summary {
+    loop {
+        // The lock is held only to take one batch.
+        let next = match work_rx.lock() {
+            Ok(rx) => rx.as_ref().and_then(|rx| rx.recv().ok()),
+            Err(_) => None,
+        };
+        let Some(mut batch) = next else { break };
+        worker.process(&mut batch);
+        if done_tx.send(batch).is_err() {
+            break;
+        }
+    }
+    worker.tally
+}
+
+/// The writing end: output in input order if asked, the progress bar, and
+/// the batches' way back to the reader.
+struct Writer<'o, 's> {
+    output: Option<&'o mut dyn Write>,
+    progress: Progress,
+    /// The way back to the reader; dropped by `finish`, so that a reader
+    /// waiting for a free batch ends.
+    free: Option<SyncSender<Batch>>,
+    stop: &'s AtomicBool,
+    /// The first write error; it stops the reader.
+    error: Option<io::Error>,
+    ordered: bool,
+    pending: BTreeMap<u64, Batch>,
+    next_seq: u64,
+}
+
+impl Writer<'_, '_> {
+    /// A processed batch: written now, or held until those before it are.
+    fn take(&mut self, batch: Batch) {
+        if !self.ordered {
+            return self.emit(batch);
+        }
+        self.pending.insert(batch.seq, batch);
+        while let Some(b) = self.pending.remove(&self.next_seq) {
+            self.next_seq += 1;
+            self.emit(b);
+        }
+    }
+
+    fn emit(&mut self, batch: Batch) {
+        self.progress.lines(batch.lines.len() as u64);
+        if self.error.is_none() {
+            if let Some(w) = self.output.as_mut() {
+                if let Err(e) = w.write_all(&batch.out) {
+                    self.error = Some(e);
+                    self.stop.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+        // The reader may have finished: then the batch is simply dropped.
+        if let Some(free) = &self.free {
+            let _ = free.send(batch);
+        }
+    }
+
+    /// The workers are done: whatever is held is in order. Closes the way
+    /// back to the reader and clears the progress bar.
+    fn finish(&mut self) {
+        for (_, b) in std::mem::take(&mut self.pending) {
+            self.emit(b);
+        }
+        self.free = None;
+        self.progress.finish();
+    }
 }
 
 /// The reader thread: fills free batches with lines of each input in turn.

@@ -1,62 +1,82 @@
-//! The progress line: lines per second and, when the input size is known,
-//! how far along and the time left. Shown only on a terminal, so logs and
-//! pipes get nothing but the summary.
+//! The progress bar: lines per second and, when the input size is known,
+//! how far along and the time left, drawn by indicatif. Shown only on a
+//! terminal, so logs and pipes get nothing but the summary.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// How often the text is recomputed (indicatif redraws at most as often).
 const EVERY: Duration = Duration::from_millis(250);
 
 pub(super) struct Progress {
-    on: bool,
+    bar: Option<ProgressBar>,
     total: Option<u64>,
     consumed: Arc<AtomicU64>,
     lines: u64,
     started: Instant,
     last: Instant,
-    shown: bool,
 }
 
 impl Progress {
     pub(super) fn new(wanted: bool, total: Option<u64>, consumed: Arc<AtomicU64>) -> Progress {
         let now = Instant::now();
+        let total = total.filter(|&t| t > 0);
+        let bar = (wanted && std::io::stderr().is_terminal()).then(|| {
+            let target = ProgressDrawTarget::stderr_with_hz(4);
+            let (bar, template) = match total {
+                // The bar counts input bytes; the text counts lines.
+                Some(t) => (
+                    ProgressBar::with_draw_target(Some(t), target),
+                    "{bar:24} {msg}",
+                ),
+                None => (
+                    ProgressBar::with_draw_target(None, target),
+                    "{spinner} {msg}",
+                ),
+            };
+            if let Ok(style) = ProgressStyle::with_template(template) {
+                bar.set_style(style);
+            }
+            bar
+        });
         Progress {
-            on: wanted && std::io::stderr().is_terminal(),
+            bar: bar.filter(|b| !b.is_hidden()),
             total,
             consumed,
             lines: 0,
             started: now,
             last: now,
-            shown: false,
         }
     }
 
-    /// Counts lines written; redraws at most every 250 ms.
+    /// Counts lines written; updates the bar at most every 250 ms.
     pub(super) fn lines(&mut self, n: u64) {
         self.lines += n;
-        if !self.on || self.last.elapsed() < EVERY {
+        let Some(bar) = &self.bar else {
+            return;
+        };
+        if self.last.elapsed() < EVERY {
             return;
         }
         self.last = Instant::now();
-        let text = line(
+        let consumed = self.consumed.load(Ordering::Relaxed);
+        bar.set_position(consumed);
+        bar.set_message(line(
             self.lines,
             self.started.elapsed(),
-            self.consumed.load(Ordering::Relaxed),
+            consumed,
             self.total,
-        );
-        let mut err = std::io::stderr().lock();
-        // A progress line that cannot be drawn is not worth failing for.
-        let _ = write!(err, "\r\x1b[K{text}");
-        let _ = err.flush();
-        self.shown = true;
+        ));
     }
 
-    /// Clears the line, leaving the terminal to the summary.
+    /// Clears the bar, leaving the terminal to the summary.
     pub(super) fn finish(&mut self) {
-        if self.shown {
-            let _ = write!(std::io::stderr().lock(), "\r\x1b[K");
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
         }
     }
 }

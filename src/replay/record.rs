@@ -28,7 +28,7 @@
 //! borrowing where it can) parses the line again: it is the reference, and
 //! its errors are the messages reported. A test holds the two to the same
 //! result on every fixture line. Positions are kept as offsets while parsing
-//! (the scratch may grow) and turned into [`edgeguard_header`] views only
+//! (the scratch may grow) and turned into [`Header`] views only
 //! once the line is fully read.
 
 use std::fmt;
@@ -36,7 +36,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use crate::config::Action;
-use crate::request::edgeguard_header;
+use crate::headers::{Header, HeaderBuf};
 
 /// Which buffer a [`Span`] points into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,7 +69,7 @@ pub(crate) struct Scratch {
     text: Vec<u8>,
     pairs: Vec<(Span, Span)>,
     live: Vec<(Span, LiveScore)>,
-    headers: Vec<edgeguard_header>,
+    headers: HeaderBuf,
 }
 
 /// A parsed line: views of the line and of the scratch it was parsed with.
@@ -79,8 +79,8 @@ pub(crate) struct Parsed<'s> {
     pub(crate) uri: &'s [u8],
     pub(crate) version: u16,
     pub(crate) client: &'s [u8],
-    /// Views of `line` and `Scratch`: valid while both are borrowed.
-    pub(crate) headers: &'s [edgeguard_header],
+    /// Views of `line` and `Scratch`.
+    pub(crate) headers: &'s [Header<'s>],
     /// What nginx decided, for log lines that carry it.
     pub(crate) live_action: Option<Action>,
     live: &'s [(Span, LiveScore)],
@@ -116,9 +116,9 @@ impl<'s> Bufs<'s> {
     }
 }
 
-/// Why a line was skipped.
+/// Why a line was skipped: the column and serde_json's message.
 #[derive(Debug)]
-pub(crate) struct ParseError(serde_json::Error);
+pub struct ParseError(serde_json::Error);
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -177,11 +177,11 @@ pub(crate) fn parse<'s>(
         text: &scratch.text,
         owned: &scratch.owned,
     };
-    scratch.headers.extend(
+    let headers = scratch.headers.fill(
         scratch
             .pairs
             .iter()
-            .map(|&(k, v)| edgeguard_header::new(bufs.get(k), bufs.get(v))),
+            .map(|&(k, v)| (bufs.get(k), bufs.get(v))),
     );
     let missing = |name: &str| ParseError(de::Error::missing_field(static_name(name)));
     Ok(Parsed {
@@ -189,7 +189,7 @@ pub(crate) fn parse<'s>(
         uri: bufs.get(fields.uri.ok_or_else(|| missing("uri"))?),
         version: fields.version.ok_or_else(|| missing("version"))?,
         client: bufs.get(fields.client.unwrap_or(EMPTY)),
-        headers: &scratch.headers,
+        headers,
         live_action: fields
             .live_action
             .and_then(|s| Action::from_name(bufs.get(s))),
@@ -224,6 +224,7 @@ fn serde_record(line: &[u8], scratch: &mut Scratch) -> Result<Fields, ParseError
 
 /// The fields a line parses to, resolved to bytes, by the scanner (`fast`)
 /// or by serde: what the two paths are compared on.
+#[cfg(any(test, feature = "fuzzing"))]
 fn resolved(line: &[u8], fast: bool) -> Option<Vec<Vec<u8>>> {
     let mut s = Scratch::default();
     let f = if fast {
@@ -263,6 +264,7 @@ fn resolved(line: &[u8], fast: bool) -> Option<Vec<Vec<u8>>> {
 }
 
 /// The pairs of a `headers` text, by the scanner (`fast`) or by serde.
+#[cfg(any(test, feature = "fuzzing"))]
 fn resolved_pairs(text: &[u8], fast: bool) -> Option<Vec<Vec<u8>>> {
     let (mut owned, mut pairs) = (Vec::new(), Vec::new());
     if fast {
@@ -297,6 +299,7 @@ fn resolved_pairs(text: &[u8], fast: bool) -> Option<Vec<Vec<u8>>> {
 /// agrees, `Ok(false)` when the scanner left the line to serde, `Err` when
 /// the scanner accepted a line serde refuses or read it differently (the
 /// `replay_line` fuzz target and the fixture test hold it to that).
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn paths_agree(line: &[u8]) -> Result<bool, String> {
     let Some(fast) = resolved(line, true) else {
         return Ok(false);

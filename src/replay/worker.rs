@@ -10,7 +10,7 @@ use std::io::Write;
 
 use crate::config::{Config, Decision};
 use crate::features::Request;
-use crate::request::edgeguard_header;
+use crate::headers::Header;
 
 use super::input::Batch;
 use super::record::{self, Parsed, Scratch};
@@ -38,15 +38,14 @@ impl Side<'_> {
     fn evaluate(
         &mut self,
         req: &Request<'_>,
-        headers: &[edgeguard_header],
+        headers: &[Header<'_>],
         clear: &mut [u32],
         tally: &mut ConfigSummary,
     ) -> Outcome {
-        // SAFETY: `headers` view the current batch's line buffer (as `req`
-        // does), which outlives this call.
-        let stripped = self.config.headers().map_or(0, |set| unsafe {
-            set.find_internal(headers, clear).matched
-        });
+        let stripped = self
+            .config
+            .headers()
+            .map_or(0, |set| set.find_internal(headers, clear).matched);
         tally.headers_stripped += stripped as u64;
         tally.requests_stripped += u64::from(stripped > 0);
         let scored = match self.config.scorer() {
@@ -208,9 +207,7 @@ impl<'c> Worker<'c> {
     }
 
     fn evaluate(&mut self, p: &Parsed<'_>, input: usize, line: u64) -> (Outcome, Option<Outcome>) {
-        // SAFETY: the headers view the line and the scratch it was parsed
-        // with, both borrowed by `p` for this whole call.
-        let req = unsafe { Request::new(p.method, p.uri, p.version, p.client, p.headers) };
+        let req = Request::new(p.method, p.uri, p.version, p.client, p.headers);
         let tally = &mut self.tally;
         let primary = self
             .primary

@@ -4,7 +4,7 @@
 
 use crate::features::orders::{OrderTable, ORDERS_KEY};
 use crate::features::{Cat, Float, SCHEMA_KEY, SCHEMA_VERSION, SCHEMA_VERSIONS};
-use crate::model::{Evaluator, Model, PredictionType};
+use crate::model::{Evaluator, Model, Objective, PredictionType};
 
 /// Losses whose raw formula value is itself the prediction the user wants
 /// (or, for Poisson and Tweedie, its logarithm): one value, no link to
@@ -173,22 +173,21 @@ fn score_kind(model: &Model) -> Result<ScoreKind, String> {
              (a binary classifier or a regression)"
         ));
     }
-    if objective == "binary classification" && model.supports(PredictionType::Probability) {
-        return Ok(ScoreKind::Probability);
-    }
-    if REGRESSION_LOSSES.contains(&objective) {
-        return Ok(ScoreKind::Raw);
-    }
-    if objective == "unknown objective" {
-        return Err(
+    // By the parsed objective, not its description.
+    match &model.objective {
+        Objective::Binary if model.supports(PredictionType::Probability) => {
+            Ok(ScoreKind::Probability)
+        }
+        Objective::Other(loss) if REGRESSION_LOSSES.contains(&loss.as_str()) => Ok(ScoreKind::Raw),
+        Objective::Unknown => Err(
             "model_info.params.loss_function is missing: cannot tell a classifier \
                     from a regression; export the model with its training params"
                 .to_owned(),
-        );
+        ),
+        _ => Err(format!(
+            "loss function `{objective}` is neither a binary classifier nor a regression"
+        )),
     }
-    Err(format!(
-        "loss function `{objective}` is neither a binary classifier nor a regression"
-    ))
 }
 
 fn float_input(i: usize, name: &str) -> Result<Float, String> {

@@ -7,7 +7,7 @@ use crate::model::{ModelError, PredictionError};
 /// A scorer that cannot be built. Every message names the model (and, for
 /// file or content problems, its file).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ScorerError {
+pub enum LoadError {
     /// The model file could not be read, or is not a usable CatBoost model.
     Model {
         /// The name the model was given.
@@ -34,7 +34,7 @@ pub enum ScorerError {
     },
 }
 
-impl ScorerError {
+impl LoadError {
     /// Whether a model file could not be read at all (missing, unreadable),
     /// as opposed to read and rejected.
     pub fn is_io(&self) -> bool {
@@ -42,7 +42,7 @@ impl ScorerError {
     }
 }
 
-impl fmt::Display for ScorerError {
+impl fmt::Display for LoadError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             // The model error starts with the file name.
@@ -57,7 +57,7 @@ impl fmt::Display for ScorerError {
     }
 }
 
-impl std::error::Error for ScorerError {}
+impl std::error::Error for LoadError {}
 
 /// Why [`crate::scorer::Scorer::score`] wrote nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -29,6 +29,8 @@
 //! learns from a model's metadata (the header-order table,
 //! `edgeguard.order_pairs`) must be the same in every model that has it.
 
+#![forbid(unsafe_code)]
+
 mod binding;
 mod error;
 
@@ -40,7 +42,7 @@ use crate::model::{cat_hash, Model};
 
 use binding::{bind, Binding};
 pub use binding::{ScoreKind, THRESHOLD_KEY};
-pub use error::{ScoreError, ScorerError};
+pub use error::{LoadError, ScoreError};
 
 /// The most models one scorer holds. Scores are computed into a stack
 /// buffer of this size so that a failing call writes nothing.
@@ -110,13 +112,13 @@ impl Scorer {
     /// Loads each `(name, path)` model (CatBoost JSON export) and binds it to
     /// the feature schema. Names must be non-empty, unique and free of
     /// control characters; at most [`MAX_MODELS`] models.
-    pub fn load(models: &[(&str, &Path)]) -> Result<Scorer, ScorerError> {
+    pub fn load(models: &[(&str, &Path)]) -> Result<Scorer, LoadError> {
         // Names are checked before any file is read: a configuration typo
         // is reported as such, not as whatever the files say.
         check_names(models.iter().map(|(name, _)| *name))?;
         let mut loaded = Vec::with_capacity(models.len());
         for (name, path) in models {
-            let model = Model::load(path).map_err(|error| ScorerError::Model {
+            let model = Model::load(path).map_err(|error| LoadError::Model {
                 name: (*name).to_owned(),
                 error,
             })?;
@@ -127,11 +129,11 @@ impl Scorer {
 
     /// Builds a scorer from models already loaded, under the given names.
     /// Same checks as [`Scorer::load`].
-    pub fn from_models(models: Vec<(String, Model)>) -> Result<Scorer, ScorerError> {
+    pub fn from_models(models: Vec<(String, Model)>) -> Result<Scorer, LoadError> {
         check_names(models.iter().map(|(name, _)| name.as_str()))?;
         let mut scored = Vec::with_capacity(models.len());
         for (name, model) in models {
-            let binding = bind(&model).map_err(|message| ScorerError::Incompatible {
+            let binding = bind(&model).map_err(|message| LoadError::Incompatible {
                 name: name.clone(),
                 source: model.source().to_owned(),
                 message,
@@ -253,7 +255,7 @@ impl Scorer {
 
 /// The one order table of the models that carry one; a second, different
 /// table is refused, naming both models.
-fn shared_orders(models: &[ScoredModel]) -> Result<Option<OrderTable>, ScorerError> {
+fn shared_orders(models: &[ScoredModel]) -> Result<Option<OrderTable>, LoadError> {
     let mut first: Option<&ScoredModel> = None;
     for m in models {
         let Some(table) = &m.binding.orders else {
@@ -263,7 +265,7 @@ fn shared_orders(models: &[ScoredModel]) -> Result<Option<OrderTable>, ScorerErr
             None => first = Some(m),
             Some(f) if f.binding.orders.as_ref() == Some(table) => {}
             Some(f) => {
-                return Err(ScorerError::Incompatible {
+                return Err(LoadError::Incompatible {
                     name: m.name.clone(),
                     source: m.model.source().to_owned(),
                     message: format!(
@@ -280,8 +282,8 @@ fn shared_orders(models: &[ScoredModel]) -> Result<Option<OrderTable>, ScorerErr
     Ok(first.and_then(|m| m.binding.orders.clone()))
 }
 
-fn check_names<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> Result<(), ScorerError> {
-    let config = |message: String| Err(ScorerError::Config { message });
+fn check_names<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> Result<(), LoadError> {
+    let config = |message: String| Err(LoadError::Config { message });
     match names.len() {
         0 => return config("no models given: a scorer needs at least one".to_owned()),
         n if n > MAX_MODELS => {

@@ -893,6 +893,164 @@ static void test_scorer_score_hostile(void) {
     edgeguard_scorer_free(s);
 }
 
+/* ------------------------------------------------- configuration and policy */
+
+static edgeguard_result config_of(const char *json, edgeguard_config **out, char *err, size_t err_len) {
+    return edgeguard_config_new((const uint8_t *)json, strlen(json), "edgeguard.configure", NULL, out,
+                                err, err_len);
+}
+
+static void test_config_hostile(void) {
+    char err[512];
+    edgeguard_config *c = NULL;
+    const char *ok = "{\"mode\": \"block\", \"allow\": [\"10.0.0.0/8\", \"2001:db8::/32\"]}";
+
+    CHECK_CODE(edgeguard_config_new((const uint8_t *)ok, strlen(ok), NULL, NULL, NULL, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "null out");
+    CHECK_CODE(edgeguard_config_new(NULL, 5, NULL, NULL, &c, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "null json with a length");
+    CHECK(c == NULL, "nothing written on failure");
+    /* A negative int converted to size_t: refused before a slice is made. */
+    CHECK_CODE(edgeguard_config_new((const uint8_t *)ok, SIZE_MAX, NULL, NULL, &c, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "SIZE_MAX length");
+    CHECK_CODE(edgeguard_config_new((const uint8_t *)"", 0, NULL, NULL, &c, err, sizeof err),
+               EDGEGUARD_RESULT_INVALID_ARGUMENT, "empty text");
+    CHECK(strstr(err, "options: not JSON") != NULL, "empty text named: %s", err);
+    /* A prefix of valid JSON, cut short: the length is honoured, not the NUL. */
+    CHECK_CODE(edgeguard_config_new((const uint8_t *)ok, 10, NULL, NULL, &c, err, sizeof err),
+               EDGEGUARD_RESULT_INVALID_ARGUMENT, "truncated JSON");
+    const char *bad[][2] = {
+        {"not json", "not JSON"},
+        {"[1]", "not a JSON object"},
+        {"{\"allow\": [\"10.0.0.0/33\"]}", "edgeguard.configure: allow[0]: prefix length 33"},
+        {"{\"allow\": [\"10.0.0.0/8\", \"x\"]}", "allow[1]: invalid address"},
+        {"{\"mode\": \"deny\"}", "mode: must be"},
+        {"{\"nope\": 1}", "nope: unknown option 'nope'"},
+        {"{\"models\": {\"bot\": \"\"}}", "models.bot: must be a non-empty path"},
+        {"{\"status\": 99999999999999999999}", "status: must be an HTTP error status"},
+        {"{\"mode\": \"log\", \"mode\": \"\xff\"}", "not JSON"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        err[0] = 0;
+        CHECK_CODE(config_of(bad[i][0], &c, err, sizeof err), EDGEGUARD_RESULT_INVALID_ARGUMENT, bad[i][0]);
+        CHECK(strstr(err, bad[i][1]) != NULL, "%s: %s", bad[i][0], err);
+    }
+    /* A bad or missing file is not the caller's mistake: its own codes. */
+    char dir[] = "/tmp/edgeguard-config-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char file[256], json[512];
+    snprintf(file, sizeof file, "%s/edgeguard.json", dir);
+    FILE *f = fopen(file, "wb");
+    fputs("{\"allow\": [\"10.0.0.0/33\"]}", f);
+    fclose(f);
+    snprintf(json, sizeof json, "{\"config\": \"%s\"}", file);
+    CHECK_CODE(config_of(json, &c, err, sizeof err), EDGEGUARD_RESULT_CONFIG_INVALID, "bad file");
+    CHECK(strncmp(err, file, strlen(file)) == 0 && strstr(err, ": allow[0]: ") != NULL, "names the file: %s",
+          err);
+    snprintf(json, sizeof json, "{\"config\": \"%s/missing.json\"}", dir);
+    CHECK_CODE(config_of(json, &c, err, sizeof err), EDGEGUARD_RESULT_IO, "missing file");
+    unlink(file);
+    rmdir(dir);
+    /* Tiny error buffers are truncated, never overrun (ASan watches). */
+    char tiny[3] = {'x', 'x', 'x'};
+    CHECK_CODE(config_of("{\"nope\": 1}", &c, tiny, sizeof tiny), EDGEGUARD_RESULT_INVALID_ARGUMENT, "tiny errbuf");
+    CHECK(tiny[2] == 0, "tiny errbuf terminated");
+    CHECK_CODE(config_of("{\"nope\": 1}", &c, NULL, 100), EDGEGUARD_RESULT_INVALID_ARGUMENT, "null errbuf");
+    CHECK_CODE(edgeguard_config_new((const uint8_t *)ok, strlen(ok), NULL, "\xff", &c, err, sizeof err),
+               EDGEGUARD_RESULT_INVALID_ARGUMENT, "base_dir not UTF-8");
+
+    CHECK(edgeguard_config_json(NULL) == NULL, "json of null");
+    CHECK_CODE(config_of(ok, &c, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    const char *resolved = edgeguard_config_json(c);
+    CHECK(resolved && strstr(resolved, "\"mode\":\"block\"") && strstr(resolved, "\"status\":403"),
+          "resolved %s", resolved ? resolved : "(null)");
+
+    /* Locations. */
+    edgeguard_config *loc = NULL;
+    const char *lj = "{\"mode\": \"log\"}";
+    CHECK_CODE(edgeguard_config_new_for_location(NULL, (const uint8_t *)lj, strlen(lj), NULL, &loc, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "location of null");
+    CHECK_CODE(edgeguard_config_new_for_location(c, NULL, 3, NULL, &loc, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "location null json");
+    const char *lbad = "{\"allow\": []}";
+    CHECK_CODE(edgeguard_config_new_for_location(c, (const uint8_t *)lbad, strlen(lbad), "edgeguard.access", &loc,
+                                                 err, sizeof err),
+               EDGEGUARD_RESULT_INVALID_ARGUMENT, "allow per location");
+    CHECK(strstr(err, "edgeguard.access: allow: unknown option") != NULL, "%s", err);
+    CHECK_CODE(edgeguard_config_new_for_location(c, (const uint8_t *)lj, strlen(lj), NULL, &loc, err, sizeof err),
+               EDGEGUARD_RESULT_OK, err);
+
+    /* Policies. */
+    edgeguard_policy *p = NULL;
+    const char *names[] = {"bot", "spoof"};
+    double own[] = {0.5, NAN};
+    CHECK_CODE(edgeguard_policy_new(NULL, names, own, 2, &p, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "policy of null");
+    CHECK_CODE(edgeguard_policy_new(c, NULL, own, 2, &p, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "null names");
+    CHECK_CODE(edgeguard_policy_new(c, names, own, SIZE_MAX, &p, err, sizeof err),
+               EDGEGUARD_RESULT_INVALID_ARGUMENT, "SIZE_MAX models");
+    const char *null_name[] = {"bot", NULL};
+    CHECK_CODE(edgeguard_policy_new(c, null_name, own, 2, &p, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "a null name");
+    CHECK(p == NULL, "nothing written");
+    CHECK_CODE(edgeguard_policy_new(c, names, own, 2, &p, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+
+    edgeguard_decision d;
+    double scores[] = {0.7, 0.99};
+    const uint8_t v4[4] = {10, 1, 2, 3}, other[4] = {192, 0, 2, 1};
+    uint8_t v6[16] = {0x20, 0x01, 0x0d, 0xb8};
+    CHECK_CODE(edgeguard_policy_decide(NULL, scores, 2, other, 4, &d), EDGEGUARD_RESULT_NULL_PARAMETER, "null policy");
+    CHECK_CODE(edgeguard_policy_decide(p, scores, 2, other, 4, NULL), EDGEGUARD_RESULT_NULL_PARAMETER, "null out");
+    CHECK_CODE(edgeguard_policy_decide(p, NULL, 2, other, 4, &d), EDGEGUARD_RESULT_NULL_PARAMETER, "null scores, n 2");
+    CHECK_CODE(edgeguard_policy_decide(p, scores, 2, NULL, 4, &d), EDGEGUARD_RESULT_NULL_PARAMETER, "null addr, len 4");
+    CHECK_CODE(edgeguard_policy_decide(p, scores, 1, other, 4, &d), EDGEGUARD_RESULT_INVALID_ARGUMENT, "n 1 of 2");
+    CHECK_CODE(edgeguard_policy_decide(p, scores, SIZE_MAX, other, 4, &d), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "n SIZE_MAX");
+    CHECK_CODE(edgeguard_policy_decide(p, scores, 2, other, SIZE_MAX, &d), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "addr_len SIZE_MAX");
+    CHECK_CODE(edgeguard_policy_decide(p, scores, 2, other, 4, &d), EDGEGUARD_RESULT_OK, "decide");
+    CHECK(d.action == EDGEGUARD_ACTION_BLOCK && d.model == 0 && d.threshold == 0.5 && d.status == 403,
+          "block by model 0: %d %d %g %d", d.action, d.model, d.threshold, d.status);
+    CHECK_CODE(edgeguard_policy_decide(p, scores, 2, v4, 4, &d), EDGEGUARD_RESULT_OK, "decide v4");
+    CHECK(d.action == EDGEGUARD_ACTION_ALLOW, "10.1.2.3 is allowed: %d", d.action);
+    CHECK_CODE(edgeguard_policy_decide(p, scores, 2, v6, 16, &d), EDGEGUARD_RESULT_OK, "decide v6");
+    CHECK(d.action == EDGEGUARD_ACTION_ALLOW, "2001:db8:: is allowed: %d", d.action);
+    CHECK_CODE(edgeguard_policy_decide(p, scores, 2, v6, 7, &d), EDGEGUARD_RESULT_OK, "decide odd addr");
+    CHECK(d.action == EDGEGUARD_ACTION_BLOCK, "a 7-byte address is in no block: %d", d.action);
+    CHECK_CODE(edgeguard_policy_decide(p, scores, 2, NULL, 0, &d), EDGEGUARD_RESULT_OK, "decide no addr");
+    CHECK(d.action == EDGEGUARD_ACTION_BLOCK, "no address is in no block: %d", d.action);
+    double low[] = {0.1, 0.99};
+    CHECK_CODE(edgeguard_policy_decide(p, low, 2, other, 4, &d), EDGEGUARD_RESULT_OK, "decide low");
+    CHECK(d.action == EDGEGUARD_ACTION_PASS && d.model == -1 && isnan(d.threshold),
+          "spoof has no threshold, bot is low: %d %d", d.action, d.model);
+    double nan_scores[] = {NAN, NAN};
+    CHECK_CODE(edgeguard_policy_decide(p, nan_scores, 2, other, 4, &d), EDGEGUARD_RESULT_OK, "decide NaN");
+    CHECK(d.action == EDGEGUARD_ACTION_PASS, "NaN never flags: %d", d.action);
+    CHECK_CODE(edgeguard_policy_decide(p, NULL, 0, other, 4, &d), EDGEGUARD_RESULT_OK, "unscored");
+    CHECK(d.action == EDGEGUARD_ACTION_PASS, "unscored passes without fail_closed: %d", d.action);
+    edgeguard_policy_free(p);
+
+    edgeguard_policy *lp = NULL;
+    CHECK_CODE(edgeguard_policy_new(loc, names, NULL, 2, &lp, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    CHECK_CODE(edgeguard_policy_decide(lp, scores, 2, other, 4, &d), EDGEGUARD_RESULT_OK, "location decide");
+    CHECK(d.action == EDGEGUARD_ACTION_PASS, "no thresholds without own ones: %d", d.action);
+    edgeguard_policy_free(lp);
+    edgeguard_config_free(loc);
+    edgeguard_config_free(c);
+
+    /* fail_closed with models configured refuses unscored requests. */
+    const char *fc = "{\"models\": {\"bot\": \"b.json\"}, \"fail_closed\": true}";
+    CHECK_CODE(config_of(fc, &c, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    CHECK_CODE(edgeguard_policy_new(c, NULL, NULL, 0, &p, err, sizeof err), EDGEGUARD_RESULT_OK, "policy, 0 models");
+    CHECK_CODE(edgeguard_policy_decide(p, NULL, 0, NULL, 0, &d), EDGEGUARD_RESULT_OK, "unscored fail_closed");
+    CHECK(d.action == EDGEGUARD_ACTION_UNAVAILABLE, "fail_closed: %d", d.action);
+    edgeguard_policy_free(p);
+    edgeguard_config_free(c);
+    edgeguard_config_free(NULL);
+    edgeguard_policy_free(NULL);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s FIXTURE_DIR\n", argv[0]);
@@ -912,6 +1070,7 @@ int main(int argc, char **argv) {
     test_scorer_new_hostile();
     test_scorer_introspection();
     test_scorer_score_hostile();
+    test_config_hostile();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use edgeguard::features::Request;
-use edgeguard::request::edgeguard_header;
+use edgeguard::headers::Header;
 use serde_json::Value;
 
 /// A path under the crate root.
@@ -40,26 +40,23 @@ pub struct OwnedRequest {
 
 impl OwnedRequest {
     /// Headers as nginx hands them over, viewing this request's strings.
-    pub fn ffi_headers(&self) -> Vec<edgeguard_header> {
+    pub fn ffi_headers(&self) -> Vec<Header<'_>> {
         self.headers
             .iter()
-            .map(|(k, v)| edgeguard_header::new(k.as_bytes(), v.as_bytes()))
+            .map(|(k, v)| Header::new(k.as_bytes(), v.as_bytes()))
             .collect()
     }
 
     /// The request viewing this one's bytes and `headers` (from
     /// [`OwnedRequest::ffi_headers`] of the same request).
-    pub fn view<'a>(&'a self, headers: &'a [edgeguard_header]) -> Request<'a> {
-        // SAFETY: `headers` view `self.headers`, borrowed for 'a like `self`.
-        unsafe {
-            Request::new(
-                self.method.as_bytes(),
-                self.uri.as_bytes(),
-                self.version,
-                self.client.as_bytes(),
-                headers,
-            )
-        }
+    pub fn view<'a>(&'a self, headers: &'a [Header<'a>]) -> Request<'a> {
+        Request::new(
+            self.method.as_bytes(),
+            self.uri.as_bytes(),
+            self.version,
+            self.client.as_bytes(),
+            headers,
+        )
     }
 }
 

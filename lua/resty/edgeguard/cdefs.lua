@@ -39,6 +39,19 @@ typedef enum {
 
 typedef enum {
 
+  EDGEGUARD_ACTION_PASS = 0,
+
+  EDGEGUARD_ACTION_ALLOW = 1,
+
+  EDGEGUARD_ACTION_LOG = 2,
+
+  EDGEGUARD_ACTION_BLOCK = 3,
+
+  EDGEGUARD_ACTION_UNAVAILABLE = 4,
+} edgeguard_action;
+
+typedef enum {
+
   EDGEGUARD_PREDICTION_TYPE_RAW = 0,
 
   EDGEGUARD_PREDICTION_TYPE_PROBABILITY = 1,
@@ -46,13 +59,26 @@ typedef enum {
   EDGEGUARD_PREDICTION_TYPE_CLASS = 2,
 } edgeguard_prediction_type;
 
-typedef struct Action Action;
+typedef struct edgeguard_config edgeguard_config;
 
 typedef struct edgeguard_header_set edgeguard_header_set;
 
 typedef struct edgeguard_model edgeguard_model;
 
+typedef struct edgeguard_policy edgeguard_policy;
+
 typedef struct edgeguard_scorer edgeguard_scorer;
+
+typedef struct {
+
+  edgeguard_action action;
+
+  int32_t model;
+
+  double threshold;
+
+  int32_t status;
+} edgeguard_decision;
 
 typedef struct {
 
@@ -86,6 +112,43 @@ typedef struct {
 const char *edgeguard_version(void);
 
 const char *edgeguard_result_text(int result);
+
+edgeguard_result edgeguard_config_new(const uint8_t *json,
+                                      size_t len,
+                                      const char *source_name,
+                                      const char *base_dir,
+                                      edgeguard_config **out,
+                                      char *errbuf,
+                                      size_t errbuf_len);
+
+edgeguard_result edgeguard_config_new_for_location(const edgeguard_config *base,
+                                                   const uint8_t *json,
+                                                   size_t len,
+                                                   const char *source_name,
+                                                   edgeguard_config **out,
+                                                   char *errbuf,
+                                                   size_t errbuf_len);
+
+void edgeguard_config_free(edgeguard_config *config);
+
+const char *edgeguard_config_json(const edgeguard_config *config);
+
+edgeguard_result edgeguard_policy_new(const edgeguard_config *config,
+                                      const char *const *names,
+                                      const double *own_thresholds,
+                                      size_t n,
+                                      edgeguard_policy **out,
+                                      char *errbuf,
+                                      size_t errbuf_len);
+
+void edgeguard_policy_free(edgeguard_policy *policy);
+
+edgeguard_result edgeguard_policy_decide(const edgeguard_policy *policy,
+                                         const double *scores,
+                                         size_t n,
+                                         const uint8_t *addr,
+                                         size_t addr_len,
+                                         edgeguard_decision *out);
 
 edgeguard_result edgeguard_header_set_new_from_file(const char *path,
                                                     edgeguard_header_set **out,

@@ -4,10 +4,10 @@ fn headers(p: &Parsed<'_>) -> Vec<(String, String)> {
     p.headers
         .iter()
         // SAFETY: the headers view `p`'s line and scratch, alive here.
-        .map(|h| unsafe {
+        .map(|h| {
             (
-                String::from_utf8(h.key.as_bytes().to_vec()).unwrap(),
-                String::from_utf8(h.value.as_bytes().to_vec()).unwrap(),
+                String::from_utf8(h.name().to_vec()).unwrap(),
+                String::from_utf8(h.value().to_vec()).unwrap(),
             )
         })
         .collect()
@@ -246,7 +246,7 @@ fn eight_bit_and_control_bytes_are_kept() {
         .headers
         .iter()
         // SAFETY: the headers view `p`'s line and scratch, alive here.
-        .map(|h| unsafe { (h.key.as_bytes().to_vec(), h.value.as_bytes().to_vec()) })
+        .map(|h| (h.name().to_vec(), h.value().to_vec()))
         .collect();
     assert_eq!(h, vec![(name.to_vec(), value.to_vec())]);
 }
@@ -376,4 +376,28 @@ fn crlf_lines_stay_on_the_fast_path() {
         parse(tab, &mut Scratch::default()).is_ok(),
         "a tab between tokens is JSON"
     );
+}
+
+/// The one version rule (`edgeguard features` had a copy; these were its
+/// cases).
+#[test]
+fn version_spellings() {
+    let ok: &[(&str, u16)] = &[
+        ("1.1", 11),
+        ("HTTP/1.0", 10),
+        ("http/2.0", 20),
+        ("2", 20),
+        ("3", 30),
+        (" HTTP/3 ", 30),
+    ];
+    for &(s, want) in ok {
+        assert_eq!(version_text(s), Some(want), "{s}");
+    }
+    assert_eq!(scaled_version(1.1), Some(11));
+    assert_eq!(scaled_version(2.0), Some(20));
+    for bad in ["1.2", "HTTP/", "x", "4", "-1", "1e9"] {
+        assert!(version_text(bad).is_none(), "{bad}");
+    }
+    assert!(scaled_version(f64::NAN).is_none());
+    assert!(scaled_version(1.15).is_none());
 }

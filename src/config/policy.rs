@@ -1,0 +1,242 @@
+//! The decision rule, the one nginx (through the C ABI) and replay both run.
+//!
+//! The models are taken in scorer order; the first whose score is at least
+//! its threshold (the configured one, else the model's own; a model with
+//! neither never flags) flags the request. A flagged request, unless the
+//! mode is `off`, gets [`Action::Allow`] when the client address lies in
+//! `allow`, otherwise the mode's action. Everything else passes. A request
+//! that could not be scored passes, or is refused when `fail_closed` is set
+//! and models are configured ([`Policy::refuses_unscored`]).
+
+use std::net::IpAddr;
+
+use super::cidr::{addr_from_text, Cidr};
+use super::options::Options;
+
+/// What a flagged request gets, by configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Answer with the configured status.
+    Block,
+    /// Let it through, logging the decision.
+    Log,
+    /// Score only.
+    Off,
+}
+
+impl Mode {
+    /// The name in the options.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Block => "block",
+            Mode::Log => "log",
+            Mode::Off => "off",
+        }
+    }
+}
+
+/// What happens to one scored request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Action {
+    /// Not flagged (or mode `off`).
+    Pass,
+    /// Flagged, but the client is allowlisted.
+    Allow,
+    /// Flagged and logged (mode `log`).
+    Log,
+    /// Flagged and refused (mode `block`).
+    Block,
+}
+
+impl Action {
+    /// Every action, in the order of [`Action::index`].
+    pub const ALL: [Action; 4] = [Action::Pass, Action::Allow, Action::Log, Action::Block];
+
+    /// The name nginx logs in `$edgeguard_action`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Pass => "pass",
+            Action::Allow => "allow",
+            Action::Log => "log",
+            Action::Block => "block",
+        }
+    }
+
+    /// The action named as in `$edgeguard_action`.
+    pub fn from_name(name: &[u8]) -> Option<Action> {
+        Action::ALL
+            .into_iter()
+            .find(|a| a.as_str().as_bytes() == name)
+    }
+
+    /// A dense index, for tables of counts.
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The outcome of [`Policy::decide`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Decision {
+    /// What the request gets.
+    pub action: Action,
+    /// The model that flagged it, by scorer index (also set when the mode
+    /// is `off` and the action is `pass`).
+    pub flagged_by: Option<usize>,
+}
+
+/// The decision rule bound to one list of models: thresholds resolved per
+/// model, mode, allowlist, status.
+#[derive(Clone, Debug)]
+pub struct Policy {
+    mode: Mode,
+    /// One per model, in scoring order: the configured threshold, else the
+    /// model's own.
+    thresholds: Vec<Option<f64>>,
+    allow: Vec<Cidr>,
+    status: u16,
+    refuses_unscored: bool,
+}
+
+impl Policy {
+    /// Binds `options` to the models a scorer holds, in its scoring order:
+    /// `(name, the model's own threshold)`. A threshold naming none of them
+    /// is not an error here: [`Options`] checked the names against the
+    /// configured ones, and an engine may hold only some (shadow mode with
+    /// `lua_models`).
+    pub fn new(options: &Options, models: &[(&str, Option<f64>)]) -> Policy {
+        Policy {
+            mode: options.mode(),
+            thresholds: models
+                .iter()
+                .map(|&(name, own)| options.threshold(name).or(own))
+                .collect(),
+            allow: options.allow.clone().unwrap_or_default(),
+            status: options.status(),
+            refuses_unscored: options.fail_closed() && options.models_wanted(),
+        }
+    }
+
+    /// Decides one request from its scores (in scoring order) and its
+    /// textual client address (`$remote_addr`). Never allocates.
+    pub fn decide(&self, scores: &[f64], client: &[u8]) -> Decision {
+        self.decide_with(scores, || addr_from_text(client))
+    }
+
+    /// [`Policy::decide`] for a parsed address (none: in no `allow` block).
+    pub fn decide_addr(&self, scores: &[f64], client: Option<IpAddr>) -> Decision {
+        self.decide_with(scores, || client)
+    }
+
+    /// The address is only looked at when a request is flagged.
+    fn decide_with(&self, scores: &[f64], client: impl FnOnce() -> Option<IpAddr>) -> Decision {
+        let flagged_by = scores
+            .iter()
+            .zip(&self.thresholds)
+            .position(|(s, t)| matches!(t, Some(t) if s >= t));
+        let action = match flagged_by {
+            None => Action::Pass,
+            Some(_) => match self.mode {
+                Mode::Off => Action::Pass,
+                _ if self.allows_addr(client()) => Action::Allow,
+                Mode::Block => Action::Block,
+                Mode::Log => Action::Log,
+            },
+        };
+        Decision { action, flagged_by }
+    }
+
+    /// Whether the textual address lies in an `allow` block. An address
+    /// that does not parse is in none.
+    pub fn allows(&self, client: &[u8]) -> bool {
+        !self.allow.is_empty() && self.allows_addr(addr_from_text(client))
+    }
+
+    fn allows_addr(&self, client: Option<IpAddr>) -> bool {
+        client.is_some_and(|a| self.allow.iter().any(|c| c.contains(a)))
+    }
+
+    /// Whether a request that could not be scored (models not loaded,
+    /// scoring failed) is refused: `fail_closed` with models configured.
+    pub fn refuses_unscored(&self) -> bool {
+        self.refuses_unscored
+    }
+
+    /// The configured mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// The threshold in force for model `i`.
+    pub fn threshold(&self, i: usize) -> Option<f64> {
+        self.thresholds.get(i).copied().flatten()
+    }
+
+    /// How many models the policy was bound to.
+    pub fn model_count(&self) -> usize {
+        self.thresholds.len()
+    }
+
+    /// The status blocked requests get.
+    pub fn status(&self) -> u16 {
+        self.status
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy(mode: Mode, thresholds: &[Option<f64>], allow: &[&str]) -> Policy {
+        Policy {
+            mode,
+            thresholds: thresholds.to_vec(),
+            allow: allow.iter().map(|a| Cidr::parse(a).unwrap()).collect(),
+            status: 403,
+            refuses_unscored: false,
+        }
+    }
+
+    #[test]
+    fn decisions_follow_the_lua_rule() {
+        let p = policy(Mode::Block, &[None, Some(0.5), Some(0.2)], &["10.0.0.0/8"]);
+        let d = |scores: &[f64], client: &str| p.decide(scores, client.as_bytes());
+        // A model without a threshold never flags; the first flagging model wins.
+        assert_eq!(d(&[1.0, 0.4, 0.1], "192.0.2.1").action, Action::Pass);
+        assert_eq!(
+            d(&[1.0, 0.5, 0.9], "192.0.2.1"),
+            Decision {
+                action: Action::Block,
+                flagged_by: Some(1)
+            }
+        );
+        assert_eq!(d(&[0.0, 0.1, 0.2], "192.0.2.1").flagged_by, Some(2));
+        assert_eq!(d(&[0.0, 0.9, 0.0], "10.1.1.1").action, Action::Allow);
+        assert_eq!(d(&[0.0, 0.9, 0.0], "not-an-ip").action, Action::Block);
+        assert_eq!(
+            p.decide_addr(&[0.0, 0.9, 0.0], Some("10.2.3.4".parse().unwrap()))
+                .action,
+            Action::Allow
+        );
+        assert_eq!(p.decide_addr(&[0.0, 0.9, 0.0], None).action, Action::Block);
+        let log = policy(Mode::Log, &[Some(0.5)], &[]);
+        assert_eq!(log.decide(&[0.7], b"10.1.1.1").action, Action::Log);
+        let off = policy(Mode::Off, &[Some(0.5)], &["10.0.0.0/8"]);
+        assert_eq!(
+            off.decide(&[0.7], b"10.1.1.1"),
+            Decision {
+                action: Action::Pass,
+                flagged_by: Some(0)
+            }
+        );
+    }
+
+    #[test]
+    fn action_names_round_trip() {
+        for a in Action::ALL {
+            assert_eq!(Action::from_name(a.as_str().as_bytes()), Some(a));
+            assert_eq!(Action::ALL[a.index()], a);
+        }
+        assert_eq!(Action::from_name(b"deny"), None);
+    }
+}

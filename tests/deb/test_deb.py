@@ -1,0 +1,236 @@
+"""make test-deb: the .deb on this machine, for real. Installs it with apt,
+runs Debian's own nginx from /etc/nginx (the system master, no -p) with the
+package's snippet included, sends a script and a browser-like request through
+it to a demo origin, then purges the package and checks that nothing of it is
+left and that nginx still starts. It changes the system nginx, so it is not in
+`make test`; it refuses to run if the system nginx is already running or
+edgeguard is already installed, and leaves /etc/nginx as it found it."""
+
+import hashlib
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+from conftest import Origin, free_port, wait_for_port, wait_until  # noqa: E402
+
+PID_FILE = pathlib.Path("/run/nginx.pid")
+ERROR_LOG = pathlib.Path("/var/log/nginx/error.log")
+TEST_CONF = pathlib.Path("/etc/nginx/conf.d/zz-edgeguard-test.conf")
+CONFIG = pathlib.Path("/etc/edgeguard/edgeguard.json")
+MULTIARCH = subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], capture_output=True,
+                           text=True).stdout.strip()
+LIB = f"/usr/lib/{MULTIARCH}/lua/5.1/libedgeguard.so"
+APT_ENV = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+BAD = ("[error]", "[crit]", "[alert]", "[emerg]")
+
+# The README's "Try it" browser request, as curl sends it there.
+BROWSER = [
+    "-H", "Connection: keep-alive",
+    "-H", 'sec-ch-ua: "Google Chrome";v="147", "Not.A/Brand";v="8", "Chromium";v="147"',
+    "-H", "sec-ch-ua-mobile: ?0", "-H", 'sec-ch-ua-platform: "macOS"',
+    "-H", "User-Agent: Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 "
+          "(KHTML, like Gecko) Chrome/147.0.0.0 Safari/537.36",
+    "-H", "Accept: application/json, text/plain, */*",
+    "-H", "Sec-Fetch-Site: same-origin", "-H", "Sec-Fetch-Mode: cors", "-H", "Sec-Fetch-Dest: empty",
+    "-H", "Referer: https://shop.example/checkout",
+    "-H", "Accept-Encoding: gzip, deflate, br", "-H", "Accept-Language: en-US,en;q=0.9",
+    "-H", "X-Internal-User-Id: 42", "-H", "X-Edge-Debug: 1",
+]
+
+
+def run(*cmd, check=True, env=None):
+    done = subprocess.run(list(cmd), capture_output=True, text=True, env=env)
+    if check:
+        assert done.returncode == 0, f"{cmd}: {done.stdout}{done.stderr}"
+    return done
+
+
+def say(*what):
+    """The transcript `make test-deb` prints (pytest -s)."""
+    print("test-deb:", *what, flush=True)
+
+
+def curl(url, *args):
+    """(status, body) of curl's request."""
+    out = run("curl", "-s", "-o", "-", "-w", "\n%{http_code}", *args, url).stdout
+    body, _, status = out.rpartition("\n")
+    return int(status), body
+
+
+def master_running():
+    try:
+        os.kill(int(PID_FILE.read_text()), 0)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def stop_nginx():
+    if master_running():
+        run("nginx", "-s", "quit")
+        wait_until("the system nginx to exit", lambda: not master_running())
+
+
+def installed():
+    out = run("dpkg-query", "-W", "-f=${Status}", "edgeguard", check=False)
+    return out.returncode == 0 and "not-installed" not in out.stdout
+
+
+def etc_nginx():
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in pathlib.Path("/etc/nginx").rglob("*") if p.is_file() or p.is_symlink()}
+
+
+def new_log_lines(offset):
+    with open(ERROR_LOG, "rb") as f:
+        f.seek(offset)
+        return f.read().decode(errors="replace").splitlines()
+
+
+@pytest.fixture
+def system():
+    assert os.geteuid() == 0, "make test-deb installs a package: run it as root"
+    assert not master_running(), "the system nginx is running; stop it first (this test starts and stops it)"
+    assert not installed(), "edgeguard is installed; this test would purge it"
+    assert not TEST_CONF.exists()
+    debs = sorted((ROOT / "target" / "deb").glob("edgeguard_*.deb"))
+    assert len(debs) == 1, f"make deb first: {debs}"
+    before = etc_nginx()
+    origin = Origin()
+    try:
+        yield debs[0], origin
+    finally:
+        origin.stop()
+        stop_nginx()
+        TEST_CONF.unlink(missing_ok=True)
+        if installed():
+            run("apt-get", "purge", "-y", "-qq", "edgeguard", env=APT_ENV, check=False)
+    assert etc_nginx() == before, "/etc/nginx differs from before the test"
+
+
+def test_deb_installs_serves_with_system_nginx_and_purges(system):
+    deb, origin = system
+    log_start = ERROR_LOG.stat().st_size if ERROR_LOG.exists() else 0
+
+    # Install with apt, as an operator would; its dependencies are nginx's Lua module.
+    run("apt-get", "install", "-y", "-qq", "-o", "DPkg::Lock::Timeout=300", f"./{deb.relative_to(ROOT)}",
+        env=APT_ENV)
+    say("installed", run("dpkg-query", "-W", "-f=${Package} ${Version} ${Status}", "edgeguard").stdout)
+    files = [p for p in run("dpkg-query", "-L", "edgeguard").stdout.split("\n") if p not in ("", "/.")]
+    for path in ("/usr/share/lua/5.1/resty/edgeguard.lua", "/usr/share/lua/5.1/resty/edgeguard/lib.lua", LIB,
+                 "/usr/bin/edgeguard", "/usr/share/edgeguard/models/bot.json", "/usr/share/edgeguard/models/spoof.json",
+                 "/etc/nginx/snippets/edgeguard.conf", "/etc/edgeguard/internal-headers.txt", str(CONFIG)):
+        assert path in files, path
+    conffiles = run("dpkg-query", "-W", "-f=${Conffiles}", "edgeguard").stdout
+    assert sorted(line.split()[0] for line in conffiles.strip().splitlines()) == [
+        "/etc/edgeguard/edgeguard.json", "/etc/edgeguard/internal-headers.txt",
+        "/etc/nginx/snippets/edgeguard-metrics.conf", "/etc/nginx/snippets/edgeguard.conf"]
+    assert run("edgeguard", "version").stdout.startswith("edgeguard ")
+    # Installed but inactive: the system configuration does not mention it.
+    assert "edgeguard" not in run("nginx", "-T").stdout
+    say(f"{len(files)} paths, {len(conffiles.strip().splitlines())} conffiles; nginx -T before the include: no edgeguard")
+
+    # Included: http{} gets the snippet, a test server the metrics location.
+    port = free_port()
+    TEST_CONF.write_text(f"""# written by edgeguard's make test-deb; removed when it ends
+include snippets/edgeguard.conf;
+server {{
+    listen 127.0.0.1:{port};
+    include snippets/edgeguard-metrics.conf;
+    location = /edgeguard/lib {{
+        allow 127.0.0.1;
+        deny all;
+        access_by_lua_block {{ return }}
+        content_by_lua_block {{ ngx.print(select(2, require("resty.edgeguard.lib").load())) }}
+    }}
+    location / {{
+        proxy_pass http://127.0.0.1:{origin.port};
+    }}
+}}
+""")
+    run("nginx", "-t")
+    run("nginx")  # the system master: /etc/nginx/nginx.conf, /run/nginx.pid, workers as www-data
+    assert wait_for_port(port), "the system nginx does not listen"
+    base = f"http://127.0.0.1:{port}"
+
+    # No lib_path and no lua_package_path: Debian's default paths find both.
+    assert curl(base + "/edgeguard/lib") == (200, LIB)
+    say(f"system nginx (pid {PID_FILE.read_text().strip()}) on :{port}, library loaded from {LIB}")
+
+    # As shipped ("mode": "log"): a script is scored and passes.
+    status, _ = curl(base + "/hello")
+    assert status == 200
+    seen = {n.lower(): v for n, v in origin.last_headers()}
+    assert seen["x-bot-score"].startswith("bot=")
+    say(f"mode log: curl /hello -> {status}, origin saw X-Bot-Score: {seen['x-bot-score']}")
+
+    # The operator switches to block in the conffile and reloads.
+    conf = json.loads(CONFIG.read_text())
+    conf["mode"] = "block"
+    CONFIG.write_text(json.dumps(conf, indent=2) + "\n")
+    run("nginx", "-s", "reload")
+    # For a moment after a reload, old workers still serve the old mode.
+    wait_until("the reload to block scripts", lambda: curl(base + "/hello")[0] == 403)
+    for _ in range(5):
+        assert curl(base + "/hello")[0] == 403
+    say("mode block after editing the conffile and nginx -s reload: curl /hello -> 403")
+
+    # A browser-like request passes; the origin gets the scores, not the internal headers.
+    n = len(origin.requests)
+    status, _ = curl(base + "/api/v1/reviews?product=4157", *BROWSER)
+    assert status == 200
+    assert len(origin.requests) == n + 1
+    seen = {n.lower(): v for n, v in origin.last_headers()}
+    assert "x-internal-user-id" not in seen and "x-edge-debug" not in seen, seen
+    assert seen["x-bot-score"].startswith("bot=") and "; spoof=" in seen["x-bot-score"]
+    assert seen["accept-language"] == "en-US,en;q=0.9"
+    say(f"browser-like request -> {status}; origin got X-Bot-Score: {seen['x-bot-score']}, "
+        "no X-Internal-User-Id, no X-Edge-Debug")
+
+    def blocked():
+        status, text = curl(base + "/edgeguard/metrics")
+        assert status == 200
+        line = [v for v in text.splitlines() if v.startswith('edgeguard_decisions_total{action="block"}')]
+        return float(line[0].split()[-1]) if line else 0
+
+    # The other workers add theirs within a second (metrics.lua's flush timer).
+    assert wait_until("6 blocks in the metrics", lambda: blocked() >= 6, timeout=5)
+    say(f"/edgeguard/metrics: edgeguard_decisions_total{{action=\"block\"}} {blocked():g}")
+
+    stop_nginx()
+    bad = [line for line in new_log_lines(log_start) if any(b in line for b in BAD)]
+    assert not bad, bad
+    say("nginx stopped; no [error]/[crit]/[alert]/[emerg] in /var/log/nginx/error.log")
+    TEST_CONF.unlink()
+
+    # Purge: every file of the package is gone, and its own directories.
+    run("apt-get", "purge", "-y", "-qq", "edgeguard", env=APT_ENV)
+    assert not installed()
+    assert run("dpkg-query", "-W", "-f=${Status}", "edgeguard", check=False).stdout in ("", "unknown ok not-installed")
+    left = [p for p in files if p and os.path.lexists(p) and not (
+        os.path.isdir(p) and run("dpkg-query", "-S", p, check=False).returncode == 0)]
+    assert left == [], left
+    for d in ("/etc/edgeguard", "/usr/share/edgeguard", "/usr/share/lua/5.1/resty/edgeguard", "/usr/share/doc/edgeguard",
+              f"/usr/lib/{MULTIARCH}/lua/5.1/libedgeguard.so"):
+        assert not os.path.lexists(d), d
+    say(f"purged: dpkg knows no edgeguard; none of its {len(files)} paths left but directories other packages own")
+
+    # nginx still starts on its own configuration and serves its default site.
+    log_start = ERROR_LOG.stat().st_size
+    run("nginx", "-t")
+    run("nginx")
+    assert wait_for_port(80), "the system nginx does not start after the purge"
+    status, body = curl("http://127.0.0.1/")
+    assert status == 200 and "nginx" in body
+    say(f"after the purge: nginx -t ok, system nginx serves its default site (:80 -> {status})")
+    stop_nginx()
+    time.sleep(0.1)
+    bad = [line for line in new_log_lines(log_start) if any(b in line for b in BAD)]
+    assert not bad, bad
