@@ -18,7 +18,10 @@ APT_TEST += wrk
 # luarocks: the rockspec test; lua-check: luacheck in make lint; prometheus:
 # tests/e2e/test_prometheus.py scrapes the demo nginx with the real server.
 APT_TEST += luarocks lua-check prometheus
-PIP_TEST := pytest prometheus_client
+# h2: tests/e2e/test_security_*.py frame h2c requests themselves.
+# requests: tests/e2e/test_tls.py runs it as one of its real TLS clients
+# (with curl, Python's ssl, and chromium, go and node when installed).
+PIP_TEST := pytest prometheus_client h2 requests
 
 RELEASE_LIB := target/release/libedgeguard.so
 RUN_DIR := .run
@@ -101,6 +104,11 @@ bench-deps:
 bench-e2e: bench-deps build
 	$(PYTHON) scripts/bench-e2e.py $(BENCH_E2E_ARGS)
 
+# Worker CPU per TLS handshake with and without JA4 (scripts/bench-tls.py).
+.PHONY: bench-tls
+bench-tls: deps build
+	$(PYTHON) scripts/bench-tls.py
+
 # The captured real-client corpus scored by the shipped models (and by the
 # legacy ones, for the before column): per client, per protocol x origin x
 # flow, and the targets of models/README.md. Not part of `make test`, whose
@@ -170,7 +178,8 @@ capture-deps:
 	  $(PYTHON) -c "import $$m" 2>/dev/null || $(PYTHON) -m pip install -q $$m; \
 	done
 
-capture: capture-deps
+# build: the harness logs each TLS connection's JA4 with the library.
+capture: capture-deps build
 	$(PYTHON) models/capture/capture.py $(CAPTURE_ARGS)
 
 capture-report: build

@@ -20,7 +20,7 @@ use std::hint::black_box;
 use std::path::{Path, PathBuf};
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use edgeguard::model::{cat_hash, Evaluator, Model, PredictionType};
+use edgeguard::model::{cat_hash, Evaluator, Kernel, Model, PredictionType};
 
 #[path = "../tests/official_support/mod.rs"]
 mod official_support;
@@ -173,13 +173,58 @@ fn bench(c: &mut Criterion) {
                 )
                 .unwrap();
         });
+        let scalar_ns = cpu_ns_per_call(n, rounds, |i| {
+            model
+                .predict_raw_with(
+                    Kernel::Scalar,
+                    black_box(&docs.floats[i]),
+                    black_box(&docs.hashes[i]),
+                    &mut out,
+                )
+                .unwrap();
+        });
         eprintln!(
             "{}: {} trees, loaded in {load_ms:.0} ms; native: {native_allocs} allocations per \
-             prediction, thread CPU time per prediction {hashed_ns:.0} ns (hashed), \
-             {strings_ns:.0} ns (strings)",
+             prediction, thread CPU time per prediction {hashed_ns:.0} ns (hashed, {} kernel), \
+             {strings_ns:.0} ns (strings), {scalar_ns:.0} ns (hashed, scalar kernel)",
             case.name,
-            model.tree_count()
+            model.tree_count(),
+            model.kernel(),
         );
+        #[cfg(feature = "official")]
+        {
+            let official =
+                edgeguard::model::official::OfficialModel::load(&case.json.with_extension("cbm"))
+                    .unwrap_or_else(|e| panic!("{e}"));
+            // Interleaved with native's, so both see the same machine.
+            let (mut native, mut official_ns) = (f64::INFINITY, f64::INFINITY);
+            for _ in 0..5 {
+                native = native.min(cpu_ns_per_call(n, rounds, |i| {
+                    model
+                        .predict_raw(
+                            black_box(&docs.floats[i]),
+                            black_box(&docs.hashes[i]),
+                            &mut out,
+                        )
+                        .unwrap();
+                }));
+                official_ns = official_ns.min(cpu_ns_per_call(n, rounds, |i| {
+                    official
+                        .predict_raw(
+                            black_box(&docs.floats[i]),
+                            black_box(&docs.hashes[i]),
+                            &mut out,
+                        )
+                        .unwrap();
+                }));
+            }
+            eprintln!(
+                "{}: best of 5 interleaved runs, thread CPU time per prediction: native \
+                 {native:.0} ns, official {official_ns:.0} ns, ratio {:.1}x",
+                case.name,
+                official_ns / native
+            );
+        }
 
         let mut group = c.benchmark_group(format!("model/{}", case.name));
         group.throughput(Throughput::Elements(1));
@@ -192,6 +237,20 @@ fn bench(c: &mut Criterion) {
                         black_box(&docs.floats[i]),
                         black_box(&docs.hashes[i]),
                         PredictionType::Raw,
+                        &mut out,
+                    )
+                    .unwrap();
+                black_box(out[0])
+            })
+        });
+        group.bench_function(BenchmarkId::new("native", "scalar-kernel"), |b| {
+            b.iter(|| {
+                i = (i + 1) % n;
+                model
+                    .predict_raw_with(
+                        Kernel::Scalar,
+                        black_box(&docs.floats[i]),
+                        black_box(&docs.hashes[i]),
                         &mut out,
                     )
                     .unwrap();

@@ -4,12 +4,12 @@
 //! instructions of the predict calls by the prediction count: unlike time on a
 //! shared machine, that number is stable enough to compare two builds.
 //!
-//! `cargo run --release --example predict_loop -- MODEL.json DOCS.jsonl ROUNDS [native|strings|official]`
+//! `cargo run --release --example predict_loop -- MODEL.json DOCS.jsonl ROUNDS [native|scalar|strings|official]`
 
 use std::hint::black_box;
 use std::path::Path;
 
-use edgeguard::model::{cat_hash, Evaluator, Model, PredictionType};
+use edgeguard::model::{cat_hash, Evaluator, Kernel, Model, PredictionType};
 
 #[path = "../tests/official_support/mod.rs"]
 mod official_support;
@@ -51,7 +51,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
         eprintln!(
-            "usage: {} MODEL.json DOCS.jsonl ROUNDS [native|strings|official]",
+            "usage: {} MODEL.json DOCS.jsonl ROUNDS [native|scalar|strings|official]",
             args[0]
         );
         std::process::exit(2);
@@ -67,6 +67,13 @@ fn main() {
         "native" => predict_all(&docs, rounds, |d| {
             model
                 .predict(&d.floats, &d.hashes, PredictionType::Raw, &mut out)
+                .expect("predict");
+            out[0]
+        }),
+        // The trees on the scalar kernel, whatever the CPU has.
+        "scalar" => predict_all(&docs, rounds, |d| {
+            model
+                .predict_raw_with(Kernel::Scalar, &d.floats, &d.hashes, &mut out)
                 .expect("predict");
             out[0]
         }),

@@ -53,6 +53,8 @@ def main():
     # byte patterns give the fuzzer a start beyond the empty input.
     for n in (0, 1, 2):
         put(corpus, "model_predict", bytes([n]) + struct.pack("<8f", 0.5, -1, 3e38, 0, 1, 2, 7, 9) * 4)
+    for n in range(6):
+        put(corpus, "model_kernels", bytes([n]) + struct.pack("<8f", 0.5, -1, 3e38, 0, 1, 2, 7, 9) * 4)
     for text in header_lists():
         put(corpus, "header_match", text[:512])
     # replay_line: the fixture lines in both shapes (requests, access log).
@@ -60,6 +62,12 @@ def main():
         for line in (ROOT / p).read_bytes().splitlines():
             if line:
                 put(corpus, "replay_line", line)
+    # tls_client_hello: every recorded ClientHello (the hex is each line's
+    # last field), as handshake messages and as records.
+    for p in ["tests/fixtures/tls/foxio-clienthellos.txt", "tests/fixtures/tls/local-clienthellos.txt"]:
+        for line in (ROOT / p).read_text().splitlines():
+            if line and not line.startswith("#"):
+                put(corpus, "tls_client_hello", bytes.fromhex(line.rsplit(" ", 1)[1]))
 
 
 if __name__ == "__main__":

@@ -51,6 +51,11 @@ typedef enum {
    A configuration was rejected; errbuf says which setting and why.
    */
   EDGEGUARD_RESULT_CONFIG_INVALID = 9,
+  /*
+   The TLS library functions a call needs are not in this process
+   (OpenSSL's client-hello calls, found at run time).
+   */
+  EDGEGUARD_RESULT_TLS_UNAVAILABLE = 10,
 } edgeguard_result;
 
 /*
@@ -231,6 +236,59 @@ typedef struct {
    */
   size_t headers_len;
 } edgeguard_request;
+
+/*
+ One connection's TLS fingerprint, as `edgeguard_tls_get` and
+ `edgeguard_tls_parse` fill it.
+ */
+typedef struct {
+  /*
+   1 when the rest is filled; 0 when the connection has no fingerprint
+   (plain HTTP, TLS without `ssl_client_hello_by_lua`, OpenSSL absent).
+   */
+  uint8_t present;
+  /*
+   Whether GREASE values were among the ciphers or extensions (1/0).
+   */
+  uint8_t grease;
+  /*
+   The TLS library family guessed from the cipher list: 0 unknown,
+   1 BoringSSL, 2 NSS, 3 OpenSSL, 4 Go (`edgeguard_tls_family_name`).
+   */
+  uint8_t family;
+  /*
+   Length of `alpn` (at most 16).
+   */
+  uint8_t alpn_len;
+  /*
+   Where the extension list came from: 1 the whole ClientHello (every
+   extension counted, as JA4 defines); 2 OpenSSL's list of the
+   extensions it implements (others, e.g. Chrome's ALPS, are missing,
+   so the JA4 differs from a capture's). 0 when absent.
+   */
+  uint8_t source;
+  /*
+   The version JA4 reports (e.g. 0x0304).
+   */
+  uint16_t version;
+  /*
+   Cipher suites, GREASE left out (not capped at 99).
+   */
+  uint16_t ciphers;
+  /*
+   Extensions, GREASE left out (not capped at 99). On the live path:
+   the ones OpenSSL recognises (see the README).
+   */
+  uint16_t extensions;
+  /*
+   The JA4 string, 36 ASCII bytes, not NUL-terminated.
+   */
+  char ja4[36];
+  /*
+   The first ALPN value offered, `alpn_len` bytes (cut at 16).
+   */
+  uint8_t alpn[16];
+} edgeguard_tls_info;
 
 #ifdef __cplusplus
 extern "C" {
@@ -443,6 +501,33 @@ void edgeguard_header_set_free(edgeguard_header_set *set);
 size_t edgeguard_header_set_len(const edgeguard_header_set *set);
 
 /*
+ A new set holding the rules of `set` and, as extra rules, those of the
+ list held in memory (`len` bytes at `buf`, in the list format;
+ `source_name` as for `edgeguard_header_set_new_from_buffer`). A header
+ that matches only an extra rule is listed to clear by the find exports
+ but not counted in `*out_matched` nor `*out_unremovable`; the set's
+ length is that of `set`. An extended set's extension is replaced, not
+ added to. edgeguard's Lua shim adds the score header this way: one search
+ finds the internal headers and every client spelling of the score
+ header, and the counts stay the list's. On success writes the new set to
+ `*out` (free it with `edgeguard_header_set_free`; `set` is unchanged and
+ still owned by the caller); on failure as
+ `edgeguard_header_set_new_from_buffer`.
+
+ # Safety
+ `set` is a live set; `buf` points to `len` readable bytes (or `len` is
+ 0); `source_name` is null or NUL-terminated; `out` is writable; `errbuf`
+ is null or points to `errbuf_len` writable bytes.
+ */
+edgeguard_result edgeguard_header_set_extend(const edgeguard_header_set *set,
+                                             const uint8_t *buf,
+                                             size_t len,
+                                             const char *source_name,
+                                             edgeguard_header_set **out,
+                                             char *errbuf,
+                                             size_t errbuf_len);
+
+/*
  Finds the internal headers of one request.
 
  `headers` is the request's whole header array, `headers_len` entries, in
@@ -472,6 +557,28 @@ edgeguard_result edgeguard_header_set_find_internal(const edgeguard_header_set *
                                                     size_t out_clear_cap,
                                                     size_t *out_clear_len,
                                                     size_t *out_matched);
+
+/*
+ As `edgeguard_header_set_find_internal`, and writes to
+ `*out_unremovable` how many of the internal entries (repeats counted)
+ have a name holding a byte that is not an RFC 9110 token character, as
+ nginx keeps with `ignore_invalid_headers off`. lua-nginx-module's
+ `ngx.req.clear_header` percent-escapes such bytes before it compares
+ names (`ngx_http_lua_copy_escaped_header`, 0.10.23), so it cannot remove
+ those entries: a caller that strips through it refuses the request
+ instead. Allocates nothing.
+
+ # Safety
+ As `edgeguard_header_set_find_internal`; `out_unremovable` is writable.
+ */
+edgeguard_result edgeguard_header_set_find_checked(const edgeguard_header_set *set,
+                                                   const edgeguard_header *headers,
+                                                   size_t headers_len,
+                                                   uint32_t *out_clear,
+                                                   size_t out_clear_cap,
+                                                   size_t *out_clear_len,
+                                                   size_t *out_matched,
+                                                   size_t *out_unremovable);
 
 /*
  Loads a model saved by CatBoost with `save_model(path, format="json")`.
@@ -708,6 +815,66 @@ edgeguard_result edgeguard_scorer_score(const edgeguard_scorer *scorer,
                                         const edgeguard_request *request,
                                         double *out_scores,
                                         size_t n);
+
+/*
+ Fingerprints a ClientHello given as bytes: one TLS record (content type
+ 22) or one handshake message (type 1), as a client sent it. For tests,
+ captures and replay; nginx uses `edgeguard_tls_client_hello`.
+
+ On success writes `*out` (with `present` = 1). On a malformed ClientHello
+ returns `EDGEGUARD_RESULT_INVALID_ARGUMENT`, `*out` untouched, and writes
+ the field and byte offset at fault to `errbuf`. Allocates nothing once
+ the thread has fingerprinted one ClientHello.
+
+ # Safety
+ `hello` points to `hello_len` readable bytes (or `hello_len` is 0); `out` is
+ writable; `errbuf` is null or points to `errbuf_len` writable bytes.
+ */
+edgeguard_result edgeguard_tls_parse(const uint8_t *hello,
+                                     size_t hello_len,
+                                     edgeguard_tls_info *out,
+                                     char *errbuf,
+                                     size_t errbuf_len);
+
+/*
+ Fingerprints the ClientHello of the handshake in progress on `ssl` and
+ stores the result on it for `edgeguard_tls_get`. Call it from
+ `ssl_client_hello_by_lua*` (OpenSSL's client-hello callback): only then
+ does OpenSSL hold the ClientHello.
+
+ Never affects the handshake: on failure nothing is stored and the caller
+ logs the error and carries on. Returns `EDGEGUARD_RESULT_TLS_UNAVAILABLE`
+ when OpenSSL's client-hello functions are not in the process, and
+ `EDGEGUARD_RESULT_INVALID_ARGUMENT` (message in `errbuf`) when OpenSSL
+ refuses a call. An SSLv2-format ClientHello is skipped (`Ok`, nothing
+ stored). Calling it again on the same connection replaces the stored
+ fingerprint. Allocates one block per connection, freed with the `SSL`.
+
+ # Safety
+ `ssl` is the connection's `SSL *` (e.g.
+ `ngx_http_lua_ffi_get_req_ssl_pointer` in that phase) inside the
+ client-hello callback; `errbuf` is null or points to `errbuf_len`
+ writable bytes.
+ */
+edgeguard_result edgeguard_tls_client_hello(void *ssl, char *errbuf, size_t errbuf_len);
+
+/*
+ Writes the fingerprint stored on `ssl` by `edgeguard_tls_client_hello`
+ to `*out`; `out->present` is 0 when there is none (null `ssl`: plain
+ HTTP; no `ssl_client_hello_by_lua`; OpenSSL not in the process). Any
+ request phase may call it with the request's `SSL *`; HTTP/2 streams
+ share their connection's. Allocates nothing.
+
+ # Safety
+ `ssl` is null or a live `SSL *`; `out` is writable.
+ */
+edgeguard_result edgeguard_tls_get(const void *ssl, edgeguard_tls_info *out);
+
+/*
+ The name of a family number (`"boringssl"`, `"nss"`, `"openssl"`,
+ `"go"`; `"unknown"` for anything else). Static storage: never free it.
+ */
+const char *edgeguard_tls_family_name(int family);
 
 #ifdef __cplusplus
 }  // extern "C"

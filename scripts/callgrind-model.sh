@@ -4,9 +4,12 @@
 # machine moves by tens of percent; instruction counts move by well under
 # one, so this is the figure to compare two builds of the evaluator with.
 #
-# scripts/callgrind-model.sh [native|strings|official] [ROUNDS]
+# scripts/callgrind-model.sh [native|scalar|strings|official|scorer] [ROUNDS]
 # `official` needs the library (make libcatboostmodel) and builds with
-# --features official.
+# --features official. `scalar` forces the scalar tree kernel (what a CPU
+# without AVX2 runs). `scorer` counts request scoring instead
+# (examples/score_loop.rs: the shipped bot + spoof scorer on the traffic
+# fixture): extraction, both models, and the whole `Scorer::score`.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MODE=${1:-native}
@@ -17,6 +20,26 @@ if [ "$MODE" = official ]; then
   # shellcheck source=official-env.sh
   source "$ROOT/scripts/official-env.sh"
   FEATURES=(--features official)
+fi
+if [ "$MODE" = scorer ]; then
+  cargo build --quiet --release --example score_loop
+  OUT=$(mktemp -d)
+  trap 'rm -rf "$OUT"' EXIT
+  printf '%-34s %18s\n' "per request (shipped bot + spoof)" instructions
+  for part in extract_all models_all score_all; do
+    valgrind --tool=callgrind --callgrind-out-file="$OUT/$part.out" \
+      --toggle-collect="*score_loop*$part*" \
+      target/release/examples/score_loop "$ROUNDS" >"$OUT/$part.stdout" 2>"$OUT/$part.log"
+    requests=$(awk '{print $1}' "$OUT/$part.stdout")
+    instructions=$(awk '/^summary:/ {print $2}' "$OUT/$part.out")
+    case $part in
+      extract_all) label="features (extract)" ;;
+      models_all) label="both models (hash + evaluate)" ;;
+      score_all) label="Scorer::score (all of it)" ;;
+    esac
+    printf '%-34s %18.0f\n' "$label" "$(echo "$instructions / $requests" | bc -l)"
+  done
+  exit 0
 fi
 cargo build --quiet --release --example predict_loop "${FEATURES[@]}"
 BIN=target/release/examples/predict_loop

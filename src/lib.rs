@@ -10,8 +10,9 @@
 
 #![deny(missing_docs, unreachable_pub)]
 // Raw pointers are read in `ffi` only; the rest of the crate takes safe
-// views (`headers::Header`). The two audited spots in `model` (a prefetch
-// hint, the official CatBoost binding) allow it locally.
+// views (`headers::Header`). The audited spots in `model` (the SIMD tree
+// kernels and prefetch hint in `model::simd`, the official CatBoost binding)
+// allow it locally.
 #![deny(unsafe_code)]
 
 pub mod config;
@@ -22,3 +23,4 @@ pub mod headers;
 pub mod model;
 pub mod replay;
 pub mod scorer;
+pub mod tls;

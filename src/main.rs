@@ -29,6 +29,9 @@ pub(crate) enum Command {
     /// Score recorded traffic with a configuration, report decisions
     #[command(long_about = cli::replay::LONG_ABOUT)]
     Replay(cli::replay::Args),
+    /// Print the JA4 of recorded ClientHellos (hex, one per line)
+    #[command(long_about = cli::tls::LONG_ABOUT)]
+    Tls(cli::tls::Args),
     /// Print the library version
     Version,
     /// Print a shell completion script: `edgeguard completions bash > /etc/bash_completion.d/edgeguard`
@@ -47,6 +50,7 @@ fn main() -> ExitCode {
         Command::Predict(args) => cli::predict::run(args),
         Command::Features(args) => cli::features::run(args),
         Command::Replay(args) => cli::replay::run(args),
+        Command::Tls(args) => cli::tls::run(args),
         Command::Version => {
             println!("edgeguard {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

@@ -7,7 +7,7 @@
 --           models = { bot = "/etc/nginx/models/bot.json" },
 --       })
 --   }
---   access_by_lua_block { require("resty.edgeguard").access{ mode = "block" } }
+--   rewrite_by_lua_block { require("resty.edgeguard").access{ mode = "block" } }  -- server level
 --
 -- configure() loads everything (it allocates; run it in init_by_lua, where
 -- nginx forks the workers from the loaded state, and again on every reload).
@@ -138,6 +138,41 @@ local function load_lua_engine(lib, opts)
         return nil, list_err
     end
     return list_only, nil, err
+end
+
+-- A score header name must be one exact list entry: an RFC 9110 token (the
+-- list parser checks that); `*` (a prefix rule), `#` (a comment) and
+-- whitespace (a second entry) are refused here.
+local function check_score_header(name, what, level)
+    if name:find("[*#%s]") then
+        error(what .. ": score_header \"" .. name .. "\" is not a header name: `*`, `#` and "
+              .. "whitespace are not allowed", level + 1)
+    end
+end
+
+-- The Rust set edgeguard strips with while `names` (score header names,
+-- one a line) are in force: the internal list `list` (nil: none) extended
+-- with `names` as extra rules, matched by the Rust rule (ASCII case folded,
+-- `_` read as `-`), so one search per request finds the internal headers
+-- and `X_Bot_Score` or `x-bot-SCORE` as well as `X-Bot-Score`
+-- (ngx.req.set_header replaces only the names equal to its own, ignoring
+-- case), and counts only the internal ones. Without a list, a set of
+-- `names` alone (whose counts mean nothing). false when there is nothing
+-- to strip.
+local function strip_set(lib, list, names, what, level)
+    if names == "" then
+        return list or false
+    end
+    local set, err
+    if list then
+        set, err = list:extend(names, "score_header")
+    else
+        set, err = header_set.parse(lib, names, "score_header")
+    end
+    if not set then
+        error(what .. ": score_header is not a header name: " .. err, level + 1)
+    end
+    return set
 end
 
 local generation_seq = 0
@@ -283,6 +318,11 @@ function _M.configure(opts)
         log(ngx and ngx.ERR, "edgeguard: ", model_err)
     end
 
+    local score_header = opts.score_header or "X-Bot-Score"
+    check_score_header(score_header, "edgeguard.configure", 2)
+    local strip_sets = { [score_header] = strip_set(lib, headers, score_header, "edgeguard.configure", 2) }
+    local spelling_sets = { [score_header] = strip_set(lib, nil, score_header, "edgeguard.configure", 2) }
+
     local names = (scorer and scorer.names) or (leng and leng.names and #leng.names > 0 and leng.names)
     local var_names = {}
     for _, name in ipairs(names or {}) do
@@ -328,7 +368,13 @@ function _M.configure(opts)
         status = opts.status or 403,
         allow = allow,
         fail_closed = opts.fail_closed or false,
-        score_header = opts.score_header or "X-Bot-Score",
+        score_header = score_header,
+        -- score_header name in force -> the Rust set to strip with (false:
+        -- nothing to strip); access{ score_header = } adds to it.
+        strip_sets = strip_sets,
+        -- The same, without the list: the score header's spellings, which
+        -- the Lua engine removes after its own strip.
+        spelling_sets = spelling_sets,
         vars = opts.vars or false,
         log_level = opts.log_level,
     }
@@ -408,6 +454,16 @@ end
 -- (plain luajit, for tests and tools) configure() and the handles still work.
 local in_nginx = ngx and ngx.config and ngx.config.subsystem == "http"
 local request = in_nginx and require "resty.edgeguard.request"
+local C = ffi.C
+-- lua-nginx-module's NGX_HTTP_LUA_CONTEXT_ACCESS, what
+-- ngx_http_lua_ffi_get_phase returns in access_by_lua* (resty.core.phase,
+-- which request.lua requires, declares it and names it "access").
+local CONTEXT_ACCESS = 0x0004
+local phase_err = ffi.new("char *[1]")
+local set_err = ffi.new("char *[1]")
+-- Declared by resty.core.request, which request.lua requires.
+local req_set_header = in_nginx and C.ngx_http_lua_ffi_req_set_header
+local FFI_DECLINED = -5 -- lua-nginx-module's NGX_DECLINED, as resty.core.base names it
 
 local function need_nginx(fname)
     if not request then
@@ -415,50 +471,181 @@ local function need_nginx(fname)
     end
 end
 
--- Clears the names that a header_set:find listed; returns nothing.
-local function clear_found(headers, clear, nclear)
-    local clear_header = ngx.req.clear_header
-    for i = 0, nclear - 1 do
-        local key = headers[clear[i]].key
-        clear_header(ffi_string(key.data, key.len))
+-- Sets (or, with a nil value, removes in every letter case) request
+-- header `name` (data and length), as ngx.req.set_header does, through the
+-- FFI function it wraps: the name need not become a Lua string, and the
+-- request path stays short for the JIT. Raises on failure, as
+-- ngx.req.set_header does.
+local function set_req_header(r, data, len, value, vlen)
+    local rc = req_set_header(r, data, len, value, vlen, nil, 0, 1, set_err)
+    if rc ~= 0 and rc ~= FFI_DECLINED then -- declined: an HTTP/0.9 request, no headers
+        error("edgeguard: setting request header failed (nginx code " .. rc .. ")", 2)
     end
 end
 
--- Clears every internal header among `n` headers at `headers`; returns the
--- number of entries removed, or nil and an error.
-local function strip(set, headers, n)
-    local clear, nclear, nmatched = set:find(headers, n)
+-- Clears the names that a header_set:find listed, except one spelled
+-- exactly `keep` (nil: none), the score header about to be set: set_header
+-- replaces its value and removes its repeats. Returns nothing.
+local function clear_found(r, headers, clear, nclear, keep)
+    local klen = keep and #keep or -1
+    for i = 0, nclear - 1 do
+        local key = headers[clear[i]].key
+        local len = key.len
+        if len ~= klen or ffi_string(key.data, len) ~= keep then
+            set_req_header(r, key.data, len, nil, 0)
+        end
+    end
+end
+
+-- Clears the entries of `set` among the `n` headers at `headers`: the
+-- internal ones and the score header's client spellings. Returns the
+-- entries found and how many of them nginx's Lua API cannot remove (then
+-- nothing is cleared: the caller refuses the request); or nil and an error.
+--
+-- Why some cannot be removed: ngx.req.clear_header percent-escapes the
+-- bytes of a name that are not RFC 9110 token characters before it
+-- compares names (lua-nginx-module 0.10.23, ngx_http_lua_copy_escaped_header),
+-- so `X-Internal-(a` or `X-Internal-\xe9`, which nginx keeps under
+-- `ignore_invalid_headers off`, is searched as `X-Internal-%28a` and would
+-- stay. No Lua API removes such an entry. The Rust search counts them
+-- (edgeguard_header_set_find_checked), so nothing is cleared and counted
+-- that nginx would keep.
+local function strip(r, set, headers, n, keep)
+    local clear, nclear, found, unremovable = set:find(headers, n)
     if not clear then
         return nil, nclear
     end
-    clear_found(headers, clear, nclear)
-    return nmatched
+    if unremovable > 0 then
+        return found, unremovable
+    end
+    clear_found(r, headers, clear, nclear, keep)
+    return found, 0
+end
+
+-- The score header names in force for `opts`, one a line: its own and, for
+-- an access{ score_header = } override, configure()'s too (an origin behind
+-- both locations may trust either).
+local function score_names(name, level)
+    check_score_header(name, "edgeguard.access", level + 1)
+    if state.score_header == "" or name == state.score_header then
+        return name
+    end
+    return name == "" and state.score_header or name .. "\n" .. state.score_header
+end
+
+-- The Rust strip set for `opts`' score header (see strip_set), made on
+-- first use in a worker for an override; false when there is nothing to
+-- strip.
+local function strip_set_for(opts, level)
+    local name = opts.score_header or state.score_header
+    local set = state.strip_sets[name]
+    if set == nil then
+        set = strip_set(state.lib, state.headers, score_names(name, level + 1), "edgeguard.access", level + 1)
+        state.strip_sets[name] = set
+    end
+    return set
+end
+
+-- After the Lua engine's strip: removes the client spellings of `opts`'
+-- score header(s), found by the Rust rule on the headers nginx holds now;
+-- true, or nil and an error.
+local function score_spellings(r, opts, level)
+    local name = opts.score_header or state.score_header
+    local set = state.spelling_sets[name]
+    if set == nil then
+        set = strip_set(state.lib, nil, score_names(name, level + 1), "edgeguard.access", level + 1)
+        state.spelling_sets[name] = set
+    end
+    if not set then
+        return true
+    end
+    local headers, n = request.headers(r)
+    if not headers then
+        return nil, n
+    end
+    local clear, nclear = set:find(headers, n)
+    if not clear then
+        return nil, nclear
+    end
+    clear_found(r, headers, clear, nclear)
+    return true
+end
+
+-- Ends a request that carries internal headers nginx's Lua API cannot
+-- remove (see strip) with 400: such a name is not an RFC 9110 token, which
+-- a real client does not send, and forwarding it would hand the origin an
+-- internal header. `removed` entries were removed before, `left` not.
+local function refuse(engine_label, removed, left)
+    local var = ngx.var
+    ngx.log(state.log_level or ngx.INFO, format(
+        'edgeguard action=refused status=400 internal_left=%d reason="header names that are '
+        .. 'not RFC 9110 tokens, which ngx.req.clear_header cannot remove" client=%s method=%s uri="%s"',
+        left, var.remote_addr, var.request_method, var.request_uri))
+    if engine_label and state.metrics then
+        state.metrics:request(engine_label, "refused", removed)
+    end
+    return ngx.exit(ngx.HTTP_BAD_REQUEST)
 end
 
 -- The Lua engine's request table, reused by every request of this worker.
 local lreq = { headers = {}, n_headers = 0 }
 
+-- The primary engine's strip of the current request outside access():
+-- clear_internal_headers() (the score header's spellings too) and
+-- subrequests (`keep_score`: their score header is the one their parent's
+-- run set). Returns the entries removed, refusing the request with 400
+-- when some cannot be; or nil and an error.
+local function strip_request(r, keep_score)
+    local removed, left = 0, 0
+    if state.primary == "lua" then
+        local leng = state.lua
+        if leng.headers then
+            leng:read_request(lreq)
+            removed, left = leng:strip(lreq)
+        end
+        if not keep_score and left == 0 then
+            local ok, err = score_spellings(r, state, 2)
+            if not ok then
+                return nil, err
+            end
+        end
+    else
+        local set = keep_score and state.headers or state.strip_sets[state.score_header]
+        if set then
+            local headers, n = request.headers(r)
+            if not headers then
+                return nil, n
+            end
+            removed, left = strip(r, set, headers, n)
+            if not removed then
+                return nil, left
+            end
+            if not state.headers then
+                removed = 0 -- a set of score header names only
+            end
+        end
+    end
+    if left > 0 then
+        return refuse(nil, 0, left)
+    end
+    return removed
+end
+
 --- Removes every internal header from the current request, so the upstream
--- never sees it. Call in access_by_lua* (or rewrite_by_lua*). Uses the
--- primary engine. Returns the number of header entries removed, or nil and
--- an error.
+-- never sees it, and every client spelling of the score header. Call in
+-- rewrite_by_lua* or server_rewrite_by_lua* ("Where edgeguard goes in
+-- nginx.conf" in the README). Uses the primary engine. Returns the number of
+-- internal header entries removed, or nil and an error. A request carrying
+-- an internal header that nginx's Lua API cannot remove (a name that is not
+-- an RFC 9110 token, kept by `ignore_invalid_headers off`) is ended here
+-- with 400.
 function _M.clear_internal_headers()
-    local set = state.headers
-    local leng = state.lua
-    if not set and not (leng and leng.headers) then
+    if not state.headers and not (state.lua and state.lua.headers) then
         error("edgeguard: no internal header list in force; call "
               .. "edgeguard.configure{ internal_headers = ... } in init_by_lua", 2)
     end
     need_nginx("clear_internal_headers")
-    if state.primary == "lua" then
-        leng:read_request(lreq)
-        return leng:strip(lreq)
-    end
-    local headers, n = request.headers(request.get(2))
-    if not headers then
-        return nil, n
-    end
-    return strip(set, headers, n)
+    return strip_request(request.get(2), false)
 end
 
 --- Scores the current request with every configured model (the primary
@@ -531,14 +718,24 @@ local function decide(opts, scores, names, model_thresholds, r)
     return mode, name, score, threshold
 end
 
-local function request_text()
-    local var = ngx.var
-    return var.request_method, var.request_uri, var.remote_addr
+local function str(s)
+    local n = s.len
+    return n > 0 and ffi_string(s.data, n) or ""
+end
+
+-- Method, URI and client of the request the engine read: the Lua engine's
+-- request table, or the edgeguard_request request.current filled (already
+-- pointing at nginx's values: no ngx.var lookups on the hot path).
+local function request_text(req)
+    if type(req) == "table" then
+        return req.method, req.uri, req.client_addr
+    end
+    return str(req.method), str(req.uri), str(req.client_addr)
 end
 
 -- Acts on one engine's result, whichever engine produced it: metrics, score
 -- header, variables, decision line, and the exit. Returns the action.
-local function act(opts, engine_label, scores, names, model_thresholds, removed, r)
+local function act(opts, engine_label, scores, names, model_thresholds, removed, r, req)
     local action, flagged_name, flagged_score, flagged_threshold =
         decide(opts, scores, names, model_thresholds, r)
     if state.metrics then
@@ -550,13 +747,13 @@ local function act(opts, engine_label, scores, names, model_thresholds, removed,
     if not scores then
         return action
     end
-
     local score_header = opts.score_header or state.score_header
     if score_header ~= "" then
         for i = 1, #names do
             score_parts[i] = format("%s=%.9g", names[i], scores[names[i]])
         end
-        ngx.req.set_header(score_header, concat(score_parts, "; ", 1, #names))
+        local value = concat(score_parts, "; ", 1, #names)
+        set_req_header(r, score_header, #score_header, value, #value)
     end
 
     local vars = opts.vars
@@ -572,7 +769,7 @@ local function act(opts, engine_label, scores, names, model_thresholds, removed,
     end
 
     if action == "block" or action == "log" then
-        local method, uri, client = request_text()
+        local method, uri, client = request_text(req)
         ngx.log(opts.log_level or state.log_level or ngx.INFO,
             format('edgeguard action=%s model=%s score=%.6f threshold=%.6f client=%s method=%s uri="%s"',
                    action, flagged_name, flagged_score, flagged_threshold, client, method, uri))
@@ -591,7 +788,7 @@ local function fail(engine_label, msg)
     return ngx.exit(ngx.HTTP_INTERNAL_SERVER_ERROR)
 end
 
-local function run_rust(opts, r)
+local function run_rust(opts, r, set)
     local mx = state.metrics
     local t0 = mx and clock()
     local req, headers, n = request.current(r)
@@ -607,11 +804,16 @@ local function run_rust(opts, r)
             ngx.log(ngx.ERR, "edgeguard: scoring failed: ", err)
         end
     end
-    local removed = 0
-    if state.headers then
-        removed, err = strip(state.headers, headers, n)
-        if not removed then
-            return fail("rust", err)
+    local found, left = 0, 0
+    if set then
+        -- A score header spelled exactly as edgeguard's stays for act() to
+        -- overwrite when the request is scored.
+        found, left = strip(r, set, headers, n, scores and (opts.score_header or state.score_header))
+        if not found then
+            return fail("rust", left)
+        end
+        if not state.headers then
+            found = 0 -- a set of score header names only
         end
     end
     if mx then
@@ -620,7 +822,10 @@ local function run_rust(opts, r)
             mx:scores("rust", scorer.names, scores)
         end
     end
-    return act(opts, "rust", scores, scorer and scorer.names, scorer and scorer.thresholds, removed, r)
+    if left > 0 then
+        return refuse("rust", 0, left)
+    end
+    return act(opts, "rust", scores, scorer and scorer.names, scorer and scorer.thresholds, found, r, req)
 end
 
 local function run_lua(opts, r)
@@ -632,9 +837,15 @@ local function run_lua(opts, r)
     if #leng.names > 0 then
         scores = leng:score_request(lreq)
     end
-    local removed = 0
+    local removed, left = 0, 0
     if leng.headers then
-        removed = leng:strip(lreq)
+        removed, left = leng:strip(lreq)
+    end
+    if left == 0 then
+        local ok, err = score_spellings(r, opts, 3)
+        if not ok then
+            return fail("lua", err)
+        end
     end
     if mx then
         mx:engine_time("lua", clock() - t0)
@@ -642,14 +853,20 @@ local function run_lua(opts, r)
             mx:scores("lua", leng.names, scores)
         end
     end
-    return act(opts, "lua", scores, leng.names, leng.thresholds, removed, r)
+    if left > 0 then
+        return refuse("lua", removed, left)
+    end
+    return act(opts, "lua", scores, leng.names, leng.thresholds, removed, r, lreq)
 end
 
 -- Shadow mode: both engines on every request (resty.edgeguard.shadow judges).
 
-local function run_shadow(opts, r)
+local function run_shadow(opts, r, set)
     local mx = state.metrics
-    local scorer, set, leng = state.scorer, state.headers, state.lua
+    local scorer, leng = state.scorer, state.lua
+    -- What both engines count: the list's entries (an extended set's
+    -- score header spellings are not counted).
+    local count_set = state.headers
     local primary = state.primary
 
     -- Both engines read and score what the client sent, before any strip.
@@ -665,9 +882,10 @@ local function run_shadow(opts, r)
             ngx.log(ngx.ERR, "edgeguard: scoring failed: ", err)
         end
     end
-    local clear, nclear, rcount = nil, 0, 0
-    if set then
-        clear, nclear, rcount = set:find(headers, n)
+    local rcount = 0
+    if count_set then
+        local clear, nclear
+        clear, nclear, rcount = count_set:find(headers, n)
         if not clear then
             return fail("shadow", nclear)
         end
@@ -683,12 +901,28 @@ local function run_shadow(opts, r)
     local t2 = mx and clock()
 
     -- Strip with the primary only.
+    local removed, left = 0, 0
     if primary == "rust" then
-        if clear then
-            clear_found(headers, clear, nclear)
+        if set then
+            removed, left = strip(r, set, headers, n)
+            if not removed then
+                return fail("shadow", left)
+            end
         end
-    elseif leng.headers then
-        lcount = leng:strip(lreq)
+        if left > 0 or not state.headers then
+            removed = 0 -- refused, or a set of score header names only
+        end
+    else
+        if leng.headers then
+            removed, left = leng:strip(lreq)
+        end
+        if left == 0 then
+            local ok
+            ok, err = score_spellings(r, opts, 3)
+            if not ok then
+                return fail("shadow", err)
+            end
+        end
     end
     if mx then
         local t3 = clock()
@@ -712,20 +946,35 @@ local function run_shadow(opts, r)
     local la = decide(opts, ls, lnames, leng.thresholds, r)
     state.shadow:compare(rs, ls, ra, la, rcount, lcount)
 
-    if primary == "rust" then
-        return act(opts, "shadow", rs, rnames, scorer and scorer.thresholds, rcount, r)
+    if left > 0 then
+        return refuse("shadow", removed, left)
     end
-    return act(opts, "shadow", ls, lnames, leng.thresholds, lcount, r)
+    if primary == "rust" then
+        return act(opts, "shadow", rs, rnames, scorer and scorer.thresholds, removed, r, req)
+    end
+    return act(opts, "shadow", ls, lnames, leng.thresholds, removed, r, lreq)
 end
 
---- The one-liner for access_by_lua*: strips internal headers, scores the
--- request, passes the scores upstream, and blocks or logs by the mode.
+--- The one-liner for rewrite_by_lua*: scores the request as the client
+-- sent it, strips internal headers and every client spelling of the score
+-- header, passes the scores upstream, and blocks or logs by the mode.
 -- `opts` may override mode, thresholds, status, score_header, vars,
 -- log_level, fail_closed and engine for this location. The engine override
 -- can only pick an engine configure() loaded ("rust" or "lua" when it was
 -- "shadow"); anything else raises an error, as misuse. Returns the action
 -- taken ("pass", "allow", "log", "block"); blocking ends the request with
--- ngx.exit.
+-- ngx.exit, and so does refusing (400) a request whose internal headers
+-- nginx's Lua API cannot remove.
+--
+-- Where it runs (README: "Where edgeguard goes in nginx.conf"):
+-- - rewrite_by_lua* (the shipped placement) or server_rewrite_by_lua*;
+-- - in a subrequest (auth_request, ngx.location.capture), which carries
+--   headers its parent's run already stripped and scored, it only strips
+--   (a second score would judge the stripped copy) and returns "pass";
+-- - in access_by_lua* it does not return: a handler that returns normally
+--   there returns NGX_OK, which under `satisfy any` grants access, so it
+--   ends the handler with ngx.exit(ngx.DECLINED) and nginx's own access
+--   modules decide.
 function _M.access(opts)
     if opts ~= nil then
         if type(opts) ~= "table" then
@@ -747,12 +996,28 @@ function _M.access(opts)
     need_nginx("access")
 
     local r = request.get(2)
-    if engine == "rust" then
-        return run_rust(opts, r)
-    elseif engine == "lua" then
-        return run_lua(opts, r)
+    -- Direct FFI calls, not resty.core's wrappers: this is every request's
+    -- path, and its JIT trace must stay within LuaJIT's limits.
+    if C.ngx_http_lua_ffi_is_subrequest(r) ~= 0 then
+        local removed, err = strip_request(r, true)
+        if not removed then
+            return fail(engine, err)
+        end
+        return "pass"
     end
-    return run_shadow(opts, r)
+    local set = strip_set_for(opts, 2)
+    local action
+    if engine == "rust" then
+        action = run_rust(opts, r, set)
+    elseif engine == "lua" then
+        action = run_lua(opts, r)
+    else
+        action = run_shadow(opts, r, set)
+    end
+    if C.ngx_http_lua_ffi_get_phase(r, phase_err) == CONTEXT_ACCESS then
+        return ngx.exit(ngx.DECLINED)
+    end
+    return action
 end
 
 return _M

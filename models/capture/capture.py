@@ -127,6 +127,9 @@ http {{
     init_by_lua_block {{
         -- Loaded in the master: workers read nothing from disk per request.
         require "resty.edgeguard.record"
+        -- JA4 of each TLS connection, logged as $edgeguard_ja4.
+        assert(require("resty.edgeguard.lib").load("{root}/target/release/libedgeguard.so"))
+        require "resty.edgeguard.tls"
         local f = assert(io.open("{site}/login.html"))
         LOGIN_HTML = f:read("*a")
         f:close()
@@ -142,6 +145,7 @@ http {{
     ssl_certificate {prefix}/cert.pem;
     ssl_certificate_key {prefix}/key.pem;
     ssl_protocols TLSv1.2 TLSv1.3;
+    ssl_client_hello_by_lua_block {{ require("resty.edgeguard.tls").client_hello() }}
 {servers}
 }}
 """
@@ -152,6 +156,7 @@ set $edgeguard_request_headers "";
 set $edgeguard_bot "";
 set $edgeguard_spoof "";
 set $edgeguard_action "";
+set_by_lua_block $edgeguard_ja4 {{ return require("resty.edgeguard.tls").ja4() or "" }}
 etag on;
 
 location = / {{

@@ -11,6 +11,7 @@ use clap::CommandFactory;
 pub mod features;
 pub mod predict;
 pub mod replay;
+pub mod tls;
 
 /// A value parser: a positive whole number.
 pub(crate) fn positive(v: &str) -> Result<usize, String> {

@@ -212,12 +212,30 @@ const BOT_WORDS: &[&[u8]] = &[
     b"https://",
 ];
 
-/// `BOT_FIRST[b]`: some word of [`BOT_WORDS`] starts with byte `b`.
-const BOT_FIRST: [bool; 256] = {
+/// `BOT_START[b]`: bit `k` is set when word `k` of [`BOT_WORDS`] starts
+/// with byte `b` in either case. Most bytes of a UA start no word, and are
+/// passed over with one table load.
+const BOT_START: [u16; 256] = {
+    let mut table = [0u16; 256];
+    let mut k = 0;
+    while k < BOT_WORDS.len() {
+        let first = BOT_WORDS[k][0];
+        table[first as usize] |= 1 << k;
+        table[first.to_ascii_uppercase() as usize] |= 1 << k;
+        k += 1;
+    }
+    table
+};
+
+const _: () = assert!(BOT_WORDS.len() <= 16, "BOT_START holds 16 words");
+
+/// `DELIMITER[b]`: `b` ends a token (space, `(`, `)`, `;`, `,`, `/`).
+const DELIMITER: [bool; 256] = {
     let mut table = [false; 256];
+    let delimiters = b" ();,/";
     let mut i = 0;
-    while i < BOT_WORDS.len() {
-        table[BOT_WORDS[i][0] as usize] = true;
+    while i < delimiters.len() {
+        table[delimiters[i] as usize] = true;
         i += 1;
     }
     table
@@ -269,7 +287,7 @@ impl Products {
         };
         let mut start = 0;
         for (i, &b) in ua.iter().enumerate() {
-            if !matches!(b, b' ' | b'(' | b')' | b';' | b',' | b'/') {
+            if !DELIMITER[usize::from(b)] {
                 continue;
             }
             let token = &ua[start..i];
@@ -297,14 +315,16 @@ impl Products {
 /// in one pass: each position is checked only against the words starting
 /// with its byte.
 fn declares_bot(ua: &[u8]) -> bool {
-    (0..ua.len()).any(|i| {
-        let first = ua[i].to_ascii_lowercase();
-        BOT_FIRST[usize::from(first)]
-            && BOT_WORDS.iter().any(|w| {
-                w[0] == first
-                    && ua.len() - i >= w.len()
-                    && ua[i + 1..i + w.len()].eq_ignore_ascii_case(&w[1..])
-            })
+    ua.iter().enumerate().any(|(i, &b)| {
+        let mut words = BOT_START[usize::from(b)];
+        while words != 0 {
+            let w = BOT_WORDS[words.trailing_zeros() as usize];
+            if ua.len() - i >= w.len() && ua[i + 1..i + w.len()].eq_ignore_ascii_case(&w[1..]) {
+                return true;
+            }
+            words &= words - 1;
+        }
+        false
     })
 }
 
@@ -340,8 +360,11 @@ pub fn parse(ua: &[u8]) -> UserAgent {
 }
 
 fn family_and_major(ua: &[u8], products: &Products) -> (Family, Option<u32>) {
+    // `ua` is not empty; most UAs start with `M` and skip every prefix on
+    // the first byte.
+    let first = ua[0].to_ascii_lowercase();
     for &(prefix, family) in LIBRARY_PREFIXES {
-        if starts_with_ci(ua, prefix) {
+        if prefix[0] == first && starts_with_ci(ua, prefix) {
             return (family, leading_uint(&ua[prefix.len()..]));
         }
     }
@@ -501,6 +524,41 @@ mod tests {
             b"Mozilla/5.0 (Windows NT 10.0) Chrome/1 Safari/1"
         ));
         assert!(!declares_bot(b"bo"));
+    }
+
+    /// The one-pass search against the obvious one, on strings made of word
+    /// fragments in both cases (every prefix, suffix and overlap).
+    #[test]
+    fn declares_bot_agrees_with_a_naive_search() {
+        let naive = |ua: &[u8]| {
+            let lower = ua.to_ascii_lowercase();
+            BOT_WORDS
+                .iter()
+                .any(|w| lower.windows(w.len()).any(|win| win == *w))
+        };
+        let mut pieces: Vec<Vec<u8>> = vec![b"x".to_vec(), b" ".to_vec(), b"Mozilla/5.0".to_vec()];
+        for w in BOT_WORDS {
+            pieces.push(w.to_vec());
+            pieces.push(w.to_ascii_uppercase());
+            pieces.push(w[..w.len() - 1].to_vec());
+            pieces.push(w[1..].to_vec());
+        }
+        let mut checked = 0;
+        for a in &pieces {
+            for b in &pieces {
+                for c in [&b""[..], b"t", b"Bo"] {
+                    let ua = [&a[..], &b[..], c].concat();
+                    assert_eq!(
+                        declares_bot(&ua),
+                        naive(&ua),
+                        "{:?}",
+                        String::from_utf8_lossy(&ua)
+                    );
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 4000);
     }
 
     #[test]

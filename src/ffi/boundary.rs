@@ -72,6 +72,7 @@ pub(crate) fn result_from_int(n: libc::c_int) -> Option<edgeguard_result> {
         FeatureCount,
         BufferTooSmall,
         ConfigInvalid,
+        TlsUnavailable,
     ]
     .into_iter()
     .find(|r| *r as libc::c_int == n)
@@ -164,12 +165,12 @@ mod tests {
 
     #[test]
     fn every_code_round_trips_through_its_number() {
-        for n in 0..10 {
+        for n in 0..11 {
             let r = result_from_int(n).expect("codes are dense from 0");
             assert_eq!(r as libc::c_int, n);
             assert!(!r.text().to_bytes().is_empty());
         }
-        assert!(result_from_int(10).is_none());
+        assert!(result_from_int(11).is_none());
         assert!(result_from_int(-1).is_none());
     }
 

@@ -6,7 +6,7 @@ use std::path::Path;
 use super::boundary::{bytes, c_bytes, write_error};
 use super::edgeguard_result;
 use super::types::{edgeguard_header, Header};
-use crate::headers::{HeaderSet, ListError};
+use crate::headers::{HeaderSet, ListError, Matches};
 
 /// An immutable set of internal header names and prefixes.
 ///
@@ -128,6 +128,74 @@ pub unsafe extern "C" fn edgeguard_header_set_len(set: *const edgeguard_header_s
     }
 }
 
+/// A new set holding the rules of `set` and, as extra rules, those of the
+/// list held in memory (`len` bytes at `buf`, in the list format;
+/// `source_name` as for `edgeguard_header_set_new_from_buffer`). A header
+/// that matches only an extra rule is listed to clear by the find exports
+/// but not counted in `*out_matched` nor `*out_unremovable`; the set's
+/// length is that of `set`. An extended set's extension is replaced, not
+/// added to. edgeguard's Lua shim adds the score header this way: one search
+/// finds the internal headers and every client spelling of the score
+/// header, and the counts stay the list's. On success writes the new set to
+/// `*out` (free it with `edgeguard_header_set_free`; `set` is unchanged and
+/// still owned by the caller); on failure as
+/// `edgeguard_header_set_new_from_buffer`.
+///
+/// # Safety
+/// `set` is a live set; `buf` points to `len` readable bytes (or `len` is
+/// 0); `source_name` is null or NUL-terminated; `out` is writable; `errbuf`
+/// is null or points to `errbuf_len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn edgeguard_header_set_extend(
+    set: *const edgeguard_header_set,
+    buf: *const u8,
+    len: usize,
+    source_name: *const c_char,
+    out: *mut *mut edgeguard_header_set,
+    errbuf: *mut c_char,
+    errbuf_len: usize,
+) -> edgeguard_result {
+    ffi_panic_boundary! {
+        try_non_null!(set, out);
+        let Some(text) = bytes(buf, len) else {
+            return edgeguard_result::NullParameter;
+        };
+        let source = if source_name.is_null() {
+            "<buffer>".into()
+        } else {
+            String::from_utf8_lossy(c_bytes(source_name))
+        };
+        publish((*set).0.extend(&source, text), out, errbuf, errbuf_len)
+    }
+}
+
+/// The argument checks and the search of both find exports. `set` and
+/// `out_clear` are not null (the callers checked).
+///
+/// # Safety
+/// As `edgeguard_header_set_find_internal`.
+unsafe fn find(
+    set: *const edgeguard_header_set,
+    headers: *const edgeguard_header,
+    headers_len: usize,
+    out_clear: *mut u32,
+    out_clear_cap: usize,
+) -> Result<Matches, edgeguard_result> {
+    if headers_len > 0 && headers.is_null() {
+        return Err(edgeguard_result::NullParameter);
+    }
+    if out_clear_cap < headers_len || headers_len > u32::MAX as usize {
+        return Err(edgeguard_result::InvalidArgument);
+    }
+    let headers = if headers_len == 0 {
+        &[][..]
+    } else {
+        std::slice::from_raw_parts(headers, headers_len)
+    };
+    let clear = std::slice::from_raw_parts_mut(out_clear, out_clear_cap);
+    Ok((*set).0.find_internal(Header::from_c(headers), clear))
+}
+
 /// Finds the internal headers of one request.
 ///
 /// `headers` is the request's whole header array, `headers_len` entries, in
@@ -161,21 +229,47 @@ pub unsafe extern "C" fn edgeguard_header_set_find_internal(
 ) -> edgeguard_result {
     ffi_panic_boundary! {
         try_non_null!(set, out_clear, out_clear_len, out_matched);
-        if headers_len > 0 && headers.is_null() {
-            return edgeguard_result::NullParameter;
-        }
-        if out_clear_cap < headers_len || headers_len > u32::MAX as usize {
-            return edgeguard_result::InvalidArgument;
-        }
-        let headers = if headers_len == 0 {
-            &[][..]
-        } else {
-            std::slice::from_raw_parts(headers, headers_len)
+        let found = match find(set, headers, headers_len, out_clear, out_clear_cap) {
+            Ok(found) => found,
+            Err(code) => return code,
         };
-        let clear = std::slice::from_raw_parts_mut(out_clear, out_clear_cap);
-        let found = (*set).0.find_internal(Header::from_c(headers), clear);
         *out_clear_len = found.distinct;
         *out_matched = found.matched;
+        edgeguard_result::Ok
+    }
+}
+
+/// As `edgeguard_header_set_find_internal`, and writes to
+/// `*out_unremovable` how many of the internal entries (repeats counted)
+/// have a name holding a byte that is not an RFC 9110 token character, as
+/// nginx keeps with `ignore_invalid_headers off`. lua-nginx-module's
+/// `ngx.req.clear_header` percent-escapes such bytes before it compares
+/// names (`ngx_http_lua_copy_escaped_header`, 0.10.23), so it cannot remove
+/// those entries: a caller that strips through it refuses the request
+/// instead. Allocates nothing.
+///
+/// # Safety
+/// As `edgeguard_header_set_find_internal`; `out_unremovable` is writable.
+#[no_mangle]
+pub unsafe extern "C" fn edgeguard_header_set_find_checked(
+    set: *const edgeguard_header_set,
+    headers: *const edgeguard_header,
+    headers_len: usize,
+    out_clear: *mut u32,
+    out_clear_cap: usize,
+    out_clear_len: *mut usize,
+    out_matched: *mut usize,
+    out_unremovable: *mut usize,
+) -> edgeguard_result {
+    ffi_panic_boundary! {
+        try_non_null!(set, out_clear, out_clear_len, out_matched, out_unremovable);
+        let found = match find(set, headers, headers_len, out_clear, out_clear_cap) {
+            Ok(found) => found,
+            Err(code) => return code,
+        };
+        *out_clear_len = found.distinct;
+        *out_matched = found.matched;
+        *out_unremovable = found.unremovable;
         edgeguard_result::Ok
     }
 }

@@ -19,6 +19,7 @@ pub mod headers;
 pub mod model;
 pub mod process;
 pub mod scorer;
+pub mod tls;
 mod types;
 
 pub use boundary::PanicValue;
@@ -49,6 +50,9 @@ pub enum edgeguard_result {
     BufferTooSmall = 8,
     /// A configuration was rejected; errbuf says which setting and why.
     ConfigInvalid = 9,
+    /// The TLS library functions a call needs are not in this process
+    /// (OpenSSL's client-hello calls, found at run time).
+    TlsUnavailable = 10,
 }
 
 impl edgeguard_result {
@@ -65,6 +69,7 @@ impl edgeguard_result {
             Self::FeatureCount => c"wrong number of features for this model",
             Self::BufferTooSmall => c"the output buffer is too small",
             Self::ConfigInvalid => c"the configuration is invalid",
+            Self::TlsUnavailable => c"the TLS library functions needed are not in this process",
         }
     }
 }

@@ -80,17 +80,22 @@ impl Error for ListError {
 }
 
 /// A parsed list: folded, deduplicated and sorted names.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq, Clone)]
 pub(super) struct Rules {
     pub(super) exact: Vec<Vec<u8>>,
     /// Prefixes without their trailing `*`.
     pub(super) prefixes: Vec<Vec<u8>>,
 }
 
+/// RFC 9110 `tchar`: the bytes a field name is made of.
+pub(super) fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
 /// RFC 9110 `tchar`, less `#`: a `#` inside a name is far more likely a
 /// comment missing its leading space than a real header name.
 fn is_name_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!$%&'*+-.^_`|~".contains(&b)
+    b != b'#' && is_token_byte(b)
 }
 
 pub(super) fn parse(source: &str, text: &[u8]) -> Result<Rules, ListError> {

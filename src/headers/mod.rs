@@ -90,7 +90,11 @@ pub const DEDUP_LIMIT: usize = 64;
 pub struct HeaderSet {
     exact: ExactNames,
     prefixes: Prefixes,
-    rules: usize,
+    /// The folded rules the matchers were built from, for [`HeaderSet::extend`].
+    list: list::Rules,
+    /// Names [`HeaderSet::extend`] added: found and listed to clear, never
+    /// counted as internal.
+    extra: Option<Box<(ExactNames, Prefixes)>>,
 }
 
 /// What [`HeaderSet::find_internal`] found in one request.
@@ -101,18 +105,55 @@ pub struct Matches {
     /// Distinct internal names (after folding); the number of indices
     /// `find_internal` wanted to write into `clear`.
     pub distinct: usize,
+    /// Internal headers (repeats counted) whose name holds a byte that is
+    /// not an RFC 9110 token character, as nginx keeps with
+    /// `ignore_invalid_headers off`. lua-nginx-module's
+    /// `ngx.req.clear_header` percent-escapes such bytes before it compares
+    /// names (`ngx_http_lua_copy_escaped_header`, 0.10.23), so it cannot
+    /// remove these: a caller stripping through it refuses the request.
+    pub unremovable: usize,
 }
 
 impl HeaderSet {
     /// Parse a list in the [format above](self#list-format). `source` names
     /// the list in errors (a path, or `"<buffer>"`).
     pub fn parse(source: &str, text: &[u8]) -> Result<HeaderSet, ListError> {
-        let rules = list::parse(source, text)?;
-        Ok(HeaderSet {
-            exact: ExactNames::new(&rules.exact),
-            prefixes: Prefixes::new(&rules.prefixes),
-            rules: rules.exact.len() + rules.prefixes.len(),
-        })
+        Ok(HeaderSet::build(list::parse(source, text)?))
+    }
+
+    fn build(list: list::Rules) -> HeaderSet {
+        HeaderSet {
+            exact: ExactNames::new(&list.exact),
+            prefixes: Prefixes::new(&list.prefixes),
+            list,
+            extra: None,
+        }
+    }
+
+    /// A new set with this set's rules and, as extra rules, those of the
+    /// list `text` (in the same format, refused as [`HeaderSet::parse`]
+    /// refuses a list; `source` names it in errors). A header matching only
+    /// an extra rule is listed to clear by [`HeaderSet::find_internal`] but
+    /// not counted in `matched` nor `unremovable`, and is not internal for
+    /// [`HeaderSet::is_internal`]; [`HeaderSet::len`] counts the list's rules.
+    /// edgeguard's Lua shim adds the score header this way: one search per
+    /// request finds the internal headers and every client spelling of the
+    /// score header, and the counts stay those of the list. Extending an
+    /// extended set replaces its extra rules.
+    pub fn extend(&self, source: &str, text: &[u8]) -> Result<HeaderSet, ListError> {
+        let more = list::parse(source, text)?;
+        let mut set = HeaderSet::build(self.list.clone());
+        set.extra = Some(Box::new((
+            ExactNames::new(&more.exact),
+            Prefixes::new(&more.prefixes),
+        )));
+        Ok(set)
+    }
+
+    fn is_extra(&self, name: &[u8]) -> bool {
+        self.extra
+            .as_ref()
+            .is_some_and(|extra| extra.0.contains(name) || extra.1.matches(name))
     }
 
     /// Read and parse a list file. Errors name the path.
@@ -130,18 +171,21 @@ impl HeaderSet {
 
     /// The number of distinct rules: exact names plus prefix rules.
     pub fn len(&self) -> usize {
-        self.rules
+        self.list.exact.len() + self.list.prefixes.len()
     }
 
     /// Always false: a list without rules is refused at load. Provided so
     /// that `len` has its usual companion.
     pub fn is_empty(&self) -> bool {
-        self.rules == 0
+        self.len() == 0
     }
 
     /// Find the internal headers of one request.
     ///
-    /// Every header whose key is internal is counted in `matched`. For the
+    /// Every header whose key is internal is counted in `matched` (and in
+    /// `unremovable` when its name is not a token, see [`Matches`]); one that
+    /// matches only an extra rule ([`HeaderSet::extend`]) is not counted but
+    /// is listed to clear like the internal ones. For the
     /// first header of each distinct internal name, its index in
     /// `headers` is written to `clear[distinct]` and `distinct` grows by one,
     /// so `clear` lists one index per name to remove, in request order. If
@@ -161,10 +205,14 @@ impl HeaderSet {
         let mut written = 0;
         for (i, header) in headers.iter().enumerate() {
             let name = key(header);
-            if !self.is_internal(name) {
+            if self.is_internal(name) {
+                found.matched += 1;
+                if !name.iter().all(|&b| list::is_token_byte(b)) {
+                    found.unremovable += 1;
+                }
+            } else if !self.is_extra(name) {
                 continue;
             }
-            found.matched += 1;
             // Names are distinct as nginx's clear_header compares them: ASCII
             // case-insensitively, with `_` and `-` different. Deduplicating on
             // the folded name would clear `x-a-b` and leave `x_a_b` behind.
@@ -202,7 +250,7 @@ impl HeaderSet {
 impl fmt::Debug for HeaderSet {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HeaderSet")
-            .field("rules", &self.rules)
+            .field("rules", &self.len())
             .finish_non_exhaustive()
     }
 }

@@ -119,7 +119,8 @@ fn find_internal_counts_repeats_once_in_clear() {
         found,
         Matches {
             matched: 6,
-            distinct: 4
+            distinct: 4,
+            unremovable: 0,
         }
     );
     assert_eq!(clear[..4], [1, 3, 4, 7]);
@@ -138,7 +139,8 @@ fn find_internal_repeated_three_times() {
         find(&set, &request, &mut clear),
         Matches {
             matched: 5,
-            distinct: 2
+            distinct: 2,
+            unremovable: 0,
         }
     );
     // One clear per spelling nginx tells apart.
@@ -156,7 +158,8 @@ fn find_internal_with_short_clear_still_counts_everything() {
             found,
             Matches {
                 matched: 6,
-                distinct: 3
+                distinct: 3,
+                unremovable: 0,
             },
             "clear of {len}"
         );
@@ -412,7 +415,8 @@ fn cross_check(text: &[u8], seed: u64) {
             found,
             Matches {
                 matched,
-                distinct: expected_clear.len()
+                distinct: expected_clear.len(),
+                unremovable: 0,
             }
         );
         assert_eq!(clear[..found.distinct], expected_clear[..]);
@@ -450,4 +454,85 @@ fn find_internal_stops_deduplicating_past_the_limit() {
     assert_eq!(found.distinct, 10_001);
     assert_eq!(clear[..11], [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11]);
     assert_eq!(clear[found.distinct - 1], 10_001);
+}
+
+#[test]
+fn find_internal_counts_the_names_clear_header_cannot_remove() {
+    // Every byte: an internal name with it after the prefix is unremovable
+    // exactly when the byte is not an RFC 9110 token character (the bytes
+    // lua-nginx-module's clear_header escapes: ngx_http_lua_escape_uri's
+    // header_name table in 0.10.23).
+    let set = set("x-internal-*\nx-user-id\n");
+    let token = b"!#$%&'*+-.^_`|~";
+    for b in 0..=255u8 {
+        let name = [b"x-internal-".as_slice(), &[b], b"a"].concat();
+        let request = headers(&[b"accept", name.as_slice(), b"x-user-id"]);
+        let mut clear = [0u32; 3];
+        let found = find(&set, &request, &mut clear);
+        let is_token = b.is_ascii_alphanumeric() || token.contains(&b);
+        assert_eq!(found.matched, 2, "byte {b:#04x}");
+        assert_eq!(found.unremovable, usize::from(!is_token), "byte {b:#04x}");
+    }
+    // Repeats count each time; a non-internal odd name is not counted.
+    let request = headers(&[
+        b"x-internal-(",
+        b"X-Internal-(",
+        b"x-other-(",
+        b"x-internal-\xe9",
+    ]);
+    let mut clear = [0u32; 4];
+    let found = find(&set, &request, &mut clear);
+    assert_eq!((found.matched, found.unremovable), (3, 3));
+}
+
+#[test]
+fn extend_adds_rules_found_and_cleared_but_not_counted() {
+    let base = set("x-internal-*\nx-user-id\n");
+    let both = base.extend("score_header", b"X-Bot-Score").unwrap();
+    assert_eq!((base.len(), both.len()), (2, 2));
+    assert!(
+        !both.is_internal(b"x-bot-score"),
+        "extra names are not internal"
+    );
+    let request = headers(&[
+        b"X_Bot_Score",
+        b"accept",
+        b"x-bot-score",
+        b"X_User_Id",
+        b"x-internal-(",
+        b"x-bot-scores",
+    ]);
+    let mut clear = [u32::MAX; 6];
+    let found = find(&both, &request, &mut clear);
+    // Both score spellings are listed (nginx clears `_` and `-` apart), the
+    // internal names too; only the internal ones are counted.
+    assert_eq!(
+        found,
+        Matches {
+            matched: 2,
+            distinct: 4,
+            unremovable: 1,
+        }
+    );
+    assert_eq!(clear[..4], [0, 2, 3, 4]);
+    // The base set is unchanged, and a second extension replaces the first.
+    assert_eq!(find(&base, &request, &mut clear).distinct, 2);
+    let other = both.extend("score_header", b"X-Other-Score").unwrap();
+    assert_eq!(
+        find(
+            &other,
+            &headers(&[b"x-bot-score", b"x_other_score"]),
+            &mut clear
+        )
+        .distinct,
+        1
+    );
+    // The extension is refused like any list, naming its source.
+    let err = base
+        .extend("score_header", b"X-Bot(Score")
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("score_header:1: "), "{err}");
+    let err = base.extend("score_header", b"").unwrap_err().to_string();
+    assert!(err.starts_with("score_header: no header names"), "{err}");
 }

@@ -1,5 +1,6 @@
-//! JSON export → [`Model`]: every reference, count and size is checked
-//! against the file's own arrays, then the model is laid out in flat arrays.
+//! JSON export → [`Info`] and [`Parts`]: every reference, count and size is
+//! checked against the file's own arrays. The plan (`plan.rs`) lays the parts
+//! out for evaluation; nothing here knows how.
 //!
 //! Nothing is allocated from a number read in the file: vectors are sized by
 //! arrays the parser already holds, feature indexes are capped at
@@ -13,20 +14,13 @@ use serde_json::Value;
 
 use super::ctr::{Counts, CtrCalc, CtrKind, CtrTable, TableLayout};
 use super::json::{self, HashItem, JsonCtrKey, JsonCtrTable, JsonElement, JsonModel};
-use super::native::{MAX_DIMENSION, MAX_USED_CATS};
-use super::plan::{Plan, MAX_CONDITIONS, MAX_SLOTS};
+use super::limits::{
+    MAX_BORDERS, MAX_CONDITIONS, MAX_DEPTH, MAX_DIMENSION, MAX_FEATURE_INDEX, MAX_FILE_BYTES,
+    MAX_SLOTS, MAX_USED_CATS,
+};
+use super::parts::{CtrSlot, FloatSlot, Info, OneHotSlot, Parts, ProjectionElement, Split, Tree};
 use super::prediction::Objective;
-use super::{Model, ModelError};
-
-/// The largest model file accepted.
-pub(crate) const MAX_FILE_BYTES: u64 = 256 << 20;
-/// Deeper oblivious trees have more than 65536 leaves per dimension; CatBoost
-/// itself trains at most depth 16.
-pub(crate) const MAX_DEPTH: usize = 16;
-/// Feature indexes above this are refused (names are stored per index).
-pub(crate) const MAX_FEATURE_INDEX: u64 = 65_535;
-/// Borders per feature and values per one-hot feature: bins are `u16`.
-const MAX_BORDERS: usize = u16::MAX as usize - 1;
+use super::ModelError;
 
 /// Reads a file of at most [`MAX_FILE_BYTES`].
 pub(crate) fn read_capped(path: &Path) -> Result<Vec<u8>, String> {
@@ -73,82 +67,6 @@ enum BinFeature {
     },
 }
 
-/// The validated model, before [`Plan::build`] lays it out for evaluation.
-/// Slots number the binarized features (used floats, one-hot features, CTRs)
-/// the way the trees' splits refer to them.
-#[derive(Default)]
-pub(crate) struct Parts {
-    pub(crate) dimension: usize,
-    /// Categorical feature index of each used-categorical position.
-    pub(crate) used_cats: Vec<u32>,
-    pub(crate) float_slots: Vec<FloatSlot>,
-    pub(crate) one_hot_slots: Vec<OneHotSlot>,
-    pub(crate) ctr_slots: Vec<CtrSlot>,
-    pub(crate) float_borders: Vec<f32>,
-    pub(crate) ctr_borders: Vec<f32>,
-    pub(crate) one_hot_values: Vec<i32>,
-    pub(crate) projection: Vec<ProjectionElement>,
-    pub(crate) tables: Vec<CtrTable>,
-    /// Every tree level's condition, tree after tree.
-    pub(crate) levels: Vec<Split>,
-    pub(crate) trees: Vec<Tree>,
-    pub(crate) leaves: Vec<f64>,
-    pub(crate) scale: f64,
-    pub(crate) bias: Vec<f64>,
-}
-
-/// A float feature with borders: its slot and sorted borders.
-pub(crate) struct FloatSlot {
-    pub(crate) slot: u16,
-    pub(crate) feature: u32,
-    /// What NaN is replaced with before comparing (NaN itself for `AsIs`,
-    /// which compares below every border).
-    pub(crate) nan_fill: f32,
-    pub(crate) borders: (u32, u32),
-}
-
-/// A one-hot encoded categorical feature: its bin is 1 + the position of the
-/// matching value, 0 when none matches.
-pub(crate) struct OneHotSlot {
-    pub(crate) slot: u16,
-    /// Index into the used-categorical array.
-    pub(crate) cat: u32,
-    pub(crate) values: (u32, u32),
-}
-
-/// A CTR feature: projection, table, formula, borders.
-pub(crate) struct CtrSlot {
-    pub(crate) slot: u16,
-    pub(crate) calc: CtrCalc,
-    pub(crate) table: u32,
-    pub(crate) projection: (u32, u32),
-    pub(crate) borders: (u32, u32),
-}
-
-/// One element of a CTR projection, in CatBoost's hashing order: categorical
-/// values first, then binarized float features, then one-hot matches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum ProjectionElement {
-    Cat(u32),
-    Float { slot: u16, threshold: u16 },
-    OneHot { slot: u16, index: u16 },
-}
-
-/// A split condition against a slot's bin: `bin >= threshold`, or `bin ==
-/// threshold` for one-hot splits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) struct Split {
-    pub(crate) equal: bool,
-    pub(crate) slot: u16,
-    pub(crate) threshold: u16,
-}
-
-pub(crate) struct Tree {
-    pub(crate) depth: u32,
-    pub(crate) first_split: u32,
-    pub(crate) first_leaf: usize,
-}
-
 /// A CTR table's identity: type plus projection, as `TModelCtrBase` compares.
 #[derive(PartialEq, Eq, PartialOrd, Ord)]
 struct CtrKey {
@@ -160,7 +78,7 @@ struct CtrKey {
 
 struct Compiler<'a> {
     source: &'a str,
-    model: Model,
+    info: Info,
     parts: Parts,
     bins: Vec<BinFeature>,
     /// Per categorical feature index: position among used categoricals.
@@ -174,7 +92,7 @@ struct Compiler<'a> {
     slot_count: usize,
 }
 
-pub(crate) fn compile(source: &str, bytes: &[u8]) -> Result<Model, ModelError> {
+pub(crate) fn compile(source: &str, bytes: &[u8]) -> Result<(Info, Parts), ModelError> {
     if bytes.len() as u64 > MAX_FILE_BYTES {
         return Err(ModelError::new(
             source,
@@ -188,7 +106,7 @@ pub(crate) fn compile(source: &str, bytes: &[u8]) -> Result<Model, ModelError> {
     let parsed: JsonModel = json::parse(source, bytes)?;
     let mut c = Compiler {
         source,
-        model: Model {
+        info: Info {
             source: source.to_owned(),
             float_count: 0,
             cat_count: 0,
@@ -197,7 +115,6 @@ pub(crate) fn compile(source: &str, bytes: &[u8]) -> Result<Model, ModelError> {
             float_names: Vec::new(),
             cat_names: Vec::new(),
             metadata: BTreeMap::new(),
-            plan: Plan::default(),
         },
         parts: Parts::default(),
         bins: Vec::new(),
@@ -225,9 +142,7 @@ pub(crate) fn compile(source: &str, bytes: &[u8]) -> Result<Model, ModelError> {
         .ok_or_else(|| c.err("oblivious_trees", "missing: not a CatBoost JSON model"))?;
     c.trees(trees)?;
     c.scale_and_bias(parsed.scale_and_bias.as_ref())?;
-    c.model.plan = Plan::build(c.parts)
-        .map_err(|message| ModelError::new(source, "oblivious_trees", message))?;
-    Ok(c.model)
+    Ok((c.info, c.parts))
 }
 
 fn is_sorted(values: &[f32]) -> bool {
@@ -243,7 +158,7 @@ impl Compiler<'_> {
         let Some(info) = info else { return };
         for (key, value) in info {
             if let Value::String(s) = value {
-                self.model.metadata.insert(key.clone(), s.clone());
+                self.info.metadata.insert(key.clone(), s.clone());
             }
         }
         let loss = info
@@ -251,7 +166,7 @@ impl Compiler<'_> {
             .and_then(|p| p.get("loss_function"))
             .and_then(|l| l.get("type"))
             .and_then(Value::as_str);
-        self.model.objective = Objective::from_loss(loss);
+        self.info.objective = Objective::from_loss(loss);
     }
 
     fn next_slot(&mut self, field: &str) -> Result<u16, ModelError> {
@@ -322,11 +237,11 @@ impl Compiler<'_> {
             "features_info.float_features",
             features.iter().map(|f| f.feature_index),
         )?;
-        self.model.float_count = count;
-        self.model.float_names = vec![String::new(); count];
+        self.info.float_count = count;
+        self.info.float_names = vec![String::new(); count];
         for (i, f) in features.iter().enumerate() {
             let at = format!("features_info.float_features[{i}]");
-            self.model.float_names[f.feature_index as usize] = f
+            self.info.float_names[f.feature_index as usize] = f
                 .feature_name
                 .clone()
                 .unwrap_or_else(|| f.feature_id.clone());
@@ -375,12 +290,12 @@ impl Compiler<'_> {
             "features_info.categorical_features",
             features.iter().map(|f| f.feature_index),
         )?;
-        self.model.cat_count = count;
-        self.model.cat_names = vec![String::new(); count];
+        self.info.cat_count = count;
+        self.info.cat_names = vec![String::new(); count];
         self.cat_position = vec![None; count];
         for (i, f) in features.iter().enumerate() {
             let at = format!("features_info.categorical_features[{i}]");
-            self.model.cat_names[f.feature_index as usize] = f
+            self.info.cat_names[f.feature_index as usize] = f
                 .feature_name
                 .clone()
                 .unwrap_or_else(|| f.feature_id.clone());
@@ -755,8 +670,8 @@ impl Compiler<'_> {
             });
             self.parts.leaves.extend_from_slice(&tree.leaf_values);
         }
-        self.model.dimension = dimension.unwrap_or(1);
-        self.parts.dimension = self.model.dimension;
+        self.info.dimension = dimension.unwrap_or(1);
+        self.parts.dimension = self.info.dimension;
         let mut conditions = levels.clone();
         conditions.sort_unstable();
         conditions.dedup();
@@ -826,7 +741,7 @@ impl Compiler<'_> {
     }
 
     fn scale_and_bias(&mut self, value: Option<&(f64, Vec<f64>)>) -> Result<(), ModelError> {
-        let dim = self.model.dimension;
+        let dim = self.info.dimension;
         let (scale, bias) = match value {
             None => (1.0, Vec::new()),
             Some((scale, bias)) => (*scale, bias.clone()),

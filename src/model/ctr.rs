@@ -155,24 +155,17 @@ impl CtrTable {
         u64::from(self.cells[base]) | u64::from(self.cells[base + 1]) << 32
     }
 
-    /// Asks the CPU to start loading the record where `key` would be.
-    #[inline]
-    pub(crate) fn prefetch(&self, key: u64) {
-        let record = &self.cells[self.home(key) * self.record..];
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: a prefetch is only a hint; the address is inside `cells`.
-        #[allow(unsafe_code)]
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(record.as_ptr().cast());
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = record;
+    /// Every bucket: its key and its offset in the table (what
+    /// [`CtrCalc::value_at`] takes), in storage order.
+    pub(crate) fn buckets(&self) -> impl Iterator<Item = (u64, usize)> + '_ {
+        (0..=self.mask)
+            .map(|r| (self.key_at(r), r * self.record + 2))
+            .filter(|&(key, _)| key != self.empty)
     }
 
     /// The bucket of `key` (an offset into the table), if training saw it.
-    #[inline]
-    pub(crate) fn find(&self, key: u64) -> Option<usize> {
+    #[cfg(test)]
+    fn find(&self, key: u64) -> Option<usize> {
         if key == self.empty {
             return None;
         }
@@ -193,6 +186,75 @@ impl CtrTable {
     #[cfg(test)]
     fn int(&self, bucket: usize, k: usize) -> i32 {
         self.cells[bucket + k] as i32
+    }
+}
+
+/// Bucket key → the condition bits of the CTRs that read that bucket.
+///
+/// A CTR's value depends only on its bucket, and the trees only ask whether
+/// it is above each of its used borders: so at load, for every bucket of a
+/// table, the answers of the CTRs sharing that (projection, table) lookup
+/// are computed once (with [`CtrCalc::value_at`], CatBoost's `float`
+/// formula) and stored as a 64-bit pattern next to the key (the plan splits
+/// wider lookups into 64-bit pieces). Per document a CTR lookup is then one
+/// probe and one OR of the pattern into the condition bits: no division, no
+/// border search. Same open addressing as [`CtrTable`]; empty records hold
+/// the marker key and the pattern of unseen keys, so a probe ends at the
+/// first record whose key is the key or the marker, and a document key that
+/// happens to equal the marker gets the unseen pattern, as it should.
+#[derive(Debug)]
+pub(crate) struct BucketBits {
+    records: Vec<[u64; 2]>,
+    mask: usize,
+    shift: u32,
+    empty: u64,
+}
+
+impl BucketBits {
+    /// A table with the keys of `table`, each with `pattern(Some(bucket))`,
+    /// and `pattern(None)` for unseen keys.
+    pub(crate) fn build(table: &CtrTable, mut pattern: impl FnMut(Option<usize>) -> u64) -> Self {
+        let missing = pattern(None);
+        let mut bits = BucketBits {
+            records: vec![[table.empty, missing]; table.mask + 1],
+            mask: table.mask,
+            shift: table.shift,
+            empty: table.empty,
+        };
+        for (key, bucket) in table.buckets() {
+            let mut at = bits.home(key);
+            while bits.records[at][0] != bits.empty {
+                at = (at + 1) & bits.mask;
+            }
+            bits.records[at] = [key, pattern(Some(bucket))];
+        }
+        bits
+    }
+
+    /// Where the probe for `key` starts.
+    #[inline(always)]
+    pub(crate) fn home(&self, key: u64) -> usize {
+        // As CtrTable::home: high bits of a second multiplication.
+        (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize
+    }
+
+    /// The record at `at` (a [`BucketBits::home`]), to prefetch.
+    #[inline(always)]
+    pub(crate) fn record(&self, at: usize) -> &[u64; 2] {
+        &self.records[at & self.mask]
+    }
+
+    /// The condition bits for a document whose projection hashed to `key`,
+    /// probing from `at = self.home(key)`.
+    #[inline(always)]
+    pub(crate) fn pattern(&self, key: u64, mut at: usize) -> u64 {
+        loop {
+            let [stored, pattern] = self.records[at & self.mask];
+            if stored == key || stored == self.empty {
+                return pattern;
+            }
+            at += 1;
+        }
     }
 }
 

@@ -24,12 +24,26 @@ pub fn cat_hash(bytes: &[u8]) -> u32 {
     city_hash64(bytes) as u32
 }
 
+const MAGIC_MULT: u64 = 0x4906_ba49_4954_cb65;
+
 /// Combines a CTR projection key with the next element, as CatBoost's
-/// `CalcHash(a, b)` in `model/hash.h`.
-#[inline]
+/// `CalcHash(a, b)` in `model/hash.h`: `combine_term(key, term(value))`.
+#[cfg(test)]
 pub(crate) fn combine(key: u64, value: u64) -> u64 {
-    const MAGIC_MULT: u64 = 0x4906_ba49_4954_cb65;
-    MAGIC_MULT.wrapping_mul(key.wrapping_add(MAGIC_MULT.wrapping_mul(value)))
+    combine_term(key, term(value))
+}
+
+/// The half of `CalcHash(a, b)` that depends on the element only, so that
+/// a value several keys combine is multiplied once.
+#[inline(always)]
+pub(crate) fn term(value: u64) -> u64 {
+    MAGIC_MULT.wrapping_mul(value)
+}
+
+/// `CalcHash(key, value)` given `term(value)`.
+#[inline(always)]
+pub(crate) fn combine_term(key: u64, term: u64) -> u64 {
+    MAGIC_MULT.wrapping_mul(key.wrapping_add(term))
 }
 
 /// Widens a categorical hash into a projection key element the way CatBoost

@@ -32,9 +32,18 @@ mod ctr;
 mod error;
 mod hash;
 mod json;
+mod limits;
 mod native;
+mod parts;
 mod plan;
 mod prediction;
+// The vector tree kernels: raw SIMD intrinsics, each call guarded by
+// runtime CPU detection; audited in one module (see its SAFETY comments).
+#[allow(unsafe_code)]
+mod simd;
+// Calls the kernels in `simd` after `Kernel::detect` proved the CPU has them.
+#[allow(unsafe_code)]
+mod trees;
 
 #[cfg(feature = "official")]
 pub mod official;
@@ -45,6 +54,7 @@ pub(crate) use native::CatSource;
 pub use native::Model;
 pub(crate) use prediction::Objective;
 pub use prediction::{apply_prediction_type, output_len, PredictionError, PredictionType};
+pub use trees::Kernel;
 
 /// One CatBoost model, ready to score single documents.
 ///

@@ -1,37 +1,45 @@
 //! The native evaluator: a compiled CatBoost model scoring one document at a
 //! time without touching the heap.
 //!
+//! Loading runs one way: `json.rs` parses, `compile.rs` validates into
+//! `parts.rs`'s types, `plan.rs` lays them out, and this module evaluates.
+//!
 //! Per document, mirroring CatBoost's CPU evaluator (`cpu/quantization.h`,
 //! `cpu/evaluator_impl.cpp`), over the layout of [`Plan`]:
 //! 1. the categorical hashes the model uses are gathered (or computed from the
 //!    strings) into a stack array;
 //! 2. every used float feature is compared with its used borders once (NaN
 //!    first replaced by -inf / +inf for `AsFalse` / `AsTrue` features that saw
-//!    NaN in training), which writes one byte per border: 1 if the value is
-//!    above it; one-hot features find the position of the matching value;
-//! 3. each CTR projection is hashed once, its buckets looked up, each CTR's
-//!    value computed and binarized the same way as a float;
-//! 4. each oblivious tree reads the bytes of its levels: level `d` sets bit
-//!    `d` of the leaf index; leaf values are summed in tree order, then
+//!    NaN in training), which sets one bit per border below the value;
+//!    one-hot features find the position of the matching value;
+//! 3. each CTR projection is hashed once and its buckets looked up; a bucket
+//!    holds the bits of its CTRs, computed at load;
+//! 4. each oblivious tree reads the bits of its levels (eight trees at a time
+//!    with AVX2 when the CPU has it, [`Kernel`]): level `d` sets bit `d` of
+//!    the leaf index; leaf values are summed in tree order, then
 //!    `scale * sum + bias`.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use super::hash::{cat_hash, combine, widen_cat};
-use super::plan::{Plan, MAX_BITS, MAX_SLOTS, RUN, RUNS};
+use super::hash::{cat_hash, combine_term, term, widen_cat};
+use super::limits::{MAX_BITS, MAX_DIMENSION, MAX_USED_CATS};
+use super::parts::Info;
+use super::plan::{or_pattern, set_ones, Plan};
 use super::prediction::{apply_prediction_type, output_len, Objective};
-use super::{compile, Evaluator, ModelError, PredictError, PredictionError, PredictionType};
+use super::simd::prefetch;
+use super::{
+    compile, Evaluator, Kernel, ModelError, PredictError, PredictionError, PredictionType,
+};
 
 /// The scratch arrays are zeroed on every prediction, so they come in three
 /// sizes: most models fit the small or medium frame, only the largest pay for
-/// zeroing the full one. (categorical values, projections, bit bytes)
-const SMALL: (usize, usize, usize) = (32, 128, 1024);
-const MEDIUM: (usize, usize, usize) = (128, 512, 4096);
-/// The most categorical features a model may use (4 bytes of stack each).
-pub(crate) const MAX_USED_CATS: usize = 1024;
-/// The most output dimensions (classes) a model may have.
-pub(crate) const MAX_DIMENSION: usize = 256;
+/// zeroing the full one. (categorical values, 64-bit words of condition bits)
+const SMALL: (usize, usize) = (32, 16);
+const MEDIUM: (usize, usize) = (128, 64);
+const LARGEST: (usize, usize) = (MAX_USED_CATS, MAX_BITS / 64);
+/// CTR lookups are resolved in chunks: the keys of a chunk are computed and
+/// their records prefetched, so the cache misses overlap, then read.
+const CHUNK: usize = 16;
 
 /// A CatBoost model compiled for single-document evaluation.
 ///
@@ -44,15 +52,8 @@ pub(crate) const MAX_DIMENSION: usize = 256;
 /// `catboost.CatBoost().load_model("m.cbm").save_model("m.json", format="json")`.
 #[derive(Debug)]
 pub struct Model {
-    pub(crate) source: String,
-    pub(crate) float_count: usize,
-    pub(crate) cat_count: usize,
-    pub(crate) dimension: usize,
-    pub(crate) objective: Objective,
-    pub(crate) float_names: Vec<String>,
-    pub(crate) cat_names: Vec<String>,
-    pub(crate) metadata: BTreeMap<String, String>,
-    pub(crate) plan: Plan,
+    info: Info,
+    plan: Plan,
 }
 
 /// Where categorical hashes come from: given by the caller, or hashed here
@@ -85,30 +86,33 @@ impl Model {
     pub fn load(path: &Path) -> Result<Model, ModelError> {
         let source = path.display().to_string();
         let bytes = compile::read_capped(path).map_err(|e| ModelError::io(&source, e))?;
-        compile::compile(&source, &bytes)
+        Self::from_json(&source, &bytes)
     }
 
     /// Compiles a model from the bytes of its JSON export. `source` names it
     /// in error messages (a file name, a URL, a config key).
     pub fn from_json(source: &str, bytes: &[u8]) -> Result<Model, ModelError> {
-        compile::compile(source, bytes)
+        let (info, parts) = compile::compile(source, bytes)?;
+        let plan = Plan::build(parts)
+            .map_err(|message| ModelError::new(source, "oblivious_trees", message))?;
+        Ok(Model { info, plan })
     }
 
     /// The name the model was loaded under.
     pub fn source(&self) -> &str {
-        &self.source
+        &self.info.source
     }
 
     /// Float feature names, by float feature index (`""` where the model has
     /// none). Use them to place values by name rather than by position.
     pub fn float_feature_names(&self) -> &[String] {
-        &self.float_names
+        &self.info.float_names
     }
 
     /// Categorical feature names, by categorical feature index (`""` where
     /// the model has none).
     pub fn cat_feature_names(&self) -> &[String] {
-        &self.cat_names
+        &self.info.cat_names
     }
 
     /// A string value of the model's metadata (`model_info`), e.g. the
@@ -116,19 +120,33 @@ impl Model {
     /// before `save_model`. Structured entries (training params) are not
     /// strings and give `None`.
     pub fn metadata(&self, key: &str) -> Option<&str> {
-        self.metadata.get(key).map(String::as_str)
+        self.info.metadata.get(key).map(String::as_str)
     }
 
     /// What the model was trained for, in words (`"binary classification"`,
     /// `"MultiClass"`, the loss name such as `"RMSE"`, or `"unknown
     /// objective"` when the export carries no training params).
     pub fn objective(&self) -> &str {
-        self.objective.describe()
+        self.info.objective.describe()
+    }
+
+    /// The parsed objective, for callers that decide by it (the scorer picks
+    /// probability or raw scores from it, not from its description).
+    pub(crate) fn objective_kind(&self) -> &Objective {
+        &self.info.objective
     }
 
     /// The number of trees.
     pub fn tree_count(&self) -> usize {
-        self.plan.first_leaf.len()
+        self.plan.trees.count
+    }
+
+    /// The tree kernel [`Model::predict`] runs for this model on this CPU:
+    /// [`Kernel::detect`], except that models the AVX-512 kernel cannot hold
+    /// (more than 512 conditions, deeper than 8, several dimensions) run the
+    /// AVX2 one.
+    pub fn kernel(&self) -> Kernel {
+        self.plan.trees.kernel(Kernel::detect())
     }
 
     /// Whether [`Model::predict`] can report `ty` for this model: `Raw`
@@ -136,13 +154,13 @@ impl Model {
     /// and MultiClass models, `Class` for MultiClassOneVsAll; for a model
     /// without training params, by dimension as the C API does.
     pub fn supports(&self, ty: PredictionType) -> bool {
-        self.objective.supports(ty, self.dimension)
+        self.info.objective.supports(ty, self.info.dimension)
     }
 
     /// How many values a prediction of type `ty` writes: 1 for `Class`, the
     /// dimension otherwise.
     pub fn output_len(&self, ty: PredictionType) -> usize {
-        output_len(ty, self.dimension)
+        output_len(ty, self.info.dimension)
     }
 
     /// Scores one document given categorical values as CatBoost hashes
@@ -157,7 +175,9 @@ impl Model {
         out: &mut [f64],
     ) -> Result<(), PredictionError> {
         self.check(floats.len(), cats_hashed.len(), ty, out.len())?;
-        self.finish(ty, out, |raw| self.raw_into(floats, cats_hashed, raw));
+        self.finish(ty, out, |raw| {
+            self.raw_into(Kernel::detect(), floats, cats_hashed, raw)
+        });
         Ok(())
     }
 
@@ -172,7 +192,9 @@ impl Model {
         out: &mut [f64],
     ) -> Result<(), PredictionError> {
         self.check(floats.len(), cats.len(), ty, out.len())?;
-        self.finish(ty, out, |raw| self.raw_into(floats, Strings(cats), raw));
+        self.finish(ty, out, |raw| {
+            self.raw_into(Kernel::detect(), floats, Strings(cats), raw)
+        });
         Ok(())
     }
 
@@ -187,7 +209,9 @@ impl Model {
         out: &mut [f64],
     ) -> Result<(), PredictionError> {
         self.check(floats.len(), cat_count, ty, out.len())?;
-        self.finish(ty, out, |raw| self.raw_into(floats, cats, raw));
+        self.finish(ty, out, |raw| {
+            self.raw_into(Kernel::detect(), floats, cats, raw)
+        });
         Ok(())
     }
 
@@ -212,15 +236,15 @@ impl Model {
         need: usize,
         out: usize,
     ) -> Result<(), PredictError> {
-        if floats != self.float_count {
+        if floats != self.info.float_count {
             return Err(PredictError::FloatCount {
-                expected: self.float_count,
+                expected: self.info.float_count,
                 got: floats,
             });
         }
-        if cats != self.cat_count {
+        if cats != self.info.cat_count {
             return Err(PredictError::CatCount {
-                expected: self.cat_count,
+                expected: self.info.cat_count,
                 got: cats,
             });
         }
@@ -236,7 +260,7 @@ impl Model {
     /// Runs `raw` into the output (or a stack buffer when `Class` needs all
     /// dimensions but reports one) and applies the prediction type.
     fn finish(&self, ty: PredictionType, out: &mut [f64], raw: impl FnOnce(&mut [f64])) {
-        let dim = self.dimension;
+        let dim = self.info.dimension;
         if ty == PredictionType::Class && dim > 1 {
             let mut buf = [0.0f64; MAX_DIMENSION];
             raw(&mut buf[..dim]);
@@ -248,23 +272,22 @@ impl Model {
         }
     }
 
-    fn raw_into<C: CatSource>(&self, floats: &[f32], cats: C, out: &mut [f64]) {
+    fn raw_into<C: CatSource>(&self, kernel: Kernel, floats: &[f32], cats: C, out: &mut [f64]) {
         let p = &self.plan;
-        let fits = |(c, j, b): (usize, usize, usize)| {
-            p.used_cats.len() <= c && p.projections.len() <= j && p.bit_count <= b
-        };
+        let fits = |(c, w): (usize, usize)| p.used_cats.len() <= c && p.bit_count <= w * 64;
         if fits(SMALL) {
-            self.raw_with::<{ SMALL.0 }, { SMALL.1 }, { SMALL.2 }, C>(floats, cats, out);
+            self.raw_with::<{ SMALL.0 }, { SMALL.1 }, C>(kernel, floats, cats, out);
         } else if fits(MEDIUM) {
-            self.raw_with::<{ MEDIUM.0 }, { MEDIUM.1 }, { MEDIUM.2 }, C>(floats, cats, out);
+            self.raw_with::<{ MEDIUM.0 }, { MEDIUM.1 }, C>(kernel, floats, cats, out);
         } else {
-            self.raw_with::<MAX_USED_CATS, MAX_SLOTS, MAX_BITS, C>(floats, cats, out);
+            self.raw_with::<{ LARGEST.0 }, { LARGEST.1 }, C>(kernel, floats, cats, out);
         }
     }
 
     #[inline(always)]
-    fn raw_with<const CATS: usize, const KEYS: usize, const BITS: usize, C: CatSource>(
+    fn raw_with<const CATS: usize, const WORDS: usize, C: CatSource>(
         &self,
+        kernel: Kernel,
         floats: &[f32],
         cats: C,
         out: &mut [f64],
@@ -274,7 +297,7 @@ impl Model {
         for (h, &c) in hashes.iter_mut().zip(&p.used_cats) {
             *h = cats.hash(c as usize);
         }
-        let mut bits = [0u8; BITS];
+        let mut words = [0u64; WORDS];
         for f in &p.floats {
             let mut v = floats[f.feature as usize];
             if v.is_nan() {
@@ -283,7 +306,7 @@ impl Model {
             let borders = &p.borders[f.borders.0 as usize..f.borders.1 as usize];
             // "Border below v" is CatBoost's `v > border`: false for NaN.
             let above = borders.partition_point(|&b| b < v);
-            write_run(&mut bits, f.bits as usize, borders.len(), above);
+            set_ones(&mut words, f.bits as usize, above);
         }
         let mut one_hot = [0u16; CATS];
         for (m, o) in one_hot.iter_mut().zip(&p.one_hots) {
@@ -294,144 +317,113 @@ impl Model {
                 .position(|&v| v == h)
                 .map_or(0, |i| i as u16 + 1);
         }
-        self.ctrs::<CATS, KEYS, BITS>(&hashes, &one_hot, &mut bits);
+        self.ctrs(&hashes, &one_hot, &mut words);
         let first = p.one_hot_bits as usize;
-        for (bit, &(o, index)) in bits[first..].iter_mut().zip(&p.one_hot_conditions) {
-            *bit = u8::from(one_hot[o as usize] == index);
+        for (i, &(o, index)) in p.one_hot_conditions.iter().enumerate() {
+            if one_hot[o as usize] == index {
+                set_ones(&mut words, first + i, 1);
+            }
         }
-        if self.dimension == 1 {
-            out[0] = match p.depth {
-                4 => sum_trees::<4, BITS>(p, &bits),
-                6 => sum_trees::<6, BITS>(p, &bits),
-                8 => sum_trees::<8, BITS>(p, &bits),
-                _ => sum_trees_any(p, &bits),
-            };
+        if self.info.dimension == 1 {
+            out[0] = p.trees.sum(kernel, &words, &p.leaves);
         } else {
-            sum_trees_dims(p, &bits, out);
+            p.trees.sum_dims(kernel, &words, &p.leaves, out);
         }
         for (o, b) in out.iter_mut().zip(&p.bias) {
             *o = p.scale * *o + b;
         }
     }
 
-    /// Hashes each projection once, looks each (projection, table) bucket up
-    /// once and binarizes every CTR value into its bytes.
+    /// The key of projection `j`: CatBoost's `CalcHash` over its categorical
+    /// hashes, float conditions and one-hot matches, in that order.
+    /// `cat_terms[i]` is the categorical half of `combine` for used
+    /// categorical `i`, computed once per document.
     #[inline(always)]
-    fn ctrs<const CATS: usize, const KEYS: usize, const BITS: usize>(
-        &self,
-        hashes: &[i32; CATS],
-        one_hot: &[u16; CATS],
-        bits: &mut [u8; BITS],
-    ) {
+    fn key(&self, j: usize, cat_terms: &[u64], one_hot: &[u16], words: &[u64]) -> u64 {
         let p = &self.plan;
-        let mut keys = [0u64; KEYS];
-        // Indexes are below the frame's sizes (powers of two, checked when
-        // the frame was chosen): the masks only spare bounds checks.
-        for (key, j) in keys.iter_mut().zip(&p.projections) {
-            let mut k = 0u64;
-            for &i in &p.key_cats[j.cats.0 as usize..j.cats.1 as usize] {
-                k = combine(k, widen_cat(hashes[i as usize & (CATS - 1)]));
-            }
-            for &b in &p.key_bits[j.bits.0 as usize..j.bits.1 as usize] {
-                k = combine(k, u64::from(bits[b as usize & (BITS - 1)]));
-            }
-            for &(o, index) in &p.key_one_hots[j.one_hots.0 as usize..j.one_hots.1 as usize] {
-                k = combine(k, u64::from(one_hot[o as usize & (CATS - 1)] == index));
-            }
-            *key = k;
+        let j = p.projections[j];
+        let (cats, bits, one_hots) = (
+            usize::from(j.cats),
+            usize::from(j.bits),
+            usize::from(j.one_hots),
+        );
+        let elements = &p.key_elements[j.start as usize..][..cats + bits + one_hots];
+        let (cat_elements, rest) = elements.split_at(cats);
+        let (bit_elements, one_hot_elements) = rest.split_at(bits);
+        let mut k = 0u64;
+        for &i in cat_elements {
+            k = combine_term(k, cat_terms[i as usize]);
         }
-        // Table lookups are the cache misses of the CTR stage: ask for every
-        // bucket first, so the misses overlap, then read them.
-        for &(table, projection) in &p.lookups {
-            p.tables[table as usize].prefetch(keys[projection as usize & (KEYS - 1)]);
+        for &b in bit_elements {
+            k = combine_term(k, term((words[b as usize / 64] >> (b % 64)) & 1));
         }
-        let mut bucket = None;
-        for c in &p.ctrs {
-            let table = &p.tables[c.table as usize];
-            if c.fresh {
-                bucket = table.find(keys[c.projection as usize & (KEYS - 1)]);
+        for &e in one_hot_elements {
+            let matched = one_hot[(e >> 16) as usize] == e as u16;
+            k = combine_term(k, term(u64::from(matched)));
+        }
+        k
+    }
+
+    /// Hashes each projection once per chunk of lookups, prefetches the
+    /// chunk's records, then ORs each bucket's CTR bits into the array.
+    #[inline(always)]
+    fn ctrs<const CATS: usize>(&self, hashes: &[i32; CATS], one_hot: &[u16], words: &mut [u64]) {
+        if self.plan.lookups.is_empty() {
+            return;
+        }
+        let mut cat_terms = [0u64; CATS];
+        for (t, &h) in cat_terms.iter_mut().zip(hashes) {
+            *t = term(widen_cat(h));
+        }
+        let mut probes = [(0u64, 0usize); CHUNK];
+        for chunk in self.plan.lookups.chunks(CHUNK) {
+            let mut last = u32::MAX;
+            let mut key = 0;
+            for (probe, l) in probes.iter_mut().zip(chunk) {
+                if l.projection != last {
+                    last = l.projection;
+                    key = self.key(last as usize, &cat_terms, one_hot, words);
+                }
+                let home = l.bits.home(key);
+                prefetch(l.bits.record(home));
+                *probe = (key, home);
             }
-            let value = c.calc.value_at(table, bucket);
-            let borders = &p.borders[c.borders.0 as usize..c.borders.1 as usize];
-            let above = borders.partition_point(|&b| b < value);
-            write_run(bits, c.bits as usize, borders.len(), above);
+            for (&(key, home), l) in probes.iter().zip(chunk) {
+                or_pattern(words, l.bit as usize, l.bits.pattern(key, home));
+            }
         }
     }
-}
 
-/// Writes `ones` ones then zeros over the `len` bytes at `at`, 16 bytes at a
-/// time: the last copy may run up to 15 bytes past them, writing only zeros,
-/// which the plan leaves room for and later features overwrite.
-#[inline(always)]
-fn write_run<const BITS: usize>(bits: &mut [u8; BITS], at: usize, len: usize, ones: usize) {
-    let mut done = 0;
-    while done < len {
-        let n = ones.saturating_sub(done).min(RUN);
-        bits[at + done..at + done + RUN].copy_from_slice(&RUNS[n]);
-        done += RUN;
-    }
-}
-
-/// The byte of condition `c`. Byte indexes are below the plan's `bit_count`,
-/// which fits `BITS` (a power of two): the mask only spares the bounds check.
-#[inline(always)]
-fn bit<const BITS: usize>(bits: &[u8; BITS], c: u16) -> usize {
-    usize::from(bits[c as usize & (BITS - 1)])
-}
-
-/// One-dimensional models, `D` levels per tree: the loop CatBoost models
-/// spend their time in, unrolled. Leaves are summed in tree order.
-#[inline(always)]
-fn sum_trees<const D: usize, const BITS: usize>(p: &Plan, bits: &[u8; BITS]) -> f64 {
-    let mut sum = 0.0;
-    for (levels, &first) in p.splits.chunks_exact(D).zip(&p.first_leaf) {
-        let mut index = 0;
-        for (d, &c) in levels.iter().enumerate() {
-            index |= bit(bits, c) << d;
-        }
-        sum += p.leaves[first as usize + index];
-    }
-    sum
-}
-
-fn sum_trees_any<const BITS: usize>(p: &Plan, bits: &[u8; BITS]) -> f64 {
-    let mut sum = 0.0;
-    for (levels, &first) in p.splits.chunks_exact(p.depth).zip(&p.first_leaf) {
-        let mut index = 0;
-        for (d, &c) in levels.iter().enumerate() {
-            index |= bit(bits, c) << d;
-        }
-        sum += p.leaves[first as usize + index];
-    }
-    sum
-}
-
-fn sum_trees_dims<const BITS: usize>(p: &Plan, bits: &[u8; BITS], out: &mut [f64]) {
-    let dim = p.dimension;
-    out.fill(0.0);
-    for (levels, &first) in p.splits.chunks_exact(p.depth).zip(&p.first_leaf) {
-        let mut index = 0;
-        for (d, &c) in levels.iter().enumerate() {
-            index |= bit(bits, c) << d;
-        }
-        let at = first as usize + index * dim;
-        for (o, leaf) in out.iter_mut().zip(&p.leaves[at..at + dim]) {
-            *o += leaf;
-        }
+    /// [`Evaluator::predict_raw`] with the trees evaluated by `kernel` (the
+    /// scalar kernel when the CPU lacks the one asked for): what the tests
+    /// and benches use to compare the kernels. `predict_raw` and
+    /// [`Model::predict`] use [`Kernel::detect`].
+    pub fn predict_raw_with(
+        &self,
+        kernel: Kernel,
+        floats: &[f32],
+        cats: &[i32],
+        out: &mut [f64],
+    ) -> Result<(), PredictError> {
+        self.check_input(floats.len(), cats.len(), self.info.dimension, out.len())?;
+        self.finish(PredictionType::Raw, out, |raw| {
+            self.raw_into(kernel, floats, cats, raw)
+        });
+        Ok(())
     }
 }
 
 impl Evaluator for Model {
     fn float_feature_count(&self) -> usize {
-        self.float_count
+        self.info.float_count
     }
 
     fn cat_feature_count(&self) -> usize {
-        self.cat_count
+        self.info.cat_count
     }
 
     fn dimension(&self) -> usize {
-        self.dimension
+        self.info.dimension
     }
 
     fn predict_raw(
@@ -440,10 +432,6 @@ impl Evaluator for Model {
         cats: &[i32],
         out: &mut [f64],
     ) -> Result<(), PredictError> {
-        self.check_input(floats.len(), cats.len(), self.dimension, out.len())?;
-        self.finish(PredictionType::Raw, out, |raw| {
-            self.raw_into(floats, cats, raw)
-        });
-        Ok(())
+        self.predict_raw_with(Kernel::detect(), floats, cats, out)
     }
 }

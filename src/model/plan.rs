@@ -1,51 +1,27 @@
-//! The evaluation plan: a validated model laid out so that one prediction is
-//! a few straight passes over flat arrays.
+//! The evaluation plan: a validated model ([`Parts`]) laid out so that one
+//! prediction is a few straight passes over flat arrays.
 //!
 //! The trees only ever ask "is this value above that border?". So each float
 //! feature and each CTR keeps only the borders some split (or CTR projection)
-//! actually uses, and every used border gets one byte in a per-document bit
+//! actually uses, and every used border gets one bit in a per-document bit
 //! array. Borders of one feature are sorted, so the answers for a value are a
-//! run of ones followed by zeros: binarizing a feature is one binary search
-//! over its used borders and one 16-byte copy of a precomputed run, instead
-//! of one comparison per split condition. One-hot conditions (`value ==
-//! v`) get a byte each after the runs.
+//! run of ones followed by zeros: binarizing a float is one binary search over
+//! its used borders and one OR of a run of ones. A CTR's answers depend only
+//! on its bucket, so they are computed at load for every bucket
+//! ([`BucketBits`]): binarizing the CTRs of one lookup is one probe and one OR.
+//! One-hot conditions (`value == v`) get a bit each after the runs, then comes
+//! a bit that is always 0.
 //!
-//! Trees are padded to a common depth with levels that read a byte which is
-//! always 0 (it never changes the leaf index), so the tree loop is the same
-//! unrolled code for every tree. Leaves stay in CatBoost's order and are
-//! summed in tree order, as CatBoost does.
+//! Trees are laid out eight at a time ([`Trees`]), padded to a common depth
+//! with levels that read the zero bit. Leaves stay in CatBoost's order and
+//! are summed in tree order, as CatBoost does.
 
 use std::collections::BTreeMap;
 
-use super::compile::{Parts, ProjectionElement};
-use super::ctr::{CtrCalc, CtrTable};
-
-/// The most bins (used float features + one-hot features + CTRs) a model may
-/// have.
-pub(crate) const MAX_SLOTS: usize = 4096;
-/// The most distinct split conditions a model may have.
-pub(crate) const MAX_CONDITIONS: usize = 16384;
-/// The most bytes of the per-document bit array (one per used border, one
-/// per one-hot condition, plus the zero byte and the run slack).
-pub(crate) const MAX_BITS: usize = 32768;
-/// How far a run copy may write past the end of its feature's bytes (always
-/// zeros, overwritten by the next feature or unused).
-pub(crate) const RUN: usize = 16;
-
-/// `RUNS[n]`: `n` ones, then zeros.
-pub(crate) const RUNS: [[u8; RUN]; RUN + 1] = {
-    let mut runs = [[0u8; RUN]; RUN + 1];
-    let mut n = 0;
-    while n <= RUN {
-        let mut i = 0;
-        while i < n {
-            runs[n][i] = 1;
-            i += 1;
-        }
-        n += 1;
-    }
-    runs
-};
+use super::ctr::BucketBits;
+use super::limits::MAX_BITS;
+use super::parts::{Parts, ProjectionElement, Split};
+use super::trees::Trees;
 
 /// A float feature some split uses: where its value is, its used borders
 /// and its bytes.
@@ -68,28 +44,26 @@ pub(crate) struct OneHotMatch {
     pub(crate) values: (u32, u32),
 }
 
-/// A CTR feature: which projection key and table give its value, the
-/// formula, its used borders and its bytes.
+/// The CTRs that read one bucket (same projection, same table): where
+/// their bits start, and each bucket's bits.
 #[derive(Debug)]
-pub(crate) struct CtrBin {
-    pub(crate) calc: CtrCalc,
-    pub(crate) table: u32,
+pub(crate) struct Lookup {
     pub(crate) projection: u32,
-    pub(crate) borders: (u32, u32),
-    pub(crate) bits: u32,
-    /// The first CTR of its (projection, table) pair: the one that looks the
-    /// bucket up for the CTRs after it.
-    pub(crate) fresh: bool,
+    pub(crate) bit: u32,
+    pub(crate) bits: BucketBits,
 }
 
 /// The elements of one projection key, in CatBoost's hashing order:
-/// categorical hashes, then float conditions, then one-hot matches. Ranges
-/// into the plan's `key_cats`, `key_bits` and `key_one_hots`.
+/// `cats` categorical hashes (used-categorical positions), then `bits` float
+/// conditions (bit positions), then `one_hots` one-hot matches (`one-hot
+/// feature << 16 | value index`), from `start` in the plan's
+/// `key_elements`: one slice per key.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Projection {
-    pub(crate) cats: (u32, u32),
-    pub(crate) bits: (u32, u32),
-    pub(crate) one_hots: (u32, u32),
+    pub(crate) start: u32,
+    pub(crate) cats: u16,
+    pub(crate) bits: u16,
+    pub(crate) one_hots: u16,
 }
 
 /// Everything one prediction reads, in the order it reads it.
@@ -103,31 +77,19 @@ pub(crate) struct Plan {
     pub(crate) one_hot_values: Vec<i32>,
     /// One per distinct projection.
     pub(crate) projections: Vec<Projection>,
-    /// Used-categorical positions whose hashes a key combines.
-    pub(crate) key_cats: Vec<u32>,
-    /// Bytes of float conditions a key combines.
-    pub(crate) key_bits: Vec<u32>,
-    /// `(one-hot feature, value index)` matches a key combines.
-    pub(crate) key_one_hots: Vec<(u32, u16)>,
-    /// Sorted by projection, then table: each key is hashed once and each
-    /// bucket looked up once.
-    pub(crate) ctrs: Vec<CtrBin>,
-    /// Distinct `(table, projection)` pairs of `ctrs`, in their order.
-    pub(crate) lookups: Vec<(u32, u32)>,
-    pub(crate) tables: Vec<CtrTable>,
-    /// Used borders of floats and CTRs, ascending within each feature.
+    /// The elements of every projection, projection after projection.
+    pub(crate) key_elements: Vec<u32>,
+    /// Sorted by projection: each key is hashed once.
+    pub(crate) lookups: Vec<Lookup>,
+    /// Used borders of floats, ascending within each feature.
     pub(crate) borders: Vec<f32>,
-    /// `(one-hot feature, value index)` of each one-hot condition; its byte
+    /// `(one-hot feature, value index)` of each one-hot condition; its bit
     /// is `one_hot_bits + i`.
     pub(crate) one_hot_conditions: Vec<(u32, u16)>,
     pub(crate) one_hot_bits: u32,
-    /// Bytes the bit array needs (slack included).
+    /// Bits the condition array needs (the zero bit included).
     pub(crate) bit_count: usize,
-    /// Levels per tree after padding.
-    pub(crate) depth: usize,
-    /// `depth` byte indexes per tree, level 0 first.
-    pub(crate) splits: Vec<u16>,
-    pub(crate) first_leaf: Vec<u32>,
+    pub(crate) trees: Trees,
     pub(crate) leaves: Vec<f64>,
     pub(crate) scale: f64,
     pub(crate) bias: Vec<f64>,
@@ -184,7 +146,6 @@ impl Plan {
             dimension: parts.dimension,
             used_cats: parts.used_cats,
             one_hot_values: parts.one_hot_values,
-            tables: parts.tables,
             leaves: parts.leaves,
             scale: parts.scale,
             bias: parts.bias,
@@ -244,60 +205,78 @@ impl Plan {
             let c = &parts.ctr_slots[i];
             (projection_of[&c.projection], c.table, i)
         });
+        // CTRs sharing a (projection, table) pair get consecutive bits and
+        // one lookup: (its key, its CTRs with their bits and used borders).
+        type Group = ((u32, u32), Vec<(usize, u32, Vec<f32>)>);
+        let mut groups: Vec<Group> = Vec::new();
         for i in order {
             let c = &parts.ctr_slots[i];
             let Some((bits, thresholds)) = region(c.slot, &mut next_bit) else {
                 continue;
             };
-            let borders = keep_used(
-                &mut plan.borders,
-                &parts.ctr_borders,
-                c.borders,
-                &thresholds,
-            );
-            let lookup = (c.table, projection_of[&c.projection]);
-            let fresh = plan.lookups.last() != Some(&lookup);
-            if fresh {
-                plan.lookups.push(lookup);
+            let mut borders = Vec::new();
+            keep_used(&mut borders, &parts.ctr_borders, c.borders, &thresholds);
+            let lookup = (projection_of[&c.projection], c.table);
+            match groups.last_mut() {
+                Some((l, members)) if *l == lookup => members.push((i, bits, borders)),
+                _ => groups.push((lookup, vec![(i, bits, borders)])),
             }
-            plan.ctrs.push(CtrBin {
-                calc: c.calc,
-                table: c.table,
-                projection: lookup.1,
-                borders,
-                bits,
-                fresh,
-            });
+        }
+        for ((projection, table), members) in &groups {
+            let table = &parts.tables[*table as usize];
+            let bit = members[0].1;
+            let width: usize = members.iter().map(|(_, _, b)| b.len()).sum();
+            // Each bucket's bits, all CTRs of the lookup side by side.
+            let bucket_bits = |bucket: Option<usize>| -> Vec<u64> {
+                let mut pattern = vec![0u64; width.div_ceil(64)];
+                for (i, first, borders) in members {
+                    let value = parts.ctr_slots[*i].calc.value_at(table, bucket);
+                    // "Border below v" is CatBoost's `v > border`: false for NaN.
+                    let above = borders.partition_point(|&b| b < value);
+                    set_ones(&mut pattern, (first - bit) as usize, above);
+                }
+                pattern
+            };
+            // One table per 64 bits of the lookup.
+            for piece in 0..width.div_ceil(64) {
+                let bits = BucketBits::build(table, |bucket| bucket_bits(bucket)[piece]);
+                plan.lookups.push(Lookup {
+                    projection: *projection,
+                    bit: bit + 64 * piece as u32,
+                    bits,
+                });
+            }
         }
 
         let mut ranges: Vec<((u32, u32), u32)> = projection_of.into_iter().collect();
         ranges.sort_by_key(|&(_, p)| p);
         for ((first, last), _) in ranges {
-            let at = |v: usize| v as u32;
-            let start = (
-                at(plan.key_cats.len()),
-                at(plan.key_bits.len()),
-                at(plan.key_one_hots.len()),
-            );
-            for e in &parts.projection[first as usize..last as usize] {
-                match *e {
-                    ProjectionElement::Cat(position) => plan.key_cats.push(position),
+            let elements = &parts.projection[first as usize..last as usize];
+            let start = plan.key_elements.len() as u32;
+            let mut counts = [0u16; 3];
+            // Elements come in CatBoost's order (cats, floats, one-hots).
+            for e in elements {
+                let (kind, value) = match *e {
+                    ProjectionElement::Cat(position) => (0, position),
                     ProjectionElement::Float { slot, threshold } => {
-                        plan.key_bits.push(regions[&slot].bit(threshold))
+                        (1, regions[&slot].bit(threshold))
                     }
                     ProjectionElement::OneHot { slot, index } => {
-                        plan.key_one_hots.push((one_hot_of[&slot], index))
+                        (2, one_hot_of[&slot] << 16 | u32::from(index))
                     }
-                }
+                };
+                counts[kind] += 1;
+                plan.key_elements.push(value);
             }
             plan.projections.push(Projection {
-                cats: (start.0, at(plan.key_cats.len())),
-                bits: (start.1, at(plan.key_bits.len())),
-                one_hots: (start.2, at(plan.key_one_hots.len())),
+                start,
+                cats: counts[0],
+                bits: counts[1],
+                one_hots: counts[2],
             });
         }
 
-        // One-hot conditions after every run, then the zero byte.
+        // One-hot conditions after every run, then the zero bit.
         plan.one_hot_bits = next_bit as u32;
         let mut one_hot_conditions: Vec<(u32, u16)> = parts
             .levels
@@ -308,50 +287,61 @@ impl Plan {
         one_hot_conditions.sort_unstable();
         one_hot_conditions.dedup();
         let zero = next_bit + one_hot_conditions.len();
-        plan.bit_count = zero + 1 + RUN;
+        plan.bit_count = zero + 1;
         if plan.bit_count > MAX_BITS {
             return Err(format!(
                 "the trees use {zero} distinct borders and one-hot values; this evaluator supports {}",
-                MAX_BITS - 1 - RUN
+                MAX_BITS - 1
             ));
         }
 
         let one_hot_bits = next_bit;
-        let bit_of = |l: &super::compile::Split| -> u16 {
+        let bit_of = |l: &Split| -> u32 {
             if l.equal {
                 let key = (one_hot_of[&l.slot], l.threshold);
                 let i = one_hot_conditions.binary_search(&key).unwrap_or(0);
-                (one_hot_bits + i) as u16
+                (one_hot_bits + i) as u32
             } else {
-                regions[&l.slot].bit(l.threshold) as u16
+                regions[&l.slot].bit(l.threshold)
             }
         };
-        let deepest = parts
-            .trees
-            .iter()
-            .map(|t| t.depth as usize)
-            .max()
-            .unwrap_or(0);
-        // The unrolled loops are for depths 4, 6 and 8; shallower trees are
-        // padded up to the next one.
-        plan.depth = match deepest {
-            0..=4 => 4,
-            5..=6 => 6,
-            7..=8 => 8,
-            d => d,
-        };
+        let mut trees = Vec::with_capacity(parts.trees.len());
         for t in &parts.trees {
             let first = t.first_split as usize;
             let levels = &parts.levels[first..first + t.depth as usize];
-            plan.splits.extend(levels.iter().map(&bit_of));
-            plan.splits
-                .extend(std::iter::repeat(zero as u16).take(plan.depth - levels.len()));
             let first_leaf =
                 u32::try_from(t.first_leaf).map_err(|_| "more than 2^32 leaf values".to_owned())?;
-            plan.first_leaf.push(first_leaf);
+            trees.push((first_leaf, levels.iter().map(bit_of).collect()));
         }
+        plan.trees = Trees::build(&trees, zero as u32, plan.dimension);
         plan.one_hot_conditions = one_hot_conditions;
         Ok(plan)
+    }
+}
+
+/// Sets bits `at..at + count` of a packed bit array.
+#[inline(always)]
+pub(crate) fn set_ones(words: &mut [u64], mut at: usize, mut count: usize) {
+    while count > 0 {
+        let shift = at % 64;
+        let n = count.min(64 - shift);
+        words[at / 64] |= (u64::MAX >> (64 - n)) << shift;
+        at += n;
+        count -= n;
+    }
+}
+
+/// ORs the 64-bit `pattern` (bit 0 first) into a packed bit array from bit
+/// `at` on. Only words the pattern's set bits reach are written.
+#[inline(always)]
+pub(crate) fn or_pattern(words: &mut [u64], at: usize, pattern: u64) {
+    let (first, shift) = (at / 64, at % 64);
+    words[first] |= pattern << shift;
+    // `(p >> 1) >> (63 - shift)` is `p >> (64 - shift)`, and 0 (not an
+    // overflow) for shift 0.
+    let spill = (pattern >> 1) >> (63 - shift);
+    if spill != 0 {
+        words[first + 1] |= spill;
     }
 }
 
@@ -359,11 +349,40 @@ impl Plan {
 mod tests {
     use super::*;
 
+    fn bits(words: &[u64], n: usize) -> Vec<u8> {
+        (0..n)
+            .map(|p| ((words[p / 64] >> (p % 64)) & 1) as u8)
+            .collect()
+    }
+
     #[test]
-    fn runs_are_ones_then_zeros() {
-        for (n, run) in RUNS.iter().enumerate() {
-            assert!(run[..n].iter().all(|&b| b == 1));
-            assert!(run[n..].iter().all(|&b| b == 0));
+    fn runs_of_ones_land_where_asked() {
+        for at in [0, 1, 13, 63, 64, 65, 127] {
+            for count in [0, 1, 2, 63, 64, 65, 129] {
+                let mut words = [0u64; 6];
+                set_ones(&mut words, at, count);
+                let want: Vec<u8> = (0..384)
+                    .map(|p| u8::from(p >= at && p < at + count))
+                    .collect();
+                assert_eq!(bits(&words, 384), want, "at {at} count {count}");
+            }
         }
+    }
+
+    #[test]
+    fn patterns_land_where_asked() {
+        for at in [0, 1, 63, 64, 100] {
+            let mut words = [0u64; 4];
+            or_pattern(&mut words, at, 0x8000_0000_0000_0003);
+            let mut want = vec![0u8; 256];
+            for p in [0, 1, 63] {
+                want[at + p] = 1;
+            }
+            assert_eq!(bits(&words, 256), want, "at {at}");
+        }
+        // A pattern that ends inside the array's last word writes no further.
+        let mut words = [0u64; 1];
+        or_pattern(&mut words, 60, 0xf);
+        assert_eq!(words[0], 0xf << 60);
     }
 }

@@ -11,7 +11,8 @@
 //!   holding the JSON array text of `$edgeguard_request_headers` (nginx
 //!   escapes it once more), and the live decision in `edgeguard_action` and
 //!   `edgeguard_<model>` (scores as nginx logged them; `""` or `"-"` when
-//!   unset).
+//!   unset), and the connection's TLS fingerprint in `edgeguard_ja4`
+//!   (optional: older lines have none; `""` on plain HTTP).
 //!
 //! Other fields (labels, timestamps, status) are skipped without being built.
 //!
@@ -83,6 +84,8 @@ pub(crate) struct Parsed<'s> {
     pub(crate) headers: &'s [Header<'s>],
     /// What nginx decided, for log lines that carry it.
     pub(crate) live_action: Option<Action>,
+    /// The connection's JA4 (`edgeguard_ja4`), for log lines that carry one.
+    pub(crate) ja4: Option<&'s [u8]>,
     live: &'s [(Span, LiveScore)],
     bufs: Bufs<'s>,
 }
@@ -184,6 +187,15 @@ pub(crate) fn parse<'s>(
             .map(|&(k, v)| (bufs.get(k), bufs.get(v))),
     );
     let missing = |name: &str| ParseError(de::Error::missing_field(static_name(name)));
+    let ja4 = fields.ja4.map(|s| bufs.get(s)).filter(|v| !is_unset(v));
+    if let Some(v) = ja4 {
+        if !is_ja4(v) {
+            return Err(ParseError(de::Error::custom(format_args!(
+                "edgeguard_ja4: {:?} is not a JA4 fingerprint (36 characters, t13d1516h2_8daaf6152771_e5627efa2ab1)",
+                String::from_utf8_lossy(v)
+            ))));
+        }
+    }
     Ok(Parsed {
         method: bufs.get(fields.method.ok_or_else(|| missing("method"))?),
         uri: bufs.get(fields.uri.ok_or_else(|| missing("uri"))?),
@@ -193,6 +205,7 @@ pub(crate) fn parse<'s>(
         live_action: fields
             .live_action
             .and_then(|s| Action::from_name(bufs.get(s))),
+        ja4,
         live: &scratch.live,
         bufs,
     })
@@ -244,6 +257,7 @@ fn resolved(line: &[u8], fast: bool) -> Option<Vec<Vec<u8>>> {
         span(f.client),
         span(f.headers_text),
         span(f.live_action),
+        span(f.ja4),
         format!("{:?}", f.version).into_bytes(),
     ];
     for &(k, v) in &s.pairs {
@@ -330,6 +344,7 @@ struct Fields {
     client: Option<Span>,
     headers_text: Option<Span>,
     live_action: Option<Span>,
+    ja4: Option<Span>,
 }
 
 /// Where a string seed puts what it reads.
@@ -415,6 +430,7 @@ enum Key<'de> {
     Client,
     Headers,
     LiveAction,
+    Ja4,
     LiveScore(std::borrow::Cow<'de, [u8]>),
     Other,
 }
@@ -450,6 +466,7 @@ impl<'de> de::Deserialize<'de> for Key<'de> {
                 b"client" => Key::Client,
                 b"headers" => Key::Headers,
                 b"edgeguard_action" => Key::LiveAction,
+                b"edgeguard_ja4" => Key::Ja4,
                 _ if v.len() > LIVE_PREFIX.len() && v.starts_with(LIVE_PREFIX.as_bytes()) => {
                     Key::LiveScore(b"".into())
                 }
@@ -496,6 +513,7 @@ impl<'de> Visitor<'de> for RecordSeed<'_> {
                 Key::LiveAction => {
                     fields.live_action = Some(map.next_value_seed(self.str_seed())?);
                 }
+                Key::Ja4 => fields.ja4 = Some(map.next_value_seed(self.str_seed())?),
                 Key::LiveScore(name) => {
                     let score = map.next_value_seed(LiveScoreSeed)?;
                     let start = self.owned.len();
@@ -769,6 +787,16 @@ impl<'de> Visitor<'de> for HeadersSeed<'_> {
 /// nginx logs an unset variable as `-`, an empty one as nothing.
 fn is_unset(v: &[u8]) -> bool {
     matches!(v.trim_ascii(), b"" | b"-")
+}
+
+/// The shape of a JA4 string: 36 characters, `_` at 10 and 23, lower-case
+/// letters and digits elsewhere.
+fn is_ja4(v: &[u8]) -> bool {
+    v.len() == 36
+        && v.iter().enumerate().all(|(i, &b)| match i {
+            10 | 23 => b == b'_',
+            _ => b.is_ascii_digit() || b.is_ascii_lowercase(),
+        })
 }
 
 /// An array of `[name, value]` string pairs, appended to `pairs`.

@@ -251,7 +251,8 @@ impl<'c> Worker<'c> {
     }
 
     /// `{"line":N,"stripped":S,"action":"block","flagged":"bot","scores":{"bot":0.93,...},
-    /// "compare":{...},"live_action":"block"}`, plus `"input":"name"` with several inputs.
+    /// "compare":{...},"live_action":"block","ja4":"t13d..."}`, plus `"input":"name"` with
+    /// several inputs.
     fn write_line(
         &self,
         out: &mut Vec<u8>,
@@ -274,6 +275,12 @@ impl<'c> Worker<'c> {
         }
         if let Some(a) = p.live_action {
             write!(out, ",\"live_action\":\"{}\"", a.as_str())?;
+        }
+        if let Some(ja4) = p.ja4 {
+            // Checked by the parser: 36 ASCII letters, digits and `_`.
+            out.extend_from_slice(b",\"ja4\":\"");
+            out.extend_from_slice(ja4);
+            out.push(b'"');
         }
         out.extend_from_slice(b"}\n");
         Ok(())

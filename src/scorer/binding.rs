@@ -174,7 +174,7 @@ fn score_kind(model: &Model) -> Result<ScoreKind, String> {
         ));
     }
     // By the parsed objective, not its description.
-    match &model.objective {
+    match model.objective_kind() {
         Objective::Binary if model.supports(PredictionType::Probability) => {
             Ok(ScoreKind::Probability)
         }

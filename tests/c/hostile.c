@@ -78,13 +78,13 @@ static edgeguard_str str_of(const void *p, size_t n) {
 /* ------------------------------------------------------------ result codes */
 
 static void test_result_text(void) {
-    for (int code = 0; code <= 9; code++) {
+    for (int code = 0; code <= 10; code++) {
         const char *t = edgeguard_result_text(code);
         CHECK(t && *t && strcmp(t, "unknown result code") != 0, "text of %d", code);
         for (int other = 0; other < code; other++)
             CHECK(strcmp(t, edgeguard_result_text(other)) != 0, "%d and %d share text", code, other);
     }
-    int unknown[] = {-1, 10, 11, 1000, INT32_MIN, INT32_MAX};
+    int unknown[] = {-1, 11, 12, 1000, INT32_MIN, INT32_MAX};
     for (size_t i = 0; i < sizeof unknown / sizeof *unknown; i++)
         CHECK(strcmp(edgeguard_result_text(unknown[i]), "unknown result code") == 0, "text of %d",
               unknown[i]);
@@ -256,6 +256,98 @@ static int same_name(const edgeguard_str *a, const edgeguard_str *b) {
             return 0;
     }
     return 1;
+}
+
+/* edgeguard_header_set_extend and edgeguard_header_set_find_checked, as the
+ * Lua shim uses them: the score header added as an extra rule is found and
+ * listed to clear in every spelling but not counted; internal names that are
+ * not RFC 9110 tokens (what ngx.req.clear_header cannot remove) are counted
+ * in out_unremovable, for every byte after a prefix. */
+static void test_extend_and_find_checked(void) {
+    static const char list[] = "x-user-id\nx-internal-*\n";
+    edgeguard_header_set *set = NULL, *both = NULL;
+    char err[256];
+    CHECK_CODE(parse_list(list, sizeof list - 1, NULL, &set, NULL, 0), EDGEGUARD_RESULT_OK, "list");
+    if (!set)
+        return;
+
+    /* Nulls and refused extensions, each leaving *out untouched. */
+    CHECK_CODE(edgeguard_header_set_extend(NULL, (const uint8_t *)"X-Bot-Score", 11, "s", &both, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "extend null set");
+    CHECK_CODE(edgeguard_header_set_extend(set, NULL, 11, "s", &both, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "extend null buf");
+    CHECK_CODE(edgeguard_header_set_extend(set, (const uint8_t *)"X-Bot-Score", 11, "s", NULL, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "extend null out");
+    static const struct { const char *text; size_t len; const char *what; } bad[] = {
+        {"", 0, "empty"}, {"X-Bot(Score", 11, "separator"}, {"X Bot", 5, "space"},
+        {"a*b", 3, "inner star"}, {"\xff", 1, "8-bit"}, {"x\0y", 3, "NUL"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        err[0] = 0;
+        CHECK_CODE(edgeguard_header_set_extend(set, (const uint8_t *)bad[i].text, bad[i].len, "score_header", &both,
+                                               err, sizeof err),
+                   EDGEGUARD_RESULT_HEADER_LIST_INVALID, bad[i].what);
+        CHECK(both == NULL, "%s: out written", bad[i].what);
+        CHECK(strncmp(err, "score_header", 12) == 0, "%s: message %s", bad[i].what, err);
+    }
+    CHECK_CODE(edgeguard_header_set_extend(set, (const uint8_t *)"X-Bot-Score", 11, NULL, &both, err, sizeof err),
+               EDGEGUARD_RESULT_OK, "extend");
+    if (!both) {
+        edgeguard_header_set_free(set);
+        return;
+    }
+    CHECK(edgeguard_header_set_len(both) == 2, "extra rules are not counted in len");
+
+    /* find_checked's nulls; outputs untouched on failure. */
+    edgeguard_header one = {str_of("x-user-id", 9), str_of("1", 1)};
+    uint32_t clear[8];
+    size_t n = 77, m = 77, u = 77;
+    CHECK_CODE(edgeguard_header_set_find_checked(NULL, &one, 1, clear, 8, &n, &m, &u),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "checked: null set");
+    CHECK_CODE(edgeguard_header_set_find_checked(both, NULL, 1, clear, 8, &n, &m, &u),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "checked: null headers");
+    CHECK_CODE(edgeguard_header_set_find_checked(both, &one, 1, clear, 8, &n, &m, NULL),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "checked: null out_unremovable");
+    CHECK_CODE(edgeguard_header_set_find_checked(both, &one, SIZE_MAX, clear, 8, &n, &m, &u),
+               EDGEGUARD_RESULT_INVALID_ARGUMENT, "checked: headers_len SIZE_MAX");
+    CHECK(n == 77 && m == 77 && u == 77, "checked: outputs written on failure");
+
+    /* Score header spellings: listed, not counted. */
+    edgeguard_header req[] = {
+        {str_of("X_Bot_Score", 11), str_of("forged", 6)}, {str_of("accept", 6), str_of("*/*", 3)},
+        {str_of("x-bot-SCORE", 11), str_of("forged", 6)}, {str_of("X_User_Id", 9), str_of("1", 1)},
+        {str_of("x-bot-scores", 12), str_of("kept", 4)},
+    };
+    CHECK_CODE(edgeguard_header_set_find_checked(both, req, 5, clear, 8, &n, &m, &u), EDGEGUARD_RESULT_OK,
+               "checked: score spellings");
+    CHECK(n == 3 && m == 1 && u == 0, "score spellings: distinct %zu matched %zu unremovable %zu", n, m, u);
+    CHECK(n == 3 && clear[0] == 0 && clear[1] == 2 && clear[2] == 3, "score spellings: indices");
+    CHECK_CODE(edgeguard_header_set_find_checked(set, req, 5, clear, 8, &n, &m, &u), EDGEGUARD_RESULT_OK,
+               "checked: base set");
+    CHECK(n == 1 && m == 1, "the base set is unchanged: distinct %zu matched %zu", n, m);
+
+    /* Every byte after the prefix, in an exact-size name block. */
+    for (int b = 0; b < 256; b++) {
+        uint8_t *name = xmalloc(13);
+        memcpy(name, "x-internal-", 11);
+        name[11] = (uint8_t)b;
+        name[12] = 'a';
+        edgeguard_header h = {{13, name}, str_of("1", 1)};
+        CHECK_CODE(edgeguard_header_set_find_checked(both, &h, 1, clear, 8, &n, &m, &u), EDGEGUARD_RESULT_OK,
+                   "checked: byte");
+        int token = (b >= '0' && b <= '9') || (b >= 'A' && b <= 'Z') || (b >= 'a' && b <= 'z') ||
+                    (b != 0 && strchr("!#$%&'*+-.^_`|~", b) != NULL);
+        CHECK(m == 1 && u == (size_t)!token, "byte 0x%02x: matched %zu unremovable %zu", b, m, u);
+        free(name);
+    }
+    /* find_internal agrees with find_checked on the counts they share. */
+    size_t n2 = 0, m2 = 0;
+    CHECK_CODE(edgeguard_header_set_find_internal(both, req, 5, clear, 8, &n2, &m2), EDGEGUARD_RESULT_OK,
+               "find_internal on an extended set");
+    CHECK(n2 == 3 && m2 == 1, "find_internal: distinct %zu matched %zu", n2, m2);
+
+    edgeguard_header_set_free(both);
+    edgeguard_header_set_free(set);
 }
 
 static void test_find_internal(void) {
@@ -1051,6 +1143,123 @@ static void test_config_hostile(void) {
     edgeguard_policy_free(NULL);
 }
 
+/* ------------------------------------------------------------------ TLS */
+
+static int is_grease(uint16_t v) { return (v & 0x0f0f) == 0x0a0a && (v >> 8) == (v & 0xff); }
+
+/* A ClientHello record with `nc` ciphers (every 17th a GREASE value) and `ne`
+ * empty extensions starting at type `first_ext`, plus SNI. */
+static uint8_t *client_hello(size_t nc, size_t ne, uint16_t first_ext, size_t *len) {
+    size_t body = 2 + 32 + 1 + 2 + 2 * nc + 2 + 2 + 4 + 4 * ne;
+    size_t n = 5 + 4 + body;
+    uint8_t *b = xmalloc(n), *p = b;
+    *p++ = 22; *p++ = 3; *p++ = 1; *p++ = (uint8_t)((n - 5) >> 8); *p++ = (uint8_t)(n - 5);
+    *p++ = 1; *p++ = (uint8_t)(body >> 16); *p++ = (uint8_t)(body >> 8); *p++ = (uint8_t)body;
+    *p++ = 3; *p++ = 3;
+    memset(p, 0x42, 32); p += 32;
+    *p++ = 0;
+    *p++ = (uint8_t)((2 * nc) >> 8); *p++ = (uint8_t)(2 * nc);
+    for (size_t i = 0; i < nc; i++) {
+        uint16_t c = i % 17 == 0 ? 0x0a0a : (uint16_t)(0x0100 + i);
+        *p++ = (uint8_t)(c >> 8); *p++ = (uint8_t)c;
+    }
+    *p++ = 1; *p++ = 0;
+    size_t ext = 4 + 4 * ne;
+    *p++ = (uint8_t)(ext >> 8); *p++ = (uint8_t)ext;
+    *p++ = 0; *p++ = 0; *p++ = 0; *p++ = 0; /* server_name, empty */
+    for (size_t i = 0; i < ne; i++) {
+        uint16_t t = (uint16_t)(first_ext + i);
+        *p++ = (uint8_t)(t >> 8); *p++ = (uint8_t)t; *p++ = 0; *p++ = 0;
+    }
+    *len = n;
+    return b;
+}
+
+static void test_tls_hostile(void) {
+    char err[256];
+    edgeguard_tls_info info;
+    size_t n;
+    uint8_t *h = client_hello(15, 10, 0x0100, &n);
+
+    CHECK_CODE(edgeguard_tls_parse(h, n, &info, err, sizeof err), EDGEGUARD_RESULT_OK, "tls_parse");
+    CHECK(info.present == 1 && info.ciphers == 14 && info.extensions == 11 && info.grease == 1,
+          "parts %d %d %d %d", info.present, info.ciphers, info.extensions, info.grease);
+    CHECK(memcmp(info.ja4, "t12d1411", 8) == 0 && info.ja4[10] == '_' && info.ja4[23] == '_',
+          "ja4 %.36s", info.ja4);
+    CHECK(info.alpn_len == 0 && info.source == 1, "alpn %d source %d", info.alpn_len, info.source);
+
+    CHECK_CODE(edgeguard_tls_parse(h, n, NULL, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "tls_parse: null out");
+    CHECK_CODE(edgeguard_tls_parse(NULL, n, &info, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "tls_parse: null bytes with a length");
+    CHECK_CODE(edgeguard_tls_parse(h, SIZE_MAX, &info, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "tls_parse: a length no array has");
+    CHECK_CODE(edgeguard_tls_parse(NULL, 0, &info, err, sizeof err), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "tls_parse: nothing");
+
+    /* Every truncation: refused, out untouched, the field named. */
+    for (size_t cut = 0; cut < n; cut++) {
+        edgeguard_tls_info before;
+        memset(&before, 0x5a, sizeof before);
+        info = before;
+        uint8_t *copy = xmalloc(cut ? cut : 1);
+        memcpy(copy, h, cut);
+        edgeguard_result r = edgeguard_tls_parse(copy, cut, &info, err, sizeof err);
+        CHECK_CODE(r, EDGEGUARD_RESULT_INVALID_ARGUMENT, "tls_parse: truncated");
+        CHECK(memcmp(&info, &before, sizeof info) == 0, "out written on failure at %zu", cut);
+        CHECK(strstr(err, " at byte ") != NULL, "message at %zu: %s", cut, err);
+        free(copy);
+    }
+    /* Lengths that lie, every error buffer size. */
+    uint8_t *lie = xmalloc(n);
+    memcpy(lie, h, n);
+    lie[9 + 2 + 32 + 1] = 0xff; /* cipher_suites length past the end */
+    for (size_t cap = 0; cap <= 40; cap += 8) {
+        char *small = cap ? xmalloc(cap) : NULL;
+        CHECK_CODE(edgeguard_tls_parse(lie, n, &info, small, cap), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+                   "tls_parse: lying cipher length");
+        CHECK(cap == 0 || strlen(small) < cap, "errbuf of %zu terminated", cap);
+        free(small);
+    }
+    free(lie);
+    free(h);
+
+    /* The largest lists a ClientHello holds. */
+    h = client_hello(32767, 16382, 0x0100, &n);
+    /* 16 382 extensions overflow the record's 16-bit length: as a handshake message. */
+    CHECK_CODE(edgeguard_tls_parse(h + 5, n - 5, &info, err, sizeof err), EDGEGUARD_RESULT_OK,
+               "tls_parse: 32767 ciphers, 16383 extensions");
+    size_t want_c = 0, want_e = 1;
+    for (size_t i = 0; i < 32767; i++)
+        want_c += i % 17 != 0 && !is_grease((uint16_t)(0x0100 + i));
+    for (size_t i = 0; i < 16382; i++)
+        want_e += !is_grease((uint16_t)(0x0100 + i));
+    CHECK(info.ciphers == want_c && info.extensions == want_e, "counts %d %d, want %zu %zu",
+          info.ciphers, info.extensions, want_c, want_e);
+    CHECK(memcmp(info.ja4 + 4, "9999", 4) == 0, "capped counts %.36s", info.ja4);
+    free(h);
+
+    /* The live calls, in a process without OpenSSL. */
+    int fake;
+    CHECK_CODE(edgeguard_tls_client_hello(NULL, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "client_hello: null");
+    CHECK_CODE(edgeguard_tls_client_hello(&fake, err, sizeof err), EDGEGUARD_RESULT_TLS_UNAVAILABLE,
+               "client_hello: no OpenSSL");
+    CHECK_CODE(edgeguard_tls_client_hello(&fake, NULL, 0), EDGEGUARD_RESULT_TLS_UNAVAILABLE,
+               "client_hello: no errbuf");
+    memset(&info, 0x5a, sizeof info);
+    CHECK_CODE(edgeguard_tls_get(&fake, &info), EDGEGUARD_RESULT_OK, "tls_get: no OpenSSL");
+    CHECK(info.present == 0, "nothing found");
+    CHECK_CODE(edgeguard_tls_get(NULL, &info), EDGEGUARD_RESULT_OK, "tls_get: plain HTTP");
+    CHECK_CODE(edgeguard_tls_get(&fake, NULL), EDGEGUARD_RESULT_NULL_PARAMETER, "tls_get: null out");
+    const char *names[] = {"unknown", "boringssl", "nss", "openssl", "go"};
+    for (int f = -1; f <= 6; f++) {
+        const char *want = f >= 0 && f <= 4 ? names[f] : "unknown";
+        CHECK(strcmp(edgeguard_tls_family_name(f), want) == 0, "family %d", f);
+    }
+    CHECK(strcmp(edgeguard_tls_family_name(INT32_MIN), "unknown") == 0, "family INT32_MIN");
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s FIXTURE_DIR\n", argv[0]);
@@ -1063,6 +1272,7 @@ int main(int argc, char **argv) {
     test_header_list_hostile();
     test_errbuf_lengths();
     test_find_internal();
+    test_extend_and_find_checked();
     test_model_load_hostile();
     test_predict_hostile();
     snprintf(bot_path, sizeof bot_path, "%s/../../../models/bot.json", fixture_dir);
@@ -1071,6 +1281,7 @@ int main(int argc, char **argv) {
     test_scorer_introspection();
     test_scorer_score_hostile();
     test_config_hostile();
+    test_tls_hostile();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

@@ -204,7 +204,8 @@ http {{
         underscores_in_headers {"on" if underscores else "off"};
         location / {{
             {location_extra}
-            access_by_lua_block {{
+            # The shipped placement (README: "Where edgeguard goes in nginx.conf").
+            rewrite_by_lua_block {{
                 {access}
             }}
             proxy_pass http://127.0.0.1:{origin_port};

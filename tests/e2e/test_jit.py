@@ -23,6 +23,11 @@ from conftest import CHROME, ROOT, free_port, running_edge, send_exact
 MODELS = f'models = {{ bot = "{ROOT}/models/bot.json", spoof = "{ROOT}/models/spoof.json" }},'
 ITERATIONS = 5000
 EDGEGUARD_LUA = re.compile(r"resty/edgeguard[\w/]*\.lua|edgeguard\.lua")
+# Abort reasons that are LuaJIT choosing where a trace starts and ends, not
+# code it cannot compile (lj_traceerr.h: LOOPEX, LINNER, LUNROLL).
+TRACE_SELECTION = re.compile(r"leaving loop in root trace|inner loop in root trace|loop unroll limit reached")
+# How many of those the steady half may see across its 4 x ITERATIONS calls.
+STEADY_RETRIES = 20
 
 CHROME_INTERNAL = CHROME + [("X-Internal-User-Id", "42")]
 CURL = [("Host", "edge.test"), ("User-Agent", "curl/8.5.0"), ("Accept", "*/*"), ("X-Internal-User-Id", "7")]
@@ -121,9 +126,22 @@ def test_hot_path_compiles_without_trace_aborts(jit_edge, kind, headers, action)
     # While traces are being picked, LuaJIT tries roots at short inner loops
     # (two models, a few headers to clear) and gives them up ("leaving loop
     # in root trace", "inner loop in root trace", "loop unroll limit"); those
-    # are trace selection, not code the JIT cannot compile. NYI is.
+    # are trace selection, not code the JIT cannot compile. LuaJIT randomises
+    # the penalties that decide when it tries again, so such a retry can also
+    # fall into the steady half (about one run in seven failed on them when
+    # this test required none there). Any other abort reason (NYI, a C call
+    # it cannot compile, too many snapshots or constants, an error while
+    # recording, a side trace too long) is code the JIT gave up on: NYI
+    # fails in either half, and once warm nothing but trace selection may
+    # abort. (Warm-up may see "trace too long" for a side trace while the
+    # root traces settle; the steady half shows whether it stayed.)
     nyi = [line for line in aborts_in_edgeguard(warmup) if "NYI" in line]
     assert not nyi, "NYI in edgeguard's Lua:\n" + "\n".join(nyi)
-    # Once warm, the same loops must run without a single abort in edgeguard's code.
-    aborts = aborts_in_edgeguard(steady)
-    assert not aborts, "trace aborts in edgeguard's Lua after warm-up:\n" + "\n".join(aborts)
+    bad = [line for line in aborts_in_edgeguard(steady) if not TRACE_SELECTION.search(line)]
+    assert not bad, "trace aborts in edgeguard's Lua after warm-up:\n" + "\n".join(bad)
+    # Once warm, the loops run on traces: the retries above stay rare, not one
+    # per iteration (an interpreted hot path would abort over and over).
+    retries = aborts_in_edgeguard(steady)
+    assert len(retries) <= STEADY_RETRIES, (
+        f"{len(retries)} trace-selection aborts in edgeguard's Lua after warm-up:\n" + "\n".join(retries)
+    )

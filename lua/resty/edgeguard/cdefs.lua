@@ -35,6 +35,8 @@ typedef enum {
   EDGEGUARD_RESULT_BUFFER_TOO_SMALL = 8,
 
   EDGEGUARD_RESULT_CONFIG_INVALID = 9,
+
+  EDGEGUARD_RESULT_TLS_UNAVAILABLE = 10,
 } edgeguard_result;
 
 typedef enum {
@@ -109,6 +111,29 @@ typedef struct {
   size_t headers_len;
 } edgeguard_request;
 
+typedef struct {
+
+  uint8_t present;
+
+  uint8_t grease;
+
+  uint8_t family;
+
+  uint8_t alpn_len;
+
+  uint8_t source;
+
+  uint16_t version;
+
+  uint16_t ciphers;
+
+  uint16_t extensions;
+
+  char ja4[36];
+
+  uint8_t alpn[16];
+} edgeguard_tls_info;
+
 const char *edgeguard_version(void);
 
 const char *edgeguard_result_text(int result);
@@ -166,6 +191,14 @@ void edgeguard_header_set_free(edgeguard_header_set *set);
 
 size_t edgeguard_header_set_len(const edgeguard_header_set *set);
 
+edgeguard_result edgeguard_header_set_extend(const edgeguard_header_set *set,
+                                             const uint8_t *buf,
+                                             size_t len,
+                                             const char *source_name,
+                                             edgeguard_header_set **out,
+                                             char *errbuf,
+                                             size_t errbuf_len);
+
 edgeguard_result edgeguard_header_set_find_internal(const edgeguard_header_set *set,
                                                     const edgeguard_header *headers,
                                                     size_t headers_len,
@@ -173,6 +206,15 @@ edgeguard_result edgeguard_header_set_find_internal(const edgeguard_header_set *
                                                     size_t out_clear_cap,
                                                     size_t *out_clear_len,
                                                     size_t *out_matched);
+
+edgeguard_result edgeguard_header_set_find_checked(const edgeguard_header_set *set,
+                                                   const edgeguard_header *headers,
+                                                   size_t headers_len,
+                                                   uint32_t *out_clear,
+                                                   size_t out_clear_cap,
+                                                   size_t *out_clear_len,
+                                                   size_t *out_matched,
+                                                   size_t *out_unremovable);
 
 edgeguard_result edgeguard_model_new_from_file(const char *path,
                                                edgeguard_model **out,
@@ -237,6 +279,18 @@ edgeguard_result edgeguard_scorer_score(const edgeguard_scorer *scorer,
                                         const edgeguard_request *request,
                                         double *out_scores,
                                         size_t n);
+
+edgeguard_result edgeguard_tls_parse(const uint8_t *hello,
+                                     size_t hello_len,
+                                     edgeguard_tls_info *out,
+                                     char *errbuf,
+                                     size_t errbuf_len);
+
+edgeguard_result edgeguard_tls_client_hello(void *ssl, char *errbuf, size_t errbuf_len);
+
+edgeguard_result edgeguard_tls_get(const void *ssl, edgeguard_tls_info *out);
+
+const char *edgeguard_tls_family_name(int family);
 ]]
 
 return true

@@ -20,6 +20,7 @@ local errbuf = ffi_new("char[?]", ERRBUF_LEN)
 local set_out = ffi_new("edgeguard_header_set *[1]")
 local clear_len = ffi_new("size_t[1]")
 local matched = ffi_new("size_t[1]")
+local unremovable = ffi_new("size_t[1]")
 
 -- Indices to clear; grown (rarely) to the largest header count seen, since
 -- Rust requires room for every header.
@@ -37,7 +38,9 @@ local function wrap(lib, rc, handle_box)
     local handle = ffi_gc(handle_box[0], function(p)
         lib.edgeguard_header_set_free(p)
     end)
-    return setmetatable({ handle = handle, lib = lib }, mt)
+    -- The search is on every request's path: its function is looked up once.
+    return setmetatable({ handle = handle, lib = lib, find_checked = lib.edgeguard_header_set_find_checked },
+                        mt)
 end
 
 -- Loads a list file. Returns the set, or nil and a message naming the file
@@ -60,6 +63,18 @@ function _M.parse(lib, text, name)
     return wrap(lib, rc, set_out)
 end
 
+-- A new set with this set's rules and those of the list in `text` (for
+-- the score header: one search finds both); `name` labels `text` in errors.
+-- Returns the set, or nil and the error.
+function _M.extend(self, text, name)
+    if type(text) ~= "string" then
+        error("internal header list must be a string", 2)
+    end
+    local lib = self.lib
+    local rc = lib.edgeguard_header_set_extend(self.handle, text, #text, name, set_out, errbuf, ERRBUF_LEN)
+    return wrap(lib, rc, set_out)
+end
+
 -- Number of rules in the set.
 function _M.len(self)
     return tonumber(self.lib.edgeguard_header_set_len(self.handle))
@@ -67,19 +82,21 @@ end
 
 -- Finds the internal entries among `n` headers at `headers` (an
 -- edgeguard_header array). Returns the index buffer, how many distinct names
--- to clear, and how many entries matched; or nil and an error.
+-- to clear, how many entries matched, and how many of those
+-- ngx.req.clear_header cannot remove (names that are not RFC 9110 tokens;
+-- include/edgeguard.h, edgeguard_header_set_find_checked); or nil and an
+-- error.
 function _M.find(self, headers, n)
     if n > clear_cap then
         clear_cap = n > 128 and n or 128
         clear_buf = ffi_new("uint32_t[?]", clear_cap)
     end
-    local lib = self.lib
-    local rc = lib.edgeguard_header_set_find_internal(self.handle, headers, n, clear_buf,
-                                                      clear_cap, clear_len, matched)
+    local rc = self.find_checked(self.handle, headers, n, clear_buf, clear_cap, clear_len, matched,
+                                 unremovable)
     if rc ~= 0 then
-        return nil, edgeguard_lib.result_text(lib, rc)
+        return nil, edgeguard_lib.result_text(self.lib, rc)
     end
-    return clear_buf, tonumber(clear_len[0]), tonumber(matched[0])
+    return clear_buf, tonumber(clear_len[0]), tonumber(matched[0]), tonumber(unremovable[0])
 end
 
 return _M

@@ -11,7 +11,7 @@
 --       lib = require("resty.edgeguard.lib").load(),
 --   })
 --   eng:read_request(req)             -- fills req from the current request
---   eng:strip(req)                    -- ngx.req.clear_header per internal name
+--   eng:strip(req)                    -- ngx.req.clear_header per internal name: removed, left
 --   local scores = eng:score_request(req)  -- { bot = 0.93, spoof = 0.12 }
 --
 -- Models are bound to the feature schema by the names they were trained
@@ -293,11 +293,13 @@ end
 
 --- Inside nginx: clears the internal headers of the current request with the
 -- original algorithm (headers.strip); returns how many of req's headers were
--- internal. 0 without a header list.
+-- removed and how many internal ones nginx still holds (names
+-- ngx.req.clear_header cannot reach, see headers.strip). 0, 0 without a
+-- header list.
 function Engine:strip(req)
     local list = self.headers
     if not list then
-        return 0
+        return 0, 0
     end
     return strip(list, req)
 end

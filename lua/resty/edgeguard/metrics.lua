@@ -36,7 +36,8 @@ local SECONDS_BUCKETS = { 1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 
 _M.SCORE_BUCKETS = SCORE_BUCKETS
 _M.SECONDS_BUCKETS = SECONDS_BUCKETS
 
-_M.ACTIONS = { "pass", "allow", "log", "block", "unavailable", "error" }
+-- "refused": a 400 for internal headers nginx's Lua API cannot remove.
+_M.ACTIONS = { "pass", "allow", "log", "block", "unavailable", "error", "refused" }
 _M.DISAGREEMENTS = { "score", "decision", "headers" }
 
 -- A monotonic clock with nanosecond resolution (ngx.now() is cached per

@@ -4,7 +4,7 @@
 -- client's letter case, every byte), before anything strips them.
 --
 --   set $edgeguard_request_headers "";
---   access_by_lua_block {
+--   rewrite_by_lua_block {   -- server level: README "Where edgeguard goes in nginx.conf"
 --       require("resty.edgeguard.record").capture()   -- first: before stripping
 --       require("resty.edgeguard").access{ vars = true }
 --   }
@@ -164,7 +164,7 @@ local hdr_cap = 0
 local hdr_buf, eg_hdr_buf
 
 --- Sets $edgeguard_request_headers to the current request's headers, as the
--- client sent them. Call it in access_by_lua* before anything changes the
+-- client sent them. Call it in rewrite_by_lua* before anything changes the
 -- headers (before edgeguard.access()). Returns the number of headers, or nil
 -- and an error (the variable not declared with `set`, headers unreadable).
 function _M.capture()

@@ -9,6 +9,8 @@ local ffi = require "ffi"
 local base = require "resty.core.base"
 require "resty.core.request" -- declares ngx_http_lua_ffi_table_elt_t
 require "resty.core.var"     -- declares ngx_http_lua_ffi_var_get
+require "resty.core.misc"    -- declares ngx_http_lua_ffi_is_subrequest (edgeguard.lua calls it)
+require "resty.core.phase"   -- declares ngx_http_lua_ffi_get_phase (edgeguard.lua calls it)
 require "resty.edgeguard.cdefs"
 
 local C = ffi.C

@@ -262,6 +262,7 @@ pub(super) fn record(line: &[u8], scratch: &mut Scratch) -> Option<Fields> {
                 b"uri" => f.uri = Some(c.str_span(Base::Line, 0, owned)?),
                 b"client" => f.client = Some(c.str_span(Base::Line, 0, owned)?),
                 b"edgeguard_action" => f.live_action = Some(c.str_span(Base::Line, 0, owned)?),
+                b"edgeguard_ja4" => f.ja4 = Some(c.str_span(Base::Line, 0, owned)?),
                 b"version" => f.version = Some(c.version()?),
                 b"headers" => {
                     scratch.pairs.clear();

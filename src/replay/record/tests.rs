@@ -114,6 +114,41 @@ fn access_log_lines_without_edgeguard_values() {
 }
 
 #[test]
+fn the_tls_fingerprint_is_an_optional_field() {
+    let mut s = Scratch::default();
+    let with = br#"{"client":"::1","method":"GET","uri":"/","version":"HTTP/2.0","headers":"[]","edgeguard_action":"pass","edgeguard_ja4":"t13d1516h2_8daaf6152771_e5627efa2ab1"}"#;
+    let p = parse(with, &mut s).unwrap();
+    assert_eq!(p.ja4, Some(&b"t13d1516h2_8daaf6152771_e5627efa2ab1"[..]));
+    assert_eq!(p.live_action, Some(Action::Pass));
+    assert_eq!(p.live_score("ja4"), None, "not read as a model's score");
+    assert!(paths_agree(with).unwrap(), "the scanner reads it");
+    // Plain HTTP logs "", older lines have no field at all: both are None.
+    for line in [
+        &br#"{"method":"GET","uri":"/","version":"1.1","edgeguard_ja4":""}"#[..],
+        br#"{"method":"GET","uri":"/","version":"1.1","edgeguard_ja4":"-"}"#,
+        br#"{"method":"GET","uri":"/","version":"1.1"}"#,
+        LOG_LINE.as_bytes(),
+    ] {
+        assert_eq!(parse(line, &mut s).unwrap().ja4, None);
+    }
+    for bad in [
+        &br#"{"method":"GET","uri":"/","version":"1.1","edgeguard_ja4":"t13d1516h2"}"#[..],
+        br#"{"method":"GET","uri":"/","version":"1.1","edgeguard_ja4":"T13D1516H2_8DAAF6152771_E5627EFA2AB1"}"#,
+        br#"{"method":"GET","uri":"/","version":"1.1","edgeguard_ja4":"t13d1516h2-8daaf6152771-e5627efa2ab1"}"#,
+    ] {
+        let e = parse(bad, &mut s).unwrap_err().to_string();
+        assert!(e.contains("edgeguard_ja4") && e.contains("not a JA4"), "{e}");
+    }
+    let e = parse(
+        br#"{"method":"GET","uri":"/","version":"1.1","edgeguard_ja4":7}"#,
+        &mut s,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("column"), "{e}");
+}
+
+#[test]
 fn the_scratch_is_reused_across_lines() {
     let mut s = Scratch::default();
     let first = parse(LOG_LINE.as_bytes(), &mut s)

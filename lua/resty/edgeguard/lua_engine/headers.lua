@@ -199,11 +199,33 @@ function _M.count(list, req)
     return n
 end
 
--- Inside nginx: removes the current request's internal headers and returns
--- how many of req's entries were internal (req as read_request filled it).
+-- How many of the current request's header entries are internal, repeats
+-- counted, read back from nginx (ngx.req.get_headers keeps repeats in a
+-- table per raw name).
+local function count_left(list, get_headers)
+    local left = 0
+    for name, v in pairs(get_headers(0, true)) do
+        if is_internal(list, name) then
+            left = left + (type(v) == "table" and #v or 1)
+        end
+    end
+    return left
+end
+
+-- Inside nginx: removes the current request's internal headers. Returns how
+-- many of req's entries (req as read_request filled it) were really removed,
+-- and how many internal entries are still there.
+--
+-- The second number is not always 0: ngx.req.clear_header percent-escapes
+-- the bytes of a name that are not RFC 9110 token characters before it
+-- searches (lua-nginx-module's ngx_http_lua_copy_escaped_header, 0.10.23),
+-- so a name such as `X-Internal-(a` or `X-Internal-\xe9`, which nginx
+-- keeps with `ignore_invalid_headers off`, is searched as `x-internal-%28a`
+-- and silently stays. So what is left is read back from nginx, never assumed.
 function _M.strip(list, req)
     local ngx_req = ngx.req
     local clear_header = ngx_req.clear_header
+    local get_headers = ngx_req.get_headers
     local names = list.names
     for i = 1, #names do
         clear_header(names[i])
@@ -211,12 +233,18 @@ function _M.strip(list, req)
     -- What the exact names missed: prefix rules, and names spelled with `_`
     -- (clear_header compares case-insensitively but keeps `_` and `-` apart).
     local exact = list.exact
-    for name in pairs(ngx_req.get_headers(0, true)) do
+    local missed = false
+    for name in pairs(get_headers(0, true)) do
         if not exact[lower(name)] and is_internal(list, name) then
             clear_header(name)
+            missed = true
         end
     end
-    return _M.count(list, req)
+    local found = _M.count(list, req)
+    -- Exact names are tokens, which clear_header removes; only a name found
+    -- by the second pass can have been left.
+    local left = missed and count_left(list, get_headers) or 0
+    return found - left, left
 end
 
 -- Module-level helpers the tests use.

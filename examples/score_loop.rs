@@ -1,0 +1,90 @@
+//! A fixed workload for instruction counting of request scoring: the shipped
+//! scorer (bot + spoof) over the traffic fixture's requests, `rounds` times,
+//! features extracted and scored per request as `Scorer::score` does it.
+//! `scripts/callgrind-model.sh scorer` runs it under callgrind and reports
+//! instructions per request for extraction, the models, and both.
+//!
+//! `cargo run --release --example score_loop -- ROUNDS`
+
+use std::hint::black_box;
+
+#[path = "../tests/scorer_support/mod.rs"]
+mod scorer_support;
+
+use edgeguard::features::{extract, FeatureVector, Request};
+use edgeguard::headers::Header;
+use edgeguard::scorer::Scorer;
+use scorer_support::{fixture_requests, shipped};
+
+/// Extraction alone; out of line so callgrind counts it under one name.
+#[inline(never)]
+fn extract_all(views: &[Request<'_>], rounds: usize) -> f32 {
+    let mut total = 0.0;
+    for _ in 0..rounds {
+        for req in views {
+            let mut v = FeatureVector::new();
+            extract(black_box(req), &mut v);
+            total += v.floats()[0];
+        }
+    }
+    total
+}
+
+/// Both models on vectors extracted beforehand.
+#[inline(never)]
+fn models_all(scorer: &Scorer, vectors: &[FeatureVector<'_>], rounds: usize) -> f64 {
+    let mut out = [0.0; 2];
+    let mut total = 0.0;
+    for _ in 0..rounds {
+        for v in vectors {
+            scorer
+                .score_features(black_box(v), &mut out)
+                .expect("score");
+            total += out[0] + out[1];
+        }
+    }
+    total
+}
+
+/// Extraction, hashing and both models: `Scorer::score`.
+#[inline(never)]
+fn score_all(scorer: &Scorer, views: &[Request<'_>], rounds: usize) -> f64 {
+    let mut out = [0.0; 2];
+    let mut total = 0.0;
+    for _ in 0..rounds {
+        for req in views {
+            scorer.score(black_box(req), &mut out).expect("score");
+            total += out[0] + out[1];
+        }
+    }
+    total
+}
+
+fn main() {
+    let rounds: usize = std::env::args()
+        .nth(1)
+        .map_or(1, |r| r.parse().expect("ROUNDS is a number"));
+    let files = shipped();
+    let files: Vec<(&str, &std::path::Path)> =
+        files.iter().map(|(n, p)| (*n, p.as_path())).collect();
+    let scorer = Scorer::load(&files).unwrap_or_else(|e| panic!("{e}"));
+    let requests = fixture_requests();
+    let headers: Vec<Vec<Header<'_>>> = requests.iter().map(|r| r.ffi_headers()).collect();
+    let views: Vec<Request<'_>> = requests
+        .iter()
+        .zip(&headers)
+        .map(|(r, h)| r.view(h))
+        .collect();
+    let vectors: Vec<FeatureVector<'_>> = views
+        .iter()
+        .map(|req| {
+            let mut v = FeatureVector::new();
+            extract(req, &mut v);
+            v
+        })
+        .collect();
+    let e = extract_all(&views, rounds);
+    let m = models_all(&scorer, &vectors, rounds);
+    let s = score_all(&scorer, &views, rounds);
+    println!("{} requests, checksums {e} {m} {s}", views.len() * rounds);
+}

@@ -1,0 +1,224 @@
+-- TLS fingerprints (JA4) of nginx's connections: an adapter around
+-- edgeguard_tls_client_hello / edgeguard_tls_get.
+--
+--   server {
+--       listen 443 ssl;
+--       ssl_client_hello_by_lua_block { require("resty.edgeguard.tls").client_hello() }
+--       # for log formats: $edgeguard_ja4, "" when the connection has none
+--       set_by_lua_block $edgeguard_ja4 { return require("resty.edgeguard.tls").ja4() or "" }
+--   }
+--
+-- client_hello() reads the ClientHello through nginx's OpenSSL while the
+-- handshake waits in OpenSSL's client-hello callback, and stores the JA4 on
+-- the connection's SSL object (freed with it). Every request of that
+-- connection, HTTP/2 streams included, then reads it with ja4() or get().
+-- It never fails the handshake: any error is logged and the handshake goes
+-- on without a fingerprint.
+--
+-- No fingerprint (nil): plain HTTP; TLS without the ssl_client_hello line;
+-- an SSLv2-format ClientHello; a process without OpenSSL's client-hello
+-- functions. A resumed session sends a ClientHello too and is fingerprinted
+-- (its JA4 differs from a full handshake's: pre_shared_key is one more
+-- extension).
+
+local ffi = require "ffi"
+require "resty.edgeguard.cdefs"
+local edgeguard_lib = require "resty.edgeguard.lib"
+
+local ffi_new = ffi.new
+local ffi_string = ffi.string
+local tonumber = tonumber
+
+local _M = { _VERSION = "0.1.0" }
+
+local TLS_UNAVAILABLE = tonumber(ffi_new("edgeguard_result", "EDGEGUARD_RESULT_TLS_UNAVAILABLE"))
+local ERRBUF_LEN = 256
+local errbuf = ffi_new("char[?]", ERRBUF_LEN)
+local info = ffi_new("edgeguard_tls_info[1]")
+
+local lib -- loaded on first use: configure{ lib_path = } may come first
+
+local function get_lib()
+    if not lib then
+        local l, err = edgeguard_lib.load()
+        if not l then
+            return nil, err
+        end
+        lib = l
+    end
+    return lib
+end
+
+--- Fingerprints the bytes of one ClientHello (a TLS record or a handshake
+-- message, as a Lua string). Returns the edgeguard_tls_info (a buffer this
+-- module reuses: read it before the next call), or nil and an error naming
+-- the field at fault.
+function _M.parse(hello)
+    if type(hello) ~= "string" then
+        error("tls.parse expects the ClientHello bytes as a string", 2)
+    end
+    local l, err = get_lib()
+    if not l then
+        return nil, err
+    end
+    local rc = l.edgeguard_tls_parse(hello, #hello, info, errbuf, ERRBUF_LEN)
+    if rc ~= 0 then
+        return nil, ffi_string(errbuf)
+    end
+    return info[0]
+end
+
+--- The JA4 of an edgeguard_tls_info as a Lua string.
+function _M.ja4_of(i)
+    return ffi_string(i.ja4, 36)
+end
+
+--- The name of an edgeguard_tls_info's family ("boringssl", "nss", ...).
+function _M.family_of(i)
+    local l = assert(get_lib())
+    return ffi_string(l.edgeguard_tls_family_name(i.family))
+end
+
+-- The nginx part: present only inside nginx's http subsystem.
+local in_nginx = ngx and ngx.config and ngx.config.subsystem == "http"
+if not in_nginx then
+    local function outside()
+        error("edgeguard.tls needs nginx's http subsystem", 2)
+    end
+    _M.client_hello, _M.get, _M.ja4 = outside, outside, outside
+    return _M
+end
+
+local base = require "resty.core.base"
+local C = ffi.C
+local get_request = base.get_request
+local ngx_log = ngx.log
+local ngx_ERR = ngx.ERR
+local ngx_WARN = ngx.WARN
+
+-- lua-nginx-module exports it (0.10.16+); lua-resty-core 0.1.25 does not
+-- declare it. The SSL * is passed on untyped.
+if not pcall(ffi.typeof, "edgeguard_req_ssl_pointer_declared") then
+    ffi.cdef[[
+        typedef int edgeguard_req_ssl_pointer_declared;
+        void *ngx_http_lua_ffi_get_req_ssl_pointer(void *r);
+    ]]
+end
+
+-- Resolved once: a lua-nginx-module without it (before 0.10.16) leaves
+-- every connection without a fingerprint instead of raising in a handshake.
+local has_ssl_pointer, get_ssl_pointer = pcall(function()
+    return C.ngx_http_lua_ffi_get_req_ssl_pointer
+end)
+if not has_ssl_pointer then
+    get_ssl_pointer = function()
+        return nil
+    end
+end
+
+local unavailable_logged = false
+
+local function client_hello()
+    if not has_ssl_pointer then
+        if not unavailable_logged then
+            unavailable_logged = true
+            ngx_log(ngx_WARN, "edgeguard tls: no fingerprints: this lua-nginx-module does not export ",
+                    "ngx_http_lua_ffi_get_req_ssl_pointer")
+        end
+        return nil, "ngx_http_lua_ffi_get_req_ssl_pointer is missing"
+    end
+    local r = get_request()
+    if not r then
+        ngx_log(ngx_ERR, "edgeguard tls: no request (call client_hello() in ssl_client_hello_by_lua*)")
+        return nil, "no request"
+    end
+    local l, err = get_lib()
+    if not l then
+        ngx_log(ngx_ERR, "edgeguard tls: ", err)
+        return nil, err
+    end
+    local ssl = get_ssl_pointer(r)
+    if ssl == nil then
+        return nil, "no TLS connection"
+    end
+    local rc = l.edgeguard_tls_client_hello(ssl, errbuf, ERRBUF_LEN)
+    if rc == 0 then
+        return true
+    end
+    local msg = ffi_string(errbuf)
+    if rc == TLS_UNAVAILABLE then
+        -- The same for every handshake of this worker: say it once.
+        if not unavailable_logged then
+            unavailable_logged = true
+            ngx_log(ngx_WARN, "edgeguard tls: no fingerprints: ", msg)
+        end
+        return nil, msg
+    end
+    ngx_log(ngx_ERR, "edgeguard tls: ", edgeguard_lib.result_text(l, rc), ": ", msg)
+    return nil, msg
+end
+
+--- Call in ssl_client_hello_by_lua*: fingerprints the connection's
+-- ClientHello. Returns true, or nil and an error (already logged); the
+-- handshake goes on either way: a Lua error here would fail it, so none
+-- escapes.
+function _M.client_hello()
+    local ok, res, err = pcall(client_hello)
+    if not ok then
+        ngx_log(ngx_ERR, "edgeguard tls: ", res)
+        return nil, res
+    end
+    return res, err
+end
+
+--- The current request's connection fingerprint as an edgeguard_tls_info
+-- (a buffer this module reuses: read it before the next call), or nil.
+-- Allocates nothing.
+function _M.get()
+    local r = get_request()
+    if not r then
+        error("no request found", 2)
+    end
+    local l = lib or get_lib()
+    if not l then
+        return nil
+    end
+    l.edgeguard_tls_get(get_ssl_pointer(r), info)
+    if info[0].present == 0 then
+        return nil
+    end
+    return info[0]
+end
+
+--- The current request's JA4 string, or nil.
+function _M.ja4()
+    local i = _M.get()
+    if not i then
+        return nil
+    end
+    return ffi_string(i.ja4, 36)
+end
+
+--- The raw parts of the current request's fingerprint as numbers and
+-- strings, or nil: ja4, version, ciphers, extensions, alpn, grease,
+-- family, source ("wire": every extension read from the ClientHello;
+-- "openssl": only those OpenSSL implements). Makes a table: for tools and
+-- tests, not the hot path.
+function _M.parts()
+    local i = _M.get()
+    if not i then
+        return nil
+    end
+    return {
+        ja4 = ffi_string(i.ja4, 36),
+        version = tonumber(i.version),
+        ciphers = tonumber(i.ciphers),
+        extensions = tonumber(i.extensions),
+        alpn = ffi_string(i.alpn, i.alpn_len),
+        grease = i.grease == 1,
+        family = ffi_string(lib.edgeguard_tls_family_name(i.family)),
+        source = i.source == 1 and "wire" or "openssl",
+    }
+end
+
+return _M

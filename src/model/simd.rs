@@ -1,0 +1,253 @@
+//! The vector tree kernels (AVX2, AVX-512) and the prefetch hint: the only
+//! `unsafe` of the evaluator, kept in this one module.
+//!
+//! Why `unsafe` here at all: AVX2 gathers read through raw pointers, and a
+//! function compiled for a target feature may only be called on a CPU that
+//! has it. Both obligations are discharged in one place each: [`sum`] and
+//! [`sum_dims`] check, once per call, that every bit position and leaf index
+//! the trees can produce is inside the slices they are given (the plan
+//! computed those bounds when it laid the trees out), and their callers
+//! ([`super::trees::Trees::sum`]) call them only after
+//! `is_x86_feature_detected!`. [`sum_bytes`] (AVX-512) reads no memory
+//! through vector indexes at all: its table lookups are register permutes,
+//! its leaf loads ordinary bounds-checked indexing. Everything else
+//! (register loads from slices of exactly 8 or 64 lanes, shifts, masks)
+//! follows from the slices' lengths.
+//!
+//! Each kernel computes the leaf indexes of several trees at once, exactly
+//! as the scalar loop of `trees.rs` does one at a time, then adds the leaves
+//! to the sum in tree order: the result is bit-identical to the scalar
+//! kernel's (`tests/model_kernels.rs`, `fuzz/fuzz_targets/model_kernels.rs`).
+//! Without AVX2 (or off x86-64) only the scalar kernel runs; it is always
+//! built and always tested.
+
+// This module needs Rust 1.89 (AVX-512 intrinsics; SIMD intrinsics that are
+// safe to call inside `#[target_feature]` functions), above the crate's
+// declared `rust-version`; raising that is left to a change of its own,
+// since newer clippy lints fire elsewhere in the crate.
+#![allow(clippy::incompatible_msrv)]
+
+#[cfg(target_arch = "x86_64")]
+use std::arch::x86_64::*;
+
+#[cfg(target_arch = "x86_64")]
+use super::trees::{Trees, BYTE_CONDITIONS, BYTE_LANES, LANES};
+
+/// Asks the CPU to start loading the cache line of `r`: a hint, never a
+/// fault, so it is sound for any reference.
+#[inline(always)]
+pub(crate) fn prefetch<T>(r: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint; the address comes from a reference.
+    unsafe {
+        _mm_prefetch::<_MM_HINT_T0>((r as *const T).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = r;
+}
+
+/// The first leaf and the leaf index of each of the eight trees of one
+/// block. `D` is the block's depth when known at compile time (the loop
+/// over levels unrolls), 0 otherwise.
+///
+/// # Safety
+/// AVX2 must be available, `block` must be one block of `trees` and
+/// [`check`] must have passed for `words`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn block_leaves<const D: usize>(
+    block: &[u32],
+    depth: usize,
+    words: &[u64],
+) -> (__m256i, __m256i) {
+    let depth = if D == 0 { depth } else { D };
+    let block = &block[..(depth + 2) * LANES];
+    let base = words.as_ptr().cast::<i32>();
+    let low5 = _mm256_set1_epi32(31);
+    let one = _mm256_set1_epi32(1);
+    let lanes = |k: usize| {
+        let v = &block[k * LANES..(k + 1) * LANES];
+        // SAFETY: `v` holds exactly eight u32, the 32 bytes loaded.
+        unsafe { _mm256_loadu_si256(v.as_ptr().cast()) }
+    };
+    let mut index = _mm256_setzero_si256();
+    // Deepest level first: each level shifts the ones before it up by one,
+    // so level d ends at bit d.
+    for d in (0..depth).rev() {
+        let at = lanes(d);
+        // SAFETY: every position p is below bit_end <= words.len() * 64
+        // (checked), so the 32-bit word p / 32 is inside `words`.
+        let word = unsafe { _mm256_i32gather_epi32::<4>(base, _mm256_srli_epi32::<5>(at)) };
+        let bit = _mm256_and_si256(_mm256_srlv_epi32(word, _mm256_and_si256(at, low5)), one);
+        index = _mm256_or_si256(_mm256_slli_epi32::<1>(index), bit);
+    }
+    (lanes(depth), _mm256_and_si256(index, lanes(depth + 1)))
+}
+
+/// The bounds the gathers rely on, checked once per call: a plan that broke
+/// them would be a bug, and this turns it into a panic instead of a read out
+/// of bounds.
+#[cfg(target_arch = "x86_64")]
+fn check(trees: &Trees, words: &[u64], leaves: &[f64]) {
+    assert!(trees.bit_end <= words.len() * 64, "split bits out of range");
+    assert!(
+        trees.leaf_end <= leaves.len() && leaves.len() <= i32::MAX as usize,
+        "leaf indexes out of range"
+    );
+}
+
+/// [`Trees::sum`] with AVX2.
+///
+/// # Safety
+/// AVX2 must be available on this CPU.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn sum(trees: &Trees, words: &[u64], leaves: &[f64]) -> f64 {
+    check(trees, words, leaves);
+    // SAFETY (all arms): AVX2 is available (this function's contract) and
+    // the bounds were checked.
+    unsafe {
+        match trees.depth {
+            4 => sum_depth::<4>(trees, words, leaves),
+            5 => sum_depth::<5>(trees, words, leaves),
+            6 => sum_depth::<6>(trees, words, leaves),
+            7 => sum_depth::<7>(trees, words, leaves),
+            8 => sum_depth::<8>(trees, words, leaves),
+            _ => sum_depth::<0>(trees, words, leaves),
+        }
+    }
+}
+
+/// # Safety
+/// As [`block_leaves`], for every block of `trees`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn sum_depth<const D: usize>(trees: &Trees, words: &[u64], leaves: &[f64]) -> f64 {
+    let depth = trees.depth;
+    let full = trees.count / LANES;
+    let mut sum = 0.0;
+    let mut values = [0.0f64; LANES];
+    for (b, block) in trees.blocks.chunks_exact((depth + 2) * LANES).enumerate() {
+        // SAFETY: the caller's contract.
+        let (first, index) = unsafe { block_leaves::<D>(block, depth, words) };
+        let at = _mm256_add_epi32(first, index);
+        // SAFETY: every lane's offset is below leaf_end <= leaves.len()
+        // (checked); `values` holds eight f64.
+        unsafe {
+            let low = _mm256_i32gather_pd::<8>(leaves.as_ptr(), _mm256_castsi256_si128(at));
+            let high = _mm256_i32gather_pd::<8>(leaves.as_ptr(), _mm256_extracti128_si256::<1>(at));
+            _mm256_storeu_pd(values.as_mut_ptr(), low);
+            _mm256_storeu_pd(values.as_mut_ptr().add(4), high);
+        }
+        // In tree order, one addition at a time: CatBoost's sum.
+        if b < full {
+            for v in values {
+                sum += v;
+            }
+        } else {
+            for &v in &values[..trees.count - b * LANES] {
+                sum += v;
+            }
+        }
+    }
+    sum
+}
+
+/// [`Trees::sum_dims`] with AVX2 (indexes eight at a time, leaf vectors added
+/// in tree order); `out` is zeroed by the caller.
+///
+/// # Safety
+/// AVX2 must be available on this CPU.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn sum_dims(trees: &Trees, words: &[u64], leaves: &[f64], out: &mut [f64]) {
+    check(trees, words, leaves);
+    let dim = out.len();
+    let depth = trees.depth;
+    let mut at = [0u32; LANES];
+    for (b, block) in trees.blocks.chunks_exact((depth + 2) * LANES).enumerate() {
+        // SAFETY: AVX2 is available and the bounds were checked.
+        let (first, index) = unsafe { block_leaves::<0>(block, depth, words) };
+        let leaf = _mm256_add_epi32(
+            first,
+            _mm256_mullo_epi32(index, _mm256_set1_epi32(dim as i32)),
+        );
+        // SAFETY: `at` holds exactly eight u32.
+        unsafe { _mm256_storeu_si256(at.as_mut_ptr().cast(), leaf) };
+        for &a in &at[..(trees.count - b * LANES).min(LANES)] {
+            let a = a as usize;
+            for (o, leaf) in out.iter_mut().zip(&leaves[a..a + dim]) {
+                *o += leaf;
+            }
+        }
+    }
+}
+
+/// [`Trees::sum`] with AVX-512: the model's condition bits, expanded to one
+/// byte each, are a 512-byte table in eight registers; each level of 64
+/// trees is four table lookups (`vpermi2b`, 128 bytes each) and three
+/// blends (by bits 7 and 8 of the condition numbers), each tree's leaf index
+/// a byte. Leaves are then added in tree order. No memory is read through a
+/// vector index: the only `unsafe` is the target feature and the loads of
+/// 64-byte rows.
+///
+/// # Safety
+/// AVX-512 F, BW and VBMI must be available on this CPU.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+pub(crate) unsafe fn sum_bytes(trees: &Trees, words: &[u64], leaves: &[f64]) -> f64 {
+    debug_assert!(trees.bit_end <= BYTE_CONDITIONS);
+    let one = _mm512_set1_epi8(1);
+    // Bits beyond the words are conditions no tree reads (bit_end <= 512).
+    let word = |q: usize| words.get(q).copied().unwrap_or(0);
+    let table = |q: usize| _mm512_and_si512(_mm512_movm_epi8(_cvtu64_mask64(word(q))), one);
+    let t: [__m512i; 8] = std::array::from_fn(table);
+    let depth = trees.depth;
+    let stride = (depth + 1) * BYTE_LANES;
+    let mut index = [0u8; BYTE_LANES];
+    let mut sum = 0.0;
+    for ((group, high), first) in trees
+        .bytes
+        .chunks_exact(stride)
+        .zip(trees.high.chunks_exact(depth))
+        .zip(trees.first.chunks(BYTE_LANES))
+    {
+        let row = |k: usize| {
+            let r: &[u8; BYTE_LANES] = group[k * BYTE_LANES..][..BYTE_LANES]
+                .try_into()
+                .expect("64-byte row");
+            // SAFETY: `r` is exactly the 64 bytes loaded.
+            unsafe { _mm512_loadu_si512(r.as_ptr().cast()) }
+        };
+        let mut at = _mm512_setzero_si512();
+        // Deepest level first, as in the AVX2 kernel.
+        for d in (0..depth).rev() {
+            let c = row(d);
+            // Byte c & 127 of each 128-byte quarter; bit 7 picks the half of
+            // each 256-byte half, bit 8 the half.
+            let bit7 = _mm512_movepi8_mask(c);
+            let q0 = _mm512_permutex2var_epi8(t[0], c, t[1]);
+            let q1 = _mm512_permutex2var_epi8(t[2], c, t[3]);
+            let low = _mm512_mask_blend_epi8(bit7, q0, q1);
+            let bit = if trees.bit_end > 256 {
+                let q2 = _mm512_permutex2var_epi8(t[4], c, t[5]);
+                let q3 = _mm512_permutex2var_epi8(t[6], c, t[7]);
+                let upper = _mm512_mask_blend_epi8(bit7, q2, q3);
+                _mm512_mask_blend_epi8(_cvtu64_mask64(high[d]), low, upper)
+            } else {
+                low
+            };
+            at = _mm512_or_si512(_mm512_add_epi8(at, at), bit);
+        }
+        at = _mm512_and_si512(at, row(depth));
+        // SAFETY: `index` holds exactly 64 bytes.
+        unsafe { _mm512_storeu_si512(index.as_mut_ptr().cast(), at) };
+        // In tree order, one addition at a time: CatBoost's sum.
+        for (&f, &i) in first.iter().zip(&index) {
+            sum += leaves[f as usize + usize::from(i)];
+        }
+    }
+    sum
+}
