@@ -109,6 +109,14 @@ bench-e2e: bench-deps build
 bench-tls: deps build
 	$(PYTHON) scripts/bench-tls.py
 
+# The captured real-client corpus scored by the shipped models (and by the
+# legacy ones, for the before column): per client, per protocol x origin x
+# flow, and the targets of models/README.md. Not part of `make test`, whose
+# tests/e2e/test_real_clients.py sends the same corpus through nginx.
+.PHONY: eval-real
+eval-real: build
+	$(PYTHON) models/eval_real.py --detail
+
 # Instructions per single-document prediction of the native evaluator on the
 # bench models (stable on a loaded machine, unlike time); CALLGRIND_MODE=official
 # counts the official library instead (needs make libcatboostmodel).

@@ -270,18 +270,28 @@ def browser_request(rng, browsers, browser, device, http2, request_kind, uri, lo
         out = insert_in_order(out, name, value, firefox_like, browser == "safari")
     if http2 and not firefox_like and browser != "safari" and (major(ua, "Chrome/") or 0) >= 124:
         out.append(("priority", "u=0, i" if request_kind == "navigate" else "u=1, i"))
-    if http2 and firefox_like and request_kind == "navigate":
-        out = [(n, v) for n, v in out if n != "te"] + [("priority", "u=0, i"), ("te", "trailers")]
+    # Firefox sends Priority over both protocols (captured: Firefox 153 over
+    # HTTP/1.1 too), per request type; none for scripts and fonts.
+    fx_priority = {"navigate": "u=0, i", "style": "u=2", "image": "u=5, i", "xhr": "u=4"}.get(request_kind)
+    if firefox_like and fx_priority and (major(ua, "Firefox/") or 0) >= 128 and \
+            not any(n == "priority" for n, _ in out):
+        te = [p for p in out if p[0] == "te"]
+        out = [(n, v) for n, v in out if n != "te"] + [("priority", fx_priority)] + te
+    if not http2 and firefox_like:
+        out = [(n, v) for n, v in out if n != "te"]  # TE: trailers is HTTP/2 only (captured)
     if http2:
         out = [(n, v) for n, v in out if n != "connection"]
     elif not any(n == "connection" for n, _ in out):
         # Chromium sends it first, Safari last (Firefox: moved below).
         out.insert(len(out) if browser == "safari" else 0, ("connection", "keep-alive"))
-    # Firefox over HTTP/1.1 sends Connection after the accept-* block.
+    # Firefox over HTTP/1.1 sends Connection right after the accept-* block,
+    # before Referer and Cookie, on navigations and sub-resources, but after
+    # Referer on fetch() (captured: Firefox ESR 153).
     if not http2 and firefox_like:
         conn = [p for p in out if p[0] == "connection"]
         out = [p for p in out if p[0] != "connection"]
-        out = insert_after(out, "referer" if any(n == "referer" for n, _ in out) else "accept-encoding", conn[0])
+        after = "referer" if request_kind == "xhr" and referer is not None else "accept-encoding"
+        out = insert_after(out, after, conn[0])
     return [("host", "shop.example")] + out, ua
 
 
@@ -328,7 +338,11 @@ def pick(rng, weighted):
 def human(rng, browsers):
     browser = pick(rng, BROWSER_MIX)
     device = "mobile" if rng.random() < 0.45 else "desktop"
-    http2 = rng.random() < 0.85
+    # A site on a plain-HTTP hostname: HTTP/1.1, and no client hints, no
+    # fetch metadata and no br/zstd (browsers send those to secure contexts
+    # only; 127.0.0.1 and localhost count as secure).
+    plain = rng.random() < 0.06
+    http2 = not plain and rng.random() < 0.7
     request_kind = pick(rng, [("navigate", 55), ("xhr", 20), ("image", 12), ("script", 6), ("style", 4),
                               ("font", 3)])
     if request_kind == "navigate":
@@ -338,21 +352,41 @@ def human(rng, browsers):
     else:
         uri = fill(rng, rng.choice([a for a in ASSETS if asset_kind(a) == request_kind] or ASSETS))
     referer = None
-    if request_kind != "navigate" or rng.random() < 0.6:
-        referer = "https://shop.example" + fill(rng, rng.choice(PAGES))
-    if request_kind == "navigate" and referer is None and rng.random() < 0.25:
+    # Every landing page is a first visit: typed URL or bookmark, no Referer,
+    # no Cookie, sec-fetch-site: none.
+    first_visit = request_kind == "navigate" and rng.random() < 0.3
+    # A returning visitor's bookmark, a reload or back: no Referer either,
+    # sec-fetch-site: none, but the site's cookies.
+    returning = request_kind == "navigate" and not first_visit and rng.random() < 0.2
+    if not first_visit and not returning and (request_kind != "navigate" or rng.random() < 0.6):
+        referer = ("http" if plain else "https") + "://shop.example" + fill(rng, rng.choice(PAGES))
+    if request_kind == "navigate" and not first_visit and not returning and referer is None:
         referer = rng.choice(["https://www.google.com/", "https://www.bing.com/", "https://duckduckgo.com/",
                               "https://t.co/", "https://www.facebook.com/"])
     locale = pick(rng, list(zip(LANGS, LOCALE_WEIGHTS)))
+    with_cookie = returning or (not first_visit and rng.random() < 0.65)
     headers, ua = browser_request(rng, browsers, browser, device, http2, request_kind, uri, locale,
-                                  browser == "firefox", rng.random() < 0.65, referer)
-    detail = browser
+                                  browser == "firefox", with_cookie, referer)
+    detail = browser + ("-first-visit" if first_visit else "-returning" if returning else "")
+    if browser == "chrome" and rng.random() < 0.05:
+        # An unbranded Chromium build (Linux distributions): "Chromium" and
+        # GREASE only in the brand list.
+        headers = [(n, ", ".join(b for b in v.split(", ") if "Google Chrome" not in b) if n == "sec-ch-ua" else v)
+                   for n, v in headers]
+        detail += "-chromium"
+    if browser in ("chrome", "edge") and request_kind != "navigate" and rng.random() < 0.5:
+        # Chromium (captured: 156) sends sub-resources and fetch() as
+        # sec-ch-ua-platform, User-Agent, sec-ch-ua, sec-ch-ua-mobile, ...
+        headers = chromium_subresource_order(headers)
+    if plain:
+        headers = plain_http(headers)
+        detail += "-plain-http"
     if device == "mobile" and rng.random() < 0.15:
         headers, detail = in_app(rng, headers, ua, browser)
     # Noise that real traffic has.
-    noise = rng.random()
-    if noise < 0.04:
-        # Plain-HTTP origin or an enterprise policy: no client hints.
+    noise = 1.0 if plain else rng.random()
+    if noise < 0.03:
+        # An enterprise policy or an old build: no client hints.
         headers = [(n, v) for n, v in headers if not n.startswith("sec-ch-ua")]
         detail += "-no-hints"
     elif noise < 0.06:
@@ -364,14 +398,115 @@ def human(rng, browsers):
         headers = headers + [("via", "1.1 proxy.corp.example"), ("x-forwarded-for", client_v4(rng))]
         detail += "-proxy"
     elif noise < 0.11:
-        headers = headers + [("dnt", "1")] if browser != "firefox" else headers + [("sec-gpc", "1")]
+        # Firefox's Sec-GPC follows its accept-* block (captured: private windows).
+        headers = headers + [("dnt", "1")] if browser != "firefox" else \
+            insert_after(headers, "accept-encoding", ("sec-gpc", "1"))
         detail += "-dnt"
     method = "POST" if request_kind == "xhr" and rng.random() < 0.3 else "GET"
     if method == "POST":
-        headers = headers + [("content-type", "application/json"), ("content-length", str(rng.randint(2, 900))),
-                             ("origin", "https://shop.example")]
+        headers = post_headers(headers, browser, str(rng.randint(2, 900)),
+                               ("http" if plain else "https") + "://shop.example")
+    elif request_kind == "navigate" and referer and referer.startswith(("https://shop", "http://shop")) and \
+            browser != "safari" and rng.random() < 0.08:
+        # A form submitted (sign-in, checkout): a POST navigation.
+        method = "POST"
+        headers = form_post_headers(headers, browser, str(rng.randint(20, 400)),
+                                    ("http" if plain else "https") + "://shop.example")
+        detail += "-form-post"
+    # A browser release (or a request type) this data does not know moves a
+    # header: such rows are people too, and train.py learns its order table
+    # without them, as it would lack a release that is not out yet.
+    drift = rng.random() < 0.08 and len(headers) > 3
+    if drift:
+        headers = list(headers)
+        i = rng.randrange(1, len(headers))
+        moved = headers.pop(i)
+        j = min(max(1, i + rng.choice([-3, -2, -1, 1, 2, 3])), len(headers))
+        headers.insert(j, moved)
+        detail += "-drift"
     return dict(method=method, uri=uri, version="2" if http2 else "1.1", client=client(rng, 0.3),
-                headers=headers, automated=0, spoof=0, kind="browser", detail=detail)
+                headers=headers, automated=0, spoof=0, kind="browser", detail=detail, drift=drift)
+
+
+def post_headers(headers, browser, length, origin):
+    """A fetch() POST's body headers where engines put them (captured:
+    Firefox 153 after the accept-* block; Chromium 156 Content-Length right
+    after Connection, Content-Type among the client hints, Origin before
+    the fetch metadata); Safari's go last."""
+    body = [("content-type", "application/json"), ("content-length", length), ("origin", origin)]
+    if browser == "firefox":
+        after = "referer" if any(n == "referer" for n, _ in headers) else "accept-encoding"
+        for pair in reversed(body):
+            headers = insert_after(headers, after, pair)
+        return headers
+    if browser in ("chrome", "edge"):
+        out = []
+        after = "connection" if any(n == "connection" for n, _ in headers) else "host"
+        for n, v in headers:
+            if n == "sec-fetch-site":
+                out.append(body[2])
+            out.append((n, v))
+            if n == after:
+                out.append(body[1])
+            if n == "sec-ch-ua":
+                out.append(body[0])
+        for pair in body:
+            if pair not in out:
+                out.append(pair)
+        return out
+    return headers + body
+
+
+def form_post_headers(headers, browser, length, origin):
+    """A form's POST navigation where engines put its headers (captured:
+    Firefox 153 puts the body headers and Origin after the accept-* block;
+    Chromium 156 Content-Length after Connection, then Cache-Control:
+    max-age=0, Content-Type after Upgrade-Insecure-Requests, Origin after
+    User-Agent)."""
+    form = "application/x-www-form-urlencoded"
+    if browser == "firefox":
+        for pair in reversed([("content-type", form), ("content-length", length), ("origin", origin)]):
+            headers = insert_after(headers, "accept-encoding", pair)
+        return headers
+    after = "connection" if any(n == "connection" for n, _ in headers) else "host"
+    out = []
+    for n, v in headers:
+        out.append((n, v))
+        if n == after:
+            out += [("content-length", length), ("cache-control", "max-age=0")]
+        elif n == "upgrade-insecure-requests":
+            out.append(("content-type", form))
+        elif n == "user-agent":
+            out.append(("origin", origin))
+    if not any(n == "content-type" for n, _ in out):
+        out.append(("content-type", form))
+    return out
+
+
+def chromium_subresource_order(headers):
+    names = ("sec-ch-ua-platform", "user-agent", "sec-ch-ua", "sec-ch-ua-mobile")
+    present = [p for p in headers if p[0] in names]
+    if len(present) < 4:
+        return headers
+    at = min(i for i, p in enumerate(headers) if p[0] in names)
+    rest = [p for p in headers if p[0] not in names]
+    block = sorted(present, key=lambda p: names.index(p[0]))
+    return rest[:at] + block + rest[at:]
+
+
+def plain_http(headers):
+    """What a browser sends to a plain-HTTP hostname: no client hints, no
+    fetch metadata, `gzip, deflate` (captured: Chromium 156, Firefox 153)."""
+    out = []
+    for n, val in headers:
+        if n.startswith("sec-ch-") or n.startswith("sec-fetch-"):
+            continue
+        if n == "accept-encoding":
+            val = "gzip, deflate"
+        elif n == "origin":
+            val = val.replace("https://", "http://")
+        out.append((n, val))
+    return out
 
 
 APPS = ["com.facebook.katana", "com.instagram.android", "com.linkedin.android", "com.google.android.gm",
@@ -505,23 +640,37 @@ def script(rng):
 
 def headless(rng, browsers):
     """Puppeteer/Playwright defaults: a real Chrome header set that says
-    HeadlessChrome in the UA and the brand list."""
-    headers, ua = browser_request(rng, browsers, "chrome", "desktop", rng.random() < 0.8, "navigate",
-                                  fill(rng, rng.choice(PAGES)), "en-US", False, False, None)
+    HeadlessChrome in the UA and, for branded Chrome builds, in the brand
+    list (an unbranded Chromium, as Debian ships it, lists only "Chromium":
+    captured, Chromium 156 --headless=new). Pages and their sub-resources."""
+    kind = pick(rng, [("navigate", 60), ("xhr", 15), ("image", 12), ("script", 8), ("style", 5)])
+    uri = fill(rng, rng.choice(PAGES)) if kind == "navigate" else (
+        fill(rng, rng.choice(API)) if kind == "xhr" else
+        fill(rng, rng.choice([a for a in ASSETS if asset_kind(a) == kind] or ASSETS)))
+    referer = None if kind == "navigate" and rng.random() < 0.7 else "https://shop.example/"
+    headers, ua = browser_request(rng, browsers, "chrome", "desktop", rng.random() < 0.8, kind,
+                                  uri, "en-US", False, kind != "navigate" and rng.random() < 0.5, referer)
+    if kind != "navigate" and rng.random() < 0.5:
+        headers = chromium_subresource_order(headers)
+    unbranded = rng.random() < 0.5
     out = []
     for n, val in headers:
         if n == "user-agent":
             val = val.replace("Chrome/", "HeadlessChrome/").replace("Windows NT 10.0; Win64; x64", "X11; Linux x86_64")
             val = val.replace("Macintosh; Intel Mac OS X 10_15_7", "X11; Linux x86_64")
         elif n == "sec-ch-ua":
-            val = val.replace("Google Chrome", "HeadlessChrome")
+            if unbranded:
+                val = ", ".join(b for b in val.split(", ") if "Google Chrome" not in b)
+            else:
+                val = val.replace("Google Chrome", "HeadlessChrome")
         elif n == "sec-ch-ua-platform":
             val = '"Linux"'
         elif n == "accept-language" and rng.random() < 0.5:
             continue  # old headless sent no Accept-Language
         out.append((n, val))
-    return dict(method="GET", uri=fill(rng, rng.choice(PAGES)), version="2", client=client(rng, 0.1, True),
-                headers=out, automated=1, spoof=None, kind="headless-chrome", detail="headless")
+    return dict(method="GET", uri=uri, version="2" if not any(n == "connection" for n, _ in out) else "1.1",
+                client=client(rng, 0.1, True), headers=out, automated=1, spoof=None, kind="headless-chrome",
+                detail="headless-unbranded" if unbranded else "headless")
 
 
 def spoofer(rng, browsers):
@@ -611,7 +760,16 @@ def spoofer(rng, browsers):
                 headers=headers, automated=1, spoof=1, kind="spoofer", detail=mistake)
 
 
-KINDS = [("browser", 52), ("crawler", 12), ("script", 16), ("headless", 3), ("spoofer", 17)]
+KINDS = [("browser", 52), ("crawler", 12), ("script", 15), ("headless", 5), ("spoofer", 16)]
+
+
+def nginx_h2_cookies(headers):
+    """nginx joins an HTTP/2 request's cookie headers into one, at the end
+    of the header array (captured: every browser over TLS + HTTP/2)."""
+    cookies = [v for n, v in headers if n == "cookie"]
+    if not cookies:
+        return headers
+    return [(n, v) for n, v in headers if n != "cookie"] + [("cookie", "; ".join(cookies))]
 
 
 def main():
@@ -638,6 +796,8 @@ def main():
             row = headless(rng, browsers)
         else:
             row = spoofer(rng, browsers)
+        if row["version"] == "2":
+            row["headers"] = nginx_h2_cookies(row["headers"])
         row["headers"] = [[n, val] for n, val in row["headers"]]
         out.write(json.dumps(row, separators=(",", ":")) + "\n")
     if out is not sys.stdout:

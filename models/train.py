@@ -1,34 +1,48 @@
 #!/usr/bin/env python3
-"""Train edgeguard's shipped bot models on generated traffic.
+"""Train edgeguard's shipped bot models on generated and captured traffic.
 
-    python3 models/train.py                       # everything, default seed
-    python3 models/train.py --seed 7 --count 60000 --edgeguard target/release/edgeguard
+    python3 models/train.py                       # everything, as shipped
+    python3 models/train.py --count 20000 --no-holdout --out target/try   # a quick experiment
 
 Steps:
-  1. generate labelled traffic with models/gen_traffic.py (--seed, --count);
-  2. turn every request into features with the Rust `edgeguard features`
-     binary, so training and serving run the same extractor;
-  3. split rows by seed into train (70%), validation (15%) and held-out (15%);
-  4. train two CatBoost models on the same schema (named columns, shared
-     categorical features):
+  1. generate labelled traffic with models/gen_traffic.py (--seed, --count)
+     and read the captured real-client corpus (models/corpus.py,
+     tests/fixtures/real_clients/corpus.jsonl) when it exists;
+  2. split the generated rows by seed into train (70%), validation (15%) and
+     held-out (15%); captured rows are all training data of the shipped
+     models (the held-out-family runs of step 8 measure them out of sample),
+     except byte-identical automation, which no head can tell from a person
+     and which is reported, never trained on;
+  3. learn the header-order table (`edgeguard features --learn-orders`) from
+     the people's requests of the training rows. A training row's own
+     `order_reversed_pairs` is computed with a table learnt from the other
+     folds (--folds, out-of-fold like CatBoost's ordered CTRs), so the model
+     sees how often a person's browser sends a pair the table lacks; every
+     other row, and nginx, use the table of all training people;
+  4. turn every request into features with the Rust `edgeguard features`
+     binary (schema 2 columns, `edgeguard features --names --schema 2`), so
+     training and serving run the same extractor;
+  5. train the CatBoost models (named columns, shared categorical features):
        bot   - automated (1) vs person (0), on all traffic;
        spoof - automated client whose UA claims a browser (1) vs real browser
-               (0), on the rows the generator labels for it;
-  5. choose each default threshold on the validation split (rule below), then
-     measure ROC AUC, precision and recall on the held-out split, which
-     neither training nor the threshold saw;
-  6. store the threshold in the model's metadata (`edgeguard.threshold`, a
-     probability, and `edgeguard.threshold_raw`, the same cut on the raw
-     formula value) and export models/<name>.json, checking that the JSON
-     export keeps the feature names and the metadata;
-  7. write models/metrics.json and the parity fixture
-     tests/fixtures/traffic/sample.jsonl (requests from another seed with
-     their features and CatBoost's raw predictions of both models).
+               (0), on the rows that claim a browser;
+  6. choose each default threshold (rule below) and store it, the schema
+     version (`edgeguard.schema`) and the order table
+     (`edgeguard.order_pairs`) in the model's metadata; export
+     models/<name>.json and check the export kept them;
+  7. write models/metrics.json (synthetic held-out numbers, per captured
+     client, whether spoof flags anything bot misses) and the parity fixture
+     tests/fixtures/traffic/sample.jsonl;
+  8. held-out families: for each captured client family, train the bot
+     model again without that family's captures (nor their orders in the
+     table), choose its threshold by the same rule, and measure the family:
+     people's browsers must pass, automated clients be flagged.
 
-Threshold rule: the lowest probability whose validation precision is at
-least --min-precision (default 0.99), i.e. the most recall a 1% false-alarm
-share of flagged requests allows; if no threshold reaches it, the one with
-the best F1.
+Threshold rule: the lowest probability whose validation precision (generated
+rows) is at least --min-precision (default 0.99), raised if needed so that
+every captured person's request of the training rows scores below it with a
+margin: logit(threshold) >= logit(max captured human score) + --margin
+(default 1.0, a factor e in odds).
 """
 
 import argparse
@@ -44,26 +58,85 @@ from catboost import CatBoostClassifier, Pool
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-MAX_JSON_BYTES = 1_500_000
+sys.path.insert(0, HERE)
+import corpus  # noqa: E402
+
+# Each model is read by every nginx worker at (re)load and by the pure-Lua
+# engine; the captured heads add CTR values and the order table ~2 KB.
+MAX_JSON_BYTES = 1_600_000
+SCHEMA = 2
+BROWSER_FAMILIES = {"chrome", "headless-chrome", "edge", "opera", "samsung", "firefox", "safari", "other-browser"}
 
 
-def run_features(edgeguard, jsonl_path):
-    names = json.loads(subprocess.run([edgeguard, "features", "--names"], check=True, capture_output=True,
-                                      text=True).stdout)
-    with open(jsonl_path, "rb") as f:
-        proc = subprocess.run([edgeguard, "features"], stdin=f, capture_output=True, check=False)
-    if proc.returncode != 0:
-        sys.exit("edgeguard features failed:\n" + proc.stderr.decode()[-2000:])
-    vectors = [json.loads(line) for line in proc.stdout.decode().splitlines()]
-    return names, vectors
+# ------------------------------------------------------------------ features
+
+class Extractor:
+    """`edgeguard features --schema 2` over lists of request rows."""
+
+    def __init__(self, binary, work):
+        self.binary = binary
+        self.work = work
+        names = json.loads(self._run(["features", "--names", "--schema", str(SCHEMA)]).decode())
+        self.float_names, self.cat_names = names["float"], names["cat"]
+
+    def _run(self, args, stdin=None):
+        proc = subprocess.run([self.binary] + args, input=stdin, capture_output=True, check=False)
+        if proc.returncode != 0:
+            sys.exit("edgeguard %s failed:\n%s" % (" ".join(args), proc.stderr.decode()[-2000:]))
+        return proc.stdout
+
+    @staticmethod
+    def _lines(rows):
+        return "".join(corpus.request_line(r) + "\n" for r in rows).encode()
+
+    def learn(self, rows, min_count):
+        return self._run(["features", "--learn-orders", "--min-count", str(min_count)],
+                         self._lines(rows)).decode().strip()
+
+    def vectors(self, rows, table):
+        path = os.path.join(self.work, "orders.txt")
+        with open(path, "w") as f:
+            f.write(table)
+        out = self._run(["features", "--schema", str(SCHEMA), "--orders", path],
+                        self._lines(rows)).decode().splitlines()
+        if len(out) != len(rows):
+            sys.exit("edgeguard features printed %d vectors for %d requests" % (len(out), len(rows)))
+        return [json.loads(line) for line in out]
+
+    def frame(self, vectors):
+        floats = np.array([[math.nan if x is None else x for x in v["float"]] for v in vectors], dtype=np.float64)
+        df = pd.DataFrame(floats, columns=self.float_names)
+        for j, name in enumerate(self.cat_names):
+            df[name] = [v["cat"][j] for v in vectors]
+        return df
 
 
-def frame(names, vectors):
-    floats = np.array([[math.nan if x is None else x for x in v["float"]] for v in vectors], dtype=np.float64)
-    df = pd.DataFrame(floats, columns=names["float"])
-    for i, name in enumerate(names["cat"]):
-        df[name] = [v["cat"][i] for v in vectors]
-    return df
+def features_with_folds(ex, rows, train, human, folds, seed, min_count):
+    """Vectors of every row: training people out-of-fold, the rest with the
+    table of all training people. Rows the generator marks `drift` (a header
+    moved, standing for a release the data does not know) never enter a
+    table. Returns (vectors, full table)."""
+    learnable = np.array([bool(t and h and not r.get("drift")) for r, t, h in zip(rows, train, human)])
+    full = ex.learn([r for r, ok in zip(rows, learnable) if ok], min_count)
+    vectors = ex.vectors(rows, full)
+    fold = np.random.RandomState(seed + 7).randint(0, folds, size=len(rows))
+    for k in range(folds):
+        table = ex.learn([r for r, ok, f in zip(rows, learnable, fold) if ok and f != k], min_count)
+        idx = [i for i in range(len(rows)) if train[i] and human[i] and fold[i] == k]
+        for i, v in zip(idx, ex.vectors([rows[i] for i in idx], table)):
+            vectors[i] = v
+    return vectors, full
+
+
+# ----------------------------------------------------------------- measuring
+
+def logit(p):
+    p = min(max(p, 1e-300), 1 - 1e-16)
+    return math.log(p / (1 - p))
+
+
+def sigmoid(x):
+    return 1 / (1 + math.exp(-x))
 
 
 def choose_threshold(y, p, min_precision):
@@ -74,15 +147,22 @@ def choose_threshold(y, p, min_precision):
     flagged = np.arange(1, len(ys) + 1)
     precision = tp / flagged
     recall = tp / max(1, ys.sum())
-    # Only cut between distinct scores.
     last_of_run = np.append(ps[1:] != ps[:-1], True)
     ok = np.where(last_of_run & (precision >= min_precision))[0]
     if len(ok):
-        i = ok[-1]
-        return float(ps[i]), "precision>=%g" % min_precision
+        return float(ps[ok[-1]]), "precision>=%g" % min_precision
     f1 = np.where(last_of_run, 2 * precision * recall / np.maximum(precision + recall, 1e-12), -1)
-    i = int(np.argmax(f1))
-    return float(ps[i]), "max-f1"
+    return float(ps[int(np.argmax(f1))]), "max-f1"
+
+
+def with_margin(threshold, rule, human_scores, margin):
+    """Raises the cut above the captured people's highest score."""
+    if len(human_scores) == 0:
+        return threshold, rule
+    floor = sigmoid(logit(float(np.max(human_scores))) + margin)
+    if floor > threshold:
+        return floor, rule + "; raised above captured people (max %.4g, margin %g)" % (np.max(human_scores), margin)
+    return threshold, rule
 
 
 def roc_auc(y, p):
@@ -90,7 +170,7 @@ def roc_auc(y, p):
     ranks = np.empty(len(p))
     sorted_p = p[order]
     i = 0
-    while i < len(p):  # average ranks over ties
+    while i < len(p):
         j = i
         while j + 1 < len(p) and sorted_p[j + 1] == sorted_p[i]:
             j += 1
@@ -118,21 +198,22 @@ def metrics(y, p, threshold):
 
 
 def errors_by_detail(y, p, threshold, details):
-    """Held-out misses and false alarms per generator kind/detail."""
     misses, alarms = {}, {}
     for yi, pi, d in zip(y, p, details):
         if yi == 1 and pi < threshold:
             misses[d] = misses.get(d, 0) + 1
         elif yi == 0 and pi >= threshold:
             alarms[d] = alarms.get(d, 0) + 1
+
     def most_first(counts):
         return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
 
     return {"misses": most_first(misses), "false_alarms": most_first(alarms)}
 
 
-def train_one(name, df, y, split, cat_names, seed, args, details):
-    tr, va, te = (split == 0), (split == 1), (split == 2)
+# ------------------------------------------------------------------ training
+
+def fit(df, y, w, train, val, cat_names, seed, args):
     model = CatBoostClassifier(
         iterations=args.iterations,
         depth=args.depth,
@@ -148,33 +229,35 @@ def train_one(name, df, y, split, cat_names, seed, args, details):
         verbose=False,
         allow_writing_files=False,
     )
-    model.fit(Pool(df[tr], y[tr], cat_features=cat_names), eval_set=Pool(df[va], y[va], cat_features=cat_names))
-    p_va = model.predict_proba(Pool(df[va], cat_features=cat_names))[:, 1]
-    threshold, rule = choose_threshold(y[va], p_va, args.min_precision)
-    p_te = model.predict_proba(Pool(df[te], cat_features=cat_names))[:, 1]
-    result = {
-        "trees": int(model.tree_count_),
-        "threshold": threshold,
-        "threshold_rule": rule,
-        "validation": metrics(y[va], p_va, threshold),
-        "held_out": metrics(y[te], p_te, threshold),
-        "held_out_errors": errors_by_detail(y[te], p_te, threshold, details[te]),
-    }
+    model.fit(Pool(df[train], y[train], cat_features=cat_names, weight=w[train]),
+              eval_set=Pool(df[val], y[val], cat_features=cat_names))
+    return model
+
+
+def proba(model, df, cat_names):
+    return model.predict_proba(Pool(df, cat_features=cat_names))[:, 1]
+
+
+def threshold_for(model, df, y, val, cap_human_train, cat_names, args):
+    t, rule = choose_threshold(y[val], proba(model, df[val], cat_names), args.min_precision)
+    if cap_human_train.any():
+        t, rule = with_margin(t, rule, proba(model, df[cap_human_train], cat_names), args.margin)
+    return t, rule
+
+
+def export(model, name, threshold, rule, table, args, captured, out_dir, columns):
     meta = model.get_metadata()
     meta["edgeguard.threshold"] = repr(threshold)
     meta["edgeguard.threshold_raw"] = repr(math.log(threshold / (1 - threshold)) if 0 < threshold < 1 else
                                            (math.inf if threshold >= 1 else -math.inf))
     meta["edgeguard.threshold_rule"] = rule
     meta["edgeguard.label"] = name
-    meta["edgeguard.training"] = "gen_traffic.py --seed %d --count %d" % (seed, args.count)
-    path = os.path.join(HERE, name + ".json")
+    meta["edgeguard.schema"] = str(SCHEMA)
+    meta["edgeguard.order_pairs"] = table
+    meta["edgeguard.training"] = "gen_traffic.py --seed %d --count %d + %d captured requests" % (
+        args.seed, args.count, captured)
+    path = os.path.join(out_dir, name + ".json")
     model.save_model(path, format="json")
-    check_export(path, list(df.columns), threshold)
-    result["json_bytes"] = os.path.getsize(path)
-    return model, result
-
-
-def check_export(path, columns, threshold):
     size = os.path.getsize(path)
     if size > MAX_JSON_BYTES:
         sys.exit("%s is %d bytes, over the %d budget: lower --iterations or --max-ctr-complexity"
@@ -186,8 +269,12 @@ def check_export(path, columns, threshold):
           [f.get("feature_id") for f in info.get("categorical_features", [])]
     if ids != columns:
         sys.exit("%s: exported feature ids %s differ from the schema %s" % (path, ids, columns))
-    if exported.get("model_info", {}).get("edgeguard.threshold") != repr(threshold):
-        sys.exit("%s: the JSON export lost model_info['edgeguard.threshold']" % path)
+    kept = exported.get("model_info", {})
+    for key, want in (("edgeguard.threshold", repr(threshold)), ("edgeguard.schema", str(SCHEMA)),
+                      ("edgeguard.order_pairs", table)):
+        if kept.get(key) != want:
+            sys.exit("%s: the JSON export lost model_info[%r]" % (path, key))
+    return size
 
 
 def main():
@@ -195,12 +282,22 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=60000)
     ap.add_argument("--edgeguard", help="edgeguard binary (default: build target/release/edgeguard)")
+    ap.add_argument("--corpus", default=corpus.CORPUS, help="captured corpus (default: %(default)s)")
+    ap.add_argument("--captured-weight", type=float, default=5.0,
+                    help="sample weight of a captured request (a generated one weighs 1)")
+    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--min-pair-count", type=int, default=2,
+                    help="a header pair enters the order table once this many training people sent it")
     ap.add_argument("--iterations", type=int, default=300)
     ap.add_argument("--depth", type=int, default=6)
     ap.add_argument("--learning-rate", type=float, default=0.08)
     ap.add_argument("--max-ctr-complexity", type=int, default=1)
     ap.add_argument("--min-precision", type=float, default=0.99)
+    ap.add_argument("--margin", type=float, default=1.0)
     ap.add_argument("--fixture-count", type=int, default=200)
+    ap.add_argument("--no-holdout", action="store_true", help="skip the held-out-family runs")
+    ap.add_argument("--families", help="comma-separated: hold out only these families (default: every one)")
+    ap.add_argument("--out", default=HERE, help="where the models and metrics.json go (default: models/)")
     args = ap.parse_args()
 
     edgeguard = args.edgeguard
@@ -209,50 +306,193 @@ def main():
         edgeguard = os.path.join(ROOT, "target", "release", "edgeguard")
     work = os.path.join(ROOT, "target", "traffic")
     os.makedirs(work, exist_ok=True)
-    traffic = os.path.join(work, "train-seed%d-count%d.jsonl" % (args.seed, args.count))
-    gen = [sys.executable, os.path.join(HERE, "gen_traffic.py"), "--seed", str(args.seed), "--count",
-           str(args.count), "--out", traffic]
-    subprocess.run(gen, check=True)
-    with open(traffic) as f:
-        rows = [json.loads(line) for line in f]
-    names, vectors = run_features(edgeguard, traffic)
-    if len(vectors) != len(rows):
-        sys.exit("edgeguard features printed %d vectors for %d requests" % (len(vectors), len(rows)))
-    df = frame(names, vectors)
-    cat_names = names["cat"]
-    split = np.random.RandomState(args.seed).choice(3, size=len(rows), p=[0.70, 0.15, 0.15])
+    os.makedirs(args.out, exist_ok=True)
+    ex = Extractor(edgeguard, work)
 
-    report = {"seed": args.seed, "count": args.count, "features": names, "models": {}}
-    models = {}
-    details = np.array(["%s/%s" % (r["kind"], r["detail"]) for r in rows])
-    y_bot = np.array([r["automated"] for r in rows])
-    models["bot"], report["models"]["bot"] = train_one("bot", df, y_bot, split, cat_names, args.seed, args, details)
-    has_spoof = np.array([r["spoof"] is not None for r in rows])
-    y_spoof = np.array([r["spoof"] or 0 for r in rows])[has_spoof]
-    models["spoof"], report["models"]["spoof"] = train_one(
-        "spoof", df[has_spoof].reset_index(drop=True), y_spoof, split[has_spoof], cat_names, args.seed, args,
-        details[has_spoof])
-    with open(os.path.join(HERE, "metrics.json"), "w") as f:
+    traffic = os.path.join(work, "train-seed%d-count%d.jsonl" % (args.seed, args.count))
+    subprocess.run([sys.executable, os.path.join(HERE, "gen_traffic.py"), "--seed", str(args.seed), "--count",
+                    str(args.count), "--out", traffic], check=True)
+    with open(traffic) as f:
+        gen = [json.loads(line) for line in f]
+    captured_all = corpus.load(args.corpus)
+    captured = [r for r in captured_all if corpus.judged(r)]
+    rows = gen + captured
+    n_gen = len(gen)
+    is_cap = np.array([False] * n_gen + [True] * len(captured))
+    split = np.concatenate([np.random.RandomState(args.seed).choice(3, size=n_gen, p=[0.70, 0.15, 0.15]),
+                            np.zeros(len(captured), dtype=int)])
+    human = np.array([r["automated"] == 0 for r in gen] + [r["human"] for r in captured])
+    y_bot = (~human).astype(int)
+    details = np.array(["%s/%s" % (r["kind"], r["detail"]) for r in gen] +
+                       ["captured/%s/%s" % (r["class"], r["name"]) for r in captured])
+    family = np.array([""] * n_gen + [corpus.family(r) for r in captured])
+    weight = np.where(is_cap, args.captured_weight, 1.0)
+    train, val, test = split == 0, (split == 1) & ~is_cap, (split == 2) & ~is_cap
+
+    vectors, table = features_with_folds(ex, rows, train, human, args.folds, args.seed, args.min_pair_count)
+    df = ex.frame(vectors)
+    cats = ex.cat_names
+    columns = ex.float_names + ex.cat_names
+    ua_family = df["ua_family"].to_numpy()
+    claims_browser = np.array([f in BROWSER_FAMILIES for f in ua_family])
+
+    report = {"seed": args.seed, "count": args.count, "captured": len(captured),
+              "captured_byte_identical": len(captured_all) - len(captured), "schema": SCHEMA,
+              "features": {"float": ex.float_names, "cat": ex.cat_names},
+              "order_table_pairs": sum(len(p.split(":")[1].split()) for p in table.split(";") if p),
+              "models": {}}
+    models, thresholds = {}, {}
+
+    # bot: everything.
+    cap_human_train = train & is_cap & human
+    bot = fit(df, y_bot, weight, train, val, cats, args.seed, args)
+    t, rule = threshold_for(bot, df, y_bot, val, cap_human_train, cats, args)
+    p_test = proba(bot, df[test], cats)
+    models["bot"], thresholds["bot"] = bot, t
+    report["models"]["bot"] = {
+        "trees": int(bot.tree_count_), "threshold": t, "threshold_rule": rule,
+        "validation": metrics(y_bot[val], proba(bot, df[val], cats), t),
+        "held_out": metrics(y_bot[test], p_test, t),
+        "held_out_errors": errors_by_detail(y_bot[test], p_test, t, details[test]),
+        "json_bytes": export(bot, "bot", t, rule, table, args, len(captured), args.out, columns),
+    }
+
+    # spoof: rows whose UA claims a browser (people, and automation posing as one).
+    sub = claims_browser
+    y_spoof = y_bot.copy()
+    dfs = df[sub].reset_index(drop=True)
+    ys, ws = y_spoof[sub], weight[sub]
+    trs, vas, tes = train[sub], val[sub], test[sub]
+    spoof = fit(dfs, ys, ws, trs, vas, cats, args.seed, args)
+    ts, rule_s = threshold_for(spoof, dfs, ys, vas, cap_human_train[sub], cats, args)
+    ps_test = proba(spoof, dfs[tes], cats)
+    models["spoof"], thresholds["spoof"] = spoof, ts
+    report["models"]["spoof"] = {
+        "trees": int(spoof.tree_count_), "threshold": ts, "threshold_rule": rule_s,
+        "validation": metrics(ys[vas], proba(spoof, dfs[vas], cats), ts),
+        "held_out": metrics(ys[tes], ps_test, ts),
+        "held_out_errors": errors_by_detail(ys[tes], ps_test, ts, details[sub][tes]),
+        "json_bytes": export(spoof, "spoof", ts, rule_s, table, args, len(captured), args.out, columns),
+    }
+
+    # Does spoof earn its place? Requests it flags that bot does not, on the
+    # generated held-out split and on the captures.
+    p_bot_all = proba(bot, df, cats)
+    p_spoof_all = np.zeros(len(df))
+    p_spoof_all[sub] = proba(spoof, dfs, cats)
+    bot_flags = p_bot_all >= t
+    spoof_flags = sub & (p_spoof_all >= ts)
+    only = spoof_flags & ~bot_flags
+    report["spoof_only"] = {
+        "held_out_automated": int((only & test & (y_bot == 1)).sum()),
+        "held_out_people": int((only & test & (y_bot == 0)).sum()),
+        "captured_automated": int((only & is_cap & (y_bot == 1)).sum()),
+        "captured_people": int((only & is_cap & (y_bot == 0)).sum()),
+        "held_out_automated_missed_by_bot": int((test & (y_bot == 1) & ~bot_flags).sum()),
+    }
+
+    report["captured_clients"] = captured_table(captured_all, ex, table, models, thresholds)
+    if not args.no_holdout and captured:
+        report["held_out_families"] = holdout_families(ex, rows, train, val, human, is_cap, family, y_bot,
+                                                       weight, args, details)
+    with open(os.path.join(args.out, "metrics.json"), "w") as f:
         json.dump(report, f, indent=1)
         f.write("\n")
-
-    write_fixture(edgeguard, models, cat_names, args, work)
+    if os.path.abspath(args.out) == os.path.abspath(HERE):
+        write_fixture(ex, models, table, cats, args, work)
     for name, r in report["models"].items():
         h = r["held_out"]
         print("%-5s trees=%d threshold=%.4f (%s) held-out: AUC=%.4f precision=%.4f recall=%.4f (%d rows) json=%d B"
               % (name, r["trees"], r["threshold"], r["threshold_rule"], h["roc_auc"], h["precision"], h["recall"],
                  h["rows"], r["json_bytes"]))
+    print("spoof flags that bot does not:", report["spoof_only"])
+    for fam in report.get("held_out_families", []):
+        print("held out %-28s %-9s %4d requests, %6.2f %% %s" % (
+            fam["family"], fam["class"], fam["requests"], fam["percent_ok"],
+            "pass" if fam["class"] == "human" else "flagged"))
 
 
-def write_fixture(edgeguard, models, cat_names, args, work):
+def captured_table(rows, ex, table, models, thresholds):
+    """Per captured client and class: requests, flagged, max and median bot score."""
+    if not rows:
+        return []
+    df = ex.frame(ex.vectors(rows, table))
+    p = {name: proba(m, df, ex.cat_names) for name, m in models.items()}
+    out = {}
+    for i, r in enumerate(rows):
+        key = (r["class"], r["name"])
+        e = out.setdefault(key, {"class": r["class"], "client": r["name"], "requests": 0, "flagged": 0,
+                                 "flagged_by_bot": 0, "bot_scores": []})
+        e["requests"] += 1
+        bot_flag = p["bot"][i] >= thresholds["bot"]
+        flag = bot_flag or any(p[n][i] >= thresholds[n] for n in models)
+        e["flagged"] += int(flag)
+        e["flagged_by_bot"] += int(bot_flag)
+        e["bot_scores"].append(float(p["bot"][i]))
+    result = []
+    for e in out.values():
+        s = np.array(e.pop("bot_scores"))
+        e["bot_max"] = float(s.max())
+        e["bot_median"] = float(np.median(s))
+        result.append(e)
+    return sorted(result, key=lambda e: (e["class"], e["client"]))
+
+
+def holdout_families(ex, rows, train, val, human, is_cap, family, y, weight, args, details):
+    """Retrain bot without each captured family, measure that family."""
+    results = []
+    wanted = args.families.split(",") if args.families else sorted(set(family[is_cap]))
+    for fam in wanted:
+        out = is_cap & (family == fam)
+        keep = train & ~out
+        vectors, table = features_with_folds(ex, rows, keep, human, args.folds, args.seed, args.min_pair_count)
+        df = ex.frame(vectors)
+        model = fit(df, y, weight, keep, val, ex.cat_names, args.seed, args)
+        t, _ = threshold_for(model, df, y, val, keep & is_cap & human, ex.cat_names, args)
+        p = proba(model, df[out], ex.cat_names)
+        is_human = human[out]
+        ok = np.where(is_human, p < t, p >= t)
+        if args.families:  # an experiment: say what the misses are
+            flows = {}
+            for i, good in zip(np.where(out)[0], ok):
+                if not good:
+                    key = "%s/%s/%s" % (rows[i]["origin"], rows[i]["flow"], rows[i].get("protocol"))
+                    flows[key] = flows.get(key, 0) + 1
+            print("  misses:", dict(sorted(flows.items(), key=lambda kv: -kv[1])[:12]))
+            bad = np.where(out)[0][~ok]
+            if len(bad):
+                shap = model.get_feature_importance(Pool(df.iloc[bad], cat_features=ex.cat_names),
+                                                    type="ShapValues")[:, :-1]
+                push = (shap * np.where(is_human[~ok], 1, -1)[:, None]).sum(axis=0)
+                print("  features pushing the misses the wrong way:",
+                      [(c, round(float(v), 1)) for c, v in sorted(zip(df.columns, push), key=lambda kv: -kv[1])[:8]])
+                i = bad[0]
+                print("  e.g.", {c: df.iloc[i][c] for c in df.columns if c in (
+                    "ua_family", "ch_brand", "header_order", "accept", "fetch_site", "order_reversed_pairs",
+                    "accept_language_primary", "has_referer", "http_version")})
+        for cls_human in (True, False):
+            sel = is_human == cls_human
+            if not sel.any():
+                continue
+            results.append({"family": fam, "class": "human" if cls_human else "automated",
+                            "requests": int(sel.sum()), "ok": int(ok[sel].sum()),
+                            "percent_ok": round(100.0 * ok[sel].mean(), 2), "threshold": t,
+                            "max_score": float(p[sel].max()), "min_score": float(p[sel].min())})
+            print("held-out family %s (%s): %d/%d %s at %.4f" % (
+                fam, "people" if cls_human else "automated", ok[sel].sum(), sel.sum(),
+                "pass" if cls_human else "flagged", t), flush=True)
+    return results
+
+
+def write_fixture(ex, models, table, cat_names, args, work):
     seed = args.seed + 1000
     path = os.path.join(work, "fixture-seed%d.jsonl" % seed)
     subprocess.run([sys.executable, os.path.join(HERE, "gen_traffic.py"), "--seed", str(seed), "--count",
                     str(args.fixture_count), "--out", path], check=True)
     with open(path) as f:
         rows = [json.loads(line) for line in f]
-    names, vectors = run_features(edgeguard, path)
-    df = frame(names, vectors)
+    vectors = ex.vectors(rows, table)
+    df = ex.frame(vectors)
     raw = {name: m.predict(Pool(df, cat_features=cat_names), prediction_type="RawFormulaVal")
            for name, m in models.items()}
     out_dir = os.path.join(ROOT, "tests", "fixtures", "traffic")
@@ -260,7 +500,6 @@ def write_fixture(edgeguard, models, cat_names, args, work):
     with open(os.path.join(out_dir, "sample.jsonl"), "w") as f:
         for i, (row, vec) in enumerate(zip(rows, vectors)):
             row["features"] = vec
-            # json writes floats with repr: the full double.
             row["expected_raw"] = {name: float(values[i]) for name, values in raw.items()}
             f.write(json.dumps(row, separators=(",", ":")) + "\n")
 

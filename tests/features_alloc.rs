@@ -3,7 +3,8 @@
 //! no libtest harness (`harness = false` in Cargo.toml): dhat counts every
 //! thread, and libtest's main thread allocates while a test runs.
 
-use edgeguard::features::{extract, FeatureVector, Request};
+use edgeguard::features::orders::{Engine, OrderCounts};
+use edgeguard::features::{extract, extract_with, FeatureVector, Float, Request};
 use edgeguard::headers::Header;
 
 #[global_allocator]
@@ -56,6 +57,12 @@ fn extract_allocates_nothing() {
     let many: Vec<Header<'_>> = (0..200)
         .map(|i| Header::new(if i % 2 == 0 { b"accept" } else { b"te" }, b"x"))
         .collect();
+    // A learnt order table (schema 2's `order_reversed_pairs`), built
+    // before measuring: looking pairs up in it must not allocate either.
+    let mut counts = OrderCounts::default();
+    counts.add(Engine::Chromium, b"hcCMPiuaSOUDelk");
+    counts.add(Engine::Gecko, b"hualeckiDOSUp");
+    let table = counts.table(1);
     let mut v = FeatureVector::new();
     let before = dhat::HeapStats::get();
     let mut checksum = 0.0f32;
@@ -65,6 +72,8 @@ fn extract_allocates_nothing() {
             let req = Request::new(b"GET", b"/a/b.js?x=1&y=2", 20, b"2001:db8::1", headers);
             extract(&req, &mut v);
             checksum += v.floats().iter().filter(|x| !x.is_nan()).sum::<f32>();
+            extract_with(&req, Some(&table), &mut v);
+            checksum += v.float(Float::OrderReversedPairs).max(0.0) + 1.0;
         }
     }
     let after = dhat::HeapStats::get();

@@ -144,7 +144,9 @@ fn features_feed_predict() {
     let root = env!("CARGO_MANIFEST_DIR");
     let fixture =
         std::fs::read_to_string(format!("{root}/tests/fixtures/traffic/sample.jsonl")).unwrap();
-    let vectors = run(&[], &fixture);
+    // The current schema's columns (the models' order), with their table.
+    let bot = format!("{root}/models/bot.json");
+    let vectors = run(&["--schema", "2", "--orders", &bot], &fixture);
     assert!(vectors.status.success());
     let rows: Vec<Value> = fixture
         .lines()
@@ -185,4 +187,96 @@ fn features_feed_predict() {
             );
         }
     }
+}
+
+/// `--learn-orders` prints the table of the people's requests it reads;
+/// `--orders` takes that text (or a model) back; `--schema` keeps one
+/// version's columns.
+#[test]
+fn learns_orders_and_reads_them_back() {
+    let chrome = r#"{"method":"GET","uri":"/","version":"2","headers":[["host","x"],["sec-ch-ua","\"Chromium\";v=\"156\""],["user-agent","Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"],["accept","*/*"]]}"#;
+    let out = run(
+        &["--learn-orders", "--min-count", "1"],
+        &format!("{chrome}\n{chrome}\n"),
+    );
+    assert!(out.status.success());
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(table.trim(), "chromium:Ca Cu hC ha hu ua");
+    assert_eq!(
+        String::from_utf8(run(&["--learn-orders", "--min-count", "3"], chrome).stdout)
+            .unwrap()
+            .trim(),
+        ""
+    );
+    let dir = std::env::temp_dir().join(format!("edgeguard-orders-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("orders.txt");
+    // User-Agent before sec-ch-ua: the reverse of what was learnt.
+    let reversed = chrome.replace(
+        r#"["sec-ch-ua","\"Chromium\";v=\"156\""],["user-agent""#,
+        r#"["user-agent""#,
+    );
+    let reversed = reversed.replace(
+        r#"["accept","*/*"]"#,
+        r#"["sec-ch-ua","\"Chromium\";v=\"156\""],["accept","*/*"]"#,
+    );
+    std::fs::write(&path, table.trim()).unwrap();
+    let out = run(
+        &["--schema", "2", "--orders", path.to_str().unwrap()],
+        &format!("{chrome}\n{reversed}\n"),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let names: Value =
+        serde_json::from_slice(&run(&["--names", "--schema", "2"], "").stdout).unwrap();
+    let at = names["float"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|n| n == "order_reversed_pairs")
+        .unwrap();
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(
+        lines[0]["float"].as_array().unwrap().len(),
+        names["float"].as_array().unwrap().len()
+    );
+    assert_eq!(lines[0]["float"][at], 0.0);
+    // (u, C) where only C before u was seen; (C, a) stays in order.
+    assert_eq!(lines[1]["float"][at], 1.0);
+    assert!(!names["float"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n == "order_inversions"));
+    // Schema 1 has no learnt orders; an unreadable table is refused by name.
+    let v1: Value = serde_json::from_slice(&run(&["--names", "--schema", "1"], "").stdout).unwrap();
+    assert!(v1["float"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n == "order_inversions"));
+    assert!(!v1["float"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|n| n == "order_reversed_pairs"));
+    std::fs::write(&path, "blink:ua").unwrap();
+    // (No input: the command exits before reading it, so a write could race.)
+    let out = run(&["--orders", path.to_str().unwrap()], "");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("orders.txt") && err.contains("unknown engine `blink`"),
+        "{err}"
+    );
+    let out = run(&["--schema", "9", "--names"], "");
+    assert_eq!(out.status.code(), Some(2));
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -65,7 +65,8 @@ fn main() {
     let traffic = std::fs::read(manifest().join("tests/fixtures/traffic/sample.jsonl")).unwrap();
     // Request lines without escapes, and those with (quoted client hints).
     let (plain, escaped) = split_by_escapes(&traffic);
-    assert!(lines(&plain) > 100 && lines(&escaped) > 10);
+    // About half the fixture each way (schema 2's fixture: 99 plain, 101 escaped).
+    assert!(lines(&plain) > 50 && lines(&escaped) > 10);
     let bad = "not json\n\n".repeat(20).into_bytes();
     // Access-log lines: always escaped.
     let log = std::fs::read(manifest().join("tests/fixtures/replay/nginx-access.jsonl")).unwrap();

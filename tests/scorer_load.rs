@@ -214,10 +214,19 @@ fn introspection_follows_load_order() {
         .parse()
         .unwrap();
     assert_eq!(scorer.threshold(0), Some(spoof_threshold));
-    // The shipped models read the whole schema, in schema order.
+    // The shipped models read the whole current schema, in schema order.
     let m = &scorer.models()[1];
-    assert_eq!(m.float_inputs(), edgeguard::features::Float::ALL);
-    assert_eq!(m.cat_inputs(), edgeguard::features::Cat::ALL);
+    let v = edgeguard::features::SCHEMA_VERSION;
+    let floats: Vec<_> = edgeguard::features::Float::ALL
+        .into_iter()
+        .filter(|f| f.spec().in_schema(v))
+        .collect();
+    let cats: Vec<_> = edgeguard::features::Cat::ALL
+        .into_iter()
+        .filter(|c| c.spec().in_schema(v))
+        .collect();
+    assert_eq!(m.float_inputs(), floats);
+    assert_eq!(m.cat_inputs(), cats);
 }
 
 #[test]
@@ -239,4 +248,161 @@ fn wrong_output_length_writes_nothing() {
     let mut out = [7.0];
     scorer.score(&req, &mut out).unwrap();
     assert!((0.0..=1.0).contains(&out[0]));
+}
+
+/// `REORDERED` (a schema-1 model: no `edgeguard.schema`) with metadata set.
+fn with_meta(source: &str, entries: &[(&str, &str)]) -> Model {
+    reshaped(source, |json| {
+        for (k, v) in entries {
+            json["model_info"][*k] = serde_json::Value::String((*v).to_owned());
+        }
+    })
+}
+
+/// `REORDERED` as a schema-2 model: `order_inversions` becomes
+/// `order_reversed_pairs` and `ch_missing` becomes `ch_missing_secure`.
+fn schema2(source: &str, orders: Option<&str>) -> Model {
+    let json = text(REORDERED)
+        .replace(
+            r#""feature_id":"order_inversions""#,
+            r#""feature_id":"order_reversed_pairs""#,
+        )
+        .replace(
+            r#""feature_id":"ch_missing""#,
+            r#""feature_id":"ch_missing_secure""#,
+        );
+    let mut json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    json["model_info"]["edgeguard.schema"] = "2".into();
+    if let Some(o) = orders {
+        json["model_info"]["edgeguard.order_pairs"] = o.into();
+    }
+    Model::from_json(source, json.to_string().as_bytes()).expect("still a model")
+}
+
+#[test]
+fn models_of_an_unknown_schema_version_are_refused_naming_file_and_key() {
+    for bad in ["3", "0", "two", ""] {
+        let err = refusal(vec![(
+            "bot",
+            with_meta("future.json", &[("edgeguard.schema", bad)]),
+        )]);
+        assert!(matches!(err, LoadError::Incompatible { .. }), "{err:?}");
+        assert_says(
+            &err,
+            &[
+                "model `bot`",
+                "future.json",
+                &format!("model_info[\"edgeguard.schema\"] = {bad:?}"),
+                "reads feature schemas 1 and 2",
+                "retrain",
+            ],
+        );
+    }
+}
+
+#[test]
+fn inputs_outside_the_models_schema_version_are_refused() {
+    // A schema-1 model may not read a schema-2 feature...
+    let err = refusal(vec![(
+        "old",
+        edited(
+            r#""feature_id":"order_inversions""#,
+            r#""feature_id":"order_reversed_pairs""#,
+        ),
+    )]);
+    assert_says(
+        &err,
+        &[
+            "edited.json",
+            "float feature 0 `order_reversed_pairs` is not in feature schema 1",
+            "edgeguard.schema",
+        ],
+    );
+    // ... nor a schema-2 model a feature schema 2 dropped.
+    let err = refusal(vec![(
+        "new",
+        with_meta("v2.json", &[("edgeguard.schema", "2")]),
+    )]);
+    assert_says(
+        &err,
+        &[
+            "v2.json",
+            "float feature 0 `order_inversions` is not in feature schema 2",
+        ],
+    );
+}
+
+#[test]
+fn learnt_orders_are_required_well_formed_and_shared() {
+    let err = refusal(vec![("bot", schema2("no-table.json", None))]);
+    assert_says(
+        &err,
+        &[
+            "no-table.json",
+            "`order_reversed_pairs`",
+            "edgeguard.order_pairs\"] is missing",
+        ],
+    );
+    let err = refusal(vec![("bot", schema2("bad-table.json", Some("blink:ua")))]);
+    assert_says(
+        &err,
+        &[
+            "bad-table.json",
+            "edgeguard.order_pairs",
+            "unknown engine `blink`",
+        ],
+    );
+    // Two models with one table (in any spelling) share it...
+    let scorer = Scorer::from_models(vec![
+        ("a".into(), schema2("a.json", Some("chromium:Cu CM"))),
+        ("b".into(), schema2("b.json", Some("chromium: CM Cu"))),
+        (
+            "legacy".into(),
+            edited("\"edgeguard.threshold\"", "\"x-note\""),
+        ),
+    ])
+    .unwrap();
+    assert_eq!(scorer.orders().unwrap().to_text(), "chromium:CM Cu");
+    assert_eq!(scorer.models()[2].schema(), 1);
+    assert_eq!(scorer.models()[0].schema(), 2);
+    // ... two different tables cannot feed one extraction.
+    let err = refusal(vec![
+        ("a", schema2("a.json", Some("chromium:Cu CM"))),
+        ("b", schema2("b.json", Some("chromium:Cu"))),
+    ]);
+    assert_says(
+        &err,
+        &[
+            "model `b`",
+            "b.json",
+            "edgeguard.order_pairs\"] differs from model `a`'s (a.json)",
+        ],
+    );
+}
+
+#[test]
+fn shipped_models_are_schema_2_and_legacy_copies_schema_1() {
+    let scorer = Scorer::load(&[
+        ("bot", &root("models/bot.json")),
+        ("spoof", &root("models/spoof.json")),
+    ])
+    .unwrap();
+    for m in scorer.models() {
+        assert_eq!(
+            m.schema(),
+            edgeguard::features::SCHEMA_VERSION,
+            "{}",
+            m.name()
+        );
+    }
+    assert!(scorer.orders().is_some());
+    let legacy = Scorer::load(&[
+        ("bot", &root("models/legacy/bot.json")),
+        ("spoof", &root("models/legacy/spoof.json")),
+    ])
+    .unwrap();
+    for m in legacy.models() {
+        assert_eq!(m.schema(), 1, "{}", m.name());
+    }
+    assert!(legacy.orders().is_none());
 }

@@ -119,7 +119,8 @@ fn models_on_reordered_subsets_equal_official_catboost() {
 }
 
 /// Runs `edgeguard features` (the CLI that made the training data) on the
-/// fixture's requests: its vectors and its schema names.
+/// fixture's requests, with the shipped models' learnt order table: its
+/// vectors (every feature) and its schema names.
 fn cli_vectors(requests: &[OwnedRequest]) -> (Value, Vec<Value>) {
     let bin = env!("CARGO_BIN_EXE_edgeguard");
     let names = Command::new(bin)
@@ -128,8 +129,9 @@ fn cli_vectors(requests: &[OwnedRequest]) -> (Value, Vec<Value>) {
         .unwrap();
     assert!(names.status.success());
     let names: Value = serde_json::from_slice(&names.stdout).unwrap();
+    let orders = root("models/bot.json");
     let mut child = Command::new(bin)
-        .arg("features")
+        .args(["features", "--orders", orders.to_str().unwrap()])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -224,7 +226,7 @@ fn score_features_equals_score() {
         let headers = r.ffi_headers();
         let req = r.view(&headers);
         let mut v = edgeguard::features::FeatureVector::new();
-        edgeguard::features::extract(&req, &mut v);
+        scorer.extract(&req, &mut v);
         let (mut a, mut b) = ([0.0; 2], [0.0; 2]);
         scorer.score(&req, &mut a).unwrap();
         scorer.score_features(&v, &mut b).unwrap();

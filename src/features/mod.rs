@@ -43,14 +43,19 @@
 //!
 //! | name | 1 when |
 //! |---|---|
-//! | `ch_missing` | the UA claims a Chromium engine >= 90 off iOS (client hints are on by default since 90) and `sec-ch-ua` is absent. Chromium sends no hints to plain-HTTP origins: behind TLS termination this is what is wanted |
+//! | `ch_missing` | (schema 1) the UA claims a Chromium engine >= 90 off iOS (client hints are on by default since 90) and `sec-ch-ua` is absent. Chromium sends no hints to plain-HTTP origins: behind TLS termination this is what is wanted |
 //! | `ch_version_mismatch` | `sec-ch-ua` comes with a Chromium UA and its Chromium version differs from the UA's `Chrome/` version, or names none |
 //! | `ch_non_chromium` | client hints come with a UA that is not Chromium (Firefox and Safari send none) |
 //! | `ch_platform_mismatch` | `sec-ch-ua-platform` names another OS than the UA |
 //! | `ch_mobile_mismatch` | `sec-ch-ua-mobile` disagrees with the UA's `Mobile`, or is not `?0`/`?1` |
 //! | `fetch_non_browser` | `sec-fetch-*` headers come with a UA that claims no browser |
 //! | `fetch_incoherent` | the `sec-fetch-*` values form a combination no browser sends (see [`fetch_metadata`]) |
-//! | `order_inversions` | (a count) pairs of headers that arrived in the opposite of the claimed browser's order (see [`header_order`]); NaN when the UA claims no browser |
+//! | `order_inversions` | (schema 1, a count) pairs of headers that arrived in the opposite of a hand-written order of the claimed browser (see [`header_order`]); NaN when the UA claims no browser |
+//! | `ch_missing_secure` | (schema 2) the UA claims a Chromium engine >= 90 off iOS, `sec-ch-ua` is absent, and `sec-fetch-*` headers are present. Chromium sends both to secure contexts (HTTPS, `localhost`, `127.0.0.1`) and neither to plain-HTTP hostnames, so only the first shape contradicts itself |
+//! | `order_reversed_pairs` | (schema 2, a count) distinct pairs of known headers that arrived as `a` before `b` where people's browsers of the claimed engine, in the training data, sent `b` before `a` and never `a` before `b`: the table is learnt by `models/train.py` and shipped in the model metadata (see [`orders`]); NaN when the UA claims no browser or no table is given |
+//!
+//! Schema versions (which of these a model may read) are described in the
+//! `schema` module: `edgeguard.schema` in a model's metadata.
 //!
 //! # Categorical features
 //!
@@ -75,16 +80,21 @@ pub mod client_hints;
 pub mod fetch_metadata;
 pub mod header_order;
 pub mod language;
+pub mod orders;
 mod schema;
 pub mod uri;
 pub mod user_agent;
 
 use crate::headers::Header;
 
-pub use schema::{Cat, FeatureSpec, Float, CAT_COUNT, CAT_FEATURES, FLOAT_COUNT, FLOAT_FEATURES};
+pub use schema::{
+    Cat, FeatureSpec, Float, CAT_COUNT, CAT_FEATURES, FLOAT_COUNT, FLOAT_FEATURES, SCHEMA_KEY,
+    SCHEMA_VERSION, SCHEMA_VERSIONS,
+};
 
 use fetch_metadata::FetchMetadata;
 use header_order::Fingerprint;
+use orders::{Engine, OrderTable};
 use user_agent::Family;
 
 /// Longest `header_order` fingerprint, in bytes.
@@ -259,8 +269,19 @@ fn first<'a>(slot: &mut Option<&'a [u8]>, value: &'a [u8]) {
     slot.get_or_insert(value);
 }
 
-/// Fills `out` with the features of `req`. Allocates nothing.
+/// Fills `out` with the features of `req`, without a learnt order table
+/// (`order_reversed_pairs` is NaN). Allocates nothing.
 pub fn extract<'a>(req: &Request<'a>, out: &mut FeatureVector<'a>) {
+    extract_with(req, None, out);
+}
+
+/// Fills `out` with the features of `req`; `orders` is the learnt order
+/// table the models were trained with (see [`orders`]). Allocates nothing.
+pub fn extract_with<'a>(
+    req: &Request<'a>,
+    orders: Option<&OrderTable>,
+    out: &mut FeatureVector<'a>,
+) {
     let mut seen = Seen::default();
     let mut codes = [header_order::UNKNOWN; header_order::MAX_RANKED];
     let mut n_codes = 0;
@@ -398,6 +419,23 @@ pub fn extract<'a>(req: &Request<'a>, out: &mut FeatureVector<'a>) {
         header_order::canonical_order(ua.family).map_or(f32::NAN, |order| {
             header_order::inversions(codes[..n_codes].iter().copied(), order) as f32
         }),
+    );
+    out.set(
+        Float::OrderReversedPairs,
+        match (orders, Engine::of(&ua)) {
+            (Some(table), Some(engine)) => table.reversed_pairs(engine, &codes[..n_codes]) as f32,
+            _ => f32::NAN,
+        },
+    );
+    // Chromium sends client hints and fetch metadata to secure contexts
+    // only (HTTPS, localhost): with neither, the origin is plain HTTP and
+    // the missing hints are what a real browser sends.
+    out.set_flag(
+        Float::ChMissingSecure,
+        seen.ch_ua.is_none()
+            && seen.fetch_headers > 0
+            && ua.os != user_agent::Os::Ios
+            && engine.is_some_and(|v| v >= client_hints::CLIENT_HINTS_SINCE),
     );
 
     out.cats[Cat::HeaderOrder.index()] = CatValue::HeaderOrder;

@@ -1,5 +1,50 @@
 //! The feature schema: names, docs and positions of every float and
 //! categorical feature. Models map their inputs to these by name.
+//!
+//! The vector holds every feature of every schema version the scorer reads;
+//! a version is the subset of names a model may be trained on
+//! ([`FeatureSpec::in_schema`]). A model says its version in its metadata
+//! ([`SCHEMA_KEY`]); a model without the key predates versions and is
+//! schema 1. Features are only ever appended, and a name keeps its meaning
+//! in every version, so a version-1 model reads the same values it was
+//! trained on.
+//!
+//! - **1** (legacy, frozen): the first models, which the pure-Lua engine
+//!   reads. Its `order_inversions` counts inversions against hand-written
+//!   browser orders, and its `ch_missing` fires for Chromium on plain-HTTP
+//!   origins.
+//! - **2** (current): drops those two; adds `order_reversed_pairs` (header
+//!   pairs in the reverse of the only order people's browsers of the
+//!   claimed engine were seen to send them in, from a table learnt at
+//!   training time, see
+//!   [`orders`](super::orders)) and `ch_missing_secure` (client hints missing
+//!   where the request shows the secure context Chromium sends them in).
+
+/// The metadata key holding the schema version a model was trained on.
+pub const SCHEMA_KEY: &str = "edgeguard.schema";
+
+/// The schema version `models/train.py` trains on.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// The versions this build reads.
+pub const SCHEMA_VERSIONS: [u32; 2] = [1, 2];
+
+/// Features of version 1 that later versions dropped.
+const DROPPED_IN_2: &[&str] = &["order_inversions", "ch_missing"];
+
+/// Features added in version 2.
+const ADDED_IN_2: &[&str] = &["order_reversed_pairs", "ch_missing_secure"];
+
+impl FeatureSpec {
+    /// Whether a model of schema `version` may read this feature.
+    pub fn in_schema(&self, version: u32) -> bool {
+        match version {
+            1 => !ADDED_IN_2.contains(&self.name),
+            2 => !DROPPED_IN_2.contains(&self.name),
+            _ => false,
+        }
+    }
+}
 
 /// One feature of the schema.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,14 +126,16 @@ schema! {
     HasHost = "has_host": "1 if `host` is present, else 0",
     ClientIpv6 = "client_ipv6": "1 for an IPv6 client address, 0 for IPv4, NaN for anything else (unix socket)",
     ChUaMajor = "ch_ua_major": "Chromium major version claimed by `sec-ch-ua`; NaN without one",
-    ChMissing = "ch_missing": "1 if the UA claims Chromium >= 90 off iOS but `sec-ch-ua` is absent, else 0",
+    ChMissing = "ch_missing": "(schema 1) 1 if the UA claims Chromium >= 90 off iOS but `sec-ch-ua` is absent, else 0",
     ChVersionMismatch = "ch_version_mismatch": "1 if `sec-ch-ua` is present with a Chromium UA and its version differs from the UA's (or is unreadable), else 0",
     ChNonChromium = "ch_non_chromium": "1 if client hints are present but the UA does not claim Chromium, else 0",
     ChPlatformMismatch = "ch_platform_mismatch": "1 if `sec-ch-ua-platform` contradicts the UA's OS, else 0",
     ChMobileMismatch = "ch_mobile_mismatch": "1 if `sec-ch-ua-mobile` contradicts the UA's `Mobile` (or is malformed), else 0",
     FetchNonBrowser = "fetch_non_browser": "1 if `sec-fetch-*` headers come with a UA that claims no browser, else 0",
     FetchIncoherent = "fetch_incoherent": "1 if the `sec-fetch-*` values form a combination no browser sends, else 0",
-    OrderInversions = "order_inversions": "pairs of headers in the opposite of the claimed browser's order; NaN for non-browser UAs",
+    OrderInversions = "order_inversions": "(schema 1) pairs of headers in the opposite of a hand-written order of the claimed browser; NaN for non-browser UAs",
+    OrderReversedPairs = "order_reversed_pairs": "(schema 2) header pairs in the reverse of the only order people's browsers of the claimed engine sent them in training (learnt table); NaN for non-browser UAs or without a table",
+    ChMissingSecure = "ch_missing_secure": "(schema 2) 1 if the UA claims Chromium >= 90 off iOS, `sec-ch-ua` is absent and `sec-fetch-*` is present (a secure context), else 0",
 }
 
 schema! {

@@ -2,7 +2,8 @@
 //! feature feeds each of its inputs (by name), what its score means, and its
 //! threshold.
 
-use crate::features::{Cat, Float};
+use crate::features::orders::{OrderTable, ORDERS_KEY};
+use crate::features::{Cat, Float, SCHEMA_KEY, SCHEMA_VERSION, SCHEMA_VERSIONS};
 use crate::model::{Evaluator, Model, Objective, PredictionType};
 
 /// Losses whose raw formula value is itself the prediction the user wants
@@ -54,12 +55,17 @@ pub(crate) struct Binding {
     pub(crate) cats: Vec<Cat>,
     pub(crate) kind: ScoreKind,
     pub(crate) threshold: Option<f64>,
+    /// The feature schema version the model was trained on.
+    pub(crate) schema: u32,
+    /// The learnt header-order table the model was trained with, if any.
+    pub(crate) orders: Option<OrderTable>,
 }
 
 /// Binds `model` to the schema, or says (naming the feature or field) why
 /// the scorer cannot use it.
 pub(crate) fn bind(model: &Model) -> Result<Binding, String> {
     let kind = score_kind(model)?;
+    let schema = schema(model)?;
     let floats = model
         .float_feature_names()
         .iter()
@@ -72,6 +78,19 @@ pub(crate) fn bind(model: &Model) -> Result<Binding, String> {
         .enumerate()
         .map(|(i, name)| cat_input(i, name))
         .collect::<Result<Vec<_>, _>>()?;
+    for (i, f) in floats.iter().enumerate() {
+        check_in_schema(schema, "float", i, f.spec())?;
+    }
+    for (i, c) in cats.iter().enumerate() {
+        check_in_schema(schema, "categorical", i, c.spec())?;
+    }
+    let orders = orders(model)?;
+    if orders.is_none() && floats.contains(&Float::OrderReversedPairs) {
+        return Err(format!(
+            "the model reads `order_reversed_pairs` but model_info[\"{ORDERS_KEY}\"] is missing: \
+             the learnt order table is part of the model (models/train.py writes it)"
+        ));
+    }
     // A repeated name would be two columns of one training frame: the
     // export is damaged or hand-edited, and one of the two is wrong.
     if let Some((a, b)) = first_repeat(&floats) {
@@ -92,7 +111,57 @@ pub(crate) fn bind(model: &Model) -> Result<Binding, String> {
         cats,
         kind,
         threshold,
+        schema,
+        orders,
     })
+}
+
+/// The model's schema version: `edgeguard.schema`, or 1 for models that
+/// predate the key.
+fn schema(model: &Model) -> Result<u32, String> {
+    let Some(text) = model.metadata(SCHEMA_KEY) else {
+        return Ok(1);
+    };
+    let supported = || {
+        SCHEMA_VERSIONS
+            .iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(" and ")
+    };
+    match text.trim().parse::<u32>() {
+        Ok(v) if SCHEMA_VERSIONS.contains(&v) => Ok(v),
+        _ => Err(format!(
+            "model_info[\"{SCHEMA_KEY}\"] = {text:?}: this edgeguard reads feature schemas {} \
+             (current: {SCHEMA_VERSION}); retrain the model with models/train.py of this version",
+            supported()
+        )),
+    }
+}
+
+fn check_in_schema(
+    schema: u32,
+    kind: &str,
+    i: usize,
+    spec: crate::features::FeatureSpec,
+) -> Result<(), String> {
+    if spec.in_schema(schema) {
+        return Ok(());
+    }
+    Err(format!(
+        "{kind} feature {i} `{}` is not in feature schema {schema} (model_info[\"{SCHEMA_KEY}\"]{})",
+        spec.name,
+        if schema == 1 { " is absent or 1" } else { "" }
+    ))
+}
+
+fn orders(model: &Model) -> Result<Option<OrderTable>, String> {
+    let Some(text) = model.metadata(ORDERS_KEY) else {
+        return Ok(None);
+    };
+    OrderTable::parse(text)
+        .map(Some)
+        .map_err(|e| format!("model_info[\"{ORDERS_KEY}\"]: {e}"))
 }
 
 fn score_kind(model: &Model) -> Result<ScoreKind, String> {

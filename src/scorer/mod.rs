@@ -21,6 +21,13 @@
 //! and the raw formula value for a regression (see [`ScoreKind`]). A model's
 //! default threshold comes from its metadata (`edgeguard.threshold`,
 //! [`THRESHOLD_KEY`]); `models/train.py` writes it.
+//!
+//! A model also says which feature schema it was trained on
+//! (`edgeguard.schema`, see [`crate::features`]): a version this build does
+//! not read, or an input outside the model's version, is refused at load.
+//! Features are extracted once for every model, so data the extractor
+//! learns from a model's metadata (the header-order table,
+//! `edgeguard.order_pairs`) must be the same in every model that has it.
 
 #![forbid(unsafe_code)]
 
@@ -29,7 +36,8 @@ mod error;
 
 use std::path::Path;
 
-use crate::features::{extract, Cat, FeatureVector, Request, CAT_COUNT, FLOAT_COUNT};
+use crate::features::orders::{OrderTable, ORDERS_KEY};
+use crate::features::{extract_with, Cat, FeatureVector, Request, CAT_COUNT, FLOAT_COUNT};
 use crate::model::{cat_hash, Model};
 
 use binding::{bind, Binding};
@@ -70,6 +78,11 @@ impl ScoredModel {
         self.binding.kind
     }
 
+    /// The feature schema version the model was trained on.
+    pub fn schema(&self) -> u32 {
+        self.binding.schema
+    }
+
     /// The schema's float feature feeding each of the model's float inputs,
     /// by the model's float feature index.
     pub fn float_inputs(&self) -> &[crate::features::Float] {
@@ -91,6 +104,8 @@ pub struct Scorer {
     /// The categorical features at least one model reads: only these are
     /// hashed per request.
     hashed: Vec<Cat>,
+    /// The learnt header-order table every model that has one shares.
+    orders: Option<OrderTable>,
 }
 
 impl Scorer {
@@ -133,10 +148,23 @@ impl Scorer {
             .into_iter()
             .filter(|c| scored.iter().any(|m| m.binding.cats.contains(c)))
             .collect();
+        let orders = shared_orders(&scored)?;
         Ok(Scorer {
             models: scored,
             hashed,
+            orders,
         })
+    }
+
+    /// The learnt header-order table the models share, if any has one.
+    pub fn orders(&self) -> Option<&OrderTable> {
+        self.orders.as_ref()
+    }
+
+    /// Extracts `req`'s features as this scorer's models read them (with
+    /// their learnt order table). Allocates nothing.
+    pub fn extract<'a>(&self, req: &Request<'a>, out: &mut FeatureVector<'a>) {
+        extract_with(req, self.orders.as_ref(), out);
     }
 
     /// How many models score each request (the length `score` expects).
@@ -166,12 +194,13 @@ impl Scorer {
     pub fn score(&self, req: &Request<'_>, out: &mut [f64]) -> Result<(), ScoreError> {
         self.check_len(out)?;
         let mut features = FeatureVector::new();
-        extract(req, &mut features);
+        self.extract(req, &mut features);
         self.score_features(&features, out)
     }
 
-    /// [`Scorer::score`] for a feature vector already extracted (the
-    /// offline replay reuses vectors; benches time the parts apart).
+    /// [`Scorer::score`] for a feature vector already extracted with
+    /// [`Scorer::extract`] (the offline replay reuses vectors; benches time
+    /// the parts apart).
     pub fn score_features(
         &self,
         features: &FeatureVector<'_>,
@@ -222,6 +251,35 @@ impl Scorer {
         }
         Ok(())
     }
+}
+
+/// The one order table of the models that carry one; a second, different
+/// table is refused, naming both models.
+fn shared_orders(models: &[ScoredModel]) -> Result<Option<OrderTable>, LoadError> {
+    let mut first: Option<&ScoredModel> = None;
+    for m in models {
+        let Some(table) = &m.binding.orders else {
+            continue;
+        };
+        match first {
+            None => first = Some(m),
+            Some(f) if f.binding.orders.as_ref() == Some(table) => {}
+            Some(f) => {
+                return Err(LoadError::Incompatible {
+                    name: m.name.clone(),
+                    source: m.model.source().to_owned(),
+                    message: format!(
+                        "model_info[\"{ORDERS_KEY}\"] differs from model `{}`'s ({}): the models \
+                         of one scorer share one feature extraction; train them together \
+                         (models/train.py)",
+                        f.name,
+                        f.model.source()
+                    ),
+                })
+            }
+        }
+    }
+    Ok(first.and_then(|m| m.binding.orders.clone()))
 }
 
 fn check_names<'a>(names: impl ExactSizeIterator<Item = &'a str>) -> Result<(), LoadError> {

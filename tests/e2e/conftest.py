@@ -262,7 +262,7 @@ def origin():
 TEST_LIST = ROOT / "tests" / "e2e" / "data" / "internal-headers.txt"
 
 # Chrome 147 on macOS fetching JSON from its own origin (the README's "Try it"
-# request): it passes both shipped models (bot ~ 0.0006).
+# request): it passes the shipped bot model (bot ~ 0.002).
 CHROME = [
     ("Host", "edge.test"),
     ("Connection", "keep-alive"),

@@ -7,8 +7,8 @@ import pytest
 
 from conftest import ROOT, Nginx, edge_conf, free_port, running_edge, send_exact, TEST_LIST
 
-SAMPLE = ROOT / "tests" / "fixtures" / "traffic" / "sample.jsonl"
-MODELS = f'models = {{ bot = "{ROOT}/models/bot.json", spoof = "{ROOT}/models/spoof.json" }},'
+SAMPLE = ROOT / "tests" / "fixtures" / "traffic" / "legacy-sample.jsonl"
+MODELS = f'models = {{ bot = "{ROOT}/models/legacy/bot.json", spoof = "{ROOT}/models/legacy/spoof.json" }},'
 # Exact names, case and "_" variants, prefix rules, repeats: what the list covers.
 INTERNAL = [
     ("X-Internal-User-Id", "1"),

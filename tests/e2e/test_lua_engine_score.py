@@ -15,8 +15,8 @@ import pytest
 
 from conftest import ROOT, LIB, running_edge, send_exact
 
-SAMPLE = ROOT / "tests" / "fixtures" / "traffic" / "sample.jsonl"
-MODELS = {"bot": ROOT / "models" / "bot.json", "spoof": ROOT / "models" / "spoof.json"}
+SAMPLE = ROOT / "tests" / "fixtures" / "traffic" / "legacy-sample.jsonl"
+MODELS = {"bot": ROOT / "models" / "legacy" / "bot.json", "spoof": ROOT / "models" / "legacy" / "spoof.json"}
 
 # The engine is built in init_by_lua (the master reads the models; workers
 # may not be able to) and shared with the workers as a global.

@@ -1,10 +1,14 @@
 """Shadow mode through real nginx: both engines on every request, the primary acts.
 
-A copy of models/bot.json whose first tree's leaves are all raised by DELTA is
+A copy of models/legacy/bot.json whose first tree's leaves are all raised by DELTA is
 given to the Lua engine only (lua_models): every bot score differs, some
 decisions flip, and each difference must be counted in the metrics and logged
 (rate-limited) in error.log, while the client sees the primary's decision.
 With the same models for both engines, nothing may differ: equality under nginx.
+
+Both engines read models of feature schema 1 only (the Lua engine computes no
+other), so shadow mode compares them on the legacy models (models/legacy/),
+the "before" of the migration.
 """
 
 import json
@@ -17,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from conftest import METRICS_DICT, ROOT, free_port, get_text, metrics_server, running_edge, send_exact
 
-SAMPLE = ROOT / "tests" / "fixtures" / "traffic" / "sample.jsonl"
+SAMPLE = ROOT / "tests" / "fixtures" / "traffic" / "legacy-sample.jsonl"
 DELTA = 8.0  # enough to push most fixture browsers over the bot threshold
 INTERNAL = [("X-Internal-User-Id", "42"), ("x-edge-route", "eu-1")]
 
@@ -78,7 +82,7 @@ def disagreements(metrics):
 
 @pytest.fixture(scope="module")
 def altered_bot(tmp_path_factory):
-    model = json.loads((ROOT / "models" / "bot.json").read_text())
+    model = json.loads((ROOT / "models" / "legacy" / "bot.json").read_text())
     tree = model["oblivious_trees"][0]
     tree["leaf_values"] = [v + DELTA for v in tree["leaf_values"]]
     path = tmp_path_factory.mktemp("models") / "bot-altered.json"
@@ -90,8 +94,8 @@ def shadow_edge(origin, primary, lua_bot):
     mport = free_port()
     configure = f"""
             engine = "shadow", shadow_primary = "{primary}", mode = "block",
-            models = {{ bot = "{ROOT}/models/bot.json", spoof = "{ROOT}/models/spoof.json" }},
-            lua_models = {{ bot = "{lua_bot}", spoof = "{ROOT}/models/spoof.json" }},
+            models = {{ bot = "{ROOT}/models/legacy/bot.json", spoof = "{ROOT}/models/legacy/spoof.json" }},
+            lua_models = {{ bot = "{lua_bot}", spoof = "{ROOT}/models/legacy/spoof.json" }},
             metrics_dict = "edgeguard_metrics",
     """
     for port, nginx in running_edge(origin, configure=configure, access='require("resty.edgeguard").access()',
@@ -105,8 +109,8 @@ def decision(scores, thresholds):
 
 def expectations(altered_bot):
     """Per row: (rust decision, lua decision) from CatBoost's own raw values."""
-    t = {"bot": model_threshold(ROOT / "models" / "bot.json"),
-         "spoof": model_threshold(ROOT / "models" / "spoof.json")}
+    t = {"bot": model_threshold(ROOT / "models" / "legacy" / "bot.json"),
+         "spoof": model_threshold(ROOT / "models" / "legacy" / "spoof.json")}
     t_lua = {"bot": model_threshold(altered_bot), "spoof": t["spoof"]}
     out = []
     for r in rows(as_scored=True):
@@ -160,7 +164,7 @@ def test_altered_lua_model_disagreements_are_counted_logged_and_the_primary_acts
 def test_same_models_agree_on_every_fixture_request(origin):
     """The proof of equality under nginx: two engines, no difference at all."""
     cases = rows()
-    for port, mport, _ in shadow_edge(origin, "rust", ROOT / "models" / "bot.json"):
+    for port, mport, _ in shadow_edge(origin, "rust", ROOT / "models" / "legacy" / "bot.json"):
         for row in cases:
             send(port, row, INTERNAL)
             send(port, row, [("x_internal_user_id", "7"), ("X-TENANT", "t"), ("x-internal-a", "1")])
@@ -180,8 +184,8 @@ def test_a_location_can_run_one_of_the_loaded_engines(origin, altered_bot, engin
     mport = free_port()
     configure = f"""
             engine = "shadow", mode = "off",
-            models = {{ bot = "{ROOT}/models/bot.json", spoof = "{ROOT}/models/spoof.json" }},
-            lua_models = {{ bot = "{altered_bot}", spoof = "{ROOT}/models/spoof.json" }},
+            models = {{ bot = "{ROOT}/models/legacy/bot.json", spoof = "{ROOT}/models/legacy/spoof.json" }},
+            lua_models = {{ bot = "{altered_bot}", spoof = "{ROOT}/models/legacy/spoof.json" }},
             metrics_dict = "edgeguard_metrics",
     """
     cases = rows(as_scored=True)[:10]

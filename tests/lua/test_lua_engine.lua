@@ -1,5 +1,5 @@
 -- The Lua engine against the Rust scorer on the fixture traffic
--- (tests/fixtures/traffic/sample.jsonl): the same models, the same order, the
+-- (tests/fixtures/traffic/legacy-sample.jsonl, legacy models): the same models, the same order, the
 -- same thresholds, and for every request scores equal to 1e-9, both to the
 -- Rust scorer (over the FFI) and to official CatBoost's stored predictions.
 -- Run from the repository root with EDGEGUARD_LIB pointing at the library.
@@ -12,7 +12,9 @@ local lib = T.lib()
 local lua_engine = require "resty.edgeguard.lua_engine"
 local scorer = require "resty.edgeguard.scorer"
 
-local SHIPPED = { bot = "models/bot.json", spoof = "models/spoof.json" }
+-- The Lua engine computes feature schema 1: the legacy models, and the
+-- fixture made with them (models/README.md: schema versions).
+local SHIPPED = { bot = "models/legacy/bot.json", spoof = "models/legacy/spoof.json" }
 local SMALL = { reordered = "tests/fixtures/scorer/reordered.json",
                 regression = "tests/fixtures/scorer/regression.json" }
 
@@ -33,9 +35,9 @@ end
 
 -- Each fixture line as the engine's request table and as an
 -- edgeguard_request for the Rust scorer (keeping its strings alive).
-local function fixture()
+local function fixture(path)
     local rows = {}
-    for line in io.lines("tests/fixtures/traffic/sample.jsonl") do
+    for line in io.lines(path) do
         local row = cjson.decode(line)
         local headers = {}
         local c_headers = ffi.new("edgeguard_header[?]", math.max(#row.headers, 1))
@@ -57,7 +59,10 @@ local function fixture()
     return rows
 end
 
-local ROWS = fixture()
+local ROWS = fixture("tests/fixtures/traffic/legacy-sample.jsonl")
+-- The small schema-1 models of tests/fixtures/scorer/ were made on the
+-- current fixture's requests (tests/fixtures/scorer/train.py).
+local SAMPLE_ROWS = fixture("tests/fixtures/traffic/sample.jsonl")
 
 -- The CLI's feature vector of a fixture line, as the engine's tables.
 local function cli_vector(row)
@@ -143,8 +148,8 @@ T.test("models on reordered schema subsets: classifier and regression", function
     local expected = cjson.decode(read("tests/fixtures/scorer/expected.json"))
     T.eq(eng.models.reordered.kind, "probability")
     T.eq(eng.models.regression.kind, "raw")
-    T.eq(#expected.reordered, #ROWS)
-    for n, r in ipairs(ROWS) do
+    T.eq(#expected.reordered, #SAMPLE_ROWS)
+    for n, r in ipairs(SAMPLE_ROWS) do
         local want = assert(rust:score(r.c_req))
         local got = eng:score_request(r.req)
         for name, link in pairs({ reordered = sigmoid, regression = function(x) return x end }) do
@@ -181,8 +186,13 @@ T.test("models the scorer cannot use are refused naming model, file and feature"
     ok, err = lua_engine.new{ models = { [""] = "models/bot.json" }, lib = lib }
     T.eq(ok, nil)
     T.contains(err, "model 0 has an empty name")
+    -- The shipped models are schema 2, which this engine does not compute.
+    ok, err = lua_engine.new{ models = { bot = "models/bot.json" }, lib = lib }
+    T.eq(ok, nil)
+    T.contains(err, 'model `bot`: models/bot.json: model_info["edgeguard.schema"] = "2": '
+        .. "the Lua engine reads feature schema 1 only")
     -- A threshold outside [0, 1] for a classifier, as the Rust binding says.
-    local text = read("models/bot.json"):gsub('"edgeguard.threshold":"[^"]*"', '"edgeguard.threshold":"1.5"', 1)
+    local text = read("models/legacy/bot.json"):gsub('"edgeguard.threshold":"[^"]*"', '"edgeguard.threshold":"1.5"', 1)
     local path = os.tmpname()
     local f = assert(io.open(path, "wb"))
     f:write(text)

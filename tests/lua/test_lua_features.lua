@@ -311,8 +311,10 @@ local function random_requests(count)
     return r
 end
 
-T.test("schema names are the Rust extractor's, in its order", function()
-    local p = assert(io.popen(BIN .. " features --header"))
+T.test("schema names are the Rust extractor's schema 1, in its order", function()
+    -- This engine computes feature schema 1, the first columns of the
+    -- Rust vector (later versions only append).
+    local p = assert(io.popen(BIN .. " features --names --schema 1"))
     local names = cjson.decode(p:read("*a"))
     p:close()
     T.eq(#features.FLOAT_NAMES, #names.float, "float count")

@@ -122,9 +122,18 @@ end
 
 -- Binds a model's inputs to schema positions by name, as
 -- src/scorer/binding.rs does; returns floats, cats or nil and the reason.
+local SCHEMA_KEY = "edgeguard.schema"
+
 local function bind(model)
     if not model.kind then
         return nil, model.kind_error
+    end
+    -- This engine computes the first feature schema only (the legacy
+    -- models, models/legacy/); later ones need the Rust engine.
+    local schema = model.metadata and model.metadata[SCHEMA_KEY]
+    if schema ~= nil and schema ~= "1" then
+        return nil, format("model_info[%q] = %q: the Lua engine reads feature schema 1 only "
+            .. "(models/legacy/); use engine = \"rust\" for this model", SCHEMA_KEY, schema)
     end
     if model.threshold_error then
         return nil, model.threshold_error

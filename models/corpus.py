@@ -1,0 +1,100 @@
+"""The captured real-client corpus (tests/fixtures/real_clients/), as rows
+that `edgeguard features` and `edgeguard replay` read, with their labels.
+
+Shared by models/train.py, models/eval_real.py and tests/e2e/test_real_clients.py
+so that "human", "scripted" and "byte-identical" mean one thing everywhere.
+
+Each corpus line is an access-log record of nginx-conf/log-format.conf (its
+`headers` a JSON array of [name, value] pairs, as nginx saw them) plus the
+capture's labels: `label` (human or automated), `class` (human, scripted,
+headless, impersonation, byte-identical), `client` (the client's name),
+`client_version`, `mode`, `origin` (ip, http-host, tls-h1, tls-h2),
+`protocol`, `flow`.
+"""
+
+import ipaddress
+import json
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CORPUS = os.path.join(ROOT, "tests", "fixtures", "real_clients", "corpus.jsonl")
+
+# Classes a head can be judged on. Byte-identical automation (Selenium driving
+# a headful browser, headless Firefox) and exact impersonation (curl_cffi)
+# send what a person's browser sends: reported as their own rows, counted
+# neither way, never trained on.
+HUMAN = "human"
+SCRIPTED = "scripted"
+HEADLESS = "headless"
+BYTE_IDENTICAL = "byte-identical"
+IMPERSONATION = "impersonation"
+UNJUDGED = (BYTE_IDENTICAL, IMPERSONATION)
+
+
+def _is_ip(text):
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        return False
+
+
+def load(path=CORPUS):
+    """The corpus rows, or [] if there is no corpus file."""
+    if not os.path.exists(path):
+        return []
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            rec = json.loads(line)
+            headers = rec.get("headers") or []
+            if isinstance(headers, str):
+                headers = json.loads(headers) if headers not in ("", "-") else []
+            client = rec.get("client", "")
+            # The capture's client *name* may share the `client` key with
+            # the address; the address is then the loopback it came from.
+            addr = rec.get("addr") or rec.get("remote_addr") or (client if _is_ip(client) else "127.0.0.1")
+            name = rec.get("client_name") or (client if not _is_ip(client) else rec.get("name", "unknown"))
+            cls = rec.get("class") or (HUMAN if rec.get("label") == "human" else "scripted")
+            rows.append({
+                "method": rec["method"],
+                "uri": rec["uri"],
+                "version": rec["version"],
+                "client": addr,
+                "headers": [[h[0], h[1]] for h in headers],
+                "line": n,
+                "name": name,
+                "client_version": str(rec.get("client_version", "")),
+                "class": cls,
+                "human": cls == HUMAN,
+                "mode": rec.get("mode", ""),
+                "origin": rec.get("origin", ""),
+                "protocol": rec.get("protocol", rec["version"]),
+                "flow": rec.get("flow", ""),
+                "session": rec.get("session", ""),
+            })
+    return rows
+
+
+def judged(row):
+    """Whether the row counts towards the targets (not byte-identical)."""
+    return row["class"] not in UNJUDGED
+
+
+PYTHON = {"python-requests", "python-httpx", "python-aiohttp", "python-urllib", "scrapy"}
+
+
+def family(row):
+    """The family held out together in validation: every capture of one
+    client, person or automated (Chromium headful and headless are one
+    family: the same bytes but for the User-Agent), the Python libraries
+    (which share urllib3/asyncio defaults) as one."""
+    return "python" if row["name"] in PYTHON else row["name"]
+
+
+def request_line(row):
+    """The row as an `edgeguard features` / `edgeguard replay` input line."""
+    return json.dumps({k: row[k] for k in ("method", "uri", "version", "client", "headers")},
+                      ensure_ascii=False, separators=(",", ":"))

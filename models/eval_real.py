@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""Scores the captured real-client corpus with the shipped models and prints
+the per-client tables of models/README.md (`make eval-real`).
+
+    python3 models/eval_real.py [--edgeguard target/release/edgeguard] [--detail]
+
+Every request of tests/fixtures/real_clients/corpus.jsonl goes through
+`edgeguard replay` (the scoring and decision code nginx runs, with each
+model's own threshold) twice: with the shipped bot model, as
+nginx-conf/nginx.conf loads it (after), and with the first models, bot and
+spoof, in models/legacy/ (before). Printed, as Markdown:
+
+  1. per client class and client: requests, flagged before and after;
+  2. with --detail: per client, protocol, origin and flow, the requests,
+     flagged after, and the min / median / max bot score after;
+  3. the targets of issue 12 and whether they are met.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import corpus  # noqa: E402
+
+SCRIPTED = corpus.SCRIPTED
+DIFFERING = (corpus.HEADLESS,)
+
+
+def replay(edgeguard, models, rows):
+    """The replay's output line of every row, in order."""
+    with tempfile.TemporaryDirectory() as tmp:
+        config = os.path.join(tmp, "config.json")
+        with open(config, "w") as f:
+            json.dump({"models": models, "mode": "block"}, f)
+        inp = os.path.join(tmp, "requests.jsonl")
+        with open(inp, "w") as f:
+            for r in rows:
+                f.write(corpus.request_line(r) + "\n")
+        proc = subprocess.run([edgeguard, "replay", "--config", config, "--output", "-", "--ordered",
+                               "--no-progress", "--summary", os.path.join(tmp, "summary.txt"), inp],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            sys.exit("edgeguard replay failed:\n" + proc.stderr[-2000:])
+        out = [json.loads(line) for line in proc.stdout.splitlines()]
+    if len(out) != len(rows):
+        sys.exit("edgeguard replay printed %d lines for %d requests" % (len(out), len(rows)))
+    return out
+
+
+def models_in(directory, names):
+    directory = os.path.abspath(directory)
+    return {name: os.path.join(directory, name + ".json") for name in names}
+
+
+def flagged(out):
+    return out["action"] != "pass"
+
+
+def pct(a, b):
+    return "%.1f %%" % (100.0 * a / b) if b else "-"
+
+
+def summary(rows, before, after):
+    groups = {}
+    for r, b, a in zip(rows, before, after):
+        g = groups.setdefault((r["class"], r["name"]), {"n": 0, "before": 0, "after": 0, "versions": set()})
+        g["n"] += 1
+        g["before"] += flagged(b)
+        g["after"] += flagged(a)
+        g["versions"].add(r["client_version"])
+    print("| class | client | version | requests | flagged before (legacy models) | flagged after (shipped) |")
+    print("|---|---|---|---|---|---|")
+    order = {"human": 0, SCRIPTED: 1, "headless": 2, "impersonation": 3, corpus.BYTE_IDENTICAL: 4}
+    for (cls, name), g in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1])):
+        print("| %s | %s | %s | %d | %d (%s) | %d (%s) |" % (
+            cls, name, ", ".join(sorted(g["versions"])), g["n"], g["before"], pct(g["before"], g["n"]),
+            g["after"], pct(g["after"], g["n"])))
+
+
+def detail(rows, after):
+    groups = {}
+    for r, a in zip(rows, after):
+        key = (r["class"], r["name"], r["protocol"], r["origin"], r["flow"])
+        g = groups.setdefault(key, {"n": 0, "flagged": 0, "scores": []})
+        g["n"] += 1
+        g["flagged"] += flagged(a)
+        g["scores"].append(a["scores"].get("bot", float("nan")))
+    print("| class | client | protocol | origin | flow | requests | flagged | bot min | bot median | bot max |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for key in sorted(groups):
+        g = groups[key]
+        s = g["scores"]
+        print("| %s | %s | %s | %s | %s | %d | %d | %.4f | %.4f | %.4f |" % (
+            *key, g["n"], g["flagged"], min(s), statistics.median(s), max(s)))
+
+
+def targets(rows, after):
+    def count(pred):
+        sel = [(r, a) for r, a in zip(rows, after) if pred(r)]
+        return sum(flagged(a) for _, a in sel), len(sel)
+
+    human_secure = count(lambda r: r["human"] and r["origin"] != "http-host")
+    human_plain = count(lambda r: r["human"] and r["origin"] == "http-host")
+    scripted = count(lambda r: r["class"] == SCRIPTED)
+    differing = count(lambda r: r["class"] in DIFFERING)
+    identical = count(lambda r: r["class"] in corpus.UNJUDGED)
+    lines = [
+        ("real-browser requests blocked, TLS and 127.0.0.1 origins", "0", human_secure,
+         human_secure[0] == 0),
+        ("real-browser requests blocked, plain-HTTP hostnames", "<= 0.5 %", human_plain,
+         human_plain[1] == 0 or human_plain[0] <= 0.005 * human_plain[1]),
+        ("scripted clients flagged", ">= 99 %", scripted, scripted[1] == 0 or scripted[0] >= 0.99 * scripted[1]),
+        ("headless clients whose bytes differ, flagged", ">= 95 %", differing,
+         differing[1] == 0 or differing[0] >= 0.95 * differing[1]),
+    ]
+    print("| target | wanted | measured | met |")
+    print("|---|---|---|---|")
+    ok = True
+    for what, wanted, (k, n), met in lines:
+        ok &= met
+        print("| %s | %s | %d of %d (%s) | %s |" % (what, wanted, k, n, pct(k, n), "yes" if met else "**no**"))
+    print("| byte-identical automation and exact impersonation (own row, not counted) | - | %d of %d flagged (%s) | - |"
+          % (identical[0], identical[1], pct(*identical)))
+    return ok
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--edgeguard", help="edgeguard binary (default: target/release/edgeguard)")
+    ap.add_argument("--corpus", default=corpus.CORPUS)
+    ap.add_argument("--models", default=HERE, help="directory of the models after (default: models/)")
+    ap.add_argument("--legacy", default=os.path.join(HERE, "legacy"), help="directory of the models before")
+    ap.add_argument("--detail", action="store_true", help="also the protocol x origin x flow table")
+    # What nginx-conf/nginx.conf loads now, and what it loaded before.
+    ap.add_argument("--after-models", default="bot", help="models after, comma-separated (default: %(default)s)")
+    ap.add_argument("--before-models", default="bot,spoof", help="legacy models (default: %(default)s)")
+    args = ap.parse_args()
+    edgeguard = args.edgeguard or os.path.join(ROOT, "target", "release", "edgeguard")
+    rows = corpus.load(args.corpus)
+    if not rows:
+        sys.exit("no corpus at %s (make capture)" % args.corpus)
+    before = replay(edgeguard, models_in(args.legacy, args.before_models.split(",")), rows)
+    after = replay(edgeguard, models_in(args.models, args.after_models.split(",")), rows)
+    print("### Per client (%d captured requests)\n" % len(rows))
+    summary(rows, before, after)
+    if args.detail:
+        print("\n### Per client, protocol, origin and flow (shipped models)\n")
+        detail(rows, after)
+    print("\n### Targets (shipped models, their own thresholds)\n")
+    ok = targets(rows, after)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,194 @@
+"""The captured real-client corpus (tests/fixtures/real_clients/) through real
+nginx running the shipped nginx-conf/nginx.conf in block mode with the
+shipped models: every person's browser request passes, every scripted
+client's request is blocked, and headless clients whose bytes differ from a
+browser's are blocked at the rate models/README.md states.
+
+Each request is sent as the bytes its client sent, as nginx recorded them:
+HTTP/1.x rows as raw request lines over a socket (header order and letter
+case exact), HTTP/2 rows over cleartext HTTP/2 with prior knowledge (a
+second listen port with `http2`), header block in arrival order, so nginx
+hands edgeguard the header array it handed it at capture time. Byte-identical
+automation (Selenium on a headful browser, headless Firefox) and exact
+impersonation (curl_cffi) are sent too and must be answered, but are not
+judged.
+"""
+
+import re
+import socket
+import struct
+import sys
+
+import pytest
+
+from conftest import ROOT, free_port
+from test_startup import shipped, stop_and_check_log
+
+sys.path.insert(0, str(ROOT / "models"))
+import corpus  # noqa: E402
+
+ROWS = corpus.load()
+
+pytestmark = pytest.mark.skipif(not ROWS, reason="no captured corpus (make capture)")
+
+# Headless clients whose bytes differ are held to the issue's target, not to
+# every request (models/README.md gives the measured share).
+DIFFERING_MIN = 0.95
+
+
+def body_of(row):
+    for name, value in row["headers"]:
+        if name.lower() == "content-length" and value.strip().isdigit():
+            return b"x" * int(value)
+    return b""
+
+
+def send_h1(port, row):
+    """The row's request line and headers as raw bytes; returns the status."""
+    version = row["version"] if row["version"].startswith("HTTP/") else "HTTP/" + row["version"]
+    head = "%s %s %s\r\n" % (row["method"], row["uri"], version)
+    head += "".join("%s: %s\r\n" % (n, v) for n, v in row["headers"]) + "\r\n"
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(head.encode("utf-8") + body_of(row))
+        data = b""
+        while b"\r\n" not in data:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    return int(data.split(b" ", 2)[1])
+
+
+def hpack_int(value, prefix_bits, first=0):
+    limit = (1 << prefix_bits) - 1
+    if value < limit:
+        return bytes([first | value])
+    out = [first | limit]
+    value -= limit
+    while value >= 128:
+        out.append((value & 127) | 128)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def hpack_literal(name, value):
+    """Literal header field without indexing, new name, no Huffman coding:
+    the bytes carry the name and value exactly."""
+    n, v = name.encode("utf-8"), value.encode("utf-8")
+    return b"\x00" + hpack_int(len(n), 7) + n + hpack_int(len(v), 7) + v
+
+
+def frame(kind, flags, stream, payload):
+    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
+
+
+# nginx encodes :status as an indexed static entry (RFC 7541 appendix A)
+# or as a literal with the :status name index and three raw digits.
+STATIC_STATUS = {0x88: 200, 0x89: 204, 0x8A: 206, 0x8B: 304, 0x8C: 400, 0x8D: 404, 0x8E: 500}
+
+
+def send_h2(port, row):
+    """The row over cleartext HTTP/2: pseudo-headers, then the headers in
+    arrival order (nginx lists `host`, made from :authority, first)."""
+    headers = list(row["headers"])
+    block = hpack_literal(":method", row["method"]) + hpack_literal(":scheme", "http") + \
+        hpack_literal(":path", row["uri"])
+    if headers and headers[0][0] == "host":
+        block += hpack_literal(":authority", headers.pop(0)[1])
+    for name, value in headers:
+        block += hpack_literal(name, value)
+    body = body_of(row)
+    out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"")
+    # END_HEADERS, and END_STREAM when there is no body.
+    out += frame(1, 0x4 | (0 if body else 0x1), 1, block)
+    if body:
+        out += frame(0, 0x1, 1, body)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(out)
+        buf = b""
+        while True:
+            while len(buf) < 9:
+                chunk = s.recv(65536)
+                assert chunk, "nginx closed the HTTP/2 connection without answering"
+                buf += chunk
+            length = int.from_bytes(buf[:3], "big")
+            kind, flags, stream = buf[3], buf[4], int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF
+            while len(buf) < 9 + length:
+                chunk = s.recv(65536)
+                assert chunk, "truncated HTTP/2 frame"
+                buf += chunk
+            payload, buf = buf[9:9 + length], buf[9 + length:]
+            if kind == 4 and not flags & 0x1:
+                s.sendall(frame(4, 0x1, 0, b""))  # SETTINGS ACK
+            assert kind != 7, "nginx sent GOAWAY: %r" % payload
+            if kind == 1 and stream == 1:
+                if flags & 0x8:  # PADDED
+                    payload = payload[1:len(payload) - payload[0]]
+                if flags & 0x20:  # PRIORITY
+                    payload = payload[5:]
+                first = payload[0]
+                if first in STATIC_STATUS:
+                    return STATIC_STATUS[first]
+                assert first == 0x48 and payload[1] == 3, "unexpected :status encoding %r" % payload[:8]
+                return int(payload[2:5])
+
+
+def is_h2(row):
+    return row["version"].upper() in ("HTTP/2.0", "HTTP/2", "2", "2.0")
+
+
+@pytest.fixture(scope="module")
+def statuses(tmp_path_factory):
+    """The status nginx answered to every corpus row."""
+    h2_port = free_port()
+
+    def with_h2c(conf):
+        first = re.search(r"listen 127\.0\.0\.1:(\d+);", conf)
+        return conf[:first.end()] + "\n        listen 127.0.0.1:%d http2;" % h2_port + conf[first.end():]
+
+    nginx, port = shipped(tmp_path_factory.mktemp("real"), edit=with_h2c)
+    try:
+        got = [send_h2(h2_port, r) if is_h2(r) else send_h1(port, r) for r in ROWS]
+    finally:
+        stop_and_check_log(nginx)
+    return got
+
+
+def describe(rows_statuses):
+    return "\n".join("  line %d %s %s %s %s %s %s -> %d" % (
+        r["line"], r["class"], r["name"], r["protocol"], r["origin"], r["flow"], r["uri"][:40], st)
+        for r, st in rows_statuses[:20])
+
+
+def test_every_captured_browser_request_passes(statuses):
+    blocked = [(r, st) for r, st in zip(ROWS, statuses) if r["human"] and st == 403]
+    people = sum(r["human"] for r in ROWS)
+    assert people > 0
+    assert not blocked, "%d of %d people's requests blocked:\n%s" % (len(blocked), people, describe(blocked))
+    # Passing means reaching the demo origin, not failing some other way.
+    odd = [(r, st) for r, st in zip(ROWS, statuses) if r["human"] and st >= 500]
+    assert not odd, describe(odd)
+
+
+def test_every_scripted_client_request_is_blocked(statuses):
+    scripted = [(r, st) for r, st in zip(ROWS, statuses) if r["class"] == "scripted"]
+    assert scripted, "the corpus has no scripted clients"
+    passed = [(r, st) for r, st in scripted if st != 403]
+    assert not passed, "%d of %d scripted requests passed:\n%s" % (len(passed), len(scripted), describe(passed))
+
+
+def test_headless_clients_whose_bytes_differ_are_blocked(statuses):
+    differing = [(r, st) for r, st in zip(ROWS, statuses) if r["class"] == corpus.HEADLESS]
+    if not differing:
+        pytest.skip("the corpus has no headless client whose bytes differ")
+    blocked = sum(st == 403 for _, st in differing)
+    assert blocked >= DIFFERING_MIN * len(differing), "%d of %d blocked:\n%s" % (
+        blocked, len(differing), describe([(r, st) for r, st in differing if st != 403]))
+
+
+def test_byte_identical_automation_gets_an_answer(statuses):
+    """Not judged (its head is a browser's), but it must be answered."""
+    for r, st in zip(ROWS, statuses):
+        if r["class"] in corpus.UNJUDGED:
+            assert st in (200, 204, 301, 302, 304, 403, 404), (r["line"], st)
