@@ -147,7 +147,7 @@ server {{
     location = /edgeguard/lib {{
         allow 127.0.0.1;
         deny all;
-        access_by_lua_block {{ return }}
+        rewrite_by_lua_block {{ }}
         content_by_lua_block {{ ngx.print(select(2, require("resty.edgeguard.lib").load())) }}
     }}
     location / {{

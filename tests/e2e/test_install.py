@@ -115,7 +115,7 @@ http {{
         listen 127.0.0.1:{mport};
         include {prefix}/share/edgeguard/nginx/edgeguard-metrics.conf;
         location = /lib {{
-            access_by_lua_block {{ return }}
+            rewrite_by_lua_block {{ }}
             content_by_lua_block {{ ngx.print(select(2, require("resty.edgeguard.lib").load())) }}
         }}
     }}
