@@ -76,7 +76,7 @@ struct Output<'a, F> {
 }
 
 fn keep(schema: Option<u32>, spec: &FeatureSpec) -> bool {
-    schema.map_or(true, |n| spec.in_schema(n))
+    schema.is_none_or(|n| spec.in_schema(n))
 }
 
 /// Runs the subcommand.

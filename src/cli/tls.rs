@@ -23,7 +23,7 @@ pub struct Args {}
 
 fn unhex(s: &str) -> Result<Vec<u8>, String> {
     let s = s.as_bytes();
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return Err("odd number of hex digits".into());
     }
     s.chunks(2)

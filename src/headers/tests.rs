@@ -351,7 +351,7 @@ fn generated_names(reference: &Reference, seed: u64, count: usize) -> Vec<Vec<u8
                     let at = rng.below(name.len());
                     name[at] = 0x80 | rng.next() as u8;
                 }
-                5 => name.extend(std::iter::repeat(b'y').take(200 + rng.below(120))),
+                5 => name.extend(std::iter::repeat_n(b'y', 200 + rng.below(120))),
                 6 => name.clear(),
                 _ => {}
             }

@@ -708,7 +708,7 @@ impl Compiler<'_> {
                 format!("does not match binary feature {index} ({what}) of features_info"),
             )
         };
-        let border_matches = |b: f32| split.border.map_or(true, |x| x as f32 == b);
+        let border_matches = |b: f32| split.border.is_none_or(|x| x as f32 == b);
         match (split.split_type.as_str(), bin) {
             ("FloatFeature", &BinFeature::Float { feature, border, slot, threshold }) => {
                 if split.float_feature_index.is_some_and(|f| f != feature) || !border_matches(border) {

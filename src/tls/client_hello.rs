@@ -22,7 +22,7 @@ pub struct U16List<'a>(&'a [u8]);
 impl<'a> U16List<'a> {
     /// The list in `bytes`, or `None` if their number is odd.
     pub fn new(bytes: &'a [u8]) -> Option<Self> {
-        (bytes.len() % 2 == 0).then_some(Self(bytes))
+        bytes.len().is_multiple_of(2).then_some(Self(bytes))
     }
 
     /// The values in order.

@@ -355,7 +355,7 @@ pub(super) fn pairs(
 /// serde whole, and the strings of the others need no check of their own.
 fn no_controls(s: &[u8]) -> bool {
     // A minimum, not a search with an early exit: it compiles to vector code.
-    s.iter().copied().min().map_or(true, |m| m >= 0x20)
+    s.iter().copied().min().is_none_or(|m| m >= 0x20)
 }
 
 /// Whether `t` is a JSON number: `-? (0 | [1-9][0-9]*) (.[0-9]+)? ([eE][+-]?[0-9]+)?`.
