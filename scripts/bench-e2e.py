@@ -425,7 +425,7 @@ def write_markdown(path, args, argv, sat, paced, tgts, notes, when, heads, total
         "",
         "Real nginx, 1 worker, in front of an nginx origin (1 worker, `return 200`) on loopback, keepalive "
         "upstream; load from wrk in its own process. edgeguard in mode \"log\" (every request proxied) with "
-        "`nginx-conf/internal-headers.txt` and `models/bot.json` + `models/spoof.json`; wrk rotates "
+        "`nginx-conf/internal-headers.txt` and `models/legacy/bot.json` + `models/legacy/spoof.json` (schema 1, which both engines read), `access()` in the rewrite phase as shipped; wrk rotates "
         f"{len(heads)} request heads (`scripts/bench-e2e/requests.http`: browsers and bots, 16–20 headers, "
         f"1–5 internal ones). {args.rounds} round{'s' if args.rounds > 1 else ''}, each measuring every configuration once, in an order "
         f"rotated from round to round, after {args.warmup:g} s of warm-up per configuration. Cells: median "
