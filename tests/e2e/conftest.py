@@ -167,16 +167,17 @@ STRIP_ONLY = """
 """
 
 
-def edge_conf(port, origin_port, list_path, underscores=True, extra_servers="", configure="", access=STRIP_ONLY,
-              location_extra="", http_extra="", workers=1, init=""):
-    """The test configuration: the shipped one's edgeguard blocks, with test ports."""
+def nginx_preamble(workers=1, worker_connections=256):
+    """The top of every test nginx.conf, up to inside http{}: the Lua module,
+    logs and temp paths under the prefix's logs/, and edgeguard's Lua path.
+    The caller appends the rest of http{} and its closing brace."""
     return f"""
 load_module {MODULES}/ndk_http_module.so;
 load_module {MODULES}/ngx_http_lua_module.so;
 worker_processes {workers};
 error_log logs/error.log info;
 pid logs/nginx.pid;
-events {{ worker_connections 256; }}
+events {{ worker_connections {worker_connections}; }}
 http {{
     access_log off;
     client_body_temp_path logs/body;
@@ -184,7 +185,13 @@ http {{
     fastcgi_temp_path logs/fastcgi;
     uwsgi_temp_path logs/uwsgi;
     scgi_temp_path logs/scgi;
-    lua_package_path "{ROOT}/lua/?.lua;;";
+    lua_package_path "{ROOT}/lua/?.lua;;";"""
+
+
+def edge_conf(port, origin_port, list_path, underscores=True, extra_servers="", configure="", access=STRIP_ONLY,
+              location_extra="", http_extra="", workers=1, init=""):
+    """The test configuration: the shipped one's edgeguard blocks, with test ports."""
+    return nginx_preamble(workers) + f"""
     {http_extra}
     init_by_lua_block {{
         assert(require("resty.edgeguard").configure{{

@@ -15,7 +15,7 @@ import h2.config
 import h2.connection
 import h2.events
 
-from conftest import MODULES, ROOT, Nginx, bad_log_lines, free_port, wait_for_port
+from conftest import ROOT, Nginx, bad_log_lines, free_port, nginx_preamble, wait_for_port
 
 LIST = ROOT / "nginx-conf" / "internal-headers.txt"
 LIB = ROOT / "target" / "release" / "libedgeguard.so"
@@ -160,21 +160,7 @@ def h2c(port, target, fields, authority=b"edge.test"):
 
 def nginx_conf(http_body, init="", configure="", workers=1, http_extra=""):
     """An nginx.conf whose http{} holds edgeguard's configure() and `http_body`."""
-    return f"""
-load_module {MODULES}/ndk_http_module.so;
-load_module {MODULES}/ngx_http_lua_module.so;
-worker_processes {workers};
-error_log logs/error.log info;
-pid logs/nginx.pid;
-events {{ worker_connections 512; }}
-http {{
-    access_log off;
-    client_body_temp_path logs/body;
-    proxy_temp_path logs/proxy;
-    fastcgi_temp_path logs/fastcgi;
-    uwsgi_temp_path logs/uwsgi;
-    scgi_temp_path logs/scgi;
-    lua_package_path "{ROOT}/lua/?.lua;;";
+    return nginx_preamble(workers, 512) + f"""
     {http_extra}
     init_by_lua_block {{
         assert(require("resty.edgeguard").configure{{

@@ -16,7 +16,7 @@ import subprocess
 import pytest
 
 import tls_clients
-from conftest import LIB, MODULES, ROOT, TEST_LIST, Nginx, bad_log_lines, free_port, wait_until
+from conftest import LIB, ROOT, TEST_LIST, Nginx, bad_log_lines, free_port, nginx_preamble, wait_until
 
 EDGEGUARD = ROOT / "target" / "release" / "edgeguard"
 OPENSSL_BAD_EXTENSION = "SSL_do_handshake() failed (SSL: error:0A00006E:SSL routines::bad extension)"
@@ -24,21 +24,7 @@ MODELS = {"bot": ROOT / "models" / "bot.json", "spoof": ROOT / "models" / "spoof
 
 
 def conf(tls_port, plain_port, hrr_port):
-    return f"""
-load_module {MODULES}/ndk_http_module.so;
-load_module {MODULES}/ngx_http_lua_module.so;
-worker_processes 1;
-error_log logs/error.log info;
-pid logs/nginx.pid;
-events {{ worker_connections 256; }}
-http {{
-    access_log off;
-    client_body_temp_path logs/body;
-    proxy_temp_path logs/proxy;
-    fastcgi_temp_path logs/fastcgi;
-    uwsgi_temp_path logs/uwsgi;
-    scgi_temp_path logs/scgi;
-    lua_package_path "{ROOT}/lua/?.lua;;";
+    return nginx_preamble() + f"""
     include {ROOT}/nginx-conf/log-format.conf;
     log_format conn '$connection $connection_requests $server_protocol "$edgeguard_ja4" "$http_user_agent"';
     init_by_lua_block {{
