@@ -1,5 +1,6 @@
 //! C ABI for internal header sets.
 
+use std::borrow::Cow;
 use std::ffi::c_char;
 use std::path::Path;
 
@@ -93,12 +94,21 @@ pub unsafe extern "C" fn edgeguard_header_set_new_from_buffer(
         let Some(text) = bytes(buf, len) else {
             return edgeguard_result::NullParameter;
         };
-        let source = if source_name.is_null() {
-            "<buffer>".into()
-        } else {
-            String::from_utf8_lossy(c_bytes(source_name))
-        };
+        let source = buffer_source(source_name);
         publish(HeaderSet::parse(&source, text), out, errbuf, errbuf_len)
+    }
+}
+
+/// The name a buffer's list errors give it: `source_name`, or `"<buffer>"`
+/// when it is null.
+///
+/// # Safety
+/// `source_name` is null or NUL-terminated.
+unsafe fn buffer_source<'a>(source_name: *const c_char) -> Cow<'a, str> {
+    if source_name.is_null() {
+        "<buffer>".into()
+    } else {
+        String::from_utf8_lossy(c_bytes(source_name))
     }
 }
 
@@ -160,11 +170,7 @@ pub unsafe extern "C" fn edgeguard_header_set_extend(
         let Some(text) = bytes(buf, len) else {
             return edgeguard_result::NullParameter;
         };
-        let source = if source_name.is_null() {
-            "<buffer>".into()
-        } else {
-            String::from_utf8_lossy(c_bytes(source_name))
-        };
+        let source = buffer_source(source_name);
         publish((*set).0.extend(&source, text), out, errbuf, errbuf_len)
     }
 }
