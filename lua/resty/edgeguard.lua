@@ -533,29 +533,31 @@ local function score_names(name, level)
     return name == "" and state.score_header or name .. "\n" .. state.score_header
 end
 
+-- `cache[name]` for `opts`' score header name: the strip set of `list`
+-- (nil: the score header rules alone) extended by that name's rules, made
+-- on first use in a worker and kept (false when there is nothing to strip).
+local function cached_set(cache, list, opts, level)
+    local name = opts.score_header or state.score_header
+    local set = cache[name]
+    if set == nil then
+        set = strip_set(state.lib, list, score_names(name, level + 1), "edgeguard.access", level + 1)
+        cache[name] = set
+    end
+    return set
+end
+
 -- The Rust strip set for `opts`' score header (see strip_set), made on
 -- first use in a worker for an override; false when there is nothing to
 -- strip.
 local function strip_set_for(opts, level)
-    local name = opts.score_header or state.score_header
-    local set = state.strip_sets[name]
-    if set == nil then
-        set = strip_set(state.lib, state.headers, score_names(name, level + 1), "edgeguard.access", level + 1)
-        state.strip_sets[name] = set
-    end
-    return set
+    return cached_set(state.strip_sets, state.headers, opts, level + 1)
 end
 
 -- After the Lua engine's strip: removes the client spellings of `opts`'
 -- score header(s), found by the Rust rule on the headers nginx holds now;
 -- true, or nil and an error.
 local function score_spellings(r, opts, level)
-    local name = opts.score_header or state.score_header
-    local set = state.spelling_sets[name]
-    if set == nil then
-        set = strip_set(state.lib, nil, score_names(name, level + 1), "edgeguard.access", level + 1)
-        state.spelling_sets[name] = set
-    end
+    local set = cached_set(state.spelling_sets, nil, opts, level + 1)
     if not set then
         return true
     end
