@@ -15,6 +15,7 @@
 // allow it locally.
 #![deny(unsafe_code)]
 
+pub mod challenge;
 pub mod config;
 pub mod features;
 #[allow(unsafe_code)]
@@ -24,3 +25,4 @@ pub mod model;
 pub mod replay;
 pub mod scorer;
 pub mod tls;
+pub mod verified;

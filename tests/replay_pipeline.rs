@@ -207,7 +207,7 @@ fn scores_equal_the_scorer_and_official_catboost() {
     assert_eq!(out.len(), rows.len());
     let scorer = cfg.scorer().unwrap();
     let thresholds: Vec<f64> = (0..2).map(|i| cfg.policy().threshold(i).unwrap()).collect();
-    let mut actions = [0u64; 4];
+    let mut actions = [0u64; Action::ALL.len()];
     for (i, (row, line)) in rows.iter().zip(&out).enumerate() {
         assert_eq!(line["line"].as_u64(), Some(i as u64 + 1));
         let direct = direct_scores(&cfg, row);
@@ -258,7 +258,7 @@ fn a_lower_threshold_flips_exactly_the_requests_between_the_thresholds() {
     let own: Vec<f64> = (0..2)
         .map(|i| cfg.scorer().unwrap().threshold(i).unwrap())
         .collect();
-    let mut expected = [[0u64; 4]; 4];
+    let mut expected = [[0u64; Action::ALL.len()]; Action::ALL.len()];
     let mut flipped_lines = Vec::new();
     for (i, row) in rows.iter().enumerate() {
         let s = direct_scores(&cfg, row);

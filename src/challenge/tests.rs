@@ -60,7 +60,16 @@ fn cookie_table() {
     let rotated = challenge(&[K2, K1]);
     let removed = challenge(&[K2]);
     let expired_ttl = NOW + u64::from(c.ttl);
-    let cases: Vec<(&str, &Challenge, String, &str, &[u8], u64, Clearance)> = vec![
+    type Case<'a> = (
+        &'a str,
+        &'a Challenge,
+        String,
+        &'a str,
+        &'a [u8],
+        u64,
+        Clearance,
+    );
+    let cases: Vec<Case<'_>> = vec![
         (
             "valid",
             &c,
@@ -420,7 +429,6 @@ fn return_paths_stay_on_the_site() {
     ] {
         assert_eq!(r(evil), "/", "{evil}");
     }
-    assert_eq!(r(&"%2F".repeat(1)), "/");
     assert_eq!(r(&("/".to_owned() + &"a".repeat(MAX_RETURN))), "/");
     let mut tiny = [0u8; 0];
     assert_eq!(return_path(b"/x", &mut tiny), Err(TooSmall));

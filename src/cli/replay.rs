@@ -50,6 +50,10 @@ pub struct Args {
     /// No progress bar, even on a terminal
     #[arg(long)]
     no_progress: bool,
+    /// Judge clearance cookies at this Unix time when a line has no
+    /// edgeguard_time [default: now]
+    #[arg(long, value_name = "SECONDS")]
+    now: Option<u64>,
     /// Input files (`-`: stdin); none: stdin
     #[arg(value_name = "FILE")]
     files: Vec<PathBuf>,
@@ -65,6 +69,7 @@ impl Args {
             options.max_line = n;
         }
         options.ordered = self.ordered;
+        options.now = self.now;
         options.progress = !self.no_progress;
         options
     }

@@ -41,6 +41,11 @@ impl Cidr {
         })
     }
 
+    /// The network address (host bits zeroed) and the prefix length.
+    pub fn parts(&self) -> (IpAddr, u8) {
+        (self.addr, self.bits)
+    }
+
     /// Whether `addr` is in the block. Families never mix: an IPv4 block
     /// does not match `::ffff:192.0.2.1`, as nginx's binary address keeps
     /// the family the connection came with.

@@ -21,10 +21,17 @@
 //! |-----|------|---------|
 //! | `internal_headers` | path | list of internal header names to strip (optional) |
 //! | `models` | object name → path | CatBoost models; scored in byte order of their names, the order every engine is given (optional) |
-//! | `mode` | `"block"`, `"log"` or `"off"` | what a flagged request gets; default `"log"` |
+//! | `mode` | `"block"`, `"log"`, `"off"` or `"challenge"` | what a flagged request gets; default `"log"` |
 //! | `thresholds` | object name → number | per-model threshold overriding the model's own `edgeguard.threshold` |
 //! | `allow` | list of CIDR blocks or addresses | clients never blocked nor logged: their flagged requests get `allow` |
 //! | `status` | integer 400–599 | status of blocked requests; default 403 |
+//! | `challenge_secret` | path | HMAC keys of the challenge, one hex key a line, first signs (`crate::challenge`) |
+//! | `challenge_difficulty` | integer 0–24 | leading zero bits of the proof of work; default 16 |
+//! | `challenge_status` | 200 or 400–599 | status of the challenge page; default 403 |
+//! | `challenge_ttl` | integer 60–31536000 | clearance cookie lifetime in seconds; default 86400 |
+//! | `challenge_cookie` | cookie name | default `edgeguard_clearance` |
+//! | `challenge_prefix_v4`, `challenge_prefix_v6` | 0–32, 0–128 | address prefix a cookie is bound to; default 24 and 64 |
+//! | `verified_bots` | path | bots recognised by User-Agent and address (`crate::verified`) |
 //!
 //! The nginx options `lib_path`, `fail_closed`, `score_header`, `vars` and
 //! `log_level` are accepted (type-checked) so that one file serves both, and
@@ -228,5 +235,235 @@ mod tests {
             let got = error_of(text);
             assert!(got.contains(want), "{text}: {got}");
         }
+    }
+}
+
+/// The challenge and the verified bots through a configuration, as replay
+/// and nginx load it.
+#[cfg(test)]
+mod challenge_tests {
+    use super::*;
+    use crate::challenge::{Clearance, Rejection};
+    use crate::features::Request;
+    use crate::headers::Header;
+    use crate::verified::Verdict;
+
+    const NOW: u64 = 1_800_000_000;
+    const CHROME: &[u8] = b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
+    const GOOGLEBOT: &[u8] =
+        b"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+
+    fn config(extra: &str) -> Config {
+        let text = format!(
+            r#"{{"models": {{"bot": "models/bot.json"}}, "thresholds": {{"bot": 0.5}},
+                "challenge_secret": "tests/fixtures/challenge/secret",
+                "verified_bots": "tests/fixtures/verified/bots.json" {extra}}}"#
+        );
+        Config::parse(
+            "t.json",
+            Path::new(env!("CARGO_MANIFEST_DIR")),
+            text.as_bytes(),
+        )
+        .unwrap()
+    }
+
+    fn decide(
+        c: &Config,
+        score: f64,
+        addr: &str,
+        headers: &[(&[u8], &[u8])],
+    ) -> crate::config::Decision {
+        let h: Vec<Header<'_>> = headers.iter().map(|(n, v)| Header::new(n, v)).collect();
+        let req = Request::new(b"GET", b"/", 11, addr.as_bytes(), &h);
+        c.policy()
+            .decide_request(Some(&[score]), &req, addr.parse().ok(), NOW)
+            .unwrap()
+    }
+
+    #[test]
+    fn challenge_mode_decisions() {
+        let c = config(r#", "mode": "challenge""#);
+        let ch = c.policy().challenge().unwrap();
+        let cookie = {
+            let t = ch.mint_cookie(&ch.binding("192.0.2.10".parse().ok(), CHROME), NOW - 60);
+            format!("edgeguard_clearance={}", std::str::from_utf8(&t).unwrap())
+        };
+        let nav: &[(&[u8], &[u8])] = &[(b"user-agent", CHROME), (b"sec-fetch-mode", b"navigate")];
+        let xhr: &[(&[u8], &[u8])] = &[(b"user-agent", CHROME), (b"sec-fetch-mode", b"cors")];
+        let with_cookie: &[(&[u8], &[u8])] = &[
+            (b"user-agent", CHROME),
+            (b"sec-fetch-mode", b"navigate"),
+            (b"cookie", cookie.as_bytes()),
+        ];
+        use crate::config::Action::*;
+        assert_eq!(decide(&c, 0.9, "192.0.2.10", nav).action, Challenge);
+        assert_eq!(decide(&c, 0.9, "192.0.2.10", xhr).action, Block);
+        assert_eq!(decide(&c, 0.1, "192.0.2.10", nav).action, Pass);
+        let d = decide(&c, 0.9, "192.0.2.10", with_cookie);
+        assert_eq!((d.action, d.clearance), (Cleared, Clearance::Accepted));
+        // Counted on an unflagged request too; never a reason to pass here.
+        let d = decide(&c, 0.1, "192.0.2.10", with_cookie);
+        assert_eq!((d.action, d.clearance), (Pass, Clearance::Accepted));
+        let d = decide(&c, 0.9, "203.0.113.10", with_cookie);
+        assert_eq!(
+            (d.action, d.clearance),
+            (Challenge, Clearance::Rejected(Rejection::Address))
+        );
+        // Verified bots pass whatever the score; fakes are flagged whatever the score.
+        let bot: &[(&[u8], &[u8])] = &[(b"user-agent", GOOGLEBOT)];
+        let d = decide(&c, 0.99, "192.0.2.70", bot);
+        assert_eq!((d.action, d.bot), (Verified, Some(Verdict::Verified(0))));
+        assert_eq!(decide(&c, 0.99, "2001:db8:4801::5", bot).action, Verified);
+        let d = decide(&c, 0.01, "203.0.113.70", bot);
+        assert_eq!(
+            (d.action, d.bot, d.flagged_by),
+            (Block, Some(Verdict::Fake(0)), None)
+        );
+        assert!(d.flagged());
+        // A browser from the crawler's range is scored like any browser.
+        assert_eq!(decide(&c, 0.01, "192.0.2.70", nav).action, Pass);
+        assert_eq!(decide(&c, 0.9, "192.0.2.70", nav).action, Challenge);
+        // Unscored under fail_closed: refused, unless a verified bot.
+        let fc = config(r#", "mode": "challenge", "fail_closed": true"#);
+        let h = [Header::new(b"user-agent", GOOGLEBOT)];
+        let req = Request::new(b"GET", b"/", 11, b"192.0.2.70", &h);
+        let p = fc.policy();
+        assert_eq!(
+            p.decide_request(None, &req, "192.0.2.70".parse().ok(), NOW)
+                .unwrap()
+                .action,
+            Verified
+        );
+        let h = [Header::new(b"user-agent", CHROME)];
+        let req = Request::new(b"GET", b"/", 11, b"192.0.2.70", &h);
+        assert!(p
+            .decide_request(None, &req, "192.0.2.70".parse().ok(), NOW)
+            .is_none());
+    }
+
+    #[test]
+    fn other_modes_with_the_bots_and_cookie() {
+        use crate::config::Action::*;
+        let bot: &[(&[u8], &[u8])] = &[(b"user-agent", GOOGLEBOT)];
+        let log = config(r#", "mode": "log""#);
+        assert_eq!(decide(&log, 0.0, "203.0.113.70", bot).action, Log);
+        let off = config(r#", "mode": "off""#);
+        assert_eq!(decide(&off, 0.0, "203.0.113.70", bot).action, Pass);
+        let allow = config(r#", "mode": "block", "allow": ["203.0.113.0/24"]"#);
+        assert_eq!(decide(&allow, 0.0, "203.0.113.70", bot).action, Allow);
+        // Block mode honours a cookie a challenge elsewhere issued.
+        let block = config(r#", "mode": "block""#);
+        let ch = block.policy().challenge().unwrap();
+        let t = ch.mint_cookie(&ch.binding("192.0.2.10".parse().ok(), CHROME), NOW);
+        let cookie = format!("edgeguard_clearance={}", std::str::from_utf8(&t).unwrap());
+        let h: &[(&[u8], &[u8])] = &[(b"user-agent", CHROME), (b"cookie", cookie.as_bytes())];
+        assert_eq!(decide(&block, 0.9, "192.0.2.10", h).action, Cleared);
+    }
+
+    #[test]
+    fn options_are_checked_and_resolved() {
+        let bad = |extra: &str| {
+            let text = format!(r#"{{{extra}}}"#);
+            Config::parse(
+                "t.json",
+                Path::new(env!("CARGO_MANIFEST_DIR")),
+                text.as_bytes(),
+            )
+            .unwrap_err()
+            .to_string()
+        };
+        let cases: &[(&str, &str)] = &[
+            (
+                r#""mode": "challenge""#,
+                "t.json: mode: mode \"challenge\" needs challenge_secret",
+            ),
+            (
+                r#""challenge_secret": "tests/fixtures/challenge/secret-bad""#,
+                "t.json: challenge_secret: ",
+            ),
+            (
+                r#""challenge_secret": "tests/fixtures/challenge/nope""#,
+                "challenge_secret: ",
+            ),
+            (
+                r#""challenge_difficulty": 25"#,
+                "challenge_difficulty: must be an integer from 0 to 24",
+            ),
+            (
+                r#""challenge_difficulty": "16""#,
+                "challenge_difficulty: must be an integer, got string",
+            ),
+            (
+                r#""challenge_status": 302"#,
+                "challenge_status: must be 200 or an HTTP error status",
+            ),
+            (
+                r#""challenge_ttl": 59"#,
+                "challenge_ttl: must be an integer from 60",
+            ),
+            (
+                r#""challenge_prefix_v4": 33"#,
+                "challenge_prefix_v4: must be an integer from 0 to 32",
+            ),
+            (
+                r#""challenge_prefix_v6": 129"#,
+                "challenge_prefix_v6: must be an integer from 0 to 128",
+            ),
+            (
+                r#""challenge_cookie": "a b""#,
+                "challenge_cookie: must be a cookie name",
+            ),
+            (
+                r#""challenge_cookie": """#,
+                "challenge_cookie: must be a cookie name",
+            ),
+            (
+                r#""verified_bots": "tests/fixtures/verified/googlebot.json""#,
+                "verified_bots: ",
+            ),
+        ];
+        for (extra, want) in cases {
+            let got = bad(extra);
+            assert!(got.contains(want), "{extra}: {got}");
+        }
+        assert!(
+            bad(r#""challenge_secret": "tests/fixtures/challenge/secret-bad""#)
+                .contains("secret-bad: line 1: a key is hex digits in pairs")
+        );
+        assert!(
+            bad(r#""verified_bots": "tests/fixtures/verified/googlebot.json""#)
+                .contains("googlebot.json: not an object with a \"bots\" array")
+        );
+        let c = config(
+            r#", "challenge_difficulty": 4, "challenge_status": 429, "challenge_ttl": 3600,
+               "challenge_cookie": "cf", "challenge_prefix_v4": 16, "challenge_prefix_v6": 48"#,
+        );
+        let ch = c.policy().challenge().unwrap();
+        assert_eq!(
+            (
+                ch.difficulty,
+                ch.status,
+                ch.ttl,
+                ch.cookie.as_str(),
+                ch.prefix_v4,
+                ch.prefix_v6
+            ),
+            (4, 429, 3600, "cf", 16, 48)
+        );
+        assert_eq!(ch.keys().len(), 2);
+        // A location may ask for the challenge only when configure{} loaded keys.
+        let plain = Options::configure("o", None, br#"{"mode": "block"}"#).unwrap();
+        let e = plain
+            .with_access("access", br#"{"mode": "challenge"}"#)
+            .unwrap_err();
+        assert!(e.to_string().contains("needs challenge_secret"), "{e}");
+        let e = plain
+            .with_access("access", br#"{"challenge_ttl": 60}"#)
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("unknown option 'challenge_ttl' per location"),
+            "{e}"
+        );
     }
 }

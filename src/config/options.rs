@@ -7,8 +7,12 @@
 //! lua-cjson). [`OPTIONS`] says which options each accepts.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
+
+use crate::challenge::{self, Keys};
+use crate::verified::VerifiedBots;
 
 use super::cidr::Cidr;
 use super::error::{ConfigError, ErrorOrigin};
@@ -59,7 +63,7 @@ const fn spec(name: &'static str, file: bool, configure: bool, access: bool) -> 
 }
 
 /// Every option edgeguard knows; the README's table documents them.
-pub const OPTIONS: [OptionSpec; 16] = [
+pub const OPTIONS: [OptionSpec; 24] = [
     spec("internal_headers", true, true, false),
     spec("models", true, true, false),
     spec("mode", true, true, true),
@@ -76,6 +80,16 @@ pub const OPTIONS: [OptionSpec; 16] = [
     spec("lua_models", false, true, false),
     spec("metrics_dict", false, true, false),
     spec("config", false, true, false),
+    // The challenge (src/challenge/) and verified bots (src/verified/):
+    // files and settings of the whole configuration, like `allow`.
+    spec("challenge_secret", true, true, false),
+    spec("challenge_difficulty", true, true, false),
+    spec("challenge_status", true, true, false),
+    spec("challenge_ttl", true, true, false),
+    spec("challenge_cookie", true, true, false),
+    spec("challenge_prefix_v4", true, true, false),
+    spec("challenge_prefix_v6", true, true, false),
+    spec("verified_bots", true, true, false),
 ];
 
 /// The engine that strips and scores (`engine`, `shadow_primary`).
@@ -99,6 +113,9 @@ impl Engine {
         }
     }
 }
+
+/// How `mode`'s values are listed in errors.
+const MODES: &str = "\"block\", \"log\", \"off\" or \"challenge\"";
 
 /// The default of `score_header`.
 pub const DEFAULT_SCORE_HEADER: &str = "X-Bot-Score";
@@ -139,6 +156,22 @@ pub struct Options {
     pub shadow_primary: Option<Engine>,
     /// `metrics_dict`.
     pub metrics_dict: Option<String>,
+    /// `challenge_secret`, loaded when parsed (a bad file is refused there).
+    pub challenge_secret: Option<Arc<Keys>>,
+    /// `challenge_difficulty`: leading zero bits, 0 to 24.
+    pub challenge_difficulty: Option<u8>,
+    /// `challenge_status`: the page's status.
+    pub challenge_status: Option<u16>,
+    /// `challenge_ttl`: the cookie's lifetime, seconds.
+    pub challenge_ttl: Option<u32>,
+    /// `challenge_cookie`: the cookie's name.
+    pub challenge_cookie: Option<String>,
+    /// `challenge_prefix_v4`: IPv4 prefix length a cookie is bound to.
+    pub challenge_prefix_v4: Option<u8>,
+    /// `challenge_prefix_v6`: IPv6 prefix length a cookie is bound to.
+    pub challenge_prefix_v6: Option<u8>,
+    /// `verified_bots`, loaded when parsed.
+    pub verified_bots: Option<Arc<VerifiedBots>>,
 }
 
 /// What the errors of one parse need: the source's name and the origin.
@@ -165,6 +198,21 @@ impl Ctx<'_> {
             }),
             Some(_) => Err(self.err(key, "must be a non-empty path string")),
             None => Err(self.type_err(key, "a non-empty path string", v)),
+        }
+    }
+
+    /// A file the option names could not be used: a file error (`nil,
+    /// err` from `configure{}`), whoever named it.
+    fn file_err(&self, key: &str, e: impl std::fmt::Display) -> ConfigError {
+        ConfigError::new(self.source, Some(key), e.to_string(), ErrorOrigin::File)
+    }
+
+    /// An integer in `lo..=hi`.
+    fn int(&self, key: &str, v: &Value, lo: u64, hi: u64) -> Result<u64, ConfigError> {
+        match v.as_u64() {
+            Some(n) if (lo..=hi).contains(&n) => Ok(n),
+            _ if !v.is_number() => Err(self.type_err(key, "an integer", v)),
+            _ => Err(self.err(key, format!("must be an integer from {lo} to {hi}"))),
         }
     }
 
@@ -245,13 +293,11 @@ impl Ctx<'_> {
                     Some("block") => Mode::Block,
                     Some("log") => Mode::Log,
                     Some("off") => Mode::Off,
+                    Some("challenge") => Mode::Challenge,
                     Some(other) => {
-                        return Err(self.err(
-                            key,
-                            format!("must be \"block\", \"log\" or \"off\", got \"{other}\""),
-                        ))
+                        return Err(self.err(key, format!("must be {MODES}, got \"{other}\"")))
                     }
-                    None => return Err(self.type_err(key, "\"block\", \"log\" or \"off\"", v)),
+                    None => return Err(self.type_err(key, MODES, v)),
                 })
             }
             "thresholds" => {
@@ -304,6 +350,47 @@ impl Ctx<'_> {
             "lib_path" => o.lib_path = Some(self.path(key, v)?),
             "engine" => o.engine = Some(self.engine(key, v, true)?),
             "shadow_primary" => o.shadow_primary = Some(self.engine(key, v, false)?),
+            "challenge_secret" => {
+                let path = self.path(key, v)?;
+                let keys = Keys::load(&path).map_err(|e| self.file_err(key, e))?;
+                o.challenge_secret = Some(Arc::new(keys));
+            }
+            "challenge_difficulty" => {
+                o.challenge_difficulty =
+                    Some(self.int(key, v, 0, challenge::MAX_DIFFICULTY.into())? as u8)
+            }
+            "challenge_status" => {
+                o.challenge_status = Some(match self.int(key, v, 200, 599)? {
+                    s @ (200 | 400..=599) => s as u16,
+                    _ => return Err(self.err(key, "must be 200 or an HTTP error status (400-599)")),
+                })
+            }
+            "challenge_ttl" => o.challenge_ttl = Some(self.int(key, v, 60, 31_536_000)? as u32),
+            "challenge_prefix_v4" => o.challenge_prefix_v4 = Some(self.int(key, v, 0, 32)? as u8),
+            "challenge_prefix_v6" => o.challenge_prefix_v6 = Some(self.int(key, v, 0, 128)? as u8),
+            "challenge_cookie" => {
+                let name = self.string(key, v)?;
+                // An RFC 6265 cookie-name is an RFC 9110 token.
+                let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+                if name.is_empty()
+                    || name.len() > challenge::MAX_COOKIE_NAME
+                    || !name.bytes().all(token)
+                {
+                    return Err(self.err(
+                        key,
+                        format!(
+                            "must be a cookie name: 1 to {} token characters, got \"{name}\"",
+                            challenge::MAX_COOKIE_NAME
+                        ),
+                    ));
+                }
+                o.challenge_cookie = Some(name);
+            }
+            "verified_bots" => {
+                let path = self.path(key, v)?;
+                let bots = VerifiedBots::load(&path).map_err(|e| self.file_err(key, e))?;
+                o.verified_bots = Some(Arc::new(bots));
+            }
             // `config` is read by Options::configure, before the others.
             "config" => {
                 self.path(key, v)?;
@@ -379,6 +466,7 @@ impl Options {
         };
         let (o, _) = parse_object(text, Scope::File, &ctx)?;
         o.check_models_named(&ctx)?;
+        o.check_challenge(&ctx)?;
         Ok(o)
     }
 
@@ -419,6 +507,7 @@ impl Options {
         o.overlay(given);
         o.check_engines(&ctx)?;
         o.check_models_named(&ctx)?;
+        o.check_challenge(&ctx)?;
         Ok(o)
     }
 
@@ -449,6 +538,7 @@ impl Options {
             return Err(ctx.err("engine", engine));
         }
         o.check_models_named(&ctx)?;
+        o.check_challenge(&ctx)?;
         Ok(o)
     }
 
@@ -472,8 +562,40 @@ impl Options {
             lib_path,
             engine,
             shadow_primary,
-            metrics_dict
+            metrics_dict,
+            challenge_secret,
+            challenge_difficulty,
+            challenge_status,
+            challenge_ttl,
+            challenge_cookie,
+            challenge_prefix_v4,
+            challenge_prefix_v6,
+            verified_bots
         );
+    }
+
+    /// `mode = "challenge"` needs the keys that sign its cookies; a
+    /// location may ask for it only when `configure{}` loaded them.
+    fn check_challenge(&self, ctx: &Ctx<'_>) -> Result<(), ConfigError> {
+        if self.mode() == Mode::Challenge && self.challenge_secret.is_none() {
+            return Err(ctx.err(
+                "mode",
+                "mode \"challenge\" needs challenge_secret (a file of HMAC keys, one hex key a line)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The challenge these options describe, if they name a secret.
+    pub fn challenge(&self) -> Option<challenge::Challenge> {
+        let keys = self.challenge_secret.clone()?;
+        let mut c = challenge::Challenge::new(keys);
+        macro_rules! set {
+            ($($opt:ident => $field:ident),*) => { $(if let Some(v) = &self.$opt { c.$field = v.clone(); })* };
+        }
+        set!(challenge_difficulty => difficulty, challenge_status => status, challenge_ttl => ttl,
+             challenge_cookie => cookie, challenge_prefix_v4 => prefix_v4, challenge_prefix_v6 => prefix_v6);
+        Some(c)
     }
 
     fn check_engines(&self, ctx: &Ctx<'_>) -> Result<(), ConfigError> {
@@ -613,6 +735,31 @@ impl Options {
                 .then(|| self.shadow_primary.unwrap_or(Engine::Rust).as_str().into()),
         );
         put("metrics_dict", self.metrics_dict.clone().map(Value::from));
+        // What the shim needs to know of the challenge and the bots: that
+        // they are on (it declares their variables and metrics), the
+        // cookie's name and the bots' names. The rest stays in Rust.
+        if let Some(c) = self.challenge() {
+            put(
+                "challenge_secret",
+                Some(c.keys().path().to_string_lossy().into()),
+            );
+            put("challenge_cookie", Some(c.cookie.clone().into()));
+            put("challenge_status", Some(c.status.into()));
+            put("challenge_difficulty", Some(c.difficulty.into()));
+            put("challenge_ttl", Some(c.ttl.into()));
+        }
+        if let Some(b) = &self.verified_bots {
+            put("verified_bots", Some(b.path().to_string_lossy().into()));
+            put(
+                "verified_bot_names",
+                Some(Value::Array(
+                    (0..b.len())
+                        .filter_map(|i| b.name(i))
+                        .map(Value::from)
+                        .collect(),
+                )),
+            );
+        }
         put("models_wanted", Some(self.models_wanted().into()));
         Value::Object(out).to_string()
     }
@@ -797,7 +944,7 @@ mod tests {
             ),
             (
                 r#"{"mode": "deny"}"#,
-                r#"mode: must be "block", "log" or "off", got "deny""#,
+                r#"mode: must be "block", "log", "off" or "challenge", got "deny""#,
             ),
             (
                 r#"{"engine": "python"}"#,

@@ -7,11 +7,30 @@
 //! `allow`, otherwise the mode's action. Everything else passes. A request
 //! that could not be scored passes, or is refused when `fail_closed` is set
 //! and models are configured ([`Policy::refuses_unscored`]).
+//!
+//! [`Policy::decide_request`] adds what the request itself shows, for the
+//! challenge and the verified bots:
+//! - a request claiming a verified bot from one of its prefixes gets
+//!   [`Action::Verified`] (it passes, whatever its scores); the same claim
+//!   from elsewhere is a fake and flagged whatever the models say
+//!   ([`Decision::bot`] says which), and the mode then applies;
+//! - a flagged request (not allowlisted, mode not `off`) with a valid
+//!   clearance cookie gets [`Action::Cleared`];
+//! - in mode `challenge` a flagged navigation gets [`Action::Challenge`]
+//!   (the page), any other flagged request [`Action::Block`] (the status).
+//!
+//! The cookie is checked on every request that carries one while a
+//! challenge is configured, flagged or not, so that [`Decision::clearance`]
+//! counts every clearance seen.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use super::cidr::{addr_from_text, Cidr};
 use super::options::Options;
+use crate::challenge::{self, Challenge, Clearance};
+use crate::features::Request;
+use crate::verified::{Verdict, VerifiedBots};
 
 /// What a flagged request gets, by configuration.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -22,6 +41,10 @@ pub enum Mode {
     Log,
     /// Score only.
     Off,
+    /// Serve flagged navigations the challenge page, answer other flagged
+    /// requests with the status; a valid clearance cookie passes
+    /// (`src/challenge/`).
+    Challenge,
 }
 
 impl Mode {
@@ -31,6 +54,7 @@ impl Mode {
             Mode::Block => "block",
             Mode::Log => "log",
             Mode::Off => "off",
+            Mode::Challenge => "challenge",
         }
     }
 }
@@ -44,13 +68,28 @@ pub enum Action {
     Allow,
     /// Flagged and logged (mode `log`).
     Log,
-    /// Flagged and refused (mode `block`).
+    /// Flagged and refused (mode `block`, or a flagged request in mode
+    /// `challenge` that cannot run a page).
     Block,
+    /// Flagged, but a valid clearance cookie lets it through.
+    Cleared,
+    /// Flagged navigation in mode `challenge`: served the challenge page.
+    Challenge,
+    /// A verified bot (User-Agent and address agree): let through.
+    Verified,
 }
 
 impl Action {
     /// Every action, in the order of [`Action::index`].
-    pub const ALL: [Action; 4] = [Action::Pass, Action::Allow, Action::Log, Action::Block];
+    pub const ALL: [Action; 7] = [
+        Action::Pass,
+        Action::Allow,
+        Action::Log,
+        Action::Block,
+        Action::Cleared,
+        Action::Challenge,
+        Action::Verified,
+    ];
 
     /// The name nginx logs in `$edgeguard_action`.
     pub fn as_str(self) -> &'static str {
@@ -59,6 +98,9 @@ impl Action {
             Action::Allow => "allow",
             Action::Log => "log",
             Action::Block => "block",
+            Action::Cleared => "cleared",
+            Action::Challenge => "challenge",
+            Action::Verified => "verified",
         }
     }
 
@@ -83,6 +125,29 @@ pub struct Decision {
     /// The model that flagged it, by scorer index (also set when the mode
     /// is `off` and the action is `pass`).
     pub flagged_by: Option<usize>,
+    /// The verified bot the User-Agent claims, and whether the address
+    /// agrees (a [`Verdict::Fake`] flags the request).
+    pub bot: Option<Verdict>,
+    /// What the clearance cookie said ([`Clearance::Absent`] without a
+    /// challenge configured).
+    pub clearance: Clearance,
+}
+
+impl Decision {
+    /// A decision from the models alone.
+    pub fn new(action: Action, flagged_by: Option<usize>) -> Decision {
+        Decision {
+            action,
+            flagged_by,
+            bot: None,
+            clearance: Clearance::Absent,
+        }
+    }
+
+    /// Whether the request was flagged: by a model, or as a fake bot.
+    pub fn flagged(&self) -> bool {
+        self.flagged_by.is_some() || matches!(self.bot, Some(Verdict::Fake(_)))
+    }
 }
 
 /// The decision rule bound to one list of models: thresholds resolved per
@@ -96,6 +161,8 @@ pub struct Policy {
     allow: Vec<Cidr>,
     status: u16,
     refuses_unscored: bool,
+    challenge: Option<Arc<Challenge>>,
+    bots: Option<Arc<VerifiedBots>>,
 }
 
 impl Policy {
@@ -114,6 +181,8 @@ impl Policy {
             allow: options.allow.clone().unwrap_or_default(),
             status: options.status(),
             refuses_unscored: options.fail_closed() && options.models_wanted(),
+            challenge: options.challenge().map(Arc::new),
+            bots: options.verified_bots.clone(),
         }
     }
 
@@ -139,11 +208,73 @@ impl Policy {
             Some(_) => match self.mode {
                 Mode::Off => Action::Pass,
                 _ if self.allows_addr(client()) => Action::Allow,
-                Mode::Block => Action::Block,
+                // Without the request, no page can be chosen: the status.
+                Mode::Block | Mode::Challenge => Action::Block,
                 Mode::Log => Action::Log,
             },
         };
-        Decision { action, flagged_by }
+        Decision::new(action, flagged_by)
+    }
+
+    /// Decides one request from its scores (in scoring order; `None`: not
+    /// scored), the request itself (User-Agent, cookies, navigation), its
+    /// parsed client address and the current Unix time, which the caller
+    /// gives (nginx's `ngx.time()`, replay's recorded time) so that a
+    /// replayed request is judged as nginx judged it. Returns `None` for an
+    /// unscored request that [`Policy::refuses_unscored`] and claims no
+    /// bot. Never allocates.
+    pub fn decide_request(
+        &self,
+        scores: Option<&[f64]>,
+        req: &Request<'_>,
+        client: Option<IpAddr>,
+        now: u64,
+    ) -> Option<Decision> {
+        let bot = self
+            .bots
+            .as_ref()
+            .and_then(|b| b.judge(challenge::user_agent(req), client));
+        let clearance = self
+            .challenge
+            .as_ref()
+            .map_or(Clearance::Absent, |c| c.clearance(req, client, now));
+        let mut d = match scores {
+            Some(s) => self.decide_addr(s, client),
+            None if self.refuses_unscored && bot.is_none() => return None,
+            None => Decision::new(Action::Pass, None),
+        };
+        d.bot = bot;
+        d.clearance = clearance;
+        d.action = match bot {
+            Some(Verdict::Verified(_)) => Action::Verified,
+            // Flagged whatever the models said; the mode applies.
+            Some(Verdict::Fake(_)) if d.flagged_by.is_none() => match self.mode {
+                Mode::Off => Action::Pass,
+                _ if self.allows_addr(client) => Action::Allow,
+                Mode::Block | Mode::Challenge => Action::Block,
+                Mode::Log => Action::Log,
+            },
+            _ => d.action,
+        };
+        if matches!(d.action, Action::Block | Action::Log) && clearance == Clearance::Accepted {
+            d.action = Action::Cleared;
+        } else if d.action == Action::Block
+            && self.mode == Mode::Challenge
+            && challenge::is_navigation(req)
+        {
+            d.action = Action::Challenge;
+        }
+        Some(d)
+    }
+
+    /// The challenge, when `challenge_secret` is configured.
+    pub fn challenge(&self) -> Option<&Challenge> {
+        self.challenge.as_deref()
+    }
+
+    /// The verified bots, when `verified_bots` is configured.
+    pub fn verified_bots(&self) -> Option<&VerifiedBots> {
+        self.bots.as_deref()
     }
 
     /// Whether the textual address lies in an `allow` block. An address
@@ -194,6 +325,8 @@ mod tests {
             allow: allow.iter().map(|a| Cidr::parse(a).unwrap()).collect(),
             status: 403,
             refuses_unscored: false,
+            challenge: None,
+            bots: None,
         }
     }
 
@@ -205,10 +338,7 @@ mod tests {
         assert_eq!(d(&[1.0, 0.4, 0.1], "192.0.2.1").action, Action::Pass);
         assert_eq!(
             d(&[1.0, 0.5, 0.9], "192.0.2.1"),
-            Decision {
-                action: Action::Block,
-                flagged_by: Some(1)
-            }
+            Decision::new(Action::Block, Some(1))
         );
         assert_eq!(d(&[0.0, 0.1, 0.2], "192.0.2.1").flagged_by, Some(2));
         assert_eq!(d(&[0.0, 0.9, 0.0], "10.1.1.1").action, Action::Allow);
@@ -224,10 +354,7 @@ mod tests {
         let off = policy(Mode::Off, &[Some(0.5)], &["10.0.0.0/8"]);
         assert_eq!(
             off.decide(&[0.7], b"10.1.1.1"),
-            Decision {
-                action: Action::Pass,
-                flagged_by: Some(0)
-            }
+            Decision::new(Action::Pass, Some(0))
         );
     }
 

@@ -46,6 +46,12 @@ pub enum edgeguard_action {
     /// Not scored while models are configured and `fail_closed` is set:
     /// answer 503.
     Unavailable = 4,
+    /// Flagged, but a valid clearance cookie lets it through.
+    Cleared = 5,
+    /// A flagged navigation in mode `challenge`: serve the challenge page.
+    Challenge = 6,
+    /// A verified bot: let it through.
+    Verified = 7,
 }
 
 /// The outcome of `edgeguard_policy_decide`.
@@ -347,6 +353,9 @@ pub unsafe extern "C" fn edgeguard_policy_decide(
             Action::Allow => edgeguard_action::Allow,
             Action::Log => edgeguard_action::Log,
             Action::Block => edgeguard_action::Block,
+            Action::Cleared => edgeguard_action::Cleared,
+            Action::Challenge => edgeguard_action::Challenge,
+            Action::Verified => edgeguard_action::Verified,
         };
         *out = edgeguard_decision {
             action,

@@ -100,6 +100,17 @@ pub struct Options {
     pub progress: bool,
     /// Errors and flipped requests kept as samples.
     pub samples: usize,
+    /// The Unix time requests are judged at (clearance cookies, nonces)
+    /// when their line has no `edgeguard_time`; none: the time replay
+    /// starts.
+    pub now: Option<u64>,
+}
+
+/// The clock's Unix seconds.
+pub(crate) fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 impl Default for Options {
@@ -111,6 +122,7 @@ impl Default for Options {
             max_line: 1 << 20,
             progress: true,
             samples: 10,
+            now: None,
         }
     }
 }

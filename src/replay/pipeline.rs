@@ -56,6 +56,7 @@ pub(super) fn run(
     // blocked on a full channel wakes up even if every worker panicked.
     let work_rx = Mutex::new(Some(work_rx));
     let want_output = output.is_some();
+    let now = options.now.unwrap_or_else(super::unix_now);
     let mut writer = Writer {
         output,
         progress: Progress::new(options.progress, total_size, Arc::clone(&consumed)),
@@ -84,6 +85,7 @@ pub(super) fn run(
                         json_names,
                         options.max_line,
                         options.samples,
+                        now,
                     );
                     work(worker, work_rx, &done_tx)
                 })

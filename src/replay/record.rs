@@ -86,6 +86,9 @@ pub(crate) struct Parsed<'s> {
     pub(crate) live_action: Option<Action>,
     /// The connection's JA4 (`edgeguard_ja4`), for log lines that carry one.
     pub(crate) ja4: Option<&'s [u8]>,
+    /// The Unix time access() decided with (`edgeguard_time`), for log
+    /// lines that carry it: the clock the clearance cookie is judged by.
+    pub(crate) time: Option<u64>,
     live: &'s [(Span, LiveScore)],
     bufs: Bufs<'s>,
 }
@@ -196,6 +199,21 @@ pub(crate) fn parse<'s>(
             ))));
         }
     }
+    let time = match fields.time.map(|s| bufs.get(s)).filter(|v| !is_unset(v)) {
+        None => None,
+        Some(v) => Some(
+            std::str::from_utf8(v)
+                .ok()
+                .filter(|t| !t.is_empty() && t.len() <= 19 && t.bytes().all(|b| b.is_ascii_digit()))
+                .and_then(|t| t.parse().ok())
+                .ok_or_else(|| {
+                    ParseError(de::Error::custom(format_args!(
+                        "edgeguard_time: {:?} is not Unix seconds",
+                        String::from_utf8_lossy(v)
+                    )))
+                })?,
+        ),
+    };
     Ok(Parsed {
         method: bufs.get(fields.method.ok_or_else(|| missing("method"))?),
         uri: bufs.get(fields.uri.ok_or_else(|| missing("uri"))?),
@@ -206,6 +224,7 @@ pub(crate) fn parse<'s>(
             .live_action
             .and_then(|s| Action::from_name(bufs.get(s))),
         ja4,
+        time,
         live: &scratch.live,
         bufs,
     })
@@ -258,6 +277,7 @@ fn resolved(line: &[u8], fast: bool) -> Option<Vec<Vec<u8>>> {
         span(f.headers_text),
         span(f.live_action),
         span(f.ja4),
+        span(f.time),
         format!("{:?}", f.version).into_bytes(),
     ];
     for &(k, v) in &s.pairs {
@@ -345,6 +365,7 @@ struct Fields {
     headers_text: Option<Span>,
     live_action: Option<Span>,
     ja4: Option<Span>,
+    time: Option<Span>,
 }
 
 /// Where a string seed puts what it reads.
@@ -431,6 +452,7 @@ enum Key<'de> {
     Headers,
     LiveAction,
     Ja4,
+    Time,
     LiveScore(std::borrow::Cow<'de, [u8]>),
     Other,
 }
@@ -467,6 +489,8 @@ impl<'de> de::Deserialize<'de> for Key<'de> {
                 b"headers" => Key::Headers,
                 b"edgeguard_action" => Key::LiveAction,
                 b"edgeguard_ja4" => Key::Ja4,
+                b"edgeguard_time" => Key::Time,
+                b"edgeguard_verified_bot" => Key::Other,
                 _ if v.len() > LIVE_PREFIX.len() && v.starts_with(LIVE_PREFIX.as_bytes()) => {
                     Key::LiveScore(b"".into())
                 }
@@ -514,6 +538,7 @@ impl<'de> Visitor<'de> for RecordSeed<'_> {
                     fields.live_action = Some(map.next_value_seed(self.str_seed())?);
                 }
                 Key::Ja4 => fields.ja4 = Some(map.next_value_seed(self.str_seed())?),
+                Key::Time => fields.time = Some(map.next_value_seed(self.str_seed())?),
                 Key::LiveScore(name) => {
                     let score = map.next_value_seed(LiveScoreSeed)?;
                     let start = self.owned.len();

@@ -11,6 +11,9 @@ use std::time::Duration;
 
 use crate::config::{Action, Config};
 
+/// How many actions there are: the size of the tables of counts.
+const ACTIONS: usize = Action::ALL.len();
+
 /// Bins of a score histogram over [0, 1].
 pub const HISTOGRAM_BINS: usize = 20;
 
@@ -78,7 +81,7 @@ pub struct ModelSummary {
     pub threshold: Option<f64>,
     /// Requests this model flagged, by the action they got (indexed by
     /// [`Action::index`]; `pass` counts flags under mode `off`).
-    pub flagged: [u64; 4],
+    pub flagged: [u64; ACTIONS],
     /// Its scores.
     pub histogram: Histogram,
 }
@@ -91,7 +94,7 @@ pub struct ConfigSummary {
     /// Per model, in scorer order.
     pub models: Vec<ModelSummary>,
     /// Requests per action (indexed by [`Action::index`]).
-    pub actions: [u64; 4],
+    pub actions: [u64; ACTIONS],
     /// Internal header entries that would have been stripped.
     pub headers_stripped: u64,
     /// Requests with at least one internal header.
@@ -107,7 +110,7 @@ impl ConfigSummary {
                 .map(|i| ModelSummary {
                     name: s.model_name(i).unwrap_or_default().to_owned(),
                     threshold: config.policy().threshold(i),
-                    flagged: [0; 4],
+                    flagged: [0; ACTIONS],
                     histogram: Histogram::default(),
                 })
                 .collect()
@@ -115,7 +118,7 @@ impl ConfigSummary {
         ConfigSummary {
             path: config.path().display().to_string(),
             models,
-            actions: [0; 4],
+            actions: [0; ACTIONS],
             headers_stripped: 0,
             requests_stripped: 0,
             score_errors: 0,
@@ -129,7 +132,7 @@ impl ConfigSummary {
             }
             a.histogram.merge(&b.histogram);
         }
-        add4(&mut self.actions, &other.actions);
+        add_counts(&mut self.actions, &other.actions);
         self.headers_stripped += other.headers_stripped;
         self.requests_stripped += other.requests_stripped;
         self.score_errors += other.score_errors;
@@ -160,7 +163,7 @@ pub struct LiveSummary {
     /// Lines with a live action.
     pub with_action: u64,
     /// `[live action][replayed action]` counts.
-    pub actions: [[u64; 4]; 4],
+    pub actions: [[u64; ACTIONS]; ACTIONS],
     /// Live scores compared with the replayed score of the same model.
     pub scores_compared: u64,
     /// Live scores differing from the replayed one by more than the digits
@@ -191,7 +194,7 @@ pub struct Summary {
     /// The `--compare` configuration.
     pub compare: Option<ConfigSummary>,
     /// `[primary action][compare action]` counts (only with `--compare`).
-    pub flips: [[u64; 4]; 4],
+    pub flips: [[u64; ACTIONS]; ACTIONS],
     /// The first few flipped requests.
     pub flip_samples: Vec<Flip>,
     /// Against nginx's own decisions.
@@ -215,7 +218,7 @@ impl Summary {
             first_errors: Vec::new(),
             primary: ConfigSummary::new(primary),
             compare: compare.map(ConfigSummary::new),
-            flips: [[0; 4]; 4],
+            flips: [[0; ACTIONS]; ACTIONS],
             flip_samples: Vec::new(),
             live: LiveSummary::default(),
             elapsed: Duration::ZERO,
@@ -262,7 +265,7 @@ impl Summary {
             a.merge(b);
         }
         for (a, b) in self.flips.iter_mut().zip(&other.flips) {
-            add4(a, b);
+            add_counts(a, b);
         }
         self.flip_samples.extend(other.flip_samples);
         self.flip_samples.sort_by_key(|f| (f.input, f.line));
@@ -270,7 +273,7 @@ impl Summary {
         let live = &mut self.live;
         live.with_action += other.live.with_action;
         for (a, b) in live.actions.iter_mut().zip(&other.live.actions) {
-            add4(a, b);
+            add_counts(a, b);
         }
         live.scores_compared += other.live.scores_compared;
         live.scores_differing += other.live.scores_differing;
@@ -381,7 +384,7 @@ impl Summary {
         if live.with_action == 0 && live.scores_compared == 0 {
             return Ok(());
         }
-        let agree: u64 = (0..4).map(|i| live.actions[i][i]).sum();
+        let agree: u64 = (0..ACTIONS).map(|i| live.actions[i][i]).sum();
         writeln!(
             s,
             "\nagainst nginx's live decisions: {} lines with $edgeguard_action, {agree} agree ({})",
@@ -489,7 +492,7 @@ fn percent(n: u64, of: u64) -> String {
     format!("{:.2}%", n as f64 * 100.0 / of as f64)
 }
 
-fn add4(a: &mut [u64; 4], b: &[u64; 4]) {
+fn add_counts(a: &mut [u64; ACTIONS], b: &[u64; ACTIONS]) {
     for (x, y) in a.iter_mut().zip(b) {
         *x += y;
     }

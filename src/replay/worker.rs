@@ -8,9 +8,11 @@
 
 use std::io::Write;
 
-use crate::config::{Config, Decision};
+use crate::challenge::Clearance;
+use crate::config::{addr_from_text, Config, Decision};
 use crate::features::Request;
 use crate::headers::Header;
+use crate::verified::Verdict;
 
 use super::input::Batch;
 use super::record::{self, Parsed, Scratch};
@@ -40,6 +42,7 @@ impl Side<'_> {
         req: &Request<'_>,
         headers: &[Header<'_>],
         clear: &mut [u32],
+        now: u64,
         tally: &mut ConfigSummary,
     ) -> Outcome {
         let stripped = self
@@ -58,14 +61,16 @@ impl Side<'_> {
             tally.score_errors += 1;
             self.scores.fill(f64::NAN);
         }
-        let decision = if scored {
-            self.config.policy().decide(&self.scores, req.client_addr())
-        } else {
-            Decision {
-                action: crate::config::Action::Pass,
-                flagged_by: None,
-            }
-        };
+        // What nginx does with an unscored request: pass it, or refuse it
+        // (fail_closed; 503, counted as no action here) unless it claims a
+        // verified bot.
+        let scores = scored.then_some(&self.scores[..]);
+        let client = addr_from_text(req.client_addr());
+        let decision = self
+            .config
+            .policy()
+            .decide_request(scores, req, client, now)
+            .unwrap_or(Decision::new(crate::config::Action::Pass, None));
         tally.actions[decision.action.index()] += 1;
         for (m, &s) in tally.models.iter_mut().zip(&self.scores) {
             m.histogram.add(s);
@@ -97,6 +102,8 @@ pub struct Worker<'c> {
     max_line: usize,
     /// Lines seen by [`Worker::replay_text`].
     text_lines: u64,
+    /// The time of lines without `edgeguard_time`.
+    now: u64,
     pub(crate) tally: Summary,
 }
 
@@ -112,6 +119,7 @@ impl<'c> Worker<'c> {
             &[],
             defaults.max_line,
             defaults.samples,
+            super::unix_now(),
         )
     }
 
@@ -122,6 +130,7 @@ impl<'c> Worker<'c> {
         input_names: &'c [String],
         max_line: usize,
         samples: usize,
+        now: u64,
     ) -> Worker<'c> {
         let side = |config: &'c Config| Side {
             config,
@@ -136,6 +145,7 @@ impl<'c> Worker<'c> {
             input_names,
             max_line,
             text_lines: 0,
+            now,
             tally: Summary::new(primary, compare, samples),
         }
     }
@@ -209,11 +219,12 @@ impl<'c> Worker<'c> {
     fn evaluate(&mut self, p: &Parsed<'_>, input: usize, line: u64) -> (Outcome, Option<Outcome>) {
         let req = Request::new(p.method, p.uri, p.version, p.client, p.headers);
         let tally = &mut self.tally;
-        let primary = self
-            .primary
-            .evaluate(&req, p.headers, &mut self.clear, &mut tally.primary);
+        let now = p.time.unwrap_or(self.now);
+        let primary =
+            self.primary
+                .evaluate(&req, p.headers, &mut self.clear, now, &mut tally.primary);
         let compare = match (&mut self.compare, &mut tally.compare) {
-            (Some(side), Some(t)) => Some(side.evaluate(&req, p.headers, &mut self.clear, t)),
+            (Some(side), Some(t)) => Some(side.evaluate(&req, p.headers, &mut self.clear, now, t)),
             _ => None,
         };
         if let Some(c) = compare {
@@ -318,6 +329,21 @@ fn write_side(out: &mut Vec<u8>, side: &Side<'_>, o: Outcome) -> std::io::Result
         }
     }
     out.push(b'}');
+    // The challenge's and the verified bots' part, when they had one.
+    let bots = side.config.policy().verified_bots();
+    if let (Some(v), Some(bots)) = (o.decision.bot, bots) {
+        let key = match v {
+            Verdict::Verified(_) => ",\"verified_bot\":",
+            Verdict::Fake(_) => ",\"fake_bot\":",
+        };
+        out.extend_from_slice(key.as_bytes());
+        write_json_str(out, bots.name(v.bot()).unwrap_or_default())?;
+    }
+    match o.decision.clearance {
+        Clearance::Absent => {}
+        Clearance::Accepted => out.extend_from_slice(b",\"clearance\":\"accepted\""),
+        Clearance::Rejected(r) => write!(out, ",\"clearance\":\"{}\"", r.as_str())?,
+    }
     Ok(())
 }
 

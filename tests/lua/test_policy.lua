@@ -52,7 +52,7 @@ T.test("a bad table is misuse, numbered from 0 like the file", function()
     T.eq(misuse, true)
     T.contains(err, "unknown option 'internal_header'")
     _, err = config{ mode = "deny" }
-    T.contains(err, 'mode: must be "block", "log" or "off", got "deny"')
+    T.contains(err, 'mode: must be "block", "log", "off" or "challenge", got "deny"')
     _, err = config{ thresholds = { bot = 0 / 0 }, models = { bot = "b.json" } }
     T.contains(err, "thresholds.bot: must be a number, got null")
     _, err, misuse = config{ lib_path = print }
