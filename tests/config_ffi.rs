@@ -117,6 +117,7 @@ fn the_c_abi_decides_as_replay_does() {
                     edgeguard_action::Unavailable => {
                         panic!("scored requests are never unavailable")
                     }
+                    other => panic!("{other:?}: needs a challenge or verified bots"),
                 };
                 assert_eq!(action, want.action, "{scores:?} {addr}");
                 assert_eq!(got.model, want.flagged_by.map_or(-1, |m| m as i32));
