@@ -1,0 +1,153 @@
+//! The per-request parts of the challenge and the verified bots allocate
+//! nothing: verifying a clearance cookie (valid, forged, expired, other
+//! address, in a 10 KB Cookie header), looking an address up among 10 000+
+//! bot prefixes, and a whole `decide_request` with both configured. dhat
+//! counts every heap block while they run; it allows one profiler at a
+//! time, so every check lives in one test, without libtest's threads.
+
+use std::net::IpAddr;
+use std::path::Path;
+
+use edgeguard::challenge::{Clearance, Rejection};
+use edgeguard::config::{Action, Config};
+use edgeguard::features::Request;
+use edgeguard::headers::Header;
+use edgeguard::verified::{PrefixSetBuilder, Verdict};
+
+#[global_allocator]
+static ALLOC: dhat::Alloc = dhat::Alloc;
+
+const NOW: u64 = 1_800_000_000;
+const CHROME: &[u8] = b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
+const GOOGLEBOT: &[u8] =
+    b"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+
+fn main() {
+    per_request_work_does_not_allocate();
+    println!("challenge_alloc: 1 passed, 0 failed");
+}
+
+fn per_request_work_does_not_allocate() {
+    let _profiler = dhat::Profiler::builder().testing().build();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cfg = Config::parse(
+        "t.json",
+        root,
+        br#"{"models": {"bot": "models/bot.json"}, "mode": "challenge",
+            "challenge_secret": "tests/fixtures/challenge/secret",
+            "verified_bots": "tests/fixtures/verified/bots.json"}"#,
+    )
+    .unwrap();
+    let policy = cfg.policy();
+    let ch = policy.challenge().unwrap();
+    let addr: IpAddr = "192.0.2.10".parse().unwrap();
+    let good = ch.mint_cookie(&ch.binding(Some(addr), CHROME), NOW);
+    let cookie = format!(
+        "edgeguard_clearance={}",
+        std::str::from_utf8(&good).unwrap()
+    );
+    let mut forged = cookie.clone().into_bytes();
+    let last = forged.len() - 2;
+    forged[last] = if forged[last] == b'A' { b'B' } else { b'A' };
+    let big = format!("{}; {cookie}", "junk=1".repeat(1700));
+    let mut bots_set = PrefixSetBuilder::default();
+    for i in 0..10_000u32 {
+        bots_set.add(IpAddr::V4((0x0a00_0000 + i * 256).into()), 24);
+        bots_set.add(
+            IpAddr::V6((0x2001_0db8_u128 << 96 | u128::from(i) << 64).into()),
+            64,
+        );
+    }
+    let bots_set = bots_set.build();
+    let probes: Vec<IpAddr> = [
+        "10.0.7.9",
+        "10.200.0.1",
+        "2001:db8:0:1f::1",
+        "2001:db9::1",
+        "::ffff:10.0.0.1",
+    ]
+    .iter()
+    .map(|a| a.parse().unwrap())
+    .collect();
+    let headers = |c: &'static [u8], ua: &'static [u8]| {
+        vec![
+            Header::new(b"User-Agent", ua),
+            Header::new(b"Sec-Fetch-Mode", b"navigate"),
+            Header::new(b"Cookie", c),
+        ]
+    };
+    let leak = |s: String| -> &'static [u8] { Box::leak(s.into_bytes().into_boxed_slice()) };
+    let (cookie_s, forged_s, big_s) = (
+        leak(cookie.clone()),
+        leak(String::from_utf8(forged).unwrap()),
+        leak(big),
+    );
+    let cases = [
+        (headers(cookie_s, CHROME), addr, Clearance::Accepted),
+        (
+            headers(forged_s, CHROME),
+            addr,
+            Clearance::Rejected(Rejection::Mac),
+        ),
+        (headers(big_s, CHROME), addr, Clearance::Accepted),
+        (
+            headers(cookie_s, CHROME),
+            "192.0.3.10".parse().unwrap(),
+            Clearance::Rejected(Rejection::Address),
+        ),
+        (
+            headers(cookie_s, b"curl/8.5.0"),
+            addr,
+            Clearance::Rejected(Rejection::UserAgent),
+        ),
+        (
+            headers(cookie_s, GOOGLEBOT),
+            "192.0.2.70".parse().unwrap(),
+            Clearance::Rejected(Rejection::UserAgent),
+        ),
+    ];
+    let bots = policy.verified_bots().unwrap();
+    let scores = [0.99];
+
+    let before = dhat::HeapStats::get();
+    let mut seen = 0usize;
+    for _ in 0..50 {
+        for (h, a, want) in &cases {
+            let req = Request::new(b"GET", b"/", 11, b"", h);
+            assert_eq!(ch.clearance(&req, Some(*a), NOW + 1), *want);
+            let later = ch.clearance(&req, Some(*a), NOW + 86_401);
+            assert!(matches!(later, Clearance::Rejected(_)));
+            let d = policy
+                .decide_request(Some(&scores), &req, Some(*a), NOW)
+                .unwrap();
+            let want_action = match (h[0].value(), want) {
+                (GOOGLEBOT, _) => Action::Verified,
+                (_, Clearance::Accepted) => Action::Cleared,
+                _ => Action::Challenge,
+            };
+            assert_eq!(d.action, want_action);
+            seen += 1;
+        }
+        for p in &probes {
+            seen += usize::from(bots_set.contains(*p));
+        }
+        assert_eq!(
+            bots.judge(GOOGLEBOT, Some("2001:db8:4801::9".parse().unwrap())),
+            Some(Verdict::Verified(0))
+        );
+        assert_eq!(
+            bots.judge(GOOGLEBOT, Some("203.0.113.1".parse().unwrap())),
+            Some(Verdict::Fake(0))
+        );
+        assert_eq!(
+            bots.judge(CHROME, Some("192.0.2.70".parse().unwrap())),
+            None
+        );
+    }
+    let after = dhat::HeapStats::get();
+    assert_eq!(seen, 50 * (6 + 3), "every case and probe ran");
+    assert_eq!(
+        after.total_blocks, before.total_blocks,
+        "cookie verification, prefix lookups and decide_request allocated"
+    );
+}
