@@ -84,7 +84,83 @@ typedef enum {
    answer 503.
    */
   EDGEGUARD_ACTION_UNAVAILABLE = 4,
+  /*
+   Flagged, but a valid clearance cookie lets it through.
+   */
+  EDGEGUARD_ACTION_CLEARED = 5,
+  /*
+   A flagged navigation in mode `challenge`: serve the challenge page.
+   */
+  EDGEGUARD_ACTION_CHALLENGE = 6,
+  /*
+   A verified bot: let it through.
+   */
+  EDGEGUARD_ACTION_VERIFIED = 7,
+  /*
+   A request to the challenge's endpoint (`/.edgeguard/challenge`)
+   while a challenge is configured: answer it with
+   `edgeguard_policy_challenge_answer`, never proxy it. Only
+   `edgeguard_policy_decide_request` returns it.
+   */
+  EDGEGUARD_ACTION_ANSWER = 8,
 } edgeguard_action;
+
+/*
+ What a request's User-Agent says of a verified bot. Stable numbers.
+ */
+typedef enum {
+  /*
+   It claims no listed bot.
+   */
+  EDGEGUARD_BOT_NONE = 0,
+  /*
+   It claims a listed bot from one of the bot's prefixes.
+   */
+  EDGEGUARD_BOT_VERIFIED = 1,
+  /*
+   It claims a listed bot from another address: flagged.
+   */
+  EDGEGUARD_BOT_FAKE = 2,
+} edgeguard_bot;
+
+/*
+ What a clearance cookie or a challenge answer came to. Stable numbers;
+ `edgeguard_clearance_name` names them (the metric labels).
+ */
+typedef enum {
+  /*
+   No cookie of the configured name (or no challenge configured).
+   */
+  EDGEGUARD_CLEARANCE_ABSENT = 0,
+  /*
+   A valid cookie; for an answer: solved.
+   */
+  EDGEGUARD_CLEARANCE_ACCEPTED = 1,
+  /*
+   Not a token: wrong length, not base64url, another kind.
+   */
+  EDGEGUARD_CLEARANCE_MALFORMED = 2,
+  /*
+   The MAC matches no key: forged, tampered, or signed by a removed key.
+   */
+  EDGEGUARD_CLEARANCE_MAC = 3,
+  /*
+   Expired (or beyond the lifetime in force); a nonce too old.
+   */
+  EDGEGUARD_CLEARANCE_EXPIRED = 4,
+  /*
+   Issued to another address prefix.
+   */
+  EDGEGUARD_CLEARANCE_ADDRESS = 5,
+  /*
+   Issued to another User-Agent.
+   */
+  EDGEGUARD_CLEARANCE_USER_AGENT = 6,
+  /*
+   An answer without the work asked for.
+   */
+  EDGEGUARD_CLEARANCE_WORK = 7,
+} edgeguard_clearance;
 
 /*
  What `edgeguard_model_predict` reports, as the official C API's
@@ -108,6 +184,11 @@ typedef enum {
    */
   EDGEGUARD_PREDICTION_TYPE_CLASS = 2,
 } edgeguard_prediction_type;
+
+/*
+ Why a token was not accepted.
+ */
+typedef struct Rejection Rejection;
 
 /*
  Parsed and checked options. Opaque: made by `edgeguard_config_new` or
@@ -144,29 +225,6 @@ typedef struct edgeguard_policy edgeguard_policy;
  after loading, so one handle may be used from several threads at once.
  */
 typedef struct edgeguard_scorer edgeguard_scorer;
-
-/*
- The outcome of `edgeguard_policy_decide`.
- */
-typedef struct {
-  /*
-   What the request gets.
-   */
-  edgeguard_action action;
-  /*
-   The index of the model that flagged it (also when the mode is `off`
-   and the action `Pass`), or -1.
-   */
-  int32_t model;
-  /*
-   That model's threshold in force; NaN when no model flagged.
-   */
-  double threshold;
-  /*
-   The status a blocked request gets (the configured `status`).
-   */
-  int32_t status;
-} edgeguard_decision;
 
 /*
  A borrowed byte string: `{ int len; const unsigned char *data; }`.
@@ -238,6 +296,77 @@ typedef struct {
 } edgeguard_request;
 
 /*
+ The outcome of `edgeguard_policy_decide`.
+ */
+typedef struct {
+  /*
+   What the request gets.
+   */
+  edgeguard_action action;
+  /*
+   The index of the model that flagged it (also when the mode is `off`
+   and the action `Pass`), or -1.
+   */
+  int32_t model;
+  /*
+   That model's threshold in force; NaN when no model flagged.
+   */
+  double threshold;
+  /*
+   The status a blocked request gets (the configured `status`).
+   */
+  int32_t status;
+} edgeguard_decision;
+
+/*
+ The outcome of `edgeguard_policy_decide_request`.
+ */
+typedef struct {
+  /*
+   The action, the flagging model, its threshold and the block status,
+   as `edgeguard_policy_decide` gives them; the action may also be
+   `Cleared`, `Challenge`, `Verified` or `Answer`.
+   */
+  edgeguard_decision decision;
+  /*
+   The bot the User-Agent claims, if any, and whether its address agrees.
+   */
+  edgeguard_bot bot;
+  /*
+   The bot's name (empty for `None`): memory the policy owns, valid
+   while it lives.
+   */
+  edgeguard_str bot_name;
+  /*
+   What the clearance cookie said.
+   */
+  edgeguard_clearance clearance;
+  /*
+   The challenge page's status (`challenge_status`; 0 without a
+   challenge).
+   */
+  int32_t challenge_status;
+} edgeguard_request_decision;
+
+/*
+ The outcome of `edgeguard_policy_challenge_answer`.
+ */
+typedef struct {
+  /*
+   `Accepted` when solved (the two outputs are written), else why not.
+   */
+  edgeguard_clearance result;
+  /*
+   Bytes of the `Set-Cookie` value written.
+   */
+  size_t cookie_len;
+  /*
+   Bytes of the `Location` written: a same-site path.
+   */
+  size_t location_len;
+} edgeguard_challenge_answer;
+
+/*
  One connection's TLS fingerprint, as `edgeguard_tls_get` and
  `edgeguard_tls_parse` fill it.
  */
@@ -304,6 +433,106 @@ const char *edgeguard_version(void);
  free it. Unknown numbers give `"unknown result code"`.
  */
 const char *edgeguard_result_text(int result);
+
+/*
+ The name of a clearance result, for logs and metric labels
+ (`"absent"`, `"accepted"`, `"malformed"`, `"mac"`, `"expired"`,
+ `"address"`, `"user_agent"`, `"work"`); null for a number that is none.
+ Static storage.
+ */
+const char *edgeguard_clearance_name(int c);
+
+/*
+ Decides one request with what it shows: `scores` (`n` of them in the
+ policy's model order; null with `n` 0: not scored), the request (its
+ User-Agent, `Cookie`, `Sec-Fetch-Mode`, `Accept`, method and URI),
+ `addr`/`addr_len` as nginx keeps it (`$binary_remote_addr`) and `now`,
+ the caller's Unix time (nginx's `ngx.time()`) against which the
+ clearance cookie is judged.
+
+ The rule is `edgeguard_policy_decide`'s, then: a verified bot gets
+ `Verified`; a fake one is flagged whatever its scores; a flagged request
+ with a valid clearance cookie gets `Cleared`; in mode `challenge` a
+ flagged navigation gets `Challenge`, another flagged request `Block`. A
+ request to the challenge's endpoint gets `Answer` (and nothing else is
+ looked at). An unscored request gets `Unavailable` under `fail_closed`
+ unless it claims a bot.
+
+ Writes `*out` and returns `Ok`; `NullParameter` for a null `policy`,
+ `request` or `out`, a null `scores` or `addr` with a nonzero length, or
+ null headers with a nonzero count; `InvalidArgument` when `n` is
+ neither 0 with null `scores` nor the policy's model count, or the
+ request's `http_version` or `headers_len` is out of range. Never
+ allocates; concurrent calls are safe.
+
+ # Safety
+ `policy` is a live policy; `request` points to a valid
+ `edgeguard_request`; `scores` points to `n` doubles and `addr` to
+ `addr_len` bytes (or they are null with a zero length); `out` is
+ writable.
+ */
+edgeguard_result edgeguard_policy_decide_request(const edgeguard_policy *policy,
+                                                 const edgeguard_request *request,
+                                                 const double *scores,
+                                                 size_t n,
+                                                 const uint8_t *addr,
+                                                 size_t addr_len,
+                                                 int64_t now,
+                                                 edgeguard_request_decision *out);
+
+/*
+ Writes the challenge page for this client (`request`'s User-Agent,
+ `addr` as `$binary_remote_addr`, `now` the caller's Unix time) into
+ `buf` (`cap` bytes; 4096 is enough) and its length into `*out_len`.
+ Serve it with the decision's `challenge_status`, `Content-Type:
+ text/html; charset=utf-8` and `Cache-Control: no-store`.
+
+ `NullParameter` for a null `policy`, `request`, `buf` or `out_len` (or
+ a null `addr` with a length); `InvalidArgument` when the policy has no
+ challenge or the request is malformed; `BufferTooSmall` when `cap` is.
+
+ # Safety
+ As `edgeguard_policy_decide_request`; `buf` points to `cap` writable
+ bytes and `out_len` is writable.
+ */
+edgeguard_result edgeguard_policy_challenge_page(const edgeguard_policy *policy,
+                                                 const edgeguard_request *request,
+                                                 const uint8_t *addr,
+                                                 size_t addr_len,
+                                                 int64_t now,
+                                                 uint8_t *buf,
+                                                 size_t cap,
+                                                 size_t *out_len);
+
+/*
+ Answers a request to the challenge's endpoint (the decision said
+ `Answer`): checks the nonce (its MAC, age, address prefix and
+ User-Agent) and the work. Solved: writes the clearance cookie's
+ `Set-Cookie` value into `cookie_buf` (`HttpOnly; SameSite=Lax`, a Path,
+ Max-Age and Expires, and `Secure` when `tls` is nonzero; 512 bytes are
+ enough) and the same-site path to redirect to (303) into `location_buf`
+ (2048 bytes are enough), and `out->result` is `Accepted`. Otherwise
+ `out->result` says why and nothing else is written.
+
+ `NullParameter` for a null pointer (or a null `addr` with a length);
+ `InvalidArgument` when the policy has no challenge or the request is
+ malformed; `BufferTooSmall` when a buffer is.
+
+ # Safety
+ As `edgeguard_policy_decide_request`; `cookie_buf` and `location_buf`
+ point to their caps' writable bytes; `out` is writable.
+ */
+edgeguard_result edgeguard_policy_challenge_answer(const edgeguard_policy *policy,
+                                                   const edgeguard_request *request,
+                                                   const uint8_t *addr,
+                                                   size_t addr_len,
+                                                   int64_t now,
+                                                   int tls,
+                                                   uint8_t *cookie_buf,
+                                                   size_t cookie_cap,
+                                                   uint8_t *location_buf,
+                                                   size_t location_cap,
+                                                   edgeguard_challenge_answer *out);
 
 /*
  Parses the options of `configure{}`: `len` bytes of JSON at `json`, an

@@ -267,6 +267,14 @@ impl Policy {
         Some(d)
     }
 
+    /// Whether `req` is an answer to the challenge, which the caller
+    /// handles itself ([`Challenge::answer`]) instead of deciding and
+    /// proxying it: a request to [`challenge::ENDPOINT`] while a challenge
+    /// is configured.
+    pub fn answers(&self, req: &Request<'_>) -> bool {
+        self.challenge.is_some() && challenge::is_endpoint(req.uri())
+    }
+
     /// The challenge, when `challenge_secret` is configured.
     pub fn challenge(&self) -> Option<&Challenge> {
         self.challenge.as_deref()

@@ -28,7 +28,7 @@ pub struct edgeguard_config {
 
 /// The decision rule bound to one engine's models. Opaque: made by
 /// `edgeguard_policy_new`, released by `edgeguard_policy_free`. Immutable.
-pub struct edgeguard_policy(Policy);
+pub struct edgeguard_policy(pub(crate) Policy);
 
 /// What `edgeguard_policy_decide` says a request gets. The numbers are
 /// stable.
@@ -52,6 +52,11 @@ pub enum edgeguard_action {
     Challenge = 6,
     /// A verified bot: let it through.
     Verified = 7,
+    /// A request to the challenge's endpoint (`/.edgeguard/challenge`)
+    /// while a challenge is configured: answer it with
+    /// `edgeguard_policy_challenge_answer`, never proxy it. Only
+    /// `edgeguard_policy_decide_request` returns it.
+    Answer = 8,
 }
 
 /// The outcome of `edgeguard_policy_decide`.

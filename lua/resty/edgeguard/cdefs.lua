@@ -50,7 +50,43 @@ typedef enum {
   EDGEGUARD_ACTION_BLOCK = 3,
 
   EDGEGUARD_ACTION_UNAVAILABLE = 4,
+
+  EDGEGUARD_ACTION_CLEARED = 5,
+
+  EDGEGUARD_ACTION_CHALLENGE = 6,
+
+  EDGEGUARD_ACTION_VERIFIED = 7,
+
+  EDGEGUARD_ACTION_ANSWER = 8,
 } edgeguard_action;
+
+typedef enum {
+
+  EDGEGUARD_BOT_NONE = 0,
+
+  EDGEGUARD_BOT_VERIFIED = 1,
+
+  EDGEGUARD_BOT_FAKE = 2,
+} edgeguard_bot;
+
+typedef enum {
+
+  EDGEGUARD_CLEARANCE_ABSENT = 0,
+
+  EDGEGUARD_CLEARANCE_ACCEPTED = 1,
+
+  EDGEGUARD_CLEARANCE_MALFORMED = 2,
+
+  EDGEGUARD_CLEARANCE_MAC = 3,
+
+  EDGEGUARD_CLEARANCE_EXPIRED = 4,
+
+  EDGEGUARD_CLEARANCE_ADDRESS = 5,
+
+  EDGEGUARD_CLEARANCE_USER_AGENT = 6,
+
+  EDGEGUARD_CLEARANCE_WORK = 7,
+} edgeguard_clearance;
 
 typedef enum {
 
@@ -61,6 +97,8 @@ typedef enum {
   EDGEGUARD_PREDICTION_TYPE_CLASS = 2,
 } edgeguard_prediction_type;
 
+typedef struct Rejection Rejection;
+
 typedef struct edgeguard_config edgeguard_config;
 
 typedef struct edgeguard_header_set edgeguard_header_set;
@@ -70,17 +108,6 @@ typedef struct edgeguard_model edgeguard_model;
 typedef struct edgeguard_policy edgeguard_policy;
 
 typedef struct edgeguard_scorer edgeguard_scorer;
-
-typedef struct {
-
-  edgeguard_action action;
-
-  int32_t model;
-
-  double threshold;
-
-  int32_t status;
-} edgeguard_decision;
 
 typedef struct {
 
@@ -113,6 +140,39 @@ typedef struct {
 
 typedef struct {
 
+  edgeguard_action action;
+
+  int32_t model;
+
+  double threshold;
+
+  int32_t status;
+} edgeguard_decision;
+
+typedef struct {
+
+  edgeguard_decision decision;
+
+  edgeguard_bot bot;
+
+  edgeguard_str bot_name;
+
+  edgeguard_clearance clearance;
+
+  int32_t challenge_status;
+} edgeguard_request_decision;
+
+typedef struct {
+
+  edgeguard_clearance result;
+
+  size_t cookie_len;
+
+  size_t location_len;
+} edgeguard_challenge_answer;
+
+typedef struct {
+
   uint8_t present;
 
   uint8_t grease;
@@ -137,6 +197,38 @@ typedef struct {
 const char *edgeguard_version(void);
 
 const char *edgeguard_result_text(int result);
+
+const char *edgeguard_clearance_name(int c);
+
+edgeguard_result edgeguard_policy_decide_request(const edgeguard_policy *policy,
+                                                 const edgeguard_request *request,
+                                                 const double *scores,
+                                                 size_t n,
+                                                 const uint8_t *addr,
+                                                 size_t addr_len,
+                                                 int64_t now,
+                                                 edgeguard_request_decision *out);
+
+edgeguard_result edgeguard_policy_challenge_page(const edgeguard_policy *policy,
+                                                 const edgeguard_request *request,
+                                                 const uint8_t *addr,
+                                                 size_t addr_len,
+                                                 int64_t now,
+                                                 uint8_t *buf,
+                                                 size_t cap,
+                                                 size_t *out_len);
+
+edgeguard_result edgeguard_policy_challenge_answer(const edgeguard_policy *policy,
+                                                   const edgeguard_request *request,
+                                                   const uint8_t *addr,
+                                                   size_t addr_len,
+                                                   int64_t now,
+                                                   int tls,
+                                                   uint8_t *cookie_buf,
+                                                   size_t cookie_cap,
+                                                   uint8_t *location_buf,
+                                                   size_t location_cap,
+                                                   edgeguard_challenge_answer *out);
 
 edgeguard_result edgeguard_config_new(const uint8_t *json,
                                       size_t len,
