@@ -31,6 +31,7 @@ local scorer_mod = require "resty.edgeguard.scorer"
 local metrics = require "resty.edgeguard.metrics"
 local shadow = require "resty.edgeguard.shadow"
 local policy = require "resty.edgeguard.policy"
+local challenge = require "resty.edgeguard.challenge"
 
 local ffi_string = ffi.string
 local concat = table.concat
@@ -167,8 +168,12 @@ local function new_location(st, cfg, what, level)
         score_header = name,
         vars = o.vars,
         log_level = o.log_level,
-        -- The client address is read only when an allow list can use it.
+        -- The client address is read only when an allow list can use it
+        -- (or the challenge or the verified bots, which always do).
         allow = o.allow ~= nil and #o.allow > 0,
+        -- The challenge or the verified bots: decided with the request
+        -- itself (edgeguard_policy_decide_request), Rust engine only.
+        screen = o.challenge_secret ~= nil or o.verified_bots ~= nil,
         -- The Rust strip: the list and the score header's spellings.
         strip_set = cached_set(st, st.strip_sets, st.headers, names, what, level + 1),
         -- The score header's spellings alone, removed after the Lua
@@ -354,7 +359,7 @@ local function model_failure(lib, o, model_errors)
     return msg
 end
 
-local function metrics_for(dict, o, scorer, leng)
+local function metrics_for(dict, o, scorer, leng, clearance_names)
     if not o.metrics_dict then
         return nil
     end
@@ -363,6 +368,8 @@ local function metrics_for(dict, o, scorer, leng)
         request_engines = engine == "shadow" and { "rust", "lua", "shadow" } or { engine },
         engines = engine == "shadow" and { "rust", "lua" } or { engine },
         models = { rust = scorer and scorer.names, lua = leng and leng.names },
+        clearances = o.challenge_secret and clearance_names or nil,
+        bots = o.verified_bot_names,
     })
 end
 
@@ -412,7 +419,8 @@ function _M.configure(opts)
             var_names[name] = "edgeguard_" .. name
         end
     end
-    local mx = metrics_for(dict, o, scorer, leng)
+    local clearance_names = policy.clearance_names(lib)
+    local mx = metrics_for(dict, o, scorer, leng, clearance_names)
     local primary = o.shadow_primary or engine
     generation_seq = generation_seq + 1
     local new = {
@@ -433,6 +441,7 @@ function _M.configure(opts)
                             ngx and ngx.worker and ngx.worker.pid() or 0, generation_seq),
         metrics = mx,
         var_names = var_names,
+        clearance_names = clearance_names,
         -- score header names (one a line) -> the Rust set to strip with
         -- (false: nothing to strip), and the same without the list.
         strip_sets = {},
@@ -723,19 +732,28 @@ local clock = metrics.clock
 -- "unavailable"; the flagged model, its score and threshold (nil when none
 -- flagged); and the status of a blocked request. `buf` holds the Rust
 -- scorer's scores in policy order (nil: read them from the table).
-local function decide(loc, engine, scores, buf, r)
+-- What the last decide_request was given and said, for act() (one request
+-- at a time per worker, and nothing yields between the two).
+local last_addr, last_len, last_now, last_bot, last_clearance, last_cstatus
+
+local function decide(loc, engine, scores, buf, r, req)
     local addr, len
-    if loc.allow then
+    if loc.allow or loc.screen then
         addr, len = request.binary_addr(r)
     end
     local p = loc.policies[engine]
     local action, name, threshold, status
-    if buf and scores then
+    if loc.screen and engine == "rust" then
+        local now = ngx.time()
+        action, name, threshold, status, last_bot, last_clearance, last_cstatus =
+            p:decide_request(req, scores and buf, addr, len, now)
+        last_addr, last_len, last_now = addr, len, now
+    elseif buf and scores then
         action, name, threshold, status = p:decide(buf, addr, len)
     else
         action, name, threshold, status = p:decide_table(scores, addr, len)
     end
-    return action, name, name and scores[name], threshold, status
+    return action, name, name and scores and scores[name], threshold, status
 end
 
 local function str(s)
@@ -763,23 +781,70 @@ end
 
 -- Acts on one engine's result, whichever engine produced it: metrics, score
 -- header, variables, decision line, and the exit. Returns the action.
+-- An answer to the challenge: solved, the cookie and a 303 back; failed,
+-- the block status.
+local function answer(loc, req, status)
+    local mx = state.metrics
+    local ok, res = challenge.answer(state.lib, loc.policies.rust, req, last_addr, last_len,
+                                     last_now, ngx.var.https == "on")
+    if ok == nil then
+        return fail("rust", res)
+    end
+    local method, uri, client = request_text(req)
+    local level = loc.log_level or ngx.INFO
+    if ok then
+        if mx then
+            mx:challenge("solved")
+        end
+        ngx.log(level, format('edgeguard challenge=solved client=%s method=%s uri="%s"',
+                              client, method, uri))
+        return ngx.redirect(res, 303)
+    end
+    if mx then
+        mx:challenge("failed", res)
+    end
+    ngx.log(level, format('edgeguard challenge=failed reason=%s client=%s method=%s uri="%s"',
+                          state.clearance_names[res], client, method, uri))
+    return ngx.exit(status)
+end
+
+-- Actions that flag the request (a decision line; unscored, a fake bot).
+local FLAGGED = { block = true, log = true, challenge = true, cleared = true }
+
 local function act(loc, engine, engine_label, scores, buf, names, removed, r, req)
     local action, flagged_name, flagged_score, flagged_threshold, status =
-        decide(loc, engine, scores, buf, r)
+        decide(loc, engine, scores, buf, r, req)
     if not action then
         return fail(engine_label, flagged_name)
     end
-    if state.metrics then
-        state.metrics:request(engine_label, action, removed)
+    local mx = state.metrics
+    if mx then
+        mx:request(engine_label, action, removed)
     end
     if action == "unavailable" then
         return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
     end
-    if not scores then
+    local bot, bot_name = false, nil
+    if loc.screen then
+        if action == "answer" then
+            return answer(loc, req, status)
+        end
+        bot = last_bot
+        if bot then
+            bot_name = loc.policies.rust:bot_name()
+            if mx then
+                mx:bot(bot_name, bot)
+            end
+        end
+        if mx and last_clearance ~= 0 then
+            mx:clearance(last_clearance)
+        end
+    end
+    if not scores and not FLAGGED[action] and not bot then
         return action
     end
     local score_header = loc.score_header
-    if score_header ~= "" then
+    if scores and score_header ~= "" then
         for i = 1, #names do
             score_parts[i] = format("%s=%.9g", names[i], scores[names[i]])
         end
@@ -789,20 +854,43 @@ local function act(loc, engine, engine_label, scores, buf, names, removed, r, re
 
     if loc.vars then
         local var = ngx.var
-        for i = 1, #names do
-            var[state.var_names[names[i]]] = format("%.9g", scores[names[i]])
+        if scores then
+            for i = 1, #names do
+                var[state.var_names[names[i]]] = format("%.9g", scores[names[i]])
+            end
         end
         var.edgeguard_action = action
+        if loc.screen then
+            -- The clock the cookie was judged by, for replay; the bot.
+            var.edgeguard_time = last_now
+            var.edgeguard_verified_bot = bot == "verified" and bot_name or ""
+        end
     end
 
-    if action == "block" or action == "log" then
+    if FLAGGED[action] or bot then
         local method, uri, client = request_text(req)
-        ngx.log(loc.log_level or ngx.INFO,
-            format('edgeguard action=%s model=%s score=%.6f threshold=%.6f client=%s method=%s uri="%s"',
-                   action, flagged_name, flagged_score, flagged_threshold, client, method, uri))
+        local line
+        if flagged_name then
+            line = format('edgeguard action=%s model=%s score=%.6f threshold=%.6f client=%s method=%s uri="%s"',
+                          action, flagged_name, flagged_score, flagged_threshold, client, method, uri)
+        else
+            line = format('edgeguard action=%s client=%s method=%s uri="%s"', action, client, method, uri)
+        end
+        if bot then
+            line = line .. format(" bot=%s verdict=%s", bot_name, bot)
+        end
+        ngx.log(loc.log_level or ngx.INFO, line)
     end
     if action == "block" then
         return ngx.exit(status)
+    end
+    if action == "challenge" then
+        if mx then
+            mx:challenge("served")
+        end
+        local _, err = challenge.serve_page(state.lib, loc.policies.rust, req, last_addr, last_len,
+                                            last_now, last_cstatus)
+        return fail(engine_label, err)
     end
     return action
 end

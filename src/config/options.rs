@@ -579,6 +579,17 @@ impl Options {
     /// `mode = "challenge"` needs the keys that sign its cookies; a
     /// location may ask for it only when `configure{}` loaded them.
     fn check_challenge(&self, ctx: &Ctx<'_>) -> Result<(), ConfigError> {
+        // The legacy Lua engine is frozen: it knows neither.
+        if self.engine() != Engine::Rust {
+            for (set, key) in [
+                (self.challenge_secret.is_some(), "challenge_secret"),
+                (self.verified_bots.is_some(), "verified_bots"),
+            ] {
+                if set {
+                    return Err(ctx.err(key, format!("{key} needs engine = \"rust\"")));
+                }
+            }
+        }
         if self.mode() == Mode::Challenge && self.challenge_secret.is_none() {
             return Err(ctx.err(
                 "mode",

@@ -104,7 +104,7 @@ def test_a_bad_table_fails_its_location_naming_the_option_and_others_keep_servin
     port, nginx = edge
     row = sample("browser", "chrome")[0]
     for path, want in [
-        ("/bad-mode/", 'edgeguard.access: mode: must be "block", "log" or "off", got "deny"'),
+        ("/bad-mode/", 'edgeguard.access: mode: must be "block", "log", "off" or "challenge", got "deny"'),
         ("/bad-option/", "edgeguard.access: allow: unknown option 'allow' per location (give it to configure{})"),
     ]:
         for _ in range(2):

@@ -215,7 +215,7 @@ T.test("a bad config file is refused with its name; the previous state stays", f
         { "not json", "not JSON" },
         { "[1, 2]", "must be a JSON object" },
         { '{"engine": "lua"}', "unknown option 'engine'" },
-        { '{"mode": "deny"}', 'mode: must be "block", "log" or "off", got "deny"' },
+        { '{"mode": "deny"}', 'mode: must be "block", "log", "off" or "challenge", got "deny"' },
         { '{"status": "403"}', "status: must be an HTTP error status (400-599)" },
         { '{"thresholds": {"bot": "high"}}', "thresholds.bot: must be a number" },
         { '{"models": {"bot": 7}}', "models.bot: must be a non-empty path string" },
@@ -424,7 +424,7 @@ T.test("access{} options are resolved by Rust once per location; misuse raises a
                "needs nginx's http subsystem")
     local err = at_first_use{ mode = "deny" }
     T.contains(err, "test_shim.lua:")
-    T.contains(err, 'edgeguard.access: mode: must be "block", "log" or "off", got "deny"')
+    T.contains(err, 'edgeguard.access: mode: must be "block", "log", "off" or "challenge", got "deny"')
     T.contains(at_first_use{ thresholds = { bto = 0.5 } }, "edgeguard.access: thresholds.bto: no model of that name")
     T.contains(at_first_use{ status = 200 }, "edgeguard.access: status: must be an HTTP error status")
     T.contains(at_first_use{ allow = { "10.0.0.0/8" } },

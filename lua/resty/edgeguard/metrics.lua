@@ -37,7 +37,11 @@ _M.SCORE_BUCKETS = SCORE_BUCKETS
 _M.SECONDS_BUCKETS = SECONDS_BUCKETS
 
 -- "refused": a 400 for internal headers nginx's Lua API cannot remove.
-_M.ACTIONS = { "pass", "allow", "log", "block", "unavailable", "error", "refused" }
+-- "cleared", "challenge", "verified", "answer": the challenge and the
+-- verified bots (README "Challenge mode", "Verified bots").
+_M.ACTIONS = { "pass", "allow", "log", "block", "unavailable", "error", "refused",
+               "cleared", "challenge", "verified", "answer" }
+_M.CHALLENGE_RESULTS = { "served", "solved", "failed" }
 _M.DISAGREEMENTS = { "score", "decision", "headers" }
 
 -- A monotonic clock with nanosecond resolution (ngx.now() is cached per
@@ -79,6 +83,13 @@ local FAMILIES = {
       "Shadow mode: requests where the engines disagreed, by kind." },
     { "edgeguard_load_errors_total", "counter",
       "Models that failed to load, counted once per configuration generation." },
+    { "edgeguard_challenges_total", "counter",
+      "Challenge pages served, answers solved and failed." },
+    { "edgeguard_challenge_failures_total", "counter", "Failed challenge answers, by reason." },
+    { "edgeguard_clearances_total", "counter",
+      "Clearance cookies seen: accepted, or rejected by reason." },
+    { "edgeguard_verified_bots_total", "counter",
+      "Requests claiming a verified bot: from its prefixes (verified) or not (fake)." },
 }
 
 --- A metrics set over the dict `dict` (an ngx.shared.DICT, or nil outside
@@ -86,6 +97,9 @@ local FAMILIES = {
 --   request_engines  list of engine labels of edgeguard_requests_total
 --   models           { [engine] = { model names } } for edgeguard_score
 --   engines          list of engines timed in edgeguard_engine_seconds
+--   clearances       clearance code -> name (from Rust), when a challenge
+--                    is configured: the challenge and clearance series
+--   bots             verified bot names, when verified_bots is configured
 function _M.new(dict, spec)
     local self = {
         dict = dict,
@@ -146,6 +160,32 @@ function _M.new(dict, spec)
         self.disagree[k] = counter("edgeguard_shadow_disagreements_total", { "kind", k })
     end
     self.load_errors = counter("edgeguard_load_errors_total")
+    if spec.clearances then
+        self.challenges, self.failures, self.clearances = {}, {}, {}
+        for _, r in ipairs(_M.CHALLENGE_RESULTS) do
+            self.challenges[r] = counter("edgeguard_challenges_total", { "result", r })
+        end
+        -- 0 (no cookie) is not counted; "accepted" is code 1, the rest are
+        -- reasons, "work" only for answers.
+        for code = 1, #spec.clearances do
+            local name = spec.clearances[code]
+            if name ~= "work" then
+                self.clearances[code] = counter("edgeguard_clearances_total", { "result", name })
+            end
+            if code > 1 then
+                self.failures[code] = counter("edgeguard_challenge_failures_total", { "reason", name })
+            end
+        end
+    end
+    if spec.bots then
+        self.bots = {}
+        for _, name in ipairs(spec.bots) do
+            self.bots[name] = {
+                verified = counter("edgeguard_verified_bots_total", { "bot", name, "result", "verified" }),
+                fake = counter("edgeguard_verified_bots_total", { "bot", name, "result", "fake" }),
+            }
+        end
+    end
     return setmetatable(self, mt)
 end
 
@@ -193,6 +233,37 @@ end
 --- Seconds spent in `engine` for one request.
 function _M.engine_time(self, engine, seconds)
     observe(self.pending, self.seconds_slots[engine], SECONDS_BUCKETS, seconds)
+end
+
+--- A challenge page served ("served"), or an answer: "solved", or
+-- "failed" with the clearance code of its reason.
+function _M.challenge(self, result, code)
+    local p = self.pending
+    local s = self.challenges[result]
+    p[s] = p[s] + 1
+    s = code and self.failures[code]
+    if s then
+        p[s] = p[s] + 1
+    end
+end
+
+--- A clearance cookie seen: its clearance code (1 accepted, more: why not).
+function _M.clearance(self, code)
+    local s = self.clearances[code]
+    if s then
+        local p = self.pending
+        p[s] = p[s] + 1
+    end
+end
+
+--- A request claiming the verified bot `name`: verdict "verified" or "fake".
+function _M.bot(self, name, verdict)
+    local b = self.bots[name]
+    if b then
+        local p = self.pending
+        local s = b[verdict]
+        p[s] = p[s] + 1
+    end
 end
 
 --- One shadow disagreement of `kind` ("score", "decision", "headers").
