@@ -1,0 +1,461 @@
+"""mode = "challenge" and verified bots through real nginx.
+
+One nginx in challenge mode with the shipped bot model, a two-key
+challenge_secret, the verified-bots fixture and the access log replay reads.
+The client address is set per request with X-Real-IP (nginx's realip module,
+trusted from 127.0.0.1), so one loopback test can come from another /24, from
+IPv6, or from a crawler's prefix. Cookies are minted here too, with an
+independent Python implementation of the token (HMAC-SHA256 over the record
+src/challenge/token.rs documents), so that expired, tampered and old-key
+cookies can be made; the real answer flow mints them in nginx.
+"""
+
+import base64
+import hashlib
+import hmac
+import http.client
+import ipaddress
+import json
+import os
+import re
+import shutil
+import signal
+import struct
+import subprocess
+import tempfile
+import time
+import pathlib
+import urllib.parse
+
+import pytest
+
+from conftest import (LIB, METRICS_DICT, ROOT, TEST_LIST, Nginx, bad_log_lines, free_port, get_text,
+                      metrics_server, nginx_preamble, wait_until)
+
+BOT_MODEL = ROOT / "models" / "bot.json"
+BOTS = ROOT / "tests" / "fixtures" / "verified" / "bots.json"
+EDGEGUARD = ROOT / "target" / "release" / "edgeguard"
+KEY_NEW = bytes(range(32))
+KEY_OLD = bytes(range(100, 132))
+DIFFICULTY = 8
+
+# What HeadlessChrome sends for a typed URL (the shipped model flags it) and
+# what Chromium sends for a fetch() of its own origin (passes).
+HEADLESS = [  # a captured request of Debian's headless Chromium (tests/fixtures/real_clients)
+    ("Host", "edge.test"),
+    ("Connection", "keep-alive"),
+    ("sec-ch-ua", '"Not:A-Brand";v="8", "Chromium";v="156"'),
+    ("sec-ch-ua-mobile", "?0"),
+    ("sec-ch-ua-platform", '"Linux"'),
+    ("Upgrade-Insecure-Requests", "1"),
+    ("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+                   "HeadlessChrome/156.0.0.0 Safari/537.36"),
+    ("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,image/jxl,image/avif,image/webp,"
+               "image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7"),
+    ("Sec-Fetch-Site", "none"),
+    ("Sec-Fetch-Mode", "navigate"),
+    ("Sec-Fetch-User", "?1"),
+    ("Sec-Fetch-Dest", "document"),
+    ("Accept-Encoding", "gzip, deflate, br, zstd"),
+    ("Accept-Language", "en-US,en;q=0.9"),
+]
+HEADLESS_UA = dict(HEADLESS)["User-Agent"]
+GOOGLEBOT_UA = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
+GOOGLEBOT = [("Host", "edge.test"), ("User-Agent", GOOGLEBOT_UA), ("Accept", "text/html,*/*"),
+             ("Accept-Encoding", "gzip, deflate, br"), ("From", "googlebot(at)googlebot.com")]
+
+
+def hexkey(k):
+    return k.hex()
+
+
+def binding(addr, ua, v4=24, v6=64):
+    ip = ipaddress.ip_address(addr)
+    if ip.version == 6 and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    if ip.version == 4:
+        bits = 96 + v4
+        full = int(ipaddress.IPv6Address("::ffff:" + str(ip)))
+    else:
+        bits = v6
+        full = int(ip)
+    mask = ((1 << 128) - 1) ^ ((1 << (128 - bits)) - 1) if bits else 0
+    prefix = (full & mask).to_bytes(16, "big")
+    return bytes([bits]) + prefix + hashlib.sha256(ua.encode()).digest()[:16]
+
+
+def mint(key, expiry, addr, ua, kind=b"C", difficulty=0):
+    record = kind + bytes([difficulty]) + struct.pack(">Q", expiry) + binding(addr, ua)
+    mac = hmac.new(key, b"edgeguard-token-v1\0" + record, hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(record + mac).rstrip(b"=").decode()
+
+
+def leading_zero_bits(data):
+    n = 0
+    for b in hashlib.sha256(data).digest():
+        if b == 0:
+            n += 8
+            continue
+        return n + 8 - b.bit_length()
+    return n
+
+
+def solve(nonce, difficulty):
+    c = 0
+    while leading_zero_bits(f"{nonce}:{c}".encode()) < difficulty:
+        c += 1
+    return c
+
+
+def page_nonce(body):
+    text = body.decode()
+    nonce = re.search(r'var N = "([A-Za-z0-9_-]{100})", D = (\d+)', text)
+    assert nonce, text[:400]
+    return nonce.group(1), int(nonce.group(2))
+
+
+def request(port, headers, target="/", method="GET", addr=None):
+    """Sends exactly these headers (plus X-Real-IP when addr is given)."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
+        for name, value in headers:
+            conn.putheader(name, value)
+        if addr:
+            conn.putheader("X-Real-IP", addr)
+        conn.endheaders()
+        resp = conn.getresponse()
+        body = resp.read()
+        return resp.status, resp.getheaders(), body
+    finally:
+        conn.close()
+
+
+def header(headers, name):
+    return [v for k, v in headers if k.lower() == name.lower()]
+
+
+def conf(port, metrics_port, secret, bots, log):
+    return nginx_preamble() + f"""
+    large_client_header_buffers 4 32k;
+    {METRICS_DICT}
+    include {ROOT}/nginx-conf/log-format.conf;
+    init_by_lua_block {{
+        assert(require("resty.edgeguard").configure{{
+            internal_headers = "{TEST_LIST}",
+            lib_path = "{LIB}",
+            models = {{ bot = "{BOT_MODEL}" }},
+            mode = "challenge",
+            challenge_secret = "{secret}",
+            challenge_difficulty = {DIFFICULTY},
+            verified_bots = "{bots}",
+            metrics_dict = "edgeguard_metrics",
+            vars = true,
+        }})
+        require("resty.edgeguard.record")
+    }}
+    init_worker_by_lua_block {{ require("resty.edgeguard").init_worker() }}
+    server {{
+        listen 127.0.0.1:{port};
+        set_real_ip_from 127.0.0.1;
+        real_ip_header X-Real-IP;
+        set $edgeguard_request_headers "";
+        set $edgeguard_bot "";
+        set $edgeguard_spoof "";
+        set $edgeguard_action "";
+        set $edgeguard_ja4 "";
+        set $edgeguard_time "";
+        set $edgeguard_verified_bot "";
+        access_log {log} edgeguard_json_challenge;
+        rewrite_by_lua_block {{
+            require("resty.edgeguard.record").capture()
+            require("resty.edgeguard").access()
+        }}
+        location / {{
+            # Not `return`: the rewrite module's directives run before
+            # rewrite_by_lua.
+            content_by_lua_block {{
+                ngx.say("origin: ", ngx.var.edgeguard_action, " ", ngx.var.edgeguard_verified_bot)
+            }}
+        }}
+    }}
+    {metrics_server(metrics_port)}
+}}
+"""
+
+
+class Edge:
+    def __init__(self):
+        self.dir = pathlib.Path(tempfile.mkdtemp(prefix="edgeguard-challenge-"))
+        os.chmod(self.dir, 0o755)
+        self.secret = self.dir / "secret"
+        self.secret.write_text(f"# new key signs, old key still verifies\n{hexkey(KEY_NEW)}\n{hexkey(KEY_OLD)}\n")
+        self.bots = self.dir / "bots.json"
+        shutil.copy(BOTS, self.bots)
+        shutil.copy(BOTS.parent / "googlebot.json", self.dir / "googlebot.json")
+        self.log = self.dir / "access.jsonl"
+        self.port, self.metrics_port = free_port(), free_port()
+        self.nginx = Nginx(conf(self.port, self.metrics_port, self.secret, self.bots, self.log))
+        self.nginx.start(self.port)
+
+    def get(self, headers, target="/", addr=None, method="GET"):
+        return request(self.port, headers, target, method, addr)
+
+    def reload(self):
+        """nginx -s reload, waiting until the new workers answer."""
+        before = self.nginx.error_log.count("start worker process")
+        self.nginx.proc.send_signal(signal.SIGHUP)
+        wait_until("new workers", lambda: self.nginx.error_log.count("start worker process") > before
+                   or "reconfiguring" in self.nginx.error_log and "init_by_lua" in self.nginx.error_log)
+        time.sleep(0.5)  # the old workers finish (README: reload is not instant)
+
+    def metrics(self):
+        return get_text(self.metrics_port, "/metrics")[1]
+
+    def log_lines(self):
+        wait_until("access log", lambda: self.log.exists() and self.log.stat().st_size > 0)
+        return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
+
+    def stop(self):
+        self.nginx.stop()
+        self.bad = bad_log_lines(self.nginx.error_log)
+        self.nginx.cleanup()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def edge():
+    e = Edge()
+    yield e
+    e.stop()
+    # A refused reload logs [emerg]/[error] lines on purpose (test_bots_reload);
+    # nothing else may.
+    unexpected = [line for line in e.bad if "verified_bots" not in line and "init_by_lua" not in line]
+    assert not unexpected, "\n".join(unexpected)
+
+
+def metric(text, name):
+    m = re.search(r"^" + re.escape(name) + r" (\d+)$", text, re.M)
+    return int(m.group(1)) if m else 0
+
+
+def with_cookie(headers, cookie):
+    return headers + [("Cookie", cookie)]
+
+
+def solved_cookie(edge, headers, addr, target="/"):
+    """The real flow: page, solve, answer; returns (cookie, Set-Cookie, Location)."""
+    status, _, body = edge.get(headers, target, addr)
+    assert status == 403, body[:200]
+    nonce, difficulty = page_nonce(body)
+    assert difficulty == DIFFICULTY
+    counter = solve(nonce, difficulty)
+    ret = urllib.parse.quote(target, safe="")
+    status, resp, body = edge.get(headers, f"/.edgeguard/challenge?n={nonce}&c={counter}&r={ret}", addr)
+    assert status == 303, body
+    set_cookie = header(resp, "Set-Cookie")[0]
+    return set_cookie.split(";")[0], set_cookie, header(resp, "Location")[0]
+
+
+def test_page_answer_and_cookie_attributes(edge):
+    before = edge.metrics()
+    status, resp, body = edge.get(HEADLESS, "/shop?item=7", "198.51.100.20")
+    assert status == 403
+    assert header(resp, "Cache-Control") == ["no-store"]
+    assert header(resp, "Content-Type")[0].startswith("text/html")
+    assert b"crypto.subtle.digest" in body and b"<script" in body and b"src=" not in body
+    cookie, set_cookie, location = solved_cookie(edge, HEADLESS, "198.51.100.20", "/shop?item=7")
+    attrs = [a.strip() for a in set_cookie.split(";")]
+    assert attrs[0].startswith("edgeguard_clearance=") and len(attrs[0]) == len("edgeguard_clearance=") + 100
+    assert "HttpOnly" in attrs and "SameSite=Lax" in attrs and "Path=/" in attrs
+    assert "Max-Age=86400" in attrs and any(a.startswith("Expires=") for a in attrs)
+    assert "Secure" not in attrs, "plain HTTP: no Secure"
+    assert urllib.parse.urlsplit(location).path == "/shop" and location.endswith("/shop?item=7")
+    # The reload passes; later requests too, without a new challenge.
+    for target in ("/shop?item=7", "/other", "/"):
+        status, _, body = edge.get(with_cookie(HEADLESS, cookie), target, "198.51.100.20")
+        assert (status, body) == (200, b"origin: cleared \n")
+    after = edge.metrics()
+    assert metric(after, 'edgeguard_challenges_total{result="served"}') - metric(before, 'edgeguard_challenges_total{result="served"}') == 2
+    assert metric(after, 'edgeguard_challenges_total{result="solved"}') - metric(before, 'edgeguard_challenges_total{result="solved"}') == 1
+    assert metric(after, 'edgeguard_clearances_total{result="accepted"}') - metric(before, 'edgeguard_clearances_total{result="accepted"}') == 3
+    assert metric(after, 'edgeguard_decisions_total{action="cleared"}') >= 3
+
+
+def test_answers_that_fail_and_redirects_that_stay_on_the_site(edge):
+    addr = "198.51.100.21"
+    _, _, body = edge.get(HEADLESS, "/", addr)
+    nonce, difficulty = page_nonce(body)
+    good = solve(nonce, difficulty)
+    bad = next(c for c in range(10_000) if leading_zero_bits(f"{nonce}:{c}".encode()) < difficulty)
+    before = edge.metrics()
+    cases = [
+        (f"n={nonce}&c={bad}&r=%2F", addr, HEADLESS, "work"),
+        (f"n={nonce}&c={good}&r=%2F", "203.0.113.21", HEADLESS, "address"),
+        (f"n={nonce}&c={good}&r=%2F", addr, [(k, "curl/8.5.0" if k == "User-Agent" else v) for k, v in HEADLESS], "user_agent"),
+        (f"n={nonce[:-2]}AA&c={good}", addr, HEADLESS, "mac"),
+        ("n=garbage&c=1", addr, HEADLESS, "malformed"),
+    ]
+    for query, a, h, reason in cases:
+        status, resp, _ = edge.get(h, "/.edgeguard/challenge?" + query, a)
+        assert status == 403 and not header(resp, "Set-Cookie"), (reason, status)
+    old = mint(KEY_NEW, int(time.time()) - 700, addr, HEADLESS_UA, kind=b"N", difficulty=0)
+    status, _, _ = edge.get(HEADLESS, f"/.edgeguard/challenge?n={old}&c=0", addr)
+    assert status == 403
+    after = edge.metrics()
+    for reason in ("work", "address", "user_agent", "mac", "malformed", "expired"):
+        name = f'edgeguard_challenge_failures_total{{reason="{reason}"}}'
+        assert metric(after, name) - metric(before, name) == 1, reason
+    # Return paths that would leave the site go to "/".
+    for evil in ("%2F%2Fevil.example%2Fx", "https%3A%2F%2Fevil.example%2F", "%2F%5Cevil.example"):
+        status, resp, _ = edge.get(HEADLESS, f"/.edgeguard/challenge?n={nonce}&c={good}&r={evil}", addr)
+        assert status == 303
+        loc = urllib.parse.urlsplit(header(resp, "Location")[0])
+        assert loc.netloc in ("edge.test", "") and loc.path == "/", header(resp, "Location")
+
+
+def test_requests_that_cannot_run_a_page_get_the_status(edge):
+    xhr = [(k, {"Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "empty", "Accept": "*/*"}.get(k, v)) for k, v in HEADLESS]
+    status, _, body = edge.get(xhr, "/api", "198.51.100.22")
+    assert status == 403 and b"<script" not in body
+    status, _, body = edge.get(HEADLESS, "/form", "198.51.100.22", method="POST")
+    assert status == 403 and b"<script" not in body
+    for client in (["curl/8.5.0"], ["python-requests/2.31.0"]):
+        status, _, body = edge.get([("Host", "edge.test"), ("User-Agent", client[0]), ("Accept", "*/*")], "/", "198.51.100.22")
+        assert status == 403 and b"<script" not in body, client
+
+
+def test_cookie_table(edge):
+    """The issue's table, through nginx: each cookie on a flagged navigation."""
+    addr, now = "192.0.2.200", int(time.time())
+    valid = mint(KEY_NEW, now + 3600, addr, HEADLESS_UA)
+    flip = lambda t, i: t[:i] + ("A" if t[i] != "A" else "Q") + t[i + 1:]
+    big = "pad=" + "x" * 10_240 + "; edgeguard_clearance=" + valid
+    many = "; ".join(f"c{i}=v{i}" for i in range(300)) + "; edgeguard_clearance=" + valid
+    cases = [
+        ("valid", "edgeguard_clearance=" + valid, addr, HEADLESS_UA, 200),
+        ("same /24", "edgeguard_clearance=" + valid, "192.0.2.9", HEADLESS_UA, 200),
+        ("expired", "edgeguard_clearance=" + mint(KEY_NEW, now - 5, addr, HEADLESS_UA), addr, HEADLESS_UA, 403),
+        ("tampered MAC", "edgeguard_clearance=" + flip(valid, 95), addr, HEADLESS_UA, 403),
+        ("tampered expiry", "edgeguard_clearance=" + flip(valid, 10), addr, HEADLESS_UA, 403),
+        ("other /24", "edgeguard_clearance=" + valid, "192.0.3.200", HEADLESS_UA, 403),
+        ("other UA", "edgeguard_clearance=" + valid, addr, HEADLESS_UA.replace("156.0", "157.0"), 403),
+        ("old key still listed", "edgeguard_clearance=" + mint(KEY_OLD, now + 3600, addr, HEADLESS_UA), addr, HEADLESS_UA, 200),
+        ("garbage", "edgeguard_clearance=%00garbage", addr, HEADLESS_UA, 403),
+        ("10 KB cookie header", big, addr, HEADLESS_UA, 200),
+        ("many cookies", many, addr, HEADLESS_UA, 200),
+        ("IPv6 /64", "edgeguard_clearance=" + mint(KEY_NEW, now + 3600, "2001:db8:1:2::7", HEADLESS_UA),
+         "2001:db8:1:2:ffff::1", HEADLESS_UA, 200),
+        ("other IPv6 /64", "edgeguard_clearance=" + mint(KEY_NEW, now + 3600, "2001:db8:1:2::7", HEADLESS_UA),
+         "2001:db8:1:3::1", HEADLESS_UA, 403),
+    ]
+    before = edge.metrics()
+    for what, cookie, a, ua, want in cases:
+        h = [(k, ua if k == "User-Agent" else v) for k, v in HEADLESS] + [("Cookie", cookie)]
+        status, _, body = edge.get(h, "/table", a)
+        assert status == want, (what, status, body[:100])
+        if want == 403:
+            assert b"Checking your browser" in body, what  # challenged again, not blocked
+    after = edge.metrics()
+    delta = lambda r: metric(after, f'edgeguard_clearances_total{{result="{r}"}}') - metric(before, f'edgeguard_clearances_total{{result="{r}"}}')
+    assert delta("accepted") == 6
+    assert delta("expired") == 1 and delta("mac") == 2 and delta("address") == 2
+    assert delta("user_agent") == 1 and delta("malformed") == 1
+
+
+def test_old_key_removed_after_a_reload(edge):
+    addr, now = "192.0.2.201", int(time.time())
+    h = lambda key: with_cookie(HEADLESS, "edgeguard_clearance=" + mint(key, now + 3600, addr, HEADLESS_UA))
+    assert edge.get(h(KEY_OLD), "/", addr)[0] == 200
+    edge.secret.write_text(hexkey(KEY_NEW) + "\n")
+    edge.reload()
+    assert edge.get(h(KEY_OLD), "/", addr)[0] == 403
+    assert edge.get(h(KEY_NEW), "/", addr)[0] == 200
+    # A malformed secret is refused on reload; the keys in force stay.
+    edge.secret.write_text("tooshort\n")
+    edge.reload()
+    wait_until("refused reload", lambda: "secret: line 1: key too short" in edge.nginx.error_log)
+    assert edge.get(h(KEY_NEW), "/", addr)[0] == 200
+    edge.secret.write_text(f"{hexkey(KEY_NEW)}\n{hexkey(KEY_OLD)}\n")
+    edge.reload()
+
+
+def test_verified_bots(edge):
+    before = edge.metrics()
+    # A Googlebot UA from a listed v4 and v6 prefix: verified, whatever the model says.
+    for addr in ("192.0.2.70", "2001:db8:4801::9"):
+        status, _, body = edge.get(GOOGLEBOT, "/", addr)
+        assert (status, body) == (200, b"origin: verified Googlebot\n"), addr
+    # The same claim from elsewhere: a fake, flagged (challenged: a navigation).
+    status, _, body = edge.get(GOOGLEBOT, "/", "203.0.113.9")
+    assert status == 403 and b"Checking your browser" in body
+    fetch = [(k, v) for k, v in GOOGLEBOT if k != "Accept"] + [("Accept", "application/json"), ("Sec-Fetch-Mode", "cors")]
+    status, _, body = edge.get(fetch, "/", "2001:db8:ffff::1")
+    assert status == 403 and b"<script" not in body
+    # A listed address with a browser UA is scored as any browser: the
+    # HeadlessChrome navigation is challenged, no free pass.
+    status, _, body = edge.get(HEADLESS, "/", "192.0.2.70")
+    assert status == 403 and b"Checking your browser" in body
+    after = edge.metrics()
+    d = lambda r: metric(after, f'edgeguard_verified_bots_total{{bot="Googlebot",result="{r}"}}') - metric(before, f'edgeguard_verified_bots_total{{bot="Googlebot",result="{r}"}}')
+    assert d("verified") == 2 and d("fake") == 2
+    assert "bot=Googlebot verdict=fake" in edge.nginx.error_log
+
+
+def test_bots_reload_refuses_a_malformed_file_and_keeps_the_previous(edge):
+    good = edge.bots.read_text()
+    edge.bots.write_text(good.replace('"tokens": ["Googlebot"]', '"tokens": "Googlebot"'))
+    edge.reload()
+    msg = wait_until("refused reload", lambda: re.search(r"bots\.json: bots\[0\]\.tokens: must be an array", edge.nginx.error_log))
+    assert msg
+    assert edge.get(GOOGLEBOT, "/", "192.0.2.70")[2] == b"origin: verified Googlebot\n"
+    edge.bots.write_text(good)
+    edge.reload()
+
+
+def test_replay_judges_as_nginx_did(edge):
+    """The access log replayed with the same secret and bots: every line gets
+    nginx's action (cleared, challenge, verified, block, pass); the cleared
+    requests without their cookie do not pass."""
+    # Lines from before (a reload changed the keys meanwhile) are not replayed.
+    first = len(edge.log_lines()) if edge.log.exists() else 0
+    cookie, _, _ = solved_cookie(edge, HEADLESS, "198.51.100.30")
+    assert edge.get(with_cookie(HEADLESS, cookie), "/replayed", "198.51.100.30")[0] == 200
+    assert edge.get(GOOGLEBOT, "/replayed", "192.0.2.70")[0] == 200
+    assert edge.get(GOOGLEBOT, "/replayed", "203.0.113.70")[0] == 403
+    assert edge.get([("Host", "edge.test"), ("User-Agent", "curl/8.5.0")], "/replayed", "198.51.100.30")[0] == 403
+    assert edge.get(with_cookie(HEADLESS, "edgeguard_clearance=" + cookie.split("=", 1)[1][:-1] + "A"),
+                    "/replayed", "198.51.100.30")[0] == 403
+    wait_until("log lines", lambda: len(edge.log_lines()) >= first + 7)
+    lines = edge.log_lines()[first:]
+    cfg = edge.dir / "replay.json"
+    cfg.write_text(json.dumps({
+        "models": {"bot": str(BOT_MODEL)}, "mode": "challenge",
+        "challenge_secret": str(edge.secret), "challenge_difficulty": DIFFICULTY,
+        "verified_bots": str(edge.bots), "internal_headers": str(TEST_LIST),
+    }))
+    log = edge.dir / "replay-input.jsonl"
+    # Answers to the challenge are not decided (nginx answers them itself).
+    replayable = [l for l in lines if not l["uri"].startswith("/.edgeguard/") and l["edgeguard_action"]]
+    log.write_text("".join(json.dumps(l) + "\n" for l in replayable))
+    out = subprocess.run([str(EDGEGUARD), "replay", "--config", str(cfg), "--output", "-", "--ordered",
+                          "--no-progress", str(log)], capture_output=True, text=True, check=True)
+    got = [json.loads(l) for l in out.stdout.splitlines()]
+    assert len(got) == len(replayable)
+    actions = {g["live_action"] for g in got}
+    assert {"cleared", "challenge", "verified", "block"} <= actions, actions
+    for g, live in zip(got, replayable):
+        assert g["action"] == live["edgeguard_action"], (live["uri"], live["client"], g)
+    assert any(g.get("verified_bot") == "Googlebot" for g in got)
+    assert any(g.get("clearance") == "accepted" for g in got)
+    # The same cleared requests without their cookie: challenged.
+    stripped = []
+    for l in replayable:
+        if l["edgeguard_action"] == "cleared":
+            headers = [h for h in json.loads(l["headers"]) if h[0].lower() != "cookie"]
+            stripped.append(dict(l, headers=json.dumps(headers)))
+    assert stripped
+    log.write_text("".join(json.dumps(l) + "\n" for l in stripped))
+    out = subprocess.run([str(EDGEGUARD), "replay", "--config", str(cfg), "--output", "-",
+                          "--no-progress", str(log)], capture_output=True, text=True, check=True)
+    assert {json.loads(l)["action"] for l in out.stdout.splitlines()} == {"challenge"}
