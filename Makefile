@@ -22,6 +22,10 @@ APT_TEST += luarocks lua-check prometheus
 # requests: tests/e2e/test_tls.py runs it as one of its real TLS clients
 # (with curl, Python's ssl, and chromium, go and node when installed).
 PIP_TEST := pytest prometheus_client h2 requests
+# tests/e2e/test_challenge_browser.py: Debian's Chromium, headless and
+# headful under Xvfb, solving the challenge page through nginx (Selenium).
+APT_TEST += chromium chromium-driver xvfb xauth
+PIP_TEST += selenium
 
 RELEASE_LIB := target/release/libedgeguard.so
 RUN_DIR := .run
