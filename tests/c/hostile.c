@@ -11,6 +11,7 @@
  * Prints one line per failure and closes with "N passed, N failed".
  */
 #define _DEFAULT_SOURCE /* mkdtemp */
+#define _GNU_SOURCE /* memmem */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1260,6 +1261,230 @@ static void test_tls_hostile(void) {
     CHECK(strcmp(edgeguard_tls_family_name(INT32_MIN), "unknown") == 0, "family INT32_MIN");
 }
 
+
+/* ----------------------------------------- challenge and verified bots */
+
+static edgeguard_header hdr(const char *k, const char *v) {
+    edgeguard_header h;
+    h.key = str_of(k, strlen(k));
+    h.value = str_of(v, strlen(v));
+    return h;
+}
+
+/* A policy (no models) over the options in `json`; NULL when refused. */
+static edgeguard_policy *challenge_policy(const char *json, char *err, size_t err_len) {
+    edgeguard_config *c = NULL;
+    edgeguard_policy *p = NULL;
+    if (config_of(json, &c, err, err_len) != EDGEGUARD_RESULT_OK)
+        return NULL;
+    if (edgeguard_policy_new(c, NULL, NULL, 0, &p, err, err_len) != EDGEGUARD_RESULT_OK)
+        p = NULL;
+    edgeguard_config_free(c);
+    return p;
+}
+
+static void test_challenge_hostile(void) {
+    char err[1024], json[2048];
+    const char *fixtures = fixture_dir; /* tests/fixtures/catboost */
+    snprintf(json, sizeof json,
+             "{\"mode\": \"challenge\", \"challenge_secret\": \"%s/../challenge/secret\", \"challenge_difficulty\": 0,"
+             " \"verified_bots\": \"%s/../verified/bots.json\"}", fixtures, fixtures);
+    edgeguard_policy *p = challenge_policy(json, err, sizeof err);
+    CHECK(p != NULL, "challenge policy: %s", err);
+    if (!p)
+        return;
+
+    /* Refused files name the file and the line or field. */
+    edgeguard_config *c = NULL;
+    const char *bad_files[][3] = {
+        {"challenge_secret", "../challenge/secret-bad", "secret-bad: line 1: a key is hex digits"},
+        {"verified_bots", "../verified/googlebot.json", "googlebot.json: not an object with a \"bots\" array"},
+        {"challenge_secret", "../challenge/none", "challenge_secret: "},
+    };
+    for (size_t i = 0; i < sizeof bad_files / sizeof *bad_files; i++) {
+        snprintf(json, sizeof json, "{\"%s\": \"%s/%s\"}", bad_files[i][0], fixtures, bad_files[i][1]);
+        err[0] = 0;
+        CHECK_CODE(config_of(json, &c, err, sizeof err), EDGEGUARD_RESULT_CONFIG_INVALID, bad_files[i][1]);
+        CHECK(strstr(err, bad_files[i][2]) != NULL, "%s: %s", bad_files[i][1], err);
+    }
+    CHECK_CODE(config_of("{\"mode\": \"challenge\"}", &c, err, sizeof err), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "challenge without a secret");
+
+    CHECK(strcmp(edgeguard_clearance_name(0), "absent") == 0, "name 0");
+    CHECK(strcmp(edgeguard_clearance_name(7), "work") == 0, "name 7");
+    CHECK(edgeguard_clearance_name(8) == NULL && edgeguard_clearance_name(-1) == NULL &&
+              edgeguard_clearance_name(1 << 30) == NULL, "names out of range");
+
+    edgeguard_request_decision d;
+    const uint8_t fake_addr[4] = {203, 0, 113, 1}, bot_addr[4] = {192, 0, 2, 70};
+    const char *googlebot = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+    edgeguard_header gh[] = {hdr("User-Agent", googlebot), hdr("Accept", "text/html")};
+    edgeguard_request req = request_of("GET", "/", gh, 2);
+    int64_t now = 1800000000;
+
+    CHECK_CODE(edgeguard_policy_decide_request(NULL, &req, NULL, 0, fake_addr, 4, now, &d),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "null policy");
+    CHECK_CODE(edgeguard_policy_decide_request(p, NULL, NULL, 0, fake_addr, 4, now, &d),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "null request");
+    CHECK_CODE(edgeguard_policy_decide_request(p, &req, NULL, 0, fake_addr, 4, now, NULL),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "null out");
+    CHECK_CODE(edgeguard_policy_decide_request(p, &req, NULL, 0, NULL, 4, now, &d),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "null addr with a length");
+    double one = 0.5;
+    CHECK_CODE(edgeguard_policy_decide_request(p, &req, &one, 1, fake_addr, 4, now, &d),
+               EDGEGUARD_RESULT_INVALID_ARGUMENT, "one score for no model");
+    edgeguard_request broken = req;
+    broken.headers = NULL;
+    CHECK_CODE(edgeguard_policy_decide_request(p, &broken, NULL, 0, fake_addr, 4, now, &d),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "null headers with a count");
+    broken = req;
+    broken.http_version = -1;
+    CHECK_CODE(edgeguard_policy_decide_request(p, &broken, NULL, 0, fake_addr, 4, now, &d),
+               EDGEGUARD_RESULT_INVALID_ARGUMENT, "negative http_version");
+    broken = req;
+    broken.headers_len = (size_t)UINT32_MAX + 1;
+    CHECK_CODE(edgeguard_policy_decide_request(p, &broken, NULL, 0, fake_addr, 4, now, &d),
+               EDGEGUARD_RESULT_INVALID_ARGUMENT, "headers_len above UINT32_MAX");
+
+    /* A fake Googlebot navigation is challenged; from its prefix, verified. */
+    CHECK_CODE(edgeguard_policy_decide_request(p, &req, NULL, 0, fake_addr, 4, now, &d), EDGEGUARD_RESULT_OK, "fake");
+    CHECK(d.decision.action == EDGEGUARD_ACTION_CHALLENGE && d.bot == EDGEGUARD_BOT_FAKE &&
+              d.bot_name.len == 9 && memcmp(d.bot_name.data, "Googlebot", 9) == 0 && d.challenge_status == 403,
+          "fake: action %d bot %d", (int)d.decision.action, (int)d.bot);
+    CHECK_CODE(edgeguard_policy_decide_request(p, &req, NULL, 0, bot_addr, 4, now, &d), EDGEGUARD_RESULT_OK, "real");
+    CHECK(d.decision.action == EDGEGUARD_ACTION_VERIFIED && d.bot == EDGEGUARD_BOT_VERIFIED, "verified: %d",
+          (int)d.decision.action);
+    /* Addresses of odd lengths are no address: a claim from none is a fake. */
+    for (size_t len = 0; len < 20; len++) {
+        uint8_t a[20] = {192, 0, 2, 70};
+        CHECK_CODE(edgeguard_policy_decide_request(p, &req, NULL, 0, len ? a : NULL, len, now, &d),
+                   EDGEGUARD_RESULT_OK, "odd address");
+        CHECK(d.bot == (len == 4 ? EDGEGUARD_BOT_VERIFIED : EDGEGUARD_BOT_FAKE), "address length %zu", len);
+    }
+
+    /* Hostile Cookie headers: never a clearance, never a crash. */
+    size_t big = 64 * 1024;
+    char *junk = xmalloc(big + 1);
+    for (size_t i = 0; i < big; i++)
+        junk[i] = (char)(1 + (i * 7919) % 255);
+    junk[big] = 0;
+    char token100[128];
+    memset(token100, 'A', 100);
+    token100[100] = 0;
+    char garbage_token[160];
+    snprintf(garbage_token, sizeof garbage_token, "edgeguard_clearance=%s", token100);
+    char *many = xmalloc(40 * 1000 + 1);
+    many[0] = 0;
+    for (int i = 0; i < 1000; i++)
+        strcat(many, "edgeguard_clearance=x;");
+    const char *cookies[] = {"edgeguard_clearance", "edgeguard_clearance=", "edgeguard_clearance=\"",
+                             "=;=;;;==", "edgeguard_clearance=\"\"", garbage_token, junk, many};
+    for (size_t i = 0; i < sizeof cookies / sizeof *cookies; i++) {
+        edgeguard_header ch[] = {hdr("User-Agent", googlebot), hdr("Accept", "text/html"), hdr("Cookie", cookies[i])};
+        edgeguard_request r = request_of("GET", "/", ch, 3);
+        CHECK_CODE(edgeguard_policy_decide_request(p, &r, NULL, 0, fake_addr, 4, now, &d), EDGEGUARD_RESULT_OK,
+                   "hostile cookie");
+        CHECK(d.clearance != EDGEGUARD_CLEARANCE_ACCEPTED && d.decision.action == EDGEGUARD_ACTION_CHALLENGE,
+              "hostile cookie %zu: clearance %d", i, (int)d.clearance);
+    }
+    /* A NUL inside the value is a byte like any other (lengths, not NULs). */
+    edgeguard_header nul[] = {hdr("User-Agent", googlebot), hdr("Cookie", "edgeguard_clearance=")};
+    uint8_t with_nul[] = "edgeguard_clearance=\0AAAA";
+    nul[1].value = str_of((const char *)with_nul, sizeof with_nul - 1);
+    edgeguard_request rn = request_of("GET", "/", nul, 2);
+    CHECK_CODE(edgeguard_policy_decide_request(p, &rn, NULL, 0, fake_addr, 4, now, &d), EDGEGUARD_RESULT_OK, "nul");
+    CHECK(d.clearance == EDGEGUARD_CLEARANCE_MALFORMED, "nul: %d", (int)d.clearance);
+
+    /* The page, then an answer (difficulty 0: any counter), then the cookie. */
+    uint8_t page[4096];
+    size_t page_len = 0;
+    CHECK_CODE(edgeguard_policy_challenge_page(p, &req, fake_addr, 4, now, page, 100, &page_len),
+               EDGEGUARD_RESULT_BUFFER_TOO_SMALL, "small page buffer");
+    CHECK_CODE(edgeguard_policy_challenge_page(p, &req, fake_addr, 4, now, NULL, 4096, &page_len),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "null page buffer");
+    CHECK_CODE(edgeguard_policy_challenge_page(p, &req, fake_addr, 4, now, page, sizeof page, &page_len),
+               EDGEGUARD_RESULT_OK, "page");
+    const char *at = memmem(page, page_len, "var N = \"", 9);
+    CHECK(at != NULL && page_len > 1000 && page_len < sizeof page, "page of %zu bytes", page_len);
+    char uri[512];
+    snprintf(uri, sizeof uri, "/.edgeguard/challenge?n=%.100s&c=0&r=%%2Fback%%3Fq%%3D1", at ? at + 9 : "");
+    edgeguard_request ar = request_of("GET", uri, gh, 2);
+    CHECK_CODE(edgeguard_policy_decide_request(p, &ar, NULL, 0, fake_addr, 4, now, &d), EDGEGUARD_RESULT_OK, "answer");
+    CHECK(d.decision.action == EDGEGUARD_ACTION_ANSWER, "answer action %d", (int)d.decision.action);
+    uint8_t set_cookie[512], location[2048];
+    edgeguard_challenge_answer a;
+    CHECK_CODE(edgeguard_policy_challenge_answer(p, &ar, fake_addr, 4, now, 1, set_cookie, 20, location,
+                                                 sizeof location, &a),
+               EDGEGUARD_RESULT_BUFFER_TOO_SMALL, "small cookie buffer");
+    CHECK_CODE(edgeguard_policy_challenge_answer(p, &ar, fake_addr, 4, now, 1, set_cookie, sizeof set_cookie,
+                                                 location, 0, &a),
+               EDGEGUARD_RESULT_BUFFER_TOO_SMALL, "no location buffer");
+    CHECK_CODE(edgeguard_policy_challenge_answer(p, &ar, fake_addr, 4, now, 1, set_cookie, sizeof set_cookie,
+                                                 location, sizeof location, &a),
+               EDGEGUARD_RESULT_OK, "answer");
+    CHECK(a.result == EDGEGUARD_CLEARANCE_ACCEPTED && a.location_len == 9 && memcmp(location, "/back?q=1", 9) == 0 &&
+              a.cookie_len > 120,
+          "answer: result %d location %.*s", (int)a.result, (int)a.location_len, location);
+    CHECK(memmem(set_cookie, a.cookie_len, "; Secure", 8) != NULL && memmem(set_cookie, a.cookie_len, "HttpOnly", 8),
+          "attributes: %.*s", (int)a.cookie_len, set_cookie);
+    /* The cookie clears the fake claim it was minted for (same UA, same /24). */
+    char cookie_hdr[256];
+    size_t pair = 0;
+    while (pair < a.cookie_len && set_cookie[pair] != ';')
+        pair++;
+    snprintf(cookie_hdr, sizeof cookie_hdr, "other=1; %.*s", (int)pair, set_cookie);
+    edgeguard_header kh[] = {hdr("User-Agent", googlebot), hdr("Accept", "text/html"), hdr("Cookie", cookie_hdr)};
+    edgeguard_request kr = request_of("GET", "/", kh, 3);
+    CHECK_CODE(edgeguard_policy_decide_request(p, &kr, NULL, 0, fake_addr, 4, now + 60, &d), EDGEGUARD_RESULT_OK,
+               "cleared");
+    CHECK(d.decision.action == EDGEGUARD_ACTION_CLEARED && d.clearance == EDGEGUARD_CLEARANCE_ACCEPTED,
+          "cleared: %d %d", (int)d.decision.action, (int)d.clearance);
+    CHECK_CODE(edgeguard_policy_decide_request(p, &kr, NULL, 0, fake_addr, 4, now + 86400 * 2, &d),
+               EDGEGUARD_RESULT_OK, "expired");
+    CHECK(d.clearance == EDGEGUARD_CLEARANCE_EXPIRED, "expired: %d", (int)d.clearance);
+
+    /* Hostile answers: refused with a reason, nothing written. */
+    const char *answers[] = {
+        "/.edgeguard/challenge", "/.edgeguard/challenge?", "/.edgeguard/challenge?n=&c=&r=",
+        "/.edgeguard/challenge?&&&&&=&==", "/.edgeguard/challenge?n=%zz&c=0",
+        "/.edgeguard/challenge?c=99999999999999999999999999&n=x",
+    };
+    for (size_t i = 0; i < sizeof answers / sizeof *answers; i++) {
+        edgeguard_request hr = request_of("GET", answers[i], gh, 2);
+        memset(&a, 0xAB, sizeof a);
+        CHECK_CODE(edgeguard_policy_challenge_answer(p, &hr, fake_addr, 4, now, 0, set_cookie, sizeof set_cookie,
+                                                     location, sizeof location, &a),
+                   EDGEGUARD_RESULT_OK, answers[i]);
+        CHECK(a.result == EDGEGUARD_CLEARANCE_MALFORMED && a.cookie_len == 0 && a.location_len == 0, "%s: %d",
+              answers[i], (int)a.result);
+    }
+    /* A long URI of junk: refused, no overrun. */
+    char *long_uri = xmalloc(big + 64);
+    snprintf(long_uri, big + 64, "/.edgeguard/challenge?n=%s", junk + 1000);
+    edgeguard_request lr = request_of("GET", long_uri, gh, 2);
+    CHECK_CODE(edgeguard_policy_challenge_answer(p, &lr, fake_addr, 4, now, 0, set_cookie, sizeof set_cookie,
+                                                 location, sizeof location, &a),
+               EDGEGUARD_RESULT_OK, "junk uri");
+    CHECK(a.result != EDGEGUARD_CLEARANCE_ACCEPTED, "junk uri refused");
+
+    /* A policy without a challenge has neither page nor answers. */
+    edgeguard_policy *plain = challenge_policy("{\"mode\": \"block\"}", err, sizeof err);
+    CHECK_CODE(edgeguard_policy_challenge_page(plain, &req, fake_addr, 4, now, page, sizeof page, &page_len),
+               EDGEGUARD_RESULT_INVALID_ARGUMENT, "page without a challenge");
+    CHECK_CODE(edgeguard_policy_challenge_answer(plain, &ar, fake_addr, 4, now, 0, set_cookie, sizeof set_cookie,
+                                                 location, sizeof location, &a),
+               EDGEGUARD_RESULT_INVALID_ARGUMENT, "answer without a challenge");
+    CHECK_CODE(edgeguard_policy_decide_request(plain, &ar, NULL, 0, fake_addr, 4, now, &d), EDGEGUARD_RESULT_OK,
+               "endpoint without a challenge");
+    CHECK(d.decision.action == EDGEGUARD_ACTION_PASS && d.challenge_status == 0, "endpoint proxied: %d",
+          (int)d.decision.action);
+    edgeguard_policy_free(plain);
+    free(long_uri);
+    free(junk);
+    free(many);
+    edgeguard_policy_free(p);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s FIXTURE_DIR\n", argv[0]);
@@ -1282,6 +1507,7 @@ int main(int argc, char **argv) {
     test_scorer_score_hostile();
     test_config_hostile();
     test_tls_hostile();
+    test_challenge_hostile();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }
