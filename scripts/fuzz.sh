@@ -16,7 +16,7 @@ set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds=${1:-60}
 [ $# -gt 0 ] && shift
-targets=${*:-"header_list_parse header_match features_extract model_load model_predict model_kernels replay_line tls_client_hello"}
+targets=${*:-"header_list_parse header_match features_extract model_load model_predict model_kernels replay_line tls_client_hello challenge_cookie"}
 export RUSTC_BOOTSTRAP=1
 cd "$root"
 python3 fuzz/seed.py fuzz/corpus
