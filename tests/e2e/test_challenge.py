@@ -139,7 +139,7 @@ def conf(port, metrics_port, secret, bots, log):
     return nginx_preamble() + f"""
     large_client_header_buffers 4 32k;
     {METRICS_DICT}
-    include {ROOT}/nginx-conf/log-format.conf;
+    include {ROOT}/nginx-conf/log-format-challenge.conf;
     init_by_lua_block {{
         assert(require("resty.edgeguard").configure{{
             internal_headers = "{TEST_LIST}",

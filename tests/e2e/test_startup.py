@@ -57,8 +57,9 @@ def shipped(tmp_path, mode=None, name="nginx.conf", ports=(8080, 8081), edit=Non
         f"127.0.0.1:{ports[1]}", f"127.0.0.1:{origin_port}"
     )
     if mode:
-        assert 'mode = "block"' in conf
-        conf = conf.replace('mode = "block"', f'mode = "{mode}"')
+        shipped_mode = 'mode = "challenge"' if name == "nginx.conf" else 'mode = "block"'
+        assert shipped_mode in conf
+        conf = conf.replace(shipped_mode, f'mode = "{mode}"')
     if edit:
         conf = edit(conf)
     prefix = tmp_path / f"prefix-{edge_port}"
