@@ -146,29 +146,6 @@ typedef struct edgeguard_policy edgeguard_policy;
 typedef struct edgeguard_scorer edgeguard_scorer;
 
 /*
- The outcome of `edgeguard_policy_decide`.
- */
-typedef struct {
-  /*
-   What the request gets.
-   */
-  edgeguard_action action;
-  /*
-   The index of the model that flagged it (also when the mode is `off`
-   and the action `Pass`), or -1.
-   */
-  int32_t model;
-  /*
-   That model's threshold in force; NaN when no model flagged.
-   */
-  double threshold;
-  /*
-   The status a blocked request gets (the configured `status`).
-   */
-  int32_t status;
-} edgeguard_decision;
-
-/*
  A borrowed byte string: `{ int len; const unsigned char *data; }`.
 
  Same layout as lua-resty-core's `ngx_http_lua_ffi_str_t`. The bytes are
@@ -238,6 +215,80 @@ typedef struct {
 } edgeguard_request;
 
 /*
+ The outcome of `edgeguard_policy_decide`.
+ */
+typedef struct {
+  /*
+   What the request gets.
+   */
+  edgeguard_action action;
+  /*
+   The index of the model that flagged it (also when the mode is `off`
+   and the action `Pass`), or -1.
+   */
+  int32_t model;
+  /*
+   That model's threshold in force; NaN when no model flagged.
+   */
+  double threshold;
+  /*
+   The status a blocked request gets (the configured `status`).
+   */
+  int32_t status;
+} edgeguard_decision;
+
+/*
+ What `edgeguard_access` made of one request. Written whole on `Ok`.
+
+ Fields may be appended in later versions (new actions carry more, e.g.
+ a verified bot's name in `label`); a caller allocates the struct from
+ the header of the library it loads, so an appended field never reaches
+ past its allocation.
+ */
+typedef struct {
+  /*
+   How many indices were written to the caller's `clear` buffer: the
+   first header of each distinct name to clear (as
+   `edgeguard_header_set_find_internal` lists them), without those
+   spelled exactly as `keep` when the request was scored.
+   */
+  size_t clear_len;
+  /*
+   Header entries the set matched, repeats counted (for a set extended
+   with score header names, only the internal list's own entries).
+   */
+  size_t matched;
+  /*
+   How many of the matched entries nginx's Lua API cannot remove (names
+   that are not RFC 9110 tokens, see
+   `edgeguard_header_set_find_checked`). Non-zero: the caller refuses
+   the request rather than clear some and forward the rest.
+   */
+  size_t unremovable;
+  /*
+   How many scores were written to the caller's `scores` buffer: the
+   scorer's model count, or 0 when the request went unscored (no
+   scorer, or scoring failed: `score_result` says why).
+   */
+  size_t scores_len;
+  /*
+   `Ok`, or why scoring failed (the request is then decided unscored).
+   */
+  edgeguard_result score_result;
+  /*
+   The policy's decision (unscored: `Pass`, or `Unavailable` under
+   `fail_closed`).
+   */
+  edgeguard_decision decision;
+  /*
+   A name the action carries, empty for the actions of this version.
+   Reserved for actions that name something (a verified bot); when
+   set, it points into memory the policy owns, valid while it lives.
+   */
+  edgeguard_str label;
+} edgeguard_access_out;
+
+/*
  One connection's TLS fingerprint, as `edgeguard_tls_get` and
  `edgeguard_tls_parse` fill it.
  */
@@ -304,6 +355,57 @@ const char *edgeguard_version(void);
  free it. Unknown numbers give `"unknown result code"`.
  */
 const char *edgeguard_result_text(int result);
+
+/*
+ Strips, scores and decides one request in one call.
+
+ - `set` (null: nothing to strip): the location's strip set, the internal
+   list extended with the score header's names. Its matches over
+   `request`'s headers go to `clear[0..out.clear_len]`; `clear_cap` must be
+   at least `request->headers_len`.
+ - `keep`/`keep_len` (null/0: none): the score header name the caller
+   sets on a scored request; entries spelled exactly so are left out of
+   `clear` then, since setting the header replaces them.
+ - `scorer` (null: models not loaded, the request goes unscored): scores
+   `request` as the client sent it into `scores[0..n]`, where `n` is the
+   scorer's model count; `scores_cap` must be at least `n`. The policy must
+   be bound to the scorer's models (the same count).
+ - `policy`: decides from the scores and `addr`/`addr_len`, the client
+   address as nginx keeps it (`$binary_remote_addr`; null/0: in no
+   `allow` block).
+
+ Returns `Ok` with `*out` written; `NullParameter` for a null `policy`,
+ `request` or `out`, a null `clear` with a set, a null `scores` with a
+ scorer, a null `keep` or `addr` with a non-zero length, or a null
+ `headers` with a non-zero `headers_len`; `InvalidArgument` for a
+ `clear_cap` below `headers_len`, a `scores_cap` below the model count, a
+ policy bound to another number of models than the scorer holds, an
+ `http_version` outside `0..=65535` or a `headers_len` above
+ `UINT32_MAX`. On an error nothing is written. Never allocates; every
+ handle is only read, so concurrent calls are safe.
+
+ # Safety
+ `set`, `scorer` are null or live handles, `policy` a live policy;
+ `request` points to a valid `edgeguard_request` whose strings and
+ headers point to their stated number of readable bytes; `keep` and
+ `addr` point to their lengths' bytes (or are null with length 0);
+ `clear` points to `clear_cap` writable `uint32_t` and `scores` to
+ `scores_cap` writable doubles (or they are null with a zero cap); `out`
+ is writable.
+ */
+edgeguard_result edgeguard_access(const edgeguard_header_set *set,
+                                  const edgeguard_scorer *scorer,
+                                  const edgeguard_policy *policy,
+                                  const edgeguard_request *request,
+                                  const uint8_t *keep,
+                                  size_t keep_len,
+                                  const uint8_t *addr,
+                                  size_t addr_len,
+                                  uint32_t *clear,
+                                  size_t clear_cap,
+                                  double *scores,
+                                  size_t scores_cap,
+                                  edgeguard_access_out *out);
 
 /*
  Parses the options of `configure{}`: `len` bytes of JSON at `json`, an

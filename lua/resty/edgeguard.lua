@@ -39,6 +39,7 @@ local format = string.format
 local ipairs = ipairs
 local pairs = pairs
 local setmetatable = setmetatable
+local tonumber = tonumber
 local type = type
 
 local _M = { _VERSION = "0.1.0" }
@@ -761,11 +762,11 @@ local function fail(engine_label, msg)
     return ngx.exit(ngx.HTTP_INTERNAL_SERVER_ERROR)
 end
 
--- Acts on one engine's result, whichever engine produced it: metrics, score
--- header, variables, decision line, and the exit. Returns the action.
-local function act(loc, engine, engine_label, scores, buf, names, removed, r, req)
-    local action, flagged_name, flagged_score, flagged_threshold, status =
-        decide(loc, engine, scores, buf, r)
+-- Acts on one engine's result and its decision (see decide), whichever
+-- engine produced them: metrics, score header, variables, decision line,
+-- and the exit. Returns the action.
+local function act(loc, engine_label, scores, names, removed, r, req,
+                   action, flagged_name, flagged_score, flagged_threshold, status)
     if not action then
         return fail(engine_label, flagged_name)
     end
@@ -807,6 +808,15 @@ local function act(loc, engine, engine_label, scores, buf, names, removed, r, re
     return action
 end
 
+-- The buffer edgeguard_access writes the indices to clear into; grown
+-- (rarely) to the largest header count seen, as it needs room for all.
+local clear_cap = 0
+local clear_buf
+local access_out = ffi.new("edgeguard_access_out[1]")
+local ACTIONS = policy.ACTIONS
+
+-- The Rust engine: one FFI call finds the headers to clear, scores what
+-- the client sent and decides (edgeguard_access); then clear and act.
 local function run_rust(loc, r)
     local mx = state.metrics
     local t0 = mx and clock()
@@ -814,26 +824,36 @@ local function run_rust(loc, r)
     if not req then
         return fail("rust", headers)
     end
-    -- Score what the client sent, before anything is removed.
-    local scorer = state.scorer
-    local scores, err
-    if scorer then
-        scores, err = scorer:score(req)
-        if not scores then
-            ngx.log(ngx.ERR, "edgeguard: scoring failed: ", err)
-        end
+    if n > clear_cap then
+        clear_cap = n > 128 and n or 128
+        clear_buf = ffi.new("uint32_t[?]", clear_cap)
     end
-    local found, left = 0, 0
-    local set = loc.strip_set
-    if set then
-        -- A score header spelled exactly as edgeguard's stays for act() to
-        -- overwrite when the request is scored.
-        found, left = strip(r, set, headers, n, scores and loc.score_header)
-        if not found then
-            return fail("rust", left)
-        end
-        if not state.headers then
-            found = 0 -- a set of score header names only
+    local addr, alen
+    if loc.allow then
+        addr, alen = request.binary_addr(r)
+    end
+    local scorer, set, keep = state.scorer, loc.strip_set, loc.score_header
+    local rc = state.lib.edgeguard_access(set and set.handle or nil, scorer and scorer.handle,
+                                          loc.policies.rust.handle, req, keep, #keep, addr, alen or 0,
+                                          clear_buf, clear_cap, scorer and scorer.out, scorer and scorer.n or 0,
+                                          access_out)
+    if rc ~= 0 then
+        return fail("rust", "edgeguard_access: " .. ffi_string(state.lib.edgeguard_result_text(rc)))
+    end
+    local out = access_out[0]
+    local scores
+    if out.scores_len > 0 then
+        scores = scorer:scores_of_out()
+    elseif scorer then
+        ngx.log(ngx.ERR, "edgeguard: scoring failed: ", ffi_string(state.lib.edgeguard_result_text(out.score_result)))
+    end
+    local left = tonumber(out.unremovable)
+    if left == 0 then
+        -- A score header spelled exactly as edgeguard's is not listed when
+        -- the request is scored: act() overwrites it.
+        for i = 0, tonumber(out.clear_len) - 1 do
+            local key = headers[clear_buf[i]].key
+            set_req_header(r, key.data, key.len, nil, 0)
         end
     end
     if mx then
@@ -845,7 +865,13 @@ local function run_rust(loc, r)
     if left > 0 then
         return refuse("rust", 0, left)
     end
-    return act(loc, "rust", "rust", scores, scorer and scorer.out, scorer and scorer.names, found, r, req)
+    -- A set of score header names only counts nothing internal.
+    local found = state.headers and tonumber(out.matched) or 0
+    local d = out.decision
+    local model = d.model
+    local name = model >= 0 and scorer and scorer.names[model + 1] or nil
+    return act(loc, "rust", scores, scorer and scorer.names, found, r, req,
+               ACTIONS[tonumber(d.action)], name, name and scores[name], d.threshold, d.status)
 end
 
 local function run_lua(loc, r)
@@ -876,7 +902,7 @@ local function run_lua(loc, r)
     if left > 0 then
         return refuse("lua", removed, left)
     end
-    return act(loc, "lua", "lua", scores, nil, leng.names, removed, r, lreq)
+    return act(loc, "lua", scores, leng.names, removed, r, lreq, decide(loc, "lua", scores, nil, r))
 end
 
 -- Shadow mode: both engines on every request (resty.edgeguard.shadow judges).
@@ -963,17 +989,17 @@ local function run_shadow(loc, r)
     end
 
     local rbuf, rnames, lnames = scorer and scorer.out, scorer and scorer.names, leng.names
-    local ra = decide(loc, "rust", rs, rbuf, r)
-    local la = decide(loc, "lua", ls, nil, r)
+    local ra, rname, rscore, rthreshold, rstatus = decide(loc, "rust", rs, rbuf, r)
+    local la, lname, lscore, lthreshold, lstatus = decide(loc, "lua", ls, nil, r)
     state.shadow:compare(rs, ls, ra, la, rcount, lcount)
 
     if left > 0 then
         return refuse("shadow", removed, left)
     end
     if primary == "rust" then
-        return act(loc, "rust", "shadow", rs, rbuf, rnames, removed, r, req)
+        return act(loc, "shadow", rs, rnames, removed, r, req, ra, rname, rscore, rthreshold, rstatus)
     end
-    return act(loc, "lua", "shadow", ls, nil, lnames, removed, r, lreq)
+    return act(loc, "shadow", ls, lnames, removed, r, lreq, la, lname, lscore, lthreshold, lstatus)
 end
 
 --- The one-liner for rewrite_by_lua*: scores the request as the client

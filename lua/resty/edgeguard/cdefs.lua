@@ -73,17 +73,6 @@ typedef struct edgeguard_scorer edgeguard_scorer;
 
 typedef struct {
 
-  edgeguard_action action;
-
-  int32_t model;
-
-  double threshold;
-
-  int32_t status;
-} edgeguard_decision;
-
-typedef struct {
-
   int len;
 
   const uint8_t *data;
@@ -113,6 +102,34 @@ typedef struct {
 
 typedef struct {
 
+  edgeguard_action action;
+
+  int32_t model;
+
+  double threshold;
+
+  int32_t status;
+} edgeguard_decision;
+
+typedef struct {
+
+  size_t clear_len;
+
+  size_t matched;
+
+  size_t unremovable;
+
+  size_t scores_len;
+
+  edgeguard_result score_result;
+
+  edgeguard_decision decision;
+
+  edgeguard_str label;
+} edgeguard_access_out;
+
+typedef struct {
+
   uint8_t present;
 
   uint8_t grease;
@@ -137,6 +154,20 @@ typedef struct {
 const char *edgeguard_version(void);
 
 const char *edgeguard_result_text(int result);
+
+edgeguard_result edgeguard_access(const edgeguard_header_set *set,
+                                  const edgeguard_scorer *scorer,
+                                  const edgeguard_policy *policy,
+                                  const edgeguard_request *request,
+                                  const uint8_t *keep,
+                                  size_t keep_len,
+                                  const uint8_t *addr,
+                                  size_t addr_len,
+                                  uint32_t *clear,
+                                  size_t clear_cap,
+                                  double *scores,
+                                  size_t scores_cap,
+                                  edgeguard_access_out *out);
 
 edgeguard_result edgeguard_config_new(const uint8_t *json,
                                       size_t len,
