@@ -549,17 +549,11 @@ local function set_req_header(r, data, len, value, vlen)
     end
 end
 
--- Clears the names that a header_set:find listed, except one spelled
--- exactly `keep` (nil: none), the score header about to be set: set_header
--- replaces its value and removes its repeats. Returns nothing.
-local function clear_found(r, headers, clear, nclear, keep)
-    local klen = keep and #keep or -1
+-- Clears the names that a header_set:find listed. Returns nothing.
+local function clear_found(r, headers, clear, nclear)
     for i = 0, nclear - 1 do
         local key = headers[clear[i]].key
-        local len = key.len
-        if len ~= klen or ffi_string(key.data, len) ~= keep then
-            set_req_header(r, key.data, len, nil, 0)
-        end
+        set_req_header(r, key.data, key.len, nil, 0)
     end
 end
 
@@ -576,7 +570,7 @@ end
 -- stay. No Lua API removes such an entry. The Rust search counts them
 -- (edgeguard_header_set_find_checked), so nothing is cleared and counted
 -- that nginx would keep.
-local function strip(r, set, headers, n, keep)
+local function strip(r, set, headers, n)
     local clear, nclear, found, unremovable = set:find(headers, n)
     if not clear then
         return nil, nclear
@@ -584,7 +578,7 @@ local function strip(r, set, headers, n, keep)
     if unremovable > 0 then
         return found, unremovable
     end
-    clear_found(r, headers, clear, nclear, keep)
+    clear_found(r, headers, clear, nclear)
     return found, 0
 end
 
@@ -719,23 +713,16 @@ end
 local score_parts = {}
 local clock = metrics.clock
 
--- One engine's decision by the location's policy, without acting (shadow
--- mode decides for both): "pass", "allow", "log", "block" or
--- "unavailable"; the flagged model, its score and threshold (nil when none
--- flagged); and the status of a blocked request. `buf` holds the Rust
--- scorer's scores in policy order (nil: read them from the table).
-local function decide(loc, engine, scores, buf, r)
+-- The Lua engine's decision by the location's policy for it, without
+-- acting: "pass", "allow", "log", "block" or "unavailable"; the flagged
+-- model, its score and threshold (nil when none flagged); and the status
+-- of a blocked request.
+local function decide(loc, scores, r)
     local addr, len
     if loc.allow then
         addr, len = request.binary_addr(r)
     end
-    local p = loc.policies[engine]
-    local action, name, threshold, status
-    if buf and scores then
-        action, name, threshold, status = p:decide(buf, addr, len)
-    else
-        action, name, threshold, status = p:decide_table(scores, addr, len)
-    end
+    local action, name, threshold, status = loc.policies.lua:decide_table(scores, addr, len)
     return action, name, name and scores[name], threshold, status
 end
 
@@ -815,15 +802,13 @@ local clear_buf
 local access_out = ffi.new("edgeguard_access_out[1]")
 local ACTIONS = policy.ACTIONS
 
--- The Rust engine: one FFI call finds the headers to clear, scores what
--- the client sent and decides (edgeguard_access); then clear and act.
-local function run_rust(loc, r)
-    local mx = state.metrics
-    local t0 = mx and clock()
-    local req, headers, n = request.current(r)
-    if not req then
-        return fail("rust", headers)
-    end
+-- The Rust engine's whole job on the request `req` (n headers) in one FFI
+-- call, edgeguard_access: the headers to clear (the location's strip set;
+-- the score header spelled exactly as edgeguard's is left to act(), which
+-- overwrites it), the scores of what the client sent, and the decision.
+-- Returns the (reused) out struct and the score table (nil: unscored), or
+-- nil and an error.
+local function rust_access(loc, r, req, n)
     if n > clear_cap then
         clear_cap = n > 128 and n or 128
         clear_buf = ffi.new("uint32_t[?]", clear_cap)
@@ -832,34 +817,58 @@ local function run_rust(loc, r)
     if loc.allow then
         addr, alen = request.binary_addr(r)
     end
-    local scorer, set, keep = state.scorer, loc.strip_set, loc.score_header
-    local rc = state.lib.edgeguard_access(set and set.handle or nil, scorer and scorer.handle,
-                                          loc.policies.rust.handle, req, keep, #keep, addr, alen or 0,
-                                          clear_buf, clear_cap, scorer and scorer.out, scorer and scorer.n or 0,
-                                          access_out)
+    local lib, scorer, set, keep = state.lib, state.scorer, loc.strip_set, loc.score_header
+    local rc = lib.edgeguard_access(set and set.handle or nil, scorer and scorer.handle, loc.policies.rust.handle,
+                                    req, keep, #keep, addr, alen or 0, clear_buf, clear_cap,
+                                    scorer and scorer.out, scorer and scorer.n or 0, access_out)
     if rc ~= 0 then
-        return fail("rust", "edgeguard_access: " .. ffi_string(state.lib.edgeguard_result_text(rc)))
+        return nil, "edgeguard_access: " .. ffi_string(lib.edgeguard_result_text(rc))
     end
     local out = access_out[0]
-    local scores
     if out.scores_len > 0 then
-        scores = scorer:scores_of_out()
-    elseif scorer then
-        ngx.log(ngx.ERR, "edgeguard: scoring failed: ", ffi_string(state.lib.edgeguard_result_text(out.score_result)))
+        return out, scorer:scores_of_out()
+    end
+    if scorer then
+        ngx.log(ngx.ERR, "edgeguard: scoring failed: ", ffi_string(lib.edgeguard_result_text(out.score_result)))
+    end
+    return out
+end
+
+-- Clears what rust_access listed.
+local function clear_listed(r, headers, out)
+    for i = 0, tonumber(out.clear_len) - 1 do
+        local key = headers[clear_buf[i]].key
+        set_req_header(r, key.data, key.len, nil, 0)
+    end
+end
+
+-- rust_access's decision as act()'s arguments.
+local function rust_decision(out, scores)
+    local d = out.decision
+    local model = d.model
+    local name = model >= 0 and state.scorer.names[model + 1] or nil
+    return ACTIONS[tonumber(d.action)], name, name and scores[name], d.threshold, d.status
+end
+
+local function run_rust(loc, r)
+    local mx = state.metrics
+    local t0 = mx and clock()
+    local req, headers, n = request.current(r)
+    if not req then
+        return fail("rust", headers)
+    end
+    local out, scores = rust_access(loc, r, req, n)
+    if not out then
+        return fail("rust", scores)
     end
     local left = tonumber(out.unremovable)
     if left == 0 then
-        -- A score header spelled exactly as edgeguard's is not listed when
-        -- the request is scored: act() overwrites it.
-        for i = 0, tonumber(out.clear_len) - 1 do
-            local key = headers[clear_buf[i]].key
-            set_req_header(r, key.data, key.len, nil, 0)
-        end
+        clear_listed(r, headers, out)
     end
     if mx then
         mx:engine_time("rust", clock() - t0)
         if scores then
-            mx:scores("rust", scorer.names, scores)
+            mx:scores("rust", state.scorer.names, scores)
         end
     end
     if left > 0 then
@@ -867,11 +876,8 @@ local function run_rust(loc, r)
     end
     -- A set of score header names only counts nothing internal.
     local found = state.headers and tonumber(out.matched) or 0
-    local d = out.decision
-    local model = d.model
-    local name = model >= 0 and scorer and scorer.names[model + 1] or nil
-    return act(loc, "rust", scores, scorer and scorer.names, found, r, req,
-               ACTIONS[tonumber(d.action)], name, name and scores[name], d.threshold, d.status)
+    local scorer = state.scorer
+    return act(loc, "rust", scores, scorer and scorer.names, found, r, req, rust_decision(out, scores))
 end
 
 local function run_lua(loc, r)
@@ -902,7 +908,7 @@ local function run_lua(loc, r)
     if left > 0 then
         return refuse("lua", removed, left)
     end
-    return act(loc, "lua", scores, leng.names, removed, r, lreq, decide(loc, "lua", scores, nil, r))
+    return act(loc, "lua", scores, leng.names, removed, r, lreq, decide(loc, scores, r))
 end
 
 -- Shadow mode: both engines on every request (resty.edgeguard.shadow judges).
@@ -910,9 +916,6 @@ end
 local function run_shadow(loc, r)
     local mx = state.metrics
     local scorer, leng = state.scorer, state.lua
-    -- What both engines count: the list's entries (an extended set's
-    -- score header spellings are not counted).
-    local count_set = state.headers
     local primary = state.primary
 
     -- Both engines read and score what the client sent, before any strip.
@@ -921,21 +924,12 @@ local function run_shadow(loc, r)
     if not req then
         return fail("shadow", headers)
     end
-    local rs, err
-    if scorer then
-        rs, err = scorer:score(req)
-        if not rs then
-            ngx.log(ngx.ERR, "edgeguard: scoring failed: ", err)
-        end
+    local out, rs = rust_access(loc, r, req, n)
+    if not out then
+        return fail("shadow", rs)
     end
-    local rcount = 0
-    if count_set then
-        local clear, nclear
-        clear, nclear, rcount = count_set:find(headers, n)
-        if not clear then
-            return fail("shadow", nclear)
-        end
-    end
+    -- What both engines count: the list's entries.
+    local rcount = state.headers and tonumber(out.matched) or 0
     local t1 = mx and clock()
 
     leng:read_request(lreq)
@@ -949,23 +943,17 @@ local function run_shadow(loc, r)
     -- Strip with the primary only.
     local removed, left = 0, 0
     if primary == "rust" then
-        local set = loc.strip_set
-        if set then
-            removed, left = strip(r, set, headers, n)
-            if not removed then
-                return fail("shadow", left)
-            end
-        end
-        if left > 0 or not state.headers then
-            removed = 0 -- refused, or a set of score header names only
+        left = tonumber(out.unremovable)
+        if left == 0 then
+            clear_listed(r, headers, out)
+            removed = rcount
         end
     else
         if leng.headers then
             removed, left = leng:strip(lreq)
         end
         if left == 0 then
-            local ok
-            ok, err = score_spellings(r, loc)
+            local ok, err = score_spellings(r, loc)
             if not ok then
                 return fail("shadow", err)
             end
@@ -988,18 +976,17 @@ local function run_shadow(loc, r)
         end
     end
 
-    local rbuf, rnames, lnames = scorer and scorer.out, scorer and scorer.names, leng.names
-    local ra, rname, rscore, rthreshold, rstatus = decide(loc, "rust", rs, rbuf, r)
-    local la, lname, lscore, lthreshold, lstatus = decide(loc, "lua", ls, nil, r)
+    local ra, rname, rscore, rthreshold, rstatus = rust_decision(out, rs)
+    local la, lname, lscore, lthreshold, lstatus = decide(loc, ls, r)
     state.shadow:compare(rs, ls, ra, la, rcount, lcount)
 
     if left > 0 then
         return refuse("shadow", removed, left)
     end
     if primary == "rust" then
-        return act(loc, "shadow", rs, rnames, removed, r, req, ra, rname, rscore, rthreshold, rstatus)
+        return act(loc, "shadow", rs, scorer and scorer.names, removed, r, req, ra, rname, rscore, rthreshold, rstatus)
     end
-    return act(loc, "shadow", ls, lnames, removed, r, lreq, la, lname, lscore, lthreshold, lstatus)
+    return act(loc, "shadow", ls, leng.names, removed, r, lreq, la, lname, lscore, lthreshold, lstatus)
 end
 
 --- The one-liner for rewrite_by_lua*: scores the request as the client
