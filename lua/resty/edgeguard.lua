@@ -802,13 +802,17 @@ local clear_buf
 local access_out = ffi.new("edgeguard_access_out[1]")
 local ACTIONS = policy.ACTIONS
 
--- The Rust engine's whole job on the request `req` (n headers) in one FFI
--- call, edgeguard_access: the headers to clear (the location's strip set;
--- the score header spelled exactly as edgeguard's is left to act(), which
+-- The Rust engine's whole job on the current request in one FFI call,
+-- edgeguard_access: the headers to clear (the location's strip set; the
+-- score header spelled exactly as edgeguard's is left to act(), which
 -- overwrites it), the scores of what the client sent, and the decision.
--- Returns the (reused) out struct and the score table (nil: unscored), or
--- nil and an error.
-local function rust_access(loc, r, req, n)
+-- Returns the request, its header array, the (reused) out struct and the
+-- score table (nil: unscored); or nil and an error.
+local function rust_access(loc, r)
+    local req, headers, n = request.current(r)
+    if not req then
+        return nil, headers
+    end
     if n > clear_cap then
         clear_cap = n > 128 and n or 128
         clear_buf = ffi.new("uint32_t[?]", clear_cap)
@@ -826,12 +830,12 @@ local function rust_access(loc, r, req, n)
     end
     local out = access_out[0]
     if out.scores_len > 0 then
-        return out, scorer:scores_of_out()
+        return req, headers, out, scorer:scores_of_out()
     end
     if scorer then
         ngx.log(ngx.ERR, "edgeguard: scoring failed: ", ffi_string(lib.edgeguard_result_text(out.score_result)))
     end
-    return out
+    return req, headers, out
 end
 
 -- Clears what rust_access listed.
@@ -853,13 +857,9 @@ end
 local function run_rust(loc, r)
     local mx = state.metrics
     local t0 = mx and clock()
-    local req, headers, n = request.current(r)
+    local req, headers, out, scores = rust_access(loc, r)
     if not req then
         return fail("rust", headers)
-    end
-    local out, scores = rust_access(loc, r, req, n)
-    if not out then
-        return fail("rust", scores)
     end
     local left = tonumber(out.unremovable)
     if left == 0 then
@@ -920,13 +920,9 @@ local function run_shadow(loc, r)
 
     -- Both engines read and score what the client sent, before any strip.
     local t0 = mx and clock()
-    local req, headers, n = request.current(r)
+    local req, headers, out, rs = rust_access(loc, r)
     if not req then
         return fail("shadow", headers)
-    end
-    local out, rs = rust_access(loc, r, req, n)
-    if not out then
-        return fail("shadow", rs)
     end
     -- What both engines count: the list's entries.
     local rcount = state.headers and tonumber(out.matched) or 0

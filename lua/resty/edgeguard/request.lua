@@ -65,19 +65,24 @@ function _M.headers(r)
     return hdr_buf, n
 end
 
--- Points `s` (an edgeguard_str) at the value of an nginx variable, in place.
-local function var_into(r, name, s)
-    local rc = C.ngx_http_lua_ffi_var_get(r, name, #name, var_lowcase, 0, var_value,
-                                         var_len, var_err)
+-- Points `s` (an edgeguard_str) at what an nginx FFI getter returned in
+-- `data[0]` and `len[0]`, in place; empty when it returned non-zero (a
+-- variable not found, -5, or without a value, -1), as the extractor treats
+-- a missing field.
+local function point(s, rc, data, len)
     if rc == 0 then
-        s.data = var_value[0]
-        s.len = var_len[0]
+        s.data = data[0]
+        s.len = len[0]
     else
-        -- Not found (-5) or no value (-1): an empty string, as the extractor
-        -- treats a missing field.
         s.data = nil
         s.len = 0
     end
+end
+
+-- Points `s` at the value of an nginx variable.
+local function var_into(r, name, s)
+    point(s, C.ngx_http_lua_ffi_var_get(r, name, #name, var_lowcase, 0, var_value, var_len, var_err),
+          var_value, var_len)
 end
 
 --- The current request as an edgeguard_request (a per-worker struct,
@@ -91,14 +96,8 @@ function _M.current(r)
     req.headers_len = n
     -- The method through its own FFI call (no variable lookup): the
     -- request's method name, $request_method for a main request.
-    local m = req.method
-    if C.ngx_http_lua_ffi_req_get_method_name(r, method_name, method_len) == 0 then
-        m.data = method_name[0]
-        m.len = method_len[0]
-    else
-        m.data = nil
-        m.len = 0
-    end
+    point(req.method, C.ngx_http_lua_ffi_req_get_method_name(r, method_name, method_len), method_name,
+          method_len)
     var_into(r, "request_uri", req.uri)
     var_into(r, "remote_addr", req.client_addr)
 
