@@ -319,6 +319,70 @@ typedef struct {
 } edgeguard_decision;
 
 /*
+ What `edgeguard_access` made of one request. Written whole on `Ok`.
+
+ Fields may be appended in later versions (new actions carry more, e.g.
+ a verified bot's name in `label`); a caller allocates the struct from
+ the header of the library it loads, so an appended field never reaches
+ past its allocation.
+ */
+typedef struct {
+  /*
+   How many indices were written to the caller's `clear` buffer: the
+   first header of each distinct name to clear (as
+   `edgeguard_header_set_find_internal` lists them), without those
+   spelled exactly as `keep` when the request was scored.
+   */
+  size_t clear_len;
+  /*
+   Header entries the set matched, repeats counted (for a set extended
+   with score header names, only the internal list's own entries).
+   */
+  size_t matched;
+  /*
+   How many of the matched entries nginx's Lua API cannot remove (names
+   that are not RFC 9110 tokens, see
+   `edgeguard_header_set_find_checked`). Non-zero: the caller refuses
+   the request rather than clear some and forward the rest.
+   */
+  size_t unremovable;
+  /*
+   How many scores were written to the caller's `scores` buffer: the
+   scorer's model count, or 0 when the request went unscored (no
+   scorer, or scoring failed: `score_result` says why).
+   */
+  size_t scores_len;
+  /*
+   `Ok`, or why scoring failed (the request is then decided unscored).
+   */
+  edgeguard_result score_result;
+  /*
+   The policy's decision (unscored: `Pass`, or `Unavailable` under
+   `fail_closed`).
+   */
+  edgeguard_decision decision;
+  /*
+   The verified bot the User-Agent claims (`bot` not `None`), empty
+   otherwise: memory the policy owns, valid while it lives.
+   */
+  edgeguard_str label;
+  /*
+   The verified bot the User-Agent claims, if any, and whether the
+   address agrees (`verified_bots`; a fake is flagged).
+   */
+  edgeguard_bot bot;
+  /*
+   What the clearance cookie said (`challenge_secret`).
+   */
+  edgeguard_clearance clearance;
+  /*
+   The challenge page's status (`challenge_status`; 0 without a
+   challenge): for the action `Challenge`.
+   */
+  int32_t challenge_status;
+} edgeguard_access_out;
+
+/*
  The outcome of `edgeguard_policy_decide_request`.
  */
 typedef struct {
@@ -433,6 +497,62 @@ const char *edgeguard_version(void);
  free it. Unknown numbers give `"unknown result code"`.
  */
 const char *edgeguard_result_text(int result);
+
+/*
+ Strips, scores and decides one request in one call.
+
+ - `set` (null: nothing to strip): the location's strip set, the internal
+   list extended with the score header's names. Its matches over
+   `request`'s headers go to `clear[0..out.clear_len]`; `clear_cap` must be
+   at least `request->headers_len`.
+ - `keep`/`keep_len` (null/0: none): the score header name the caller
+   sets on a scored request; entries spelled exactly so are left out of
+   `clear` then, since setting the header replaces them.
+ - `scorer` (null: models not loaded, the request goes unscored): scores
+   `request` as the client sent it into `scores[0..n]`, where `n` is the
+   scorer's model count; `scores_cap` must be at least `n`. The policy must
+   be bound to the scorer's models (the same count).
+ - `policy`: decides from the scores, the request and `addr`/`addr_len`,
+   the client address as nginx keeps it (`$binary_remote_addr`; null/0:
+   in no `allow` block, no verified bot's prefix, no cookie's prefix), at
+   `now`, the caller's Unix time (nginx's `ngx.time()`), as
+   `edgeguard_policy_decide_request` does: the clearance cookie verified,
+   a bot claim judged, the actions `Cleared`, `Challenge`, `Verified` and
+   `Answer` besides `edgeguard_policy_decide`'s.
+
+ Returns `Ok` with `*out` written; `NullParameter` for a null `policy`,
+ `request` or `out`, a null `clear` with a set, a null `scores` with a
+ scorer, a null `keep` or `addr` with a non-zero length, or a null
+ `headers` with a non-zero `headers_len`; `InvalidArgument` for a
+ `clear_cap` below `headers_len`, a `scores_cap` below the model count, a
+ policy bound to another number of models than the scorer holds, an
+ `http_version` outside `0..=65535` or a `headers_len` above
+ `UINT32_MAX`. On an error nothing is written. Never allocates; every
+ handle is only read, so concurrent calls are safe.
+
+ # Safety
+ `set`, `scorer` are null or live handles, `policy` a live policy;
+ `request` points to a valid `edgeguard_request` whose strings and
+ headers point to their stated number of readable bytes; `keep` and
+ `addr` point to their lengths' bytes (or are null with length 0);
+ `clear` points to `clear_cap` writable `uint32_t` and `scores` to
+ `scores_cap` writable doubles (or they are null with a zero cap); `out`
+ is writable.
+ */
+edgeguard_result edgeguard_access(const edgeguard_header_set *set,
+                                  const edgeguard_scorer *scorer,
+                                  const edgeguard_policy *policy,
+                                  const edgeguard_request *request,
+                                  const uint8_t *keep,
+                                  size_t keep_len,
+                                  const uint8_t *addr,
+                                  size_t addr_len,
+                                  int64_t now,
+                                  uint32_t *clear,
+                                  size_t clear_cap,
+                                  double *scores,
+                                  size_t scores_cap,
+                                  edgeguard_access_out *out);
 
 /*
  The name of a clearance result, for logs and metric labels

@@ -11,6 +11,12 @@ use std::path::Path;
 use edgeguard::challenge::{Clearance, Rejection};
 use edgeguard::config::{Action, Config};
 use edgeguard::features::Request;
+use edgeguard::ffi::access::{edgeguard_access, edgeguard_access_out};
+use edgeguard::ffi::challenge::{edgeguard_bot, edgeguard_clearance};
+use edgeguard::ffi::config::{edgeguard_config_new, edgeguard_policy_new};
+use edgeguard::ffi::edgeguard_result as R;
+use edgeguard::ffi::scorer::edgeguard_request;
+use edgeguard::ffi::{edgeguard_header, edgeguard_str};
 use edgeguard::headers::Header;
 use edgeguard::verified::{PrefixSetBuilder, Verdict};
 
@@ -109,6 +115,62 @@ fn per_request_work_does_not_allocate() {
     let bots = policy.verified_bots().unwrap();
     let scores = [0.99];
 
+    // The one FFI call per request, edgeguard_access, with a challenge and
+    // verified bots configured (no list, no models: the cookie and the bot
+    // claim are what it judges).
+    let opts = format!(
+        r#"{{"mode": "challenge", "challenge_secret": "{0}/tests/fixtures/challenge/secret",
+            "verified_bots": "{0}/tests/fixtures/verified/bots.json"}}"#,
+        root.display()
+    );
+    let (mut c_cfg, mut c_policy) = (std::ptr::null_mut(), std::ptr::null_mut());
+    let null = std::ptr::null_mut();
+    assert_eq!(
+        unsafe {
+            edgeguard_config_new(
+                opts.as_ptr(),
+                opts.len(),
+                std::ptr::null(),
+                std::ptr::null(),
+                &mut c_cfg,
+                null,
+                0,
+            )
+        },
+        R::Ok
+    );
+    assert_eq!(
+        unsafe {
+            edgeguard_policy_new(
+                c_cfg,
+                std::ptr::null(),
+                std::ptr::null(),
+                0,
+                &mut c_policy,
+                null,
+                0,
+            )
+        },
+        R::Ok
+    );
+    let c_headers: Vec<Vec<edgeguard_header>> = cases
+        .iter()
+        .map(|(h, _, _)| {
+            h.iter()
+                .map(|h| edgeguard_header::new(h.name(), h.value()))
+                .collect()
+        })
+        .collect();
+    let c_addrs: Vec<Vec<u8>> = cases
+        .iter()
+        .map(|(_, a, _)| match a {
+            IpAddr::V4(a) => a.octets().to_vec(),
+            IpAddr::V6(a) => a.octets().to_vec(),
+        })
+        .collect();
+    let mut clear = [0u32; 8];
+    let mut out: edgeguard_access_out = unsafe { std::mem::zeroed() };
+
     let before = dhat::HeapStats::get();
     let mut seen = 0usize;
     for _ in 0..50 {
@@ -128,6 +190,38 @@ fn per_request_work_does_not_allocate() {
             assert_eq!(d.action, want_action);
             seen += 1;
         }
+        for (i, (_, _, want)) in cases.iter().enumerate() {
+            let r = edgeguard_request {
+                method: edgeguard_str::from_slice(b"GET"),
+                uri: edgeguard_str::from_slice(b"/"),
+                client_addr: edgeguard_str::from_slice(b""),
+                http_version: 11,
+                headers: c_headers[i].as_ptr(),
+                headers_len: c_headers[i].len(),
+            };
+            let rc = unsafe {
+                edgeguard_access(
+                    std::ptr::null(),
+                    std::ptr::null(),
+                    c_policy,
+                    &r,
+                    std::ptr::null(),
+                    0,
+                    c_addrs[i].as_ptr(),
+                    c_addrs[i].len(),
+                    NOW as i64,
+                    clear.as_mut_ptr(),
+                    clear.len(),
+                    std::ptr::null_mut(),
+                    0,
+                    &mut out,
+                )
+            };
+            assert_eq!(rc, R::Ok);
+            let accepted = out.clearance == edgeguard_clearance::Accepted;
+            assert_eq!(accepted, *want == Clearance::Accepted, "case {i}");
+            seen += usize::from(out.bot != edgeguard_bot::None);
+        }
         for p in &probes {
             seen += usize::from(bots_set.contains(*p));
         }
@@ -145,7 +239,7 @@ fn per_request_work_does_not_allocate() {
         );
     }
     let after = dhat::HeapStats::get();
-    assert_eq!(seen, 50 * (6 + 3), "every case and probe ran");
+    assert_eq!(seen, 50 * (6 + 1 + 3), "every case and probe ran");
     assert_eq!(
         after.total_blocks, before.total_blocks,
         "cookie verification, prefix lookups and decide_request allocated"

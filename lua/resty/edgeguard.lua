@@ -40,6 +40,7 @@ local format = string.format
 local ipairs = ipairs
 local pairs = pairs
 local setmetatable = setmetatable
+local tonumber = tonumber
 local type = type
 
 local _M = { _VERSION = "0.1.0" }
@@ -557,17 +558,11 @@ local function set_req_header(r, data, len, value, vlen)
     end
 end
 
--- Clears the names that a header_set:find listed, except one spelled
--- exactly `keep` (nil: none), the score header about to be set: set_header
--- replaces its value and removes its repeats. Returns nothing.
-local function clear_found(r, headers, clear, nclear, keep)
-    local klen = keep and #keep or -1
+-- Clears the names that a header_set:find listed. Returns nothing.
+local function clear_found(r, headers, clear, nclear)
     for i = 0, nclear - 1 do
         local key = headers[clear[i]].key
-        local len = key.len
-        if len ~= klen or ffi_string(key.data, len) ~= keep then
-            set_req_header(r, key.data, len, nil, 0)
-        end
+        set_req_header(r, key.data, key.len, nil, 0)
     end
 end
 
@@ -584,7 +579,7 @@ end
 -- stay. No Lua API removes such an entry. The Rust search counts them
 -- (edgeguard_header_set_find_checked), so nothing is cleared and counted
 -- that nginx would keep.
-local function strip(r, set, headers, n, keep)
+local function strip(r, set, headers, n)
     local clear, nclear, found, unremovable = set:find(headers, n)
     if not clear then
         return nil, nclear
@@ -592,7 +587,7 @@ local function strip(r, set, headers, n, keep)
     if unremovable > 0 then
         return found, unremovable
     end
-    clear_found(r, headers, clear, nclear, keep)
+    clear_found(r, headers, clear, nclear)
     return found, 0
 end
 
@@ -727,33 +722,26 @@ end
 local score_parts = {}
 local clock = metrics.clock
 
--- One engine's decision by the location's policy, without acting (shadow
--- mode decides for both): "pass", "allow", "log", "block" or
--- "unavailable"; the flagged model, its score and threshold (nil when none
--- flagged); and the status of a blocked request. `buf` holds the Rust
--- scorer's scores in policy order (nil: read them from the table).
--- What the last decide_request was given and said, for act() (one request
--- at a time per worker, and nothing yields between the two).
-local last_addr, last_len, last_now, last_bot, last_clearance, last_cstatus
+-- What rust_access gave edgeguard_access (the client address, the clock),
+-- for act()'s challenge page and answer: one request at a time per
+-- worker, and nothing yields between the two.
+local last_addr, last_len, last_now
+-- edgeguard_access's out struct, reused (act() reads the challenge's and
+-- the bots' part of it).
+local access_out = ffi.new("edgeguard_access_out[1]")
+local BOTS = policy.BOTS
 
-local function decide(loc, engine, scores, buf, r, req)
+-- The Lua engine's decision by the location's policy for it, without
+-- acting: "pass", "allow", "log", "block" or "unavailable"; the flagged
+-- model, its score and threshold (nil when none flagged); and the status
+-- of a blocked request.
+local function decide(loc, scores, r)
     local addr, len
-    if loc.allow or loc.screen then
+    if loc.allow then
         addr, len = request.binary_addr(r)
     end
-    local p = loc.policies[engine]
-    local action, name, threshold, status
-    if loc.screen and engine == "rust" then
-        local now = ngx.time()
-        action, name, threshold, status, last_bot, last_clearance, last_cstatus =
-            p:decide_request(req, scores and buf, addr, len, now)
-        last_addr, last_len, last_now = addr, len, now
-    elseif buf and scores then
-        action, name, threshold, status = p:decide(buf, addr, len)
-    else
-        action, name, threshold, status = p:decide_table(scores, addr, len)
-    end
-    return action, name, name and scores and scores[name], threshold, status
+    local action, name, threshold, status = loc.policies.lua:decide_table(scores, addr, len)
+    return action, name, name and scores[name], threshold, status
 end
 
 local function str(s)
@@ -779,8 +767,6 @@ local function fail(engine_label, msg)
     return ngx.exit(ngx.HTTP_INTERNAL_SERVER_ERROR)
 end
 
--- Acts on one engine's result, whichever engine produced it: metrics, score
--- header, variables, decision line, and the exit. Returns the action.
 -- An answer to the challenge: solved, the cookie and a 303 back; failed,
 -- the block status.
 local function answer(loc, req, status)
@@ -811,9 +797,11 @@ end
 -- Actions that flag the request (a decision line; unscored, a fake bot).
 local FLAGGED = { block = true, log = true, challenge = true, cleared = true }
 
-local function act(loc, engine, engine_label, scores, buf, names, removed, r, req)
-    local action, flagged_name, flagged_score, flagged_threshold, status =
-        decide(loc, engine, scores, buf, r, req)
+-- Acts on one engine's result and its decision (see decide), whichever
+-- engine produced them: metrics, score header, variables, decision line,
+-- and the exit. Returns the action.
+local function act(loc, engine_label, scores, names, removed, r, req,
+                   action, flagged_name, flagged_score, flagged_threshold, status)
     if not action then
         return fail(engine_label, flagged_name)
     end
@@ -829,15 +817,17 @@ local function act(loc, engine, engine_label, scores, buf, names, removed, r, re
         if action == "answer" then
             return answer(loc, req, status)
         end
-        bot = last_bot
+        local o = access_out[0]
+        bot = BOTS[tonumber(o.bot)]
         if bot then
-            bot_name = loc.policies.rust:bot_name()
+            bot_name = ffi_string(o.label.data, o.label.len)
             if mx then
                 mx:bot(bot_name, bot)
             end
         end
-        if mx and last_clearance ~= 0 then
-            mx:clearance(last_clearance)
+        local clearance = tonumber(o.clearance)
+        if mx and clearance ~= 0 then
+            mx:clearance(clearance)
         end
     end
     if not scores and not FLAGGED[action] and not bot then
@@ -889,51 +879,97 @@ local function act(loc, engine, engine_label, scores, buf, names, removed, r, re
             mx:challenge("served")
         end
         local _, err = challenge.serve_page(state.lib, loc.policies.rust, req, last_addr, last_len,
-                                            last_now, last_cstatus)
+                                            last_now, access_out[0].challenge_status)
         return fail(engine_label, err)
     end
     return action
 end
 
+-- The buffer edgeguard_access writes the indices to clear into; grown
+-- (rarely) to the largest header count seen, as it needs room for all.
+local clear_cap = 0
+local clear_buf
+local ACTIONS = policy.ACTIONS
+
+-- The Rust engine's whole job on the current request in one FFI call,
+-- edgeguard_access: the headers to clear (the location's strip set; the
+-- score header spelled exactly as edgeguard's is left to act(), which
+-- overwrites it), the scores of what the client sent, and the decision.
+-- Returns the request, its header array, the (reused) out struct and the
+-- score table (nil: unscored); or nil and an error.
+local function rust_access(loc, r)
+    local req, headers, n = request.current(r)
+    if not req then
+        return nil, headers
+    end
+    if n > clear_cap then
+        clear_cap = n > 128 and n or 128
+        clear_buf = ffi.new("uint32_t[?]", clear_cap)
+    end
+    local addr, alen
+    -- The challenge and the verified bots always look at the address.
+    if loc.allow or loc.screen then
+        addr, alen = request.binary_addr(r)
+    end
+    local now = ngx.time()
+    last_addr, last_len, last_now = addr, alen, now
+    local lib, scorer, set, keep = state.lib, state.scorer, loc.strip_set, loc.score_header
+    local rc = lib.edgeguard_access(set and set.handle or nil, scorer and scorer.handle, loc.policies.rust.handle,
+                                    req, keep, #keep, addr, alen or 0, now, clear_buf, clear_cap,
+                                    scorer and scorer.out, scorer and scorer.n or 0, access_out)
+    if rc ~= 0 then
+        return nil, "edgeguard_access: " .. ffi_string(lib.edgeguard_result_text(rc))
+    end
+    local out = access_out[0]
+    if out.scores_len > 0 then
+        return req, headers, out, scorer:scores_of_out()
+    end
+    if scorer then
+        ngx.log(ngx.ERR, "edgeguard: scoring failed: ", ffi_string(lib.edgeguard_result_text(out.score_result)))
+    end
+    return req, headers, out
+end
+
+-- Clears what rust_access listed.
+local function clear_listed(r, headers, out)
+    for i = 0, tonumber(out.clear_len) - 1 do
+        local key = headers[clear_buf[i]].key
+        set_req_header(r, key.data, key.len, nil, 0)
+    end
+end
+
+-- rust_access's decision as act()'s arguments.
+local function rust_decision(out, scores)
+    local d = out.decision
+    local model = d.model
+    local name = model >= 0 and state.scorer.names[model + 1] or nil
+    return ACTIONS[tonumber(d.action)], name, name and scores and scores[name], d.threshold, d.status
+end
+
 local function run_rust(loc, r)
     local mx = state.metrics
     local t0 = mx and clock()
-    local req, headers, n = request.current(r)
+    local req, headers, out, scores = rust_access(loc, r)
     if not req then
         return fail("rust", headers)
     end
-    -- Score what the client sent, before anything is removed.
-    local scorer = state.scorer
-    local scores, err
-    if scorer then
-        scores, err = scorer:score(req)
-        if not scores then
-            ngx.log(ngx.ERR, "edgeguard: scoring failed: ", err)
-        end
-    end
-    local found, left = 0, 0
-    local set = loc.strip_set
-    if set then
-        -- A score header spelled exactly as edgeguard's stays for act() to
-        -- overwrite when the request is scored.
-        found, left = strip(r, set, headers, n, scores and loc.score_header)
-        if not found then
-            return fail("rust", left)
-        end
-        if not state.headers then
-            found = 0 -- a set of score header names only
-        end
+    local left = tonumber(out.unremovable)
+    if left == 0 then
+        clear_listed(r, headers, out)
     end
     if mx then
         mx:engine_time("rust", clock() - t0)
         if scores then
-            mx:scores("rust", scorer.names, scores)
+            mx:scores("rust", state.scorer.names, scores)
         end
     end
     if left > 0 then
         return refuse("rust", 0, left)
     end
-    return act(loc, "rust", "rust", scores, scorer and scorer.out, scorer and scorer.names, found, r, req)
+    -- A set of score header names only counts nothing internal.
+    local found = state.headers and tonumber(out.matched) or 0
+    local scorer = state.scorer
+    return act(loc, "rust", scores, scorer and scorer.names, found, r, req, rust_decision(out, scores))
 end
 
 local function run_lua(loc, r)
@@ -964,7 +1000,7 @@ local function run_lua(loc, r)
     if left > 0 then
         return refuse("lua", removed, left)
     end
-    return act(loc, "lua", "lua", scores, nil, leng.names, removed, r, lreq)
+    return act(loc, "lua", scores, leng.names, removed, r, lreq, decide(loc, scores, r))
 end
 
 -- Shadow mode: both engines on every request (resty.edgeguard.shadow judges).
@@ -972,32 +1008,16 @@ end
 local function run_shadow(loc, r)
     local mx = state.metrics
     local scorer, leng = state.scorer, state.lua
-    -- What both engines count: the list's entries (an extended set's
-    -- score header spellings are not counted).
-    local count_set = state.headers
     local primary = state.primary
 
     -- Both engines read and score what the client sent, before any strip.
     local t0 = mx and clock()
-    local req, headers, n = request.current(r)
+    local req, headers, out, rs = rust_access(loc, r)
     if not req then
         return fail("shadow", headers)
     end
-    local rs, err
-    if scorer then
-        rs, err = scorer:score(req)
-        if not rs then
-            ngx.log(ngx.ERR, "edgeguard: scoring failed: ", err)
-        end
-    end
-    local rcount = 0
-    if count_set then
-        local clear, nclear
-        clear, nclear, rcount = count_set:find(headers, n)
-        if not clear then
-            return fail("shadow", nclear)
-        end
-    end
+    -- What both engines count: the list's entries.
+    local rcount = state.headers and tonumber(out.matched) or 0
     local t1 = mx and clock()
 
     leng:read_request(lreq)
@@ -1011,23 +1031,17 @@ local function run_shadow(loc, r)
     -- Strip with the primary only.
     local removed, left = 0, 0
     if primary == "rust" then
-        local set = loc.strip_set
-        if set then
-            removed, left = strip(r, set, headers, n)
-            if not removed then
-                return fail("shadow", left)
-            end
-        end
-        if left > 0 or not state.headers then
-            removed = 0 -- refused, or a set of score header names only
+        left = tonumber(out.unremovable)
+        if left == 0 then
+            clear_listed(r, headers, out)
+            removed = rcount
         end
     else
         if leng.headers then
             removed, left = leng:strip(lreq)
         end
         if left == 0 then
-            local ok
-            ok, err = score_spellings(r, loc)
+            local ok, err = score_spellings(r, loc)
             if not ok then
                 return fail("shadow", err)
             end
@@ -1050,18 +1064,17 @@ local function run_shadow(loc, r)
         end
     end
 
-    local rbuf, rnames, lnames = scorer and scorer.out, scorer and scorer.names, leng.names
-    local ra = decide(loc, "rust", rs, rbuf, r)
-    local la = decide(loc, "lua", ls, nil, r)
+    local ra, rname, rscore, rthreshold, rstatus = rust_decision(out, rs)
+    local la, lname, lscore, lthreshold, lstatus = decide(loc, ls, r)
     state.shadow:compare(rs, ls, ra, la, rcount, lcount)
 
     if left > 0 then
         return refuse("shadow", removed, left)
     end
     if primary == "rust" then
-        return act(loc, "rust", "shadow", rs, rbuf, rnames, removed, r, req)
+        return act(loc, "shadow", rs, scorer and scorer.names, removed, r, req, ra, rname, rscore, rthreshold, rstatus)
     end
-    return act(loc, "lua", "shadow", ls, nil, lnames, removed, r, lreq)
+    return act(loc, "shadow", ls, leng.names, removed, r, lreq, la, lname, lscore, lthreshold, lstatus)
 end
 
 --- The one-liner for rewrite_by_lua*: scores the request as the client

@@ -11,10 +11,10 @@
 use super::boundary::bytes;
 use super::config::{edgeguard_action, edgeguard_decision, edgeguard_policy};
 use super::edgeguard_result;
-use super::scorer::edgeguard_request;
-use super::types::{edgeguard_header, edgeguard_str, Header};
+use super::scorer::{checked_request, edgeguard_request};
+use super::types::edgeguard_str;
 use crate::challenge::{Answer, Clearance, Rejection};
-use crate::config::{addr_from_binary, Action, Decision};
+use crate::config::{addr_from_binary, Action};
 use crate::features::Request;
 use crate::verified::Verdict;
 
@@ -134,36 +134,6 @@ pub extern "C" fn edgeguard_clearance_name(c: libc::c_int) -> *const libc::c_cha
     }
 }
 
-/// `request` as the core's view, checked as `edgeguard_scorer_score`
-/// checks it.
-///
-/// # Safety
-/// `request` points to a valid `edgeguard_request` whose strings and
-/// headers point to their stated number of readable bytes.
-unsafe fn view<'a>(request: &'a edgeguard_request) -> Result<Request<'a>, edgeguard_result> {
-    if request.headers.is_null() && request.headers_len != 0 {
-        return Err(edgeguard_result::NullParameter);
-    }
-    let Ok(http_version) = u16::try_from(request.http_version) else {
-        return Err(edgeguard_result::InvalidArgument);
-    };
-    if request.headers_len > u32::MAX as usize {
-        return Err(edgeguard_result::InvalidArgument);
-    }
-    let headers: &[edgeguard_header] = if request.headers_len == 0 {
-        &[]
-    } else {
-        std::slice::from_raw_parts(request.headers, request.headers_len)
-    };
-    Ok(Request::new(
-        request.method.as_bytes(),
-        request.uri.as_bytes(),
-        http_version,
-        request.client_addr.as_bytes(),
-        Header::from_c(headers),
-    ))
-}
-
 fn action(a: Action) -> edgeguard_action {
     match a {
         Action::Pass => edgeguard_action::Pass,
@@ -216,8 +186,7 @@ pub unsafe extern "C" fn edgeguard_policy_decide_request(
 ) -> edgeguard_result {
     ffi_panic_boundary! {
         try_non_null!(policy, request, out);
-        let policy = &(*policy).0;
-        let req = match view(&*request) {
+        let (req, _) = match checked_request(&*request) {
             Ok(r) => r,
             Err(code) => return code,
         };
@@ -225,50 +194,73 @@ pub unsafe extern "C" fn edgeguard_policy_decide_request(
             return edgeguard_result::NullParameter;
         };
         let given = if scores.is_null() { None } else { Some(given) };
-        if given.is_some_and(|s| s.len() != policy.model_count()) {
-            return edgeguard_result::InvalidArgument;
+        match request_decision(&*policy, given, &req, client, now) {
+            Ok(d) => {
+                *out = d;
+                edgeguard_result::Ok
+            }
+            Err(code) => code,
         }
-        let status = i32::from(policy.status());
-        let challenge_status = policy.challenge().map_or(0, |c| i32::from(c.status));
-        let mut result = edgeguard_request_decision {
-            decision: edgeguard_decision {
-                action: edgeguard_action::Pass,
-                model: -1,
-                threshold: f64::NAN,
-                status,
-            },
-            bot: edgeguard_bot::None,
-            bot_name: edgeguard_str { len: 0, data: std::ptr::null() },
-            clearance: edgeguard_clearance::Absent,
-            challenge_status,
-        };
-        if policy.answers(&req) {
-            result.decision.action = edgeguard_action::Answer;
-            *out = result;
-            return edgeguard_result::Ok;
-        }
-        let now = u64::try_from(now).unwrap_or(0);
-        let d: Option<Decision> = policy.decide_request(given, &req, addr_from_binary(client), now);
-        let Some(d) = d else {
-            result.decision.action = edgeguard_action::Unavailable;
-            *out = result;
-            return edgeguard_result::Ok;
-        };
-        result.decision.action = action(d.action);
-        // At most MAX_MODELS, checked when the policy was bound.
-        result.decision.model = d.flagged_by.map_or(-1, |i| i as i32);
-        result.decision.threshold = d.flagged_by.and_then(|i| policy.threshold(i)).unwrap_or(f64::NAN);
-        if let (Some(v), Some(bots)) = (d.bot, policy.verified_bots()) {
-            result.bot = match v {
-                Verdict::Verified(_) => edgeguard_bot::Verified,
-                Verdict::Fake(_) => edgeguard_bot::Fake,
-            };
-            result.bot_name = edgeguard_str::from_slice(bots.name(v.bot()).unwrap_or_default().as_bytes());
-        }
-        result.clearance = d.clearance.into();
-        *out = result;
-        edgeguard_result::Ok
     }
+}
+
+/// The decision of one request with what it shows (see
+/// `edgeguard_policy_decide_request`), for it and `edgeguard_access`.
+/// Never allocates.
+pub(super) fn request_decision(
+    policy: &edgeguard_policy,
+    given: Option<&[f64]>,
+    req: &Request<'_>,
+    client: &[u8],
+    now: i64,
+) -> Result<edgeguard_request_decision, edgeguard_result> {
+    let policy = &policy.0;
+    if given.is_some_and(|s| s.len() != policy.model_count()) {
+        return Err(edgeguard_result::InvalidArgument);
+    }
+    let status = i32::from(policy.status());
+    let challenge_status = policy.challenge().map_or(0, |c| i32::from(c.status));
+    let mut result = edgeguard_request_decision {
+        decision: edgeguard_decision {
+            action: edgeguard_action::Pass,
+            model: -1,
+            threshold: f64::NAN,
+            status,
+        },
+        bot: edgeguard_bot::None,
+        bot_name: edgeguard_str {
+            len: 0,
+            data: std::ptr::null(),
+        },
+        clearance: edgeguard_clearance::Absent,
+        challenge_status,
+    };
+    if policy.answers(req) {
+        result.decision.action = edgeguard_action::Answer;
+        return Ok(result);
+    }
+    let now = u64::try_from(now).unwrap_or(0);
+    let Some(d) = policy.decide_request(given, req, addr_from_binary(client), now) else {
+        result.decision.action = edgeguard_action::Unavailable;
+        return Ok(result);
+    };
+    result.decision.action = action(d.action);
+    // At most MAX_MODELS, checked when the policy was bound.
+    result.decision.model = d.flagged_by.map_or(-1, |i| i as i32);
+    result.decision.threshold = d
+        .flagged_by
+        .and_then(|i| policy.threshold(i))
+        .unwrap_or(f64::NAN);
+    if let (Some(v), Some(bots)) = (d.bot, policy.verified_bots()) {
+        result.bot = match v {
+            Verdict::Verified(_) => edgeguard_bot::Verified,
+            Verdict::Fake(_) => edgeguard_bot::Fake,
+        };
+        result.bot_name =
+            edgeguard_str::from_slice(bots.name(v.bot()).unwrap_or_default().as_bytes());
+    }
+    result.clearance = d.clearance.into();
+    Ok(result)
 }
 
 /// Writes the challenge page for this client (`request`'s User-Agent,
@@ -301,7 +293,7 @@ pub unsafe extern "C" fn edgeguard_policy_challenge_page(
         let Some(ch) = policy.challenge() else {
             return edgeguard_result::InvalidArgument;
         };
-        let req = match view(&*request) {
+        let (req, _) = match checked_request(&*request) {
             Ok(r) => r,
             Err(code) => return code,
         };
@@ -356,7 +348,7 @@ pub unsafe extern "C" fn edgeguard_policy_challenge_answer(
         let Some(ch) = policy.challenge() else {
             return edgeguard_result::InvalidArgument;
         };
-        let req = match view(&*request) {
+        let (req, _) = match checked_request(&*request) {
             Ok(r) => r,
             Err(code) => return code,
         };

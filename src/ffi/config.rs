@@ -335,40 +335,73 @@ pub unsafe extern "C" fn edgeguard_policy_decide(
 ) -> edgeguard_result {
     ffi_panic_boundary! {
         try_non_null!(policy, out);
-        let policy = &(*policy).0;
+        let policy = &*policy;
         let (Some(client), Some(scores_in)) = (bytes(addr, addr_len), slice(scores, n)) else {
             return edgeguard_result::NullParameter;
         };
-        let status = i32::from(policy.status());
-        if scores.is_null() {
-            let action = if policy.refuses_unscored() {
-                edgeguard_action::Unavailable
-            } else {
-                edgeguard_action::Pass
-            };
-            *out = edgeguard_decision { action, model: -1, threshold: f64::NAN, status };
-            return edgeguard_result::Ok;
+        let scores_in = if scores.is_null() { None } else { Some(scores_in) };
+        match decision(policy, scores_in, client) {
+            Ok(d) => {
+                *out = d;
+                edgeguard_result::Ok
+            }
+            Err(code) => code,
         }
-        if n != policy.model_count() {
-            return edgeguard_result::InvalidArgument;
-        }
-        let d = policy.decide_addr(scores_in, addr_from_binary(client));
-        let action = match d.action {
-            Action::Pass => edgeguard_action::Pass,
-            Action::Allow => edgeguard_action::Allow,
-            Action::Log => edgeguard_action::Log,
-            Action::Block => edgeguard_action::Block,
-            Action::Cleared => edgeguard_action::Cleared,
-            Action::Challenge => edgeguard_action::Challenge,
-            Action::Verified => edgeguard_action::Verified,
+    }
+}
+
+/// The decision of one request (see `edgeguard_policy_decide`): `scores`
+/// None for a request that was not scored; `InvalidArgument` when the
+/// scores are not one per model the policy was bound to. Never allocates.
+pub(super) fn decision(
+    policy: &edgeguard_policy,
+    scores: Option<&[f64]>,
+    client: &[u8],
+) -> Result<edgeguard_decision, edgeguard_result> {
+    let policy = &policy.0;
+    let status = i32::from(policy.status());
+    let Some(scores) = scores else {
+        let action = if policy.refuses_unscored() {
+            edgeguard_action::Unavailable
+        } else {
+            edgeguard_action::Pass
         };
-        *out = edgeguard_decision {
+        return Ok(edgeguard_decision {
             action,
-            // At most MAX_MODELS, checked when the policy was bound.
-            model: d.flagged_by.map_or(-1, |i| i as i32),
-            threshold: d.flagged_by.and_then(|i| policy.threshold(i)).unwrap_or(f64::NAN),
+            model: -1,
+            threshold: f64::NAN,
             status,
-        };
-        edgeguard_result::Ok
+        });
+    };
+    if scores.len() != policy.model_count() {
+        return Err(edgeguard_result::InvalidArgument);
+    }
+    let d = policy.decide_addr(scores, addr_from_binary(client));
+    let action = match d.action {
+        Action::Pass => edgeguard_action::Pass,
+        Action::Allow => edgeguard_action::Allow,
+        Action::Log => edgeguard_action::Log,
+        Action::Block => edgeguard_action::Block,
+        // decide_addr judges scores alone; these come from decide_request.
+        Action::Cleared => edgeguard_action::Cleared,
+        Action::Challenge => edgeguard_action::Challenge,
+        Action::Verified => edgeguard_action::Verified,
+    };
+    Ok(edgeguard_decision {
+        action,
+        // At most MAX_MODELS, checked when the policy was bound.
+        model: d.flagged_by.map_or(-1, |i| i as i32),
+        threshold: d
+            .flagged_by
+            .and_then(|i| policy.threshold(i))
+            .unwrap_or(f64::NAN),
+        status,
+    })
+}
+
+impl edgeguard_policy {
+    /// How many models the policy was bound to.
+    pub(super) fn model_count(&self) -> usize {
+        self.0.model_count()
     }
 }

@@ -175,12 +175,13 @@ pub unsafe extern "C" fn edgeguard_header_set_extend(
     }
 }
 
-/// The argument checks and the search of both find exports. `set` and
-/// `out_clear` are not null (the callers checked).
+/// The argument checks and the search of both find exports and of
+/// `edgeguard_access`. `set` and `out_clear` are not null (the callers
+/// checked).
 ///
 /// # Safety
 /// As `edgeguard_header_set_find_internal`.
-unsafe fn find(
+pub(super) unsafe fn find(
     set: *const edgeguard_header_set,
     headers: *const edgeguard_header,
     headers_len: usize,

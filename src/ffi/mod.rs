@@ -14,6 +14,7 @@ use std::ffi::{c_char, CStr};
 #[macro_use]
 mod boundary;
 
+pub mod access;
 pub mod challenge;
 pub mod config;
 pub mod headers;

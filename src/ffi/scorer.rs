@@ -219,19 +219,12 @@ pub unsafe extern "C" fn edgeguard_scorer_score(
 ) -> edgeguard_result {
     ffi_panic_boundary! {
         try_non_null!(scorer, request, out_scores);
-        let (scorer, request) = (&(*scorer).scorer, &*request);
-        if request.headers.is_null() && request.headers_len != 0 {
-            return edgeguard_result::NullParameter;
-        }
-        let Ok(http_version) = u16::try_from(request.http_version) else {
-            return edgeguard_result::InvalidArgument;
+        let (scorer, request) = (&*scorer, &*request);
+        let (req, _) = match checked_request(request) {
+            Ok(req) => req,
+            Err(code) => return code,
         };
-        // Both lengths are checked before a slice is made of them: a length
-        // no array can have makes the slice itself undefined behaviour.
-        if request.headers_len > u32::MAX as usize {
-            return edgeguard_result::InvalidArgument;
-        }
-        let expected = scorer.model_count();
+        let expected = scorer.scorer.model_count();
         if n != expected {
             return if n < expected {
                 edgeguard_result::BufferTooSmall
@@ -239,30 +232,71 @@ pub unsafe extern "C" fn edgeguard_scorer_score(
                 edgeguard_result::InvalidArgument
             };
         }
-        let headers: &[edgeguard_header] = if request.headers_len == 0 {
-            &[]
-        } else {
-            std::slice::from_raw_parts(request.headers, request.headers_len)
-        };
-        // SAFETY: the caller guarantees every string points to its bytes
-        // for the duration of this call, which is the request's lifetime.
-        let req = Request::new(
-            request.method.as_bytes(),
-            request.uri.as_bytes(),
-            http_version,
-            request.client_addr.as_bytes(),
-            Header::from_c(headers),
-        );
-        let out = std::slice::from_raw_parts_mut(out_scores, n);
-        match scorer.score(&req, out) {
-            Ok(()) => edgeguard_result::Ok,
-            Err(ScoreError::OutputLen { expected, got }) if got < expected => {
-                edgeguard_result::BufferTooSmall
-            }
-            Err(ScoreError::OutputLen { .. }) => edgeguard_result::InvalidArgument,
-            // The scorer checked every model's inputs at load; reaching
-            // this is a bug, reported like a caught panic.
-            Err(ScoreError::Model { .. }) => edgeguard_result::Panic,
+        score(scorer, &req, std::slice::from_raw_parts_mut(out_scores, n))
+    }
+}
+
+/// The request's fields as the core reads them (and its headers), after the checks every
+/// scoring export makes: `NullParameter` for a null `headers` with a
+/// non-zero `headers_len`, `InvalidArgument` for an `http_version` outside
+/// `0..=65535` or a `headers_len` above `UINT32_MAX`.
+///
+/// # Safety
+/// `request`'s strings and headers point to their stated number of readable
+/// bytes for `'a`.
+pub(super) unsafe fn checked_request<'a>(
+    request: &'a edgeguard_request,
+) -> Result<(Request<'a>, &'a [Header<'a>]), edgeguard_result> {
+    if request.headers.is_null() && request.headers_len != 0 {
+        return Err(edgeguard_result::NullParameter);
+    }
+    let Ok(http_version) = u16::try_from(request.http_version) else {
+        return Err(edgeguard_result::InvalidArgument);
+    };
+    // The length is checked before a slice is made of it: a length no
+    // array can have makes the slice itself undefined behaviour.
+    if request.headers_len > u32::MAX as usize {
+        return Err(edgeguard_result::InvalidArgument);
+    }
+    let headers: &[edgeguard_header] = if request.headers_len == 0 {
+        &[]
+    } else {
+        std::slice::from_raw_parts(request.headers, request.headers_len)
+    };
+    // SAFETY: the caller guarantees every string points to its bytes for
+    // 'a, the call's duration, which is within the request's lifetime.
+    let headers = Header::from_c(headers);
+    let req = Request::new(
+        request.method.as_bytes(),
+        request.uri.as_bytes(),
+        http_version,
+        request.client_addr.as_bytes(),
+        headers,
+    );
+    Ok((req, headers))
+}
+
+/// Scores `req` into `out` (one slot per model) and says how it went.
+pub(super) fn score(
+    scorer: &edgeguard_scorer,
+    req: &Request<'_>,
+    out: &mut [f64],
+) -> edgeguard_result {
+    match scorer.scorer.score(req, out) {
+        Ok(()) => edgeguard_result::Ok,
+        Err(ScoreError::OutputLen { expected, got }) if got < expected => {
+            edgeguard_result::BufferTooSmall
         }
+        Err(ScoreError::OutputLen { .. }) => edgeguard_result::InvalidArgument,
+        // The scorer checked every model's inputs at load; reaching this is
+        // a bug, reported like a caught panic.
+        Err(ScoreError::Model { .. }) => edgeguard_result::Panic,
+    }
+}
+
+impl edgeguard_scorer {
+    /// How many models the scorer holds.
+    pub(super) fn model_count(&self) -> usize {
+        self.scorer.model_count()
     }
 }

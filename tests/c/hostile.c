@@ -1261,6 +1261,197 @@ static void test_tls_hostile(void) {
     CHECK(strcmp(edgeguard_tls_family_name(INT32_MIN), "unknown") == 0, "family INT32_MIN");
 }
 
+/* A deterministic pseudo-random stream (the requests stay reproducible). */
+static uint32_t rng_state = 12345;
+static uint32_t rng(void) {
+    rng_state = rng_state * 1664525u + 1013904223u;
+    return rng_state >> 8;
+}
+
+/* edgeguard_access: the one call of the Rust engine's access(). Nulls and
+ * lengths are refused with nothing written; on random hostile requests
+ * (any byte in names and values, repeats, 0 to 150 headers, addresses of
+ * every length) its answer equals find_checked + scorer_score +
+ * policy_decide on the same request, with the exact score header
+ * spelling left off the clear list when scored. */
+static void test_access_hostile(void) {
+    static const char list[] = "x-user-id\nx-internal-*\n";
+    edgeguard_header_set *base = NULL, *set = NULL;
+    char err[512] = "";
+    CHECK_CODE(parse_list(list, sizeof list - 1, NULL, &base, NULL, 0), EDGEGUARD_RESULT_OK, "list");
+    CHECK_CODE(edgeguard_header_set_extend(base, (const uint8_t *)"X-Bot-Score", 11, "s", &set, err, sizeof err),
+               EDGEGUARD_RESULT_OK, err);
+    edgeguard_scorer *s = shipped_scorer();
+    edgeguard_config *c = NULL;
+    const char *cj = "{\"models\": {\"bot\": \"b.json\", \"spoof\": \"s.json\"}, \"mode\": \"block\", "
+                     "\"thresholds\": {\"spoof\": 0.5}, \"allow\": [\"10.0.0.0/8\", \"2001:db8::/32\"]}";
+    CHECK_CODE(edgeguard_config_new((const uint8_t *)cj, strlen(cj), NULL, NULL, &c, err, sizeof err),
+               EDGEGUARD_RESULT_OK, err);
+    const char *names[] = {"bot", "spoof"};
+    double own[2] = {edgeguard_scorer_model_threshold(s, 0), edgeguard_scorer_model_threshold(s, 1)};
+    edgeguard_policy *p = NULL, *p1 = NULL;
+    CHECK_CODE(edgeguard_policy_new(c, names, own, 2, &p, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    CHECK_CODE(edgeguard_policy_new(c, names, own, 1, &p1, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    if (!set || !c || !p || !p1)
+        return;
+
+    edgeguard_header h[150];
+    edgeguard_request req = {str_of("GET", 3), str_of("/", 1), str_of("192.0.2.1", 9), 11, h, 0};
+    h[0] = (edgeguard_header){str_of("User-Agent", 10), str_of("curl/8.0", 8)};
+    h[1] = (edgeguard_header){str_of("X-Bot-Score", 11), str_of("bot=0", 5)};
+    h[2] = (edgeguard_header){str_of("x-user-id", 9), str_of("7", 1)};
+    req.headers_len = 3;
+    uint32_t clear[150];
+    double scores[2] = {-7, -7};
+    const uint8_t v4[4] = {192, 0, 2, 1};
+    edgeguard_access_out out, untouched;
+    memset(&untouched, 0x5a, sizeof untouched);
+    out = untouched;
+#define ACCESS(set_, scorer_, policy_, req_, keep_, klen_, addr_, alen_, clear_, ccap_, scores_, scap_, out_) \
+    edgeguard_access(set_, scorer_, policy_, req_, (const uint8_t *)(keep_), klen_, addr_, alen_, 1800000000, clear_, ccap_, \
+                     scores_, scap_, out_)
+    static const struct { edgeguard_result want; const char *what; } expect[] = {
+        {EDGEGUARD_RESULT_NULL_PARAMETER, "null policy"},
+        {EDGEGUARD_RESULT_NULL_PARAMETER, "null request"},
+        {EDGEGUARD_RESULT_NULL_PARAMETER, "null keep, length 11"},
+        {EDGEGUARD_RESULT_NULL_PARAMETER, "null addr, length 4"},
+        {EDGEGUARD_RESULT_NULL_PARAMETER, "SIZE_MAX keep length"},
+        {EDGEGUARD_RESULT_NULL_PARAMETER, "null clear with a set"},
+        {EDGEGUARD_RESULT_NULL_PARAMETER, "null scores with a scorer"},
+        {EDGEGUARD_RESULT_INVALID_ARGUMENT, "clear_cap below headers_len"},
+        {EDGEGUARD_RESULT_INVALID_ARGUMENT, "scores_cap below the model count"},
+        {EDGEGUARD_RESULT_INVALID_ARGUMENT, "policy of 1 model, scorer of 2"},
+        {EDGEGUARD_RESULT_INVALID_ARGUMENT, "policy of 2 models, no scorer"},
+    };
+    edgeguard_result got[sizeof expect / sizeof *expect] = {
+        ACCESS(set, s, NULL, &req, "X-Bot-Score", 11, v4, 4, clear, 150, scores, 2, &out),
+        ACCESS(set, s, p, NULL, "X-Bot-Score", 11, v4, 4, clear, 150, scores, 2, &out),
+        ACCESS(set, s, p, &req, NULL, 11, v4, 4, clear, 150, scores, 2, &out),
+        ACCESS(set, s, p, &req, "X-Bot-Score", 11, NULL, 4, clear, 150, scores, 2, &out),
+        ACCESS(set, s, p, &req, "X-Bot-Score", SIZE_MAX, v4, 4, clear, 150, scores, 2, &out),
+        ACCESS(set, s, p, &req, "X-Bot-Score", 11, v4, 4, NULL, 150, scores, 2, &out),
+        ACCESS(set, s, p, &req, "X-Bot-Score", 11, v4, 4, clear, 150, NULL, 2, &out),
+        ACCESS(set, s, p, &req, "X-Bot-Score", 11, v4, 4, clear, 2, scores, 2, &out),
+        ACCESS(set, s, p, &req, "X-Bot-Score", 11, v4, 4, clear, 150, scores, 1, &out),
+        ACCESS(set, s, p1, &req, "X-Bot-Score", 11, v4, 4, clear, 150, scores, 2, &out),
+        ACCESS(set, NULL, p, &req, "X-Bot-Score", 11, v4, 4, clear, 150, scores, 2, &out),
+    };
+    for (size_t i = 0; i < sizeof expect / sizeof *expect; i++)
+        CHECK_CODE(got[i], expect[i].want, expect[i].what);
+    CHECK_CODE(ACCESS(set, s, p, &req, "X-Bot-Score", 11, v4, 4, clear, 150, scores, 2, NULL),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "null out");
+    edgeguard_request bad = req;
+    bad.http_version = -1;
+    CHECK_CODE(ACCESS(set, s, p, &bad, NULL, 0, NULL, 0, clear, 150, scores, 2, &out), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "negative http_version");
+    bad = req;
+    bad.headers = NULL;
+    CHECK_CODE(ACCESS(set, s, p, &bad, NULL, 0, NULL, 0, clear, 150, scores, 2, &out), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "null headers, length 3");
+    bad = req;
+    bad.headers_len = SIZE_MAX;
+    CHECK_CODE(ACCESS(set, s, p, &bad, NULL, 0, NULL, 0, clear, SIZE_MAX, scores, 2, &out),
+               EDGEGUARD_RESULT_INVALID_ARGUMENT, "SIZE_MAX headers_len");
+    CHECK(memcmp(&out, &untouched, sizeof out) == 0, "out written on a refused call");
+    CHECK(scores[0] == -7 && scores[1] == -7, "scores written on a refused call");
+
+    /* The pieces the random requests are made of. */
+    static const char *pool[] = {"X-Bot-Score", "x-bot-score", "X_Bot_Score", "x-user-id", "X_USER_ID",
+                                 "x-internal-a", "X-Internal-(a", "x-internal-\xe9", "User-Agent", "Accept",
+                                 "Host", "sec-ch-ua", "Accept-Language", "", "x-internal-"};
+    static char bytes[150][24];
+    size_t agree = 0, scored = 0, kept = 0, allowed = 0, blocked = 0, unremovable = 0;
+    for (int round = 0; round < 400; round++) {
+        size_t n = rng() % 151;
+        if (round % 50 == 0)
+            n = 0;
+        for (size_t i = 0; i < n; i++) {
+            edgeguard_str key, value;
+            if (rng() % 4 == 0) {
+                size_t len = rng() % sizeof bytes[i];
+                for (size_t j = 0; j < len; j++)
+                    bytes[i][j] = (char)(rng() & 0xff);
+                key = str_of(bytes[i], len);
+            } else {
+                const char *k = pool[rng() % (sizeof pool / sizeof *pool)];
+                key = str_of(k, strlen(k));
+            }
+            value = rng() % 8 == 0 ? (edgeguard_str){-5, NULL} : str_of("curl/8.0 value", rng() % 15);
+            h[i] = (edgeguard_header){key, value};
+        }
+        req.headers_len = n;
+        req.http_version = (int)(rng() % 4 == 0 ? 20 : 11);
+        uint8_t addr[16];
+        size_t alen = (size_t[]){0, 4, 16, 7}[rng() % 4];
+        for (size_t j = 0; j < alen; j++)
+            addr[j] = (uint8_t)rng();
+        if (alen == 4 && rng() % 2)
+            addr[0] = 10;
+        if (alen == 16 && rng() % 2)
+            memcpy(addr, "\x20\x01\x0d\xb8", 4);
+        int with_scorer = rng() % 5 != 0;
+        edgeguard_policy *pol = p;
+        edgeguard_policy *p0 = NULL;
+        if (!with_scorer)
+            CHECK_CODE(edgeguard_policy_new(c, names, own, 0, &p0, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+        if (!with_scorer)
+            pol = p0;
+
+        out = untouched;
+        edgeguard_result r = ACCESS(set, with_scorer ? s : NULL, pol, &req, "X-Bot-Score", 11, alen ? addr : NULL,
+                                    alen, clear, 150, scores, 2, &out);
+        CHECK_CODE(r, EDGEGUARD_RESULT_OK, "random request");
+
+        uint32_t clear2[150];
+        size_t n2 = 0, m2 = 0, u2 = 0;
+        CHECK_CODE(edgeguard_header_set_find_checked(set, h, n, clear2, 150, &n2, &m2, &u2), EDGEGUARD_RESULT_OK,
+                   "find_checked");
+        double scores2[2] = {0, 0};
+        edgeguard_decision d;
+        if (with_scorer) {
+            CHECK_CODE(edgeguard_scorer_score(s, &req, scores2, 2), EDGEGUARD_RESULT_OK, "score");
+            CHECK_CODE(edgeguard_policy_decide(p, scores2, 2, alen ? addr : NULL, alen, &d), EDGEGUARD_RESULT_OK,
+                       "decide");
+        } else {
+            CHECK_CODE(edgeguard_policy_decide(p0, NULL, 0, alen ? addr : NULL, alen, &d), EDGEGUARD_RESULT_OK,
+                       "decide unscored");
+        }
+        /* The reference clear list: find_checked's, less the exact spelling when scored. */
+        size_t want_len = 0;
+        for (size_t i = 0; i < n2; i++) {
+            const edgeguard_str *k = &h[clear2[i]].key;
+            int exact = k->len == 11 && memcmp(k->data, "X-Bot-Score", 11) == 0;
+            if (with_scorer && exact) {
+                kept++;
+                continue;
+            }
+            clear2[want_len++] = clear2[i];
+        }
+        int same = out.clear_len == want_len && memcmp(clear, clear2, want_len * sizeof *clear) == 0 &&
+                   out.matched == m2 && out.unremovable == u2 && out.scores_len == (with_scorer ? 2u : 0u) &&
+                   out.score_result == EDGEGUARD_RESULT_OK && out.decision.action == d.action &&
+                   out.decision.model == d.model && out.decision.status == d.status && out.label.len == 0 &&
+                   (!with_scorer || memcmp(scores, scores2, sizeof scores) == 0);
+        CHECK(same, "round %d: access and the separate exports disagree (clear %zu/%zu, action %d/%d)", round,
+              out.clear_len, want_len, out.decision.action, d.action);
+        agree += same;
+        scored += with_scorer;
+        allowed += out.decision.action == EDGEGUARD_ACTION_ALLOW;
+        blocked += out.decision.action == EDGEGUARD_ACTION_BLOCK;
+        unremovable += out.unremovable > 0;
+        edgeguard_policy_free(p0);
+    }
+#undef ACCESS
+    CHECK(agree == 400 && scored > 200 && kept > 0 && allowed > 0 && blocked > 0 && unremovable > 0,
+          "access rounds: %zu agree, %zu scored, %zu kept, %zu allowed, %zu blocked, %zu unremovable", agree, scored,
+          kept, allowed, blocked, unremovable);
+    edgeguard_policy_free(p);
+    edgeguard_policy_free(p1);
+    edgeguard_config_free(c);
+    edgeguard_scorer_free(s);
+    edgeguard_header_set_free(set);
+    edgeguard_header_set_free(base);
+}
 
 /* ----------------------------------------- challenge and verified bots */
 
@@ -1506,8 +1697,9 @@ int main(int argc, char **argv) {
     test_scorer_introspection();
     test_scorer_score_hostile();
     test_config_hostile();
-    test_tls_hostile();
+    test_access_hostile();
     test_challenge_hostile();
+    test_tls_hostile();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

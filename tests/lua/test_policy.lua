@@ -193,4 +193,44 @@ T.test("decide allocates nothing once the loop is compiled", function()
     T.ok(grown < 1, "Lua heap grew by " .. grown .. " KiB over 20000 decisions")
 end)
 
+T.test("edgeguard_access from LuaJIT: the shim's handles, Lua strings, one call", function()
+    local header_set = require "resty.edgeguard.header_set"
+    local scorer_mod = require "resty.edgeguard.scorer"
+    local list = assert(header_set.parse(lib, "x-internal-user-id\n", "t"))
+    local set = assert(list:extend("X-Bot-Score", "score_header"))
+    local cfg = assert(config{ models = { bot = "models/bot.json", spoof = "models/spoof.json" }, mode = "block" })
+    local scorer = assert(scorer_mod.load(lib, cfg.options.models))
+    local p = cfg:policy(scorer.names, scorer.thresholds)
+    local headers = T.header_array{
+        { "User-Agent", "curl/8.1.2" }, { "X-Bot-Score", "bot=0" }, { "x-internal-user-id", "1" },
+        { "x_bot_score", "bot=0" }, { "Accept", "*/*" },
+    }
+    local req = ffi.new("edgeguard_request")
+    req.method.data, req.method.len = "GET", 3
+    req.uri.data, req.uri.len = "/", 1
+    req.client_addr.data, req.client_addr.len = "192.0.2.1", 9
+    req.http_version = 11
+    req.headers, req.headers_len = headers, 5
+    local clear = ffi.new("uint32_t[5]")
+    local out = ffi.new("edgeguard_access_out[1]")
+    local rc = lib.edgeguard_access(set.handle, scorer.handle, p.handle, req, "X-Bot-Score", 11, nil, 0, 1800000000,
+                                    clear, 5, scorer.out, scorer.n, out)
+    T.eq(rc, 0)
+    local o = out[0]
+    T.eq(tonumber(o.clear_len), 2, "the internal header and the other spelling; the exact one stays")
+    T.eq(clear[0], 2)
+    T.eq(clear[1], 3)
+    T.eq(tonumber(o.matched), 1)
+    T.eq(tonumber(o.scores_len), 2)
+    T.eq(policy.ACTIONS[tonumber(o.decision.action)], "block")
+    T.eq(o.decision.status, 403)
+    T.eq(o.label.len, 0)
+    local scores = scorer:scores_of_out()
+    T.eq(scores.bot, scorer:score(req).bot, "the same score as edgeguard_scorer_score")
+    -- Refused: a policy bound to another number of models than the scorer.
+    local p1 = cfg:policy({ "bot" })
+    T.eq(lib.edgeguard_access(set.handle, scorer.handle, p1.handle, req, nil, 0, nil, 0, 1800000000, clear, 5,
+                              scorer.out, scorer.n, out), 3)
+end)
+
 T.run()

@@ -151,6 +151,29 @@ typedef struct {
 
 typedef struct {
 
+  size_t clear_len;
+
+  size_t matched;
+
+  size_t unremovable;
+
+  size_t scores_len;
+
+  edgeguard_result score_result;
+
+  edgeguard_decision decision;
+
+  edgeguard_str label;
+
+  edgeguard_bot bot;
+
+  edgeguard_clearance clearance;
+
+  int32_t challenge_status;
+} edgeguard_access_out;
+
+typedef struct {
+
   edgeguard_decision decision;
 
   edgeguard_bot bot;
@@ -197,6 +220,21 @@ typedef struct {
 const char *edgeguard_version(void);
 
 const char *edgeguard_result_text(int result);
+
+edgeguard_result edgeguard_access(const edgeguard_header_set *set,
+                                  const edgeguard_scorer *scorer,
+                                  const edgeguard_policy *policy,
+                                  const edgeguard_request *request,
+                                  const uint8_t *keep,
+                                  size_t keep_len,
+                                  const uint8_t *addr,
+                                  size_t addr_len,
+                                  int64_t now,
+                                  uint32_t *clear,
+                                  size_t clear_cap,
+                                  double *scores,
+                                  size_t scores_cap,
+                                  edgeguard_access_out *out);
 
 const char *edgeguard_clearance_name(int c);
 

@@ -33,7 +33,8 @@ local type = type
 local ERRBUF_LEN = 512
 local errbuf = ffi_new("char[?]", ERRBUF_LEN)
 local config_out = ffi_new("edgeguard_config *[1]")
--- edgeguard_bot values -> names; the clearance names come from Rust.
+-- edgeguard_bot values -> the verdict names the shim uses (false: no claim);
+-- the clearance names come from Rust (clearance_names).
 local BOTS = { [0] = false, "verified", "fake" }
 local policy_out = ffi_new("edgeguard_policy *[1]")
 
@@ -47,7 +48,7 @@ local MAX_LOCATIONS = 1024
 local ACTIONS = { [0] = "pass", "allow", "log", "block", "unavailable",
                   "cleared", "challenge", "verified", "answer" }
 
-local _M = { _VERSION = "0.1.0", ACTIONS = ACTIONS }
+local _M = { _VERSION = "0.1.0", ACTIONS = ACTIONS, BOTS = BOTS }
 local config_mt = { __index = {} }
 local policy_mt = { __index = {} }
 local config_methods, policy_methods = config_mt.__index, policy_mt.__index
@@ -213,7 +214,6 @@ function config_methods.policy(self, names, own)
         handle = handle, lib = lib, n = n, names = names,
         scores = ffi_new("double[?]", n > 0 and n or 1), -- for decide_table
         out = ffi_new("edgeguard_decision[1]"),
-        rout = ffi_new("edgeguard_request_decision[1]"),
     }, policy_mt)
 end
 
@@ -235,40 +235,6 @@ function policy_methods.decide(self, scores, addr, addr_len)
         return ACTIONS[tonumber(d.action)], self.names[model + 1], d.threshold, d.status
     end
     return ACTIONS[tonumber(d.action)], nil, nil, d.status
-end
-
---- decide() with the request itself (an edgeguard_request cdata), for the
--- challenge and the verified bots: its cookie is verified and its bot
--- claim judged in the same call, at `now` (ngx.time()). The client address
--- is required. Returns decide()'s four values, then the bot verdict
--- ("verified", "fake" or false), the clearance code (0: no cookie; name it
--- with clearance_name) and the challenge page's status. The bot's name is
--- bot_name()'s. Allocates nothing.
-function policy_methods.decide_request(self, req, scores, addr, addr_len, now)
-    local out = self.rout
-    local rc = self.lib.edgeguard_policy_decide_request(self.handle, req, scores,
-                                                        scores and self.n or 0, addr,
-                                                        addr_len or 0, now, out)
-    if rc ~= 0 then
-        return nil, "edgeguard_policy_decide_request: "
-            .. ffi_string(self.lib.edgeguard_result_text(rc))
-    end
-    local o = out[0]
-    local d = o.decision
-    local model = d.model
-    local name, threshold
-    if model >= 0 then
-        name, threshold = self.names[model + 1], d.threshold
-    end
-    return ACTIONS[tonumber(d.action)], name, threshold, d.status, BOTS[tonumber(o.bot)],
-           tonumber(o.clearance), o.challenge_status
-end
-
---- The bot named by the last decide_request (a new string: only read it
--- when that call said there was one).
-function policy_methods.bot_name(self)
-    local s = self.rout[0].bot_name
-    return ffi_string(s.data, s.len)
 end
 
 --- The name of a clearance code ("accepted", "mac", ...), from Rust.

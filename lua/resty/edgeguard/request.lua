@@ -1,13 +1,14 @@
 -- The current nginx request as edgeguard's C types, without copying: header
--- pointers come from ngx_http_lua_ffi_req_get_headers, the method, URI,
--- protocol and client address from ngx_http_lua_ffi_var_get, all pointing
+-- pointers come from ngx_http_lua_ffi_req_get_headers, the method from
+-- ngx_http_lua_ffi_req_get_method_name, the URI, protocol and client
+-- address from ngx_http_lua_ffi_var_get, all pointing
 -- into nginx's request pool. Buffers are allocated once per worker and reused.
 --
 -- Only usable inside nginx's http subsystem.
 
 local ffi = require "ffi"
 local base = require "resty.core.base"
-require "resty.core.request" -- declares ngx_http_lua_ffi_table_elt_t
+require "resty.core.request" -- declares ngx_http_lua_ffi_table_elt_t, _req_get_method_name
 require "resty.core.var"     -- declares ngx_http_lua_ffi_var_get
 require "resty.core.misc"    -- declares ngx_http_lua_ffi_is_subrequest (edgeguard.lua calls it)
 require "resty.core.phase"   -- declares ngx_http_lua_ffi_get_phase (edgeguard.lua calls it)
@@ -27,6 +28,8 @@ local var_value = ffi_new("unsigned char *[1]")
 local var_lowcase = ffi_new("char[32]")
 local var_len = ffi_new("size_t[1]")
 local var_err = ffi_new("char *[1]")
+local method_name = ffi_new("unsigned char *[1]")
+local method_len = ffi_new("size_t[1]")
 
 -- One header buffer per worker, in edgeguard's element type and, through a
 -- cached cast, in nginx's identical one. Grown to the largest request seen.
@@ -62,19 +65,24 @@ function _M.headers(r)
     return hdr_buf, n
 end
 
--- Points `s` (an edgeguard_str) at the value of an nginx variable, in place.
-local function var_into(r, name, s)
-    local rc = C.ngx_http_lua_ffi_var_get(r, name, #name, var_lowcase, 0, var_value,
-                                         var_len, var_err)
+-- Points `s` (an edgeguard_str) at what an nginx FFI getter returned in
+-- `data[0]` and `len[0]`, in place; empty when it returned non-zero (a
+-- variable not found, -5, or without a value, -1), as the extractor treats
+-- a missing field.
+local function point(s, rc, data, len)
     if rc == 0 then
-        s.data = var_value[0]
-        s.len = var_len[0]
+        s.data = data[0]
+        s.len = len[0]
     else
-        -- Not found (-5) or no value (-1): an empty string, as the extractor
-        -- treats a missing field.
         s.data = nil
         s.len = 0
     end
+end
+
+-- Points `s` at the value of an nginx variable.
+local function var_into(r, name, s)
+    point(s, C.ngx_http_lua_ffi_var_get(r, name, #name, var_lowcase, 0, var_value, var_len, var_err),
+          var_value, var_len)
 end
 
 --- The current request as an edgeguard_request (a per-worker struct,
@@ -86,7 +94,10 @@ function _M.current(r)
     end
     req.headers = headers
     req.headers_len = n
-    var_into(r, "request_method", req.method)
+    -- The method through its own FFI call (no variable lookup): the
+    -- request's method name, $request_method for a main request.
+    point(req.method, C.ngx_http_lua_ffi_req_get_method_name(r, method_name, method_len), method_name,
+          method_len)
     var_into(r, "request_uri", req.uri)
     var_into(r, "remote_addr", req.client_addr)
 

@@ -1,0 +1,204 @@
+//! C ABI for one request's whole job in one call: find the headers to strip,
+//! score, decide.
+//!
+//! The Lua shim's `access()` for the Rust engine fetches nginx's header
+//! array (no copy), calls `edgeguard_access` once, clears the headers it
+//! lists and applies the decision. The parts are the same code the separate
+//! exports run (`edgeguard_header_set_find_checked`,
+//! `edgeguard_scorer_score`, `edgeguard_policy_decide`), over one header
+//! array, with no heap allocation.
+
+use super::boundary::bytes;
+use super::challenge::{edgeguard_bot, edgeguard_clearance, request_decision};
+use super::config::{edgeguard_decision, edgeguard_policy};
+use super::edgeguard_result;
+use super::headers::{edgeguard_header_set, find};
+use super::scorer::{checked_request, edgeguard_request, edgeguard_scorer, score};
+use super::types::{edgeguard_str, Header};
+
+/// What `edgeguard_access` made of one request. Written whole on `Ok`.
+///
+/// Fields may be appended in later versions (new actions carry more, e.g.
+/// a verified bot's name in `label`); a caller allocates the struct from
+/// the header of the library it loads, so an appended field never reaches
+/// past its allocation.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct edgeguard_access_out {
+    /// How many indices were written to the caller's `clear` buffer: the
+    /// first header of each distinct name to clear (as
+    /// `edgeguard_header_set_find_internal` lists them), without those
+    /// spelled exactly as `keep` when the request was scored.
+    pub clear_len: usize,
+    /// Header entries the set matched, repeats counted (for a set extended
+    /// with score header names, only the internal list's own entries).
+    pub matched: usize,
+    /// How many of the matched entries nginx's Lua API cannot remove (names
+    /// that are not RFC 9110 tokens, see
+    /// `edgeguard_header_set_find_checked`). Non-zero: the caller refuses
+    /// the request rather than clear some and forward the rest.
+    pub unremovable: usize,
+    /// How many scores were written to the caller's `scores` buffer: the
+    /// scorer's model count, or 0 when the request went unscored (no
+    /// scorer, or scoring failed: `score_result` says why).
+    pub scores_len: usize,
+    /// `Ok`, or why scoring failed (the request is then decided unscored).
+    pub score_result: edgeguard_result,
+    /// The policy's decision (unscored: `Pass`, or `Unavailable` under
+    /// `fail_closed`).
+    pub decision: edgeguard_decision,
+    /// The verified bot the User-Agent claims (`bot` not `None`), empty
+    /// otherwise: memory the policy owns, valid while it lives.
+    pub label: edgeguard_str,
+    /// The verified bot the User-Agent claims, if any, and whether the
+    /// address agrees (`verified_bots`; a fake is flagged).
+    pub bot: edgeguard_bot,
+    /// What the clearance cookie said (`challenge_secret`).
+    pub clearance: edgeguard_clearance,
+    /// The challenge page's status (`challenge_status`; 0 without a
+    /// challenge): for the action `Challenge`.
+    pub challenge_status: i32,
+}
+
+/// Strips, scores and decides one request in one call.
+///
+/// - `set` (null: nothing to strip): the location's strip set, the internal
+///   list extended with the score header's names. Its matches over
+///   `request`'s headers go to `clear[0..out.clear_len]`; `clear_cap` must be
+///   at least `request->headers_len`.
+/// - `keep`/`keep_len` (null/0: none): the score header name the caller
+///   sets on a scored request; entries spelled exactly so are left out of
+///   `clear` then, since setting the header replaces them.
+/// - `scorer` (null: models not loaded, the request goes unscored): scores
+///   `request` as the client sent it into `scores[0..n]`, where `n` is the
+///   scorer's model count; `scores_cap` must be at least `n`. The policy must
+///   be bound to the scorer's models (the same count).
+/// - `policy`: decides from the scores, the request and `addr`/`addr_len`,
+///   the client address as nginx keeps it (`$binary_remote_addr`; null/0:
+///   in no `allow` block, no verified bot's prefix, no cookie's prefix), at
+///   `now`, the caller's Unix time (nginx's `ngx.time()`), as
+///   `edgeguard_policy_decide_request` does: the clearance cookie verified,
+///   a bot claim judged, the actions `Cleared`, `Challenge`, `Verified` and
+///   `Answer` besides `edgeguard_policy_decide`'s.
+///
+/// Returns `Ok` with `*out` written; `NullParameter` for a null `policy`,
+/// `request` or `out`, a null `clear` with a set, a null `scores` with a
+/// scorer, a null `keep` or `addr` with a non-zero length, or a null
+/// `headers` with a non-zero `headers_len`; `InvalidArgument` for a
+/// `clear_cap` below `headers_len`, a `scores_cap` below the model count, a
+/// policy bound to another number of models than the scorer holds, an
+/// `http_version` outside `0..=65535` or a `headers_len` above
+/// `UINT32_MAX`. On an error nothing is written. Never allocates; every
+/// handle is only read, so concurrent calls are safe.
+///
+/// # Safety
+/// `set`, `scorer` are null or live handles, `policy` a live policy;
+/// `request` points to a valid `edgeguard_request` whose strings and
+/// headers point to their stated number of readable bytes; `keep` and
+/// `addr` point to their lengths' bytes (or are null with length 0);
+/// `clear` points to `clear_cap` writable `uint32_t` and `scores` to
+/// `scores_cap` writable doubles (or they are null with a zero cap); `out`
+/// is writable.
+#[no_mangle]
+pub unsafe extern "C" fn edgeguard_access(
+    set: *const edgeguard_header_set,
+    scorer: *const edgeguard_scorer,
+    policy: *const edgeguard_policy,
+    request: *const edgeguard_request,
+    keep: *const u8,
+    keep_len: usize,
+    addr: *const u8,
+    addr_len: usize,
+    now: i64,
+    clear: *mut u32,
+    clear_cap: usize,
+    scores: *mut f64,
+    scores_cap: usize,
+    out: *mut edgeguard_access_out,
+) -> edgeguard_result {
+    ffi_panic_boundary! {
+        try_non_null!(policy, request, out);
+        let (policy, request) = (&*policy, &*request);
+        let (Some(keep), Some(client)) = (bytes(keep, keep_len), bytes(addr, addr_len)) else {
+            return edgeguard_result::NullParameter;
+        };
+        let (req, headers) = match checked_request(request) {
+            Ok(req) => req,
+            Err(code) => return code,
+        };
+        let scorer = scorer.as_ref();
+        let n = scorer.map_or(0, edgeguard_scorer::model_count);
+        if n != policy.model_count() {
+            return edgeguard_result::InvalidArgument;
+        }
+        if scorer.is_some() && scores.is_null() {
+            return edgeguard_result::NullParameter;
+        }
+        if scores_cap < n {
+            return edgeguard_result::InvalidArgument;
+        }
+        if !set.is_null() && clear.is_null() {
+            return edgeguard_result::NullParameter;
+        }
+        // The search first: it checks `clear_cap` before anything is written.
+        let found = if set.is_null() {
+            None
+        } else {
+            match find(set, request.headers, request.headers_len, clear, clear_cap) {
+                Ok(found) => Some(found),
+                Err(code) => return code,
+            }
+        };
+        let (score_result, scores_len) = match scorer {
+            Some(s) => {
+                let buf = std::slice::from_raw_parts_mut(scores, n);
+                match score(s, &req, buf) {
+                    edgeguard_result::Ok => (edgeguard_result::Ok, n),
+                    failed => (failed, 0),
+                }
+            }
+            None => (edgeguard_result::Ok, 0),
+        };
+        let given = (scores_len > 0).then(|| std::slice::from_raw_parts(scores.cast_const(), n));
+        let decided = match request_decision(policy, given, &req, client, now) {
+            Ok(d) => d,
+            Err(code) => return code,
+        };
+        let (mut clear_len, matched, unremovable) =
+            found.map_or((0, 0, 0), |f| (f.distinct, f.matched, f.unremovable));
+        if scores_len > 0 && !keep.is_empty() && clear_len > 0 {
+            let list = std::slice::from_raw_parts_mut(clear, clear_len);
+            clear_len = without_kept(headers, list, keep);
+        }
+        *out = edgeguard_access_out {
+            clear_len,
+            matched,
+            unremovable,
+            scores_len,
+            score_result,
+            decision: decided.decision,
+            label: decided.bot_name,
+            bot: decided.bot,
+            clearance: decided.clearance,
+            challenge_status: decided.challenge_status,
+        };
+        edgeguard_result::Ok
+    }
+}
+
+/// Compacts `clear` in place, dropping the indices of headers named exactly
+/// `keep`; returns the new length.
+fn without_kept(headers: &[Header<'_>], clear: &mut [u32], keep: &[u8]) -> usize {
+    let mut kept = 0;
+    for i in 0..clear.len() {
+        let index = clear[i];
+        let exact = headers
+            .get(index as usize)
+            .is_some_and(|h| h.name() == keep);
+        if !exact {
+            clear[kept] = index;
+            kept += 1;
+        }
+    }
+    kept
+}

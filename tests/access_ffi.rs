@@ -1,0 +1,585 @@
+//! `edgeguard_access`, called as the Lua shim calls it: one call finds the
+//! headers to clear, scores and decides, and agrees with the three separate
+//! exports it replaces; every pointer and length it refuses, refused with
+//! nothing written.
+
+mod access_support;
+
+use std::ptr::{null, null_mut};
+
+/// The caller's clock (nginx's ngx.time()): no cookie is judged here.
+const NOW: i64 = 1_800_000_000;
+
+use access_support::*;
+use edgeguard::ffi::access::*;
+use edgeguard::ffi::config::*;
+use edgeguard::ffi::edgeguard_result as R;
+use edgeguard::ffi::headers::*;
+use edgeguard::ffi::scorer::*;
+
+const BLOCK: &str = r#"{"models": {"bot": "b.json", "spoof": "s.json"}, "mode": "block", "status": 429,
+    "allow": ["10.0.0.0/8"]}"#;
+
+struct Call<'a> {
+    set: *const edgeguard_header_set,
+    scorer: *const edgeguard_scorer,
+    policy: *const edgeguard_policy,
+    keep: &'a [u8],
+    addr: &'a [u8],
+}
+
+fn call(
+    c: &Call<'_>,
+    req: &Req,
+    clear: &mut [u32],
+    scores: &mut [f64],
+) -> (R, edgeguard_access_out) {
+    let r = req.c();
+    let mut out = sentinel();
+    let rc = unsafe {
+        edgeguard_access(
+            c.set,
+            c.scorer,
+            c.policy,
+            &r,
+            if c.keep.is_empty() {
+                null()
+            } else {
+                c.keep.as_ptr()
+            },
+            c.keep.len(),
+            if c.addr.is_empty() {
+                null()
+            } else {
+                c.addr.as_ptr()
+            },
+            c.addr.len(),
+            NOW,
+            clear.as_mut_ptr(),
+            clear.len(),
+            scores.as_mut_ptr(),
+            scores.len(),
+            &mut out,
+        )
+    };
+    (rc, out)
+}
+
+#[test]
+fn one_call_agrees_with_find_score_and_decide() {
+    let set = strip_set("X-Bot-Score");
+    let scorer = scorer();
+    let (cfg, policy) = bound_policy(BLOCK, scorer, 2);
+    let req = bot_request();
+    let c = Call {
+        set,
+        scorer,
+        policy,
+        keep: b"X-Bot-Score",
+        addr: &[192, 0, 2, 7],
+    };
+    let (mut clear, mut scores) = (vec![0u32; req.len()], [0.0f64; 2]);
+    let (rc, out) = call(&c, &req, &mut clear, &mut scores);
+    assert_eq!(rc, R::Ok);
+
+    // The separate exports on the same request.
+    let r = req.c();
+    let (mut clear2, mut n, mut matched, mut unremovable) = (vec![0u32; req.len()], 0, 0, 0);
+    let rc = unsafe {
+        edgeguard_header_set_find_checked(
+            set,
+            r.headers,
+            r.headers_len,
+            clear2.as_mut_ptr(),
+            clear2.len(),
+            &mut n,
+            &mut matched,
+            &mut unremovable,
+        )
+    };
+    assert_eq!(rc, R::Ok);
+    let mut scores2 = [0.0f64; 2];
+    assert_eq!(
+        unsafe { edgeguard_scorer_score(scorer, &r, scores2.as_mut_ptr(), 2) },
+        R::Ok
+    );
+    let mut d = sentinel().decision;
+    let addr = [192u8, 0, 2, 7];
+    let rc =
+        unsafe { edgeguard_policy_decide(policy, scores2.as_ptr(), 2, addr.as_ptr(), 4, &mut d) };
+    assert_eq!(rc, R::Ok);
+
+    assert_eq!(out.scores_len, 2);
+    assert_eq!(out.score_result, R::Ok);
+    assert_eq!(
+        scores.map(f64::to_bits),
+        scores2.map(f64::to_bits),
+        "bit-identical scores"
+    );
+    assert!(scores[0] > 0.9, "curl scores as a bot: {}", scores[0]);
+    assert_eq!(
+        (out.decision.action, out.decision.model, out.decision.status),
+        (d.action, d.model, d.status)
+    );
+    assert_eq!(out.decision.action, edgeguard_action::Block);
+    assert_eq!(out.decision.status, 429);
+    assert_eq!(out.decision.threshold.to_bits(), d.threshold.to_bits());
+    assert_eq!((out.matched, out.unremovable), (matched, unremovable));
+    assert_eq!(
+        out.matched, 3,
+        "the internal entries, repeats counted, not the score header's"
+    );
+    assert_eq!(out.label.len, 0);
+    // The exact spelling of the score header stays (setting it replaces it);
+    // every other name is listed once.
+    assert_eq!(
+        n, 4,
+        "x-bot-score, x-internal-user-id, x_bot_score, x-debug-trace"
+    );
+    assert_eq!(&clear2[..n], &[2, 4, 5, 6]);
+    assert_eq!(&clear[..out.clear_len], &[4, 5, 6]);
+
+    // Allowlisted client: allowed, same scores.
+    let c10 = Call {
+        addr: &[10, 1, 2, 3],
+        ..c
+    };
+    let (rc, out) = call(&c10, &req, &mut clear, &mut scores);
+    assert_eq!((rc, out.decision.action), (R::Ok, edgeguard_action::Allow));
+    unsafe {
+        edgeguard_policy_free(policy);
+        edgeguard_config_free(cfg);
+        edgeguard_scorer_free(scorer);
+        edgeguard_header_set_free(set);
+    }
+}
+
+#[test]
+fn unscored_requests_keep_every_spelling_on_the_clear_list_and_fail_as_configured() {
+    let set = strip_set("X-Bot-Score");
+    let scorer = scorer();
+    let req = bot_request();
+    let (mut clear, mut scores) = (vec![0u32; req.len()], [0.0f64; 2]);
+    for (json, want) in [
+        (
+            r#"{"models": {"bot": "b.json"}, "fail_closed": true}"#,
+            edgeguard_action::Unavailable,
+        ),
+        (r#"{"models": {"bot": "b.json"}}"#, edgeguard_action::Pass),
+    ] {
+        let (cfg, policy) = bound_policy(json, scorer, 0);
+        let c = Call {
+            set,
+            scorer: null(),
+            policy,
+            keep: b"X-Bot-Score",
+            addr: &[],
+        };
+        let (rc, out) = call(&c, &req, &mut clear, &mut scores);
+        assert_eq!(rc, R::Ok);
+        assert_eq!(
+            (out.scores_len, out.decision.action, out.decision.model),
+            (0, want, -1)
+        );
+        assert!(out.decision.threshold.is_nan());
+        assert_eq!(
+            &clear[..out.clear_len],
+            &[2, 4, 5, 6],
+            "no score header will be set: all go"
+        );
+        unsafe {
+            edgeguard_policy_free(policy);
+            edgeguard_config_free(cfg);
+        }
+    }
+    // No set: nothing to clear, still scored and decided.
+    let (cfg, policy) = bound_policy(BLOCK, scorer, 2);
+    let c = Call {
+        set: null(),
+        scorer,
+        policy,
+        keep: b"",
+        addr: &[],
+    };
+    let (rc, out) = call(&c, &req, &mut [], &mut scores);
+    assert_eq!(
+        (rc, out.clear_len, out.matched, out.scores_len),
+        (R::Ok, 0, 0, 2)
+    );
+    assert_eq!(out.decision.action, edgeguard_action::Block);
+    unsafe {
+        edgeguard_policy_free(policy);
+        edgeguard_config_free(cfg);
+        edgeguard_scorer_free(scorer);
+        edgeguard_header_set_free(set);
+    }
+}
+
+#[test]
+fn names_nginx_cannot_remove_are_counted() {
+    let set = strip_set("X-Bot-Score");
+    let scorer = scorer();
+    let (cfg, policy) = bound_policy(BLOCK, scorer, 2);
+    let req = Req::new(&[
+        (b"User-Agent", b"curl/8"),
+        (b"X-Debug-(a", b"1"),
+        (b"X-Debug-\xe9", b"2"),
+        (b"X-Debug-ok", b"3"),
+    ]);
+    let (mut clear, mut scores) = (vec![0u32; req.len()], [0.0f64; 2]);
+    let c = Call {
+        set,
+        scorer,
+        policy,
+        keep: b"X-Bot-Score",
+        addr: &[],
+    };
+    let (rc, out) = call(&c, &req, &mut clear, &mut scores);
+    assert_eq!(rc, R::Ok);
+    assert_eq!((out.matched, out.unremovable), (3, 2));
+    unsafe {
+        edgeguard_policy_free(policy);
+        edgeguard_config_free(cfg);
+        edgeguard_scorer_free(scorer);
+        edgeguard_header_set_free(set);
+    }
+}
+
+#[test]
+fn bad_arguments_are_refused_and_nothing_is_written() {
+    let set = strip_set("X-Bot-Score");
+    let scorer = scorer();
+    let (cfg, policy) = bound_policy(BLOCK, scorer, 2);
+    let (cfg1, policy1) = bound_policy(BLOCK, scorer, 1);
+    let req = bot_request();
+    let r = req.c();
+    let (mut clear, mut scores) = (vec![0u32; req.len()], [0.0f64; 2]);
+    let mut out = sentinel();
+    let go = |set,
+              scorer,
+              policy: *const edgeguard_policy,
+              r: *const edgeguard_request,
+              keep: *const u8,
+              keep_len,
+              addr: *const u8,
+              addr_len,
+              clear: *mut u32,
+              clear_cap,
+              scores: *mut f64,
+              scores_cap,
+              out| unsafe {
+        edgeguard_access(
+            set, scorer, policy, r, keep, keep_len, addr, addr_len, NOW, clear, clear_cap, scores,
+            scores_cap, out,
+        )
+    };
+    let (cl, sc, o) = (
+        clear.as_mut_ptr(),
+        scores.as_mut_ptr(),
+        &mut out as *mut edgeguard_access_out,
+    );
+    let n = req.len();
+    let cases: Vec<(&str, R, R)> = vec![
+        (
+            "null policy",
+            go(
+                set,
+                scorer,
+                null(),
+                &r,
+                null(),
+                0,
+                null(),
+                0,
+                cl,
+                n,
+                sc,
+                2,
+                o,
+            ),
+            R::NullParameter,
+        ),
+        (
+            "null request",
+            go(
+                set,
+                scorer,
+                policy,
+                null(),
+                null(),
+                0,
+                null(),
+                0,
+                cl,
+                n,
+                sc,
+                2,
+                o,
+            ),
+            R::NullParameter,
+        ),
+        (
+            "null out",
+            go(
+                set,
+                scorer,
+                policy,
+                &r,
+                null(),
+                0,
+                null(),
+                0,
+                cl,
+                n,
+                sc,
+                2,
+                null_mut(),
+            ),
+            R::NullParameter,
+        ),
+        (
+            "null keep, length 3",
+            go(
+                set,
+                scorer,
+                policy,
+                &r,
+                null(),
+                3,
+                null(),
+                0,
+                cl,
+                n,
+                sc,
+                2,
+                o,
+            ),
+            R::NullParameter,
+        ),
+        (
+            "null addr, length 4",
+            go(
+                set,
+                scorer,
+                policy,
+                &r,
+                null(),
+                0,
+                null(),
+                4,
+                cl,
+                n,
+                sc,
+                2,
+                o,
+            ),
+            R::NullParameter,
+        ),
+        (
+            "null clear with a set",
+            go(
+                set,
+                scorer,
+                policy,
+                &r,
+                null(),
+                0,
+                null(),
+                0,
+                null_mut(),
+                n,
+                sc,
+                2,
+                o,
+            ),
+            R::NullParameter,
+        ),
+        (
+            "null scores with a scorer",
+            go(
+                set,
+                scorer,
+                policy,
+                &r,
+                null(),
+                0,
+                null(),
+                0,
+                cl,
+                n,
+                null_mut(),
+                2,
+                o,
+            ),
+            R::NullParameter,
+        ),
+        (
+            "clear too small",
+            go(
+                set,
+                scorer,
+                policy,
+                &r,
+                null(),
+                0,
+                null(),
+                0,
+                cl,
+                n - 1,
+                sc,
+                2,
+                o,
+            ),
+            R::InvalidArgument,
+        ),
+        (
+            "scores too small",
+            go(
+                set,
+                scorer,
+                policy,
+                &r,
+                null(),
+                0,
+                null(),
+                0,
+                cl,
+                n,
+                sc,
+                1,
+                o,
+            ),
+            R::InvalidArgument,
+        ),
+        (
+            "policy of 1 model, scorer of 2",
+            go(
+                set,
+                scorer,
+                policy1,
+                &r,
+                null(),
+                0,
+                null(),
+                0,
+                cl,
+                n,
+                sc,
+                2,
+                o,
+            ),
+            R::InvalidArgument,
+        ),
+        (
+            "policy of 2 models, no scorer",
+            go(
+                set,
+                null(),
+                policy,
+                &r,
+                null(),
+                0,
+                null(),
+                0,
+                cl,
+                n,
+                sc,
+                2,
+                o,
+            ),
+            R::InvalidArgument,
+        ),
+        (
+            "keep length no array has",
+            go(
+                set,
+                scorer,
+                policy,
+                &r,
+                b"x".as_ptr(),
+                usize::MAX,
+                null(),
+                0,
+                cl,
+                n,
+                sc,
+                2,
+                o,
+            ),
+            R::NullParameter,
+        ),
+    ];
+    for (what, got, want) in cases {
+        assert_eq!(got, want, "{what}");
+    }
+    let mut bad = req.c();
+    bad.http_version = 70000;
+    assert_eq!(
+        go(
+            set,
+            scorer,
+            policy,
+            &bad,
+            null(),
+            0,
+            null(),
+            0,
+            cl,
+            n,
+            sc,
+            2,
+            o
+        ),
+        R::InvalidArgument
+    );
+    bad = req.c();
+    bad.headers = null();
+    assert_eq!(
+        go(
+            set,
+            scorer,
+            policy,
+            &bad,
+            null(),
+            0,
+            null(),
+            0,
+            cl,
+            n,
+            sc,
+            2,
+            o
+        ),
+        R::NullParameter
+    );
+    bad.headers_len = usize::MAX;
+    bad.headers = req.c().headers;
+    assert_eq!(
+        go(
+            set,
+            scorer,
+            policy,
+            &bad,
+            null(),
+            0,
+            null(),
+            0,
+            cl,
+            usize::MAX,
+            sc,
+            2,
+            o
+        ),
+        R::InvalidArgument
+    );
+    assert_eq!(out.clear_len, 777, "nothing written on an error");
+    assert_eq!(out.decision.model, 77);
+    unsafe {
+        edgeguard_policy_free(policy);
+        edgeguard_policy_free(policy1);
+        edgeguard_config_free(cfg);
+        edgeguard_config_free(cfg1);
+        edgeguard_scorer_free(scorer);
+        edgeguard_header_set_free(set);
+    }
+}
