@@ -231,7 +231,8 @@ EDGEGUARD_CONFIG ?= $(DATADIR)/edgeguard.json
 EDGEGUARD_MODELS ?= models
 LUA_MODULES := $(shell cd lua && find resty -name '*.lua' | LC_ALL=C sort)
 DATA_FILES := edgeguard.json internal-headers.txt models/bot.json models/spoof.json \
-              nginx/edgeguard.conf nginx/edgeguard-metrics.conf nginx/log-format.conf
+              nginx/edgeguard.conf nginx/edgeguard-metrics.conf nginx/log-format.conf \
+              nginx/log-format-challenge.conf
 INSTALL ?= install
 
 .PHONY: install uninstall deb test-deb test-rockspec
@@ -247,7 +248,8 @@ install: build
 	done
 	$(INSTALL) -m 644 models/bot.json models/spoof.json $(DESTDIR)$(DATADIR)/models/
 	$(INSTALL) -m 644 nginx-conf/internal-headers.txt $(DESTDIR)$(DATADIR)/internal-headers.txt
-	$(INSTALL) -m 644 nginx-conf/log-format.conf packaging/nginx/edgeguard-metrics.conf $(DESTDIR)$(DATADIR)/nginx/
+	$(INSTALL) -m 644 nginx-conf/log-format.conf nginx-conf/log-format-challenge.conf \
+	  packaging/nginx/edgeguard-metrics.conf $(DESTDIR)$(DATADIR)/nginx/
 	sed 's|@MODELS@|$(EDGEGUARD_MODELS)|g' packaging/edgeguard.json.in > $(DESTDIR)$(DATADIR)/edgeguard.json
 	sed 's|@CONFIG@|$(EDGEGUARD_CONFIG)|g' packaging/nginx/edgeguard.conf.in > $(DESTDIR)$(DATADIR)/nginx/edgeguard.conf
 	chmod 644 $(DESTDIR)$(DATADIR)/edgeguard.json $(DESTDIR)$(DATADIR)/nginx/edgeguard.conf

@@ -37,7 +37,8 @@ def expected_tree(prefix):
     for m in LUA_MODULES:
         tree[f"{prefix}/share/lua/5.1/{m}"] = 0o644
     for f in ("edgeguard.json", "internal-headers.txt", "models/bot.json", "models/spoof.json",
-              "nginx/edgeguard.conf", "nginx/edgeguard-metrics.conf", "nginx/log-format.conf"):
+              "nginx/edgeguard.conf", "nginx/edgeguard-metrics.conf", "nginx/log-format.conf",
+              "nginx/log-format-challenge.conf"):
         tree[f"{prefix}/share/edgeguard/{f}"] = 0o644
     return {k.lstrip("/"): v for k, v in tree.items()}
 
