@@ -114,9 +114,14 @@ def page_nonce(body):
     return nonce.group(1), int(nonce.group(2))
 
 
-def request(port, headers, target="/", method="GET", addr=None):
+def request(port, headers, target="/", method="GET", addr=None, tls=False):
     """Sends exactly these headers (plus X-Real-IP when addr is given)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    if tls:
+        import ssl
+        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=10,
+                                           context=ssl._create_unverified_context())
+    else:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
         conn.putrequest(method, target, skip_host=True, skip_accept_encoding=True)
         for name, value in headers:
@@ -135,7 +140,7 @@ def header(headers, name):
     return [v for k, v in headers if k.lower() == name.lower()]
 
 
-def conf(port, metrics_port, secret, bots, log):
+def conf(port, metrics_port, secret, bots, log, tls_port, cert_dir):
     return nginx_preamble() + f"""
     large_client_header_buffers 4 32k;
     {METRICS_DICT}
@@ -157,6 +162,9 @@ def conf(port, metrics_port, secret, bots, log):
     init_worker_by_lua_block {{ require("resty.edgeguard").init_worker() }}
     server {{
         listen 127.0.0.1:{port};
+        listen 127.0.0.1:{tls_port} ssl;
+        ssl_certificate {cert_dir}/cert.pem;
+        ssl_certificate_key {cert_dir}/key.pem;
         set_real_ip_from 127.0.0.1;
         real_ip_header X-Real-IP;
         set $edgeguard_request_headers "";
@@ -194,8 +202,13 @@ class Edge:
         shutil.copy(BOTS, self.bots)
         shutil.copy(BOTS.parent / "googlebot.json", self.dir / "googlebot.json")
         self.log = self.dir / "access.jsonl"
-        self.port, self.metrics_port = free_port(), free_port()
-        self.nginx = Nginx(conf(self.port, self.metrics_port, self.secret, self.bots, self.log))
+        self.port, self.metrics_port, self.tls_port = free_port(), free_port(), free_port()
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                        "-nodes", "-days", "2", "-subj", "/CN=localhost", "-keyout", self.dir / "key.pem",
+                        "-out", self.dir / "cert.pem"], check=True, capture_output=True, timeout=60)
+        os.chmod(self.dir / "key.pem", 0o644)
+        self.nginx = Nginx(conf(self.port, self.metrics_port, self.secret, self.bots, self.log,
+                                self.tls_port, self.dir))
         self.nginx.start(self.port)
 
     def get(self, headers, target="/", addr=None, method="GET"):
@@ -459,3 +472,18 @@ def test_replay_judges_as_nginx_did(edge):
     out = subprocess.run([str(EDGEGUARD), "replay", "--config", str(cfg), "--output", "-",
                           "--no-progress", str(log)], capture_output=True, text=True, check=True)
     assert {json.loads(l)["action"] for l in out.stdout.splitlines()} == {"challenge"}
+
+
+def test_the_cookie_is_secure_over_tls(edge):
+    addr = "198.51.100.40"
+    status, _, body = request(edge.tls_port, HEADLESS, "/tls", addr=addr, tls=True)
+    assert status == 403
+    nonce, difficulty = page_nonce(body)
+    target = f"/.edgeguard/challenge?n={nonce}&c={solve(nonce, difficulty)}&r=%2Ftls"
+    status, resp, _ = request(edge.tls_port, HEADLESS, target, addr=addr, tls=True)
+    assert status == 303
+    attrs = [a.strip() for a in header(resp, "Set-Cookie")[0].split(";")]
+    assert "Secure" in attrs and "HttpOnly" in attrs and "SameSite=Lax" in attrs
+    cookie = attrs[0]
+    status, _, body = request(edge.tls_port, with_cookie(HEADLESS, cookie), "/tls", addr=addr, tls=True)
+    assert (status, body) == (200, b"origin: cleared \n")

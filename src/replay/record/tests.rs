@@ -149,6 +149,37 @@ fn the_tls_fingerprint_is_an_optional_field() {
 }
 
 #[test]
+fn the_challenge_fields_are_optional() {
+    let mut s = Scratch::default();
+    let with = br#"{"client":"192.0.2.7","method":"GET","uri":"/","version":"HTTP/1.1","headers":"[]","edgeguard_action":"cleared","edgeguard_time":"1796127936","edgeguard_verified_bot":"Googlebot"}"#;
+    let p = parse(with, &mut s).unwrap();
+    assert_eq!(p.time, Some(1_796_127_936));
+    assert_eq!(p.live_action, Some(Action::Cleared));
+    assert_eq!(p.live_score("time"), None, "not read as a model's score");
+    assert_eq!(p.live_score("verified_bot"), None);
+    assert!(paths_agree(with).unwrap(), "the scanner reads it");
+    for line in [
+        &br#"{"method":"GET","uri":"/","version":"1.1","edgeguard_time":""}"#[..],
+        br#"{"method":"GET","uri":"/","version":"1.1","edgeguard_time":"-","edgeguard_verified_bot":""}"#,
+        br#"{"method":"GET","uri":"/","version":"1.1"}"#,
+    ] {
+        assert_eq!(parse(line, &mut s).unwrap().time, None);
+        assert!(paths_agree(line).unwrap());
+    }
+    for bad in [
+        &br#"{"method":"GET","uri":"/","version":"1.1","edgeguard_time":"soon"}"#[..],
+        br#"{"method":"GET","uri":"/","version":"1.1","edgeguard_time":"-5"}"#,
+        br#"{"method":"GET","uri":"/","version":"1.1","edgeguard_time":"99999999999999999999"}"#,
+    ] {
+        let e = parse(bad, &mut s).unwrap_err().to_string();
+        assert!(
+            e.contains("edgeguard_time") && e.contains("not Unix seconds"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
 fn the_scratch_is_reused_across_lines() {
     let mut s = Scratch::default();
     let first = parse(LOG_LINE.as_bytes(), &mut s)
