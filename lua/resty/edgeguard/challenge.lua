@@ -34,7 +34,9 @@ function _M.serve_page(lib, policy, req, addr, addr_len, now, status)
     h["Content-Type"] = "text/html; charset=utf-8"
     h["Cache-Control"] = "no-store"
     h["X-Robots-Tag"] = "noindex"
-    ngx.print(ffi_string(page_buf, len_out[0]))
+    local body = ffi_string(page_buf, len_out[0])
+    h["Content-Length"] = #body
+    ngx.print(body)
     return ngx.exit(ngx.HTTP_OK)
 end
 
