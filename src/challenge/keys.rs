@@ -11,6 +11,11 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+
+pub(crate) type HmacSha256 = Hmac<Sha256>;
+
 /// The shortest key accepted, in bytes: SHA-256's output size, below which
 /// an HMAC key adds no strength (RFC 2104, section 3).
 pub const MIN_KEY_BYTES: usize = 32;
@@ -21,16 +26,38 @@ pub const MAX_KEY_BYTES: usize = 64;
 /// first, so the count bounds the work a forged cookie costs.
 pub const MAX_KEYS: usize = 8;
 
-/// One key's bytes, inline (no heap per key).
-#[derive(Clone, PartialEq, Eq)]
+/// One key's bytes, inline (no heap per key), and the HMAC state keyed
+/// with it: a MAC starts from a copy of it, saving the two SHA-256 blocks
+/// of the padded key on every cookie checked.
+#[derive(Clone)]
 pub(crate) struct Key {
     bytes: [u8; MAX_KEY_BYTES],
     len: u8,
+    keyed: HmacSha256,
 }
 
+impl PartialEq for Key {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for Key {}
+
 impl Key {
+    fn new(bytes: [u8; MAX_KEY_BYTES], len: u8) -> Key {
+        let keyed = HmacSha256::new_from_slice(&bytes[..usize::from(len)])
+            .expect("HMAC takes any key length");
+        Key { bytes, len, keyed }
+    }
+
     pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.bytes[..usize::from(self.len)]
+    }
+
+    /// A MAC keyed with this key, nothing fed to it yet.
+    pub(crate) fn mac(&self) -> HmacSha256 {
+        self.keyed.clone()
     }
 }
 
@@ -105,16 +132,14 @@ impl Keys {
                     "key too long: {len} bytes, at most {MAX_KEY_BYTES}"
                 )));
             }
-            let mut key = Key {
-                bytes: [0; MAX_KEY_BYTES],
-                len: len as u8,
-            };
+            let mut bytes = [0; MAX_KEY_BYTES];
             for (j, pair) in line.chunks_exact(2).enumerate() {
                 match (hex_digit(pair[0]), hex_digit(pair[1])) {
-                    (Some(h), Some(l)) => key.bytes[j] = h << 4 | l,
+                    (Some(h), Some(l)) => bytes[j] = h << 4 | l,
                     _ => return Err(err("a key is hex digits only (0-9, a-f)")),
                 }
             }
+            let key = Key::new(bytes, len as u8);
             if keys.contains(&key) {
                 return Err(err("the same key twice"));
             }

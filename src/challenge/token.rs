@@ -21,12 +21,10 @@ use std::net::IpAddr;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use hmac::{Hmac, Mac};
+use hmac::Mac;
 use sha2::{Digest, Sha256};
 
-use super::keys::{Key, Keys};
-
-type HmacSha256 = Hmac<Sha256>;
+use super::keys::{HmacSha256, Key, Keys};
 
 /// Bytes of a token record.
 pub(crate) const TOKEN_BYTES: usize = 75;
@@ -165,8 +163,7 @@ impl Opened {
 }
 
 fn mac_of(key: &Key, record: &[u8]) -> HmacSha256 {
-    // Any key length is valid for HMAC; the keys are 32 to 64 bytes.
-    let mut mac = HmacSha256::new_from_slice(key.as_bytes()).expect("HMAC takes any key length");
+    let mut mac = key.mac();
     mac.update(DOMAIN);
     mac.update(&record[..SIGNED]);
     mac
