@@ -253,7 +253,7 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/edgeguard $(DESTDIR)$(LUA_CMODULE_DIR)/libedgeguard.so \
 	  $(DESTDIR)$(INCLUDEDIR)/edgeguard.h $(addprefix $(DESTDIR)$(LUA_MODULE_DIR)/,$(LUA_MODULES)) \
 	  $(addprefix $(DESTDIR)$(DATADIR)/,$(DATA_FILES))
-	-rmdir $(DESTDIR)$(LUA_MODULE_DIR)/resty/edgeguard/lua_engine $(DESTDIR)$(LUA_MODULE_DIR)/resty/edgeguard \
+	-rmdir $(DESTDIR)$(LUA_MODULE_DIR)/resty/edgeguard/legacy $(DESTDIR)$(LUA_MODULE_DIR)/resty/edgeguard \
 	  $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR)/nginx $(DESTDIR)$(DATADIR) 2>/dev/null
 
 # The Debian package (scripts/build-deb.sh says what goes where).

@@ -9,7 +9,7 @@ local ffi = require "ffi"
 local cjson = require "cjson"
 
 local lib = T.lib()
-local lua_engine = require "resty.edgeguard.lua_engine"
+local lua_engine = require "resty.edgeguard.legacy"
 local scorer = require "resty.edgeguard.scorer"
 
 -- The Lua engine computes feature schema 1: the legacy models, and the
@@ -216,7 +216,7 @@ T.test("internal header list: loaded, counted as the Rust header set, bad lists 
     T.ok(eng.headers and eng.headers.n > 10, "the shipped list is loaded")
     local header_set = require "resty.edgeguard.header_set"
     local set = assert(header_set.load(lib, list_path))
-    local lheaders = require "resty.edgeguard.lua_engine.headers"
+    local lheaders = require "resty.edgeguard.legacy.headers"
     -- Fixture requests plus internal headers in every spelling the rules allow.
     local extra = { { "X-Real-IP", "1.2.3.4" }, { "x_internal_user_id", "7" }, { "X-INTERNAL-USER-ID", "8" } }
     local total = 0

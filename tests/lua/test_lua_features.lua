@@ -12,7 +12,7 @@ package.path = "./tests/lua/?.lua;" .. package.path
 local T = require "harness"
 local ffi = require "ffi"
 local cjson = require "cjson"
-local features = require "resty.edgeguard.lua_engine.features"
+local features = require "resty.edgeguard.legacy.features"
 
 local LIB = assert(os.getenv("EDGEGUARD_LIB"), "set EDGEGUARD_LIB to libedgeguard.so")
 local BIN = os.getenv("EDGEGUARD_BIN") or (LIB:match("^(.*)/[^/]*$") or ".") .. "/edgeguard"

@@ -10,7 +10,7 @@ package.path = "./tests/lua/?.lua;" .. package.path
 local T = require "harness"
 local ffi = require "ffi"
 local cjson = require "cjson"
-local lheaders = require "resty.edgeguard.lua_engine.headers"
+local lheaders = require "resty.edgeguard.legacy.headers"
 local header_set = require "resty.edgeguard.header_set"
 
 local lib = T.lib()

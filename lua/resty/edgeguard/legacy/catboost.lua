@@ -1,4 +1,8 @@
--- CatBoost models in Lua: the "before" engine's evaluator.
+-- CatBoost models in Lua: the legacy engine's evaluator.
+--
+-- Part of the legacy engine, FROZEN: see resty/edgeguard/legacy.lua for what
+-- it is for. Not a second implementation to keep in step with Rust; its
+-- outputs are pinned by tests/fixtures/legacy/.
 --
 -- Loads the JSON export of a CatBoost model (`save_model(path, format="json")`)
 -- with lua-cjson and scores one document at a time, the way a Lua module on

@@ -1,13 +1,25 @@
--- The Lua engine: edgeguard's two jobs (internal header stripping and bot
--- scoring) done the way a Lua module on OpenResty does them, as the "before"
--- side of a Lua -> Rust migration. Shadow mode runs it next to the Rust
--- engine; its results must be the Rust engine's (same headers stripped, same
--- feature vectors, scores equal to 1e-9).
+-- The legacy engine (FROZEN): edgeguard's two jobs, internal header
+-- stripping and bot scoring, done the way a Lua module on OpenResty did them
+-- before the Rust library. It is the "before" of the Lua -> Rust migration
+-- and nothing more: `engine = "lua"` runs it alone, `engine = "shadow"` next
+-- to the Rust engine (resty.edgeguard.shadow counts where they disagree), so
+-- an operator can compare the two on real traffic before switching.
 --
---   local lua_engine = require "resty.edgeguard.lua_engine"
---   local eng = assert(lua_engine.new{
+-- Frozen means: it computes feature schema 1 only and reads the schema-1
+-- models (models/legacy/); it gets no new features, options or model
+-- formats. It is NOT a second implementation to keep in step with Rust:
+-- when the Rust engine changes, this one does not follow. What it must keep
+-- is its own behaviour, pinned by committed fixtures of its outputs
+-- (tests/fixtures/legacy/, made by scripts/gen-legacy-fixtures.lua, checked
+-- by tests/lua/test_legacy_fixtures.lua), and agreement with the Rust engine
+-- on the legacy models within shadow mode's tolerance (shadow.REL_TOLERANCE,
+-- tests/lua/test_lua_engine.lua, tests/e2e/test_shadow.py). Its error
+-- messages are its own wording; they name the file and the line or field.
+--
+--   local legacy = require "resty.edgeguard.legacy"
+--   local eng = assert(legacy.new{
 --       internal_headers = "/etc/edgeguard/internal-headers.txt",
---       models = { bot = "models/bot.json", spoof = "models/spoof.json" },
+--       models = { bot = "models/legacy/bot.json", spoof = "models/legacy/spoof.json" },
 --       lib = require("resty.edgeguard.lib").load(),
 --   })
 --   eng:read_request(req)             -- fills req from the current request
@@ -15,16 +27,15 @@
 --   local scores = eng:score_request(req)  -- { bot = 0.93, spoof = 0.12 }
 --
 -- Models are bound to the feature schema by the names they were trained
--- with, checked at load by the rules of the Rust scorer
--- (src/scorer/binding.rs), and scored in the Rust scorer's order (names
--- sorted by bytes). Categorical values are hashed by Rust's
--- edgeguard_cat_hash through the FFI (see catboost.lua for why); the rest is
--- Lua. Per request the engine reuses its tables: the feature tables, the
--- hashes, each model's inputs and the scores table.
+-- with and scored in byte order of their names (the order the Rust scorer
+-- used when this engine was frozen). Categorical values are hashed by the
+-- library's edgeguard_cat_hash through the FFI (see legacy/catboost.lua for
+-- why); the rest is Lua. Per request the engine reuses its tables: the
+-- feature tables, the hashes, each model's inputs and the scores table.
 
-local catboost = require "resty.edgeguard.lua_engine.catboost"
-local features = require "resty.edgeguard.lua_engine.features"
-local lheaders = require "resty.edgeguard.lua_engine.headers"
+local catboost = require "resty.edgeguard.legacy.catboost"
+local features = require "resty.edgeguard.legacy.features"
+local lheaders = require "resty.edgeguard.legacy.headers"
 
 local error = error
 local format = string.format
@@ -157,25 +168,25 @@ end
 -- line or JSON field).
 function _M.new(opts)
     if type(opts) ~= "table" then
-        error("lua_engine.new expects a table of options", 2)
+        error("legacy.new expects a table of options", 2)
     end
     for k in pairs(opts) do
         if k ~= "internal_headers" and k ~= "models" and k ~= "lib" then
-            error(format("lua_engine.new: unknown option '%s'", tostring(k)), 2)
+            error(format("legacy.new: unknown option '%s'", tostring(k)), 2)
         end
     end
     local headers_path, models = opts.internal_headers, opts.models
     if headers_path ~= nil and type(headers_path) ~= "string" then
-        error("lua_engine.new: 'internal_headers' must be a string, got " .. type(headers_path), 2)
+        error("legacy.new: 'internal_headers' must be a string, got " .. type(headers_path), 2)
     end
     if models ~= nil and type(models) ~= "table" then
-        error("lua_engine.new: 'models' must be a table of name = path, got " .. type(models), 2)
+        error("legacy.new: 'models' must be a table of name = path, got " .. type(models), 2)
     end
 
     local names = {}
     for name, path in pairs(models or {}) do
         if type(name) ~= "string" or type(path) ~= "string" then
-            error("lua_engine.new: 'models' must map model names (strings) to file paths (strings)", 2)
+            error("legacy.new: 'models' must map model names (strings) to file paths (strings)", 2)
         end
         names[#names + 1] = name
     end

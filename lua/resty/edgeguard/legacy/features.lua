@@ -1,4 +1,8 @@
--- Request features for bot scoring, in Lua: the "before" engine.
+-- Request features for bot scoring, in Lua: the legacy engine's.
+--
+-- Part of the legacy engine, FROZEN: see resty/edgeguard/legacy.lua for what
+-- it is for. Not a second implementation to keep in step with Rust; its
+-- outputs are pinned by tests/fixtures/legacy/.
 --
 -- The same 32 float and 12 categorical features as the Rust extractor
 -- (src/features/), written the way an OpenResty Lua module would compute
