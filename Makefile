@@ -74,6 +74,13 @@ test-lua: build
 	  EDGEGUARD_LIB=$(CURDIR)/$(RELEASE_LIB) $(LUAJIT) $$t; \
 	done
 
+# Rewrites tests/fixtures/legacy/: the frozen legacy engine's outputs, which
+# tests/lua/test_legacy_fixtures.lua holds it to. Only on purpose (a change
+# there is a change of the legacy engine); see tests/fixtures/legacy/README.md.
+.PHONY: legacy-fixtures
+legacy-fixtures: build
+	EDGEGUARD_LIB=$(CURDIR)/$(RELEASE_LIB) $(LUAJIT) scripts/gen-legacy-fixtures.lua
+
 # The hostile-input C program against include/edgeguard.h, under ASan + UBSan.
 test-c:
 	sh scripts/c-abi-test.sh
