@@ -1030,13 +1030,12 @@ local function count_below(borders, v)
     return lo - 1
 end
 
---- Scores one document: `floats[i]` is the model's float feature i (1-based,
--- NaN for a missing value), `cats[i]` CatBoost's hash of categorical feature
--- i (unsigned or signed 32-bit). Writes the raw formula values (one per
--- dimension) into `out` (default: a table reused by the model) and returns it.
-function Model:predict_raw(floats, cats, out)
-    local bins = self.bins
+-- predict_raw's phases. Each writes into the model's scratch tables and
+-- creates no Lua tables; the JIT compiles them into the caller's trace.
 
+-- Float and one-hot bins: slots 1..n of `bins`; returns the next free slot
+-- count.
+local function feature_bins(self, floats, cats, bins)
     local fs_feature, fs_nan, fs_borders = self.fs_feature, self.fs_nan, self.fs_borders
     local slot = 0
     for i = 1, #fs_feature do
@@ -1054,7 +1053,13 @@ function Model:predict_raw(floats, cats, out)
         slot = slot + 1
         bins[slot] = oh_index[i][tobit(cats[oh_cat[i]])] or 0
     end
+    return slot
+end
 
+-- CTR bins after slot `slot`: each CTR's projection hashed into a bucket key
+-- (once per run of CTRs on one projection), looked up in its table (once per
+-- run on one table), the bucket's precomputed value binarized.
+local function ctr_bins(self, cats, bins, slot)
     local ctr_proj, ctr_table = self.ctr_proj, self.ctr_table
     local ctr_values, ctr_missing, ctr_borders = self.ctr_values, self.ctr_missing, self.ctr_borders
     local proj_kind, proj_a, proj_b, tables = self.proj_kind, self.proj_a, self.proj_b, self.tables
@@ -1097,10 +1102,12 @@ function Model:predict_raw(floats, cats, out)
         slot = slot + 1
         bins[slot] = count_below(ctr_borders[i], value)
     end
+end
 
-    -- Conditions as 0 / 1 without branching on the data (min / max are SSE
-    -- instructions in compiled code): trees then read them without the side
-    -- exits a data-dependent `if` per level would cost.
+-- Conditions as 0 / 1 without branching on the data (min / max are SSE
+-- instructions in compiled code): trees then read them without the side
+-- exits a data-dependent `if` per level would cost.
+local function condition_bits(self, bins)
     local bits = self.bits
     local ge_slot, ge_thr = self.ge_slot, self.ge_thr
     local n_ge = #ge_slot
@@ -1111,10 +1118,13 @@ function Model:predict_raw(floats, cats, out)
     for c = 1, #eq_slot do
         bits[n_ge + c] = 1 - min(abs(bins[eq_slot[c]] - eq_thr[c]), 1)
     end
+    return bits
+end
 
+-- The sum of the trees' leaves into out[1..dimension], scaled and biased.
+local function sum_trees(self, bits, out)
     local split_cond, tree_depth, tree_leaf, leaves = self.split_cond, self.tree_depth, self.tree_leaf, self.leaves
     local dim = self.dimension
-    out = out or self.raw
     local level = 0
     if dim == 1 then
         local sum = 0
@@ -1150,6 +1160,17 @@ function Model:predict_raw(floats, cats, out)
         out[k] = scale * out[k] + bias[k]
     end
     return out
+end
+
+--- Scores one document: `floats[i]` is the model's float feature i (1-based,
+-- NaN for a missing value), `cats[i]` CatBoost's hash of categorical feature
+-- i (unsigned or signed 32-bit). Writes the raw formula values (one per
+-- dimension) into `out` (default: a table reused by the model) and returns it.
+function Model:predict_raw(floats, cats, out)
+    local bins = self.bins
+    local slot = feature_bins(self, floats, cats, bins)
+    ctr_bins(self, cats, bins, slot)
+    return sum_trees(self, condition_bits(self, bins), out or self.raw)
 end
 
 --- The model's score for one document (see predict_raw for the inputs): the
