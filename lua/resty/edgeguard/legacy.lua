@@ -77,7 +77,7 @@ function _M.cat_hash_function(lib)
     end
 end
 
--- The Rust scorer's checks of model names (src/scorer/mod.rs check_names).
+-- Model name checks (the Rust scorer's rules when this engine was frozen).
 local function check_names(names)
     if #names == 0 then
         return "no models given: a scorer needs at least one"
@@ -132,7 +132,8 @@ local function positions(names, what, at, other, other_is)
 end
 
 -- Binds a model's inputs to schema positions by name, as
--- src/scorer/binding.rs does; returns floats, cats or nil and the reason.
+-- the Rust scorer did when this engine was frozen; returns floats, cats or
+-- nil and the reason.
 local SCHEMA_KEY = "edgeguard.schema"
 
 local function bind(model)
@@ -161,37 +162,89 @@ local function bind(model)
     return floats, cats
 end
 
+-- new()'s misuse checks; raises at new()'s caller (level 3). Returns the
+-- list path, the models table and the model names in scoring order.
+local function check_options(opts)
+    if type(opts) ~= "table" then
+        error("legacy.new expects a table of options", 3)
+    end
+    for k in pairs(opts) do
+        if k ~= "internal_headers" and k ~= "models" and k ~= "lib" then
+            error(format("legacy.new: unknown option '%s'", tostring(k)), 3)
+        end
+    end
+    local headers_path, models = opts.internal_headers, opts.models
+    if headers_path ~= nil and type(headers_path) ~= "string" then
+        error("legacy.new: 'internal_headers' must be a string, got " .. type(headers_path), 3)
+    end
+    if models ~= nil and type(models) ~= "table" then
+        error("legacy.new: 'models' must be a table of name = path, got " .. type(models), 3)
+    end
+    local names = {}
+    for name, path in pairs(models or {}) do
+        if type(name) ~= "string" or type(path) ~= "string" then
+            error("legacy.new: 'models' must map model names (strings) to file paths (strings)", 3)
+        end
+        names[#names + 1] = name
+    end
+    sort(names) -- byte order of the names
+    return headers_path, models, names
+end
+
+-- Loads and binds self.names' models; sets the per-model tables and which
+-- categorical features are hashed per request (those some model reads).
+-- Returns true, or nil and the error.
+local function load_models(self, models, lib)
+    local bad = check_names(self.names)
+    if bad then
+        return nil, bad
+    end
+    if lib == nil then
+        local err
+        lib, err = require("resty.edgeguard.lib").load()
+        if not lib then
+            return nil, err
+        end
+    end
+    local cat_hash = _M.cat_hash_function(lib)
+    self.cat_hash = cat_hash
+    local used = {}
+    local bound = {}
+    for i, name in ipairs(self.names) do
+        local model, err = catboost.load(models[name], cat_hash)
+        if not model then
+            return nil, format("model `%s`: %s", name, err)
+        end
+        local floats, cats = bind(model)
+        if not floats then
+            return nil, format("model `%s`: %s: %s", name, model.source, cats)
+        end
+        for _, at in ipairs(cats) do
+            used[at] = true
+        end
+        self.models[name] = model
+        self.thresholds[name] = model.threshold
+        self.scores[name] = 0
+        bound[i] = { model = model, name = name, floats = floats, cats = cats,
+                     in_floats = {}, in_cats = {} }
+    end
+    local hashed = {}
+    for at = 1, #features.CAT_NAMES do
+        if used[at] then
+            hashed[#hashed + 1] = at
+        end
+    end
+    self.hashed, self.bound = hashed, bound
+    return true
+end
+
 --- Builds an engine. opts: internal_headers (path or nil), models
 -- ({ name = path } or nil), lib (the library from resty.edgeguard.lib, for
 -- edgeguard_cat_hash; loaded with the default search when nil and models
 -- are given). Returns the engine, or nil and an error naming the file (and
 -- line or JSON field).
 function _M.new(opts)
-    if type(opts) ~= "table" then
-        error("legacy.new expects a table of options", 2)
-    end
-    for k in pairs(opts) do
-        if k ~= "internal_headers" and k ~= "models" and k ~= "lib" then
-            error(format("legacy.new: unknown option '%s'", tostring(k)), 2)
-        end
-    end
-    local headers_path, models = opts.internal_headers, opts.models
-    if headers_path ~= nil and type(headers_path) ~= "string" then
-        error("legacy.new: 'internal_headers' must be a string, got " .. type(headers_path), 2)
-    end
-    if models ~= nil and type(models) ~= "table" then
-        error("legacy.new: 'models' must be a table of name = path, got " .. type(models), 2)
-    end
-
-    local names = {}
-    for name, path in pairs(models or {}) do
-        if type(name) ~= "string" or type(path) ~= "string" then
-            error("legacy.new: 'models' must map model names (strings) to file paths (strings)", 2)
-        end
-        names[#names + 1] = name
-    end
-    sort(names) -- the Rust scorer's order: byte order of the names
-
+    local headers_path, models, names = check_options(opts)
     local self = {
         names = names,
         thresholds = {},
@@ -201,8 +254,9 @@ function _M.new(opts)
         cats = {},        -- schema categorical strings (1..12)
         hashes = {},      -- schema position -> hash, for the used ones
         scores = {},      -- name -> latest score; reused for every request
+        hashed = {},      -- the categorical positions hashed per request
+        bound = {},       -- per model: its inputs' schema positions and scratch
     }
-
     if headers_path then
         local list, err = lheaders.load(headers_path)
         if not list then
@@ -210,53 +264,11 @@ function _M.new(opts)
         end
         self.headers = list
     end
-
     if models then
-        local bad = check_names(names)
-        if bad then
-            return nil, bad
+        local ok, err = load_models(self, models, opts.lib)
+        if not ok then
+            return nil, err
         end
-        local lib = opts.lib
-        if lib == nil then
-            local err
-            lib, err = require("resty.edgeguard.lib").load()
-            if not lib then
-                return nil, err
-            end
-        end
-        local cat_hash = _M.cat_hash_function(lib)
-        self.cat_hash = cat_hash
-        local used = {}
-        local bound = {}
-        for i, name in ipairs(names) do
-            local model, err = catboost.load(models[name], cat_hash)
-            if not model then
-                return nil, format("model `%s`: %s", name, err)
-            end
-            local floats, cats = bind(model)
-            if not floats then
-                return nil, format("model `%s`: %s: %s", name, model.source, cats)
-            end
-            for _, at in ipairs(cats) do
-                used[at] = true
-            end
-            self.models[name] = model
-            self.thresholds[name] = model.threshold
-            self.scores[name] = 0
-            bound[i] = { model = model, name = name, floats = floats, cats = cats,
-                         in_floats = {}, in_cats = {} }
-        end
-        -- Only categorical features some model reads are hashed per request.
-        local hashed = {}
-        for at = 1, #features.CAT_NAMES do
-            if used[at] then
-                hashed[#hashed + 1] = at
-            end
-        end
-        self.hashed = hashed
-        self.bound = bound
-    else
-        self.hashed, self.bound = {}, {}
     end
     return setmetatable(self, engine_mt)
 end

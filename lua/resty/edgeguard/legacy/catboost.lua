@@ -87,7 +87,8 @@ local CTR_LAYOUT = {
     FeatureFreq = COUNT,
 }
 
--- Losses whose raw formula value is the prediction (src/scorer/binding.rs).
+-- Losses whose raw formula value is the prediction (the Rust binding's list
+-- when this engine was frozen).
 local REGRESSION_LOSSES = {
     RMSE = true, MAE = true, Quantile = true, Expectile = true, LogLinQuantile = true,
     MAPE = true, Poisson = true, Tweedie = true, Huber = true, Lq = true, LogCosh = true,
@@ -885,7 +886,8 @@ local function compile(doc)
     return m
 end
 
--- What the model's score is, by the rule of src/scorer/binding.rs: a
+-- What the model's score is, by the Rust binding's rule when this engine
+-- was frozen: a
 -- probability for binary classifiers, the raw value for regressions; other
 -- models cannot be scored (the reason is returned instead).
 local function score_kind(m)
@@ -916,7 +918,7 @@ local function score_kind(m)
 end
 
 -- The model's own threshold (metadata `edgeguard.threshold`), checked against
--- its score kind as the Rust binding does.
+-- its score kind.
 local function threshold_of(m, kind)
     local text = m.metadata[THRESHOLD_KEY]
     if text == nil then

@@ -7,9 +7,11 @@
 -- The same 32 float and 12 categorical features as the Rust extractor
 -- (src/features/), written the way an OpenResty Lua module would compute
 -- them: string.find/byte/sub over the header values, a table lookup per
--- header name. The results must be bit for bit the Rust ones, so every rule
--- below mirrors one there (the comments name the Rust function); where
--- Lua's usual idiom differs from Rust's definition, Rust's wins:
+-- header name. When this engine was frozen the results were bit for bit the
+-- Rust extractor's schema 1 (test_lua_features.lua and shadow mode show
+-- whether they still are), so every rule below was written from one there
+-- (the comments name the Rust function it came from); where Lua's usual
+-- idiom differs from Rust's definition, Rust's won:
 --   * "whitespace" is Rust's ASCII whitespace (space, \t, \n, \f, \r): Lua's
 --     %s also takes \v, so no %s anywhere;
 --   * floats are f32 in Rust's schema, so each value is rounded through a
