@@ -14,6 +14,7 @@ local legacy = require "resty.edgeguard.legacy"
 local catboost = require "resty.edgeguard.legacy.catboost"
 local features = require "resty.edgeguard.legacy.features"
 local lheaders = require "resty.edgeguard.legacy.headers"
+local T = require "harness"
 
 local M = {}
 
@@ -239,12 +240,7 @@ M.COMPILED_MODELS = {
     "benches/data/model-baseline.json", "benches/data/model-bench.json",
 }
 
-local function read(path)
-    local f = assert(io.open(path, "rb"))
-    local text = f:read("*a")
-    f:close()
-    return text
-end
+local read = T.read
 
 -- Damaged models: name, then a function of the good model's text (the
 -- binary_ctr fixture) giving the bad one.
@@ -325,20 +321,21 @@ end
 
 local str = cjson.encode
 
-local function str_list(list, n)
+-- A JSON array of the first n (default all) items, each written by `write`.
+local function array(write, list, n)
     local out = {}
     for i = 1, n or #list do
-        out[i] = str(list[i])
+        out[i] = write(list[i])
     end
     return "[" .. table.concat(out, ",") .. "]"
 end
 
+local function str_list(list, n)
+    return array(str, list, n)
+end
+
 local function num_list(list, n)
-    local out = {}
-    for i = 1, n or #list do
-        out[i] = num(list[i])
-    end
-    return "[" .. table.concat(out, ",") .. "]"
+    return array(num, list, n)
 end
 
 local function headers_json(headers, n)
@@ -587,13 +584,7 @@ end
 
 -- legacy.new refusals: what the options were, and the message. A temporary
 -- file's name is written as <tmp>.
-local function tmpfile(text)
-    local path = os.tmpname()
-    local f = assert(io.open(path, "wb"))
-    f:write(text)
-    f:close()
-    return path
-end
+local tmpfile = T.tmpfile
 
 function M.engine_error_records(lib)
     local out = {}

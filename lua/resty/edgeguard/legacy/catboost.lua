@@ -389,37 +389,51 @@ local function nan_fill_of(f, at)
         format("unknown value %q (expected AsIs, AsFalse or AsTrue)", treatment))
 end
 
--- features_info.float_features.
-local function float_features(m, b, fi)
-    local float_list = opt_array(fi.float_features, "features_info.float_features")
-    local bins = b.bins
+-- A new bin slot for one feature's binary features, one per item of `list`
+-- (its borders or one-hot values), each bin holding its item as `key`.
+-- Returns the slot.
+local function add_slot(b, kind, feature, key, list, tbi)
+    b.slot = b.slot + 1
+    local slot, bins = b.slot, b.bins
+    for k = 1, #list do
+        bins[#bins + 1] = { kind = kind, feature = feature, [key] = list[k], tbi = tbi,
+                            slot = slot, threshold = k }
+    end
+    return slot
+end
+
+-- The loop both lists of features_info share: objects with increasing
+-- feature_index and a name; `add(index, f, at)` reads the rest of each.
+-- Fills `names` ("" where a feature has none) and returns the feature count.
+local function feature_list(list, field, names, add)
     local previous = -1
-    for i = 1, #float_list do
-        local at = "features_info.float_features[" .. (i - 1) .. "]"
-        local f = need_object(float_list[i], at)
+    for i = 1, #list do
+        local at = field .. "[" .. (i - 1) .. "]"
+        local f = need_object(list[i], at)
         local index = feature_index(f, at, previous)
         previous = index
-        m.float_names[index + 1] = feature_name(f, at)
+        names[index + 1] = feature_name(f, at)
+        add(index, f, at)
+    end
+    for i = 1, previous + 1 do
+        names[i] = names[i] or ""
+    end
+    return previous + 1
+end
+
+-- features_info.float_features.
+local function float_features(m, b, fi)
+    local field = "features_info.float_features"
+    m.float_count = feature_list(opt_array(fi.float_features, field), field, m.float_names, function(index, f, at)
         local nan_fill = nan_fill_of(f, at)
         local borders = borders_of(f.borders, at .. ".borders")
         if #borders > 0 then
-            b.slot = b.slot + 1
-            local slot = b.slot
+            local slot = add_slot(b, "FloatFeature", index, "border", borders)
             local n = #m.fs_feature + 1
-            m.fs_feature[n] = index + 1
-            m.fs_nan[n] = nan_fill
-            m.fs_borders[n] = borders
+            m.fs_feature[n], m.fs_nan[n], m.fs_borders[n] = index + 1, nan_fill, borders
             b.float_slot_of[index] = { slot, borders }
-            for k = 1, #borders do
-                bins[#bins + 1] = { kind = "FloatFeature", feature = index, border = borders[k],
-                                    slot = slot, threshold = k }
-            end
         end
-    end
-    m.float_count = previous + 1
-    for i = 1, m.float_count do
-        m.float_names[i] = m.float_names[i] or ""
-    end
+    end)
 end
 
 -- A categorical feature's one-hot values: value -> 1-based position.
@@ -441,36 +455,20 @@ end
 
 -- features_info.categorical_features.
 local function categorical_features(m, b, fi)
-    local cat_list = opt_array(fi.categorical_features, "features_info.categorical_features")
-    local bins = b.bins
-    local previous = -1
-    for i = 1, #cat_list do
-        local at = "features_info.categorical_features[" .. (i - 1) .. "]"
-        local c = need_object(cat_list[i], at)
-        local index = feature_index(c, at, previous)
-        previous = index
+    local field = "features_info.categorical_features"
+    m.cat_count = feature_list(opt_array(fi.categorical_features, field), field, m.cat_names, function(index, c, at)
         b.cat_known[index] = true
-        m.cat_names[index + 1] = feature_name(c, at)
-        if not absent(c.values) then
-            local values, positions = one_hot_values(c, at .. ".values")
-            if #values > 0 then
-                b.slot = b.slot + 1
-                local slot = b.slot
-                local n = #m.oh_cat + 1
-                m.oh_cat[n] = index + 1
-                m.oh_index[n] = positions
-                b.one_hot_of[index] = { slot, positions }
-                for k = 1, #values do
-                    bins[#bins + 1] = { kind = "OneHotFeature", feature = index, value = values[k],
-                                        slot = slot, threshold = k }
-                end
-            end
+        if absent(c.values) then
+            return
         end
-    end
-    m.cat_count = previous + 1
-    for i = 1, m.cat_count do
-        m.cat_names[i] = m.cat_names[i] or ""
-    end
+        local values, positions = one_hot_values(c, at .. ".values")
+        if #values > 0 then
+            local slot = add_slot(b, "OneHotFeature", index, "value", values)
+            local n = #m.oh_cat + 1
+            m.oh_cat[n], m.oh_index[n] = index + 1, positions
+            b.one_hot_of[index] = { slot, positions }
+        end
+    end)
 end
 
 -- The bucket records of one CTR table's hash_map: the bucket index (hash
@@ -704,14 +702,10 @@ local function ctr_feature(m, b, at, ctr, projections)
     end
 
     local borders = borders_of(ctr.borders, at .. ".borders")
-    b.slot = b.slot + 1
+    add_slot(b, "OnlineCtr", nil, "border", borders, tbi)
     local n = #m.ctr_proj + 1
     m.ctr_proj[n], m.ctr_table[n] = p, tn
     m.ctr_values[n], m.ctr_missing[n], m.ctr_borders[n] = values, missing, borders
-    local bins = b.bins
-    for k = 1, #borders do
-        bins[#bins + 1] = { kind = "OnlineCtr", border = borders[k], tbi = tbi, slot = b.slot, threshold = k }
-    end
 end
 
 -- features_info.ctrs, then the tables' counters are dropped: only the
