@@ -123,7 +123,7 @@ end
 -- the models' error when they failed but the list loaded (fail open, like the
 -- Rust scorer).
 local function load_lua_engine(lib, opts)
-    local lua_engine = require "resty.edgeguard.lua_engine"
+    local lua_engine = require "resty.edgeguard.legacy"
     local models = opts.lua_models or opts.models
     local eng, err = lua_engine.new{ internal_headers = opts.internal_headers, models = models, lib = lib }
     if eng then
@@ -293,7 +293,7 @@ function _M.configure(opts)
     local leng
     if engine ~= "rust" then
         local list_err, lua_model_err
-        lheaders = require "resty.edgeguard.lua_engine.headers"
+        lheaders = require "resty.edgeguard.legacy.headers"
         leng, list_err, lua_model_err = load_lua_engine(lib, opts)
         if not leng then
             return nil, list_err
