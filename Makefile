@@ -78,6 +78,13 @@ test-lua: build
 	  EDGEGUARD_LIB=$(CURDIR)/$(RELEASE_LIB) $(LUAJIT) $$t; \
 	done
 
+# Rewrites tests/fixtures/legacy/: the frozen legacy engine's outputs, which
+# tests/lua/test_legacy_fixtures.lua holds it to. Only on purpose (a change
+# there is a change of the legacy engine); see tests/fixtures/legacy/README.md.
+.PHONY: legacy-fixtures
+legacy-fixtures: build
+	EDGEGUARD_LIB=$(CURDIR)/$(RELEASE_LIB) $(LUAJIT) scripts/gen-legacy-fixtures.lua
+
 # The hostile-input C program against include/edgeguard.h, under ASan + UBSan.
 test-c:
 	sh scripts/c-abi-test.sh
@@ -259,7 +266,7 @@ uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/edgeguard $(DESTDIR)$(LUA_CMODULE_DIR)/libedgeguard.so \
 	  $(DESTDIR)$(INCLUDEDIR)/edgeguard.h $(addprefix $(DESTDIR)$(LUA_MODULE_DIR)/,$(LUA_MODULES)) \
 	  $(addprefix $(DESTDIR)$(DATADIR)/,$(DATA_FILES))
-	-rmdir $(DESTDIR)$(LUA_MODULE_DIR)/resty/edgeguard/lua_engine $(DESTDIR)$(LUA_MODULE_DIR)/resty/edgeguard \
+	-rmdir $(DESTDIR)$(LUA_MODULE_DIR)/resty/edgeguard/legacy $(DESTDIR)$(LUA_MODULE_DIR)/resty/edgeguard \
 	  $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR)/nginx $(DESTDIR)$(DATADIR) 2>/dev/null
 
 # The Debian package (scripts/build-deb.sh says what goes where).

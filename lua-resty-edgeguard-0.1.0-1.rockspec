@@ -1,5 +1,6 @@
 -- luarocks make (from a checkout) builds the Rust library with cargo and
--- installs it the way `make install` does: resty/edgeguard*.lua into the
+-- installs it the way `make install` does: resty/edgeguard*.lua (with the
+-- frozen legacy engine, resty/edgeguard/legacy*) into the
 -- tree's share/lua/5.1 and libedgeguard.so into its lib/lua/5.1, where the
 -- tree's package.path and package.cpath find them (no lib_path needed); the
 -- edgeguard CLI into its bin. Needs a Rust toolchain (cargo) on the PATH.

@@ -57,7 +57,7 @@ def conf(port, origin_port, d, edgeguard=True):
         }})
     }}
     init_worker_by_lua_block {{ require("resty.edgeguard").init_worker() }}""" if edgeguard else ""
-    access = 'access_by_lua_block { require("resty.edgeguard").access() }' if edgeguard else ""
+    access = 'rewrite_by_lua_block { require("resty.edgeguard").access() }' if edgeguard else ""
     return f"""
 load_module {MODULES}/ndk_http_module.so;
 load_module {MODULES}/ngx_http_lua_module.so;

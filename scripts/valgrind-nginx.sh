@@ -48,7 +48,7 @@ http {
         listen 127.0.0.1:$port;
         underscores_in_headers on;
         location / {
-            access_by_lua_block { require("resty.edgeguard").access() }
+            rewrite_by_lua_block { require("resty.edgeguard").access() }
             proxy_pass http://127.0.0.1:$origin;
         }
     }

@@ -80,7 +80,7 @@ end
 -- the models' error when they failed but the list loaded (fail open, like the
 -- Rust scorer).
 local function load_lua_engine(lib, o)
-    local lua_engine = require "resty.edgeguard.lua_engine"
+    local lua_engine = require "resty.edgeguard.legacy"
     local models = model_map(o.lua_models or o.models)
     local eng, err = lua_engine.new{ internal_headers = o.internal_headers, models = models, lib = lib }
     if eng then
@@ -273,7 +273,7 @@ local function location(st, opts, level)
 end
 
 local generation_seq = 0
--- resty.edgeguard.lua_engine.headers, required with the Lua engine.
+-- resty.edgeguard.legacy.headers, required with the Lua engine.
 local lheaders
 
 -- configure(), phase 1: the library (found by the Lua-side lib_path, as it
@@ -327,7 +327,7 @@ local function load_engines(lib, o)
     end
     if engine ~= "rust" then
         local list_err, lua_model_err
-        lheaders = require "resty.edgeguard.lua_engine.headers"
+        lheaders = require "resty.edgeguard.legacy.headers"
         got.lua, list_err, lua_model_err = load_lua_engine(lib, o)
         if not got.lua then
             return nil, list_err

@@ -125,6 +125,8 @@ def test_deb_installs_serves_with_system_nginx_and_purges(system):
     say("installed", run("dpkg-query", "-W", "-f=${Package} ${Version} ${Status}", "edgeguard").stdout)
     files = [p for p in run("dpkg-query", "-L", "edgeguard").stdout.split("\n") if p not in ("", "/.")]
     for path in ("/usr/share/lua/5.1/resty/edgeguard.lua", "/usr/share/lua/5.1/resty/edgeguard/lib.lua", LIB,
+                 "/usr/share/lua/5.1/resty/edgeguard/legacy.lua",
+                 "/usr/share/lua/5.1/resty/edgeguard/legacy/catboost.lua",
                  "/usr/bin/edgeguard", "/usr/share/edgeguard/models/bot.json", "/usr/share/edgeguard/models/spoof.json",
                  "/etc/nginx/snippets/edgeguard.conf", "/etc/edgeguard/internal-headers.txt", str(CONFIG)):
         assert path in files, path

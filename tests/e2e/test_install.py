@@ -15,6 +15,8 @@ from conftest import CHROME, MODULES, ROOT, Nginx, bad_log_lines, free_port, get
 LUAJIT = shutil.which("luajit") or "/usr/bin/luajit"
 LUA_MODULES = sorted(str(p.relative_to(ROOT / "lua")) for p in (ROOT / "lua").rglob("*.lua"))
 INTERNAL = [("X-Internal-User-Id", "42"), ("X-Edge-Debug", "1")]
+# The frozen legacy engine (engine = "lua", shadow mode), installed with the rest.
+LEGACY = ["resty/edgeguard/legacy.lua"] + [f"resty/edgeguard/legacy/{m}.lua" for m in ("catboost", "features", "headers")]
 
 
 def make(*args):
@@ -69,6 +71,9 @@ def test_make_install_lays_out_the_readme_tree_and_uninstall_removes_it(tmpdir_7
     # The installed files are the repository's.
     assert (dest / "usr/local/share/lua/5.1/resty/edgeguard.lua").read_bytes() == \
         (ROOT / "lua/resty/edgeguard.lua").read_bytes()
+    assert set(LEGACY) <= set(LUA_MODULES)
+    for m in LEGACY:
+        assert (dest / "usr/local/share/lua/5.1" / m).read_bytes() == (ROOT / "lua" / m).read_bytes(), m
     assert (dest / "usr/local/share/edgeguard/models/bot.json").read_bytes() == \
         (ROOT / "models/bot.json").read_bytes()
     # The snippet names the config where it will be at run time (no DESTDIR).

@@ -22,13 +22,13 @@ from conftest import TEST_LIST, free_port, raw_request, running_edge
 # global there, which is how init_by_lua shares data with the workers.
 LUA_INIT = f"""
         require "cjson"
-        require "resty.edgeguard.lua_engine.features"
-        TEST_LUA_LIST = assert(require("resty.edgeguard.lua_engine.headers").load("{TEST_LIST}"))
+        require "resty.edgeguard.legacy.features"
+        TEST_LUA_LIST = assert(require("resty.edgeguard.legacy.headers").load("{TEST_LIST}"))
 """
 
 LUA_STRIP = """
-                local features = require "resty.edgeguard.lua_engine.features"
-                local lheaders = require "resty.edgeguard.lua_engine.headers"
+                local features = require "resty.edgeguard.legacy.features"
+                local lheaders = require "resty.edgeguard.legacy.headers"
                 local req = features.read_request({})
                 ngx.header["X-Edgeguard-Removed"] = lheaders.strip(TEST_LUA_LIST, req)
 """
@@ -43,7 +43,7 @@ VIEW_SERVER = """
             content_by_lua_block {{
                 local ffi = require "ffi"
                 local cjson = require "cjson"
-                local features = require "resty.edgeguard.lua_engine.features"
+                local features = require "resty.edgeguard.legacy.features"
                 local request = require "resty.edgeguard.request"
                 local function str(s) return ffi.string(s.data, s.len) end
                 local creq, hdrs, n = assert(request.current(request.get()))

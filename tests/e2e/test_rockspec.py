@@ -23,9 +23,12 @@ local edgeguard = require "resty.edgeguard"
 local config = assert(os.getenv("CONFIG"))
 assert(edgeguard.configure{ config = config })
 local _, from = require("resty.edgeguard.lib").load()
+-- The frozen legacy engine (engine = "lua", shadow mode) comes with the rock.
+require "resty.edgeguard.legacy"
 io.write(package.searchpath("resty.edgeguard", package.path), "\\n", from, "\\n",
          edgeguard.library_version(), " ", edgeguard._VERSION, "\\n",
-         table.concat(edgeguard.models(), ","), "\\n")
+         table.concat(edgeguard.models(), ","), "\\n",
+         package.searchpath("resty.edgeguard.legacy.catboost", package.path), "\\n")
 """
 
 
@@ -62,8 +65,9 @@ def test_luarocks_make_in_a_tree_then_require_loads_the_library_from_it(tree):
            "CONFIG": str(rock / "share/edgeguard/edgeguard.json")}
     done = subprocess.run([LUAJIT, "-e", CHECK], env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    module, lib, versions, models = done.stdout.splitlines()
+    module, lib, versions, models, legacy = done.stdout.splitlines()
     assert module == str(tree / "share/lua/5.1/resty/edgeguard.lua")
+    assert legacy == str(tree / "share/lua/5.1/resty/edgeguard/legacy/catboost.lua")
     assert lib == str(tree / "lib/lua/5.1/libedgeguard.so")
     assert versions == f"{VERSION} {VERSION}"
     assert models == "bot,spoof"
@@ -74,3 +78,4 @@ def test_luarocks_make_in_a_tree_then_require_loads_the_library_from_it(tree):
     luarocks(tree, "remove", "lua-resty-edgeguard")
     assert not (tree / "lib/lua/5.1/libedgeguard.so").exists()
     assert not (tree / "share/lua/5.1/resty/edgeguard.lua").exists()
+    assert not (tree / "share/lua/5.1/resty/edgeguard/legacy").exists()

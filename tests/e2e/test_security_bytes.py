@@ -106,7 +106,7 @@ def matrix():
     ports = {cell: (free_port(), free_port()) for cell in CELLS}
     body = "".join(server(cell, *ports[cell], origin.port) for cell in CELLS)
     init = f"""
-        local lheaders = require "resty.edgeguard.lua_engine.headers"
+        local lheaders = require "resty.edgeguard.legacy.headers"
         package.loaded["edgeguard_test_list"] = {{ list = assert(lheaders.load("{LIST}")),
                                                    is_internal = lheaders.is_internal }}
     """

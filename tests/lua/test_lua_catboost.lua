@@ -9,10 +9,10 @@ local bit = require "bit"
 local cjson = require "cjson"
 
 local lib = T.lib()
-local catboost = require "resty.edgeguard.lua_engine.catboost"
+local catboost = require "resty.edgeguard.legacy.catboost"
 
 -- Through the engine's wrapper: see lua_engine.cat_hash_function.
-local cat_hash = require("resty.edgeguard.lua_engine").cat_hash_function(lib)
+local cat_hash = require("resty.edgeguard.legacy").cat_hash_function(lib)
 
 local read = T.read
 

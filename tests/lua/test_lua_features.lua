@@ -12,7 +12,8 @@ package.path = "./tests/lua/?.lua;" .. package.path
 local T = require "harness"
 local ffi = require "ffi"
 local cjson = require "cjson"
-local features = require "resty.edgeguard.lua_engine.features"
+local features = require "resty.edgeguard.legacy.features"
+local cases = require "legacy_cases"
 
 local LIB = assert(os.getenv("EDGEGUARD_LIB"), "set EDGEGUARD_LIB to libedgeguard.so")
 local BIN = os.getenv("EDGEGUARD_BIN") or (LIB:match("^(.*)/[^/]*$") or ".") .. "/edgeguard"
@@ -21,12 +22,6 @@ local f32_box = ffi.new("float[1]")
 local function f32(x)
     f32_box[0] = x
     return f32_box[0]
-end
-
--- The Rust CLI's version rule: "HTTP/" optional, times 10.
-local function scaled_version(v)
-    local s = tostring(v):gsub("^%s*[Hh][Tt][Tt][Pp]/", "")
-    return math.floor(tonumber(s) * 10 + 0.5)
 end
 
 local VERSION_TEXT = { [9] = "0.9", [10] = "1.0", [11] = "1.1", [20] = "2", [30] = "3" }
@@ -112,138 +107,12 @@ local function check_all(reqs, what)
     return #reqs
 end
 
-local function request(method, uri, version, client, headers)
-    return { method = method, uri = uri, http_version = version, client_addr = client,
-             headers = headers, n_headers = #headers }
-end
-
-local function fixture_requests(path)
-    local reqs = {}
-    for line in io.lines(path) do
-        local row = cjson.decode(line)
-        local headers = {}
-        for i, h in ipairs(row.headers or {}) do
-            headers[i] = { h[1], h[2] }
-        end
-        reqs[#reqs + 1] = request(row.method, row.uri, scaled_version(row.version),
-                                  row.client or "", headers)
-    end
-    return reqs
-end
-
-local CHROME_UA = "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 "
-    .. "(KHTML, like Gecko) Chrome/147.0.0.0 Safari/537.36"
-
--- Requests no fixture holds: empty, huge, 8-bit (UTF-8: the CLI reads JSON),
--- repeated, odd versions, odd spellings of names and whitespace.
-local function hostile_requests()
-    local r = {}
-    local function add(method, uri, version, client, headers)
-        r[#r + 1] = request(method, uri, version, client, headers)
-    end
-    add("", "", 9, "", {})
-    add("GET", "/", 10, "unix:", {})
-    add("GET", "/", 11, "203.0.113.7", { { "", "" } })
-    for _, name in ipairs({ "host", "connection", "user-agent", "accept", "accept-language",
-                            "accept-encoding", "cookie", "referer", "sec-ch-ua",
-                            "sec-ch-ua-mobile", "sec-ch-ua-platform", "sec-fetch-site",
-                            "sec-fetch-mode", "sec-fetch-user", "sec-fetch-dest",
-                            "upgrade-insecure-requests" }) do
-        add("GET", "/", 20, "::1", { { name, "" } })
-        add("GET", "/", 20, "::1", { { name:upper(), " \t " } })
-        add("GET", "/", 30, "::1", { { "User-Agent", CHROME_UA }, { name, "\v" } })
-    end
-    -- Huge values.
-    local big = string.rep("Chrome/1 Mobile;", 20000)
-    add("GET", "/" .. string.rep("a/", 30000) .. "x.JS?" .. string.rep("a=1&", 20000), 11,
-        "10.0.0.1", { { "user-agent", "Mozilla/5.0 (X11; Linux) " .. big } })
-    add("GET", "/", 11, "10.0.0.1", { { "cookie", string.rep(" ;a=1", 50000) },
-                                       { "Cookie", string.rep(";", 1000) } })
-    add("GET", "/", 11, "10.0.0.1", { { "accept-language", string.rep(" ,", 40000) .. "en" } })
-    add("GET", "/", 11, "10.0.0.1", { { "user-agent", "curl/" .. string.rep("9", 400) } })
-    add("GET", "/", 11, "10.0.0.1", {
-        { "user-agent", (CHROME_UA:gsub("147", "99999999999999999999")) },
-        { "sec-ch-ua", '"Chromium";v="99999999999999999999", "X";v="4294967296"' } })
-    add("GET", "/", 11, "10.0.0.1", {
-        { "user-agent", (CHROME_UA:gsub("147", "16777217")) },
-        { "sec-ch-ua", '"Chromium";v="16777217"' } })
-    -- 8-bit bytes (valid UTF-8, since the CLI reads JSON strings).
-    add("GÉT", "/caf\xc3\xa9/\xe2\x82\xac.p\xc3\xa9?\xc3\xa9=1", 11, "2001:db8::\xc3\xa9", {
-        { "user-agent", "Mozilla/5.0 (\xc3\xa9Windows) Chr\xc3\xb4me/1 Chrome/12\xc3\xa9" },
-        { "accept-language", "\xc3\xa9n-US" }, { "x-\xc3\xa9", "\xf0\x9f\x98\x80" },
-        { "sec-ch-ua", '"\xc3\x89dge";v="1", "Chromium";v="12"' },
-        { "sec-fetch-site", "none\xc2\xa0" } })
-    -- Repeats: the first value counts; runs collapse; past 32 codes a '+'.
-    local many = {}
-    local names = { "host", "user-agent", "accept", "cookie", "cookie", "x-a", "sec-ch-ua",
-                    "accept-language", "sec-fetch-site", "te", "dnt", "origin" }
-    for i = 1, 300 do
-        local name = names[(i * 7) % #names + 1]
-        many[#many + 1] = { i % 3 == 0 and name:upper() or name, "v" .. i }
-    end
-    table.insert(many, 1, { "user-agent", CHROME_UA })
-    add("GET", "/", 20, "198.51.100.1", many)
-    local reversed = {}
-    local chrome_order = { "priority", "cookie", "accept-language", "accept-encoding",
-                           "referer", "sec-fetch-dest", "sec-fetch-user", "sec-fetch-mode",
-                           "sec-fetch-site", "accept", "user-agent",
-                           "upgrade-insecure-requests", "sec-ch-ua-arch",
-                           "sec-ch-ua-platform", "sec-ch-ua-mobile", "sec-ch-ua",
-                           "cache-control", "connection" }
-    for round = 1, 5 do
-        for _, name in ipairs(chrome_order) do
-            reversed[#reversed + 1] = { name .. (round == 5 and "" or ""),
-                                        name == "user-agent" and CHROME_UA or "x" }
-        end
-    end
-    add("GET", "/", 11, "198.51.100.1", reversed)
-    -- Odd spellings.
-    add("get", "HTTPS://Example.com", 11, " 192.0.2.1 ", {
-        { "USER-AGENT", "  MOZILLA/5.0 (iPhone; like Mac OS X) Version/17 Safari/1  " },
-        { "Sec-Ch-Ua-Full-Version-List", "x" }, { "SEC-FETCH-STORAGE-ACCESS", "active" },
-        { "Accept-Language", "*;q=0.1" } })
-    add("GET", "http://h?x=1#f?g", 11, "fe80::1%eth0", {
-        { "user-agent", "node" }, { "sec-fetch-mode", "cors" } })
-    add("GET", "/x#f?not-query", 11, "%:", { { "user-agent", "NODE" } })
-    add("GET", "/.env", 11, "1.2.3", { { "user-agent", "Python/3.11 aiohttp/3.9.5" } })
-    add("GET", "/file.", 11, "1.2.3.4.5", { { "user-agent", "x aiohttp/ y" } })
-    add("GET", "//double//slash/x.backup123", 11, "::ffff:1.2.3.4", {
-        { "user-agent", "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)" } })
-    add("GET", "/a.b/c.backup12", 11, "1.2.3.4", {
-        { "user-agent", "Mozilla/5.0 (X11; CrOS x86_64) HeadlessChrome/ Chrome/131" },
-        { "sec-ch-ua", '"HeadlessChrome";v="131", "Not)A;Brand";v="24"' },
-        { "sec-ch-ua-platform", '"ChromeOS"' }, { "sec-ch-ua-mobile", " ?1 " } })
-    add("GET", "/", 11, "1.2.3.4", {
-        { "user-agent", "Mozilla/5.0 (Linux; Android 14) SamsungBrowser/25.0 Chrome/121.0 Mobile" },
-        { "sec-ch-ua", ' , "Samsung Internet";v=25;x, "Chromium";v="121"' },
-        { "sec-ch-ua-platform", '"' }, { "sec-ch-ua-mobile", "?0" } })
-    add("GET", "/", 11, "1.2.3.4", {
-        { "user-agent", "Mozilla/5.0 (Macintosh) Version/ Safari/605" },
-        { "sec-ch-ua", '"A";x;v="7",,"B";v="9"' }, { "sec-ch-ua", '"Chromium";v="1"' } })
-    -- Client hints are expected from Chromium 90 on, not before.
-    for _, v in ipairs({ "89", "90", "91" }) do
-        add("GET", "/", 11, "1.2.3.4", { { "user-agent", (CHROME_UA:gsub("147", v)) } })
-    end
-    for _, ua in ipairs({ "Mozilla/5.0 (Windows NT 10.0) Chrome/124.0 Safari/537.36 OPR/110.0",
-                          "Mozilla/5.0 (Macintosh) Chrome/147 Safari/537 Edg/147",
-                          "Mozilla/5.0 (iPhone) CriOS/126 Mobile/15E148 Safari/604.1",
-                          "Mozilla/5.0 (Android 16; Mobile; rv:150.0) Gecko Firefox/150.0",
-                          "Mozilla/5.0 (iPad) FxiOS/1 Mobile",
-                          "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0 Chrome/1",
-                          "Mozilla/5.0 (Linux; Android 10) EdgA/120 Chrome/120",
-                          "Apache-HttpClient/4.5.14 (Java/17.0.9)", "okhttp/4.12.0",
-                          "node-fetch/1.0 (+https://github.com/bitinn/node-fetch)",
-                          "undici", "axios/1.7.2", "Go-http-client/2.0", "Wget/1.21.3",
-                          "python-requests/2.32.3", "python-httpx/0.27.0",
-                          "Python-urllib/3.11", "Java-http-client/21", "Scrapy/2.11",
-                          "PostmanRuntime/7.39.0", "x Mobile", "IEMobile/9 Mobiles", "Mobile",
-                          "Mozilla/5.0 (Konqueror; Linux)", "(", "()", "/", " ", "\v" }) do
-        add("GET", "/", 11, "1.2.3.4", {
-            { "sec-fetch-site", "same-origin" }, { "sec-fetch-mode", "navigate" },
-            { "user-agent", ua }, { "sec-fetch-dest", "image" }, { "sec-ch-ua", '"X";v="1"' } })
-    end
-    return r
-end
+-- The requests of the fixture traffic and the hand-made hostile ones are
+-- shared with the legacy engine's own fixture (legacy_cases.lua).
+local request = cases.request
+local fixture_requests = cases.fixture_requests
+local hostile_requests = cases.hostile_requests
+local CHROME_UA = cases.CHROME_UA
 
 -- A seeded mix of names, values and request lines: many combinations no
 -- hand-made case reaches, reproducible from run to run.

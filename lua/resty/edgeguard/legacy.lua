@@ -1,13 +1,25 @@
--- The Lua engine: edgeguard's two jobs (internal header stripping and bot
--- scoring) done the way a Lua module on OpenResty does them, as the "before"
--- side of a Lua -> Rust migration. Shadow mode runs it next to the Rust
--- engine; its results must be the Rust engine's (same headers stripped, same
--- feature vectors, scores equal to 1e-9).
+-- The legacy engine (FROZEN): edgeguard's two jobs, internal header
+-- stripping and bot scoring, done the way a Lua module on OpenResty did them
+-- before the Rust library. It is the "before" of the Lua -> Rust migration
+-- and nothing more: `engine = "lua"` runs it alone, `engine = "shadow"` next
+-- to the Rust engine (resty.edgeguard.shadow counts where they disagree), so
+-- an operator can compare the two on real traffic before switching.
 --
---   local lua_engine = require "resty.edgeguard.lua_engine"
---   local eng = assert(lua_engine.new{
+-- Frozen means: it computes feature schema 1 only and reads the schema-1
+-- models (models/legacy/); it gets no new features, options or model
+-- formats. It is NOT a second implementation to keep in step with Rust:
+-- when the Rust engine changes, this one does not follow. What it must keep
+-- is its own behaviour, pinned by committed fixtures of its outputs
+-- (tests/fixtures/legacy/, made by scripts/gen-legacy-fixtures.lua, checked
+-- by tests/lua/test_legacy_fixtures.lua), and agreement with the Rust engine
+-- on the legacy models within shadow mode's tolerance (shadow.REL_TOLERANCE,
+-- tests/lua/test_lua_engine.lua, tests/e2e/test_shadow.py). Its error
+-- messages are its own wording; they name the file and the line or field.
+--
+--   local legacy = require "resty.edgeguard.legacy"
+--   local eng = assert(legacy.new{
 --       internal_headers = "/etc/edgeguard/internal-headers.txt",
---       models = { bot = "models/bot.json", spoof = "models/spoof.json" },
+--       models = { bot = "models/legacy/bot.json", spoof = "models/legacy/spoof.json" },
 --       lib = require("resty.edgeguard.lib").load(),
 --   })
 --   eng:read_request(req)             -- fills req from the current request
@@ -15,16 +27,15 @@
 --   local scores = eng:score_request(req)  -- { bot = 0.93, spoof = 0.12 }
 --
 -- Models are bound to the feature schema by the names they were trained
--- with, checked at load by the rules of the Rust scorer
--- (src/scorer/binding.rs), and scored in the Rust scorer's order (names
--- sorted by bytes). Categorical values are hashed by Rust's
--- edgeguard_cat_hash through the FFI (see catboost.lua for why); the rest is
--- Lua. Per request the engine reuses its tables: the feature tables, the
--- hashes, each model's inputs and the scores table.
+-- with and scored in byte order of their names (the order the Rust scorer
+-- used when this engine was frozen). Categorical values are hashed by the
+-- library's edgeguard_cat_hash through the FFI (see legacy/catboost.lua for
+-- why); the rest is Lua. Per request the engine reuses its tables: the
+-- feature tables, the hashes, each model's inputs and the scores table.
 
-local catboost = require "resty.edgeguard.lua_engine.catboost"
-local features = require "resty.edgeguard.lua_engine.features"
-local lheaders = require "resty.edgeguard.lua_engine.headers"
+local catboost = require "resty.edgeguard.legacy.catboost"
+local features = require "resty.edgeguard.legacy.features"
+local lheaders = require "resty.edgeguard.legacy.headers"
 
 local error = error
 local format = string.format
@@ -66,7 +77,7 @@ function _M.cat_hash_function(lib)
     end
 end
 
--- The Rust scorer's checks of model names (src/scorer/mod.rs check_names).
+-- Model name checks (the Rust scorer's rules when this engine was frozen).
 local function check_names(names)
     if #names == 0 then
         return "no models given: a scorer needs at least one"
@@ -121,7 +132,8 @@ local function positions(names, what, at, other, other_is)
 end
 
 -- Binds a model's inputs to schema positions by name, as
--- src/scorer/binding.rs does; returns floats, cats or nil and the reason.
+-- the Rust scorer did when this engine was frozen; returns floats, cats or
+-- nil and the reason.
 local SCHEMA_KEY = "edgeguard.schema"
 
 local function bind(model)
@@ -150,37 +162,89 @@ local function bind(model)
     return floats, cats
 end
 
+-- new()'s misuse checks; raises at new()'s caller (level 3). Returns the
+-- list path, the models table and the model names in scoring order.
+local function check_options(opts)
+    if type(opts) ~= "table" then
+        error("legacy.new expects a table of options", 3)
+    end
+    for k in pairs(opts) do
+        if k ~= "internal_headers" and k ~= "models" and k ~= "lib" then
+            error(format("legacy.new: unknown option '%s'", tostring(k)), 3)
+        end
+    end
+    local headers_path, models = opts.internal_headers, opts.models
+    if headers_path ~= nil and type(headers_path) ~= "string" then
+        error("legacy.new: 'internal_headers' must be a string, got " .. type(headers_path), 3)
+    end
+    if models ~= nil and type(models) ~= "table" then
+        error("legacy.new: 'models' must be a table of name = path, got " .. type(models), 3)
+    end
+    local names = {}
+    for name, path in pairs(models or {}) do
+        if type(name) ~= "string" or type(path) ~= "string" then
+            error("legacy.new: 'models' must map model names (strings) to file paths (strings)", 3)
+        end
+        names[#names + 1] = name
+    end
+    sort(names) -- byte order of the names
+    return headers_path, models, names
+end
+
+-- Loads and binds self.names' models; sets the per-model tables and which
+-- categorical features are hashed per request (those some model reads).
+-- Returns true, or nil and the error.
+local function load_models(self, models, lib)
+    local bad = check_names(self.names)
+    if bad then
+        return nil, bad
+    end
+    if lib == nil then
+        local err
+        lib, err = require("resty.edgeguard.lib").load()
+        if not lib then
+            return nil, err
+        end
+    end
+    local cat_hash = _M.cat_hash_function(lib)
+    self.cat_hash = cat_hash
+    local used = {}
+    local bound = {}
+    for i, name in ipairs(self.names) do
+        local model, err = catboost.load(models[name], cat_hash)
+        if not model then
+            return nil, format("model `%s`: %s", name, err)
+        end
+        local floats, cats = bind(model)
+        if not floats then
+            return nil, format("model `%s`: %s: %s", name, model.source, cats)
+        end
+        for _, at in ipairs(cats) do
+            used[at] = true
+        end
+        self.models[name] = model
+        self.thresholds[name] = model.threshold
+        self.scores[name] = 0
+        bound[i] = { model = model, name = name, floats = floats, cats = cats,
+                     in_floats = {}, in_cats = {} }
+    end
+    local hashed = {}
+    for at = 1, #features.CAT_NAMES do
+        if used[at] then
+            hashed[#hashed + 1] = at
+        end
+    end
+    self.hashed, self.bound = hashed, bound
+    return true
+end
+
 --- Builds an engine. opts: internal_headers (path or nil), models
 -- ({ name = path } or nil), lib (the library from resty.edgeguard.lib, for
 -- edgeguard_cat_hash; loaded with the default search when nil and models
 -- are given). Returns the engine, or nil and an error naming the file (and
 -- line or JSON field).
 function _M.new(opts)
-    if type(opts) ~= "table" then
-        error("lua_engine.new expects a table of options", 2)
-    end
-    for k in pairs(opts) do
-        if k ~= "internal_headers" and k ~= "models" and k ~= "lib" then
-            error(format("lua_engine.new: unknown option '%s'", tostring(k)), 2)
-        end
-    end
-    local headers_path, models = opts.internal_headers, opts.models
-    if headers_path ~= nil and type(headers_path) ~= "string" then
-        error("lua_engine.new: 'internal_headers' must be a string, got " .. type(headers_path), 2)
-    end
-    if models ~= nil and type(models) ~= "table" then
-        error("lua_engine.new: 'models' must be a table of name = path, got " .. type(models), 2)
-    end
-
-    local names = {}
-    for name, path in pairs(models or {}) do
-        if type(name) ~= "string" or type(path) ~= "string" then
-            error("lua_engine.new: 'models' must map model names (strings) to file paths (strings)", 2)
-        end
-        names[#names + 1] = name
-    end
-    sort(names) -- the Rust scorer's order: byte order of the names
-
+    local headers_path, models, names = check_options(opts)
     local self = {
         names = names,
         thresholds = {},
@@ -190,8 +254,9 @@ function _M.new(opts)
         cats = {},        -- schema categorical strings (1..12)
         hashes = {},      -- schema position -> hash, for the used ones
         scores = {},      -- name -> latest score; reused for every request
+        hashed = {},      -- the categorical positions hashed per request
+        bound = {},       -- per model: its inputs' schema positions and scratch
     }
-
     if headers_path then
         local list, err = lheaders.load(headers_path)
         if not list then
@@ -199,53 +264,11 @@ function _M.new(opts)
         end
         self.headers = list
     end
-
     if models then
-        local bad = check_names(names)
-        if bad then
-            return nil, bad
+        local ok, err = load_models(self, models, opts.lib)
+        if not ok then
+            return nil, err
         end
-        local lib = opts.lib
-        if lib == nil then
-            local err
-            lib, err = require("resty.edgeguard.lib").load()
-            if not lib then
-                return nil, err
-            end
-        end
-        local cat_hash = _M.cat_hash_function(lib)
-        self.cat_hash = cat_hash
-        local used = {}
-        local bound = {}
-        for i, name in ipairs(names) do
-            local model, err = catboost.load(models[name], cat_hash)
-            if not model then
-                return nil, format("model `%s`: %s", name, err)
-            end
-            local floats, cats = bind(model)
-            if not floats then
-                return nil, format("model `%s`: %s: %s", name, model.source, cats)
-            end
-            for _, at in ipairs(cats) do
-                used[at] = true
-            end
-            self.models[name] = model
-            self.thresholds[name] = model.threshold
-            self.scores[name] = 0
-            bound[i] = { model = model, name = name, floats = floats, cats = cats,
-                         in_floats = {}, in_cats = {} }
-        end
-        -- Only categorical features some model reads are hashed per request.
-        local hashed = {}
-        for at = 1, #features.CAT_NAMES do
-            if used[at] then
-                hashed[#hashed + 1] = at
-            end
-        end
-        self.hashed = hashed
-        self.bound = bound
-    else
-        self.hashed, self.bound = {}, {}
     end
     return setmetatable(self, engine_mt)
 end

@@ -1,11 +1,17 @@
--- Request features for bot scoring, in Lua: the "before" engine.
+-- Request features for bot scoring, in Lua: the legacy engine's.
+--
+-- Part of the legacy engine, FROZEN: see resty/edgeguard/legacy.lua for what
+-- it is for. Not a second implementation to keep in step with Rust; its
+-- outputs are pinned by tests/fixtures/legacy/.
 --
 -- The same 32 float and 12 categorical features as the Rust extractor
 -- (src/features/), written the way an OpenResty Lua module would compute
 -- them: string.find/byte/sub over the header values, a table lookup per
--- header name. The results must be bit for bit the Rust ones, so every rule
--- below mirrors one there (the comments name the Rust function); where
--- Lua's usual idiom differs from Rust's definition, Rust's wins:
+-- header name. When this engine was frozen the results were bit for bit the
+-- Rust extractor's schema 1 (test_lua_features.lua and shadow mode show
+-- whether they still are), so every rule below was written from one there
+-- (the comments name the Rust function it came from); where Lua's usual
+-- idiom differs from Rust's definition, Rust's won:
 --   * "whitespace" is Rust's ASCII whitespace (space, \t, \n, \f, \r): Lua's
 --     %s also takes \v, so no %s anywhere;
 --   * floats are f32 in Rust's schema, so each value is rounded through a
@@ -664,14 +670,11 @@ local KIND = {
     [OTHER_FETCH] = K_FETCH,
 }
 
--- features::extract. Fills floats[1..32] and cats[1..12]; returns both.
-function _M.extract(req, floats, cats)
-    if type(req) ~= "table" or type(floats) ~= "table" or type(cats) ~= "table" then
-        error("extract expects a request table and two output tables", 2)
-    end
-    local headers = req.headers
-    local n_headers = req.n_headers or #headers
-
+-- The header pass of extract: fills order_buf (the fingerprint), ranked
+-- (the codes, for inversions) and first (first value by code); returns the
+-- client hint, fetch metadata and cookie header counts, the cookie count,
+-- and how many codes order_buf and ranked hold.
+local function scan_headers(headers, n_headers)
     local client_hints, fetch_headers, cookie_headers, cookies = 0, 0, 0, 0
     local n_order, truncated, n_ranked = 0, false, 0
     for i = 1, n_set do
@@ -714,25 +717,12 @@ function _M.extract(req, floats, cats)
             end
         end
     end
-    local host, connection, ua = first[C_HOST], first[C_CONNECTION], first[C_UA]
-    local accept, accept_language = first[C_ACCEPT], first[C_LANG]
-    local accept_encoding, referer, uir = first[C_ENC], first[C_REFERER], first[C_UIR]
-    local ch_ua, ch_mobile, ch_platform = first[C_CH_UA], first[C_CH_MOBILE], first[C_CH_PLATFORM]
-    local site, mode, user, dest = first[C_SITE], first[C_MODE], first[C_USER], first[C_DEST]
+    return client_hints, fetch_headers, cookie_headers, cookies, n_order, n_ranked
+end
 
-    -- The request line.
-    local uri = req.uri
-    local path_a, path_b, query_a, query_b = split_target(uri)
-    floats[1] = f32(req.http_version / 10)
-    floats[2] = f32(#uri)
-    floats[3] = count_segments(uri, path_a, path_b, "[^/]+")
-    floats[4] = count_segments(uri, query_a, query_b, "[^&]+")
-    floats[5] = n_headers
-    floats[23] = ip_family(req.client_addr)
-    cats[1] = req.method
-    cats[2] = uri_ext(uri, path_a, path_b)
-
-    -- The User-Agent's claims (user_agent::parse).
+-- The User-Agent's claims (user_agent::parse): family, major, the Chromium
+-- engine's major (Chromium families only), OS and whether it says Mobile.
+local function ua_claims(ua)
     local family, major, chromium, os, mobile = F_NONE, nil, nil, "none", false
     if ua then
         local t = trim(ua)
@@ -751,6 +741,72 @@ function _M.extract(req, floats, cats)
             os = ua_os(t)
         end
     end
+    return family, major, chromium, os, mobile
+end
+
+-- ch_mobile_mismatch: Sec-CH-UA-Mobile against the UA's Mobile token.
+local function mobile_mismatch(ch_mobile, has_ua, mobile)
+    if not ch_mobile then
+        return false
+    end
+    local m = trim(ch_mobile)
+    if m == "?1" then
+        return has_ua and not mobile
+    elseif m == "?0" then
+        return has_ua and mobile
+    end
+    return true
+end
+
+-- header_order::inversions of the first n_ranked codes against the claimed
+-- browser's order; NaN without one.
+local function order_inversions(order, n_ranked)
+    if not order then
+        return NAN
+    end
+    local count = 0
+    for i = 1, n_ranked do
+        local a = order[ranked[i]]
+        if a then
+            for j = i + 1, n_ranked do
+                local b = order[ranked[j]]
+                if b and b < a then
+                    count = count + 1
+                end
+            end
+        end
+    end
+    return count
+end
+
+-- features::extract. Fills floats[1..32] and cats[1..12]; returns both.
+function _M.extract(req, floats, cats)
+    if type(req) ~= "table" or type(floats) ~= "table" or type(cats) ~= "table" then
+        error("extract expects a request table and two output tables", 2)
+    end
+    local headers = req.headers
+    local n_headers = req.n_headers or #headers
+    local client_hints, fetch_headers, cookie_headers, cookies, n_order, n_ranked =
+        scan_headers(headers, n_headers)
+    local host, connection, ua = first[C_HOST], first[C_CONNECTION], first[C_UA]
+    local accept, accept_language = first[C_ACCEPT], first[C_LANG]
+    local accept_encoding, referer, uir = first[C_ENC], first[C_REFERER], first[C_UIR]
+    local ch_ua, ch_mobile, ch_platform = first[C_CH_UA], first[C_CH_MOBILE], first[C_CH_PLATFORM]
+    local site, mode, user, dest = first[C_SITE], first[C_MODE], first[C_USER], first[C_DEST]
+
+    -- The request line.
+    local uri = req.uri
+    local path_a, path_b, query_a, query_b = split_target(uri)
+    floats[1] = f32(req.http_version / 10)
+    floats[2] = f32(#uri)
+    floats[3] = count_segments(uri, path_a, path_b, "[^/]+")
+    floats[4] = count_segments(uri, query_a, query_b, "[^&]+")
+    floats[5] = n_headers
+    floats[23] = ip_family(req.client_addr)
+    cats[1] = req.method
+    cats[2] = uri_ext(uri, path_a, path_b)
+
+    local family, major, chromium, os, mobile = ua_claims(ua)
     local has_ua = family ~= F_NONE
     floats[6] = ua and f32(#ua) or NAN
     floats[7] = major and f32(major) or NAN
@@ -780,41 +836,11 @@ function _M.extract(req, floats, cats)
     floats[26] = (ch_ua and chromium and ch_major ~= chromium) and 1 or 0
     floats[27] = (client_hints > 0 and not family.chromium) and 1 or 0
     floats[28] = (ch_platform and platform_matches(ch_platform, os) == false) and 1 or 0
-    local mobile_mismatch = false
-    if ch_mobile then
-        local m = trim(ch_mobile)
-        if m == "?1" then
-            mobile_mismatch = has_ua and not mobile
-        elseif m == "?0" then
-            mobile_mismatch = has_ua and mobile
-        else
-            mobile_mismatch = true
-        end
-    end
-    floats[29] = mobile_mismatch and 1 or 0
+    floats[29] = mobile_mismatch(ch_mobile, has_ua, mobile) and 1 or 0
     local any_fetch = site or mode or user or dest
     floats[30] = (any_fetch and not family.browser) and 1 or 0
     floats[31] = (any_fetch and fetch_incoherent(site, mode, user, dest)) and 1 or 0
-
-    -- header_order::inversions against the claimed browser's order.
-    local order = family.order
-    if order then
-        local count = 0
-        for i = 1, n_ranked do
-            local a = order[ranked[i]]
-            if a then
-                for j = i + 1, n_ranked do
-                    local b = order[ranked[j]]
-                    if b and b < a then
-                        count = count + 1
-                    end
-                end
-            end
-        end
-        floats[32] = count
-    else
-        floats[32] = NAN
-    end
+    floats[32] = order_inversions(family.order, n_ranked)
 
     cats[3] = n_order > 0 and char(unpack(order_buf, 1, n_order)) or ""
     cats[6] = ch_ua and product_brand(ch_ua) or ""

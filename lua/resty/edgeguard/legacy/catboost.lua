@@ -1,4 +1,8 @@
--- CatBoost models in Lua: the "before" engine's evaluator.
+-- CatBoost models in Lua: the legacy engine's evaluator.
+--
+-- Part of the legacy engine, FROZEN: see resty/edgeguard/legacy.lua for what
+-- it is for. Not a second implementation to keep in step with Rust; its
+-- outputs are pinned by tests/fixtures/legacy/.
 --
 -- Loads the JSON export of a CatBoost model (`save_model(path, format="json")`)
 -- with lua-cjson and scores one document at a time, the way a Lua module on
@@ -83,7 +87,8 @@ local CTR_LAYOUT = {
     FeatureFreq = COUNT,
 }
 
--- Losses whose raw formula value is the prediction (src/scorer/binding.rs).
+-- Losses whose raw formula value is the prediction (the Rust binding's list
+-- when this engine was frozen).
 local REGRESSION_LOSSES = {
     RMSE = true, MAE = true, Quantile = true, Expectile = true, LogLinQuantile = true,
     MAPE = true, Poisson = true, Tweedie = true, Huber = true, Lq = true, LogCosh = true,
@@ -281,7 +286,18 @@ local function ctr_identity(field, ctr_type, elements)
     return concat(parts, "|"), parsed
 end
 
-local function compile(doc)
+-- compile() runs these phases in order over one JSON document; they share
+-- the model `m` being filled and a build state `b`:
+--   b.bins          binary features as CatBoost numbers them (split_index):
+--                   float borders, then one-hot values, then CTR borders
+--   b.slot          how many bin slots (one per used feature) so far
+--   b.float_slot_of float feature index -> { slot, borders }
+--   b.one_hot_of    categorical feature index -> { slot, value -> position }
+--   b.cat_known     categorical feature index -> true
+--   b.tables_by_id  CTR identity -> table number
+-- Each phase fails with the JSON field it was reading.
+
+local function check_document(doc)
     if type(doc) ~= "table" or is_array(doc) and #doc > 0 then
         fail("", "expected a JSON object")
     end
@@ -289,8 +305,10 @@ local function compile(doc)
         fail("trees", "non-symmetric trees (grow_policy Depthwise or Lossguide) are not supported; "
             .. "train with the default SymmetricTree policy")
     end
+end
 
-    local m = {
+local function new_model()
+    return {
         metadata = {},
         float_names = {},
         cat_names = {},
@@ -319,359 +337,437 @@ local function compile(doc)
         bias = {},
         objective = nil,
     }
+end
 
-    -- model_info: string metadata and the loss function.
-    local info = doc.model_info
-    if type(info) == "table" then
-        for k, v in pairs(info) do
-            if type(k) == "string" and type(v) == "string" then
-                m.metadata[k] = v
-            end
-        end
-        local params = info.params
-        local loss = type(params) == "table" and params.loss_function
-        local name = type(loss) == "table" and loss.type
-        if type(name) == "string" then
-            m.loss = name
+-- model_info: string metadata and the loss function.
+local function read_model_info(m, info)
+    if type(info) ~= "table" then
+        return
+    end
+    for k, v in pairs(info) do
+        if type(k) == "string" and type(v) == "string" then
+            m.metadata[k] = v
         end
     end
+    local params = info.params
+    local loss = type(params) == "table" and params.loss_function
+    local name = type(loss) == "table" and loss.type
+    if type(name) == "string" then
+        m.loss = name
+    end
+end
 
-    local fi = need_object(doc.features_info, "features_info")
+-- A feature_index of features_info's lists: in range, and above `previous`.
+local function feature_index(f, at, previous)
+    local index = need_uint(f.feature_index, at .. ".feature_index")
+    if index > MAX_FEATURE_INDEX then
+        fail(at .. ".feature_index", index .. " is above the supported maximum " .. MAX_FEATURE_INDEX)
+    end
+    if index <= previous then
+        fail(at .. ".feature_index", index .. ": feature indexes must increase")
+    end
+    return index
+end
 
-    -- Binary features as CatBoost numbers them (split_index): float borders,
-    -- then one-hot values, then CTR borders.
-    local bins = {}
-    local slot = 0
+local function feature_name(f, at)
+    return opt_string(f.feature_name, at .. ".feature_name")
+        or opt_string(f.feature_id, at .. ".feature_id") or ""
+end
 
-    -- Float features.
-    local float_list = opt_array(fi.float_features, "features_info.float_features")
-    local float_slot_of = {} -- feature index -> { slot, borders }
+-- What a NaN value of a float feature is read as.
+local function nan_fill_of(f, at)
+    local treatment = opt_string(f.nan_value_treatment, at .. ".nan_value_treatment") or "AsIs"
+    local has_nans = f.has_nans == true
+    if treatment == "AsIs" or ((treatment == "AsFalse" or treatment == "AsTrue") and not has_nans) then
+        return 0 / 0
+    elseif treatment == "AsFalse" then
+        return -huge
+    elseif treatment == "AsTrue" then
+        return huge
+    end
+    fail(at .. ".nan_value_treatment",
+        format("unknown value %q (expected AsIs, AsFalse or AsTrue)", treatment))
+end
+
+-- A new bin slot for one feature's binary features, one per item of `list`
+-- (its borders or one-hot values), each bin holding its item as `key`.
+-- Returns the slot.
+local function add_slot(b, kind, feature, key, list, tbi)
+    b.slot = b.slot + 1
+    local slot, bins = b.slot, b.bins
+    for k = 1, #list do
+        bins[#bins + 1] = { kind = kind, feature = feature, [key] = list[k], tbi = tbi,
+                            slot = slot, threshold = k }
+    end
+    return slot
+end
+
+-- The loop both lists of features_info share: objects with increasing
+-- feature_index and a name; `add(index, f, at)` reads the rest of each.
+-- Fills `names` ("" where a feature has none) and returns the feature count.
+local function feature_list(list, field, names, add)
     local previous = -1
-    for i = 1, #float_list do
-        local at = "features_info.float_features[" .. (i - 1) .. "]"
-        local f = need_object(float_list[i], at)
-        local index = need_uint(f.feature_index, at .. ".feature_index")
-        if index > MAX_FEATURE_INDEX then
-            fail(at .. ".feature_index", index .. " is above the supported maximum " .. MAX_FEATURE_INDEX)
-        end
-        if index <= previous then
-            fail(at .. ".feature_index", index .. ": feature indexes must increase")
-        end
+    for i = 1, #list do
+        local at = field .. "[" .. (i - 1) .. "]"
+        local f = need_object(list[i], at)
+        local index = feature_index(f, at, previous)
         previous = index
-        m.float_names[index + 1] = opt_string(f.feature_name, at .. ".feature_name")
-            or opt_string(f.feature_id, at .. ".feature_id") or ""
-        local treatment = opt_string(f.nan_value_treatment, at .. ".nan_value_treatment") or "AsIs"
-        local has_nans = f.has_nans == true
-        local nan_fill
-        if treatment == "AsIs" or ((treatment == "AsFalse" or treatment == "AsTrue") and not has_nans) then
-            nan_fill = 0 / 0
-        elseif treatment == "AsFalse" then
-            nan_fill = -huge
-        elseif treatment == "AsTrue" then
-            nan_fill = huge
-        else
-            fail(at .. ".nan_value_treatment",
-                format("unknown value %q (expected AsIs, AsFalse or AsTrue)", treatment))
-        end
+        names[index + 1] = feature_name(f, at)
+        add(index, f, at)
+    end
+    for i = 1, previous + 1 do
+        names[i] = names[i] or ""
+    end
+    return previous + 1
+end
+
+-- features_info.float_features.
+local function float_features(m, b, fi)
+    local field = "features_info.float_features"
+    m.float_count = feature_list(opt_array(fi.float_features, field), field, m.float_names, function(index, f, at)
+        local nan_fill = nan_fill_of(f, at)
         local borders = borders_of(f.borders, at .. ".borders")
         if #borders > 0 then
-            slot = slot + 1
+            local slot = add_slot(b, "FloatFeature", index, "border", borders)
             local n = #m.fs_feature + 1
-            m.fs_feature[n] = index + 1
-            m.fs_nan[n] = nan_fill
-            m.fs_borders[n] = borders
-            float_slot_of[index] = { slot, borders }
-            for k = 1, #borders do
-                bins[#bins + 1] = { kind = "FloatFeature", feature = index, border = borders[k],
-                                    slot = slot, threshold = k }
+            m.fs_feature[n], m.fs_nan[n], m.fs_borders[n] = index + 1, nan_fill, borders
+            b.float_slot_of[index] = { slot, borders }
+        end
+    end)
+end
+
+-- A categorical feature's one-hot values: value -> 1-based position.
+local function one_hot_values(c, field)
+    local values = need_array(c.values, field)
+    local positions = {}
+    for k = 1, #values do
+        local v = need_integer(values[k], field .. "[" .. (k - 1) .. "]")
+        if v < INT32_MIN or v > INT32_MAX then
+            fail(field .. "[" .. (k - 1) .. "]", tostring(v) .. " is not a 32-bit categorical hash")
+        end
+        if positions[v] then
+            fail(field .. "[" .. (k - 1) .. "]", "duplicate one-hot value " .. tostring(v))
+        end
+        positions[v] = k
+    end
+    return values, positions
+end
+
+-- features_info.categorical_features.
+local function categorical_features(m, b, fi)
+    local field = "features_info.categorical_features"
+    m.cat_count = feature_list(opt_array(fi.categorical_features, field), field, m.cat_names, function(index, c, at)
+        b.cat_known[index] = true
+        if absent(c.values) then
+            return
+        end
+        local values, positions = one_hot_values(c, at .. ".values")
+        if #values > 0 then
+            local slot = add_slot(b, "OneHotFeature", index, "value", values)
+            local n = #m.oh_cat + 1
+            m.oh_cat[n], m.oh_index[n] = index + 1, positions
+            b.one_hot_of[index] = { slot, positions }
+        end
+    end)
+end
+
+-- The bucket records of one CTR table's hash_map: the bucket index (hash
+-- high half -> low half -> bucket number), the integer counters per bucket
+-- and, for the mean-value layout, the sums.
+local function ctr_buckets(at, layout, stride, hash_map)
+    local index, ints, sums = {}, {}, {}
+    local buckets = #hash_map / stride
+    for bucket = 1, buckets do
+        local base = (bucket - 1) * stride
+        local function item(k)
+            return at .. ".hash_map[" .. (base + k) .. "]"
+        end
+        local hi, lo = bucket_hash(hash_map[base + 1], item(0))
+        local row = index[hi]
+        if not row then
+            row = {}
+            index[hi] = row
+        end
+        if row[lo] then
+            fail(item(0), "duplicate bucket hash " .. hash_map[base + 1])
+        end
+        row[lo] = bucket
+        if layout == SUM_COUNT then
+            local s = hash_map[base + 2]
+            if type(s) ~= "number" then
+                fail(item(1), "expected a number")
             end
+            sums[bucket] = f32(s)
+            ints[bucket] = { i32_counter(hash_map[base + 3], item(2)) }
+        else
+            local counts = {}
+            for k = 1, stride - 1 do
+                counts[k] = i32_counter(hash_map[base + 1 + k], item(k))
+            end
+            ints[bucket] = counts
         end
     end
-    m.float_count = previous + 1
-    for i = 1, m.float_count do
-        m.float_names[i] = m.float_names[i] or ""
+    return index, ints, sums, buckets
+end
+
+-- One table of ctr_data: its identity and the table.
+local function read_ctr_table(at, name, table_doc)
+    local key_doc, err = decode(name)
+    if type(key_doc) ~= "table" then
+        fail(at, "the key is not a CTR identifier: " .. tostring(err or "not an object"))
+    end
+    local ctr_type = key_doc.type
+    local layout = CTR_LAYOUT[ctr_type]
+    if not layout then
+        fail(at, format("unknown CTR type %s", tostring(ctr_type)))
+    end
+    local id = ctr_identity(at .. ".identifier", ctr_type, key_doc.identifier)
+    local stride = need_uint(table_doc.hash_stride, at .. ".hash_stride")
+    local hash_map = need_array(table_doc.hash_map, at .. ".hash_map")
+    local stride_ok = (layout == CLASS_COUNTS and stride >= 2)
+        or (layout == SUM_COUNT and stride == 3) or (layout == COUNT and stride == 2)
+    if not stride_ok or stride > (#hash_map > 3 and #hash_map or 3) then
+        fail(at .. ".hash_stride", format("%d does not fit a %s table", stride, ctr_type))
+    end
+    if #hash_map % stride ~= 0 then
+        fail(at .. ".hash_map", format("%d items are not a whole number of %d-item records",
+            #hash_map, stride))
+    end
+    local denominator = absent(table_doc.counter_denominator) and 0
+        or need_integer(table_doc.counter_denominator, at .. ".counter_denominator")
+    if denominator < INT32_MIN or denominator > INT32_MAX then
+        fail(at .. ".counter_denominator", tostring(denominator) .. " is out of range")
+    end
+    local index, ints, sums, buckets = ctr_buckets(at, layout, stride, hash_map)
+    local counters = stride - 1 - (layout == SUM_COUNT and 1 or 0)
+    return id, { index = index, ints = ints, sums = sums, buckets = buckets,
+                 counters = counters, denominator = denominator }
+end
+
+-- ctr_data: the CTR tables, keyed by CTR identity. Sorted so that the first
+-- bad table reported does not depend on hash order.
+local function ctr_tables(m, b, data)
+    if absent(data) then
+        return
+    end
+    need_object(data, "ctr_data")
+    local names = {}
+    for name in pairs(data) do
+        names[#names + 1] = name
+    end
+    sort(names)
+    for _, name in ipairs(names) do
+        local at = format("ctr_data[%q]", name)
+        local id, t = read_ctr_table(at, name, need_object(data[name], at))
+        if b.tables_by_id[id] then
+            fail(at, "duplicate CTR table")
+        end
+        m.tables[#m.tables + 1] = t
+        b.tables_by_id[id] = #m.tables
+    end
+end
+
+-- The CTR's value for every bucket of its table, and for an unseen
+-- combination: TModelCtr::Calc, every step rounded to float as CatBoost
+-- computes it.
+local function ctr_bucket_values(ctr_type, t, tbi, prior_num, prior_denom, shift, scale)
+    local function calc(count_in_class, total)
+        count_in_class, total = f32(count_in_class), f32(total)
+        local ctr_value = f32(f32(count_in_class + prior_num) / f32(total + prior_denom))
+        return f32(f32(ctr_value + shift) * scale)
+    end
+    local values = {}
+    for bucket = 1, t.buckets do
+        local counts = t.ints[bucket]
+        local v
+        if ctr_type == "BinarizedTargetMeanValue" or ctr_type == "FloatTargetMeanValue" then
+            v = calc(t.sums[bucket], counts[1])
+        elseif ctr_type == "Counter" or ctr_type == "FeatureFreq" then
+            v = calc(counts[1], t.denominator)
+        elseif ctr_type == "Buckets" then
+            local total = 0
+            for k = 1, #counts do
+                total = tobit(total + counts[k]) -- int32 wrap, as CatBoost's int sum
+            end
+            v = calc(counts[tbi + 1], total)
+        elseif #counts > 2 then
+            -- Borders over several classes: those above the target border
+            -- count as "good".
+            local good, total = 0, 0
+            for k = 1, #counts do
+                if k - 1 > tbi then
+                    good = tobit(good + counts[k])
+                end
+                total = tobit(total + counts[k])
+            end
+            v = calc(good, total)
+        else
+            v = calc(counts[2], tobit(counts[1] + counts[2]))
+        end
+        values[bucket] = v
+    end
+    local missing
+    if ctr_type == "Counter" or ctr_type == "FeatureFreq" then
+        missing = calc(0, t.denominator)
+    else
+        missing = calc(0, 0)
+    end
+    return values, missing
+end
+
+-- A CTR's projection in CatBoost's hashing order: categorical values, then
+-- binarized floats, then one-hot matches; as element kinds and operands.
+local function ctr_projection(b, field, parsed)
+    local kinds, as, bs = {}, {}, {}
+    for _, c in ipairs(parsed.cats) do
+        if not b.cat_known[c] then
+            fail(field, format("categorical feature %d is not in features_info.categorical_features", c))
+        end
+        kinds[#kinds + 1], as[#as + 1], bs[#bs + 1] = CAT, c + 1, 0
+    end
+    for _, f in ipairs(parsed.floats) do
+        local s = b.float_slot_of[f[1]]
+        if not s then
+            fail(field, format("float feature %d has no borders", f[1]))
+        end
+        local k
+        for j = 1, #s[2] do
+            if s[2][j] == f[2] then
+                k = j
+                break
+            end
+        end
+        if not k then
+            fail(field, format("%.9g is not a border of float feature %d", f[2], f[1]))
+        end
+        kinds[#kinds + 1], as[#as + 1], bs[#bs + 1] = FLOAT, s[1], k
+    end
+    for _, o in ipairs(parsed.one_hots) do
+        local s = b.one_hot_of[o[1]]
+        if not s then
+            fail(field, format("categorical feature %d is not one-hot encoded", o[1]))
+        end
+        local k = s[2][o[2]]
+        if not k then
+            fail(field, format("%d is not a one-hot value of feature %d", o[2], o[1]))
+        end
+        kinds[#kinds + 1], as[#as + 1], bs[#bs + 1] = ONE_HOT, s[1], k
+    end
+    return kinds, as, bs
+end
+
+-- Whether a CTR's target_border_idx fits its table.
+local function check_target_border(at, ctr_type, tbi, classes)
+    local tbi_ok
+    if ctr_type == "Borders" then
+        tbi_ok = classes >= 2 and tbi >= 0 and tbi < classes
+    elseif ctr_type == "Buckets" then
+        tbi_ok = tbi >= 0 and tbi < classes
+    else
+        tbi_ok = tbi >= 0
+    end
+    if not tbi_ok then
+        fail(at .. ".target_border_idx", format("%d does not fit a table of %d classes", tbi, classes))
+    end
+end
+
+-- One CTR feature of features_info.ctrs.
+local function ctr_feature(m, b, at, ctr, projections)
+    local ctr_type = need_string(ctr.ctr_type, at .. ".ctr_type")
+    if not CTR_LAYOUT[ctr_type] then
+        fail(at .. ".ctr_type", format("unknown CTR type %q (expected Borders, Buckets, "
+            .. "BinarizedTargetMeanValue, FloatTargetMeanValue, Counter or FeatureFreq)", ctr_type))
+    end
+    local id, parsed = ctr_identity(at .. ".elements", ctr_type, ctr.elements)
+    local tn = b.tables_by_id[id]
+    if not tn then
+        fail(at .. ".elements", "no ctr_data table for this CTR")
+    end
+    local t = m.tables[tn]
+    local tbi = need_integer(ctr.target_border_idx, at .. ".target_border_idx")
+    check_target_border(at, ctr_type, tbi, t.counters)
+    local prior_num = f32(need_number(ctr.prior_numerator, at .. ".prior_numerator"))
+    local prior_denom = f32(need_number(ctr.prior_denomerator, at .. ".prior_denomerator"))
+    local shift = f32(need_number(ctr.shift, at .. ".shift"))
+    local scale = f32(need_number(ctr.scale, at .. ".scale"))
+    local values, missing = ctr_bucket_values(ctr_type, t, tbi, prior_num, prior_denom, shift, scale)
+
+    local kinds, as, bs = ctr_projection(b, at .. ".elements", parsed)
+    local ptext = concat(kinds, ",") .. "|" .. concat(as, ",") .. "|" .. concat(bs, ",")
+    local p = projections[ptext]
+    if not p then
+        p = #m.proj_kind + 1
+        m.proj_kind[p], m.proj_a[p], m.proj_b[p] = kinds, as, bs
+        projections[ptext] = p
     end
 
-    -- Categorical features.
-    local cat_list = opt_array(fi.categorical_features, "features_info.categorical_features")
-    local one_hot_of = {} -- feature index -> { slot, value -> position }
-    local cat_known = {}
-    previous = -1
-    for i = 1, #cat_list do
-        local at = "features_info.categorical_features[" .. (i - 1) .. "]"
-        local c = need_object(cat_list[i], at)
-        local index = need_uint(c.feature_index, at .. ".feature_index")
-        if index > MAX_FEATURE_INDEX then
-            fail(at .. ".feature_index", index .. " is above the supported maximum " .. MAX_FEATURE_INDEX)
-        end
-        if index <= previous then
-            fail(at .. ".feature_index", index .. ": feature indexes must increase")
-        end
-        previous = index
-        cat_known[index] = true
-        m.cat_names[index + 1] = opt_string(c.feature_name, at .. ".feature_name")
-            or opt_string(c.feature_id, at .. ".feature_id") or ""
-        if not absent(c.values) then
-            local field = at .. ".values"
-            local values = need_array(c.values, field)
-            local positions = {}
-            for k = 1, #values do
-                local v = need_integer(values[k], field .. "[" .. (k - 1) .. "]")
-                if v < INT32_MIN or v > INT32_MAX then
-                    fail(field .. "[" .. (k - 1) .. "]", tostring(v) .. " is not a 32-bit categorical hash")
-                end
-                if positions[v] then
-                    fail(field .. "[" .. (k - 1) .. "]", "duplicate one-hot value " .. tostring(v))
-                end
-                positions[v] = k
-            end
-            if #values > 0 then
-                slot = slot + 1
-                local n = #m.oh_cat + 1
-                m.oh_cat[n] = index + 1
-                m.oh_index[n] = positions
-                one_hot_of[index] = { slot, positions }
-                for k = 1, #values do
-                    bins[#bins + 1] = { kind = "OneHotFeature", feature = index, value = values[k],
-                                        slot = slot, threshold = k }
-                end
-            end
-        end
-    end
-    m.cat_count = previous + 1
-    for i = 1, m.cat_count do
-        m.cat_names[i] = m.cat_names[i] or ""
-    end
+    local borders = borders_of(ctr.borders, at .. ".borders")
+    add_slot(b, "OnlineCtr", nil, "border", borders, tbi)
+    local n = #m.ctr_proj + 1
+    m.ctr_proj[n], m.ctr_table[n] = p, tn
+    m.ctr_values[n], m.ctr_missing[n], m.ctr_borders[n] = values, missing, borders
+end
 
-    -- CTR tables (ctr_data), keyed by CTR identity. Sorted so that the first
-    -- bad table reported does not depend on hash order.
-    local tables_by_id = {}
-    local data = doc.ctr_data
-    if not absent(data) then
-        need_object(data, "ctr_data")
-        local names = {}
-        for name in pairs(data) do
-            names[#names + 1] = name
-        end
-        sort(names)
-        for _, name in ipairs(names) do
-            local at = format("ctr_data[%q]", name)
-            local table_doc = need_object(data[name], at)
-            local key_doc, err = decode(name)
-            if type(key_doc) ~= "table" then
-                fail(at, "the key is not a CTR identifier: " .. tostring(err or "not an object"))
-            end
-            local ctr_type = key_doc.type
-            local layout = CTR_LAYOUT[ctr_type]
-            if not layout then
-                fail(at, format("unknown CTR type %s", tostring(ctr_type)))
-            end
-            local id = ctr_identity(at .. ".identifier", ctr_type, key_doc.identifier)
-            local stride = need_uint(table_doc.hash_stride, at .. ".hash_stride")
-            local hash_map = need_array(table_doc.hash_map, at .. ".hash_map")
-            local stride_ok = (layout == CLASS_COUNTS and stride >= 2)
-                or (layout == SUM_COUNT and stride == 3) or (layout == COUNT and stride == 2)
-            if not stride_ok or stride > (#hash_map > 3 and #hash_map or 3) then
-                fail(at .. ".hash_stride", format("%d does not fit a %s table", stride, ctr_type))
-            end
-            if #hash_map % stride ~= 0 then
-                fail(at .. ".hash_map", format("%d items are not a whole number of %d-item records",
-                    #hash_map, stride))
-            end
-            local denominator = absent(table_doc.counter_denominator) and 0
-                or need_integer(table_doc.counter_denominator, at .. ".counter_denominator")
-            if denominator < INT32_MIN or denominator > INT32_MAX then
-                fail(at .. ".counter_denominator", tostring(denominator) .. " is out of range")
-            end
-            local index, ints, sums = {}, {}, {}
-            local counters = stride - 1 - (layout == SUM_COUNT and 1 or 0)
-            local buckets = #hash_map / stride
-            for b = 1, buckets do
-                local base = (b - 1) * stride
-                local function item(k)
-                    return at .. ".hash_map[" .. (base + k) .. "]"
-                end
-                local hi, lo = bucket_hash(hash_map[base + 1], item(0))
-                local row = index[hi]
-                if not row then
-                    row = {}
-                    index[hi] = row
-                end
-                if row[lo] then
-                    fail(item(0), "duplicate bucket hash " .. hash_map[base + 1])
-                end
-                row[lo] = b
-                if layout == SUM_COUNT then
-                    local s = hash_map[base + 2]
-                    if type(s) ~= "number" then
-                        fail(item(1), "expected a number")
-                    end
-                    sums[b] = f32(s)
-                    ints[b] = { i32_counter(hash_map[base + 3], item(2)) }
-                else
-                    local counts = {}
-                    for k = 1, stride - 1 do
-                        counts[k] = i32_counter(hash_map[base + 1 + k], item(k))
-                    end
-                    ints[b] = counts
-                end
-            end
-            if tables_by_id[id] then
-                fail(at, "duplicate CTR table")
-            end
-            local t = { index = index, ints = ints, sums = sums, buckets = buckets,
-                        counters = counters, denominator = denominator }
-            m.tables[#m.tables + 1] = t
-            tables_by_id[id] = #m.tables
-        end
-    end
-
-    -- CTR features (features_info.ctrs).
+-- features_info.ctrs, then the tables' counters are dropped: only the
+-- per-CTR values are read from here on.
+local function ctr_features(m, b, fi)
     local projections = {} -- canonical projection text -> projection number
     local ctr_list = opt_array(fi.ctrs, "features_info.ctrs")
     for i = 1, #ctr_list do
         local at = "features_info.ctrs[" .. (i - 1) .. "]"
-        local ctr = need_object(ctr_list[i], at)
-        local ctr_type = need_string(ctr.ctr_type, at .. ".ctr_type")
-        if not CTR_LAYOUT[ctr_type] then
-            fail(at .. ".ctr_type", format("unknown CTR type %q (expected Borders, Buckets, "
-                .. "BinarizedTargetMeanValue, FloatTargetMeanValue, Counter or FeatureFreq)", ctr_type))
-        end
-        local id, parsed = ctr_identity(at .. ".elements", ctr_type, ctr.elements)
-        local tn = tables_by_id[id]
-        if not tn then
-            fail(at .. ".elements", "no ctr_data table for this CTR")
-        end
-        local t = m.tables[tn]
-        local classes = t.counters
-        local tbi = need_integer(ctr.target_border_idx, at .. ".target_border_idx")
-        local tbi_ok
-        if ctr_type == "Borders" then
-            tbi_ok = classes >= 2 and tbi >= 0 and tbi < classes
-        elseif ctr_type == "Buckets" then
-            tbi_ok = tbi >= 0 and tbi < classes
-        else
-            tbi_ok = tbi >= 0
-        end
-        if not tbi_ok then
-            fail(at .. ".target_border_idx", format("%d does not fit a table of %d classes", tbi, classes))
-        end
-        local prior_num = f32(need_number(ctr.prior_numerator, at .. ".prior_numerator"))
-        local prior_denom = f32(need_number(ctr.prior_denomerator, at .. ".prior_denomerator"))
-        local shift = f32(need_number(ctr.shift, at .. ".shift"))
-        local scale = f32(need_number(ctr.scale, at .. ".scale"))
-        -- TModelCtr::Calc, every step rounded to float as CatBoost computes it.
-        local function calc(count_in_class, total)
-            count_in_class, total = f32(count_in_class), f32(total)
-            local ctr_value = f32(f32(count_in_class + prior_num) / f32(total + prior_denom))
-            return f32(f32(ctr_value + shift) * scale)
-        end
-        local values = {}
-        for b = 1, t.buckets do
-            local counts = t.ints[b]
-            local v
-            if ctr_type == "BinarizedTargetMeanValue" or ctr_type == "FloatTargetMeanValue" then
-                v = calc(t.sums[b], counts[1])
-            elseif ctr_type == "Counter" or ctr_type == "FeatureFreq" then
-                v = calc(counts[1], t.denominator)
-            elseif ctr_type == "Buckets" then
-                local total = 0
-                for k = 1, #counts do
-                    total = tobit(total + counts[k]) -- int32 wrap, as CatBoost's int sum
-                end
-                v = calc(counts[tbi + 1], total)
-            elseif #counts > 2 then
-                -- Borders over several classes: those above the target border
-                -- count as "good".
-                local good, total = 0, 0
-                for k = 1, #counts do
-                    if k - 1 > tbi then
-                        good = tobit(good + counts[k])
-                    end
-                    total = tobit(total + counts[k])
-                end
-                v = calc(good, total)
-            else
-                v = calc(counts[2], tobit(counts[1] + counts[2]))
-            end
-            values[b] = v
-        end
-        local missing
-        if ctr_type == "Counter" or ctr_type == "FeatureFreq" then
-            missing = calc(0, t.denominator)
-        else
-            missing = calc(0, 0)
-        end
-
-        -- The projection, in CatBoost's hashing order: categorical values,
-        -- then binarized floats, then one-hot matches.
-        local field = at .. ".elements"
-        local kinds, as, bs = {}, {}, {}
-        for _, c in ipairs(parsed.cats) do
-            if not cat_known[c] then
-                fail(field, format("categorical feature %d is not in features_info.categorical_features", c))
-            end
-            kinds[#kinds + 1], as[#as + 1], bs[#bs + 1] = CAT, c + 1, 0
-        end
-        for _, f in ipairs(parsed.floats) do
-            local s = float_slot_of[f[1]]
-            if not s then
-                fail(field, format("float feature %d has no borders", f[1]))
-            end
-            local k
-            for j = 1, #s[2] do
-                if s[2][j] == f[2] then
-                    k = j
-                    break
-                end
-            end
-            if not k then
-                fail(field, format("%.9g is not a border of float feature %d", f[2], f[1]))
-            end
-            kinds[#kinds + 1], as[#as + 1], bs[#bs + 1] = FLOAT, s[1], k
-        end
-        for _, o in ipairs(parsed.one_hots) do
-            local s = one_hot_of[o[1]]
-            if not s then
-                fail(field, format("categorical feature %d is not one-hot encoded", o[1]))
-            end
-            local k = s[2][o[2]]
-            if not k then
-                fail(field, format("%d is not a one-hot value of feature %d", o[2], o[1]))
-            end
-            kinds[#kinds + 1], as[#as + 1], bs[#bs + 1] = ONE_HOT, s[1], k
-        end
-        local ptext = concat(kinds, ",") .. "|" .. concat(as, ",") .. "|" .. concat(bs, ",")
-        local p = projections[ptext]
-        if not p then
-            p = #m.proj_kind + 1
-            m.proj_kind[p], m.proj_a[p], m.proj_b[p] = kinds, as, bs
-            projections[ptext] = p
-        end
-
-        local borders = borders_of(ctr.borders, at .. ".borders")
-        slot = slot + 1
-        local n = #m.ctr_proj + 1
-        m.ctr_proj[n], m.ctr_table[n] = p, tn
-        m.ctr_values[n], m.ctr_missing[n], m.ctr_borders[n] = values, missing, borders
-        for k = 1, #borders do
-            bins[#bins + 1] = { kind = "OnlineCtr", border = borders[k], tbi = tbi, slot = slot, threshold = k }
-        end
+        ctr_feature(m, b, at, need_object(ctr_list[i], at), projections)
     end
-    m.slot_count = slot
-    -- Only the per-CTR values are read from here on.
+    m.slot_count = b.slot
     for _, t in ipairs(m.tables) do
         t.ints, t.sums = nil, nil
     end
+end
 
-    -- Trees.
-    local trees = need_array(doc.oblivious_trees, "oblivious_trees")
+-- Whether a split's own fields (where present) describe binary feature `bin`.
+local function split_matches(split, split_type, bin)
+    local border = split.border
+    if split_type ~= bin.kind then
+        return false
+    elseif bin.kind == "FloatFeature" then
+        return (absent(split.float_feature_index) or split.float_feature_index == bin.feature)
+            and (type(border) ~= "number" or f32(border) == bin.border)
+    elseif bin.kind == "OneHotFeature" then
+        return (absent(split.cat_feature_index) or split.cat_feature_index == bin.feature)
+            and (absent(split.value) or split.value == bin.value)
+    end
+    return (absent(split.ctr_target_border_idx) or split.ctr_target_border_idx == bin.tbi)
+        and (type(border) ~= "number" or f32(border) == bin.border)
+end
+
+-- One split of a tree: its binary feature, checked against the split's fields.
+local function tree_split(bins, sat, split)
+    local index = need_uint(split.split_index, sat .. ".split_index")
+    local split_type = need_string(split.split_type, sat .. ".split_type")
+    local bin = bins[index + 1]
+    if not bin then
+        fail(sat .. ".split_index", format("%d is out of range: the model has %d binary features",
+            index, #bins))
+    end
+    if split_type ~= "FloatFeature" and split_type ~= "OneHotFeature" and split_type ~= "OnlineCtr" then
+        fail(sat .. ".split_type", format(
+            "unknown split type %q (expected FloatFeature, OneHotFeature or OnlineCtr)", split_type))
+    end
+    if not split_matches(split, split_type, bin) then
+        fail(sat, format("does not match binary feature %d (%s) of features_info", index, bin.kind))
+    end
+    return bin
+end
+
+-- oblivious_trees: depths, leaves and, per tree level, the split's
+-- condition (distinct conditions shared). Returns the conditions in order of
+-- first use and the condition of every level.
+local function trees(m, b, list)
     local dimension
     local level = 0
     local conditions, condition_list, level_conditions = {}, {}, {}
-    for t = 1, #trees do
+    for t = 1, #list do
         local at = "oblivious_trees[" .. (t - 1) .. "]"
-        local tree = need_object(trees[t], at)
+        local tree = need_object(list[t], at)
         local splits = need_array(tree.splits, at .. ".splits")
         local leaf_values = need_array(tree.leaf_values, at .. ".leaf_values")
         local depth = #splits
@@ -689,38 +785,12 @@ local function compile(doc)
         m.tree_leaf[t] = #m.leaves + 1
         for s = 1, depth do
             local sat = at .. ".splits[" .. (s - 1) .. "]"
-            local split = need_object(splits[s], sat)
-            local index = need_uint(split.split_index, sat .. ".split_index")
-            local split_type = need_string(split.split_type, sat .. ".split_type")
-            local b = bins[index + 1]
-            if not b then
-                fail(sat .. ".split_index", format("%d is out of range: the model has %d binary features",
-                    index, #bins))
-            end
-            if split_type ~= "FloatFeature" and split_type ~= "OneHotFeature" and split_type ~= "OnlineCtr" then
-                fail(sat .. ".split_type", format(
-                    "unknown split type %q (expected FloatFeature, OneHotFeature or OnlineCtr)", split_type))
-            end
-            local border = split.border
-            local matches = split_type == b.kind
-            if matches and b.kind == "FloatFeature" then
-                matches = (absent(split.float_feature_index) or split.float_feature_index == b.feature)
-                    and (type(border) ~= "number" or f32(border) == b.border)
-            elseif matches and b.kind == "OneHotFeature" then
-                matches = (absent(split.cat_feature_index) or split.cat_feature_index == b.feature)
-                    and (absent(split.value) or split.value == b.value)
-            elseif matches then
-                matches = (absent(split.ctr_target_border_idx) or split.ctr_target_border_idx == b.tbi)
-                    and (type(border) ~= "number" or f32(border) == b.border)
-            end
-            if not matches then
-                fail(sat, format("does not match binary feature %d (%s) of features_info", index, b.kind))
-            end
+            local bin = tree_split(b.bins, sat, need_object(splits[s], sat))
             level = level + 1
-            local cond = b.slot .. (b.kind == "OneHotFeature" and "==" or ">=") .. b.threshold
+            local cond = bin.slot .. (bin.kind == "OneHotFeature" and "==" or ">=") .. bin.threshold
             local c = conditions[cond]
             if not c then
-                c = { b.slot, b.threshold, b.kind == "OneHotFeature" }
+                c = { bin.slot, bin.threshold, bin.kind == "OneHotFeature" }
                 conditions[cond] = c
                 condition_list[#condition_list + 1] = c
             end
@@ -733,8 +803,13 @@ local function compile(doc)
         end
     end
     m.dimension = dimension or 1
-    -- Each distinct condition is evaluated once per document, `>=` ones first
-    -- and then `==` ones, each kind in its own loop.
+    return condition_list, level_conditions
+end
+
+-- Numbers the distinct conditions so that each is evaluated once per
+-- document, `>=` ones first and then `==` ones, each kind in its own loop;
+-- and gives every tree level its condition's number.
+local function number_conditions(m, condition_list, level_conditions)
     for _, c in ipairs(condition_list) do
         if not c[3] then
             m.ge_slot[#m.ge_slot + 1], m.ge_thr[#m.ge_thr + 1] = c[1], c[2]
@@ -747,12 +822,13 @@ local function compile(doc)
             c.number = #m.ge_slot + #m.eq_slot
         end
     end
-    for k = 1, level do
+    for k = 1, #level_conditions do
         m.split_cond[k] = level_conditions[k].number
     end
+end
 
-    -- scale_and_bias: [scale, [bias...]].
-    local sab = doc.scale_and_bias
+-- scale_and_bias: [scale, [bias...]], the bias spread over the dimensions.
+local function scale_and_bias(m, sab)
     local scale, bias = 1, {}
     if not absent(sab) then
         need_array(sab, "scale_and_bias")
@@ -786,10 +862,26 @@ local function compile(doc)
         fail("scale_and_bias", format("%d bias values for a model of dimension %d", #bias, dim))
     end
     m.scale, m.bias = scale, bias
+end
+
+local function compile(doc)
+    check_document(doc)
+    local m = new_model()
+    read_model_info(m, doc.model_info)
+    local fi = need_object(doc.features_info, "features_info")
+    local b = { bins = {}, slot = 0, float_slot_of = {}, one_hot_of = {}, cat_known = {}, tables_by_id = {} }
+    float_features(m, b, fi)
+    categorical_features(m, b, fi)
+    ctr_tables(m, b, doc.ctr_data)
+    ctr_features(m, b, fi)
+    local condition_list, level_conditions = trees(m, b, need_array(doc.oblivious_trees, "oblivious_trees"))
+    number_conditions(m, condition_list, level_conditions)
+    scale_and_bias(m, doc.scale_and_bias)
     return m
 end
 
--- What the model's score is, by the rule of src/scorer/binding.rs: a
+-- What the model's score is, by the Rust binding's rule when this engine
+-- was frozen: a
 -- probability for binary classifiers, the raw value for regressions; other
 -- models cannot be scored (the reason is returned instead).
 local function score_kind(m)
@@ -820,7 +912,7 @@ local function score_kind(m)
 end
 
 -- The model's own threshold (metadata `edgeguard.threshold`), checked against
--- its score kind as the Rust binding does.
+-- its score kind.
 local function threshold_of(m, kind)
     local text = m.metadata[THRESHOLD_KEY]
     if text == nil then
@@ -934,13 +1026,12 @@ local function count_below(borders, v)
     return lo - 1
 end
 
---- Scores one document: `floats[i]` is the model's float feature i (1-based,
--- NaN for a missing value), `cats[i]` CatBoost's hash of categorical feature
--- i (unsigned or signed 32-bit). Writes the raw formula values (one per
--- dimension) into `out` (default: a table reused by the model) and returns it.
-function Model:predict_raw(floats, cats, out)
-    local bins = self.bins
+-- predict_raw's phases. Each writes into the model's scratch tables and
+-- creates no Lua tables; the JIT compiles them into the caller's trace.
 
+-- Float and one-hot bins: slots 1..n of `bins`; returns the next free slot
+-- count.
+local function feature_bins(self, floats, cats, bins)
     local fs_feature, fs_nan, fs_borders = self.fs_feature, self.fs_nan, self.fs_borders
     local slot = 0
     for i = 1, #fs_feature do
@@ -958,7 +1049,13 @@ function Model:predict_raw(floats, cats, out)
         slot = slot + 1
         bins[slot] = oh_index[i][tobit(cats[oh_cat[i]])] or 0
     end
+    return slot
+end
 
+-- CTR bins after slot `slot`: each CTR's projection hashed into a bucket key
+-- (once per run of CTRs on one projection), looked up in its table (once per
+-- run on one table), the bucket's precomputed value binarized.
+local function ctr_bins(self, cats, bins, slot)
     local ctr_proj, ctr_table = self.ctr_proj, self.ctr_table
     local ctr_values, ctr_missing, ctr_borders = self.ctr_values, self.ctr_missing, self.ctr_borders
     local proj_kind, proj_a, proj_b, tables = self.proj_kind, self.proj_a, self.proj_b, self.tables
@@ -1001,10 +1098,12 @@ function Model:predict_raw(floats, cats, out)
         slot = slot + 1
         bins[slot] = count_below(ctr_borders[i], value)
     end
+end
 
-    -- Conditions as 0 / 1 without branching on the data (min / max are SSE
-    -- instructions in compiled code): trees then read them without the side
-    -- exits a data-dependent `if` per level would cost.
+-- Conditions as 0 / 1 without branching on the data (min / max are SSE
+-- instructions in compiled code): trees then read them without the side
+-- exits a data-dependent `if` per level would cost.
+local function condition_bits(self, bins)
     local bits = self.bits
     local ge_slot, ge_thr = self.ge_slot, self.ge_thr
     local n_ge = #ge_slot
@@ -1015,10 +1114,13 @@ function Model:predict_raw(floats, cats, out)
     for c = 1, #eq_slot do
         bits[n_ge + c] = 1 - min(abs(bins[eq_slot[c]] - eq_thr[c]), 1)
     end
+    return bits
+end
 
+-- The sum of the trees' leaves into out[1..dimension], scaled and biased.
+local function sum_trees(self, bits, out)
     local split_cond, tree_depth, tree_leaf, leaves = self.split_cond, self.tree_depth, self.tree_leaf, self.leaves
     local dim = self.dimension
-    out = out or self.raw
     local level = 0
     if dim == 1 then
         local sum = 0
@@ -1054,6 +1156,17 @@ function Model:predict_raw(floats, cats, out)
         out[k] = scale * out[k] + bias[k]
     end
     return out
+end
+
+--- Scores one document: `floats[i]` is the model's float feature i (1-based,
+-- NaN for a missing value), `cats[i]` CatBoost's hash of categorical feature
+-- i (unsigned or signed 32-bit). Writes the raw formula values (one per
+-- dimension) into `out` (default: a table reused by the model) and returns it.
+function Model:predict_raw(floats, cats, out)
+    local bins = self.bins
+    local slot = feature_bins(self, floats, cats, bins)
+    ctr_bins(self, cats, bins, slot)
+    return sum_trees(self, condition_bits(self, bins), out or self.raw)
 end
 
 --- The model's score for one document (see predict_raw for the inputs): the

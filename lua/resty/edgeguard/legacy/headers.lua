@@ -1,9 +1,16 @@
--- Internal header stripping in Lua: the "before" engine.
+-- Internal header stripping in Lua: the legacy engine's.
 --
--- The list format and its accept/reject rules are the Rust parser's
--- (src/headers/list.rs), down to the error text, so that a list one engine
--- refuses the other refuses at the same line. Matching is the Rust rule too:
--- ASCII case folded, `_` read as `-`, exact names and prefix rules.
+-- Part of the legacy engine, FROZEN: see resty/edgeguard/legacy.lua for what
+-- it is for. Not a second implementation to keep in step with Rust; its
+-- outputs are pinned by tests/fixtures/legacy/.
+--
+-- The list format and its accept/reject rules are those the Rust parser had
+-- when this engine was frozen, so that a list one engine refuses the other
+-- refuses at the same line (tests/lua/test_lua_headers.lua checks the
+-- verdicts and line numbers). The messages are this module's own wording,
+-- pinned by tests/fixtures/legacy/, not copies of Rust's. Matching is the
+-- Rust rule too: ASCII case folded, `_` read as `-`, exact names and prefix
+-- rules.
 --
 -- strip() is the algorithm a Lua module used before the Rust one:
 -- ngx.req.clear_header for every exact name of the list, then one pass over
