@@ -514,7 +514,8 @@ const char *edgeguard_result_text(int result);
    be bound to the scorer's models (the same count).
  - `policy`: decides from the scores, the request and `addr`/`addr_len`,
    the client address as nginx keeps it (`$binary_remote_addr`; null/0:
-   in no `allow` block, no verified bot's prefix, no cookie's prefix), at
+   with a challenge or verified bots configured, the request's textual
+   `client_addr`, else in no `allow` block), at
    `now`, the caller's Unix time (nginx's `ngx.time()`), as
    `edgeguard_policy_decide_request` does: the clearance cookie verified,
    a bot claim judged, the actions `Cleared`, `Challenge`, `Verified` and
@@ -566,7 +567,9 @@ const char *edgeguard_clearance_name(int c);
  Decides one request with what it shows: `scores` (`n` of them in the
  policy's model order; null with `n` 0: not scored), the request (its
  User-Agent, `Cookie`, `Sec-Fetch-Mode`, `Accept`, method and URI),
- `addr`/`addr_len` as nginx keeps it (`$binary_remote_addr`) and `now`,
+ `addr`/`addr_len` as nginx keeps it (`$binary_remote_addr`; null/0: the
+ request's textual `client_addr` when a challenge or verified bots are
+ configured, else in no `allow` block) and `now`,
  the caller's Unix time (nginx's `ngx.time()`) against which the
  clearance cookie is judged.
 
@@ -602,7 +605,8 @@ edgeguard_result edgeguard_policy_decide_request(const edgeguard_policy *policy,
 
 /*
  Writes the challenge page for this client (`request`'s User-Agent,
- `addr` as `$binary_remote_addr`, `now` the caller's Unix time) into
+ `addr` as `$binary_remote_addr`, or null/0 for the request's
+ `client_addr`; `now` the caller's Unix time) into
  `buf` (`cap` bytes; 4096 is enough) and its length into `*out_len`.
  Serve it with the decision's `challenge_status`, `Content-Type:
  text/html; charset=utf-8` and `Cache-Control: no-store`.

@@ -722,12 +722,9 @@ end
 local score_parts = {}
 local clock = metrics.clock
 
--- What rust_access gave edgeguard_access (the client address, the clock),
--- for act()'s challenge page and answer: one request at a time per
--- worker, and nothing yields between the two.
-local last_addr, last_len, last_now
 -- edgeguard_access's out struct, reused (act() reads the challenge's and
--- the bots' part of it).
+-- the bots' part of it: one request at a time per worker, and nothing
+-- yields between the two).
 local access_out = ffi.new("edgeguard_access_out[1]")
 local BOTS = policy.BOTS
 
@@ -771,8 +768,9 @@ end
 -- the block status.
 local function answer(loc, req, status)
     local mx = state.metrics
-    local ok, res = challenge.answer(state.lib, loc.policies.rust, req, last_addr, last_len,
-                                     last_now, ngx.var.https == "on")
+    -- No address: Rust reads the request's client_addr (as in rust_access).
+    local ok, res = challenge.answer(state.lib, loc.policies.rust, req, nil, 0, ngx.time(),
+                                     ngx.var.https == "on")
     if ok == nil then
         return fail("rust", res)
     end
@@ -851,8 +849,9 @@ local function act(loc, engine_label, scores, names, removed, r, req,
         end
         var.edgeguard_action = action
         if loc.screen then
-            -- The clock the cookie was judged by, for replay; the bot.
-            var.edgeguard_time = last_now
+            -- The clock the cookie was judged by (ngx.time() is cached for
+            -- the event loop's turn: rust_access's value), for replay; the bot.
+            var.edgeguard_time = ngx.time()
             var.edgeguard_verified_bot = bot == "verified" and bot_name or ""
         end
     end
@@ -878,8 +877,8 @@ local function act(loc, engine_label, scores, names, removed, r, req,
         if mx then
             mx:challenge("served")
         end
-        local _, err = challenge.serve_page(state.lib, loc.policies.rust, req, last_addr, last_len,
-                                            last_now, access_out[0].challenge_status)
+        local _, err = challenge.serve_page(state.lib, loc.policies.rust, req, nil, 0, ngx.time(),
+                                            access_out[0].challenge_status)
         return fail(engine_label, err)
     end
     return action
@@ -907,15 +906,14 @@ local function rust_access(loc, r)
         clear_buf = ffi.new("uint32_t[?]", clear_cap)
     end
     local addr, alen
-    -- The challenge and the verified bots always look at the address.
-    if loc.allow or loc.screen then
+    -- The challenge and the verified bots read the request's client_addr
+    -- in Rust when no binary address is given: one variable fetch less.
+    if loc.allow then
         addr, alen = request.binary_addr(r)
     end
-    local now = ngx.time()
-    last_addr, last_len, last_now = addr, alen, now
     local lib, scorer, set, keep = state.lib, state.scorer, loc.strip_set, loc.score_header
     local rc = lib.edgeguard_access(set and set.handle or nil, scorer and scorer.handle, loc.policies.rust.handle,
-                                    req, keep, #keep, addr, alen or 0, now, clear_buf, clear_cap,
+                                    req, keep, #keep, addr, alen or 0, ngx.time(), clear_buf, clear_cap,
                                     scorer and scorer.out, scorer and scorer.n or 0, access_out)
     if rc ~= 0 then
         return nil, "edgeguard_access: " .. ffi_string(lib.edgeguard_result_text(rc))

@@ -75,7 +75,8 @@ pub struct edgeguard_access_out {
 ///   be bound to the scorer's models (the same count).
 /// - `policy`: decides from the scores, the request and `addr`/`addr_len`,
 ///   the client address as nginx keeps it (`$binary_remote_addr`; null/0:
-///   in no `allow` block, no verified bot's prefix, no cookie's prefix), at
+///   with a challenge or verified bots configured, the request's textual
+///   `client_addr`, else in no `allow` block), at
 ///   `now`, the caller's Unix time (nginx's `ngx.time()`), as
 ///   `edgeguard_policy_decide_request` does: the clearance cookie verified,
 ///   a bot claim judged, the actions `Cleared`, `Challenge`, `Verified` and

@@ -14,7 +14,7 @@ use super::edgeguard_result;
 use super::scorer::{checked_request, edgeguard_request};
 use super::types::edgeguard_str;
 use crate::challenge::{Answer, Clearance, Rejection};
-use crate::config::{addr_from_binary, Action};
+use crate::config::{addr_from_binary, addr_from_text, Action, Policy};
 use crate::features::Request;
 use crate::verified::Verdict;
 
@@ -134,6 +134,21 @@ pub extern "C" fn edgeguard_clearance_name(c: libc::c_int) -> *const libc::c_cha
     }
 }
 
+/// The client's address: `addr` as nginx keeps it (`$binary_remote_addr`)
+/// when the caller gives it; else, when a challenge or verified bots are
+/// configured (which always need it), the request's textual `client_addr`
+/// (`$remote_addr`, which `edgeguard_request` carries anyway), so that the
+/// shim need not fetch a second variable on every request. Both name the
+/// same address (the realip module changes both); a unix socket is none.
+/// Without either, no address: in no `allow` block, as before.
+fn client_addr(policy: &Policy, addr: &[u8], req: &Request<'_>) -> Option<std::net::IpAddr> {
+    if addr.is_empty() && (policy.challenge().is_some() || policy.verified_bots().is_some()) {
+        addr_from_text(req.client_addr())
+    } else {
+        addr_from_binary(addr)
+    }
+}
+
 fn action(a: Action) -> edgeguard_action {
     match a {
         Action::Pass => edgeguard_action::Pass,
@@ -149,7 +164,9 @@ fn action(a: Action) -> edgeguard_action {
 /// Decides one request with what it shows: `scores` (`n` of them in the
 /// policy's model order; null with `n` 0: not scored), the request (its
 /// User-Agent, `Cookie`, `Sec-Fetch-Mode`, `Accept`, method and URI),
-/// `addr`/`addr_len` as nginx keeps it (`$binary_remote_addr`) and `now`,
+/// `addr`/`addr_len` as nginx keeps it (`$binary_remote_addr`; null/0: the
+/// request's textual `client_addr` when a challenge or verified bots are
+/// configured, else in no `allow` block) and `now`,
 /// the caller's Unix time (nginx's `ngx.time()`) against which the
 /// clearance cookie is judged.
 ///
@@ -240,7 +257,7 @@ pub(super) fn request_decision(
         return Ok(result);
     }
     let now = u64::try_from(now).unwrap_or(0);
-    let Some(d) = policy.decide_request(given, req, addr_from_binary(client), now) else {
+    let Some(d) = policy.decide_request(given, req, client_addr(policy, client, req), now) else {
         result.decision.action = edgeguard_action::Unavailable;
         return Ok(result);
     };
@@ -264,7 +281,8 @@ pub(super) fn request_decision(
 }
 
 /// Writes the challenge page for this client (`request`'s User-Agent,
-/// `addr` as `$binary_remote_addr`, `now` the caller's Unix time) into
+/// `addr` as `$binary_remote_addr`, or null/0 for the request's
+/// `client_addr`; `now` the caller's Unix time) into
 /// `buf` (`cap` bytes; 4096 is enough) and its length into `*out_len`.
 /// Serve it with the decision's `challenge_status`, `Content-Type:
 /// text/html; charset=utf-8` and `Cache-Control: no-store`.
@@ -300,7 +318,7 @@ pub unsafe extern "C" fn edgeguard_policy_challenge_page(
         let Some(client) = bytes(addr, addr_len) else {
             return edgeguard_result::NullParameter;
         };
-        let binding = ch.binding(addr_from_binary(client), crate::challenge::user_agent(&req));
+        let binding = ch.binding(client_addr(policy, client, &req), crate::challenge::user_agent(&req));
         let out = std::slice::from_raw_parts_mut(buf, cap);
         match ch.page(&binding, u64::try_from(now).unwrap_or(0), out) {
             Ok(n) => {
@@ -355,7 +373,7 @@ pub unsafe extern "C" fn edgeguard_policy_challenge_answer(
         let Some(client) = bytes(addr, addr_len) else {
             return edgeguard_result::NullParameter;
         };
-        let binding = ch.binding(addr_from_binary(client), crate::challenge::user_agent(&req));
+        let binding = ch.binding(client_addr(policy, client, &req), crate::challenge::user_agent(&req));
         let cookie = std::slice::from_raw_parts_mut(cookie_buf, cookie_cap);
         let location = std::slice::from_raw_parts_mut(location_buf, location_cap);
         let now = u64::try_from(now).unwrap_or(0);

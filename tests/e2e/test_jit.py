@@ -88,8 +88,15 @@ def jit_server(port, logs):
 """
 
 
-@pytest.fixture(scope="module")
-def jit_edge(origin):
+# The challenge and the verified bots configured: the same loops go through
+# the cookie check, the bot lookup and their part of act() (mode "log", so
+# nothing is challenged and the loops keep running).
+SCREENED = (f'challenge_secret = "{ROOT}/tests/fixtures/challenge/secret", '
+            f'verified_bots = "{ROOT}/tests/fixtures/verified/bots.json",')
+
+
+@pytest.fixture(scope="module", params=["plain", "screened"])
+def jit_edge(origin, request):
     jit_port = free_port()
     # The workers write the trace logs as nginx's unprivileged user, which
     # cannot enter pytest's private tmp directories.
@@ -97,7 +104,7 @@ def jit_edge(origin):
     logs.chmod(0o777)
     # mode = "log" in configure too, so that access() without options logs
     # rather than ending the request with a 403.
-    conf = MODELS + ' mode = "log", log_level = ngx.DEBUG,'
+    conf = MODELS + ' mode = "log", log_level = ngx.DEBUG,' + (SCREENED if request.param == "screened" else "")
     for port, nginx in running_edge(origin, configure=conf, extra_servers=jit_server(jit_port, logs)):
         yield jit_port, logs
     if not os.environ.get("EDGEGUARD_KEEP_JIT"):
