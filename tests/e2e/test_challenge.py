@@ -225,7 +225,9 @@ class Edge:
     def metrics(self):
         return get_text(self.metrics_port, "/metrics")[1]
 
-    def log_lines(self):
+    def log_lines(self, wait=True):
+        if not wait and not (self.log.exists() and self.log.stat().st_size > 0):
+            return []
         wait_until("access log", lambda: self.log.exists() and self.log.stat().st_size > 0)
         return [json.loads(line) for line in self.log.read_text().splitlines() if line.strip()]
 
@@ -434,7 +436,7 @@ def test_replay_judges_as_nginx_did(edge):
     nginx's action (cleared, challenge, verified, block, pass); the cleared
     requests without their cookie do not pass."""
     # Lines from before (a reload changed the keys meanwhile) are not replayed.
-    first = len(edge.log_lines()) if edge.log.exists() else 0
+    first = len(edge.log_lines(wait=False))
     cookie, _, _ = solved_cookie(edge, HEADLESS, "198.51.100.30")
     assert edge.get(with_cookie(HEADLESS, cookie), "/replayed", "198.51.100.30")[0] == 200
     assert edge.get(GOOGLEBOT, "/replayed", "192.0.2.70")[0] == 200
@@ -490,3 +492,25 @@ def test_the_cookie_is_secure_over_tls(edge):
     cookie = attrs[0]
     status, _, body = request(edge.tls_port, with_cookie(HEADLESS, cookie), "/tls", addr=addr, tls=True)
     assert (status, body) == (200, b"origin: cleared \n")
+
+
+def test_replay_without_the_recorded_time_uses_now(edge, tmp_path):
+    """A line without edgeguard_time is judged at --now: before the cookie's
+    expiry it is cleared, after it challenged."""
+    addr, now = "198.51.100.50", int(time.time())
+    cookie = "edgeguard_clearance=" + mint(KEY_NEW, now + 3600, addr, HEADLESS_UA)
+    line = {"client": addr, "method": "GET", "uri": "/", "version": "HTTP/1.1",
+            "headers": json.dumps(with_cookie(HEADLESS, cookie))}
+    src = tmp_path / "line.jsonl"
+    src.write_text(json.dumps(line) + "\n")
+    cfg = tmp_path / "cfg.json"
+    cfg.write_text(json.dumps({"models": {"bot": str(BOT_MODEL)}, "mode": "challenge",
+                               "challenge_secret": str(edge.secret)}))
+
+    def action(at):
+        out = subprocess.run([str(EDGEGUARD), "replay", "--config", str(cfg), "--output", "-", "--no-progress",
+                              "--now", str(at), str(src)], capture_output=True, text=True, check=True)
+        return json.loads(out.stdout)["action"], json.loads(out.stdout).get("clearance")
+
+    assert action(now) == ("cleared", "accepted")
+    assert action(now + 7200) == ("challenge", "expired")
