@@ -13,7 +13,7 @@ use super::config::{edgeguard_action, edgeguard_decision, edgeguard_policy};
 use super::edgeguard_result;
 use super::scorer::{checked_request, edgeguard_request};
 use super::types::edgeguard_str;
-use crate::challenge::{Answer, Clearance, Rejection};
+use crate::challenge::{Answer, Binding, Challenge, Clearance, Rejection};
 use crate::config::{addr_from_binary, addr_from_text, Action, Policy};
 use crate::features::Request;
 use crate::verified::Verdict;
@@ -280,6 +280,32 @@ pub(super) fn request_decision(
     Ok(result)
 }
 
+/// What the page and the answer both start from: the policy's challenge,
+/// the request, and the client's binding (address prefix, User-Agent hash).
+/// `InvalidArgument` without a challenge or for a malformed request,
+/// `NullParameter` for a null `addr` with a length.
+///
+/// # Safety
+/// As `edgeguard_policy_decide_request`.
+unsafe fn challenged<'a>(
+    policy: &'a edgeguard_policy,
+    request: &'a edgeguard_request,
+    addr: *const u8,
+    addr_len: usize,
+) -> Result<(&'a Challenge, Request<'a>, Binding), edgeguard_result> {
+    let policy = &policy.0;
+    let ch = policy
+        .challenge()
+        .ok_or(edgeguard_result::InvalidArgument)?;
+    let (req, _) = checked_request(request)?;
+    let client = bytes(addr, addr_len).ok_or(edgeguard_result::NullParameter)?;
+    let binding = ch.binding(
+        client_addr(policy, client, &req),
+        crate::challenge::user_agent(&req),
+    );
+    Ok((ch, req, binding))
+}
+
 /// Writes the challenge page for this client (`request`'s User-Agent,
 /// `addr` as `$binary_remote_addr`, or null/0 for the request's
 /// `client_addr`; `now` the caller's Unix time) into
@@ -307,18 +333,10 @@ pub unsafe extern "C" fn edgeguard_policy_challenge_page(
 ) -> edgeguard_result {
     ffi_panic_boundary! {
         try_non_null!(policy, request, buf, out_len);
-        let policy = &(*policy).0;
-        let Some(ch) = policy.challenge() else {
-            return edgeguard_result::InvalidArgument;
-        };
-        let (req, _) = match checked_request(&*request) {
-            Ok(r) => r,
+        let (ch, _, binding) = match challenged(&*policy, &*request, addr, addr_len) {
+            Ok(c) => c,
             Err(code) => return code,
         };
-        let Some(client) = bytes(addr, addr_len) else {
-            return edgeguard_result::NullParameter;
-        };
-        let binding = ch.binding(client_addr(policy, client, &req), crate::challenge::user_agent(&req));
         let out = std::slice::from_raw_parts_mut(buf, cap);
         match ch.page(&binding, u64::try_from(now).unwrap_or(0), out) {
             Ok(n) => {
@@ -362,18 +380,10 @@ pub unsafe extern "C" fn edgeguard_policy_challenge_answer(
 ) -> edgeguard_result {
     ffi_panic_boundary! {
         try_non_null!(policy, request, cookie_buf, location_buf, out);
-        let policy = &(*policy).0;
-        let Some(ch) = policy.challenge() else {
-            return edgeguard_result::InvalidArgument;
-        };
-        let (req, _) = match checked_request(&*request) {
-            Ok(r) => r,
+        let (ch, req, binding) = match challenged(&*policy, &*request, addr, addr_len) {
+            Ok(c) => c,
             Err(code) => return code,
         };
-        let Some(client) = bytes(addr, addr_len) else {
-            return edgeguard_result::NullParameter;
-        };
-        let binding = ch.binding(client_addr(policy, client, &req), crate::challenge::user_agent(&req));
         let cookie = std::slice::from_raw_parts_mut(cookie_buf, cookie_cap);
         let location = std::slice::from_raw_parts_mut(location_buf, location_cap);
         let now = u64::try_from(now).unwrap_or(0);

@@ -140,9 +140,11 @@ def header(headers, name):
     return [v for k, v in headers if k.lower() == name.lower()]
 
 
-def conf(port, metrics_port, secret, bots, log, tls_port, cert_dir):
+def challenge_http(secret, difficulty, extra=""):
+    """The top of a challenge-mode nginx.conf, up to inside http{}: the
+    shipped bot model, the secret, the metrics and the log format replay
+    reads; `extra` adds configure{} options."""
     return nginx_preamble() + f"""
-    large_client_header_buffers 4 32k;
     {METRICS_DICT}
     include {ROOT}/nginx-conf/log-format-challenge.conf;
     init_by_lua_block {{
@@ -152,21 +154,19 @@ def conf(port, metrics_port, secret, bots, log, tls_port, cert_dir):
             models = {{ bot = "{BOT_MODEL}" }},
             mode = "challenge",
             challenge_secret = "{secret}",
-            challenge_difficulty = {DIFFICULTY},
-            verified_bots = "{bots}",
+            challenge_difficulty = {difficulty},
             metrics_dict = "edgeguard_metrics",
             vars = true,
+            {extra}
         }})
         require("resty.edgeguard.record")
     }}
-    init_worker_by_lua_block {{ require("resty.edgeguard").init_worker() }}
-    server {{
-        listen 127.0.0.1:{port};
-        listen 127.0.0.1:{tls_port} ssl;
-        ssl_certificate {cert_dir}/cert.pem;
-        ssl_certificate_key {cert_dir}/key.pem;
-        set_real_ip_from 127.0.0.1;
-        real_ip_header X-Real-IP;
+    init_worker_by_lua_block {{ require("resty.edgeguard").init_worker() }}"""
+
+
+def logged_server(log):
+    """A server's variables (vars = true) and its access log for replay."""
+    return f"""
         set $edgeguard_request_headers "";
         set $edgeguard_bot "";
         set $edgeguard_spoof "";
@@ -174,7 +174,20 @@ def conf(port, metrics_port, secret, bots, log, tls_port, cert_dir):
         set $edgeguard_ja4 "";
         set $edgeguard_time "";
         set $edgeguard_verified_bot "";
-        access_log {log} edgeguard_json_challenge;
+        access_log {log} edgeguard_json_challenge;"""
+
+
+def conf(port, metrics_port, secret, bots, log, tls_port, cert_dir):
+    return challenge_http(secret, DIFFICULTY, f'verified_bots = "{bots}",') + f"""
+    large_client_header_buffers 4 32k;
+    server {{
+        listen 127.0.0.1:{port};
+        listen 127.0.0.1:{tls_port} ssl;
+        ssl_certificate {cert_dir}/cert.pem;
+        ssl_certificate_key {cert_dir}/key.pem;
+        set_real_ip_from 127.0.0.1;
+        real_ip_header X-Real-IP;
+        {logged_server(log)}
         rewrite_by_lua_block {{
             require("resty.edgeguard.record").capture()
             require("resty.edgeguard").access()

@@ -22,8 +22,8 @@ import time
 
 import pytest
 
-from conftest import (LIB, METRICS_DICT, ROOT, TEST_LIST, Nginx, bad_log_lines, free_port, get_text,
-                      metrics_server, nginx_preamble)
+from conftest import ROOT, TEST_LIST, Nginx, bad_log_lines, free_port, get_text, metrics_server
+from test_challenge import challenge_http, logged_server
 
 CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -47,33 +47,10 @@ def conf(port, metrics_port, log):
                 ngx.header.content_type = "text/html"
                 ngx.say("<!doctype html><title>origin</title><p id=a>", ngx.var.edgeguard_action, "</p>")
             }"""
-    return nginx_preamble() + f"""
-    {METRICS_DICT}
-    include {ROOT}/nginx-conf/log-format-challenge.conf;
-    init_by_lua_block {{
-        assert(require("resty.edgeguard").configure{{
-            internal_headers = "{TEST_LIST}",
-            lib_path = "{LIB}",
-            models = {{ bot = "{ROOT}/models/bot.json" }},
-            mode = "challenge",
-            challenge_secret = "{SECRET}",
-            challenge_difficulty = {DIFFICULTY},
-            metrics_dict = "edgeguard_metrics",
-            vars = true,
-        }})
-        require("resty.edgeguard.record")
-    }}
-    init_worker_by_lua_block {{ require("resty.edgeguard").init_worker() }}
+    return challenge_http(SECRET, DIFFICULTY) + f"""
     server {{
         listen 127.0.0.1:{port};
-        set $edgeguard_request_headers "";
-        set $edgeguard_bot "";
-        set $edgeguard_spoof "";
-        set $edgeguard_action "";
-        set $edgeguard_ja4 "";
-        set $edgeguard_time "";
-        set $edgeguard_verified_bot "";
-        access_log {log} edgeguard_json_challenge;
+        {logged_server(log)}
         location /strict/ {{
             rewrite_by_lua_block {{
                 require("resty.edgeguard.record").capture()
