@@ -202,42 +202,6 @@ typedef struct {
 } edgeguard_header;
 
 /*
- One request as nginx sees it. Every byte string is borrowed for the
- duration of the call only.
- */
-typedef struct {
-  /*
-   The method as sent, e.g. `GET`.
-   */
-  edgeguard_str method;
-  /*
-   The request target as sent, path and query (`$request_uri`).
-   */
-  edgeguard_str uri;
-  /*
-   The textual client address (`$remote_addr`).
-   */
-  edgeguard_str client_addr;
-  /*
-   The HTTP version times 10: 10, 11, 20, 30, i.e.
-   `ngx.req.http_version() * 10`. nginx's `r->http_version` is
-   `major * 1000 + minor` (1001 for HTTP/1.1), so from C it is
-   `major * 10 + minor`, not a plain division. Must be in `0..=65535`.
-   */
-  int http_version;
-  /*
-   The headers in arrival order, in the layout
-   `ngx_http_lua_ffi_req_get_headers` fills. May be null when
-   `headers_len` is 0.
-   */
-  const edgeguard_header *headers;
-  /*
-   How many headers `headers` points to.
-   */
-  size_t headers_len;
-} edgeguard_request;
-
-/*
  One connection's TLS fingerprint, as `edgeguard_tls_get` and
  `edgeguard_tls_parse` fill it.
  */
@@ -289,6 +253,51 @@ typedef struct {
    */
   uint8_t alpn[16];
 } edgeguard_tls_info;
+
+/*
+ One request as nginx sees it. Every byte string is borrowed for the
+ duration of the call only.
+ */
+typedef struct {
+  /*
+   The method as sent, e.g. `GET`.
+   */
+  edgeguard_str method;
+  /*
+   The request target as sent, path and query (`$request_uri`).
+   */
+  edgeguard_str uri;
+  /*
+   The textual client address (`$remote_addr`).
+   */
+  edgeguard_str client_addr;
+  /*
+   The HTTP version times 10: 10, 11, 20, 30, i.e.
+   `ngx.req.http_version() * 10`. nginx's `r->http_version` is
+   `major * 1000 + minor` (1001 for HTTP/1.1), so from C it is
+   `major * 10 + minor`, not a plain division. Must be in `0..=65535`.
+   */
+  int http_version;
+  /*
+   The headers in arrival order, in the layout
+   `ngx_http_lua_ffi_req_get_headers` fills. May be null when
+   `headers_len` is 0.
+   */
+  const edgeguard_header *headers;
+  /*
+   How many headers `headers` points to.
+   */
+  size_t headers_len;
+  /*
+   The connection's TLS fingerprint, as `edgeguard_tls_get` filled it
+   for this request's `SSL *`, or null (plain HTTP, no
+   `ssl_client_hello_by_lua`): then the TLS features are missing
+   values. One with `present` = 0 counts as null; one with
+   `present` = 1 must hold a JA4 as edgeguard writes it, or the call
+   is `InvalidArgument`.
+   */
+  const edgeguard_tls_info *tls;
+} edgeguard_request;
 
 #ifdef __cplusplus
 extern "C" {
@@ -803,7 +812,8 @@ double edgeguard_scorer_model_threshold(const edgeguard_scorer *scorer, size_t i
  the models differs from the scorer's). `NullParameter` for a null
  scorer, request or `out_scores`, or a null `headers` with a non-zero
  `headers_len`; `InvalidArgument` for an `http_version` outside
- `0..=65535` or a `headers_len` above `UINT32_MAX`. Nothing is written unless `Ok`. Never allocates; the scorer is
+ `0..=65535`, a `headers_len` above `UINT32_MAX` or a `tls` whose JA4 is
+ not one. Nothing is written unless `Ok`. Never allocates; the scorer is
  only read, so concurrent calls are safe.
 
  # Safety

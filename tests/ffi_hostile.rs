@@ -1256,6 +1256,7 @@ fn c_req(
         http_version: 11,
         headers: headers.as_ptr(),
         headers_len: headers.len(),
+        tls: std::ptr::null(),
     }
 }
 
@@ -1356,6 +1357,7 @@ fn hostile_requests_are_scored_like_the_rust_api_scores_them() {
         http_version: 0,
         headers: null(),
         headers_len: 0,
+        tls: std::ptr::null(),
     };
     score_both(s, &rust, &bad_strings);
     for version in [0, 9, 10, 11, 20, 30, 65535] {
@@ -1401,6 +1403,7 @@ fn scoring_refuses_impossible_lengths_and_versions_before_reading_anything() {
         ] {
             let huge = edgeguard_request {
                 headers_len: len,
+                tls: std::ptr::null(),
                 ..req
             };
             assert_eq!(

@@ -90,6 +90,7 @@ fn c_request(r: &OwnedRequest, headers: &[Header<'_>]) -> edgeguard_request {
         http_version: r.version.into(),
         headers: headers.as_ptr(),
         headers_len: headers.len(),
+        tls: std::ptr::null(),
     }
 }
 
@@ -368,6 +369,7 @@ fn score_refuses_nulls_bad_counts_and_versions_writing_nothing() {
         http_version: 11,
         headers: null(),
         headers_len: 0,
+        tls: std::ptr::null(),
     };
     unsafe {
         assert_eq!(

@@ -281,7 +281,7 @@ fn schema2(source: &str, orders: Option<&str>) -> Model {
 
 #[test]
 fn models_of_an_unknown_schema_version_are_refused_naming_file_and_key() {
-    for bad in ["3", "0", "two", ""] {
+    for bad in ["4", "0", "two", ""] {
         let err = refusal(vec![(
             "bot",
             with_meta("future.json", &[("edgeguard.schema", bad)]),
@@ -293,7 +293,7 @@ fn models_of_an_unknown_schema_version_are_refused_naming_file_and_key() {
                 "model `bot`",
                 "future.json",
                 &format!("model_info[\"edgeguard.schema\"] = {bad:?}"),
-                "reads feature schemas 1 and 2",
+                "reads feature schemas 1, 2, 3",
                 "retrain",
             ],
         );
@@ -328,6 +328,32 @@ fn inputs_outside_the_models_schema_version_are_refused() {
         &[
             "v2.json",
             "float feature 0 `order_inversions` is not in feature schema 2",
+        ],
+    );
+    // ... nor a schema-2 model a TLS feature (schema 3): a model trained
+    // before TLS features existed cannot have read one.
+    let json = text(REORDERED)
+        .replace(
+            r#""feature_id":"ua_len""#,
+            r#""feature_id":"tls_cipher_count""#,
+        )
+        .replace(
+            r#""feature_id":"order_inversions""#,
+            r#""feature_id":"order_reversed_pairs""#,
+        )
+        .replace(
+            r#""feature_id":"ch_missing""#,
+            r#""feature_id":"ch_missing_secure""#,
+        );
+    let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    v["model_info"]["edgeguard.schema"] = "2".into();
+    let model = Model::from_json("v2-tls.json", v.to_string().as_bytes()).unwrap();
+    let err = refusal(vec![("new", model)]);
+    assert_says(
+        &err,
+        &[
+            "v2-tls.json",
+            "`tls_cipher_count` is not in feature schema 2",
         ],
     );
 }

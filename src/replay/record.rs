@@ -12,7 +12,9 @@
 //!   escapes it once more), and the live decision in `edgeguard_action` and
 //!   `edgeguard_<model>` (scores as nginx logged them; `""` or `"-"` when
 //!   unset), and the connection's TLS fingerprint in `edgeguard_ja4`
-//!   (optional: older lines have none; `""` on plain HTTP).
+//!   and `edgeguard_tls_family` (optional: older lines have none; `""` on
+//!   plain HTTP). A line with a JA4 but no family (written before the
+//!   family was logged) gets the family `unknown`.
 //!
 //! Other fields (labels, timestamps, status) are skipped without being built.
 //!
@@ -37,7 +39,9 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use crate::config::Action;
+use crate::features::TlsFacts;
 use crate::headers::{Header, HeaderBuf};
+use crate::tls::Family;
 
 /// Which buffer a [`Span`] points into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +90,8 @@ pub(crate) struct Parsed<'s> {
     pub(crate) live_action: Option<Action>,
     /// The connection's JA4 (`edgeguard_ja4`), for log lines that carry one.
     pub(crate) ja4: Option<&'s [u8]>,
+    /// The TLS facts the features read: the JA4 and `edgeguard_tls_family`.
+    pub(crate) tls: Option<TlsFacts<'s>>,
     live: &'s [(Span, LiveScore)],
     bufs: Bufs<'s>,
 }
@@ -188,14 +194,24 @@ pub(crate) fn parse<'s>(
     );
     let missing = |name: &str| ParseError(de::Error::missing_field(static_name(name)));
     let ja4 = fields.ja4.map(|s| bufs.get(s)).filter(|v| !is_unset(v));
-    if let Some(v) = ja4 {
-        if !is_ja4(v) {
-            return Err(ParseError(de::Error::custom(format_args!(
+    let family = match fields.tls_family.map(|s| bufs.get(s)).filter(|v| !is_unset(v)) {
+        None => Family::Unknown,
+        Some(v) => Family::from_name(v).ok_or_else(|| {
+            ParseError(de::Error::custom(format_args!(
+                "edgeguard_tls_family: {:?} is not a TLS family (boringssl, nss, openssl, go, unknown)",
+                String::from_utf8_lossy(v)
+            )))
+        })?,
+    };
+    let tls = match ja4 {
+        None => None,
+        Some(v) => Some(TlsFacts::new(v, family).ok_or_else(|| {
+            ParseError(de::Error::custom(format_args!(
                 "edgeguard_ja4: {:?} is not a JA4 fingerprint (36 characters, t13d1516h2_8daaf6152771_e5627efa2ab1)",
                 String::from_utf8_lossy(v)
-            ))));
-        }
-    }
+            )))
+        })?),
+    };
     Ok(Parsed {
         method: bufs.get(fields.method.ok_or_else(|| missing("method"))?),
         uri: bufs.get(fields.uri.ok_or_else(|| missing("uri"))?),
@@ -206,6 +222,7 @@ pub(crate) fn parse<'s>(
             .live_action
             .and_then(|s| Action::from_name(bufs.get(s))),
         ja4,
+        tls,
         live: &scratch.live,
         bufs,
     })
@@ -258,6 +275,7 @@ fn resolved(line: &[u8], fast: bool) -> Option<Vec<Vec<u8>>> {
         span(f.headers_text),
         span(f.live_action),
         span(f.ja4),
+        span(f.tls_family),
         format!("{:?}", f.version).into_bytes(),
     ];
     for &(k, v) in &s.pairs {
@@ -345,6 +363,7 @@ struct Fields {
     headers_text: Option<Span>,
     live_action: Option<Span>,
     ja4: Option<Span>,
+    tls_family: Option<Span>,
 }
 
 /// Where a string seed puts what it reads.
@@ -431,6 +450,7 @@ enum Key<'de> {
     Headers,
     LiveAction,
     Ja4,
+    TlsFamily,
     LiveScore(std::borrow::Cow<'de, [u8]>),
     Other,
 }
@@ -467,6 +487,7 @@ impl<'de> de::Deserialize<'de> for Key<'de> {
                 b"headers" => Key::Headers,
                 b"edgeguard_action" => Key::LiveAction,
                 b"edgeguard_ja4" => Key::Ja4,
+                b"edgeguard_tls_family" => Key::TlsFamily,
                 _ if v.len() > LIVE_PREFIX.len() && v.starts_with(LIVE_PREFIX.as_bytes()) => {
                     Key::LiveScore(b"".into())
                 }
@@ -514,6 +535,9 @@ impl<'de> Visitor<'de> for RecordSeed<'_> {
                     fields.live_action = Some(map.next_value_seed(self.str_seed())?);
                 }
                 Key::Ja4 => fields.ja4 = Some(map.next_value_seed(self.str_seed())?),
+                Key::TlsFamily => {
+                    fields.tls_family = Some(map.next_value_seed(self.str_seed())?);
+                }
                 Key::LiveScore(name) => {
                     let score = map.next_value_seed(LiveScoreSeed)?;
                     let start = self.owned.len();
@@ -787,16 +811,6 @@ impl<'de> Visitor<'de> for HeadersSeed<'_> {
 /// nginx logs an unset variable as `-`, an empty one as nothing.
 fn is_unset(v: &[u8]) -> bool {
     matches!(v.trim_ascii(), b"" | b"-")
-}
-
-/// The shape of a JA4 string: 36 characters, `_` at 10 and 23, lower-case
-/// letters and digits elsewhere.
-fn is_ja4(v: &[u8]) -> bool {
-    v.len() == 36
-        && v.iter().enumerate().all(|(i, &b)| match i {
-            10 | 23 => b == b'_',
-            _ => b.is_ascii_digit() || b.is_ascii_lowercase(),
-        })
 }
 
 /// An array of `[name, value]` string pairs, appended to `pairs`.

@@ -98,21 +98,6 @@ typedef struct {
 
 typedef struct {
 
-  edgeguard_str method;
-
-  edgeguard_str uri;
-
-  edgeguard_str client_addr;
-
-  int http_version;
-
-  const edgeguard_header *headers;
-
-  size_t headers_len;
-} edgeguard_request;
-
-typedef struct {
-
   uint8_t present;
 
   uint8_t grease;
@@ -133,6 +118,23 @@ typedef struct {
 
   uint8_t alpn[16];
 } edgeguard_tls_info;
+
+typedef struct {
+
+  edgeguard_str method;
+
+  edgeguard_str uri;
+
+  edgeguard_str client_addr;
+
+  int http_version;
+
+  const edgeguard_header *headers;
+
+  size_t headers_len;
+
+  const edgeguard_tls_info *tls;
+} edgeguard_request;
 
 const char *edgeguard_version(void);
 

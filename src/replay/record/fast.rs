@@ -263,6 +263,9 @@ pub(super) fn record(line: &[u8], scratch: &mut Scratch) -> Option<Fields> {
                 b"client" => f.client = Some(c.str_span(Base::Line, 0, owned)?),
                 b"edgeguard_action" => f.live_action = Some(c.str_span(Base::Line, 0, owned)?),
                 b"edgeguard_ja4" => f.ja4 = Some(c.str_span(Base::Line, 0, owned)?),
+                b"edgeguard_tls_family" => {
+                    f.tls_family = Some(c.str_span(Base::Line, 0, owned)?);
+                }
                 b"version" => f.version = Some(c.version()?),
                 b"headers" => {
                     scratch.pairs.clear();
