@@ -1521,7 +1521,11 @@ fn hostile_client_hellos_give_facts_the_scorer_takes_or_none() {
             ),
             true,
         ),
-        ("30 000 ciphers", hello(&many, &[sni.clone()], 0), true),
+        (
+            "30 000 ciphers",
+            hello(&many, std::slice::from_ref(&sni), 0),
+            true,
+        ),
         (
             "2 000 unknown extensions",
             hello(&[0x1301], &unknown, 0),
