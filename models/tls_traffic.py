@@ -20,9 +20,15 @@ have made it, picked from the JA4s the capture recorded for that library
 
 Plain-HTTP hostnames get none, and 10 % of the rest get none either (TLS
 ended in front of nginx, no ssl_client_hello_by_lua): the models must
-score a request without TLS facts too. A pool of a family held out of a
-run (train.py's held-out families) is not used in that run: its rows get no
-TLS facts, so "held out" also means "its JA4 never seen".
+score a request without TLS facts too.
+
+A pool of a family held out of a run (train.py's held-out families) is not
+used in that run, so "held out" also means "its captured JA4s never seen":
+a browser's pool is replaced by the JA4s FoxIO's public test captures show
+for that engine, older releases' (tests/fixtures/tls/foxio-clienthellos.txt:
+Chrome's two, Firefox's one), which is what an operator knows of a browser
+before its new release arrives; a library's pool is dropped (its rows get no
+TLS facts).
 """
 
 import random
@@ -55,6 +61,13 @@ SPOOF_LIBRARY = {"requests-ua-only": "python-requests", "requests-full-set": "py
                  "curl-ua": "curl", "go-sorted": "go"}
 NO_TLS_SHARE = 0.10
 
+# Published JA4s (FoxIO-LLC/ja4's pcap/ captures) by engine, for held-out runs.
+PUBLISHED = {
+    "chromium": [("t13d1516h2_8daaf6152771_e5627efa2ab1", "boringssl"),
+                 ("t13d1516h2_8daaf6152771_9b887d9acb53", "boringssl")],
+    "firefox": [("t13d1715h2_5b57614c22b0_3d5424432f57", "nss")],
+}
+
 
 def pools(captured_rows):
     """{pool: sorted distinct [(ja4, family)]} from the captured rows that
@@ -68,8 +81,15 @@ def pools(captured_rows):
 
 
 def without(pool_map, family):
-    """The pools, less those a held-out corpus family filled."""
-    return {k: v for k, v in pool_map.items() if POOL_FAMILY.get(k) != family}
+    """The pools, less those a held-out corpus family filled (a browser's
+    replaced by its published JA4s)."""
+    out = {}
+    for k, v in pool_map.items():
+        if POOL_FAMILY.get(k) != family:
+            out[k] = v
+        elif k in PUBLISHED:
+            out[k] = PUBLISHED[k]
+    return out
 
 
 def browser_pool(ua):

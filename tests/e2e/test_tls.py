@@ -518,3 +518,14 @@ def test_a_tls_server_without_the_client_hello_line_loads_and_scores(tls_nginx):
     assert over_tls["tls"] is False and over_tls["var"] == "" and over_tls["family"] == ""
     assert over_tls["action"] in ("pass", "log") and over_tls["bot"] != ""
     assert over_tls["bot"] == plain["bot"], (over_tls, plain)
+
+
+def test_copied_browser_headers_on_a_library_hello_are_flagged(tls_nginx):
+    """Chromium 156's navigation headers, byte for byte, from python
+    requests: its head is the browser's (models/README.md: the header-only
+    models passed most such requests); its ClientHello is OpenSSL's, which
+    the shipped models read (mode "log" here: flagged = "log")."""
+    nginx, tls_port, _ = tls_nginx
+    reply = chrome_headers_request(tls_port, "/")
+    assert reply["family"] == "openssl" and reply["tls"]["alpn"] == "http/1.1", reply
+    assert reply["action"] == "log", reply
