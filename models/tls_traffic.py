@@ -22,6 +22,15 @@ Plain-HTTP hostnames get none, and 10 % of the rest get none either (TLS
 ended in front of nginx, no ssl_client_hello_by_lua): the models must
 score a request without TLS facts too.
 
+25 % of the rows given TLS facts, people's and automation's alike, get a
+JA4 no capture has (`drift`, as the header orders have theirs): one of 8
+variants of their client's, with the same cipher list, another extension
+hash, and for half of the variants one extension more or less. A browser's next release, or a library's other build, sends such a
+JA4; without drift every JA4 in training is one seen thousands of times and
+the models would learn "an unseen JA4" as a signal of its own, which it is
+not (measured: held out, the captured Chromium's JA4 pushed 8 of its 423
+requests over the threshold). The family and the checks stay the client's.
+
 A pool of a family held out of a run (train.py's held-out families) is not
 used in that run, so "held out" also means "its captured JA4s never seen":
 a browser's pool is replaced by the JA4s FoxIO's public test captures show
@@ -60,6 +69,10 @@ LIBRARIES = ["python-requests", "python-httpx", "python-aiohttp", "node", "go", 
 SPOOF_LIBRARY = {"requests-ua-only": "python-requests", "requests-full-set": "python-requests",
                  "curl-ua": "curl", "go-sorted": "go"}
 NO_TLS_SHARE = 0.10
+DRIFT_SHARE = 0.25
+# Drifted JA4s per captured one: few, so that the models' CTR tables (one
+# entry per value seen in training) stay small.
+DRIFT_VARIANTS = 8
 
 # Published JA4s (FoxIO-LLC/ja4's pcap/ captures) by engine, for held-out runs.
 PUBLISHED = {
@@ -121,6 +134,17 @@ def pool_for(row, rng):
     return SCRIPT_POOL.get(kind)
 
 
+def drifted(ja4, variant):
+    """Variant `variant` of `ja4`: another extension hash and, for odd
+    variants, one extension more or less (counts stay within 1..99)."""
+    r = random.Random("%s/%d" % (ja4, variant))
+    exts = int(ja4[6:8])
+    if variant % 2:
+        exts = min(99, max(1, exts + r.choice((-1, 1))))
+    c = "%012x" % r.getrandbits(48)
+    return "%s%02d%s_%s_%s" % (ja4[:6], exts, ja4[8:10], ja4[11:23], c)
+
+
 def assign(gen_rows, pool_map, seed):
     """Copies of the generated rows with `ja4` and `tls_family` (None for
     none), deterministic per seed."""
@@ -132,5 +156,7 @@ def assign(gen_rows, pool_map, seed):
         ja4 = family = None
         if choices and rng.random() >= NO_TLS_SHARE:
             ja4, family = rng.choice(choices)
+            if rng.random() < DRIFT_SHARE:
+                ja4 = drifted(ja4, rng.randrange(DRIFT_VARIANTS))
         out.append(dict(row, ja4=ja4, tls_family=family))
     return out

@@ -65,6 +65,9 @@ import tls_traffic  # noqa: E402
 # Each model is read by every nginx worker at (re)load and by the pure-Lua
 # engine; the captured heads add CTR values and the order table ~2 KB.
 MAX_JSON_BYTES = 1_600_000
+# The scorer's fastest kernel (AVX-512, src/model/trees.rs) holds a model's
+# conditions in a 512-byte table: a model with more runs the AVX2 one.
+MAX_CONDITIONS = 512
 SCHEMA = 3
 BROWSER_FAMILIES = {"chrome", "headless-chrome", "edge", "opera", "samsung", "firefox", "safari", "other-browser"}
 
@@ -222,7 +225,12 @@ def fit(df, y, w, train, val, cat_names, seed, args):
         loss_function="Logloss",
         random_seed=seed,
         max_ctr_complexity=args.max_ctr_complexity,
+        # CatBoost's default CTRs, with fewer borders each.
+        simple_ctr=["Borders:CtrBorderCount=%d:CtrBorderType=Uniform:TargetBorderCount=1:TargetBorderType=MinEntropy"
+                    ":Prior=0/1:Prior=0.5/1:Prior=1/1" % args.ctr_border_count,
+                    "Counter:CtrBorderCount=%d:CtrBorderType=Uniform:Prior=0/1" % args.ctr_border_count],
         one_hot_max_size=4,
+        border_count=args.border_count,
         use_best_model=True,
         od_type="Iter",
         od_wait=60,
@@ -270,6 +278,10 @@ def export(model, name, threshold, rule, table, args, captured, out_dir, columns
           [f.get("feature_id") for f in info.get("categorical_features", [])]
     if ids != columns:
         sys.exit("%s: exported feature ids %s differ from the schema %s" % (path, ids, columns))
+    conditions = len({json.dumps(s, sort_keys=True) for t in exported["oblivious_trees"] for s in t["splits"]})
+    if conditions > MAX_CONDITIONS:
+        sys.exit("%s has %d distinct conditions, over the %d of the AVX-512 kernel: lower --ctr-border-count"
+                 % (path, conditions, MAX_CONDITIONS))
     kept = exported.get("model_info", {})
     for key, want in (("edgeguard.threshold", repr(threshold)), ("edgeguard.schema", str(SCHEMA)),
                       ("edgeguard.order_pairs", table)):
@@ -293,6 +305,10 @@ def main():
     ap.add_argument("--depth", type=int, default=6)
     ap.add_argument("--learning-rate", type=float, default=0.08)
     ap.add_argument("--max-ctr-complexity", type=int, default=1)
+    ap.add_argument("--border-count", type=int, default=254, help="borders per float feature (CatBoost's default)")
+    ap.add_argument("--ctr-border-count", type=int, default=10,
+                    help="borders per CTR of a categorical feature (CatBoost's default is 15; 10 keeps the "
+                         "schema-3 models within the %d conditions of the AVX-512 kernel)" % MAX_CONDITIONS)
     ap.add_argument("--min-precision", type=float, default=0.99)
     ap.add_argument("--margin", type=float, default=1.0)
     ap.add_argument("--fixture-count", type=int, default=200)

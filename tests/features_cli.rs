@@ -146,7 +146,7 @@ fn features_feed_predict() {
         std::fs::read_to_string(format!("{root}/tests/fixtures/traffic/sample.jsonl")).unwrap();
     // The current schema's columns (the models' order), with their table.
     let bot = format!("{root}/models/bot.json");
-    let vectors = run(&["--schema", "2", "--orders", &bot], &fixture);
+    let vectors = run(&["--schema", "3", "--orders", &bot], &fixture);
     assert!(vectors.status.success());
     let rows: Vec<Value> = fixture
         .lines()

@@ -374,7 +374,11 @@ fn captured_browsers_hellos_fit_their_user_agents_and_copied_headers_do_not() {
             // Chromium too: the hello is the engine's, h2 offered first.
             ("human" | "headless" | "byte-identical", _) => {
                 assert_eq!((mismatch, no_h2), (0.0, 0.0), "{client} {ja4}");
-                let want = if client.contains("firefox") { "nss" } else { "boringssl" };
+                let want = if client.contains("firefox") {
+                    "nss"
+                } else {
+                    "boringssl"
+                };
                 assert_eq!(v.cat(Cat::TlsFamily), want.as_bytes());
             }
             // Chromium's head on OpenSSL: a contradiction the head cannot show.
@@ -386,6 +390,9 @@ fn captured_browsers_hellos_fit_their_user_agents_and_copied_headers_do_not() {
         *seen.entry(class.clone()).or_insert(0) += 1;
     }
     for class in ["human", "headless", "copied-headers", "scripted"] {
-        assert!(seen.get(class).copied().unwrap_or(0) > 0, "no TLS rows of {class}: {seen:?}");
+        assert!(
+            seen.get(class).copied().unwrap_or(0) > 0,
+            "no TLS rows of {class}: {seen:?}"
+        );
     }
 }

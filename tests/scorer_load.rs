@@ -407,7 +407,7 @@ fn learnt_orders_are_required_well_formed_and_shared() {
 }
 
 #[test]
-fn shipped_models_are_schema_2_and_legacy_copies_schema_1() {
+fn shipped_models_are_the_current_schema_and_legacy_copies_schema_1() {
     let scorer = Scorer::load(&[
         ("bot", &root("models/bot.json")),
         ("spoof", &root("models/spoof.json")),
