@@ -320,9 +320,11 @@ fn the_shipped_table_knows_the_captured_browsers_and_not_a_library_order() {
     );
 }
 
-/// Every TLS row of the captured corpus: its client, its head and its
-/// logged TLS facts.
-fn captured_tls_rows() -> Vec<(String, String, Vec<(String, String)>, String, String)> {
+/// One TLS row of the captured corpus: class, client, head, JA4, family.
+type TlsRow = (String, String, Vec<(String, String)>, String, String);
+
+/// Every TLS row of the captured corpus with its logged TLS facts.
+fn captured_tls_rows() -> Vec<TlsRow> {
     let text = std::fs::read_to_string(scorer_support::root(
         "tests/fixtures/real_clients/corpus.jsonl",
     ))

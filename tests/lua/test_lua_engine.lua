@@ -186,10 +186,10 @@ T.test("models the scorer cannot use are refused naming model, file and feature"
     ok, err = lua_engine.new{ models = { [""] = "models/bot.json" }, lib = lib }
     T.eq(ok, nil)
     T.contains(err, "model 0 has an empty name")
-    -- The shipped models are schema 2, which this engine does not compute.
+    -- The shipped models are schema 3, which this engine does not compute.
     ok, err = lua_engine.new{ models = { bot = "models/bot.json" }, lib = lib }
     T.eq(ok, nil)
-    T.contains(err, 'model `bot`: models/bot.json: model_info["edgeguard.schema"] = "2": '
+    T.contains(err, 'model `bot`: models/bot.json: model_info["edgeguard.schema"] = "3": '
         .. "the Lua engine reads feature schema 1 only")
     -- A threshold outside [0, 1] for a classifier, as the Rust binding says.
     local text = read("models/legacy/bot.json"):gsub('"edgeguard.threshold":"[^"]*"', '"edgeguard.threshold":"1.5"', 1)
