@@ -432,3 +432,34 @@ fn shipped_models_are_the_current_schema_and_legacy_copies_schema_1() {
     }
     assert!(legacy.orders().is_none());
 }
+
+/// A schema-2 model (trained before TLS features) still loads beside the
+/// schema-3 ones and scores what it was trained on: the connection's TLS
+/// facts change nothing for it, and change the shipped schema-3 bot.
+#[test]
+fn schema_2_models_still_load_and_ignore_tls() {
+    use edgeguard::features::{Request, TlsFacts};
+    use edgeguard::headers::Header;
+    use edgeguard::tls::Family;
+    let old = schema2("v2.json", Some("chromium:Cu CM"));
+    let new = Model::load(&root("models/bot.json")).unwrap();
+    // Two models with different order tables cannot share a scorer: one each.
+    let old = Scorer::from_models(vec![("old".to_owned(), old)]).unwrap();
+    let new = Scorer::from_models(vec![("bot".to_owned(), new)]).unwrap();
+    assert_eq!(old.models()[0].schema(), 2);
+    let ua = b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
+    let headers = [Header::new(b"host", b"x"), Header::new(b"user-agent", ua)];
+    let plain = Request::new(b"GET", b"/", 11, b"127.0.0.1", &headers);
+    let tls = TlsFacts::new(b"t13d1812h1_85036bcba153_b26ce05bbdd6", Family::Openssl);
+    let over_tls = plain.with_tls(tls);
+    let score = |s: &Scorer, r: &Request<'_>| {
+        let mut out = [0.0];
+        s.score(r, &mut out).unwrap();
+        out[0]
+    };
+    assert_eq!(
+        score(&old, &plain).to_bits(),
+        score(&old, &over_tls).to_bits()
+    );
+    assert_ne!(score(&new, &plain), score(&new, &over_tls));
+}
