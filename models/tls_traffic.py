@@ -145,16 +145,17 @@ def drifted(ja4, variant):
     return "%s%02d%s_%s_%s" % (ja4[:6], exts, ja4[8:10], ja4[11:23], c)
 
 
-def assign(gen_rows, pool_map, seed):
+def assign(gen_rows, pool_map, seed, no_tls_share=NO_TLS_SHARE):
     """Copies of the generated rows with `ja4` and `tls_family` (None for
-    none), deterministic per seed."""
+    none), deterministic per seed; `no_tls_share` of the rows that could
+    have TLS facts get none."""
     rng = random.Random("tls-%d" % seed)
     out = []
     for row in gen_rows:
         pool = pool_for(row, rng)
         choices = pool_map.get(pool) if pool else None
         ja4 = family = None
-        if choices and rng.random() >= NO_TLS_SHARE:
+        if choices and rng.random() >= no_tls_share:
             ja4, family = rng.choice(choices)
             if rng.random() < DRIFT_SHARE:
                 ja4 = drifted(ja4, rng.randrange(DRIFT_VARIANTS))

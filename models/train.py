@@ -315,6 +315,8 @@ def main():
     ap.add_argument("--no-holdout", action="store_true", help="skip the held-out-family runs")
     ap.add_argument("--families", help="comma-separated: hold out only these families (default: every one)")
     ap.add_argument("--out", default=HERE, help="where the models and metrics.json go (default: models/)")
+    ap.add_argument("--fixture-only", action="store_true",
+                    help="only rewrite tests/fixtures/traffic/sample.jsonl from the models in --out")
     args = ap.parse_args()
 
     edgeguard = args.edgeguard
@@ -325,6 +327,14 @@ def main():
     os.makedirs(work, exist_ok=True)
     os.makedirs(args.out, exist_ok=True)
     ex = Extractor(edgeguard, work)
+    if args.fixture_only:
+        models = {}
+        for name in ("bot", "spoof"):
+            models[name] = CatBoostClassifier()
+            models[name].load_model(os.path.join(args.out, name + ".json"), format="json")
+        table = models["bot"].get_metadata()["edgeguard.order_pairs"]
+        write_fixture(ex, models, table, ex.cat_names, args, work, tls_traffic.pools(corpus.load(args.corpus)))
+        return
 
     traffic = os.path.join(work, "train-seed%d-count%d.jsonl" % (args.seed, args.count))
     subprocess.run([sys.executable, os.path.join(HERE, "gen_traffic.py"), "--seed", str(args.seed), "--count",
@@ -512,8 +522,11 @@ def write_fixture(ex, models, table, cat_names, args, work, tls_pools):
     path = os.path.join(work, "fixture-seed%d.jsonl" % seed)
     subprocess.run([sys.executable, os.path.join(HERE, "gen_traffic.py"), "--seed", str(seed), "--count",
                     str(args.fixture_count), "--out", path], check=True)
+    # Half of the fixture's requests without TLS facts: the e2e tests send
+    # fixture rows through a plain-HTTP nginx, which can only reproduce
+    # those (test_scoring.py).
     with open(path) as f:
-        rows = tls_traffic.assign([json.loads(line) for line in f], tls_pools, seed)
+        rows = tls_traffic.assign([json.loads(line) for line in f], tls_pools, seed, no_tls_share=0.5)
     vectors = ex.vectors(rows, table)
     df = ex.frame(vectors)
     raw = {name: m.predict(Pool(df, cat_features=cat_names), prediction_type="RawFormulaVal")
