@@ -115,6 +115,12 @@ bench-deps:
 bench-e2e: bench-deps build
 	$(PYTHON) scripts/bench-e2e.py $(BENCH_E2E_ARGS)
 
+# bench-e2e over https: added worker CPU per request (keep-alive) and per
+# handshake (a new connection per request) of JA4 + the TLS features.
+.PHONY: bench-e2e-tls
+bench-e2e-tls: bench-deps build
+	$(PYTHON) scripts/bench-e2e-tls.py $(BENCH_E2E_ARGS)
+
 # Worker CPU per TLS handshake with and without JA4 (scripts/bench-tls.py).
 .PHONY: bench-tls
 bench-tls: deps build

@@ -38,6 +38,8 @@ def requests():
         head = f"{r['method']} {r['uri']} {r.get('client', '')}".encode()
         lines = [bytes([VERSIONS.get(str(r.get("version")), 1)]) + head]
         lines += [f"{k}:{v}".encode() for k, v in r["headers"]]
+        if r.get("edgeguard_ja4"):  # the target's TLS facts line
+            lines.append(f"tls:{r['edgeguard_ja4']}".encode())
         yield b"\n".join(lines)
 
 

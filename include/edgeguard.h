@@ -260,6 +260,59 @@ typedef struct {
 } edgeguard_header;
 
 /*
+ One connection's TLS fingerprint, as `edgeguard_tls_get` and
+ `edgeguard_tls_parse` fill it.
+ */
+typedef struct {
+  /*
+   1 when the rest is filled; 0 when the connection has no fingerprint
+   (plain HTTP, TLS without `ssl_client_hello_by_lua`, OpenSSL absent).
+   */
+  uint8_t present;
+  /*
+   Whether GREASE values were among the ciphers or extensions (1/0).
+   */
+  uint8_t grease;
+  /*
+   The TLS library family guessed from the cipher list: 0 unknown,
+   1 BoringSSL, 2 NSS, 3 OpenSSL, 4 Go (`edgeguard_tls_family_name`).
+   */
+  uint8_t family;
+  /*
+   Length of `alpn` (at most 16).
+   */
+  uint8_t alpn_len;
+  /*
+   Where the extension list came from: 1 the whole ClientHello (every
+   extension counted, as JA4 defines); 2 OpenSSL's list of the
+   extensions it implements (others, e.g. Chrome's ALPS, are missing,
+   so the JA4 differs from a capture's). 0 when absent.
+   */
+  uint8_t source;
+  /*
+   The version JA4 reports (e.g. 0x0304).
+   */
+  uint16_t version;
+  /*
+   Cipher suites, GREASE left out (not capped at 99).
+   */
+  uint16_t ciphers;
+  /*
+   Extensions, GREASE left out (not capped at 99). On the live path:
+   the ones OpenSSL recognises (see the README).
+   */
+  uint16_t extensions;
+  /*
+   The JA4 string, 36 ASCII bytes, not NUL-terminated.
+   */
+  char ja4[36];
+  /*
+   The first ALPN value offered, `alpn_len` bytes (cut at 16).
+   */
+  uint8_t alpn[16];
+} edgeguard_tls_info;
+
+/*
  One request as nginx sees it. Every byte string is borrowed for the
  duration of the call only.
  */
@@ -293,6 +346,15 @@ typedef struct {
    How many headers `headers` points to.
    */
   size_t headers_len;
+  /*
+   The connection's TLS fingerprint, as `edgeguard_tls_get` filled it
+   for this request's `SSL *`, or null (plain HTTP, no
+   `ssl_client_hello_by_lua`): then the TLS features are missing
+   values. One with `present` = 0 counts as null; one with
+   `present` = 1 must hold a JA4 as edgeguard writes it, or the call
+   is `InvalidArgument`.
+   */
+  const edgeguard_tls_info *tls;
 } edgeguard_request;
 
 /*
@@ -429,59 +491,6 @@ typedef struct {
    */
   size_t location_len;
 } edgeguard_challenge_answer;
-
-/*
- One connection's TLS fingerprint, as `edgeguard_tls_get` and
- `edgeguard_tls_parse` fill it.
- */
-typedef struct {
-  /*
-   1 when the rest is filled; 0 when the connection has no fingerprint
-   (plain HTTP, TLS without `ssl_client_hello_by_lua`, OpenSSL absent).
-   */
-  uint8_t present;
-  /*
-   Whether GREASE values were among the ciphers or extensions (1/0).
-   */
-  uint8_t grease;
-  /*
-   The TLS library family guessed from the cipher list: 0 unknown,
-   1 BoringSSL, 2 NSS, 3 OpenSSL, 4 Go (`edgeguard_tls_family_name`).
-   */
-  uint8_t family;
-  /*
-   Length of `alpn` (at most 16).
-   */
-  uint8_t alpn_len;
-  /*
-   Where the extension list came from: 1 the whole ClientHello (every
-   extension counted, as JA4 defines); 2 OpenSSL's list of the
-   extensions it implements (others, e.g. Chrome's ALPS, are missing,
-   so the JA4 differs from a capture's). 0 when absent.
-   */
-  uint8_t source;
-  /*
-   The version JA4 reports (e.g. 0x0304).
-   */
-  uint16_t version;
-  /*
-   Cipher suites, GREASE left out (not capped at 99).
-   */
-  uint16_t ciphers;
-  /*
-   Extensions, GREASE left out (not capped at 99). On the live path:
-   the ones OpenSSL recognises (see the README).
-   */
-  uint16_t extensions;
-  /*
-   The JA4 string, 36 ASCII bytes, not NUL-terminated.
-   */
-  char ja4[36];
-  /*
-   The first ALPN value offered, `alpn_len` bytes (cut at 16).
-   */
-  uint8_t alpn[16];
-} edgeguard_tls_info;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1156,7 +1165,8 @@ double edgeguard_scorer_model_threshold(const edgeguard_scorer *scorer, size_t i
  the models differs from the scorer's). `NullParameter` for a null
  scorer, request or `out_scores`, or a null `headers` with a non-zero
  `headers_len`; `InvalidArgument` for an `http_version` outside
- `0..=65535` or a `headers_len` above `UINT32_MAX`. Nothing is written unless `Ok`. Never allocates; the scorer is
+ `0..=65535`, a `headers_len` above `UINT32_MAX` or a `tls` whose JA4 is
+ not one. Nothing is written unless `Ok`. Never allocates; the scorer is
  only read, so concurrent calls are safe.
 
  # Safety

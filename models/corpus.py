@@ -7,9 +7,10 @@ so that "human", "scripted" and "byte-identical" mean one thing everywhere.
 Each corpus line is an access-log record of nginx-conf/log-format.conf (its
 `headers` a JSON array of [name, value] pairs, as nginx saw them) plus the
 capture's labels: `label` (human or automated), `class` (human, scripted,
-headless, impersonation, byte-identical), `client` (the client's name),
+headless, impersonation, byte-identical, copied-headers), `client` (the client's name),
 `client_version`, `mode`, `origin` (ip, http-host, tls-h1, tls-h2),
-`protocol`, `flow`.
+`protocol`, `flow`; over TLS also `edgeguard_ja4` and `edgeguard_tls_family`
+as nginx logged them (rows: `ja4`, `tls_family`; None on plain HTTP).
 """
 
 import ipaddress
@@ -28,6 +29,10 @@ SCRIPTED = "scripted"
 HEADLESS = "headless"
 BYTE_IDENTICAL = "byte-identical"
 IMPERSONATION = "impersonation"
+# Scripts sending a browser's copied headers (capture/scripted.py): over
+# TLS their ClientHello is a library's and they are judged; over plain HTTP
+# their head is the browser's and they are not.
+COPIED = "copied-headers"
 UNJUDGED = (BYTE_IDENTICAL, IMPERSONATION)
 
 
@@ -74,12 +79,17 @@ def load(path=CORPUS):
                 "protocol": rec.get("protocol", rec["version"]),
                 "flow": rec.get("flow", ""),
                 "session": rec.get("session", ""),
+                "ja4": rec.get("edgeguard_ja4") or None,
+                "tls_family": rec.get("edgeguard_tls_family") or None,
             })
     return rows
 
 
 def judged(row):
-    """Whether the row counts towards the targets (not byte-identical)."""
+    """Whether the row counts towards the targets (not byte-identical, not
+    a copied-headers script over plain HTTP)."""
+    if row["class"] == COPIED:
+        return bool(row.get("ja4"))
     return row["class"] not in UNJUDGED
 
 
@@ -95,6 +105,10 @@ def family(row):
 
 
 def request_line(row):
-    """The row as an `edgeguard features` / `edgeguard replay` input line."""
-    return json.dumps({k: row[k] for k in ("method", "uri", "version", "client", "headers")},
-                      ensure_ascii=False, separators=(",", ":"))
+    """The row as an `edgeguard features` / `edgeguard replay` input line,
+    with its TLS facts when it has some."""
+    line = {k: row[k] for k in ("method", "uri", "version", "client", "headers")}
+    if row.get("ja4"):
+        line["edgeguard_ja4"] = row["ja4"]
+        line["edgeguard_tls_family"] = row.get("tls_family") or ""
+    return json.dumps(line, ensure_ascii=False, separators=(",", ":"))

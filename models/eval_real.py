@@ -10,13 +10,17 @@ model's own threshold) twice: with the shipped bot model, as
 nginx-conf/nginx.conf loads it (after), and with the first models, bot and
 spoof, in models/legacy/ (before). Printed, as Markdown:
 
-  1. per client class and client: requests, flagged before and after;
+  1. per client class and client: requests, how many came over TLS with
+     a fingerprint and its TLS family, flagged before and after (and, with
+     --compare-rev REV, with the models of that git revision, e.g. the
+     schema-2 header-only models: the TLS columns' "before");
   2. with --detail: per client, protocol, origin and flow, the requests,
      flagged after, and the min / median / max bot score after;
   3. the targets of issue 12 and whether they are met.
 """
 
 import argparse
+import collections
 import json
 import os
 import statistics
@@ -67,21 +71,49 @@ def pct(a, b):
     return "%.1f %%" % (100.0 * a / b) if b else "-"
 
 
-def summary(rows, before, after):
+def summary(rows, before, after, compare=None, compare_name=""):
     groups = {}
-    for r, b, a in zip(rows, before, after):
-        g = groups.setdefault((r["class"], r["name"]), {"n": 0, "before": 0, "after": 0, "versions": set()})
+    compare = compare or [None] * len(rows)
+    for r, b, a, c in zip(rows, before, after, compare):
+        g = groups.setdefault((r["class"], r["name"]), {"n": 0, "before": 0, "after": 0, "versions": set(),
+                                                        "tls": 0, "families": collections.Counter(),
+                                                        "cmp": 0, "tls_cmp": 0, "tls_after": 0})
         g["n"] += 1
         g["before"] += flagged(b)
         g["after"] += flagged(a)
         g["versions"].add(r["client_version"])
-    print("| class | client | version | requests | flagged before (legacy models) | flagged after (shipped) |")
-    print("|---|---|---|---|---|---|")
-    order = {"human": 0, SCRIPTED: 1, "headless": 2, "impersonation": 3, corpus.BYTE_IDENTICAL: 4}
+        if r.get("ja4"):
+            g["tls"] += 1
+            g["families"][r.get("tls_family") or "?"] += 1
+            g["tls_after"] += flagged(a)
+        if c is not None:
+            g["cmp"] += flagged(c)
+            if r.get("ja4"):
+                g["tls_cmp"] += flagged(c)
+    head = "| class | client | version | requests | over TLS | TLS family | flagged before (legacy models) |"
+    rule = "|---|---|---|---|---|---|---|"
+    if compare[0] is not None:
+        head += " flagged, %s |" % compare_name
+        rule += "---|"
+    head += " flagged after (shipped) |"
+    rule += "---|"
+    if compare[0] is not None:
+        head += " over TLS: flagged %s -> shipped |" % compare_name
+        rule += "---|"
+    print(head)
+    print(rule)
+    order = {"human": 0, SCRIPTED: 1, "headless": 2, corpus.COPIED: 3, "impersonation": 4, corpus.BYTE_IDENTICAL: 5}
     for (cls, name), g in sorted(groups.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1])):
-        print("| %s | %s | %s | %d | %d (%s) | %d (%s) |" % (
-            cls, name, ", ".join(sorted(g["versions"])), g["n"], g["before"], pct(g["before"], g["n"]),
-            g["after"], pct(g["after"], g["n"])))
+        fams = ", ".join(f for f, _ in g["families"].most_common()) or "-"
+        line = "| %s | %s | %s | %d | %d | %s | %d (%s) |" % (
+            cls, name, ", ".join(sorted(g["versions"])), g["n"], g["tls"], fams, g["before"],
+            pct(g["before"], g["n"]))
+        if compare[0] is not None:
+            line += " %d (%s) |" % (g["cmp"], pct(g["cmp"], g["n"]))
+        line += " %d (%s) |" % (g["after"], pct(g["after"], g["n"]))
+        if compare[0] is not None:
+            line += " %d -> %d of %d |" % (g["tls_cmp"], g["tls_after"], g["tls"])
+        print(line)
 
 
 def detail(rows, after):
@@ -110,7 +142,8 @@ def targets(rows, after):
     human_plain = count(lambda r: r["human"] and r["origin"] == "http-host")
     scripted = count(lambda r: r["class"] == SCRIPTED)
     differing = count(lambda r: r["class"] in DIFFERING)
-    identical = count(lambda r: r["class"] in corpus.UNJUDGED)
+    copied = count(lambda r: r["class"] == corpus.COPIED and corpus.judged(r))
+    identical = count(lambda r: not corpus.judged(r))
     lines = [
         ("real-browser requests blocked, TLS and 127.0.0.1 origins", "0", human_secure,
          human_secure[0] == 0),
@@ -119,6 +152,8 @@ def targets(rows, after):
         ("scripted clients flagged", ">= 99 %", scripted, scripted[1] == 0 or scripted[0] >= 0.99 * scripted[1]),
         ("headless clients whose bytes differ, flagged", ">= 95 %", differing,
          differing[1] == 0 or differing[0] >= 0.95 * differing[1]),
+        ("scripts with a browser's copied headers, over TLS, flagged", ">= 95 %", copied,
+         copied[1] == 0 or copied[0] >= 0.95 * copied[1]),
     ]
     print("| target | wanted | measured | met |")
     print("|---|---|---|---|")
@@ -126,8 +161,8 @@ def targets(rows, after):
     for what, wanted, (k, n), met in lines:
         ok &= met
         print("| %s | %s | %d of %d (%s) | %s |" % (what, wanted, k, n, pct(k, n), "yes" if met else "**no**"))
-    print("| byte-identical automation and exact impersonation (own row, not counted) | - | %d of %d flagged (%s) | - |"
-          % (identical[0], identical[1], pct(*identical)))
+    print("| byte-identical automation, exact impersonation, copied headers over plain HTTP (own row, not counted)"
+          " | - | %d of %d flagged (%s) | - |" % (identical[0], identical[1], pct(*identical)))
     return ok
 
 
@@ -141,6 +176,8 @@ def main():
     # What nginx-conf/nginx.conf loads now, and what it loaded before.
     ap.add_argument("--after-models", default="bot", help="models after, comma-separated (default: %(default)s)")
     ap.add_argument("--before-models", default="bot,spoof", help="legacy models (default: %(default)s)")
+    ap.add_argument("--compare-rev", help="also score with the models/ of this git revision (e.g. the last "
+                                          "schema-2 models, 357f6ce), in their own column")
     args = ap.parse_args()
     edgeguard = args.edgeguard or os.path.join(ROOT, "target", "release", "edgeguard")
     rows = corpus.load(args.corpus)
@@ -148,8 +185,17 @@ def main():
         sys.exit("no corpus at %s (make capture)" % args.corpus)
     before = replay(edgeguard, models_in(args.legacy, args.before_models.split(",")), rows)
     after = replay(edgeguard, models_in(args.models, args.after_models.split(",")), rows)
+    compare = None
+    if args.compare_rev:
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in args.after_models.split(","):
+                blob = subprocess.run(["git", "-C", ROOT, "show", "%s:models/%s.json" % (args.compare_rev, name)],
+                                      capture_output=True, check=True).stdout
+                with open(os.path.join(tmp, name + ".json"), "wb") as f:
+                    f.write(blob)
+            compare = replay(edgeguard, models_in(tmp, args.after_models.split(",")), rows)
     print("### Per client (%d captured requests)\n" % len(rows))
-    summary(rows, before, after)
+    summary(rows, before, after, compare, "models of %s" % args.compare_rev)
     if args.detail:
         print("\n### Per client, protocol, origin and flow (shipped models)\n")
         detail(rows, after)

@@ -20,7 +20,7 @@ Steps:
      sees how often a person's browser sends a pair the table lacks; every
      other row, and nginx, use the table of all training people;
   4. turn every request into features with the Rust `edgeguard features`
-     binary (schema 2 columns, `edgeguard features --names --schema 2`), so
+     binary (schema 3 columns, `edgeguard features --names --schema 3`), so
      training and serving run the same extractor;
   5. train the CatBoost models (named columns, shared categorical features):
        bot   - automated (1) vs person (0), on all traffic;
@@ -60,18 +60,22 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import corpus  # noqa: E402
+import tls_traffic  # noqa: E402
 
 # Each model is read by every nginx worker at (re)load and by the pure-Lua
 # engine; the captured heads add CTR values and the order table ~2 KB.
 MAX_JSON_BYTES = 1_600_000
-SCHEMA = 2
+# The scorer's fastest kernel (AVX-512, src/model/trees.rs) holds a model's
+# conditions in a 512-byte table: a model with more runs the AVX2 one.
+MAX_CONDITIONS = 512
+SCHEMA = 3
 BROWSER_FAMILIES = {"chrome", "headless-chrome", "edge", "opera", "samsung", "firefox", "safari", "other-browser"}
 
 
 # ------------------------------------------------------------------ features
 
 class Extractor:
-    """`edgeguard features --schema 2` over lists of request rows."""
+    """`edgeguard features --schema 3` over lists of request rows."""
 
     def __init__(self, binary, work):
         self.binary = binary
@@ -221,7 +225,12 @@ def fit(df, y, w, train, val, cat_names, seed, args):
         loss_function="Logloss",
         random_seed=seed,
         max_ctr_complexity=args.max_ctr_complexity,
+        # CatBoost's default CTRs, with fewer borders each.
+        simple_ctr=["Borders:CtrBorderCount=%d:CtrBorderType=Uniform:TargetBorderCount=1:TargetBorderType=MinEntropy"
+                    ":Prior=0/1:Prior=0.5/1:Prior=1/1" % args.ctr_border_count,
+                    "Counter:CtrBorderCount=%d:CtrBorderType=Uniform:Prior=0/1" % args.ctr_border_count],
         one_hot_max_size=4,
+        border_count=args.border_count,
         use_best_model=True,
         od_type="Iter",
         od_wait=60,
@@ -269,6 +278,10 @@ def export(model, name, threshold, rule, table, args, captured, out_dir, columns
           [f.get("feature_id") for f in info.get("categorical_features", [])]
     if ids != columns:
         sys.exit("%s: exported feature ids %s differ from the schema %s" % (path, ids, columns))
+    conditions = len({json.dumps(s, sort_keys=True) for t in exported["oblivious_trees"] for s in t["splits"]})
+    if conditions > MAX_CONDITIONS:
+        sys.exit("%s has %d distinct conditions, over the %d of the AVX-512 kernel: lower --ctr-border-count"
+                 % (path, conditions, MAX_CONDITIONS))
     kept = exported.get("model_info", {})
     for key, want in (("edgeguard.threshold", repr(threshold)), ("edgeguard.schema", str(SCHEMA)),
                       ("edgeguard.order_pairs", table)):
@@ -292,12 +305,18 @@ def main():
     ap.add_argument("--depth", type=int, default=6)
     ap.add_argument("--learning-rate", type=float, default=0.08)
     ap.add_argument("--max-ctr-complexity", type=int, default=1)
+    ap.add_argument("--border-count", type=int, default=254, help="borders per float feature (CatBoost's default)")
+    ap.add_argument("--ctr-border-count", type=int, default=10,
+                    help="borders per CTR of a categorical feature (CatBoost's default is 15; 10 keeps the "
+                         "schema-3 models within the %d conditions of the AVX-512 kernel)" % MAX_CONDITIONS)
     ap.add_argument("--min-precision", type=float, default=0.99)
     ap.add_argument("--margin", type=float, default=1.0)
     ap.add_argument("--fixture-count", type=int, default=200)
     ap.add_argument("--no-holdout", action="store_true", help="skip the held-out-family runs")
     ap.add_argument("--families", help="comma-separated: hold out only these families (default: every one)")
     ap.add_argument("--out", default=HERE, help="where the models and metrics.json go (default: models/)")
+    ap.add_argument("--fixture-only", action="store_true",
+                    help="only rewrite tests/fixtures/traffic/sample.jsonl from the models in --out")
     args = ap.parse_args()
 
     edgeguard = args.edgeguard
@@ -308,6 +327,14 @@ def main():
     os.makedirs(work, exist_ok=True)
     os.makedirs(args.out, exist_ok=True)
     ex = Extractor(edgeguard, work)
+    if args.fixture_only:
+        models = {}
+        for name in ("bot", "spoof"):
+            models[name] = CatBoostClassifier()
+            models[name].load_model(os.path.join(args.out, name + ".json"), format="json")
+        table = models["bot"].get_metadata()["edgeguard.order_pairs"]
+        write_fixture(ex, models, table, ex.cat_names, args, work, tls_traffic.pools(corpus.load(args.corpus)))
+        return
 
     traffic = os.path.join(work, "train-seed%d-count%d.jsonl" % (args.seed, args.count))
     subprocess.run([sys.executable, os.path.join(HERE, "gen_traffic.py"), "--seed", str(args.seed), "--count",
@@ -316,6 +343,10 @@ def main():
         gen = [json.loads(line) for line in f]
     captured_all = corpus.load(args.corpus)
     captured = [r for r in captured_all if corpus.judged(r)]
+    # Generated heads get the TLS facts their client would have sent,
+    # from the capture's JA4s (tls_traffic.py).
+    tls_pools = tls_traffic.pools(captured_all)
+    gen = tls_traffic.assign(gen, tls_pools, args.seed)
     rows = gen + captured
     n_gen = len(gen)
     is_cap = np.array([False] * n_gen + [True] * len(captured))
@@ -394,12 +425,12 @@ def main():
     report["captured_clients"] = captured_table(captured_all, ex, table, models, thresholds)
     if not args.no_holdout and captured:
         report["held_out_families"] = holdout_families(ex, rows, train, val, human, is_cap, family, y_bot,
-                                                       weight, args, details)
+                                                       weight, args, details, tls_pools, n_gen)
     with open(os.path.join(args.out, "metrics.json"), "w") as f:
         json.dump(report, f, indent=1)
         f.write("\n")
     if os.path.abspath(args.out) == os.path.abspath(HERE):
-        write_fixture(ex, models, table, cats, args, work)
+        write_fixture(ex, models, table, cats, args, work, tls_pools)
     for name, r in report["models"].items():
         h = r["held_out"]
         print("%-5s trees=%d threshold=%.4f (%s) held-out: AUC=%.4f precision=%.4f recall=%.4f (%d rows) json=%d B"
@@ -438,14 +469,16 @@ def captured_table(rows, ex, table, models, thresholds):
     return sorted(result, key=lambda e: (e["class"], e["client"]))
 
 
-def holdout_families(ex, rows, train, val, human, is_cap, family, y, weight, args, details):
-    """Retrain bot without each captured family, measure that family."""
+def holdout_families(ex, rows, train, val, human, is_cap, family, y, weight, args, details, tls_pools, n_gen):
+    """Retrain bot without each captured family, measure that family. The
+    generated rows lose the family's JA4s too (tls_traffic.without)."""
     results = []
     wanted = args.families.split(",") if args.families else sorted(set(family[is_cap]))
     for fam in wanted:
         out = is_cap & (family == fam)
         keep = train & ~out
-        vectors, table = features_with_folds(ex, rows, keep, human, args.folds, args.seed, args.min_pair_count)
+        run_rows = tls_traffic.assign(rows[:n_gen], tls_traffic.without(tls_pools, fam), args.seed) + rows[n_gen:]
+        vectors, table = features_with_folds(ex, run_rows, keep, human, args.folds, args.seed, args.min_pair_count)
         df = ex.frame(vectors)
         model = fit(df, y, weight, keep, val, ex.cat_names, args.seed, args)
         t, _ = threshold_for(model, df, y, val, keep & is_cap & human, ex.cat_names, args)
@@ -484,13 +517,16 @@ def holdout_families(ex, rows, train, val, human, is_cap, family, y, weight, arg
     return results
 
 
-def write_fixture(ex, models, table, cat_names, args, work):
+def write_fixture(ex, models, table, cat_names, args, work, tls_pools):
     seed = args.seed + 1000
     path = os.path.join(work, "fixture-seed%d.jsonl" % seed)
     subprocess.run([sys.executable, os.path.join(HERE, "gen_traffic.py"), "--seed", str(seed), "--count",
                     str(args.fixture_count), "--out", path], check=True)
+    # Half of the fixture's requests without TLS facts: the e2e tests send
+    # fixture rows through a plain-HTTP nginx, which can only reproduce
+    # those (test_scoring.py).
     with open(path) as f:
-        rows = [json.loads(line) for line in f]
+        rows = tls_traffic.assign([json.loads(line) for line in f], tls_pools, seed, no_tls_share=0.5)
     vectors = ex.vectors(rows, table)
     df = ex.frame(vectors)
     raw = {name: m.predict(Pool(df, cat_features=cat_names), prediction_type="RawFormulaVal")
@@ -499,6 +535,11 @@ def write_fixture(ex, models, table, cat_names, args, work):
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "sample.jsonl"), "w") as f:
         for i, (row, vec) in enumerate(zip(rows, vectors)):
+            # The TLS facts under the names the replay reader (and the
+            # tests' reader) takes them by.
+            ja4, family = row.pop("ja4"), row.pop("tls_family")
+            if ja4:
+                row["edgeguard_ja4"], row["edgeguard_tls_family"] = ja4, family
             row["features"] = vec
             row["expected_raw"] = {name: float(values[i]) for name, values in raw.items()}
             f.write(json.dumps(row, separators=(",", ":")) + "\n")

@@ -198,6 +198,7 @@ fn per_request_work_does_not_allocate() {
                 http_version: 11,
                 headers: c_headers[i].as_ptr(),
                 headers_len: c_headers[i].len(),
+                tls: std::ptr::null(),
             };
             let rc = unsafe {
                 edgeguard_access(

@@ -4,8 +4,9 @@
 //! thread, and libtest's main thread allocates while a test runs.
 
 use edgeguard::features::orders::{Engine, OrderCounts};
-use edgeguard::features::{extract, extract_with, FeatureVector, Float, Request};
+use edgeguard::features::{extract, extract_with, Cat, FeatureVector, Float, Request, TlsFacts};
 use edgeguard::headers::Header;
+use edgeguard::tls::Family;
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
@@ -63,6 +64,10 @@ fn extract_allocates_nothing() {
     counts.add(Engine::Chromium, b"hcCMPiuaSOUDelk");
     counts.add(Engine::Gecko, b"hualeckiDOSUp");
     let table = counts.table(1);
+    let chrome_tls =
+        TlsFacts::new(b"t13d1516h2_8daaf6152771_e5627efa2ab1", Family::Boringssl).expect("a JA4");
+    let openssl_tls =
+        TlsFacts::new(b"t13d1812h1_85036bcba153_b26ce05bbdd6", Family::Openssl).expect("a JA4");
     let mut v = FeatureVector::new();
     let before = dhat::HeapStats::get();
     let mut checksum = 0.0f32;
@@ -74,6 +79,11 @@ fn extract_allocates_nothing() {
             checksum += v.floats().iter().filter(|x| !x.is_nan()).sum::<f32>();
             extract_with(&req, Some(&table), &mut v);
             checksum += v.float(Float::OrderReversedPairs).max(0.0) + 1.0;
+            // Schema 3: the same request over TLS, its facts borrowed.
+            for tls in [&chrome_tls, &openssl_tls] {
+                extract_with(&req.with_tls(Some(*tls)), Some(&table), &mut v);
+                checksum += v.float(Float::TlsCipherCount) + v.cat(Cat::TlsJa4).len() as f32;
+            }
         }
     }
     let after = dhat::HeapStats::get();

@@ -146,7 +146,7 @@ fn features_feed_predict() {
         std::fs::read_to_string(format!("{root}/tests/fixtures/traffic/sample.jsonl")).unwrap();
     // The current schema's columns (the models' order), with their table.
     let bot = format!("{root}/models/bot.json");
-    let vectors = run(&["--schema", "2", "--orders", &bot], &fixture);
+    let vectors = run(&["--schema", "3", "--orders", &bot], &fixture);
     assert!(vectors.status.success());
     let rows: Vec<Value> = fixture
         .lines()
@@ -279,4 +279,47 @@ fn learns_orders_and_reads_them_back() {
     let out = run(&["--schema", "9", "--names"], "");
     assert_eq!(out.status.code(), Some(2));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The TLS features of schema 3 come from the line's `edgeguard_ja4` and
+/// `edgeguard_tls_family`, as replay reads them; without, null and `none`.
+#[test]
+fn tls_fields_give_the_tls_features() {
+    let head = r#""method":"GET","uri":"/","version":"1.1","client":"127.0.0.1","headers":[["host","x"],["user-agent","Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"]]"#;
+    let input = format!(
+        "{{{head},\"edgeguard_ja4\":\"t13d1812h1_85036bcba153_b26ce05bbdd6\",\"edgeguard_tls_family\":\"openssl\"}}\n{{{head}}}\n"
+    );
+    let out = run(&["--schema", "3"], &input);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let names: Value =
+        serde_json::from_slice(&run(&["--names", "--schema", "3"], "").stdout).unwrap();
+    let at = |kind: &str, name: &str| {
+        names[kind]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|n| n == name)
+            .unwrap_or_else(|| panic!("{name}"))
+    };
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (tls, plain) = (&lines[0], &lines[1]);
+    assert_eq!(tls["float"][at("float", "tls_cipher_count")], 18.0);
+    assert_eq!(tls["float"][at("float", "tls_family_mismatch")], 1.0);
+    assert_eq!(tls["float"][at("float", "tls_browser_no_h2")], 1.0);
+    assert_eq!(tls["cat"][at("cat", "tls_family")], "openssl");
+    assert_eq!(tls["cat"][at("cat", "tls_ja4_a")], "t13d1812h1");
+    assert!(plain["float"][at("float", "tls_cipher_count")].is_null());
+    assert_eq!(plain["cat"][at("cat", "tls_family")], "none");
+    assert_eq!(plain["cat"][at("cat", "tls_ja4")], "");
+    // Schema 2 has none of them.
+    let v2: Value = serde_json::from_slice(&run(&["--names", "--schema", "2"], "").stdout).unwrap();
+    assert!(!v2.to_string().contains("tls_"), "{v2}");
 }

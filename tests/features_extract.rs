@@ -3,8 +3,10 @@
 
 use std::collections::BTreeSet;
 
+use edgeguard::features::TlsFacts;
 use edgeguard::features::{extract, FeatureVector, Request, CAT_FEATURES, FLOAT_FEATURES};
 use edgeguard::headers::Header;
+use edgeguard::tls::Family;
 
 /// An expected value: a float (NaN allowed) or categorical bytes.
 #[derive(Clone, Copy, Debug)]
@@ -23,12 +25,16 @@ struct Case {
     version: u16,
     client: &'static str,
     headers: &'static [(&'static str, &'static str)],
+    /// The connection's JA4 and TLS family, when the request came over TLS
+    /// that edgeguard saw.
+    tls: Option<(&'static str, Family)>,
     want: &'static [(&'static str, Want)],
 }
 
 const CHROME_UA: &str =
     "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36";
 const CHROME_ACCEPT: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7";
+const CHROMIUM_156_UA: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
 const CHROME_CH_UA: &str = r#""Google Chrome";v="131", "Chromium";v="131", "Not_A Brand";v="24""#;
 
 const CASES: &[Case] = &[
@@ -38,6 +44,7 @@ const CASES: &[Case] = &[
         uri: "/products/42?ref=home&utm=x",
         version: 20,
         client: "203.0.113.7",
+        tls: None,
         headers: &[
             ("host", "shop.example"),
             ("sec-ch-ua", CHROME_CH_UA),
@@ -104,6 +111,106 @@ const CASES: &[Case] = &[
             ("fetch_site", C("none")),
             ("fetch_mode", C("navigate")),
             ("connection", C("")),
+            // No TLS facts (here: TLS ended in front of nginx): missing.
+            ("tls13", F(NAN)),
+            ("tls_cipher_count", F(NAN)),
+            ("tls_extension_count", F(NAN)),
+            ("tls_alpn_h2", F(NAN)),
+            ("tls_family_mismatch", F(NAN)),
+            ("tls_browser_no_h2", F(NAN)),
+            ("tls_ja4", C("")),
+            ("tls_ja4_a", C("")),
+            ("tls_family", C("none")),
+        ],
+    },
+    Case {
+        name: "Chromium 156 over TLS: its own BoringSSL hello",
+        method: "GET",
+        uri: "/",
+        version: 20,
+        client: "127.0.0.1",
+        headers: &[
+            ("host", "shop.test"),
+            ("user-agent", CHROMIUM_156_UA),
+            ("accept", CHROME_ACCEPT),
+        ],
+        tls: Some(("t13d1516h2_8daaf6152771_e5627efa2ab1", Family::Boringssl)),
+        want: &[
+            ("tls13", F(1.0)),
+            ("tls_cipher_count", F(15.0)),
+            ("tls_extension_count", F(16.0)),
+            ("tls_alpn_h2", F(1.0)),
+            ("tls_family_mismatch", F(0.0)),
+            ("tls_browser_no_h2", F(0.0)),
+            ("tls_ja4", C("t13d1516h2_8daaf6152771_e5627efa2ab1")),
+            ("tls_ja4_a", C("t13d1516h2")),
+            ("tls_family", C("boringssl")),
+        ],
+    },
+    Case {
+        // Captured (curl-chrome-headers, python-requests-chrome-headers):
+        // Chromium's head, Python's OpenSSL hello offering http/1.1 only.
+        name: "python requests with Chromium's headers over TLS",
+        method: "GET",
+        uri: "/",
+        version: 11,
+        client: "127.0.0.1",
+        headers: &[
+            ("Host", "shop-h1.test"),
+            ("Connection", "keep-alive"),
+            ("User-Agent", CHROMIUM_156_UA),
+            ("Accept", CHROME_ACCEPT),
+        ],
+        tls: Some(("t13d1812h1_85036bcba153_b26ce05bbdd6", Family::Openssl)),
+        want: &[
+            ("tls13", F(1.0)),
+            ("tls_cipher_count", F(18.0)),
+            ("tls_extension_count", F(12.0)),
+            ("tls_alpn_h2", F(0.0)),
+            ("tls_family_mismatch", F(1.0)),
+            ("tls_browser_no_h2", F(1.0)),
+            ("tls_ja4_a", C("t13d1812h1")),
+            ("tls_family", C("openssl")),
+        ],
+    },
+    Case {
+        name: "curl over TLS: no browser claimed, nothing to contradict",
+        method: "GET",
+        uri: "/",
+        version: 20,
+        client: "127.0.0.1",
+        headers: &[
+            ("host", "shop.test"),
+            ("user-agent", "curl/7.88.1"),
+            ("accept", "*/*"),
+        ],
+        tls: Some(("t13d3112h2_e8f1e7e78f70_b26ce05bbdd6", Family::Openssl)),
+        want: &[
+            ("tls_cipher_count", F(31.0)),
+            ("tls_alpn_h2", F(1.0)),
+            ("tls_family_mismatch", F(0.0)),
+            ("tls_browser_no_h2", F(0.0)),
+            ("tls_family", C("openssl")),
+        ],
+    },
+    Case {
+        name: "Firefox UA on a BoringSSL hello, TLS 1.2 only",
+        method: "GET",
+        uri: "/",
+        version: 11,
+        client: "127.0.0.1",
+        headers: &[
+            ("host", "shop.test"),
+            (
+                "user-agent",
+                "Mozilla/5.0 (X11; Linux x86_64; rv:153.0) Gecko/20100101 Firefox/153.0",
+            ),
+        ],
+        tls: Some(("t12d1516h2_8daaf6152771_e5627efa2ab1", Family::Boringssl)),
+        want: &[
+            ("tls13", F(0.0)),
+            ("tls_family_mismatch", F(1.0)),
+            ("tls_browser_no_h2", F(0.0)),
         ],
     },
     Case {
@@ -112,6 +219,7 @@ const CASES: &[Case] = &[
         uri: "/blog/2024/best-lamps",
         version: 11,
         client: "2001:db8:85a3::8a2e:370:7334",
+        tls: None,
         headers: &[
             ("host", "shop.example"),
             ("connection", "keep-alive"),
@@ -160,6 +268,7 @@ const CASES: &[Case] = &[
         uri: "/",
         version: 20,
         client: "198.51.100.23",
+        tls: None,
         headers: &[
             ("host", "shop.example"),
             ("user-agent", "Mozilla/5.0 (X11; Linux x86_64; rv:133.0) Gecko/20100101 Firefox/133.0"),
@@ -195,6 +304,7 @@ const CASES: &[Case] = &[
         uri: "/img/logo.SVG",
         version: 20,
         client: "192.0.2.44",
+        tls: None,
         headers: &[
             ("host", "shop.example"),
             ("accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
@@ -227,6 +337,7 @@ const CASES: &[Case] = &[
         uri: "/api/v1/products?page=2",
         version: 11,
         client: "192.0.2.9",
+        tls: None,
         headers: &[("host", "shop.example"), ("user-agent", "curl/8.5.0"), ("accept", "*/*")],
         want: &[
             ("method", C("HEAD")),
@@ -253,6 +364,7 @@ const CASES: &[Case] = &[
         uri: "/wp-login.php",
         version: 11,
         client: "192.0.2.10",
+        tls: None,
         headers: &[
             ("host", "shop.example"),
             ("user-agent", "python-requests/2.32.3"),
@@ -274,6 +386,7 @@ const CASES: &[Case] = &[
         uri: "/api/session",
         version: 11,
         client: "192.0.2.11",
+        tls: None,
         headers: &[("host", "shop.example"), ("user-agent", "Go-http-client/1.1"), ("accept-encoding", "gzip")],
         want: &[
             ("ua_family", C("go")),
@@ -290,6 +403,7 @@ const CASES: &[Case] = &[
         uri: "/backup.zip",
         version: 11,
         client: "192.0.2.12",
+        tls: None,
         headers: &[
             ("user-agent", "Wget/1.21.4"),
             ("accept", "*/*"),
@@ -305,6 +419,7 @@ const CASES: &[Case] = &[
         uri: "/api/v1/stock/7",
         version: 11,
         client: "192.0.2.13",
+        tls: None,
         headers: &[
             ("host", "shop.example"),
             ("connection", "keep-alive"),
@@ -330,6 +445,7 @@ const CASES: &[Case] = &[
         uri: "/robots.txt",
         version: 11,
         client: "66.249.66.1",
+        tls: None,
         headers: &[
             ("host", "shop.example"),
             ("connection", "keep-alive"),
@@ -357,6 +473,7 @@ const CASES: &[Case] = &[
         uri: "/",
         version: 20,
         client: "192.0.2.14",
+        tls: None,
         headers: &[
             ("host", "shop.example"),
             ("sec-ch-ua", r#""Chromium";v="131", "Not_A Brand";v="24", "HeadlessChrome";v="131""#),
@@ -388,6 +505,7 @@ const CASES: &[Case] = &[
         uri: "/products?sort=price&page=7",
         version: 11,
         client: "192.0.2.15",
+        tls: None,
         headers: &[
             ("host", "shop.example"),
             ("user-agent", CHROME_UA),
@@ -410,6 +528,7 @@ const CASES: &[Case] = &[
         uri: "/",
         version: 20,
         client: "192.0.2.16",
+        tls: None,
         headers: &[
             ("host", "shop.example"),
             ("sec-ch-ua", r#""Chromium";v="120", "Google Chrome";v="120", "Not-A.Brand";v="99""#),
@@ -432,6 +551,7 @@ const CASES: &[Case] = &[
         uri: "/",
         version: 11,
         client: "192.0.2.17",
+        tls: None,
         headers: &[
             ("host", "shop.example"),
             ("user-agent", "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0"),
@@ -460,6 +580,7 @@ const CASES: &[Case] = &[
         uri: "/",
         version: 20,
         client: "192.0.2.18",
+        tls: None,
         headers: &[
             ("host", "shop.example"),
             ("sec-ch-ua", CHROME_CH_UA),
@@ -478,6 +599,7 @@ const CASES: &[Case] = &[
         uri: "http://shop.example/a/b.tar.gz?x",
         version: 10,
         client: "unix:",
+        tls: None,
         headers: &[],
         want: &[
             ("http_version", F(1.0)),
@@ -503,6 +625,7 @@ const CASES: &[Case] = &[
         uri: "/x.bak~1",
         version: 30,
         client: "192.0.2.19",
+        tls: None,
         headers: &[
             ("Host", "shop.example"),
             ("User-Agent", "curl/7.88.1"),
@@ -533,6 +656,11 @@ fn index(names: &[edgeguard::features::FeatureSpec], name: &str) -> Option<usize
     names.iter().position(|s| s.name == name)
 }
 
+fn tls_of(case: &Case) -> Option<TlsFacts<'static>> {
+    case.tls
+        .map(|(ja4, family)| TlsFacts::new(ja4.as_bytes(), family).expect("a JA4"))
+}
+
 fn run(case: &Case, checked: &mut BTreeSet<&'static str>) {
     let headers: Vec<Header<'_>> = case
         .headers
@@ -545,7 +673,8 @@ fn run(case: &Case, checked: &mut BTreeSet<&'static str>) {
         case.version,
         case.client.as_bytes(),
         &headers,
-    );
+    )
+    .with_tls(tls_of(case));
     let mut fresh = FeatureVector::new();
     extract(&req, &mut fresh);
     for &(name, want) in case.want {
@@ -611,7 +740,8 @@ fn reused_vector_matches_fresh() {
                 case.version,
                 case.client.as_bytes(),
                 &owned[i],
-            );
+            )
+            .with_tls(tls_of(case));
             let mut fresh = FeatureVector::new();
             extract(&req, &mut fresh);
             extract(&req, &mut reused);

@@ -13,7 +13,7 @@ use serde_json::Value;
 #[test]
 fn extractor_reproduces_the_training_vectors() {
     let requests = scorer_support::fixture_requests();
-    // The vectors `edgeguard features --schema 2 --orders models/bot.json`
+    // The vectors `edgeguard features --schema 3 --orders models/bot.json`
     // printed: the schema's features, with the models' learnt order table.
     let shipped = scorer_support::shipped();
     let models: Vec<(&str, &std::path::Path)> =

@@ -319,3 +319,82 @@ fn the_shipped_table_knows_the_captured_browsers_and_not_a_library_order() {
         v.float(Float::OrderReversedPairs)
     );
 }
+
+/// One TLS row of the captured corpus: class, client, head, JA4, family.
+type TlsRow = (String, String, Vec<(String, String)>, String, String);
+
+/// Every TLS row of the captured corpus with its logged TLS facts.
+fn captured_tls_rows() -> Vec<TlsRow> {
+    let text = std::fs::read_to_string(scorer_support::root(
+        "tests/fixtures/real_clients/corpus.jsonl",
+    ))
+    .unwrap();
+    text.lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["edgeguard_ja4"].is_string())
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or_default().to_owned();
+            let headers = r["headers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| (h[0].as_str().unwrap().into(), h[1].as_str().unwrap().into()))
+                .collect();
+            (
+                s("class"),
+                s("client_name"),
+                headers,
+                s("edgeguard_ja4"),
+                s("edgeguard_tls_family"),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn captured_browsers_hellos_fit_their_user_agents_and_copied_headers_do_not() {
+    use edgeguard::features::TlsFacts;
+    use edgeguard::tls::Family;
+    let rows = captured_tls_rows();
+    let mut seen = std::collections::BTreeMap::new();
+    for (class, client, headers, ja4, family) in &rows {
+        let family = Family::from_name(family.as_bytes()).expect("a logged family");
+        let h: Vec<Header<'_>> = headers
+            .iter()
+            .map(|(k, v)| Header::new(k.as_bytes(), v.as_bytes()))
+            .collect();
+        let tls = TlsFacts::new(ja4.as_bytes(), family).expect("a logged JA4");
+        let req = Request::new(b"GET", b"/", 11, b"127.0.0.1", &h).with_tls(Some(tls));
+        let mut v = FeatureVector::new();
+        extract_with(&req, None, &mut v);
+        let (mismatch, no_h2) = (
+            v.float(Float::TlsFamilyMismatch),
+            v.float(Float::TlsBrowserNoH2),
+        );
+        match (class.as_str(), client.as_str()) {
+            // People's Chromium (BoringSSL) and Firefox (NSS), headless
+            // Chromium too: the hello is the engine's, h2 offered first.
+            ("human" | "headless" | "byte-identical", _) => {
+                assert_eq!((mismatch, no_h2), (0.0, 0.0), "{client} {ja4}");
+                let want = if client.contains("firefox") {
+                    "nss"
+                } else {
+                    "boringssl"
+                };
+                assert_eq!(v.cat(Cat::TlsFamily), want.as_bytes());
+            }
+            // Chromium's head on OpenSSL: a contradiction the head cannot show.
+            ("copied-headers", _) => assert_eq!(mismatch, 1.0, "{client} {ja4}"),
+            // No browser claimed: nothing to contradict.
+            ("scripted", _) => assert_eq!((mismatch, no_h2), (0.0, 0.0), "{client}"),
+            _ => {}
+        }
+        *seen.entry(class.clone()).or_insert(0) += 1;
+    }
+    for class in ["human", "headless", "copied-headers", "scripted"] {
+        assert!(
+            seen.get(class).copied().unwrap_or(0) > 0,
+            "no TLS rows of {class}: {seen:?}"
+        );
+    }
+}

@@ -1256,6 +1256,7 @@ fn c_req(
         http_version: 11,
         headers: headers.as_ptr(),
         headers_len: headers.len(),
+        tls: std::ptr::null(),
     }
 }
 
@@ -1270,6 +1271,14 @@ fn score_both(s: *const edgeguard_scorer, rust: &Scorer, req: &edgeguard_request
     } else {
         unsafe { std::slice::from_raw_parts(req.headers, req.headers_len) }
     };
+    // The TLS facts as the boundary reads them: `present` = 1 and a JA4.
+    let tls = unsafe { req.tls.as_ref() }
+        .filter(|i| i.present == 1)
+        .map(|i| {
+            let ja4: &[u8] = unsafe { std::slice::from_raw_parts(i.ja4.as_ptr().cast(), 36) };
+            let family = edgeguard::tls::Family::from_number(i32::from(i.family));
+            edgeguard::features::TlsFacts::new(ja4, family).expect("a JA4")
+        });
     let view = unsafe {
         edgeguard::features::Request::new(
             req.method.as_bytes(),
@@ -1278,6 +1287,7 @@ fn score_both(s: *const edgeguard_scorer, rust: &Scorer, req: &edgeguard_request
             req.client_addr.as_bytes(),
             edgeguard::headers::Header::from_c(headers),
         )
+        .with_tls(tls)
     };
     let mut want = [0.0f64; 2];
     rust.score(&view, &mut want).unwrap();
@@ -1356,6 +1366,7 @@ fn hostile_requests_are_scored_like_the_rust_api_scores_them() {
         http_version: 0,
         headers: null(),
         headers_len: 0,
+        tls: std::ptr::null(),
     };
     score_both(s, &rust, &bad_strings);
     for version in [0, 9, 10, 11, 20, 30, 65535] {
@@ -1401,6 +1412,7 @@ fn scoring_refuses_impossible_lengths_and_versions_before_reading_anything() {
         ] {
             let huge = edgeguard_request {
                 headers_len: len,
+                tls: std::ptr::null(),
                 ..req
             };
             assert_eq!(
@@ -1442,4 +1454,132 @@ fn scoring_refuses_impossible_lengths_and_versions_before_reading_anything() {
         edgeguard_scorer_free(s);
     }
     assert_eq!(out, [-7.0; 2], "nothing written on refusal");
+}
+
+/// A ClientHello handshake message: `ciphers` as given, then `exts` as
+/// (type, data) pairs; `ext_len_lie` is added to the extensions block
+/// length (truncated or oversized extension data).
+fn hello(ciphers: &[u16], exts: &[(u16, Vec<u8>)], ext_len_lie: i32) -> Vec<u8> {
+    let mut body = vec![3, 3];
+    body.extend([0x42; 32]);
+    body.push(0);
+    body.extend(((2 * ciphers.len()) as u16).to_be_bytes());
+    for c in ciphers {
+        body.extend(c.to_be_bytes());
+    }
+    body.extend([1, 0]);
+    let block: Vec<u8> = exts
+        .iter()
+        .flat_map(|(t, d)| {
+            let mut e = t.to_be_bytes().to_vec();
+            e.extend((d.len() as u16).to_be_bytes());
+            e.extend(d);
+            e
+        })
+        .collect();
+    if !exts.is_empty() || ext_len_lie != 0 {
+        body.extend(((block.len() as i32 + ext_len_lie) as u16).to_be_bytes());
+        body.extend(&block);
+    }
+    let mut msg = vec![1];
+    msg.extend(&(body.len() as u32).to_be_bytes()[1..]);
+    msg.extend(body);
+    msg
+}
+
+#[test]
+fn hostile_client_hellos_give_facts_the_scorer_takes_or_none() {
+    use edgeguard::ffi::tls::{edgeguard_tls_info, edgeguard_tls_parse};
+    let s = shipped_scorer();
+    let paths = [
+        ("bot", std::path::Path::new(BOT)),
+        ("spoof", std::path::Path::new(SPOOF)),
+    ];
+    let rust = Scorer::load(&paths).unwrap();
+    let headers = [
+        edgeguard_header {
+            key: c_str(b"user-agent"),
+            value: c_str(b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"),
+        },
+        edgeguard_header {
+            key: c_str(b"accept"),
+            value: c_str(b"*/*"),
+        },
+    ];
+    let sni = (0u16, b"\x00\x0c\x00\x00\x09localhost".to_vec());
+    let alpn = (0x10u16, b"\x00\x03\x02h2".to_vec());
+    let versions = (0x2bu16, b"\x02\x03\x04".to_vec());
+    let many: Vec<u16> = (0..30_000u16).map(|i| 0x0100 + i).collect();
+    let unknown: Vec<(u16, Vec<u8>)> = (0..2_000u16).map(|i| (0x5000 + i, vec![0; 3])).collect();
+    let cases: Vec<(&str, Vec<u8>, bool)> = vec![
+        (
+            "a browser-like hello",
+            hello(
+                &[0x0a0a, 0x1301, 0x1302],
+                &[sni.clone(), alpn.clone(), versions.clone()],
+                0,
+            ),
+            true,
+        ),
+        (
+            "30 000 ciphers",
+            hello(&many, std::slice::from_ref(&sni), 0),
+            true,
+        ),
+        (
+            "2 000 unknown extensions",
+            hello(&[0x1301], &unknown, 0),
+            true,
+        ),
+        ("no extensions at all", hello(&[0x1301], &[], 0), true),
+        (
+            "no SNI, ALPN or versions",
+            hello(&[0x1301], &[(0x000a, vec![0, 2, 0, 0x17])], 0),
+            true,
+        ),
+        (
+            "extension data cut short",
+            hello(&[0x1301], &[sni.clone(), alpn.clone()], -3),
+            false,
+        ),
+        (
+            "extension data past the end",
+            hello(&[0x1301], &[sni.clone(), alpn.clone()], 40),
+            false,
+        ),
+        (
+            "ALPN whose lengths lie",
+            hello(&[0x1301], &[(0x10, b"\xff\xff\x02h2".to_vec())], 0),
+            true,
+        ),
+    ];
+    let mut plain = [0.0; 2];
+    let req = c_req(b"GET", b"/", b"127.0.0.1", &headers);
+    assert_eq!(
+        unsafe { edgeguard_scorer_score(s, &req, plain.as_mut_ptr(), 2) },
+        R::Ok
+    );
+    for (what, bytes, parses) in cases {
+        let mut info: edgeguard_tls_info = unsafe { std::mem::zeroed() };
+        let mut err = [0 as c_char; 128];
+        let code = unsafe {
+            edgeguard_tls_parse(
+                bytes.as_ptr(),
+                bytes.len(),
+                &mut info,
+                err.as_mut_ptr(),
+                err.len(),
+            )
+        };
+        assert_eq!(code == R::Ok, parses, "{what}: {code:?}");
+        // A refused hello leaves no facts (`present` stays 0): the request
+        // scores as plain HTTP does.
+        let mut req = c_req(b"GET", b"/", b"127.0.0.1", &headers);
+        req.tls = &info;
+        let got = score_both(s, &rust, &req);
+        if !parses {
+            assert_eq!(got.map(f64::to_bits), plain.map(f64::to_bits), "{what}");
+        }
+    }
+    unsafe { edgeguard_scorer_free(s) };
 }

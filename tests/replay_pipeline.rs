@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use edgeguard::config::{Action, Config};
-use edgeguard::features::Request;
+use edgeguard::features::{Request, TlsFacts};
 use edgeguard::headers::Header;
 use edgeguard::replay::{self, Input, Options, Summary};
+use edgeguard::tls::Family;
 use serde_json::Value;
 
 fn manifest() -> PathBuf {
@@ -123,13 +124,23 @@ fn direct_scores(cfg: &Config, row: &Value) -> Vec<f64> {
         .collect();
     let version = row["version"].as_str().unwrap();
     let version = (version.parse::<f64>().unwrap() * 10.0).round() as u16;
+    // The row's TLS facts, as replay reads them from the same fields.
+    let tls = row["edgeguard_ja4"].as_str().map(|ja4| {
+        let family = row["edgeguard_tls_family"].as_str().unwrap_or("unknown");
+        TlsFacts::new(
+            ja4.as_bytes(),
+            Family::from_name(family.as_bytes()).expect("a family"),
+        )
+        .expect("a JA4")
+    });
     let req = Request::new(
         row["method"].as_str().unwrap().as_bytes(),
         row["uri"].as_str().unwrap().as_bytes(),
         version,
         row["client"].as_str().unwrap().as_bytes(),
         &headers,
-    );
+    )
+    .with_tls(tls);
     let scorer = cfg.scorer().unwrap();
     let mut scores = vec![0.0; scorer.model_count()];
     scorer.score(&req, &mut scores).unwrap();
@@ -387,6 +398,10 @@ fn access_log_lines_are_compared_with_the_live_decisions() {
             "edgeguard_bot": format!("{:.6}", s[0]),
             "edgeguard_spoof": format!("{:.6}", s[1]),
             "edgeguard_action": action.as_str(),
+            // The TLS facts nginx logs ("" on plain HTTP), which the
+            // scores above were computed with.
+            "edgeguard_ja4": row["edgeguard_ja4"].as_str().unwrap_or(""),
+            "edgeguard_tls_family": row["edgeguard_tls_family"].as_str().unwrap_or(""),
         });
         log += &line.to_string();
         log.push('\n');

@@ -5,8 +5,10 @@
 
 mod scorer_support;
 
+use edgeguard::features::TlsFacts;
 use edgeguard::headers::Header;
 use edgeguard::scorer::Scorer;
+use edgeguard::tls::Family;
 use scorer_support::{fixture_requests, root};
 
 #[global_allocator]
@@ -37,16 +39,23 @@ fn score_allocates_nothing() {
     let mut out = [0.0f64; 4];
     let mut checksum = 0.0;
 
+    let tls =
+        TlsFacts::new(b"t13d1812h1_85036bcba153_b26ce05bbdd6", Family::Openssl).expect("a JA4");
     let before = dhat::HeapStats::get();
     for _ in 0..ROUNDS {
         for (r, h) in requests.iter().zip(&headers) {
             scorer.score(&r.view(h), &mut out).expect("scored");
             checksum += out.iter().sum::<f64>();
+            // Over TLS: the schema-3 models hash the JA4 and family too.
+            scorer
+                .score(&r.view(h).with_tls(Some(tls)), &mut out)
+                .expect("scored");
+            checksum += out.iter().sum::<f64>();
         }
     }
     let after = dhat::HeapStats::get();
 
-    let calls = ROUNDS * requests.len();
+    let calls = 2 * ROUNDS * requests.len();
     println!(
         "scorer_alloc: {calls} requests x {} models: {} allocations ({} per request)",
         scorer.model_count(),

@@ -90,7 +90,21 @@ fn c_request(r: &OwnedRequest, headers: &[Header<'_>]) -> edgeguard_request {
         http_version: r.version.into(),
         headers: headers.as_ptr(),
         headers_len: headers.len(),
+        tls: std::ptr::null(),
     }
+}
+
+/// The request's TLS facts as `edgeguard_tls_get` would hand them over.
+fn tls_info(r: &OwnedRequest) -> Option<edgeguard::ffi::tls::edgeguard_tls_info> {
+    let (ja4, family) = r.tls.as_ref()?;
+    // SAFETY: a plain C struct of integers and arrays; all zero is valid.
+    let mut info: edgeguard::ffi::tls::edgeguard_tls_info = unsafe { std::mem::zeroed() };
+    info.present = 1;
+    info.family = *family as u8;
+    for (d, s) in info.ja4.iter_mut().zip(ja4.bytes()) {
+        *d = s as std::ffi::c_char;
+    }
+    Some(info)
 }
 
 #[test]
@@ -102,7 +116,11 @@ fn scores_through_the_c_abi_equal_the_rust_api() {
     let scorer = Scorer::load(&models).unwrap();
     for r in fixture_requests() {
         let headers = r.ffi_headers();
-        let req = c_request(&r, &headers);
+        let mut req = c_request(&r, &headers);
+        let info = tls_info(&r);
+        if let Some(info) = &info {
+            req.tls = info;
+        }
         let mut got = [f64::NAN; 2];
         let result = unsafe { edgeguard_scorer_score(handle, &req, got.as_mut_ptr(), 2) };
         assert_eq!(result, edgeguard_result::Ok);
@@ -368,6 +386,7 @@ fn score_refuses_nulls_bad_counts_and_versions_writing_nothing() {
         http_version: 11,
         headers: null(),
         headers_len: 0,
+        tls: std::ptr::null(),
     };
     unsafe {
         assert_eq!(

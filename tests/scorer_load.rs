@@ -281,7 +281,7 @@ fn schema2(source: &str, orders: Option<&str>) -> Model {
 
 #[test]
 fn models_of_an_unknown_schema_version_are_refused_naming_file_and_key() {
-    for bad in ["3", "0", "two", ""] {
+    for bad in ["4", "0", "two", ""] {
         let err = refusal(vec![(
             "bot",
             with_meta("future.json", &[("edgeguard.schema", bad)]),
@@ -293,7 +293,7 @@ fn models_of_an_unknown_schema_version_are_refused_naming_file_and_key() {
                 "model `bot`",
                 "future.json",
                 &format!("model_info[\"edgeguard.schema\"] = {bad:?}"),
-                "reads feature schemas 1 and 2",
+                "reads feature schemas 1, 2, 3",
                 "retrain",
             ],
         );
@@ -328,6 +328,32 @@ fn inputs_outside_the_models_schema_version_are_refused() {
         &[
             "v2.json",
             "float feature 0 `order_inversions` is not in feature schema 2",
+        ],
+    );
+    // ... nor a schema-2 model a TLS feature (schema 3): a model trained
+    // before TLS features existed cannot have read one.
+    let json = text(REORDERED)
+        .replace(
+            r#""feature_id":"ua_len""#,
+            r#""feature_id":"tls_cipher_count""#,
+        )
+        .replace(
+            r#""feature_id":"order_inversions""#,
+            r#""feature_id":"order_reversed_pairs""#,
+        )
+        .replace(
+            r#""feature_id":"ch_missing""#,
+            r#""feature_id":"ch_missing_secure""#,
+        );
+    let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    v["model_info"]["edgeguard.schema"] = "2".into();
+    let model = Model::from_json("v2-tls.json", v.to_string().as_bytes()).unwrap();
+    let err = refusal(vec![("new", model)]);
+    assert_says(
+        &err,
+        &[
+            "v2-tls.json",
+            "`tls_cipher_count` is not in feature schema 2",
         ],
     );
 }
@@ -381,7 +407,7 @@ fn learnt_orders_are_required_well_formed_and_shared() {
 }
 
 #[test]
-fn shipped_models_are_schema_2_and_legacy_copies_schema_1() {
+fn shipped_models_are_the_current_schema_and_legacy_copies_schema_1() {
     let scorer = Scorer::load(&[
         ("bot", &root("models/bot.json")),
         ("spoof", &root("models/spoof.json")),
@@ -405,4 +431,35 @@ fn shipped_models_are_schema_2_and_legacy_copies_schema_1() {
         assert_eq!(m.schema(), 1, "{}", m.name());
     }
     assert!(legacy.orders().is_none());
+}
+
+/// A schema-2 model (trained before TLS features) still loads beside the
+/// schema-3 ones and scores what it was trained on: the connection's TLS
+/// facts change nothing for it, and change the shipped schema-3 bot.
+#[test]
+fn schema_2_models_still_load_and_ignore_tls() {
+    use edgeguard::features::{Request, TlsFacts};
+    use edgeguard::headers::Header;
+    use edgeguard::tls::Family;
+    let old = schema2("v2.json", Some("chromium:Cu CM"));
+    let new = Model::load(&root("models/bot.json")).unwrap();
+    // Two models with different order tables cannot share a scorer: one each.
+    let old = Scorer::from_models(vec![("old".to_owned(), old)]).unwrap();
+    let new = Scorer::from_models(vec![("bot".to_owned(), new)]).unwrap();
+    assert_eq!(old.models()[0].schema(), 2);
+    let ua = b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
+    let headers = [Header::new(b"host", b"x"), Header::new(b"user-agent", ua)];
+    let plain = Request::new(b"GET", b"/", 11, b"127.0.0.1", &headers);
+    let tls = TlsFacts::new(b"t13d1812h1_85036bcba153_b26ce05bbdd6", Family::Openssl);
+    let over_tls = plain.with_tls(tls);
+    let score = |s: &Scorer, r: &Request<'_>| {
+        let mut out = [0.0];
+        s.score(r, &mut out).unwrap();
+        out[0]
+    };
+    assert_eq!(
+        score(&old, &plain).to_bits(),
+        score(&old, &over_tls).to_bits()
+    );
+    assert_ne!(score(&new, &plain), score(&new, &over_tls));
 }

@@ -127,7 +127,8 @@ http {{
     init_by_lua_block {{
         -- Loaded in the master: workers read nothing from disk per request.
         require "resty.edgeguard.record"
-        -- JA4 of each TLS connection, logged as $edgeguard_ja4.
+        -- JA4 and TLS family of each TLS connection, logged as
+        -- $edgeguard_ja4 and $edgeguard_tls_family.
         assert(require("resty.edgeguard.lib").load("{root}/target/release/libedgeguard.so"))
         require "resty.edgeguard.tls"
         local f = assert(io.open("{site}/login.html"))
@@ -157,6 +158,7 @@ set $edgeguard_bot "";
 set $edgeguard_spoof "";
 set $edgeguard_action "";
 set_by_lua_block $edgeguard_ja4 {{ return require("resty.edgeguard.tls").ja4() or "" }}
+set_by_lua_block $edgeguard_tls_family {{ return require("resty.edgeguard.tls").family() or "" }}
 etag on;
 
 location = / {{
@@ -405,7 +407,7 @@ def record_row(rec):
     again = json.dumps(headers, ensure_ascii=False, separators=(",", ":"))
     if text not in (None, "", "-") and again != text:
         raise RuntimeError(f"header text does not round-trip: {text!r}")
-    return {
+    row = {
         "client": rec["client"],
         "method": rec["method"],
         "uri": rec["uri"],
@@ -413,6 +415,13 @@ def record_row(rec):
         "status": rec["status"],
         "headers": headers,
     }
+    # The connection's TLS facts as nginx saw them in its ClientHello
+    # callback: what the TLS features read (absent on plain HTTP).
+    ja4, family = rec.get("edgeguard_ja4") or "", rec.get("edgeguard_tls_family") or ""
+    if ja4 not in ("", "-"):
+        row["edgeguard_ja4"] = ja4
+        row["edgeguard_tls_family"] = family
+    return row
 
 
 class Recorder:

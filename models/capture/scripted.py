@@ -3,6 +3,7 @@ libraries and curl_cffi's browser impersonations, each making the script
 flow (home page, product page, JSON API, form POST) with its defaults.
 """
 
+import json
 import os
 import shutil
 import subprocess
@@ -60,6 +61,21 @@ def curl(base, tls):
     for p in PATHS:
         run(["curl", "-s", "-o", "/dev/null", *k, base + p])
     run(["curl", "-s", "-o", "/dev/null", *k, "-d", FORM, base + "/login"])
+    return first_line(["curl", "--version"]).split()[1]
+
+
+def curl_chrome_headers(base, tls):
+    """curl given a Chromium navigation's headers (clients/chrome_headers.json)
+    with -H, as a scraper copies them from the browser: curl puts Host first
+    and drops its own User-Agent and Accept for the given ones, so the head
+    is Chromium's over HTTP/1.1 (over HTTP/2 on the h2 origin); the
+    ClientHello is curl's OpenSSL."""
+    with open(os.path.join(CLIENTS, "chrome_headers.json")) as f:
+        hs = [a for name, value in json.load(f) for a in ("-H", f"{name}: {value}")]
+    k = ["-k"] if tls else []
+    for p in PATHS:
+        run(["curl", "-s", "-o", "/dev/null", *k, *hs, base + p])
+    run(["curl", "-s", "-o", "/dev/null", *k, *hs, "-d", FORM, base + "/login"])
     return first_line(["curl", "--version"]).split()[1]
 
 
@@ -129,6 +145,21 @@ def sessions(server, have_hosts, prefix):
             fn = (lambda n: lambda base, tls: (_ for _ in ()).throw(RuntimeError(f"{n}: not installed")))(name)
         for origin, host in origins:
             labels = {"label": "automated", "class": "scripted", "client_name": name, "mode": "script",
+                      "window": "-", "driver": "-", "origin": origin}
+            base = server.base(origin, host)
+            tls = origin.startswith("tls")
+            out.append(ScriptSession(f"{name}-{origin}", labels,
+                                     (lambda f, b, t: lambda: f(b, t))(fn, base, tls)))
+    # Scripts that copied a browser's headers: a browser's head, a library's
+    # TLS. Their own class: on plain HTTP nothing tells them from the
+    # browser but what they send to each URL.
+    copied = [("curl-chrome-headers", curl_chrome_headers, shutil.which("curl")),
+              ("python-requests-chrome-headers", python_client("requests-chrome-headers"), True)]
+    for name, fn, available in copied:
+        if not available:
+            fn = (lambda n: lambda base, tls: (_ for _ in ()).throw(RuntimeError(f"{n}: not installed")))(name)
+        for origin, host in origins:
+            labels = {"label": "automated", "class": "copied-headers", "client_name": name, "mode": "script",
                       "window": "-", "driver": "-", "origin": origin}
             base = server.base(origin, host)
             tls = origin.startswith("tls")

@@ -12,9 +12,14 @@
 -- the connections in step and make every request queue behind the others).
 -- Without it there is no delay() at all: wrk then sends the next request as
 -- soon as the response arrives.
+--
+-- With EDGEGUARD_WRK_CLOSE=1 every head says `Connection: close` (any
+-- Connection header it had is replaced): wrk opens a new connection, over
+-- https a new TLS handshake, for every request (scripts/bench-e2e-tls.py).
 
 local requests = {}
 local counter = 0
+local close = os.getenv("EDGEGUARD_WRK_CLOSE") == "1"
 
 local function load(path)
     local f = assert(io.open(path, "rb"))
@@ -23,6 +28,9 @@ local function load(path)
     local lines = {}
     local function flush()
         if #lines > 0 then
+            if close then
+                lines[#lines + 1] = "Connection: close"
+            end
             requests[#requests + 1] = table.concat(lines, "\r\n") .. "\r\n\r\n"
             lines = {}
         end
@@ -31,7 +39,7 @@ local function load(path)
         line = line:gsub("\r$", "")
         if line == "" then
             flush()
-        elseif line:sub(1, 1) ~= "#" then
+        elseif line:sub(1, 1) ~= "#" and not (close and line:lower():match("^connection:")) then
             lines[#lines + 1] = line
         end
     end

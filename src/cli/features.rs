@@ -19,6 +19,8 @@ pub const LONG_ABOUT: &str = "Reads one request per line:
   {\"method\": \"GET\", \"uri\": \"/a?b=1\", \"version\": \"1.1\", \"client\": \"203.0.113.7\",
    \"headers\": [[\"host\", \"x\"], [\"user-agent\", \"...\"]]}
 (version: 1.0, 1.1, 2 or 3, as a number or a string, \"HTTP/\" allowed;
+over TLS, \"edgeguard_ja4\" and \"edgeguard_tls_family\" as nginx logs them
+give the TLS features of schema 3, which are null / \"none\" without;
 other fields are ignored; replay's reader, so both take the same lines)
 and prints one line per request:
   {\"float\": [numbers, null for NaN], \"cat\": [\"strings\"]}

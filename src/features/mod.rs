@@ -54,6 +54,19 @@
 //! | `ch_missing_secure` | (schema 2) the UA claims a Chromium engine >= 90 off iOS, `sec-ch-ua` is absent, and `sec-fetch-*` headers are present. Chromium sends both to secure contexts (HTTPS, `localhost`, `127.0.0.1`) and neither to plain-HTTP hostnames, so only the first shape contradicts itself |
 //! | `order_reversed_pairs` | (schema 2, a count) distinct pairs of known headers that arrived as `a` before `b` where people's browsers of the claimed engine, in the training data, sent `b` before `a` and never `a` before `b`: the table is learnt by `models/train.py` and shipped in the model metadata (see [`orders`]); NaN when the UA claims no browser or no table is given |
 //!
+//! TLS features (schema 3), from the connection's JA4 and the TLS library
+//! family its cipher list suggests (see [`tls`]); NaN for every float
+//! without TLS facts (plain HTTP, no `ssl_client_hello_by_lua`, TLS ended in
+//! front of nginx):
+//!
+//! | name | how it is computed |
+//! |---|---|
+//! | `tls13` | 1 if the client offered TLS 1.3, else 0 |
+//! | `tls_cipher_count`, `tls_extension_count` | JA4's counts (GREASE left out, at most 99) |
+//! | `tls_alpn_h2` | 1 if the first ALPN value offered is `h2`, else 0 |
+//! | `tls_family_mismatch` | 1 if the UA claims a browser engine and the ClientHello is not its library's (Chromium, Safari and iOS: BoringSSL-like GREASE; Firefox: NSS), else 0 |
+//! | `tls_browser_no_h2` | 1 if the UA claims a browser and the first ALPN value is not `h2` (browsers always offer HTTP/2 first), else 0 |
+//!
 //! Schema versions (which of these a model may read) are described in the
 //! `schema` module: `edgeguard.schema` in a model's metadata.
 //!
@@ -69,6 +82,9 @@
 //! | `ch_brand` | first `sec-ch-ua` brand that is neither GREASE nor `Chromium` (`Google Chrome`, `Microsoft Edge`, `Brave`, `HeadlessChrome`), as sent; empty if none |
 //! | `accept_language_primary` | primary subtag of the first `accept-language` item, lower-cased (`en`); `*`; `~` if malformed; empty if absent |
 //! | `accept`, `accept_encoding`, `fetch_site`, `fetch_mode`, `connection` | the header's value as sent (first occurrence); empty if absent |
+//! | `tls_ja4` | (schema 3) the connection's JA4; empty without TLS facts |
+//! | `tls_ja4_a` | (schema 3) its first part (`t13d1516h2`); empty without TLS facts |
+//! | `tls_family` | (schema 3) `boringssl`, `nss`, `openssl`, `go`, `unknown`; `none` without TLS facts |
 //!
 //! An absent header and a header with an empty value give the same empty
 //! categorical value: browsers send neither, so the difference carries little.
@@ -82,6 +98,7 @@ pub mod header_order;
 pub mod language;
 pub mod orders;
 mod schema;
+pub mod tls;
 pub mod uri;
 pub mod user_agent;
 
@@ -95,6 +112,7 @@ pub use schema::{
 use fetch_metadata::FetchMetadata;
 use header_order::Fingerprint;
 use orders::{Engine, OrderTable};
+pub use tls::TlsFacts;
 use user_agent::Family;
 
 /// Longest `header_order` fingerprint, in bytes.
@@ -108,6 +126,7 @@ pub struct Request<'a> {
     http_version: u16,
     client_addr: &'a [u8],
     headers: &'a [Header<'a>],
+    tls: Option<TlsFacts<'a>>,
 }
 
 impl<'a> Request<'a> {
@@ -130,7 +149,20 @@ impl<'a> Request<'a> {
             http_version,
             client_addr,
             headers,
+            tls: None,
         }
+    }
+
+    /// The same request with its connection's TLS facts (`None`: none
+    /// seen, e.g. plain HTTP).
+    pub fn with_tls(mut self, tls: Option<TlsFacts<'a>>) -> Self {
+        self.tls = tls;
+        self
+    }
+
+    /// The connection's TLS facts, if any.
+    pub fn tls(&self) -> Option<TlsFacts<'a>> {
+        self.tls
     }
 
     /// The method as sent.
@@ -451,6 +483,7 @@ pub fn extract_with<'a>(
     out.set_cat(Cat::FetchSite, seen.fetch.site.unwrap_or(b""));
     out.set_cat(Cat::FetchMode, seen.fetch.mode.unwrap_or(b""));
     out.set_cat(Cat::Connection, seen.connection.unwrap_or(b""));
+    tls::extract(req.tls(), &ua, out);
 }
 
 /// Features of the request line: method, version, target.

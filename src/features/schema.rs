@@ -19,15 +19,19 @@
 //!   training time, see
 //!   [`orders`](super::orders)) and `ch_missing_secure` (client hints missing
 //!   where the request shows the secure context Chromium sends them in).
+//! - **3** (current): version 2 plus the connection's TLS facts
+//!   ([`tls`](super::tls)): `tls_ja4`, `tls_ja4_a`, `tls_family`, `tls13`,
+//!   the counts, `tls_alpn_h2` and two checks against the User-Agent.
+//!   Version 2 models still load and read what they were trained on.
 
 /// The metadata key holding the schema version a model was trained on.
 pub const SCHEMA_KEY: &str = "edgeguard.schema";
 
 /// The schema version `models/train.py` trains on.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// The versions this build reads.
-pub const SCHEMA_VERSIONS: [u32; 2] = [1, 2];
+pub const SCHEMA_VERSIONS: [u32; 3] = [1, 2, 3];
 
 /// Features of version 1 that later versions dropped.
 const DROPPED_IN_2: &[&str] = &["order_inversions", "ch_missing"];
@@ -35,12 +39,26 @@ const DROPPED_IN_2: &[&str] = &["order_inversions", "ch_missing"];
 /// Features added in version 2.
 const ADDED_IN_2: &[&str] = &["order_reversed_pairs", "ch_missing_secure"];
 
+/// Features added in version 3: the connection's TLS facts.
+const ADDED_IN_3: &[&str] = &[
+    "tls13",
+    "tls_cipher_count",
+    "tls_extension_count",
+    "tls_alpn_h2",
+    "tls_family_mismatch",
+    "tls_browser_no_h2",
+    "tls_ja4",
+    "tls_ja4_a",
+    "tls_family",
+];
+
 impl FeatureSpec {
     /// Whether a model of schema `version` may read this feature.
     pub fn in_schema(&self, version: u32) -> bool {
         match version {
-            1 => !ADDED_IN_2.contains(&self.name),
-            2 => !DROPPED_IN_2.contains(&self.name),
+            1 => !ADDED_IN_2.contains(&self.name) && !ADDED_IN_3.contains(&self.name),
+            2 => !DROPPED_IN_2.contains(&self.name) && !ADDED_IN_3.contains(&self.name),
+            3 => !DROPPED_IN_2.contains(&self.name),
             _ => false,
         }
     }
@@ -136,6 +154,12 @@ schema! {
     OrderInversions = "order_inversions": "(schema 1) pairs of headers in the opposite of a hand-written order of the claimed browser; NaN for non-browser UAs",
     OrderReversedPairs = "order_reversed_pairs": "(schema 2) header pairs in the reverse of the only order people's browsers of the claimed engine sent them in training (learnt table); NaN for non-browser UAs or without a table",
     ChMissingSecure = "ch_missing_secure": "(schema 2) 1 if the UA claims Chromium >= 90 off iOS, `sec-ch-ua` is absent and `sec-fetch-*` is present (a secure context), else 0",
+    Tls13 = "tls13": "(schema 3) 1 if the ClientHello offers TLS 1.3, else 0; NaN without TLS facts",
+    TlsCipherCount = "tls_cipher_count": "(schema 3) cipher suites of the ClientHello as JA4 counts them (no GREASE, at most 99); NaN without TLS facts",
+    TlsExtensionCount = "tls_extension_count": "(schema 3) extensions of the ClientHello as JA4 counts them (no GREASE, at most 99); NaN without TLS facts",
+    TlsAlpnH2 = "tls_alpn_h2": "(schema 3) 1 if the first ALPN value offered is `h2`, else 0; NaN without TLS facts",
+    TlsFamilyMismatch = "tls_family_mismatch": "(schema 3) 1 if the UA claims a browser engine and the ClientHello is not its TLS library's, else 0; NaN without TLS facts",
+    TlsBrowserNoH2 = "tls_browser_no_h2": "(schema 3) 1 if the UA claims a browser and the first ALPN value is not `h2`, else 0; NaN without TLS facts",
 }
 
 schema! {
@@ -158,4 +182,7 @@ schema! {
     FetchSite = "fetch_site": "`sec-fetch-site` value as sent; empty if absent",
     FetchMode = "fetch_mode": "`sec-fetch-mode` value as sent; empty if absent",
     Connection = "connection": "`connection` value as sent; empty if absent",
+    TlsJa4 = "tls_ja4": "(schema 3) the connection's JA4; empty without TLS facts",
+    TlsJa4A = "tls_ja4_a": "(schema 3) the first part of the JA4 (`t13d1516h2`); empty without TLS facts",
+    TlsFamily = "tls_family": "(schema 3) TLS library family guessed from the cipher list (`boringssl`, `nss`, `openssl`, `go`, `unknown`); `none` without TLS facts",
 }

@@ -11,9 +11,11 @@ use std::path::Path;
 
 use super::boundary::{c_bytes, write_error};
 use super::edgeguard_result;
+use super::tls::edgeguard_tls_info;
 use super::types::{edgeguard_header, edgeguard_str, Header};
-use crate::features::Request;
+use crate::features::{Request, TlsFacts};
 use crate::scorer::{LoadError, ScoreError, Scorer, MAX_MODELS};
+use crate::tls::Family;
 
 /// One request as nginx sees it. Every byte string is borrowed for the
 /// duration of the call only.
@@ -37,6 +39,13 @@ pub struct edgeguard_request {
     pub headers: *const edgeguard_header,
     /// How many headers `headers` points to.
     pub headers_len: usize,
+    /// The connection's TLS fingerprint, as `edgeguard_tls_get` filled it
+    /// for this request's `SSL *`, or null (plain HTTP, no
+    /// `ssl_client_hello_by_lua`): then the TLS features are missing
+    /// values. One with `present` = 0 counts as null; one with
+    /// `present` = 1 must hold a JA4 as edgeguard writes it, or the call
+    /// is `InvalidArgument`.
+    pub tls: *const edgeguard_tls_info,
 }
 
 /// A set of CatBoost models scoring requests. Opaque: made by
@@ -203,7 +212,8 @@ pub unsafe extern "C" fn edgeguard_scorer_model_threshold(
 /// the models differs from the scorer's). `NullParameter` for a null
 /// scorer, request or `out_scores`, or a null `headers` with a non-zero
 /// `headers_len`; `InvalidArgument` for an `http_version` outside
-/// `0..=65535` or a `headers_len` above `UINT32_MAX`. Nothing is written unless `Ok`. Never allocates; the scorer is
+/// `0..=65535`, a `headers_len` above `UINT32_MAX` or a `tls` whose JA4 is
+/// not one. Nothing is written unless `Ok`. Never allocates; the scorer is
 /// only read, so concurrent calls are safe.
 ///
 /// # Safety
@@ -258,6 +268,17 @@ pub(super) unsafe fn checked_request<'a>(
     if request.headers_len > u32::MAX as usize {
         return Err(edgeguard_result::InvalidArgument);
     }
+    let tls = match request.tls.as_ref() {
+        Some(info) if info.present != 0 => {
+            // SAFETY: c_char and u8 have the same size and alignment.
+            let ja4 = &*(std::ptr::from_ref(&info.ja4) as *const [u8; 36]);
+            match TlsFacts::new(ja4, Family::from_number(i32::from(info.family))) {
+                Some(t) => Some(t),
+                None => return Err(edgeguard_result::InvalidArgument),
+            }
+        }
+        _ => None,
+    };
     let headers: &[edgeguard_header] = if request.headers_len == 0 {
         &[]
     } else {
@@ -272,7 +293,8 @@ pub(super) unsafe fn checked_request<'a>(
         http_version,
         request.client_addr.as_bytes(),
         headers,
-    );
+    )
+    .with_tls(tls);
     Ok((req, headers))
 }
 

@@ -62,9 +62,7 @@ impl LineReader {
     /// viewing the line and this reader's buffers.
     pub fn read<'s>(&'s mut self, line: &'s [u8]) -> Result<Request<'s>, ParseError> {
         let p = record::parse(line, &mut self.scratch)?;
-        Ok(Request::new(
-            p.method, p.uri, p.version, p.client, p.headers,
-        ))
+        Ok(Request::new(p.method, p.uri, p.version, p.client, p.headers).with_tls(p.tls))
     }
 }
 

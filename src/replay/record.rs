@@ -12,7 +12,9 @@
 //!   escapes it once more), and the live decision in `edgeguard_action` and
 //!   `edgeguard_<model>` (scores as nginx logged them; `""` or `"-"` when
 //!   unset), and the connection's TLS fingerprint in `edgeguard_ja4`
-//!   (optional: older lines have none; `""` on plain HTTP).
+//!   and `edgeguard_tls_family` (optional: older lines have none; `""` on
+//!   plain HTTP). A line with a JA4 but no family (written before the
+//!   family was logged) gets the family `unknown`.
 //!
 //! Other fields (labels, timestamps, status) are skipped without being built.
 //!
@@ -37,7 +39,9 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use crate::config::Action;
+use crate::features::TlsFacts;
 use crate::headers::{Header, HeaderBuf};
+use crate::tls::Family;
 
 /// Which buffer a [`Span`] points into.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -89,6 +93,8 @@ pub(crate) struct Parsed<'s> {
     /// The Unix time access() decided with (`edgeguard_time`), for log
     /// lines that carry it: the clock the clearance cookie is judged by.
     pub(crate) time: Option<u64>,
+    /// The TLS facts the features read: the JA4 and `edgeguard_tls_family`.
+    pub(crate) tls: Option<TlsFacts<'s>>,
     live: &'s [(Span, LiveScore)],
     bufs: Bufs<'s>,
 }
@@ -191,14 +197,24 @@ pub(crate) fn parse<'s>(
     );
     let missing = |name: &str| ParseError(de::Error::missing_field(static_name(name)));
     let ja4 = fields.ja4.map(|s| bufs.get(s)).filter(|v| !is_unset(v));
-    if let Some(v) = ja4 {
-        if !is_ja4(v) {
-            return Err(ParseError(de::Error::custom(format_args!(
+    let family = match fields.tls_family.map(|s| bufs.get(s)).filter(|v| !is_unset(v)) {
+        None => Family::Unknown,
+        Some(v) => Family::from_name(v).ok_or_else(|| {
+            ParseError(de::Error::custom(format_args!(
+                "edgeguard_tls_family: {:?} is not a TLS family (boringssl, nss, openssl, go, unknown)",
+                String::from_utf8_lossy(v)
+            )))
+        })?,
+    };
+    let tls = match ja4 {
+        None => None,
+        Some(v) => Some(TlsFacts::new(v, family).ok_or_else(|| {
+            ParseError(de::Error::custom(format_args!(
                 "edgeguard_ja4: {:?} is not a JA4 fingerprint (36 characters, t13d1516h2_8daaf6152771_e5627efa2ab1)",
                 String::from_utf8_lossy(v)
-            ))));
-        }
-    }
+            )))
+        })?),
+    };
     let time = match fields.time.map(|s| bufs.get(s)).filter(|v| !is_unset(v)) {
         None => None,
         Some(v) => Some(
@@ -225,6 +241,7 @@ pub(crate) fn parse<'s>(
             .and_then(|s| Action::from_name(bufs.get(s))),
         ja4,
         time,
+        tls,
         live: &scratch.live,
         bufs,
     })
@@ -278,6 +295,7 @@ fn resolved(line: &[u8], fast: bool) -> Option<Vec<Vec<u8>>> {
         span(f.live_action),
         span(f.ja4),
         span(f.time),
+        span(f.tls_family),
         format!("{:?}", f.version).into_bytes(),
     ];
     for &(k, v) in &s.pairs {
@@ -366,6 +384,7 @@ struct Fields {
     live_action: Option<Span>,
     ja4: Option<Span>,
     time: Option<Span>,
+    tls_family: Option<Span>,
 }
 
 /// Where a string seed puts what it reads.
@@ -453,6 +472,7 @@ enum Key<'de> {
     LiveAction,
     Ja4,
     Time,
+    TlsFamily,
     LiveScore(std::borrow::Cow<'de, [u8]>),
     Other,
 }
@@ -491,6 +511,7 @@ impl<'de> de::Deserialize<'de> for Key<'de> {
                 b"edgeguard_ja4" => Key::Ja4,
                 b"edgeguard_time" => Key::Time,
                 b"edgeguard_verified_bot" => Key::Other,
+                b"edgeguard_tls_family" => Key::TlsFamily,
                 _ if v.len() > LIVE_PREFIX.len() && v.starts_with(LIVE_PREFIX.as_bytes()) => {
                     Key::LiveScore(b"".into())
                 }
@@ -539,6 +560,9 @@ impl<'de> Visitor<'de> for RecordSeed<'_> {
                 }
                 Key::Ja4 => fields.ja4 = Some(map.next_value_seed(self.str_seed())?),
                 Key::Time => fields.time = Some(map.next_value_seed(self.str_seed())?),
+                Key::TlsFamily => {
+                    fields.tls_family = Some(map.next_value_seed(self.str_seed())?);
+                }
                 Key::LiveScore(name) => {
                     let score = map.next_value_seed(LiveScoreSeed)?;
                     let start = self.owned.len();
@@ -812,16 +836,6 @@ impl<'de> Visitor<'de> for HeadersSeed<'_> {
 /// nginx logs an unset variable as `-`, an empty one as nothing.
 fn is_unset(v: &[u8]) -> bool {
     matches!(v.trim_ascii(), b"" | b"-")
-}
-
-/// The shape of a JA4 string: 36 characters, `_` at 10 and 23, lower-case
-/// letters and digits elsewhere.
-fn is_ja4(v: &[u8]) -> bool {
-    v.len() == 36
-        && v.iter().enumerate().all(|(i, &b)| match i {
-            10 | 23 => b == b'_',
-            _ => b.is_ascii_digit() || b.is_ascii_lowercase(),
-        })
 }
 
 /// An array of `[name, value]` string pairs, appended to `pairs`.

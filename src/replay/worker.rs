@@ -217,7 +217,7 @@ impl<'c> Worker<'c> {
     }
 
     fn evaluate(&mut self, p: &Parsed<'_>, input: usize, line: u64) -> (Outcome, Option<Outcome>) {
-        let req = Request::new(p.method, p.uri, p.version, p.client, p.headers);
+        let req = Request::new(p.method, p.uri, p.version, p.client, p.headers).with_tls(p.tls);
         let tally = &mut self.tally;
         let now = p.time.unwrap_or(self.now);
         let primary =

@@ -127,7 +127,7 @@ fn schema(model: &Model) -> Result<u32, String> {
             .iter()
             .map(u32::to_string)
             .collect::<Vec<_>>()
-            .join(" and ")
+            .join(", ")
     };
     match text.trim().parse::<u32>() {
         Ok(v) if SCHEMA_VERSIONS.contains(&v) => Ok(v),

@@ -86,6 +86,20 @@ impl Family {
         }
     }
 
+    /// The family named `name` ([`Family::name`]), as a log line carries
+    /// it; `None` for any other text.
+    pub fn from_name(name: &[u8]) -> Option<Self> {
+        [
+            Self::Unknown,
+            Self::Boringssl,
+            Self::Nss,
+            Self::Openssl,
+            Self::Go,
+        ]
+        .into_iter()
+        .find(|f| f.name().as_bytes() == name)
+    }
+
     /// The family of a number as the C ABI carries it; unknown numbers are
     /// [`Family::Unknown`].
     pub fn from_number(n: i32) -> Self {

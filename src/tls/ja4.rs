@@ -43,6 +43,26 @@ pub const MAX_EXTENSIONS: usize = 65_535 / 4;
 /// The longest ALPN value kept as a raw part; longer ones are cut.
 pub const ALPN_MAX: usize = 16;
 
+/// Whether `v` has the shape of a JA4 string as [`Fingerprint::compute`]
+/// writes it: 36 bytes; `t`, `q` or `d`; two version characters; `d` or
+/// `i`; two digits of cipher count and two of extension count; two ALPN
+/// characters (ASCII alphanumerics, in the client's letter case); `_`;
+/// 12 lower-case hex; `_`; 12 lower-case hex. The one check of a JA4 that
+/// comes from elsewhere (a log line, a C caller), so that its parts can be
+/// read by position.
+pub fn is_ja4(v: &[u8]) -> bool {
+    v.len() == JA4_LEN
+        && v.iter().enumerate().all(|(i, &b)| match i {
+            0 => matches!(b, b't' | b'q' | b'd'),
+            1 | 2 => b.is_ascii_digit() || b.is_ascii_lowercase(),
+            3 => matches!(b, b'd' | b'i'),
+            4..=7 => b.is_ascii_digit(),
+            8 | 9 => b.is_ascii_alphanumeric(),
+            10 | 23 => b == b'_',
+            _ => b.is_ascii_digit() || (b'a'..=b'f').contains(&b),
+        })
+}
+
 /// Reusable sorting room; one per thread that fingerprints.
 #[derive(Debug)]
 pub struct Scratch {

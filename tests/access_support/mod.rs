@@ -170,6 +170,7 @@ impl Req {
             http_version: 11,
             headers: self.headers.as_ptr(),
             headers_len: self.headers.len(),
+            tls: std::ptr::null(),
         }
     }
 

@@ -875,6 +875,7 @@ static edgeguard_request request_of(const char *method, const char *uri, edgegua
     r.http_version = 11;
     r.headers = h;
     r.headers_len = n;
+    r.tls = NULL;
     return r;
 }
 
@@ -1296,7 +1297,7 @@ static void test_access_hostile(void) {
         return;
 
     edgeguard_header h[150];
-    edgeguard_request req = {str_of("GET", 3), str_of("/", 1), str_of("192.0.2.1", 9), 11, h, 0};
+    edgeguard_request req = {str_of("GET", 3), str_of("/", 1), str_of("192.0.2.1", 9), 11, h, 0, NULL};
     h[0] = (edgeguard_header){str_of("User-Agent", 10), str_of("curl/8.0", 8)};
     h[1] = (edgeguard_header){str_of("X-Bot-Score", 11), str_of("bot=0", 5)};
     h[2] = (edgeguard_header){str_of("x-user-id", 9), str_of("7", 1)};
@@ -1676,6 +1677,67 @@ static void test_challenge_hostile(void) {
     edgeguard_policy_free(p);
 }
 
+/* TLS facts handed to the scorer (edgeguard_request.tls): fingerprints of
+ * hostile ClientHellos score; a fingerprint whose JA4 is not one is refused
+ * and nothing is written; `present` = 0 is no fingerprint, whatever the
+ * rest holds. */
+static void test_score_with_tls_hostile(void) {
+    edgeguard_scorer *s = shipped_scorer();
+    char err[256];
+    double out[2], plain[2], again[2];
+    edgeguard_header h[2] = {{str_of("host", 4), str_of("x", 1)},
+                             {str_of("user-agent", 10), str_of("python-requests/2.34.2", 22)}};
+    edgeguard_request req = request_of("GET", "/", h, 2);
+    CHECK_CODE(edgeguard_scorer_score(s, &req, plain, 2), EDGEGUARD_RESULT_OK, "score: no TLS");
+
+    /* Thousands of ciphers, hundreds of extensions, none of either (JA4's
+     * empty-list hash, 000000000000). */
+    size_t shapes[][2] = {{15, 10}, {4000, 300}, {32767, 0}, {1, 0}, {0, 0}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        size_t n;
+        uint8_t *hello = client_hello(shapes[i][0], shapes[i][1], 0x0100, &n);
+        edgeguard_tls_info info;
+        edgeguard_result r = edgeguard_tls_parse(hello + 5, n - 5, &info, err, sizeof err);
+        free(hello);
+        CHECK_CODE(r, EDGEGUARD_RESULT_OK, "tls_parse: a shape");
+        req.tls = &info;
+        out[0] = out[1] = -7;
+        CHECK_CODE(edgeguard_scorer_score(s, &req, out, 2), EDGEGUARD_RESULT_OK, "score: a shape");
+        CHECK(scores_ok(out), "scores of shape %zu: %g %g", i, out[0], out[1]);
+        CHECK_CODE(edgeguard_scorer_score(s, &req, again, 2), EDGEGUARD_RESULT_OK, "score again");
+        CHECK(memcmp(out, again, sizeof out) == 0, "the same facts, the same scores");
+        /* present = 0: no facts, whatever else it holds. */
+        info.present = 0;
+        CHECK_CODE(edgeguard_scorer_score(s, &req, out, 2), EDGEGUARD_RESULT_OK, "score: absent");
+        CHECK(memcmp(out, plain, sizeof out) == 0, "absent TLS scores as none");
+    }
+
+    /* Bytes that are not a JA4: refused, output untouched. */
+    edgeguard_tls_info bad;
+    memset(&bad, 0, sizeof bad);
+    bad.present = 1;
+    const char *ja4s[] = {"t13d1516h2_8daaf6152771_e5627efa2ab", /* 35 + NUL */
+                          "T13D1516H2_8DAAF6152771_E5627EFA2AB1", "t13d15x6h2_8daaf6152771_e5627efa2ab1",
+                          "t13d1516h2-8daaf6152771-e5627efa2ab1"};
+    for (size_t i = 0; i < sizeof ja4s / sizeof ja4s[0]; i++) {
+        memcpy(bad.ja4, ja4s[i], 36);
+        req.tls = &bad;
+        out[0] = out[1] = -7;
+        CHECK_CODE(edgeguard_scorer_score(s, &req, out, 2), EDGEGUARD_RESULT_INVALID_ARGUMENT, "score: not a JA4");
+        CHECK(out[0] == -7 && out[1] == -7, "nothing written for ja4 %zu", i);
+    }
+    memset(bad.ja4, 0xff, 36);
+    CHECK_CODE(edgeguard_scorer_score(s, &req, out, 2), EDGEGUARD_RESULT_INVALID_ARGUMENT, "score: ja4 0xff");
+    /* A family number out of range is the unknown family. */
+    memcpy(bad.ja4, "t13d1516h2_8daaf6152771_e5627efa2ab1", 36);
+    bad.family = 200;
+    CHECK_CODE(edgeguard_scorer_score(s, &req, out, 2), EDGEGUARD_RESULT_OK, "score: family 200");
+    bad.family = 0;
+    CHECK_CODE(edgeguard_scorer_score(s, &req, again, 2), EDGEGUARD_RESULT_OK, "score: family 0");
+    CHECK(memcmp(out, again, sizeof out) == 0, "family 200 is unknown");
+    edgeguard_scorer_free(s);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s FIXTURE_DIR\n", argv[0]);
@@ -1700,6 +1762,7 @@ int main(int argc, char **argv) {
     test_access_hostile();
     test_challenge_hostile();
     test_tls_hostile();
+    test_score_with_tls_hostile();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

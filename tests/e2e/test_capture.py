@@ -25,7 +25,7 @@ CORPUS = ROOT / "tests" / "fixtures" / "real_clients"
 
 LABELS = ("label", "class", "client_name", "client_version", "mode", "window", "driver", "origin",
           "session", "protocol", "flow", "dest", "seq")
-CLASSES = {"human", "scripted", "headless", "byte-identical", "impersonation"}
+CLASSES = {"human", "scripted", "headless", "byte-identical", "impersonation", "copied-headers"}
 DESTS = {"document", "iframe", "script", "style", "font", "img", "favicon", "api", "api-cross",
          "preflight", "form-post", "robots", "static"}
 
@@ -110,6 +110,24 @@ def test_urllib_over_tls_http11(captured):
     assert {r["version"] for r in got} == {"HTTP/1.1"}
 
 
+def test_tls_rows_carry_the_connections_fingerprint(captured):
+    """Every request over TLS keeps the JA4 and family nginx computed in its
+    ClientHello callback (the same on every request of the session: one
+    client, one library); plain HTTP has none."""
+    _, rows, _ = captured
+    for r in rows:
+        if r["origin"].startswith("tls"):
+            assert len(r["edgeguard_ja4"]) == 36 and r["edgeguard_ja4"][0] == "t", r
+            assert r["edgeguard_tls_family"] == "openssl", r  # curl and Python: OpenSSL 3
+        else:
+            assert "edgeguard_ja4" not in r and "edgeguard_tls_family" not in r, r
+    for session in ("curl-tls-h2", "python-urllib-tls-h1"):
+        assert len({r["edgeguard_ja4"] for r in rows if r["session"] == session}) == 1, session
+    # curl offers h2 first; urllib offers no ALPN at all.
+    assert {r["edgeguard_ja4"][8:10] for r in rows if r["session"] == "curl-tls-h2"} == {"h2"}
+    assert {r["edgeguard_ja4"][8:10] for r in rows if r["session"] == "python-urllib-tls-h1"} == {"00"}
+
+
 @pytest.mark.skipif(not EDGEGUARD.exists(), reason="needs make build")
 def test_edgeguard_reads_the_capture(captured):
     out, rows, _ = captured
@@ -139,6 +157,11 @@ def test_committed_corpus_has_its_documented_shape():
         assert (r["label"] == "human") == (r["class"] == "human"), r
         assert r["version"] == r["protocol"] and r["version"] in ("HTTP/1.1", "HTTP/2.0"), r
         assert all(isinstance(k, str) and isinstance(v, str) for k, v in r["headers"]), r
+        # TLS facts exactly on the TLS origins (every client there sent a ClientHello).
+        assert ("edgeguard_ja4" in r) == r["origin"].startswith("tls"), r
+        if "edgeguard_ja4" in r:
+            assert len(r["edgeguard_ja4"]) == 36 and r["edgeguard_tls_family"] in (
+                "boringssl", "nss", "openssl", "go", "unknown"), r
     # People are the headful browsers only; each engine on every origin,
     # over both protocols where the origin offers them.
     humans = {(r["client_name"], r["mode"], r["origin"], r["protocol"]) for r in rows if r["label"] == "human"}

@@ -172,6 +172,7 @@ def logged_server(log):
         set $edgeguard_spoof "";
         set $edgeguard_action "";
         set $edgeguard_ja4 "";
+        set $edgeguard_tls_family "";
         set $edgeguard_time "";
         set $edgeguard_verified_bot "";
         access_log {log} edgeguard_json_challenge;"""

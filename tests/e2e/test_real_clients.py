@@ -12,6 +12,14 @@ hands edgeguard the header array it handed it at capture time. Byte-identical
 automation (Selenium on a headful browser, headless Firefox) and exact
 impersonation (curl_cffi) are sent too and must be answered, but are not
 judged.
+
+No row is replayed with its client's ClientHello (a test client can only
+send its own): TLS rows arrive here without TLS facts, as behind a proxy
+that ends TLS, and are scored on their heads alone, which the shipped
+models must still get right. Scripts with a browser's copied headers are
+then the browser's bytes, answered but not judged. What TLS adds is
+measured by `make eval-real` (replay with each row's logged JA4 and
+family) and, with live clients, by tests/e2e/test_tls.py.
 """
 
 import re
@@ -190,5 +198,5 @@ def test_headless_clients_whose_bytes_differ_are_blocked(statuses):
 def test_byte_identical_automation_gets_an_answer(statuses):
     """Not judged (its head is a browser's), but it must be answered."""
     for r, st in zip(ROWS, statuses):
-        if r["class"] in corpus.UNJUDGED:
+        if r["class"] in corpus.UNJUDGED or r["class"] == corpus.COPIED:
             assert st in (200, 204, 301, 302, 304, 403, 404), (r["line"], st)

@@ -170,6 +170,7 @@ def test_replay_of_an_nginx_log_gives_nginx_scores_and_decisions(origin, tmp_pat
         '        set $edgeguard_request_headers "";\n'
         '        set $edgeguard_bot "";\n        set $edgeguard_spoof "";\n        set $edgeguard_action "";\n'
         '        set $edgeguard_ja4 "";\n'
+        '        set $edgeguard_tls_family "";\n'
         "        location / {",
         1,
     )

@@ -12,6 +12,7 @@ import json
 import socket
 import ssl
 import subprocess
+import sys
 
 import pytest
 
@@ -23,7 +24,49 @@ OPENSSL_BAD_EXTENSION = "SSL_do_handshake() failed (SSL: error:0A00006E:SSL rout
 MODELS = {"bot": ROOT / "models" / "bot.json", "spoof": ROOT / "models" / "spoof.json"}
 
 
-def conf(tls_port, plain_port, hrr_port):
+# What every edgeguard server here runs per request: record, score, answer
+# with what the request phase reads back.
+LOCATION = """
+        location / {
+            access_by_lua_block {
+                require("resty.edgeguard.record").capture()
+                require("resty.edgeguard").access{ vars = true }
+            }
+            content_by_lua_block {
+                local tls = require("resty.edgeguard.tls")
+                if ngx.var.uri == "/page" then
+                    -- Chromium: two more requests on the page's connection.
+                    ngx.header.content_type = "text/html"
+                    ngx.say('<html><body><img src="/a.png"><img src="/b.png"></body></html>')
+                    return
+                end
+                ngx.say(require("cjson").encode({
+                    tls = tls.parts() or false,
+                    var = ngx.var.edgeguard_ja4,
+                    family = ngx.var.edgeguard_tls_family,
+                    connection = tonumber(ngx.var.connection),
+                    requests = tonumber(ngx.var.connection_requests),
+                    protocol = ngx.var.server_protocol,
+                    action = ngx.var.edgeguard_action,
+                    bot = ngx.var.edgeguard_bot,
+                }))
+            }
+        }
+"""
+
+LOG_VARS = """
+        set_by_lua_block $edgeguard_ja4 { return require("resty.edgeguard.tls").ja4() or "" }
+        set_by_lua_block $edgeguard_tls_family { return require("resty.edgeguard.tls").family() or "" }
+        set $edgeguard_request_headers "";
+        set $edgeguard_bot "";
+        set $edgeguard_spoof "";
+        set $edgeguard_action "";
+        access_log logs/access.jsonl edgeguard_json;
+        access_log logs/conn.log conn;
+"""
+
+
+def conf(tls_port, plain_port, hrr_port, nohello_port):
     return nginx_preamble() + f"""
     include {ROOT}/nginx-conf/log-format.conf;
     log_format conn '$connection $connection_requests $server_protocol "$edgeguard_ja4" "$http_user_agent"';
@@ -53,36 +96,19 @@ def conf(tls_port, plain_port, hrr_port):
             -- Read back in the handshake: what the hostile-input test checks.
             ngx.log(ngx.INFO, "test-hello ja4=", tls.ja4() or "none")
         }}
-        set_by_lua_block $edgeguard_ja4 {{ return require("resty.edgeguard.tls").ja4() or "" }}
-        set $edgeguard_request_headers "";
-        set $edgeguard_bot "";
-        set $edgeguard_spoof "";
-        set $edgeguard_action "";
-        access_log logs/access.jsonl edgeguard_json;
-        access_log logs/conn.log conn;
-        location / {{
-            access_by_lua_block {{
-                require("resty.edgeguard.record").capture()
-                require("resty.edgeguard").access{{ vars = true }}
-            }}
-            content_by_lua_block {{
-                local tls = require("resty.edgeguard.tls")
-                if ngx.var.uri == "/page" then
-                    -- Chromium: two more requests on the page's connection.
-                    ngx.header.content_type = "text/html"
-                    ngx.say('<html><body><img src="/a.png"><img src="/b.png"></body></html>')
-                    return
-                end
-                ngx.say(require("cjson").encode({{
-                    tls = tls.parts() or false,
-                    var = ngx.var.edgeguard_ja4,
-                    connection = tonumber(ngx.var.connection),
-                    requests = tonumber(ngx.var.connection_requests),
-                    protocol = ngx.var.server_protocol,
-                    action = ngx.var.edgeguard_action,
-                }}))
-            }}
-        }}
+{LOG_VARS}
+{LOCATION}
+    }}
+    # TLS without ssl_client_hello_by_lua: edgeguard loads and scores, with
+    # no TLS facts.
+    server {{
+        listen 127.0.0.1:{nohello_port} ssl http2;
+        server_name localhost;
+        ssl_certificate cert.pem;
+        ssl_certificate_key key.pem;
+        ssl_protocols TLSv1.2 TLSv1.3;
+{LOG_VARS}
+{LOCATION}
     }}
     # Only P-256 here: OpenSSL clients offer an X25519 key share first, so
     # this server makes them retry (TLS 1.3 HelloRetryRequest).
@@ -103,9 +129,10 @@ def conf(tls_port, plain_port, hrr_port):
 
 @pytest.fixture(scope="module")
 def tls_nginx(tmp_path_factory):
-    tls_port, plain_port, hrr_port = free_port(), free_port(), free_port()
-    nginx = Nginx(conf(tls_port, plain_port, hrr_port))
+    tls_port, plain_port, hrr_port, nohello_port = free_port(), free_port(), free_port(), free_port()
+    nginx = Nginx(conf(tls_port, plain_port, hrr_port, nohello_port))
     nginx.hrr_port = hrr_port
+    nginx.nohello_port = nohello_port
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
                     "-nodes", "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
                     "-keyout", nginx.prefix / "key.pem", "-out", nginx.prefix / "cert.pem"],
@@ -375,3 +402,130 @@ def test_a_hello_retry_keeps_the_connections_fingerprint(tls_nginx):
     sent_hellos = [line for line in out.splitlines() if line.startswith(">>>") and "ClientHello" in line]
     assert len(sent_hellos) == 2, "a HelloRetryRequest: " + "\n".join(sent_hellos)
     assert want in out.splitlines(), (want, out[-400:])
+
+
+# --- TLS facts in the scores (feature schema 3) ------------------------------
+
+sys.path.insert(0, str(ROOT / "models"))
+import corpus  # noqa: E402
+
+CORPUS = corpus.load()
+# This test's clients and the capture's clients of the same library and
+# defaults (models/capture/scripted.py, browsers.py).
+RECORDED_AS = {"curl": "curl", "python-requests": "python-requests", "go": "go-net-http",
+               "chromium": "chromium"}
+
+
+def recorded_ja4s(name):
+    return {r["ja4"] for r in CORPUS if r["name"] == name and r.get("ja4")}
+
+
+@pytest.mark.parametrize("client", [c for c in RECORDED_AS if c in tls_clients.CLIENTS])
+def test_each_client_gets_the_ja4_the_capture_recorded(tls_nginx, client):
+    """The live JA4 here is one the capture harness logged for the same
+    client (another server, another SNI name, same ClientHello shape):
+    what the models were trained on is what nginx computes."""
+    recorded = recorded_ja4s(RECORDED_AS[client])
+    if not recorded:
+        pytest.skip("the corpus has no TLS rows of " + RECORDED_AS[client])
+    nginx, tls_port, _ = tls_nginx
+    since = logged_count(nginx)
+    if client == "chromium":
+        tls_clients.chromium([f"https://localhost:{tls_port}/page"])
+    else:
+        tls_clients.CLIENTS[client]([f"https://localhost:{tls_port}/rec{i}" for i in range(2)])
+    wait_until("the access log", lambda: logged_count(nginx) >= since + 2, timeout=10)
+    lines, _ = conn_lines(nginx, since)
+    assert {line["ja4"] for line in lines} <= recorded, (client, lines, recorded)
+
+
+def access_records(nginx):
+    return [json.loads(line) for line in (nginx.prefix / "logs" / "access.jsonl").read_bytes().splitlines()]
+
+
+def replay_scores(tmp_path, records, name):
+    """`edgeguard replay` of `records` with the test's config: one output
+    line per record."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"internal_headers": str(TEST_LIST),
+                                  "models": {k: str(v) for k, v in MODELS.items()}, "mode": "log"}))
+    src = tmp_path / (name + ".jsonl")
+    src.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / (name + "-out.jsonl")
+    done = subprocess.run([EDGEGUARD, "replay", "--config", config, "--ordered", "--no-progress",
+                           "--output", out, src], capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def chrome_headers_request(port, path):
+    """python requests sending Chromium 156's copied navigation headers
+    (models/capture/clients/chrome_headers.json) over TLS: Python's
+    OpenSSL ClientHello under a browser's head."""
+    import requests
+    import urllib3
+    urllib3.disable_warnings()
+    headers = json.loads((ROOT / "models" / "capture" / "clients" / "chrome_headers.json").read_text())
+    with requests.Session() as s:
+        s.headers.clear()
+        s.headers.update(headers)
+        return s.get(f"https://localhost:{port}{path}", verify=False, timeout=10).json()
+
+
+def test_tls_facts_reach_the_scorer_and_replay_scores_like_nginx(tls_nginx, tmp_path):
+    """nginx scores with the connection's TLS facts (edgeguard_request.tls),
+    the log carries them, and replay reproduces every live score from the
+    log line; the same lines without their TLS fields score otherwise."""
+    nginx, tls_port, plain_port = tls_nginx
+    since = len(access_records(nginx))
+    reply = chrome_headers_request(tls_port, "/copied")
+    assert reply["tls"] and reply["family"] == "openssl", reply
+    tls_clients.curl([f"https://localhost:{tls_port}/scored"])
+    with socket.create_connection(("127.0.0.1", plain_port), timeout=10) as s:
+        http10(s, "/scored-plain")
+    wait_until("the access log", lambda: len(access_records(nginx)) >= since + 3, timeout=10)
+    records = access_records(nginx)[since:]
+    tls_lines = [r for r in records if r["edgeguard_ja4"]]
+    assert len(tls_lines) == 2 and {r["edgeguard_tls_family"] for r in tls_lines} == {"openssl"}, records
+    assert any(not r["edgeguard_ja4"] and not r["edgeguard_tls_family"] for r in records), "plain HTTP"
+    replayed = replay_scores(tmp_path, records, "with-tls")
+    for rec, rep in zip(records, replayed):
+        assert rep["scores"]["bot"] == pytest.approx(float(rec["edgeguard_bot"]), rel=1e-6, abs=1e-9), (rec, rep)
+        assert rep["action"] == rec["edgeguard_action"]
+    stripped = [{k: v for k, v in r.items() if k not in ("edgeguard_ja4", "edgeguard_tls_family")}
+                for r in records]
+    without = replay_scores(tmp_path, stripped, "without-tls")
+    for rec, rep, bare in zip(records, replayed, without):
+        if rec["edgeguard_ja4"]:
+            assert bare["scores"]["bot"] != rep["scores"]["bot"], "the TLS facts count"
+        else:
+            assert bare["scores"]["bot"] == rep["scores"]["bot"]
+
+
+def test_a_tls_server_without_the_client_hello_line_loads_and_scores(tls_nginx):
+    """No ssl_client_hello_by_lua: no TLS facts, and the request scores as
+    its head alone, exactly as the same head over plain HTTP."""
+    nginx, _, plain_port = tls_nginx
+    port = nginx.nohello_port
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        with ctx.wrap_socket(raw, server_hostname="localhost") as s:
+            over_tls = http10(s, "/no-hello")
+    with socket.create_connection(("127.0.0.1", plain_port), timeout=10) as s:
+        plain = http10(s, "/no-hello")
+    assert over_tls["tls"] is False and over_tls["var"] == "" and over_tls["family"] == ""
+    assert over_tls["action"] in ("pass", "log") and over_tls["bot"] != ""
+    assert over_tls["bot"] == plain["bot"], (over_tls, plain)
+
+
+def test_copied_browser_headers_on_a_library_hello_are_flagged(tls_nginx):
+    """Chromium 156's navigation headers, byte for byte, from python
+    requests: its head is the browser's (models/README.md: the header-only
+    models passed most such requests); its ClientHello is OpenSSL's, which
+    the shipped models read (mode "log" here: flagged = "log")."""
+    nginx, tls_port, _ = tls_nginx
+    reply = chrome_headers_request(tls_port, "/")
+    assert reply["family"] == "openssl" and reply["tls"]["alpn"] == "http/1.1", reply
+    assert reply["action"] == "log", reply

@@ -609,9 +609,12 @@ function M.engine_error_records(lib)
     end
     refused("too-many", { models = many })
     refused("no-models", { models = {} })
-    refused("schema-2", { models = { bot = "models/bot.json" } })
     local legacy_bot = read("models/legacy/bot.json")
-    local path = tmpfile((legacy_bot:gsub('"edgeguard.threshold":"[^"]*"', '"edgeguard.threshold":"1.5"', 1)))
+    -- A schema-2 model made here, not the shipped one: the shipped models
+    -- move to newer schemas, and this case pins the refusal of any of them.
+    local path = tmpfile((legacy_bot:gsub('"edgeguard.label":', '"edgeguard.schema":"2","edgeguard.label":', 1)))
+    refused("schema-2", { models = { bot = path } }, path)
+    path = tmpfile((legacy_bot:gsub('"edgeguard.threshold":"[^"]*"', '"edgeguard.threshold":"1.5"', 1)))
     refused("threshold-range", { models = { bot = path } }, path)
     path = tmpfile((legacy_bot:gsub('"edgeguard.threshold":"[^"]*"', '"edgeguard.threshold":"high"', 1)))
     refused("threshold-text", { models = { bot = path } }, path)

@@ -92,6 +92,42 @@ end)
 T.test("the request-phase calls need nginx", function()
     T.contains(T.raises(function() tls.ja4() end), "nginx")
     T.contains(T.raises(function() tls.client_hello() end), "nginx")
+    T.contains(T.raises(function() tls.family() end), "nginx")
+    T.contains(T.raises(function() tls.info_for(nil) end), "nginx")
+end)
+
+T.test("edgeguard_request.tls: a fingerprint the scorer reads, or null", function()
+    local scorer = require "resty.edgeguard.scorer"
+    local s = assert(scorer.load(lib, { { name = "bot", path = "models/bot.json" } }))
+    local ua = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"
+    local headers = ffi.new("edgeguard_header[2]")
+    headers[0].key.data, headers[0].key.len = "Host", 4
+    headers[0].value.data, headers[0].value.len = "x", 1
+    headers[1].key.data, headers[1].key.len = "User-Agent", 10
+    headers[1].value.data, headers[1].value.len = ua, #ua
+    local req = ffi.new("edgeguard_request")
+    req.method.data, req.method.len = "GET", 3
+    req.uri.data, req.uri.len = "/", 1
+    req.client_addr.data, req.client_addr.len = "127.0.0.1", 9
+    req.http_version = 11
+    req.headers, req.headers_len = headers, 2
+    T.ok(req.tls == nil, "ffi.new leaves it null")
+    local none = assert(s:score(req)).bot
+    -- The same head on each recorded client's hello: the features see it.
+    local seen = {}
+    for _, h in ipairs(local_hellos()) do
+        local info = ffi.new("edgeguard_tls_info[1]")
+        ffi.copy(info, assert(tls.parse(h.bytes)), ffi.sizeof("edgeguard_tls_info"))
+        req.tls = info
+        seen[h.client] = assert(s:score(req)).bot
+        -- present = 0 is no fingerprint.
+        info[0].present = 0
+        T.eq(assert(s:score(req)).bot, none, h.client .. ": absent")
+    end
+    req.tls = nil
+    T.eq(assert(s:score(req)).bot, none, "null again")
+    T.ok(seen.curl ~= none and seen.chromium ~= seen.curl,
+         string.format("none %.4f, curl %.4f, chromium %.4f", none, seen.curl or -1, seen.chromium or -1))
 end)
 
 T.test("the library still scores without TLS", function()

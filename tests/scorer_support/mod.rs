@@ -7,8 +7,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use edgeguard::features::Request;
+use edgeguard::features::{Request, TlsFacts};
 use edgeguard::headers::Header;
+use edgeguard::tls::Family;
 use serde_json::Value;
 
 /// A path under the crate root.
@@ -34,6 +35,8 @@ pub struct OwnedRequest {
     pub client: String,
     pub headers: Vec<(String, String)>,
     pub expected_raw: BTreeMap<String, f64>,
+    /// The connection's `edgeguard_ja4` and `edgeguard_tls_family`, if any.
+    pub tls: Option<(String, Family)>,
     /// The request line as read (the input format of `edgeguard features`).
     pub json: String,
 }
@@ -57,6 +60,9 @@ impl OwnedRequest {
             self.client.as_bytes(),
             headers,
         )
+        .with_tls(self.tls.as_ref().map(|(ja4, family)| {
+            TlsFacts::new(ja4.as_bytes(), *family).expect("the fixture's JA4")
+        }))
     }
 }
 
@@ -99,6 +105,16 @@ pub fn read_requests(path: &Path) -> Vec<OwnedRequest> {
                     .map(|h| (h[0].as_str().unwrap().into(), h[1].as_str().unwrap().into()))
                     .collect(),
                 expected_raw,
+                tls: row["edgeguard_ja4"]
+                    .as_str()
+                    .filter(|j| !j.is_empty())
+                    .map(|j| {
+                        let family = row["edgeguard_tls_family"].as_str().unwrap_or("unknown");
+                        (
+                            j.to_owned(),
+                            Family::from_name(family.as_bytes()).expect("a TLS family"),
+                        )
+                    }),
                 json: line.to_owned(),
             }
         })

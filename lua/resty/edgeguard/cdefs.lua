@@ -125,6 +125,29 @@ typedef struct {
 
 typedef struct {
 
+  uint8_t present;
+
+  uint8_t grease;
+
+  uint8_t family;
+
+  uint8_t alpn_len;
+
+  uint8_t source;
+
+  uint16_t version;
+
+  uint16_t ciphers;
+
+  uint16_t extensions;
+
+  char ja4[36];
+
+  uint8_t alpn[16];
+} edgeguard_tls_info;
+
+typedef struct {
+
   edgeguard_str method;
 
   edgeguard_str uri;
@@ -136,6 +159,8 @@ typedef struct {
   const edgeguard_header *headers;
 
   size_t headers_len;
+
+  const edgeguard_tls_info *tls;
 } edgeguard_request;
 
 typedef struct {
@@ -193,29 +218,6 @@ typedef struct {
 
   size_t location_len;
 } edgeguard_challenge_answer;
-
-typedef struct {
-
-  uint8_t present;
-
-  uint8_t grease;
-
-  uint8_t family;
-
-  uint8_t alpn_len;
-
-  uint8_t source;
-
-  uint16_t version;
-
-  uint16_t ciphers;
-
-  uint16_t extensions;
-
-  char ja4[36];
-
-  uint8_t alpn[16];
-} edgeguard_tls_info;
 
 const char *edgeguard_version(void);
 

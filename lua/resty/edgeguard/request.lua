@@ -13,11 +13,13 @@ require "resty.core.var"     -- declares ngx_http_lua_ffi_var_get
 require "resty.core.misc"    -- declares ngx_http_lua_ffi_is_subrequest (edgeguard.lua calls it)
 require "resty.core.phase"   -- declares ngx_http_lua_ffi_get_phase (edgeguard.lua calls it)
 require "resty.edgeguard.cdefs"
+local tls = require "resty.edgeguard.tls"
 
 local C = ffi.C
 local ffi_cast = ffi.cast
 local ffi_new = ffi.new
 local get_request = base.get_request
+local tls_info_for = tls.info_for
 local error = error
 
 local _M = {}
@@ -100,6 +102,8 @@ function _M.current(r)
           method_len)
     var_into(r, "request_uri", req.uri)
     var_into(r, "remote_addr", req.client_addr)
+    -- The connection's JA4 and family for the TLS features, or NULL.
+    req.tls = tls_info_for(r)
 
     -- $server_protocol is "HTTP/1.0", "HTTP/1.1", "HTTP/2.0" or "HTTP/3.0";
     -- empty for HTTP/0.9, which the extractor sees as version 9.

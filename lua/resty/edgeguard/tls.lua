@@ -6,7 +6,13 @@
 --       ssl_client_hello_by_lua_block { require("resty.edgeguard.tls").client_hello() }
 --       # for log formats: $edgeguard_ja4, "" when the connection has none
 --       set_by_lua_block $edgeguard_ja4 { return require("resty.edgeguard.tls").ja4() or "" }
+--       set_by_lua_block $edgeguard_tls_family { return require("resty.edgeguard.tls").family() or "" }
 --   }
+--
+-- With the ssl_client_hello line, edgeguard's scorer reads the fingerprint
+-- too (request.current() points edgeguard_request.tls at it through
+-- info_for()): the TLS features of feature schema 3. Without it, or on
+-- plain HTTP, they are missing values.
 --
 -- client_hello() reads the ClientHello through nginx's OpenSSL while the
 -- handshake waits in OpenSSL's client-hello callback, and stores the JA4 on
@@ -85,7 +91,7 @@ if not in_nginx then
     local function outside()
         error("edgeguard.tls needs nginx's http subsystem", 2)
     end
-    _M.client_hello, _M.get, _M.ja4 = outside, outside, outside
+    _M.client_hello, _M.get, _M.ja4, _M.family, _M.info_for = outside, outside, outside, outside, outside
     return _M
 end
 
@@ -188,6 +194,39 @@ function _M.get()
         return nil
     end
     return info[0]
+end
+
+-- request.current()'s own buffer: nothing a caller of get() keeps is
+-- overwritten by scoring.
+local req_info = ffi_new("edgeguard_tls_info[1]")
+
+--- The fingerprint of request r's connection, as a pointer for
+-- edgeguard_request.tls (a buffer this module reuses), or nil when the
+-- connection has none. Allocates nothing.
+function _M.info_for(r)
+    local l = lib or get_lib()
+    if not l then
+        return nil
+    end
+    local ssl = get_ssl_pointer(r)
+    if ssl == nil then
+        return nil
+    end
+    l.edgeguard_tls_get(ssl, req_info)
+    if req_info[0].present == 0 then
+        return nil
+    end
+    return req_info
+end
+
+--- The current request's TLS family name ("boringssl", "nss", "openssl",
+-- "go", "unknown"), or nil without a fingerprint.
+function _M.family()
+    local i = _M.get()
+    if not i then
+        return nil
+    end
+    return ffi_string(lib.edgeguard_tls_family_name(i.family))
 end
 
 --- The current request's JA4 string, or nil.

@@ -2,8 +2,13 @@
 
     python3 pyclients.py CLIENT BASE_URL
 
-CLIENT is requests, httpx, aiohttp, urllib, scrapy or curl_cffi:TARGET (a
-curl_cffi impersonation target). Every client makes the same four requests
+CLIENT is requests, httpx, aiohttp, urllib, scrapy, curl_cffi:TARGET (a
+curl_cffi impersonation target) or requests-chrome-headers.
+requests-chrome-headers is a scraper that copied a Chromium navigation's
+request headers (chrome_headers.json, as Chromium 156 sends them to an
+HTTPS page over HTTP/1.1, Host aside) and sends them, in that order and
+with nothing else, on every request: the heads are a browser's, the TLS
+ClientHello is Python's OpenSSL. Every client makes the same four requests
 against BASE_URL (the script flow of capture.py): the home page, a product
 page, a JSON API call and a form POST, with the library's defaults: no
 header is set by hand, so what nginx records is what the library sends.
@@ -11,6 +16,8 @@ Certificates are not verified (the capture's TLS origins are self-signed).
 Prints the library's version on stdout.
 """
 
+import json
+import os
 import sys
 
 PATHS = ("/", "/products/42", "/api/cart")
@@ -21,6 +28,26 @@ def run_requests(base):
     import requests
 
     s = requests.Session()
+    for p in PATHS:
+        s.get(base + p, verify=False)
+    s.post(base + "/login", data=FORM, verify=False)
+    return requests.__version__
+
+
+def chrome_headers():
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "chrome_headers.json")) as f:
+        return json.load(f)
+
+
+def run_requests_chrome_headers(base):
+    import requests
+
+    s = requests.Session()
+    # The session's defaults (python-requests UA, Accept */*, ...) go; the
+    # copied headers come in their order; http.client puts Host first, as
+    # Chromium does over HTTP/1.1.
+    s.headers.clear()
+    s.headers.update(chrome_headers())
     for p in PATHS:
         s.get(base + p, verify=False)
     s.post(base + "/login", data=FORM, verify=False)
@@ -129,6 +156,7 @@ def main():
             "aiohttp": run_aiohttp,
             "urllib": run_urllib,
             "scrapy": run_scrapy,
+            "requests-chrome-headers": run_requests_chrome_headers,
         }[client](base)
     print(version)
 

@@ -266,6 +266,9 @@ pub(super) fn record(line: &[u8], scratch: &mut Scratch) -> Option<Fields> {
                 b"edgeguard_time" => f.time = Some(c.str_span(Base::Line, 0, owned)?),
                 // Not a model's score: what access{} logged of the bot.
                 b"edgeguard_verified_bot" => c.skip_value(owned)?,
+                b"edgeguard_tls_family" => {
+                    f.tls_family = Some(c.str_span(Base::Line, 0, owned)?);
+                }
                 b"version" => f.version = Some(c.version()?),
                 b"headers" => {
                     scratch.pairs.clear();

@@ -467,3 +467,39 @@ fn version_spellings() {
     assert!(scaled_version(f64::NAN).is_none());
     assert!(scaled_version(1.15).is_none());
 }
+
+#[test]
+fn the_tls_family_comes_with_the_fingerprint() {
+    use crate::tls::Family;
+    let mut s = Scratch::default();
+    let line = br#"{"method":"GET","uri":"/","version":"HTTP/1.1","edgeguard_ja4":"t13d1812h1_85036bcba153_b26ce05bbdd6","edgeguard_tls_family":"openssl"}"#;
+    let p = parse(line, &mut s).unwrap();
+    let tls = p.tls.expect("TLS facts");
+    assert_eq!(tls.ja4(), b"t13d1812h1_85036bcba153_b26ce05bbdd6");
+    assert_eq!(tls.family(), Family::Openssl);
+    assert_eq!(
+        p.live_score("tls_family"),
+        None,
+        "not read as a model's score"
+    );
+    assert!(paths_agree(line).unwrap(), "the scanner reads it");
+    // Written before the family was logged: the family is unknown.
+    let old = br#"{"method":"GET","uri":"/","version":"1.1","edgeguard_ja4":"t13d1516h2_8daaf6152771_e5627efa2ab1"}"#;
+    assert_eq!(
+        parse(old, &mut s).unwrap().tls.unwrap().family(),
+        Family::Unknown
+    );
+    // Plain HTTP: no facts, whatever the family field says.
+    for line in [
+        &br#"{"method":"GET","uri":"/","version":"1.1","edgeguard_ja4":"","edgeguard_tls_family":""}"#[..],
+        br#"{"method":"GET","uri":"/","version":"1.1","edgeguard_ja4":"-","edgeguard_tls_family":"-"}"#,
+    ] {
+        assert_eq!(parse(line, &mut s).unwrap().tls, None);
+    }
+    let bad = br#"{"method":"GET","uri":"/","version":"1.1","edgeguard_ja4":"t13d1516h2_8daaf6152771_e5627efa2ab1","edgeguard_tls_family":"schannel"}"#;
+    let e = parse(bad, &mut s).unwrap_err().to_string();
+    assert!(
+        e.contains("edgeguard_tls_family") && e.contains("\"schannel\""),
+        "{e}"
+    );
+}
