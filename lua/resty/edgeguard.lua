@@ -622,6 +622,25 @@ end
 -- The Lua engine's request table, reused by every request of this worker.
 local lreq = { headers = {}, n_headers = 0 }
 
+-- The Lua engine's strip of the request it read into lreq, then (unless
+-- some internal entry cannot be removed, or `loc` is nil) the client
+-- spellings of `loc`'s score header. Returns the entries removed and left,
+-- or nil and an error.
+local function lua_strip(r, loc)
+    local removed, left = 0, 0
+    local leng = state.lua
+    if leng.headers then
+        removed, left = leng:strip(lreq)
+    end
+    if loc and left == 0 then
+        local ok, err = score_spellings(r, loc)
+        if not ok then
+            return nil, err
+        end
+    end
+    return removed, left
+end
+
 -- The primary engine's strip of the current request outside access():
 -- clear_internal_headers() (the score header's spellings too) and
 -- subrequests (`keep_score`: their score header is the one their parent's
@@ -631,16 +650,12 @@ local function strip_request(r, keep_score)
     local removed, left = 0, 0
     local base = state.base
     if state.primary == "lua" then
-        local leng = state.lua
-        if leng.headers then
-            leng:read_request(lreq)
-            removed, left = leng:strip(lreq)
+        if state.lua.headers then
+            state.lua:read_request(lreq)
         end
-        if not keep_score and left == 0 then
-            local ok, err = score_spellings(r, base)
-            if not ok then
-                return nil, err
-            end
+        removed, left = lua_strip(r, not keep_score and base or nil)
+        if not removed then
+            return nil, left
         end
     else
         local set = keep_score and state.headers or base.strip_set
@@ -899,15 +914,9 @@ local function run_lua(loc, r)
     if #leng.names > 0 then
         scores = leng:score_request(lreq)
     end
-    local removed, left = 0, 0
-    if leng.headers then
-        removed, left = leng:strip(lreq)
-    end
-    if left == 0 then
-        local ok, err = score_spellings(r, loc)
-        if not ok then
-            return fail("lua", err)
-        end
+    local removed, left = lua_strip(r, loc)
+    if not removed then
+        return fail("lua", left)
     end
     if mx then
         mx:engine_time("lua", clock() - t0)
@@ -947,7 +956,7 @@ local function run_shadow(loc, r)
     local t2 = mx and clock()
 
     -- Strip with the primary only.
-    local removed, left = 0, 0
+    local removed, left = 0
     if primary == "rust" then
         left = tonumber(out.unremovable)
         if left == 0 then
@@ -955,14 +964,9 @@ local function run_shadow(loc, r)
             removed = rcount
         end
     else
-        if leng.headers then
-            removed, left = leng:strip(lreq)
-        end
-        if left == 0 then
-            local ok, err = score_spellings(r, loc)
-            if not ok then
-                return fail("shadow", err)
-            end
+        removed, left = lua_strip(r, loc)
+        if not removed then
+            return fail("shadow", left)
         end
     end
     if mx then
