@@ -631,6 +631,25 @@ end
 -- The Lua engine's request table, reused by every request of this worker.
 local lreq = { headers = {}, n_headers = 0 }
 
+-- The Lua engine's strip of the request it read into lreq, then (unless
+-- some internal entry cannot be removed, or `loc` is nil) the client
+-- spellings of `loc`'s score header. Returns the entries removed and left,
+-- or nil and an error.
+local function lua_strip(r, loc)
+    local removed, left = 0, 0
+    local leng = state.lua
+    if leng.headers then
+        removed, left = leng:strip(lreq)
+    end
+    if loc and left == 0 then
+        local ok, err = score_spellings(r, loc)
+        if not ok then
+            return nil, err
+        end
+    end
+    return removed, left
+end
+
 -- The primary engine's strip of the current request outside access():
 -- clear_internal_headers() (the score header's spellings too) and
 -- subrequests (`keep_score`: their score header is the one their parent's
@@ -640,16 +659,12 @@ local function strip_request(r, keep_score)
     local removed, left = 0, 0
     local base = state.base
     if state.primary == "lua" then
-        local leng = state.lua
-        if leng.headers then
-            leng:read_request(lreq)
-            removed, left = leng:strip(lreq)
+        if state.lua.headers then
+            state.lua:read_request(lreq)
         end
-        if not keep_score and left == 0 then
-            local ok, err = score_spellings(r, base)
-            if not ok then
-                return nil, err
-            end
+        removed, left = lua_strip(r, not keep_score and base or nil)
+        if not removed then
+            return nil, left
         end
     else
         local set = keep_score and state.headers or base.strip_set
@@ -928,10 +943,20 @@ local function rust_access(loc, r)
     return req, headers, out
 end
 
--- Clears what rust_access listed.
+-- Clears what rust_access listed. Most requests list none or one: that one
+-- is cleared outside the loop, so the loop only runs (and only becomes a
+-- trace) for requests carrying several; a loop of one iteration per
+-- request is a root trace LuaJIT keeps trying and, with bad luck, ends up
+-- blacklisting.
 local function clear_listed(r, headers, out)
-    for i = 0, tonumber(out.clear_len) - 1 do
-        local key = headers[clear_buf[i]].key
+    local n = tonumber(out.clear_len)
+    if n == 0 then
+        return
+    end
+    local key = headers[clear_buf[0]].key
+    set_req_header(r, key.data, key.len, nil, 0)
+    for i = 1, n - 1 do
+        key = headers[clear_buf[i]].key
         set_req_header(r, key.data, key.len, nil, 0)
     end
 end
@@ -979,15 +1004,9 @@ local function run_lua(loc, r)
     if #leng.names > 0 then
         scores = leng:score_request(lreq)
     end
-    local removed, left = 0, 0
-    if leng.headers then
-        removed, left = leng:strip(lreq)
-    end
-    if left == 0 then
-        local ok, err = score_spellings(r, loc)
-        if not ok then
-            return fail("lua", err)
-        end
+    local removed, left = lua_strip(r, loc)
+    if not removed then
+        return fail("lua", left)
     end
     if mx then
         mx:engine_time("lua", clock() - t0)
@@ -1027,7 +1046,7 @@ local function run_shadow(loc, r)
     local t2 = mx and clock()
 
     -- Strip with the primary only.
-    local removed, left = 0, 0
+    local removed, left = 0
     if primary == "rust" then
         left = tonumber(out.unremovable)
         if left == 0 then
@@ -1035,14 +1054,9 @@ local function run_shadow(loc, r)
             removed = rcount
         end
     else
-        if leng.headers then
-            removed, left = leng:strip(lreq)
-        end
-        if left == 0 then
-            local ok, err = score_spellings(r, loc)
-            if not ok then
-                return fail("shadow", err)
-            end
+        removed, left = lua_strip(r, loc)
+        if not removed then
+            return fail("shadow", left)
         end
     end
     if mx then
