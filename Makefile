@@ -245,7 +245,7 @@ EDGEGUARD_MODELS ?= models
 LUA_MODULES := $(shell cd lua && find resty -name '*.lua' | LC_ALL=C sort)
 DATA_FILES := edgeguard.json internal-headers.txt models/bot.json models/spoof.json \
               nginx/edgeguard.conf nginx/edgeguard-metrics.conf nginx/log-format.conf \
-              nginx/log-format-challenge.conf
+              nginx/log-format-challenge.conf verified-bots.example.json
 INSTALL ?= install
 
 .PHONY: install uninstall deb test-deb test-rockspec
@@ -254,6 +254,7 @@ install: build
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LUA_CMODULE_DIR) \
 	  $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR)/nginx
 	$(INSTALL) -m 755 target/release/edgeguard $(DESTDIR)$(BINDIR)/edgeguard
+	$(INSTALL) -m 755 scripts/update-verified-bots $(DESTDIR)$(BINDIR)/edgeguard-update-verified-bots
 	$(INSTALL) -m 755 $(RELEASE_LIB) $(DESTDIR)$(LUA_CMODULE_DIR)/libedgeguard.so
 	$(INSTALL) -m 644 include/edgeguard.h $(DESTDIR)$(INCLUDEDIR)/edgeguard.h
 	@set -e; for m in $(LUA_MODULES); do \
@@ -261,6 +262,7 @@ install: build
 	done
 	$(INSTALL) -m 644 models/bot.json models/spoof.json $(DESTDIR)$(DATADIR)/models/
 	$(INSTALL) -m 644 nginx-conf/internal-headers.txt $(DESTDIR)$(DATADIR)/internal-headers.txt
+	$(INSTALL) -m 644 nginx-conf/verified-bots.json $(DESTDIR)$(DATADIR)/verified-bots.example.json
 	$(INSTALL) -m 644 nginx-conf/log-format.conf nginx-conf/log-format-challenge.conf \
 	  packaging/nginx/edgeguard-metrics.conf $(DESTDIR)$(DATADIR)/nginx/
 	sed 's|@MODELS@|$(EDGEGUARD_MODELS)|g' packaging/edgeguard.json.in > $(DESTDIR)$(DATADIR)/edgeguard.json
@@ -269,7 +271,8 @@ install: build
 
 # Removes what install put there, and then its own directories if empty.
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/edgeguard $(DESTDIR)$(LUA_CMODULE_DIR)/libedgeguard.so \
+	rm -f $(DESTDIR)$(BINDIR)/edgeguard $(DESTDIR)$(BINDIR)/edgeguard-update-verified-bots \
+	  $(DESTDIR)$(LUA_CMODULE_DIR)/libedgeguard.so \
 	  $(DESTDIR)$(INCLUDEDIR)/edgeguard.h $(addprefix $(DESTDIR)$(LUA_MODULE_DIR)/,$(LUA_MODULES)) \
 	  $(addprefix $(DESTDIR)$(DATADIR)/,$(DATA_FILES))
 	-rmdir $(DESTDIR)$(LUA_MODULE_DIR)/resty/edgeguard/legacy $(DESTDIR)$(LUA_MODULE_DIR)/resty/edgeguard \

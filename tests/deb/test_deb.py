@@ -127,7 +127,9 @@ def test_deb_installs_serves_with_system_nginx_and_purges(system):
     for path in ("/usr/share/lua/5.1/resty/edgeguard.lua", "/usr/share/lua/5.1/resty/edgeguard/lib.lua", LIB,
                  "/usr/share/lua/5.1/resty/edgeguard/legacy.lua",
                  "/usr/share/lua/5.1/resty/edgeguard/legacy/catboost.lua",
-                 "/usr/bin/edgeguard", "/usr/share/edgeguard/models/bot.json", "/usr/share/edgeguard/models/spoof.json",
+                 "/usr/bin/edgeguard", "/usr/bin/edgeguard-update-verified-bots",
+                 "/usr/share/edgeguard/verified-bots.example.json",
+                 "/usr/share/edgeguard/models/bot.json", "/usr/share/edgeguard/models/spoof.json",
                  "/etc/nginx/snippets/edgeguard.conf", "/etc/edgeguard/internal-headers.txt", str(CONFIG)):
         assert path in files, path
     conffiles = run("dpkg-query", "-W", "-f=${Conffiles}", "edgeguard").stdout

@@ -33,6 +33,7 @@ def expected_tree(prefix):
     """The README's Install table for `make install`, under PREFIX."""
     tree = {
         f"{prefix}/bin/edgeguard": 0o755,
+        f"{prefix}/bin/edgeguard-update-verified-bots": 0o755,
         f"{prefix}/lib/lua/5.1/libedgeguard.so": 0o755,
         f"{prefix}/include/edgeguard.h": 0o644,
     }
@@ -40,7 +41,7 @@ def expected_tree(prefix):
         tree[f"{prefix}/share/lua/5.1/{m}"] = 0o644
     for f in ("edgeguard.json", "internal-headers.txt", "models/bot.json", "models/spoof.json",
               "nginx/edgeguard.conf", "nginx/edgeguard-metrics.conf", "nginx/log-format.conf",
-              "nginx/log-format-challenge.conf"):
+              "nginx/log-format-challenge.conf", "verified-bots.example.json"):
         tree[f"{prefix}/share/edgeguard/{f}"] = 0o644
     return {k.lstrip("/"): v for k, v in tree.items()}
 
