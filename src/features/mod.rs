@@ -320,7 +320,7 @@ impl<'a> Seen<'a> {
             b'i' => first(&mut self.upgrade_insecure_requests, value),
             b'k' => {
                 self.cookie_headers += 1;
-                self.cookies += bytes::items(value, b';').count() as u32;
+                self.cookies += bytes::count_items(value, b';') as u32;
             }
             b'C' | b'M' | b'P' | header_order::OTHER_CLIENT_HINT => {
                 self.client_hints += 1;
@@ -548,7 +548,7 @@ fn flag(v: bool) -> f32 {
 }
 
 fn list_len(value: Option<&[u8]>) -> f32 {
-    value.map_or(f32::NAN, |v| bytes::items(v, b',').count() as f32)
+    value.map_or(f32::NAN, |v| bytes::count_items(v, b',') as f32)
 }
 
 /// 1 for IPv6, 0 for IPv4, NaN for anything else.
