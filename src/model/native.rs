@@ -19,12 +19,13 @@
 //!    the leaf index; leaf values are summed in tree order, then
 //!    `scale * sum + bias`.
 
+use std::hint::select_unpredictable;
 use std::path::Path;
 
-use super::hash::{cat_hash, combine_term, term, widen_cat};
+use super::hash::{cat_hash, widen_cat};
 use super::limits::{MAX_BITS, MAX_DIMENSION, MAX_USED_CATS};
 use super::parts::Info;
-use super::plan::{or_pattern, set_ones, Plan};
+use super::plan::{or_pattern, set_ones, set_run, Plan};
 use super::prediction::{apply_prediction_type, output_len, Objective};
 use super::simd::prefetch;
 use super::{
@@ -306,7 +307,7 @@ impl Model {
             let borders = &p.borders[f.borders.0 as usize..f.borders.1 as usize];
             // "Border below v" is CatBoost's `v > border`: false for NaN.
             let above = borders.partition_point(|&b| b < v);
-            set_ones(&mut words, f.bits as usize, above);
+            set_run(&mut words, f.bits as usize, borders.len(), above);
         }
         let mut one_hot = [0u16; CATS];
         for (m, o) in one_hot.iter_mut().zip(&p.one_hots) {
@@ -334,12 +335,14 @@ impl Model {
         }
     }
 
-    /// The key of projection `j`: CatBoost's `CalcHash` over its categorical
-    /// hashes, float conditions and one-hot matches, in that order.
-    /// `cat_terms[i]` is the categorical half of `combine` for used
-    /// categorical `i`, computed once per document.
+    /// The key of projection `j`: CatBoost's `CalcHash` fold over its
+    /// categorical hashes, float conditions and one-hot matches, in that
+    /// order, computed as the weighted sum it equals
+    /// ([`element_weight`](super::hash::element_weight)).
+    /// `cat_values[i]` is used categorical `i` widened as CatBoost widens
+    /// it.
     #[inline(always)]
-    fn key(&self, j: usize, cat_terms: &[u64], one_hot: &[u16], words: &[u64]) -> u64 {
+    fn key(&self, j: usize, cat_values: &[u64], one_hot: &[u16], words: &[u64]) -> u64 {
         let p = &self.plan;
         let j = p.projections[j];
         let (cats, bits, one_hots) = (
@@ -351,15 +354,18 @@ impl Model {
         let (cat_elements, rest) = elements.split_at(cats);
         let (bit_elements, one_hot_elements) = rest.split_at(bits);
         let mut k = 0u64;
-        for &i in cat_elements {
-            k = combine_term(k, cat_terms[i as usize]);
+        for &(w, i) in cat_elements {
+            k = k.wrapping_add(w.wrapping_mul(cat_values[i as usize]));
         }
-        for &b in bit_elements {
-            k = combine_term(k, term((words[b as usize / 64] >> (b % 64)) & 1));
+        // The conditions are the document's: a branch on them would be
+        // mispredicted about half the time, a select never is.
+        for &(w, b) in bit_elements {
+            let bit = (words[b as usize / 64] >> (b % 64)) & 1 != 0;
+            k = k.wrapping_add(select_unpredictable(bit, w, 0));
         }
-        for &e in one_hot_elements {
+        for &(w, e) in one_hot_elements {
             let matched = one_hot[(e >> 16) as usize] == e as u16;
-            k = combine_term(k, term(u64::from(matched)));
+            k = k.wrapping_add(select_unpredictable(matched, w, 0));
         }
         k
     }
@@ -371,9 +377,9 @@ impl Model {
         if self.plan.lookups.is_empty() {
             return;
         }
-        let mut cat_terms = [0u64; CATS];
-        for (t, &h) in cat_terms.iter_mut().zip(hashes) {
-            *t = term(widen_cat(h));
+        let mut cat_values = [0u64; CATS];
+        for (v, &h) in cat_values.iter_mut().zip(hashes) {
+            *v = widen_cat(h);
         }
         let mut probes = [(0u64, 0usize); CHUNK];
         for chunk in self.plan.lookups.chunks(CHUNK) {
@@ -382,7 +388,7 @@ impl Model {
             for (probe, l) in probes.iter_mut().zip(chunk) {
                 if l.projection != last {
                     last = l.projection;
-                    key = self.key(last as usize, &cat_terms, one_hot, words);
+                    key = self.key(last as usize, &cat_values, one_hot, words);
                 }
                 let home = l.bits.home(key);
                 prefetch(l.bits.record(home));

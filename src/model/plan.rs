@@ -19,6 +19,7 @@
 use std::collections::BTreeMap;
 
 use super::ctr::BucketBits;
+use super::hash::element_weight;
 use super::limits::MAX_BITS;
 use super::parts::{Parts, ProjectionElement, Split};
 use super::trees::Trees;
@@ -77,8 +78,9 @@ pub(crate) struct Plan {
     pub(crate) one_hot_values: Vec<i32>,
     /// One per distinct projection.
     pub(crate) projections: Vec<Projection>,
-    /// The elements of every projection, projection after projection.
-    pub(crate) key_elements: Vec<u32>,
+    /// The elements of every projection, projection after projection, each
+    /// with its weight in the key ([`element_weight`]).
+    pub(crate) key_elements: Vec<(u64, u32)>,
     /// Sorted by projection: each key is hashed once.
     pub(crate) lookups: Vec<Lookup>,
     /// Used borders of floats, ascending within each feature.
@@ -255,7 +257,7 @@ impl Plan {
             let start = plan.key_elements.len() as u32;
             let mut counts = [0u16; 3];
             // Elements come in CatBoost's order (cats, floats, one-hots).
-            for e in elements {
+            for (j, e) in elements.iter().enumerate() {
                 let (kind, value) = match *e {
                     ProjectionElement::Cat(position) => (0, position),
                     ProjectionElement::Float { slot, threshold } => {
@@ -266,7 +268,8 @@ impl Plan {
                     }
                 };
                 counts[kind] += 1;
-                plan.key_elements.push(value);
+                plan.key_elements
+                    .push((element_weight(elements.len(), j), value));
             }
             plan.projections.push(Projection {
                 start,
@@ -331,6 +334,33 @@ pub(crate) fn set_ones(words: &mut [u64], mut at: usize, mut count: usize) {
     }
 }
 
+/// Sets bits `at..at + count` of a packed bit array, `count` being at most
+/// `width`: [`set_ones`] without a branch on `count`. The words touched are
+/// those of `at..at + width`, the same for every document, and each gets
+/// its part of the run by arithmetic: `count` is the document's (how many
+/// borders its value is above), and a loop or test on it would be
+/// mispredicted.
+#[inline(always)]
+pub(crate) fn set_run(words: &mut [u64], at: usize, width: usize, count: usize) {
+    debug_assert!(count <= width);
+    if width == 0 {
+        return;
+    }
+    let end = at + count;
+    for q in at / 64..=(at + width - 1) / 64 {
+        let low = q * 64;
+        let start = at.max(low) - low;
+        let stop = end.clamp(low + start, low + 64) - low;
+        words[q] |= ones(stop) & !ones(start);
+    }
+}
+
+/// The low `n` bits set, for `n` up to 64, without a branch.
+#[inline(always)]
+fn ones(n: usize) -> u64 {
+    ((1u128 << n) - 1) as u64
+}
+
 /// ORs the 64-bit `pattern` (bit 0 first) into a packed bit array from bit
 /// `at` on. Only words the pattern's set bits reach are written.
 #[inline(always)]
@@ -338,10 +368,13 @@ pub(crate) fn or_pattern(words: &mut [u64], at: usize, pattern: u64) {
     let (first, shift) = (at / 64, at % 64);
     words[first] |= pattern << shift;
     // `(p >> 1) >> (63 - shift)` is `p >> (64 - shift)`, and 0 (not an
-    // overflow) for shift 0.
+    // overflow) for shift 0. Written whenever the next word exists (a test
+    // on `at` alone, the same for every document), not when the spill is
+    // non-zero (a test on the document's pattern, often mispredicted);
+    // when it does not exist, the pattern has no bits there.
     let spill = (pattern >> 1) >> (63 - shift);
-    if spill != 0 {
-        words[first + 1] |= spill;
+    if let Some(next) = words.get_mut(first + 1) {
+        *next |= spill;
     }
 }
 
@@ -365,6 +398,21 @@ mod tests {
                     .map(|p| u8::from(p >= at && p < at + count))
                     .collect();
                 assert_eq!(bits(&words, 384), want, "at {at} count {count}");
+            }
+        }
+    }
+
+    #[test]
+    fn runs_of_a_width_are_runs_of_ones() {
+        for at in [0, 1, 13, 63, 64, 65, 127, 190] {
+            for width in [0, 1, 2, 63, 64, 65, 129, 130] {
+                for count in 0..=width {
+                    let mut want = [0u64; 6];
+                    set_ones(&mut want, at, count);
+                    let mut got = [0u64; 6];
+                    set_run(&mut got, at, width, count);
+                    assert_eq!(got, want, "at {at} width {width} count {count}");
+                }
             }
         }
     }
