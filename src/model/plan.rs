@@ -347,11 +347,12 @@ pub(crate) fn set_run(words: &mut [u64], at: usize, width: usize, count: usize) 
         return;
     }
     let end = at + count;
-    for q in at / 64..=(at + width - 1) / 64 {
-        let low = q * 64;
+    let first = at / 64;
+    for (q, word) in words[first..=(at + width - 1) / 64].iter_mut().enumerate() {
+        let low = (first + q) * 64;
         let start = at.max(low) - low;
         let stop = end.clamp(low + start, low + 64) - low;
-        words[q] |= ones(stop) & !ones(start);
+        *word |= ones(stop) & !ones(start);
     }
 }
 
