@@ -235,7 +235,7 @@ const FIREFOX_ORDER: &[u8] = b"ualerckiDOSUFpgyt";
 const SAFARI_ORDER: &[u8] = b"aSDOurelkc";
 
 /// A canonical order as a rank per code byte: `ranks[c]` is the position
-/// of `c` in the order, [`NO_RANK`] for codes the order does not rank.
+/// of `c` in the order, `NO_RANK` for codes the order does not rank.
 #[derive(Debug)]
 pub struct CanonicalOrder {
     ranks: [u8; 128],

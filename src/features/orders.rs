@@ -259,7 +259,7 @@ impl OrderTable {
     /// One pass from the end collects, for every position, the set of
     /// header positions after it; a header's pairs are those of its first
     /// occurrence (the largest such set), so each distinct pair is looked
-    /// at once, as [`for_each_pair`] enumerates them, in bit operations.
+    /// at once, as `for_each_pair` enumerates them, in bit operations.
     pub fn reversed_pairs(&self, engine: Engine, codes: &[u8]) -> u32 {
         let rows = &self.seen[engine.index()];
         let codes = &codes[..codes.len().min(MAX_CODES)];

@@ -22,15 +22,16 @@
 use std::hint::select_unpredictable;
 use std::path::Path;
 
+use super::error::{ModelError, ShapeError};
 use super::hash::{cat_hash, widen_cat};
 use super::limits::{MAX_BITS, MAX_DIMENSION, MAX_USED_CATS};
 use super::parts::Info;
 use super::plan::{or_pattern, set_ones, set_run, Plan};
 use super::prediction::{apply_prediction_type, output_len, Objective};
+use super::prediction::{PredictionError, PredictionType};
 use super::simd::prefetch;
-use super::{
-    compile, Evaluator, Kernel, ModelError, PredictError, PredictionError, PredictionType,
-};
+use super::trees::Kernel;
+use super::{compile, Evaluator};
 
 /// The scratch arrays are zeroed on every prediction, so they come in three
 /// sizes: most models fit the small or medium frame, only the largest pay for
@@ -236,21 +237,21 @@ impl Model {
         cats: usize,
         need: usize,
         out: usize,
-    ) -> Result<(), PredictError> {
+    ) -> Result<(), ShapeError> {
         if floats != self.info.float_count {
-            return Err(PredictError::FloatCount {
+            return Err(ShapeError::FloatCount {
                 expected: self.info.float_count,
                 got: floats,
             });
         }
         if cats != self.info.cat_count {
-            return Err(PredictError::CatCount {
+            return Err(ShapeError::CatCount {
                 expected: self.info.cat_count,
                 got: cats,
             });
         }
         if out < need {
-            return Err(PredictError::OutputLen {
+            return Err(ShapeError::OutputLen {
                 expected: need,
                 got: out,
             });
@@ -410,7 +411,7 @@ impl Model {
         floats: &[f32],
         cats: &[i32],
         out: &mut [f64],
-    ) -> Result<(), PredictError> {
+    ) -> Result<(), ShapeError> {
         self.check_input(floats.len(), cats.len(), self.info.dimension, out.len())?;
         self.finish(PredictionType::Raw, out, |raw| {
             self.raw_into(kernel, floats, cats, raw)
@@ -432,12 +433,7 @@ impl Evaluator for Model {
         self.info.dimension
     }
 
-    fn predict_raw(
-        &self,
-        floats: &[f32],
-        cats: &[i32],
-        out: &mut [f64],
-    ) -> Result<(), PredictError> {
+    fn predict_raw(&self, floats: &[f32], cats: &[i32], out: &mut [f64]) -> Result<(), ShapeError> {
         self.predict_raw_with(Kernel::detect(), floats, cats, out)
     }
 }

@@ -20,9 +20,9 @@ use std::collections::BTreeMap;
 
 use super::ctr::BucketBits;
 use super::hash::element_weight;
+use super::layout::Trees;
 use super::limits::MAX_BITS;
 use super::parts::{Parts, ProjectionElement, Split};
-use super::trees::Trees;
 
 /// A float feature some split uses: where its value is, its used borders
 /// and its bytes.
