@@ -9,6 +9,12 @@
 --   }
 --   rewrite_by_lua_block { require("resty.edgeguard").access{ mode = "block" } }  -- server level
 --
+-- This module is an adapter: the options, the model order and the decision
+-- rule are the Rust library's (src/config/, bound by resty.edgeguard.policy;
+-- the options are documented once, in the README's option table). It reads
+-- nginx's buffers, makes the FFI calls and applies the action: exit, score
+-- header, variables, log line, metrics.
+--
 -- configure() loads everything (it allocates; run it in init_by_lua, where
 -- nginx forks the workers from the loaded state, and again on every reload).
 -- The per-request functions make one FFI call per job into Rust and reuse
@@ -22,10 +28,9 @@ local ffi = require "ffi"
 local edgeguard_lib = require "resty.edgeguard.lib"
 local header_set = require "resty.edgeguard.header_set"
 local scorer_mod = require "resty.edgeguard.scorer"
-local cidr = require "resty.edgeguard.cidr"
 local metrics = require "resty.edgeguard.metrics"
 local shadow = require "resty.edgeguard.shadow"
-local config_file = require "resty.edgeguard.config_file"
+local policy = require "resty.edgeguard.policy"
 
 local ffi_string = ffi.string
 local concat = table.concat
@@ -33,7 +38,7 @@ local error = error
 local format = string.format
 local ipairs = ipairs
 local pairs = pairs
-local tostring = tostring
+local setmetatable = setmetatable
 local type = type
 
 local _M = { _VERSION = "0.1.0" }
@@ -42,73 +47,10 @@ local _M = { _VERSION = "0.1.0" }
 -- a failed one leaves the previous state serving.
 local state = {}
 
--- Option name -> Lua type. `access{}` accepts the ones marked per_request
--- too, overriding configure() for one location.
-local OPTIONS = {
-    internal_headers = "string",
-    lib_path = "string",
-    models = "table",
-    mode = "string",
-    thresholds = "table",
-    status = "number",
-    allow = "table",
-    fail_closed = "boolean",
-    score_header = "string",
-    vars = "boolean",
-    log_level = "number",
-    engine = "string",
-    shadow_primary = "string",
-    lua_models = "table",
-    metrics_dict = "string",
-    config = "string",
-}
-local PER_REQUEST = {
-    mode = true, thresholds = true, status = true, score_header = true,
-    vars = true, log_level = true, fail_closed = true, engine = true,
-}
-local MODES = { block = true, log = true, off = true }
--- configure's engine -> the engines access{ engine = ... } may pick.
-local ENGINES = {
-    rust = { rust = true },
-    lua = { lua = true },
-    shadow = { rust = true, lua = true, shadow = true },
-}
-local PRIMARIES = { rust = true, lua = true }
-
-local function check_options(opts, allowed, what, level)
-    for k, v in pairs(opts) do
-        local want = OPTIONS[k]
-        if not want or (allowed and not allowed[k]) then
-            error(what .. ": unknown option '" .. tostring(k) .. "'", level + 1)
-        end
-        if type(v) ~= want then
-            error(what .. ": option '" .. k .. "' must be a " .. want .. ", got " .. type(v),
-                  level + 1)
-        end
-    end
-    if opts.mode and not MODES[opts.mode] then
-        error(what .. ": mode must be \"block\", \"log\" or \"off\", got \"" .. opts.mode .. "\"",
-              level + 1)
-    end
-    if opts.engine and not ENGINES[opts.engine] then
-        error(what .. ": engine must be \"rust\", \"lua\" or \"shadow\", got \"" .. opts.engine .. "\"",
-              level + 1)
-    end
-    if opts.shadow_primary and not PRIMARIES[opts.shadow_primary] then
-        error(what .. ": shadow_primary must be \"rust\" or \"lua\", got \""
-              .. opts.shadow_primary .. "\"", level + 1)
-    end
-    if opts.status and (opts.status < 400 or opts.status > 599 or opts.status % 1 ~= 0) then
-        error(what .. ": status must be an HTTP error status (400-599)", level + 1)
-    end
-    if opts.thresholds then
-        for name, t in pairs(opts.thresholds) do
-            if type(t) ~= "number" or t ~= t then
-                error(what .. ": thresholds." .. tostring(name) .. " must be a number", level + 1)
-            end
-        end
-    end
-end
+-- Locations are few (one per access{} in nginx.conf); more distinct option
+-- tables than this means they are built per request with changing content,
+-- which is misuse.
+local MAX_LOCATIONS = 1024
 
 -- Logs through nginx when there is one (configure() may run in plain luajit).
 -- Request-time code calls ngx.log directly, so its lines name their caller.
@@ -118,14 +60,27 @@ local function log(level, ...)
     end
 end
 
+-- { name = path } of the resolved options' model list (the Lua engine's
+-- input), or nil.
+local function model_map(list)
+    if not list then
+        return nil
+    end
+    local map = {}
+    for _, m in ipairs(list) do
+        map[m.name] = m.path
+    end
+    return map
+end
+
 -- The pure-Lua engine, loaded only when configured (the Rust-only path does
 -- not need it). Returns the engine, or nil and the list's error; and, third,
 -- the models' error when they failed but the list loaded (fail open, like the
 -- Rust scorer).
-local function load_lua_engine(lib, opts)
+local function load_lua_engine(lib, o)
     local lua_engine = require "resty.edgeguard.lua_engine"
-    local models = opts.lua_models or opts.models
-    local eng, err = lua_engine.new{ internal_headers = opts.internal_headers, models = models, lib = lib }
+    local models = model_map(o.lua_models or o.models)
+    local eng, err = lua_engine.new{ internal_headers = o.internal_headers, models = models, lib = lib }
     if eng then
         return eng
     end
@@ -133,7 +88,7 @@ local function load_lua_engine(lib, opts)
         return nil, err
     end
     -- Either file may be at fault; without the models, only the list is left.
-    local list_only, list_err = lua_engine.new{ internal_headers = opts.internal_headers, lib = lib }
+    local list_only, list_err = lua_engine.new{ internal_headers = o.internal_headers, lib = lib }
     if not list_only then
         return nil, list_err
     end
@@ -175,213 +130,323 @@ local function strip_set(lib, list, names, what, level)
     return set
 end
 
+-- `cache[names]`: strip_set(list, names), made once per configuration and
+-- shared by the locations whose score header names are `names`.
+local function cached_set(st, cache, list, names, what, level)
+    local set = cache[names]
+    if set == nil then
+        set = strip_set(st.lib, list, names, what, level + 1)
+        cache[names] = set
+    end
+    return set
+end
+
+-- The score header names a location strips, one a line: its own and, for
+-- an access{ score_header = } override, configure()'s too (an origin behind
+-- both locations may trust either).
+local function score_names(base, name)
+    if base == "" or name == base then
+        return name
+    end
+    return name == "" and base or name .. "\n" .. base
+end
+
+-- A location: what access() needs of one resolved configuration `cfg`
+-- (configure()'s, or a location's access{} over it), made once: the
+-- options it reads per request, one Rust policy per loaded engine (bound to
+-- that engine's models) and its strip sets.
+local function new_location(st, cfg, what, level)
+    local o = cfg.options
+    local name = o.score_header
+    check_score_header(name, what, level + 1)
+    local names = score_names(st.options.score_header, name)
+    local scorer, leng = st.scorer, st.lua
+    return {
+        options = o,
+        engine = o.engine,
+        score_header = name,
+        vars = o.vars,
+        log_level = o.log_level,
+        -- The client address is read only when an allow list can use it.
+        allow = o.allow ~= nil and #o.allow > 0,
+        -- The Rust strip: the list and the score header's spellings.
+        strip_set = cached_set(st, st.strip_sets, st.headers, names, what, level + 1),
+        -- The score header's spellings alone, removed after the Lua
+        -- engine's own strip.
+        spelling_set = cached_set(st, st.spelling_sets, nil, names, what, level + 1),
+        policies = {
+            rust = st.engine ~= "lua" and cfg:policy(scorer and scorer.names or {}, scorer and scorer.thresholds),
+            lua = leng and cfg:policy(leng.names, leng.thresholds),
+        },
+    }
+end
+
+-- Location lookup for an access{} table built anew on every request (a
+-- table constructor in nginx.conf is): a trie over the table's (key,
+-- value) pairs in iteration order, a nested table (thresholds) walked one
+-- level down and closed by END. Lookups allocate nothing; nodes are made
+-- only for a content Rust accepted.
+local END = {}
+
+local function trie_find(node, opts)
+    for k, v in pairs(opts) do
+        node = node[k]
+        if not node then
+            return nil
+        end
+        if type(v) == "table" then
+            for k2, v2 in pairs(v) do
+                node = node[k2]
+                node = node and node[v2]
+                if not node then
+                    return nil
+                end
+            end
+            node = node[END]
+        else
+            node = node[v]
+        end
+        if not node then
+            return nil
+        end
+    end
+    return node.location
+end
+
+local function trie_step(node, key)
+    local next_node = node[key]
+    if not next_node then
+        next_node = {}
+        node[key] = next_node
+    end
+    return next_node
+end
+
+local function trie_insert(node, opts, loc)
+    for k, v in pairs(opts) do
+        node = trie_step(node, k)
+        if type(v) == "table" then
+            for k2, v2 in pairs(v) do
+                node = trie_step(trie_step(node, k2), v2)
+            end
+            node = trie_step(node, END)
+        else
+            node = trie_step(node, v)
+        end
+    end
+    node.location = loc
+end
+
+-- The location of access{} options `opts`, made on first use: Rust derives
+-- the configuration (a bad option raises, as misuse, at the caller's
+-- line), the location object is cached by the table itself (weak keys: a
+-- table hoisted out of the request is found with one lookup) and by its
+-- content.
+local function location(st, opts, level)
+    local loc = trie_find(st.by_content, opts)
+    if loc then
+        return loc
+    end
+    if st.nlocations >= MAX_LOCATIONS then
+        error("edgeguard.access: more than " .. MAX_LOCATIONS .. " distinct access{} option tables; "
+              .. "build them once, not per request", level + 1)
+    end
+    local cfg, err = st.cfg:location(opts, "edgeguard.access")
+    if not cfg then
+        error(err, level + 1)
+    end
+    loc = cfg.shim_location
+    if not loc then
+        loc = new_location(st, cfg, "edgeguard.access", level + 1)
+        cfg.shim_location = loc
+    end
+    st.nlocations = st.nlocations + 1
+    trie_insert(st.by_content, opts, loc)
+    st.by_table[opts] = loc
+    return loc
+end
+
 local generation_seq = 0
 -- resty.edgeguard.lua_engine.headers, required with the Lua engine.
 local lheaders
 
---- Loads the library and the configured data. Call in init_by_lua*.
---
--- config            path of a JSON file of the options below, the file
---                   `edgeguard replay --config` reads (src/config.rs), so
---                   replay scores as nginx does; relative paths in it are
---                   relative to its directory. Options given beside it
---                   override the file's. A file that cannot be read or holds
---                   a bad option: nil, err naming the file
--- internal_headers  path of the internal header list; if missing or invalid,
---                   configure returns nil, err (fail closed: the shipped
---                   config's assert() keeps nginx from serving without it)
--- models            { name = "path/model.json", ... } CatBoost models; if
---                   they fail to load while models loaded by an earlier
---                   configure() in this process are in force (an nginx
---                   reload), configure returns nil, err, so the shipped
---                   assert() refuses the reload and the running workers keep
---                   their models; otherwise (first start) the error is logged
---                   once and requests pass unscored (fail open) unless
---                   fail_closed = true
--- mode              "block" | "log" | "off" (default "log")
--- thresholds        { name = probability } overriding the models' own
--- status            status for blocked requests (default 403)
--- allow             list of CIDR blocks never blocked ({ "10.0.0.0/8" })
--- fail_closed       when models are configured but not loaded, answer 503
--- score_header      request header carrying the scores upstream
---                   (default "X-Bot-Score"; "" to not send one)
--- vars              also set $edgeguard_<model> and $edgeguard_action, which
---                   nginx.conf must declare (`set $edgeguard_bot "";`)
--- log_level         nginx level of the decision lines (default ngx.INFO)
--- lib_path          path of libedgeguard.so (default: search package.cpath)
--- engine            "rust" (default) | "lua" (the pure-Lua engine, the
---                   "before" of a migration) | "shadow" (both on every
---                   request, acting on shadow_primary's result, counting
---                   and logging every disagreement)
--- shadow_primary    the engine whose result is acted on in shadow mode:
---                   "rust" (default) or "lua"
--- lua_models        { name = path } for the Lua engine only, instead of
---                   models (a migration and testing aid: shadow a candidate)
--- metrics_dict      name of a `lua_shared_dict` (1m is plenty) that holds
---                   the counters edgeguard.metrics() exposes; none: no metrics
---
--- Returns true (and, if models failed to load, the error as a second value),
--- or nil and an error.
-function _M.configure(opts)
+-- configure(), phase 1: the library (found by the Lua-side lib_path, as it
+-- is needed before anything can be handed to it) and the options, parsed
+-- by Rust. Raises on misuse; returns the library and the configuration, or
+-- nil and an error for a file that cannot be read or holds a bad option.
+local function parse_options(opts, level)
     if type(opts) ~= "table" then
-        error("edgeguard.configure expects a table of options", 2)
+        error("edgeguard.configure expects a table of options", level + 1)
     end
-    check_options(opts, nil, "edgeguard.configure", 2)
-    if opts.config then
-        local file, err = config_file.read(opts.config, function(o, what)
-            check_options(o, config_file.KEYS, what, -1)
-        end)
-        if not file then
-            return nil, err
-        end
-        for k, v in pairs(opts) do
-            if k ~= "config" then
-                file[k] = v
-            end
-        end
-        opts = file
+    local lib_path = opts.lib_path
+    if lib_path ~= nil and type(lib_path) ~= "string" then
+        error("edgeguard.configure: lib_path: must be a path string, got " .. type(lib_path), level + 1)
     end
-    local engine = opts.engine or "rust"
-    if opts.shadow_primary and engine ~= "shadow" then
-        error("edgeguard.configure: shadow_primary needs engine = \"shadow\"", 2)
-    end
-    if opts.lua_models and engine == "rust" then
-        error("edgeguard.configure: lua_models needs engine = \"lua\" or \"shadow\"", 2)
-    end
-    local dict
-    if opts.metrics_dict and ngx and ngx.shared then
-        dict = ngx.shared[opts.metrics_dict]
-        if not dict then
-            error("edgeguard.configure: metrics_dict \"" .. opts.metrics_dict .. "\" is not a "
-                  .. "lua_shared_dict (add `lua_shared_dict " .. opts.metrics_dict .. " 1m;` to http {})", 2)
-        end
-    end
-
-    local allow, err
-    if opts.allow then
-        allow, err = cidr.compile(opts.allow)
-        if not allow then
-            error("edgeguard.configure: " .. err, 2)
-        end
-    end
-
-    local lib
-    lib, err = edgeguard_lib.load(opts.lib_path)
+    local lib, err = edgeguard_lib.load(lib_path)
     if not lib then
         return nil, err
     end
+    local cfg, misuse
+    cfg, err, misuse = policy.new(lib, opts, "edgeguard.configure")
+    if not cfg then
+        if misuse then
+            error(err, level + 1)
+        end
+        return nil, err
+    end
+    return lib, cfg
+end
 
-    local model_errors, load_errors = {}, 0
-
-    local headers, scorer
+-- configure(), phase 2: the engines' data, from the resolved options `o`.
+-- Returns a table of what loaded (headers, scorer, lua) and the model
+-- errors, or nil and an error when an internal header list is bad (fail
+-- closed).
+local function load_engines(lib, o)
+    local engine = o.engine
+    local got = { model_errors = {} }
+    local err
     if engine ~= "lua" then
-        if opts.internal_headers then
-            headers, err = header_set.load(lib, opts.internal_headers)
-            if not headers then
+        if o.internal_headers then
+            got.headers, err = header_set.load(lib, o.internal_headers)
+            if not got.headers then
                 return nil, err
             end
         end
-        if opts.models then
-            scorer, err = scorer_mod.load(lib, opts.models)
-            if not scorer then
-                load_errors = load_errors + 1
-                model_errors[#model_errors + 1] = (engine == "shadow" and "rust engine: " or "") .. err
+        if o.models then
+            got.scorer, err = scorer_mod.load(lib, o.models)
+            if not got.scorer then
+                got.model_errors[#got.model_errors + 1] = (engine == "shadow" and "rust engine: " or "") .. err
             end
         end
     end
-
-    local leng
     if engine ~= "rust" then
         local list_err, lua_model_err
         lheaders = require "resty.edgeguard.lua_engine.headers"
-        leng, list_err, lua_model_err = load_lua_engine(lib, opts)
-        if not leng then
+        got.lua, list_err, lua_model_err = load_lua_engine(lib, o)
+        if not got.lua then
             return nil, list_err
         end
         if lua_model_err then
-            load_errors = load_errors + 1
-            model_errors[#model_errors + 1] = (engine == "shadow" and "lua engine: " or "") .. lua_model_err
+            got.model_errors[#got.model_errors + 1] = (engine == "shadow" and "lua engine: " or "") .. lua_model_err
         end
+    end
+    return got
+end
+
+-- configure(), between load and publish: models that failed to load. nil
+-- and an error when models are in force in this process (a reload must not
+-- swap working models for none); else the message to log and return
+-- beside true (fail open), or nil when all loaded.
+local function model_failure(lib, o, model_errors)
+    if #model_errors == 0 then
+        return false
+    end
+    -- The process flag outlives the Lua VM that nginx replaces on reload.
+    if lib.edgeguard_process_models_in_force() ~= 0 then
+        return nil, "models not loaded, so this configuration is refused and the models "
+            .. "in force keep scoring (on a reload, nginx keeps the running workers): "
+            .. concat(model_errors, "; ")
+    end
+    local msg = "models not loaded, requests pass unscored"
+        .. (o.fail_closed and " and are refused (fail_closed)" or "") .. ": "
+        .. concat(model_errors, "; ")
+    log(ngx and ngx.ERR, "edgeguard: ", msg)
+    return msg
+end
+
+local function metrics_for(dict, o, scorer, leng)
+    if not o.metrics_dict then
+        return nil
+    end
+    local engine = o.engine
+    return metrics.new(dict, {
+        request_engines = engine == "shadow" and { "rust", "lua", "shadow" } or { engine },
+        engines = engine == "shadow" and { "rust", "lua" } or { engine },
+        models = { rust = scorer and scorer.names, lua = leng and leng.names },
+    })
+end
+
+--- Loads the library and the configured data. Call in init_by_lua*. The
+-- options are the README's table ("Bot scoring"); `config = FILE` reads
+-- them from the JSON file `edgeguard replay --config` reads, the options
+-- beside it overriding the file's. Misspelt options and wrong types raise;
+-- a file that cannot be read or holds a bad option returns nil and an error
+-- naming the file, the option and, in a list, the entry (counted from 0).
+-- A missing or invalid internal header list returns nil, err (fail
+-- closed). Models that fail to load while models loaded by an earlier
+-- configure() in this process are in force (an nginx reload) return nil,
+-- err, so the shipped assert() refuses the reload; otherwise (first start)
+-- the error is logged once and requests pass unscored (fail open) unless
+-- fail_closed = true.
+--
+-- Returns true (and, if models failed to load, the error as a second value),
+-- or nil and an error; a failure leaves the previous configuration serving.
+function _M.configure(opts)
+    local lib, cfg = parse_options(opts, 2)
+    if not lib then
+        return nil, cfg
+    end
+    local o = cfg.options
+    local dict
+    if o.metrics_dict and ngx and ngx.shared then
+        dict = ngx.shared[o.metrics_dict]
+        if not dict then
+            error("edgeguard.configure: metrics_dict \"" .. o.metrics_dict .. "\" is not a "
+                  .. "lua_shared_dict (add `lua_shared_dict " .. o.metrics_dict .. " 1m;` to http {})", 2)
+        end
+    end
+    local got, err = load_engines(lib, o)
+    if not got then
+        return nil, err
     end
     local model_err
-    if load_errors > 0 then
-        -- The process flag outlives the Lua VM that nginx replaces on reload;
-        -- failing open here would swap working models for none.
-        if lib.edgeguard_process_models_in_force() ~= 0 then
-            return nil, "models not loaded, so this configuration is refused and the models "
-                .. "in force keep scoring (on a reload, nginx keeps the running workers): "
-                .. concat(model_errors, "; ")
-        end
-        model_err = "models not loaded, requests pass unscored"
-            .. (opts.fail_closed and " and are refused (fail_closed)" or "") .. ": "
-            .. concat(model_errors, "; ")
-        log(ngx and ngx.ERR, "edgeguard: ", model_err)
+    model_err, err = model_failure(lib, o, got.model_errors)
+    if model_err == nil then
+        return nil, err
     end
 
-    local score_header = opts.score_header or "X-Bot-Score"
-    check_score_header(score_header, "edgeguard.configure", 2)
-    local strip_sets = { [score_header] = strip_set(lib, headers, score_header, "edgeguard.configure", 2) }
-    local spelling_sets = { [score_header] = strip_set(lib, nil, score_header, "edgeguard.configure", 2) }
-
-    local names = (scorer and scorer.names) or (leng and leng.names and #leng.names > 0 and leng.names)
+    local scorer, leng, engine = got.scorer, got.lua, o.engine
     local var_names = {}
-    for _, name in ipairs(names or {}) do
-        var_names[name] = "edgeguard_" .. name
-    end
-    if leng then
-        for _, name in ipairs(leng.names or {}) do
+    for _, eng in ipairs{ scorer or false, leng or false } do
+        for _, name in ipairs(eng and eng.names or {}) do
             var_names[name] = "edgeguard_" .. name
         end
     end
-
-    local mx
-    if opts.metrics_dict then
-        local request_engines = engine == "shadow" and { "rust", "lua", "shadow" } or { engine }
-        local engines = engine == "shadow" and { "rust", "lua" } or { engine }
-        mx = metrics.new(dict, {
-            request_engines = request_engines,
-            engines = engines,
-            models = { rust = scorer and scorer.names, lua = leng and leng.names },
-        })
-    end
+    local mx = metrics_for(dict, o, scorer, leng)
+    local primary = o.shadow_primary or engine
     generation_seq = generation_seq + 1
-    local primary = engine == "shadow" and (opts.shadow_primary or "rust") or engine
-
-    state = {
+    local new = {
         lib = lib,
+        cfg = cfg,
+        options = o,
         engine = engine,
         primary = primary,
         shadow = engine == "shadow" and shadow.new(scorer and scorer.names, leng.names, mx, primary) or nil,
-        headers = headers,
+        headers = got.headers,
         scorer = scorer,
         lua = leng,
-        models_wanted = opts.models ~= nil or opts.lua_models ~= nil,
-        model_error = model_err,
-        load_errors = load_errors,
+        models_wanted = o.models_wanted,
+        model_error = model_err or nil,
+        load_errors = #got.model_errors,
         -- Unique per configure() call across master restarts and reloads.
         generation = format("%s-%s-%d", ngx and ngx.now and ngx.now() or os.time(),
                             ngx and ngx.worker and ngx.worker.pid() or 0, generation_seq),
         metrics = mx,
         var_names = var_names,
-        mode = opts.mode or "log",
-        thresholds = opts.thresholds or {},
-        status = opts.status or 403,
-        allow = allow,
-        fail_closed = opts.fail_closed or false,
-        score_header = score_header,
-        -- score_header name in force -> the Rust set to strip with (false:
-        -- nothing to strip); access{ score_header = } adds to it.
-        strip_sets = strip_sets,
-        -- The same, without the list: the score header's spellings, which
-        -- the Lua engine removes after its own strip.
-        spelling_sets = spelling_sets,
-        vars = opts.vars or false,
-        log_level = opts.log_level,
+        -- score header names (one a line) -> the Rust set to strip with
+        -- (false: nothing to strip), and the same without the list.
+        strip_sets = {},
+        spelling_sets = {},
+        -- access{} tables -> their locations (see location()).
+        by_table = setmetatable({}, { __mode = "k" }),
+        by_content = {},
+        nlocations = 0,
     }
-    lib.edgeguard_process_set_models_in_force(state.models_wanted and load_errors == 0 and 1 or 0)
-    return true, model_err
+    new.base = new_location(new, cfg, "edgeguard.configure", 2)
+    state = new
+    lib.edgeguard_process_set_models_in_force(new.models_wanted and new.load_errors == 0 and 1 or 0)
+    return true, new.model_error
 end
-
 local function flush_metrics(premature)
     local mx = state.metrics
     if mx then
@@ -522,42 +587,12 @@ local function strip(r, set, headers, n, keep)
     return found, 0
 end
 
--- The score header names in force for `opts`, one a line: its own and, for
--- an access{ score_header = } override, configure()'s too (an origin behind
--- both locations may trust either).
-local function score_names(name, level)
-    check_score_header(name, "edgeguard.access", level + 1)
-    if state.score_header == "" or name == state.score_header then
-        return name
-    end
-    return name == "" and state.score_header or name .. "\n" .. state.score_header
-end
 
--- `cache[name]` for `opts`' score header name: the strip set of `list`
--- (nil: the score header rules alone) extended by that name's rules, made
--- on first use in a worker and kept (false when there is nothing to strip).
-local function cached_set(cache, list, opts, level)
-    local name = opts.score_header or state.score_header
-    local set = cache[name]
-    if set == nil then
-        set = strip_set(state.lib, list, score_names(name, level + 1), "edgeguard.access", level + 1)
-        cache[name] = set
-    end
-    return set
-end
-
--- The Rust strip set for `opts`' score header (see strip_set), made on
--- first use in a worker for an override; false when there is nothing to
--- strip.
-local function strip_set_for(opts, level)
-    return cached_set(state.strip_sets, state.headers, opts, level + 1)
-end
-
--- After the Lua engine's strip: removes the client spellings of `opts`'
--- score header(s), found by the Rust rule on the headers nginx holds now;
--- true, or nil and an error.
-local function score_spellings(r, opts, level)
-    local set = cached_set(state.spelling_sets, nil, opts, level + 1)
+-- After the Lua engine's strip: removes the client spellings of the
+-- location's score header(s), found by the Rust rule on the headers nginx
+-- holds now; true, or nil and an error.
+local function score_spellings(r, loc)
+    local set = loc.spelling_set
     if not set then
         return true
     end
@@ -579,7 +614,7 @@ end
 -- internal header. `removed` entries were removed before, `left` not.
 local function refuse(engine_label, removed, left)
     local var = ngx.var
-    ngx.log(state.log_level or ngx.INFO, format(
+    ngx.log(state.base.log_level or ngx.INFO, format(
         'edgeguard action=refused status=400 internal_left=%d reason="header names that are '
         .. 'not RFC 9110 tokens, which ngx.req.clear_header cannot remove" client=%s method=%s uri="%s"',
         left, var.remote_addr, var.request_method, var.request_uri))
@@ -599,6 +634,7 @@ local lreq = { headers = {}, n_headers = 0 }
 -- when some cannot be; or nil and an error.
 local function strip_request(r, keep_score)
     local removed, left = 0, 0
+    local base = state.base
     if state.primary == "lua" then
         local leng = state.lua
         if leng.headers then
@@ -606,13 +642,13 @@ local function strip_request(r, keep_score)
             removed, left = leng:strip(lreq)
         end
         if not keep_score and left == 0 then
-            local ok, err = score_spellings(r, state, 2)
+            local ok, err = score_spellings(r, base)
             if not ok then
                 return nil, err
             end
         end
     else
-        local set = keep_score and state.headers or state.strip_sets[state.score_header]
+        local set = keep_score and state.headers or base.strip_set
         if set then
             local headers, n = request.headers(r)
             if not headers then
@@ -675,49 +711,31 @@ function _M.score()
 end
 
 ------------------------------------------------------------------------------
--- access(): each engine produces scores and a count of internal headers; one
--- decision function turns a result into an action, and one function acts.
+-- access(): each engine produces scores and a count of internal headers; the
+-- location's Rust policy turns a result into an action, and one function
+-- acts.
 
 local score_parts = {}
 local clock = metrics.clock
 
--- The first model whose score reaches its threshold: name, score, threshold.
-local function flagged(opts, names, scores, model_thresholds)
-    local thresholds = opts.thresholds or state.thresholds
-    for i = 1, #names do
-        local name = names[i]
-        local t = thresholds[name] or state.thresholds[name] or model_thresholds[name]
-        local s = scores[name]
-        if t and s and s >= t then
-            return name, s, t
-        end
+-- One engine's decision by the location's policy, without acting (shadow
+-- mode decides for both): "pass", "allow", "log", "block" or
+-- "unavailable"; the flagged model, its score and threshold (nil when none
+-- flagged); and the status of a blocked request. `buf` holds the Rust
+-- scorer's scores in policy order (nil: read them from the table).
+local function decide(loc, engine, scores, buf, r)
+    local addr, len
+    if loc.allow then
+        addr, len = request.binary_addr(r)
     end
-end
-
-local function fail_closed(opts)
-    local v = opts.fail_closed
-    if v == nil then
-        v = state.fail_closed
+    local p = loc.policies[engine]
+    local action, name, threshold, status
+    if buf and scores then
+        action, name, threshold, status = p:decide(buf, addr, len)
+    else
+        action, name, threshold, status = p:decide_table(scores, addr, len)
     end
-    return v
-end
-
--- One engine's decision, without acting (shadow mode decides for both):
--- "pass", "allow", "log", "block", or "unavailable" (unscored under
--- fail_closed); then the flagged model, its score and threshold.
-local function decide(opts, scores, names, model_thresholds, r)
-    if not scores then
-        return (state.models_wanted and fail_closed(opts)) and "unavailable" or "pass"
-    end
-    local name, score, threshold = flagged(opts, names, scores, model_thresholds)
-    local mode = opts.mode or state.mode
-    if not name or mode == "off" then
-        return "pass"
-    end
-    if state.allow and cidr.match(state.allow, request.binary_addr(r)) then
-        return "allow", name, score, threshold
-    end
-    return mode, name, score, threshold
+    return action, name, name and scores[name], threshold, status
 end
 
 local function str(s)
@@ -735,11 +753,22 @@ local function request_text(req)
     return str(req.method), str(req.uri), str(req.client_addr)
 end
 
+local function fail(engine_label, msg)
+    ngx.log(ngx.ERR, "edgeguard: ", msg)
+    if state.metrics then
+        state.metrics:request(engine_label, "error", 0)
+    end
+    return ngx.exit(ngx.HTTP_INTERNAL_SERVER_ERROR)
+end
+
 -- Acts on one engine's result, whichever engine produced it: metrics, score
 -- header, variables, decision line, and the exit. Returns the action.
-local function act(opts, engine_label, scores, names, model_thresholds, removed, r, req)
-    local action, flagged_name, flagged_score, flagged_threshold =
-        decide(opts, scores, names, model_thresholds, r)
+local function act(loc, engine, engine_label, scores, buf, names, removed, r, req)
+    local action, flagged_name, flagged_score, flagged_threshold, status =
+        decide(loc, engine, scores, buf, r)
+    if not action then
+        return fail(engine_label, flagged_name)
+    end
     if state.metrics then
         state.metrics:request(engine_label, action, removed)
     end
@@ -749,7 +778,7 @@ local function act(opts, engine_label, scores, names, model_thresholds, removed,
     if not scores then
         return action
     end
-    local score_header = opts.score_header or state.score_header
+    local score_header = loc.score_header
     if score_header ~= "" then
         for i = 1, #names do
             score_parts[i] = format("%s=%.9g", names[i], scores[names[i]])
@@ -758,11 +787,7 @@ local function act(opts, engine_label, scores, names, model_thresholds, removed,
         set_req_header(r, score_header, #score_header, value, #value)
     end
 
-    local vars = opts.vars
-    if vars == nil then
-        vars = state.vars
-    end
-    if vars then
+    if loc.vars then
         local var = ngx.var
         for i = 1, #names do
             var[state.var_names[names[i]]] = format("%.9g", scores[names[i]])
@@ -772,25 +797,17 @@ local function act(opts, engine_label, scores, names, model_thresholds, removed,
 
     if action == "block" or action == "log" then
         local method, uri, client = request_text(req)
-        ngx.log(opts.log_level or state.log_level or ngx.INFO,
+        ngx.log(loc.log_level or ngx.INFO,
             format('edgeguard action=%s model=%s score=%.6f threshold=%.6f client=%s method=%s uri="%s"',
                    action, flagged_name, flagged_score, flagged_threshold, client, method, uri))
     end
     if action == "block" then
-        return ngx.exit(opts.status or state.status)
+        return ngx.exit(status)
     end
     return action
 end
 
-local function fail(engine_label, msg)
-    ngx.log(ngx.ERR, "edgeguard: ", msg)
-    if state.metrics then
-        state.metrics:request(engine_label, "error", 0)
-    end
-    return ngx.exit(ngx.HTTP_INTERNAL_SERVER_ERROR)
-end
-
-local function run_rust(opts, r, set)
+local function run_rust(loc, r)
     local mx = state.metrics
     local t0 = mx and clock()
     local req, headers, n = request.current(r)
@@ -807,10 +824,11 @@ local function run_rust(opts, r, set)
         end
     end
     local found, left = 0, 0
+    local set = loc.strip_set
     if set then
         -- A score header spelled exactly as edgeguard's stays for act() to
         -- overwrite when the request is scored.
-        found, left = strip(r, set, headers, n, scores and (opts.score_header or state.score_header))
+        found, left = strip(r, set, headers, n, scores and loc.score_header)
         if not found then
             return fail("rust", left)
         end
@@ -827,10 +845,10 @@ local function run_rust(opts, r, set)
     if left > 0 then
         return refuse("rust", 0, left)
     end
-    return act(opts, "rust", scores, scorer and scorer.names, scorer and scorer.thresholds, found, r, req)
+    return act(loc, "rust", "rust", scores, scorer and scorer.out, scorer and scorer.names, found, r, req)
 end
 
-local function run_lua(opts, r)
+local function run_lua(loc, r)
     local mx = state.metrics
     local t0 = mx and clock()
     local leng = state.lua
@@ -844,7 +862,7 @@ local function run_lua(opts, r)
         removed, left = leng:strip(lreq)
     end
     if left == 0 then
-        local ok, err = score_spellings(r, opts, 3)
+        local ok, err = score_spellings(r, loc)
         if not ok then
             return fail("lua", err)
         end
@@ -858,12 +876,12 @@ local function run_lua(opts, r)
     if left > 0 then
         return refuse("lua", removed, left)
     end
-    return act(opts, "lua", scores, leng.names, leng.thresholds, removed, r, lreq)
+    return act(loc, "lua", "lua", scores, nil, leng.names, removed, r, lreq)
 end
 
 -- Shadow mode: both engines on every request (resty.edgeguard.shadow judges).
 
-local function run_shadow(opts, r, set)
+local function run_shadow(loc, r)
     local mx = state.metrics
     local scorer, leng = state.scorer, state.lua
     -- What both engines count: the list's entries (an extended set's
@@ -905,6 +923,7 @@ local function run_shadow(opts, r, set)
     -- Strip with the primary only.
     local removed, left = 0, 0
     if primary == "rust" then
+        local set = loc.strip_set
         if set then
             removed, left = strip(r, set, headers, n)
             if not removed then
@@ -920,7 +939,7 @@ local function run_shadow(opts, r, set)
         end
         if left == 0 then
             local ok
-            ok, err = score_spellings(r, opts, 3)
+            ok, err = score_spellings(r, loc)
             if not ok then
                 return fail("shadow", err)
             end
@@ -943,28 +962,28 @@ local function run_shadow(opts, r, set)
         end
     end
 
-    local rnames, lnames = scorer and scorer.names, leng.names
-    local ra = decide(opts, rs, rnames, scorer and scorer.thresholds, r)
-    local la = decide(opts, ls, lnames, leng.thresholds, r)
+    local rbuf, rnames, lnames = scorer and scorer.out, scorer and scorer.names, leng.names
+    local ra = decide(loc, "rust", rs, rbuf, r)
+    local la = decide(loc, "lua", ls, nil, r)
     state.shadow:compare(rs, ls, ra, la, rcount, lcount)
 
     if left > 0 then
         return refuse("shadow", removed, left)
     end
     if primary == "rust" then
-        return act(opts, "shadow", rs, rnames, scorer and scorer.thresholds, removed, r, req)
+        return act(loc, "rust", "shadow", rs, rbuf, rnames, removed, r, req)
     end
-    return act(opts, "shadow", ls, lnames, leng.thresholds, removed, r, lreq)
+    return act(loc, "lua", "shadow", ls, nil, lnames, removed, r, lreq)
 end
 
 --- The one-liner for rewrite_by_lua*: scores the request as the client
 -- sent it, strips internal headers and every client spelling of the score
 -- header, passes the scores upstream, and blocks or logs by the mode.
--- `opts` may override mode, thresholds, status, score_header, vars,
--- log_level, fail_closed and engine for this location. The engine override
--- can only pick an engine configure() loaded ("rust" or "lua" when it was
--- "shadow"); anything else raises an error, as misuse. Returns the action
--- taken ("pass", "allow", "log", "block"); blocking ends the request with
+-- `opts` may override the options the README's table marks "per location"
+-- for this location; they are resolved by Rust once per location (a bad
+-- one raises, as misuse, on the first request), and the engine override
+-- can only pick an engine configure() loaded. Returns the action taken
+-- ("pass", "allow", "log", "block"); blocking ends the request with
 -- ngx.exit, and so does refusing (400) a request whose internal headers
 -- nginx's Lua API cannot remove.
 --
@@ -978,26 +997,21 @@ end
 --   ends the handler with ngx.exit(ngx.DECLINED) and nginx's own access
 --   modules decide.
 function _M.access(opts)
+    local st = state
+    if not st.lib then
+        error("edgeguard: call edgeguard.configure{ ... } in init_by_lua first", 2)
+    end
+    local loc = st.base
     if opts ~= nil then
         if type(opts) ~= "table" then
             error("edgeguard.access expects a table of options or nothing", 2)
         end
-        check_options(opts, PER_REQUEST, "edgeguard.access", 2)
-    else
-        opts = state
-    end
-    if not state.lib then
-        error("edgeguard: call edgeguard.configure{ ... } in init_by_lua first", 2)
-    end
-    local engine = opts.engine or state.engine
-    if not ENGINES[state.engine][engine] then
-        error("edgeguard.access: engine \"" .. engine .. "\" was not loaded; configure{ engine = \""
-              .. state.engine .. "\" } allows " .. (state.engine == "shadow"
-                  and "\"rust\", \"lua\" or \"shadow\"" or "only \"" .. state.engine .. "\""), 2)
+        loc = st.by_table[opts] or location(st, opts, 2)
     end
     need_nginx("access")
 
     local r = request.get(2)
+    local engine = loc.engine
     -- Direct FFI calls, not resty.core's wrappers: this is every request's
     -- path, and its JIT trace must stay within LuaJIT's limits.
     if C.ngx_http_lua_ffi_is_subrequest(r) ~= 0 then
@@ -1007,14 +1021,13 @@ function _M.access(opts)
         end
         return "pass"
     end
-    local set = strip_set_for(opts, 2)
     local action
     if engine == "rust" then
-        action = run_rust(opts, r, set)
+        action = run_rust(loc, r)
     elseif engine == "lua" then
-        action = run_lua(opts, r)
+        action = run_lua(loc, r)
     else
-        action = run_shadow(opts, r, set)
+        action = run_shadow(loc, r)
     end
     if C.ngx_http_lua_ffi_get_phase(r, phase_err) == CONTEXT_ACCESS then
         return ngx.exit(ngx.DECLINED)

@@ -118,6 +118,10 @@ mod tests {
         assert!(c("fe80::/10").contains(ip("febf::9")));
         assert!(!c("fe80::/10").contains(ip("fec0::9")));
         assert!(c("::ffff:192.0.2.0/120").contains(ip("::ffff:192.0.2.99")));
+        assert!(c("::1").contains(ip("::1")));
+        assert!(!c("::1").contains(ip("::2")));
+        assert!(c("1:2:3:4:5:6:7:8").contains(ip("1:2:3:4:5:6:7:8")));
+        assert_eq!(c("1:2:3:4:5:6:7:8").to_string(), "1:2:3:4:5:6:7:8/128");
         for bad in [
             "10.0.0.0/33",
             "::/129",
@@ -130,6 +134,9 @@ mod tests {
             "01.2.3.4",
             "1::2::3",
             "1:2:3:4:5:6:7:8:9",
+            "1.2.3",
+            "example.com",
+            "::1/",
             "",
         ] {
             assert!(Cidr::parse(bad).is_err(), "{bad}");

@@ -3,8 +3,7 @@
 //!
 //! # Format
 //!
-//! A JSON object with the names and meanings of the options of
-//! `require("resty.edgeguard").configure{}` (`lua/resty/edgeguard.lua`):
+//! A JSON object of the options of `require("resty.edgeguard").configure{}`:
 //!
 //! ```json
 //! {
@@ -17,22 +16,16 @@
 //! }
 //! ```
 //!
-//! | key | type | meaning |
-//! |-----|------|---------|
-//! | `internal_headers` | path | list of internal header names to strip (optional) |
-//! | `models` | object name → path | CatBoost models; scored in byte order of their names, the order every engine is given (optional) |
-//! | `mode` | `"block"`, `"log"` or `"off"` | what a flagged request gets; default `"log"` |
-//! | `thresholds` | object name → number | per-model threshold overriding the model's own `edgeguard.threshold` |
-//! | `allow` | list of CIDR blocks or addresses | clients never blocked nor logged: their flagged requests get `allow` |
-//! | `status` | integer 400–599 | status of blocked requests; default 403 |
-//!
-//! The nginx options `lib_path`, `fail_closed`, `score_header`, `vars` and
-//! `log_level` are accepted (type-checked) so that one file serves both, and
-//! have no effect offline. Relative paths are relative to the directory of
-//! the configuration file. Any other key, or a value of the wrong type or out
-//! of range, is an error naming the key (and, in a list, the entry, counted
-//! from 0). [`options::OPTIONS`] is the one list of option names and where
-//! each may be given.
+//! The options, their defaults and meanings are documented once, in the
+//! README's option table ("Bot scoring: `configure{}` and `access{}`").
+//! A file takes the options replay can act on and the nginx options that
+//! make sense beside them (`fail_closed`, `score_header`, `vars`,
+//! `log_level`, which have no effect offline); `lib_path` and the
+//! engine options stay in nginx.conf. Relative paths are relative to the
+//! directory of the configuration file. Any other key, or a value of the
+//! wrong type or out of range, is an error naming the key (and, in a list,
+//! the entry, counted from 0). [`options::OPTIONS`] is the one list of
+//! option names and where each may be given.
 //!
 //! The same [`Options`] and [`Policy`] are behind the C ABI
 //! (`src/ffi/config.rs`, bound for Lua by `lua/resty/edgeguard/policy.lua`):

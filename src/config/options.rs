@@ -3,8 +3,9 @@
 //!
 //! The same JSON shape comes from three places: a configuration file (the
 //! one `edgeguard replay --config` reads), the Lua `configure{}` table and
-//! a location's `access{}` table (the shim turns both into JSON with
-//! lua-cjson). [`OPTIONS`] says which options each accepts.
+//! a location's `access{}` table (`resty.edgeguard.policy` encodes both as
+//! JSON). [`OPTIONS`] says which options each accepts; the README's option
+//! table is their one description.
 
 use std::path::{Path, PathBuf};
 
@@ -70,7 +71,8 @@ pub const OPTIONS: [OptionSpec; 16] = [
     spec("score_header", true, true, true),
     spec("vars", true, true, true),
     spec("log_level", true, true, true),
-    spec("lib_path", true, true, false),
+    // Lua-side: the shim needs the library before it can hand it anything.
+    spec("lib_path", false, true, false),
     spec("engine", false, true, true),
     spec("shadow_primary", false, true, false),
     spec("lua_models", false, true, false),

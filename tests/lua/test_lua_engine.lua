@@ -76,9 +76,16 @@ local function cli_vector(row)
     return floats, cats
 end
 
+-- The Rust scorer of { name = path }, in the order the configuration
+-- resolves (it owns the model order).
+local function rust_scorer(models)
+    local cfg = assert(require("resty.edgeguard.policy").new(lib, { models = models }, "test"))
+    return scorer.load(lib, cfg.options.models)
+end
+
 local function engines(models)
     local eng = assert(lua_engine.new{ models = models, lib = lib })
-    local rust = assert(scorer.load(lib, models))
+    local rust = assert(rust_scorer(models))
     return eng, rust
 end
 
@@ -198,7 +205,7 @@ T.test("models the scorer cannot use are refused naming model, file and feature"
     f:write(text)
     f:close()
     ok, err = lua_engine.new{ models = { bot = path }, lib = lib }
-    local rust_ok, rust_err = scorer.load(lib, { bot = path })
+    local rust_ok, rust_err = rust_scorer({ bot = path })
     os.remove(path)
     T.eq(ok, nil)
     T.contains(err, "not a probability in [0, 1]")

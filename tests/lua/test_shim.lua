@@ -38,7 +38,7 @@ T.test("misuse raises at the caller's line", function()
     err = T.raises(function() edgeguard.configure{ internal_header = "typo" } end)
     T.contains(err, "unknown option 'internal_header'")
     err = T.raises(function() edgeguard.configure{ internal_headers = 42 } end)
-    T.contains(err, "'internal_headers' must be a string, got number")
+    T.contains(err, "internal_headers: must be a non-empty path string, got number")
 end)
 
 T.test("clear_internal_headers outside nginx is misuse", function()
@@ -114,12 +114,13 @@ T.test("models load into a scorer; options are checked", function()
     T.eq(names[1], "bot", "models are scored in name order")
     T.eq(names[2], "spoof")
 
-    T.contains(T.raises(function() edgeguard.configure{ mode = "deny" } end), 'mode must be "block"')
-    T.contains(T.raises(function() edgeguard.configure{ status = 200 } end), "status must be")
+    T.contains(T.raises(function() edgeguard.configure{ mode = "deny" } end), 'mode: must be "block"')
+    T.contains(T.raises(function() edgeguard.configure{ status = 200 } end), "status: must be")
     T.contains(T.raises(function() edgeguard.configure{ thresholds = { bot = "high" } } end),
-               "thresholds.bot must be a number")
-    T.contains(T.raises(function() edgeguard.configure{ allow = { "10.0.0.0/33" } } end), "allow[1]")
-    T.contains(T.raises(function() edgeguard.configure{ models = { bot = 1 } } end), "file paths")
+               "thresholds.bot: must be a number")
+    T.contains(T.raises(function() edgeguard.configure{ allow = { "10.0.0.0/33" } } end), "allow[0]")
+    T.contains(T.raises(function() edgeguard.configure{ models = { bot = 1 } } end),
+               "models.bot: must be a non-empty path string")
     os.remove(list)
 end)
 
@@ -214,10 +215,10 @@ T.test("a bad config file is refused with its name; the previous state stays", f
         { "not json", "not JSON" },
         { "[1, 2]", "must be a JSON object" },
         { '{"engine": "lua"}', "unknown option 'engine'" },
-        { '{"mode": "deny"}', 'mode must be "block", "log" or "off", got "deny"' },
-        { '{"status": "403"}', "option 'status' must be a number, got string" },
-        { '{"thresholds": {"bot": "high"}}', "thresholds.bot must be a number" },
-        { '{"models": {"bot": 7}}', "models.bot must be a file path" },
+        { '{"mode": "deny"}', 'mode: must be "block", "log" or "off", got "deny"' },
+        { '{"status": "403"}', "status: must be an HTTP error status (400-599)" },
+        { '{"thresholds": {"bot": "high"}}', "thresholds.bot: must be a number" },
+        { '{"models": {"bot": 7}}', "models.bot: must be a non-empty path string" },
         { '{"internal_headers": "lists/missing.txt"}', "lists/missing.txt" },
     }
     for _, case in ipairs(cases) do
@@ -271,19 +272,20 @@ end)
 
 T.test("engine options are checked at configure and per location", function()
     T.contains(T.raises(function() edgeguard.configure{ engine = "python" } end),
-               'engine must be "rust", "lua" or "shadow", got "python"')
-    T.contains(T.raises(function() edgeguard.configure{ engine = 1 } end), "'engine' must be a string")
+               'engine: must be "rust", "lua" or "shadow", got "python"')
+    T.contains(T.raises(function() edgeguard.configure{ engine = 1 } end),
+               'engine: must be "rust", "lua" or "shadow", got number')
     T.contains(T.raises(function() edgeguard.configure{ engine = "shadow", shadow_primary = "go" } end),
-               'shadow_primary must be "rust" or "lua"')
+               'shadow_primary: must be "rust" or "lua"')
     T.contains(T.raises(function() edgeguard.configure{ shadow_primary = "lua" } end),
                'shadow_primary needs engine = "shadow"')
     T.contains(T.raises(function() edgeguard.configure{ lua_models = { bot = "models/bot.json" } } end),
                'lua_models needs engine = "lua" or "shadow"')
     T.contains(T.raises(function() edgeguard.configure{ metrics_dict = 5 } end),
-               "'metrics_dict' must be a string")
+               "metrics_dict: must be a string, got number")
     -- Checked before anything else in access, so it raises here too.
     local err = T.raises(function() edgeguard.access{ engine = "lus" } end)
-    T.contains(err, 'engine must be "rust", "lua" or "shadow", got "lus"')
+    T.contains(err, 'engine: must be "rust", "lua" or "shadow", got "lus"')
     T.contains(err, "test_shim.lua:")
     T.contains(T.raises(function() edgeguard.access{ shadow_primary = "lua" } end),
                "unknown option 'shadow_primary'")
@@ -374,6 +376,64 @@ T.test("metrics text: cumulative buckets, count from +Inf, escaped labels", func
     T.contains(text, "# TYPE edgeguard_score histogram\n")
     local t0 = metrics.clock()
     T.ok(metrics.clock() >= t0, "monotonic")
+end)
+
+T.test("a config file's bad entry is nil, err naming the file, the option and the entry from 0", function()
+    local before = edgeguard.models()
+    for _, case in ipairs{
+        { '{"allow": ["10.0.0.0/33"]}', "allow[0]: prefix length 33 too long in '10.0.0.0/33'" },
+        { '{"allow": ["10.0.0.0/8", "2001:db8::/32", "nope"]}', "allow[2]: invalid address in CIDR block 'nope'" },
+        { '{"allow": ["10.0.0.0/8", 7]}', "allow[1]: must be a CIDR block string, got number" },
+        { '{"lib_path": "/x/libedgeguard.so"}',
+          "lib_path: unknown option 'lib_path' in a configuration file (it is an nginx.conf option: give it to configure{})" },
+        { '{"models": {"bot": "bot.json"}, "thresholds": {"bto": 0.5}}', "thresholds.bto: no model of that name" },
+    } do
+        local dir, path = config_dir(case[1])
+        local ok, err = edgeguard.configure{ config = path, lib_path = LIB }
+        T.eq(ok, nil, case[1])
+        T.eq(err, path .. ": " .. case[2], case[1])
+        os.execute("rm -rf " .. dir)
+    end
+    T.eq(edgeguard.models()[1], before and before[1], "previous configuration still in force")
+    -- The same entry in the table itself is misuse, numbered the same way.
+    local err = T.raises(function() edgeguard.configure{ allow = { "10.0.0.0/8", "10.0.0.0/33" } } end)
+    T.contains(err, "test_shim.lua:")
+    T.contains(err, "edgeguard.configure: allow[1]: prefix length 33 too long in '10.0.0.0/33'")
+    T.contains(T.raises(function() edgeguard.configure{ lib_path = 7 } end),
+               "edgeguard.configure: lib_path: must be a path string, got number")
+end)
+
+T.test("model order is the configuration's, whatever the table's", function()
+    assert(edgeguard.configure{ lib_path = LIB,
+                                models = { spoof = "models/spoof.json", bot = "models/bot.json" } })
+    local names = edgeguard.models()
+    T.eq(names[1], "bot")
+    T.eq(names[2], "spoof")
+end)
+
+T.test("access{} options are resolved by Rust once per location; misuse raises at first use", function()
+    assert(edgeguard.configure{ lib_path = LIB, models = { bot = "models/bot.json" }, mode = "block" })
+    local function at_first_use(opts)
+        return T.raises(function() edgeguard.access(opts) end)
+    end
+    -- Resolved (nothing to raise but the missing nginx), cached, and again.
+    local opts = { mode = "log", thresholds = { bot = 0.2 }, status = 429 }
+    T.contains(at_first_use(opts), "needs nginx's http subsystem")
+    T.contains(at_first_use(opts), "needs nginx's http subsystem")
+    T.contains(at_first_use{ mode = "log", thresholds = { bot = 0.2 }, status = 429 },
+               "needs nginx's http subsystem")
+    local err = at_first_use{ mode = "deny" }
+    T.contains(err, "test_shim.lua:")
+    T.contains(err, 'edgeguard.access: mode: must be "block", "log" or "off", got "deny"')
+    T.contains(at_first_use{ thresholds = { bto = 0.5 } }, "edgeguard.access: thresholds.bto: no model of that name")
+    T.contains(at_first_use{ status = 200 }, "edgeguard.access: status: must be an HTTP error status")
+    T.contains(at_first_use{ allow = { "10.0.0.0/8" } },
+               "edgeguard.access: allow: unknown option 'allow' per location (give it to configure{})")
+    T.contains(at_first_use{ engine = "lua" }, 'engine "lua" was not loaded')
+    T.contains(at_first_use{ score_header = "X-*" }, 'score_header "X-*" is not a header name')
+    T.contains(at_first_use{ vars = print }, "option 'vars' must not be a function")
+    -- A bad table stays bad: it is not cached.
+    T.contains(at_first_use{ mode = "deny" }, "mode: must be")
 end)
 
 T.run()

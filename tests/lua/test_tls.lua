@@ -96,7 +96,7 @@ end)
 
 T.test("the library still scores without TLS", function()
     local scorer = require "resty.edgeguard.scorer"
-    local s = assert(scorer.load(lib, { bot = "models/bot.json" }))
+    local s = assert(scorer.load(lib, { { name = "bot", path = "models/bot.json" } }))
     local ua = "curl/7.88.1"
     local headers = ffi.new("edgeguard_header[2]")
     headers[0].key.data, headers[0].key.len = "Host", 4

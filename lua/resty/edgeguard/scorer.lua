@@ -11,9 +11,8 @@ local ffi_gc = ffi.gc
 local ffi_new = ffi.new
 local ffi_string = ffi.string
 local error = error
-local pairs = pairs
+local ipairs = ipairs
 local setmetatable = setmetatable
-local sort = table.sort
 local tonumber = tonumber
 local type = type
 
@@ -24,31 +23,23 @@ local scorer_out = ffi_new("edgeguard_scorer *[1]")
 local _M = {}
 local mt = { __index = _M }
 
---- Loads models given as { name = path, ... }. Returns the scorer, or nil and
--- an error naming the model file (and field).
+--- Loads models given as a list of { name = , path = } in scoring order
+-- (the order the resolved options give: the configuration owns it).
+-- Returns the scorer, or nil and an error naming the model file (and field).
 function _M.load(lib, models)
-    if type(models) ~= "table" then
-        error("models must be a table of name = path", 2)
+    if type(models) ~= "table" or #models == 0 then
+        error("models must be a non-empty list of { name = , path = }", 2)
     end
-    local names = {}
-    for name, path in pairs(models) do
-        if type(name) ~= "string" or type(path) ~= "string" then
-            error("models must map model names (strings) to file paths (strings)", 2)
-        end
-        names[#names + 1] = name
-    end
-    sort(names) -- a stable model order, whatever the table's
-    local n = #names
-    if n == 0 then
-        error("models must name at least one model", 2)
-    end
-
+    local n = #models
     local c_names = ffi_new("const char *[?]", n)
     local c_paths = ffi_new("const char *[?]", n)
-    for i, name in ipairs(names) do
-        -- `names` and `models` keep the strings alive during the call.
-        c_names[i - 1] = name
-        c_paths[i - 1] = models[name]
+    for i, m in ipairs(models) do
+        if type(m.name) ~= "string" or type(m.path) ~= "string" then
+            error("models must be a list of { name = string, path = string }", 2)
+        end
+        -- `models` keeps the strings alive during the call.
+        c_names[i - 1] = m.name
+        c_paths[i - 1] = m.path
     end
     local rc = lib.edgeguard_scorer_new(c_names, c_paths, n, scorer_out, errbuf, ERRBUF_LEN)
     if rc ~= 0 then
