@@ -26,7 +26,7 @@ use super::error::{ModelError, ShapeError};
 use super::hash::{cat_hash, widen_cat};
 use super::limits::{MAX_BITS, MAX_DIMENSION, MAX_USED_CATS};
 use super::parts::Info;
-use super::plan::{or_pattern, set_ones, set_run, Plan};
+use super::plan::{or_pattern, set_ones, Plan};
 use super::prediction::{apply_prediction_type, output_len, Objective};
 use super::prediction::{PredictionError, PredictionType};
 use super::simd::prefetch;
@@ -308,7 +308,7 @@ impl Model {
             let borders = &p.borders[f.borders.0 as usize..f.borders.1 as usize];
             // "Border below v" is CatBoost's `v > border`: false for NaN.
             let above = borders.partition_point(|&b| b < v);
-            set_run(&mut words, f.bits as usize, borders.len(), above);
+            set_ones(&mut words, f.bits as usize, above);
         }
         let mut one_hot = [0u16; CATS];
         for (m, o) in one_hot.iter_mut().zip(&p.one_hots) {

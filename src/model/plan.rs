@@ -334,34 +334,6 @@ pub(crate) fn set_ones(words: &mut [u64], mut at: usize, mut count: usize) {
     }
 }
 
-/// Sets bits `at..at + count` of a packed bit array, `count` being at most
-/// `width`: [`set_ones`] without a branch on `count`. The words touched are
-/// those of `at..at + width`, the same for every document, and each gets
-/// its part of the run by arithmetic: `count` is the document's (how many
-/// borders its value is above), and a loop or test on it would be
-/// mispredicted.
-#[inline(always)]
-pub(crate) fn set_run(words: &mut [u64], at: usize, width: usize, count: usize) {
-    debug_assert!(count <= width);
-    if width == 0 {
-        return;
-    }
-    let end = at + count;
-    let first = at / 64;
-    for (q, word) in words[first..=(at + width - 1) / 64].iter_mut().enumerate() {
-        let low = (first + q) * 64;
-        let start = at.max(low) - low;
-        let stop = end.clamp(low + start, low + 64) - low;
-        *word |= ones(stop) & !ones(start);
-    }
-}
-
-/// The low `n` bits set, for `n` up to 64, without a branch.
-#[inline(always)]
-fn ones(n: usize) -> u64 {
-    ((1u128 << n) - 1) as u64
-}
-
 /// ORs the 64-bit `pattern` (bit 0 first) into a packed bit array from bit
 /// `at` on. Only words the pattern's set bits reach are written.
 #[inline(always)]
@@ -369,13 +341,10 @@ pub(crate) fn or_pattern(words: &mut [u64], at: usize, pattern: u64) {
     let (first, shift) = (at / 64, at % 64);
     words[first] |= pattern << shift;
     // `(p >> 1) >> (63 - shift)` is `p >> (64 - shift)`, and 0 (not an
-    // overflow) for shift 0. Written whenever the next word exists (a test
-    // on `at` alone, the same for every document), not when the spill is
-    // non-zero (a test on the document's pattern, often mispredicted);
-    // when it does not exist, the pattern has no bits there.
+    // overflow) for shift 0.
     let spill = (pattern >> 1) >> (63 - shift);
-    if let Some(next) = words.get_mut(first + 1) {
-        *next |= spill;
+    if spill != 0 {
+        words[first + 1] |= spill;
     }
 }
 
@@ -399,21 +368,6 @@ mod tests {
                     .map(|p| u8::from(p >= at && p < at + count))
                     .collect();
                 assert_eq!(bits(&words, 384), want, "at {at} count {count}");
-            }
-        }
-    }
-
-    #[test]
-    fn runs_of_a_width_are_runs_of_ones() {
-        for at in [0, 1, 13, 63, 64, 65, 127, 190] {
-            for width in [0, 1, 2, 63, 64, 65, 129, 130] {
-                for count in 0..=width {
-                    let mut want = [0u64; 6];
-                    set_ones(&mut want, at, count);
-                    let mut got = [0u64; 6];
-                    set_run(&mut got, at, width, count);
-                    assert_eq!(got, want, "at {at} width {width} count {count}");
-                }
             }
         }
     }
