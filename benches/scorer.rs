@@ -65,7 +65,7 @@ type Variant = fn(&Scorer, &Request<'_>, &mut [f64]);
 /// hashed by the model.
 fn score_separately(scorer: &Scorer, req: &Request<'_>, out: &mut [f64]) {
     let mut v = FeatureVector::new();
-    extract(req, &mut v);
+    scorer.extract(req, &mut v);
     for (m, o) in scorer.models().iter().zip(out) {
         score_one(m, &v, o);
     }
@@ -75,7 +75,7 @@ fn score_separately(scorer: &Scorer, req: &Request<'_>, out: &mut [f64]) {
 fn score_independently(scorer: &Scorer, req: &Request<'_>, out: &mut [f64]) {
     for (m, o) in scorer.models().iter().zip(out) {
         let mut v = FeatureVector::new();
-        extract(req, &mut v);
+        scorer.extract(req, &mut v);
         score_one(m, &v, o);
     }
 }
@@ -126,7 +126,7 @@ fn summarize(views: &[Request<'_>]) {
         .iter()
         .map(|req| {
             let mut v = FeatureVector::new();
-            extract(req, &mut v);
+            scorers[1].extract(req, &mut v);
             v
         })
         .collect();
@@ -144,7 +144,7 @@ fn summarize(views: &[Request<'_>]) {
     for pass in 0..PASSES {
         timed(0, &mut |i| {
             let mut v = FeatureVector::new();
-            extract(&views[i], &mut v);
+            scorers[1].extract(&views[i], &mut v);
             black_box(v.floats()[0]);
         });
         // What sharing saves per additional model that reads every

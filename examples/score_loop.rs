@@ -11,19 +11,19 @@ use std::hint::black_box;
 #[path = "../tests/scorer_support/mod.rs"]
 mod scorer_support;
 
-use edgeguard::features::{extract, FeatureVector, Request};
+use edgeguard::features::{FeatureVector, Request};
 use edgeguard::headers::Header;
 use edgeguard::scorer::Scorer;
 use scorer_support::{fixture_requests, shipped};
 
 /// Extraction alone; out of line so callgrind counts it under one name.
 #[inline(never)]
-fn extract_all(views: &[Request<'_>], rounds: usize) -> f32 {
+fn extract_all(scorer: &Scorer, views: &[Request<'_>], rounds: usize) -> f32 {
     let mut total = 0.0;
     for _ in 0..rounds {
         for req in views {
             let mut v = FeatureVector::new();
-            extract(black_box(req), &mut v);
+            scorer.extract(black_box(req), &mut v);
             total += v.floats()[0];
         }
     }
@@ -79,11 +79,11 @@ fn main() {
         .iter()
         .map(|req| {
             let mut v = FeatureVector::new();
-            extract(req, &mut v);
+            scorer.extract(req, &mut v);
             v
         })
         .collect();
-    let e = extract_all(&views, rounds);
+    let e = extract_all(&scorer, &views, rounds);
     let m = models_all(&scorer, &vectors, rounds);
     let s = score_all(&scorer, &views, rounds);
     println!("{} requests, checksums {e} {m} {s}", views.len() * rounds);

@@ -87,6 +87,10 @@ def parse_args(argv):
     p.add_argument("--pin", action="store_true",
                    help="pin the edge worker to CPU 0 and wrk + origin to CPU 1 (default: no pinning)")
     p.add_argument("--no-chart", action="store_true", help="skip the PNG (no matplotlib needed)")
+    p.add_argument("--perf", metavar="FILE",
+                   help="after the rounds, record the Rust edge worker with `perf record -g` (cpu-clock) "
+                        "during one more saturated run into FILE, and print its samples by shared object "
+                        "and the top symbols of libedgeguard.so")
     p.add_argument("--keep", action="store_true", help="keep the nginx prefix directories")
     args = p.parse_args(argv)
     args.configs = [c.strip() for c in args.configs.split(",") if c.strip()]
@@ -262,6 +266,27 @@ def run_wrk(port, duration, connections, threads, load_cpu, pace_ms=None):
         if line.startswith("EDGEGUARD_WRK "):
             return json.loads(line[len("EDGEGUARD_WRK "):])
     raise RuntimeError(f"wrk printed no result (exit {out.returncode}):\n{out.stdout}\n{out.stderr}")
+
+
+def perf_profile(edge, args, load_cpu):
+    """One saturated run of `edge` with perf recording its worker; prints the
+    share of samples per shared object (what the README's split of the Rust
+    engine's cost comes from) and the top symbols of libedgeguard.so."""
+    rec = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "4999", "-g",
+                            "-p", str(edge.worker), "-o", args.perf],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    time.sleep(0.5)
+    r = measure(edge, args, load_cpu)
+    rec.send_signal(signal.SIGINT)
+    rec.wait(timeout=60)
+    print(f"bench-e2e: perf run {r['rps']:.0f} req/s, CPU {r['cpu_us_per_req']:.1f} µs/req, "
+          f"samples in {args.perf}", file=sys.stderr)
+    for sort, extra in (("dso", []), ("sym", ["--dsos", "libedgeguard.so"])):
+        out = subprocess.run(["perf", "report", "-i", args.perf, "--stdio", "--no-children",
+                              "--sort", sort, "-g", "none", "--percent-limit", "0.5"] + extra,
+                             capture_output=True, text=True)
+        lines = [l for l in out.stdout.splitlines() if l.strip() and not l.startswith("#")]
+        print(f"bench-e2e: perf samples by {sort}:\n  " + "\n  ".join(lines[:25]), file=sys.stderr)
 
 
 def measure(edge, args, load_cpu, pace_ms=None):
@@ -617,6 +642,9 @@ def main(argv):
                     print(f"bench-e2e: round {k + 1}/{args.rounds} {c:7s} {r['load']:9s} {r['rps']:9.0f} req/s  "
                           f"P99 {r['p99_ms']:7.3f} ms  CPU {r['cpu_us_per_req']:6.1f} µs/req  "
                           f"busy {r['worker_busy'] * 100:3.0f} %  errors {r['error_count']}", file=sys.stderr)
+
+        if args.perf and "rust" in edges:
+            perf_profile(edges["rust"], args, load_cpu)
 
         log_problems = {c: e.bad_log_lines() for c, e in edges.items()}
     finally:

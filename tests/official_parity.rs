@@ -10,7 +10,7 @@ mod official_support;
 use std::path::Path;
 
 use edgeguard::model::official::{cat_hash, OfficialError, OfficialModel};
-use edgeguard::model::{cat_hash as native_hash, Evaluator, Model, PredictError};
+use edgeguard::model::{cat_hash as native_hash, Evaluator, Model, ShapeError};
 use official_support::{cases, close, fixture_dir, read_docs, read_expected_raw, Doc};
 
 fn load(name: &str) -> OfficialModel {
@@ -100,7 +100,7 @@ fn wrong_sizes_are_refused_before_the_library() {
     let short_floats = &floats[..floats.len() - 1];
     assert_eq!(
         model.predict_raw(short_floats, &cats, &mut out),
-        Err(PredictError::FloatCount {
+        Err(ShapeError::FloatCount {
             expected: floats.len(),
             got: floats.len() - 1
         })
@@ -109,7 +109,7 @@ fn wrong_sizes_are_refused_before_the_library() {
     long_cats.push(1);
     assert_eq!(
         model.predict_raw(&floats, &long_cats, &mut out),
-        Err(PredictError::CatCount {
+        Err(ShapeError::CatCount {
             expected: cats.len(),
             got: cats.len() + 1
         })
@@ -117,7 +117,7 @@ fn wrong_sizes_are_refused_before_the_library() {
     let mut short_out = vec![7.0; dim - 1];
     assert_eq!(
         model.predict_raw(&floats, &cats, &mut short_out),
-        Err(PredictError::OutputLen {
+        Err(ShapeError::OutputLen {
             expected: dim,
             got: dim - 1
         })
@@ -128,7 +128,7 @@ fn wrong_sizes_are_refused_before_the_library() {
     );
     assert_eq!(
         model.try_predict_raw(short_floats, &cats, &mut out),
-        Err(OfficialError::Predict(PredictError::FloatCount {
+        Err(OfficialError::Predict(ShapeError::FloatCount {
             expected: floats.len(),
             got: floats.len() - 1
         }))

@@ -56,59 +56,175 @@ pub const CODES: &[(&str, u8)] = &[
     ("sec-purpose", b'Q'),
 ];
 
-/// Longest name in [`CODES`].
-const LONGEST: usize = {
-    let mut longest = 0;
-    let mut i = 0;
-    while i < CODES.len() {
-        if CODES[i].0.len() > longest {
-            longest = CODES[i].0.len();
-        }
-        i += 1;
-    }
-    longest
-};
+/// The lookup key of a name of at least two bytes: its length and its first,
+/// last and second-to-last bytes with bit 5 set (ASCII letters lower-cased;
+/// other bytes may collide, which the exact comparison after the lookup
+/// rejects). Distinct for every name in [`CODES`] (checked when [`SLOTS`] is
+/// built).
+const fn key(name: &[u8]) -> u64 {
+    let n = name.len();
+    n as u64
+        | ((name[0] | 0x20) as u64) << 8
+        | ((name[n - 1] | 0x20) as u64) << 16
+        | ((name[n - 2] | 0x20) as u64) << 24
+}
 
-/// Most names of [`CODES`] that share one length.
-const BUCKET: usize = 8;
+/// log2 of the slot count: 128 slots for 35 names.
+const SLOT_BITS: u32 = 7;
 
-/// `BY_LEN[n]`: 1 + the indices in [`CODES`] of the names of length `n`,
-/// 0-terminated. A lookup compares a name with at most [`BUCKET`] others
-/// instead of all of them; building it fails to compile if a bucket overflows.
-const BY_LEN: [[u8; BUCKET]; LONGEST + 1] = {
-    let mut table = [[0u8; BUCKET]; LONGEST + 1];
+/// The slot of a key under a multiplier (multiplicative hashing: the top
+/// bits of the product).
+const fn slot(key: u64, multiplier: u64) -> usize {
+    (key.wrapping_mul(multiplier) >> (64 - SLOT_BITS)) as usize
+}
+
+/// The multiplier and the table: `table[slot(key(name))]` is 1 + the index
+/// in [`CODES`] of the one known name that can be there, 0 for none. The
+/// multiplier is the first of a fixed pseudo-random sequence that puts every
+/// name of [`CODES`] in its own slot, found at compile time, so adding a
+/// name never needs a hand-picked constant (and fails to compile only if no
+/// multiplier in the sequence works, which a table this sparse makes
+/// vanishingly unlikely).
+const SLOTS: (u64, [u8; 1 << SLOT_BITS]) = {
     assert!(CODES.len() < u8::MAX as usize, "indices must fit in u8");
     let mut i = 0;
     while i < CODES.len() {
-        let len = CODES[i].0.len();
-        let mut slot = 0;
-        while table[len][slot] != 0 {
-            slot += 1;
+        assert!(CODES[i].0.len() >= 2, "names are at least two bytes");
+        let mut j = 0;
+        while j < i {
+            assert!(
+                key(CODES[i].0.as_bytes()) != key(CODES[j].0.as_bytes()),
+                "two names share a lookup key: extend key()"
+            );
+            j += 1;
         }
-        assert!(slot < BUCKET, "too many header names of one length");
-        table[len][slot] = i as u8 + 1;
         i += 1;
     }
-    table
+    // splitmix64's increment and output mix.
+    let mut state: u64 = 0;
+    let mut attempt = 0;
+    loop {
+        assert!(attempt < 100_000, "no multiplier separates the names");
+        attempt += 1;
+        state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut m = state;
+        m = (m ^ (m >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        m = (m ^ (m >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        m = (m ^ (m >> 31)) | 1;
+        let mut table = [0u8; 1 << SLOT_BITS];
+        let mut ok = true;
+        let mut i = 0;
+        while i < CODES.len() {
+            let s = slot(key(CODES[i].0.as_bytes()), m);
+            if table[s] != 0 {
+                ok = false;
+                break;
+            }
+            table[s] = i as u8 + 1;
+            i += 1;
+        }
+        if ok {
+            break (m, table);
+        }
+    }
+};
+
+/// A known name padded to [`LONGEST_PAD`] bytes, with the bits a
+/// case-insensitive comparison ignores: bit 5 of each letter. Setting those
+/// bits in the candidate and comparing eight bytes at a time is exact
+/// (only `A`-`Z`/`a`-`z` differ in bit 5 alone), unlike lower-casing every
+/// byte, which cost more than the rest of the lookup.
+struct Folded {
+    bytes: [u8; LONGEST_PAD],
+    case: [u8; LONGEST_PAD],
+}
+
+/// The names of [`CODES`] fit in this many bytes.
+const LONGEST_PAD: usize = 32;
+
+impl Folded {
+    const fn new(name: &[u8]) -> Self {
+        assert!(name.len() <= LONGEST_PAD, "header name too long for Folded");
+        let mut bytes = [0u8; LONGEST_PAD];
+        let mut case = [0u8; LONGEST_PAD];
+        let mut i = 0;
+        while i < name.len() {
+            assert!(!name[i].is_ascii_uppercase(), "known names are lower-case");
+            bytes[i] = name[i];
+            if name[i].is_ascii_lowercase() {
+                case[i] = 0x20;
+            }
+            i += 1;
+        }
+        Folded { bytes, case }
+    }
+
+    /// Whether `name` (as long as this name, at least two bytes) equals it
+    /// ignoring ASCII case.
+    fn matches(&self, name: &[u8]) -> bool {
+        let n = name.len();
+        if n < 8 {
+            return name
+                .iter()
+                .zip(&self.bytes)
+                .zip(&self.case)
+                .all(|((&b, &k), &m)| b | m == k);
+        }
+        let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap());
+        let mut at = 0;
+        loop {
+            // The last word overlaps the one before it when `n` is not a
+            // multiple of eight.
+            let at_end = at + 8 >= n;
+            let w = if at_end { n - 8 } else { at };
+            if word(name, w) | word(&self.case, w) != word(&self.bytes, w) {
+                return false;
+            }
+            if at_end {
+                return true;
+            }
+            at += 8;
+        }
+    }
+}
+
+/// [`CODES`]' names folded for [`code`], in the same order.
+static FOLDED: [Folded; CODES.len()] = {
+    let mut folded = [const { Folded::new(b"") }; CODES.len()];
+    let mut i = 0;
+    while i < CODES.len() {
+        folded[i] = Folded::new(CODES[i].0.as_bytes());
+        i += 1;
+    }
+    folded
 };
 
 /// The code of a header name (case-insensitive), [`UNKNOWN`] if none.
+///
+/// One hashed lookup and one comparison: extraction looks up every header
+/// of every request, and comparing each name with the known names of its
+/// length cost more than all the other features of the walk together.
 pub fn code(name: &[u8]) -> u8 {
-    if let Some(bucket) = BY_LEN.get(name.len()) {
-        for &entry in bucket.iter().take_while(|&&e| e != 0) {
-            let (known, c) = CODES[usize::from(entry - 1)];
-            if known.as_bytes().eq_ignore_ascii_case(name) {
-                return c;
-            }
+    if name.len() < 2 {
+        return UNKNOWN;
+    }
+    let (multiplier, table) = &SLOTS;
+    let entry = table[slot(key(name), *multiplier)];
+    if entry != 0 {
+        let i = usize::from(entry - 1);
+        if CODES[i].0.len() == name.len() && FOLDED[i].matches(name) {
+            return CODES[i].1;
         }
     }
-    if starts_with_ci(name, b"sec-ch-ua-") {
-        OTHER_CLIENT_HINT
-    } else if starts_with_ci(name, b"sec-fetch-") {
-        OTHER_FETCH
-    } else {
-        UNKNOWN
+    if name.len() >= 10 && (name[0] | 0x20) == b's' {
+        if starts_with_ci(name, b"sec-ch-ua-") {
+            return OTHER_CLIENT_HINT;
+        }
+        if starts_with_ci(name, b"sec-fetch-") {
+            return OTHER_FETCH;
+        }
     }
+    UNKNOWN
 }
 
 /// Chromium (Chrome, Edge, Opera, Samsung, headless), HTTP/1.1 and HTTP/2.
@@ -118,17 +234,42 @@ const FIREFOX_ORDER: &[u8] = b"ualerckiDOSUFpgyt";
 /// Safari, macOS and iOS.
 const SAFARI_ORDER: &[u8] = b"aSDOurelkc";
 
+/// A canonical order as a rank per code byte: `ranks[c]` is the position
+/// of `c` in the order, `NO_RANK` for codes the order does not rank.
+#[derive(Debug)]
+pub struct CanonicalOrder {
+    ranks: [u8; 128],
+}
+
+/// The rank of a code that is not in an order.
+const NO_RANK: u8 = u8::MAX;
+
+const fn ranks(order: &[u8]) -> CanonicalOrder {
+    let mut ranks = [NO_RANK; 128];
+    let mut i = 0;
+    while i < order.len() {
+        assert!(order[i] < 128 && i < NO_RANK as usize);
+        ranks[order[i] as usize] = i as u8;
+        i += 1;
+    }
+    CanonicalOrder { ranks }
+}
+
+static CHROMIUM: CanonicalOrder = ranks(CHROMIUM_ORDER);
+static FIREFOX: CanonicalOrder = ranks(FIREFOX_ORDER);
+static SAFARI: CanonicalOrder = ranks(SAFARI_ORDER);
+
 /// The canonical order of the browser a family claims; `None` for clients
 /// with no browser order to compare with.
-pub fn canonical_order(family: Family) -> Option<&'static [u8]> {
+pub fn canonical_order(family: Family) -> Option<&'static CanonicalOrder> {
     match family {
         Family::Chrome
         | Family::HeadlessChrome
         | Family::Edge
         | Family::Opera
-        | Family::Samsung => Some(CHROMIUM_ORDER),
-        Family::Firefox => Some(FIREFOX_ORDER),
-        Family::Safari => Some(SAFARI_ORDER),
+        | Family::Samsung => Some(&CHROMIUM),
+        Family::Firefox => Some(&FIREFOX),
+        Family::Safari => Some(&SAFARI),
         _ => None,
     }
 }
@@ -140,23 +281,25 @@ pub const MAX_RANKED: usize = 64;
 /// Counts pairs of headers (both in `order`) that arrived in the opposite of
 /// the canonical order. Codes not in `order` are ignored; repeated headers
 /// (split cookies) are equal and never count.
-pub fn inversions(codes: impl Iterator<Item = u8>, order: &[u8]) -> u32 {
+pub fn inversions(codes: impl Iterator<Item = u8>, order: &CanonicalOrder) -> u32 {
     let mut ranks = [0u8; MAX_RANKED];
     let mut n = 0;
     for c in codes {
         if n == MAX_RANKED {
             break;
         }
-        if let Some(rank) = order.iter().position(|&o| o == c) {
-            // `order` is far shorter than 256.
-            ranks[n] = rank as u8;
+        let rank = order.ranks.get(usize::from(c)).copied().unwrap_or(NO_RANK);
+        if rank != NO_RANK {
+            ranks[n] = rank;
             n += 1;
         }
     }
     let ranks = &ranks[..n];
     let mut count = 0;
     for (i, &a) in ranks.iter().enumerate() {
-        count += ranks[i + 1..].iter().filter(|&&b| b < a).count() as u32;
+        for &b in &ranks[i + 1..] {
+            count += u32::from(b < a);
+        }
     }
     count
 }
@@ -244,6 +387,46 @@ mod tests {
         assert_eq!(code(&[b'a'; 300]), UNKNOWN);
     }
 
+    /// The hashed lookup against a linear scan of [`CODES`], on the known
+    /// names with one byte changed (in every position, to every byte) and
+    /// with bytes added or removed at either end.
+    #[test]
+    fn agrees_with_a_linear_scan() {
+        let naive = |name: &[u8]| -> u8 {
+            if let Some(&(_, c)) = CODES
+                .iter()
+                .find(|(known, _)| known.as_bytes().eq_ignore_ascii_case(name))
+            {
+                c
+            } else if starts_with_ci(name, b"sec-ch-ua-") {
+                OTHER_CLIENT_HINT
+            } else if starts_with_ci(name, b"sec-fetch-") {
+                OTHER_FETCH
+            } else {
+                UNKNOWN
+            }
+        };
+        let mut checked = 0;
+        for &(known, _) in CODES {
+            let known = known.as_bytes();
+            for i in 0..known.len() {
+                for b in 0..=255u8 {
+                    let mut name = known.to_vec();
+                    name[i] = b;
+                    assert_eq!(code(&name), naive(&name), "{name:?}");
+                    checked += 1;
+                }
+            }
+            for n in 0..known.len() {
+                assert_eq!(code(&known[n..]), naive(&known[n..]));
+                assert_eq!(code(&known[..n]), naive(&known[..n]));
+            }
+            let longer = [known, b"-x"].concat();
+            assert_eq!(code(&longer), naive(&longer));
+        }
+        assert!(checked > 50_000);
+    }
+
     #[test]
     fn looks_up_case_insensitively() {
         assert_eq!(code(b"User-Agent"), b'u');
@@ -270,7 +453,7 @@ mod tests {
 
     #[test]
     fn counts_inversions() {
-        let order = CHROMIUM_ORDER;
+        let order = &CHROMIUM;
         assert_eq!(inversions(b"CMPiuaSOUDelk".iter().copied(), order), 0);
         // python-requests order with a Chrome UA: u e a c
         assert_eq!(inversions(b"ueac".iter().copied(), order), 4);
@@ -278,7 +461,7 @@ mod tests {
         assert_eq!(inversions(b"kkk".iter().copied(), order), 0);
         assert_eq!(inversions(b"hQ".iter().copied(), order), 0);
         assert_eq!(inversions(std::iter::repeat_n(b'k', 500), order), 0);
-        assert_eq!(canonical_order(Family::Curl), None);
+        assert!(canonical_order(Family::Curl).is_none());
     }
 
     #[test]

@@ -113,7 +113,7 @@ use fetch_metadata::FetchMetadata;
 use header_order::Fingerprint;
 use orders::{Engine, OrderTable};
 pub use tls::TlsFacts;
-use user_agent::Family;
+use user_agent::{Family, UserAgent};
 
 /// Longest `header_order` fingerprint, in bytes.
 pub const HEADER_ORDER_CAP: usize = 32;
@@ -276,8 +276,8 @@ impl Default for FeatureVector<'_> {
     }
 }
 
-/// The first value of each header the features read.
-#[derive(Default)]
+/// What the header walk keeps: the first value of each header the features
+/// read, counts, and the codes of the known headers in arrival order.
 struct Seen<'a> {
     host: Option<&'a [u8]>,
     connection: Option<&'a [u8]>,
@@ -291,10 +291,91 @@ struct Seen<'a> {
     ch_mobile: Option<&'a [u8]>,
     ch_platform: Option<&'a [u8]>,
     fetch: FetchMetadata<'a>,
+    headers: u32,
     client_hints: u32,
     fetch_headers: u32,
     cookie_headers: u32,
     cookies: u32,
+    /// Codes of the known headers (not [`header_order::UNKNOWN`]), the
+    /// first [`header_order::MAX_RANKED`] of them.
+    codes: [u8; header_order::MAX_RANKED],
+    n_codes: usize,
+}
+
+impl<'a> Seen<'a> {
+    fn new() -> Self {
+        Seen {
+            host: None,
+            connection: None,
+            user_agent: None,
+            accept: None,
+            accept_language: None,
+            accept_encoding: None,
+            referer: None,
+            upgrade_insecure_requests: None,
+            ch_ua: None,
+            ch_mobile: None,
+            ch_platform: None,
+            fetch: FetchMetadata::default(),
+            headers: 0,
+            client_hints: 0,
+            fetch_headers: 0,
+            cookie_headers: 0,
+            cookies: 0,
+            codes: [header_order::UNKNOWN; header_order::MAX_RANKED],
+            n_codes: 0,
+        }
+    }
+
+    fn codes(&self) -> &[u8] {
+        &self.codes[..self.n_codes]
+    }
+
+    /// Notes one header, `code` being its [`header_order::code`].
+    fn header(&mut self, code: u8, value: &'a [u8]) {
+        self.headers += 1;
+        if code == header_order::UNKNOWN {
+            return;
+        }
+        if self.n_codes < self.codes.len() {
+            self.codes[self.n_codes] = code;
+            self.n_codes += 1;
+        }
+        match code {
+            b'h' => first(&mut self.host, value),
+            b'c' => first(&mut self.connection, value),
+            b'u' => first(&mut self.user_agent, value),
+            b'a' => first(&mut self.accept, value),
+            b'l' => first(&mut self.accept_language, value),
+            b'e' => first(&mut self.accept_encoding, value),
+            b'r' => first(&mut self.referer, value),
+            b'i' => first(&mut self.upgrade_insecure_requests, value),
+            b'k' => {
+                self.cookie_headers += 1;
+                self.cookies += bytes::count_items(value, b';') as u32;
+            }
+            b'C' | b'M' | b'P' | header_order::OTHER_CLIENT_HINT => {
+                self.client_hints += 1;
+                match code {
+                    b'C' => first(&mut self.ch_ua, value),
+                    b'M' => first(&mut self.ch_mobile, value),
+                    b'P' => first(&mut self.ch_platform, value),
+                    _ => {}
+                }
+            }
+            b'S' | b'O' | b'U' | b'D' | header_order::OTHER_FETCH => {
+                self.fetch_headers += 1;
+                match code {
+                    b'S' => first(&mut self.fetch.site, value),
+                    b'O' => first(&mut self.fetch.mode, value),
+                    b'U' => first(&mut self.fetch.user, value),
+                    b'D' => first(&mut self.fetch.dest, value),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 fn first<'a>(slot: &mut Option<&'a [u8]>, value: &'a [u8]) {
@@ -309,64 +390,44 @@ pub fn extract<'a>(req: &Request<'a>, out: &mut FeatureVector<'a>) {
 
 /// Fills `out` with the features of `req`; `orders` is the learnt order
 /// table the models were trained with (see [`orders`]). Allocates nothing.
+///
+/// One pass over the headers, then one phase per group of features; each
+/// phase writes its own features and reads only the walk's result (and the
+/// parsed User-Agent), so a new group is one more line here.
 pub fn extract_with<'a>(
     req: &Request<'a>,
     orders: Option<&OrderTable>,
     out: &mut FeatureVector<'a>,
 ) {
-    let mut seen = Seen::default();
-    let mut codes = [header_order::UNKNOWN; header_order::MAX_RANKED];
-    let mut n_codes = 0;
-    let mut header_count = 0u32;
+    let seen = walk_headers(req, out);
+    request_line(req, out);
+    let ua = user_agent_features(&seen, out);
+    header_presence(&seen, out);
+    client_hint_checks(&seen, &ua, out);
+    order_features(&seen, &ua, orders, out);
+    header_values(&seen, out);
+    tls::extract(req.tls(), &ua, out);
+}
+
+/// The one pass over the headers: the `header_order` fingerprint, and what
+/// the other phases read.
+fn walk_headers<'a>(req: &Request<'a>, out: &mut FeatureVector<'a>) -> Seen<'a> {
+    let mut seen = Seen::new();
     out.order.clear();
     for (name, value) in req.headers() {
-        header_count += 1;
         let code = header_order::code(name);
         out.order.push(code);
-        if code != header_order::UNKNOWN && n_codes < codes.len() {
-            codes[n_codes] = code;
-            n_codes += 1;
-        }
-        match code {
-            b'h' => first(&mut seen.host, value),
-            b'c' => first(&mut seen.connection, value),
-            b'u' => first(&mut seen.user_agent, value),
-            b'a' => first(&mut seen.accept, value),
-            b'l' => first(&mut seen.accept_language, value),
-            b'e' => first(&mut seen.accept_encoding, value),
-            b'r' => first(&mut seen.referer, value),
-            b'i' => first(&mut seen.upgrade_insecure_requests, value),
-            b'k' => {
-                seen.cookie_headers += 1;
-                seen.cookies += bytes::items(value, b';').count() as u32;
-            }
-            b'C' | b'M' | b'P' | header_order::OTHER_CLIENT_HINT => {
-                seen.client_hints += 1;
-                match code {
-                    b'C' => first(&mut seen.ch_ua, value),
-                    b'M' => first(&mut seen.ch_mobile, value),
-                    b'P' => first(&mut seen.ch_platform, value),
-                    _ => {}
-                }
-            }
-            b'S' | b'O' | b'U' | b'D' | header_order::OTHER_FETCH => {
-                seen.fetch_headers += 1;
-                match code {
-                    b'S' => first(&mut seen.fetch.site, value),
-                    b'O' => first(&mut seen.fetch.mode, value),
-                    b'U' => first(&mut seen.fetch.user, value),
-                    b'D' => first(&mut seen.fetch.dest, value),
-                    _ => {}
-                }
-            }
-            _ => {}
-        }
+        seen.header(code, value);
     }
-
-    request_line(req, out);
-    out.set(Float::HeaderCount, header_count as f32);
+    out.cats[Cat::HeaderOrder.index()] = CatValue::HeaderOrder;
+    out.set(Float::HeaderCount, seen.headers as f32);
     out.set(Float::ClientIpv6, ip_family(req.client_addr()));
+    seen
+}
 
+/// What the User-Agent claims; returns the parse for the checks that
+/// compare it with the other headers.
+fn user_agent_features(seen: &Seen<'_>, out: &mut FeatureVector<'_>) -> UserAgent {
     let ua_bytes = seen.user_agent.unwrap_or(b"");
     let ua = user_agent::parse(ua_bytes);
     let has_ua = ua.family != Family::None;
@@ -385,7 +446,11 @@ pub fn extract_with<'a>(
     );
     out.set_cat(Cat::UaFamily, ua.family.name().as_bytes());
     out.set_cat(Cat::UaOs, ua.os.name().as_bytes());
+    ua
+}
 
+/// Presence flags, lengths and counts of the headers themselves.
+fn header_presence(seen: &Seen<'_>, out: &mut FeatureVector<'_>) {
     out.set_flag(Float::HasAccept, seen.accept.is_some());
     out.set(
         Float::AcceptLen,
@@ -406,17 +471,17 @@ pub fn extract_with<'a>(
     out.set_flag(Float::HasReferer, seen.referer.is_some());
     out.set_flag(Float::HasConnection, seen.connection.is_some());
     out.set_flag(Float::HasHost, seen.host.is_some());
+}
 
-    // Client hints against the UA's claims.
+/// Client hints and fetch metadata against the UA's claims.
+fn client_hint_checks(seen: &Seen<'_>, ua: &UserAgent, out: &mut FeatureVector<'_>) {
+    let has_ua = ua.family != Family::None;
     let engine = ua.chromium;
+    let hints_expected = ua.os != user_agent::Os::Ios
+        && engine.is_some_and(|v| v >= client_hints::CLIENT_HINTS_SINCE);
     let ch_major = seen.ch_ua.and_then(client_hints::chromium_major);
     out.set(Float::ChUaMajor, ch_major.map_or(f32::NAN, |v| v as f32));
-    out.set_flag(
-        Float::ChMissing,
-        seen.ch_ua.is_none()
-            && ua.os != user_agent::Os::Ios
-            && engine.is_some_and(|v| v >= client_hints::CLIENT_HINTS_SINCE),
-    );
+    out.set_flag(Float::ChMissing, seen.ch_ua.is_none() && hints_expected);
     out.set_flag(
         Float::ChVersionMismatch,
         seen.ch_ua.is_some() && engine.is_some() && ch_major != engine,
@@ -441,36 +506,46 @@ pub fn extract_with<'a>(
             None => false,
         },
     );
-    out.set_flag(
-        Float::FetchNonBrowser,
-        seen.fetch.any() && !ua.family.is_browser(),
-    );
-    out.set_flag(Float::FetchIncoherent, seen.fetch.incoherent());
-    out.set(
-        Float::OrderInversions,
-        header_order::canonical_order(ua.family).map_or(f32::NAN, |order| {
-            header_order::inversions(codes[..n_codes].iter().copied(), order) as f32
-        }),
-    );
-    out.set(
-        Float::OrderReversedPairs,
-        match (orders, Engine::of(&ua)) {
-            (Some(table), Some(engine)) => table.reversed_pairs(engine, &codes[..n_codes]) as f32,
-            _ => f32::NAN,
-        },
-    );
     // Chromium sends client hints and fetch metadata to secure contexts
     // only (HTTPS, localhost): with neither, the origin is plain HTTP and
     // the missing hints are what a real browser sends.
     out.set_flag(
         Float::ChMissingSecure,
-        seen.ch_ua.is_none()
-            && seen.fetch_headers > 0
-            && ua.os != user_agent::Os::Ios
-            && engine.is_some_and(|v| v >= client_hints::CLIENT_HINTS_SINCE),
+        seen.ch_ua.is_none() && seen.fetch_headers > 0 && hints_expected,
     );
+    out.set_flag(
+        Float::FetchNonBrowser,
+        seen.fetch.any() && !ua.family.is_browser(),
+    );
+    out.set_flag(Float::FetchIncoherent, seen.fetch.incoherent());
+}
 
-    out.cats[Cat::HeaderOrder.index()] = CatValue::HeaderOrder;
+/// The header order against the claimed browser's: the hand-written order
+/// (schema 1) and the learnt table (schema 2).
+fn order_features(
+    seen: &Seen<'_>,
+    ua: &UserAgent,
+    orders: Option<&OrderTable>,
+    out: &mut FeatureVector<'_>,
+) {
+    out.set(
+        Float::OrderInversions,
+        header_order::canonical_order(ua.family).map_or(f32::NAN, |order| {
+            header_order::inversions(seen.codes().iter().copied(), order) as f32
+        }),
+    );
+    out.set(
+        Float::OrderReversedPairs,
+        match (orders, Engine::of(ua)) {
+            (Some(table), Some(engine)) => table.reversed_pairs(engine, seen.codes()) as f32,
+            _ => f32::NAN,
+        },
+    );
+}
+
+/// Categorical values taken from the headers as sent (or reduced to a
+/// small buffer: the primary language).
+fn header_values<'a>(seen: &Seen<'a>, out: &mut FeatureVector<'a>) {
     out.language_len =
         language::write_primary(seen.accept_language.unwrap_or(b""), &mut out.language);
     out.cats[Cat::AcceptLanguagePrimary.index()] = CatValue::Language;
@@ -483,7 +558,6 @@ pub fn extract_with<'a>(
     out.set_cat(Cat::FetchSite, seen.fetch.site.unwrap_or(b""));
     out.set_cat(Cat::FetchMode, seen.fetch.mode.unwrap_or(b""));
     out.set_cat(Cat::Connection, seen.connection.unwrap_or(b""));
-    tls::extract(req.tls(), &ua, out);
 }
 
 /// Features of the request line: method, version, target.
@@ -507,7 +581,7 @@ fn flag(v: bool) -> f32 {
 }
 
 fn list_len(value: Option<&[u8]>) -> f32 {
-    value.map_or(f32::NAN, |v| bytes::items(v, b',').count() as f32)
+    value.map_or(f32::NAN, |v| bytes::count_items(v, b',') as f32)
 }
 
 /// 1 for IPv6, 0 for IPv4, NaN for anything else.

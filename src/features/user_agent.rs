@@ -3,7 +3,7 @@
 //! the request, so the parser only needs to be right about what real clients
 //! send, not about every historical UA.
 
-use super::bytes::{find, leading_uint, starts_with_ci};
+use super::bytes::{leading_uint, starts_with_ci};
 
 /// The client family a User-Agent claims.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -313,13 +313,20 @@ impl Products {
 
 /// Whether the UA contains one of [`BOT_WORDS`] (ASCII case-insensitive),
 /// in one pass: each position is checked only against the words starting
-/// with its byte.
+/// with its byte, and the rest of a word is compared only when its second
+/// byte matches too (`c`, `s` and `h` start words and are common in browser
+/// UAs: `Chrome`, `Safari`, `KHTML`).
 fn declares_bot(ua: &[u8]) -> bool {
     ua.iter().enumerate().any(|(i, &b)| {
         let mut words = BOT_START[usize::from(b)];
         while words != 0 {
             let w = BOT_WORDS[words.trailing_zeros() as usize];
-            if ua.len() - i >= w.len() && ua[i + 1..i + w.len()].eq_ignore_ascii_case(&w[1..]) {
+            // `w[1]` is a lower-case letter (checked below), so setting bit
+            // 5 is an exact case-insensitive comparison.
+            if ua.len() - i >= w.len()
+                && (ua[i + 1] | 0x20) == w[1]
+                && ua[i + 2..i + w.len()].eq_ignore_ascii_case(&w[2..])
+            {
                 return true;
             }
             words &= words - 1;
@@ -327,6 +334,17 @@ fn declares_bot(ua: &[u8]) -> bool {
         false
     })
 }
+
+const _: () = {
+    let mut k = 0;
+    while k < BOT_WORDS.len() {
+        assert!(
+            BOT_WORDS[k].len() >= 2 && BOT_WORDS[k][1].is_ascii_lowercase(),
+            "declares_bot compares second bytes as lower-case letters"
+        );
+        k += 1;
+    }
+};
 
 /// Parses what a User-Agent header value claims.
 pub fn parse(ua: &[u8]) -> UserAgent {
@@ -410,7 +428,16 @@ fn family_and_major(ua: &[u8], products: &Products) -> (Family, Option<u32>) {
 
 /// The OS named in the UA's first comment (`(Windows NT 10.0; Win64; x64)`),
 /// where every browser and most clients put the platform.
+///
+/// One pass over the comment notes every platform word in it; the first
+/// in priority order wins (iOS UAs say "like Mac OS X", Android UAs say
+/// "Linux": order matters), as if each word were searched for in turn.
 fn os(ua: &[u8]) -> Os {
+    const ANDROID: u8 = 1;
+    const IOS: u8 = 2;
+    const CHROME_OS: u8 = 4;
+    const MAC_OS: u8 = 8;
+    const LINUX: u8 = 16;
     let comment = match ua.iter().position(|&b| b == b'(') {
         Some(open) => {
             let rest = &ua[open + 1..];
@@ -418,25 +445,32 @@ fn os(ua: &[u8]) -> Os {
         }
         None => return Os::Other,
     };
-    // iOS UAs say "like Mac OS X", Android UAs say "Linux": order matters.
-    let ua = comment;
-    if find(ua, b"Windows").is_some() {
-        Os::Windows
-    } else if find(ua, b"Android").is_some() {
-        Os::Android
-    } else if [&b"iPhone"[..], b"iPad", b"iPod"]
-        .iter()
-        .any(|t| find(ua, t).is_some())
-    {
-        Os::Ios
-    } else if find(ua, b"CrOS").is_some() {
-        Os::ChromeOs
-    } else if find(ua, b"Macintosh").is_some() || find(ua, b"Mac OS X").is_some() {
-        Os::MacOs
-    } else if find(ua, b"Linux").is_some() || find(ua, b"X11").is_some() {
-        Os::Linux
-    } else {
-        Os::Other
+    let mut seen = 0u8;
+    for i in 0..comment.len() {
+        let rest = &comment[i..];
+        seen |= match rest[0] {
+            b'W' if rest.starts_with(b"Windows") => return Os::Windows,
+            b'A' if rest.starts_with(b"Android") => ANDROID,
+            b'i' if rest.starts_with(b"iPhone")
+                || rest.starts_with(b"iPad")
+                || rest.starts_with(b"iPod") =>
+            {
+                IOS
+            }
+            b'C' if rest.starts_with(b"CrOS") => CHROME_OS,
+            b'M' if rest.starts_with(b"Macintosh") || rest.starts_with(b"Mac OS X") => MAC_OS,
+            b'L' if rest.starts_with(b"Linux") => LINUX,
+            b'X' if rest.starts_with(b"X11") => LINUX,
+            _ => 0,
+        };
+    }
+    match seen & seen.wrapping_neg() {
+        0 => Os::Other,
+        ANDROID => Os::Android,
+        IOS => Os::Ios,
+        CHROME_OS => Os::ChromeOs,
+        MAC_OS => Os::MacOs,
+        _ => Os::Linux,
     }
 }
 
@@ -528,6 +562,68 @@ mod tests {
 
     /// The one-pass search against the obvious one, on strings made of word
     /// fragments in both cases (every prefix, suffix and overlap).
+    /// The one-pass OS scan against the word-by-word search it replaced,
+    /// on comments made of platform words, their fragments and case changes.
+    #[test]
+    fn os_agrees_with_searching_each_word_in_turn() {
+        let naive = |ua: &[u8]| {
+            let Some(open) = ua.iter().position(|&b| b == b'(') else {
+                return Os::Other;
+            };
+            let rest = &ua[open + 1..];
+            let c = &rest[..rest.iter().position(|&b| b == b')').unwrap_or(rest.len())];
+            let has = |w: &[u8]| c.windows(w.len()).any(|win| win == w);
+            if has(b"Windows") {
+                Os::Windows
+            } else if has(b"Android") {
+                Os::Android
+            } else if has(b"iPhone") || has(b"iPad") || has(b"iPod") {
+                Os::Ios
+            } else if has(b"CrOS") {
+                Os::ChromeOs
+            } else if has(b"Macintosh") || has(b"Mac OS X") {
+                Os::MacOs
+            } else if has(b"Linux") || has(b"X11") {
+                Os::Linux
+            } else {
+                Os::Other
+            }
+        };
+        let words: &[&[u8]] = &[
+            b"Windows",
+            b"Android",
+            b"iPhone",
+            b"iPad",
+            b"iPod",
+            b"CrOS",
+            b"Macintosh",
+            b"Mac OS X",
+            b"Linux",
+            b"X11",
+        ];
+        let mut pieces: Vec<Vec<u8>> =
+            vec![b"".to_vec(), b"; ".to_vec(), b")".to_vec(), b"(".to_vec()];
+        for w in words {
+            pieces.push(w.to_vec());
+            pieces.push(w.to_ascii_lowercase());
+            pieces.push(w[..w.len() - 1].to_vec());
+            pieces.push(w[1..].to_vec());
+        }
+        let mut checked = 0;
+        for a in &pieces {
+            for b in &pieces {
+                for c in &pieces[..8] {
+                    for prefix in [&b"Mozilla/5.0 ("[..], b"x", b"(X"] {
+                        let ua = [prefix, &a[..], &b[..], &c[..]].concat();
+                        assert_eq!(os(&ua), naive(&ua), "{:?}", String::from_utf8_lossy(&ua));
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 30_000);
+    }
+
     #[test]
     fn declares_bot_agrees_with_a_naive_search() {
         let naive = |ua: &[u8]| {

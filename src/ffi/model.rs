@@ -192,10 +192,10 @@ pub unsafe extern "C" fn edgeguard_model_dimension(model: *const edgeguard_model
 
 /// Maps a refused prediction to its result code.
 fn predict_result(result: Result<(), PredictionError>) -> edgeguard_result {
-    use crate::model::PredictError;
+    use crate::model::ShapeError;
     match result {
         Ok(()) => edgeguard_result::Ok,
-        Err(PredictionError::Input(PredictError::OutputLen { .. })) => {
+        Err(PredictionError::Input(ShapeError::OutputLen { .. })) => {
             edgeguard_result::BufferTooSmall
         }
         Err(PredictionError::Input(_)) => edgeguard_result::FeatureCount,

@@ -13,6 +13,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::ctr::{Counts, CtrCalc, CtrKind, CtrTable, TableLayout};
+use super::error::ModelError;
 use super::json::{self, HashItem, JsonCtrKey, JsonCtrTable, JsonElement, JsonModel};
 use super::limits::{
     MAX_BORDERS, MAX_CONDITIONS, MAX_DEPTH, MAX_DIMENSION, MAX_FEATURE_INDEX, MAX_FILE_BYTES,
@@ -20,7 +21,6 @@ use super::limits::{
 };
 use super::parts::{CtrSlot, FloatSlot, Info, OneHotSlot, Parts, ProjectionElement, Split, Tree};
 use super::prediction::Objective;
-use super::ModelError;
 
 /// Reads a file of at most [`MAX_FILE_BYTES`].
 pub(crate) fn read_capped(path: &Path) -> Result<Vec<u8>, String> {

@@ -67,3 +67,51 @@ impl fmt::Display for ModelError {
 }
 
 impl std::error::Error for ModelError {}
+
+/// The arguments of one prediction do not have the model's shape (feature
+/// counts, output length). Nothing was written to the output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShapeError {
+    /// The float slice has the wrong length.
+    FloatCount {
+        /// What the model expects.
+        expected: usize,
+        /// What was given.
+        got: usize,
+    },
+    /// The categorical slice has the wrong length.
+    CatCount {
+        /// What the model expects.
+        expected: usize,
+        /// What was given.
+        got: usize,
+    },
+    /// The output slice is shorter than the model's dimension.
+    OutputLen {
+        /// The model's dimension.
+        expected: usize,
+        /// The output slice's length.
+        got: usize,
+    },
+}
+
+impl fmt::Display for ShapeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::FloatCount { expected, got } => {
+                write!(f, "model expects {expected} float features, got {got}")
+            }
+            Self::CatCount { expected, got } => {
+                write!(
+                    f,
+                    "model expects {expected} categorical features, got {got}"
+                )
+            }
+            Self::OutputLen { expected, got } => {
+                write!(f, "model writes {expected} values, output holds {got}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ShapeError {}

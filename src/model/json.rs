@@ -1,7 +1,7 @@
 //! The JSON export of a CatBoost model (`save_model(path, format="json")`), as
 //! serde structs. Field names and layout follow CatBoost's
 //! `model_export/json_model_helpers.cpp`. Only the shape is checked here;
-//! [`super::compile`] checks the meaning.
+//! the `compile` module checks the meaning.
 
 use std::collections::BTreeMap;
 
@@ -9,7 +9,7 @@ use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::ModelError;
+use super::error::ModelError;
 
 #[derive(Deserialize)]
 pub(crate) struct JsonModel {

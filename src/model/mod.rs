@@ -25,13 +25,12 @@
 //!   and matches the trained model; the official library must be given the
 //!   `.cbm` file.
 
-use std::fmt;
-
 mod compile;
 mod ctr;
 mod error;
 mod hash;
 mod json;
+mod layout;
 mod limits;
 mod native;
 mod parts;
@@ -48,7 +47,7 @@ mod trees;
 #[cfg(feature = "official")]
 pub mod official;
 
-pub use error::ModelError;
+pub use error::{ModelError, ShapeError};
 pub use hash::cat_hash;
 pub(crate) use native::CatSource;
 pub use native::Model;
@@ -71,57 +70,5 @@ pub trait Evaluator {
     fn dimension(&self) -> usize;
     /// Writes the raw formula value (`RawFormulaVal`, after `scale_and_bias`)
     /// of one document into `out[..dimension()]`. Never allocates.
-    fn predict_raw(
-        &self,
-        floats: &[f32],
-        cats: &[i32],
-        out: &mut [f64],
-    ) -> Result<(), PredictError>;
+    fn predict_raw(&self, floats: &[f32], cats: &[i32], out: &mut [f64]) -> Result<(), ShapeError>;
 }
-
-/// Why a single prediction was refused. Nothing was written to the output.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PredictError {
-    /// The float slice has the wrong length.
-    FloatCount {
-        /// What the model expects.
-        expected: usize,
-        /// What was given.
-        got: usize,
-    },
-    /// The categorical slice has the wrong length.
-    CatCount {
-        /// What the model expects.
-        expected: usize,
-        /// What was given.
-        got: usize,
-    },
-    /// The output slice is shorter than the model's dimension.
-    OutputLen {
-        /// The model's dimension.
-        expected: usize,
-        /// The output slice's length.
-        got: usize,
-    },
-}
-
-impl fmt::Display for PredictError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::FloatCount { expected, got } => {
-                write!(f, "model expects {expected} float features, got {got}")
-            }
-            Self::CatCount { expected, got } => {
-                write!(
-                    f,
-                    "model expects {expected} categorical features, got {got}"
-                )
-            }
-            Self::OutputLen { expected, got } => {
-                write!(f, "model writes {expected} values, output holds {got}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for PredictError {}

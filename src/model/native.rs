@@ -19,17 +19,19 @@
 //!    the leaf index; leaf values are summed in tree order, then
 //!    `scale * sum + bias`.
 
+use std::hint::select_unpredictable;
 use std::path::Path;
 
-use super::hash::{cat_hash, combine_term, term, widen_cat};
+use super::error::{ModelError, ShapeError};
+use super::hash::{cat_hash, widen_cat};
 use super::limits::{MAX_BITS, MAX_DIMENSION, MAX_USED_CATS};
 use super::parts::Info;
 use super::plan::{or_pattern, set_ones, Plan};
 use super::prediction::{apply_prediction_type, output_len, Objective};
+use super::prediction::{PredictionError, PredictionType};
 use super::simd::prefetch;
-use super::{
-    compile, Evaluator, Kernel, ModelError, PredictError, PredictionError, PredictionType,
-};
+use super::trees::Kernel;
+use super::{compile, Evaluator};
 
 /// The scratch arrays are zeroed on every prediction, so they come in three
 /// sizes: most models fit the small or medium frame, only the largest pay for
@@ -235,21 +237,21 @@ impl Model {
         cats: usize,
         need: usize,
         out: usize,
-    ) -> Result<(), PredictError> {
+    ) -> Result<(), ShapeError> {
         if floats != self.info.float_count {
-            return Err(PredictError::FloatCount {
+            return Err(ShapeError::FloatCount {
                 expected: self.info.float_count,
                 got: floats,
             });
         }
         if cats != self.info.cat_count {
-            return Err(PredictError::CatCount {
+            return Err(ShapeError::CatCount {
                 expected: self.info.cat_count,
                 got: cats,
             });
         }
         if out < need {
-            return Err(PredictError::OutputLen {
+            return Err(ShapeError::OutputLen {
                 expected: need,
                 got: out,
             });
@@ -334,12 +336,14 @@ impl Model {
         }
     }
 
-    /// The key of projection `j`: CatBoost's `CalcHash` over its categorical
-    /// hashes, float conditions and one-hot matches, in that order.
-    /// `cat_terms[i]` is the categorical half of `combine` for used
-    /// categorical `i`, computed once per document.
+    /// The key of projection `j`: CatBoost's `CalcHash` fold over its
+    /// categorical hashes, float conditions and one-hot matches, in that
+    /// order, computed as the weighted sum it equals
+    /// ([`element_weight`](super::hash::element_weight)).
+    /// `cat_values[i]` is used categorical `i` widened as CatBoost widens
+    /// it.
     #[inline(always)]
-    fn key(&self, j: usize, cat_terms: &[u64], one_hot: &[u16], words: &[u64]) -> u64 {
+    fn key(&self, j: usize, cat_values: &[u64], one_hot: &[u16], words: &[u64]) -> u64 {
         let p = &self.plan;
         let j = p.projections[j];
         let (cats, bits, one_hots) = (
@@ -351,15 +355,18 @@ impl Model {
         let (cat_elements, rest) = elements.split_at(cats);
         let (bit_elements, one_hot_elements) = rest.split_at(bits);
         let mut k = 0u64;
-        for &i in cat_elements {
-            k = combine_term(k, cat_terms[i as usize]);
+        for &(w, i) in cat_elements {
+            k = k.wrapping_add(w.wrapping_mul(cat_values[i as usize]));
         }
-        for &b in bit_elements {
-            k = combine_term(k, term((words[b as usize / 64] >> (b % 64)) & 1));
+        // The conditions are the document's: a branch on them would be
+        // mispredicted about half the time, a select never is.
+        for &(w, b) in bit_elements {
+            let bit = (words[b as usize / 64] >> (b % 64)) & 1 != 0;
+            k = k.wrapping_add(select_unpredictable(bit, w, 0));
         }
-        for &e in one_hot_elements {
+        for &(w, e) in one_hot_elements {
             let matched = one_hot[(e >> 16) as usize] == e as u16;
-            k = combine_term(k, term(u64::from(matched)));
+            k = k.wrapping_add(select_unpredictable(matched, w, 0));
         }
         k
     }
@@ -371,9 +378,9 @@ impl Model {
         if self.plan.lookups.is_empty() {
             return;
         }
-        let mut cat_terms = [0u64; CATS];
-        for (t, &h) in cat_terms.iter_mut().zip(hashes) {
-            *t = term(widen_cat(h));
+        let mut cat_values = [0u64; CATS];
+        for (v, &h) in cat_values.iter_mut().zip(hashes) {
+            *v = widen_cat(h);
         }
         let mut probes = [(0u64, 0usize); CHUNK];
         for chunk in self.plan.lookups.chunks(CHUNK) {
@@ -382,7 +389,7 @@ impl Model {
             for (probe, l) in probes.iter_mut().zip(chunk) {
                 if l.projection != last {
                     last = l.projection;
-                    key = self.key(last as usize, &cat_terms, one_hot, words);
+                    key = self.key(last as usize, &cat_values, one_hot, words);
                 }
                 let home = l.bits.home(key);
                 prefetch(l.bits.record(home));
@@ -404,7 +411,7 @@ impl Model {
         floats: &[f32],
         cats: &[i32],
         out: &mut [f64],
-    ) -> Result<(), PredictError> {
+    ) -> Result<(), ShapeError> {
         self.check_input(floats.len(), cats.len(), self.info.dimension, out.len())?;
         self.finish(PredictionType::Raw, out, |raw| {
             self.raw_into(kernel, floats, cats, raw)
@@ -426,12 +433,7 @@ impl Evaluator for Model {
         self.info.dimension
     }
 
-    fn predict_raw(
-        &self,
-        floats: &[f32],
-        cats: &[i32],
-        out: &mut [f64],
-    ) -> Result<(), PredictError> {
+    fn predict_raw(&self, floats: &[f32], cats: &[i32], out: &mut [f64]) -> Result<(), ShapeError> {
         self.predict_raw_with(Kernel::detect(), floats, cats, out)
     }
 }

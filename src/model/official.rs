@@ -32,7 +32,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use catboost_sys as sys;
 
-use super::{Evaluator, PredictError};
+use super::{Evaluator, ShapeError};
 
 /// Serializes every library call that can fail, up to reading its message.
 ///
@@ -90,7 +90,7 @@ pub enum OfficialError {
         message: String,
     },
     /// The arguments do not fit the model; the library was not called.
-    Predict(PredictError),
+    Predict(ShapeError),
     /// The library failed a prediction whose arguments fit the model.
     Library {
         /// The library's `GetErrorString()`.
@@ -138,8 +138,8 @@ impl std::error::Error for OfficialError {
     }
 }
 
-impl From<PredictError> for OfficialError {
-    fn from(error: PredictError) -> Self {
+impl From<ShapeError> for OfficialError {
+    fn from(error: ShapeError) -> Self {
         Self::Predict(error)
     }
 }
@@ -276,21 +276,21 @@ impl OfficialModel {
         }
     }
 
-    fn check(&self, floats: &[f32], cats: &[i32], out: &[f64]) -> Result<(), PredictError> {
+    fn check(&self, floats: &[f32], cats: &[i32], out: &[f64]) -> Result<(), ShapeError> {
         if floats.len() != self.float_count {
-            return Err(PredictError::FloatCount {
+            return Err(ShapeError::FloatCount {
                 expected: self.float_count,
                 got: floats.len(),
             });
         }
         if cats.len() != self.cat_count {
-            return Err(PredictError::CatCount {
+            return Err(ShapeError::CatCount {
                 expected: self.cat_count,
                 got: cats.len(),
             });
         }
         if out.len() < self.dimension {
-            return Err(PredictError::OutputLen {
+            return Err(ShapeError::OutputLen {
                 expected: self.dimension,
                 got: out.len(),
             });
@@ -324,12 +324,7 @@ impl Evaluator for OfficialModel {
     ///
     /// Unlike the native evaluator, the library allocates on the C++ heap
     /// during every prediction (see `scripts/official-allocs.sh`).
-    fn predict_raw(
-        &self,
-        floats: &[f32],
-        cats: &[i32],
-        out: &mut [f64],
-    ) -> Result<(), PredictError> {
+    fn predict_raw(&self, floats: &[f32], cats: &[i32], out: &mut [f64]) -> Result<(), ShapeError> {
         match self.try_predict_raw(floats, cats, out) {
             Ok(()) => Ok(()),
             Err(OfficialError::Predict(error)) => Err(error),

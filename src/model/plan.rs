@@ -19,9 +19,10 @@
 use std::collections::BTreeMap;
 
 use super::ctr::BucketBits;
+use super::hash::element_weight;
+use super::layout::Trees;
 use super::limits::MAX_BITS;
 use super::parts::{Parts, ProjectionElement, Split};
-use super::trees::Trees;
 
 /// A float feature some split uses: where its value is, its used borders
 /// and its bytes.
@@ -77,8 +78,9 @@ pub(crate) struct Plan {
     pub(crate) one_hot_values: Vec<i32>,
     /// One per distinct projection.
     pub(crate) projections: Vec<Projection>,
-    /// The elements of every projection, projection after projection.
-    pub(crate) key_elements: Vec<u32>,
+    /// The elements of every projection, projection after projection, each
+    /// with its weight in the key ([`element_weight`]).
+    pub(crate) key_elements: Vec<(u64, u32)>,
     /// Sorted by projection: each key is hashed once.
     pub(crate) lookups: Vec<Lookup>,
     /// Used borders of floats, ascending within each feature.
@@ -255,7 +257,7 @@ impl Plan {
             let start = plan.key_elements.len() as u32;
             let mut counts = [0u16; 3];
             // Elements come in CatBoost's order (cats, floats, one-hots).
-            for e in elements {
+            for (j, e) in elements.iter().enumerate() {
                 let (kind, value) = match *e {
                     ProjectionElement::Cat(position) => (0, position),
                     ProjectionElement::Float { slot, threshold } => {
@@ -266,7 +268,8 @@ impl Plan {
                     }
                 };
                 counts[kind] += 1;
-                plan.key_elements.push(value);
+                plan.key_elements
+                    .push((element_weight(elements.len(), j), value));
             }
             plan.projections.push(Projection {
                 start,

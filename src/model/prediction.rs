@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use super::PredictError;
+use super::error::ShapeError;
 
 /// The kind of value a prediction writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -101,7 +101,7 @@ impl Objective {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PredictionError {
     /// Wrong feature counts or a short output slice.
-    Input(PredictError),
+    Input(ShapeError),
     /// The model's objective gives this prediction type no meaning (for
     /// example a probability from an RMSE regression).
     Unsupported(PredictionType),
@@ -120,8 +120,8 @@ impl fmt::Display for PredictionError {
 
 impl std::error::Error for PredictionError {}
 
-impl From<PredictError> for PredictionError {
-    fn from(e: PredictError) -> Self {
+impl From<ShapeError> for PredictionError {
+    fn from(e: ShapeError) -> Self {
         Self::Input(e)
     }
 }

@@ -7,7 +7,7 @@
 //! [`sum_dims`] check, once per call, that every bit position and leaf index
 //! the trees can produce is inside the slices they are given (the plan
 //! computed those bounds when it laid the trees out), and their callers
-//! ([`super::trees::Trees::sum`]) call them only after
+//! (`Trees::sum` in `trees.rs`) call them only after
 //! `is_x86_feature_detected!`. [`sum_bytes`] (AVX-512) reads no memory
 //! through vector indexes at all: its table lookups are register permutes,
 //! its leaf loads ordinary bounds-checked indexing. Everything else
@@ -29,7 +29,7 @@
 use std::arch::x86_64::*;
 
 #[cfg(target_arch = "x86_64")]
-use super::trees::{Trees, BYTE_CONDITIONS, BYTE_LANES, LANES};
+use super::layout::{Trees, BYTE_CONDITIONS, BYTE_LANES, LANES};
 
 /// Asks the CPU to start loading the cache line of `r`: a hint, never a
 /// fault, so it is sound for any reference.

@@ -32,29 +32,13 @@ pub(super) fn run(
     let started = Instant::now();
     let threads = options.threads.max(1);
     let names: Vec<String> = inputs.iter().map(|i| i.name().to_owned()).collect();
-    let json_names: Vec<String> = names
-        .iter()
-        .map(|n| serde_json::to_string(n).unwrap_or_else(|_| "\"?\"".to_owned()))
-        .collect();
     let total_size = inputs
         .iter()
         .map(Input::size)
         .try_fold(0u64, |acc, s| s.map(|s| acc + s));
     let consumed = Arc::new(AtomicU64::new(0));
     let stop = AtomicBool::new(false);
-    // Two batches per worker keep every worker busy while the reader fills
-    // and the writer drains; this is all the memory a run holds.
-    let pool = 2 * threads + 2;
-    let (free_tx, free_rx) = sync_channel::<Batch>(pool);
-    let (work_tx, work_rx) = sync_channel::<Batch>(pool);
-    let (done_tx, done_rx) = sync_channel::<Batch>(pool);
-    for _ in 0..pool {
-        // Cannot fail: the channel holds `pool` batches and its receiver lives.
-        let _ = free_tx.send(Batch::default());
-    }
-    // Taken (and so closed) once the workers are gone, so that a reader
-    // blocked on a full channel wakes up even if every worker panicked.
-    let work_rx = Mutex::new(Some(work_rx));
+    let (pool, free_tx) = Pool::new(threads);
     let want_output = output.is_some();
     let now = options.now.unwrap_or_else(super::unix_now);
     let mut writer = Writer {
@@ -67,44 +51,19 @@ pub(super) fn run(
         pending: BTreeMap::new(),
         next_seq: 0,
     };
-
-    let (input_errors, tallies) = thread::scope(|scope| {
-        let reader = {
-            let consumed = Arc::clone(&consumed);
-            let stop = &stop;
-            scope.spawn(move || read_all(inputs, free_rx, work_tx, consumed, stop, options))
-        };
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                let (done_tx, work_rx, json_names) = (done_tx.clone(), &work_rx, &json_names);
-                scope.spawn(move || {
-                    let worker = Worker::with(
-                        primary,
-                        compare,
-                        want_output,
-                        json_names,
-                        options.max_line,
-                        options.samples,
-                        now,
-                    );
-                    work(worker, work_rx, &done_tx)
-                })
-            })
-            .collect();
-        drop(done_tx);
-        for batch in done_rx.iter() {
-            writer.take(batch);
-        }
-        writer.finish();
-        if let Ok(mut rx) = work_rx.lock() {
-            rx.take();
-        }
-        let input_errors = reader
-            .join()
-            .unwrap_or_else(|_| vec!["reader panicked".into()]);
-        let tallies: Vec<Summary> = workers.into_iter().filter_map(|w| w.join().ok()).collect();
-        (input_errors, tallies)
-    });
+    let stages = Stages {
+        primary,
+        compare,
+        want_output,
+        json_names: names
+            .iter()
+            .map(|n| serde_json::to_string(n).unwrap_or_else(|_| "\"?\"".to_owned()))
+            .collect(),
+        options,
+        threads,
+        now,
+    };
+    let (input_errors, tallies) = stages.run(inputs, pool, &mut writer, &consumed, &stop);
     if let Some(e) = writer.error {
         return Err(e);
     }
@@ -123,6 +82,112 @@ pub(super) fn run(
     summary.threads = threads;
     summary.elapsed = started.elapsed();
     Ok(summary)
+}
+
+/// The batches of a run and the channels they travel: free (writer to
+/// reader; the writer holds the sending end), work (reader to workers); the
+/// workers' channel to the writer is made where the workers are.
+struct Pool {
+    size: usize,
+    free_rx: Receiver<Batch>,
+    work_tx: SyncSender<Batch>,
+    work_rx: Receiver<Batch>,
+}
+
+impl Pool {
+    /// Two batches per worker keep every worker busy while the reader fills
+    /// and the writer drains; this is all the memory a run holds.
+    fn new(threads: usize) -> (Pool, SyncSender<Batch>) {
+        let size = 2 * threads + 2;
+        let (free_tx, free_rx) = sync_channel::<Batch>(size);
+        let (work_tx, work_rx) = sync_channel::<Batch>(size);
+        for _ in 0..size {
+            // Cannot fail: the channel holds `size` batches and its receiver lives.
+            let _ = free_tx.send(Batch::default());
+        }
+        let pool = Pool {
+            size,
+            free_rx,
+            work_tx,
+            work_rx,
+        };
+        (pool, free_tx)
+    }
+}
+
+/// What the worker threads are made with.
+struct Stages<'a> {
+    primary: &'a Config,
+    compare: Option<&'a Config>,
+    want_output: bool,
+    json_names: Vec<String>,
+    options: &'a Options,
+    threads: usize,
+    /// The clock a line without `edgeguard_time` is judged by.
+    now: u64,
+}
+
+impl Stages<'_> {
+    /// The reader and the workers on their threads, the writer on this one,
+    /// until every batch is through. Returns the reader's input errors and
+    /// each worker's counts (fewer than `threads` if one panicked).
+    fn run(
+        &self,
+        inputs: Vec<Input>,
+        pool: Pool,
+        writer: &mut Writer<'_, '_>,
+        consumed: &Arc<AtomicU64>,
+        stop: &AtomicBool,
+    ) -> (Vec<String>, Vec<Summary>) {
+        let Pool {
+            size,
+            free_rx,
+            work_tx,
+            work_rx,
+        } = pool;
+        let (done_tx, done_rx) = sync_channel::<Batch>(size);
+        // Taken (and so closed) once the workers are gone, so that a reader
+        // blocked on a full channel wakes up even if every worker panicked.
+        let work_rx = Mutex::new(Some(work_rx));
+        thread::scope(|scope| {
+            let reader = {
+                let consumed = Arc::clone(consumed);
+                let options = self.options;
+                scope.spawn(move || read_all(inputs, free_rx, work_tx, consumed, stop, options))
+            };
+            let workers: Vec<_> = (0..self.threads)
+                .map(|_| {
+                    let (done_tx, work_rx) = (done_tx.clone(), &work_rx);
+                    scope.spawn(move || work(self.worker(), work_rx, &done_tx))
+                })
+                .collect();
+            drop(done_tx);
+            for batch in done_rx.iter() {
+                writer.take(batch);
+            }
+            writer.finish();
+            if let Ok(mut rx) = work_rx.lock() {
+                rx.take();
+            }
+            let input_errors = reader
+                .join()
+                .unwrap_or_else(|_| vec!["reader panicked".into()]);
+            let tallies = workers.into_iter().filter_map(|w| w.join().ok()).collect();
+            (input_errors, tallies)
+        })
+    }
+
+    fn worker(&self) -> Worker<'_> {
+        Worker::with(
+            self.primary,
+            self.compare,
+            self.want_output,
+            &self.json_names,
+            self.options.max_line,
+            self.options.samples,
+            self.now,
+        )
+    }
 }
 
 /// A worker thread: takes batches until the reader is done, hands each back

@@ -1,0 +1,99 @@
+//! How the trees of a plan are laid out for the kernels of `trees.rs` and
+//! `simd.rs`: eight at a time (and 64 at a time for the AVX-512 kernel).
+//! A leaf module, so that the kernels and the dispatch read the layout and
+//! neither depends on the other's file.
+//!
+//! Per document the condition bits are a packed bit array (one bit per used
+//! border or one-hot condition, bit `p` is bit `p % 64` of word `p / 64`).
+//! A block holds [`LANES`] consecutive trees: for each level, the bit
+//! position each of the eight trees reads, then each tree's first leaf and
+//! its leaf mask (`2^depth - 1`, so that a tree shallower than the block's
+//! padded depth cannot leave its own leaves). Level `d` sets bit `d` of the
+//! leaf index, as in CatBoost.
+
+/// Trees per block: one AVX2 register of 32-bit lanes.
+pub(crate) const LANES: usize = 8;
+
+/// The most condition bits a model may have for the AVX-512 kernel: its
+/// condition bytes are a 512-byte table held in eight registers.
+pub(crate) const BYTE_CONDITIONS: usize = 512;
+/// Trees per group of the AVX-512 kernel: one byte lane each.
+pub(crate) const BYTE_LANES: usize = 64;
+
+/// The trees in blocks of [`LANES`]; the last block is padded with trees
+/// that read bit 0 and leaf 0 and are never summed.
+#[derive(Debug, Default)]
+pub(crate) struct Trees {
+    pub(crate) count: usize,
+    /// Levels per tree after padding (at least 1).
+    pub(crate) depth: usize,
+    /// Per block, contiguous: `depth * LANES` bit positions (level 0
+    /// first), then `LANES` first-leaf offsets, then `LANES` leaf masks.
+    pub(crate) blocks: Vec<u32>,
+    /// One past the largest bit position any split reads.
+    pub(crate) bit_end: usize,
+    /// One past the largest leaf value any tree can reach.
+    pub(crate) leaf_end: usize,
+    /// For the AVX-512 kernel (empty when the model does not fit it): per
+    /// group of [`BYTE_LANES`] trees, `depth` rows of the low bytes of the
+    /// condition numbers (one byte per tree), then a row of leaf masks.
+    pub(crate) bytes: Vec<u8>,
+    /// Per group, `depth` masks of bit 8 of the condition numbers (bit
+    /// `lane` for tree `lane` of the group).
+    pub(crate) high: Vec<u64>,
+    /// Each tree's first leaf (AVX-512 kernel).
+    pub(crate) first: Vec<u32>,
+}
+
+impl Trees {
+    /// Lays out `trees` as `(first_leaf, split bit positions)`, each tree's
+    /// own depth, padded with reads of `zero` (a bit that is always 0).
+    pub(crate) fn build(trees: &[(u32, Vec<u32>)], zero: u32, dimension: usize) -> Trees {
+        let depth = trees.iter().map(|(_, s)| s.len()).max().unwrap_or(0).max(1);
+        let stride = (depth + 2) * LANES;
+        let mut t = Trees {
+            count: trees.len(),
+            depth,
+            blocks: vec![0; trees.len().div_ceil(LANES) * stride],
+            bit_end: 1,
+            leaf_end: 1,
+            bytes: Vec::new(),
+            high: Vec::new(),
+            first: Vec::new(),
+        };
+        for (i, (first, splits)) in trees.iter().enumerate() {
+            let block = &mut t.blocks[i / LANES * stride..][..stride];
+            let lane = i % LANES;
+            for d in 0..depth {
+                let bit = splits.get(d).copied().unwrap_or(zero);
+                block[d * LANES + lane] = bit;
+                t.bit_end = t.bit_end.max(bit as usize + 1);
+            }
+            let mask = (1u32 << splits.len()) - 1;
+            block[depth * LANES + lane] = *first;
+            block[(depth + 1) * LANES + lane] = mask;
+            t.leaf_end = t
+                .leaf_end
+                .max(*first as usize + (mask as usize + 1) * dimension);
+        }
+        if t.bit_end <= BYTE_CONDITIONS && depth <= 8 && dimension == 1 {
+            let stride = (depth + 1) * BYTE_LANES;
+            let groups = trees.len().div_ceil(BYTE_LANES);
+            t.bytes = vec![0; groups * stride];
+            t.high = vec![0; groups * depth];
+            for (i, (first, splits)) in trees.iter().enumerate() {
+                let group = &mut t.bytes[i / BYTE_LANES * stride..][..stride];
+                let high = &mut t.high[i / BYTE_LANES * depth..][..depth];
+                let lane = i % BYTE_LANES;
+                for d in 0..depth {
+                    let c = splits.get(d).copied().unwrap_or(zero);
+                    group[d * BYTE_LANES + lane] = c as u8;
+                    high[d] |= u64::from(c >> 8 & 1) << lane;
+                }
+                group[depth * BYTE_LANES + lane] = ((1u32 << splits.len()) - 1) as u8;
+                t.first.push(*first);
+            }
+        }
+        t
+    }
+}
