@@ -169,6 +169,7 @@ class ChallengeEdge:
 
     def __init__(self):
         self.port, self.metrics_port = free_port(), free_port()
+        self.counted = None  # drive()'s answer, once `scraped` has sent it
         self.nginx = Nginx(challenge_http(DEMO_SECRET, DIFFICULTY, f'verified_bots = "{BOTS}",') + f"""
     server {{
         listen 127.0.0.1:{self.port};
