@@ -7,7 +7,16 @@ dashboard (contrib/grafana/edgeguard.json) runs against it and returns data.
 
 nginx runs engine = "shadow" with the Lua engine given the two models swapped
 (lua bot = spoof.json, lua spoof = bot.json), so the shadow panels count real
-disagreements and the Lua engine's histograms are the Rust ones crossed."""
+disagreements and the Lua engine's histograms are the Rust ones crossed.
+
+A second nginx in challenge mode with verified bots (the Rust engine only:
+shadow mode refuses both) is a second target of the same job, so the
+dashboard's challenge panels are checked the same way. Its traffic makes
+every one of their series move: a flagged navigation served the page, an
+answer solved in Python, a failed answer, a valid and a forged cookie, a
+verified and a fake Googlebot. Prometheus keeps only the challenge families
+from it (metric_relabel_configs), so the shadow nginx alone answers every
+other assertion, exactly as before."""
 
 import concurrent.futures
 import json
@@ -24,6 +33,8 @@ import pytest
 
 from conftest import (METRICS_DICT, ROOT, edge_conf, free_port, get_text, Nginx, bad_log_lines, send_exact,
                       TEST_LIST, wait_for_port, wait_until)
+from test_challenge import (BOTS, DIFFICULTY, GOOGLEBOT, HEADLESS, HEADLESS_UA, challenge_http, header,
+                            leading_zero_bits, logged_server, mint, page_nonce, request, solve)
 
 PROMETHEUS = shutil.which("prometheus")
 # Shadow mode: both engines read feature schema 1 only, the legacy models
@@ -36,6 +47,11 @@ REPEAT = 3
 # What the test stands in for Grafana's variables: a window that covers all
 # the traffic (it is sent within a few seconds of the query).
 WINDOW = "60s"
+DEMO_SECRET = ROOT / "nginx-conf" / "demo-challenge-secret"
+# The families only the challenge nginx has (README "Challenge mode",
+# "Verified bots").
+CHALLENGE_FAMILIES = ("edgeguard_challenges_total", "edgeguard_challenge_failures_total",
+                      "edgeguard_clearances_total", "edgeguard_verified_bots_total")
 
 METRICS_LOCATION = """
         location = /edgeguard/metrics {
@@ -68,9 +84,13 @@ def threshold(model):
 
 
 class Prometheus:
-    def __init__(self, target):
+    def __init__(self, target, challenge_target):
+        """Scrapes both targets as job "edgeguard"; from `challenge_target`
+        only the CHALLENGE_FAMILIES (a mark label, then a drop of what is
+        unmarked from that instance)."""
         self.dir = pathlib.Path(tempfile.mkdtemp(prefix="edgeguard-prom-"))
         self.port = free_port()
+        families = "|".join(CHALLENGE_FAMILIES)
         (self.dir / "prometheus.yml").write_text(f"""
 global:
   scrape_interval: 1s
@@ -79,7 +99,17 @@ scrape_configs:
   - job_name: edgeguard
     metrics_path: /edgeguard/metrics
     static_configs:
-      - targets: ["{target}"]
+      - targets: ["{target}", "{challenge_target}"]
+    metric_relabel_configs:
+      - source_labels: [__name__]
+        regex: "{families}"
+        target_label: __challenge_family
+        replacement: "yes"
+      - source_labels: [instance, __challenge_family]
+        regex: "{challenge_target.replace('.', '[.]')};"
+        action: drop
+      - regex: __challenge_family
+        action: labeldrop
 """)
         self.log = open(self.dir / "prometheus.log", "wb")
         self.proc = subprocess.Popen(
@@ -126,10 +156,98 @@ scrape_configs:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def demo_key():
+    """The signing key of the demo secret (its first key line)."""
+    lines = [line.strip() for line in DEMO_SECRET.read_text().splitlines()]
+    return bytes.fromhex(next(line for line in lines if line and not line.startswith("#")))
+
+
+class ChallengeEdge:
+    """nginx in challenge mode: the shipped bot model, the demo secret, the
+    verified-bots fixture; the client address from X-Real-IP (trusted from
+    loopback), /edgeguard/metrics on its own port."""
+
+    def __init__(self):
+        self.port, self.metrics_port = free_port(), free_port()
+        self.counted = None  # drive()'s answer, once `scraped` has sent it
+        self.nginx = Nginx(challenge_http(DEMO_SECRET, DIFFICULTY, f'verified_bots = "{BOTS}",') + f"""
+    server {{
+        listen 127.0.0.1:{self.port};
+        set_real_ip_from 127.0.0.1;
+        real_ip_header X-Real-IP;
+        {logged_server("logs/access.jsonl")}
+        rewrite_by_lua_block {{ require("resty.edgeguard").access() }}
+        location / {{
+            content_by_lua_block {{ ngx.say("origin: ", ngx.var.edgeguard_action) }}
+        }}
+    }}
+    server {{ listen 127.0.0.1:{self.metrics_port}; {METRICS_LOCATION} }}
+}}
+""")
+        self.nginx.start(self.port)
+
+    def get(self, headers, target, addr):
+        status, _, body = request(self.port, headers, target, addr=addr)
+        return status, body
+
+    def drive(self):
+        """Traffic that moves every challenge series. Returns {(family,
+        labels): count} of what it must have counted."""
+        browser, now = "203.0.113.50", int(time.time())
+        status, body = self.get(HEADLESS, "/shop", browser)
+        assert status == 403 and b"Checking your browser" in body  # flagged navigation: served
+        nonce, difficulty = page_nonce(body)
+        bad = next(c for c in range(10_000) if leading_zero_bits(f"{nonce}:{c}".encode()) < difficulty)
+        status, _ = self.get(HEADLESS, f"/.edgeguard/challenge?n={nonce}&c={bad}&r=%2Fshop", browser)
+        assert status == 403  # failed: work
+        status, resp, _ = request(self.port, HEADLESS, f"/.edgeguard/challenge?n={nonce}&c={solve(nonce, difficulty)}"
+                                  "&r=%2Fshop", addr=browser)
+        assert status == 303  # solved
+        cookie = header(resp, "Set-Cookie")[0].split(";")[0]
+        assert self.get(HEADLESS + [("Cookie", cookie)], "/shop", browser) == (200, b"origin: cleared\n")
+        valid = "edgeguard_clearance=" + mint(demo_key(), now + 3600, "203.0.113.51", HEADLESS_UA)
+        assert self.get(HEADLESS + [("Cookie", valid)], "/", "203.0.113.51") == (200, b"origin: cleared\n")
+        forged = "edgeguard_clearance=" + mint(bytes(32), now + 3600, "203.0.113.52", HEADLESS_UA)
+        status, body = self.get(HEADLESS + [("Cookie", forged)], "/", "203.0.113.52")
+        assert status == 403 and b"Checking your browser" in body  # rejected (mac), served again
+        assert self.get(GOOGLEBOT, "/", "192.0.2.70") == (200, b"origin: verified\n")
+        status, body = self.get(GOOGLEBOT, "/", "203.0.113.9")
+        assert status == 403 and b"Checking your browser" in body  # a fake: flagged, served
+        return {
+            ("edgeguard_challenges_total", (("result", "served"),)): 3,
+            ("edgeguard_challenges_total", (("result", "solved"),)): 1,
+            ("edgeguard_challenges_total", (("result", "failed"),)): 1,
+            ("edgeguard_challenge_failures_total", (("reason", "work"),)): 1,
+            ("edgeguard_clearances_total", (("result", "accepted"),)): 2,
+            ("edgeguard_clearances_total", (("result", "mac"),)): 1,
+            ("edgeguard_verified_bots_total", (("bot", "Googlebot"), ("result", "verified"))): 1,
+            ("edgeguard_verified_bots_total", (("bot", "Googlebot"), ("result", "fake"))): 1,
+        }
+
+    def stop(self):
+        self.nginx.stop()
+        bad = bad_log_lines(self.nginx.error_log)
+        self.nginx.cleanup()
+        return bad
+
+
 @pytest.fixture(scope="module")
-def scraped(origin):
+def challenged():
+    """The challenge-mode nginx; after `scraped`, .counted holds what its
+    traffic must have counted."""
+    edge = ChallengeEdge()
+    try:
+        yield edge
+    finally:
+        bad = edge.stop()
+    assert not bad, bad
+
+
+@pytest.fixture(scope="module")
+def scraped(origin, challenged):
     """nginx (2 workers, shadow, block) scraped by Prometheus; the fixture's
-    traffic sent REPEAT times. Yields (prometheus, statuses, nginx metrics port)."""
+    traffic sent REPEAT times, then the challenge nginx's traffic. Yields
+    (prometheus, statuses, nginx metrics port)."""
     assert PROMETHEUS, "prometheus missing: make deps-test installs Debian's package"
     port, mport = free_port(), free_port()
     conf = edge_conf(
@@ -143,9 +261,11 @@ def scraped(origin):
     nginx.start(port)
     prom = None
     try:
-        prom = Prometheus(f"127.0.0.1:{mport}")
+        prom = Prometheus(f"127.0.0.1:{mport}", f"127.0.0.1:{challenged.metrics_port}")
         wait_until("the first scrape", lambda: prom.query('up{job="edgeguard"} == 1'), timeout=20)
         wait_until("a scrape with zero requests", lambda: prom.query('edgeguard_requests_total == 0'), timeout=20)
+        wait_until("a scrape with zero challenges",
+                   lambda: len(prom.query('edgeguard_challenges_total == 0')) == 3, timeout=20)
 
         traffic = rows() * REPEAT
 
@@ -157,6 +277,11 @@ def scraped(origin):
         # Other workers flush within a second, Prometheus scrapes every second.
         wait_until("Prometheus to see every request",
                    lambda: prom.query(f'edgeguard_requests_total{{engine="shadow"}} == {len(traffic)}'), timeout=20)
+        challenged.counted = challenged.drive()
+        wait_until("Prometheus to see the challenge traffic",
+                   lambda: prom.query(f'edgeguard_challenges_total{{result="served"}} == '
+                                      f'{challenged.counted["edgeguard_challenges_total", (("result", "served"),)]}'),
+                   timeout=20)
         time.sleep(1.5)  # one more scrape: every worker's last flush is in
         yield prom, traffic, statuses, mport
     finally:
@@ -263,3 +388,51 @@ def test_every_dashboard_panel_returns_data(scraped):
     # The blocked share panel says what the counters say.
     share = prom.one(grafana([e for t, e, _ in queries if t == "Blocked share"][0], ""))
     assert 0 < share < 1
+
+
+def test_challenge_counters_are_what_the_traffic_implies(scraped, challenged):
+    prom = scraped[0]
+    for family in CHALLENGE_FAMILIES:
+        got = prom.query(family)
+        for labels, v in got.items():
+            assert dict(labels)["instance"] == f"127.0.0.1:{challenged.metrics_port}", (family, labels)
+        got = {tuple((k, v) for k, v in labels if k not in ("instance", "job")): v for labels, v in got.items()}
+        want = {labels: n for (f, labels), n in challenged.counted.items() if f == family}
+        # Every series the traffic moved has its count; the rest stay 0.
+        assert {k: v for k, v in got.items() if v} == want, family
+    # Every reason has a series from the start, zero or not.
+    reasons = {dict(k)["reason"] for k in prom.query("edgeguard_challenge_failures_total")}
+    assert reasons == {"malformed", "mac", "expired", "address", "user_agent", "work"}
+    bots = {dict(k)["bot"] for k in prom.query("edgeguard_verified_bots_total")}
+    assert bots == {"Googlebot", "bingbot"}
+
+
+# The new row's panels, and the series of each that the traffic moved (the
+# others must be there too, at 0).
+CHALLENGE_PANELS = {
+    "Challenges served, solved, failed": {(("result", "served"),), (("result", "solved"),), (("result", "failed"),)},
+    "Solved share of challenges": {()},
+    "Challenge failures by reason": {(("reason", "work"),)},
+    "Clearance cookies by result": {(("result", "accepted"),), (("result", "mac"),)},
+    "Verified and fake bots": {(("bot", "Googlebot"), ("result", "verified")), (("bot", "Googlebot"), ("result", "fake"))},
+}
+
+
+def test_challenge_panels_return_the_traffic(scraped, challenged):
+    prom = scraped[0]
+    dash, queries = dashboard_queries()
+    row = next(p for p in dash["panels"] if p["type"] == "row" and p["title"] == "Challenge and verified bots")
+    below = [p for p in dash["panels"] if p["type"] != "row" and row["gridPos"]["y"] < p["gridPos"]["y"]]
+    assert {p["title"] for p in below} == set(CHALLENGE_PANELS)
+    for family in CHALLENGE_FAMILIES:
+        assert any(family in expr for _, expr, _ in queries), family
+    for title, expr, _ in queries:
+        if title not in CHALLENGE_PANELS:
+            continue
+        got = prom.query(grafana(expr, "(bot|spoof)"))
+        moved = {labels for labels, v in got.items() if v > 0}
+        assert moved == CHALLENGE_PANELS[title], (title, got)
+        assert all(math.isfinite(v) for v in got.values()), (title, got)
+    # Rates over one window: their ratio is the counts' (1 solved of 3 served).
+    share = prom.one(grafana(next(e for t, e, _ in queries if t == "Solved share of challenges"), ""))
+    assert share == pytest.approx(1 / 3, rel=1e-6)
