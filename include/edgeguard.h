@@ -523,8 +523,7 @@ const char *edgeguard_result_text(int result);
    be bound to the scorer's models (the same count).
  - `policy`: decides from the scores, the request and `addr`/`addr_len`,
    the client address as nginx keeps it (`$binary_remote_addr`; null/0:
-   with a challenge or verified bots configured, the request's textual
-   `client_addr`, else in no `allow` block), at
+   the request's textual `client_addr`), at
    `now`, the caller's Unix time (nginx's `ngx.time()`), as
    `edgeguard_policy_decide_request` does: the clearance cookie verified,
    a bot claim judged, the actions `Cleared`, `Challenge`, `Verified` and
@@ -577,8 +576,7 @@ const char *edgeguard_clearance_name(int c);
  policy's model order; null with `n` 0: not scored), the request (its
  User-Agent, `Cookie`, `Sec-Fetch-Mode`, `Accept`, method and URI),
  `addr`/`addr_len` as nginx keeps it (`$binary_remote_addr`; null/0: the
- request's textual `client_addr` when a challenge or verified bots are
- configured, else in no `allow` block) and `now`,
+ request's textual `client_addr`) and `now`,
  the caller's Unix time (nginx's `ngx.time()`) against which the
  clearance cookie is judged.
 

@@ -146,6 +146,32 @@ fn one_call_agrees_with_find_score_and_decide() {
     };
     let (rc, out) = call(&c10, &req, &mut clear, &mut scores);
     assert_eq!((rc, out.decision.action), (R::Ok, edgeguard_action::Allow));
+
+    // No binary address (what the shim passes): the allow list reads the
+    // request's textual client_addr, IPv4 and IPv6 alike.
+    let no_addr = Call { addr: &[], ..c };
+    let (rc, out) = call(&no_addr, &req, &mut clear, &mut scores);
+    assert_eq!(
+        (rc, out.decision.action),
+        (R::Ok, edgeguard_action::Block),
+        "192.0.2.7"
+    );
+    for (client, want) in [
+        (&b"10.1.2.3"[..], edgeguard_action::Allow),
+        (b"10.255.0.1", edgeguard_action::Allow),
+        (b"2001:db8::1", edgeguard_action::Block),
+        (b"unix:", edgeguard_action::Block),
+    ] {
+        let mut other = bot_request();
+        other.client = client;
+        let (rc, out) = call(&no_addr, &other, &mut clear, &mut scores);
+        assert_eq!(
+            (rc, out.decision.action),
+            (R::Ok, want),
+            "{}",
+            String::from_utf8_lossy(client)
+        );
+    }
     unsafe {
         edgeguard_policy_free(policy);
         edgeguard_config_free(cfg);

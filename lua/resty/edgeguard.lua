@@ -920,15 +920,11 @@ local function rust_access(loc, r)
         clear_cap = n > 128 and n or 128
         clear_buf = ffi.new("uint32_t[?]", clear_cap)
     end
-    local addr, alen
-    -- The challenge and the verified bots read the request's client_addr
-    -- in Rust when no binary address is given: one variable fetch less.
-    if loc.allow then
-        addr, alen = request.binary_addr(r)
-    end
+    -- No binary address: Rust reads the request's client_addr
+    -- ($remote_addr) for the allow list, the challenge and the bots.
     local lib, scorer, set, keep = state.lib, state.scorer, loc.strip_set, loc.score_header
     local rc = lib.edgeguard_access(set and set.handle or nil, scorer and scorer.handle, loc.policies.rust.handle,
-                                    req, keep, #keep, addr, alen or 0, ngx.time(), clear_buf, clear_cap,
+                                    req, keep, #keep, nil, 0, ngx.time(), clear_buf, clear_cap,
                                     scorer and scorer.out, scorer and scorer.n or 0, access_out)
     if rc ~= 0 then
         return nil, "edgeguard_access: " .. ffi_string(lib.edgeguard_result_text(rc))

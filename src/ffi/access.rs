@@ -75,8 +75,7 @@ pub struct edgeguard_access_out {
 ///   be bound to the scorer's models (the same count).
 /// - `policy`: decides from the scores, the request and `addr`/`addr_len`,
 ///   the client address as nginx keeps it (`$binary_remote_addr`; null/0:
-///   with a challenge or verified bots configured, the request's textual
-///   `client_addr`, else in no `allow` block), at
+///   the request's textual `client_addr`), at
 ///   `now`, the caller's Unix time (nginx's `ngx.time()`), as
 ///   `edgeguard_policy_decide_request` does: the clearance cookie verified,
 ///   a bot claim judged, the actions `Cleared`, `Challenge`, `Verified` and

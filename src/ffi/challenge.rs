@@ -14,7 +14,7 @@ use super::edgeguard_result;
 use super::scorer::{checked_request, edgeguard_request};
 use super::types::edgeguard_str;
 use crate::challenge::{Answer, Binding, Challenge, Clearance, Rejection};
-use crate::config::{addr_from_binary, addr_from_text, Action, Policy};
+use crate::config::{addr_from_binary, addr_from_text, Action};
 use crate::features::Request;
 use crate::verified::Verdict;
 
@@ -135,14 +135,13 @@ pub extern "C" fn edgeguard_clearance_name(c: libc::c_int) -> *const libc::c_cha
 }
 
 /// The client's address: `addr` as nginx keeps it (`$binary_remote_addr`)
-/// when the caller gives it; else, when a challenge or verified bots are
-/// configured (which always need it), the request's textual `client_addr`
+/// when the caller gives it, else the request's textual `client_addr`
 /// (`$remote_addr`, which `edgeguard_request` carries anyway), so that the
-/// shim need not fetch a second variable on every request. Both name the
-/// same address (the realip module changes both); a unix socket is none.
-/// Without either, no address: in no `allow` block, as before.
-fn client_addr(policy: &Policy, addr: &[u8], req: &Request<'_>) -> Option<std::net::IpAddr> {
-    if addr.is_empty() && (policy.challenge().is_some() || policy.verified_bots().is_some()) {
+/// shim need not fetch a second variable per request. Both name the same
+/// address (the realip module changes both); a unix socket is none, so in
+/// no `allow` block and bound to no prefix.
+fn client_addr(addr: &[u8], req: &Request<'_>) -> Option<std::net::IpAddr> {
+    if addr.is_empty() {
         addr_from_text(req.client_addr())
     } else {
         addr_from_binary(addr)
@@ -165,8 +164,7 @@ fn action(a: Action) -> edgeguard_action {
 /// policy's model order; null with `n` 0: not scored), the request (its
 /// User-Agent, `Cookie`, `Sec-Fetch-Mode`, `Accept`, method and URI),
 /// `addr`/`addr_len` as nginx keeps it (`$binary_remote_addr`; null/0: the
-/// request's textual `client_addr` when a challenge or verified bots are
-/// configured, else in no `allow` block) and `now`,
+/// request's textual `client_addr`) and `now`,
 /// the caller's Unix time (nginx's `ngx.time()`) against which the
 /// clearance cookie is judged.
 ///
@@ -257,7 +255,7 @@ pub(super) fn request_decision(
         return Ok(result);
     }
     let now = u64::try_from(now).unwrap_or(0);
-    let Some(d) = policy.decide_request(given, req, client_addr(policy, client, req), now) else {
+    let Some(d) = policy.decide_request(given, req, client_addr(client, req), now) else {
         result.decision.action = edgeguard_action::Unavailable;
         return Ok(result);
     };
@@ -300,7 +298,7 @@ unsafe fn challenged<'a>(
     let (req, _) = checked_request(request)?;
     let client = bytes(addr, addr_len).ok_or(edgeguard_result::NullParameter)?;
     let binding = ch.binding(
-        client_addr(policy, client, &req),
+        client_addr(client, &req),
         crate::challenge::user_agent(&req),
     );
     Ok((ch, req, binding))

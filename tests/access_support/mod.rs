@@ -140,7 +140,8 @@ pub struct Req {
     headers: Vec<edgeguard_header>,
     method: &'static [u8],
     uri: &'static [u8],
-    client: &'static [u8],
+    /// `client_addr`, the textual address (`$remote_addr`).
+    pub client: &'static [u8],
 }
 
 impl Req {
