@@ -94,23 +94,10 @@ def check(port, heads):
     return out
 
 
-def run_wrk(port, duration, connections, close):
-    cmd = [be.WRK, "-t1", f"-c{connections}", f"-d{duration:g}s", "--timeout", "5s",
-           "-s", str(be.HERE / "wrk.lua"), f"https://127.0.0.1:{port}/", "--", str(be.HERE / "requests.http")]
-    env = dict(os.environ)
-    env.pop("EDGEGUARD_WRK_PACE_MS", None)
-    env["EDGEGUARD_WRK_CLOSE"] = "1" if close else "0"
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60, env=env)
-    for line in out.stdout.splitlines():
-        if line.startswith("EDGEGUARD_WRK "):
-            return json.loads(line[len("EDGEGUARD_WRK "):])
-    raise RuntimeError(f"wrk printed no result (exit {out.returncode}):\n{out.stdout}\n{out.stderr}")
-
-
 def measure(edge, args, load):
     pid = edge.worker
     cpu0, _ = be.worker_cpu(pid)
-    w = run_wrk(edge.port, args.duration, args.connections, load == "new-conn")
+    w = be.run_wrk(edge.port, args.duration, args.connections, 1, None, scheme="https", close=load == "new-conn")
     cpu1, _ = be.worker_cpu(pid)
     if edge.find_worker() != pid:
         raise RuntimeError(f"{edge.name}: the nginx worker changed during the run:\n{edge.failure()}")
@@ -193,7 +180,8 @@ def main(argv):
         print(f"bench-e2e-tls: {len(edges)} configurations checked on {len(heads)} heads over TLS", file=sys.stderr)
         for c, edge in edges.items():
             for load in LOADS:
-                run_wrk(edge.port, args.warmup, args.connections, load == "new-conn")
+                be.run_wrk(edge.port, args.warmup, args.connections, 1, None, scheme="https",
+                           close=load == "new-conn")
         names = list(CONFIGS)
         for k in range(args.rounds):
             order = names[k % len(names):] + names[:k % len(names)]

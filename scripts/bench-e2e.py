@@ -252,15 +252,18 @@ def check_edge(name, port, heads):
     return problems, all_scores
 
 
-def run_wrk(port, duration, connections, threads, load_cpu, pace_ms=None):
+def run_wrk(port, duration, connections, threads, load_cpu, pace_ms=None, scheme="http", close=False):
+    """wrk with wrk.lua's request heads; `close` sends `Connection: close` on
+    every request (a new connection, and over https a handshake, per request)."""
     cmd = [WRK, f"-t{threads}", f"-c{connections}", f"-d{duration:g}s", "--timeout", "5s",
-           "-s", str(HERE / "wrk.lua"), f"http://127.0.0.1:{port}/", "--", str(HERE / "requests.http")]
+           "-s", str(HERE / "wrk.lua"), f"{scheme}://127.0.0.1:{port}/", "--", str(HERE / "requests.http")]
     if load_cpu is not None:
         cmd = ["taskset", "-c", str(load_cpu)] + cmd
     env = dict(os.environ)
     env.pop("EDGEGUARD_WRK_PACE_MS", None)
     if pace_ms:
         env["EDGEGUARD_WRK_PACE_MS"] = f"{pace_ms:g}"
+    env["EDGEGUARD_WRK_CLOSE"] = "1" if close else "0"
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=duration + 60, env=env)
     for line in out.stdout.splitlines():
         if line.startswith("EDGEGUARD_WRK "):
