@@ -96,10 +96,9 @@ T.test("the request-phase calls need nginx", function()
     T.contains(T.raises(function() tls.info_for(nil) end), "nginx")
 end)
 
-T.test("edgeguard_request.tls: a fingerprint the scorer reads, or null", function()
-    local scorer = require "resty.edgeguard.scorer"
-    local s = assert(scorer.load(lib, { { name = "bot", path = "models/bot.json" } }))
-    local ua = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"
+-- A GET / with a Host and the User-Agent `ua` as an edgeguard_request, and
+-- its header array (the caller keeps both, and `ua`, alive while scoring).
+local function get_request(ua)
     local headers = ffi.new("edgeguard_header[2]")
     headers[0].key.data, headers[0].key.len = "Host", 4
     headers[0].value.data, headers[0].value.len = "x", 1
@@ -111,6 +110,14 @@ T.test("edgeguard_request.tls: a fingerprint the scorer reads, or null", functio
     req.client_addr.data, req.client_addr.len = "127.0.0.1", 9
     req.http_version = 11
     req.headers, req.headers_len = headers, 2
+    return req, headers
+end
+
+T.test("edgeguard_request.tls: a fingerprint the scorer reads, or null", function()
+    local scorer = require "resty.edgeguard.scorer"
+    local s = assert(scorer.load(lib, { { name = "bot", path = "models/bot.json" } }))
+    local ua = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"
+    local req, headers = get_request(ua) -- luacheck: no unused
     T.ok(req.tls == nil, "ffi.new leaves it null")
     local none = assert(s:score(req)).bot
     -- The same head on each recorded client's hello: the features see it.
@@ -134,17 +141,7 @@ T.test("the library still scores without TLS", function()
     local scorer = require "resty.edgeguard.scorer"
     local s = assert(scorer.load(lib, { { name = "bot", path = "models/bot.json" } }))
     local ua = "curl/7.88.1"
-    local headers = ffi.new("edgeguard_header[2]")
-    headers[0].key.data, headers[0].key.len = "Host", 4
-    headers[0].value.data, headers[0].value.len = "x", 1
-    headers[1].key.data, headers[1].key.len = "User-Agent", 10
-    headers[1].value.data, headers[1].value.len = ua, #ua
-    local req = ffi.new("edgeguard_request")
-    req.method.data, req.method.len = "GET", 3
-    req.uri.data, req.uri.len = "/", 1
-    req.client_addr.data, req.client_addr.len = "127.0.0.1", 9
-    req.http_version = 11
-    req.headers, req.headers_len = headers, 2
+    local req, headers = get_request(ua) -- luacheck: no unused
     local scores = assert(s:score(req))
     T.ok(scores.bot > 0.5, "a curl request scores as a bot: " .. scores.bot)
 end)
