@@ -1,7 +1,8 @@
-//! The writer of the `headers` text the readers above take back: the JSON
-//! array `[["name","value"],...]` that `resty.edgeguard.record` puts in
+//! The writer of the `headers` text that replay's readers (`record.rs`, the
+//! serde path, and `record/fast.rs`, the scanner) take back: the JSON array
+//! `[["name","value"],...]` that `resty.edgeguard.record` puts in
 //! `$edgeguard_request_headers` (through `edgeguard_headers_record`) and
-//! nginx logs. Reader and writer of the format live here together.
+//! nginx logs. The format's writer and readers live in this one module.
 //!
 //! Only `"`, `\` and bytes below 0x20 are escaped (`\"`, `\\`, `\u00XX`,
 //! lower-case hex); every other byte, 8-bit ones included, is written as it
