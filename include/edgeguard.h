@@ -1087,6 +1087,36 @@ void edgeguard_process_set_models_in_force(int in_force);
 int edgeguard_process_models_in_force(void);
 
 /*
+ Writes the JSON text of a request's headers, `[["name","value"],...]`
+ in array order, as `edgeguard replay` reads the `headers` field of a log
+ line: only `"`, `\` and bytes below 0x20 are escaped (`\"`, `\\`,
+ `\u00XX`), every other byte is written as it is. Allocates nothing.
+
+ `headers` is `headers_len` elements in the layout
+ `ngx_http_lua_ffi_req_get_headers` fills (names as fetched: with
+ `raw = 1`, in the client's letter case). On success writes the text
+ into `buf` (not NUL-terminated) and its length to `*out_len`. When
+ `cap` is too small, returns `BufferTooSmall`, leaves `buf` untouched
+ and writes the length needed to `*out_len`, so a caller can grow its
+ buffer to it and call again (a null `buf` with `cap` 0 asks only for
+ the length).
+
+ `NullParameter` for a null `out_len`, or a null `headers` or `buf` with
+ a non-zero length; `InvalidArgument` for a length no array can have.
+
+ # Safety
+ `headers` points to `headers_len` readable elements whose strings are
+ readable for their lengths (or `headers_len` is 0); `buf` points to
+ `cap` writable bytes that overlap none of them (or `cap` is 0);
+ `out_len` is writable.
+ */
+edgeguard_result edgeguard_headers_record(const edgeguard_header *headers,
+                                          size_t headers_len,
+                                          uint8_t *buf,
+                                          size_t cap,
+                                          size_t *out_len);
+
+/*
  Loads `n` models, model `i` named `names[i]` from the CatBoost JSON
  export at `paths[i]`, and binds each one's inputs to the feature schema
  by feature name.

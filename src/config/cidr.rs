@@ -1,5 +1,12 @@
 //! The `allow` list: IPv4 and IPv6 CIDR blocks, parsed once, matched per
 //! request without allocating.
+//!
+//! An IPv4-mapped IPv6 address (`::ffff:10.1.2.3`) is the IPv4 address it
+//! maps, in a block and in a client address alike: a dual-stack listener
+//! (`listen [::]:80 ipv6only=off`) reports IPv4 clients that way, and
+//! `10.0.0.0/8` must allow them as it does on an IPv4 listener. The
+//! verified-bot prefixes and the challenge's binding read addresses by the
+//! same rule ([`canonical_addr`](crate::challenge::canonical_addr)).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -13,7 +20,9 @@ pub struct Cidr {
 
 impl Cidr {
     /// Parses `192.0.2.0/24`, `2001:db8::/32`, or one address (a full-length
-    /// prefix). Host bits set in the address are ignored.
+    /// prefix). Host bits set in the address are ignored. An IPv4-mapped
+    /// block of at least 96 bits (`::ffff:192.0.2.0/120`) is the IPv4 block
+    /// it covers (`192.0.2.0/24`).
     pub fn parse(text: &str) -> Result<Cidr, String> {
         let (addr, bits) = match text.split_once('/') {
             Some((a, b)) => (a, Some(b)),
@@ -35,6 +44,13 @@ impl Cidr {
                 }
             }
         };
+        let (addr, bits) = match addr {
+            IpAddr::V6(a) if bits >= 96 => match a.to_ipv4_mapped() {
+                Some(v4) => (IpAddr::V4(v4), bits - 96),
+                None => (addr, bits),
+            },
+            _ => (addr, bits),
+        };
         Ok(Cidr {
             addr: mask(addr, bits),
             bits,
@@ -46,10 +62,12 @@ impl Cidr {
         (self.addr, self.bits)
     }
 
-    /// Whether `addr` is in the block. Families never mix: an IPv4 block
-    /// does not match `::ffff:192.0.2.1`, as nginx's binary address keeps
-    /// the family the connection came with.
+    /// Whether `addr` is in the block. An IPv4-mapped address is matched as
+    /// the IPv4 address it maps (`10.0.0.0/8` holds `::ffff:10.1.2.3`, and
+    /// `::/0` does not, as it holds no IPv4 client of an IPv4 listener);
+    /// otherwise families never mix.
     pub fn contains(&self, addr: IpAddr) -> bool {
+        let addr = crate::challenge::canonical_addr(addr);
         addr.is_ipv4() == self.addr.is_ipv4() && mask(addr, self.bits) == self.addr
     }
 }
@@ -114,7 +132,27 @@ mod tests {
         assert!(c("2001:db8::/32").contains(ip("2001:db8:ffff::1")));
         assert!(!c("2001:db8::/32").contains(ip("2001:db9::1")));
         assert!(c("::/0").contains(ip("::1")));
-        assert!(!c("192.0.2.0/24").contains(ip("::ffff:192.0.2.1")));
+        // IPv4-mapped clients (a dual-stack listener's IPv4 peers) are
+        // IPv4; mapped blocks are the IPv4 blocks they cover.
+        assert!(c("192.0.2.0/24").contains(ip("::ffff:192.0.2.1")));
+        assert!(c("10.0.0.0/8").contains(ip("::ffff:10.1.2.3")));
+        assert!(!c("10.0.0.0/8").contains(ip("::ffff:11.1.2.3")));
+        assert!(c("::ffff:10.0.0.0/104").contains(ip("10.200.0.1")));
+        assert_eq!(c("::ffff:10.0.0.0/104").to_string(), "10.0.0.0/8");
+        assert_eq!(c("::ffff:0:0/96").to_string(), "0.0.0.0/0");
+        assert!(
+            !c("::/0").contains(ip("::ffff:10.1.2.3")),
+            "a mapped client is not IPv6"
+        );
+        assert!(!c("::ffff:0:0/95").contains(ip("::ffff:10.1.2.3")));
+        assert!(
+            c("::ffff:0:0/95").contains(ip("::fffe:1:2")),
+            "short blocks stay IPv6"
+        );
+        assert!(
+            !c("::/96").contains(ip("10.1.2.3")),
+            "IPv4-compatible is not mapped"
+        );
         assert!(c("2001:db8::/33").contains(ip("2001:db8:7fff::")));
         assert!(!c("2001:db8::/33").contains(ip("2001:db8:8000::")));
         // What cidr.lua's tests held: odd prefixes, embedded IPv4 tails.
@@ -164,6 +202,18 @@ mod tests {
             Some("2001:db8::1".parse().unwrap())
         );
         assert_eq!(addr_from_text(b"not-an-ip"), None);
+        // What nginx gives for an IPv4 client of a dual-stack listener:
+        // $binary_remote_addr 16 bytes, $remote_addr the mapped text.
+        let mut mapped = [0u8; 16];
+        mapped[10..12].copy_from_slice(&[0xff, 0xff]);
+        mapped[12..].copy_from_slice(&[10, 1, 2, 3]);
+        let block = Cidr::parse("10.0.0.0/8").unwrap();
+        for addr in [
+            addr_from_binary(&mapped),
+            addr_from_text(b"::ffff:10.1.2.3"),
+        ] {
+            assert!(block.contains(addr.unwrap()), "{addr:?}");
+        }
         assert_eq!(addr_from_text(b"\xff"), None);
     }
 }

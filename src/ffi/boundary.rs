@@ -129,6 +129,20 @@ pub(crate) unsafe fn bytes<'a>(ptr: *const u8, len: usize) -> Option<&'a [u8]> {
     slice(ptr, len)
 }
 
+/// A writable [`bytes`]: `len` bytes at `ptr`, null only with `len == 0`.
+///
+/// # Safety
+/// `ptr` points to `len` writable bytes valid for `'a` that nothing else
+/// reads or writes meanwhile, or `len == 0`.
+pub(crate) unsafe fn bytes_mut<'a>(ptr: *mut u8, len: usize) -> Option<&'a mut [u8]> {
+    match (ptr.is_null(), len) {
+        (_, 0) => Some(&mut []),
+        (true, _) => None,
+        (false, n) if n > isize::MAX as usize => None,
+        (false, n) => Some(std::slice::from_raw_parts_mut(ptr, n)),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,6 +158,11 @@ mod tests {
             assert_eq!(slice(x.as_ptr(), usize::MAX), None);
             assert_eq!(slice(x.as_ptr(), isize::MAX as usize / 8 + 1), None);
             assert_eq!(bytes(b"ab".as_ptr(), usize::MAX), None);
+            let mut b = [0u8; 2];
+            assert_eq!(bytes_mut(b.as_mut_ptr(), 2).map(|s| s.len()), Some(2));
+            assert_eq!(bytes_mut(std::ptr::null_mut(), 0).map(|s| s.len()), Some(0));
+            assert!(bytes_mut(std::ptr::null_mut(), 1).is_none());
+            assert!(bytes_mut(b.as_mut_ptr(), isize::MAX as usize + 1).is_none());
         }
     }
 

@@ -20,6 +20,7 @@ pub mod config;
 pub mod headers;
 pub mod model;
 pub mod process;
+pub mod record;
 pub mod scorer;
 pub mod tls;
 mod types;

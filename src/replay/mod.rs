@@ -43,6 +43,8 @@ pub use summary::{
 pub use worker::Worker;
 
 pub use record::ParseError;
+// The writer of the `headers` text, for `edgeguard_headers_record`.
+pub(crate) use record::write::write_headers_text;
 
 /// The one reader of request lines (the shapes `record.rs` describes): what
 /// replay's workers parse, and what `edgeguard features` reads. Keeps its

@@ -921,6 +921,7 @@ impl<'de> Visitor<'de> for PairSeed<'_> {
 }
 
 mod fast;
+pub(crate) mod write;
 
 #[cfg(test)]
 mod tests;

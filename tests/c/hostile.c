@@ -1738,6 +1738,113 @@ static void test_score_with_tls_hostile(void) {
     edgeguard_scorer_free(s);
 }
 
+/* ------------------------------------------------------ headers_record */
+
+/* The text edgeguard_headers_record must write, by a second encoder written
+ * apart from it: `"` and `\` backslashed, bytes below 0x20 as \u00xx, every
+ * other byte as it is. Returns the length; writes to out when it is not NULL. */
+static size_t reference_record(const edgeguard_header *h, size_t n, uint8_t *out) {
+    size_t pos = 0;
+#define PUT(c) do { if (out) out[pos] = (uint8_t)(c); pos++; } while (0)
+    PUT('[');
+    for (size_t i = 0; i < n; i++) {
+        if (i > 0) PUT(',');
+        PUT('[');
+        for (int part = 0; part < 2; part++) {
+            const edgeguard_str *s = part ? &h[i].value : &h[i].key;
+            if (part) PUT(',');
+            PUT('"');
+            for (int j = 0; s->data && j < s->len; j++) {
+                uint8_t c = s->data[j];
+                if (c == '"' || c == '\\') {
+                    PUT('\\');
+                    PUT(c);
+                } else if (c < 0x20) {
+                    PUT('\\'); PUT('u'); PUT('0'); PUT('0');
+                    PUT("0123456789abcdef"[c >> 4]);
+                    PUT("0123456789abcdef"[c & 15]);
+                } else {
+                    PUT(c);
+                }
+            }
+            PUT('"');
+        }
+        PUT(']');
+    }
+    PUT(']');
+#undef PUT
+    return pos;
+}
+
+/* edgeguard_headers_record: nulls and impossible lengths refused with
+ * nothing written; every buffer shorter than the text refused untouched with
+ * the length it needs; exactly-sized heap buffers (ASan sees one byte past
+ * them) on random headers holding any byte, compared with the reference. */
+static void test_headers_record(void) {
+    edgeguard_header one = {str_of("Host", 4), str_of("a\"b", 3)};
+    uint8_t buf[64];
+    size_t len = 12345;
+    CHECK_CODE(edgeguard_headers_record(&one, 1, buf, sizeof buf, NULL), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "null out_len");
+    CHECK_CODE(edgeguard_headers_record(NULL, 1, buf, sizeof buf, &len), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "null headers with a length");
+    CHECK_CODE(edgeguard_headers_record(&one, 1, NULL, 8, &len), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "null buf with a cap");
+    CHECK(len == 12345, "nothing written on a null: %zu", len);
+    CHECK_CODE(edgeguard_headers_record(&one, SIZE_MAX, buf, sizeof buf, &len), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "headers_len SIZE_MAX");
+    CHECK_CODE(edgeguard_headers_record(&one, 1, buf, SIZE_MAX, &len), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "cap SIZE_MAX");
+    CHECK(len == 12345, "nothing written on a bad length: %zu", len);
+    CHECK_CODE(edgeguard_headers_record(NULL, 0, buf, sizeof buf, &len), EDGEGUARD_RESULT_OK, "no headers");
+    CHECK(len == 2 && memcmp(buf, "[]", 2) == 0, "no headers: %zu", len);
+
+    /* Asking for the length only, then every cap short of it. */
+    const char want[] = "[[\"Host\",\"a\\\"b\"]]";
+    CHECK_CODE(edgeguard_headers_record(&one, 1, NULL, 0, &len), EDGEGUARD_RESULT_BUFFER_TOO_SMALL, "size query");
+    CHECK(len == sizeof want - 1, "needed %zu, want %zu", len, sizeof want - 1);
+    for (size_t cap = 0; cap < sizeof want - 1; cap++) {
+        memset(buf, 0x5a, sizeof buf);
+        size_t need = 0;
+        CHECK_CODE(edgeguard_headers_record(&one, 1, buf, cap, &need), EDGEGUARD_RESULT_BUFFER_TOO_SMALL, "short cap");
+        CHECK(need == sizeof want - 1 && buf[0] == 0x5a && buf[cap] == 0x5a, "cap %zu: need %zu, untouched", cap,
+              need);
+    }
+    CHECK_CODE(edgeguard_headers_record(&one, 1, buf, sizeof want - 1, &len), EDGEGUARD_RESULT_OK, "exact cap");
+    CHECK(len == sizeof want - 1 && memcmp(buf, want, len) == 0, "text %.*s", (int)len, buf);
+
+    /* Null data, negative lengths: empty strings, as every other export reads them. */
+    edgeguard_header odd[2] = {{{5, NULL}, {-3, (const uint8_t *)"xyz"}}, {str_of("k", 1), {INT32_MIN, NULL}}};
+    CHECK_CODE(edgeguard_headers_record(odd, 2, buf, sizeof buf, &len), EDGEGUARD_RESULT_OK, "odd strings");
+    CHECK(len == 18 && memcmp(buf, "[[\"\",\"\"],[\"k\",\"\"]]", 18) == 0, "odd strings: %.*s", (int)len, buf);
+
+    for (int round = 0; round < 300; round++) {
+        size_t n = rng() % 40;
+        edgeguard_header *h = xmalloc(n * sizeof *h);
+        uint8_t *bytes = xmalloc(n * 2 * 64);
+        for (size_t i = 0; i < n * 2 * 64; i++) {
+            bytes[i] = (uint8_t)(rng() % 3 == 0 ? "\"\\\x00\x1f\x7f\x80\xff"[rng() % 7] : rng());
+        }
+        for (size_t i = 0; i < n; i++) {
+            h[i].key = str_of(bytes + i * 128, rng() % 65);
+            h[i].value = str_of(bytes + i * 128 + 64, rng() % 65);
+        }
+        size_t expect = reference_record(h, n, NULL);
+        uint8_t *ref = xmalloc(expect), *got = xmalloc(expect);
+        reference_record(h, n, ref);
+        size_t need = 0;
+        CHECK_CODE(edgeguard_headers_record(h, n, got, expect - 1, &need), EDGEGUARD_RESULT_BUFFER_TOO_SMALL,
+                   "random: one byte short");
+        CHECK(need == expect, "random: need %zu, want %zu", need, expect);
+        CHECK_CODE(edgeguard_headers_record(h, n, got, expect, &len), EDGEGUARD_RESULT_OK, "random");
+        CHECK(len == expect && memcmp(got, ref, expect) == 0, "random round %d: text differs", round);
+        free(h);
+        free(bytes);
+        free(ref);
+        free(got);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) {
         fprintf(stderr, "usage: %s FIXTURE_DIR\n", argv[0]);
@@ -1763,6 +1870,7 @@ int main(int argc, char **argv) {
     test_challenge_hostile();
     test_tls_hostile();
     test_score_with_tls_hostile();
+    test_headers_record();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

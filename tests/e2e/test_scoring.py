@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from conftest import ROOT, Nginx, bad_log_lines, edge_conf, free_port, running_edge, send_exact
+from conftest import ROOT, TEST_LIST, Nginx, bad_log_lines, edge_conf, free_port, running_edge, send_exact
 
 MODELS = f'models = {{ bot = "{ROOT}/models/bot.json", spoof = "{ROOT}/models/spoof.json" }},'
 SAMPLE = ROOT / "tests" / "fixtures" / "traffic" / "sample.jsonl"
@@ -109,6 +109,29 @@ def test_allowlisted_client_passes(origin):
         row = sample("curl")[0]
         status, _, _ = send_row(port, row)
         assert status == 200
+
+
+@pytest.mark.parametrize("allow, status", [("127.0.0.0/8", 200), ("10.0.0.0/8", 403)])
+def test_allow_list_holds_ipv4_clients_of_a_dual_stack_listener(origin, allow, status):
+    """On `listen [::]:PORT ipv6only=off` an IPv4 client is the IPv4-mapped
+    ::ffff:127.0.0.1 ($binary_remote_addr 16 bytes): an IPv4 block allows it
+    as on an IPv4 listener, and one it is not in does not (the curl row is
+    blocked)."""
+    port = free_port()
+    peer = ('add_header X-Peer "$remote_addr" always; header_filter_by_lua_block '
+            '{ ngx.header["X-Peer-Bytes"] = #ngx.var.binary_remote_addr }')
+    conf = edge_conf(port, origin.port, TEST_LIST, configure=MODELS + f' allow = {{ "{allow}" }},',
+                     access=access('mode = "block"'), location_extra=peer)
+    nginx = Nginx(conf.replace(f"listen 127.0.0.1:{port};", f"listen [::]:{port} ipv6only=off;"))
+    nginx.start(port)
+    try:
+        got, headers, _ = send_row(port, sample("curl")[0])
+        assert (headers.get("x-peer"), headers.get("x-peer-bytes")) == ("::ffff:127.0.0.1", "16")
+        assert got == status
+        assert not bad_log_lines(nginx.error_log)
+    finally:
+        nginx.stop()
+        nginx.cleanup()
 
 
 def start_expecting_model_failure(origin, configure, mode="block"):

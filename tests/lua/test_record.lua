@@ -107,6 +107,20 @@ T.test("a request larger than the buffer grows it", function()
     T.eq(encode({ { "a", "b" } }), '[["a","b"]]', "still right after growing")
 end)
 
+T.test("the text is byte for byte what the Lua encoder wrote (tests/fixtures/record)", function()
+    local list = {}
+    for line in T.read("tests/fixtures/record/random-headers.hex"):gmatch("[^\n]+") do
+        local k, v = line:match("^(%x*):(%x*)$")
+        local unhex = function(h)
+            return (h:gsub("%x%x", function(x) return string.char(tonumber(x, 16)) end))
+        end
+        list[#list + 1] = { unhex(k), unhex(v) }
+    end
+    T.eq(#list, 120)
+    T.ok(encode(list) == T.read("tests/fixtures/record/random-headers.json"), "same text as the fixture")
+    T.eq(decode(encode(list))[120][2], list[120][2], "decoded back")
+end)
+
 T.test("capture outside nginx and bad arguments are misuse", function()
     T.contains(T.raises(function() record.capture() end), "needs nginx's http subsystem")
     local err = T.raises(function() record.encode_string(nil, -1) end)

@@ -392,6 +392,12 @@ void edgeguard_process_set_models_in_force(int in_force);
 
 int edgeguard_process_models_in_force(void);
 
+edgeguard_result edgeguard_headers_record(const edgeguard_header *headers,
+                                          size_t headers_len,
+                                          uint8_t *buf,
+                                          size_t cap,
+                                          size_t *out_len);
+
 edgeguard_result edgeguard_scorer_new(const char *const *names,
                                       const char *const *paths,
                                       size_t n,

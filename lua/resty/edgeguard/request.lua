@@ -35,8 +35,10 @@ local method_len = ffi_new("size_t[1]")
 
 -- One header buffer per worker, in edgeguard's element type and, through a
 -- cached cast, in nginx's identical one. Grown to the largest request seen.
-local hdr_cap = 0
-local hdr_buf, ngx_hdr_buf
+-- Made here, so a request without headers gets an array too.
+local hdr_cap = 128
+local hdr_buf = ffi_new("edgeguard_header[?]", hdr_cap)
+local ngx_hdr_buf = ffi_cast("ngx_http_lua_ffi_table_elt_t *", hdr_buf)
 
 local req = ffi_new("edgeguard_request")
 local proto = ffi_new("edgeguard_str")
@@ -44,24 +46,22 @@ local bin_addr = ffi_new("edgeguard_str")
 
 --- The request's headers: the edgeguard_header array and its length, or nil
 -- and an error. Every header is returned: max = 0 means no limit, where the
--- usual default of 100 would leave the rest unchecked.
-function _M.headers(r)
+-- usual default of 100 would leave the rest unchecked. Names are lower-cased
+-- by nginx, or with `raw` as the client sent them (record.capture()).
+function _M.headers(r, raw)
     local n = C.ngx_http_lua_ffi_req_get_headers_count(r, 0, truncated)
-    if n <= 0 then
-        if n == 0 then
-            return hdr_buf, 0
-        end
+    if n < 0 then
         return nil, "cannot count request headers (nginx code " .. n .. ")"
     end
     if truncated[0] ~= 0 then
         return nil, "request header list truncated"
     end
     if n > hdr_cap then
-        hdr_cap = n > 128 and n or 128
+        hdr_cap = n
         hdr_buf = ffi_new("edgeguard_header[?]", hdr_cap)
         ngx_hdr_buf = ffi_cast("ngx_http_lua_ffi_table_elt_t *", hdr_buf)
     end
-    if C.ngx_http_lua_ffi_req_get_headers(r, ngx_hdr_buf, n, 0) ~= 0 then
+    if n > 0 and C.ngx_http_lua_ffi_req_get_headers(r, ngx_hdr_buf, n, raw and 1 or 0) ~= 0 then
         return nil, "cannot read request headers"
     end
     return hdr_buf, n

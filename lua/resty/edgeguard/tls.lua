@@ -42,7 +42,10 @@ local ERRBUF_LEN = 256
 local errbuf = ffi_new("char[?]", ERRBUF_LEN)
 local info = ffi_new("edgeguard_tls_info[1]")
 
-local lib -- loaded on first use: configure{ lib_path = } may come first
+-- Loaded on first use (configure{ lib_path = } may come first) and kept in
+-- an upvalue: the request path tests it instead of calling lib.load(), which
+-- keeps its trace short enough for the JIT (tests/e2e/test_jit.py).
+local lib
 
 local function get_lib()
     if not lib then
@@ -75,15 +78,17 @@ function _M.parse(hello)
 end
 
 --- The JA4 of an edgeguard_tls_info as a Lua string.
-function _M.ja4_of(i)
+local function ja4_of(i)
     return ffi_string(i.ja4, 36)
 end
+_M.ja4_of = ja4_of
 
 --- The name of an edgeguard_tls_info's family ("boringssl", "nss", ...).
-function _M.family_of(i)
+local function family_of(i)
     local l = assert(get_lib())
     return ffi_string(l.edgeguard_tls_family_name(i.family))
 end
+_M.family_of = family_of
 
 -- The nginx part: present only inside nginx's http subsystem.
 local in_nginx = ngx and ngx.config and ngx.config.subsystem == "http"
@@ -124,14 +129,19 @@ end
 
 local unavailable_logged = false
 
+-- No fingerprints in this worker at all: the same for every handshake, so
+-- logged once.
+local function unavailable(msg)
+    if not unavailable_logged then
+        unavailable_logged = true
+        ngx_log(ngx_WARN, "edgeguard tls: no fingerprints: ", msg)
+    end
+    return nil, msg
+end
+
 local function client_hello()
     if not has_ssl_pointer then
-        if not unavailable_logged then
-            unavailable_logged = true
-            ngx_log(ngx_WARN, "edgeguard tls: no fingerprints: this lua-nginx-module does not export ",
-                    "ngx_http_lua_ffi_get_req_ssl_pointer")
-        end
-        return nil, "ngx_http_lua_ffi_get_req_ssl_pointer is missing"
+        return unavailable("this lua-nginx-module does not export ngx_http_lua_ffi_get_req_ssl_pointer")
     end
     local r = get_request()
     if not r then
@@ -153,12 +163,7 @@ local function client_hello()
     end
     local msg = ffi_string(errbuf)
     if rc == TLS_UNAVAILABLE then
-        -- The same for every handshake of this worker: say it once.
-        if not unavailable_logged then
-            unavailable_logged = true
-            ngx_log(ngx_WARN, "edgeguard tls: no fingerprints: ", msg)
-        end
-        return nil, msg
+        return unavailable(msg)
     end
     ngx_log(ngx_ERR, "edgeguard tls: ", edgeguard_lib.result_text(l, rc), ": ", msg)
     return nil, msg
@@ -177,6 +182,24 @@ function _M.client_hello()
     return res, err
 end
 
+-- Fills `buf` (an edgeguard_tls_info[1]) with request r's connection
+-- fingerprint; returns it, or nil when the connection has none.
+local function fingerprint(r, buf)
+    local l = lib or get_lib()
+    if not l then
+        return nil
+    end
+    local ssl = get_ssl_pointer(r)
+    if ssl == nil then
+        return nil
+    end
+    l.edgeguard_tls_get(ssl, buf)
+    if buf[0].present == 0 then
+        return nil
+    end
+    return buf
+end
+
 --- The current request's connection fingerprint as an edgeguard_tls_info
 -- (a buffer this module reuses: read it before the next call), or nil.
 -- Allocates nothing.
@@ -185,15 +208,8 @@ function _M.get()
     if not r then
         error("no request found", 2)
     end
-    local l = lib or get_lib()
-    if not l then
-        return nil
-    end
-    l.edgeguard_tls_get(get_ssl_pointer(r), info)
-    if info[0].present == 0 then
-        return nil
-    end
-    return info[0]
+    local found = fingerprint(r, info)
+    return found and found[0]
 end
 
 -- request.current()'s own buffer: nothing a caller of get() keeps is
@@ -204,38 +220,20 @@ local req_info = ffi_new("edgeguard_tls_info[1]")
 -- edgeguard_request.tls (a buffer this module reuses), or nil when the
 -- connection has none. Allocates nothing.
 function _M.info_for(r)
-    local l = lib or get_lib()
-    if not l then
-        return nil
-    end
-    local ssl = get_ssl_pointer(r)
-    if ssl == nil then
-        return nil
-    end
-    l.edgeguard_tls_get(ssl, req_info)
-    if req_info[0].present == 0 then
-        return nil
-    end
-    return req_info
+    return fingerprint(r, req_info)
 end
 
 --- The current request's TLS family name ("boringssl", "nss", "openssl",
 -- "go", "unknown"), or nil without a fingerprint.
 function _M.family()
     local i = _M.get()
-    if not i then
-        return nil
-    end
-    return ffi_string(lib.edgeguard_tls_family_name(i.family))
+    return i and family_of(i)
 end
 
 --- The current request's JA4 string, or nil.
 function _M.ja4()
     local i = _M.get()
-    if not i then
-        return nil
-    end
-    return ffi_string(i.ja4, 36)
+    return i and ja4_of(i)
 end
 
 --- The raw parts of the current request's fingerprint as numbers and
@@ -249,13 +247,13 @@ function _M.parts()
         return nil
     end
     return {
-        ja4 = ffi_string(i.ja4, 36),
+        ja4 = ja4_of(i),
         version = tonumber(i.version),
         ciphers = tonumber(i.ciphers),
         extensions = tonumber(i.extensions),
         alpn = ffi_string(i.alpn, i.alpn_len),
         grease = i.grease == 1,
-        family = ffi_string(lib.edgeguard_tls_family_name(i.family)),
+        family = family_of(i),
         source = i.source == 1 and "wire" or "openssl",
     }
 end
