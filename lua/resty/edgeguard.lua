@@ -29,7 +29,6 @@ local edgeguard_lib = require "resty.edgeguard.lib"
 local header_set = require "resty.edgeguard.header_set"
 local scorer_mod = require "resty.edgeguard.scorer"
 local metrics = require "resty.edgeguard.metrics"
-local shadow = require "resty.edgeguard.shadow"
 local policy = require "resty.edgeguard.policy"
 local challenge = require "resty.edgeguard.challenge"
 
@@ -54,47 +53,18 @@ local state = {}
 -- which is misuse.
 local MAX_LOCATIONS = 1024
 
+-- resty.edgeguard.legacy.driver, the Lua engine's and shadow mode's driving
+-- code, required only when the configured engine is not "rust"; and the
+-- adapter functions it calls (bound at the end of this file).
+local driver
+local adapter
+
 -- Logs through nginx when there is one (configure() may run in plain luajit).
 -- Request-time code calls ngx.log directly, so its lines name their caller.
 local function log(level, ...)
     if ngx and ngx.log then
         ngx.log(level, ...)
     end
-end
-
--- { name = path } of the resolved options' model list (the Lua engine's
--- input), or nil.
-local function model_map(list)
-    if not list then
-        return nil
-    end
-    local map = {}
-    for _, m in ipairs(list) do
-        map[m.name] = m.path
-    end
-    return map
-end
-
--- The pure-Lua engine, loaded only when configured (the Rust-only path does
--- not need it). Returns the engine, or nil and the list's error; and, third,
--- the models' error when they failed but the list loaded (fail open, like the
--- Rust scorer).
-local function load_lua_engine(lib, o)
-    local lua_engine = require "resty.edgeguard.legacy"
-    local models = model_map(o.lua_models or o.models)
-    local eng, err = lua_engine.new{ internal_headers = o.internal_headers, models = models, lib = lib }
-    if eng then
-        return eng
-    end
-    if not models then
-        return nil, err
-    end
-    -- Either file may be at fault; without the models, only the list is left.
-    local list_only, list_err = lua_engine.new{ internal_headers = o.internal_headers, lib = lib }
-    if not list_only then
-        return nil, list_err
-    end
-    return list_only, nil, err
 end
 
 -- A score header name must be one exact list entry: an RFC 9110 token (the
@@ -162,8 +132,8 @@ local function new_location(st, cfg, what, level)
     local name = o.score_header
     check_score_header(name, what, level + 1)
     local names = score_names(st.options.score_header, name)
-    local scorer, leng = st.scorer, st.lua
-    return {
+    local scorer = st.scorer
+    local loc = {
         options = o,
         engine = o.engine,
         score_header = name,
@@ -177,14 +147,14 @@ local function new_location(st, cfg, what, level)
         screen = o.challenge_secret ~= nil or o.verified_bots ~= nil,
         -- The Rust strip: the list and the score header's spellings.
         strip_set = cached_set(st, st.strip_sets, st.headers, names, what, level + 1),
+        policy = st.engine ~= "lua" and cfg:policy(scorer and scorer.names or {}, scorer and scorer.thresholds),
+    }
+    if st.lua then
         -- The score header's spellings alone, removed after the Lua
         -- engine's own strip.
-        spelling_set = cached_set(st, st.spelling_sets, nil, names, what, level + 1),
-        policies = {
-            rust = st.engine ~= "lua" and cfg:policy(scorer and scorer.names or {}, scorer and scorer.thresholds),
-            lua = leng and cfg:policy(leng.names, leng.thresholds),
-        },
-    }
+        driver.location(st, cfg, loc, cached_set(st, st.spelling_sets, nil, names, what, level + 1))
+    end
+    return loc
 end
 
 -- Location lookup for an access{} table built anew on every request (a
@@ -273,8 +243,6 @@ local function location(st, opts, level)
 end
 
 local generation_seq = 0
--- resty.edgeguard.legacy.headers, required with the Lua engine.
-local lheaders
 
 -- configure(), phase 1: the library (found by the Lua-side lib_path, as it
 -- is needed before anything can be handed to it) and the options, parsed
@@ -327,8 +295,11 @@ local function load_engines(lib, o)
     end
     if engine ~= "rust" then
         local list_err, lua_model_err
-        lheaders = require "resty.edgeguard.legacy.headers"
-        got.lua, list_err, lua_model_err = load_lua_engine(lib, o)
+        if not driver then
+            driver = require "resty.edgeguard.legacy.driver"
+            driver.bind(adapter)
+        end
+        got.lua, list_err, lua_model_err = driver.load(lib, o)
         if not got.lua then
             return nil, list_err
         end
@@ -430,7 +401,6 @@ function _M.configure(opts)
         options = o,
         engine = engine,
         primary = primary,
-        shadow = engine == "shadow" and shadow.new(scorer and scorer.names, leng.names, mx, primary) or nil,
         headers = got.headers,
         scorer = scorer,
         lua = leng,
@@ -452,6 +422,7 @@ function _M.configure(opts)
         by_content = {},
         nlocations = 0,
     }
+    new.shadow = engine == "shadow" and driver.judge(new) or nil
     new.base = new_location(new, cfg, "edgeguard.configure", 2)
     state = new
     lib.edgeguard_process_set_models_in_force(new.models_wanted and new.load_errors == 0 and 1 or 0)
@@ -590,28 +561,6 @@ local function strip(r, set, headers, n)
     clear_found(r, headers, clear, nclear)
     return found, 0
 end
-
-
--- After the Lua engine's strip: removes the client spellings of the
--- location's score header(s), found by the Rust rule on the headers nginx
--- holds now; true, or nil and an error.
-local function score_spellings(r, loc)
-    local set = loc.spelling_set
-    if not set then
-        return true
-    end
-    local headers, n = request.headers(r)
-    if not headers then
-        return nil, n
-    end
-    local clear, nclear = set:find(headers, n)
-    if not clear then
-        return nil, nclear
-    end
-    clear_found(r, headers, clear, nclear)
-    return true
-end
-
 -- Ends a request that carries internal headers nginx's Lua API cannot
 -- remove (see strip) with 400: such a name is not an RFC 9110 token, which
 -- a real client does not send, and forwarding it would hand the origin an
@@ -628,28 +577,6 @@ local function refuse(engine_label, removed, left)
     return ngx.exit(ngx.HTTP_BAD_REQUEST)
 end
 
--- The Lua engine's request table, reused by every request of this worker.
-local lreq = { headers = {}, n_headers = 0 }
-
--- The Lua engine's strip of the request it read into lreq, then (unless
--- some internal entry cannot be removed, or `loc` is nil) the client
--- spellings of `loc`'s score header. Returns the entries removed and left,
--- or nil and an error.
-local function lua_strip(r, loc)
-    local removed, left = 0, 0
-    local leng = state.lua
-    if leng.headers then
-        removed, left = leng:strip(lreq)
-    end
-    if loc and left == 0 then
-        local ok, err = score_spellings(r, loc)
-        if not ok then
-            return nil, err
-        end
-    end
-    return removed, left
-end
-
 -- The primary engine's strip of the current request outside access():
 -- clear_internal_headers() (the score header's spellings too) and
 -- subrequests (`keep_score`: their score header is the one their parent's
@@ -659,10 +586,7 @@ local function strip_request(r, keep_score)
     local removed, left = 0, 0
     local base = state.base
     if state.primary == "lua" then
-        if state.lua.headers then
-            state.lua:read_request(lreq)
-        end
-        removed, left = lua_strip(r, not keep_score and base or nil)
+        removed, left = driver.strip_request(state, r, not keep_score and base or nil)
         if not removed then
             return nil, left
         end
@@ -719,8 +643,7 @@ function _M.score()
     end
     need_nginx("score")
     if state.primary == "lua" then
-        state.lua:read_request(lreq)
-        return state.lua:score_request(lreq)
+        return driver.score(state)
     end
     local req, err = request.current(request.get(2))
     if not req then
@@ -742,19 +665,6 @@ local clock = metrics.clock
 -- yields between the two).
 local access_out = ffi.new("edgeguard_access_out[1]")
 local BOTS = policy.BOTS
-
--- The Lua engine's decision by the location's policy for it, without
--- acting: "pass", "allow", "log", "block" or "unavailable"; the flagged
--- model, its score and threshold (nil when none flagged); and the status
--- of a blocked request.
-local function decide(loc, scores, r)
-    local addr, len
-    if loc.allow then
-        addr, len = request.binary_addr(r)
-    end
-    local action, name, threshold, status = loc.policies.lua:decide_table(scores, addr, len)
-    return action, name, name and scores[name], threshold, status
-end
 
 local function str(s)
     local n = s.len
@@ -784,7 +694,7 @@ end
 local function answer(loc, req, status)
     local mx = state.metrics
     -- No address: Rust reads the request's client_addr (as in rust_access).
-    local ok, res = challenge.answer(state.lib, loc.policies.rust, req, nil, 0, ngx.time(),
+    local ok, res = challenge.answer(state.lib, loc.policy, req, nil, 0, ngx.time(),
                                      ngx.var.https == "on")
     if ok == nil then
         return fail("rust", res)
@@ -892,7 +802,7 @@ local function act(loc, engine_label, scores, names, removed, r, req,
         if mx then
             mx:challenge("served")
         end
-        local _, err = challenge.serve_page(state.lib, loc.policies.rust, req, nil, 0, ngx.time(),
+        local _, err = challenge.serve_page(state.lib, loc.policy, req, nil, 0, ngx.time(),
                                             access_out[0].challenge_status)
         return fail(engine_label, err)
     end
@@ -923,7 +833,7 @@ local function rust_access(loc, r)
     -- No binary address: Rust reads the request's client_addr
     -- ($remote_addr) for the allow list, the challenge and the bots.
     local lib, scorer, set, keep = state.lib, state.scorer, loc.strip_set, loc.score_header
-    local rc = lib.edgeguard_access(set and set.handle or nil, scorer and scorer.handle, loc.policies.rust.handle,
+    local rc = lib.edgeguard_access(set and set.handle or nil, scorer and scorer.handle, loc.policy.handle,
                                     req, keep, #keep, nil, 0, ngx.time(), clear_buf, clear_cap,
                                     scorer and scorer.out, scorer and scorer.n or 0, access_out)
     if rc ~= 0 then
@@ -991,100 +901,6 @@ local function run_rust(loc, r)
     return act(loc, "rust", scores, scorer and scorer.names, found, r, req, rust_decision(out, scores))
 end
 
-local function run_lua(loc, r)
-    local mx = state.metrics
-    local t0 = mx and clock()
-    local leng = state.lua
-    leng:read_request(lreq)
-    local scores
-    if #leng.names > 0 then
-        scores = leng:score_request(lreq)
-    end
-    local removed, left = lua_strip(r, loc)
-    if not removed then
-        return fail("lua", left)
-    end
-    if mx then
-        mx:engine_time("lua", clock() - t0)
-        if scores then
-            mx:scores("lua", leng.names, scores)
-        end
-    end
-    if left > 0 then
-        return refuse("lua", removed, left)
-    end
-    return act(loc, "lua", scores, leng.names, removed, r, lreq, decide(loc, scores, r))
-end
-
--- Shadow mode: both engines on every request (resty.edgeguard.shadow judges).
-
-local function run_shadow(loc, r)
-    local mx = state.metrics
-    local scorer, leng = state.scorer, state.lua
-    local primary = state.primary
-
-    -- Both engines read and score what the client sent, before any strip.
-    local t0 = mx and clock()
-    local req, headers, out, rs = rust_access(loc, r)
-    if not req then
-        return fail("shadow", headers)
-    end
-    -- What both engines count: the list's entries.
-    local rcount = state.headers and tonumber(out.matched) or 0
-    local t1 = mx and clock()
-
-    leng:read_request(lreq)
-    local ls
-    if #leng.names > 0 then
-        ls = leng:score_request(lreq)
-    end
-    local lcount = leng.headers and lheaders.count(leng.headers, lreq) or 0
-    local t2 = mx and clock()
-
-    -- Strip with the primary only.
-    local removed, left = 0
-    if primary == "rust" then
-        left = tonumber(out.unremovable)
-        if left == 0 then
-            clear_listed(r, headers, out)
-            removed = rcount
-        end
-    else
-        removed, left = lua_strip(r, loc)
-        if not removed then
-            return fail("shadow", left)
-        end
-    end
-    if mx then
-        local t3 = clock()
-        if primary == "rust" then
-            mx:engine_time("rust", (t1 - t0) + (t3 - t2))
-            mx:engine_time("lua", t2 - t1)
-        else
-            mx:engine_time("rust", t1 - t0)
-            mx:engine_time("lua", t3 - t1)
-        end
-        if rs then
-            mx:scores("rust", scorer.names, rs)
-        end
-        if ls then
-            mx:scores("lua", leng.names, ls)
-        end
-    end
-
-    local ra, rname, rscore, rthreshold, rstatus = rust_decision(out, rs)
-    local la, lname, lscore, lthreshold, lstatus = decide(loc, ls, r)
-    state.shadow:compare(rs, ls, ra, la, rcount, lcount)
-
-    if left > 0 then
-        return refuse("shadow", removed, left)
-    end
-    if primary == "rust" then
-        return act(loc, "shadow", rs, scorer and scorer.names, removed, r, req, ra, rname, rscore, rthreshold, rstatus)
-    end
-    return act(loc, "shadow", ls, leng.names, removed, r, lreq, la, lname, lscore, lthreshold, lstatus)
-end
-
 --- The one-liner for rewrite_by_lua*: scores the request as the client
 -- sent it, strips internal headers and every client spelling of the score
 -- header, passes the scores upstream, and blocks or logs by the mode.
@@ -1133,15 +949,18 @@ function _M.access(opts)
     local action
     if engine == "rust" then
         action = run_rust(loc, r)
-    elseif engine == "lua" then
-        action = run_lua(loc, r)
     else
-        action = run_shadow(loc, r)
+        action = driver.run(st, loc, r)
     end
     if C.ngx_http_lua_ffi_get_phase(r, phase_err) == CONTEXT_ACCESS then
         return ngx.exit(ngx.DECLINED)
     end
     return action
 end
+
+adapter = {
+    rust_access = rust_access, clear_listed = clear_listed, rust_decision = rust_decision,
+    act = act, refuse = refuse, fail = fail, clear_found = clear_found, request = request,
+}
 
 return _M
