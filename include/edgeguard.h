@@ -214,8 +214,9 @@ typedef struct edgeguard_header_set edgeguard_header_set;
 typedef struct edgeguard_model edgeguard_model;
 
 /*
- The decision rule bound to one engine's models. Opaque: made by
- `edgeguard_policy_new`, released by `edgeguard_policy_free`. Immutable.
+ The decision rule bound to one engine's models, with what a location
+ strips. Opaque: made by `edgeguard_policy_new`, released by
+ `edgeguard_policy_free`. Immutable.
  */
 typedef struct edgeguard_policy edgeguard_policy;
 
@@ -393,12 +394,13 @@ typedef struct {
    How many indices were written to the caller's `clear` buffer: the
    first header of each distinct name to clear (as
    `edgeguard_header_set_find_internal` lists them), without those
-   spelled exactly as `keep` when the request was scored.
+   spelled exactly as the policy's score header when the request was
+   scored.
    */
   size_t clear_len;
   /*
-   Header entries the set matched, repeats counted (for a set extended
-   with score header names, only the internal list's own entries).
+   Header entries the internal list matched, repeats counted (the
+   score header's spellings are not counted; no list: 0).
    */
   size_t matched;
   /*
@@ -510,18 +512,18 @@ const char *edgeguard_result_text(int result);
 /*
  Strips, scores and decides one request in one call.
 
- - `set` (null: nothing to strip): the location's strip set, the internal
-   list extended with the score header's names. Its matches over
-   `request`'s headers go to `clear[0..out.clear_len]`; `clear_cap` must be
-   at least `request->headers_len`.
- - `keep`/`keep_len` (null/0: none): the score header name the caller
-   sets on a scored request; entries spelled exactly so are left out of
-   `clear` then, since setting the header replaces them.
+ - `policy`: the location's. Its strip set (the internal list extended
+   with the score header's names, see `edgeguard_policy_new`; none:
+   nothing to strip) is searched over `request`'s headers, the matches go
+   to `clear[0..out.clear_len]`; `clear_cap` must be at least
+   `request->headers_len`. On a scored request the entries spelled
+   exactly as the policy's score header are left out of `clear`, since
+   the caller's setting of the header replaces them.
  - `scorer` (null: models not loaded, the request goes unscored): scores
    `request` as the client sent it into `scores[0..n]`, where `n` is the
    scorer's model count; `scores_cap` must be at least `n`. The policy must
    be bound to the scorer's models (the same count).
- - `policy`: decides from the scores, the request and `addr`/`addr_len`,
+ - `policy` decides from the scores, the request and `addr`/`addr_len`,
    the client address as nginx keeps it (`$binary_remote_addr`; null/0:
    the request's textual `client_addr`), at
    `now`, the caller's Unix time (nginx's `ngx.time()`), as
@@ -530,8 +532,8 @@ const char *edgeguard_result_text(int result);
    `Answer` besides `edgeguard_policy_decide`'s.
 
  Returns `Ok` with `*out` written; `NullParameter` for a null `policy`,
- `request` or `out`, a null `clear` with a set, a null `scores` with a
- scorer, a null `keep` or `addr` with a non-zero length, or a null
+ `request` or `out`, a null `clear` with a strip set, a null `scores`
+ with a scorer, a null `addr` with a non-zero length, or a null
  `headers` with a non-zero `headers_len`; `InvalidArgument` for a
  `clear_cap` below `headers_len`, a `scores_cap` below the model count, a
  policy bound to another number of models than the scorer holds, an
@@ -540,20 +542,16 @@ const char *edgeguard_result_text(int result);
  handle is only read, so concurrent calls are safe.
 
  # Safety
- `set`, `scorer` are null or live handles, `policy` a live policy;
- `request` points to a valid `edgeguard_request` whose strings and
- headers point to their stated number of readable bytes; `keep` and
- `addr` point to their lengths' bytes (or are null with length 0);
- `clear` points to `clear_cap` writable `uint32_t` and `scores` to
- `scores_cap` writable doubles (or they are null with a zero cap); `out`
- is writable.
+ `scorer` is null or a live handle, `policy` a live policy; `request`
+ points to a valid `edgeguard_request` whose strings and headers point to
+ their stated number of readable bytes; `addr` points to `addr_len`
+ bytes (or is null with length 0); `clear` points to `clear_cap` writable
+ `uint32_t` and `scores` to `scores_cap` writable doubles (or they are
+ null with a zero cap); `out` is writable.
  */
-edgeguard_result edgeguard_access(const edgeguard_header_set *set,
-                                  const edgeguard_scorer *scorer,
+edgeguard_result edgeguard_access(const edgeguard_scorer *scorer,
                                   const edgeguard_policy *policy,
                                   const edgeguard_request *request,
-                                  const uint8_t *keep,
-                                  size_t keep_len,
                                   const uint8_t *addr,
                                   size_t addr_len,
                                   int64_t now,
@@ -750,6 +748,13 @@ const char *edgeguard_config_json(const edgeguard_config *config);
  own; a model with neither never flags. `n` may be 0 (models not loaded:
  every request is unscored).
 
+ The policy also holds what the location strips (`edgeguard_access`,
+ `edgeguard_policy_strip_set`): `headers` (null: no internal list; the
+ set is copied, the caller keeps and frees its own) extended with every
+ spelling of the configuration's score header names (`score_header` and,
+ for a location's configuration, the one it was derived from), and the
+ score header name a scored request is given.
+
  On success writes a new policy to `*out` (release it with
  `edgeguard_policy_free`). `NullParameter` for a null `config`, `out`,
  `names` (with `n` > 0) or name; `InvalidArgument` for `n` above 64 or a
@@ -757,13 +762,15 @@ const char *edgeguard_config_json(const edgeguard_config *config);
 
  # Safety
  `config` is a live configuration; `names` points to `n` NUL-terminated
- strings and `own_thresholds` is null or points to `n` doubles; `out` is
- writable; `errbuf` is null or points to `errbuf_len` writable bytes.
+ strings and `own_thresholds` is null or points to `n` doubles; `headers`
+ is null or a live set; `out` is writable; `errbuf` is null or points to
+ `errbuf_len` writable bytes.
  */
 edgeguard_result edgeguard_policy_new(const edgeguard_config *config,
                                       const char *const *names,
                                       const double *own_thresholds,
                                       size_t n,
+                                      const edgeguard_header_set *headers,
                                       edgeguard_policy **out,
                                       char *errbuf,
                                       size_t errbuf_len);
@@ -803,6 +810,17 @@ edgeguard_result edgeguard_policy_decide(const edgeguard_policy *policy,
                                          const uint8_t *addr,
                                          size_t addr_len,
                                          edgeguard_decision *out);
+
+/*
+ The policy's strip set (see `edgeguard_policy_new`): the internal list
+ and the score header's spellings, for the find exports. Owned by the
+ policy, valid while it lives; never free it. Null for a null policy or
+ when there is nothing to strip (no list, no score header).
+
+ # Safety
+ `policy` is null or a live policy.
+ */
+const edgeguard_header_set *edgeguard_policy_strip_set(const edgeguard_policy *policy);
 
 /*
  Loads an internal header list from the file at `path` (NUL-terminated).

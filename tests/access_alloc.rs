@@ -22,18 +22,20 @@ fn main() {
 /// dhat allows one profiler at a time, so every check lives in this one test.
 fn access_does_not_allocate() {
     let _profiler = dhat::Profiler::builder().testing().build();
-    let set = strip_set("X-Bot-Score\nX-Other-Score");
+    let list = list_set();
     let scorer = scorer();
-    let (cfg, policy) = bound_policy(
+    let (cfg, policy) = bound_policy_with(
         r#"{"models": {"bot": "b.json", "spoof": "s.json"}, "mode": "block",
             "allow": ["10.0.0.0/8", "2001:db8::/32"]}"#,
         scorer,
         2,
+        list,
     );
-    let (cfg0, policy0) = bound_policy(
+    let (cfg0, policy0) = bound_policy_with(
         r#"{"models": {"bot": "b.json"}, "fail_closed": true}"#,
         scorer,
         0,
+        list,
     );
     let bot = bot_request();
     let browser = Req::new(&[
@@ -74,12 +76,9 @@ fn access_does_not_allocate() {
         };
         let rc = unsafe {
             edgeguard_access(
-                set,
                 s,
                 p,
                 &r,
-                b"X-Bot-Score".as_ptr(),
-                11,
                 addr.as_ptr(),
                 addr.len(),
                 1_800_000_000,
@@ -112,6 +111,6 @@ fn access_does_not_allocate() {
         edgeguard_config_free(cfg);
         edgeguard_config_free(cfg0);
         edgeguard::ffi::scorer::edgeguard_scorer_free(scorer);
-        edgeguard::ffi::headers::edgeguard_header_set_free(set);
+        edgeguard::ffi::headers::edgeguard_header_set_free(list);
     }
 }

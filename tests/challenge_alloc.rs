@@ -146,6 +146,7 @@ fn per_request_work_does_not_allocate() {
                 std::ptr::null(),
                 std::ptr::null(),
                 0,
+                std::ptr::null(),
                 &mut c_policy,
                 null,
                 0,
@@ -203,11 +204,8 @@ fn per_request_work_does_not_allocate() {
             let rc = unsafe {
                 edgeguard_access(
                     std::ptr::null(),
-                    std::ptr::null(),
                     c_policy,
                     &r,
-                    std::ptr::null(),
-                    0,
                     c_addrs[i].as_ptr(),
                     c_addrs[i].len(),
                     NOW as i64,

@@ -67,76 +67,20 @@ local function log(level, ...)
     end
 end
 
--- A score header name must be one exact list entry: an RFC 9110 token (the
--- list parser checks that); `*` (a prefix rule), `#` (a comment) and
--- whitespace (a second entry) are refused here.
-local function check_score_header(name, what, level)
-    if name:find("[*#%s]") then
-        error(what .. ": score_header \"" .. name .. "\" is not a header name: `*`, `#` and "
-              .. "whitespace are not allowed", level + 1)
-    end
-end
-
--- The Rust set edgeguard strips with while `names` (score header names,
--- one a line) are in force: the internal list `list` (nil: none) extended
--- with `names` as extra rules, matched by the Rust rule (ASCII case folded,
--- `_` read as `-`), so one search per request finds the internal headers
--- and `X_Bot_Score` or `x-bot-SCORE` as well as `X-Bot-Score`
--- (ngx.req.set_header replaces only the names equal to its own, ignoring
--- case), and counts only the internal ones. Without a list, a set of
--- `names` alone (whose counts mean nothing). false when there is nothing
--- to strip.
-local function strip_set(lib, list, names, what, level)
-    if names == "" then
-        return list or false
-    end
-    local set, err
-    if list then
-        set, err = list:extend(names, "score_header")
-    else
-        set, err = header_set.parse(lib, names, "score_header")
-    end
-    if not set then
-        error(what .. ": score_header is not a header name: " .. err, level + 1)
-    end
-    return set
-end
-
--- `cache[names]`: strip_set(list, names), made once per configuration and
--- shared by the locations whose score header names are `names`.
-local function cached_set(st, cache, list, names, what, level)
-    local set = cache[names]
-    if set == nil then
-        set = strip_set(st.lib, list, names, what, level + 1)
-        cache[names] = set
-    end
-    return set
-end
-
--- The score header names a location strips, one a line: its own and, for
--- an access{ score_header = } override, configure()'s too (an origin behind
--- both locations may trust either).
-local function score_names(base, name)
-    if base == "" or name == base then
-        return name
-    end
-    return name == "" and base or name .. "\n" .. base
-end
-
 -- A location: what access() needs of one resolved configuration `cfg`
 -- (configure()'s, or a location's access{} over it), made once: the
--- options it reads per request, one Rust policy per loaded engine (bound to
--- that engine's models) and its strip sets.
-local function new_location(st, cfg, what, level)
+-- options it reads per request and one Rust policy per loaded engine
+-- (bound to that engine's models), which holds the location's strip set
+-- (Rust checked the score header name when it derived `cfg`).
+local function new_location(st, cfg)
     local o = cfg.options
-    local name = o.score_header
-    check_score_header(name, what, level + 1)
-    local names = score_names(st.options.score_header, name)
     local scorer = st.scorer
+    local rust = st.engine ~= "lua" and cfg:policy(scorer and scorer.names or {}, scorer and scorer.thresholds,
+                                                  st.headers)
     local loc = {
         options = o,
         engine = o.engine,
-        score_header = name,
+        score_header = o.score_header,
         vars = o.vars,
         log_level = o.log_level,
         -- The client address is read only when an allow list can use it
@@ -145,14 +89,12 @@ local function new_location(st, cfg, what, level)
         -- The challenge or the verified bots: decided with the request
         -- itself (edgeguard_policy_decide_request), Rust engine only.
         screen = o.challenge_secret ~= nil or o.verified_bots ~= nil,
+        policy = rust,
         -- The Rust strip: the list and the score header's spellings.
-        strip_set = cached_set(st, st.strip_sets, st.headers, names, what, level + 1),
-        policy = st.engine ~= "lua" and cfg:policy(scorer and scorer.names or {}, scorer and scorer.thresholds),
+        strip_set = rust and rust.strip_set,
     }
     if st.lua then
-        -- The score header's spellings alone, removed after the Lua
-        -- engine's own strip.
-        driver.location(st, cfg, loc, cached_set(st, st.spelling_sets, nil, names, what, level + 1))
+        driver.location(st, cfg, loc)
     end
     return loc
 end
@@ -233,7 +175,7 @@ local function location(st, opts, level)
     end
     loc = cfg.shim_location
     if not loc then
-        loc = new_location(st, cfg, "edgeguard.access", level + 1)
+        loc = new_location(st, cfg)
         cfg.shim_location = loc
     end
     st.nlocations = st.nlocations + 1
@@ -413,17 +355,13 @@ function _M.configure(opts)
         metrics = mx,
         var_names = var_names,
         clearance_names = clearance_names,
-        -- score header names (one a line) -> the Rust set to strip with
-        -- (false: nothing to strip), and the same without the list.
-        strip_sets = {},
-        spelling_sets = {},
         -- access{} tables -> their locations (see location()).
         by_table = setmetatable({}, { __mode = "k" }),
         by_content = {},
         nlocations = 0,
     }
     new.shadow = engine == "shadow" and driver.judge(new) or nil
-    new.base = new_location(new, cfg, "edgeguard.configure", 2)
+    new.base = new_location(new, cfg)
     state = new
     lib.edgeguard_process_set_models_in_force(new.models_wanted and new.load_errors == 0 and 1 or 0)
     return true, new.model_error
@@ -600,9 +538,6 @@ local function strip_request(r, keep_score)
             removed, left = strip(r, set, headers, n)
             if not removed then
                 return nil, left
-            end
-            if not state.headers then
-                removed = 0 -- a set of score header names only
             end
         end
     end
@@ -832,10 +767,10 @@ local function rust_access(loc, r)
     end
     -- No binary address: Rust reads the request's client_addr
     -- ($remote_addr) for the allow list, the challenge and the bots.
-    local lib, scorer, set, keep = state.lib, state.scorer, loc.strip_set, loc.score_header
-    local rc = lib.edgeguard_access(set and set.handle or nil, scorer and scorer.handle, loc.policy.handle,
-                                    req, keep, #keep, nil, 0, ngx.time(), clear_buf, clear_cap,
-                                    scorer and scorer.out, scorer and scorer.n or 0, access_out)
+    local lib, scorer = state.lib, state.scorer
+    local rc = lib.edgeguard_access(scorer and scorer.handle, loc.policy.handle, req, nil, 0, ngx.time(),
+                                    clear_buf, clear_cap, scorer and scorer.out, scorer and scorer.n or 0,
+                                    access_out)
     if rc ~= 0 then
         return nil, "edgeguard_access: " .. ffi_string(lib.edgeguard_result_text(rc))
     end
@@ -895,10 +830,9 @@ local function run_rust(loc, r)
     if left > 0 then
         return refuse("rust", 0, left)
     end
-    -- A set of score header names only counts nothing internal.
-    local found = state.headers and tonumber(out.matched) or 0
     local scorer = state.scorer
-    return act(loc, "rust", scores, scorer and scorer.names, found, r, req, rust_decision(out, scores))
+    return act(loc, "rust", scores, scorer and scorer.names, tonumber(out.matched), r, req,
+               rust_decision(out, scores))
 end
 
 --- The one-liner for rewrite_by_lua*: scores the request as the client

@@ -1078,17 +1078,17 @@ static void test_config_hostile(void) {
     edgeguard_policy *p = NULL;
     const char *names[] = {"bot", "spoof"};
     double own[] = {0.5, NAN};
-    CHECK_CODE(edgeguard_policy_new(NULL, names, own, 2, &p, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+    CHECK_CODE(edgeguard_policy_new(NULL, names, own, 2, NULL, &p, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
                "policy of null");
-    CHECK_CODE(edgeguard_policy_new(c, NULL, own, 2, &p, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+    CHECK_CODE(edgeguard_policy_new(c, NULL, own, 2, NULL, &p, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
                "null names");
-    CHECK_CODE(edgeguard_policy_new(c, names, own, SIZE_MAX, &p, err, sizeof err),
+    CHECK_CODE(edgeguard_policy_new(c, names, own, SIZE_MAX, NULL, &p, err, sizeof err),
                EDGEGUARD_RESULT_INVALID_ARGUMENT, "SIZE_MAX models");
     const char *null_name[] = {"bot", NULL};
-    CHECK_CODE(edgeguard_policy_new(c, null_name, own, 2, &p, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+    CHECK_CODE(edgeguard_policy_new(c, null_name, own, 2, NULL, &p, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
                "a null name");
     CHECK(p == NULL, "nothing written");
-    CHECK_CODE(edgeguard_policy_new(c, names, own, 2, &p, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    CHECK_CODE(edgeguard_policy_new(c, names, own, 2, NULL, &p, err, sizeof err), EDGEGUARD_RESULT_OK, err);
 
     edgeguard_decision d;
     double scores[] = {0.7, 0.99};
@@ -1126,17 +1126,52 @@ static void test_config_hostile(void) {
     edgeguard_policy_free(p);
 
     edgeguard_policy *lp = NULL;
-    CHECK_CODE(edgeguard_policy_new(loc, names, NULL, 2, &lp, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    CHECK_CODE(edgeguard_policy_new(loc, names, NULL, 2, NULL, &lp, err, sizeof err), EDGEGUARD_RESULT_OK, err);
     CHECK_CODE(edgeguard_policy_decide(lp, scores, 2, other, 4, &d), EDGEGUARD_RESULT_OK, "location decide");
     CHECK(d.action == EDGEGUARD_ACTION_PASS, "no thresholds without own ones: %d", d.action);
     edgeguard_policy_free(lp);
     edgeguard_config_free(loc);
+
+    /* The policy's strip set: a location's own score header and
+     * configure()'s, found in every spelling and counted as nothing
+     * internal; none without a list and a name; a bad name is misuse. */
+    const char *oj = "{\"score_header\": \"X-Own\"}";
+    CHECK_CODE(edgeguard_config_new_for_location(c, (const uint8_t *)oj, strlen(oj), NULL, &loc, err, sizeof err),
+               EDGEGUARD_RESULT_OK, err);
+    CHECK_CODE(edgeguard_policy_new(loc, names, NULL, 2, NULL, &lp, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    const edgeguard_header_set *ss = edgeguard_policy_strip_set(lp);
+    edgeguard_header sh[3] = {{str_of("X_OWN", 5), str_of("1", 1)}, {str_of("x-bot-score", 11), str_of("1", 1)},
+                              {str_of("Accept", 6), str_of("1", 1)}};
+    uint32_t scl[3];
+    size_t sn = 9, sm = 9, su = 9;
+    CHECK(ss != NULL, "a location's strip set");
+    if (ss) {
+        CHECK_CODE(edgeguard_header_set_find_checked(ss, sh, 3, scl, 3, &sn, &sm, &su), EDGEGUARD_RESULT_OK, "find");
+        CHECK(sn == 2 && scl[0] == 0 && scl[1] == 1 && sm == 0 && su == 0, "both names: %zu %zu %zu", sn, sm, su);
+    }
+    edgeguard_policy_free(lp);
+    edgeguard_config_free(loc);
+    edgeguard_config *none = NULL;
+    CHECK_CODE(config_of("{\"score_header\": \"\"}", &none, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    CHECK_CODE(edgeguard_policy_new(none, NULL, NULL, 0, NULL, &lp, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    CHECK(edgeguard_policy_strip_set(lp) == NULL, "no list, no score header: nothing to strip");
+    edgeguard_policy_free(lp);
+    edgeguard_config_free(none);
+    none = NULL;
+    CHECK_CODE(config_of("{\"score_header\": \"X-*\"}", &none, err, sizeof err), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "score_header X-*");
+    CHECK(none == NULL && strstr(err, "score_header \"X-*\" is not a header name") != NULL, "%s", err);
+    const char *bad_sh = "{\"score_header\": \"X-(a\"}";
+    CHECK_CODE(edgeguard_config_new_for_location(c, (const uint8_t *)bad_sh, strlen(bad_sh), "edgeguard.access", &loc,
+                                                 err, sizeof err),
+               EDGEGUARD_RESULT_INVALID_ARGUMENT, "score_header X-(a");
+    CHECK(strstr(err, "edgeguard.access: score_header is not a header name") != NULL, "%s", err);
     edgeguard_config_free(c);
 
     /* fail_closed with models configured refuses unscored requests. */
     const char *fc = "{\"models\": {\"bot\": \"b.json\"}, \"fail_closed\": true}";
     CHECK_CODE(config_of(fc, &c, err, sizeof err), EDGEGUARD_RESULT_OK, err);
-    CHECK_CODE(edgeguard_policy_new(c, NULL, NULL, 0, &p, err, sizeof err), EDGEGUARD_RESULT_OK, "policy, 0 models");
+    CHECK_CODE(edgeguard_policy_new(c, NULL, NULL, 0, NULL, &p, err, sizeof err), EDGEGUARD_RESULT_OK, "policy, 0 models");
     CHECK_CODE(edgeguard_policy_decide(p, NULL, 0, NULL, 0, &d), EDGEGUARD_RESULT_OK, "unscored fail_closed");
     CHECK(d.action == EDGEGUARD_ACTION_UNAVAILABLE, "fail_closed: %d", d.action);
     edgeguard_policy_free(p);
@@ -1291,10 +1326,14 @@ static void test_access_hostile(void) {
     const char *names[] = {"bot", "spoof"};
     double own[2] = {edgeguard_scorer_model_threshold(s, 0), edgeguard_scorer_model_threshold(s, 1)};
     edgeguard_policy *p = NULL, *p1 = NULL;
-    CHECK_CODE(edgeguard_policy_new(c, names, own, 2, &p, err, sizeof err), EDGEGUARD_RESULT_OK, err);
-    CHECK_CODE(edgeguard_policy_new(c, names, own, 1, &p1, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    /* The policy extends the list with the score header (the default
+     * X-Bot-Score) itself; `set`, extended here, is the reference. */
+    CHECK_CODE(edgeguard_policy_new(c, names, own, 2, base, &p, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    CHECK_CODE(edgeguard_policy_new(c, names, own, 1, base, &p1, err, sizeof err), EDGEGUARD_RESULT_OK, err);
     if (!set || !c || !p || !p1)
         return;
+    CHECK(edgeguard_policy_strip_set(p) != NULL && edgeguard_policy_strip_set(NULL) == NULL, "strip set");
+    CHECK(edgeguard_header_set_len(edgeguard_policy_strip_set(p)) == 2, "the list's rules, not the score header");
 
     edgeguard_header h[150];
     edgeguard_request req = {str_of("GET", 3), str_of("/", 1), str_of("192.0.2.1", 9), 11, h, 0, NULL};
@@ -1308,16 +1347,14 @@ static void test_access_hostile(void) {
     edgeguard_access_out out, untouched;
     memset(&untouched, 0x5a, sizeof untouched);
     out = untouched;
-#define ACCESS(set_, scorer_, policy_, req_, keep_, klen_, addr_, alen_, clear_, ccap_, scores_, scap_, out_) \
-    edgeguard_access(set_, scorer_, policy_, req_, (const uint8_t *)(keep_), klen_, addr_, alen_, 1800000000, clear_, ccap_, \
-                     scores_, scap_, out_)
+#define ACCESS(scorer_, policy_, req_, addr_, alen_, clear_, ccap_, scores_, scap_, out_) \
+    edgeguard_access(scorer_, policy_, req_, addr_, alen_, 1800000000, clear_, ccap_, scores_, scap_, out_)
     static const struct { edgeguard_result want; const char *what; } expect[] = {
         {EDGEGUARD_RESULT_NULL_PARAMETER, "null policy"},
         {EDGEGUARD_RESULT_NULL_PARAMETER, "null request"},
-        {EDGEGUARD_RESULT_NULL_PARAMETER, "null keep, length 11"},
         {EDGEGUARD_RESULT_NULL_PARAMETER, "null addr, length 4"},
-        {EDGEGUARD_RESULT_NULL_PARAMETER, "SIZE_MAX keep length"},
-        {EDGEGUARD_RESULT_NULL_PARAMETER, "null clear with a set"},
+        {EDGEGUARD_RESULT_NULL_PARAMETER, "SIZE_MAX addr length"},
+        {EDGEGUARD_RESULT_NULL_PARAMETER, "null clear with a strip set"},
         {EDGEGUARD_RESULT_NULL_PARAMETER, "null scores with a scorer"},
         {EDGEGUARD_RESULT_INVALID_ARGUMENT, "clear_cap below headers_len"},
         {EDGEGUARD_RESULT_INVALID_ARGUMENT, "scores_cap below the model count"},
@@ -1325,33 +1362,32 @@ static void test_access_hostile(void) {
         {EDGEGUARD_RESULT_INVALID_ARGUMENT, "policy of 2 models, no scorer"},
     };
     edgeguard_result got[sizeof expect / sizeof *expect] = {
-        ACCESS(set, s, NULL, &req, "X-Bot-Score", 11, v4, 4, clear, 150, scores, 2, &out),
-        ACCESS(set, s, p, NULL, "X-Bot-Score", 11, v4, 4, clear, 150, scores, 2, &out),
-        ACCESS(set, s, p, &req, NULL, 11, v4, 4, clear, 150, scores, 2, &out),
-        ACCESS(set, s, p, &req, "X-Bot-Score", 11, NULL, 4, clear, 150, scores, 2, &out),
-        ACCESS(set, s, p, &req, "X-Bot-Score", SIZE_MAX, v4, 4, clear, 150, scores, 2, &out),
-        ACCESS(set, s, p, &req, "X-Bot-Score", 11, v4, 4, NULL, 150, scores, 2, &out),
-        ACCESS(set, s, p, &req, "X-Bot-Score", 11, v4, 4, clear, 150, NULL, 2, &out),
-        ACCESS(set, s, p, &req, "X-Bot-Score", 11, v4, 4, clear, 2, scores, 2, &out),
-        ACCESS(set, s, p, &req, "X-Bot-Score", 11, v4, 4, clear, 150, scores, 1, &out),
-        ACCESS(set, s, p1, &req, "X-Bot-Score", 11, v4, 4, clear, 150, scores, 2, &out),
-        ACCESS(set, NULL, p, &req, "X-Bot-Score", 11, v4, 4, clear, 150, scores, 2, &out),
+        ACCESS(s, NULL, &req, v4, 4, clear, 150, scores, 2, &out),
+        ACCESS(s, p, NULL, v4, 4, clear, 150, scores, 2, &out),
+        ACCESS(s, p, &req, NULL, 4, clear, 150, scores, 2, &out),
+        ACCESS(s, p, &req, v4, SIZE_MAX, clear, 150, scores, 2, &out),
+        ACCESS(s, p, &req, v4, 4, NULL, 150, scores, 2, &out),
+        ACCESS(s, p, &req, v4, 4, clear, 150, NULL, 2, &out),
+        ACCESS(s, p, &req, v4, 4, clear, 2, scores, 2, &out),
+        ACCESS(s, p, &req, v4, 4, clear, 150, scores, 1, &out),
+        ACCESS(s, p1, &req, v4, 4, clear, 150, scores, 2, &out),
+        ACCESS(NULL, p, &req, v4, 4, clear, 150, scores, 2, &out),
     };
     for (size_t i = 0; i < sizeof expect / sizeof *expect; i++)
         CHECK_CODE(got[i], expect[i].want, expect[i].what);
-    CHECK_CODE(ACCESS(set, s, p, &req, "X-Bot-Score", 11, v4, 4, clear, 150, scores, 2, NULL),
+    CHECK_CODE(ACCESS(s, p, &req, v4, 4, clear, 150, scores, 2, NULL),
                EDGEGUARD_RESULT_NULL_PARAMETER, "null out");
     edgeguard_request bad = req;
     bad.http_version = -1;
-    CHECK_CODE(ACCESS(set, s, p, &bad, NULL, 0, NULL, 0, clear, 150, scores, 2, &out), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+    CHECK_CODE(ACCESS(s, p, &bad, NULL, 0, clear, 150, scores, 2, &out), EDGEGUARD_RESULT_INVALID_ARGUMENT,
                "negative http_version");
     bad = req;
     bad.headers = NULL;
-    CHECK_CODE(ACCESS(set, s, p, &bad, NULL, 0, NULL, 0, clear, 150, scores, 2, &out), EDGEGUARD_RESULT_NULL_PARAMETER,
+    CHECK_CODE(ACCESS(s, p, &bad, NULL, 0, clear, 150, scores, 2, &out), EDGEGUARD_RESULT_NULL_PARAMETER,
                "null headers, length 3");
     bad = req;
     bad.headers_len = SIZE_MAX;
-    CHECK_CODE(ACCESS(set, s, p, &bad, NULL, 0, NULL, 0, clear, SIZE_MAX, scores, 2, &out),
+    CHECK_CODE(ACCESS(s, p, &bad, NULL, 0, clear, SIZE_MAX, scores, 2, &out),
                EDGEGUARD_RESULT_INVALID_ARGUMENT, "SIZE_MAX headers_len");
     CHECK(memcmp(&out, &untouched, sizeof out) == 0, "out written on a refused call");
     CHECK(scores[0] == -7 && scores[1] == -7, "scores written on a refused call");
@@ -1394,13 +1430,13 @@ static void test_access_hostile(void) {
         edgeguard_policy *pol = p;
         edgeguard_policy *p0 = NULL;
         if (!with_scorer)
-            CHECK_CODE(edgeguard_policy_new(c, names, own, 0, &p0, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+            CHECK_CODE(edgeguard_policy_new(c, names, own, 0, base, &p0, err, sizeof err), EDGEGUARD_RESULT_OK, err);
         if (!with_scorer)
             pol = p0;
 
         out = untouched;
-        edgeguard_result r = ACCESS(set, with_scorer ? s : NULL, pol, &req, "X-Bot-Score", 11, alen ? addr : NULL,
-                                    alen, clear, 150, scores, 2, &out);
+        edgeguard_result r = ACCESS(with_scorer ? s : NULL, pol, &req, alen ? addr : NULL, alen, clear, 150, scores, 2,
+                                    &out);
         CHECK_CODE(r, EDGEGUARD_RESULT_OK, "random request");
 
         uint32_t clear2[150];
@@ -1469,7 +1505,7 @@ static edgeguard_policy *challenge_policy(const char *json, char *err, size_t er
     edgeguard_policy *p = NULL;
     if (config_of(json, &c, err, err_len) != EDGEGUARD_RESULT_OK)
         return NULL;
-    if (edgeguard_policy_new(c, NULL, NULL, 0, &p, err, err_len) != EDGEGUARD_RESULT_OK)
+    if (edgeguard_policy_new(c, NULL, NULL, 0, NULL, &p, err, err_len) != EDGEGUARD_RESULT_OK)
         p = NULL;
     edgeguard_config_free(c);
     return p;

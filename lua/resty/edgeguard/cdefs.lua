@@ -223,12 +223,9 @@ const char *edgeguard_version(void);
 
 const char *edgeguard_result_text(int result);
 
-edgeguard_result edgeguard_access(const edgeguard_header_set *set,
-                                  const edgeguard_scorer *scorer,
+edgeguard_result edgeguard_access(const edgeguard_scorer *scorer,
                                   const edgeguard_policy *policy,
                                   const edgeguard_request *request,
-                                  const uint8_t *keep,
-                                  size_t keep_len,
                                   const uint8_t *addr,
                                   size_t addr_len,
                                   int64_t now,
@@ -294,6 +291,7 @@ edgeguard_result edgeguard_policy_new(const edgeguard_config *config,
                                       const char *const *names,
                                       const double *own_thresholds,
                                       size_t n,
+                                      const edgeguard_header_set *headers,
                                       edgeguard_policy **out,
                                       char *errbuf,
                                       size_t errbuf_len);
@@ -306,6 +304,8 @@ edgeguard_result edgeguard_policy_decide(const edgeguard_policy *policy,
                                          const uint8_t *addr,
                                          size_t addr_len,
                                          edgeguard_decision *out);
+
+const edgeguard_header_set *edgeguard_policy_strip_set(const edgeguard_policy *policy);
 
 edgeguard_result edgeguard_header_set_new_from_file(const char *path,
                                                     edgeguard_header_set **out,

@@ -73,12 +73,13 @@ function _M.judge(st)
 end
 
 --- What a location needs for the Lua engine: its policy bound to the Lua
--- engine's models, and `spelling_set`, the score header spellings alone,
--- removed after the engine's own strip.
-function _M.location(st, cfg, loc, spelling_set)
+-- engine's models and, from that policy (bound without the internal list),
+-- `spelling_set`: the score header spellings alone, removed after the
+-- engine's own strip.
+function _M.location(st, cfg, loc)
     local leng = st.lua
     loc.lua_policy = cfg:policy(leng.names, leng.thresholds)
-    loc.spelling_set = spelling_set
+    loc.spelling_set = loc.lua_policy.strip_set
 end
 
 -- The Lua engine's request table, reused by every request of this worker.
@@ -191,7 +192,7 @@ local function run_shadow(st, loc, r)
         return ad.fail("shadow", headers)
     end
     -- What both engines count: the list's entries.
-    local rcount = st.headers and tonumber(out.matched) or 0
+    local rcount = tonumber(out.matched)
     local t1 = mx and clock()
 
     leng:read_request(lreq)
