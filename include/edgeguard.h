@@ -382,6 +382,45 @@ typedef struct {
 } edgeguard_decision;
 
 /*
+ A part of the caller's text buffer: `len` bytes from `offset`.
+ */
+typedef struct {
+  /*
+   Where it starts, from the buffer's first byte.
+   */
+  size_t offset;
+  /*
+   How many bytes.
+   */
+  size_t len;
+} edgeguard_span;
+
+/*
+ Where the texts of one decision lie in the caller's text buffer. Every
+ span is empty when its text is not written.
+ */
+typedef struct {
+  /*
+   The score header's value: `name=%.9g; name=%.9g` in model order (C's
+   `printf` formats). Written for a scored request.
+   */
+  edgeguard_span scores;
+  /*
+   The decision line, for a request that is flagged (the actions
+   `Block`, `Log`, `Challenge`, `Cleared`) or claims a verified bot:
+   `edgeguard action=A model=M score=%.6f threshold=%.6f client=C
+   method=M uri="U"` (no model part when no model flagged), then
+   ` bot=B verdict=verified|fake` for a bot claim.
+   */
+  edgeguard_span line;
+  /*
+   `values[i]`: model `i`'s score as `%.9g` (inside `scores`), for each
+   score written.
+   */
+  edgeguard_span values[64];
+} edgeguard_text;
+
+/*
  What `edgeguard_access` made of one request. Written whole on `Ok`.
 
  Fields may be appended in later versions (new actions carry more, e.g.
@@ -444,6 +483,12 @@ typedef struct {
    challenge): for the action `Challenge`.
    */
   int32_t challenge_status;
+  /*
+   Where the score header's value, the per-model values and the
+   decision line lie in the caller's `text` buffer (all empty without
+   one).
+   */
+  edgeguard_text text;
 } edgeguard_access_out;
 
 /*
@@ -523,6 +568,11 @@ const char *edgeguard_result_text(int result);
    `request` as the client sent it into `scores[0..n]`, where `n` is the
    scorer's model count; `scores_cap` must be at least `n`. The policy must
    be bound to the scorer's models (the same count).
+ - `text` (null with `text_cap` 0: none): the decision's texts
+   (`edgeguard_text`: the score header's value and the per-model values
+   as `%.9g`, the decision line), located by `out.text`; `text_cap` must
+   be at least `edgeguard_policy_text_room(policy)` plus the lengths of
+   the request's `method`, `uri` and `client_addr`.
  - `policy` decides from the scores, the request and `addr`/`addr_len`,
    the client address as nginx keeps it (`$binary_remote_addr`; null/0:
    the request's textual `client_addr`), at
@@ -533,8 +583,9 @@ const char *edgeguard_result_text(int result);
 
  Returns `Ok` with `*out` written; `NullParameter` for a null `policy`,
  `request` or `out`, a null `clear` with a strip set, a null `scores`
- with a scorer, a null `addr` with a non-zero length, or a null
- `headers` with a non-zero `headers_len`; `InvalidArgument` for a
+ with a scorer, a null `addr` or `text` with a non-zero length, or a null
+ `headers` with a non-zero `headers_len`; `BufferTooSmall` for a non-zero
+ `text_cap` below the texts' room; `InvalidArgument` for a
  `clear_cap` below `headers_len`, a `scores_cap` below the model count, a
  policy bound to another number of models than the scorer holds, an
  `http_version` outside `0..=65535` or a `headers_len` above
@@ -546,8 +597,9 @@ const char *edgeguard_result_text(int result);
  points to a valid `edgeguard_request` whose strings and headers point to
  their stated number of readable bytes; `addr` points to `addr_len`
  bytes (or is null with length 0); `clear` points to `clear_cap` writable
- `uint32_t` and `scores` to `scores_cap` writable doubles (or they are
- null with a zero cap); `out` is writable.
+ `uint32_t`, `scores` to `scores_cap` writable doubles and `text` to
+ `text_cap` writable bytes (or they are null with a zero cap); `out` is
+ writable.
  */
 edgeguard_result edgeguard_access(const edgeguard_scorer *scorer,
                                   const edgeguard_policy *policy,
@@ -559,6 +611,8 @@ edgeguard_result edgeguard_access(const edgeguard_scorer *scorer,
                                   size_t clear_cap,
                                   double *scores,
                                   size_t scores_cap,
+                                  uint8_t *text,
+                                  size_t text_cap,
                                   edgeguard_access_out *out);
 
 /*
@@ -1194,6 +1248,48 @@ edgeguard_result edgeguard_scorer_score(const edgeguard_scorer *scorer,
                                         const edgeguard_request *request,
                                         double *out_scores,
                                         size_t n);
+
+/*
+ The buffer `edgeguard_policy_text` and `edgeguard_access` need for the
+ texts of a request: this many bytes plus the lengths of the request's
+ `method`, `uri` and `client_addr`. 0 for a null policy.
+
+ # Safety
+ `policy` is null or a live policy.
+ */
+size_t edgeguard_policy_text_room(const edgeguard_policy *policy);
+
+/*
+ Writes the texts of a decision made without `edgeguard_access` (the
+ legacy Lua engine's, by `edgeguard_policy_decide`) into `text`:
+ `scores` holds the request's `n` scores in the policy's model order (null
+ with `n` 0: not scored), `decision` is the policy's decision of them,
+ and the request's `method`, `uri` and `client_addr` go into the line
+ (its headers are not read). No bot claim is judged here. `text_cap`
+ must be at least `edgeguard_policy_text_room(policy)` plus those three
+ lengths.
+
+ Returns `Ok` with `*out` written; `NullParameter` for a null `policy`,
+ `decision`, `request`, `text` or `out`, or a null `scores` with a
+ non-zero `n`; `InvalidArgument` for an `n` other than 0 and the
+ policy's model count, or a decision's model out of range;
+ `BufferTooSmall` for a `text_cap` below the room. On an error nothing is
+ written. Never allocates.
+
+ # Safety
+ `policy` is a live policy; `scores` points to `n` doubles (or is null
+ with `n` 0); `decision` and `request` are readable, the request's
+ strings point to their stated lengths; `text` points to `text_cap`
+ writable bytes; `out` is writable.
+ */
+edgeguard_result edgeguard_policy_text(const edgeguard_policy *policy,
+                                       const double *scores,
+                                       size_t n,
+                                       const edgeguard_decision *decision,
+                                       const edgeguard_request *request,
+                                       uint8_t *text,
+                                       size_t text_cap,
+                                       edgeguard_text *out);
 
 /*
  Fingerprints a ClientHello given as bytes: one TLS record (content type

@@ -61,6 +61,10 @@ fn access_does_not_allocate() {
     ];
     let mut clear = [0u32; 64];
     let mut scores = [0.0f64; 2];
+    // The score header's value, the values and the decision line: written
+    // with no allocation either.
+    let mut text = [0u8; 4096];
+    let mut lines = 0usize;
     let mut out = sentinel();
     let mut actions = [0usize; 5];
 
@@ -86,11 +90,15 @@ fn access_does_not_allocate() {
                 clear.len(),
                 scores.as_mut_ptr(),
                 2,
+                text.as_mut_ptr(),
+                text.len(),
                 &mut out,
             )
         };
         assert_eq!(rc, R::Ok);
         actions[out.decision.action as usize] += 1;
+        lines += usize::from(out.text.line.len > 0);
+        std::hint::black_box(&text[..out.text.scores.len]);
         std::hint::black_box(&clear[..out.clear_len]);
     }
     let after = dhat::HeapStats::get();
@@ -99,6 +107,7 @@ fn access_does_not_allocate() {
         "edgeguard_access allocated"
     );
     assert_eq!(after.total_bytes, before.total_bytes);
+    assert!(lines > 0, "decision lines were written");
     // Real work: pass, allow, block and unavailable all came up.
     let [pass, allow, _, block, unavailable] = actions;
     assert!(

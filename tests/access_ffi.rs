@@ -16,6 +16,7 @@ use edgeguard::ffi::config::*;
 use edgeguard::ffi::edgeguard_result as R;
 use edgeguard::ffi::headers::*;
 use edgeguard::ffi::scorer::*;
+use edgeguard::ffi::text::*;
 
 const BLOCK: &str = r#"{"models": {"bot": "b.json", "spoof": "s.json"}, "mode": "block", "status": 429,
     "allow": ["10.0.0.0/8"]}"#;
@@ -31,6 +32,17 @@ fn call(
     req: &Req,
     clear: &mut [u32],
     scores: &mut [f64],
+) -> (R, edgeguard_access_out) {
+    call_text(c, req, clear, scores, &mut [0u8; 4096])
+}
+
+/// `call` with the caller's text buffer.
+fn call_text(
+    c: &Call<'_>,
+    req: &Req,
+    clear: &mut [u32],
+    scores: &mut [f64],
+    text: &mut [u8],
 ) -> (R, edgeguard_access_out) {
     let r = req.c();
     let mut out = sentinel();
@@ -50,10 +62,22 @@ fn call(
             clear.len(),
             scores.as_mut_ptr(),
             scores.len(),
+            text.as_mut_ptr(),
+            text.len(),
             &mut out,
         )
     };
     (rc, out)
+}
+
+/// C's `snprintf` of one double.
+fn c_format(fmt: &std::ffi::CStr, v: f64) -> String {
+    let mut buf = [0 as std::ffi::c_char; 512];
+    let n = unsafe { libc::snprintf(buf.as_mut_ptr(), buf.len(), fmt.as_ptr(), v) };
+    assert!(n > 0);
+    unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 #[test]
@@ -72,8 +96,35 @@ fn one_call_agrees_with_find_score_and_decide() {
         addr: &[192, 0, 2, 7],
     };
     let (mut clear, mut scores) = (vec![0u32; req.len()], [0.0f64; 2]);
-    let (rc, out) = call(&c, &req, &mut clear, &mut scores);
+    let mut text = [0u8; 4096];
+    let (rc, out) = call_text(&c, &req, &mut clear, &mut scores, &mut text);
     assert_eq!(rc, R::Ok);
+
+    // The texts, as the shim's string.format wrote them (C's printf).
+    let at = |s: edgeguard::ffi::text::edgeguard_span| {
+        String::from_utf8_lossy(&text[s.offset..s.offset + s.len]).into_owned()
+    };
+    let g = |v| c_format(c"%.9g", v);
+    assert_eq!(
+        at(out.text.scores),
+        format!("bot={}; spoof={}", g(scores[0]), g(scores[1]))
+    );
+    assert_eq!(at(out.text.values[0]), g(scores[0]));
+    assert_eq!(at(out.text.values[1]), g(scores[1]));
+    assert_eq!(out.text.values[2].len, 0);
+    let name = ["bot", "spoof"][out.decision.model as usize];
+    assert_eq!(
+        at(out.text.line),
+        format!(
+            "edgeguard action=block model={name} score={} threshold={} client=192.0.2.7 method=GET uri=\"/login?next=/\"",
+            c_format(c"%.6f", scores[out.decision.model as usize]),
+            c_format(c"%.6f", out.decision.threshold)
+        )
+    );
+    assert!(
+        out.text.line.offset + out.text.line.len
+            <= unsafe { edgeguard_policy_text_room(policy) } + 3 + 13 + 9
+    );
 
     // The separate exports on the same request.
     let r = req.c();
@@ -280,66 +331,110 @@ fn bad_arguments_are_refused_and_nothing_is_written() {
               clear_cap,
               scores: *mut f64,
               scores_cap,
+              text: *mut u8,
+              text_cap,
               out| unsafe {
         edgeguard_access(
-            scorer, policy, r, addr, addr_len, NOW, clear, clear_cap, scores, scores_cap, out,
+            scorer, policy, r, addr, addr_len, NOW, clear, clear_cap, scores, scores_cap, text,
+            text_cap, out,
         )
     };
-    let (cl, sc, o) = (
+    let mut textbuf = [0u8; 4096];
+    let (cl, sc, tx, o) = (
         clear.as_mut_ptr(),
         scores.as_mut_ptr(),
+        textbuf.as_mut_ptr(),
         &mut out as *mut edgeguard_access_out,
     );
     let n = req.len();
     let cases: Vec<(&str, R, R)> = vec![
         (
             "null policy",
-            go(scorer, null(), &r, null(), 0, cl, n, sc, 2, o),
+            go(scorer, null(), &r, null(), 0, cl, n, sc, 2, tx, 4096, o),
             R::NullParameter,
         ),
         (
             "null request",
-            go(scorer, policy, null(), null(), 0, cl, n, sc, 2, o),
+            go(scorer, policy, null(), null(), 0, cl, n, sc, 2, tx, 4096, o),
             R::NullParameter,
         ),
         (
             "null out",
-            go(scorer, policy, &r, null(), 0, cl, n, sc, 2, null_mut()),
+            go(
+                scorer,
+                policy,
+                &r,
+                null(),
+                0,
+                cl,
+                n,
+                sc,
+                2,
+                tx,
+                4096,
+                null_mut(),
+            ),
             R::NullParameter,
         ),
         (
             "null addr, length 4",
-            go(scorer, policy, &r, null(), 4, cl, n, sc, 2, o),
+            go(scorer, policy, &r, null(), 4, cl, n, sc, 2, tx, 4096, o),
             R::NullParameter,
         ),
         (
             "null clear with a strip set",
-            go(scorer, policy, &r, null(), 0, null_mut(), n, sc, 2, o),
+            go(
+                scorer,
+                policy,
+                &r,
+                null(),
+                0,
+                null_mut(),
+                n,
+                sc,
+                2,
+                tx,
+                4096,
+                o,
+            ),
             R::NullParameter,
         ),
         (
             "null scores with a scorer",
-            go(scorer, policy, &r, null(), 0, cl, n, null_mut(), 2, o),
+            go(
+                scorer,
+                policy,
+                &r,
+                null(),
+                0,
+                cl,
+                n,
+                null_mut(),
+                2,
+                tx,
+                4096,
+                o,
+            ),
             R::NullParameter,
         ),
         (
             "clear too small",
-            go(scorer, policy, &r, null(), 0, cl, n - 1, sc, 2, o),
+            go(scorer, policy, &r, null(), 0, cl, n - 1, sc, 2, tx, 4096, o),
             R::InvalidArgument,
         ),
         (
             "scores too small",
-            go(scorer, policy, &r, null(), 0, cl, n, sc, 1, o),
+            go(scorer, policy, &r, null(), 0, cl, n, sc, 1, tx, 4096, o),
             R::InvalidArgument,
         ),
         (
             "policy of 1 model, scorer of 2",
-            go(scorer, policy1, &r, null(), 0, cl, n, sc, 2, o),
+            go(scorer, policy1, &r, null(), 0, cl, n, sc, 2, tx, 4096, o),
             R::InvalidArgument,
         ),
         (
             "policy of 2 models, no scorer",
-            go(null(), policy, &r, null(), 0, cl, n, sc, 2, o),
+            go(null(), policy, &r, null(), 0, cl, n, sc, 2, tx, 4096, o),
             R::InvalidArgument,
         ),
         (
@@ -354,6 +449,49 @@ fn bad_arguments_are_refused_and_nothing_is_written() {
                 n,
                 sc,
                 2,
+                tx,
+                4096,
+                o,
+            ),
+            R::NullParameter,
+        ),
+        (
+            "null text, length 4096",
+            go(
+                scorer,
+                policy,
+                &r,
+                null(),
+                0,
+                cl,
+                n,
+                sc,
+                2,
+                null_mut(),
+                4096,
+                o,
+            ),
+            R::NullParameter,
+        ),
+        (
+            "text below its room",
+            go(scorer, policy, &r, null(), 0, cl, n, sc, 2, tx, 100, o),
+            R::BufferTooSmall,
+        ),
+        (
+            "text length no array has",
+            go(
+                scorer,
+                policy,
+                &r,
+                null(),
+                0,
+                cl,
+                n,
+                sc,
+                2,
+                tx,
+                usize::MAX,
                 o,
             ),
             R::NullParameter,
@@ -365,19 +503,32 @@ fn bad_arguments_are_refused_and_nothing_is_written() {
     let mut bad = req.c();
     bad.http_version = 70000;
     assert_eq!(
-        go(scorer, policy, &bad, null(), 0, cl, n, sc, 2, o),
+        go(scorer, policy, &bad, null(), 0, cl, n, sc, 2, tx, 4096, o),
         R::InvalidArgument
     );
     bad = req.c();
     bad.headers = null();
     assert_eq!(
-        go(scorer, policy, &bad, null(), 0, cl, n, sc, 2, o),
+        go(scorer, policy, &bad, null(), 0, cl, n, sc, 2, tx, 4096, o),
         R::NullParameter
     );
     bad.headers_len = usize::MAX;
     bad.headers = req.c().headers;
     assert_eq!(
-        go(scorer, policy, &bad, null(), 0, cl, usize::MAX, sc, 2, o),
+        go(
+            scorer,
+            policy,
+            &bad,
+            null(),
+            0,
+            cl,
+            usize::MAX,
+            sc,
+            2,
+            tx,
+            4096,
+            o
+        ),
         R::InvalidArgument
     );
     assert_eq!(out.clear_len, 777, "nothing written on an error");

@@ -170,6 +170,8 @@ fn per_request_work_does_not_allocate() {
         })
         .collect();
     let mut clear = [0u32; 8];
+    // The decision line of a verified or fake bot is written too.
+    let mut text = [0u8; 4096];
     let mut out: edgeguard_access_out = unsafe { std::mem::zeroed() };
 
     let before = dhat::HeapStats::get();
@@ -213,6 +215,8 @@ fn per_request_work_does_not_allocate() {
                     clear.len(),
                     std::ptr::null_mut(),
                     0,
+                    text.as_mut_ptr(),
+                    text.len(),
                     &mut out,
                 )
             };

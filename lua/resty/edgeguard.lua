@@ -592,7 +592,6 @@ end
 -- location's Rust policy turns a result into an action, and one function
 -- acts.
 
-local score_parts = {}
 local clock = metrics.clock
 
 -- edgeguard_access's out struct, reused (act() reads the challenge's and
@@ -606,13 +605,9 @@ local function str(s)
     return n > 0 and ffi_string(s.data, n) or ""
 end
 
--- Method, URI and client of the request the engine read: the Lua engine's
--- request table, or the edgeguard_request request.current filled (already
--- pointing at nginx's values: no ngx.var lookups on the hot path).
+-- Method, URI and client of the request edgeguard_request request.current
+-- filled (pointing at nginx's values: no ngx.var lookups).
 local function request_text(req)
-    if type(req) == "table" then
-        return req.method, req.uri, req.client_addr
-    end
     return str(req.method), str(req.uri), str(req.client_addr)
 end
 
@@ -655,13 +650,13 @@ end
 -- Actions that flag the request (a decision line; unscored, a fake bot).
 local FLAGGED = { block = true, log = true, challenge = true, cleared = true }
 
--- Acts on one engine's result and its decision (see decide), whichever
--- engine produced them: metrics, score header, variables, decision line,
--- and the exit. Returns the action.
-local function act(loc, engine_label, scores, names, removed, r, req,
-                   action, flagged_name, flagged_score, flagged_threshold, status)
+-- Acts on one engine's result, whichever engine produced it: metrics,
+-- score header, variables, decision line (their texts are Rust's: `text`,
+-- an edgeguard_text, locates them in `buf`), and the exit. `status` is the
+-- error when `action` is nil. Returns the action.
+local function act(loc, engine_label, scores, names, removed, r, req, action, status, text, buf)
     if not action then
-        return fail(engine_label, flagged_name)
+        return fail(engine_label, status)
     end
     local mx = state.metrics
     if mx then
@@ -693,18 +688,16 @@ local function act(loc, engine_label, scores, names, removed, r, req,
     end
     local score_header = loc.score_header
     if scores and score_header ~= "" then
-        for i = 1, #names do
-            score_parts[i] = format("%s=%.9g", names[i], scores[names[i]])
-        end
-        local value = concat(score_parts, "; ", 1, #names)
-        set_req_header(r, score_header, #score_header, value, #value)
+        local v = text.scores
+        set_req_header(r, score_header, #score_header, buf + v.offset, v.len)
     end
 
     if loc.vars then
         local var = ngx.var
         if scores then
             for i = 1, #names do
-                var[state.var_names[names[i]]] = format("%.9g", scores[names[i]])
+                local v = text.values[i - 1]
+                var[state.var_names[names[i]]] = ffi_string(buf + v.offset, v.len)
             end
         end
         var.edgeguard_action = action
@@ -716,19 +709,9 @@ local function act(loc, engine_label, scores, names, removed, r, req,
         end
     end
 
-    if FLAGGED[action] or bot then
-        local method, uri, client = request_text(req)
-        local line
-        if flagged_name then
-            line = format('edgeguard action=%s model=%s score=%.6f threshold=%.6f client=%s method=%s uri="%s"',
-                          action, flagged_name, flagged_score, flagged_threshold, client, method, uri)
-        else
-            line = format('edgeguard action=%s client=%s method=%s uri="%s"', action, client, method, uri)
-        end
-        if bot then
-            line = line .. format(" bot=%s verdict=%s", bot_name, bot)
-        end
-        ngx.log(loc.log_level or ngx.INFO, line)
+    local line = text.line
+    if line.len > 0 then
+        ngx.log(loc.log_level or ngx.INFO, ffi_string(buf + line.offset, line.len))
     end
     if action == "block" then
         return ngx.exit(status)
@@ -748,6 +731,10 @@ end
 -- (rarely) to the largest header count seen, as it needs room for all.
 local clear_cap = 0
 local clear_buf
+-- The buffer it writes the texts into (score header value, variables,
+-- decision line); grown (rarely) to the largest need seen.
+local text_cap = 0
+local text_buf
 local ACTIONS = policy.ACTIONS
 
 -- The Rust engine's whole job on the current request in one FFI call,
@@ -765,12 +752,18 @@ local function rust_access(loc, r)
         clear_cap = n > 128 and n or 128
         clear_buf = ffi.new("uint32_t[?]", clear_cap)
     end
+    local policy_ = loc.policy
+    local need = policy_.text_room + req.method.len + req.uri.len + req.client_addr.len
+    if need > text_cap then
+        text_cap = need > 4096 and need or 4096
+        text_buf = ffi.new("uint8_t[?]", text_cap)
+    end
     -- No binary address: Rust reads the request's client_addr
     -- ($remote_addr) for the allow list, the challenge and the bots.
     local lib, scorer = state.lib, state.scorer
-    local rc = lib.edgeguard_access(scorer and scorer.handle, loc.policy.handle, req, nil, 0, ngx.time(),
+    local rc = lib.edgeguard_access(scorer and scorer.handle, policy_.handle, req, nil, 0, ngx.time(),
                                     clear_buf, clear_cap, scorer and scorer.out, scorer and scorer.n or 0,
-                                    access_out)
+                                    text_buf, text_cap, access_out)
     if rc ~= 0 then
         return nil, "edgeguard_access: " .. ffi_string(lib.edgeguard_result_text(rc))
     end
@@ -802,12 +795,10 @@ local function clear_listed(r, headers, out)
     end
 end
 
--- rust_access's decision as act()'s arguments.
-local function rust_decision(out, scores)
-    local d = out.decision
-    local model = d.model
-    local name = model >= 0 and state.scorer.names[model + 1] or nil
-    return ACTIONS[tonumber(d.action)], name, name and scores and scores[name], d.threshold, d.status
+-- rust_access's decision as act()'s arguments: the action, the status,
+-- the texts and their buffer.
+local function rust_decision(out)
+    return ACTIONS[tonumber(out.decision.action)], out.decision.status, out.text, text_buf
 end
 
 local function run_rust(loc, r)
@@ -831,8 +822,7 @@ local function run_rust(loc, r)
         return refuse("rust", 0, left)
     end
     local scorer = state.scorer
-    return act(loc, "rust", scores, scorer and scorer.names, tonumber(out.matched), r, req,
-               rust_decision(out, scores))
+    return act(loc, "rust", scores, scorer and scorer.names, tonumber(out.matched), r, req, rust_decision(out))
 end
 
 --- The one-liner for rewrite_by_lua*: scores the request as the client

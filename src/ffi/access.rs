@@ -14,6 +14,7 @@ use super::config::{edgeguard_decision, edgeguard_policy};
 use super::edgeguard_result;
 use super::headers::find;
 use super::scorer::{checked_request, edgeguard_request, edgeguard_scorer, score};
+use super::text::{edgeguard_text, write, Parts};
 use super::types::{edgeguard_str, Header};
 
 /// What `edgeguard_access` made of one request. Written whole on `Ok`.
@@ -59,6 +60,10 @@ pub struct edgeguard_access_out {
     /// The challenge page's status (`challenge_status`; 0 without a
     /// challenge): for the action `Challenge`.
     pub challenge_status: i32,
+    /// Where the score header's value, the per-model values and the
+    /// decision line lie in the caller's `text` buffer (all empty without
+    /// one).
+    pub text: edgeguard_text,
 }
 
 /// Strips, scores and decides one request in one call.
@@ -74,6 +79,11 @@ pub struct edgeguard_access_out {
 ///   `request` as the client sent it into `scores[0..n]`, where `n` is the
 ///   scorer's model count; `scores_cap` must be at least `n`. The policy must
 ///   be bound to the scorer's models (the same count).
+/// - `text` (null with `text_cap` 0: none): the decision's texts
+///   (`edgeguard_text`: the score header's value and the per-model values
+///   as `%.9g`, the decision line), located by `out.text`; `text_cap` must
+///   be at least `edgeguard_policy_text_room(policy)` plus the lengths of
+///   the request's `method`, `uri` and `client_addr`.
 /// - `policy` decides from the scores, the request and `addr`/`addr_len`,
 ///   the client address as nginx keeps it (`$binary_remote_addr`; null/0:
 ///   the request's textual `client_addr`), at
@@ -84,8 +94,9 @@ pub struct edgeguard_access_out {
 ///
 /// Returns `Ok` with `*out` written; `NullParameter` for a null `policy`,
 /// `request` or `out`, a null `clear` with a strip set, a null `scores`
-/// with a scorer, a null `addr` with a non-zero length, or a null
-/// `headers` with a non-zero `headers_len`; `InvalidArgument` for a
+/// with a scorer, a null `addr` or `text` with a non-zero length, or a null
+/// `headers` with a non-zero `headers_len`; `BufferTooSmall` for a non-zero
+/// `text_cap` below the texts' room; `InvalidArgument` for a
 /// `clear_cap` below `headers_len`, a `scores_cap` below the model count, a
 /// policy bound to another number of models than the scorer holds, an
 /// `http_version` outside `0..=65535` or a `headers_len` above
@@ -97,8 +108,9 @@ pub struct edgeguard_access_out {
 /// points to a valid `edgeguard_request` whose strings and headers point to
 /// their stated number of readable bytes; `addr` points to `addr_len`
 /// bytes (or is null with length 0); `clear` points to `clear_cap` writable
-/// `uint32_t` and `scores` to `scores_cap` writable doubles (or they are
-/// null with a zero cap); `out` is writable.
+/// `uint32_t`, `scores` to `scores_cap` writable doubles and `text` to
+/// `text_cap` writable bytes (or they are null with a zero cap); `out` is
+/// writable.
 #[no_mangle]
 pub unsafe extern "C" fn edgeguard_access(
     scorer: *const edgeguard_scorer,
@@ -111,6 +123,8 @@ pub unsafe extern "C" fn edgeguard_access(
     clear_cap: usize,
     scores: *mut f64,
     scores_cap: usize,
+    text: *mut u8,
+    text_cap: usize,
     out: *mut edgeguard_access_out,
 ) -> edgeguard_result {
     ffi_panic_boundary! {
@@ -133,6 +147,15 @@ pub unsafe extern "C" fn edgeguard_access(
         }
         if scores_cap < n {
             return edgeguard_result::InvalidArgument;
+        }
+        if text.is_null() && text_cap != 0 || text_cap > isize::MAX as usize {
+            return edgeguard_result::NullParameter;
+        }
+        // The texts' room, before anything is written (the label, a bot's
+        // name, is within the policy's part).
+        let need = edgeguard_policy::text_room(policy).saturating_add(req.method().len() + req.uri().len() + req.client_addr().len());
+        if !text.is_null() && text_cap < need {
+            return edgeguard_result::BufferTooSmall;
         }
         let set = policy.strip();
         if set.is_some() && clear.is_null() {
@@ -168,6 +191,23 @@ pub unsafe extern "C" fn edgeguard_access(
             let list = std::slice::from_raw_parts_mut(clear, clear_len);
             clear_len = without_kept(headers, list, keep);
         }
+        let texts = if text.is_null() {
+            edgeguard_text::EMPTY
+        } else {
+            let parts = Parts {
+                scores: given,
+                decision: &decided.decision,
+                bot: decided.bot,
+                label: decided.bot_name.as_bytes(),
+                method: req.method(),
+                uri: req.uri(),
+                client: req.client_addr(),
+            };
+            match write(policy, &parts, std::slice::from_raw_parts_mut(text, text_cap)) {
+                Ok(t) => t,
+                Err(code) => return code,
+            }
+        };
         *out = edgeguard_access_out {
             clear_len,
             matched,
@@ -179,6 +219,7 @@ pub unsafe extern "C" fn edgeguard_access(
             bot: decided.bot,
             clearance: decided.clearance,
             challenge_status: decided.challenge_status,
+            text: texts,
         };
         edgeguard_result::Ok
     }

@@ -15,8 +15,10 @@ use std::path::Path;
 use super::boundary::{bytes, c_bytes, slice, write_error};
 use super::edgeguard_result;
 use super::headers::edgeguard_header_set;
+use crate::config::text;
 use crate::config::{addr_from_binary, Action, ConfigError, ErrorOrigin, Options, Policy};
 use crate::scorer::MAX_MODELS;
+use crate::verified;
 
 /// Parsed and checked options. Opaque: made by `edgeguard_config_new` or
 /// `edgeguard_config_new_for_location`, released by `edgeguard_config_free`.
@@ -40,6 +42,11 @@ pub struct edgeguard_policy {
     /// The location's own score header, exactly as the caller sets it on a
     /// scored request (empty: none).
     score_header: Box<[u8]>,
+    /// The models' names, in scoring order, for the texts.
+    names: Box<[Box<str>]>,
+    /// The text buffer the texts need besides the request's method, URI
+    /// and client address (`edgeguard_policy_text_room`).
+    text_room: usize,
 }
 
 /// What `edgeguard_policy_decide` says a request gets. The numbers are
@@ -318,10 +325,17 @@ pub unsafe extern "C" fn edgeguard_policy_new(
                 return edgeguard_result::InvalidArgument;
             }
         };
+        let names: Box<[Box<str>]> = models.iter().map(|&(name, _)| name.into()).collect();
+        let max_name = names.iter().map(|n| n.len()).max().unwrap_or(0);
+        // The score header's value (`name=` value `; `), then the line.
+        let text_room = names.iter().map(|n| n.len() + 3 + text::MAX_G9).sum::<usize>()
+            + text::line_room(max_name, verified::MAX_NAME);
         *out = Box::into_raw(Box::new(edgeguard_policy {
             policy: Policy::new(options, &models),
             strip,
             score_header: options.score_header_name().as_bytes().into(),
+            names,
+            text_room,
         }));
         edgeguard_result::Ok
     }
@@ -467,5 +481,32 @@ impl edgeguard_policy {
     /// The score header name a scored request is given (empty: none).
     pub(super) fn score_header(&self) -> &[u8] {
         &self.score_header
+    }
+
+    /// The models' names, in scoring order.
+    pub(super) fn names(&self) -> &[Box<str>] {
+        &self.names
+    }
+
+    /// See `edgeguard_policy_text_room`.
+    pub(super) fn text_room(&self) -> usize {
+        self.text_room
+    }
+}
+
+impl edgeguard_action {
+    /// The name the shim acts on, sets in `$edgeguard_action` and logs.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            edgeguard_action::Pass => "pass",
+            edgeguard_action::Allow => "allow",
+            edgeguard_action::Log => "log",
+            edgeguard_action::Block => "block",
+            edgeguard_action::Unavailable => "unavailable",
+            edgeguard_action::Cleared => "cleared",
+            edgeguard_action::Challenge => "challenge",
+            edgeguard_action::Verified => "verified",
+            edgeguard_action::Answer => "answer",
+        }
     }
 }

@@ -21,6 +21,7 @@ pub mod headers;
 pub mod model;
 pub mod process;
 pub mod scorer;
+pub mod text;
 pub mod tls;
 mod types;
 

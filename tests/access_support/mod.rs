@@ -214,5 +214,10 @@ pub fn sentinel() -> edgeguard_access_out {
         bot: edgeguard::ffi::challenge::edgeguard_bot::Fake,
         clearance: edgeguard::ffi::challenge::edgeguard_clearance::Work,
         challenge_status: 7,
+        text: edgeguard::ffi::text::edgeguard_text {
+            scores: edgeguard::ffi::text::edgeguard_span { offset: 7, len: 7 },
+            line: edgeguard::ffi::text::edgeguard_span { offset: 7, len: 7 },
+            values: [edgeguard::ffi::text::edgeguard_span { offset: 7, len: 7 }; 64],
+        },
     }
 }

@@ -1347,8 +1347,11 @@ static void test_access_hostile(void) {
     edgeguard_access_out out, untouched;
     memset(&untouched, 0x5a, sizeof untouched);
     out = untouched;
+    static uint8_t text[8192];
+#define ACCESS_TEXT(scorer_, policy_, req_, addr_, alen_, clear_, ccap_, scores_, scap_, text_, tcap_, out_) \
+    edgeguard_access(scorer_, policy_, req_, addr_, alen_, 1800000000, clear_, ccap_, scores_, scap_, text_, tcap_, out_)
 #define ACCESS(scorer_, policy_, req_, addr_, alen_, clear_, ccap_, scores_, scap_, out_) \
-    edgeguard_access(scorer_, policy_, req_, addr_, alen_, 1800000000, clear_, ccap_, scores_, scap_, out_)
+    ACCESS_TEXT(scorer_, policy_, req_, addr_, alen_, clear_, ccap_, scores_, scap_, text, sizeof text, out_)
     static const struct { edgeguard_result want; const char *what; } expect[] = {
         {EDGEGUARD_RESULT_NULL_PARAMETER, "null policy"},
         {EDGEGUARD_RESULT_NULL_PARAMETER, "null request"},
@@ -1360,6 +1363,9 @@ static void test_access_hostile(void) {
         {EDGEGUARD_RESULT_INVALID_ARGUMENT, "scores_cap below the model count"},
         {EDGEGUARD_RESULT_INVALID_ARGUMENT, "policy of 1 model, scorer of 2"},
         {EDGEGUARD_RESULT_INVALID_ARGUMENT, "policy of 2 models, no scorer"},
+        {EDGEGUARD_RESULT_NULL_PARAMETER, "null text, length 10"},
+        {EDGEGUARD_RESULT_NULL_PARAMETER, "SIZE_MAX text length"},
+        {EDGEGUARD_RESULT_BUFFER_TOO_SMALL, "text below its room"},
     };
     edgeguard_result got[sizeof expect / sizeof *expect] = {
         ACCESS(s, NULL, &req, v4, 4, clear, 150, scores, 2, &out),
@@ -1372,6 +1378,9 @@ static void test_access_hostile(void) {
         ACCESS(s, p, &req, v4, 4, clear, 150, scores, 1, &out),
         ACCESS(s, p1, &req, v4, 4, clear, 150, scores, 2, &out),
         ACCESS(NULL, p, &req, v4, 4, clear, 150, scores, 2, &out),
+        ACCESS_TEXT(s, p, &req, v4, 4, clear, 150, scores, 2, NULL, 10, &out),
+        ACCESS_TEXT(s, p, &req, v4, 4, clear, 150, scores, 2, text, SIZE_MAX, &out),
+        ACCESS_TEXT(s, p, &req, v4, 4, clear, 150, scores, 2, text, edgeguard_policy_text_room(p), &out),
     };
     for (size_t i = 0; i < sizeof expect / sizeof *expect; i++)
         CHECK_CODE(got[i], expect[i].want, expect[i].what);
@@ -1469,6 +1478,20 @@ static void test_access_hostile(void) {
                    out.score_result == EDGEGUARD_RESULT_OK && out.decision.action == d.action &&
                    out.decision.model == d.model && out.decision.status == d.status && out.label.len == 0 &&
                    (!with_scorer || memcmp(scores, scores2, sizeof scores) == 0);
+        /* The score header's value, as the shim's string.format wrote it. */
+        if (with_scorer) {
+            char want_text[128];
+            snprintf(want_text, sizeof want_text, "bot=%.9g; spoof=%.9g", scores2[0], scores2[1]);
+            int text_same = out.text.scores.len == strlen(want_text) &&
+                            memcmp(text + out.text.scores.offset, want_text, out.text.scores.len) == 0;
+            CHECK(text_same, "round %d: score text %.*s, want %s", round, (int)out.text.scores.len,
+                  (const char *)text + out.text.scores.offset, want_text);
+            same = same && text_same;
+        } else {
+            same = same && out.text.scores.len == 0;
+        }
+        int flagged = d.action == EDGEGUARD_ACTION_BLOCK || d.action == EDGEGUARD_ACTION_LOG;
+        same = same && (out.text.line.len > 0) == flagged;
         CHECK(same, "round %d: access and the separate exports disagree (clear %zu/%zu, action %d/%d)", round,
               out.clear_len, want_len, out.decision.action, d.action);
         agree += same;
@@ -1479,6 +1502,54 @@ static void test_access_hostile(void) {
         edgeguard_policy_free(p0);
     }
 #undef ACCESS
+#undef ACCESS_TEXT
+
+    /* edgeguard_policy_text: the legacy engine's texts, for given scores
+     * and decision; the same formats as C's printf. */
+    edgeguard_decision pd;
+    double ps[2] = {0.25, 0.75};
+    edgeguard_text pt, pt_untouched;
+    memset(&pt_untouched, 0x5a, sizeof pt_untouched);
+    pt = pt_untouched;
+    CHECK_CODE(edgeguard_policy_decide(p, ps, 2, NULL, 0, &pd), EDGEGUARD_RESULT_OK, "decide");
+    CHECK_CODE(edgeguard_policy_text(NULL, ps, 2, &pd, &req, text, sizeof text, &pt), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "text: null policy");
+    CHECK_CODE(edgeguard_policy_text(p, ps, 2, NULL, &req, text, sizeof text, &pt), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "text: null decision");
+    CHECK_CODE(edgeguard_policy_text(p, ps, 2, &pd, NULL, text, sizeof text, &pt), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "text: null request");
+    CHECK_CODE(edgeguard_policy_text(p, ps, 2, &pd, &req, NULL, sizeof text, &pt), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "text: null text");
+    CHECK_CODE(edgeguard_policy_text(p, ps, 2, &pd, &req, text, sizeof text, NULL), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "text: null out");
+    CHECK_CODE(edgeguard_policy_text(p, NULL, 2, &pd, &req, text, sizeof text, &pt), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "text: null scores, n 2");
+    CHECK_CODE(edgeguard_policy_text(p, ps, SIZE_MAX, &pd, &req, text, sizeof text, &pt),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "text: n SIZE_MAX");
+    CHECK_CODE(edgeguard_policy_text(p, ps, 1, &pd, &req, text, sizeof text, &pt), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "text: n 1 of 2");
+    CHECK_CODE(edgeguard_policy_text(p, ps, 2, &pd, &req, text, 20, &pt), EDGEGUARD_RESULT_BUFFER_TOO_SMALL,
+               "text: below its room");
+    edgeguard_decision far = pd;
+    far.model = 9;
+    CHECK_CODE(edgeguard_policy_text(p, ps, 2, &far, &req, text, sizeof text, &pt), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "text: model out of range");
+    CHECK(memcmp(&pt, &pt_untouched, sizeof pt) == 0, "text out written on a refused call");
+    CHECK_CODE(edgeguard_policy_text(p, ps, 2, &pd, &req, text, sizeof text, &pt), EDGEGUARD_RESULT_OK, "text");
+    char want_text[512];
+    snprintf(want_text, sizeof want_text, "bot=%.9g; spoof=%.9g", ps[0], ps[1]);
+    CHECK(pt.scores.len == strlen(want_text) && memcmp(text + pt.scores.offset, want_text, pt.scores.len) == 0,
+          "policy text scores: %.*s", (int)pt.scores.len, (const char *)text + pt.scores.offset);
+    CHECK(pd.action == EDGEGUARD_ACTION_BLOCK && pd.model >= 0, "a flagged decision: %d %d", pd.action, pd.model);
+    if (pd.model >= 0) {
+        snprintf(want_text, sizeof want_text,
+                 "edgeguard action=block model=%s score=%.6f threshold=%.6f client=192.0.2.1 method=GET uri=\"/\"",
+                 names[pd.model], ps[pd.model], pd.threshold);
+        CHECK(pt.line.len == strlen(want_text) && memcmp(text + pt.line.offset, want_text, pt.line.len) == 0,
+              "policy text line: %.*s", (int)pt.line.len, (const char *)text + pt.line.offset);
+    }
+    CHECK_CODE(edgeguard_policy_text(p, NULL, 0, &pd, &req, text, sizeof text, &pt), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "text: a model's decision without scores");
     CHECK(agree == 400 && scored > 200 && kept > 0 && allowed > 0 && blocked > 0 && unremovable > 0,
           "access rounds: %zu agree, %zu scored, %zu kept, %zu allowed, %zu blocked, %zu unremovable", agree, scored,
           kept, allowed, blocked, unremovable);

@@ -217,8 +217,9 @@ T.test("edgeguard_access from LuaJIT: the shim's handles, Lua strings, one call"
     req.headers, req.headers_len = headers, 5
     local clear = ffi.new("uint32_t[5]")
     local out = ffi.new("edgeguard_access_out[1]")
+    local text = ffi.new("uint8_t[?]", 4096)
     local rc = lib.edgeguard_access(scorer.handle, p.handle, req, nil, 0, 1800000000, clear, 5, scorer.out, scorer.n,
-                                    out)
+                                    text, 4096, out)
     T.eq(rc, 0)
     local o = out[0]
     T.eq(tonumber(o.clear_len), 2, "the internal header and the other spelling; the exact one stays")
@@ -231,10 +232,19 @@ T.test("edgeguard_access from LuaJIT: the shim's handles, Lua strings, one call"
     T.eq(o.label.len, 0)
     local scores = scorer:scores_of_out()
     T.eq(scores.bot, scorer:score(req).bot, "the same score as edgeguard_scorer_score")
+    -- The texts the shim sets and logs, as string.format wrote them.
+    local function at(span)
+        return ffi.string(text + span.offset, span.len)
+    end
+    T.eq(at(o.text.scores), string.format("bot=%.9g; spoof=%.9g", scores.bot, scores.spoof))
+    T.eq(at(o.text.values[1]), string.format("%.9g", scores.spoof))
+    local name = scorer.names[o.decision.model + 1]
+    T.eq(at(o.text.line), string.format('edgeguard action=block model=%s score=%.6f threshold=%.6f client=192.0.2.1 '
+                                        .. 'method=GET uri="/"', name, scores[name], o.decision.threshold))
     -- Refused: a policy bound to another number of models than the scorer.
     local p1 = cfg:policy({ "bot" })
-    T.eq(lib.edgeguard_access(scorer.handle, p1.handle, req, nil, 0, 1800000000, clear, 5, scorer.out, scorer.n, out),
-         3)
+    T.eq(lib.edgeguard_access(scorer.handle, p1.handle, req, nil, 0, 1800000000, clear, 5, scorer.out, scorer.n,
+                              text, 4096, out), 3)
 end)
 
 T.run()

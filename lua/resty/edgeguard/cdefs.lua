@@ -176,6 +176,22 @@ typedef struct {
 
 typedef struct {
 
+  size_t offset;
+
+  size_t len;
+} edgeguard_span;
+
+typedef struct {
+
+  edgeguard_span scores;
+
+  edgeguard_span line;
+
+  edgeguard_span values[64];
+} edgeguard_text;
+
+typedef struct {
+
   size_t clear_len;
 
   size_t matched;
@@ -195,6 +211,8 @@ typedef struct {
   edgeguard_clearance clearance;
 
   int32_t challenge_status;
+
+  edgeguard_text text;
 } edgeguard_access_out;
 
 typedef struct {
@@ -233,6 +251,8 @@ edgeguard_result edgeguard_access(const edgeguard_scorer *scorer,
                                   size_t clear_cap,
                                   double *scores,
                                   size_t scores_cap,
+                                  uint8_t *text,
+                                  size_t text_cap,
                                   edgeguard_access_out *out);
 
 const char *edgeguard_clearance_name(int c);
@@ -411,6 +431,17 @@ edgeguard_result edgeguard_scorer_score(const edgeguard_scorer *scorer,
                                         const edgeguard_request *request,
                                         double *out_scores,
                                         size_t n);
+
+size_t edgeguard_policy_text_room(const edgeguard_policy *policy);
+
+edgeguard_result edgeguard_policy_text(const edgeguard_policy *policy,
+                                       const double *scores,
+                                       size_t n,
+                                       const edgeguard_decision *decision,
+                                       const edgeguard_request *request,
+                                       uint8_t *text,
+                                       size_t text_cap,
+                                       edgeguard_text *out);
 
 edgeguard_result edgeguard_tls_parse(const uint8_t *hello,
                                      size_t hello_len,

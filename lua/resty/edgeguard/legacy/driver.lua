@@ -142,16 +142,24 @@ function _M.score(st)
 end
 
 -- The Lua engine's decision by the location's policy for it, without
--- acting: "pass", "allow", "log", "block" or "unavailable"; the flagged
--- model, its score and threshold (nil when none flagged); and the status
--- of a blocked request.
+-- acting, as act()'s arguments: "pass", "allow", "log", "block" or
+-- "unavailable"; the status of a blocked request; the texts (Rust's, from
+-- the scores and the decision) and their buffer. Or nil and an error.
 local function decide(loc, scores, r)
     local addr, len
     if loc.allow then
         addr, len = ad.request.binary_addr(r)
     end
-    local action, name, threshold, status = loc.lua_policy:decide_table(scores, addr, len)
-    return action, name, name and scores[name], threshold, status
+    local p = loc.lua_policy
+    local action, err, _, status = p:decide_table(scores, addr, len)
+    if not action then
+        return nil, err
+    end
+    local text, buf = p:text(scores ~= nil, lreq.method, lreq.uri, lreq.client_addr)
+    if not text then
+        return nil, buf
+    end
+    return action, status, text, buf
 end
 
 local function run_lua(st, loc, r)
@@ -234,18 +242,17 @@ local function run_shadow(st, loc, r)
         end
     end
 
-    local ra, rname, rscore, rthreshold, rstatus = ad.rust_decision(out, rs)
-    local la, lname, lscore, lthreshold, lstatus = decide(loc, ls, r)
+    local ra, rstatus, rtext, rbuf = ad.rust_decision(out)
+    local la, lstatus, ltext, lbuf = decide(loc, ls, r)
     st.shadow:compare(rs, ls, ra, la, rcount, lcount)
 
     if left > 0 then
         return ad.refuse("shadow", removed, left)
     end
     if primary == "rust" then
-        return ad.act(loc, "shadow", rs, scorer and scorer.names, removed, r, req,
-                      ra, rname, rscore, rthreshold, rstatus)
+        return ad.act(loc, "shadow", rs, scorer and scorer.names, removed, r, req, ra, rstatus, rtext, rbuf)
     end
-    return ad.act(loc, "shadow", ls, leng.names, removed, r, lreq, la, lname, lscore, lthreshold, lstatus)
+    return ad.act(loc, "shadow", ls, leng.names, removed, r, lreq, la, lstatus, ltext, lbuf)
 end
 
 --- access() for a location whose engine is "lua" or "shadow": the action.
