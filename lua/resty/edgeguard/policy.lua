@@ -247,37 +247,6 @@ function policy_methods.decide(self, scores, addr, addr_len)
     return ACTIONS[tonumber(d.action)], nil, nil, d.status
 end
 
--- edgeguard_policy_text's request (method, URI, client address only), out
--- struct and text buffer, reused; the buffer grows (rarely) to the largest
--- need seen.
-local text_req = ffi_new("edgeguard_request[1]")
-local text_out = ffi_new("edgeguard_text[1]")
-local text_cap, text_buf = 0, nil
-
---- The texts of the last decide()/decide_table() (`scored`: it had
--- scores) of a request with these method, URI and client address (Lua
--- strings): the score header's value, the per-model values and the
--- decision line, as Rust formats them. Returns the edgeguard_text and the
--- buffer its spans point into, or nil and an error.
-function policy_methods.text(self, scored, method, uri, client)
-    local need = self.text_room + #method + #uri + #client
-    if need > text_cap then
-        text_cap = need * 2
-        text_buf = ffi_new("uint8_t[?]", text_cap)
-    end
-    local q = text_req[0]
-    q.method.data, q.method.len = method, #method
-    q.uri.data, q.uri.len = uri, #uri
-    q.client_addr.data, q.client_addr.len = client, #client
-    local lib = self.lib
-    local rc = lib.edgeguard_policy_text(self.handle, scored and self.scores or nil, scored and self.n or 0,
-                                         self.out, text_req, text_buf, text_cap, text_out)
-    if rc ~= 0 then
-        return nil, "edgeguard_policy_text: " .. ffi_string(lib.edgeguard_result_text(rc))
-    end
-    return text_out[0], text_buf
-end
-
 --- The name of a clearance code ("accepted", "mac", ...), from Rust.
 function _M.clearance_names(lib)
     local names = {}

@@ -13,11 +13,14 @@
 -- needs: st.lua (the engine), st.shadow (the judge), loc.lua_policy and
 -- loc.spelling_set.
 
+local ffi = require "ffi"
 local legacy = require "resty.edgeguard.legacy"
 local lheaders = require "resty.edgeguard.legacy.headers"
 local shadow = require "resty.edgeguard.legacy.shadow"
 local metrics = require "resty.edgeguard.metrics"
 
+local ffi_new = ffi.new
+local ffi_string = ffi.string
 local ipairs = ipairs
 local tonumber = tonumber
 
@@ -141,6 +144,36 @@ function _M.score(st)
     return st.lua:score_request(lreq)
 end
 
+-- edgeguard_policy_text's request (method, URI, client address only), out
+-- struct and text buffer, reused; the buffer grows (rarely) to the largest
+-- need seen.
+local text_req = ffi_new("edgeguard_request[1]")
+local text_out = ffi_new("edgeguard_text[1]")
+local text_cap, text_buf = 0, nil
+
+-- The texts of policy `p`'s last decide_table() of lreq (`scored`: it had
+-- scores), as Rust formats them: the edgeguard_text and the buffer its
+-- spans point into, or nil and an error.
+local function decision_text(p, scored)
+    local method, uri, client = lreq.method, lreq.uri, lreq.client_addr
+    local need = p.text_room + #method + #uri + #client
+    if need > text_cap then
+        text_cap = need * 2
+        text_buf = ffi_new("uint8_t[?]", text_cap)
+    end
+    local q = text_req[0]
+    q.method.data, q.method.len = method, #method
+    q.uri.data, q.uri.len = uri, #uri
+    q.client_addr.data, q.client_addr.len = client, #client
+    local lib = p.lib
+    local rc = lib.edgeguard_policy_text(p.handle, scored and p.scores or nil, scored and p.n or 0, p.out, text_req,
+                                         text_buf, text_cap, text_out)
+    if rc ~= 0 then
+        return nil, "edgeguard_policy_text: " .. ffi_string(lib.edgeguard_result_text(rc))
+    end
+    return text_out[0], text_buf
+end
+
 -- The Lua engine's decision by the location's policy for it, without
 -- acting, as act()'s arguments: "pass", "allow", "log", "block" or
 -- "unavailable"; the status of a blocked request; the texts (Rust's, from
@@ -155,7 +188,7 @@ local function decide(loc, scores, r)
     if not action then
         return nil, err
     end
-    local text, buf = p:text(scores ~= nil, lreq.method, lreq.uri, lreq.client_addr)
+    local text, buf = decision_text(p, scores ~= nil)
     if not text then
         return nil, buf
     end
