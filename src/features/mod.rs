@@ -93,6 +93,8 @@
 
 mod bytes;
 pub mod client_hints;
+#[cfg(test)]
+mod corpus;
 pub mod fetch_metadata;
 pub mod header_order;
 pub mod language;
