@@ -146,6 +146,24 @@ mod tests {
         }
     }
 
+    /// On the cookie and list headers of the fixtures.
+    #[test]
+    fn counts_what_items_gives_on_the_fixtures() {
+        let mut checked = 0;
+        for (name, sep) in [
+            ("cookie", b';'),
+            ("accept-language", b','),
+            ("accept-encoding", b','),
+            ("accept", b','),
+        ] {
+            for v in crate::features::corpus::values_of(name) {
+                assert_eq!(count_items(&v, sep), items(&v, sep).count(), "{v:?}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 3000, "{checked}");
+    }
+
     #[test]
     fn splits_lists() {
         let got: Vec<&[u8]> = items(b" a=1; ;b=2 ;", b';').collect();

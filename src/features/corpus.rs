@@ -7,6 +7,7 @@ use serde_json::Value;
 
 /// One fixture request, owned.
 pub(crate) struct Owned {
+    pub(crate) client: Vec<u8>,
     pub(crate) headers: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
@@ -36,7 +37,8 @@ pub(crate) fn requests() -> Vec<Owned> {
                     (part(0), part(1))
                 })
                 .collect();
-            all.push(Owned { headers });
+            let client = row["client"].as_str().unwrap_or_default().as_bytes().to_vec();
+            all.push(Owned { client, headers });
         }
     }
     assert!(all.len() > 2000, "the fixtures shrank: {}", all.len());

@@ -586,27 +586,63 @@ fn list_len(value: Option<&[u8]>) -> f32 {
     value.map_or(f32::NAN, |v| bytes::count_items(v, b',') as f32)
 }
 
-/// 1 for IPv6, 0 for IPv4, NaN for anything else.
+/// 1 for IPv6, 0 for IPv4, NaN for anything else: an IPv6 address has a
+/// `:` and, up to a zone (`fe80::1%eth0`), only hex digits, `:` and `.`;
+/// an IPv4 one is digits and three dots. One pass over the address with a
+/// class table (the definition's five passes cost 480 instructions per
+/// request); out of line, so that its loop keeps to registers.
+#[inline(never)]
 fn ip_family(addr: &[u8]) -> f32 {
     let addr = addr.trim_ascii();
     if addr.starts_with(b"unix:") {
         return f32::NAN;
     }
-    // A link-local address may carry a zone (`fe80::1%eth0`).
-    let without_zone = addr.split(|&b| b == b'%').next().unwrap_or(addr);
-    if addr.contains(&b':')
-        && without_zone
-            .iter()
-            .all(|b| b.is_ascii_hexdigit() || matches!(b, b':' | b'.'))
-    {
-        return 1.0;
+    let zone = addr.iter().position(|&b| b == b'%').unwrap_or(addr.len());
+    // AND of the classes of the bytes before the zone, their dots and `:`.
+    let mut all = ADDR_V6 | ADDR_V4;
+    let mut dots = 0u32;
+    let mut colon = 0u8;
+    for &b in &addr[..zone] {
+        let class = ADDR_CLASS[usize::from(b)];
+        all &= class;
+        dots += u32::from(class & ADDR_DOT);
+        colon |= class;
     }
-    let dots = addr.iter().filter(|&&b| b == b'.').count();
-    if dots == 3 && addr.iter().all(|b| b.is_ascii_digit() || *b == b'.') {
-        return 0.0;
+    let colon = colon & ADDR_COLON != 0 || addr[zone..].contains(&b':');
+    if colon && all & ADDR_V6 != 0 {
+        1.0
+    } else if zone == addr.len() && dots == 3 && all & ADDR_V4 != 0 {
+        0.0
+    } else {
+        f32::NAN
     }
-    f32::NAN
 }
+
+/// [`ADDR_CLASS`] bits: a byte IPv6 text may have (hex digits, `:`, `.`),
+/// one IPv4 text may have (digits, `.`), the dot (bit 0, so that it adds
+/// up), the colon.
+const ADDR_DOT: u8 = 1;
+const ADDR_V6: u8 = 2;
+const ADDR_V4: u8 = 4;
+const ADDR_COLON: u8 = 8;
+
+const ADDR_CLASS: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        if c.is_ascii_hexdigit() {
+            table[b] |= ADDR_V6;
+        }
+        if c.is_ascii_digit() {
+            table[b] |= ADDR_V4;
+        }
+        b += 1;
+    }
+    table[b'.' as usize] = ADDR_DOT | ADDR_V6 | ADDR_V4;
+    table[b':' as usize] = ADDR_COLON | ADDR_V6;
+    table
+};
 
 #[cfg(test)]
 mod tests {
@@ -622,6 +658,56 @@ mod tests {
         assert!(ip_family(b"").is_nan());
         assert!(ip_family(b"example.com").is_nan());
         assert!(ip_family(b"1.2.3").is_nan());
+        assert_eq!(ip_family(b"fe80::1%e:th0"), 1.0);
+        assert_eq!(ip_family(b"%fe80::1"), 1.0);
+    }
+
+    /// The several-pass definition the one-pass [`ip_family`] replaced.
+    fn ip_family_oracle(addr: &[u8]) -> f32 {
+        let addr = addr.trim_ascii();
+        if addr.starts_with(b"unix:") {
+            return f32::NAN;
+        }
+        let without_zone = addr.split(|&b| b == b'%').next().unwrap_or(addr);
+        if addr.contains(&b':')
+            && without_zone
+                .iter()
+                .all(|b| b.is_ascii_hexdigit() || matches!(b, b':' | b'.'))
+        {
+            return 1.0;
+        }
+        let dots = addr.iter().filter(|&&b| b == b'.').count();
+        if dots == 3 && addr.iter().all(|b| b.is_ascii_digit() || *b == b'.') {
+            return 0.0;
+        }
+        f32::NAN
+    }
+
+    /// On every client address of the fixtures and on strings glued from
+    /// address pieces.
+    #[test]
+    fn ip_family_agrees_with_the_several_pass_definition() {
+        let same = |a: &[u8]| {
+            let (new, old) = (ip_family(a), ip_family_oracle(a));
+            assert!(
+                new == old || (new.is_nan() && old.is_nan()),
+                "{:?}: {new} {old}",
+                String::from_utf8_lossy(a)
+            );
+        };
+        let clients: Vec<Vec<u8>> = corpus::requests().into_iter().map(|r| r.client).collect();
+        assert!(clients.iter().filter(|c| c.contains(&b':')).count() > 10);
+        for c in &clients {
+            same(c);
+        }
+        let pieces: &[&[u8]] = &[
+            b"1", b"203", b".", b":", b"::", b"%", b"eth0", b"fe80", b"ffff", b"g", b" ", b"unix:",
+            b"\t", b"A", b"0.0.0.0",
+        ];
+        let mut rng = corpus::Rng::new(0x1f_fa41);
+        for _ in 0..100_000 {
+            same(&rng.glue(pieces, 8));
+        }
     }
 
     #[test]
