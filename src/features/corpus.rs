@@ -37,7 +37,11 @@ pub(crate) fn requests() -> Vec<Owned> {
                     (part(0), part(1))
                 })
                 .collect();
-            let client = row["client"].as_str().unwrap_or_default().as_bytes().to_vec();
+            let client = row["client"]
+                .as_str()
+                .unwrap_or_default()
+                .as_bytes()
+                .to_vec();
             all.push(Owned { client, headers });
         }
     }

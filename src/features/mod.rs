@@ -475,13 +475,15 @@ fn header_presence(seen: &Seen<'_>, out: &mut FeatureVector<'_>) {
     out.set_flag(Float::HasHost, seen.host.is_some());
 }
 
-/// Client hints and fetch metadata against the UA's claims.
-fn client_hint_checks(seen: &Seen<'_>, ua: &UserAgent, out: &mut FeatureVector<'_>) {
+/// Client hints and fetch metadata against the UA's claims, and the brand
+/// `sec-ch-ua` names (read in the same pass as its version).
+fn client_hint_checks<'a>(seen: &Seen<'a>, ua: &UserAgent, out: &mut FeatureVector<'a>) {
     let has_ua = ua.family != Family::None;
     let engine = ua.chromium;
     let hints_expected = ua.os != user_agent::Os::Ios
         && engine.is_some_and(|v| v >= client_hints::CLIENT_HINTS_SINCE);
-    let ch_major = seen.ch_ua.and_then(client_hints::chromium_major);
+    let (ch_major, ch_brand) = seen.ch_ua.map_or((None, &b""[..]), client_hints::read);
+    out.set_cat(Cat::ChBrand, ch_brand);
     out.set(Float::ChUaMajor, ch_major.map_or(f32::NAN, |v| v as f32));
     out.set_flag(Float::ChMissing, seen.ch_ua.is_none() && hints_expected);
     out.set_flag(
@@ -551,10 +553,6 @@ fn header_values<'a>(seen: &Seen<'a>, out: &mut FeatureVector<'a>) {
     out.language_len =
         language::write_primary(seen.accept_language.unwrap_or(b""), &mut out.language);
     out.cats[Cat::AcceptLanguagePrimary.index()] = CatValue::Language;
-    out.set_cat(
-        Cat::ChBrand,
-        seen.ch_ua.map_or(&b""[..], client_hints::product_brand),
-    );
     out.set_cat(Cat::Accept, seen.accept.unwrap_or(b""));
     out.set_cat(Cat::AcceptEncoding, seen.accept_encoding.unwrap_or(b""));
     out.set_cat(Cat::FetchSite, seen.fetch.site.unwrap_or(b""));
