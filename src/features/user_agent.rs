@@ -229,6 +229,22 @@ const BOT_START: [u16; 256] = {
 
 const _: () = assert!(BOT_WORDS.len() <= 16, "BOT_START holds 16 words");
 
+/// `BOT_SECOND[b]`: bit `k` is set when word `k` of [`BOT_WORDS`] has `b`
+/// as its second byte, in either case. With [`BOT_START`] it rules out most
+/// positions whose byte starts a word (`c` in `Gecko`, `S` in `Safari`)
+/// with one more table load.
+const BOT_SECOND: [u16; 256] = {
+    let mut table = [0u16; 256];
+    let mut k = 0;
+    while k < BOT_WORDS.len() {
+        let second = BOT_WORDS[k][1];
+        table[second as usize] |= 1 << k;
+        table[second.to_ascii_uppercase() as usize] |= 1 << k;
+        k += 1;
+    }
+    table
+};
+
 /// `CLASS[b]`: the bits of [`BOT_START`] for `b`, and [`DELIMITER`] when
 /// `b` ends a token (space, `(`, `)`, `;`, `,`, `/`). No delimiter starts a
 /// bot word, so one table load per byte tells the scan what, if anything,
@@ -286,23 +302,28 @@ const AIOHTTP: usize = 12;
 /// looked up here; comparing it with each product in turn cost more than
 /// the rest of the scan.
 fn product(token: &[u8]) -> Option<usize> {
-    let k = match (token.len(), *token.first()?) {
-        (14, b'H') => HEADLESS,
-        (3, b'E') => EDGE[0],
-        (4, b'E') => EDGE[1],
-        (6, b'E') => EDGE[2],
-        (3, b'O') => OPERA,
-        (14, b'S') => SAMSUNG,
-        (7, b'F') => FIREFOX[0],
-        (5, b'F') => FIREFOX[1],
-        (5, b'C') => CRIOS,
-        (6, b'C') => CHROME,
-        (7, b'V') => VERSION,
-        (6, b'S') => SAFARI,
-        (7, b'a') => AIOHTTP,
-        _ => return None,
-    };
-    (PRODUCTS[k] == token).then_some(k)
+    // Each arm compares with a constant product, so the comparison is a
+    // few loads of known size instead of a call to `bcmp`.
+    #[inline(always)]
+    fn is(token: &[u8], k: usize) -> Option<usize> {
+        (token == PRODUCTS[k]).then_some(k)
+    }
+    match (token.len(), *token.first()?) {
+        (14, b'H') => is(token, HEADLESS),
+        (3, b'E') => is(token, EDGE[0]),
+        (4, b'E') => is(token, EDGE[1]),
+        (6, b'E') => is(token, EDGE[2]),
+        (3, b'O') => is(token, OPERA),
+        (14, b'S') => is(token, SAMSUNG),
+        (7, b'F') => is(token, FIREFOX[0]),
+        (5, b'F') => is(token, FIREFOX[1]),
+        (5, b'C') => is(token, CRIOS),
+        (6, b'C') => is(token, CHROME),
+        (7, b'V') => is(token, VERSION),
+        (6, b'S') => is(token, SAFARI),
+        (7, b'a') => is(token, AIOHTTP),
+        _ => None,
+    }
 }
 
 /// Which [`PRODUCTS`] a UA names, with the major of the first occurrence,
@@ -334,15 +355,18 @@ impl Products {
         };
         let mut start = 0;
         let mut i = 0;
-        while i < ua.len() {
-            let b = ua[i];
+        loop {
+            // Most bytes are neither a delimiter nor the start of a word.
+            while i < ua.len() && CLASS[usize::from(ua[i])] == 0 {
+                i += 1;
+            }
+            let Some(&b) = ua.get(i) else { break };
             let class = CLASS[usize::from(b)];
             i += 1;
-            if class == 0 {
-                continue;
-            }
             if class != DELIMITER {
-                p.bot = p.bot || bot_word_at(ua, i - 1, class);
+                // `i` is the next byte's index: words are two bytes or more.
+                let words = class & ua.get(i).map_or(0, |&next| BOT_SECOND[usize::from(next)]);
+                p.bot = p.bot || (words != 0 && bot_word_at(ua, i - 1, words));
                 continue;
             }
             let token = &ua[start..i - 1];
