@@ -161,29 +161,39 @@ impl Folded {
 
     /// Whether `name` (as long as this name, at least two bytes) equals it
     /// ignoring ASCII case.
+    ///
+    /// Up to 16 bytes (most names) it compares two words that may overlap,
+    /// the first and the last, without a loop.
     fn matches(&self, name: &[u8]) -> bool {
         let n = name.len();
-        if n < 8 {
-            return name
+        let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap());
+        let half = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().unwrap());
+        let same = |at: usize| word(name, at) | word(&self.case, at) == word(&self.bytes, at);
+        let same_half = |at: usize| half(name, at) | half(&self.case, at) == half(&self.bytes, at);
+        match n {
+            0..=3 => name
                 .iter()
                 .zip(&self.bytes)
                 .zip(&self.case)
-                .all(|((&b, &k), &m)| b | m == k);
-        }
-        let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap());
-        let mut at = 0;
-        loop {
-            // The last word overlaps the one before it when `n` is not a
-            // multiple of eight.
-            let at_end = at + 8 >= n;
-            let w = if at_end { n - 8 } else { at };
-            if word(name, w) | word(&self.case, w) != word(&self.bytes, w) {
-                return false;
+                .all(|((&b, &k), &m)| b | m == k),
+            4..=7 => same_half(0) && same_half(n - 4),
+            8..=16 => same(0) && same(n - 8),
+            _ => {
+                let mut at = 0;
+                loop {
+                    // The last word overlaps the one before it when `n` is
+                    // not a multiple of eight.
+                    let at_end = at + 8 >= n;
+                    let w = if at_end { n - 8 } else { at };
+                    if !same(w) {
+                        return false;
+                    }
+                    if at_end {
+                        return true;
+                    }
+                    at += 8;
+                }
             }
-            if at_end {
-                return true;
-            }
-            at += 8;
         }
     }
 }

@@ -698,6 +698,10 @@ mod tests {
             }
         }
         assert!(checked > 30_000);
+        for ua in crate::features::corpus::values_of("user-agent") {
+            let ua = ua.trim_ascii();
+            assert_eq!(os(ua), naive(ua), "{:?}", String::from_utf8_lossy(ua));
+        }
     }
 
     #[test]
