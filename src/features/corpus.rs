@@ -7,6 +7,7 @@ use serde_json::Value;
 
 /// One fixture request, owned.
 pub(crate) struct Owned {
+    pub(crate) uri: Vec<u8>,
     pub(crate) client: Vec<u8>,
     pub(crate) headers: Vec<(Vec<u8>, Vec<u8>)>,
 }
@@ -42,7 +43,12 @@ pub(crate) fn requests() -> Vec<Owned> {
                 .unwrap_or_default()
                 .as_bytes()
                 .to_vec();
-            all.push(Owned { client, headers });
+            let uri = row["uri"].as_str().unwrap_or_default().as_bytes().to_vec();
+            all.push(Owned {
+                uri,
+                client,
+                headers,
+            });
         }
     }
     assert!(all.len() > 2000, "the fixtures shrank: {}", all.len());
