@@ -347,12 +347,12 @@ impl Products {
     /// byte instead of 5).
     #[inline(never)]
     fn scan(ua: &[u8]) -> Self {
-        let mut p = Products {
-            found: [false; PRODUCTS.len()],
-            major: [None; PRODUCTS.len()],
-            mobile: false,
-            bot: false,
-        };
+        let mut found = [false; PRODUCTS.len()];
+        let mut major = [None; PRODUCTS.len()];
+        // Locals, not fields of the result: stores through the result's
+        // pointer on every delimiter cost more than the comparisons.
+        let mut mobile = false;
+        let mut bot = false;
         let mut start = 0;
         let mut i = 0;
         loop {
@@ -366,23 +366,28 @@ impl Products {
             if class != DELIMITER {
                 // `i` is the next byte's index: words are two bytes or more.
                 let words = class & ua.get(i).map_or(0, |&next| BOT_SECOND[usize::from(next)]);
-                p.bot = p.bot || (words != 0 && bot_word_at(ua, i - 1, words));
+                bot = bot || (words != 0 && bot_word_at(ua, i - 1, words));
                 continue;
             }
             let token = &ua[start..i - 1];
-            p.mobile |= token == b"Mobile";
+            mobile |= token == b"Mobile";
             if b == b'/' {
                 if let Some(k) = product(token) {
-                    if !p.found[k] {
-                        p.found[k] = true;
-                        p.major[k] = leading_uint(&ua[i..]);
+                    if !found[k] {
+                        found[k] = true;
+                        major[k] = leading_uint(&ua[i..]);
                     }
                 }
             }
             start = i;
         }
-        p.mobile |= &ua[start..] == b"Mobile";
-        p
+        mobile |= &ua[start..] == b"Mobile";
+        Products {
+            found,
+            major,
+            mobile,
+            bot,
+        }
     }
 
     fn get(&self, k: usize) -> Option<Option<u32>> {
