@@ -49,6 +49,17 @@ pub(crate) fn items(s: &[u8], sep: u8) -> impl Iterator<Item = &[u8]> {
         .filter(|item| !item.is_empty())
 }
 
+/// `CONTENT[b]`: `b` is not ASCII whitespace.
+const CONTENT: [bool; 256] = {
+    let mut table = [true; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = !(b as u8).is_ascii_whitespace();
+        b += 1;
+    }
+    table
+};
+
 /// How many items [`items`] gives, in one pass without slicing: an item
 /// is kept when it has a byte that is not ASCII whitespace.
 pub(crate) fn count_items(s: &[u8], sep: u8) -> usize {
@@ -59,7 +70,7 @@ pub(crate) fn count_items(s: &[u8], sep: u8) -> usize {
             count += usize::from(filled);
             filled = false;
         } else {
-            filled |= !b.is_ascii_whitespace();
+            filled |= CONTENT[usize::from(b)];
         }
     }
     count + usize::from(filled)
