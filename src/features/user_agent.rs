@@ -334,6 +334,8 @@ struct Products {
     mobile: bool,
     /// The UA contains one of [`BOT_WORDS`] (ASCII case-insensitive).
     bot: bool,
+    /// Where the first comment's bytes start and end ([`Products::comment`]).
+    comment: Option<(usize, usize)>,
 }
 
 impl Products {
@@ -353,6 +355,9 @@ impl Products {
         // pointer on every delimiter cost more than the comparisons.
         let mut mobile = false;
         let mut bot = false;
+        // The first comment: after the first `(`, up to the next `)`.
+        let mut open = None;
+        let mut close = None;
         let mut start = 0;
         let mut i = 0;
         loop {
@@ -371,6 +376,11 @@ impl Products {
             }
             let token = &ua[start..i - 1];
             mobile |= token == b"Mobile";
+            if b == b'(' && open.is_none() {
+                open = Some(i);
+            } else if b == b')' && open.is_some() && close.is_none() {
+                close = Some(i - 1);
+            }
             if b == b'/' {
                 if let Some(k) = product(token) {
                     if !found[k] {
@@ -387,7 +397,14 @@ impl Products {
             major,
             mobile,
             bot,
+            comment: open.map(|open| (open, close.unwrap_or(ua.len()))),
         }
+    }
+
+    /// The first comment of the UA this scan read, without its
+    /// parentheses; `None` without a `(`.
+    fn comment<'u>(&self, ua: &'u [u8]) -> Option<&'u [u8]> {
+        self.comment.map(|(open, close)| &ua[open..close])
     }
 
     fn get(&self, k: usize) -> Option<Option<u32>> {
@@ -453,7 +470,7 @@ pub fn parse(ua: &[u8]) -> UserAgent {
         family,
         major,
         chromium,
-        os: os(ua),
+        os: os(products.comment(ua)),
         mobile: products.mobile,
     }
 }
@@ -513,18 +530,16 @@ fn family_and_major(ua: &[u8], products: &Products) -> (Family, Option<u32>) {
 /// One pass over the comment notes every platform word in it; the first
 /// in priority order wins (iOS UAs say "like Mac OS X", Android UAs say
 /// "Linux": order matters), as if each word were searched for in turn.
-fn os(ua: &[u8]) -> Os {
+///
+/// `comment` is [`Products::comment`]: the scan has seen the parentheses.
+fn os(comment: Option<&[u8]>) -> Os {
     const ANDROID: u8 = 1;
     const IOS: u8 = 2;
     const CHROME_OS: u8 = 4;
     const MAC_OS: u8 = 8;
     const LINUX: u8 = 16;
-    let comment = match ua.iter().position(|&b| b == b'(') {
-        Some(open) => {
-            let rest = &ua[open + 1..];
-            &rest[..rest.iter().position(|&b| b == b')').unwrap_or(rest.len())]
-        }
-        None => return Os::Other,
+    let Some(comment) = comment else {
+        return Os::Other;
     };
     let mut seen = 0u8;
     for i in 0..comment.len() {
@@ -647,6 +662,7 @@ mod tests {
     /// on comments made of platform words, their fragments and case changes.
     #[test]
     fn os_agrees_with_searching_each_word_in_turn() {
+        let os_of = |ua: &[u8]| os(Products::scan(ua).comment(ua));
         let naive = |ua: &[u8]| {
             let Some(open) = ua.iter().position(|&b| b == b'(') else {
                 return Os::Other;
@@ -696,7 +712,7 @@ mod tests {
                 for c in &pieces[..8] {
                     for prefix in [&b"Mozilla/5.0 ("[..], b"x", b"(X"] {
                         let ua = [prefix, &a[..], &b[..], &c[..]].concat();
-                        assert_eq!(os(&ua), naive(&ua), "{:?}", String::from_utf8_lossy(&ua));
+                        assert_eq!(os_of(&ua), naive(&ua), "{:?}", String::from_utf8_lossy(&ua));
                         checked += 1;
                     }
                 }
@@ -705,7 +721,7 @@ mod tests {
         assert!(checked > 30_000);
         for ua in crate::features::corpus::values_of("user-agent") {
             let ua = ua.trim_ascii();
-            assert_eq!(os(ua), naive(ua), "{:?}", String::from_utf8_lossy(ua));
+            assert_eq!(os_of(ua), naive(ua), "{:?}", String::from_utf8_lossy(ua));
         }
     }
 
@@ -808,6 +824,12 @@ mod tests {
         assert_eq!(new.major, old.major, "{}", show());
         assert_eq!(new.mobile, old.mobile, "{}", show());
         assert_eq!(new.bot, old.bot, "{}", show());
+        // The comment as the OS lookup found it before the scan did.
+        let comment = ua.iter().position(|&b| b == b'(').map(|open| {
+            let rest = &ua[open + 1..];
+            &rest[..rest.iter().position(|&b| b == b')').unwrap_or(rest.len())]
+        });
+        assert_eq!(new.comment(ua), comment, "{}", show());
     }
 
     #[test]
