@@ -29,15 +29,19 @@ pub(crate) fn starts_with_ci(hay: &[u8], prefix: &[u8]) -> bool {
 /// The unsigned integer spelled by the leading ASCII digits of `s`, if any.
 /// Saturates instead of overflowing: a version of 10^12 is still "huge".
 pub(crate) fn leading_uint(s: &[u8]) -> Option<u32> {
-    let digits = s.iter().take_while(|b| b.is_ascii_digit()).count();
-    if digits == 0 {
-        return None;
+    let mut n = None;
+    for &b in s {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            break;
+        }
+        n = Some(
+            n.unwrap_or(0u32)
+                .saturating_mul(10)
+                .saturating_add(u32::from(digit)),
+        );
     }
-    let mut n: u32 = 0;
-    for &b in &s[..digits] {
-        n = n.saturating_mul(10).saturating_add(u32::from(b - b'0'));
-    }
-    Some(n)
+    n
 }
 
 /// Iterates the non-empty, whitespace-trimmed items of a `sep`-separated
@@ -134,6 +138,41 @@ mod tests {
         assert_eq!(leading_uint(b"x1"), None);
         assert_eq!(leading_uint(b""), None);
         assert_eq!(leading_uint(b"99999999999999999999"), Some(u32::MAX));
+    }
+
+    /// The two-pass definition (count the digits, then add them up).
+    fn leading_uint_oracle(s: &[u8]) -> Option<u32> {
+        let digits = s.iter().take_while(|b| b.is_ascii_digit()).count();
+        if digits == 0 {
+            return None;
+        }
+        let mut n: u32 = 0;
+        for &b in &s[..digits] {
+            n = n.saturating_mul(10).saturating_add(u32::from(b - b'0'));
+        }
+        Some(n)
+    }
+
+    #[test]
+    fn leading_uint_agrees_with_the_two_passes() {
+        let pieces: &[&[u8]] = &[
+            b"0",
+            b"1",
+            b"9",
+            b"42",
+            b"4294967295",
+            b"4294967296",
+            b".",
+            b"/",
+            b":",
+            b"a",
+            b" ",
+        ];
+        let mut rng = crate::features::corpus::Rng::new(0x00d1_6175);
+        for _ in 0..50_000 {
+            let s = rng.glue(pieces, 6);
+            assert_eq!(leading_uint(&s), leading_uint_oracle(&s), "{s:?}");
+        }
     }
 
     #[test]
