@@ -46,22 +46,9 @@ impl<'a> Cursor<'a> {
         let buf = self.buf;
         let start = self.pos;
         let mut pos = start;
-        // Most strings (names, short values) end within a few bytes, before
-        // memchr2's setup pays off.
-        let short = buf.len().min(start + 16);
-        while pos < short {
-            match buf[pos] {
-                b'"' => {
-                    self.pos = pos + 1;
-                    return Some((start, pos, false));
-                }
-                b'\\' => break,
-                _ => pos += 1,
-            }
-        }
         let mut escaped = false;
         loop {
-            let i = pos + memchr::memchr2(b'"', b'\\', &buf[pos..])?;
+            let i = pos + quote_or_backslash(&buf[pos..])?;
             if buf[i] == b'"' {
                 self.pos = i + 1;
                 return Some((start, i, escaped));
@@ -354,6 +341,44 @@ pub(super) fn pairs(
     c.pairs(base, offset, owned, pairs)?;
     c.at_end().then_some(())
 }
+
+/// The offset of the first `"` or `\` in `s`. Most strings of a line
+/// (header names and values) end within a few dozen bytes, where memchr2's
+/// setup costs more than the search: those are scanned eight bytes at a
+/// time in a `u64` (a byte equal to the one sought becomes a zero byte, and
+/// `(x - 0x01..) & !x & 0x80..` marks the first zero byte exactly), longer
+/// ones handed to memchr2.
+#[inline]
+pub(super) fn quote_or_backslash(s: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    const QUOTES: u64 = u64::from_ne_bytes([b'"'; 8]);
+    const BACKSLASHES: u64 = u64::from_ne_bytes([b'\\'; 8]);
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let head = &s[..s.len().min(SWAR_BYTES)];
+    let mut words = head.chunks_exact(8);
+    for (k, w) in (&mut words).enumerate() {
+        // Little-endian: the first byte is the lowest, so the lowest
+        // marked byte is the first match.
+        let w = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        let m = zero(w ^ QUOTES) | zero(w ^ BACKSLASHES);
+        if m != 0 {
+            return Some(k * 8 + (m.trailing_zeros() / 8) as usize);
+        }
+    }
+    let done = head.len() - words.remainder().len();
+    if let Some(i) = words
+        .remainder()
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\')
+    {
+        return Some(done + i);
+    }
+    memchr::memchr2(b'"', b'\\', &s[head.len()..]).map(|i| head.len() + i)
+}
+
+/// Bytes [`quote_or_backslash`] scans a word at a time before memchr2.
+const SWAR_BYTES: usize = 64;
 
 /// Whether `s` holds no byte below 0x20. JSON strings may not hold raw
 /// control characters; between tokens only tab, CR and LF could appear, which

@@ -503,3 +503,42 @@ fn the_tls_family_comes_with_the_fingerprint() {
         "{e}"
     );
 }
+
+/// The word-at-a-time search finds what a byte-by-byte one finds, at every
+/// length around the word and memchr2 boundaries, with the sought bytes at
+/// every position and bytes that differ from them by one bit (or by the
+/// borrow the zero-byte test can propagate) around them.
+#[test]
+fn quote_search_agrees_with_a_byte_scan() {
+    let naive = |s: &[u8]| s.iter().position(|&b| b == b'"' || b == b'\\');
+    let fillers = [
+        b'a',
+        b'"' ^ 1,
+        b'\\' ^ 1,
+        0x21,
+        0x5d,
+        0x80,
+        0xa2,
+        0xdc,
+        0xff,
+    ];
+    for len in 0..80 {
+        for &fill in &fillers {
+            let mut s = vec![fill; len];
+            assert_eq!(fast::quote_or_backslash(&s), naive(&s), "{s:?}");
+            for at in 0..len {
+                for sought in [b'"', b'\\'] {
+                    s[at] = sought;
+                    assert_eq!(fast::quote_or_backslash(&s), naive(&s), "{s:?}");
+                    // A second match after the first changes nothing.
+                    if at + 3 < len {
+                        s[at + 3] = b'"';
+                        assert_eq!(fast::quote_or_backslash(&s), naive(&s), "{s:?}");
+                        s[at + 3] = fill;
+                    }
+                    s[at] = fill;
+                }
+            }
+        }
+    }
+}
