@@ -30,6 +30,12 @@ impl<'a> Cursor<'a> {
     }
 
     fn eat(&mut self, b: u8) -> Option<()> {
+        // Logged lines have no white space between tokens: the next byte
+        // is usually the one expected.
+        if self.buf.get(self.pos) == Some(&b) {
+            self.pos += 1;
+            return Some(());
+        }
         (self.peek()? == b).then(|| self.pos += 1)
     }
 
