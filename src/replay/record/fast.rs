@@ -348,18 +348,24 @@ pub(super) fn pairs(
     c.at_end().then_some(())
 }
 
-/// The offset of the first `"` or `\` in `s`. Most strings of a line
-/// (header names and values) end within a few dozen bytes, where memchr2's
-/// setup costs more than the search: those are scanned eight bytes at a
-/// time in a `u64` (a byte equal to the one sought becomes a zero byte, and
-/// `(x - 0x01..) & !x & 0x80..` marks the first zero byte exactly), longer
-/// ones handed to memchr2.
+/// The offset of the first `"` or `\` in `s`: where a string ends or
+/// holds an escape.
 #[inline]
 pub(super) fn quote_or_backslash(s: &[u8]) -> Option<usize> {
+    first_of(s, b'"', b'\\')
+}
+
+/// The offset of the first `a` or `b` in `s`. The strings of a line
+/// (header names and values) and the runs between escapes end within a few
+/// dozen bytes, where memchr2's setup costs more than the search: those are
+/// scanned eight bytes at a time in a `u64` (a byte equal to the one sought
+/// becomes a zero byte, and `(x - 0x01..) & !x & 0x80..` marks the first
+/// zero byte exactly), longer ones handed to memchr2.
+#[inline]
+pub(super) fn first_of(s: &[u8], a: u8, b: u8) -> Option<usize> {
     const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
     const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    const QUOTES: u64 = u64::from_ne_bytes([b'"'; 8]);
-    const BACKSLASHES: u64 = u64::from_ne_bytes([b'\\'; 8]);
+    let (a8, b8) = (ONES * u64::from(a), ONES * u64::from(b));
     let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
     let head = &s[..s.len().min(SWAR_BYTES)];
     let mut words = head.chunks_exact(8);
@@ -367,23 +373,19 @@ pub(super) fn quote_or_backslash(s: &[u8]) -> Option<usize> {
         // Little-endian: the first byte is the lowest, so the lowest
         // marked byte is the first match.
         let w = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
-        let m = zero(w ^ QUOTES) | zero(w ^ BACKSLASHES);
+        let m = zero(w ^ a8) | zero(w ^ b8);
         if m != 0 {
             return Some(k * 8 + (m.trailing_zeros() / 8) as usize);
         }
     }
     let done = head.len() - words.remainder().len();
-    if let Some(i) = words
-        .remainder()
-        .iter()
-        .position(|&b| b == b'"' || b == b'\\')
-    {
+    if let Some(i) = words.remainder().iter().position(|&c| c == a || c == b) {
         return Some(done + i);
     }
-    memchr::memchr2(b'"', b'\\', &s[head.len()..]).map(|i| head.len() + i)
+    memchr::memchr2(a, b, &s[head.len()..]).map(|i| head.len() + i)
 }
 
-/// Bytes [`quote_or_backslash`] scans a word at a time before memchr2.
+/// Bytes [`first_of`] scans a word at a time before memchr2.
 const SWAR_BYTES: usize = 64;
 
 /// Whether `s` holds no byte below 0x20. JSON strings may not hold raw
@@ -429,7 +431,9 @@ pub(super) fn json_number(t: &[u8]) -> bool {
 /// Appends the unescaped content of a JSON string to `out`.
 fn unescape(src: &[u8], out: &mut Vec<u8>) -> Option<()> {
     let mut i = 0;
-    while let Some(j) = memchr::memchr(b'\\', &src[i..]) {
+    // Escapes come every few bytes in a log line's `headers` text (each
+    // quote of it is one): the word-at-a-time search, not memchr's setup.
+    while let Some(j) = first_of(&src[i..], b'\\', b'\\') {
         out.extend_from_slice(&src[i..i + j]);
         let c = *src.get(i + j + 1)?;
         i += j + 2;
