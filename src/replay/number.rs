@@ -172,8 +172,9 @@ mod tests {
             0.00342984818,
             0.355394,
             1.0 - f64::EPSILON,
-            // Halfway between two shortest candidates (zmij: ...61.2).
-            1191794699610061.25,
+            // 1191794699610061.25 exactly: halfway between the shortest
+            // candidates ...61.2 (zmij's) and ...61.3 (Display's).
+            f64::from_bits(0x4310_efb9_4edc_9f35),
             0.125,
             2.5,
             1.5e-8,
