@@ -466,6 +466,14 @@ fn version_spellings() {
     }
     assert!(scaled_version(f64::NAN).is_none());
     assert!(scaled_version(1.15).is_none());
+    // The spellings read without a float parse read as the parse reads them.
+    for s in [
+        "0.9", "1.0", "1.1", "2", "2.0", "3", "3.0", "1.10", "02", "2.00",
+    ] {
+        let parsed = s.parse::<f64>().ok().and_then(scaled_version);
+        assert_eq!(version_text(s), parsed, "{s}");
+        assert_eq!(version_text(&format!("HTTP/{s}")), parsed, "HTTP/{s}");
+    }
 }
 
 #[test]
