@@ -142,12 +142,15 @@ fn kernel_detection_is_consistent() {
     assert_eq!(k == Kernel::Scalar, !Kernel::Avx2.is_available());
     assert_eq!(k == Kernel::Avx512, Kernel::Avx512.is_available());
     assert!(!Kernel::Avx512.is_available() || Kernel::Avx2.is_available());
-    // The shipped models fit the AVX-512 kernel; the 1000-tree bench model
-    // (more than 512 conditions) does not.
+    // The shipped models and the 1000-tree bench model (about 2 400
+    // conditions) fit the AVX-512 kernel; the MultiClass fixture (several
+    // dimensions) does not.
     let bot = Model::load(&root("models/bot.json")).unwrap();
     let bench = Model::load(&root("benches/data/model-bench.json")).unwrap();
+    let multiclass = Model::load(&root("tests/fixtures/catboost/multiclass_cat.json")).unwrap();
     assert_eq!(bot.kernel(), k);
-    assert_eq!(bench.kernel(), k.min(Kernel::Avx2));
+    assert_eq!(bench.kernel(), k);
+    assert_eq!(multiclass.kernel(), k.min(Kernel::Avx2));
     assert_eq!(Kernel::Scalar.to_string(), "scalar");
     assert_eq!(Kernel::Avx2.to_string(), "avx2");
     assert_eq!(Kernel::Avx512.to_string(), "avx512");

@@ -14,9 +14,13 @@
 /// Trees per block: one AVX2 register of 32-bit lanes.
 pub(crate) const LANES: usize = 8;
 
-/// The most condition bits a model may have for the AVX-512 kernel: its
-/// condition bytes are a 512-byte table held in eight registers.
-pub(crate) const BYTE_CONDITIONS: usize = 512;
+/// The most condition bits a model may have for the AVX-512 kernel: the
+/// packed bit array, eight conditions a byte, is a 512-byte table held in
+/// eight registers.
+pub(crate) const BYTE_CONDITIONS: usize = 4096;
+/// Condition bits per pair of table registers (128 bytes, what one
+/// `vpermi2b` reads).
+pub(crate) const PAIR_CONDITIONS: usize = 1024;
 /// Trees per group of the AVX-512 kernel: one byte lane each.
 pub(crate) const BYTE_LANES: usize = 64;
 
@@ -35,14 +39,20 @@ pub(crate) struct Trees {
     /// One past the largest leaf value any tree can reach.
     pub(crate) leaf_end: usize,
     /// For the AVX-512 kernel (empty when the model does not fit it): per
-    /// group of [`BYTE_LANES`] trees, `depth` rows of the low bytes of the
-    /// condition numbers (one byte per tree), then a row of leaf masks.
+    /// group of [`BYTE_LANES`] trees and per level, a row of the low bytes
+    /// of the byte numbers `p / 8` of the condition bits (one byte per
+    /// tree) and a row of their masks in the byte (`1 << p % 8`); then a
+    /// row of leaf masks.
     pub(crate) bytes: Vec<u8>,
-    /// Per group, `depth` masks of bit 8 of the condition numbers (bit
-    /// `lane` for tree `lane` of the group).
+    /// Per group, `depth` masks of bit 8 of the byte numbers (bit `lane`
+    /// for tree `lane` of the group).
     pub(crate) high: Vec<u64>,
-    /// Each tree's first leaf (AVX-512 kernel).
+    /// Each tree's first leaf (AVX-512 kernel), padded with zeros to whole
+    /// groups.
     pub(crate) first: Vec<u32>,
+    /// Register pairs of the AVX-512 kernel's table: `bit_end` rounded up
+    /// to [`PAIR_CONDITIONS`].
+    pub(crate) pairs: usize,
 }
 
 impl Trees {
@@ -60,6 +70,7 @@ impl Trees {
             bytes: Vec::new(),
             high: Vec::new(),
             first: Vec::new(),
+            pairs: 0,
         };
         for (i, (first, splits)) in trees.iter().enumerate() {
             let block = &mut t.blocks[i / LANES * stride..][..stride];
@@ -77,21 +88,24 @@ impl Trees {
                 .max(*first as usize + (mask as usize + 1) * dimension);
         }
         if t.bit_end <= BYTE_CONDITIONS && depth <= 8 && dimension == 1 {
-            let stride = (depth + 1) * BYTE_LANES;
+            let stride = (2 * depth + 1) * BYTE_LANES;
             let groups = trees.len().div_ceil(BYTE_LANES);
+            t.pairs = t.bit_end.div_ceil(PAIR_CONDITIONS);
             t.bytes = vec![0; groups * stride];
             t.high = vec![0; groups * depth];
+            t.first = vec![0; groups * BYTE_LANES];
             for (i, (first, splits)) in trees.iter().enumerate() {
                 let group = &mut t.bytes[i / BYTE_LANES * stride..][..stride];
                 let high = &mut t.high[i / BYTE_LANES * depth..][..depth];
                 let lane = i % BYTE_LANES;
                 for d in 0..depth {
                     let c = splits.get(d).copied().unwrap_or(zero);
-                    group[d * BYTE_LANES + lane] = c as u8;
-                    high[d] |= u64::from(c >> 8 & 1) << lane;
+                    group[2 * d * BYTE_LANES + lane] = (c / 8) as u8;
+                    group[(2 * d + 1) * BYTE_LANES + lane] = 1 << (c % 8);
+                    high[d] |= u64::from((c >> 11) & 1) << lane;
                 }
-                group[depth * BYTE_LANES + lane] = ((1u32 << splits.len()) - 1) as u8;
-                t.first.push(*first);
+                group[2 * depth * BYTE_LANES + lane] = ((1u32 << splits.len()) - 1) as u8;
+                t.first[i] = *first;
             }
         }
         t

@@ -14,8 +14,8 @@
 //!    one-hot features find the position of the matching value;
 //! 3. each CTR projection is hashed once and its buckets looked up; a bucket
 //!    holds the bits of its CTRs, computed at load;
-//! 4. each oblivious tree reads the bits of its levels (eight trees at a time
-//!    with AVX2 when the CPU has it, [`Kernel`]): level `d` sets bit `d` of
+//! 4. each oblivious tree reads the bits of its levels (8 or 64 trees at a
+//!    time with AVX2 or AVX-512 when the CPU has it, [`Kernel`]): level `d` sets bit `d` of
 //!    the leaf index; leaf values are summed in tree order, then
 //!    `scale * sum + bias`.
 
@@ -145,8 +145,8 @@ impl Model {
 
     /// The tree kernel [`Model::predict`] runs for this model on this CPU:
     /// [`Kernel::detect`], except that models the AVX-512 kernel cannot hold
-    /// (more than 512 conditions, deeper than 8, several dimensions) run the
-    /// AVX2 one.
+    /// (more than 4096 conditions, deeper than 8, several dimensions) run
+    /// the AVX2 one.
     pub fn kernel(&self) -> Kernel {
         self.plan.trees.kernel(Kernel::detect())
     }

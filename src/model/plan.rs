@@ -45,8 +45,8 @@ pub(crate) struct OneHotMatch {
     pub(crate) values: (u32, u32),
 }
 
-/// The CTRs that read one bucket (same projection, same table): where
-/// their bits start, and each bucket's bits.
+/// The CTRs of one projection (whatever their tables): where their bits
+/// start, and each key's bits.
 #[derive(Debug)]
 pub(crate) struct Lookup {
     pub(crate) projection: u32,
@@ -207,9 +207,10 @@ impl Plan {
             let c = &parts.ctr_slots[i];
             (projection_of[&c.projection], c.table, i)
         });
-        // CTRs sharing a (projection, table) pair get consecutive bits and
-        // one lookup: (its key, its CTRs with their bits and used borders).
-        type Group = ((u32, u32), Vec<(usize, u32, Vec<f32>)>);
+        // CTRs of one projection get consecutive bits and one lookup, over
+        // the keys of all their tables: (the projection, its CTRs with
+        // their tables, bits and used borders).
+        type Group = (u32, Vec<(usize, u32, Vec<f32>)>);
         let mut groups: Vec<Group> = Vec::new();
         for i in order {
             let c = &parts.ctr_slots[i];
@@ -218,21 +219,28 @@ impl Plan {
             };
             let mut borders = Vec::new();
             keep_used(&mut borders, &parts.ctr_borders, c.borders, &thresholds);
-            let lookup = (projection_of[&c.projection], c.table);
+            let projection = projection_of[&c.projection];
             match groups.last_mut() {
-                Some((l, members)) if *l == lookup => members.push((i, bits, borders)),
-                _ => groups.push((lookup, vec![(i, bits, borders)])),
+                Some((l, members)) if *l == projection => members.push((i, bits, borders)),
+                _ => groups.push((projection, vec![(i, bits, borders)])),
             }
         }
-        for ((projection, table), members) in &groups {
-            let table = &parts.tables[*table as usize];
+        for (projection, members) in &groups {
+            let table_of = |i: usize| &parts.tables[parts.ctr_slots[i].table as usize];
+            let mut keys: Vec<u64> = members.iter().flat_map(|m| table_of(m.0).keys()).collect();
+            keys.sort_unstable();
+            keys.dedup();
             let bit = members[0].1;
             let width: usize = members.iter().map(|(_, _, b)| b.len()).sum();
-            // Each bucket's bits, all CTRs of the lookup side by side.
-            let bucket_bits = |bucket: Option<usize>| -> Vec<u64> {
+            // Each key's bits, all CTRs of the projection side by side; a
+            // key one of the tables lacks is unseen for that table's CTRs.
+            let key_bits = |key: Option<u64>| -> Vec<u64> {
                 let mut pattern = vec![0u64; width.div_ceil(64)];
                 for (i, first, borders) in members {
-                    let value = parts.ctr_slots[*i].calc.value_at(table, bucket);
+                    let table = table_of(*i);
+                    let value = parts.ctr_slots[*i]
+                        .calc
+                        .value_at(table, key.and_then(|k| table.find(k)));
                     // "Border below v" is CatBoost's `v > border`: false for NaN.
                     let above = borders.partition_point(|&b| b < value);
                     set_ones(&mut pattern, (first - bit) as usize, above);
@@ -241,7 +249,7 @@ impl Plan {
             };
             // One table per 64 bits of the lookup.
             for piece in 0..width.div_ceil(64) {
-                let bits = BucketBits::build(table, |bucket| bucket_bits(bucket)[piece]);
+                let bits = BucketBits::build(&keys, |key| key_bits(key)[piece]);
                 plan.lookups.push(Lookup {
                     projection: *projection,
                     bit: bit + 64 * piece as u32,

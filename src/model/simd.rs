@@ -183,68 +183,147 @@ pub(crate) unsafe fn sum_dims(trees: &Trees, words: &[u64], leaves: &[f64], out:
     }
 }
 
-/// [`Trees::sum`] with AVX-512: the model's condition bits, expanded to one
-/// byte each, are a 512-byte table in eight registers; each level of 64
-/// trees is four table lookups (`vpermi2b`, 128 bytes each) and three
-/// blends (by bits 7 and 8 of the condition numbers), each tree's leaf index
-/// a byte. Leaves are then added in tree order. No memory is read through a
-/// vector index: the only `unsafe` is the target feature and the loads of
-/// 64-byte rows.
+/// [`Trees::sum`] with AVX-512: the model's packed condition bits (eight
+/// a byte, up to 4096) are a table in up to eight registers; each level of
+/// 64 trees is one table lookup per register pair (`vpermi2b`, 128 bytes
+/// each, blended by bits 7 and 8 of the byte numbers) and one `vptestmb`
+/// of the looked-up bytes against each tree's bit in its byte, which sets
+/// the level's bit of 64 leaf indexes at once. The leaf offsets of up to
+/// [`SUM_GROUPS`] groups are computed before any of their leaves is added,
+/// so the leaf loads are independent of the additions and overlap; the
+/// leaves are then added in tree order. No memory is read through a vector
+/// index: the only `unsafe` is the target feature and the loads and stores
+/// of 64-byte rows.
 ///
 /// # Safety
 /// AVX-512 F, BW and VBMI must be available on this CPU.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
 pub(crate) unsafe fn sum_bytes(trees: &Trees, words: &[u64], leaves: &[f64]) -> f64 {
-    debug_assert!(trees.bit_end <= BYTE_CONDITIONS);
-    let one = _mm512_set1_epi8(1);
-    // Bits beyond the words are conditions no tree reads (bit_end <= 512).
-    let word = |q: usize| words.get(q).copied().unwrap_or(0);
-    let table = |q: usize| _mm512_and_si512(_mm512_movm_epi8(_cvtu64_mask64(word(q))), one);
-    let t: [__m512i; 8] = std::array::from_fn(table);
-    let depth = trees.depth;
-    let stride = (depth + 1) * BYTE_LANES;
-    let mut index = [0u8; BYTE_LANES];
-    let mut sum = 0.0;
-    for ((group, high), first) in trees
-        .bytes
-        .chunks_exact(stride)
-        .zip(trees.high.chunks_exact(depth))
-        .zip(trees.first.chunks(BYTE_LANES))
-    {
-        let row = |k: usize| {
-            let r: &[u8; BYTE_LANES] = group[k * BYTE_LANES..][..BYTE_LANES]
-                .try_into()
-                .expect("64-byte row");
-            // SAFETY: `r` is exactly the 64 bytes loaded.
-            unsafe { _mm512_loadu_si512(r.as_ptr().cast()) }
-        };
-        let mut at = _mm512_setzero_si512();
-        // Deepest level first, as in the AVX2 kernel.
-        for d in (0..depth).rev() {
-            let c = row(d);
-            // Byte c & 127 of each 128-byte quarter; bit 7 picks the half of
-            // each 256-byte half, bit 8 the half.
-            let bit7 = _mm512_movepi8_mask(c);
-            let q0 = _mm512_permutex2var_epi8(t[0], c, t[1]);
-            let q1 = _mm512_permutex2var_epi8(t[2], c, t[3]);
-            let low = _mm512_mask_blend_epi8(bit7, q0, q1);
-            let bit = if trees.bit_end > 256 {
-                let q2 = _mm512_permutex2var_epi8(t[4], c, t[5]);
-                let q3 = _mm512_permutex2var_epi8(t[6], c, t[7]);
-                let upper = _mm512_mask_blend_epi8(bit7, q2, q3);
-                _mm512_mask_blend_epi8(_cvtu64_mask64(high[d]), low, upper)
-            } else {
-                low
-            };
-            at = _mm512_or_si512(_mm512_add_epi8(at, at), bit);
+    debug_assert!(trees.bit_end <= BYTE_CONDITIONS.min(words.len() * 64));
+    // SAFETY (all arms): this function's contract.
+    unsafe {
+        match (trees.pairs, trees.depth) {
+            (1, 6) => sum_bytes_with::<1, 6>(trees, words, leaves),
+            (1, _) => sum_bytes_with::<1, 0>(trees, words, leaves),
+            (2, 6) => sum_bytes_with::<2, 6>(trees, words, leaves),
+            (2, _) => sum_bytes_with::<2, 0>(trees, words, leaves),
+            (_, 6) => sum_bytes_with::<4, 6>(trees, words, leaves),
+            _ => sum_bytes_with::<4, 0>(trees, words, leaves),
         }
-        at = _mm512_and_si512(at, row(depth));
-        // SAFETY: `index` holds exactly 64 bytes.
-        unsafe { _mm512_storeu_si512(index.as_mut_ptr().cast(), at) };
-        // In tree order, one addition at a time: CatBoost's sum.
-        for (&f, &i) in first.iter().zip(&index) {
-            sum += leaves[f as usize + usize::from(i)];
+    }
+}
+
+/// Groups of 64 trees whose leaf offsets [`sum_bytes`] computes before
+/// adding their leaves (2 KiB of stack).
+#[cfg(target_arch = "x86_64")]
+const SUM_GROUPS: usize = 8;
+
+/// [`sum_bytes`] for tables of `P` register pairs (1, 2, or 4 for 3 and
+/// 4) and depth `D` (0: the trees' own, not known at compile time).
+///
+/// # Safety
+/// AVX-512 F, BW and VBMI must be available on this CPU.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+#[inline]
+unsafe fn sum_bytes_with<const P: usize, const D: usize>(
+    trees: &Trees,
+    words: &[u64],
+    leaves: &[f64],
+) -> f64 {
+    let depth = if D == 0 { trees.depth } else { D };
+    let load = |bytes: &[u8; BYTE_LANES]| {
+        // SAFETY: `bytes` is exactly the 64 bytes loaded.
+        unsafe { _mm512_loadu_si512(bytes.as_ptr().cast()) }
+    };
+    // Words beyond the array are conditions no tree reads (bit_end is
+    // within it); registers past the `P` pairs are never looked up.
+    let table = |k: usize| {
+        if k >= 2 * P {
+            return _mm512_setzero_si512();
+        }
+        let mut w = [0u64; 8];
+        let have = words.get(8 * k..).unwrap_or_default();
+        let n = have.len().min(8);
+        w[..n].copy_from_slice(&have[..n]);
+        // SAFETY: `w` is exactly the 64 bytes loaded.
+        unsafe { _mm512_loadu_si512(w.as_ptr().cast()) }
+    };
+    let t: [__m512i; 8] = std::array::from_fn(table);
+    let stride = (2 * depth + 1) * BYTE_LANES;
+    let mut offsets = [0u32; SUM_GROUPS * BYTE_LANES];
+    let mut sum = 0.0;
+    for (c, ((groups, high), first)) in trees
+        .bytes
+        .chunks(SUM_GROUPS * stride)
+        .zip(trees.high.chunks(SUM_GROUPS * depth))
+        .zip(trees.first.chunks(SUM_GROUPS * BYTE_LANES))
+        .enumerate()
+    {
+        for (g, ((group, high), first)) in groups
+            .chunks_exact(stride)
+            .zip(high.chunks_exact(depth))
+            .zip(first.chunks_exact(BYTE_LANES))
+            .enumerate()
+        {
+            let row = |k: usize| {
+                load(
+                    group[k * BYTE_LANES..][..BYTE_LANES]
+                        .try_into()
+                        .expect("64-byte row"),
+                )
+            };
+            let mut index = _mm512_setzero_si512();
+            for (d, &high) in high.iter().enumerate().take(depth) {
+                let c = row(2 * d);
+                // Byte c & 127 of each register pair; bit 7 picks the pair of
+                // each 256-byte half, bit 8 (in `high`) the half.
+                let byte = if P == 1 {
+                    _mm512_permutex2var_epi8(t[0], c, t[1])
+                } else {
+                    let bit7 = _mm512_movepi8_mask(c);
+                    let q0 = _mm512_permutex2var_epi8(t[0], c, t[1]);
+                    let q1 = _mm512_permutex2var_epi8(t[2], c, t[3]);
+                    let low = _mm512_mask_blend_epi8(bit7, q0, q1);
+                    if P > 2 {
+                        let q2 = _mm512_permutex2var_epi8(t[4], c, t[5]);
+                        let q3 = _mm512_permutex2var_epi8(t[6], c, t[7]);
+                        let upper = _mm512_mask_blend_epi8(bit7, q2, q3);
+                        _mm512_mask_blend_epi8(_cvtu64_mask64(high), low, upper)
+                    } else {
+                        low
+                    }
+                };
+                let taken = _mm512_test_epi8_mask(byte, row(2 * d + 1));
+                // Bit d is still clear in every lane: adding it sets it.
+                index = _mm512_mask_add_epi8(index, taken, index, _mm512_set1_epi8(1 << d));
+            }
+            index = _mm512_and_si512(index, row(2 * depth));
+            let out: &mut [u32; BYTE_LANES] = (&mut offsets[g * BYTE_LANES..][..BYTE_LANES])
+                .try_into()
+                .expect("64 offsets");
+            for q in 0..4 {
+                let bytes = match q {
+                    0 => _mm512_extracti32x4_epi32::<0>(index),
+                    1 => _mm512_extracti32x4_epi32::<1>(index),
+                    2 => _mm512_extracti32x4_epi32::<2>(index),
+                    _ => _mm512_extracti32x4_epi32::<3>(index),
+                };
+                let first: &[u32; 16] = first[16 * q..][..16].try_into().expect("16 leaves");
+                // SAFETY: `first` is exactly the 64 bytes loaded.
+                let first = unsafe { _mm512_loadu_si512(first.as_ptr().cast()) };
+                let at = _mm512_add_epi32(first, _mm512_cvtepu8_epi32(bytes));
+                // SAFETY: `out[16 * q..]` holds at least 16 u32.
+                unsafe { _mm512_storeu_si512(out[16 * q..].as_mut_ptr().cast(), at) };
+            }
+        }
+        // In tree order, one addition at a time: CatBoost's sum. The
+        // offsets are at most leaf_end (the plan's bound), so indexing
+        // cannot fail; padding lanes are never added.
+        let trees_here = (trees.count - c * SUM_GROUPS * BYTE_LANES).min(offsets.len());
+        for &at in &offsets[..trees_here] {
+            sum += leaves[at as usize];
         }
     }
     sum
