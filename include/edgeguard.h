@@ -214,8 +214,9 @@ typedef struct edgeguard_header_set edgeguard_header_set;
 typedef struct edgeguard_model edgeguard_model;
 
 /*
- The decision rule bound to one engine's models. Opaque: made by
- `edgeguard_policy_new`, released by `edgeguard_policy_free`. Immutable.
+ The decision rule bound to one engine's models, with what a location
+ strips. Opaque: made by `edgeguard_policy_new`, released by
+ `edgeguard_policy_free`. Immutable.
  */
 typedef struct edgeguard_policy edgeguard_policy;
 
@@ -381,6 +382,45 @@ typedef struct {
 } edgeguard_decision;
 
 /*
+ A part of the caller's text buffer: `len` bytes from `offset`.
+ */
+typedef struct {
+  /*
+   Where it starts, from the buffer's first byte.
+   */
+  size_t offset;
+  /*
+   How many bytes.
+   */
+  size_t len;
+} edgeguard_span;
+
+/*
+ Where the texts of one decision lie in the caller's text buffer. Every
+ span is empty when its text is not written.
+ */
+typedef struct {
+  /*
+   The score header's value: `name=%.9g; name=%.9g` in model order (C's
+   `printf` formats). Written for a scored request.
+   */
+  edgeguard_span scores;
+  /*
+   The decision line, for a request that is flagged (the actions
+   `Block`, `Log`, `Challenge`, `Cleared`) or claims a verified bot:
+   `edgeguard action=A model=M score=%.6f threshold=%.6f client=C
+   method=M uri="U"` (no model part when no model flagged), then
+   ` bot=B verdict=verified|fake` for a bot claim.
+   */
+  edgeguard_span line;
+  /*
+   `values[i]`: model `i`'s score as `%.9g` (inside `scores`), for each
+   score written.
+   */
+  edgeguard_span values[64];
+} edgeguard_text;
+
+/*
  What `edgeguard_access` made of one request. Written whole on `Ok`.
 
  Fields may be appended in later versions (new actions carry more, e.g.
@@ -393,12 +433,13 @@ typedef struct {
    How many indices were written to the caller's `clear` buffer: the
    first header of each distinct name to clear (as
    `edgeguard_header_set_find_internal` lists them), without those
-   spelled exactly as `keep` when the request was scored.
+   spelled exactly as the policy's score header when the request was
+   scored.
    */
   size_t clear_len;
   /*
-   Header entries the set matched, repeats counted (for a set extended
-   with score header names, only the internal list's own entries).
+   Header entries the internal list matched, repeats counted (the
+   score header's spellings are not counted; no list: 0).
    */
   size_t matched;
   /*
@@ -442,6 +483,12 @@ typedef struct {
    challenge): for the action `Challenge`.
    */
   int32_t challenge_status;
+  /*
+   Where the score header's value, the per-model values and the
+   decision line lie in the caller's `text` buffer (all empty without
+   one).
+   */
+  edgeguard_text text;
 } edgeguard_access_out;
 
 /*
@@ -510,18 +557,23 @@ const char *edgeguard_result_text(int result);
 /*
  Strips, scores and decides one request in one call.
 
- - `set` (null: nothing to strip): the location's strip set, the internal
-   list extended with the score header's names. Its matches over
-   `request`'s headers go to `clear[0..out.clear_len]`; `clear_cap` must be
-   at least `request->headers_len`.
- - `keep`/`keep_len` (null/0: none): the score header name the caller
-   sets on a scored request; entries spelled exactly so are left out of
-   `clear` then, since setting the header replaces them.
+ - `policy`: the location's. Its strip set (the internal list extended
+   with the score header's names, see `edgeguard_policy_new`; none:
+   nothing to strip) is searched over `request`'s headers, the matches go
+   to `clear[0..out.clear_len]`; `clear_cap` must be at least
+   `request->headers_len`. On a scored request the entries spelled
+   exactly as the policy's score header are left out of `clear`, since
+   the caller's setting of the header replaces them.
  - `scorer` (null: models not loaded, the request goes unscored): scores
    `request` as the client sent it into `scores[0..n]`, where `n` is the
    scorer's model count; `scores_cap` must be at least `n`. The policy must
    be bound to the scorer's models (the same count).
- - `policy`: decides from the scores, the request and `addr`/`addr_len`,
+ - `text` (null with `text_cap` 0: none): the decision's texts
+   (`edgeguard_text`: the score header's value and the per-model values
+   as `%.9g`, the decision line), located by `out.text`; `text_cap` must
+   be at least `edgeguard_policy_text_room(policy)` plus the lengths of
+   the request's `method`, `uri` and `client_addr`.
+ - `policy` decides from the scores, the request and `addr`/`addr_len`,
    the client address as nginx keeps it (`$binary_remote_addr`; null/0:
    the request's textual `client_addr`), at
    `now`, the caller's Unix time (nginx's `ngx.time()`), as
@@ -530,9 +582,10 @@ const char *edgeguard_result_text(int result);
    `Answer` besides `edgeguard_policy_decide`'s.
 
  Returns `Ok` with `*out` written; `NullParameter` for a null `policy`,
- `request` or `out`, a null `clear` with a set, a null `scores` with a
- scorer, a null `keep` or `addr` with a non-zero length, or a null
- `headers` with a non-zero `headers_len`; `InvalidArgument` for a
+ `request` or `out`, a null `clear` with a strip set, a null `scores`
+ with a scorer, a null `addr` or `text` with a non-zero length, or a null
+ `headers` with a non-zero `headers_len`; `BufferTooSmall` for a non-zero
+ `text_cap` below the texts' room; `InvalidArgument` for a
  `clear_cap` below `headers_len`, a `scores_cap` below the model count, a
  policy bound to another number of models than the scorer holds, an
  `http_version` outside `0..=65535` or a `headers_len` above
@@ -540,20 +593,17 @@ const char *edgeguard_result_text(int result);
  handle is only read, so concurrent calls are safe.
 
  # Safety
- `set`, `scorer` are null or live handles, `policy` a live policy;
- `request` points to a valid `edgeguard_request` whose strings and
- headers point to their stated number of readable bytes; `keep` and
- `addr` point to their lengths' bytes (or are null with length 0);
- `clear` points to `clear_cap` writable `uint32_t` and `scores` to
- `scores_cap` writable doubles (or they are null with a zero cap); `out`
- is writable.
+ `scorer` is null or a live handle, `policy` a live policy; `request`
+ points to a valid `edgeguard_request` whose strings and headers point to
+ their stated number of readable bytes; `addr` points to `addr_len`
+ bytes (or is null with length 0); `clear` points to `clear_cap` writable
+ `uint32_t`, `scores` to `scores_cap` writable doubles and `text` to
+ `text_cap` writable bytes (or they are null with a zero cap); `out` is
+ writable.
  */
-edgeguard_result edgeguard_access(const edgeguard_header_set *set,
-                                  const edgeguard_scorer *scorer,
+edgeguard_result edgeguard_access(const edgeguard_scorer *scorer,
                                   const edgeguard_policy *policy,
                                   const edgeguard_request *request,
-                                  const uint8_t *keep,
-                                  size_t keep_len,
                                   const uint8_t *addr,
                                   size_t addr_len,
                                   int64_t now,
@@ -561,6 +611,8 @@ edgeguard_result edgeguard_access(const edgeguard_header_set *set,
                                   size_t clear_cap,
                                   double *scores,
                                   size_t scores_cap,
+                                  uint8_t *text,
+                                  size_t text_cap,
                                   edgeguard_access_out *out);
 
 /*
@@ -750,6 +802,13 @@ const char *edgeguard_config_json(const edgeguard_config *config);
  own; a model with neither never flags. `n` may be 0 (models not loaded:
  every request is unscored).
 
+ The policy also holds what the location strips (`edgeguard_access`,
+ `edgeguard_policy_strip_set`): `headers` (null: no internal list; the
+ set is copied, the caller keeps and frees its own) extended with every
+ spelling of the configuration's score header names (`score_header` and,
+ for a location's configuration, the one it was derived from), and the
+ score header name a scored request is given.
+
  On success writes a new policy to `*out` (release it with
  `edgeguard_policy_free`). `NullParameter` for a null `config`, `out`,
  `names` (with `n` > 0) or name; `InvalidArgument` for `n` above 64 or a
@@ -757,13 +816,15 @@ const char *edgeguard_config_json(const edgeguard_config *config);
 
  # Safety
  `config` is a live configuration; `names` points to `n` NUL-terminated
- strings and `own_thresholds` is null or points to `n` doubles; `out` is
- writable; `errbuf` is null or points to `errbuf_len` writable bytes.
+ strings and `own_thresholds` is null or points to `n` doubles; `headers`
+ is null or a live set; `out` is writable; `errbuf` is null or points to
+ `errbuf_len` writable bytes.
  */
 edgeguard_result edgeguard_policy_new(const edgeguard_config *config,
                                       const char *const *names,
                                       const double *own_thresholds,
                                       size_t n,
+                                      const edgeguard_header_set *headers,
                                       edgeguard_policy **out,
                                       char *errbuf,
                                       size_t errbuf_len);
@@ -803,6 +864,17 @@ edgeguard_result edgeguard_policy_decide(const edgeguard_policy *policy,
                                          const uint8_t *addr,
                                          size_t addr_len,
                                          edgeguard_decision *out);
+
+/*
+ The policy's strip set (see `edgeguard_policy_new`): the internal list
+ and the score header's spellings, for the find exports. Owned by the
+ policy, valid while it lives; never free it. Null for a null policy or
+ when there is nothing to strip (no list, no score header).
+
+ # Safety
+ `policy` is null or a live policy.
+ */
+const edgeguard_header_set *edgeguard_policy_strip_set(const edgeguard_policy *policy);
 
 /*
  Loads an internal header list from the file at `path` (NUL-terminated).
@@ -1206,6 +1278,48 @@ edgeguard_result edgeguard_scorer_score(const edgeguard_scorer *scorer,
                                         const edgeguard_request *request,
                                         double *out_scores,
                                         size_t n);
+
+/*
+ The buffer `edgeguard_policy_text` and `edgeguard_access` need for the
+ texts of a request: this many bytes plus the lengths of the request's
+ `method`, `uri` and `client_addr`. 0 for a null policy.
+
+ # Safety
+ `policy` is null or a live policy.
+ */
+size_t edgeguard_policy_text_room(const edgeguard_policy *policy);
+
+/*
+ Writes the texts of a decision made without `edgeguard_access` (the
+ legacy Lua engine's, by `edgeguard_policy_decide`) into `text`:
+ `scores` holds the request's `n` scores in the policy's model order (null
+ with `n` 0: not scored), `decision` is the policy's decision of them,
+ and the request's `method`, `uri` and `client_addr` go into the line
+ (its headers are not read). No bot claim is judged here. `text_cap`
+ must be at least `edgeguard_policy_text_room(policy)` plus those three
+ lengths.
+
+ Returns `Ok` with `*out` written; `NullParameter` for a null `policy`,
+ `decision`, `request`, `text` or `out`, or a null `scores` with a
+ non-zero `n`; `InvalidArgument` for an `n` other than 0 and the
+ policy's model count, or a decision's model out of range;
+ `BufferTooSmall` for a `text_cap` below the room. On an error nothing is
+ written. Never allocates.
+
+ # Safety
+ `policy` is a live policy; `scores` points to `n` doubles (or is null
+ with `n` 0); `decision` and `request` are readable, the request's
+ strings point to their stated lengths; `text` points to `text_cap`
+ writable bytes; `out` is writable.
+ */
+edgeguard_result edgeguard_policy_text(const edgeguard_policy *policy,
+                                       const double *scores,
+                                       size_t n,
+                                       const edgeguard_decision *decision,
+                                       const edgeguard_request *request,
+                                       uint8_t *text,
+                                       size_t text_cap,
+                                       edgeguard_text *out);
 
 /*
  Fingerprints a ClientHello given as bytes: one TLS record (content type

@@ -22,18 +22,20 @@ fn main() {
 /// dhat allows one profiler at a time, so every check lives in this one test.
 fn access_does_not_allocate() {
     let _profiler = dhat::Profiler::builder().testing().build();
-    let set = strip_set("X-Bot-Score\nX-Other-Score");
+    let list = list_set();
     let scorer = scorer();
-    let (cfg, policy) = bound_policy(
+    let (cfg, policy) = bound_policy_with(
         r#"{"models": {"bot": "b.json", "spoof": "s.json"}, "mode": "block",
             "allow": ["10.0.0.0/8", "2001:db8::/32"]}"#,
         scorer,
         2,
+        list,
     );
-    let (cfg0, policy0) = bound_policy(
+    let (cfg0, policy0) = bound_policy_with(
         r#"{"models": {"bot": "b.json"}, "fail_closed": true}"#,
         scorer,
         0,
+        list,
     );
     let bot = bot_request();
     let browser = Req::new(&[
@@ -59,6 +61,10 @@ fn access_does_not_allocate() {
     ];
     let mut clear = [0u32; 64];
     let mut scores = [0.0f64; 2];
+    // The score header's value, the values and the decision line: written
+    // with no allocation either.
+    let mut text = [0u8; 4096];
+    let mut lines = 0usize;
     let mut out = sentinel();
     let mut actions = [0usize; 5];
 
@@ -74,12 +80,9 @@ fn access_does_not_allocate() {
         };
         let rc = unsafe {
             edgeguard_access(
-                set,
                 s,
                 p,
                 &r,
-                b"X-Bot-Score".as_ptr(),
-                11,
                 addr.as_ptr(),
                 addr.len(),
                 1_800_000_000,
@@ -87,11 +90,15 @@ fn access_does_not_allocate() {
                 clear.len(),
                 scores.as_mut_ptr(),
                 2,
+                text.as_mut_ptr(),
+                text.len(),
                 &mut out,
             )
         };
         assert_eq!(rc, R::Ok);
         actions[out.decision.action as usize] += 1;
+        lines += usize::from(out.text.line.len > 0);
+        std::hint::black_box(&text[..out.text.scores.len]);
         std::hint::black_box(&clear[..out.clear_len]);
     }
     let after = dhat::HeapStats::get();
@@ -100,6 +107,7 @@ fn access_does_not_allocate() {
         "edgeguard_access allocated"
     );
     assert_eq!(after.total_bytes, before.total_bytes);
+    assert!(lines > 0, "decision lines were written");
     // Real work: pass, allow, block and unavailable all came up.
     let [pass, allow, _, block, unavailable] = actions;
     assert!(
@@ -112,6 +120,6 @@ fn access_does_not_allocate() {
         edgeguard_config_free(cfg);
         edgeguard_config_free(cfg0);
         edgeguard::ffi::scorer::edgeguard_scorer_free(scorer);
-        edgeguard::ffi::headers::edgeguard_header_set_free(set);
+        edgeguard::ffi::headers::edgeguard_header_set_free(list);
     }
 }

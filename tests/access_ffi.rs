@@ -16,15 +16,14 @@ use edgeguard::ffi::config::*;
 use edgeguard::ffi::edgeguard_result as R;
 use edgeguard::ffi::headers::*;
 use edgeguard::ffi::scorer::*;
+use edgeguard::ffi::text::*;
 
 const BLOCK: &str = r#"{"models": {"bot": "b.json", "spoof": "s.json"}, "mode": "block", "status": 429,
     "allow": ["10.0.0.0/8"]}"#;
 
 struct Call<'a> {
-    set: *const edgeguard_header_set,
     scorer: *const edgeguard_scorer,
     policy: *const edgeguard_policy,
-    keep: &'a [u8],
     addr: &'a [u8],
 }
 
@@ -34,20 +33,24 @@ fn call(
     clear: &mut [u32],
     scores: &mut [f64],
 ) -> (R, edgeguard_access_out) {
+    call_text(c, req, clear, scores, &mut [0u8; 4096])
+}
+
+/// `call` with the caller's text buffer.
+fn call_text(
+    c: &Call<'_>,
+    req: &Req,
+    clear: &mut [u32],
+    scores: &mut [f64],
+    text: &mut [u8],
+) -> (R, edgeguard_access_out) {
     let r = req.c();
     let mut out = sentinel();
     let rc = unsafe {
         edgeguard_access(
-            c.set,
             c.scorer,
             c.policy,
             &r,
-            if c.keep.is_empty() {
-                null()
-            } else {
-                c.keep.as_ptr()
-            },
-            c.keep.len(),
             if c.addr.is_empty() {
                 null()
             } else {
@@ -59,28 +62,69 @@ fn call(
             clear.len(),
             scores.as_mut_ptr(),
             scores.len(),
+            text.as_mut_ptr(),
+            text.len(),
             &mut out,
         )
     };
     (rc, out)
 }
 
+/// C's `snprintf` of one double.
+fn c_format(fmt: &std::ffi::CStr, v: f64) -> String {
+    let mut buf = [0 as std::ffi::c_char; 512];
+    let n = unsafe { libc::snprintf(buf.as_mut_ptr(), buf.len(), fmt.as_ptr(), v) };
+    assert!(n > 0);
+    unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
 #[test]
 fn one_call_agrees_with_find_score_and_decide() {
-    let set = strip_set("X-Bot-Score");
+    let list = list_set();
     let scorer = scorer();
-    let (cfg, policy) = bound_policy(BLOCK, scorer, 2);
+    // The policy's strip set: the list and the score header's spellings
+    // (the default X-Bot-Score), what the shim's locations strip.
+    let (cfg, policy) = bound_policy_with(BLOCK, scorer, 2, list);
+    let set = unsafe { edgeguard_policy_strip_set(policy) };
+    assert!(!set.is_null());
     let req = bot_request();
     let c = Call {
-        set,
         scorer,
         policy,
-        keep: b"X-Bot-Score",
         addr: &[192, 0, 2, 7],
     };
     let (mut clear, mut scores) = (vec![0u32; req.len()], [0.0f64; 2]);
-    let (rc, out) = call(&c, &req, &mut clear, &mut scores);
+    let mut text = [0u8; 4096];
+    let (rc, out) = call_text(&c, &req, &mut clear, &mut scores, &mut text);
     assert_eq!(rc, R::Ok);
+
+    // The texts, as the shim's string.format wrote them (C's printf).
+    let at = |s: edgeguard::ffi::text::edgeguard_span| {
+        String::from_utf8_lossy(&text[s.offset..s.offset + s.len]).into_owned()
+    };
+    let g = |v| c_format(c"%.9g", v);
+    assert_eq!(
+        at(out.text.scores),
+        format!("bot={}; spoof={}", g(scores[0]), g(scores[1]))
+    );
+    assert_eq!(at(out.text.values[0]), g(scores[0]));
+    assert_eq!(at(out.text.values[1]), g(scores[1]));
+    assert_eq!(out.text.values[2].len, 0);
+    let name = ["bot", "spoof"][out.decision.model as usize];
+    assert_eq!(
+        at(out.text.line),
+        format!(
+            "edgeguard action=block model={name} score={} threshold={} client=192.0.2.7 method=GET uri=\"/login?next=/\"",
+            c_format(c"%.6f", scores[out.decision.model as usize]),
+            c_format(c"%.6f", out.decision.threshold)
+        )
+    );
+    assert!(
+        out.text.line.offset + out.text.line.len
+            <= unsafe { edgeguard_policy_text_room(policy) } + 3 + 13 + 9
+    );
 
     // The separate exports on the same request.
     let r = req.c();
@@ -176,13 +220,13 @@ fn one_call_agrees_with_find_score_and_decide() {
         edgeguard_policy_free(policy);
         edgeguard_config_free(cfg);
         edgeguard_scorer_free(scorer);
-        edgeguard_header_set_free(set);
+        edgeguard_header_set_free(list);
     }
 }
 
 #[test]
 fn unscored_requests_keep_every_spelling_on_the_clear_list_and_fail_as_configured() {
-    let set = strip_set("X-Bot-Score");
+    let list = list_set();
     let scorer = scorer();
     let req = bot_request();
     let (mut clear, mut scores) = (vec![0u32; req.len()], [0.0f64; 2]);
@@ -193,12 +237,10 @@ fn unscored_requests_keep_every_spelling_on_the_clear_list_and_fail_as_configure
         ),
         (r#"{"models": {"bot": "b.json"}}"#, edgeguard_action::Pass),
     ] {
-        let (cfg, policy) = bound_policy(json, scorer, 0);
+        let (cfg, policy) = bound_policy_with(json, scorer, 0, list);
         let c = Call {
-            set,
             scorer: null(),
             policy,
-            keep: b"X-Bot-Score",
             addr: &[],
         };
         let (rc, out) = call(&c, &req, &mut clear, &mut scores);
@@ -218,13 +260,14 @@ fn unscored_requests_keep_every_spelling_on_the_clear_list_and_fail_as_configure
             edgeguard_config_free(cfg);
         }
     }
-    // No set: nothing to clear, still scored and decided.
-    let (cfg, policy) = bound_policy(BLOCK, scorer, 2);
+    // No list and no score header: nothing to clear, still scored and
+    // decided.
+    let none = BLOCK.replace("\"mode\"", "\"score_header\": \"\", \"mode\"");
+    let (cfg, policy) = bound_policy(&none, scorer, 2);
+    assert!(unsafe { edgeguard_policy_strip_set(policy) }.is_null());
     let c = Call {
-        set: null(),
         scorer,
         policy,
-        keep: b"",
         addr: &[],
     };
     let (rc, out) = call(&c, &req, &mut [], &mut scores);
@@ -237,15 +280,15 @@ fn unscored_requests_keep_every_spelling_on_the_clear_list_and_fail_as_configure
         edgeguard_policy_free(policy);
         edgeguard_config_free(cfg);
         edgeguard_scorer_free(scorer);
-        edgeguard_header_set_free(set);
+        edgeguard_header_set_free(list);
     }
 }
 
 #[test]
 fn names_nginx_cannot_remove_are_counted() {
-    let set = strip_set("X-Bot-Score");
+    let list = list_set();
     let scorer = scorer();
-    let (cfg, policy) = bound_policy(BLOCK, scorer, 2);
+    let (cfg, policy) = bound_policy_with(BLOCK, scorer, 2, list);
     let req = Req::new(&[
         (b"User-Agent", b"curl/8"),
         (b"X-Debug-(a", b"1"),
@@ -254,10 +297,8 @@ fn names_nginx_cannot_remove_are_counted() {
     ]);
     let (mut clear, mut scores) = (vec![0u32; req.len()], [0.0f64; 2]);
     let c = Call {
-        set,
         scorer,
         policy,
-        keep: b"X-Bot-Score",
         addr: &[],
     };
     let (rc, out) = call(&c, &req, &mut clear, &mut scores);
@@ -267,155 +308,93 @@ fn names_nginx_cannot_remove_are_counted() {
         edgeguard_policy_free(policy);
         edgeguard_config_free(cfg);
         edgeguard_scorer_free(scorer);
-        edgeguard_header_set_free(set);
+        edgeguard_header_set_free(list);
     }
 }
 
 #[test]
 fn bad_arguments_are_refused_and_nothing_is_written() {
-    let set = strip_set("X-Bot-Score");
+    let list = list_set();
     let scorer = scorer();
-    let (cfg, policy) = bound_policy(BLOCK, scorer, 2);
-    let (cfg1, policy1) = bound_policy(BLOCK, scorer, 1);
+    let (cfg, policy) = bound_policy_with(BLOCK, scorer, 2, list);
+    let (cfg1, policy1) = bound_policy_with(BLOCK, scorer, 1, list);
     let req = bot_request();
     let r = req.c();
     let (mut clear, mut scores) = (vec![0u32; req.len()], [0.0f64; 2]);
     let mut out = sentinel();
-    let go = |set,
-              scorer,
+    let go = |scorer,
               policy: *const edgeguard_policy,
               r: *const edgeguard_request,
-              keep: *const u8,
-              keep_len,
               addr: *const u8,
               addr_len,
               clear: *mut u32,
               clear_cap,
               scores: *mut f64,
               scores_cap,
+              text: *mut u8,
+              text_cap,
               out| unsafe {
         edgeguard_access(
-            set, scorer, policy, r, keep, keep_len, addr, addr_len, NOW, clear, clear_cap, scores,
-            scores_cap, out,
+            scorer, policy, r, addr, addr_len, NOW, clear, clear_cap, scores, scores_cap, text,
+            text_cap, out,
         )
     };
-    let (cl, sc, o) = (
+    let mut textbuf = [0u8; 4096];
+    let (cl, sc, tx, o) = (
         clear.as_mut_ptr(),
         scores.as_mut_ptr(),
+        textbuf.as_mut_ptr(),
         &mut out as *mut edgeguard_access_out,
     );
     let n = req.len();
     let cases: Vec<(&str, R, R)> = vec![
         (
             "null policy",
-            go(
-                set,
-                scorer,
-                null(),
-                &r,
-                null(),
-                0,
-                null(),
-                0,
-                cl,
-                n,
-                sc,
-                2,
-                o,
-            ),
+            go(scorer, null(), &r, null(), 0, cl, n, sc, 2, tx, 4096, o),
             R::NullParameter,
         ),
         (
             "null request",
-            go(
-                set,
-                scorer,
-                policy,
-                null(),
-                null(),
-                0,
-                null(),
-                0,
-                cl,
-                n,
-                sc,
-                2,
-                o,
-            ),
+            go(scorer, policy, null(), null(), 0, cl, n, sc, 2, tx, 4096, o),
             R::NullParameter,
         ),
         (
             "null out",
             go(
-                set,
                 scorer,
                 policy,
                 &r,
-                null(),
-                0,
                 null(),
                 0,
                 cl,
                 n,
                 sc,
                 2,
+                tx,
+                4096,
                 null_mut(),
-            ),
-            R::NullParameter,
-        ),
-        (
-            "null keep, length 3",
-            go(
-                set,
-                scorer,
-                policy,
-                &r,
-                null(),
-                3,
-                null(),
-                0,
-                cl,
-                n,
-                sc,
-                2,
-                o,
             ),
             R::NullParameter,
         ),
         (
             "null addr, length 4",
-            go(
-                set,
-                scorer,
-                policy,
-                &r,
-                null(),
-                0,
-                null(),
-                4,
-                cl,
-                n,
-                sc,
-                2,
-                o,
-            ),
+            go(scorer, policy, &r, null(), 4, cl, n, sc, 2, tx, 4096, o),
             R::NullParameter,
         ),
         (
-            "null clear with a set",
+            "null clear with a strip set",
             go(
-                set,
                 scorer,
                 policy,
                 &r,
-                null(),
-                0,
                 null(),
                 0,
                 null_mut(),
                 n,
                 sc,
                 2,
+                tx,
+                4096,
                 o,
             ),
             R::NullParameter,
@@ -423,113 +402,96 @@ fn bad_arguments_are_refused_and_nothing_is_written() {
         (
             "null scores with a scorer",
             go(
-                set,
                 scorer,
                 policy,
                 &r,
-                null(),
-                0,
                 null(),
                 0,
                 cl,
                 n,
                 null_mut(),
                 2,
+                tx,
+                4096,
                 o,
             ),
             R::NullParameter,
         ),
         (
             "clear too small",
-            go(
-                set,
-                scorer,
-                policy,
-                &r,
-                null(),
-                0,
-                null(),
-                0,
-                cl,
-                n - 1,
-                sc,
-                2,
-                o,
-            ),
+            go(scorer, policy, &r, null(), 0, cl, n - 1, sc, 2, tx, 4096, o),
             R::InvalidArgument,
         ),
         (
             "scores too small",
-            go(
-                set,
-                scorer,
-                policy,
-                &r,
-                null(),
-                0,
-                null(),
-                0,
-                cl,
-                n,
-                sc,
-                1,
-                o,
-            ),
+            go(scorer, policy, &r, null(), 0, cl, n, sc, 1, tx, 4096, o),
             R::InvalidArgument,
         ),
         (
             "policy of 1 model, scorer of 2",
-            go(
-                set,
-                scorer,
-                policy1,
-                &r,
-                null(),
-                0,
-                null(),
-                0,
-                cl,
-                n,
-                sc,
-                2,
-                o,
-            ),
+            go(scorer, policy1, &r, null(), 0, cl, n, sc, 2, tx, 4096, o),
             R::InvalidArgument,
         ),
         (
             "policy of 2 models, no scorer",
-            go(
-                set,
-                null(),
-                policy,
-                &r,
-                null(),
-                0,
-                null(),
-                0,
-                cl,
-                n,
-                sc,
-                2,
-                o,
-            ),
+            go(null(), policy, &r, null(), 0, cl, n, sc, 2, tx, 4096, o),
             R::InvalidArgument,
         ),
         (
-            "keep length no array has",
+            "addr length no array has",
             go(
-                set,
                 scorer,
                 policy,
                 &r,
                 b"x".as_ptr(),
                 usize::MAX,
+                cl,
+                n,
+                sc,
+                2,
+                tx,
+                4096,
+                o,
+            ),
+            R::NullParameter,
+        ),
+        (
+            "null text, length 4096",
+            go(
+                scorer,
+                policy,
+                &r,
                 null(),
                 0,
                 cl,
                 n,
                 sc,
                 2,
+                null_mut(),
+                4096,
+                o,
+            ),
+            R::NullParameter,
+        ),
+        (
+            "text below its room",
+            go(scorer, policy, &r, null(), 0, cl, n, sc, 2, tx, 100, o),
+            R::BufferTooSmall,
+        ),
+        (
+            "text length no array has",
+            go(
+                scorer,
+                policy,
+                &r,
+                null(),
+                0,
+                cl,
+                n,
+                sc,
+                2,
+                tx,
+                usize::MAX,
                 o,
             ),
             R::NullParameter,
@@ -541,59 +503,30 @@ fn bad_arguments_are_refused_and_nothing_is_written() {
     let mut bad = req.c();
     bad.http_version = 70000;
     assert_eq!(
-        go(
-            set,
-            scorer,
-            policy,
-            &bad,
-            null(),
-            0,
-            null(),
-            0,
-            cl,
-            n,
-            sc,
-            2,
-            o
-        ),
+        go(scorer, policy, &bad, null(), 0, cl, n, sc, 2, tx, 4096, o),
         R::InvalidArgument
     );
     bad = req.c();
     bad.headers = null();
     assert_eq!(
-        go(
-            set,
-            scorer,
-            policy,
-            &bad,
-            null(),
-            0,
-            null(),
-            0,
-            cl,
-            n,
-            sc,
-            2,
-            o
-        ),
+        go(scorer, policy, &bad, null(), 0, cl, n, sc, 2, tx, 4096, o),
         R::NullParameter
     );
     bad.headers_len = usize::MAX;
     bad.headers = req.c().headers;
     assert_eq!(
         go(
-            set,
             scorer,
             policy,
             &bad,
-            null(),
-            0,
             null(),
             0,
             cl,
             usize::MAX,
             sc,
             2,
+            tx,
+            4096,
             o
         ),
         R::InvalidArgument
@@ -606,6 +539,84 @@ fn bad_arguments_are_refused_and_nothing_is_written() {
         edgeguard_config_free(cfg);
         edgeguard_config_free(cfg1);
         edgeguard_scorer_free(scorer);
-        edgeguard_header_set_free(set);
+        edgeguard_header_set_free(list);
+    }
+}
+
+#[test]
+fn the_policy_owns_the_strip_set_and_a_location_strips_both_score_headers() {
+    let list = list_set();
+    let scorer = scorer();
+    let (cfg, policy) = bound_policy_with(BLOCK, scorer, 2, list);
+    // A location with its own score header strips configure()'s too, and
+    // keeps only its own exact spelling on a scored request.
+    let json = br#"{"score_header": "X-Other-Score"}"#;
+    let mut loc = null_mut();
+    let rc = unsafe {
+        edgeguard_config_new_for_location(
+            cfg,
+            json.as_ptr(),
+            json.len(),
+            null(),
+            &mut loc,
+            null_mut(),
+            0,
+        )
+    };
+    assert_eq!(rc, R::Ok);
+    let names = [c"bot".as_ptr(), c"spoof".as_ptr()];
+    let mut lp = null_mut();
+    let rc = unsafe {
+        edgeguard_policy_new(loc, names.as_ptr(), null(), 2, list, &mut lp, null_mut(), 0)
+    };
+    assert_eq!(rc, R::Ok);
+    // Without the list: the spellings alone, counted as nothing.
+    let mut bare = null_mut();
+    let rc = unsafe {
+        edgeguard_policy_new(
+            loc,
+            names.as_ptr(),
+            null(),
+            2,
+            null(),
+            &mut bare,
+            null_mut(),
+            0,
+        )
+    };
+    assert_eq!(rc, R::Ok);
+    unsafe { edgeguard_header_set_free(list) };
+    let req = Req::new(&[
+        (b"User-Agent", b"curl/8"),
+        (b"X-Bot-Score", b"bot=0"),
+        (b"x_other_score", b"bot=0"),
+        (b"X-Other-Score", b"bot=0"),
+        (b"X-Internal-User-Id", b"1"),
+    ]);
+    let (mut clear, mut scores) = (vec![0u32; req.len()], [0.0f64; 2]);
+    for (p, want_clear, want_matched) in [
+        (policy, &[4u32][..], 1),
+        (lp, &[1, 2, 4][..], 1),
+        (bare, &[1, 2][..], 0),
+    ] {
+        let c = Call {
+            scorer,
+            policy: p,
+            addr: &[],
+        };
+        let (rc, out) = call(&c, &req, &mut clear, &mut scores);
+        assert_eq!(rc, R::Ok);
+        assert_eq!(&clear[..out.clear_len], want_clear);
+        assert_eq!(out.matched, want_matched);
+        assert!(!unsafe { edgeguard_policy_strip_set(p) }.is_null());
+    }
+    assert!(unsafe { edgeguard_policy_strip_set(null()) }.is_null());
+    unsafe {
+        edgeguard_policy_free(policy);
+        edgeguard_policy_free(lp);
+        edgeguard_policy_free(bare);
+        edgeguard_config_free(loc);
+        edgeguard_config_free(cfg);
+        edgeguard_scorer_free(scorer);
     }
 }

@@ -146,6 +146,7 @@ fn per_request_work_does_not_allocate() {
                 std::ptr::null(),
                 std::ptr::null(),
                 0,
+                std::ptr::null(),
                 &mut c_policy,
                 null,
                 0,
@@ -169,6 +170,8 @@ fn per_request_work_does_not_allocate() {
         })
         .collect();
     let mut clear = [0u32; 8];
+    // The decision line of a verified or fake bot is written too.
+    let mut text = [0u8; 4096];
     let mut out: edgeguard_access_out = unsafe { std::mem::zeroed() };
 
     let before = dhat::HeapStats::get();
@@ -203,11 +206,8 @@ fn per_request_work_does_not_allocate() {
             let rc = unsafe {
                 edgeguard_access(
                     std::ptr::null(),
-                    std::ptr::null(),
                     c_policy,
                     &r,
-                    std::ptr::null(),
-                    0,
                     c_addrs[i].as_ptr(),
                     c_addrs[i].len(),
                     NOW as i64,
@@ -215,6 +215,8 @@ fn per_request_work_does_not_allocate() {
                     clear.len(),
                     std::ptr::null_mut(),
                     0,
+                    text.as_mut_ptr(),
+                    text.len(),
                     &mut out,
                 )
             };

@@ -51,6 +51,7 @@ fn policy(cfg: *const edgeguard_config, names: &[&str], own: &[f64]) -> *mut edg
             ptrs.as_ptr(),
             own.as_ptr(),
             names.len(),
+            null(),
             &mut out,
             null_mut(),
             0,

@@ -42,7 +42,16 @@ fn deciding_does_not_allocate() {
     let names = [c"bot".as_ptr(), c"spoof".as_ptr()];
     let mut c_policy = null_mut();
     let rc = unsafe {
-        edgeguard_policy_new(cfg, names.as_ptr(), null(), 2, &mut c_policy, null_mut(), 0)
+        edgeguard_policy_new(
+            cfg,
+            names.as_ptr(),
+            null(),
+            2,
+            null(),
+            &mut c_policy,
+            null_mut(),
+            0,
+        )
     };
     assert_eq!(rc, R::Ok);
     let texts: [&[u8]; 5] = [

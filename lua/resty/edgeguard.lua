@@ -29,7 +29,6 @@ local edgeguard_lib = require "resty.edgeguard.lib"
 local header_set = require "resty.edgeguard.header_set"
 local scorer_mod = require "resty.edgeguard.scorer"
 local metrics = require "resty.edgeguard.metrics"
-local shadow = require "resty.edgeguard.shadow"
 local policy = require "resty.edgeguard.policy"
 local challenge = require "resty.edgeguard.challenge"
 
@@ -54,6 +53,12 @@ local state = {}
 -- which is misuse.
 local MAX_LOCATIONS = 1024
 
+-- resty.edgeguard.legacy.driver, the Lua engine's and shadow mode's driving
+-- code, required only when the configured engine is not "rust"; and the
+-- adapter functions it calls (bound at the end of this file).
+local driver
+local adapter
+
 -- Logs through nginx when there is one (configure() may run in plain luajit).
 -- Request-time code calls ngx.log directly, so its lines name their caller.
 local function log(level, ...)
@@ -62,111 +67,20 @@ local function log(level, ...)
     end
 end
 
--- { name = path } of the resolved options' model list (the Lua engine's
--- input), or nil.
-local function model_map(list)
-    if not list then
-        return nil
-    end
-    local map = {}
-    for _, m in ipairs(list) do
-        map[m.name] = m.path
-    end
-    return map
-end
-
--- The pure-Lua engine, loaded only when configured (the Rust-only path does
--- not need it). Returns the engine, or nil and the list's error; and, third,
--- the models' error when they failed but the list loaded (fail open, like the
--- Rust scorer).
-local function load_lua_engine(lib, o)
-    local lua_engine = require "resty.edgeguard.legacy"
-    local models = model_map(o.lua_models or o.models)
-    local eng, err = lua_engine.new{ internal_headers = o.internal_headers, models = models, lib = lib }
-    if eng then
-        return eng
-    end
-    if not models then
-        return nil, err
-    end
-    -- Either file may be at fault; without the models, only the list is left.
-    local list_only, list_err = lua_engine.new{ internal_headers = o.internal_headers, lib = lib }
-    if not list_only then
-        return nil, list_err
-    end
-    return list_only, nil, err
-end
-
--- A score header name must be one exact list entry: an RFC 9110 token (the
--- list parser checks that); `*` (a prefix rule), `#` (a comment) and
--- whitespace (a second entry) are refused here.
-local function check_score_header(name, what, level)
-    if name:find("[*#%s]") then
-        error(what .. ": score_header \"" .. name .. "\" is not a header name: `*`, `#` and "
-              .. "whitespace are not allowed", level + 1)
-    end
-end
-
--- The Rust set edgeguard strips with while `names` (score header names,
--- one a line) are in force: the internal list `list` (nil: none) extended
--- with `names` as extra rules, matched by the Rust rule (ASCII case folded,
--- `_` read as `-`), so one search per request finds the internal headers
--- and `X_Bot_Score` or `x-bot-SCORE` as well as `X-Bot-Score`
--- (ngx.req.set_header replaces only the names equal to its own, ignoring
--- case), and counts only the internal ones. Without a list, a set of
--- `names` alone (whose counts mean nothing). false when there is nothing
--- to strip.
-local function strip_set(lib, list, names, what, level)
-    if names == "" then
-        return list or false
-    end
-    local set, err
-    if list then
-        set, err = list:extend(names, "score_header")
-    else
-        set, err = header_set.parse(lib, names, "score_header")
-    end
-    if not set then
-        error(what .. ": score_header is not a header name: " .. err, level + 1)
-    end
-    return set
-end
-
--- `cache[names]`: strip_set(list, names), made once per configuration and
--- shared by the locations whose score header names are `names`.
-local function cached_set(st, cache, list, names, what, level)
-    local set = cache[names]
-    if set == nil then
-        set = strip_set(st.lib, list, names, what, level + 1)
-        cache[names] = set
-    end
-    return set
-end
-
--- The score header names a location strips, one a line: its own and, for
--- an access{ score_header = } override, configure()'s too (an origin behind
--- both locations may trust either).
-local function score_names(base, name)
-    if base == "" or name == base then
-        return name
-    end
-    return name == "" and base or name .. "\n" .. base
-end
-
 -- A location: what access() needs of one resolved configuration `cfg`
 -- (configure()'s, or a location's access{} over it), made once: the
--- options it reads per request, one Rust policy per loaded engine (bound to
--- that engine's models) and its strip sets.
-local function new_location(st, cfg, what, level)
+-- options it reads per request and one Rust policy per loaded engine
+-- (bound to that engine's models), which holds the location's strip set
+-- (Rust checked the score header name when it derived `cfg`).
+local function new_location(st, cfg)
     local o = cfg.options
-    local name = o.score_header
-    check_score_header(name, what, level + 1)
-    local names = score_names(st.options.score_header, name)
-    local scorer, leng = st.scorer, st.lua
-    return {
+    local scorer = st.scorer
+    local rust = st.engine ~= "lua" and cfg:policy(scorer and scorer.names or {}, scorer and scorer.thresholds,
+                                                  st.headers)
+    local loc = {
         options = o,
         engine = o.engine,
-        score_header = name,
+        score_header = o.score_header,
         vars = o.vars,
         log_level = o.log_level,
         -- The client address is read only when an allow list can use it
@@ -175,16 +89,14 @@ local function new_location(st, cfg, what, level)
         -- The challenge or the verified bots: decided with the request
         -- itself (edgeguard_policy_decide_request), Rust engine only.
         screen = o.challenge_secret ~= nil or o.verified_bots ~= nil,
+        policy = rust,
         -- The Rust strip: the list and the score header's spellings.
-        strip_set = cached_set(st, st.strip_sets, st.headers, names, what, level + 1),
-        -- The score header's spellings alone, removed after the Lua
-        -- engine's own strip.
-        spelling_set = cached_set(st, st.spelling_sets, nil, names, what, level + 1),
-        policies = {
-            rust = st.engine ~= "lua" and cfg:policy(scorer and scorer.names or {}, scorer and scorer.thresholds),
-            lua = leng and cfg:policy(leng.names, leng.thresholds),
-        },
+        strip_set = rust and rust.strip_set,
     }
+    if st.lua then
+        driver.location(st, cfg, loc)
+    end
+    return loc
 end
 
 -- Location lookup for an access{} table built anew on every request (a
@@ -263,7 +175,7 @@ local function location(st, opts, level)
     end
     loc = cfg.shim_location
     if not loc then
-        loc = new_location(st, cfg, "edgeguard.access", level + 1)
+        loc = new_location(st, cfg)
         cfg.shim_location = loc
     end
     st.nlocations = st.nlocations + 1
@@ -273,8 +185,6 @@ local function location(st, opts, level)
 end
 
 local generation_seq = 0
--- resty.edgeguard.legacy.headers, required with the Lua engine.
-local lheaders
 
 -- configure(), phase 1: the library (found by the Lua-side lib_path, as it
 -- is needed before anything can be handed to it) and the options, parsed
@@ -327,8 +237,11 @@ local function load_engines(lib, o)
     end
     if engine ~= "rust" then
         local list_err, lua_model_err
-        lheaders = require "resty.edgeguard.legacy.headers"
-        got.lua, list_err, lua_model_err = load_lua_engine(lib, o)
+        if not driver then
+            driver = require "resty.edgeguard.legacy.driver"
+            driver.bind(adapter)
+        end
+        got.lua, list_err, lua_model_err = driver.load(lib, o)
         if not got.lua then
             return nil, list_err
         end
@@ -430,7 +343,6 @@ function _M.configure(opts)
         options = o,
         engine = engine,
         primary = primary,
-        shadow = engine == "shadow" and shadow.new(scorer and scorer.names, leng.names, mx, primary) or nil,
         headers = got.headers,
         scorer = scorer,
         lua = leng,
@@ -443,16 +355,13 @@ function _M.configure(opts)
         metrics = mx,
         var_names = var_names,
         clearance_names = clearance_names,
-        -- score header names (one a line) -> the Rust set to strip with
-        -- (false: nothing to strip), and the same without the list.
-        strip_sets = {},
-        spelling_sets = {},
         -- access{} tables -> their locations (see location()).
         by_table = setmetatable({}, { __mode = "k" }),
         by_content = {},
         nlocations = 0,
     }
-    new.base = new_location(new, cfg, "edgeguard.configure", 2)
+    new.shadow = engine == "shadow" and driver.judge(new) or nil
+    new.base = new_location(new, cfg)
     state = new
     lib.edgeguard_process_set_models_in_force(new.models_wanted and new.load_errors == 0 and 1 or 0)
     return true, new.model_error
@@ -590,28 +499,6 @@ local function strip(r, set, headers, n)
     clear_found(r, headers, clear, nclear)
     return found, 0
 end
-
-
--- After the Lua engine's strip: removes the client spellings of the
--- location's score header(s), found by the Rust rule on the headers nginx
--- holds now; true, or nil and an error.
-local function score_spellings(r, loc)
-    local set = loc.spelling_set
-    if not set then
-        return true
-    end
-    local headers, n = request.headers(r)
-    if not headers then
-        return nil, n
-    end
-    local clear, nclear = set:find(headers, n)
-    if not clear then
-        return nil, nclear
-    end
-    clear_found(r, headers, clear, nclear)
-    return true
-end
-
 -- Ends a request that carries internal headers nginx's Lua API cannot
 -- remove (see strip) with 400: such a name is not an RFC 9110 token, which
 -- a real client does not send, and forwarding it would hand the origin an
@@ -628,28 +515,6 @@ local function refuse(engine_label, removed, left)
     return ngx.exit(ngx.HTTP_BAD_REQUEST)
 end
 
--- The Lua engine's request table, reused by every request of this worker.
-local lreq = { headers = {}, n_headers = 0 }
-
--- The Lua engine's strip of the request it read into lreq, then (unless
--- some internal entry cannot be removed, or `loc` is nil) the client
--- spellings of `loc`'s score header. Returns the entries removed and left,
--- or nil and an error.
-local function lua_strip(r, loc)
-    local removed, left = 0, 0
-    local leng = state.lua
-    if leng.headers then
-        removed, left = leng:strip(lreq)
-    end
-    if loc and left == 0 then
-        local ok, err = score_spellings(r, loc)
-        if not ok then
-            return nil, err
-        end
-    end
-    return removed, left
-end
-
 -- The primary engine's strip of the current request outside access():
 -- clear_internal_headers() (the score header's spellings too) and
 -- subrequests (`keep_score`: their score header is the one their parent's
@@ -659,10 +524,7 @@ local function strip_request(r, keep_score)
     local removed, left = 0, 0
     local base = state.base
     if state.primary == "lua" then
-        if state.lua.headers then
-            state.lua:read_request(lreq)
-        end
-        removed, left = lua_strip(r, not keep_score and base or nil)
+        removed, left = driver.strip_request(state, r, not keep_score and base or nil)
         if not removed then
             return nil, left
         end
@@ -676,9 +538,6 @@ local function strip_request(r, keep_score)
             removed, left = strip(r, set, headers, n)
             if not removed then
                 return nil, left
-            end
-            if not state.headers then
-                removed = 0 -- a set of score header names only
             end
         end
     end
@@ -719,8 +578,7 @@ function _M.score()
     end
     need_nginx("score")
     if state.primary == "lua" then
-        state.lua:read_request(lreq)
-        return state.lua:score_request(lreq)
+        return driver.score(state)
     end
     local req, err = request.current(request.get(2))
     if not req then
@@ -734,7 +592,6 @@ end
 -- location's Rust policy turns a result into an action, and one function
 -- acts.
 
-local score_parts = {}
 local clock = metrics.clock
 
 -- edgeguard_access's out struct, reused (act() reads the challenge's and
@@ -743,31 +600,14 @@ local clock = metrics.clock
 local access_out = ffi.new("edgeguard_access_out[1]")
 local BOTS = policy.BOTS
 
--- The Lua engine's decision by the location's policy for it, without
--- acting: "pass", "allow", "log", "block" or "unavailable"; the flagged
--- model, its score and threshold (nil when none flagged); and the status
--- of a blocked request.
-local function decide(loc, scores, r)
-    local addr, len
-    if loc.allow then
-        addr, len = request.binary_addr(r)
-    end
-    local action, name, threshold, status = loc.policies.lua:decide_table(scores, addr, len)
-    return action, name, name and scores[name], threshold, status
-end
-
 local function str(s)
     local n = s.len
     return n > 0 and ffi_string(s.data, n) or ""
 end
 
--- Method, URI and client of the request the engine read: the Lua engine's
--- request table, or the edgeguard_request request.current filled (already
--- pointing at nginx's values: no ngx.var lookups on the hot path).
+-- Method, URI and client of the request edgeguard_request request.current
+-- filled (pointing at nginx's values: no ngx.var lookups).
 local function request_text(req)
-    if type(req) == "table" then
-        return req.method, req.uri, req.client_addr
-    end
     return str(req.method), str(req.uri), str(req.client_addr)
 end
 
@@ -784,7 +624,7 @@ end
 local function answer(loc, req, status)
     local mx = state.metrics
     -- No address: Rust reads the request's client_addr (as in rust_access).
-    local ok, res = challenge.answer(state.lib, loc.policies.rust, req, nil, 0, ngx.time(),
+    local ok, res = challenge.answer(state.lib, loc.policy, req, nil, 0, ngx.time(),
                                      ngx.var.https == "on")
     if ok == nil then
         return fail("rust", res)
@@ -810,13 +650,13 @@ end
 -- Actions that flag the request (a decision line; unscored, a fake bot).
 local FLAGGED = { block = true, log = true, challenge = true, cleared = true }
 
--- Acts on one engine's result and its decision (see decide), whichever
--- engine produced them: metrics, score header, variables, decision line,
--- and the exit. Returns the action.
-local function act(loc, engine_label, scores, names, removed, r, req,
-                   action, flagged_name, flagged_score, flagged_threshold, status)
+-- Acts on one engine's result, whichever engine produced it: metrics,
+-- score header, variables, decision line (their texts are Rust's: `text`,
+-- an edgeguard_text, locates them in `buf`), and the exit. `status` is the
+-- error when `action` is nil. Returns the action.
+local function act(loc, engine_label, scores, names, removed, r, req, action, status, text, buf)
     if not action then
-        return fail(engine_label, flagged_name)
+        return fail(engine_label, status)
     end
     local mx = state.metrics
     if mx then
@@ -848,18 +688,16 @@ local function act(loc, engine_label, scores, names, removed, r, req,
     end
     local score_header = loc.score_header
     if scores and score_header ~= "" then
-        for i = 1, #names do
-            score_parts[i] = format("%s=%.9g", names[i], scores[names[i]])
-        end
-        local value = concat(score_parts, "; ", 1, #names)
-        set_req_header(r, score_header, #score_header, value, #value)
+        local v = text.scores
+        set_req_header(r, score_header, #score_header, buf + v.offset, v.len)
     end
 
     if loc.vars then
         local var = ngx.var
         if scores then
             for i = 1, #names do
-                var[state.var_names[names[i]]] = format("%.9g", scores[names[i]])
+                local v = text.values[i - 1]
+                var[state.var_names[names[i]]] = ffi_string(buf + v.offset, v.len)
             end
         end
         var.edgeguard_action = action
@@ -871,19 +709,9 @@ local function act(loc, engine_label, scores, names, removed, r, req,
         end
     end
 
-    if FLAGGED[action] or bot then
-        local method, uri, client = request_text(req)
-        local line
-        if flagged_name then
-            line = format('edgeguard action=%s model=%s score=%.6f threshold=%.6f client=%s method=%s uri="%s"',
-                          action, flagged_name, flagged_score, flagged_threshold, client, method, uri)
-        else
-            line = format('edgeguard action=%s client=%s method=%s uri="%s"', action, client, method, uri)
-        end
-        if bot then
-            line = line .. format(" bot=%s verdict=%s", bot_name, bot)
-        end
-        ngx.log(loc.log_level or ngx.INFO, line)
+    local line = text.line
+    if line.len > 0 then
+        ngx.log(loc.log_level or ngx.INFO, ffi_string(buf + line.offset, line.len))
     end
     if action == "block" then
         return ngx.exit(status)
@@ -892,7 +720,7 @@ local function act(loc, engine_label, scores, names, removed, r, req,
         if mx then
             mx:challenge("served")
         end
-        local _, err = challenge.serve_page(state.lib, loc.policies.rust, req, nil, 0, ngx.time(),
+        local _, err = challenge.serve_page(state.lib, loc.policy, req, nil, 0, ngx.time(),
                                             access_out[0].challenge_status)
         return fail(engine_label, err)
     end
@@ -903,6 +731,10 @@ end
 -- (rarely) to the largest header count seen, as it needs room for all.
 local clear_cap = 0
 local clear_buf
+-- The buffer it writes the texts into (score header value, variables,
+-- decision line); grown (rarely) to the largest need seen.
+local text_cap = 0
+local text_buf
 local ACTIONS = policy.ACTIONS
 
 -- The Rust engine's whole job on the current request in one FFI call,
@@ -920,12 +752,18 @@ local function rust_access(loc, r)
         clear_cap = n > 128 and n or 128
         clear_buf = ffi.new("uint32_t[?]", clear_cap)
     end
+    local policy_ = loc.policy
+    local need = policy_.text_room + req.method.len + req.uri.len + req.client_addr.len
+    if need > text_cap then
+        text_cap = need > 4096 and need or 4096
+        text_buf = ffi.new("uint8_t[?]", text_cap)
+    end
     -- No binary address: Rust reads the request's client_addr
     -- ($remote_addr) for the allow list, the challenge and the bots.
-    local lib, scorer, set, keep = state.lib, state.scorer, loc.strip_set, loc.score_header
-    local rc = lib.edgeguard_access(set and set.handle or nil, scorer and scorer.handle, loc.policies.rust.handle,
-                                    req, keep, #keep, nil, 0, ngx.time(), clear_buf, clear_cap,
-                                    scorer and scorer.out, scorer and scorer.n or 0, access_out)
+    local lib, scorer = state.lib, state.scorer
+    local rc = lib.edgeguard_access(scorer and scorer.handle, policy_.handle, req, nil, 0, ngx.time(),
+                                    clear_buf, clear_cap, scorer and scorer.out, scorer and scorer.n or 0,
+                                    text_buf, text_cap, access_out)
     if rc ~= 0 then
         return nil, "edgeguard_access: " .. ffi_string(lib.edgeguard_result_text(rc))
     end
@@ -957,12 +795,10 @@ local function clear_listed(r, headers, out)
     end
 end
 
--- rust_access's decision as act()'s arguments.
-local function rust_decision(out, scores)
-    local d = out.decision
-    local model = d.model
-    local name = model >= 0 and state.scorer.names[model + 1] or nil
-    return ACTIONS[tonumber(d.action)], name, name and scores and scores[name], d.threshold, d.status
+-- rust_access's decision as act()'s arguments: the action, the status,
+-- the texts and their buffer.
+local function rust_decision(out)
+    return ACTIONS[tonumber(out.decision.action)], out.decision.status, out.text, text_buf
 end
 
 local function run_rust(loc, r)
@@ -985,104 +821,8 @@ local function run_rust(loc, r)
     if left > 0 then
         return refuse("rust", 0, left)
     end
-    -- A set of score header names only counts nothing internal.
-    local found = state.headers and tonumber(out.matched) or 0
     local scorer = state.scorer
-    return act(loc, "rust", scores, scorer and scorer.names, found, r, req, rust_decision(out, scores))
-end
-
-local function run_lua(loc, r)
-    local mx = state.metrics
-    local t0 = mx and clock()
-    local leng = state.lua
-    leng:read_request(lreq)
-    local scores
-    if #leng.names > 0 then
-        scores = leng:score_request(lreq)
-    end
-    local removed, left = lua_strip(r, loc)
-    if not removed then
-        return fail("lua", left)
-    end
-    if mx then
-        mx:engine_time("lua", clock() - t0)
-        if scores then
-            mx:scores("lua", leng.names, scores)
-        end
-    end
-    if left > 0 then
-        return refuse("lua", removed, left)
-    end
-    return act(loc, "lua", scores, leng.names, removed, r, lreq, decide(loc, scores, r))
-end
-
--- Shadow mode: both engines on every request (resty.edgeguard.shadow judges).
-
-local function run_shadow(loc, r)
-    local mx = state.metrics
-    local scorer, leng = state.scorer, state.lua
-    local primary = state.primary
-
-    -- Both engines read and score what the client sent, before any strip.
-    local t0 = mx and clock()
-    local req, headers, out, rs = rust_access(loc, r)
-    if not req then
-        return fail("shadow", headers)
-    end
-    -- What both engines count: the list's entries.
-    local rcount = state.headers and tonumber(out.matched) or 0
-    local t1 = mx and clock()
-
-    leng:read_request(lreq)
-    local ls
-    if #leng.names > 0 then
-        ls = leng:score_request(lreq)
-    end
-    local lcount = leng.headers and lheaders.count(leng.headers, lreq) or 0
-    local t2 = mx and clock()
-
-    -- Strip with the primary only.
-    local removed, left = 0
-    if primary == "rust" then
-        left = tonumber(out.unremovable)
-        if left == 0 then
-            clear_listed(r, headers, out)
-            removed = rcount
-        end
-    else
-        removed, left = lua_strip(r, loc)
-        if not removed then
-            return fail("shadow", left)
-        end
-    end
-    if mx then
-        local t3 = clock()
-        if primary == "rust" then
-            mx:engine_time("rust", (t1 - t0) + (t3 - t2))
-            mx:engine_time("lua", t2 - t1)
-        else
-            mx:engine_time("rust", t1 - t0)
-            mx:engine_time("lua", t3 - t1)
-        end
-        if rs then
-            mx:scores("rust", scorer.names, rs)
-        end
-        if ls then
-            mx:scores("lua", leng.names, ls)
-        end
-    end
-
-    local ra, rname, rscore, rthreshold, rstatus = rust_decision(out, rs)
-    local la, lname, lscore, lthreshold, lstatus = decide(loc, ls, r)
-    state.shadow:compare(rs, ls, ra, la, rcount, lcount)
-
-    if left > 0 then
-        return refuse("shadow", removed, left)
-    end
-    if primary == "rust" then
-        return act(loc, "shadow", rs, scorer and scorer.names, removed, r, req, ra, rname, rscore, rthreshold, rstatus)
-    end
-    return act(loc, "shadow", ls, leng.names, removed, r, lreq, la, lname, lscore, lthreshold, lstatus)
+    return act(loc, "rust", scores, scorer and scorer.names, tonumber(out.matched), r, req, rust_decision(out))
 end
 
 --- The one-liner for rewrite_by_lua*: scores the request as the client
@@ -1133,15 +873,18 @@ function _M.access(opts)
     local action
     if engine == "rust" then
         action = run_rust(loc, r)
-    elseif engine == "lua" then
-        action = run_lua(loc, r)
     else
-        action = run_shadow(loc, r)
+        action = driver.run(st, loc, r)
     end
     if C.ngx_http_lua_ffi_get_phase(r, phase_err) == CONTEXT_ACCESS then
         return ngx.exit(ngx.DECLINED)
     end
     return action
 end
+
+adapter = {
+    rust_access = rust_access, clear_listed = clear_listed, rust_decision = rust_decision,
+    act = act, refuse = refuse, fail = fail, clear_found = clear_found, request = request,
+}
 
 return _M

@@ -53,6 +53,7 @@ mod cidr;
 mod error;
 pub mod options;
 mod policy;
+pub mod text;
 
 pub use cidr::{addr_from_binary, addr_from_text, Cidr};
 pub use error::{ConfigError, ErrorOrigin};

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::challenge::{self, Keys};
+use crate::headers::HeaderSet;
 use crate::verified::VerifiedBots;
 
 use super::cidr::Cidr;
@@ -174,6 +175,10 @@ pub struct Options {
     pub challenge_prefix_v6: Option<u8>,
     /// `verified_bots`, loaded when parsed.
     pub verified_bots: Option<Arc<VerifiedBots>>,
+    /// Not an option: for a location's options ([`Options::with_access`]),
+    /// the score header of the configuration it was derived from, which the
+    /// location strips too ([`Options::score_header_spellings`]).
+    pub base_score_header: Option<String>,
 }
 
 /// What the errors of one parse need: the source's name and the origin.
@@ -284,6 +289,28 @@ impl Ctx<'_> {
         }
     }
 
+    /// A score header name: one exact list entry, so that the strip set
+    /// finds its spellings. An RFC 9110 token (the list parser checks
+    /// that); `*` (a prefix rule), `#` (a comment) and whitespace (a second
+    /// entry) are refused first, with their own message. Empty: no header.
+    fn score_header(&self, v: &Value) -> Result<String, ConfigError> {
+        let name = self.string("score_header", v)?;
+        let refuse = |message: String| ConfigError::new(self.source, None, message, self.origin);
+        if name
+            .bytes()
+            .any(|b| b == b'*' || b == b'#' || b.is_ascii_whitespace() || b == 0x0b)
+        {
+            return Err(refuse(format!(
+                "score_header \"{name}\" is not a header name: `*`, `#` and whitespace are not allowed"
+            )));
+        }
+        if !name.is_empty() {
+            HeaderSet::parse("score_header", name.as_bytes())
+                .map_err(|e| refuse(format!("score_header is not a header name: {e}")))?;
+        }
+        Ok(name)
+    }
+
     /// Parses one option into `o`.
     fn option(&self, o: &mut Options, key: &str, v: &Value) -> Result<(), ConfigError> {
         match key {
@@ -335,7 +362,7 @@ impl Ctx<'_> {
             }
             "fail_closed" => o.fail_closed = Some(self.boolean(key, v)?),
             "vars" => o.vars = Some(self.boolean(key, v)?),
-            "score_header" => o.score_header = Some(self.string(key, v)?),
+            "score_header" => o.score_header = Some(self.score_header(v)?),
             "metrics_dict" => o.metrics_dict = Some(self.string(key, v)?),
             "log_level" => {
                 o.log_level = Some(match v.as_u64() {
@@ -524,6 +551,7 @@ impl Options {
         };
         let (given, _) = parse_object(text, Scope::Access, &ctx)?;
         let mut o = self.clone();
+        o.base_score_header = Some(self.score_header_name().to_owned());
         let mut thresholds = o.thresholds.take().unwrap_or_default();
         if let Some(more) = &given.thresholds {
             for (name, t) in more {
@@ -648,6 +676,25 @@ impl Options {
             }
         }
         Ok(())
+    }
+
+    /// `score_header`, default `X-Bot-Score`; empty: none.
+    pub fn score_header_name(&self) -> &str {
+        self.score_header.as_deref().unwrap_or(DEFAULT_SCORE_HEADER)
+    }
+
+    /// The score header names these options strip, one a line (empty:
+    /// none): their own and, for a location whose `score_header` differs
+    /// from the configuration it was derived from, that one's too (an
+    /// origin behind both locations may trust either).
+    pub fn score_header_spellings(&self) -> String {
+        let name = self.score_header_name();
+        match self.base_score_header.as_deref() {
+            None | Some("") => name.to_owned(),
+            Some(base) if base == name => name.to_owned(),
+            Some(base) if name.is_empty() => base.to_owned(),
+            Some(base) => format!("{name}\n{base}"),
+        }
     }
 
     /// `engine`, default `rust`.
@@ -1015,6 +1062,56 @@ mod tests {
             assert_eq!(got.origin(), ErrorOrigin::Caller, "{text}");
             assert!(got.to_string().contains(want), "{text}: {got}");
         }
+    }
+
+    #[test]
+    fn score_header_names_are_checked_and_their_spellings_inherited() {
+        for (name, want) in [
+            ("X-*", "score_header \"X-*\" is not a header name: `*`, `#` and whitespace are not allowed"),
+            ("X-Bot Score", "score_header \"X-Bot Score\" is not a header name"),
+            ("X#", "score_header \"X#\" is not a header name"),
+            ("X-\\u000bA", "is not a header name: `*`, `#` and whitespace"),
+            ("X-(a", "edgeguard.configure: score_header is not a header name: score_header:1:"),
+        ] {
+            let e = configure(&format!(r#"{{"score_header": "{name}"}}"#)).unwrap_err();
+            assert_eq!(e.origin(), ErrorOrigin::Caller, "{name}");
+            assert!(e.to_string().starts_with("edgeguard.configure: score_header"), "{e}");
+            assert!(e.to_string().contains(want), "{name}: {e}");
+        }
+        // A file's bad name is the file's error.
+        let dir = Dir::new("score-header", r#"{"score_header": "X-*"}"#);
+        let e = configure(&format!(r#"{{"config": "{}"}}"#, dir.file())).unwrap_err();
+        assert_eq!(e.origin(), ErrorOrigin::File);
+        assert!(e.to_string().starts_with(&dir.file()), "{e}");
+
+        let base = configure("{}").unwrap();
+        assert_eq!(base.score_header_spellings(), "X-Bot-Score");
+        let own = |json: &str| {
+            base.with_access("edgeguard.access", json.as_bytes())
+                .unwrap()
+                .score_header_spellings()
+        };
+        assert_eq!(own("{}"), "X-Bot-Score");
+        assert_eq!(
+            own(r#"{"score_header": "X-Other"}"#),
+            "X-Other\nX-Bot-Score"
+        );
+        assert_eq!(own(r#"{"score_header": ""}"#), "X-Bot-Score");
+        let e = base
+            .with_access("edgeguard.access", br#"{"score_header": "X-*"}"#)
+            .unwrap_err();
+        assert_eq!(e.origin(), ErrorOrigin::Caller);
+        assert!(
+            e.to_string()
+                .starts_with("edgeguard.access: score_header \"X-*\""),
+            "{e}"
+        );
+        let none = configure(r#"{"score_header": ""}"#).unwrap();
+        assert_eq!(none.score_header_spellings(), "");
+        let loc = none
+            .with_access("edgeguard.access", br#"{"score_header": "X-Own"}"#)
+            .unwrap();
+        assert_eq!(loc.score_header_spellings(), "X-Own");
     }
 
     #[test]

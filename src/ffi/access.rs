@@ -12,8 +12,9 @@ use super::boundary::bytes;
 use super::challenge::{edgeguard_bot, edgeguard_clearance, request_decision};
 use super::config::{edgeguard_decision, edgeguard_policy};
 use super::edgeguard_result;
-use super::headers::{edgeguard_header_set, find};
+use super::headers::find;
 use super::scorer::{checked_request, edgeguard_request, edgeguard_scorer, score};
+use super::text::{edgeguard_text, write, Parts};
 use super::types::{edgeguard_str, Header};
 
 /// What `edgeguard_access` made of one request. Written whole on `Ok`.
@@ -28,10 +29,11 @@ pub struct edgeguard_access_out {
     /// How many indices were written to the caller's `clear` buffer: the
     /// first header of each distinct name to clear (as
     /// `edgeguard_header_set_find_internal` lists them), without those
-    /// spelled exactly as `keep` when the request was scored.
+    /// spelled exactly as the policy's score header when the request was
+    /// scored.
     pub clear_len: usize,
-    /// Header entries the set matched, repeats counted (for a set extended
-    /// with score header names, only the internal list's own entries).
+    /// Header entries the internal list matched, repeats counted (the
+    /// score header's spellings are not counted; no list: 0).
     pub matched: usize,
     /// How many of the matched entries nginx's Lua API cannot remove (names
     /// that are not RFC 9110 tokens, see
@@ -58,22 +60,31 @@ pub struct edgeguard_access_out {
     /// The challenge page's status (`challenge_status`; 0 without a
     /// challenge): for the action `Challenge`.
     pub challenge_status: i32,
+    /// Where the score header's value, the per-model values and the
+    /// decision line lie in the caller's `text` buffer (all empty without
+    /// one).
+    pub text: edgeguard_text,
 }
 
 /// Strips, scores and decides one request in one call.
 ///
-/// - `set` (null: nothing to strip): the location's strip set, the internal
-///   list extended with the score header's names. Its matches over
-///   `request`'s headers go to `clear[0..out.clear_len]`; `clear_cap` must be
-///   at least `request->headers_len`.
-/// - `keep`/`keep_len` (null/0: none): the score header name the caller
-///   sets on a scored request; entries spelled exactly so are left out of
-///   `clear` then, since setting the header replaces them.
+/// - `policy`: the location's. Its strip set (the internal list extended
+///   with the score header's names, see `edgeguard_policy_new`; none:
+///   nothing to strip) is searched over `request`'s headers, the matches go
+///   to `clear[0..out.clear_len]`; `clear_cap` must be at least
+///   `request->headers_len`. On a scored request the entries spelled
+///   exactly as the policy's score header are left out of `clear`, since
+///   the caller's setting of the header replaces them.
 /// - `scorer` (null: models not loaded, the request goes unscored): scores
 ///   `request` as the client sent it into `scores[0..n]`, where `n` is the
 ///   scorer's model count; `scores_cap` must be at least `n`. The policy must
 ///   be bound to the scorer's models (the same count).
-/// - `policy`: decides from the scores, the request and `addr`/`addr_len`,
+/// - `text` (null with `text_cap` 0: none): the decision's texts
+///   (`edgeguard_text`: the score header's value and the per-model values
+///   as `%.9g`, the decision line), located by `out.text`; `text_cap` must
+///   be at least `edgeguard_policy_text_room(policy)` plus the lengths of
+///   the request's `method`, `uri` and `client_addr`.
+/// - `policy` decides from the scores, the request and `addr`/`addr_len`,
 ///   the client address as nginx keeps it (`$binary_remote_addr`; null/0:
 ///   the request's textual `client_addr`), at
 ///   `now`, the caller's Unix time (nginx's `ngx.time()`), as
@@ -82,9 +93,10 @@ pub struct edgeguard_access_out {
 ///   `Answer` besides `edgeguard_policy_decide`'s.
 ///
 /// Returns `Ok` with `*out` written; `NullParameter` for a null `policy`,
-/// `request` or `out`, a null `clear` with a set, a null `scores` with a
-/// scorer, a null `keep` or `addr` with a non-zero length, or a null
-/// `headers` with a non-zero `headers_len`; `InvalidArgument` for a
+/// `request` or `out`, a null `clear` with a strip set, a null `scores`
+/// with a scorer, a null `addr` or `text` with a non-zero length, or a null
+/// `headers` with a non-zero `headers_len`; `BufferTooSmall` for a non-zero
+/// `text_cap` below the texts' room; `InvalidArgument` for a
 /// `clear_cap` below `headers_len`, a `scores_cap` below the model count, a
 /// policy bound to another number of models than the scorer holds, an
 /// `http_version` outside `0..=65535` or a `headers_len` above
@@ -92,21 +104,18 @@ pub struct edgeguard_access_out {
 /// handle is only read, so concurrent calls are safe.
 ///
 /// # Safety
-/// `set`, `scorer` are null or live handles, `policy` a live policy;
-/// `request` points to a valid `edgeguard_request` whose strings and
-/// headers point to their stated number of readable bytes; `keep` and
-/// `addr` point to their lengths' bytes (or are null with length 0);
-/// `clear` points to `clear_cap` writable `uint32_t` and `scores` to
-/// `scores_cap` writable doubles (or they are null with a zero cap); `out`
-/// is writable.
+/// `scorer` is null or a live handle, `policy` a live policy; `request`
+/// points to a valid `edgeguard_request` whose strings and headers point to
+/// their stated number of readable bytes; `addr` points to `addr_len`
+/// bytes (or is null with length 0); `clear` points to `clear_cap` writable
+/// `uint32_t`, `scores` to `scores_cap` writable doubles and `text` to
+/// `text_cap` writable bytes (or they are null with a zero cap); `out` is
+/// writable.
 #[no_mangle]
 pub unsafe extern "C" fn edgeguard_access(
-    set: *const edgeguard_header_set,
     scorer: *const edgeguard_scorer,
     policy: *const edgeguard_policy,
     request: *const edgeguard_request,
-    keep: *const u8,
-    keep_len: usize,
     addr: *const u8,
     addr_len: usize,
     now: i64,
@@ -114,12 +123,14 @@ pub unsafe extern "C" fn edgeguard_access(
     clear_cap: usize,
     scores: *mut f64,
     scores_cap: usize,
+    text: *mut u8,
+    text_cap: usize,
     out: *mut edgeguard_access_out,
 ) -> edgeguard_result {
     ffi_panic_boundary! {
         try_non_null!(policy, request, out);
         let (policy, request) = (&*policy, &*request);
-        let (Some(keep), Some(client)) = (bytes(keep, keep_len), bytes(addr, addr_len)) else {
+        let Some(client) = bytes(addr, addr_len) else {
             return edgeguard_result::NullParameter;
         };
         let (req, headers) = match checked_request(request) {
@@ -137,17 +148,26 @@ pub unsafe extern "C" fn edgeguard_access(
         if scores_cap < n {
             return edgeguard_result::InvalidArgument;
         }
-        if !set.is_null() && clear.is_null() {
+        if text.is_null() && text_cap != 0 || text_cap > isize::MAX as usize {
+            return edgeguard_result::NullParameter;
+        }
+        // The texts' room, before anything is written (the label, a bot's
+        // name, is within the policy's part).
+        let need = edgeguard_policy::text_room(policy).saturating_add(req.method().len() + req.uri().len() + req.client_addr().len());
+        if !text.is_null() && text_cap < need {
+            return edgeguard_result::BufferTooSmall;
+        }
+        let set = policy.strip();
+        if set.is_some() && clear.is_null() {
             return edgeguard_result::NullParameter;
         }
         // The search first: it checks `clear_cap` before anything is written.
-        let found = if set.is_null() {
-            None
-        } else {
-            match find(set, request.headers, request.headers_len, clear, clear_cap) {
+        let found = match set {
+            None => None,
+            Some(set) => match find(set, request.headers, request.headers_len, clear, clear_cap) {
                 Ok(found) => Some(found),
                 Err(code) => return code,
-            }
+            },
         };
         let (score_result, scores_len) = match scorer {
             Some(s) => {
@@ -166,10 +186,28 @@ pub unsafe extern "C" fn edgeguard_access(
         };
         let (mut clear_len, matched, unremovable) =
             found.map_or((0, 0, 0), |f| (f.distinct, f.matched, f.unremovable));
+        let keep = policy.score_header();
         if scores_len > 0 && !keep.is_empty() && clear_len > 0 {
             let list = std::slice::from_raw_parts_mut(clear, clear_len);
             clear_len = without_kept(headers, list, keep);
         }
+        let texts = if text.is_null() {
+            edgeguard_text::EMPTY
+        } else {
+            let parts = Parts {
+                scores: given,
+                decision: &decided.decision,
+                bot: decided.bot,
+                label: decided.bot_name.as_bytes(),
+                method: req.method(),
+                uri: req.uri(),
+                client: req.client_addr(),
+            };
+            match write(policy, &parts, std::slice::from_raw_parts_mut(text, text_cap)) {
+                Ok(t) => t,
+                Err(code) => return code,
+            }
+        };
         *out = edgeguard_access_out {
             clear_len,
             matched,
@@ -181,6 +219,7 @@ pub unsafe extern "C" fn edgeguard_access(
             bot: decided.bot,
             clearance: decided.clearance,
             challenge_status: decided.challenge_status,
+            text: texts,
         };
         edgeguard_result::Ok
     }

@@ -229,7 +229,7 @@ pub(super) fn request_decision(
     client: &[u8],
     now: i64,
 ) -> Result<edgeguard_request_decision, edgeguard_result> {
-    let policy = &policy.0;
+    let policy = &policy.policy;
     if given.is_some_and(|s| s.len() != policy.model_count()) {
         return Err(edgeguard_result::InvalidArgument);
     }
@@ -291,7 +291,7 @@ unsafe fn challenged<'a>(
     addr: *const u8,
     addr_len: usize,
 ) -> Result<(&'a Challenge, Request<'a>, Binding), edgeguard_result> {
-    let policy = &policy.0;
+    let policy = &policy.policy;
     let ch = policy
         .challenge()
         .ok_or(edgeguard_result::InvalidArgument)?;

@@ -14,8 +14,11 @@ use std::path::Path;
 
 use super::boundary::{bytes, c_bytes, slice, write_error};
 use super::edgeguard_result;
+use super::headers::edgeguard_header_set;
+use crate::config::text;
 use crate::config::{addr_from_binary, Action, ConfigError, ErrorOrigin, Options, Policy};
 use crate::scorer::MAX_MODELS;
+use crate::verified;
 
 /// Parsed and checked options. Opaque: made by `edgeguard_config_new` or
 /// `edgeguard_config_new_for_location`, released by `edgeguard_config_free`.
@@ -26,9 +29,25 @@ pub struct edgeguard_config {
     json: CString,
 }
 
-/// The decision rule bound to one engine's models. Opaque: made by
-/// `edgeguard_policy_new`, released by `edgeguard_policy_free`. Immutable.
-pub struct edgeguard_policy(pub(crate) Policy);
+/// The decision rule bound to one engine's models, with what a location
+/// strips. Opaque: made by `edgeguard_policy_new`, released by
+/// `edgeguard_policy_free`. Immutable.
+pub struct edgeguard_policy {
+    pub(crate) policy: Policy,
+    /// The location's strip set: the internal list given to
+    /// `edgeguard_policy_new` and, as extra rules, every spelling of the
+    /// score header names (`Options::score_header_spellings`). None:
+    /// nothing to strip.
+    strip: Option<edgeguard_header_set>,
+    /// The location's own score header, exactly as the caller sets it on a
+    /// scored request (empty: none).
+    score_header: Box<[u8]>,
+    /// The models' names, in scoring order, for the texts.
+    names: Box<[Box<str>]>,
+    /// The text buffer the texts need besides the request's method, URI
+    /// and client address (`edgeguard_policy_text_room`).
+    text_room: usize,
+}
 
 /// What `edgeguard_policy_decide` says a request gets. The numbers are
 /// stable.
@@ -241,6 +260,13 @@ pub unsafe extern "C" fn edgeguard_config_json(config: *const edgeguard_config) 
 /// own; a model with neither never flags. `n` may be 0 (models not loaded:
 /// every request is unscored).
 ///
+/// The policy also holds what the location strips (`edgeguard_access`,
+/// `edgeguard_policy_strip_set`): `headers` (null: no internal list; the
+/// set is copied, the caller keeps and frees its own) extended with every
+/// spelling of the configuration's score header names (`score_header` and,
+/// for a location's configuration, the one it was derived from), and the
+/// score header name a scored request is given.
+///
 /// On success writes a new policy to `*out` (release it with
 /// `edgeguard_policy_free`). `NullParameter` for a null `config`, `out`,
 /// `names` (with `n` > 0) or name; `InvalidArgument` for `n` above 64 or a
@@ -248,14 +274,16 @@ pub unsafe extern "C" fn edgeguard_config_json(config: *const edgeguard_config) 
 ///
 /// # Safety
 /// `config` is a live configuration; `names` points to `n` NUL-terminated
-/// strings and `own_thresholds` is null or points to `n` doubles; `out` is
-/// writable; `errbuf` is null or points to `errbuf_len` writable bytes.
+/// strings and `own_thresholds` is null or points to `n` doubles; `headers`
+/// is null or a live set; `out` is writable; `errbuf` is null or points to
+/// `errbuf_len` writable bytes.
 #[no_mangle]
 pub unsafe extern "C" fn edgeguard_policy_new(
     config: *const edgeguard_config,
     names: *const *const c_char,
     own_thresholds: *const f64,
     n: usize,
+    headers: *const edgeguard_header_set,
     out: *mut *mut edgeguard_policy,
     errbuf: *mut c_char,
     errbuf_len: usize,
@@ -286,8 +314,29 @@ pub unsafe extern "C" fn edgeguard_policy_new(
             let t = own.map(|t| t[i]).filter(|t| !t.is_nan());
             models.push((name, t));
         }
-        let policy = Policy::new(&(*config).options, &models);
-        *out = Box::into_raw(Box::new(edgeguard_policy(policy)));
+        let options = &(*config).options;
+        let names = options.score_header_spellings();
+        let strip = match edgeguard_header_set::for_location(headers.as_ref(), &names) {
+            Ok(strip) => strip,
+            Err(e) => {
+                // Not reached: the names were checked when the options
+                // were parsed.
+                write_error(errbuf, errbuf_len, &e);
+                return edgeguard_result::InvalidArgument;
+            }
+        };
+        let names: Box<[Box<str>]> = models.iter().map(|&(name, _)| name.into()).collect();
+        let max_name = names.iter().map(|n| n.len()).max().unwrap_or(0);
+        // The score header's value (`name=` value `; `), then the line.
+        let text_room = names.iter().map(|n| n.len() + 3 + text::MAX_G9).sum::<usize>()
+            + text::line_room(max_name, verified::MAX_NAME);
+        *out = Box::into_raw(Box::new(edgeguard_policy {
+            policy: Policy::new(options, &models),
+            strip,
+            score_header: options.score_header_name().as_bytes().into(),
+            names,
+            text_room,
+        }));
         edgeguard_result::Ok
     }
 }
@@ -358,7 +407,7 @@ pub(super) fn decision(
     scores: Option<&[f64]>,
     client: &[u8],
 ) -> Result<edgeguard_decision, edgeguard_result> {
-    let policy = &policy.0;
+    let policy = &policy.policy;
     let status = i32::from(policy.status());
     let Some(scores) = scores else {
         let action = if policy.refuses_unscored() {
@@ -399,9 +448,65 @@ pub(super) fn decision(
     })
 }
 
+/// The policy's strip set (see `edgeguard_policy_new`): the internal list
+/// and the score header's spellings, for the find exports. Owned by the
+/// policy, valid while it lives; never free it. Null for a null policy or
+/// when there is nothing to strip (no list, no score header).
+///
+/// # Safety
+/// `policy` is null or a live policy.
+#[no_mangle]
+pub unsafe extern "C" fn edgeguard_policy_strip_set(
+    policy: *const edgeguard_policy,
+) -> *const edgeguard_header_set {
+    ffi_panic_boundary! {
+        policy
+            .as_ref()
+            .and_then(|p| p.strip.as_ref())
+            .map_or(std::ptr::null(), |s| s as *const edgeguard_header_set)
+    }
+}
+
 impl edgeguard_policy {
     /// How many models the policy was bound to.
     pub(super) fn model_count(&self) -> usize {
-        self.0.model_count()
+        self.policy.model_count()
+    }
+
+    /// The strip set, if there is anything to strip.
+    pub(super) fn strip(&self) -> Option<&edgeguard_header_set> {
+        self.strip.as_ref()
+    }
+
+    /// The score header name a scored request is given (empty: none).
+    pub(super) fn score_header(&self) -> &[u8] {
+        &self.score_header
+    }
+
+    /// The models' names, in scoring order.
+    pub(super) fn names(&self) -> &[Box<str>] {
+        &self.names
+    }
+
+    /// See `edgeguard_policy_text_room`.
+    pub(super) fn text_room(&self) -> usize {
+        self.text_room
+    }
+}
+
+impl edgeguard_action {
+    /// The name the shim acts on, sets in `$edgeguard_action` and logs.
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            edgeguard_action::Pass => "pass",
+            edgeguard_action::Allow => "allow",
+            edgeguard_action::Log => "log",
+            edgeguard_action::Block => "block",
+            edgeguard_action::Unavailable => "unavailable",
+            edgeguard_action::Cleared => "cleared",
+            edgeguard_action::Challenge => "challenge",
+            edgeguard_action::Verified => "verified",
+            edgeguard_action::Answer => "answer",
+        }
     }
 }

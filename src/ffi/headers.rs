@@ -16,6 +16,25 @@ use crate::headers::{HeaderSet, ListError, Matches};
 /// be shared by any number of threads.
 pub struct edgeguard_header_set(HeaderSet);
 
+impl edgeguard_header_set {
+    /// A location's strip set: `list` (none: no internal list) with the
+    /// score header `names` (one a line) as extra rules; None when both
+    /// are empty.
+    pub(super) fn for_location(
+        list: Option<&edgeguard_header_set>,
+        names: &str,
+    ) -> Result<Option<edgeguard_header_set>, ListError> {
+        let names = names.as_bytes();
+        let set = match (list, names.is_empty()) {
+            (None, true) => return Ok(None),
+            (Some(list), true) => list.0.list_only(),
+            (Some(list), false) => list.0.extend("score_header", names)?,
+            (None, false) => HeaderSet::extra_only("score_header", names)?,
+        };
+        Ok(Some(edgeguard_header_set(set)))
+    }
+}
+
 fn publish(
     parsed: Result<HeaderSet, ListError>,
     out: *mut *mut edgeguard_header_set,

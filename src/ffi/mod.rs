@@ -22,6 +22,7 @@ pub mod model;
 pub mod process;
 pub mod record;
 pub mod scorer;
+pub mod text;
 pub mod tls;
 mod types;
 

@@ -141,8 +141,25 @@ impl HeaderSet {
     /// score header, and the counts stay those of the list. Extending an
     /// extended set replaces its extra rules.
     pub fn extend(&self, source: &str, text: &[u8]) -> Result<HeaderSet, ListError> {
+        HeaderSet::extra_rules(self.list.clone(), source, text)
+    }
+
+    /// This set's own rules, without extra rules: a copy of the list.
+    pub fn list_only(&self) -> HeaderSet {
+        HeaderSet::build(self.list.clone())
+    }
+
+    /// A set of extra rules alone ([`HeaderSet::extend`] of a set without
+    /// rules): it finds and lists the names of `text` and counts nothing.
+    /// A location without an internal list strips the score header's
+    /// spellings with it.
+    pub fn extra_only(source: &str, text: &[u8]) -> Result<HeaderSet, ListError> {
+        HeaderSet::extra_rules(list::Rules::default(), source, text)
+    }
+
+    fn extra_rules(rules: list::Rules, source: &str, text: &[u8]) -> Result<HeaderSet, ListError> {
         let more = list::parse(source, text)?;
-        let mut set = HeaderSet::build(self.list.clone());
+        let mut set = HeaderSet::build(rules);
         set.extra = Some(Box::new((
             ExactNames::new(&more.exact),
             Prefixes::new(&more.prefixes),
@@ -174,8 +191,8 @@ impl HeaderSet {
         self.list.exact.len() + self.list.prefixes.len()
     }
 
-    /// Always false: a list without rules is refused at load. Provided so
-    /// that `len` has its usual companion.
+    /// False for a loaded list (a list without rules is refused at load);
+    /// true only for [`HeaderSet::extra_only`].
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

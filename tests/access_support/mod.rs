@@ -26,9 +26,9 @@ fn message(buf: &[c_char]) -> String {
         .into_owned()
 }
 
-/// The internal list extended with the score header's names, as a
-/// location's strip set is.
-pub fn strip_set(score_names: &str) -> *mut edgeguard_header_set {
+/// The internal list alone: `edgeguard_policy_new` extends it with the
+/// score header's names into a location's strip set.
+pub fn list_set() -> *mut edgeguard_header_set {
     let mut err = [0 as c_char; 256];
     let mut list = null_mut();
     let rc = unsafe {
@@ -42,21 +42,7 @@ pub fn strip_set(score_names: &str) -> *mut edgeguard_header_set {
         )
     };
     assert_eq!(rc, R::Ok, "{}", message(&err));
-    let mut set = null_mut();
-    let rc = unsafe {
-        edgeguard_header_set_extend(
-            list,
-            score_names.as_ptr(),
-            score_names.len(),
-            c"score_header".as_ptr(),
-            &mut set,
-            err.as_mut_ptr(),
-            256,
-        )
-    };
-    assert_eq!(rc, R::Ok, "{}", message(&err));
-    unsafe { edgeguard_header_set_free(list) };
-    set
+    list
 }
 
 /// The shipped models (bot, spoof: the configuration's order).
@@ -94,11 +80,22 @@ pub fn scorer() -> *mut edgeguard_scorer {
 }
 
 /// A configuration from configure{}-style JSON and a policy bound to `n`
-/// of the shipped models (bot, spoof) with the scorer's own thresholds.
+/// of the shipped models (bot, spoof) with the scorer's own thresholds,
+/// without an internal list.
 pub fn bound_policy(
     json: &str,
     scorer: *const edgeguard_scorer,
     n: usize,
+) -> (*mut edgeguard_config, *mut edgeguard_policy) {
+    bound_policy_with(json, scorer, n, null())
+}
+
+/// `bound_policy` with the internal list `headers` (null: none).
+pub fn bound_policy_with(
+    json: &str,
+    scorer: *const edgeguard_scorer,
+    n: usize,
+    headers: *const edgeguard_header_set,
 ) -> (*mut edgeguard_config, *mut edgeguard_policy) {
     let mut err = [0 as c_char; 512];
     let mut cfg = null_mut();
@@ -125,6 +122,7 @@ pub fn bound_policy(
             names.as_ptr(),
             own.as_ptr(),
             n,
+            headers,
             &mut p,
             err.as_mut_ptr(),
             512,
@@ -216,5 +214,10 @@ pub fn sentinel() -> edgeguard_access_out {
         bot: edgeguard::ffi::challenge::edgeguard_bot::Fake,
         clearance: edgeguard::ffi::challenge::edgeguard_clearance::Work,
         challenge_status: 7,
+        text: edgeguard::ffi::text::edgeguard_text {
+            scores: edgeguard::ffi::text::edgeguard_span { offset: 7, len: 7 },
+            line: edgeguard::ffi::text::edgeguard_span { offset: 7, len: 7 },
+            values: [edgeguard::ffi::text::edgeguard_span { offset: 7, len: 7 }; 64],
+        },
     }
 }

@@ -1078,17 +1078,17 @@ static void test_config_hostile(void) {
     edgeguard_policy *p = NULL;
     const char *names[] = {"bot", "spoof"};
     double own[] = {0.5, NAN};
-    CHECK_CODE(edgeguard_policy_new(NULL, names, own, 2, &p, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+    CHECK_CODE(edgeguard_policy_new(NULL, names, own, 2, NULL, &p, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
                "policy of null");
-    CHECK_CODE(edgeguard_policy_new(c, NULL, own, 2, &p, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+    CHECK_CODE(edgeguard_policy_new(c, NULL, own, 2, NULL, &p, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
                "null names");
-    CHECK_CODE(edgeguard_policy_new(c, names, own, SIZE_MAX, &p, err, sizeof err),
+    CHECK_CODE(edgeguard_policy_new(c, names, own, SIZE_MAX, NULL, &p, err, sizeof err),
                EDGEGUARD_RESULT_INVALID_ARGUMENT, "SIZE_MAX models");
     const char *null_name[] = {"bot", NULL};
-    CHECK_CODE(edgeguard_policy_new(c, null_name, own, 2, &p, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+    CHECK_CODE(edgeguard_policy_new(c, null_name, own, 2, NULL, &p, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
                "a null name");
     CHECK(p == NULL, "nothing written");
-    CHECK_CODE(edgeguard_policy_new(c, names, own, 2, &p, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    CHECK_CODE(edgeguard_policy_new(c, names, own, 2, NULL, &p, err, sizeof err), EDGEGUARD_RESULT_OK, err);
 
     edgeguard_decision d;
     double scores[] = {0.7, 0.99};
@@ -1126,17 +1126,52 @@ static void test_config_hostile(void) {
     edgeguard_policy_free(p);
 
     edgeguard_policy *lp = NULL;
-    CHECK_CODE(edgeguard_policy_new(loc, names, NULL, 2, &lp, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    CHECK_CODE(edgeguard_policy_new(loc, names, NULL, 2, NULL, &lp, err, sizeof err), EDGEGUARD_RESULT_OK, err);
     CHECK_CODE(edgeguard_policy_decide(lp, scores, 2, other, 4, &d), EDGEGUARD_RESULT_OK, "location decide");
     CHECK(d.action == EDGEGUARD_ACTION_PASS, "no thresholds without own ones: %d", d.action);
     edgeguard_policy_free(lp);
     edgeguard_config_free(loc);
+
+    /* The policy's strip set: a location's own score header and
+     * configure()'s, found in every spelling and counted as nothing
+     * internal; none without a list and a name; a bad name is misuse. */
+    const char *oj = "{\"score_header\": \"X-Own\"}";
+    CHECK_CODE(edgeguard_config_new_for_location(c, (const uint8_t *)oj, strlen(oj), NULL, &loc, err, sizeof err),
+               EDGEGUARD_RESULT_OK, err);
+    CHECK_CODE(edgeguard_policy_new(loc, names, NULL, 2, NULL, &lp, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    const edgeguard_header_set *ss = edgeguard_policy_strip_set(lp);
+    edgeguard_header sh[3] = {{str_of("X_OWN", 5), str_of("1", 1)}, {str_of("x-bot-score", 11), str_of("1", 1)},
+                              {str_of("Accept", 6), str_of("1", 1)}};
+    uint32_t scl[3];
+    size_t sn = 9, sm = 9, su = 9;
+    CHECK(ss != NULL, "a location's strip set");
+    if (ss) {
+        CHECK_CODE(edgeguard_header_set_find_checked(ss, sh, 3, scl, 3, &sn, &sm, &su), EDGEGUARD_RESULT_OK, "find");
+        CHECK(sn == 2 && scl[0] == 0 && scl[1] == 1 && sm == 0 && su == 0, "both names: %zu %zu %zu", sn, sm, su);
+    }
+    edgeguard_policy_free(lp);
+    edgeguard_config_free(loc);
+    edgeguard_config *none = NULL;
+    CHECK_CODE(config_of("{\"score_header\": \"\"}", &none, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    CHECK_CODE(edgeguard_policy_new(none, NULL, NULL, 0, NULL, &lp, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    CHECK(edgeguard_policy_strip_set(lp) == NULL, "no list, no score header: nothing to strip");
+    edgeguard_policy_free(lp);
+    edgeguard_config_free(none);
+    none = NULL;
+    CHECK_CODE(config_of("{\"score_header\": \"X-*\"}", &none, err, sizeof err), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "score_header X-*");
+    CHECK(none == NULL && strstr(err, "score_header \"X-*\" is not a header name") != NULL, "%s", err);
+    const char *bad_sh = "{\"score_header\": \"X-(a\"}";
+    CHECK_CODE(edgeguard_config_new_for_location(c, (const uint8_t *)bad_sh, strlen(bad_sh), "edgeguard.access", &loc,
+                                                 err, sizeof err),
+               EDGEGUARD_RESULT_INVALID_ARGUMENT, "score_header X-(a");
+    CHECK(strstr(err, "edgeguard.access: score_header is not a header name") != NULL, "%s", err);
     edgeguard_config_free(c);
 
     /* fail_closed with models configured refuses unscored requests. */
     const char *fc = "{\"models\": {\"bot\": \"b.json\"}, \"fail_closed\": true}";
     CHECK_CODE(config_of(fc, &c, err, sizeof err), EDGEGUARD_RESULT_OK, err);
-    CHECK_CODE(edgeguard_policy_new(c, NULL, NULL, 0, &p, err, sizeof err), EDGEGUARD_RESULT_OK, "policy, 0 models");
+    CHECK_CODE(edgeguard_policy_new(c, NULL, NULL, 0, NULL, &p, err, sizeof err), EDGEGUARD_RESULT_OK, "policy, 0 models");
     CHECK_CODE(edgeguard_policy_decide(p, NULL, 0, NULL, 0, &d), EDGEGUARD_RESULT_OK, "unscored fail_closed");
     CHECK(d.action == EDGEGUARD_ACTION_UNAVAILABLE, "fail_closed: %d", d.action);
     edgeguard_policy_free(p);
@@ -1291,10 +1326,14 @@ static void test_access_hostile(void) {
     const char *names[] = {"bot", "spoof"};
     double own[2] = {edgeguard_scorer_model_threshold(s, 0), edgeguard_scorer_model_threshold(s, 1)};
     edgeguard_policy *p = NULL, *p1 = NULL;
-    CHECK_CODE(edgeguard_policy_new(c, names, own, 2, &p, err, sizeof err), EDGEGUARD_RESULT_OK, err);
-    CHECK_CODE(edgeguard_policy_new(c, names, own, 1, &p1, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    /* The policy extends the list with the score header (the default
+     * X-Bot-Score) itself; `set`, extended here, is the reference. */
+    CHECK_CODE(edgeguard_policy_new(c, names, own, 2, base, &p, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    CHECK_CODE(edgeguard_policy_new(c, names, own, 1, base, &p1, err, sizeof err), EDGEGUARD_RESULT_OK, err);
     if (!set || !c || !p || !p1)
         return;
+    CHECK(edgeguard_policy_strip_set(p) != NULL && edgeguard_policy_strip_set(NULL) == NULL, "strip set");
+    CHECK(edgeguard_header_set_len(edgeguard_policy_strip_set(p)) == 2, "the list's rules, not the score header");
 
     edgeguard_header h[150];
     edgeguard_request req = {str_of("GET", 3), str_of("/", 1), str_of("192.0.2.1", 9), 11, h, 0, NULL};
@@ -1308,50 +1347,56 @@ static void test_access_hostile(void) {
     edgeguard_access_out out, untouched;
     memset(&untouched, 0x5a, sizeof untouched);
     out = untouched;
-#define ACCESS(set_, scorer_, policy_, req_, keep_, klen_, addr_, alen_, clear_, ccap_, scores_, scap_, out_) \
-    edgeguard_access(set_, scorer_, policy_, req_, (const uint8_t *)(keep_), klen_, addr_, alen_, 1800000000, clear_, ccap_, \
-                     scores_, scap_, out_)
+    static uint8_t text[8192];
+#define ACCESS_TEXT(scorer_, policy_, req_, addr_, alen_, clear_, ccap_, scores_, scap_, text_, tcap_, out_) \
+    edgeguard_access(scorer_, policy_, req_, addr_, alen_, 1800000000, clear_, ccap_, scores_, scap_, text_, tcap_, out_)
+#define ACCESS(scorer_, policy_, req_, addr_, alen_, clear_, ccap_, scores_, scap_, out_) \
+    ACCESS_TEXT(scorer_, policy_, req_, addr_, alen_, clear_, ccap_, scores_, scap_, text, sizeof text, out_)
     static const struct { edgeguard_result want; const char *what; } expect[] = {
         {EDGEGUARD_RESULT_NULL_PARAMETER, "null policy"},
         {EDGEGUARD_RESULT_NULL_PARAMETER, "null request"},
-        {EDGEGUARD_RESULT_NULL_PARAMETER, "null keep, length 11"},
         {EDGEGUARD_RESULT_NULL_PARAMETER, "null addr, length 4"},
-        {EDGEGUARD_RESULT_NULL_PARAMETER, "SIZE_MAX keep length"},
-        {EDGEGUARD_RESULT_NULL_PARAMETER, "null clear with a set"},
+        {EDGEGUARD_RESULT_NULL_PARAMETER, "SIZE_MAX addr length"},
+        {EDGEGUARD_RESULT_NULL_PARAMETER, "null clear with a strip set"},
         {EDGEGUARD_RESULT_NULL_PARAMETER, "null scores with a scorer"},
         {EDGEGUARD_RESULT_INVALID_ARGUMENT, "clear_cap below headers_len"},
         {EDGEGUARD_RESULT_INVALID_ARGUMENT, "scores_cap below the model count"},
         {EDGEGUARD_RESULT_INVALID_ARGUMENT, "policy of 1 model, scorer of 2"},
         {EDGEGUARD_RESULT_INVALID_ARGUMENT, "policy of 2 models, no scorer"},
+        {EDGEGUARD_RESULT_NULL_PARAMETER, "null text, length 10"},
+        {EDGEGUARD_RESULT_NULL_PARAMETER, "SIZE_MAX text length"},
+        {EDGEGUARD_RESULT_BUFFER_TOO_SMALL, "text below its room"},
     };
     edgeguard_result got[sizeof expect / sizeof *expect] = {
-        ACCESS(set, s, NULL, &req, "X-Bot-Score", 11, v4, 4, clear, 150, scores, 2, &out),
-        ACCESS(set, s, p, NULL, "X-Bot-Score", 11, v4, 4, clear, 150, scores, 2, &out),
-        ACCESS(set, s, p, &req, NULL, 11, v4, 4, clear, 150, scores, 2, &out),
-        ACCESS(set, s, p, &req, "X-Bot-Score", 11, NULL, 4, clear, 150, scores, 2, &out),
-        ACCESS(set, s, p, &req, "X-Bot-Score", SIZE_MAX, v4, 4, clear, 150, scores, 2, &out),
-        ACCESS(set, s, p, &req, "X-Bot-Score", 11, v4, 4, NULL, 150, scores, 2, &out),
-        ACCESS(set, s, p, &req, "X-Bot-Score", 11, v4, 4, clear, 150, NULL, 2, &out),
-        ACCESS(set, s, p, &req, "X-Bot-Score", 11, v4, 4, clear, 2, scores, 2, &out),
-        ACCESS(set, s, p, &req, "X-Bot-Score", 11, v4, 4, clear, 150, scores, 1, &out),
-        ACCESS(set, s, p1, &req, "X-Bot-Score", 11, v4, 4, clear, 150, scores, 2, &out),
-        ACCESS(set, NULL, p, &req, "X-Bot-Score", 11, v4, 4, clear, 150, scores, 2, &out),
+        ACCESS(s, NULL, &req, v4, 4, clear, 150, scores, 2, &out),
+        ACCESS(s, p, NULL, v4, 4, clear, 150, scores, 2, &out),
+        ACCESS(s, p, &req, NULL, 4, clear, 150, scores, 2, &out),
+        ACCESS(s, p, &req, v4, SIZE_MAX, clear, 150, scores, 2, &out),
+        ACCESS(s, p, &req, v4, 4, NULL, 150, scores, 2, &out),
+        ACCESS(s, p, &req, v4, 4, clear, 150, NULL, 2, &out),
+        ACCESS(s, p, &req, v4, 4, clear, 2, scores, 2, &out),
+        ACCESS(s, p, &req, v4, 4, clear, 150, scores, 1, &out),
+        ACCESS(s, p1, &req, v4, 4, clear, 150, scores, 2, &out),
+        ACCESS(NULL, p, &req, v4, 4, clear, 150, scores, 2, &out),
+        ACCESS_TEXT(s, p, &req, v4, 4, clear, 150, scores, 2, NULL, 10, &out),
+        ACCESS_TEXT(s, p, &req, v4, 4, clear, 150, scores, 2, text, SIZE_MAX, &out),
+        ACCESS_TEXT(s, p, &req, v4, 4, clear, 150, scores, 2, text, edgeguard_policy_text_room(p), &out),
     };
     for (size_t i = 0; i < sizeof expect / sizeof *expect; i++)
         CHECK_CODE(got[i], expect[i].want, expect[i].what);
-    CHECK_CODE(ACCESS(set, s, p, &req, "X-Bot-Score", 11, v4, 4, clear, 150, scores, 2, NULL),
+    CHECK_CODE(ACCESS(s, p, &req, v4, 4, clear, 150, scores, 2, NULL),
                EDGEGUARD_RESULT_NULL_PARAMETER, "null out");
     edgeguard_request bad = req;
     bad.http_version = -1;
-    CHECK_CODE(ACCESS(set, s, p, &bad, NULL, 0, NULL, 0, clear, 150, scores, 2, &out), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+    CHECK_CODE(ACCESS(s, p, &bad, NULL, 0, clear, 150, scores, 2, &out), EDGEGUARD_RESULT_INVALID_ARGUMENT,
                "negative http_version");
     bad = req;
     bad.headers = NULL;
-    CHECK_CODE(ACCESS(set, s, p, &bad, NULL, 0, NULL, 0, clear, 150, scores, 2, &out), EDGEGUARD_RESULT_NULL_PARAMETER,
+    CHECK_CODE(ACCESS(s, p, &bad, NULL, 0, clear, 150, scores, 2, &out), EDGEGUARD_RESULT_NULL_PARAMETER,
                "null headers, length 3");
     bad = req;
     bad.headers_len = SIZE_MAX;
-    CHECK_CODE(ACCESS(set, s, p, &bad, NULL, 0, NULL, 0, clear, SIZE_MAX, scores, 2, &out),
+    CHECK_CODE(ACCESS(s, p, &bad, NULL, 0, clear, SIZE_MAX, scores, 2, &out),
                EDGEGUARD_RESULT_INVALID_ARGUMENT, "SIZE_MAX headers_len");
     CHECK(memcmp(&out, &untouched, sizeof out) == 0, "out written on a refused call");
     CHECK(scores[0] == -7 && scores[1] == -7, "scores written on a refused call");
@@ -1394,13 +1439,13 @@ static void test_access_hostile(void) {
         edgeguard_policy *pol = p;
         edgeguard_policy *p0 = NULL;
         if (!with_scorer)
-            CHECK_CODE(edgeguard_policy_new(c, names, own, 0, &p0, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+            CHECK_CODE(edgeguard_policy_new(c, names, own, 0, base, &p0, err, sizeof err), EDGEGUARD_RESULT_OK, err);
         if (!with_scorer)
             pol = p0;
 
         out = untouched;
-        edgeguard_result r = ACCESS(set, with_scorer ? s : NULL, pol, &req, "X-Bot-Score", 11, alen ? addr : NULL,
-                                    alen, clear, 150, scores, 2, &out);
+        edgeguard_result r = ACCESS(with_scorer ? s : NULL, pol, &req, alen ? addr : NULL, alen, clear, 150, scores, 2,
+                                    &out);
         CHECK_CODE(r, EDGEGUARD_RESULT_OK, "random request");
 
         uint32_t clear2[150];
@@ -1433,6 +1478,20 @@ static void test_access_hostile(void) {
                    out.score_result == EDGEGUARD_RESULT_OK && out.decision.action == d.action &&
                    out.decision.model == d.model && out.decision.status == d.status && out.label.len == 0 &&
                    (!with_scorer || memcmp(scores, scores2, sizeof scores) == 0);
+        /* The score header's value, as the shim's string.format wrote it. */
+        if (with_scorer) {
+            char want_text[128];
+            snprintf(want_text, sizeof want_text, "bot=%.9g; spoof=%.9g", scores2[0], scores2[1]);
+            int text_same = out.text.scores.len == strlen(want_text) &&
+                            memcmp(text + out.text.scores.offset, want_text, out.text.scores.len) == 0;
+            CHECK(text_same, "round %d: score text %.*s, want %s", round, (int)out.text.scores.len,
+                  (const char *)text + out.text.scores.offset, want_text);
+            same = same && text_same;
+        } else {
+            same = same && out.text.scores.len == 0;
+        }
+        int flagged = d.action == EDGEGUARD_ACTION_BLOCK || d.action == EDGEGUARD_ACTION_LOG;
+        same = same && (out.text.line.len > 0) == flagged;
         CHECK(same, "round %d: access and the separate exports disagree (clear %zu/%zu, action %d/%d)", round,
               out.clear_len, want_len, out.decision.action, d.action);
         agree += same;
@@ -1443,6 +1502,54 @@ static void test_access_hostile(void) {
         edgeguard_policy_free(p0);
     }
 #undef ACCESS
+#undef ACCESS_TEXT
+
+    /* edgeguard_policy_text: the legacy engine's texts, for given scores
+     * and decision; the same formats as C's printf. */
+    edgeguard_decision pd;
+    double ps[2] = {0.25, 0.75};
+    edgeguard_text pt, pt_untouched;
+    memset(&pt_untouched, 0x5a, sizeof pt_untouched);
+    pt = pt_untouched;
+    CHECK_CODE(edgeguard_policy_decide(p, ps, 2, NULL, 0, &pd), EDGEGUARD_RESULT_OK, "decide");
+    CHECK_CODE(edgeguard_policy_text(NULL, ps, 2, &pd, &req, text, sizeof text, &pt), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "text: null policy");
+    CHECK_CODE(edgeguard_policy_text(p, ps, 2, NULL, &req, text, sizeof text, &pt), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "text: null decision");
+    CHECK_CODE(edgeguard_policy_text(p, ps, 2, &pd, NULL, text, sizeof text, &pt), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "text: null request");
+    CHECK_CODE(edgeguard_policy_text(p, ps, 2, &pd, &req, NULL, sizeof text, &pt), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "text: null text");
+    CHECK_CODE(edgeguard_policy_text(p, ps, 2, &pd, &req, text, sizeof text, NULL), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "text: null out");
+    CHECK_CODE(edgeguard_policy_text(p, NULL, 2, &pd, &req, text, sizeof text, &pt), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "text: null scores, n 2");
+    CHECK_CODE(edgeguard_policy_text(p, ps, SIZE_MAX, &pd, &req, text, sizeof text, &pt),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "text: n SIZE_MAX");
+    CHECK_CODE(edgeguard_policy_text(p, ps, 1, &pd, &req, text, sizeof text, &pt), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "text: n 1 of 2");
+    CHECK_CODE(edgeguard_policy_text(p, ps, 2, &pd, &req, text, 20, &pt), EDGEGUARD_RESULT_BUFFER_TOO_SMALL,
+               "text: below its room");
+    edgeguard_decision far = pd;
+    far.model = 9;
+    CHECK_CODE(edgeguard_policy_text(p, ps, 2, &far, &req, text, sizeof text, &pt), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "text: model out of range");
+    CHECK(memcmp(&pt, &pt_untouched, sizeof pt) == 0, "text out written on a refused call");
+    CHECK_CODE(edgeguard_policy_text(p, ps, 2, &pd, &req, text, sizeof text, &pt), EDGEGUARD_RESULT_OK, "text");
+    char want_text[512];
+    snprintf(want_text, sizeof want_text, "bot=%.9g; spoof=%.9g", ps[0], ps[1]);
+    CHECK(pt.scores.len == strlen(want_text) && memcmp(text + pt.scores.offset, want_text, pt.scores.len) == 0,
+          "policy text scores: %.*s", (int)pt.scores.len, (const char *)text + pt.scores.offset);
+    CHECK(pd.action == EDGEGUARD_ACTION_BLOCK && pd.model >= 0, "a flagged decision: %d %d", pd.action, pd.model);
+    if (pd.model >= 0) {
+        snprintf(want_text, sizeof want_text,
+                 "edgeguard action=block model=%s score=%.6f threshold=%.6f client=192.0.2.1 method=GET uri=\"/\"",
+                 names[pd.model], ps[pd.model], pd.threshold);
+        CHECK(pt.line.len == strlen(want_text) && memcmp(text + pt.line.offset, want_text, pt.line.len) == 0,
+              "policy text line: %.*s", (int)pt.line.len, (const char *)text + pt.line.offset);
+    }
+    CHECK_CODE(edgeguard_policy_text(p, NULL, 0, &pd, &req, text, sizeof text, &pt), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "text: a model's decision without scores");
     CHECK(agree == 400 && scored > 200 && kept > 0 && allowed > 0 && blocked > 0 && unremovable > 0,
           "access rounds: %zu agree, %zu scored, %zu kept, %zu allowed, %zu blocked, %zu unremovable", agree, scored,
           kept, allowed, blocked, unremovable);
@@ -1469,7 +1576,7 @@ static edgeguard_policy *challenge_policy(const char *json, char *err, size_t er
     edgeguard_policy *p = NULL;
     if (config_of(json, &c, err, err_len) != EDGEGUARD_RESULT_OK)
         return NULL;
-    if (edgeguard_policy_new(c, NULL, NULL, 0, &p, err, err_len) != EDGEGUARD_RESULT_OK)
+    if (edgeguard_policy_new(c, NULL, NULL, 0, NULL, &p, err, err_len) != EDGEGUARD_RESULT_OK)
         p = NULL;
     edgeguard_config_free(c);
     return p;

@@ -127,6 +127,7 @@ def test_deb_installs_serves_with_system_nginx_and_purges(system):
     for path in ("/usr/share/lua/5.1/resty/edgeguard.lua", "/usr/share/lua/5.1/resty/edgeguard/lib.lua", LIB,
                  "/usr/share/lua/5.1/resty/edgeguard/legacy.lua",
                  "/usr/share/lua/5.1/resty/edgeguard/legacy/catboost.lua",
+                 "/usr/share/lua/5.1/resty/edgeguard/legacy/driver.lua",
                  "/usr/bin/edgeguard", "/usr/bin/edgeguard-update-verified-bots",
                  "/usr/share/edgeguard/verified-bots.example.json",
                  "/usr/share/edgeguard/models/bot.json", "/usr/share/edgeguard/models/spoof.json",

@@ -2,6 +2,7 @@
 internal headers and scores and decides exactly as engine = "rust"."""
 
 import json
+import re
 
 import pytest
 
@@ -96,3 +97,21 @@ def test_access_override_to_an_engine_not_loaded_is_an_error(origin):
     finally:
         nginx.stop()
         nginx.cleanup()
+
+
+def test_lua_engine_logs_the_decision_line_the_rust_engine_logs(lua_edge, rust_edge):
+    """Both engines' decision lines are written by Rust (edgeguard_access,
+    edgeguard_policy_text for the Lua engine's decision): the same words,
+    scores and thresholds as C's %.6f."""
+    line = re.compile(r'edgeguard action=block model=(\w+) score=(\d+\.\d{6}) threshold=(\d+\.\d{6}) '
+                      r'client=127\.0\.0\.1 method=GET uri="/decision-line\?x=1"')
+    got = {}
+    for engine, (port, nginx) in (("lua", lua_edge), ("rust", rust_edge)):
+        status, _, _ = send_exact(port, "GET", "/decision-line?x=1",
+                                  [("Host", "edge.test"), ("User-Agent", "curl/8.5.0"), ("Accept", "*/*")])
+        assert status == 403, engine
+        found = [m for m in map(line.search, nginx.error_log.splitlines()) if m]
+        assert found, (engine, nginx.error_log[-2000:])
+        got[engine] = found[-1].groups()
+    assert got["lua"][0] == got["rust"][0] and got["lua"][2] == got["rust"][2], got
+    assert float(got["lua"][1]) == pytest.approx(float(got["rust"][1]), abs=1e-6), got

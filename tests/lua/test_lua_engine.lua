@@ -138,13 +138,13 @@ T.test("shipped models: every fixture request scores as the Rust scorer and CatB
         .. "bot flags %d, spoof flags %d", #ROWS, exact, flagged_lua.bot, flagged_lua.spoof))
 end)
 
--- Shadow mode's own judge (resty.edgeguard.shadow, its documented
+-- Shadow mode's own judge (resty.edgeguard.legacy.shadow, its documented
 -- REL_TOLERANCE) on the two engines, request by request: the real-client
 -- corpus (every line) and the fixture traffic, with internal headers
 -- slipped in so that the header counts are compared too.
 T.test("shadow judge: the engines never disagree on the corpus and the fixture traffic", function()
     local cases = require "legacy_cases"
-    local shadow = require "resty.edgeguard.shadow"
+    local shadow = require "resty.edgeguard.legacy.shadow"
     local header_set = require "resty.edgeguard.header_set"
     local lheaders = require "resty.edgeguard.legacy.headers"
     local logged = {}

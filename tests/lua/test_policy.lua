@@ -160,8 +160,10 @@ T.test("the encoder writes JSON lua-cjson reads back", function()
     T.eq(back.vars, true)
     T.eq(back.status, 403)
     T.eq(back.thresholds["a.b"], 1e-300)
-    local cfg = assert(config{ score_header = opts.score_header })
-    T.eq(cfg.options.score_header, opts.score_header)
+    -- Through Rust and back, in an option it keeps verbatim (score_header
+    -- must now be a header name, which Rust checks).
+    local cfg = assert(config{ metrics_dict = opts.score_header })
+    T.eq(cfg.options.metrics_dict, opts.score_header)
     local _, err = policy.encode({ a = { b = { c = { d = { e = { f = { g = { h = { i = {} } } } } } } } } })
     T.contains(err, "nested too deeply")
 end)
@@ -197,10 +199,12 @@ T.test("edgeguard_access from LuaJIT: the shim's handles, Lua strings, one call"
     local header_set = require "resty.edgeguard.header_set"
     local scorer_mod = require "resty.edgeguard.scorer"
     local list = assert(header_set.parse(lib, "x-internal-user-id\n", "t"))
-    local set = assert(list:extend("X-Bot-Score", "score_header"))
     local cfg = assert(config{ models = { bot = "models/bot.json", spoof = "models/spoof.json" }, mode = "block" })
     local scorer = assert(scorer_mod.load(lib, cfg.options.models))
-    local p = cfg:policy(scorer.names, scorer.thresholds)
+    -- The policy's strip set: the list and the score header's spellings.
+    local p = cfg:policy(scorer.names, scorer.thresholds, list)
+    T.ok(p.strip_set, "a strip set")
+    T.eq(cfg:policy(scorer.names, scorer.thresholds).strip_set:len(), 0, "without the list: the spellings alone")
     local headers = T.header_array{
         { "User-Agent", "curl/8.1.2" }, { "X-Bot-Score", "bot=0" }, { "x-internal-user-id", "1" },
         { "x_bot_score", "bot=0" }, { "Accept", "*/*" },
@@ -213,8 +217,9 @@ T.test("edgeguard_access from LuaJIT: the shim's handles, Lua strings, one call"
     req.headers, req.headers_len = headers, 5
     local clear = ffi.new("uint32_t[5]")
     local out = ffi.new("edgeguard_access_out[1]")
-    local rc = lib.edgeguard_access(set.handle, scorer.handle, p.handle, req, "X-Bot-Score", 11, nil, 0, 1800000000,
-                                    clear, 5, scorer.out, scorer.n, out)
+    local text = ffi.new("uint8_t[?]", 4096)
+    local rc = lib.edgeguard_access(scorer.handle, p.handle, req, nil, 0, 1800000000, clear, 5, scorer.out, scorer.n,
+                                    text, 4096, out)
     T.eq(rc, 0)
     local o = out[0]
     T.eq(tonumber(o.clear_len), 2, "the internal header and the other spelling; the exact one stays")
@@ -227,10 +232,19 @@ T.test("edgeguard_access from LuaJIT: the shim's handles, Lua strings, one call"
     T.eq(o.label.len, 0)
     local scores = scorer:scores_of_out()
     T.eq(scores.bot, scorer:score(req).bot, "the same score as edgeguard_scorer_score")
+    -- The texts the shim sets and logs, as string.format wrote them.
+    local function at(span)
+        return ffi.string(text + span.offset, span.len)
+    end
+    T.eq(at(o.text.scores), string.format("bot=%.9g; spoof=%.9g", scores.bot, scores.spoof))
+    T.eq(at(o.text.values[1]), string.format("%.9g", scores.spoof))
+    local name = scorer.names[o.decision.model + 1]
+    T.eq(at(o.text.line), string.format('edgeguard action=block model=%s score=%.6f threshold=%.6f client=192.0.2.1 '
+                                        .. 'method=GET uri="/"', name, scores[name], o.decision.threshold))
     -- Refused: a policy bound to another number of models than the scorer.
     local p1 = cfg:policy({ "bot" })
-    T.eq(lib.edgeguard_access(set.handle, scorer.handle, p1.handle, req, nil, 0, nil, 0, 1800000000, clear, 5,
-                              scorer.out, scorer.n, out), 3)
+    T.eq(lib.edgeguard_access(scorer.handle, p1.handle, req, nil, 0, 1800000000, clear, 5, scorer.out, scorer.n,
+                              text, 4096, out), 3)
 end)
 
 T.run()

@@ -10,7 +10,7 @@ _G.ngx = {
     var = { request_method = "GET", request_uri = "/x", remote_addr = "192.0.2.1", request_id = "abc" },
 }
 
-local shadow = require "resty.edgeguard.shadow"
+local shadow = require "resty.edgeguard.legacy.shadow"
 
 local NAMES = { "bot", "spoof" }
 

@@ -176,6 +176,22 @@ typedef struct {
 
 typedef struct {
 
+  size_t offset;
+
+  size_t len;
+} edgeguard_span;
+
+typedef struct {
+
+  edgeguard_span scores;
+
+  edgeguard_span line;
+
+  edgeguard_span values[64];
+} edgeguard_text;
+
+typedef struct {
+
   size_t clear_len;
 
   size_t matched;
@@ -195,6 +211,8 @@ typedef struct {
   edgeguard_clearance clearance;
 
   int32_t challenge_status;
+
+  edgeguard_text text;
 } edgeguard_access_out;
 
 typedef struct {
@@ -223,12 +241,9 @@ const char *edgeguard_version(void);
 
 const char *edgeguard_result_text(int result);
 
-edgeguard_result edgeguard_access(const edgeguard_header_set *set,
-                                  const edgeguard_scorer *scorer,
+edgeguard_result edgeguard_access(const edgeguard_scorer *scorer,
                                   const edgeguard_policy *policy,
                                   const edgeguard_request *request,
-                                  const uint8_t *keep,
-                                  size_t keep_len,
                                   const uint8_t *addr,
                                   size_t addr_len,
                                   int64_t now,
@@ -236,6 +251,8 @@ edgeguard_result edgeguard_access(const edgeguard_header_set *set,
                                   size_t clear_cap,
                                   double *scores,
                                   size_t scores_cap,
+                                  uint8_t *text,
+                                  size_t text_cap,
                                   edgeguard_access_out *out);
 
 const char *edgeguard_clearance_name(int c);
@@ -294,6 +311,7 @@ edgeguard_result edgeguard_policy_new(const edgeguard_config *config,
                                       const char *const *names,
                                       const double *own_thresholds,
                                       size_t n,
+                                      const edgeguard_header_set *headers,
                                       edgeguard_policy **out,
                                       char *errbuf,
                                       size_t errbuf_len);
@@ -306,6 +324,8 @@ edgeguard_result edgeguard_policy_decide(const edgeguard_policy *policy,
                                          const uint8_t *addr,
                                          size_t addr_len,
                                          edgeguard_decision *out);
+
+const edgeguard_header_set *edgeguard_policy_strip_set(const edgeguard_policy *policy);
 
 edgeguard_result edgeguard_header_set_new_from_file(const char *path,
                                                     edgeguard_header_set **out,
@@ -417,6 +437,17 @@ edgeguard_result edgeguard_scorer_score(const edgeguard_scorer *scorer,
                                         const edgeguard_request *request,
                                         double *out_scores,
                                         size_t n);
+
+size_t edgeguard_policy_text_room(const edgeguard_policy *policy);
+
+edgeguard_result edgeguard_policy_text(const edgeguard_policy *policy,
+                                       const double *scores,
+                                       size_t n,
+                                       const edgeguard_decision *decision,
+                                       const edgeguard_request *request,
+                                       uint8_t *text,
+                                       size_t text_cap,
+                                       edgeguard_text *out);
 
 edgeguard_result edgeguard_tls_parse(const uint8_t *hello,
                                      size_t hello_len,

@@ -43,6 +43,13 @@ local function wrap(lib, rc, handle_box)
                         mt)
 end
 
+-- A set another handle owns (a policy's strip set): kept alive by `owner`,
+-- which this table references, and never freed here.
+function _M.borrow(lib, handle, owner)
+    return setmetatable({ handle = handle, lib = lib, owner = owner,
+                          find_checked = lib.edgeguard_header_set_find_checked }, mt)
+end
+
 -- Loads a list file. Returns the set, or nil and a message naming the file
 -- and line.
 function _M.load(lib, path)

@@ -1,9 +1,10 @@
 -- The legacy engine (FROZEN): edgeguard's two jobs, internal header
 -- stripping and bot scoring, done the way a Lua module on OpenResty did them
 -- before the Rust library. It is the "before" of the Lua -> Rust migration
--- and nothing more: `engine = "lua"` runs it alone, `engine = "shadow"` next
--- to the Rust engine (resty.edgeguard.shadow counts where they disagree), so
--- an operator can compare the two on real traffic before switching.
+-- and nothing more: `engine = "lua"` runs it alone, `engine = "shadow"`
+-- next to the Rust engine (resty.edgeguard.legacy.shadow counts where they
+-- disagree; resty.edgeguard.legacy.driver runs both in nginx), so an
+-- operator can compare the two on real traffic before switching.
 --
 -- Frozen means: it computes feature schema 1 only and reads the schema-1
 -- models (models/legacy/); it gets no new features, options or model

@@ -14,6 +14,7 @@
 
 local ffi = require "ffi"
 local cjson = require "cjson.safe"
+local header_set = require "resty.edgeguard.header_set"
 require "resty.edgeguard.cdefs"
 
 local ffi_gc = ffi.gc
@@ -190,9 +191,11 @@ function config_methods.location(self, opts, what)
 end
 
 --- Binds the decision rule to one engine's models: `names` in scoring order
--- (1-based), `own` = { name = the model's own threshold } (may be nil).
--- Returns the policy.
-function config_methods.policy(self, names, own)
+-- (1-based), `own` = { name = the model's own threshold } (may be nil);
+-- `headers`, the internal header set (nil: none), which Rust extends with
+-- the score header's spellings into the location's strip set. Returns the
+-- policy.
+function config_methods.policy(self, names, own, headers)
     local lib = self.lib
     local n = #names
     local c_names = ffi_new("const char *[?]", n > 0 and n or 1)
@@ -202,7 +205,8 @@ function config_methods.policy(self, names, own)
         local t = own and own[names[i]]
         c_own[i - 1] = t or 0 / 0
     end
-    local rc = lib.edgeguard_policy_new(self.handle, c_names, c_own, n, policy_out, errbuf, ERRBUF_LEN)
+    local rc = lib.edgeguard_policy_new(self.handle, c_names, c_own, n, headers and headers.handle,
+                                        policy_out, errbuf, ERRBUF_LEN)
     if rc ~= 0 then
         -- Only a malformed name gets here: the shim's names come from Rust.
         error("edgeguard: " .. ffi_string(errbuf), 2)
@@ -210,11 +214,17 @@ function config_methods.policy(self, names, own)
     local handle = ffi_gc(policy_out[0], function(p)
         lib.edgeguard_policy_free(p)
     end)
-    return setmetatable({
+    local self_ = setmetatable({
         handle = handle, lib = lib, n = n, names = names,
         scores = ffi_new("double[?]", n > 0 and n or 1), -- for decide_table
         out = ffi_new("edgeguard_decision[1]"),
     }, policy_mt)
+    -- What the location strips (the policy owns it), or false: nothing.
+    local set = lib.edgeguard_policy_strip_set(handle)
+    self_.strip_set = set ~= nil and header_set.borrow(lib, set, self_)
+    -- The text buffer a request needs besides its method, URI and address.
+    self_.text_room = tonumber(lib.edgeguard_policy_text_room(handle))
+    return self_
 end
 
 --- Decides one request from `scores` (a double buffer in the policy's model

@@ -1,4 +1,5 @@
--- Shadow mode's judge: given what the Rust and the Lua engine made of one
+-- Shadow mode's judge (the legacy engine's driving code, loaded only with
+-- engine = "shadow"): given what the Rust and the Lua engine made of one
 -- request, counts each kind of disagreement and logs it, at most one line a
 -- second per worker (a broken candidate must not flood the error log), the
 -- line saying how many it held back before it.

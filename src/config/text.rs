@@ -1,0 +1,304 @@
+//! The texts nginx writes for a decision: the score header's value, the
+//! per-model variables and the decision line, written into a caller's
+//! buffer with no allocation.
+//!
+//! The numbers are formatted as C's `printf` formats them (`"%.9g"` for
+//! scores in the header and the variables, `"%.6f"` in the decision line),
+//! the text the Lua shim wrote with `string.format` before Rust did: an
+//! origin or a log pipeline that parses them sees the same bytes. Rust's
+//! `{:.N}` and `{:.Ne}` round the exact binary value to nearest, ties to
+//! even, as glibc does, so `%g` is built from them: the exponent `{:.Ne}`
+//! gives decides between the fixed and the exponent form, then trailing
+//! zeros go (`tests/text_printf.rs` compares with libc's `snprintf`).
+
+use std::fmt::{self, Write};
+
+/// A part of the caller's buffer: `len` bytes from `offset`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Span {
+    /// Where it starts.
+    pub offset: usize,
+    /// How many bytes.
+    pub len: usize,
+}
+
+/// A writer over a fixed buffer: fails (without writing) when a piece does
+/// not fit.
+pub struct Cursor<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// An empty cursor over `buf`.
+    pub fn new(buf: &'a mut [u8]) -> Cursor<'a> {
+        Cursor { buf, len: 0 }
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing was written.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// What was written.
+    pub fn written(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+
+    /// Appends raw bytes (a URI is not always UTF-8).
+    pub fn bytes(&mut self, b: &[u8]) -> fmt::Result {
+        let end = self.len.checked_add(b.len()).ok_or(fmt::Error)?;
+        self.buf
+            .get_mut(self.len..end)
+            .ok_or(fmt::Error)?
+            .copy_from_slice(b);
+        self.len = end;
+        Ok(())
+    }
+
+    /// The span of what `f` writes.
+    fn span(&mut self, f: impl FnOnce(&mut Self) -> fmt::Result) -> Result<Span, fmt::Error> {
+        let offset = self.len;
+        f(self)?;
+        Ok(Span {
+            offset,
+            len: self.len - offset,
+        })
+    }
+}
+
+impl Write for Cursor<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.bytes(s.as_bytes())
+    }
+}
+
+/// A small stack buffer for one number's digits.
+struct Digits {
+    buf: [u8; 400],
+    len: usize,
+}
+
+impl Digits {
+    fn new() -> Digits {
+        Digits {
+            buf: [0; 400],
+            len: 0,
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        // Only ASCII from the float formatter is ever written.
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
+    }
+}
+
+impl Write for Digits {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len + s.len();
+        self.buf
+            .get_mut(self.len..end)
+            .ok_or(fmt::Error)?
+            .copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
+/// C's spelling of the values without digits.
+fn non_finite(w: &mut impl Write, v: f64) -> Option<fmt::Result> {
+    let sign = if v.is_sign_negative() { "-" } else { "" };
+    if v.is_nan() {
+        Some(write!(w, "{sign}nan"))
+    } else if v.is_infinite() {
+        Some(write!(w, "{sign}inf"))
+    } else {
+        None
+    }
+}
+
+/// Drops the trailing zeros of a fraction, and its point when none is left.
+fn trim_fraction(s: &str) -> &str {
+    if !s.contains('.') {
+        return s;
+    }
+    s.trim_end_matches('0').trim_end_matches('.')
+}
+
+/// Writes `v` as C's `printf("%.<precision>g", v)`.
+pub fn write_g(w: &mut impl Write, v: f64, precision: usize) -> fmt::Result {
+    if let Some(done) = non_finite(w, v) {
+        return done;
+    }
+    let p = precision.max(1);
+    // The exponent X of the `%e` form at precision P - 1, after rounding.
+    let mut e = Digits::new();
+    write!(e, "{:.*e}", p - 1, v)?;
+    let (mantissa, exp) = e.as_str().split_once('e').ok_or(fmt::Error)?;
+    let x: i32 = exp.parse().map_err(|_| fmt::Error)?;
+    if x < -4 || x >= p as i32 {
+        let sign = if x < 0 { '-' } else { '+' };
+        return write!(
+            w,
+            "{}e{sign}{:02}",
+            trim_fraction(mantissa),
+            x.unsigned_abs()
+        );
+    }
+    let mut f = Digits::new();
+    write!(f, "{:.*}", (p as i32 - 1 - x) as usize, v)?;
+    w.write_str(trim_fraction(f.as_str()))
+}
+
+/// Writes `v` as C's `printf("%.<precision>f", v)`.
+pub fn write_f(w: &mut impl Write, v: f64, precision: usize) -> fmt::Result {
+    match non_finite(w, v) {
+        Some(done) => done,
+        None => write!(w, "{v:.precision$}"),
+    }
+}
+
+/// The longest `%.9g` text: `-1.23456789e-308`.
+pub const MAX_G9: usize = 16;
+/// The longest `%.6f` text: `-` and 309 digits, the point and 6 digits.
+pub const MAX_F6: usize = 317;
+
+/// Writes the score header's value, `name=%.9g; name=%.9g` in model order,
+/// and notes each value's span in `values` (as long as `names`). Returns
+/// the whole value's span.
+pub fn write_scores(
+    w: &mut Cursor<'_>,
+    names: &[Box<str>],
+    scores: &[f64],
+    values: &mut [Span],
+) -> Result<Span, fmt::Error> {
+    w.span(|w| {
+        for (i, (name, &score)) in names.iter().zip(scores).enumerate() {
+            if i > 0 {
+                w.write_str("; ")?;
+            }
+            write!(w, "{name}=")?;
+            values[i] = w.span(|w| write_g(w, score, 9))?;
+        }
+        Ok(())
+    })
+}
+
+/// What the decision line says.
+pub struct Line<'a> {
+    /// The action, as `$edgeguard_action` names it.
+    pub action: &'a str,
+    /// The model that flagged the request, its score and its threshold.
+    pub flagged: Option<(&'a str, f64, f64)>,
+    /// The request's client address, as nginx holds it.
+    pub client: &'a [u8],
+    /// The request's method.
+    pub method: &'a [u8],
+    /// The request's URI.
+    pub uri: &'a [u8],
+    /// The bot the User-Agent claims and the verdict (`verified`, `fake`).
+    pub bot: Option<(&'a [u8], &'a str)>,
+}
+
+/// The room a decision line needs besides its client, method and URI,
+/// for a model name of `max_name` bytes and a bot name of `max_bot`.
+pub fn line_room(max_name: usize, max_bot: usize) -> usize {
+    const WORDS: usize =
+        "edgeguard action= model= score= threshold= client= method= uri=\"\" bot= verdict=".len();
+    WORDS + "unavailable".len() + max_name + 2 * MAX_F6 + max_bot + "verified".len()
+}
+
+/// Writes the decision line:
+/// `edgeguard action=A model=M score=%.6f threshold=%.6f client=C method=M uri="U"`
+/// (without the model part when no model flagged), then ` bot=B verdict=V`
+/// for a bot claim. Returns its span.
+pub fn write_line(w: &mut Cursor<'_>, line: &Line<'_>) -> Result<Span, fmt::Error> {
+    w.span(|w| {
+        write!(w, "edgeguard action={}", line.action)?;
+        if let Some((model, score, threshold)) = line.flagged {
+            write!(w, " model={model} score=")?;
+            write_f(w, score, 6)?;
+            w.write_str(" threshold=")?;
+            write_f(w, threshold, 6)?;
+        }
+        w.write_str(" client=")?;
+        w.bytes(line.client)?;
+        w.write_str(" method=")?;
+        w.bytes(line.method)?;
+        w.write_str(" uri=\"")?;
+        w.bytes(line.uri)?;
+        w.write_str("\"")?;
+        if let Some((bot, verdict)) = line.bot {
+            w.write_str(" bot=")?;
+            w.bytes(bot)?;
+            write!(w, " verdict={verdict}")?;
+        }
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn g9(v: f64) -> String {
+        let mut s = String::new();
+        write_g(&mut s, v, 9).unwrap();
+        s
+    }
+
+    #[test]
+    fn g_picks_the_form_c_picks() {
+        for (v, want) in [
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (1.0, "1"),
+            (0.5, "0.5"),
+            (1e-5, "1e-05"),
+            (0.0001, "0.0001"),
+            (0.99999999995, "1"),
+            (123456789.0, "123456789"),
+            (1234567890.0, "1.23456789e+09"),
+            (1e100, "1e+100"),
+            (f64::NAN, "nan"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (0.00342984818, "0.00342984818"),
+        ] {
+            assert_eq!(g9(v), want, "{v:e}");
+        }
+    }
+
+    #[test]
+    fn texts_fit_their_spans_and_the_room_bound() {
+        let names: Vec<Box<str>> = vec!["bot".into(), "spoof".into()];
+        let mut buf = [0u8; 2048];
+        let mut w = Cursor::new(&mut buf);
+        let mut values = [Span::default(); 2];
+        let h = write_scores(&mut w, &names, &[0.25, 1e-7], &mut values).unwrap();
+        let line = Line {
+            action: "block",
+            flagged: Some(("spoof", f64::MAX, -f64::MAX)),
+            client: b"192.0.2.1",
+            method: b"GET",
+            uri: b"/x\xff",
+            bot: Some((b"Googlebot", "fake")),
+        };
+        let l = write_line(&mut w, &line).unwrap();
+        let text = w.written();
+        let at = |s: Span| &text[s.offset..s.offset + s.len];
+        assert_eq!(at(h), b"bot=0.25; spoof=1e-07");
+        assert_eq!(at(values[1]), b"1e-07");
+        let l = at(l);
+        assert!(l.starts_with(b"edgeguard action=block model=spoof score=1797"));
+        assert!(l.ends_with(b" method=GET uri=\"/x\xff\" bot=Googlebot verdict=fake"));
+        assert!(l.len() <= line_room(5, 9) + 9 + 3 + 3);
+        let mut small = [0u8; 8];
+        assert!(write_line(&mut Cursor::new(&mut small), &line).is_err());
+    }
+}
