@@ -1270,7 +1270,8 @@ edgeguard_result edgeguard_metrics_text(const edgeguard_metrics *metrics,
  not have (another engine) are not counted.
 
  `NullParameter` for a null `metrics`; `InvalidArgument` for an engine
- or outcome that is none. Never allocates.
+ or outcome that is none, or an `out` whose `bot` or `clearance` is no
+ number of its enum. Never allocates.
 
  # Safety
  `metrics` is a live registry; `out` is null or readable, its `label`

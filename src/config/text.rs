@@ -9,7 +9,9 @@
 //! `{:.N}` and `{:.Ne}` round the exact binary value to nearest, ties to
 //! even, as glibc does, so `%g` is built from them: the exponent `{:.Ne}`
 //! gives decides between the fixed and the exponent form, then trailing
-//! zeros go (`tests/text_printf.rs` compares with libc's `snprintf`).
+//! zeros go. The values a request has (scores, thresholds) take a faster
+//! path of the same rounding done in integers (`fast_g`, `write_f`);
+//! `tests/text_printf.rs` compares both with libc's `snprintf`.
 
 use std::fmt::{self, Write};
 
@@ -53,10 +55,15 @@ impl<'a> Cursor<'a> {
     /// Appends raw bytes (a URI is not always UTF-8).
     pub fn bytes(&mut self, b: &[u8]) -> fmt::Result {
         let end = self.len.checked_add(b.len()).ok_or(fmt::Error)?;
-        self.buf
-            .get_mut(self.len..end)
-            .ok_or(fmt::Error)?
-            .copy_from_slice(b);
+        let dst = self.buf.get_mut(self.len..end).ok_or(fmt::Error)?;
+        if b.len() <= 16 {
+            // Most pieces are a few bytes: a call to memcpy costs more.
+            for (d, s) in dst.iter_mut().zip(b) {
+                *d = *s;
+            }
+        } else {
+            dst.copy_from_slice(b);
+        }
         self.len = end;
         Ok(())
     }
@@ -78,16 +85,36 @@ impl Write for Cursor<'_> {
     }
 }
 
+/// Where the formatters write: `fmt::Write`, and ASCII bytes without a
+/// UTF-8 check (the digits).
+pub trait Sink: Write {
+    /// Appends ASCII bytes.
+    fn ascii(&mut self, b: &[u8]) -> fmt::Result;
+}
+
+impl Sink for Cursor<'_> {
+    fn ascii(&mut self, b: &[u8]) -> fmt::Result {
+        self.bytes(b)
+    }
+}
+
+impl Sink for String {
+    fn ascii(&mut self, b: &[u8]) -> fmt::Result {
+        self.push_str(std::str::from_utf8(b).map_err(|_| fmt::Error)?);
+        Ok(())
+    }
+}
+
 /// A small stack buffer for one number's digits.
 struct Digits {
-    buf: [u8; 400],
+    buf: [u8; 64],
     len: usize,
 }
 
 impl Digits {
     fn new() -> Digits {
         Digits {
-            buf: [0; 400],
+            buf: [0; 64],
             len: 0,
         }
     }
@@ -130,12 +157,144 @@ fn trim_fraction(s: &str) -> &str {
     s.trim_end_matches('0').trim_end_matches('.')
 }
 
+/// Writes `n` in decimal, zero-padded to `width` digits (at most 20), with
+/// one call: the fast paths stay out of `core::fmt`'s machinery,
+/// which costs more than the digits.
+fn write_u64(w: &mut impl Sink, mut n: u64, width: usize) -> fmt::Result {
+    let mut buf = [b'0'; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 || i == 0 {
+            break;
+        }
+    }
+    let start = i.min(buf.len().saturating_sub(width));
+    w.ascii(&buf[start..])
+}
+
+/// `v`'s magnitude as `m * 2^k`, exactly (`v` finite).
+fn decompose(v: f64) -> (u64, i32) {
+    let bits = v.to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i32;
+    let fraction = bits & ((1 << 52) - 1);
+    if exp == 0 {
+        (fraction, -1074)
+    } else {
+        (fraction | 1 << 52, exp - 1075)
+    }
+}
+
+/// 10^0 to 10^20: a table, as u128 `pow` and `checked_mul` are slow
+/// library calls.
+const POW10: [u128; 21] = {
+    let mut t = [1u128; 21];
+    let mut i = 1;
+    while i < 21 {
+        t[i] = t[i - 1] * 10;
+        i += 1;
+    }
+    t
+};
+
+/// `m * 2^k * 10^p` rounded to nearest, ties to even, and its floor,
+/// computed exactly; None when it does not fit a u128 (`p` <= 20).
+fn scaled(m: u64, k: i32, p: u32) -> Option<(u128, u128)> {
+    // m < 2^53 and 10^20 < 2^67: the product fits.
+    let x = u128::from(m) * *POW10.get(p as usize)?;
+    if k >= 0 {
+        let k = k.unsigned_abs();
+        if k >= 128 || x.leading_zeros() < k {
+            return None;
+        }
+        return Some((x << k, x << k));
+    }
+    let s = k.unsigned_abs();
+    if s >= 128 {
+        // x < 2^120: the value is below 2^-8, so it rounds to 0.
+        return Some((0, 0));
+    }
+    let q = x >> s;
+    let rem = x & ((1u128 << s) - 1);
+    let half = 1u128 << (s - 1);
+    let up = rem > half || (rem == half && q & 1 == 1);
+    Some((q + u128::from(up), q))
+}
+
+/// The `%g` fixed form by exact integer arithmetic, for the values scores
+/// are (the exponent X after rounding in -4..P-1, P <= 17); None for the
+/// rest, which [`write_g`] formats through Rust's `{:e}`. Both paths give
+/// the same digits (tests/text_printf.rs); this one is several times
+/// faster, and every scored request takes it.
+fn fast_g(w: &mut impl Sink, v: f64, p: usize) -> Option<fmt::Result> {
+    let a = v.abs();
+    if !(1e-5..1e17).contains(&a) || p > 17 {
+        return None;
+    }
+    let p = p as i32;
+    let (m, k) = decompose(v);
+    let (lo, hi) = (POW10[p as usize - 1], POW10[p as usize]);
+    // floor(log10(a)), made exact: the X with 10^(P-1) <= a * 10^(P-1-X) < 10^P.
+    let mut x = a.log10().floor() as i32;
+    let mut n = 0;
+    for _ in 0..3 {
+        if !(-4..p).contains(&x) {
+            return None;
+        }
+        let (rounded, floor) = scaled(m, k, (p - 1 - x) as u32)?;
+        if floor < lo {
+            x -= 1;
+        } else if floor >= hi {
+            x += 1;
+        } else {
+            n = rounded;
+            break;
+        }
+    }
+    if n == 0 {
+        return None;
+    }
+    if n == hi {
+        // Rounded up to the next power of ten.
+        x += 1;
+        n = lo;
+        if x >= p {
+            return None;
+        }
+    }
+    // n < 10^17: the digit work is done in u64, much cheaper than u128.
+    let n = u64::try_from(n).ok()?;
+    let mut digits = (p - 1 - x) as usize;
+    let scale = u64::try_from(POW10[digits]).ok()?;
+    let (int, mut fraction) = (n / scale, n % scale);
+    while digits > 0 && fraction % 10 == 0 {
+        fraction /= 10;
+        digits -= 1;
+    }
+    Some((|| {
+        if v.is_sign_negative() {
+            w.write_str("-")?;
+        }
+        write_u64(w, int, 1)?;
+        if digits > 0 {
+            w.write_str(".")?;
+            write_u64(w, fraction, digits)?;
+        }
+        Ok(())
+    })())
+}
+
 /// Writes `v` as C's `printf("%.<precision>g", v)`.
-pub fn write_g(w: &mut impl Write, v: f64, precision: usize) -> fmt::Result {
+pub fn write_g(w: &mut impl Sink, v: f64, precision: usize) -> fmt::Result {
     if let Some(done) = non_finite(w, v) {
         return done;
     }
     let p = precision.max(1);
+    if let Some(done) = fast_g(w, v, p) {
+        return done;
+    }
     // The exponent X of the `%e` form at precision P - 1, after rounding.
     let mut e = Digits::new();
     write!(e, "{:.*e}", p - 1, v)?;
@@ -155,11 +314,36 @@ pub fn write_g(w: &mut impl Write, v: f64, precision: usize) -> fmt::Result {
     w.write_str(trim_fraction(f.as_str()))
 }
 
-/// Writes `v` as C's `printf("%.<precision>f", v)`.
-pub fn write_f(w: &mut impl Write, v: f64, precision: usize) -> fmt::Result {
-    match non_finite(w, v) {
-        Some(done) => done,
-        None => write!(w, "{v:.precision$}"),
+/// Writes `v` as C's `printf("%.<precision>f", v)`: exactly, by integer
+/// arithmetic, when `v * 10^precision` fits a u128 (every score and
+/// threshold); through Rust's `{:.N}` otherwise.
+pub fn write_f(w: &mut impl Sink, v: f64, precision: usize) -> fmt::Result {
+    if let Some(done) = non_finite(w, v) {
+        return done;
+    }
+    let (m, k) = decompose(v);
+    let fast = u32::try_from(precision)
+        .ok()
+        .filter(|&p| p <= 20)
+        .and_then(|p| scaled(m, k, p));
+    let Some((n, _)) = fast else {
+        return write!(w, "{v:.precision$}");
+    };
+    let sign = if v.is_sign_negative() { "-" } else { "" };
+    match u64::try_from(n) {
+        // Scores and thresholds: u64 arithmetic, no core::fmt.
+        Ok(n) if (1..=19).contains(&precision) => {
+            let scale = POW10[precision] as u64;
+            w.write_str(sign)?;
+            write_u64(w, n / scale, 1)?;
+            w.write_str(".")?;
+            write_u64(w, n % scale, precision)
+        }
+        _ if precision == 0 => write!(w, "{sign}{n}"),
+        _ => {
+            let scale = POW10[precision];
+            write!(w, "{sign}{}.{:0precision$}", n / scale, n % scale)
+        }
     }
 }
 
@@ -169,21 +353,22 @@ pub const MAX_G9: usize = 16;
 pub const MAX_F6: usize = 317;
 
 /// Writes the score header's value, `name=%.9g; name=%.9g` in model order,
-/// and notes each value's span in `values` (as long as `names`). Returns
-/// the whole value's span.
+/// and hands each value's span to `value(i, span)`. Returns the whole
+/// value's span.
 pub fn write_scores(
     w: &mut Cursor<'_>,
     names: &[Box<str>],
     scores: &[f64],
-    values: &mut [Span],
+    mut value: impl FnMut(usize, Span),
 ) -> Result<Span, fmt::Error> {
     w.span(|w| {
         for (i, (name, &score)) in names.iter().zip(scores).enumerate() {
             if i > 0 {
                 w.write_str("; ")?;
             }
-            write!(w, "{name}=")?;
-            values[i] = w.span(|w| write_g(w, score, 9))?;
+            w.write_str(name)?;
+            w.write_str("=")?;
+            value(i, w.span(|w| write_g(w, score, 9))?);
         }
         Ok(())
     })
@@ -219,9 +404,12 @@ pub fn line_room(max_name: usize, max_bot: usize) -> usize {
 /// for a bot claim. Returns its span.
 pub fn write_line(w: &mut Cursor<'_>, line: &Line<'_>) -> Result<Span, fmt::Error> {
     w.span(|w| {
-        write!(w, "edgeguard action={}", line.action)?;
+        w.write_str("edgeguard action=")?;
+        w.write_str(line.action)?;
         if let Some((model, score, threshold)) = line.flagged {
-            write!(w, " model={model} score=")?;
+            w.write_str(" model=")?;
+            w.write_str(model)?;
+            w.write_str(" score=")?;
             write_f(w, score, 6)?;
             w.write_str(" threshold=")?;
             write_f(w, threshold, 6)?;
@@ -236,7 +424,8 @@ pub fn write_line(w: &mut Cursor<'_>, line: &Line<'_>) -> Result<Span, fmt::Erro
         if let Some((bot, verdict)) = line.bot {
             w.write_str(" bot=")?;
             w.bytes(bot)?;
-            write!(w, " verdict={verdict}")?;
+            w.write_str(" verdict=")?;
+            w.write_str(verdict)?;
         }
         Ok(())
     })
@@ -275,12 +464,34 @@ mod tests {
     }
 
     #[test]
+    fn scores_take_the_integer_path() {
+        let fast = |v: f64, p| fast_g(&mut String::new(), v, p).is_some();
+        for v in [
+            0.00342984818,
+            0.5,
+            0.99999999995,
+            0.0001,
+            1.0,
+            12345678.25,
+            -0.25,
+        ] {
+            assert!(fast(v, 9), "{v:e}");
+        }
+        for v in [1e-7, 2e9, 0.0] {
+            assert!(!fast(v, 9), "{v:e}");
+        }
+        let mut s = String::new();
+        write_f(&mut s, 0.0078125, 6).unwrap();
+        assert_eq!(s, "0.007812", "a tie, to even");
+    }
+
+    #[test]
     fn texts_fit_their_spans_and_the_room_bound() {
         let names: Vec<Box<str>> = vec!["bot".into(), "spoof".into()];
         let mut buf = [0u8; 2048];
         let mut w = Cursor::new(&mut buf);
         let mut values = [Span::default(); 2];
-        let h = write_scores(&mut w, &names, &[0.25, 1e-7], &mut values).unwrap();
+        let h = write_scores(&mut w, &names, &[0.25, 1e-7], |i, s| values[i] = s).unwrap();
         let line = Line {
             action: "block",
             flagged: Some(("spoof", f64::MAX, -f64::MAX)),

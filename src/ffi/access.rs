@@ -207,23 +207,6 @@ pub unsafe extern "C" fn edgeguard_access(
             let list = std::slice::from_raw_parts_mut(clear, clear_len);
             clear_len = without_kept(headers, list, keep);
         }
-        let texts = if text.is_null() {
-            edgeguard_text::EMPTY
-        } else {
-            let parts = Parts {
-                scores: given,
-                decision: &decided.decision,
-                bot: decided.bot,
-                label: decided.bot_name.as_bytes(),
-                method: req.method(),
-                uri: req.uri(),
-                client: req.client_addr(),
-            };
-            match write(policy, &parts, std::slice::from_raw_parts_mut(text, text_cap)) {
-                Ok(t) => t,
-                Err(code) => return code,
-            }
-        };
         *out = edgeguard_access_out {
             clear_len,
             matched,
@@ -235,8 +218,25 @@ pub unsafe extern "C" fn edgeguard_access(
             bot: decided.bot,
             clearance: decided.clearance,
             challenge_status: decided.challenge_status,
-            text: texts,
+            text: edgeguard_text::EMPTY,
         };
+        // The texts in place (the room was checked before anything was
+        // written, so this does not fail).
+        if !text.is_null() {
+            let parts = Parts {
+                scores: given,
+                decision: &decided.decision,
+                bot: decided.bot,
+                label: decided.bot_name.as_bytes(),
+                method: req.method(),
+                uri: req.uri(),
+                client: req.client_addr(),
+            };
+            let buf = std::slice::from_raw_parts_mut(text, text_cap);
+            if let Err(code) = write(policy, &parts, buf, &mut (*out).text) {
+                return code;
+            }
+        }
         if let (Some(m), Some(t0)) = (metrics.as_ref(), started) {
             count(&m.registry, &*out, given, t0);
         }

@@ -82,29 +82,28 @@ fn room(policy: &edgeguard_policy, p: &Parts<'_>) -> usize {
         .saturating_add(p.client.len())
 }
 
-/// Writes the texts into `buf`, which must hold [`room`] bytes
-/// (`BufferTooSmall` otherwise, nothing written). Never allocates.
+/// Writes the texts into `buf`, which must hold [`room`] bytes, and their
+/// spans into `out`, in place (the struct is a kilobyte: no copies of it
+/// on every request); `out` is expected empty
+/// ([`edgeguard_text::EMPTY`]). `BufferTooSmall` (nothing written) for a
+/// short `buf`. Never allocates.
 pub(super) fn write(
     policy: &edgeguard_policy,
     p: &Parts<'_>,
     buf: &mut [u8],
-) -> Result<edgeguard_text, edgeguard_result> {
+    out: &mut edgeguard_text,
+) -> Result<(), edgeguard_result> {
     if buf.len() < room(policy, p) {
         return Err(edgeguard_result::BufferTooSmall);
     }
-    let mut out = edgeguard_text::EMPTY;
     let mut w = Cursor::new(buf);
     let names = policy.names();
     // The room was checked above: a failed write is a wrong bound.
     let too_small = |_| edgeguard_result::BufferTooSmall;
     if let Some(scores) = p.scores {
-        let mut values = [Span::default(); MAX_MODELS];
-        let n = scores.len().min(names.len());
-        out.scores =
-            span(text::write_scores(&mut w, names, scores, &mut values[..n]).map_err(too_small)?);
-        for (o, v) in out.values.iter_mut().zip(&values[..n]) {
-            *o = span(*v);
-        }
+        let values = &mut out.values;
+        let written = text::write_scores(&mut w, names, scores, |i, s| values[i] = span(s));
+        out.scores = span(written.map_err(too_small)?);
     }
     let d = p.decision;
     let verdict = match p.bot {
@@ -134,7 +133,7 @@ pub(super) fn write(
         };
         out.line = span(text::write_line(&mut w, &line).map_err(too_small)?);
     }
-    Ok(out)
+    Ok(())
 }
 
 /// The buffer `edgeguard_policy_text` and `edgeguard_access` need for the
@@ -208,11 +207,12 @@ pub unsafe extern "C" fn edgeguard_policy_text(
             client: request.client_addr.as_bytes(),
         };
         let buf = std::slice::from_raw_parts_mut(text, text_cap);
-        match write(policy, &parts, buf) {
-            Ok(t) => {
-                *out = t;
-                edgeguard_result::Ok
-            }
+        if buf.len() < room(policy, &parts) {
+            return edgeguard_result::BufferTooSmall;
+        }
+        *out = edgeguard_text::EMPTY;
+        match write(policy, &parts, buf, &mut *out) {
+            Ok(()) => edgeguard_result::Ok,
             Err(code) => code,
         }
     }

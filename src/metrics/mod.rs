@@ -20,7 +20,7 @@ use std::fmt::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::challenge::{Clearance, Rejection};
-use crate::config::text::write_g;
+use crate::config::text::{write_g, Sink};
 use crate::config::Engine;
 
 /// Score histogram buckets: probabilities; raw-score models land in the
@@ -369,6 +369,13 @@ impl Write for Count {
     }
 }
 
+impl Sink for Count {
+    fn ascii(&mut self, b: &[u8]) -> fmt::Result {
+        self.0 += b.len();
+        Ok(())
+    }
+}
+
 struct Builder {
     keys: Vec<Box<str>>,
     families: Vec<Family>,
@@ -697,7 +704,7 @@ impl Registry {
     /// Writes the exposition of `values` (the dict's total of each slot;
     /// `values.len()` must be [`Registry::len`]). Returns how many numbers
     /// were written.
-    pub fn write_text(&self, values: &[f64], w: &mut impl Write) -> Result<usize, fmt::Error> {
+    pub fn write_text(&self, values: &[f64], w: &mut impl Sink) -> Result<usize, fmt::Error> {
         if values.len() != self.slots.len() {
             return Err(fmt::Error);
         }
@@ -751,7 +758,7 @@ impl Registry {
 
 /// A value as the Lua module wrote it: an integer below 1e15 as `%d`,
 /// anything else as `%.17g` (exact).
-fn number(w: &mut impl Write, v: f64) -> fmt::Result {
+fn number(w: &mut impl Sink, v: f64) -> fmt::Result {
     if v % 1.0 == 0.0 && v > -1e15 && v < 1e15 {
         // Integral and in range: the conversion is exact.
         write!(w, "{}", v as i64)
