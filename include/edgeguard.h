@@ -1139,33 +1139,30 @@ edgeguard_result edgeguard_header_set_find_checked(const edgeguard_header_set *s
                                                    size_t *out_unremovable);
 
 /*
- Makes the metrics registry of a configuration: `engine` the configured
- engine (an `edgeguard_engine`; `Shadow` gives requests series for all
- three settings, a location may pick either engine, and score and time
- series for both engines), each engine's model names in scoring order
- (`rust_models`/`n_rust`, `lua_models`/`n_lua`; null with 0: none, e.g.
- not loaded), `challenge` nonzero when a challenge is configured (the
- challenge and clearance series) and the verified bots' names
- (`bots`/`n_bots`, null with 0: none). Every series starts at 0.
+ Makes the metrics registry of a configuration. `config` decides the
+ series (its `engine`: `shadow` gives requests series for all three
+ settings, a location may pick either engine, and score and time series
+ for both engines; `challenge_secret`: the challenge and clearance
+ series; `verified_bots`: a series pair per bot); the caller gives each
+ engine's model names in scoring order (`rust_models`/`n_rust`,
+ `lua_models`/`n_lua`; null with 0: none, e.g. not loaded). Every series
+ starts at 0.
 
  On success writes a new registry to `*out` (release it with
- `edgeguard_metrics_free`). `NullParameter` for a null `out`, list (with
- a nonzero count) or name; `InvalidArgument` for an `engine` that is
- none or a name that is not UTF-8 (`errbuf` says which).
+ `edgeguard_metrics_free`). `NullParameter` for a null `config`, `out`,
+ list (with a nonzero count) or name; `InvalidArgument` for a name that
+ is not UTF-8 (`errbuf` says which).
 
  # Safety
- The lists point to their counts' NUL-terminated strings (or are null
- with 0); `out` is writable; `errbuf` is null or points to `errbuf_len`
- writable bytes.
+ `config` is a live configuration; the lists point to their counts'
+ NUL-terminated strings (or are null with 0); `out` is writable;
+ `errbuf` is null or points to `errbuf_len` writable bytes.
  */
-edgeguard_result edgeguard_metrics_new(int engine,
+edgeguard_result edgeguard_metrics_new(const edgeguard_config *config,
                                        const char *const *rust_models,
                                        size_t n_rust,
                                        const char *const *lua_models,
                                        size_t n_lua,
-                                       int challenge,
-                                       const char *const *bots,
-                                       size_t n_bots,
                                        edgeguard_metrics **out,
                                        char *errbuf,
                                        size_t errbuf_len);

@@ -74,12 +74,9 @@ fn access_does_not_allocate() {
     let mut metrics = std::ptr::null_mut();
     let rc = unsafe {
         edgeguard_metrics_new(
-            0,
+            cfg,
             names.as_ptr(),
             2,
-            null(),
-            0,
-            0,
             null(),
             0,
             &mut metrics,

@@ -179,19 +179,16 @@ fn per_request_work_does_not_allocate() {
     // The decision line of a verified or fake bot is written too.
     let mut text = [0u8; 4096];
     let mut out: edgeguard_access_out = unsafe { std::mem::zeroed() };
-    let bot_names = [c"Googlebot".as_ptr(), c"bingbot".as_ptr()];
+    // The configuration's challenge and verified bots give the series.
     let mut metrics = std::ptr::null_mut();
     assert_eq!(
         unsafe {
             edgeguard_metrics_new(
-                0,
+                c_cfg,
                 std::ptr::null(),
                 0,
                 std::ptr::null(),
                 0,
-                1,
-                bot_names.as_ptr(),
-                2,
                 &mut metrics,
                 null,
                 0,

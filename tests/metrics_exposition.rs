@@ -209,6 +209,11 @@ fn rust_engine_text_and_keys_are_the_lua_modules() {
 }
 
 #[test]
-fn shadow_with_challenge_and_bots_text_and_keys_are_the_lua_modules() {
+fn shadow_text_and_keys_are_the_lua_modules() {
     check("shadow");
+}
+
+#[test]
+fn challenge_and_verified_bots_text_and_keys_are_the_lua_modules() {
+    check("screen");
 }

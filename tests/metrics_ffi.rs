@@ -81,21 +81,8 @@ fn the_rust_engine_counts_decisions_refusals_and_not_failures() {
     let (cfg, policy) = bound_policy_with(BLOCK, scorer, 2, list);
     let names = [c"bot".as_ptr(), c"spoof".as_ptr()];
     let mut m = null_mut();
-    let rc = unsafe {
-        edgeguard_metrics_new(
-            0,
-            names.as_ptr(),
-            2,
-            null(),
-            0,
-            0,
-            null(),
-            0,
-            &mut m,
-            null_mut(),
-            0,
-        )
-    };
+    let rc =
+        unsafe { edgeguard_metrics_new(cfg, names.as_ptr(), 2, null(), 0, &mut m, null_mut(), 0) };
     assert_eq!(rc, R::Ok);
 
     let bot = bot_request();

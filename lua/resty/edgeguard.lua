@@ -273,14 +273,11 @@ local function model_failure(lib, o, model_errors)
     return msg
 end
 
-local function metrics_for(lib, dict, o, scorer, leng)
-    if not o.metrics_dict then
+local function metrics_for(lib, cfg, dict, scorer, leng)
+    if not cfg.options.metrics_dict then
         return false
     end
-    return metrics.new(lib, dict, {
-        engine = o.engine, rust_models = scorer and scorer.names, lua_models = leng and leng.names,
-        challenge = o.challenge_secret ~= nil, bots = o.verified_bot_names,
-    })
+    return metrics.new(lib, cfg, dict, scorer and scorer.names, leng and leng.names)
 end
 
 --- Loads the library and the configured data. Call in init_by_lua*. The
@@ -330,7 +327,7 @@ function _M.configure(opts)
         end
     end
     local mx
-    mx, err = metrics_for(lib, dict, o, scorer, leng)
+    mx, err = metrics_for(lib, cfg, dict, scorer, leng)
     if mx == nil then
         return nil, err
     end

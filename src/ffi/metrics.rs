@@ -16,7 +16,7 @@ use std::ffi::{c_char, c_int};
 use super::access::edgeguard_access_out;
 use super::boundary::{bytes_mut, c_bytes, slice, write_error};
 use super::challenge::{edgeguard_bot, edgeguard_clearance};
-use super::config::edgeguard_action;
+use super::config::{edgeguard_action, edgeguard_config};
 use super::edgeguard_result;
 use super::types::edgeguard_str;
 use crate::challenge::{Clearance, Rejection};
@@ -217,58 +217,56 @@ unsafe fn names<'a>(
     Ok(out)
 }
 
-/// Makes the metrics registry of a configuration: `engine` the configured
-/// engine (an `edgeguard_engine`; `Shadow` gives requests series for all
-/// three settings, a location may pick either engine, and score and time
-/// series for both engines), each engine's model names in scoring order
-/// (`rust_models`/`n_rust`, `lua_models`/`n_lua`; null with 0: none, e.g.
-/// not loaded), `challenge` nonzero when a challenge is configured (the
-/// challenge and clearance series) and the verified bots' names
-/// (`bots`/`n_bots`, null with 0: none). Every series starts at 0.
+/// Makes the metrics registry of a configuration. `config` decides the
+/// series (its `engine`: `shadow` gives requests series for all three
+/// settings, a location may pick either engine, and score and time series
+/// for both engines; `challenge_secret`: the challenge and clearance
+/// series; `verified_bots`: a series pair per bot); the caller gives each
+/// engine's model names in scoring order (`rust_models`/`n_rust`,
+/// `lua_models`/`n_lua`; null with 0: none, e.g. not loaded). Every series
+/// starts at 0.
 ///
 /// On success writes a new registry to `*out` (release it with
-/// `edgeguard_metrics_free`). `NullParameter` for a null `out`, list (with
-/// a nonzero count) or name; `InvalidArgument` for an `engine` that is
-/// none or a name that is not UTF-8 (`errbuf` says which).
+/// `edgeguard_metrics_free`). `NullParameter` for a null `config`, `out`,
+/// list (with a nonzero count) or name; `InvalidArgument` for a name that
+/// is not UTF-8 (`errbuf` says which).
 ///
 /// # Safety
-/// The lists point to their counts' NUL-terminated strings (or are null
-/// with 0); `out` is writable; `errbuf` is null or points to `errbuf_len`
-/// writable bytes.
+/// `config` is a live configuration; the lists point to their counts'
+/// NUL-terminated strings (or are null with 0); `out` is writable;
+/// `errbuf` is null or points to `errbuf_len` writable bytes.
 #[no_mangle]
 pub unsafe extern "C" fn edgeguard_metrics_new(
-    engine: c_int,
+    config: *const edgeguard_config,
     rust_models: *const *const c_char,
     n_rust: usize,
     lua_models: *const *const c_char,
     n_lua: usize,
-    challenge: c_int,
-    bots: *const *const c_char,
-    n_bots: usize,
     out: *mut *mut edgeguard_metrics,
     errbuf: *mut c_char,
     errbuf_len: usize,
 ) -> edgeguard_result {
     ffi_panic_boundary! {
-        try_non_null!(out);
-        let Some(engine) = engine_from_int(engine) else {
-            write_error(errbuf, errbuf_len, &format_args!("engine {engine} is none of 0, 1, 2"));
-            return edgeguard_result::InvalidArgument;
-        };
+        try_non_null!(config, out);
         let lists = (
             names(rust_models, n_rust, "Rust model", errbuf, errbuf_len),
             names(lua_models, n_lua, "Lua model", errbuf, errbuf_len),
-            names(bots, n_bots, "bot", errbuf, errbuf_len),
         );
-        let (rust, lua, bots) = match lists {
-            (Ok(r), Ok(l), Ok(b)) => (r, l, b),
-            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return e,
+        let (rust, lua) = match lists {
+            (Ok(r), Ok(l)) => (r, l),
+            (Err(e), _) | (_, Err(e)) => return e,
         };
+        let options = &(*config).options;
+        let bots: Vec<&str> = options
+            .verified_bots
+            .as_deref()
+            .map(|b| (0..b.len()).filter_map(|i| b.name(i)).collect())
+            .unwrap_or_default();
         let registry = Registry::new(&Spec {
-            engine,
+            engine: options.engine(),
             rust_models: &rust,
             lua_models: &lua,
-            challenge: challenge != 0,
+            challenge: options.challenge_secret.is_some(),
             bots: &bots,
         });
         *out = Box::into_raw(Box::new(edgeguard_metrics { registry }));

@@ -1609,28 +1609,35 @@ static void test_metrics_hostile(void) {
     const char *rust[] = {"bot", "sp\"oof"};
     const char *bad_utf8[] = {"bot", "\xff\xfe"};
     const char *with_null[] = {"bot", NULL};
-    const char *bots[] = {"Googlebot"};
-    CHECK_CODE(edgeguard_metrics_new(0, rust, 2, NULL, 0, 1, bots, 1, NULL, err, sizeof err),
-               EDGEGUARD_RESULT_NULL_PARAMETER, "metrics_new: null out");
-    CHECK_CODE(edgeguard_metrics_new(3, rust, 2, NULL, 0, 1, bots, 1, &m, err, sizeof err),
-               EDGEGUARD_RESULT_INVALID_ARGUMENT, "metrics_new: engine 3");
-    CHECK(strstr(err, "engine 3") != NULL, "engine error: %s", err);
-    CHECK_CODE(edgeguard_metrics_new(-1, rust, 2, NULL, 0, 1, bots, 1, &m, NULL, 0),
-               EDGEGUARD_RESULT_INVALID_ARGUMENT, "metrics_new: engine -1, no errbuf");
-    CHECK_CODE(edgeguard_metrics_new(0, NULL, 2, NULL, 0, 1, bots, 1, &m, err, sizeof err),
-               EDGEGUARD_RESULT_NULL_PARAMETER, "metrics_new: null list, count 2");
-    CHECK_CODE(edgeguard_metrics_new(0, rust, SIZE_MAX, NULL, 0, 1, bots, 1, &m, err, sizeof err),
+    /* The configuration gives the series: a challenge and the fixture's
+     * verified bots (Googlebot, bingbot). */
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"challenge_secret\": \"%s/../challenge/secret\", \"verified_bots\": \"%s/../verified/bots.json\"}",
+             fixture_dir, fixture_dir);
+    edgeguard_config *cfg = NULL;
+    CHECK_CODE(config_of(json, &cfg, err, sizeof err), EDGEGUARD_RESULT_OK, "metrics config");
+    if (!cfg)
+        return;
+    CHECK_CODE(edgeguard_metrics_new(cfg, rust, 2, NULL, 0, NULL, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "metrics_new: null out");
+    CHECK_CODE(edgeguard_metrics_new(NULL, rust, 2, NULL, 0, &m, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "metrics_new: null config");
+    CHECK_CODE(edgeguard_metrics_new(cfg, NULL, 2, NULL, 0, &m, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "metrics_new: null list, count 2");
+    CHECK_CODE(edgeguard_metrics_new(cfg, rust, SIZE_MAX, NULL, 0, &m, err, sizeof err),
                EDGEGUARD_RESULT_NULL_PARAMETER, "metrics_new: SIZE_MAX count");
-    CHECK_CODE(edgeguard_metrics_new(0, with_null, 2, NULL, 0, 1, bots, 1, &m, err, sizeof err),
+    CHECK_CODE(edgeguard_metrics_new(cfg, with_null, 2, NULL, 0, &m, err, sizeof err),
                EDGEGUARD_RESULT_NULL_PARAMETER, "metrics_new: null name");
-    CHECK_CODE(edgeguard_metrics_new(0, rust, 2, bad_utf8, 2, 1, bots, 1, &m, err, sizeof err),
+    CHECK_CODE(edgeguard_metrics_new(cfg, rust, 2, bad_utf8, 2, &m, NULL, 0), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "metrics_new: name not UTF-8, no errbuf");
+    CHECK_CODE(edgeguard_metrics_new(cfg, rust, 2, bad_utf8, 2, &m, err, sizeof err),
                EDGEGUARD_RESULT_INVALID_ARGUMENT, "metrics_new: name not UTF-8");
     CHECK(strcmp(err, "Lua model 1 name is not UTF-8") == 0, "utf-8 error: %s", err);
     CHECK(m == NULL, "nothing written on errors");
     CHECK(edgeguard_metrics_len(NULL) == 0 && edgeguard_metrics_text_room(NULL) == 0, "null registry: 0");
     edgeguard_metrics_free(NULL);
-    CHECK_CODE(edgeguard_metrics_new(EDGEGUARD_ENGINE_RUST, rust, 2, NULL, 0, 1, bots, 1, &m, err, sizeof err),
-               EDGEGUARD_RESULT_OK, "metrics_new");
+    CHECK_CODE(edgeguard_metrics_new(cfg, rust, 2, NULL, 0, &m, err, sizeof err), EDGEGUARD_RESULT_OK, "metrics_new");
     size_t n = edgeguard_metrics_len(m);
     CHECK(n > 40, "slots: %zu", n);
 
@@ -1745,8 +1752,10 @@ static void test_metrics_hostile(void) {
     /* Two requests under "rust"; the Lua one has no series but its decision. */
     CHECK(metrics_text_has(m, "edgeguard_requests_total{engine=\"rust\"} 2\n", NULL), "requests counted");
     edgeguard_metrics_free(m);
-    CHECK_CODE(edgeguard_metrics_new(EDGEGUARD_ENGINE_RUST, rust, 2, NULL, 0, 1, bots, 1, &m, err, sizeof err),
-               EDGEGUARD_RESULT_OK, "metrics_new again");
+    /* The registry outlives the configuration it was made from. */
+    CHECK_CODE(edgeguard_metrics_new(cfg, rust, 2, NULL, 0, &m, err, sizeof err), EDGEGUARD_RESULT_OK,
+               "metrics_new again");
+    edgeguard_config_free(cfg);
     out.label.len = 9;
     edgeguard_metrics_request(m, 0, EDGEGUARD_OUTCOME_CHALLENGE, 3, &out);
     edgeguard_metrics_request(m, EDGEGUARD_ENGINE_LUA, EDGEGUARD_OUTCOME_REFUSED, 1, &out);
@@ -1784,10 +1793,6 @@ static edgeguard_policy *challenge_policy(const char *json, char *err, size_t er
 }
 
 static void test_challenge_hostile(void) {
-    /* The answers below count into this registry (a challenge configured). */
-    edgeguard_metrics *cm = NULL;
-    CHECK_CODE(edgeguard_metrics_new(EDGEGUARD_ENGINE_RUST, NULL, 0, NULL, 0, 1, NULL, 0, &cm, NULL, 0),
-               EDGEGUARD_RESULT_OK, "challenge metrics");
     char err[1024], json[2048];
     const char *fixtures = fixture_dir; /* tests/fixtures/catboost */
     snprintf(json, sizeof json,
@@ -1797,6 +1802,13 @@ static void test_challenge_hostile(void) {
     CHECK(p != NULL, "challenge policy: %s", err);
     if (!p)
         return;
+    /* The answers below count into this registry (its configuration's
+     * challenge gives the series). */
+    edgeguard_metrics *cm = NULL;
+    edgeguard_config *mc = NULL;
+    CHECK_CODE(config_of(json, &mc, err, sizeof err), EDGEGUARD_RESULT_OK, "challenge metrics config");
+    CHECK_CODE(edgeguard_metrics_new(mc, NULL, 0, NULL, 0, &cm, NULL, 0), EDGEGUARD_RESULT_OK, "challenge metrics");
+    edgeguard_config_free(mc);
 
     /* Refused files name the file and the line or field. */
     edgeguard_config *c = NULL;

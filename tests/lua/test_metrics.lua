@@ -10,6 +10,7 @@ package.path = "./tests/lua/?.lua;./lua/?.lua;" .. package.path
 local T = require "harness"
 local ffi = require "ffi"
 local metrics = require "resty.edgeguard.metrics"
+local policy = require "resty.edgeguard.policy"
 
 local lib = T.lib()
 local DIR = "tests/fixtures/metrics/"
@@ -85,10 +86,22 @@ end
 local KINDS = { score = 0, decision = 1, headers = 2 }
 local BOT = { verified = 1, fake = 2 }
 
+-- The configuration of a fixture's spec: its engine, the challenge secret
+-- and the verified bots fixture (whose names the spec lists).
+local function config_of(spec)
+    local cfg = assert(policy.new(lib, {
+        engine = spec.engine,
+        challenge_secret = spec.challenge and "tests/fixtures/challenge/secret" or nil,
+        verified_bots = spec.bots and "tests/fixtures/verified/bots.json" or nil,
+    }, "test"))
+    T.eq(table.concat(cfg.options.verified_bot_names or {}, " "), table.concat(spec.bots or {}, " "), "bots")
+    return cfg
+end
+
 local function run(name)
     local spec = spec_of(name)
     local dict = fake_dict()
-    local mx = assert(metrics.new(lib, dict, spec))
+    local mx = assert(metrics.new(lib, config_of(spec), dict, spec.rust_models, spec.lua_models))
     local h = mx.handle
     local out = ffi.new("edgeguard_access_out")
     local scores = ffi.new("double[64]")
@@ -137,7 +150,7 @@ local function run(name)
     return text, table.concat(keys), mx, dict
 end
 
-for _, name in ipairs{ "rust", "shadow" } do
+for _, name in ipairs{ "rust", "shadow", "screen" } do
     T.test(name .. ": the shim's text and dict keys are the Lua module's, byte for byte", function()
         local text, keys = run(name)
         T.eq(keys, T.read(DIR .. name .. ".keys"), "dict keys")
@@ -156,7 +169,7 @@ end
 
 T.test("a refused incr stays pending for the next flush; load errors count once per generation", function()
     local dict = fake_dict()
-    local mx = assert(metrics.new(lib, dict, { engine = "rust", rust_models = { "bot" } }))
+    local mx = assert(metrics.new(lib, config_of{ engine = "rust" }, dict, { "bot" }))
     mx:request("rust", "block", 3)
     dict.fail_incr = true
     local ok, err = mx:flush()
@@ -171,14 +184,14 @@ T.test("a refused incr stays pending for the next flush; load errors count once 
     T.contains(text, 'edgeguard_decisions_total{action="block"} 1\n')
     T.contains(text, "edgeguard_load_errors_total 2\n")
     -- Outside nginx (no dict): counting works, the text is all zeros.
-    local bare = assert(metrics.new(lib, nil, { engine = "lua", lua_models = { "m" } }))
+    local bare = assert(metrics.new(lib, config_of{ engine = "lua" }, nil, nil, { "m" }))
     bare:request("lua", "pass", 0)
     T.eq(bare:flush(), true)
     T.contains(bare:text(), 'edgeguard_requests_total{engine="lua"} 0\n')
 end)
 
 T.test("a bad spec is nil and the library's error", function()
-    local ok, err = metrics.new(lib, nil, { engine = "rust", rust_models = { "ok", "\255" } })
+    local ok, err = metrics.new(lib, config_of{ engine = "rust" }, nil, { "ok", "\255" })
     T.eq(ok, nil)
     T.eq(err, "edgeguard_metrics_new: Rust model 1 name is not UTF-8")
 end)

@@ -354,7 +354,8 @@ T.test("metrics text: cumulative buckets, count from +Inf, escaped labels", func
     }
     -- The registry is Rust's: the legacy engine's exports count scores and
     -- time (edgeguard_access counts the Rust engine's itself).
-    local mx = assert(metrics.new(lib, dict, { engine = "rust", rust_models = { 'a"b' } }))
+    local cfg = assert(require("resty.edgeguard.policy").new(lib, { engine = "rust" }, "test"))
+    local mx = assert(metrics.new(lib, cfg, dict, { 'a"b' }))
     mx:request("rust", "block", 3)
     mx:request("rust", "pass", 0)
     lib.edgeguard_metrics_scores(mx.handle, 0, ffi.new("double[1]", 0.25), 1)

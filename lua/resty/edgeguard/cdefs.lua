@@ -419,14 +419,11 @@ edgeguard_result edgeguard_header_set_find_checked(const edgeguard_header_set *s
                                                    size_t *out_matched,
                                                    size_t *out_unremovable);
 
-edgeguard_result edgeguard_metrics_new(int engine,
+edgeguard_result edgeguard_metrics_new(const edgeguard_config *config,
                                        const char *const *rust_models,
                                        size_t n_rust,
                                        const char *const *lua_models,
                                        size_t n_lua,
-                                       int challenge,
-                                       const char *const *bots,
-                                       size_t n_bots,
                                        edgeguard_metrics **out,
                                        char *errbuf,
                                        size_t errbuf_len);

@@ -49,18 +49,15 @@ local function c_names(list)
     return arr, n
 end
 
---- The metrics of one configuration over the dict `dict` (an
--- ngx.shared.DICT, or nil outside nginx: counting still works, nothing is
--- stored). `spec`: engine ("rust", "lua", "shadow"), rust_models and
--- lua_models (names in scoring order, or nil), challenge (true when a
--- challenge is configured), bots (verified bot names, or nil). Returns the
--- metrics, or nil and an error.
-function _M.new(lib, dict, spec)
-    local rust, nrust = c_names(spec.rust_models)
-    local lua, nlua = c_names(spec.lua_models)
-    local bots, nbots = c_names(spec.bots)
-    local rc = lib.edgeguard_metrics_new(ENGINES[spec.engine], rust, nrust, lua, nlua, spec.challenge and 1 or 0,
-                                         bots, nbots, new_out, errbuf, 256)
+--- The metrics of the configuration `cfg` (resty.edgeguard.policy's: its
+-- engine, challenge and verified bots decide the series) over the dict
+-- `dict` (an ngx.shared.DICT, or nil outside nginx: counting still works,
+-- nothing is stored), with each engine's model names in scoring order
+-- (nil: none). Returns the metrics, or nil and an error.
+function _M.new(lib, cfg, dict, rust_models, lua_models)
+    local rust, nrust = c_names(rust_models)
+    local lua, nlua = c_names(lua_models)
+    local rc = lib.edgeguard_metrics_new(cfg.handle, rust, nrust, lua, nlua, new_out, errbuf, 256)
     if rc ~= 0 then
         return nil, "edgeguard_metrics_new: " .. ffi_string(errbuf)
     end
