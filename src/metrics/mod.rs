@@ -247,9 +247,11 @@ fn families() -> Vec<Family> {
             "Decisions of edgeguard.access, by action.",
         ),
         f("edgeguard_score", score, "Scores per model and engine."),
-        // The Rust engine's time is measured by edgeguard_access itself
-        // (the whole call: strip search, scoring, decision); the Lua
-        // engine's by the shim around it. The HELP text is unchanged.
+        // HELP unchanged. The Rust engine's time is now measured by
+        // edgeguard_access itself (the whole call: strip search, scoring,
+        // decision; no longer the shim's header fetch and clear_header
+        // calls around it); the Lua engine's and shadow mode's by the shim.
+        // Either is the time in the engine per request.
         f(
             "edgeguard_engine_seconds",
             seconds,
