@@ -54,11 +54,10 @@ fn main() {
     } else {
         args.iter().map(|a| a.parse().expect("sizes")).collect()
     };
-    let binary = manifest().join("target/release/edgeguard");
-    assert!(
-        binary.exists(),
-        "build it first: cargo build --release --locked --bin edgeguard"
-    );
+    // The binary cargo built for this bench (same code, bench profile): a
+    // separate `cargo build --release` would be rebuilt by every `cargo
+    // bench` and then rebuild itself, minutes per call on a small machine.
+    let binary = std::path::PathBuf::from(env!("CARGO_BIN_EXE_edgeguard"));
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let dir = manifest().join("target/replay-bench");
     std::fs::create_dir_all(&dir).unwrap();

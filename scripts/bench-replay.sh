@@ -6,5 +6,4 @@
 #     scripts/bench-replay.sh 100000 200000   # quicker
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked --bin edgeguard
 cargo bench --locked --bench replay -- "$@"

@@ -29,15 +29,19 @@ pub(crate) fn starts_with_ci(hay: &[u8], prefix: &[u8]) -> bool {
 /// The unsigned integer spelled by the leading ASCII digits of `s`, if any.
 /// Saturates instead of overflowing: a version of 10^12 is still "huge".
 pub(crate) fn leading_uint(s: &[u8]) -> Option<u32> {
-    let digits = s.iter().take_while(|b| b.is_ascii_digit()).count();
-    if digits == 0 {
-        return None;
+    let mut n = None;
+    for &b in s {
+        let digit = b.wrapping_sub(b'0');
+        if digit > 9 {
+            break;
+        }
+        n = Some(
+            n.unwrap_or(0u32)
+                .saturating_mul(10)
+                .saturating_add(u32::from(digit)),
+        );
     }
-    let mut n: u32 = 0;
-    for &b in &s[..digits] {
-        n = n.saturating_mul(10).saturating_add(u32::from(b - b'0'));
-    }
-    Some(n)
+    n
 }
 
 /// Iterates the non-empty, whitespace-trimmed items of a `sep`-separated
@@ -49,6 +53,17 @@ pub(crate) fn items(s: &[u8], sep: u8) -> impl Iterator<Item = &[u8]> {
         .filter(|item| !item.is_empty())
 }
 
+/// `CONTENT[b]`: `b` is not ASCII whitespace.
+const CONTENT: [bool; 256] = {
+    let mut table = [true; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = !(b as u8).is_ascii_whitespace();
+        b += 1;
+    }
+    table
+};
+
 /// How many items [`items`] gives, in one pass without slicing: an item
 /// is kept when it has a byte that is not ASCII whitespace.
 pub(crate) fn count_items(s: &[u8], sep: u8) -> usize {
@@ -59,7 +74,7 @@ pub(crate) fn count_items(s: &[u8], sep: u8) -> usize {
             count += usize::from(filled);
             filled = false;
         } else {
-            filled |= !b.is_ascii_whitespace();
+            filled |= CONTENT[usize::from(b)];
         }
     }
     count + usize::from(filled)
@@ -125,6 +140,41 @@ mod tests {
         assert_eq!(leading_uint(b"99999999999999999999"), Some(u32::MAX));
     }
 
+    /// The two-pass definition (count the digits, then add them up).
+    fn leading_uint_oracle(s: &[u8]) -> Option<u32> {
+        let digits = s.iter().take_while(|b| b.is_ascii_digit()).count();
+        if digits == 0 {
+            return None;
+        }
+        let mut n: u32 = 0;
+        for &b in &s[..digits] {
+            n = n.saturating_mul(10).saturating_add(u32::from(b - b'0'));
+        }
+        Some(n)
+    }
+
+    #[test]
+    fn leading_uint_agrees_with_the_two_passes() {
+        let pieces: &[&[u8]] = &[
+            b"0",
+            b"1",
+            b"9",
+            b"42",
+            b"4294967295",
+            b"4294967296",
+            b".",
+            b"/",
+            b":",
+            b"a",
+            b" ",
+        ];
+        let mut rng = crate::features::corpus::Rng::new(0x00d1_6175);
+        for _ in 0..50_000 {
+            let s = rng.glue(pieces, 6);
+            assert_eq!(leading_uint(&s), leading_uint_oracle(&s), "{s:?}");
+        }
+    }
+
     #[test]
     fn counts_what_items_gives() {
         let alphabet = [b'a', b' ', b';', b',', b'\t', b'\r', 0x0c, 0xa0];
@@ -144,6 +194,24 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// On the cookie and list headers of the fixtures.
+    #[test]
+    fn counts_what_items_gives_on_the_fixtures() {
+        let mut checked = 0;
+        for (name, sep) in [
+            ("cookie", b';'),
+            ("accept-language", b','),
+            ("accept-encoding", b','),
+            ("accept", b','),
+        ] {
+            for v in crate::features::corpus::values_of(name) {
+                assert_eq!(count_items(&v, sep), items(&v, sep).count(), "{v:?}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 3000, "{checked}");
     }
 
     #[test]

@@ -58,31 +58,34 @@ fn is_grease(brand: &[u8]) -> bool {
     brand.starts_with(b"Not") && super::bytes::find(brand, b"Brand").is_some()
 }
 
-/// The Chromium major version a `sec-ch-ua` value claims: the `Chromium`
-/// brand's, or else the highest non-GREASE brand's. `None` if the value
+/// What the features read from a `sec-ch-ua` value, in one pass over its
+/// brands (two passes parsed every brand list twice).
+///
+/// `major`: the Chromium major version the value claims, the `Chromium`
+/// brand's, or else the highest non-GREASE brand's; `None` if the value
 /// names no versioned brand (which a browser never sends).
-pub fn chromium_major(value: &[u8]) -> Option<u32> {
+///
+/// `brand`: the first brand that is neither GREASE nor `Chromium`, the
+/// browser's own name (`Google Chrome`, `Microsoft Edge`, `Brave`,
+/// `HeadlessChrome`); empty if there is none.
+pub fn read(value: &[u8]) -> (Option<u32>, &[u8]) {
     let mut best = None;
+    let mut chromium = None;
+    let mut product = None;
     for (brand, major) in brands(value) {
         if brand == b"Chromium" {
-            if major.is_some() {
-                return major;
+            if chromium.is_none() && major.is_some() {
+                chromium = major;
             }
         } else if !is_grease(brand) {
             best = best.max(major);
+            product.get_or_insert(brand);
+        }
+        if chromium.is_some() && product.is_some() {
+            break;
         }
     }
-    best
-}
-
-/// The first brand of a `sec-ch-ua` value that is neither GREASE nor
-/// `Chromium`: the browser's own name (`Google Chrome`, `Microsoft Edge`,
-/// `Brave`, `HeadlessChrome`). Empty if there is none.
-pub fn product_brand(value: &[u8]) -> &[u8] {
-    brands(value)
-        .map(|(brand, _)| brand)
-        .find(|&b| b != b"Chromium" && !is_grease(b))
-        .unwrap_or(b"")
+    (chromium.or(best), product.unwrap_or(b""))
 }
 
 /// Whether a `sec-ch-ua-platform` value agrees with the OS the UA claims;
@@ -110,6 +113,67 @@ pub fn mobile_flag(value: &[u8]) -> Option<bool> {
 mod tests {
     use super::*;
 
+    /// The two passes [`read`] replaced: the major...
+    fn chromium_major(value: &[u8]) -> Option<u32> {
+        let mut best = None;
+        for (brand, major) in brands(value) {
+            if brand == b"Chromium" {
+                if major.is_some() {
+                    return major;
+                }
+            } else if !is_grease(brand) {
+                best = best.max(major);
+            }
+        }
+        best
+    }
+
+    /// ...and the product brand.
+    fn product_brand(value: &[u8]) -> &[u8] {
+        brands(value)
+            .map(|(brand, _)| brand)
+            .find(|&b| b != b"Chromium" && !is_grease(b))
+            .unwrap_or(b"")
+    }
+
+    /// On every `sec-ch-ua` of the fixtures and on lists glued from brand
+    /// entries, GREASE and malformed pieces.
+    #[test]
+    fn read_agrees_with_the_two_passes() {
+        let same = |v: &[u8]| {
+            assert_eq!(
+                read(v),
+                (chromium_major(v), product_brand(v)),
+                "{:?}",
+                String::from_utf8_lossy(v)
+            );
+        };
+        let fixtures = crate::features::corpus::values_of("sec-ch-ua");
+        assert!(fixtures.len() > 500, "{}", fixtures.len());
+        for v in &fixtures {
+            same(v);
+        }
+        let pieces: &[&[u8]] = &[
+            b"\"Chromium\";v=\"147\"",
+            b"\"Chromium\"",
+            b"\"Google Chrome\";v=\"146\"",
+            b"\"Brave\";v=\"99\"",
+            b"\"Not.A/Brand\";v=\"8\"",
+            b"\"Not)A;Brand\";v=\"24\"",
+            b"\"Microsoft Edge\"",
+            b", ",
+            b",",
+            b" ",
+            b";v=\"1\"",
+            b"\"",
+            b"x",
+        ];
+        let mut rng = crate::features::corpus::Rng::new(0xc4_0a);
+        for _ in 0..100_000 {
+            same(&rng.glue(pieces, 7));
+        }
+    }
+
     #[test]
     fn parses_brand_lists() {
         let v = br#""Google Chrome";v="147", "Not.A/Brand";v="8", "Chromium";v="147""#;
@@ -122,19 +186,21 @@ mod tests {
                 (b"Chromium", Some(147))
             ]
         );
-        assert_eq!(chromium_major(v), Some(147));
+        assert_eq!(read(v).0, Some(147));
         // A GREASE brand with ';' inside the quotes, no Chromium brand.
         let v = br#""Not;A=Brand";v="99", "Microsoft Edge";v="120""#;
-        assert_eq!(chromium_major(v), Some(120));
-        assert_eq!(chromium_major(br#""Not)A;Brand";v="24""#), None);
-        assert_eq!(chromium_major(b"Chrome 120"), None);
-        assert_eq!(chromium_major(br#""Chromium""#), None);
-        assert_eq!(chromium_major(b""), None);
+        assert_eq!(read(v).0, Some(120));
+        assert_eq!(read(br#""Not)A;Brand";v="24""#).0, None);
+        assert_eq!(read(b"Chrome 120").0, None);
+        assert_eq!(read(br#""Chromium""#).0, None);
+        assert_eq!(read(b"").0, None);
         // Brave sends its own brand and Chromium's version.
         assert_eq!(
-            chromium_major(br#""Brave";v="147", "Chromium";v="147""#),
-            Some(147)
+            read(br#""Brave";v="147", "Chromium";v="147""#),
+            (Some(147), &b"Brave"[..])
         );
+        assert_eq!(read(v).1, b"Microsoft Edge");
+        assert_eq!(read(br#""Chromium";v="9", "Not)A;Brand""#).1, b"");
     }
 
     #[test]

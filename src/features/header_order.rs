@@ -161,29 +161,39 @@ impl Folded {
 
     /// Whether `name` (as long as this name, at least two bytes) equals it
     /// ignoring ASCII case.
+    ///
+    /// Up to 16 bytes (most names) it compares two words that may overlap,
+    /// the first and the last, without a loop.
     fn matches(&self, name: &[u8]) -> bool {
         let n = name.len();
-        if n < 8 {
-            return name
+        let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap());
+        let half = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().unwrap());
+        let same = |at: usize| word(name, at) | word(&self.case, at) == word(&self.bytes, at);
+        let same_half = |at: usize| half(name, at) | half(&self.case, at) == half(&self.bytes, at);
+        match n {
+            0..=3 => name
                 .iter()
                 .zip(&self.bytes)
                 .zip(&self.case)
-                .all(|((&b, &k), &m)| b | m == k);
-        }
-        let word = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap());
-        let mut at = 0;
-        loop {
-            // The last word overlaps the one before it when `n` is not a
-            // multiple of eight.
-            let at_end = at + 8 >= n;
-            let w = if at_end { n - 8 } else { at };
-            if word(name, w) | word(&self.case, w) != word(&self.bytes, w) {
-                return false;
+                .all(|((&b, &k), &m)| b | m == k),
+            4..=7 => same_half(0) && same_half(n - 4),
+            8..=16 => same(0) && same(n - 8),
+            _ => {
+                let mut at = 0;
+                loop {
+                    // The last word overlaps the one before it when `n` is
+                    // not a multiple of eight.
+                    let at_end = at + 8 >= n;
+                    let w = if at_end { n - 8 } else { at };
+                    if !same(w) {
+                        return false;
+                    }
+                    if at_end {
+                        return true;
+                    }
+                    at += 8;
+                }
             }
-            if at_end {
-                return true;
-            }
-            at += 8;
         }
     }
 }
@@ -245,6 +255,7 @@ pub struct CanonicalOrder {
 const NO_RANK: u8 = u8::MAX;
 
 const fn ranks(order: &[u8]) -> CanonicalOrder {
+    assert!(order.len() <= 8 * RANK_WORDS, "inversions counts 24 ranks");
     let mut ranks = [NO_RANK; 128];
     let mut i = 0;
     while i < order.len() {
@@ -281,28 +292,41 @@ pub const MAX_RANKED: usize = 64;
 /// Counts pairs of headers (both in `order`) that arrived in the opposite of
 /// the canonical order. Codes not in `order` are ignored; repeated headers
 /// (split cookies) are equal and never count.
+///
+/// One pass: each header adds the number of earlier headers ranked after
+/// it, read from per-rank counts kept one byte per rank in [`RANK_WORDS`]
+/// words (a rank's count is at most [`MAX_RANKED`], and so is the sum of all
+/// of them, so the bytes never carry and one multiplication adds them up).
+/// Comparing every pair cost more than the rest of the order features.
 pub fn inversions(codes: impl Iterator<Item = u8>, order: &CanonicalOrder) -> u32 {
-    let mut ranks = [0u8; MAX_RANKED];
+    let mut counts = [0u64; RANK_WORDS];
     let mut n = 0;
+    let mut total = 0;
     for c in codes {
         if n == MAX_RANKED {
             break;
         }
         let rank = order.ranks.get(usize::from(c)).copied().unwrap_or(NO_RANK);
-        if rank != NO_RANK {
-            ranks[n] = rank;
-            n += 1;
+        if rank == NO_RANK {
+            continue;
         }
-    }
-    let ranks = &ranks[..n];
-    let mut count = 0;
-    for (i, &a) in ranks.iter().enumerate() {
-        for &b in &ranks[i + 1..] {
-            count += u32::from(b < a);
+        n += 1;
+        let (w, k) = (usize::from(rank / 8), u32::from(rank % 8));
+        let mut above = counts[w].checked_shr(8 * k + 8).unwrap_or(0);
+        for &word in &counts[w + 1..] {
+            above += word;
         }
+        total += (above.wrapping_mul(0x0101_0101_0101_0101) >> 56) as u32;
+        counts[w] += 1 << (8 * k);
     }
-    count
+    total
 }
+
+/// Words of per-rank counts [`inversions`] keeps: canonical orders rank at
+/// most `8 * RANK_WORDS` codes.
+const RANK_WORDS: usize = 3;
+
+const _: () = assert!(MAX_RANKED < 256, "inversions' per-rank byte counts");
 
 /// Builds the `header_order` fingerprint in a fixed buffer: the codes of
 /// known headers in arrival order, runs of the same code collapsed (HTTP/2
@@ -462,6 +486,70 @@ mod tests {
         assert_eq!(inversions(b"hQ".iter().copied(), order), 0);
         assert_eq!(inversions(std::iter::repeat_n(b'k', 500), order), 0);
         assert!(canonical_order(Family::Curl).is_none());
+    }
+
+    /// The pair-by-pair count [`inversions`] replaced.
+    fn inversions_oracle(codes: impl Iterator<Item = u8>, order: &CanonicalOrder) -> u32 {
+        let mut ranks = [0u8; MAX_RANKED];
+        let mut n = 0;
+        for c in codes {
+            if n == MAX_RANKED {
+                break;
+            }
+            let rank = order.ranks.get(usize::from(c)).copied().unwrap_or(NO_RANK);
+            if rank != NO_RANK {
+                ranks[n] = rank;
+                n += 1;
+            }
+        }
+        let ranks = &ranks[..n];
+        let mut count = 0;
+        for (i, &a) in ranks.iter().enumerate() {
+            for &b in &ranks[i + 1..] {
+                count += u32::from(b < a);
+            }
+        }
+        count
+    }
+
+    /// On the header orders of the fixtures and on random code sequences
+    /// (repeats, unranked codes, more than [`MAX_RANKED`] codes), against
+    /// each canonical order.
+    #[test]
+    fn inversions_agree_with_comparing_every_pair() {
+        let mut sequences: Vec<Vec<u8>> = crate::features::corpus::requests()
+            .iter()
+            .map(|r| r.headers.iter().map(|(name, _)| code(name)).collect())
+            .collect();
+        let alphabet: Vec<u8> = CODES
+            .iter()
+            .map(|&(_, c)| c)
+            .chain([UNKNOWN, OTHER_CLIENT_HINT, OTHER_FETCH, b'+', 200])
+            .collect();
+        let mut rng = crate::features::corpus::Rng::new(0x1a_7e55);
+        for _ in 0..20_000 {
+            let len = rng.below(90);
+            sequences.push(
+                (0..len)
+                    .map(|_| alphabet[rng.below(alphabet.len())])
+                    .collect(),
+            );
+        }
+        // The largest counts: 64 ranked headers, the last-ranked ones
+        // (Chromium's `p`, Firefox's `t`) first, then the first-ranked.
+        for (last, first) in [(b'p', b'c'), (b't', b'u'), (b'c', b'a')] {
+            sequences.push([vec![last; 40], vec![first; 40]].concat());
+        }
+        for seq in &sequences {
+            for order in [&CHROMIUM, &FIREFOX, &SAFARI] {
+                assert_eq!(
+                    inversions(seq.iter().copied(), order),
+                    inversions_oracle(seq.iter().copied(), order),
+                    "{:?}",
+                    String::from_utf8_lossy(seq)
+                );
+            }
+        }
     }
 
     #[test]

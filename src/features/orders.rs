@@ -160,6 +160,10 @@ fn for_each_pair(codes: &[u8], mut f: impl FnMut(usize, usize)) {
 pub struct OrderTable {
     /// `seen[engine][a]` has bit `b` set when `a` before `b` was seen.
     seen: [[u64; RANKED]; Engine::ALL.len()],
+    /// Derived from `seen` ([`OrderTable::derived`]): `only[engine][b]` has
+    /// bit `a` set when `b` before `a` was seen and `a` before `b` never
+    /// was, the pairs [`OrderTable::reversed_pairs`] counts.
+    only: [[u64; RANKED]; Engine::ALL.len()],
 }
 
 impl std::fmt::Debug for OrderTable {
@@ -173,7 +177,24 @@ impl OrderTable {
     pub fn empty() -> Self {
         OrderTable {
             seen: [[0; RANKED]; Engine::ALL.len()],
+            only: [[0; RANKED]; Engine::ALL.len()],
         }
+    }
+
+    /// The table with `only` computed from `seen`: every constructor
+    /// ends here.
+    fn derived(mut self) -> Self {
+        for (seen, only) in self.seen.iter().zip(&mut self.only) {
+            for (b, only_b) in only.iter_mut().enumerate() {
+                *only_b = 0;
+                for (a, &row_a) in seen.iter().enumerate() {
+                    if seen[b] & (1 << a) != 0 && row_a & (1 << b) == 0 {
+                        *only_b |= 1 << a;
+                    }
+                }
+            }
+        }
+        self
     }
 
     /// Reads the text form (see the module docs). Errors name the engine or
@@ -216,7 +237,7 @@ impl OrderTable {
                 }
             }
         }
-        Ok(table)
+        Ok(table.derived())
     }
 
     /// The text form, sorted: equal tables give equal text.
@@ -256,33 +277,28 @@ impl OrderTable {
     /// the other way round (`b` before `a`, never `a` before `b`).
     /// Allocates nothing.
     ///
-    /// One pass from the end collects, for every position, the set of
-    /// header positions after it; a header's pairs are those of its first
-    /// occurrence (the largest such set), so each distinct pair is looked
-    /// at once, as `for_each_pair` enumerates them, in bit operations.
+    /// A distinct pair `a` before `b` is in `codes` when the first `a`
+    /// comes before the last `b`. One pass notes, at each header's last
+    /// occurrence, the set of headers that came first before it; each
+    /// header `b` then adds the pairs of that set in `only[b]`, one
+    /// population count (the pairs were enumerated one by one, twice).
     pub fn reversed_pairs(&self, engine: Engine, codes: &[u8]) -> u32 {
-        let rows = &self.seen[engine.index()];
+        let only = &self.only[engine.index()];
         let codes = &codes[..codes.len().min(MAX_CODES)];
-        let mut after = [0u64; MAX_CODES + 1];
-        for (i, &c) in codes.iter().enumerate().rev() {
-            after[i] = after[i + 1] | position(c).map_or(0, |p| 1 << p);
+        let mut before = 0u64;
+        let mut before_last = [0u64; RANKED];
+        for &c in codes {
+            let Some(p) = position(c) else { continue };
+            before_last[p] = before;
+            before |= 1 << p;
         }
-        let mut firsts = 0u64;
         let mut reversed = 0;
-        for (i, &c) in codes.iter().enumerate() {
-            let Some(a) = position(c) else { continue };
-            if firsts & (1 << a) != 0 {
-                continue;
-            }
-            firsts |= 1 << a;
-            // Later headers `b` with `a` before `b` never seen...
-            let mut unseen = after[i + 1] & !(1 << a) & !rows[a];
-            while unseen != 0 {
-                let b = unseen.trailing_zeros() as usize;
-                // ...and `b` before `a` seen.
-                reversed += ((rows[b] >> a) & 1) as u32;
-                unseen &= unseen - 1;
-            }
+        let mut present = before;
+        while present != 0 {
+            let b = present.trailing_zeros() as usize;
+            // `only[b]` never has bit `b`: `b` before `b` is no pair.
+            reversed += (before_last[b] & only[b]).count_ones();
+            present &= present - 1;
         }
         reversed
     }
@@ -326,7 +342,7 @@ impl OrderCounts {
                 }
             }
         }
-        table
+        table.derived()
     }
 }
 
@@ -369,6 +385,7 @@ mod tests {
             for row in table.seen[0].iter_mut() {
                 *row = next() & next();
             }
+            let table = table.derived();
             let len = (next() % 70) as usize;
             let seq: Vec<u8> = (0..len)
                 .map(|_| {

@@ -18,25 +18,36 @@ pub struct Target<'a> {
 
 /// Splits a request target. An absolute-form target
 /// (`http://host/path`, as sent to proxies) is reduced to its path.
+///
+/// One scan finds the end of the path (a `?` or `#`) and one the end of the
+/// query; a target that does not start with `h` has no scheme to look for.
 pub fn split(uri: &[u8]) -> Target<'_> {
     let mut rest = uri;
-    for scheme in [&b"http://"[..], b"https://"] {
-        if rest.len() >= scheme.len() && rest[..scheme.len()].eq_ignore_ascii_case(scheme) {
-            let after = &rest[scheme.len()..];
-            let slash = after
-                .iter()
-                .position(|&b| matches!(b, b'/' | b'?' | b'#'))
-                .unwrap_or(after.len());
-            rest = &after[slash..];
-            break;
+    if rest.first().is_some_and(|&b| b | 0x20 == b'h') {
+        for scheme in [&b"http://"[..], b"https://"] {
+            if rest.len() >= scheme.len() && rest[..scheme.len()].eq_ignore_ascii_case(scheme) {
+                let after = &rest[scheme.len()..];
+                let slash = after
+                    .iter()
+                    .position(|&b| matches!(b, b'/' | b'?' | b'#'))
+                    .unwrap_or(after.len());
+                rest = &after[slash..];
+                break;
+            }
         }
     }
-    let end = rest.iter().position(|&b| b == b'#').unwrap_or(rest.len());
-    let rest = &rest[..end];
-    match rest.iter().position(|&b| b == b'?') {
-        Some(q) => Target {
-            path: &rest[..q],
-            query: &rest[q + 1..],
+    match rest.iter().position(|&b| b == b'?' || b == b'#') {
+        Some(q) if rest[q] == b'?' => {
+            let query = &rest[q + 1..];
+            let end = query.iter().position(|&b| b == b'#').unwrap_or(query.len());
+            Target {
+                path: &rest[..q],
+                query: &query[..end],
+            }
+        }
+        Some(fragment) => Target {
+            path: &rest[..fragment],
+            query: b"",
         },
         None => Target {
             path: rest,
@@ -47,15 +58,26 @@ pub fn split(uri: &[u8]) -> Target<'_> {
 
 /// Number of non-empty path segments: `/` is 0, `/a/b/` is 2.
 pub fn depth(path: &[u8]) -> u32 {
-    path.split(|&b| b == b'/').filter(|s| !s.is_empty()).count() as u32
+    count_runs(path, b'/')
 }
 
 /// Number of non-empty `&`-separated query arguments.
 pub fn arg_count(query: &[u8]) -> u32 {
-    query
-        .split(|&b| b == b'&')
-        .filter(|s| !s.is_empty())
-        .count() as u32
+    count_runs(query, b'&')
+}
+
+/// Number of non-empty runs of bytes other than `sep`: the non-empty
+/// pieces `split(sep)` gives, counted where each one starts, without
+/// slicing.
+fn count_runs(s: &[u8], sep: u8) -> u32 {
+    let mut runs = 0;
+    let mut after_sep = true;
+    for &b in s {
+        let at_sep = b == sep;
+        runs += u32::from(after_sep & !at_sep);
+        after_sep = at_sep;
+    }
+    runs
 }
 
 /// The extension of the last path segment: the bytes after its last `.`,
@@ -91,6 +113,79 @@ pub fn write_ext(ext: &[u8], buf: &mut [u8; MAX_EXT]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The definitions [`split`], [`depth`] and [`arg_count`] replaced.
+    fn split_oracle(uri: &[u8]) -> Target<'_> {
+        let mut rest = uri;
+        for scheme in [&b"http://"[..], b"https://"] {
+            if rest.len() >= scheme.len() && rest[..scheme.len()].eq_ignore_ascii_case(scheme) {
+                let after = &rest[scheme.len()..];
+                let slash = after
+                    .iter()
+                    .position(|&b| matches!(b, b'/' | b'?' | b'#'))
+                    .unwrap_or(after.len());
+                rest = &after[slash..];
+                break;
+            }
+        }
+        let end = rest.iter().position(|&b| b == b'#').unwrap_or(rest.len());
+        let rest = &rest[..end];
+        match rest.iter().position(|&b| b == b'?') {
+            Some(q) => Target {
+                path: &rest[..q],
+                query: &rest[q + 1..],
+            },
+            None => Target {
+                path: rest,
+                query: b"",
+            },
+        }
+    }
+
+    fn pieces_oracle(s: &[u8], sep: u8) -> u32 {
+        s.split(|&b| b == sep).filter(|s| !s.is_empty()).count() as u32
+    }
+
+    /// On the request targets of the fixtures and on targets glued from
+    /// schemes, separators and path pieces.
+    #[test]
+    fn agrees_with_the_definitions() {
+        let same = |uri: &[u8]| {
+            let t = split(uri);
+            let show = String::from_utf8_lossy(uri);
+            assert_eq!(t, split_oracle(uri), "{show}");
+            assert_eq!(depth(t.path), pieces_oracle(t.path, b'/'), "{show}");
+            assert_eq!(arg_count(t.query), pieces_oracle(t.query, b'&'), "{show}");
+        };
+        let uris: Vec<Vec<u8>> = crate::features::corpus::requests()
+            .into_iter()
+            .map(|r| r.uri)
+            .collect();
+        assert!(uris.iter().filter(|u| u.contains(&b'?')).count() > 50);
+        for uri in &uris {
+            same(uri);
+        }
+        let pieces: &[&[u8]] = &[
+            b"/",
+            b"//",
+            b"?",
+            b"#",
+            b"&",
+            b"&&",
+            b"a",
+            b"x.php",
+            b"=",
+            b"http://",
+            b"HTTPS://",
+            b"h",
+            b"example.com",
+            b"%2F",
+        ];
+        let mut rng = crate::features::corpus::Rng::new(0x0e_1a_4a);
+        for _ in 0..100_000 {
+            same(&rng.glue(pieces, 8));
+        }
+    }
 
     #[test]
     fn target_table() {

@@ -229,17 +229,45 @@ const BOT_START: [u16; 256] = {
 
 const _: () = assert!(BOT_WORDS.len() <= 16, "BOT_START holds 16 words");
 
-/// `DELIMITER[b]`: `b` ends a token (space, `(`, `)`, `;`, `,`, `/`).
-const DELIMITER: [bool; 256] = {
-    let mut table = [false; 256];
+/// `BOT_SECOND[b]`: bit `k` is set when word `k` of [`BOT_WORDS`] has `b`
+/// as its second byte, in either case. With [`BOT_START`] it rules out most
+/// positions whose byte starts a word (`c` in `Gecko`, `S` in `Safari`)
+/// with one more table load.
+const BOT_SECOND: [u16; 256] = {
+    let mut table = [0u16; 256];
+    let mut k = 0;
+    while k < BOT_WORDS.len() {
+        let second = BOT_WORDS[k][1];
+        table[second as usize] |= 1 << k;
+        table[second.to_ascii_uppercase() as usize] |= 1 << k;
+        k += 1;
+    }
+    table
+};
+
+/// `CLASS[b]`: the bits of [`BOT_START`] for `b`, and [`DELIMITER`] when
+/// `b` ends a token (space, `(`, `)`, `;`, `,`, `/`). No delimiter starts a
+/// bot word, so one table load per byte tells the scan what, if anything,
+/// to do there.
+const CLASS: [u16; 256] = {
+    let mut table = BOT_START;
     let delimiters = b" ();,/";
     let mut i = 0;
     while i < delimiters.len() {
-        table[delimiters[i] as usize] = true;
+        assert!(
+            table[delimiters[i] as usize] == 0,
+            "a delimiter starts a bot word"
+        );
+        table[delimiters[i] as usize] = DELIMITER;
         i += 1;
     }
     table
 };
+
+/// The bit of [`CLASS`] that marks a token delimiter (above the word bits).
+const DELIMITER: u16 = 1 << 15;
+
+const _: () = assert!(BOT_WORDS.len() < 15, "CLASS keeps bit 15 for delimiters");
 
 /// Product tokens (`Name/version`) the family decision looks at.
 const PRODUCTS: [&[u8]; 13] = [
@@ -268,42 +296,115 @@ const VERSION: usize = 10;
 const SAFARI: usize = 11;
 const AIOHTTP: usize = 12;
 
+/// The index in [`PRODUCTS`] of `token`, if it is one: the length and the
+/// first byte pick the one candidate (distinct for every product, see the
+/// test), and one comparison confirms it. Every `/` of a UA ends a token
+/// looked up here; comparing it with each product in turn cost more than
+/// the rest of the scan.
+fn product(token: &[u8]) -> Option<usize> {
+    // Each arm compares with a constant product, so the comparison is a
+    // few loads of known size instead of a call to `bcmp`.
+    #[inline(always)]
+    fn is(token: &[u8], k: usize) -> Option<usize> {
+        (token == PRODUCTS[k]).then_some(k)
+    }
+    match (token.len(), *token.first()?) {
+        (14, b'H') => is(token, HEADLESS),
+        (3, b'E') => is(token, EDGE[0]),
+        (4, b'E') => is(token, EDGE[1]),
+        (6, b'E') => is(token, EDGE[2]),
+        (3, b'O') => is(token, OPERA),
+        (14, b'S') => is(token, SAMSUNG),
+        (7, b'F') => is(token, FIREFOX[0]),
+        (5, b'F') => is(token, FIREFOX[1]),
+        (5, b'C') => is(token, CRIOS),
+        (6, b'C') => is(token, CHROME),
+        (7, b'V') => is(token, VERSION),
+        (6, b'S') => is(token, SAFARI),
+        (7, b'a') => is(token, AIOHTTP),
+        _ => None,
+    }
+}
+
 /// Which [`PRODUCTS`] a UA names, with the major of the first occurrence,
-/// and whether it has a `Mobile` token.
+/// whether it has a `Mobile` token, and whether it declares itself a bot.
 struct Products {
     found: [bool; PRODUCTS.len()],
     major: [Option<u32>; PRODUCTS.len()],
     mobile: bool,
+    /// The UA contains one of [`BOT_WORDS`] (ASCII case-insensitive).
+    bot: bool,
+    /// Where the first comment's bytes start and end ([`Products::comment`]).
+    comment: Option<(usize, usize)>,
 }
 
 impl Products {
     /// One pass over the UA: tokens end at a space, `(`, `)`, `;`, `,` or
     /// `/`; a token ended by `/` is a product name followed by its version.
+    /// The same pass looks for the bot words: each position is checked only
+    /// against the words starting with its byte (see [`bot_word_at`]).
+    ///
+    /// Out of line: inlined into the extraction, the loop ran out of
+    /// registers and kept its counters on the stack (16 instructions per
+    /// byte instead of 5).
+    #[inline(never)]
     fn scan(ua: &[u8]) -> Self {
-        let mut p = Products {
-            found: [false; PRODUCTS.len()],
-            major: [None; PRODUCTS.len()],
-            mobile: false,
-        };
+        let mut found = [false; PRODUCTS.len()];
+        let mut major = [None; PRODUCTS.len()];
+        // Locals, not fields of the result: stores through the result's
+        // pointer on every delimiter cost more than the comparisons.
+        let mut mobile = false;
+        let mut bot = false;
+        // The first comment: after the first `(`, up to the next `)`.
+        let mut open = None;
+        let mut close = None;
         let mut start = 0;
-        for (i, &b) in ua.iter().enumerate() {
-            if !DELIMITER[usize::from(b)] {
+        let mut i = 0;
+        loop {
+            // Most bytes are neither a delimiter nor the start of a word.
+            while i < ua.len() && CLASS[usize::from(ua[i])] == 0 {
+                i += 1;
+            }
+            let Some(&b) = ua.get(i) else { break };
+            let class = CLASS[usize::from(b)];
+            i += 1;
+            if class != DELIMITER {
+                // `i` is the next byte's index: words are two bytes or more.
+                let words = class & ua.get(i).map_or(0, |&next| BOT_SECOND[usize::from(next)]);
+                bot = bot || (words != 0 && bot_word_at(ua, i - 1, words));
                 continue;
             }
-            let token = &ua[start..i];
-            p.mobile |= token == b"Mobile";
+            let token = &ua[start..i - 1];
+            mobile |= token == b"Mobile";
+            if b == b'(' && open.is_none() {
+                open = Some(i);
+            } else if b == b')' && open.is_some() && close.is_none() {
+                close = Some(i - 1);
+            }
             if b == b'/' {
-                if let Some(k) = PRODUCTS.iter().position(|&name| name == token) {
-                    if !p.found[k] {
-                        p.found[k] = true;
-                        p.major[k] = leading_uint(&ua[i + 1..]);
+                if let Some(k) = product(token) {
+                    if !found[k] {
+                        found[k] = true;
+                        major[k] = leading_uint(&ua[i..]);
                     }
                 }
             }
-            start = i + 1;
+            start = i;
         }
-        p.mobile |= &ua[start..] == b"Mobile";
-        p
+        mobile |= &ua[start..] == b"Mobile";
+        Products {
+            found,
+            major,
+            mobile,
+            bot,
+            comment: open.map(|open| (open, close.unwrap_or(ua.len()))),
+        }
+    }
+
+    /// The first comment of the UA this scan read, without its
+    /// parentheses; `None` without a `(`.
+    fn comment<'u>(&self, ua: &'u [u8]) -> Option<&'u [u8]> {
+        self.comment.map(|(open, close)| &ua[open..close])
     }
 
     fn get(&self, k: usize) -> Option<Option<u32>> {
@@ -311,28 +412,25 @@ impl Products {
     }
 }
 
-/// Whether the UA contains one of [`BOT_WORDS`] (ASCII case-insensitive),
-/// in one pass: each position is checked only against the words starting
-/// with its byte, and the rest of a word is compared only when its second
-/// byte matches too (`c`, `s` and `h` start words and are common in browser
-/// UAs: `Chrome`, `Safari`, `KHTML`).
-fn declares_bot(ua: &[u8]) -> bool {
-    ua.iter().enumerate().any(|(i, &b)| {
-        let mut words = BOT_START[usize::from(b)];
-        while words != 0 {
-            let w = BOT_WORDS[words.trailing_zeros() as usize];
-            // `w[1]` is a lower-case letter (checked below), so setting bit
-            // 5 is an exact case-insensitive comparison.
-            if ua.len() - i >= w.len()
-                && (ua[i + 1] | 0x20) == w[1]
-                && ua[i + 2..i + w.len()].eq_ignore_ascii_case(&w[2..])
-            {
-                return true;
-            }
-            words &= words - 1;
+/// Whether one of the bot words in `words` (bits of [`BOT_WORDS`], those
+/// starting with `ua[i]`) starts at `i`, ASCII case-insensitive. The rest
+/// of a word is compared only when its second byte matches too (`c`, `s`
+/// and `h` start words and are common in browser UAs: `Chrome`, `Safari`,
+/// `KHTML`).
+fn bot_word_at(ua: &[u8], i: usize, mut words: u16) -> bool {
+    while words != 0 {
+        let w = BOT_WORDS[words.trailing_zeros() as usize];
+        // `w[1]` is a lower-case letter (checked below), so setting bit
+        // 5 is an exact case-insensitive comparison.
+        if ua.len() - i >= w.len()
+            && (ua[i + 1] | 0x20) == w[1]
+            && ua[i + 2..i + w.len()].eq_ignore_ascii_case(&w[2..])
+        {
+            return true;
         }
-        false
-    })
+        words &= words - 1;
+    }
+    false
 }
 
 const _: () = {
@@ -340,7 +438,7 @@ const _: () = {
     while k < BOT_WORDS.len() {
         assert!(
             BOT_WORDS[k].len() >= 2 && BOT_WORDS[k][1].is_ascii_lowercase(),
-            "declares_bot compares second bytes as lower-case letters"
+            "bot_word_at compares second bytes as lower-case letters"
         );
         k += 1;
     }
@@ -372,7 +470,7 @@ pub fn parse(ua: &[u8]) -> UserAgent {
         family,
         major,
         chromium,
-        os: os(ua),
+        os: os(products.comment(ua)),
         mobile: products.mobile,
     }
 }
@@ -399,7 +497,7 @@ fn family_and_major(ua: &[u8], products: &Products) -> (Family, Option<u32>) {
     }
     // Crawlers usually embed a browser UA (Googlebot's smartphone UA says
     // Chrome), so the declaration wins over the engine tokens.
-    if declares_bot(ua) {
+    if products.bot {
         return (Family::Bot, None);
     }
     // Branded Chromium browsers also carry `Chrome/`: they come first.
@@ -432,18 +530,16 @@ fn family_and_major(ua: &[u8], products: &Products) -> (Family, Option<u32>) {
 /// One pass over the comment notes every platform word in it; the first
 /// in priority order wins (iOS UAs say "like Mac OS X", Android UAs say
 /// "Linux": order matters), as if each word were searched for in turn.
-fn os(ua: &[u8]) -> Os {
+///
+/// `comment` is [`Products::comment`]: the scan has seen the parentheses.
+fn os(comment: Option<&[u8]>) -> Os {
     const ANDROID: u8 = 1;
     const IOS: u8 = 2;
     const CHROME_OS: u8 = 4;
     const MAC_OS: u8 = 8;
     const LINUX: u8 = 16;
-    let comment = match ua.iter().position(|&b| b == b'(') {
-        Some(open) => {
-            let rest = &ua[open + 1..];
-            &rest[..rest.iter().position(|&b| b == b')').unwrap_or(rest.len())]
-        }
-        None => return Os::Other,
+    let Some(comment) = comment else {
+        return Os::Other;
     };
     let mut seen = 0u8;
     for i in 0..comment.len() {
@@ -552,12 +648,12 @@ mod tests {
         assert!(Products::scan(b"Mozilla/5.0 (Android 16; Mobile; rv:150.0)").mobile);
         assert!(Products::scan(b"x Mobile").mobile);
         assert!(!Products::scan(b"x Mobiles IEMobile/9").mobile);
-        assert!(declares_bot(b"Mozilla/5.0 (compatible; YandexBot/3.0)"));
-        assert!(declares_bot(b"x +HTTPS://a"));
-        assert!(!declares_bot(
-            b"Mozilla/5.0 (Windows NT 10.0) Chrome/1 Safari/1"
-        ));
-        assert!(!declares_bot(b"bo"));
+        let bot = |ua: &[u8]| Products::scan(ua).bot;
+        assert!(bot(b"Mozilla/5.0 (compatible; YandexBot/3.0)"));
+        assert!(bot(b"x +HTTPS://a"));
+        assert!(!bot(b"Mozilla/5.0 (Windows NT 10.0) Chrome/1 Safari/1"));
+        assert!(!bot(b"bo"));
+        assert!(bot(b"(bot"));
     }
 
     /// The one-pass search against the obvious one, on strings made of word
@@ -566,6 +662,7 @@ mod tests {
     /// on comments made of platform words, their fragments and case changes.
     #[test]
     fn os_agrees_with_searching_each_word_in_turn() {
+        let os_of = |ua: &[u8]| os(Products::scan(ua).comment(ua));
         let naive = |ua: &[u8]| {
             let Some(open) = ua.iter().position(|&b| b == b'(') else {
                 return Os::Other;
@@ -615,17 +712,21 @@ mod tests {
                 for c in &pieces[..8] {
                     for prefix in [&b"Mozilla/5.0 ("[..], b"x", b"(X"] {
                         let ua = [prefix, &a[..], &b[..], &c[..]].concat();
-                        assert_eq!(os(&ua), naive(&ua), "{:?}", String::from_utf8_lossy(&ua));
+                        assert_eq!(os_of(&ua), naive(&ua), "{:?}", String::from_utf8_lossy(&ua));
                         checked += 1;
                     }
                 }
             }
         }
         assert!(checked > 30_000);
+        for ua in crate::features::corpus::values_of("user-agent") {
+            let ua = ua.trim_ascii();
+            assert_eq!(os_of(ua), naive(ua), "{:?}", String::from_utf8_lossy(ua));
+        }
     }
 
     #[test]
-    fn declares_bot_agrees_with_a_naive_search() {
+    fn bot_words_agree_with_a_naive_search() {
         let naive = |ua: &[u8]| {
             let lower = ua.to_ascii_lowercase();
             BOT_WORDS
@@ -645,7 +746,7 @@ mod tests {
                 for c in [&b""[..], b"t", b"Bo"] {
                     let ua = [&a[..], &b[..], c].concat();
                     assert_eq!(
-                        declares_bot(&ua),
+                        Products::scan(&ua).bot,
                         naive(&ua),
                         "{:?}",
                         String::from_utf8_lossy(&ua)
@@ -655,6 +756,127 @@ mod tests {
             }
         }
         assert!(checked > 4000);
+    }
+
+    /// The scan before it looked for bot words and picked products by
+    /// length and first byte: products compared in turn, and a second pass
+    /// for the bot words (`declares_bot`).
+    mod oracle {
+        use super::super::{leading_uint, BOT_START, BOT_WORDS, PRODUCTS};
+
+        pub(super) struct Scan {
+            pub(super) found: [bool; PRODUCTS.len()],
+            pub(super) major: [Option<u32>; PRODUCTS.len()],
+            pub(super) mobile: bool,
+            pub(super) bot: bool,
+        }
+
+        pub(super) fn scan(ua: &[u8]) -> Scan {
+            let mut p = Scan {
+                found: [false; PRODUCTS.len()],
+                major: [None; PRODUCTS.len()],
+                mobile: false,
+                bot: declares_bot(ua),
+            };
+            let mut start = 0;
+            for (i, &b) in ua.iter().enumerate() {
+                if !b" ();,/".contains(&b) {
+                    continue;
+                }
+                let token = &ua[start..i];
+                p.mobile |= token == b"Mobile";
+                if b == b'/' {
+                    if let Some(k) = PRODUCTS.iter().position(|&name| name == token) {
+                        if !p.found[k] {
+                            p.found[k] = true;
+                            p.major[k] = leading_uint(&ua[i + 1..]);
+                        }
+                    }
+                }
+                start = i + 1;
+            }
+            p.mobile |= &ua[start..] == b"Mobile";
+            p
+        }
+
+        fn declares_bot(ua: &[u8]) -> bool {
+            ua.iter().enumerate().any(|(i, &b)| {
+                let mut words = BOT_START[usize::from(b)];
+                while words != 0 {
+                    let w = BOT_WORDS[words.trailing_zeros() as usize];
+                    if ua.len() - i >= w.len()
+                        && (ua[i + 1] | 0x20) == w[1]
+                        && ua[i + 2..i + w.len()].eq_ignore_ascii_case(&w[2..])
+                    {
+                        return true;
+                    }
+                    words &= words - 1;
+                }
+                false
+            })
+        }
+    }
+
+    fn assert_scan_agrees(ua: &[u8]) {
+        let (new, old) = (Products::scan(ua), oracle::scan(ua));
+        let show = || String::from_utf8_lossy(ua).into_owned();
+        assert_eq!(new.found, old.found, "{}", show());
+        assert_eq!(new.major, old.major, "{}", show());
+        assert_eq!(new.mobile, old.mobile, "{}", show());
+        assert_eq!(new.bot, old.bot, "{}", show());
+        // The comment as the OS lookup found it before the scan did.
+        let comment = ua.iter().position(|&b| b == b'(').map(|open| {
+            let rest = &ua[open + 1..];
+            &rest[..rest.iter().position(|&b| b == b')').unwrap_or(rest.len())]
+        });
+        assert_eq!(new.comment(ua), comment, "{}", show());
+    }
+
+    #[test]
+    fn every_product_is_found_by_length_and_first_byte() {
+        for (k, name) in PRODUCTS.iter().enumerate() {
+            assert_eq!(product(name), Some(k));
+            assert_eq!(product(&name[1..]), None);
+            if k != AIOHTTP {
+                assert_eq!(product(&name.to_ascii_lowercase()), None);
+            }
+        }
+        assert_eq!(product(b""), None);
+    }
+
+    /// The one-pass scan against the one it replaced, on every User-Agent
+    /// of the fixtures and on strings glued from product names, delimiters,
+    /// versions and bot words.
+    #[test]
+    fn scan_agrees_with_the_two_pass_scan() {
+        let fixtures = crate::features::corpus::values_of("user-agent");
+        assert!(fixtures.len() > 2000);
+        for ua in &fixtures {
+            assert_scan_agrees(ua);
+            assert_scan_agrees(ua.trim_ascii());
+        }
+        let mut pieces: Vec<&[u8]> = vec![
+            b" ",
+            b"(",
+            b")",
+            b";",
+            b",",
+            b"/",
+            b"Mobile",
+            b"1",
+            b"147.0",
+            b"x",
+            b"Mozilla/5.0",
+            b"\xff",
+            b"Gecko",
+            b"KHTML",
+        ];
+        pieces.extend(PRODUCTS);
+        pieces.extend(BOT_WORDS);
+        let mut rng = crate::features::corpus::Rng::new(0x5eed_0a11);
+        for _ in 0..100_000 {
+            assert_scan_agrees(&rng.glue(&pieces, 12));
+        }
     }
 
     #[test]

@@ -28,6 +28,7 @@
 #![forbid(unsafe_code)]
 
 mod input;
+mod number;
 mod pipeline;
 mod progress;
 mod record;

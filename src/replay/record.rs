@@ -679,7 +679,16 @@ fn version_text(s: &str) -> Option<u16> {
         Some(p) if p.eq_ignore_ascii_case("http/") => &t[5..],
         _ => t,
     };
-    t.parse::<f64>().ok().and_then(scaled_version)
+    // The forms nginx logs (`$server_protocol`) and `edgeguard features`
+    // writes, without a float parse; anything else as the number it reads.
+    match t.as_bytes() {
+        b"1.1" => Some(11),
+        b"2" | b"2.0" => Some(20),
+        b"1.0" => Some(10),
+        b"3" | b"3.0" => Some(30),
+        b"0.9" => Some(9),
+        _ => t.parse::<f64>().ok().and_then(scaled_version),
+    }
 }
 
 /// nginx's `r->http_version` scaled to 9, 10, 11, 20 or 30.

@@ -15,6 +15,7 @@ use crate::headers::Header;
 use crate::verified::Verdict;
 
 use super::input::Batch;
+use super::number::{push_f64, push_u64};
 use super::record::{self, Parsed, Scratch};
 use super::summary::{ConfigSummary, Flip, Summary};
 
@@ -277,7 +278,9 @@ impl<'c> Worker<'c> {
         if self.input_names.len() > 1 {
             write!(out, "\"input\":{},", self.input_names[input])?;
         }
-        write!(out, "\"line\":{line},")?;
+        out.extend_from_slice(b"\"line\":");
+        push_u64(out, line);
+        out.push(b',');
         write_side(out, &self.primary, primary)?;
         if let (Some(side), Some(outcome)) = (&self.compare, compare) {
             out.extend_from_slice(b",\"compare\":{");
@@ -285,7 +288,9 @@ impl<'c> Worker<'c> {
             out.push(b'}');
         }
         if let Some(a) = p.live_action {
-            write!(out, ",\"live_action\":\"{}\"", a.as_str())?;
+            out.extend_from_slice(b",\"live_action\":\"");
+            out.extend_from_slice(a.as_str().as_bytes());
+            out.push(b'"');
         }
         if let Some(ja4) = p.ja4 {
             // Checked by the parser: 36 ASCII letters, digits and `_`.
@@ -299,12 +304,11 @@ impl<'c> Worker<'c> {
 }
 
 fn write_side(out: &mut Vec<u8>, side: &Side<'_>, o: Outcome) -> std::io::Result<()> {
-    write!(
-        out,
-        "\"stripped\":{},\"action\":\"{}\",\"flagged\":",
-        o.stripped,
-        o.decision.action.as_str()
-    )?;
+    out.extend_from_slice(b"\"stripped\":");
+    push_u64(out, o.stripped as u64);
+    out.extend_from_slice(b",\"action\":\"");
+    out.extend_from_slice(o.decision.action.as_str().as_bytes());
+    out.extend_from_slice(b"\",\"flagged\":");
     let scorer = side.config.scorer();
     match (o.decision.flagged_by, scorer) {
         // Model names are free of control characters and quotes are rare
@@ -322,7 +326,7 @@ fn write_side(out: &mut Vec<u8>, side: &Side<'_>, o: Outcome) -> std::io::Result
             out.push(b':');
             let score = side.scores[i];
             if o.scored && score.is_finite() {
-                write!(out, "{score}")?;
+                push_f64(out, score);
             } else {
                 out.extend_from_slice(b"null");
             }

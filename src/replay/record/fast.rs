@@ -30,6 +30,12 @@ impl<'a> Cursor<'a> {
     }
 
     fn eat(&mut self, b: u8) -> Option<()> {
+        // Logged lines have no white space between tokens: the next byte
+        // is usually the one expected.
+        if self.buf.get(self.pos) == Some(&b) {
+            self.pos += 1;
+            return Some(());
+        }
         (self.peek()? == b).then(|| self.pos += 1)
     }
 
@@ -46,22 +52,9 @@ impl<'a> Cursor<'a> {
         let buf = self.buf;
         let start = self.pos;
         let mut pos = start;
-        // Most strings (names, short values) end within a few bytes, before
-        // memchr2's setup pays off.
-        let short = buf.len().min(start + 16);
-        while pos < short {
-            match buf[pos] {
-                b'"' => {
-                    self.pos = pos + 1;
-                    return Some((start, pos, false));
-                }
-                b'\\' => break,
-                _ => pos += 1,
-            }
-        }
         let mut escaped = false;
         loop {
-            let i = pos + memchr::memchr2(b'"', b'\\', &buf[pos..])?;
+            let i = pos + quote_or_backslash(&buf[pos..])?;
             if buf[i] == b'"' {
                 self.pos = i + 1;
                 return Some((start, i, escaped));
@@ -355,6 +348,46 @@ pub(super) fn pairs(
     c.at_end().then_some(())
 }
 
+/// The offset of the first `"` or `\` in `s`: where a string ends or
+/// holds an escape.
+#[inline]
+pub(super) fn quote_or_backslash(s: &[u8]) -> Option<usize> {
+    first_of(s, b'"', b'\\')
+}
+
+/// The offset of the first `a` or `b` in `s`. The strings of a line
+/// (header names and values) and the runs between escapes end within a few
+/// dozen bytes, where memchr2's setup costs more than the search: those are
+/// scanned eight bytes at a time in a `u64` (a byte equal to the one sought
+/// becomes a zero byte, and `(x - 0x01..) & !x & 0x80..` marks the first
+/// zero byte exactly), longer ones handed to memchr2.
+#[inline]
+pub(super) fn first_of(s: &[u8], a: u8, b: u8) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    let (a8, b8) = (ONES * u64::from(a), ONES * u64::from(b));
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let head = &s[..s.len().min(SWAR_BYTES)];
+    let mut words = head.chunks_exact(8);
+    for (k, w) in (&mut words).enumerate() {
+        // Little-endian: the first byte is the lowest, so the lowest
+        // marked byte is the first match.
+        let w = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        let m = zero(w ^ a8) | zero(w ^ b8);
+        if m != 0 {
+            return Some(k * 8 + (m.trailing_zeros() / 8) as usize);
+        }
+    }
+    let done = head.len() - words.remainder().len();
+    if let Some(i) = words.remainder().iter().position(|&c| c == a || c == b) {
+        return Some(done + i);
+    }
+    memchr::memchr2(a, b, &s[head.len()..]).map(|i| head.len() + i)
+}
+
+/// Bytes [`first_of`] scans a word at a time before memchr2.
+const SWAR_BYTES: usize = 64;
+
 /// Whether `s` holds no byte below 0x20. JSON strings may not hold raw
 /// control characters; between tokens only tab, CR and LF could appear, which
 /// lines do not have in practice. So a buffer with any such byte is left to
@@ -398,7 +431,9 @@ pub(super) fn json_number(t: &[u8]) -> bool {
 /// Appends the unescaped content of a JSON string to `out`.
 fn unescape(src: &[u8], out: &mut Vec<u8>) -> Option<()> {
     let mut i = 0;
-    while let Some(j) = memchr::memchr(b'\\', &src[i..]) {
+    // Escapes come every few bytes in a log line's `headers` text (each
+    // quote of it is one): the word-at-a-time search, not memchr's setup.
+    while let Some(j) = first_of(&src[i..], b'\\', b'\\') {
         out.extend_from_slice(&src[i..i + j]);
         let c = *src.get(i + j + 1)?;
         i += j + 2;

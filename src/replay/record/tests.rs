@@ -466,6 +466,14 @@ fn version_spellings() {
     }
     assert!(scaled_version(f64::NAN).is_none());
     assert!(scaled_version(1.15).is_none());
+    // The spellings read without a float parse read as the parse reads them.
+    for s in [
+        "0.9", "1.0", "1.1", "2", "2.0", "3", "3.0", "1.10", "02", "2.00",
+    ] {
+        let parsed = s.parse::<f64>().ok().and_then(scaled_version);
+        assert_eq!(version_text(s), parsed, "{s}");
+        assert_eq!(version_text(&format!("HTTP/{s}")), parsed, "HTTP/{s}");
+    }
 }
 
 #[test]
@@ -502,4 +510,43 @@ fn the_tls_family_comes_with_the_fingerprint() {
         e.contains("edgeguard_tls_family") && e.contains("\"schannel\""),
         "{e}"
     );
+}
+
+/// The word-at-a-time search finds what a byte-by-byte one finds, at every
+/// length around the word and memchr2 boundaries, with the sought bytes at
+/// every position and bytes that differ from them by one bit (or by the
+/// borrow the zero-byte test can propagate) around them.
+#[test]
+fn quote_search_agrees_with_a_byte_scan() {
+    let naive = |s: &[u8]| s.iter().position(|&b| b == b'"' || b == b'\\');
+    let fillers = [
+        b'a',
+        b'"' ^ 1,
+        b'\\' ^ 1,
+        0x21,
+        0x5d,
+        0x80,
+        0xa2,
+        0xdc,
+        0xff,
+    ];
+    for len in 0..80 {
+        for &fill in &fillers {
+            let mut s = vec![fill; len];
+            assert_eq!(fast::quote_or_backslash(&s), naive(&s), "{s:?}");
+            for at in 0..len {
+                for sought in [b'"', b'\\'] {
+                    s[at] = sought;
+                    assert_eq!(fast::quote_or_backslash(&s), naive(&s), "{s:?}");
+                    // A second match after the first changes nothing.
+                    if at + 3 < len {
+                        s[at + 3] = b'"';
+                        assert_eq!(fast::quote_or_backslash(&s), naive(&s), "{s:?}");
+                        s[at + 3] = fill;
+                    }
+                    s[at] = fill;
+                }
+            }
+        }
+    }
 }
