@@ -13,7 +13,8 @@
 -- rule are the Rust library's (src/config/, bound by resty.edgeguard.policy;
 -- the options are documented once, in the README's option table). It reads
 -- nginx's buffers, makes the FFI calls and applies the action: exit, score
--- header, variables, log line, metrics.
+-- header, variables, log line (the metrics are counted by Rust, in the same
+-- calls; resty.edgeguard.metrics moves them into the shared dict).
 --
 -- configure() loads everything (it allocates; run it in init_by_lua, where
 -- nginx forks the workers from the loaded state, and again on every reload).
