@@ -186,6 +186,108 @@ typedef enum {
 } edgeguard_prediction_type;
 
 /*
+ An engine setting, for the metrics' `engine` label. Stable numbers;
+ passed as a plain int.
+ */
+typedef enum {
+  /*
+   This library.
+   */
+  EDGEGUARD_ENGINE_RUST = 0,
+  /*
+   The legacy Lua engine.
+   */
+  EDGEGUARD_ENGINE_LUA = 1,
+  /*
+   Both, acting on the primary's result (requests only).
+   */
+  EDGEGUARD_ENGINE_SHADOW = 2,
+} edgeguard_engine;
+
+/*
+ What a request came to, for `edgeguard_decisions_total`: an
+ `edgeguard_action` (the same numbers) or one of the shim's own
+ outcomes. Stable numbers; passed as a plain int.
+ */
+typedef enum {
+  /*
+   `edgeguard_action`'s `Pass`.
+   */
+  EDGEGUARD_OUTCOME_PASS = 0,
+  /*
+   `Allow`.
+   */
+  EDGEGUARD_OUTCOME_ALLOW = 1,
+  /*
+   `Log`.
+   */
+  EDGEGUARD_OUTCOME_LOG = 2,
+  /*
+   `Block`.
+   */
+  EDGEGUARD_OUTCOME_BLOCK = 3,
+  /*
+   `Unavailable`.
+   */
+  EDGEGUARD_OUTCOME_UNAVAILABLE = 4,
+  /*
+   `Cleared`.
+   */
+  EDGEGUARD_OUTCOME_CLEARED = 5,
+  /*
+   `Challenge` (a page served).
+   */
+  EDGEGUARD_OUTCOME_CHALLENGE = 6,
+  /*
+   `Verified`.
+   */
+  EDGEGUARD_OUTCOME_VERIFIED = 7,
+  /*
+   `Answer`.
+   */
+  EDGEGUARD_OUTCOME_ANSWER = 8,
+  /*
+   A call failed: the request got 500.
+   */
+  EDGEGUARD_OUTCOME_ERROR = 9,
+  /*
+   Internal headers nginx's Lua API cannot remove: 400.
+   */
+  EDGEGUARD_OUTCOME_REFUSED = 10,
+} edgeguard_outcome;
+
+/*
+ Shadow mode's kinds of disagreement. Stable numbers; passed as a plain
+ int.
+ */
+typedef enum {
+  /*
+   A score differs.
+   */
+  EDGEGUARD_DISAGREEMENT_SCORE = 0,
+  /*
+   The action differs.
+   */
+  EDGEGUARD_DISAGREEMENT_DECISION = 1,
+  /*
+   The internal header counts differ.
+   */
+  EDGEGUARD_DISAGREEMENT_HEADERS = 2,
+} edgeguard_disagreement;
+
+/*
+ Shadow mode's kinds of disagreement between the engines.
+ */
+typedef struct Disagreement Disagreement;
+
+/*
+ What one request came to: a policy's action, or one of the shim's own
+ outcomes (`Error`: a call failed, 500; `Refused`: internal headers nginx
+ cannot remove, 400). In exposition order.
+ */
+typedef struct Outcome Outcome;
+
+/*
  Why a token was not accepted.
  */
 typedef struct Rejection Rejection;
@@ -205,6 +307,14 @@ typedef struct edgeguard_config edgeguard_config;
  be shared by any number of threads.
  */
 typedef struct edgeguard_header_set edgeguard_header_set;
+
+/*
+ A worker process's metrics: the series of one configuration and its
+ deltas since the last drain. Opaque: made by `edgeguard_metrics_new`,
+ released by `edgeguard_metrics_free`. The counting calls take it
+ shared (relaxed atomics), so concurrent calls are safe.
+ */
+typedef struct edgeguard_metrics edgeguard_metrics;
 
 /*
  A loaded CatBoost model. Opaque: made by `edgeguard_model_new_from_*`,
@@ -573,6 +683,14 @@ const char *edgeguard_result_text(int result);
    as `%.9g`, the decision line), located by `out.text`; `text_cap` must
    be at least `edgeguard_policy_text_room(policy)` plus the lengths of
    the request's `method`, `uri` and `client_addr`.
+ - `metrics` (null: not counted): the registry the request is counted in
+   when the Rust engine handles it alone (`edgeguard_metrics_new`): this
+   call's time and the scores under the engine `Rust`, and the request
+   under the engine setting `Rust` with the outcome the caller acts on:
+   `Refused` (0 removed) when `out.unremovable` is non-zero, else the
+   decision's action with `out.matched` entries removed, the clearance
+   and the bot claim. Only on `Ok`; a caller that fails the request
+   afterwards counts that itself (`edgeguard_metrics_request`).
  - `policy` decides from the scores, the request and `addr`/`addr_len`,
    the client address as nginx keeps it (`$binary_remote_addr`; null/0:
    the request's textual `client_addr`), at
@@ -589,11 +707,12 @@ const char *edgeguard_result_text(int result);
  `clear_cap` below `headers_len`, a `scores_cap` below the model count, a
  policy bound to another number of models than the scorer holds, an
  `http_version` outside `0..=65535` or a `headers_len` above
- `UINT32_MAX`. On an error nothing is written. Never allocates; every
- handle is only read, so concurrent calls are safe.
+ `UINT32_MAX`. On an error nothing is written (and nothing counted).
+ Never allocates; every handle but `metrics` (relaxed atomic counters)
+ is only read, so concurrent calls are safe.
 
  # Safety
- `scorer` is null or a live handle, `policy` a live policy; `request`
+ `scorer` and `metrics` are null or live handles, `policy` a live policy; `request`
  points to a valid `edgeguard_request` whose strings and headers point to
  their stated number of readable bytes; `addr` points to `addr_len`
  bytes (or is null with length 0); `clear` points to `clear_cap` writable
@@ -603,6 +722,7 @@ const char *edgeguard_result_text(int result);
  */
 edgeguard_result edgeguard_access(const edgeguard_scorer *scorer,
                                   const edgeguard_policy *policy,
+                                  const edgeguard_metrics *metrics,
                                   const edgeguard_request *request,
                                   const uint8_t *addr,
                                   size_t addr_len,
@@ -697,15 +817,21 @@ edgeguard_result edgeguard_policy_challenge_page(const edgeguard_policy *policy,
  (2048 bytes are enough), and `out->result` is `Accepted`. Otherwise
  `out->result` says why and nothing else is written.
 
- `NullParameter` for a null pointer (or a null `addr` with a length);
- `InvalidArgument` when the policy has no challenge or the request is
- malformed; `BufferTooSmall` when a buffer is.
+ `metrics` (null: not counted) counts the answer: solved, or failed
+ and its reason (`edgeguard_challenges_total`,
+ `edgeguard_challenge_failures_total`), when the call succeeds.
+
+ `NullParameter` for a null pointer but `metrics` (or a null `addr` with
+ a length); `InvalidArgument` when the policy has no challenge or the
+ request is malformed; `BufferTooSmall` when a buffer is.
 
  # Safety
- As `edgeguard_policy_decide_request`; `cookie_buf` and `location_buf`
- point to their caps' writable bytes; `out` is writable.
+ As `edgeguard_policy_decide_request`; `metrics` is null or a live
+ registry; `cookie_buf` and `location_buf` point to their caps' writable
+ bytes; `out` is writable.
  */
 edgeguard_result edgeguard_policy_challenge_answer(const edgeguard_policy *policy,
+                                                   const edgeguard_metrics *metrics,
                                                    const edgeguard_request *request,
                                                    const uint8_t *addr,
                                                    size_t addr_len,
@@ -1011,6 +1137,195 @@ edgeguard_result edgeguard_header_set_find_checked(const edgeguard_header_set *s
                                                    size_t *out_clear_len,
                                                    size_t *out_matched,
                                                    size_t *out_unremovable);
+
+/*
+ Makes the metrics registry of a configuration. `config` decides the
+ series (its `engine`: `shadow` gives requests series for all three
+ settings, a location may pick either engine, and score and time series
+ for both engines; `challenge_secret`: the challenge and clearance
+ series; `verified_bots`: a series pair per bot); the caller gives each
+ engine's model names in scoring order (`rust_models`/`n_rust`,
+ `lua_models`/`n_lua`; null with 0: none, e.g. not loaded). Every series
+ starts at 0.
+
+ On success writes a new registry to `*out` (release it with
+ `edgeguard_metrics_free`). `NullParameter` for a null `config`, `out`,
+ list (with a nonzero count) or name; `InvalidArgument` for a name that
+ is not UTF-8 (`errbuf` says which).
+
+ # Safety
+ `config` is a live configuration; the lists point to their counts'
+ NUL-terminated strings (or are null with 0); `out` is writable;
+ `errbuf` is null or points to `errbuf_len` writable bytes.
+ */
+edgeguard_result edgeguard_metrics_new(const edgeguard_config *config,
+                                       const char *const *rust_models,
+                                       size_t n_rust,
+                                       const char *const *lua_models,
+                                       size_t n_lua,
+                                       edgeguard_metrics **out,
+                                       char *errbuf,
+                                       size_t errbuf_len);
+
+/*
+ Releases a registry. Null is a no-op.
+
+ # Safety
+ `metrics` is null or a registry from `edgeguard_metrics_new`, not used
+ afterwards.
+ */
+void edgeguard_metrics_free(edgeguard_metrics *metrics);
+
+/*
+ How many slots (shared dict keys) the registry has; 0 for null.
+
+ # Safety
+ `metrics` is null or a live registry.
+ */
+size_t edgeguard_metrics_len(const edgeguard_metrics *metrics);
+
+/*
+ Writes slot `slot`'s key in the shared dict to `*out`: memory the
+ registry owns, valid while it lives. `NullParameter` for a null
+ `metrics` or `out`; `InvalidArgument` for a slot beyond
+ `edgeguard_metrics_len`.
+
+ # Safety
+ `metrics` is a live registry; `out` is writable.
+ */
+edgeguard_result edgeguard_metrics_key(const edgeguard_metrics *metrics,
+                                       size_t slot,
+                                       edgeguard_str *out);
+
+/*
+ Lists this process's non-zero deltas since the last drain as pairs
+ `slots[i]`, `deltas[i]` (at most `cap`; the rest stay for the next
+ drain, so `cap` = `edgeguard_metrics_len` lists all), zeroes them and
+ writes how many to `*out_len`. `NullParameter` for a null `metrics` or
+ `out_len`, or a null array with a nonzero `cap`. Never allocates.
+
+ # Safety
+ `metrics` is a live registry; `slots` and `deltas` point to `cap`
+ writable values (or are null with `cap` 0); `out_len` is writable.
+ */
+edgeguard_result edgeguard_metrics_drain(const edgeguard_metrics *metrics,
+                                         uint32_t *slots,
+                                         double *deltas,
+                                         size_t cap,
+                                         size_t *out_len);
+
+/*
+ Gives a drained delta back to slot `slot` (the shared dict refused it),
+ so the next drain lists it again. `NullParameter` for a null `metrics`;
+ `InvalidArgument` for a slot beyond `edgeguard_metrics_len`.
+
+ # Safety
+ `metrics` is null or a live registry.
+ */
+edgeguard_result edgeguard_metrics_restore(const edgeguard_metrics *metrics,
+                                           size_t slot,
+                                           double delta);
+
+/*
+ The buffer `edgeguard_metrics_text` needs: enough for any values. 0 for
+ null.
+
+ # Safety
+ `metrics` is null or a live registry.
+ */
+size_t edgeguard_metrics_text_room(const edgeguard_metrics *metrics);
+
+/*
+ Writes the Prometheus text exposition (format 0.0.4) of `values`, the
+ shared dict's total of each slot (`n` = `edgeguard_metrics_len`; a
+ missing key is 0), into `buf` and its length into `*out_len`.
+ `NullParameter` for a null `metrics`, `values` (with `n` > 0), `buf` or
+ `out_len`; `InvalidArgument` for another `n`; `BufferTooSmall` for a
+ `cap` below `edgeguard_metrics_text_room`. Never allocates.
+
+ # Safety
+ `metrics` is a live registry; `values` points to `n` doubles; `buf` to
+ `cap` writable bytes; `out_len` is writable.
+ */
+edgeguard_result edgeguard_metrics_text(const edgeguard_metrics *metrics,
+                                        const double *values,
+                                        size_t n,
+                                        uint8_t *buf,
+                                        size_t cap,
+                                        size_t *out_len);
+
+/*
+ Counts one request that did not go through `edgeguard_access`'s own
+ counting (the legacy Lua engine, shadow mode, and the shim's failures
+ and refusals): `engine` the location's engine setting (an
+ `edgeguard_engine`), `outcome` an `edgeguard_outcome`, `removed` the
+ internal header entries the acting engine removed, and `out` (null:
+ none) the Rust engine's `edgeguard_access_out` of this request, whose
+ clearance and bot claim are counted when the request got as far as
+ acting (not for `Unavailable`, `Answer`, `Error`, `Refused`). A
+ `Challenge` outcome also counts a page served. Series the registry does
+ not have (another engine) are not counted.
+
+ `NullParameter` for a null `metrics`; `InvalidArgument` for an engine
+ or outcome that is none, or an `out` whose `bot` or `clearance` is no
+ number of its enum. Never allocates.
+
+ # Safety
+ `metrics` is a live registry; `out` is null or readable, its `label`
+ pointing to its length (the policy's memory).
+ */
+edgeguard_result edgeguard_metrics_request(const edgeguard_metrics *metrics,
+                                           int engine,
+                                           int outcome,
+                                           size_t removed,
+                                           const edgeguard_access_out *out);
+
+/*
+ Counts one request's scores by `engine` (`Rust` or `Lua`): `n` of
+ them in that engine's model order. `NullParameter` for a null
+ `metrics` or `scores` (with `n` > 0); `InvalidArgument` for another
+ engine or an `n` other than the engine's model count in the registry.
+
+ # Safety
+ `metrics` is a live registry; `scores` points to `n` doubles.
+ */
+edgeguard_result edgeguard_metrics_scores(const edgeguard_metrics *metrics,
+                                          int engine,
+                                          const double *scores,
+                                          size_t n);
+
+/*
+ Counts `seconds` spent in `engine` (`Rust` or `Lua`) for one request
+ (the caller's monotonic clock). `NullParameter` for a null `metrics`;
+ `InvalidArgument` for an engine without time series in the registry.
+
+ # Safety
+ `metrics` is a live registry.
+ */
+edgeguard_result edgeguard_metrics_engine_time(const edgeguard_metrics *metrics,
+                                               int engine,
+                                               double seconds);
+
+/*
+ Counts one shadow disagreement of `kind` (an `edgeguard_disagreement`).
+ `NullParameter` for a null `metrics`; `InvalidArgument` for a kind
+ that is none.
+
+ # Safety
+ `metrics` is a live registry.
+ */
+edgeguard_result edgeguard_metrics_disagreement(const edgeguard_metrics *metrics, int kind);
+
+/*
+ Counts `n` models that failed to load. The caller counts each
+ configuration generation once across workers (the shim: whichever
+ worker first adds the generation's key to the shared dict).
+ `NullParameter` for a null `metrics`.
+
+ # Safety
+ `metrics` is a live registry.
+ */
+edgeguard_result edgeguard_metrics_load_errors(const edgeguard_metrics *metrics, size_t n);
 
 /*
  Loads a model saved by CatBoost with `save_model(path, format="json")`.

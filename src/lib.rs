@@ -21,6 +21,7 @@ pub mod features;
 #[allow(unsafe_code)]
 pub mod ffi;
 pub mod headers;
+pub mod metrics;
 pub mod model;
 pub mod replay;
 pub mod scorer;

@@ -1,6 +1,8 @@
 //! `edgeguard_access` (strip + score + decide in one call, nginx's hot path)
 //! allocates nothing: dhat counts every heap block while it runs, on a bot,
-//! a browser-like request, an allowlisted client and an unscored request.
+//! a browser-like request, an allowlisted client and an unscored request,
+//! counting into a metrics registry; and so do the registry's drain and
+//! text exposition.
 
 mod access_support;
 
@@ -10,6 +12,7 @@ use access_support::*;
 use edgeguard::ffi::access::edgeguard_access;
 use edgeguard::ffi::config::*;
 use edgeguard::ffi::edgeguard_result as R;
+use edgeguard::ffi::metrics::*;
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
@@ -67,6 +70,26 @@ fn access_does_not_allocate() {
     let mut lines = 0usize;
     let mut out = sentinel();
     let mut actions = [0usize; 5];
+    let names = [c"bot".as_ptr(), c"spoof".as_ptr()];
+    let mut metrics = std::ptr::null_mut();
+    let rc = unsafe {
+        edgeguard_metrics_new(
+            cfg,
+            names.as_ptr(),
+            2,
+            null(),
+            0,
+            &mut metrics,
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    assert_eq!(rc, R::Ok);
+    let slots_n = unsafe { edgeguard_metrics_len(metrics) };
+    let mut slots = vec![0u32; slots_n];
+    let mut deltas = vec![0.0f64; slots_n];
+    let mut values = vec![0.0f64; slots_n];
+    let mut exposition = vec![0u8; unsafe { edgeguard_metrics_text_room(metrics) }];
 
     let before = dhat::HeapStats::get();
     for i in 0..200 {
@@ -82,6 +105,7 @@ fn access_does_not_allocate() {
             edgeguard_access(
                 s,
                 p,
+                metrics,
                 &r,
                 addr.as_ptr(),
                 addr.len(),
@@ -101,10 +125,39 @@ fn access_does_not_allocate() {
         std::hint::black_box(&text[..out.text.scores.len]);
         std::hint::black_box(&clear[..out.clear_len]);
     }
+    // The timer's drain and a scrape's text, as the shim runs them.
+    let mut drained = 0;
+    let mut text_len = 0;
+    unsafe {
+        assert_eq!(
+            edgeguard_metrics_drain(
+                metrics,
+                slots.as_mut_ptr(),
+                deltas.as_mut_ptr(),
+                slots_n,
+                &mut drained
+            ),
+            R::Ok
+        );
+        for i in 0..drained {
+            values[slots[i] as usize] += deltas[i];
+        }
+        assert_eq!(
+            edgeguard_metrics_text(
+                metrics,
+                values.as_ptr(),
+                slots_n,
+                exposition.as_mut_ptr(),
+                exposition.len(),
+                &mut text_len
+            ),
+            R::Ok
+        );
+    }
     let after = dhat::HeapStats::get();
     assert_eq!(
         after.total_blocks, before.total_blocks,
-        "edgeguard_access allocated"
+        "edgeguard_access or the metrics allocated"
     );
     assert_eq!(after.total_bytes, before.total_bytes);
     assert!(lines > 0, "decision lines were written");
@@ -114,7 +167,22 @@ fn access_does_not_allocate() {
         pass > 0 && allow > 0 && block > 0 && unavailable == 40,
         "{actions:?}"
     );
+    // Every request was counted, by its action.
+    let text = std::str::from_utf8(&exposition[..text_len]).unwrap();
+    assert!(
+        text.contains("edgeguard_requests_total{engine=\"rust\"} 200\n"),
+        "{text}"
+    );
+    assert!(text.contains(&format!(
+        "edgeguard_decisions_total{{action=\"block\"}} {block}\n"
+    )));
+    assert!(text.contains(&format!(
+        "edgeguard_decisions_total{{action=\"unavailable\"}} {unavailable}\n"
+    )));
+    assert!(text.contains("edgeguard_engine_seconds_count{engine=\"rust\"} 200\n"));
+    assert!(text.contains("edgeguard_score_count{model=\"spoof\",engine=\"rust\"} 160\n"));
     unsafe {
+        edgeguard_metrics_free(metrics);
         edgeguard_policy_free(policy);
         edgeguard_policy_free(policy0);
         edgeguard_config_free(cfg);

@@ -50,6 +50,7 @@ fn call_text(
         edgeguard_access(
             c.scorer,
             c.policy,
+            null(),
             &r,
             if c.addr.is_empty() {
                 null()
@@ -335,8 +336,20 @@ fn bad_arguments_are_refused_and_nothing_is_written() {
               text_cap,
               out| unsafe {
         edgeguard_access(
-            scorer, policy, r, addr, addr_len, NOW, clear, clear_cap, scores, scores_cap, text,
-            text_cap, out,
+            scorer,
+            policy,
+            null(),
+            r,
+            addr,
+            addr_len,
+            NOW,
+            clear,
+            clear_cap,
+            scores,
+            scores_cap,
+            text,
+            text_cap,
+            out,
         )
     };
     let mut textbuf = [0u8; 4096];

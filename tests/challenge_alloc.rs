@@ -1,7 +1,9 @@
 //! The per-request parts of the challenge and the verified bots allocate
 //! nothing: verifying a clearance cookie (valid, forged, expired, other
 //! address, in a 10 KB Cookie header), looking an address up among 10 000+
-//! bot prefixes, and a whole `decide_request` with both configured. dhat
+//! bot prefixes, and a whole `decide_request` with both configured, through
+//! `edgeguard_access` counting into a metrics registry, and a failed answer
+//! counted by `edgeguard_policy_challenge_answer`. dhat
 //! counts every heap block while they run; it allows one profiler at a
 //! time, so every check lives in one test, without libtest's threads.
 
@@ -12,9 +14,13 @@ use edgeguard::challenge::{Clearance, Rejection};
 use edgeguard::config::{Action, Config};
 use edgeguard::features::Request;
 use edgeguard::ffi::access::{edgeguard_access, edgeguard_access_out};
-use edgeguard::ffi::challenge::{edgeguard_bot, edgeguard_clearance};
+use edgeguard::ffi::challenge::{
+    edgeguard_bot, edgeguard_challenge_answer, edgeguard_clearance,
+    edgeguard_policy_challenge_answer,
+};
 use edgeguard::ffi::config::{edgeguard_config_new, edgeguard_policy_new};
 use edgeguard::ffi::edgeguard_result as R;
+use edgeguard::ffi::metrics::*;
 use edgeguard::ffi::scorer::edgeguard_request;
 use edgeguard::ffi::{edgeguard_header, edgeguard_str};
 use edgeguard::headers::Header;
@@ -173,6 +179,38 @@ fn per_request_work_does_not_allocate() {
     // The decision line of a verified or fake bot is written too.
     let mut text = [0u8; 4096];
     let mut out: edgeguard_access_out = unsafe { std::mem::zeroed() };
+    // The configuration's challenge and verified bots give the series.
+    let mut metrics = std::ptr::null_mut();
+    assert_eq!(
+        unsafe {
+            edgeguard_metrics_new(
+                c_cfg,
+                std::ptr::null(),
+                0,
+                std::ptr::null(),
+                0,
+                &mut metrics,
+                null,
+                0,
+            )
+        },
+        R::Ok
+    );
+    let answer_req = edgeguard_request {
+        method: edgeguard_str::from_slice(b"GET"),
+        uri: edgeguard_str::from_slice(b"/.edgeguard/challenge?n=forged&c=1&r=/"),
+        client_addr: edgeguard_str::from_slice(b"192.0.2.10"),
+        http_version: 11,
+        headers: c_headers[0].as_ptr(),
+        headers_len: c_headers[0].len(),
+        tls: std::ptr::null(),
+    };
+    let (mut cookie_buf, mut location_buf) = ([0u8; 512], [0u8; 2048]);
+    let mut answer: edgeguard_challenge_answer = unsafe { std::mem::zeroed() };
+    let slots_n = unsafe { edgeguard_metrics_len(metrics) };
+    let (mut slots, mut deltas, mut values) =
+        (vec![0u32; slots_n], vec![0.0; slots_n], vec![0.0; slots_n]);
+    let mut exposition = vec![0u8; unsafe { edgeguard_metrics_text_room(metrics) }];
 
     let before = dhat::HeapStats::get();
     let mut seen = 0usize;
@@ -207,6 +245,7 @@ fn per_request_work_does_not_allocate() {
                 edgeguard_access(
                     std::ptr::null(),
                     c_policy,
+                    metrics,
                     &r,
                     c_addrs[i].as_ptr(),
                     c_addrs[i].len(),
@@ -225,6 +264,24 @@ fn per_request_work_does_not_allocate() {
             assert_eq!(accepted, *want == Clearance::Accepted, "case {i}");
             seen += usize::from(out.bot != edgeguard_bot::None);
         }
+        let rc = unsafe {
+            edgeguard_policy_challenge_answer(
+                c_policy,
+                metrics,
+                &answer_req,
+                std::ptr::null(),
+                0,
+                NOW as i64,
+                0,
+                cookie_buf.as_mut_ptr(),
+                cookie_buf.len(),
+                location_buf.as_mut_ptr(),
+                location_buf.len(),
+                &mut answer,
+            )
+        };
+        assert_eq!(rc, R::Ok);
+        assert_eq!(answer.result, edgeguard_clearance::Malformed);
         for p in &probes {
             seen += usize::from(bots_set.contains(*p));
         }
@@ -241,8 +298,48 @@ fn per_request_work_does_not_allocate() {
             None
         );
     }
+    let (mut drained, mut text_len) = (0, 0);
+    unsafe {
+        let rc = edgeguard_metrics_drain(
+            metrics,
+            slots.as_mut_ptr(),
+            deltas.as_mut_ptr(),
+            slots_n,
+            &mut drained,
+        );
+        assert_eq!(rc, R::Ok);
+        for i in 0..drained {
+            values[slots[i] as usize] += deltas[i];
+        }
+        let rc = edgeguard_metrics_text(
+            metrics,
+            values.as_ptr(),
+            slots_n,
+            exposition.as_mut_ptr(),
+            exposition.len(),
+            &mut text_len,
+        );
+        assert_eq!(rc, R::Ok);
+    }
     let after = dhat::HeapStats::get();
     assert_eq!(seen, 50 * (6 + 1 + 3), "every case and probe ran");
+    // 50 rounds of the six requests: two accepted cookies, a forged one,
+    // another address, another User-Agent twice (the Googlebot one comes
+    // from its prefixes: verified); 50 malformed answers.
+    let text = std::str::from_utf8(&exposition[..text_len]).unwrap();
+    for want in [
+        "edgeguard_requests_total{engine=\"rust\"} 300\n",
+        "edgeguard_clearances_total{result=\"accepted\"} 100\n",
+        "edgeguard_clearances_total{result=\"mac\"} 50\n",
+        "edgeguard_clearances_total{result=\"address\"} 50\n",
+        "edgeguard_clearances_total{result=\"user_agent\"} 100\n",
+        "edgeguard_verified_bots_total{bot=\"Googlebot\",result=\"verified\"} 50\n",
+        "edgeguard_challenges_total{result=\"failed\"} 50\n",
+        "edgeguard_challenge_failures_total{reason=\"malformed\"} 50\n",
+    ] {
+        assert!(text.contains(want), "{want} in {text}");
+    }
+    unsafe { edgeguard_metrics_free(metrics) };
     assert_eq!(
         after.total_blocks, before.total_blocks,
         "cookie verification, prefix lookups and decide_request allocated"

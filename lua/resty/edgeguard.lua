@@ -13,7 +13,8 @@
 -- rule are the Rust library's (src/config/, bound by resty.edgeguard.policy;
 -- the options are documented once, in the README's option table). It reads
 -- nginx's buffers, makes the FFI calls and applies the action: exit, score
--- header, variables, log line, metrics.
+-- header, variables, log line (the metrics are counted by Rust, in the same
+-- calls; resty.edgeguard.metrics moves them into the shared dict).
 --
 -- configure() loads everything (it allocates; run it in init_by_lua, where
 -- nginx forks the workers from the loaded state, and again on every reload).
@@ -273,18 +274,11 @@ local function model_failure(lib, o, model_errors)
     return msg
 end
 
-local function metrics_for(dict, o, scorer, leng, clearance_names)
-    if not o.metrics_dict then
-        return nil
+local function metrics_for(lib, cfg, dict, scorer, leng)
+    if not cfg.options.metrics_dict then
+        return false
     end
-    local engine = o.engine
-    return metrics.new(dict, {
-        request_engines = engine == "shadow" and { "rust", "lua", "shadow" } or { engine },
-        engines = engine == "shadow" and { "rust", "lua" } or { engine },
-        models = { rust = scorer and scorer.names, lua = leng and leng.names },
-        clearances = o.challenge_secret and clearance_names or nil,
-        bots = o.verified_bot_names,
-    })
+    return metrics.new(lib, cfg, dict, scorer and scorer.names, leng and leng.names)
 end
 
 --- Loads the library and the configured data. Call in init_by_lua*. The
@@ -333,8 +327,11 @@ function _M.configure(opts)
             var_names[name] = "edgeguard_" .. name
         end
     end
-    local clearance_names = policy.clearance_names(lib)
-    local mx = metrics_for(dict, o, scorer, leng, clearance_names)
+    local mx
+    mx, err = metrics_for(lib, cfg, dict, scorer, leng)
+    if mx == nil then
+        return nil, err
+    end
     local primary = o.shadow_primary or engine
     generation_seq = generation_seq + 1
     local new = {
@@ -352,9 +349,10 @@ function _M.configure(opts)
         -- Unique per configure() call across master restarts and reloads.
         generation = format("%s-%s-%d", ngx and ngx.now and ngx.now() or os.time(),
                             ngx and ngx.worker and ngx.worker.pid() or 0, generation_seq),
-        metrics = mx,
+        metrics = mx or nil,
+        metrics_handle = mx and mx.handle or nil,
         var_names = var_names,
-        clearance_names = clearance_names,
+        clearance_names = policy.clearance_names(lib),
         -- access{} tables -> their locations (see location()).
         by_table = setmetatable({}, { __mode = "k" }),
         by_content = {},
@@ -502,7 +500,9 @@ end
 -- Ends a request that carries internal headers nginx's Lua API cannot
 -- remove (see strip) with 400: such a name is not an RFC 9110 token, which
 -- a real client does not send, and forwarding it would hand the origin an
--- internal header. `removed` entries were removed before, `left` not.
+-- internal header. `removed` entries were removed before, `left` not;
+-- counted under `engine_label` (nil: edgeguard_access counted it, or not
+-- an access() request).
 local function refuse(engine_label, removed, left)
     local var = ngx.var
     ngx.log(state.base.log_level or ngx.INFO, format(
@@ -592,7 +592,6 @@ end
 -- location's Rust policy turns a result into an action, and one function
 -- acts.
 
-local clock = metrics.clock
 
 -- edgeguard_access's out struct, reused (act() reads the challenge's and
 -- the bots' part of it: one request at a time per worker, and nothing
@@ -623,8 +622,9 @@ end
 -- the block status.
 local function answer(loc, req, status)
     local mx = state.metrics
-    -- No address: Rust reads the request's client_addr (as in rust_access).
-    local ok, res = challenge.answer(state.lib, loc.policy, req, nil, 0, ngx.time(),
+    -- No address: Rust reads the request's client_addr (as in rust_access);
+    -- it counts the answer.
+    local ok, res = challenge.answer(state.lib, loc.policy, mx and mx.handle, req, nil, 0, ngx.time(),
                                      ngx.var.https == "on")
     if ok == nil then
         return fail("rust", res)
@@ -632,15 +632,9 @@ local function answer(loc, req, status)
     local method, uri, client = request_text(req)
     local level = loc.log_level or ngx.INFO
     if ok then
-        if mx then
-            mx:challenge("solved")
-        end
         ngx.log(level, format('edgeguard challenge=solved client=%s method=%s uri="%s"',
                               client, method, uri))
         return ngx.redirect(res, 303)
-    end
-    if mx then
-        mx:challenge("failed", res)
     end
     ngx.log(level, format('edgeguard challenge=failed reason=%s client=%s method=%s uri="%s"',
                           state.clearance_names[res], client, method, uri))
@@ -650,38 +644,24 @@ end
 -- Actions that flag the request (a decision line; unscored, a fake bot).
 local FLAGGED = { block = true, log = true, challenge = true, cleared = true }
 
--- Acts on one engine's result, whichever engine produced it: metrics,
--- score header, variables, decision line (their texts are Rust's: `text`,
--- an edgeguard_text, locates them in `buf`), and the exit. `status` is the
--- error when `action` is nil. Returns the action.
-local function act(loc, engine_label, scores, names, removed, r, req, action, status, text, buf)
+-- Acts on one engine's result, whichever engine produced it (and counted
+-- it: edgeguard_access, or the legacy driver): score header, variables,
+-- decision line (their texts are Rust's: `text`, an edgeguard_text,
+-- locates them in `buf`), and the exit. `status` is the error when
+-- `action` is nil. Returns the action.
+local function act(loc, engine_label, scores, names, r, req, action, status, text, buf)
     if not action then
         return fail(engine_label, status)
-    end
-    local mx = state.metrics
-    if mx then
-        mx:request(engine_label, action, removed)
     end
     if action == "unavailable" then
         return ngx.exit(ngx.HTTP_SERVICE_UNAVAILABLE)
     end
-    local bot, bot_name = false, nil
+    local bot = false
     if loc.screen then
         if action == "answer" then
             return answer(loc, req, status)
         end
-        local o = access_out[0]
-        bot = BOTS[tonumber(o.bot)]
-        if bot then
-            bot_name = ffi_string(o.label.data, o.label.len)
-            if mx then
-                mx:bot(bot_name, bot)
-            end
-        end
-        local clearance = tonumber(o.clearance)
-        if mx and clearance ~= 0 then
-            mx:clearance(clearance)
-        end
+        bot = BOTS[tonumber(access_out[0].bot)]
     end
     if not scores and not FLAGGED[action] and not bot then
         return action
@@ -705,7 +685,8 @@ local function act(loc, engine_label, scores, names, removed, r, req, action, st
             -- The clock the cookie was judged by (ngx.time() is cached for
             -- the event loop's turn: rust_access's value), for replay; the bot.
             var.edgeguard_time = ngx.time()
-            var.edgeguard_verified_bot = bot == "verified" and bot_name or ""
+            local label = access_out[0].label
+            var.edgeguard_verified_bot = bot == "verified" and ffi_string(label.data, label.len) or ""
         end
     end
 
@@ -717,9 +698,6 @@ local function act(loc, engine_label, scores, names, removed, r, req, action, st
         return ngx.exit(status)
     end
     if action == "challenge" then
-        if mx then
-            mx:challenge("served")
-        end
         local _, err = challenge.serve_page(state.lib, loc.policy, req, nil, 0, ngx.time(),
                                             access_out[0].challenge_status)
         return fail(engine_label, err)
@@ -740,10 +718,11 @@ local ACTIONS = policy.ACTIONS
 -- The Rust engine's whole job on the current request in one FFI call,
 -- edgeguard_access: the headers to clear (the location's strip set; the
 -- score header spelled exactly as edgeguard's is left to act(), which
--- overwrites it), the scores of what the client sent, and the decision.
+-- overwrites it), the scores of what the client sent, and the decision;
+-- counted into the metrics handle `counts` (nil: the caller counts).
 -- Returns the request, its header array, the (reused) out struct and the
 -- score table (nil: unscored); or nil and an error.
-local function rust_access(loc, r)
+local function rust_access(loc, r, counts)
     local req, headers, n = request.current(r)
     if not req then
         return nil, headers
@@ -761,7 +740,7 @@ local function rust_access(loc, r)
     -- No binary address: Rust reads the request's client_addr
     -- ($remote_addr) for the allow list, the challenge and the bots.
     local lib, scorer = state.lib, state.scorer
-    local rc = lib.edgeguard_access(scorer and scorer.handle, policy_.handle, req, nil, 0, ngx.time(),
+    local rc = lib.edgeguard_access(scorer and scorer.handle, policy_.handle, counts, req, nil, 0, ngx.time(),
                                     clear_buf, clear_cap, scorer and scorer.out, scorer and scorer.n or 0,
                                     text_buf, text_cap, access_out)
     if rc ~= 0 then
@@ -801,28 +780,20 @@ local function rust_decision(out)
     return ACTIONS[tonumber(out.decision.action)], out.decision.status, out.text, text_buf
 end
 
+-- edgeguard_access counts the request (its time, scores and outcome,
+-- refused included), so nothing here does but the 500 of a failed call.
 local function run_rust(loc, r)
-    local mx = state.metrics
-    local t0 = mx and clock()
-    local req, headers, out, scores = rust_access(loc, r)
+    local req, headers, out, scores = rust_access(loc, r, state.metrics_handle)
     if not req then
         return fail("rust", headers)
     end
     local left = tonumber(out.unremovable)
-    if left == 0 then
-        clear_listed(r, headers, out)
-    end
-    if mx then
-        mx:engine_time("rust", clock() - t0)
-        if scores then
-            mx:scores("rust", state.scorer.names, scores)
-        end
-    end
     if left > 0 then
-        return refuse("rust", 0, left)
+        return refuse(nil, 0, left)
     end
+    clear_listed(r, headers, out)
     local scorer = state.scorer
-    return act(loc, "rust", scores, scorer and scorer.names, tonumber(out.matched), r, req, rust_decision(out))
+    return act(loc, "rust", scores, scorer and scorer.names, r, req, rust_decision(out))
 end
 
 --- The one-liner for rewrite_by_lua*: scores the request as the client

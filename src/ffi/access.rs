@@ -13,9 +13,13 @@ use super::challenge::{edgeguard_bot, edgeguard_clearance, request_decision};
 use super::config::{edgeguard_decision, edgeguard_policy};
 use super::edgeguard_result;
 use super::headers::find;
+use super::metrics::{edgeguard_metrics, outcome_of, seen_of};
 use super::scorer::{checked_request, edgeguard_request, edgeguard_scorer, score};
 use super::text::{edgeguard_text, write, Parts};
 use super::types::{edgeguard_str, Header};
+use crate::config::Engine;
+use crate::metrics::{Outcome, Registry};
+use std::time::Instant;
 
 /// What `edgeguard_access` made of one request. Written whole on `Ok`.
 ///
@@ -84,6 +88,14 @@ pub struct edgeguard_access_out {
 ///   as `%.9g`, the decision line), located by `out.text`; `text_cap` must
 ///   be at least `edgeguard_policy_text_room(policy)` plus the lengths of
 ///   the request's `method`, `uri` and `client_addr`.
+/// - `metrics` (null: not counted): the registry the request is counted in
+///   when the Rust engine handles it alone (`edgeguard_metrics_new`): this
+///   call's time and the scores under the engine `Rust`, and the request
+///   under the engine setting `Rust` with the outcome the caller acts on:
+///   `Refused` (0 removed) when `out.unremovable` is non-zero, else the
+///   decision's action with `out.matched` entries removed, the clearance
+///   and the bot claim. Only on `Ok`; a caller that fails the request
+///   afterwards counts that itself (`edgeguard_metrics_request`).
 /// - `policy` decides from the scores, the request and `addr`/`addr_len`,
 ///   the client address as nginx keeps it (`$binary_remote_addr`; null/0:
 ///   the request's textual `client_addr`), at
@@ -100,11 +112,12 @@ pub struct edgeguard_access_out {
 /// `clear_cap` below `headers_len`, a `scores_cap` below the model count, a
 /// policy bound to another number of models than the scorer holds, an
 /// `http_version` outside `0..=65535` or a `headers_len` above
-/// `UINT32_MAX`. On an error nothing is written. Never allocates; every
-/// handle is only read, so concurrent calls are safe.
+/// `UINT32_MAX`. On an error nothing is written (and nothing counted).
+/// Never allocates; every handle but `metrics` (relaxed atomic counters)
+/// is only read, so concurrent calls are safe.
 ///
 /// # Safety
-/// `scorer` is null or a live handle, `policy` a live policy; `request`
+/// `scorer` and `metrics` are null or live handles, `policy` a live policy; `request`
 /// points to a valid `edgeguard_request` whose strings and headers point to
 /// their stated number of readable bytes; `addr` points to `addr_len`
 /// bytes (or is null with length 0); `clear` points to `clear_cap` writable
@@ -115,6 +128,7 @@ pub struct edgeguard_access_out {
 pub unsafe extern "C" fn edgeguard_access(
     scorer: *const edgeguard_scorer,
     policy: *const edgeguard_policy,
+    metrics: *const edgeguard_metrics,
     request: *const edgeguard_request,
     addr: *const u8,
     addr_len: usize,
@@ -128,6 +142,8 @@ pub unsafe extern "C" fn edgeguard_access(
     out: *mut edgeguard_access_out,
 ) -> edgeguard_result {
     ffi_panic_boundary! {
+        // The Rust engine's time is this call's (see `count`).
+        let started = (!metrics.is_null()).then(Instant::now);
         try_non_null!(policy, request, out);
         let (policy, request) = (&*policy, &*request);
         let Some(client) = bytes(addr, addr_len) else {
@@ -221,7 +237,33 @@ pub unsafe extern "C" fn edgeguard_access(
                 return code;
             }
         }
+        if let (Some(m), Some(t0)) = (metrics.as_ref(), started) {
+            count(&m.registry, &*out, given, t0);
+        }
         edgeguard_result::Ok
+    }
+}
+
+/// Counts a request the Rust engine handled alone: its time in this call,
+/// its scores, and its outcome as the shim acts on it (refused when some
+/// internal entry cannot be removed; else the decision, with the entries
+/// the list matched, the clearance and the bot claim).
+fn count(m: &Registry, out: &edgeguard_access_out, scores: Option<&[f64]>, t0: Instant) {
+    m.engine_time(Engine::Rust, t0.elapsed().as_secs_f64());
+    if let Some(s) = scores {
+        m.scores(Engine::Rust, s);
+    }
+    if out.unremovable > 0 {
+        m.request(Engine::Rust, Outcome::Refused, 0, None);
+    } else {
+        // SAFETY: the label is the policy's memory, alive for this call.
+        let seen = unsafe { seen_of(out) };
+        m.request(
+            Engine::Rust,
+            outcome_of(out.decision.action),
+            out.matched,
+            Some(seen),
+        );
     }
 }
 

@@ -11,11 +11,13 @@
 use super::boundary::bytes;
 use super::config::{edgeguard_action, edgeguard_decision, edgeguard_policy};
 use super::edgeguard_result;
+use super::metrics::edgeguard_metrics;
 use super::scorer::{checked_request, edgeguard_request};
 use super::types::edgeguard_str;
 use crate::challenge::{Answer, Binding, Challenge, Clearance, Rejection};
 use crate::config::{addr_from_binary, addr_from_text, Action};
 use crate::features::Request;
+use crate::metrics::AnswerResult;
 use crate::verified::Verdict;
 
 /// What a request's User-Agent says of a verified bot. Stable numbers.
@@ -355,16 +357,22 @@ pub unsafe extern "C" fn edgeguard_policy_challenge_page(
 /// (2048 bytes are enough), and `out->result` is `Accepted`. Otherwise
 /// `out->result` says why and nothing else is written.
 ///
-/// `NullParameter` for a null pointer (or a null `addr` with a length);
-/// `InvalidArgument` when the policy has no challenge or the request is
-/// malformed; `BufferTooSmall` when a buffer is.
+/// `metrics` (null: not counted) counts the answer: solved, or failed
+/// and its reason (`edgeguard_challenges_total`,
+/// `edgeguard_challenge_failures_total`), when the call succeeds.
+///
+/// `NullParameter` for a null pointer but `metrics` (or a null `addr` with
+/// a length); `InvalidArgument` when the policy has no challenge or the
+/// request is malformed; `BufferTooSmall` when a buffer is.
 ///
 /// # Safety
-/// As `edgeguard_policy_decide_request`; `cookie_buf` and `location_buf`
-/// point to their caps' writable bytes; `out` is writable.
+/// As `edgeguard_policy_decide_request`; `metrics` is null or a live
+/// registry; `cookie_buf` and `location_buf` point to their caps' writable
+/// bytes; `out` is writable.
 #[no_mangle]
 pub unsafe extern "C" fn edgeguard_policy_challenge_answer(
     policy: *const edgeguard_policy,
+    metrics: *const edgeguard_metrics,
     request: *const edgeguard_request,
     addr: *const u8,
     addr_len: usize,
@@ -385,7 +393,15 @@ pub unsafe extern "C" fn edgeguard_policy_challenge_answer(
         let cookie = std::slice::from_raw_parts_mut(cookie_buf, cookie_cap);
         let location = std::slice::from_raw_parts_mut(location_buf, location_cap);
         let now = u64::try_from(now).unwrap_or(0);
-        match ch.answer(req.uri(), &binding, now, tls != 0, cookie, location) {
+        let answered = ch.answer(req.uri(), &binding, now, tls != 0, cookie, location);
+        if let Some(m) = metrics.as_ref() {
+            match answered {
+                Ok(Answer::Solved { .. }) => m.registry.answer(AnswerResult::Solved),
+                Ok(Answer::Failed(r)) => m.registry.answer(AnswerResult::Failed(r)),
+                Err(_) => {}
+            }
+        }
+        match answered {
             Ok(Answer::Solved { cookie, location }) => {
                 *out = edgeguard_challenge_answer {
                     result: edgeguard_clearance::Accepted,

@@ -24,7 +24,7 @@ use crate::verified;
 /// `edgeguard_config_new_for_location`, released by `edgeguard_config_free`.
 /// Immutable, so one handle may be shared by threads.
 pub struct edgeguard_config {
-    options: Options,
+    pub(super) options: Options,
     /// `options` resolved, as NUL-terminated JSON, handed out to C.
     json: CString,
 }

@@ -18,6 +18,7 @@ pub mod access;
 pub mod challenge;
 pub mod config;
 pub mod headers;
+pub mod metrics;
 pub mod model;
 pub mod process;
 pub mod record;

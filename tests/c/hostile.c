@@ -13,6 +13,7 @@
 #define _DEFAULT_SOURCE /* mkdtemp */
 #define _GNU_SOURCE /* memmem */
 #include <math.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1349,7 +1350,7 @@ static void test_access_hostile(void) {
     out = untouched;
     static uint8_t text[8192];
 #define ACCESS_TEXT(scorer_, policy_, req_, addr_, alen_, clear_, ccap_, scores_, scap_, text_, tcap_, out_) \
-    edgeguard_access(scorer_, policy_, req_, addr_, alen_, 1800000000, clear_, ccap_, scores_, scap_, text_, tcap_, out_)
+    edgeguard_access(scorer_, policy_, NULL, req_, addr_, alen_, 1800000000, clear_, ccap_, scores_, scap_, text_, tcap_, out_)
 #define ACCESS(scorer_, policy_, req_, addr_, alen_, clear_, ccap_, scores_, scap_, out_) \
     ACCESS_TEXT(scorer_, policy_, req_, addr_, alen_, clear_, ccap_, scores_, scap_, text, sizeof text, out_)
     static const struct { edgeguard_result want; const char *what; } expect[] = {
@@ -1570,6 +1571,215 @@ static edgeguard_header hdr(const char *k, const char *v) {
     return h;
 }
 
+/* ----------------------------------------------------------------- metrics */
+
+/* Drains `m` into a dict of its own and reports whether the exposition of
+ * the totals holds every string of the NULL-terminated list. */
+static int metrics_text_has(const edgeguard_metrics *m, ...) {
+    size_t n = edgeguard_metrics_len(m), got = 0, len = 0;
+    uint32_t *slots = xmalloc(n * sizeof *slots);
+    double *deltas = xmalloc(n * sizeof *deltas);
+    double *values = calloc(n ? n : 1, sizeof *values);
+    size_t room = edgeguard_metrics_text_room(m);
+    char *text = xmalloc(room + 1);
+    int ok = edgeguard_metrics_drain(m, slots, deltas, n, &got) == EDGEGUARD_RESULT_OK;
+    for (size_t i = 0; ok && i < got; i++)
+        values[slots[i]] += deltas[i];
+    ok = ok && edgeguard_metrics_text(m, values, n, (uint8_t *)text, room, &len) == EDGEGUARD_RESULT_OK;
+    if (ok)
+        text[len] = 0;
+    va_list ap;
+    va_start(ap, m);
+    for (const char *want = va_arg(ap, const char *); ok && want; want = va_arg(ap, const char *)) {
+        ok = strstr(text, want) != NULL;
+        if (!ok)
+            printf("metrics text without \"%s\":\n%.*s\n", want, (int)len, text);
+    }
+    va_end(ap);
+    free(slots);
+    free(deltas);
+    free(values);
+    free(text);
+    return ok;
+}
+
+static void test_metrics_hostile(void) {
+    char err[256];
+    edgeguard_metrics *m = NULL;
+    const char *rust[] = {"bot", "sp\"oof"};
+    const char *bad_utf8[] = {"bot", "\xff\xfe"};
+    const char *with_null[] = {"bot", NULL};
+    /* The configuration gives the series: a challenge and the fixture's
+     * verified bots (Googlebot, bingbot). */
+    char json[2048];
+    snprintf(json, sizeof json,
+             "{\"challenge_secret\": \"%s/../challenge/secret\", \"verified_bots\": \"%s/../verified/bots.json\"}",
+             fixture_dir, fixture_dir);
+    edgeguard_config *cfg = NULL;
+    CHECK_CODE(config_of(json, &cfg, err, sizeof err), EDGEGUARD_RESULT_OK, "metrics config");
+    if (!cfg)
+        return;
+    CHECK_CODE(edgeguard_metrics_new(cfg, rust, 2, NULL, 0, NULL, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "metrics_new: null out");
+    CHECK_CODE(edgeguard_metrics_new(NULL, rust, 2, NULL, 0, &m, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "metrics_new: null config");
+    CHECK_CODE(edgeguard_metrics_new(cfg, NULL, 2, NULL, 0, &m, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "metrics_new: null list, count 2");
+    CHECK_CODE(edgeguard_metrics_new(cfg, rust, SIZE_MAX, NULL, 0, &m, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "metrics_new: SIZE_MAX count");
+    CHECK_CODE(edgeguard_metrics_new(cfg, with_null, 2, NULL, 0, &m, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "metrics_new: null name");
+    CHECK_CODE(edgeguard_metrics_new(cfg, rust, 2, bad_utf8, 2, &m, NULL, 0), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "metrics_new: name not UTF-8, no errbuf");
+    CHECK_CODE(edgeguard_metrics_new(cfg, rust, 2, bad_utf8, 2, &m, err, sizeof err),
+               EDGEGUARD_RESULT_INVALID_ARGUMENT, "metrics_new: name not UTF-8");
+    CHECK(strcmp(err, "Lua model 1 name is not UTF-8") == 0, "utf-8 error: %s", err);
+    CHECK(m == NULL, "nothing written on errors");
+    CHECK(edgeguard_metrics_len(NULL) == 0 && edgeguard_metrics_text_room(NULL) == 0, "null registry: 0");
+    edgeguard_metrics_free(NULL);
+    CHECK_CODE(edgeguard_metrics_new(cfg, rust, 2, NULL, 0, &m, err, sizeof err), EDGEGUARD_RESULT_OK, "metrics_new");
+    size_t n = edgeguard_metrics_len(m);
+    CHECK(n > 40, "slots: %zu", n);
+
+    edgeguard_str key = {-7, NULL};
+    CHECK_CODE(edgeguard_metrics_key(NULL, 0, &key), EDGEGUARD_RESULT_NULL_PARAMETER, "key: null registry");
+    CHECK_CODE(edgeguard_metrics_key(m, 0, NULL), EDGEGUARD_RESULT_NULL_PARAMETER, "key: null out");
+    CHECK_CODE(edgeguard_metrics_key(m, n, &key), EDGEGUARD_RESULT_INVALID_ARGUMENT, "key: slot len");
+    CHECK_CODE(edgeguard_metrics_key(m, SIZE_MAX, &key), EDGEGUARD_RESULT_INVALID_ARGUMENT, "key: SIZE_MAX");
+    CHECK(key.len == -7, "key untouched on errors");
+    CHECK_CODE(edgeguard_metrics_key(m, 0, &key), EDGEGUARD_RESULT_OK, "key 0");
+    CHECK(key.len == 39 && memcmp(key.data, "edgeguard_requests_total{engine=\"rust\"}", 39) == 0, "key 0: %.*s",
+          key.len, key.data);
+
+    /* Counting calls: bad numbers refused, nothing counted. */
+    CHECK_CODE(edgeguard_metrics_request(NULL, 0, 0, 0, NULL), EDGEGUARD_RESULT_NULL_PARAMETER, "request: null");
+    CHECK_CODE(edgeguard_metrics_request(m, 3, 0, 0, NULL), EDGEGUARD_RESULT_INVALID_ARGUMENT, "request: engine 3");
+    CHECK_CODE(edgeguard_metrics_request(m, 0, 11, 0, NULL), EDGEGUARD_RESULT_INVALID_ARGUMENT, "request: outcome 11");
+    CHECK_CODE(edgeguard_metrics_request(m, 0, -1, 0, NULL), EDGEGUARD_RESULT_INVALID_ARGUMENT, "request: outcome -1");
+    edgeguard_access_out out;
+    memset(&out, 0, sizeof out);
+    int *raw = (int *)&out.bot;
+    *raw = 3;
+    CHECK_CODE(edgeguard_metrics_request(m, 0, EDGEGUARD_OUTCOME_BLOCK, 0, &out), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "request: bot 3");
+    out.bot = EDGEGUARD_BOT_FAKE;
+    raw = (int *)&out.clearance;
+    *raw = 8;
+    CHECK_CODE(edgeguard_metrics_request(m, 0, EDGEGUARD_OUTCOME_BLOCK, 0, &out), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "request: clearance 8");
+    *raw = -2;
+    CHECK_CODE(edgeguard_metrics_request(m, 0, EDGEGUARD_OUTCOME_BLOCK, 0, &out), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "request: clearance -2");
+    /* A hostile label: a negative length is empty (no bot of that name). */
+    out.clearance = EDGEGUARD_CLEARANCE_MAC;
+    out.label = str_of("Googlebot", 9);
+    out.label.len = -9;
+    CHECK_CODE(edgeguard_metrics_request(m, 0, EDGEGUARD_OUTCOME_BLOCK, 2, &out), EDGEGUARD_RESULT_OK,
+               "request: negative label");
+    out.label.len = 9;
+    CHECK_CODE(edgeguard_metrics_request(m, 0, EDGEGUARD_OUTCOME_CHALLENGE, 0, &out), EDGEGUARD_RESULT_OK,
+               "request: challenge, a fake Googlebot");
+    CHECK_CODE(edgeguard_metrics_request(m, EDGEGUARD_ENGINE_LUA, EDGEGUARD_OUTCOME_REFUSED, 1, &out),
+               EDGEGUARD_RESULT_OK, "request: an engine without series counts the decision only");
+    double sc[2] = {0.25, 2};
+    CHECK_CODE(edgeguard_metrics_scores(NULL, 0, sc, 2), EDGEGUARD_RESULT_NULL_PARAMETER, "scores: null");
+    CHECK_CODE(edgeguard_metrics_scores(m, 0, NULL, 2), EDGEGUARD_RESULT_NULL_PARAMETER, "scores: null scores");
+    CHECK_CODE(edgeguard_metrics_scores(m, 0, sc, 1), EDGEGUARD_RESULT_INVALID_ARGUMENT, "scores: 1 of 2");
+    CHECK_CODE(edgeguard_metrics_scores(m, 0, sc, SIZE_MAX), EDGEGUARD_RESULT_NULL_PARAMETER, "scores: SIZE_MAX");
+    CHECK_CODE(edgeguard_metrics_scores(m, 1, sc, 2), EDGEGUARD_RESULT_INVALID_ARGUMENT, "scores: no Lua series");
+    CHECK_CODE(edgeguard_metrics_scores(m, 2, sc, 2), EDGEGUARD_RESULT_INVALID_ARGUMENT, "scores: shadow");
+    CHECK_CODE(edgeguard_metrics_scores(m, 0, sc, 2), EDGEGUARD_RESULT_OK, "scores");
+    CHECK_CODE(edgeguard_metrics_engine_time(NULL, 0, 1e-6), EDGEGUARD_RESULT_NULL_PARAMETER, "time: null");
+    CHECK_CODE(edgeguard_metrics_engine_time(m, 1, 1e-6), EDGEGUARD_RESULT_INVALID_ARGUMENT, "time: no Lua series");
+    CHECK_CODE(edgeguard_metrics_engine_time(m, 9, 1e-6), EDGEGUARD_RESULT_INVALID_ARGUMENT, "time: engine 9");
+    CHECK_CODE(edgeguard_metrics_engine_time(m, 0, 3e-6), EDGEGUARD_RESULT_OK, "time");
+    CHECK_CODE(edgeguard_metrics_disagreement(NULL, 0), EDGEGUARD_RESULT_NULL_PARAMETER, "disagreement: null");
+    CHECK_CODE(edgeguard_metrics_disagreement(m, 3), EDGEGUARD_RESULT_INVALID_ARGUMENT, "disagreement: 3");
+    CHECK_CODE(edgeguard_metrics_disagreement(m, EDGEGUARD_DISAGREEMENT_HEADERS), EDGEGUARD_RESULT_OK,
+               "disagreement");
+    CHECK_CODE(edgeguard_metrics_load_errors(NULL, 2), EDGEGUARD_RESULT_NULL_PARAMETER, "load errors: null");
+    CHECK_CODE(edgeguard_metrics_load_errors(m, 2), EDGEGUARD_RESULT_OK, "load errors");
+
+    /* Drain: bad buffers refused; a short buffer lists some, the rest stay. */
+    uint32_t slots[4];
+    double deltas[4];
+    size_t got = 77;
+    CHECK_CODE(edgeguard_metrics_drain(NULL, slots, deltas, 4, &got), EDGEGUARD_RESULT_NULL_PARAMETER, "drain: null");
+    CHECK_CODE(edgeguard_metrics_drain(m, slots, deltas, 4, NULL), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "drain: null out_len");
+    CHECK_CODE(edgeguard_metrics_drain(m, NULL, deltas, 4, &got), EDGEGUARD_RESULT_NULL_PARAMETER, "drain: null slots");
+    CHECK_CODE(edgeguard_metrics_drain(m, slots, NULL, 4, &got), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "drain: null deltas");
+    CHECK_CODE(edgeguard_metrics_drain(m, slots, deltas, SIZE_MAX, &got), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "drain: SIZE_MAX");
+    CHECK(got == 77, "drain: out_len untouched on errors");
+    CHECK_CODE(edgeguard_metrics_drain(m, NULL, NULL, 0, &got), EDGEGUARD_RESULT_OK, "drain: cap 0");
+    CHECK(got == 0, "drain: cap 0 lists none");
+    CHECK_CODE(edgeguard_metrics_drain(m, slots, deltas, 1, &got), EDGEGUARD_RESULT_OK, "drain: cap 1");
+    /* Slot 0, the first non-zero: the two requests under "rust". */
+    CHECK(got == 1 && slots[0] == 0 && deltas[0] == 2, "drain: one pair, %zu: %u %g", got, slots[0], deltas[0]);
+    CHECK_CODE(edgeguard_metrics_restore(NULL, slots[0], deltas[0]), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "restore: null");
+    CHECK_CODE(edgeguard_metrics_restore(m, n, 1), EDGEGUARD_RESULT_INVALID_ARGUMENT, "restore: slot len");
+    CHECK_CODE(edgeguard_metrics_restore(m, slots[0], deltas[0]), EDGEGUARD_RESULT_OK, "restore");
+
+    /* Text: bad arguments refused, nothing written. */
+    size_t room = edgeguard_metrics_text_room(m), len = 5;
+    double *values = calloc(n, sizeof *values);
+    uint8_t *text = xmalloc(room);
+    CHECK_CODE(edgeguard_metrics_text(NULL, values, n, text, room, &len), EDGEGUARD_RESULT_NULL_PARAMETER, "text: null");
+    CHECK_CODE(edgeguard_metrics_text(m, NULL, n, text, room, &len), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "text: null values");
+    CHECK_CODE(edgeguard_metrics_text(m, values, n, NULL, room, &len), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "text: null buf");
+    CHECK_CODE(edgeguard_metrics_text(m, values, n, text, room, NULL), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "text: null out_len");
+    CHECK_CODE(edgeguard_metrics_text(m, values, n - 1, text, room, &len), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "text: one value short");
+    CHECK_CODE(edgeguard_metrics_text(m, values, SIZE_MAX, text, room, &len), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "text: SIZE_MAX values");
+    CHECK_CODE(edgeguard_metrics_text(m, values, n, text, room - 1, &len), EDGEGUARD_RESULT_BUFFER_TOO_SMALL,
+               "text: room - 1");
+    CHECK(len == 5, "text: out_len untouched on errors");
+    /* The widest values fit the room. */
+    for (size_t i = 0; i < n; i++)
+        values[i] = -1.2345678901234567e-308;
+    CHECK_CODE(edgeguard_metrics_text(m, values, n, text, room, &len), EDGEGUARD_RESULT_OK, "text: widest values");
+    CHECK(len <= room, "text: %zu of %zu", len, room);
+    free(values);
+    free(text);
+
+    /* Two requests under "rust"; the Lua one has no series but its decision. */
+    CHECK(metrics_text_has(m, "edgeguard_requests_total{engine=\"rust\"} 2\n", NULL), "requests counted");
+    edgeguard_metrics_free(m);
+    /* The registry outlives the configuration it was made from. */
+    CHECK_CODE(edgeguard_metrics_new(cfg, rust, 2, NULL, 0, &m, err, sizeof err), EDGEGUARD_RESULT_OK,
+               "metrics_new again");
+    edgeguard_config_free(cfg);
+    out.label.len = 9;
+    edgeguard_metrics_request(m, 0, EDGEGUARD_OUTCOME_CHALLENGE, 3, &out);
+    edgeguard_metrics_request(m, EDGEGUARD_ENGINE_LUA, EDGEGUARD_OUTCOME_REFUSED, 1, &out);
+    edgeguard_metrics_scores(m, 0, sc, 2);
+    CHECK(metrics_text_has(m, "edgeguard_requests_total{engine=\"rust\"} 1\n"
+                              "# HELP edgeguard_headers_stripped_total Internal header entries removed from requests "
+                              "(by the acting engine).\n# TYPE edgeguard_headers_stripped_total counter\n"
+                              "edgeguard_headers_stripped_total 4\n", NULL),
+          "requests and stripped entries");
+    edgeguard_metrics_request(m, 0, EDGEGUARD_OUTCOME_CHALLENGE, 3, &out);
+    edgeguard_metrics_request(m, EDGEGUARD_ENGINE_LUA, EDGEGUARD_OUTCOME_REFUSED, 1, &out);
+    CHECK(metrics_text_has(m, "edgeguard_verified_bots_total{bot=\"Googlebot\",result=\"fake\"} 1\n", NULL),
+          "a fake bot on a challenged request, not on a refused one");
+    edgeguard_metrics_request(m, 0, EDGEGUARD_OUTCOME_CHALLENGE, 0, &out);
+    CHECK(metrics_text_has(m, "edgeguard_challenges_total{result=\"served\"} 1\n", NULL),
+          "a challenge outcome is a page served");
+    edgeguard_metrics_request(m, 0, EDGEGUARD_OUTCOME_BLOCK, 0, &out);
+    CHECK(metrics_text_has(m, "edgeguard_clearances_total{result=\"mac\"} 1\n", NULL), "a rejected cookie");
+    edgeguard_metrics_scores(m, 0, sc, 2);
+    CHECK(metrics_text_has(m, "edgeguard_score_bucket{model=\"sp\\\"oof\",engine=\"rust\",le=\"+Inf\"} 1\n", NULL),
+          "escaped model label");
+    edgeguard_metrics_free(m);
+}
+
 /* A policy (no models) over the options in `json`; NULL when refused. */
 static edgeguard_policy *challenge_policy(const char *json, char *err, size_t err_len) {
     edgeguard_config *c = NULL;
@@ -1592,6 +1802,13 @@ static void test_challenge_hostile(void) {
     CHECK(p != NULL, "challenge policy: %s", err);
     if (!p)
         return;
+    /* The answers below count into this registry (its configuration's
+     * challenge gives the series). */
+    edgeguard_metrics *cm = NULL;
+    edgeguard_config *mc = NULL;
+    CHECK_CODE(config_of(json, &mc, err, sizeof err), EDGEGUARD_RESULT_OK, "challenge metrics config");
+    CHECK_CODE(edgeguard_metrics_new(mc, NULL, 0, NULL, 0, &cm, NULL, 0), EDGEGUARD_RESULT_OK, "challenge metrics");
+    edgeguard_config_free(mc);
 
     /* Refused files name the file and the line or field. */
     edgeguard_config *c = NULL;
@@ -1712,13 +1929,13 @@ static void test_challenge_hostile(void) {
     CHECK(d.decision.action == EDGEGUARD_ACTION_ANSWER, "answer action %d", (int)d.decision.action);
     uint8_t set_cookie[512], location[2048];
     edgeguard_challenge_answer a;
-    CHECK_CODE(edgeguard_policy_challenge_answer(p, &ar, fake_addr, 4, now, 1, set_cookie, 20, location,
+    CHECK_CODE(edgeguard_policy_challenge_answer(p, cm, &ar, fake_addr, 4, now, 1, set_cookie, 20, location,
                                                  sizeof location, &a),
                EDGEGUARD_RESULT_BUFFER_TOO_SMALL, "small cookie buffer");
-    CHECK_CODE(edgeguard_policy_challenge_answer(p, &ar, fake_addr, 4, now, 1, set_cookie, sizeof set_cookie,
+    CHECK_CODE(edgeguard_policy_challenge_answer(p, cm, &ar, fake_addr, 4, now, 1, set_cookie, sizeof set_cookie,
                                                  location, 0, &a),
                EDGEGUARD_RESULT_BUFFER_TOO_SMALL, "no location buffer");
-    CHECK_CODE(edgeguard_policy_challenge_answer(p, &ar, fake_addr, 4, now, 1, set_cookie, sizeof set_cookie,
+    CHECK_CODE(edgeguard_policy_challenge_answer(p, cm, &ar, fake_addr, 4, now, 1, set_cookie, sizeof set_cookie,
                                                  location, sizeof location, &a),
                EDGEGUARD_RESULT_OK, "answer");
     CHECK(a.result == EDGEGUARD_CLEARANCE_ACCEPTED && a.location_len == 9 && memcmp(location, "/back?q=1", 9) == 0 &&
@@ -1751,7 +1968,7 @@ static void test_challenge_hostile(void) {
     for (size_t i = 0; i < sizeof answers / sizeof *answers; i++) {
         edgeguard_request hr = request_of("GET", answers[i], gh, 2);
         memset(&a, 0xAB, sizeof a);
-        CHECK_CODE(edgeguard_policy_challenge_answer(p, &hr, fake_addr, 4, now, 0, set_cookie, sizeof set_cookie,
+        CHECK_CODE(edgeguard_policy_challenge_answer(p, cm, &hr, fake_addr, 4, now, 0, set_cookie, sizeof set_cookie,
                                                      location, sizeof location, &a),
                    EDGEGUARD_RESULT_OK, answers[i]);
         CHECK(a.result == EDGEGUARD_CLEARANCE_MALFORMED && a.cookie_len == 0 && a.location_len == 0, "%s: %d",
@@ -1761,7 +1978,7 @@ static void test_challenge_hostile(void) {
     char *long_uri = xmalloc(big + 64);
     snprintf(long_uri, big + 64, "/.edgeguard/challenge?n=%s", junk + 1000);
     edgeguard_request lr = request_of("GET", long_uri, gh, 2);
-    CHECK_CODE(edgeguard_policy_challenge_answer(p, &lr, fake_addr, 4, now, 0, set_cookie, sizeof set_cookie,
+    CHECK_CODE(edgeguard_policy_challenge_answer(p, cm, &lr, fake_addr, 4, now, 0, set_cookie, sizeof set_cookie,
                                                  location, sizeof location, &a),
                EDGEGUARD_RESULT_OK, "junk uri");
     CHECK(a.result != EDGEGUARD_CLEARANCE_ACCEPTED, "junk uri refused");
@@ -1770,7 +1987,7 @@ static void test_challenge_hostile(void) {
     edgeguard_policy *plain = challenge_policy("{\"mode\": \"block\"}", err, sizeof err);
     CHECK_CODE(edgeguard_policy_challenge_page(plain, &req, fake_addr, 4, now, page, sizeof page, &page_len),
                EDGEGUARD_RESULT_INVALID_ARGUMENT, "page without a challenge");
-    CHECK_CODE(edgeguard_policy_challenge_answer(plain, &ar, fake_addr, 4, now, 0, set_cookie, sizeof set_cookie,
+    CHECK_CODE(edgeguard_policy_challenge_answer(plain, cm, &ar, fake_addr, 4, now, 0, set_cookie, sizeof set_cookie,
                                                  location, sizeof location, &a),
                EDGEGUARD_RESULT_INVALID_ARGUMENT, "answer without a challenge");
     CHECK_CODE(edgeguard_policy_decide_request(plain, &ar, NULL, 0, fake_addr, 4, now, &d), EDGEGUARD_RESULT_OK,
@@ -1778,6 +1995,13 @@ static void test_challenge_hostile(void) {
     CHECK(d.decision.action == EDGEGUARD_ACTION_PASS && d.challenge_status == 0, "endpoint proxied: %d",
           (int)d.decision.action);
     edgeguard_policy_free(plain);
+    /* One solved; six hostile answers and the junk URI failed, all as
+     * malformed (the calls that failed on a buffer count nothing). */
+    CHECK(metrics_text_has(cm, "edgeguard_challenges_total{result=\"solved\"} 1\n",
+                           "edgeguard_challenges_total{result=\"failed\"} 7\n",
+                           "edgeguard_challenge_failures_total{reason=\"malformed\"} 7\n", NULL),
+          "answers counted");
+    edgeguard_metrics_free(cm);
     free(long_uri);
     free(junk);
     free(many);
@@ -1974,6 +2198,7 @@ int main(int argc, char **argv) {
     test_scorer_score_hostile();
     test_config_hostile();
     test_access_hostile();
+    test_metrics_hostile();
     test_challenge_hostile();
     test_tls_hostile();
     test_score_with_tls_hostile();

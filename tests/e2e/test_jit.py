@@ -18,7 +18,7 @@ import tempfile
 
 import pytest
 
-from conftest import CHROME, ROOT, free_port, running_edge, send_exact
+from conftest import CHROME, METRICS_DICT, ROOT, free_port, running_edge, send_exact
 
 MODELS = f'models = {{ bot = "{ROOT}/models/bot.json", spoof = "{ROOT}/models/spoof.json" }},'
 ITERATIONS = 5000
@@ -100,7 +100,12 @@ SCREENED = (f'challenge_secret = "{ROOT}/tests/fixtures/challenge/secret", '
             f'verified_bots = "{ROOT}/tests/fixtures/verified/bots.json",')
 
 
-@pytest.fixture(scope="module", params=["plain", "screened"])
+# With metrics: edgeguard_access counts the request inside Rust, so the
+# loops' traces hold no counting code of the shim's.
+METRICS = 'metrics_dict = "edgeguard_metrics",'
+
+
+@pytest.fixture(scope="module", params=["plain", "screened", "metrics"])
 def jit_edge(origin, request):
     jit_port = free_port()
     # The workers write the trace logs as nginx's unprivileged user, which
@@ -109,8 +114,11 @@ def jit_edge(origin, request):
     logs.chmod(0o777)
     # mode = "log" in configure too, so that access() without options logs
     # rather than ending the request with a 403.
-    conf = MODELS + ' mode = "log", log_level = ngx.DEBUG,' + (SCREENED if request.param == "screened" else "")
-    for port, nginx in running_edge(origin, configure=conf, extra_servers=jit_server(jit_port, logs)):
+    extra = {"plain": "", "screened": SCREENED, "metrics": SCREENED + METRICS}[request.param]
+    conf = MODELS + ' mode = "log", log_level = ngx.DEBUG,' + extra
+    http_extra = METRICS_DICT if request.param == "metrics" else ""
+    for port, nginx in running_edge(origin, configure=conf, extra_servers=jit_server(jit_port, logs),
+                                    http_extra=http_extra):
         yield jit_port, logs
     if not os.environ.get("EDGEGUARD_KEEP_JIT"):
         shutil.rmtree(logs, ignore_errors=True)

@@ -218,7 +218,7 @@ T.test("edgeguard_access from LuaJIT: the shim's handles, Lua strings, one call"
     local clear = ffi.new("uint32_t[5]")
     local out = ffi.new("edgeguard_access_out[1]")
     local text = ffi.new("uint8_t[?]", 4096)
-    local rc = lib.edgeguard_access(scorer.handle, p.handle, req, nil, 0, 1800000000, clear, 5, scorer.out, scorer.n,
+    local rc = lib.edgeguard_access(scorer.handle, p.handle, nil, req, nil, 0, 1800000000, clear, 5, scorer.out, scorer.n,
                                     text, 4096, out)
     T.eq(rc, 0)
     local o = out[0]
@@ -243,7 +243,7 @@ T.test("edgeguard_access from LuaJIT: the shim's handles, Lua strings, one call"
                                         .. 'method=GET uri="/"', name, scores[name], o.decision.threshold))
     -- Refused: a policy bound to another number of models than the scorer.
     local p1 = cfg:policy({ "bot" })
-    T.eq(lib.edgeguard_access(scorer.handle, p1.handle, req, nil, 0, 1800000000, clear, 5, scorer.out, scorer.n,
+    T.eq(lib.edgeguard_access(scorer.handle, p1.handle, nil, req, nil, 0, 1800000000, clear, 5, scorer.out, scorer.n,
                               text, 4096, out), 3)
 end)
 

@@ -97,11 +97,60 @@ typedef enum {
   EDGEGUARD_PREDICTION_TYPE_CLASS = 2,
 } edgeguard_prediction_type;
 
+typedef enum {
+
+  EDGEGUARD_ENGINE_RUST = 0,
+
+  EDGEGUARD_ENGINE_LUA = 1,
+
+  EDGEGUARD_ENGINE_SHADOW = 2,
+} edgeguard_engine;
+
+typedef enum {
+
+  EDGEGUARD_OUTCOME_PASS = 0,
+
+  EDGEGUARD_OUTCOME_ALLOW = 1,
+
+  EDGEGUARD_OUTCOME_LOG = 2,
+
+  EDGEGUARD_OUTCOME_BLOCK = 3,
+
+  EDGEGUARD_OUTCOME_UNAVAILABLE = 4,
+
+  EDGEGUARD_OUTCOME_CLEARED = 5,
+
+  EDGEGUARD_OUTCOME_CHALLENGE = 6,
+
+  EDGEGUARD_OUTCOME_VERIFIED = 7,
+
+  EDGEGUARD_OUTCOME_ANSWER = 8,
+
+  EDGEGUARD_OUTCOME_ERROR = 9,
+
+  EDGEGUARD_OUTCOME_REFUSED = 10,
+} edgeguard_outcome;
+
+typedef enum {
+
+  EDGEGUARD_DISAGREEMENT_SCORE = 0,
+
+  EDGEGUARD_DISAGREEMENT_DECISION = 1,
+
+  EDGEGUARD_DISAGREEMENT_HEADERS = 2,
+} edgeguard_disagreement;
+
+typedef struct Disagreement Disagreement;
+
+typedef struct Outcome Outcome;
+
 typedef struct Rejection Rejection;
 
 typedef struct edgeguard_config edgeguard_config;
 
 typedef struct edgeguard_header_set edgeguard_header_set;
+
+typedef struct edgeguard_metrics edgeguard_metrics;
 
 typedef struct edgeguard_model edgeguard_model;
 
@@ -243,6 +292,7 @@ const char *edgeguard_result_text(int result);
 
 edgeguard_result edgeguard_access(const edgeguard_scorer *scorer,
                                   const edgeguard_policy *policy,
+                                  const edgeguard_metrics *metrics,
                                   const edgeguard_request *request,
                                   const uint8_t *addr,
                                   size_t addr_len,
@@ -276,6 +326,7 @@ edgeguard_result edgeguard_policy_challenge_page(const edgeguard_policy *policy,
                                                  size_t *out_len);
 
 edgeguard_result edgeguard_policy_challenge_answer(const edgeguard_policy *policy,
+                                                   const edgeguard_metrics *metrics,
                                                    const edgeguard_request *request,
                                                    const uint8_t *addr,
                                                    size_t addr_len,
@@ -367,6 +418,61 @@ edgeguard_result edgeguard_header_set_find_checked(const edgeguard_header_set *s
                                                    size_t *out_clear_len,
                                                    size_t *out_matched,
                                                    size_t *out_unremovable);
+
+edgeguard_result edgeguard_metrics_new(const edgeguard_config *config,
+                                       const char *const *rust_models,
+                                       size_t n_rust,
+                                       const char *const *lua_models,
+                                       size_t n_lua,
+                                       edgeguard_metrics **out,
+                                       char *errbuf,
+                                       size_t errbuf_len);
+
+void edgeguard_metrics_free(edgeguard_metrics *metrics);
+
+size_t edgeguard_metrics_len(const edgeguard_metrics *metrics);
+
+edgeguard_result edgeguard_metrics_key(const edgeguard_metrics *metrics,
+                                       size_t slot,
+                                       edgeguard_str *out);
+
+edgeguard_result edgeguard_metrics_drain(const edgeguard_metrics *metrics,
+                                         uint32_t *slots,
+                                         double *deltas,
+                                         size_t cap,
+                                         size_t *out_len);
+
+edgeguard_result edgeguard_metrics_restore(const edgeguard_metrics *metrics,
+                                           size_t slot,
+                                           double delta);
+
+size_t edgeguard_metrics_text_room(const edgeguard_metrics *metrics);
+
+edgeguard_result edgeguard_metrics_text(const edgeguard_metrics *metrics,
+                                        const double *values,
+                                        size_t n,
+                                        uint8_t *buf,
+                                        size_t cap,
+                                        size_t *out_len);
+
+edgeguard_result edgeguard_metrics_request(const edgeguard_metrics *metrics,
+                                           int engine,
+                                           int outcome,
+                                           size_t removed,
+                                           const edgeguard_access_out *out);
+
+edgeguard_result edgeguard_metrics_scores(const edgeguard_metrics *metrics,
+                                          int engine,
+                                          const double *scores,
+                                          size_t n);
+
+edgeguard_result edgeguard_metrics_engine_time(const edgeguard_metrics *metrics,
+                                               int engine,
+                                               double seconds);
+
+edgeguard_result edgeguard_metrics_disagreement(const edgeguard_metrics *metrics, int kind);
+
+edgeguard_result edgeguard_metrics_load_errors(const edgeguard_metrics *metrics, size_t n);
 
 edgeguard_result edgeguard_model_new_from_file(const char *path,
                                                edgeguard_model **out,

@@ -44,9 +44,10 @@ end
 -- the path the page came from (the caller redirects there with 303).
 -- Otherwise returns false and the clearance code of the reason (the caller
 -- answers with a status). nil and an error when a call fails (never
--- expected: the buffers are sized for the largest output).
-function _M.answer(lib, policy, req, addr, addr_len, now, tls)
-    local rc = lib.edgeguard_policy_challenge_answer(policy.handle, req, addr, addr_len, now,
+-- expected: the buffers are sized for the largest output). `counts`: the
+-- metrics handle the answer is counted in (nil: not counted).
+function _M.answer(lib, policy, counts, req, addr, addr_len, now, tls)
+    local rc = lib.edgeguard_policy_challenge_answer(policy.handle, counts, req, addr, addr_len, now,
                                                      tls and 1 or 0, cookie_buf, COOKIE_CAP,
                                                      location_buf, LOCATION_CAP, answer_out)
     if rc ~= 0 then

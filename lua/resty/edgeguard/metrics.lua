@@ -1,296 +1,104 @@
--- edgeguard's Prometheus metrics, correct across nginx workers.
+-- edgeguard's Prometheus metrics in nginx, correct across workers.
 --
--- Storage: one `lua_shared_dict` (configure option `metrics_dict`), shared
--- by every worker. A request does not touch it: each worker adds into a
--- plain Lua array of pending deltas (one slot per series, laid out once at
--- configure), and a timer (ngx.timer.every, started by init_worker) adds
--- the non-zero slots into the dict once per FLUSH_SECONDS. So the text a
--- scrape returns lags by at most FLUSH_SECONDS for other workers' requests
--- (the scraping worker flushes its own first); a worker that is killed
--- loses at most that much, and a graceful exit flushes.
---
--- Histograms keep one counter per bucket (not cumulative) and a sum; the
--- exposition adds buckets up and takes _count from the +Inf bucket, so an
--- observation costs two slot updates.
+-- The Rust library owns the metrics (src/metrics/): the series of a
+-- configuration, the per-request counting (inside edgeguard_access and the
+-- challenge answer) and the text exposition. Each worker counts into its
+-- own registry; this module keeps what needs nginx, the
+-- `lua_shared_dict` (configure option `metrics_dict`) the workers share: a
+-- timer (ngx.timer.every, started by init_worker) adds this worker's
+-- deltas into the dict once per FLUSH_SECONDS, so the text a scrape
+-- returns lags by at most FLUSH_SECONDS for other workers' requests (the
+-- scraping worker flushes its own first); a worker that is killed loses
+-- at most that much.
 
 local ffi = require "ffi"
+require "resty.edgeguard.cdefs"
 
-local concat = table.concat
-local format = string.format
-local gsub = string.gsub
-local ipairs = ipairs
+local ffi_gc = ffi.gc
+local ffi_new = ffi.new
+local ffi_string = ffi.string
 local setmetatable = setmetatable
 local tonumber = tonumber
 
-local _M = { _VERSION = "0.1.0" }
+local _M = { _VERSION = "0.2.0" }
 local mt = { __index = _M }
 
 _M.FLUSH_SECONDS = 1
 
--- Probabilities; raw-score models land in the outer buckets.
-local SCORE_BUCKETS = { 0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1 }
--- Seconds per request inside an engine: a Rust call is microseconds, a
--- Lua engine tens of microseconds, a stall milliseconds.
-local SECONDS_BUCKETS = { 1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4,
-                          1e-3, 2.5e-3, 1e-2, 0.1 }
-_M.SCORE_BUCKETS = SCORE_BUCKETS
-_M.SECONDS_BUCKETS = SECONDS_BUCKETS
+-- edgeguard_engine and edgeguard_outcome numbers (include/edgeguard.h).
+local ENGINES = { rust = 0, lua = 1, shadow = 2 }
+local OUTCOMES = { pass = 0, allow = 1, log = 2, block = 3, unavailable = 4, cleared = 5,
+                   challenge = 6, verified = 7, answer = 8, error = 9, refused = 10 }
+_M.ENGINES = ENGINES
 
--- "refused": a 400 for internal headers nginx's Lua API cannot remove.
--- "cleared", "challenge", "verified", "answer": the challenge and the
--- verified bots (README "Challenge mode", "Verified bots").
-_M.ACTIONS = { "pass", "allow", "log", "block", "unavailable", "error", "refused",
-               "cleared", "challenge", "verified", "answer" }
-_M.CHALLENGE_RESULTS = { "served", "solved", "failed" }
-_M.DISAGREEMENTS = { "score", "decision", "headers" }
+local new_out = ffi_new("edgeguard_metrics *[1]")
+local len_out = ffi_new("size_t[1]")
+local key_out = ffi_new("edgeguard_str[1]")
+local errbuf = ffi_new("char[256]")
 
--- A monotonic clock with nanosecond resolution (ngx.now() is cached per
--- event-loop turn with millisecond resolution: useless for microseconds).
--- pcall: another module may have declared these already, identically.
-pcall(ffi.cdef, "struct timespec { long tv_sec; long tv_nsec; };")
-pcall(ffi.cdef, "int clock_gettime(int clk_id, struct timespec *tp);")
-local C = ffi.C
-local ts = ffi.new("struct timespec")
-local CLOCK_MONOTONIC = 1
-
---- Seconds on the monotonic clock (as a double; differences are exact to
--- the nanosecond for uptimes below about 100 days).
-function _M.clock()
-    C.clock_gettime(CLOCK_MONOTONIC, ts)
-    return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+-- A list of names as a C array (the strings stay referenced by `list`).
+local function c_names(list)
+    local n = list and #list or 0
+    if n == 0 then
+        return nil, 0
+    end
+    local arr = ffi_new("const char *[?]", n)
+    for i = 1, n do
+        arr[i - 1] = list[i]
+    end
+    return arr, n
 end
 
-local function labels_text(pairs_list)
-    local parts = {}
-    for i = 1, #pairs_list, 2 do
-        -- The exposition format's escapes for label values: \\, \", \n.
-        local v = gsub(pairs_list[i + 1], '[\\"\n]', { ["\\"] = "\\\\", ['"'] = '\\"', ["\n"] = "\\n" })
-        parts[#parts + 1] = format('%s="%s"', pairs_list[i], v)
+--- The metrics of the configuration `cfg` (resty.edgeguard.policy's: its
+-- engine, challenge and verified bots decide the series) over the dict
+-- `dict` (an ngx.shared.DICT, or nil outside nginx: counting still works,
+-- nothing is stored), with each engine's model names in scoring order
+-- (nil: none). Returns the metrics, or nil and an error.
+function _M.new(lib, cfg, dict, rust_models, lua_models)
+    local rust, nrust = c_names(rust_models)
+    local lua, nlua = c_names(lua_models)
+    local rc = lib.edgeguard_metrics_new(cfg.handle, rust, nrust, lua, nlua, new_out, errbuf, 256)
+    if rc ~= 0 then
+        return nil, "edgeguard_metrics_new: " .. ffi_string(errbuf)
     end
-    return concat(parts, ",")
+    local handle = ffi_gc(new_out[0], function(p) lib.edgeguard_metrics_free(p) end)
+    -- The dict key of every slot, fetched once.
+    local n = tonumber(lib.edgeguard_metrics_len(handle))
+    local keys = {}
+    for i = 0, n - 1 do
+        lib.edgeguard_metrics_key(handle, i, key_out)
+        keys[i] = ffi_string(key_out[0].data, key_out[0].len)
+    end
+    return setmetatable({
+        lib = lib, dict = dict, handle = handle, n = n, keys = keys,
+        slots = ffi_new("uint32_t[?]", n), values = ffi_new("double[?]", n),
+    }, mt)
 end
 
--- Families in exposition order: name, type, help.
-local FAMILIES = {
-    { "edgeguard_requests_total", "counter", "Requests handled by edgeguard.access, by engine setting." },
-    { "edgeguard_headers_stripped_total", "counter",
-      "Internal header entries removed from requests (by the acting engine)." },
-    { "edgeguard_decisions_total", "counter", "Decisions of edgeguard.access, by action." },
-    { "edgeguard_score", "histogram", "Scores per model and engine." },
-    { "edgeguard_engine_seconds", "histogram",
-      "Time spent in an engine per request (reading, scoring, stripping), monotonic clock." },
-    { "edgeguard_shadow_disagreements_total", "counter",
-      "Shadow mode: requests where the engines disagreed, by kind." },
-    { "edgeguard_load_errors_total", "counter",
-      "Models that failed to load, counted once per configuration generation." },
-    { "edgeguard_challenges_total", "counter",
-      "Challenge pages served, answers solved and failed." },
-    { "edgeguard_challenge_failures_total", "counter", "Failed challenge answers, by reason." },
-    { "edgeguard_clearances_total", "counter",
-      "Clearance cookies seen: accepted, or rejected by reason." },
-    { "edgeguard_verified_bots_total", "counter",
-      "Requests claiming a verified bot: from its prefixes (verified) or not (fake)." },
-}
-
---- A metrics set over the dict `dict` (an ngx.shared.DICT, or nil outside
--- nginx: recording still works, nothing is stored). `spec`:
---   request_engines  list of engine labels of edgeguard_requests_total
---   models           { [engine] = { model names } } for edgeguard_score
---   engines          list of engines timed in edgeguard_engine_seconds
---   clearances       clearance code -> name (from Rust), when a challenge
---                    is configured: the challenge and clearance series
---   bots             verified bot names, when verified_bots is configured
-function _M.new(dict, spec)
-    local self = {
-        dict = dict,
-        keys = {},      -- slot -> dict key
-        pending = {},   -- slot -> delta not yet in the dict
-        series = {},    -- family name -> list of { labels, slot } (or histogram info)
-        requests = {},  -- engine label -> slot
-        decisions = {}, -- action -> slot
-        disagree = {},  -- kind -> slot
-        score_slots = {}, -- engine -> model -> first slot (buckets..., +Inf, sum)
-        seconds_slots = {}, -- engine -> first slot
-    }
-    local function slot(key)
-        local i = #self.keys + 1
-        self.keys[i] = key
-        self.pending[i] = 0
-        return i
-    end
-    local function counter(family, labels)
-        local lt = labels and labels_text(labels) or ""
-        local s = slot(family .. "{" .. lt .. "}")
-        local list = self.series[family] or {}
-        self.series[family] = list
-        list[#list + 1] = { lt, s }
-        return s
-    end
-    local function histogram(family, labels, bounds)
-        local lt = labels_text(labels)
-        local first = slot(family .. "{" .. lt .. "}:1")
-        for b = 2, #bounds + 1 do
-            slot(family .. "{" .. lt .. "}:" .. b)
-        end
-        slot(family .. "{" .. lt .. "}:sum")
-        local list = self.series[family] or {}
-        self.series[family] = list
-        list[#list + 1] = { lt, first, bounds }
-        return first
-    end
-
-    for _, e in ipairs(spec.request_engines) do
-        self.requests[e] = counter("edgeguard_requests_total", { "engine", e })
-    end
-    self.stripped = counter("edgeguard_headers_stripped_total")
-    for _, a in ipairs(_M.ACTIONS) do
-        self.decisions[a] = counter("edgeguard_decisions_total", { "action", a })
-    end
-    for _, e in ipairs(spec.engines) do
-        self.score_slots[e] = {}
-        for _, name in ipairs(spec.models[e] or {}) do
-            self.score_slots[e][name] = histogram("edgeguard_score", { "model", name, "engine", e },
-                                             SCORE_BUCKETS)
-        end
-    end
-    for _, e in ipairs(spec.engines) do
-        self.seconds_slots[e] = histogram("edgeguard_engine_seconds", { "engine", e }, SECONDS_BUCKETS)
-    end
-    for _, k in ipairs(_M.DISAGREEMENTS) do
-        self.disagree[k] = counter("edgeguard_shadow_disagreements_total", { "kind", k })
-    end
-    self.load_errors = counter("edgeguard_load_errors_total")
-    if spec.clearances then
-        self.challenges, self.failures, self.clearances = {}, {}, {}
-        for _, r in ipairs(_M.CHALLENGE_RESULTS) do
-            self.challenges[r] = counter("edgeguard_challenges_total", { "result", r })
-        end
-        -- 0 (no cookie) is not counted; "accepted" is code 1, the rest are
-        -- reasons, "work" only for answers.
-        for code = 1, #spec.clearances do
-            local name = spec.clearances[code]
-            if name ~= "work" then
-                self.clearances[code] = counter("edgeguard_clearances_total", { "result", name })
-            end
-            if code > 1 then
-                self.failures[code] = counter("edgeguard_challenge_failures_total", { "reason", name })
-            end
-        end
-    end
-    if spec.bots then
-        self.bots = {}
-        for _, name in ipairs(spec.bots) do
-            self.bots[name] = {
-                verified = counter("edgeguard_verified_bots_total", { "bot", name, "result", "verified" }),
-                fake = counter("edgeguard_verified_bots_total", { "bot", name, "result", "fake" }),
-            }
-        end
-    end
-    return setmetatable(self, mt)
+--- One request that edgeguard_access did not count (the legacy engine,
+-- shadow mode, and the adapter's 500s and 400s): the engine setting, the
+-- action, the internal header entries removed and, for shadow mode, the
+-- Rust engine's edgeguard_access_out (its clearance and bot claim).
+function _M.request(self, engine, action, removed, out)
+    self.lib.edgeguard_metrics_request(self.handle, ENGINES[engine], OUTCOMES[action], removed, out)
 end
 
--- Adds v to the bucket of `bounds` holding v, and to the sum.
-local function observe(pending, first, bounds, v)
-    local nb = #bounds
-    local b = nb + 1
-    for i = 1, nb do
-        if v <= bounds[i] then
-            b = i
-            break
-        end
-    end
-    local s = first + b - 1
-    pending[s] = pending[s] + 1
-    s = first + nb + 1
-    pending[s] = pending[s] + v
-end
-
---- One request handled: its engine setting, action and removed entries.
-function _M.request(self, engine, action, removed)
-    local p = self.pending
-    local s = self.requests[engine]
-    p[s] = p[s] + 1
-    s = self.decisions[action]
-    p[s] = p[s] + 1
-    if removed and removed > 0 then
-        s = self.stripped
-        p[s] = p[s] + removed
-    end
-end
-
---- The scores of one engine for one request (`names` in order).
-function _M.scores(self, engine, names, scores)
-    local slots = self.score_slots[engine]
-    local p = self.pending
-    for i = 1, #names do
-        local first = slots[names[i]]
-        if first then
-            observe(p, first, SCORE_BUCKETS, scores[names[i]])
-        end
-    end
-end
-
---- Seconds spent in `engine` for one request.
-function _M.engine_time(self, engine, seconds)
-    observe(self.pending, self.seconds_slots[engine], SECONDS_BUCKETS, seconds)
-end
-
---- A challenge page served ("served"), or an answer: "solved", or
--- "failed" with the clearance code of its reason.
-function _M.challenge(self, result, code)
-    local p = self.pending
-    local s = self.challenges[result]
-    p[s] = p[s] + 1
-    s = code and self.failures[code]
-    if s then
-        p[s] = p[s] + 1
-    end
-end
-
---- A clearance cookie seen: its clearance code (1 accepted, more: why not).
-function _M.clearance(self, code)
-    local s = self.clearances[code]
-    if s then
-        local p = self.pending
-        p[s] = p[s] + 1
-    end
-end
-
---- A request claiming the verified bot `name`: verdict "verified" or "fake".
-function _M.bot(self, name, verdict)
-    local b = self.bots[name]
-    if b then
-        local p = self.pending
-        local s = b[verdict]
-        p[s] = p[s] + 1
-    end
-end
-
---- One shadow disagreement of `kind` ("score", "decision", "headers").
-function _M.disagreement(self, kind)
-    local p = self.pending
-    local s = self.disagree[kind]
-    p[s] = p[s] + 1
-end
-
---- Adds this worker's pending deltas to the shared dict. Returns true, or
--- nil and the dict's error (the deltas that failed stay pending).
+--- Adds this worker's deltas to the shared dict. Returns true, or nil and
+-- the dict's error (the deltas that failed are given back to the next flush).
 function _M.flush(self)
     local dict = self.dict
     if not dict then
         return true
     end
-    local p, keys = self.pending, self.keys
+    local lib, handle, slots, deltas, keys = self.lib, self.handle, self.slots, self.values, self.keys
+    lib.edgeguard_metrics_drain(handle, slots, deltas, self.n, len_out)
     local first_err
-    for i = 1, #keys do
-        local v = p[i]
-        if v ~= 0 then
-            local _, err = dict:incr(keys[i], v, 0)
-            if err then
-                first_err = first_err or err
-            else
-                p[i] = 0
-            end
+    for i = 0, tonumber(len_out[0]) - 1 do
+        local slot, v = slots[i], deltas[i]
+        local _, err = dict:incr(keys[slot], v, 0)
+        if err then
+            first_err = first_err or err
+            lib.edgeguard_metrics_restore(handle, slot, v)
         end
     end
     if first_err then
@@ -303,57 +111,29 @@ end
 -- whichever worker calls first (workers restarted later do not recount).
 function _M.count_load_errors(self, generation, n)
     local dict = self.dict
-    if not dict or n == 0 then
-        return
-    end
-    if dict:add("load_errors_counted:" .. generation, true) then
-        dict:incr(self.keys[self.load_errors], n, 0)
+    if dict and n > 0 and dict:add("load_errors_counted:" .. generation, true) then
+        self.lib.edgeguard_metrics_load_errors(self.handle, n)
+        return self:flush()
     end
 end
 
-local function number_text(v)
-    if v % 1 == 0 and v > -1e15 and v < 1e15 then
-        return format("%d", v)
-    end
-    return format("%.17g", v)
-end
-
---- The Prometheus text exposition (format 0.0.4) of every series, from the
--- shared dict, after flushing this worker's pending deltas.
+--- The Prometheus text exposition (format 0.0.4) of the shared dict's
+-- totals, after flushing this worker's deltas.
 function _M.text(self)
     self:flush()
-    local dict = self.dict
-    local function get(slot)
-        return (dict and tonumber(dict:get(self.keys[slot]))) or 0
+    local lib, dict, keys, values = self.lib, self.dict, self.keys, self.values
+    for i = 0, self.n - 1 do
+        values[i] = dict and tonumber(dict:get(keys[i])) or 0
     end
-    local out = {}
-    for _, fam in ipairs(FAMILIES) do
-        local name, kind, help = fam[1], fam[2], fam[3]
-        local list = self.series[name]
-        if list then
-            out[#out + 1] = "# HELP " .. name .. " " .. help
-            out[#out + 1] = "# TYPE " .. name .. " " .. kind
-            for _, s in ipairs(list) do
-                local lt, first, bounds = s[1], s[2], s[3]
-                if not bounds then
-                    out[#out + 1] = format("%s%s %s", name, lt ~= "" and "{" .. lt .. "}" or "",
-                                           number_text(get(first)))
-                else
-                    local total = 0
-                    for b = 1, #bounds + 1 do
-                        total = total + get(first + b - 1)
-                        out[#out + 1] = format('%s_bucket{%s,le="%s"} %s', name, lt,
-                                               bounds[b] and format("%.9g", bounds[b]) or "+Inf", number_text(total))
-                    end
-                    out[#out + 1] = format("%s_sum{%s} %s", name, lt,
-                                           number_text(get(first + #bounds + 1)))
-                    out[#out + 1] = format("%s_count{%s} %s", name, lt, number_text(total))
-                end
-            end
-        end
+    if not self.buf then
+        self.room = lib.edgeguard_metrics_text_room(self.handle)
+        self.buf = ffi_new("uint8_t[?]", self.room)
     end
-    out[#out + 1] = ""
-    return concat(out, "\n")
+    local rc = lib.edgeguard_metrics_text(self.handle, values, self.n, self.buf, self.room, len_out)
+    if rc ~= 0 then
+        return nil, "edgeguard_metrics_text: " .. ffi_string(lib.edgeguard_result_text(rc))
+    end
+    return ffi_string(self.buf, len_out[0])
 end
 
 return _M

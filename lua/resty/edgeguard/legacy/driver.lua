@@ -24,9 +24,43 @@ local ffi_string = ffi.string
 local ipairs = ipairs
 local tonumber = tonumber
 
-local clock = metrics.clock
+-- A monotonic clock with nanosecond resolution (ngx.now() is cached per
+-- event-loop turn with millisecond resolution: useless for microseconds).
+-- pcall: another module may have declared these already, identically.
+pcall(ffi.cdef, "struct timespec { long tv_sec; long tv_nsec; };")
+pcall(ffi.cdef, "int clock_gettime(int clk_id, struct timespec *tp);")
+local C = ffi.C
+local ts = ffi_new("struct timespec")
+local CLOCK_MONOTONIC = 1
 
-local _M = {}
+-- Seconds on the monotonic clock (as a double; differences are exact to
+-- the nanosecond for uptimes below about 100 days).
+local function clock()
+    C.clock_gettime(CLOCK_MONOTONIC, ts)
+    return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) * 1e-9
+end
+
+local _M = { clock = clock }
+
+-- The metrics exports' numbers (edgeguard_engine, edgeguard_disagreement).
+local RUST, LUA = metrics.ENGINES.rust, metrics.ENGINES.lua
+local KINDS = { score = 0, decision = 1, headers = 2 }
+-- The Lua engine's scores in its model order, for edgeguard_metrics_scores
+-- (a policy binds at most 64 models).
+local score_buf = ffi_new("double[64]")
+
+-- Counting what edgeguard_access does not (it counts the Rust engine alone):
+-- seconds in an engine, and the Lua engine's scores (table by name).
+local function count_time(st, engine, seconds)
+    st.lib.edgeguard_metrics_engine_time(st.metrics_handle, engine, seconds)
+end
+
+local function count_lua_scores(st, names, scores)
+    for i = 1, #names do
+        score_buf[i - 1] = scores[names[i]]
+    end
+    st.lib.edgeguard_metrics_scores(st.metrics_handle, LUA, score_buf, #names)
+end
 
 -- The adapter's functions (see bind).
 local ad = {}
@@ -72,7 +106,9 @@ end
 
 --- Shadow mode's judge for the configuration `st` (engine "shadow").
 function _M.judge(st)
-    return shadow.new(st.scorer and st.scorer.names, st.lua.names, st.metrics, st.primary)
+    local lib, h = st.lib, st.metrics_handle
+    local counts = h and { disagreement = function(_, kind) lib.edgeguard_metrics_disagreement(h, KINDS[kind]) end }
+    return shadow.new(st.scorer and st.scorer.names, st.lua.names, counts, st.primary)
 end
 
 --- What a location needs for the Lua engine: its policy bound to the Lua
@@ -209,15 +245,19 @@ local function run_lua(st, loc, r)
         return ad.fail("lua", left)
     end
     if mx then
-        mx:engine_time("lua", clock() - t0)
+        count_time(st, LUA, clock() - t0)
         if scores then
-            mx:scores("lua", leng.names, scores)
+            count_lua_scores(st, leng.names, scores)
         end
     end
     if left > 0 then
         return ad.refuse("lua", removed, left)
     end
-    return ad.act(loc, "lua", scores, leng.names, removed, r, lreq, decide(loc, scores, r))
+    local action, status, text, buf = decide(loc, scores, r)
+    if mx and action then
+        mx:request("lua", action, removed)
+    end
+    return ad.act(loc, "lua", scores, leng.names, r, lreq, action, status, text, buf)
 end
 
 -- Shadow mode: both engines on every request (resty.edgeguard.legacy.shadow judges).
@@ -227,8 +267,10 @@ local function run_shadow(st, loc, r)
     local primary = st.primary
 
     -- Both engines read and score what the client sent, before any strip.
+    -- edgeguard_access counts nothing here (no handle): this function
+    -- counts both engines and the request.
     local t0 = mx and clock()
-    local req, headers, out, rs = ad.rust_access(loc, r)
+    local req, headers, out, rs = ad.rust_access(loc, r, nil)
     if not req then
         return ad.fail("shadow", headers)
     end
@@ -261,17 +303,17 @@ local function run_shadow(st, loc, r)
     if mx then
         local t3 = clock()
         if primary == "rust" then
-            mx:engine_time("rust", (t1 - t0) + (t3 - t2))
-            mx:engine_time("lua", t2 - t1)
+            count_time(st, RUST, (t1 - t0) + (t3 - t2))
+            count_time(st, LUA, t2 - t1)
         else
-            mx:engine_time("rust", t1 - t0)
-            mx:engine_time("lua", t3 - t1)
+            count_time(st, RUST, t1 - t0)
+            count_time(st, LUA, t3 - t1)
         end
         if rs then
-            mx:scores("rust", scorer.names, rs)
+            st.lib.edgeguard_metrics_scores(st.metrics_handle, RUST, scorer.out, scorer.n)
         end
         if ls then
-            mx:scores("lua", leng.names, ls)
+            count_lua_scores(st, leng.names, ls)
         end
     end
 
@@ -282,10 +324,16 @@ local function run_shadow(st, loc, r)
     if left > 0 then
         return ad.refuse("shadow", removed, left)
     end
-    if primary == "rust" then
-        return ad.act(loc, "shadow", rs, scorer and scorer.names, removed, r, req, ra, rstatus, rtext, rbuf)
+    -- The primary's action, and the Rust engine's view of the clearance
+    -- cookie and the bot claim (what act() reads too).
+    local action = primary == "rust" and ra or la
+    if mx and action then
+        mx:request("shadow", action, removed, out)
     end
-    return ad.act(loc, "shadow", ls, leng.names, removed, r, lreq, la, lstatus, ltext, lbuf)
+    if primary == "rust" then
+        return ad.act(loc, "shadow", rs, scorer and scorer.names, r, req, ra, rstatus, rtext, rbuf)
+    end
+    return ad.act(loc, "shadow", ls, leng.names, r, lreq, la, lstatus, ltext, lbuf)
 end
 
 --- access() for a location whose engine is "lua" or "shadow": the action.
