@@ -93,8 +93,17 @@ impl Filter {
     }
 }
 
+/// Which rules a name matched: the list's own, or only rules a set was
+/// extended with (the score header's names). `Listed` orders above `Extra`,
+/// so where both match, the list's rule wins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Rule {
+    Extra,
+    Listed,
+}
+
 /// The trie borrows its keys; this is the shape self_cell needs to name it.
-type Trie<'keys> = TrieHard<'keys, ()>;
+type Trie<'keys> = TrieHard<'keys, Rule>;
 
 self_cell::self_cell!(
     /// trie-hard over key bytes the same allocation owns, so a set can be
@@ -128,24 +137,36 @@ pub(super) struct ExactNames {
 impl ExactNames {
     /// `names` are folded, distinct, non-empty and at most [`MAX_NAME_LEN`]
     /// bytes long (the list parser guarantees all four).
-    pub(super) fn new(names: &[Vec<u8>]) -> ExactNames {
-        let filter = Filter::new(names.iter().map(Vec::as_slice));
-        let mut keys = Vec::with_capacity(names.iter().map(|n| KEY_HEAD + n.len()).sum());
+    /// A name in both lists is `Listed`. One trie and one filter serve both
+    /// kinds, so extending a set costs a request nothing.
+    pub(super) fn new(listed: &[Vec<u8>], extra: &[Vec<u8>]) -> ExactNames {
+        let names: Vec<(&[u8], Rule)> = listed
+            .iter()
+            .map(|n| (n.as_slice(), Rule::Listed))
+            .chain(
+                extra
+                    .iter()
+                    .filter(|n| !listed.contains(n))
+                    .map(|n| (n.as_slice(), Rule::Extra)),
+            )
+            .collect();
+        let filter = Filter::new(names.iter().map(|&(name, _)| name));
+        let mut keys = Vec::with_capacity(names.iter().map(|(n, _)| KEY_HEAD + n.len()).sum());
         let mut ends = Vec::with_capacity(names.len());
-        for name in names {
+        for &(name, rule) in &names {
             let head = key_head(name.len(), name[name.len() - 1]);
             keys.extend_from_slice(&head);
             keys.extend_from_slice(name);
-            ends.push(keys.len());
+            ends.push((keys.len(), rule));
         }
         let trie = OwnedTrie::new(keys, |keys| {
             let mut start = 0;
             let entries = ends
                 .iter()
-                .map(|&end| {
+                .map(|&(end, rule)| {
                     let key = &keys[start..end];
                     start = end;
-                    (key, ())
+                    (key, rule)
                 })
                 .collect();
             TrieHard::new(entries)
@@ -155,9 +176,9 @@ impl ExactNames {
 
     /// Whether `name` (raw: any case, `_` or `-`) is one of the exact names.
     #[inline]
-    pub(super) fn contains(&self, name: &[u8]) -> bool {
+    pub(super) fn get(&self, name: &[u8]) -> Option<Rule> {
         if !self.filter.may_contain(name) {
-            return false;
+            return None;
         }
         // The filter let through only names of 1..=MAX_NAME_LEN bytes.
         let mut key = [0u8; KEY_HEAD + MAX_NAME_LEN];
@@ -167,7 +188,7 @@ impl ExactNames {
         for (dst, &src) in folded.iter_mut().zip(name) {
             *dst = fold(src);
         }
-        self.trie.borrow_dependent().get_from_bytes(key).is_some()
+        self.trie.borrow_dependent().get_from_bytes(key)
     }
 }
 
@@ -227,8 +248,8 @@ const HEAD_WORDS: usize = (1 << HEAD_BITS_LOG2) / 64;
 /// prefix's length (at most 8): `x-forwarded-for` and `x-envoy-*` part ways
 /// at their third byte.
 pub(super) struct Prefixes {
-    /// Folded prefixes, none empty.
-    prefixes: Vec<Box<[u8]>>,
+    /// Folded prefixes, none empty, the list's first.
+    prefixes: Vec<(Box<[u8]>, Rule)>,
     bits: [u64; HEAD_WORDS],
     /// Length of the shortest prefix; `usize::MAX` when there is none.
     shortest: usize,
@@ -240,39 +261,58 @@ impl Prefixes {
         (head.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - HEAD_BITS_LOG2)) as usize
     }
 
-    /// `prefixes` are folded, distinct and non-empty.
-    pub(super) fn new(prefixes: &[Vec<u8>]) -> Prefixes {
-        let shortest = prefixes.iter().map(Vec::len).min().unwrap_or(usize::MAX);
+    /// `listed` and `extra` are folded, distinct and non-empty each.
+    pub(super) fn new(listed: &[Vec<u8>], extra: &[Vec<u8>]) -> Prefixes {
+        let prefixes: Vec<(Box<[u8]>, Rule)> = listed
+            .iter()
+            .map(|p| (p.clone().into_boxed_slice(), Rule::Listed))
+            .chain(
+                extra
+                    .iter()
+                    .map(|p| (p.clone().into_boxed_slice(), Rule::Extra)),
+            )
+            .collect();
+        let shortest = prefixes
+            .iter()
+            .map(|(p, _)| p.len())
+            .min()
+            .unwrap_or(usize::MAX);
         let head = shortest.min(8);
         let mut bits = [0u64; HEAD_WORDS];
-        for prefix in prefixes {
+        for (prefix, _) in &prefixes {
             let slot = Prefixes::slot(folded_head(prefix, head));
             bits[slot / 64] |= 1 << (slot % 64);
         }
         Prefixes {
-            prefixes: prefixes
-                .iter()
-                .map(|p| p.clone().into_boxed_slice())
-                .collect(),
+            prefixes,
             bits,
             shortest,
             head,
         }
     }
 
-    /// Whether `name` (raw) starts with one of the prefixes.
+    /// The strongest rule whose prefix `name` (raw) starts with, if any,
+    /// and for a list rule the length of its prefix.
     #[inline]
-    pub(super) fn matches(&self, name: &[u8]) -> bool {
+    pub(super) fn get(&self, name: &[u8]) -> Option<(Rule, usize)> {
         if name.len() < self.shortest {
-            return false;
+            return None;
         }
         let slot = Prefixes::slot(folded_head(name, self.head));
         if self.bits[slot / 64] & (1 << (slot % 64)) == 0 {
-            return false;
+            return None;
         }
-        self.prefixes.iter().any(|prefix| {
-            name.len() >= prefix.len() && prefix.iter().zip(name).all(|(&p, &n)| p == fold(n))
-        })
+        // The list's prefixes come first: a match among them ends the scan.
+        let mut found = None;
+        for (prefix, rule) in &self.prefixes {
+            if name.len() >= prefix.len() && prefix.iter().zip(name).all(|(&p, &n)| p == fold(n)) {
+                if *rule == Rule::Listed {
+                    return Some((Rule::Listed, prefix.len()));
+                }
+                found = Some((Rule::Extra, prefix.len()));
+            }
+        }
+        found
     }
 }
 
@@ -391,17 +431,17 @@ mod tests {
     #[test]
     fn exact_names_own_their_keys() {
         let names = vec![b"x-a".to_vec(), b"x-ab".to_vec(), b"y".to_vec()];
-        let exact = ExactNames::new(&names);
+        let exact = ExactNames::new(&names, &[]);
         drop(names);
-        assert!(exact.contains(b"X_A"));
-        assert!(exact.contains(b"x-ab"));
-        assert!(exact.contains(b"Y"));
-        assert!(!exact.contains(b"x-"));
-        assert!(!exact.contains(b"x-abc"));
-        assert!(!exact.contains(b""));
+        assert!(exact.get(b"X_A").is_some());
+        assert!(exact.get(b"x-ab").is_some());
+        assert!(exact.get(b"Y").is_some());
+        assert!(exact.get(b"x-").is_none());
+        assert!(exact.get(b"x-abc").is_none());
+        assert!(exact.get(b"").is_none());
         // Moving the set moves the trie and its keys together.
         let moved = Box::new(exact);
-        assert!(moved.contains(b"x-ab"));
+        assert!(moved.get(b"x-ab").is_some());
     }
 
     #[test]
@@ -413,19 +453,39 @@ mod tests {
             name[0] = b'b';
             name
         }));
-        let exact = ExactNames::new(&names);
+        let exact = ExactNames::new(&names, &[]);
         for name in &names {
-            assert!(exact.contains(name), "{} bytes", name.len());
+            assert!(exact.get(name).is_some(), "{} bytes", name.len());
             let mut other = name.clone();
             other[name.len() / 2] = b'c';
-            assert!(!exact.contains(&other), "{} bytes", name.len());
+            assert!(exact.get(&other).is_none(), "{} bytes", name.len());
         }
-        assert!(!exact.contains(&[b'a'; MAX_NAME_LEN + 1]));
+        assert!(exact.get(&[b'a'; MAX_NAME_LEN + 1]).is_none());
+    }
+
+    #[test]
+    fn listed_rules_win_over_extra_ones() {
+        let listed = vec![b"x-a".to_vec(), b"x-both".to_vec()];
+        let extra = vec![b"x-bot-score".to_vec(), b"x-both".to_vec()];
+        let exact = ExactNames::new(&listed, &extra);
+        assert_eq!(exact.get(b"X_A"), Some(Rule::Listed));
+        assert_eq!(exact.get(b"x-both"), Some(Rule::Listed));
+        assert_eq!(exact.get(b"X-Bot-Score"), Some(Rule::Extra));
+        assert_eq!(exact.get(b"x-bot"), None);
+
+        let prefixes = Prefixes::new(&[b"x-int-".to_vec()], &[b"x-".to_vec(), b"y-".to_vec()]);
+        assert_eq!(prefixes.get(b"x-int-id"), Some((Rule::Listed, 6)));
+        assert_eq!(prefixes.get(b"X_Other"), Some((Rule::Extra, 2)));
+        assert_eq!(prefixes.get(b"y-1"), Some((Rule::Extra, 2)));
+        assert_eq!(prefixes.get(b"z-1"), None);
+        // Listed after extra in match order: still the list's rule.
+        let prefixes = Prefixes::new(&[b"x-int-".to_vec()], &[b"x-".to_vec()]);
+        assert_eq!(prefixes.get(b"x-int-"), Some((Rule::Listed, 6)));
     }
 
     #[test]
     fn prefixes_match_folded_starts() {
-        let prefixes = Prefixes::new(&[b"x-internal-".to_vec(), b"cf-".to_vec()]);
+        let prefixes = Prefixes::new(&[b"x-internal-".to_vec(), b"cf-".to_vec()], &[]);
         let cases: &[(&[u8], bool)] = &[
             (b"x-internal-", true),
             (b"X_INTERNAL_ID", true),
@@ -438,19 +498,19 @@ mod tests {
         ];
         for &(name, expected) in cases {
             assert_eq!(
-                prefixes.matches(name),
+                prefixes.get(name).is_some(),
                 expected,
                 "{:?}",
                 name.escape_ascii()
             );
         }
-        assert!(!Prefixes::new(&[]).matches(b"anything"));
+        assert!(Prefixes::new(&[], &[]).get(b"anything").is_none());
         // One-byte prefixes make a one-byte filter head.
-        let short = Prefixes::new(&[b"q".to_vec(), b"x-long-prefix-".to_vec()]);
-        assert!(short.matches(b"Q"));
-        assert!(short.matches(b"q-anything"));
-        assert!(short.matches(b"X_Long_Prefix_A"));
-        assert!(!short.matches(b"x-long-prefix"));
-        assert!(!short.matches(b"r"));
+        let short = Prefixes::new(&[b"q".to_vec(), b"x-long-prefix-".to_vec()], &[]);
+        assert!(short.get(b"Q").is_some());
+        assert!(short.get(b"q-anything").is_some());
+        assert!(short.get(b"X_Long_Prefix_A").is_some());
+        assert!(short.get(b"x-long-prefix").is_none());
+        assert!(short.get(b"r").is_none());
     }
 }

@@ -73,7 +73,7 @@ use std::path::Path;
 pub use crate::ffi::{Header, HeaderBuf};
 
 pub use list::ListError;
-use matcher::{ExactNames, Prefixes};
+use matcher::{ExactNames, Prefixes, Rule};
 
 /// The longest name a list may hold, in bytes (a prefix rule's `*` not
 /// counted). Real header names are far shorter; the limit bounds the stack
@@ -92,9 +92,6 @@ pub struct HeaderSet {
     prefixes: Prefixes,
     /// The folded rules the matchers were built from, for [`HeaderSet::extend`].
     list: list::Rules,
-    /// Names [`HeaderSet::extend`] added: found and listed to clear, never
-    /// counted as internal.
-    extra: Option<Box<(ExactNames, Prefixes)>>,
 }
 
 /// What [`HeaderSet::find_internal`] found in one request.
@@ -118,15 +115,20 @@ impl HeaderSet {
     /// Parse a list in the [format above](self#list-format). `source` names
     /// the list in errors (a path, or `"<buffer>"`).
     pub fn parse(source: &str, text: &[u8]) -> Result<HeaderSet, ListError> {
-        Ok(HeaderSet::build(list::parse(source, text)?))
+        Ok(HeaderSet::build(
+            list::parse(source, text)?,
+            &list::Rules::default(),
+        ))
     }
 
-    fn build(list: list::Rules) -> HeaderSet {
+    /// The matchers hold the list's rules and `extra`'s (names
+    /// [`HeaderSet::extend`] added: found and listed to clear, never counted
+    /// as internal) side by side, so one lookup per header answers both.
+    fn build(list: list::Rules, extra: &list::Rules) -> HeaderSet {
         HeaderSet {
-            exact: ExactNames::new(&list.exact),
-            prefixes: Prefixes::new(&list.prefixes),
+            exact: ExactNames::new(&list.exact, &extra.exact),
+            prefixes: Prefixes::new(&list.prefixes, &extra.prefixes),
             list,
-            extra: None,
         }
     }
 
@@ -146,7 +148,7 @@ impl HeaderSet {
 
     /// This set's own rules, without extra rules: a copy of the list.
     pub fn list_only(&self) -> HeaderSet {
-        HeaderSet::build(self.list.clone())
+        HeaderSet::build(self.list.clone(), &list::Rules::default())
     }
 
     /// A set of extra rules alone ([`HeaderSet::extend`] of a set without
@@ -159,18 +161,7 @@ impl HeaderSet {
 
     fn extra_rules(rules: list::Rules, source: &str, text: &[u8]) -> Result<HeaderSet, ListError> {
         let more = list::parse(source, text)?;
-        let mut set = HeaderSet::build(rules);
-        set.extra = Some(Box::new((
-            ExactNames::new(&more.exact),
-            Prefixes::new(&more.prefixes),
-        )));
-        Ok(set)
-    }
-
-    fn is_extra(&self, name: &[u8]) -> bool {
-        self.extra
-            .as_ref()
-            .is_some_and(|extra| extra.0.contains(name) || extra.1.matches(name))
+        Ok(HeaderSet::build(rules, &more))
     }
 
     /// Read and parse a list file. Errors name the path.
@@ -183,7 +174,8 @@ impl HeaderSet {
     /// case and use `_` for `-`. Never allocates.
     #[inline]
     pub fn is_internal(&self, name: &[u8]) -> bool {
-        self.exact.contains(name) || self.prefixes.matches(name)
+        self.exact.get(name) == Some(Rule::Listed)
+            || matches!(self.prefixes.get(name), Some((Rule::Listed, _)))
     }
 
     /// The number of distinct rules: exact names plus prefix rules.
@@ -222,13 +214,26 @@ impl HeaderSet {
         let mut written = 0;
         for (i, header) in headers.iter().enumerate() {
             let name = key(header);
-            if self.is_internal(name) {
-                found.matched += 1;
-                if !name.iter().all(|&b| list::is_token_byte(b)) {
-                    found.unremovable += 1;
-                }
-            } else if !self.is_extra(name) {
-                continue;
+            match self.exact.get(name) {
+                // Folding maps only `A-Z` and `_` to other bytes, all of
+                // them tokens, and the list's names are tokens: a name
+                // equal to one once folded is a token itself.
+                Some(Rule::Listed) => found.matched += 1,
+                exact => match self.prefixes.get(name) {
+                    // The prefix is tokens (the list's): check the rest.
+                    Some((Rule::Listed, len)) => {
+                        found.matched += 1;
+                        if !list::is_token(&name[len..]) {
+                            found.unremovable += 1;
+                        }
+                    }
+                    // An extra rule's match is listed, not counted.
+                    prefix => {
+                        if exact.is_none() && prefix.is_none() {
+                            continue;
+                        }
+                    }
+                },
             }
             // Names are distinct as nginx's clear_header compares them: ASCII
             // case-insensitively, with `_` and `-` different. Deduplicating on

@@ -486,6 +486,31 @@ fn find_internal_counts_the_names_clear_header_cannot_remove() {
 }
 
 #[test]
+fn an_exact_match_is_always_a_token() {
+    // find_internal skips the token check on exact matches: folding turns
+    // only token bytes into other bytes, and only into token bytes, so a
+    // byte that folds to a token byte is one. Checked for every byte.
+    for b in 0..=255u8 {
+        if list::is_token_byte(matcher::fold(b)) {
+            assert!(list::is_token_byte(b), "byte {b:#04x}");
+        }
+    }
+    // And so every spelling of an exact internal name nginx can hold is
+    // removable, one odd byte away is no match at all.
+    let set = set("x-user-id\n");
+    for b in 0..=255u8 {
+        let name = [b"x-user".as_slice(), &[b], b"id"].concat();
+        let found = find(&set, &headers(&[name.as_slice()]), &mut [0u32; 1]);
+        assert_eq!(found.unremovable, 0, "byte {b:#04x}");
+        assert_eq!(
+            found.matched,
+            usize::from(b == b'-' || b == b'_'),
+            "byte {b:#04x}"
+        );
+    }
+}
+
+#[test]
 fn extend_adds_rules_found_and_cleared_but_not_counted() {
     let base = set("x-internal-*\nx-user-id\n");
     let both = base.extend("score_header", b"X-Bot-Score").unwrap();
