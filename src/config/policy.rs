@@ -295,6 +295,14 @@ impl Policy {
         client.is_some_and(|a| self.allow.iter().any(|c| c.contains(a)))
     }
 
+    /// Whether [`Policy::decide_request`] looks at the client address at
+    /// all: an `allow` list, verified bots or the challenge. Without them it
+    /// decides alike with or without one, so a caller holding the address
+    /// as text (replay) need not parse it.
+    pub fn reads_client(&self) -> bool {
+        !self.allow.is_empty() || self.bots.is_some() || self.challenge.is_some()
+    }
+
     /// Whether a request that could not be scored (models not loaded,
     /// scoring failed) is refused: `fail_closed` with models configured.
     pub fn refuses_unscored(&self) -> bool {
@@ -373,5 +381,33 @@ mod tests {
             assert_eq!(Action::ALL[a.index()], a);
         }
         assert_eq!(Action::from_name(b"deny"), None);
+    }
+
+    /// Without an allow list, verified bots or the challenge the address
+    /// changes no decision, which is what lets replay skip parsing it; with
+    /// an allow list it does, and `reads_client` says so.
+    #[test]
+    fn the_client_address_matters_only_when_read() {
+        let headers = [crate::headers::Header::new(b"accept", b"text/html")];
+        let req = Request::new(b"GET", b"/", 11, b"10.1.1.1", &headers);
+        let addr = Some("10.1.1.1".parse().unwrap());
+        for mode in [Mode::Block, Mode::Log, Mode::Off, Mode::Challenge] {
+            let p = policy(mode, &[Some(0.5)], &[]);
+            assert!(!p.reads_client());
+            for scores in [None, Some(&[0.9][..]), Some(&[0.1][..])] {
+                assert_eq!(
+                    p.decide_request(scores, &req, None, 0),
+                    p.decide_request(scores, &req, addr, 0),
+                    "{mode:?} {scores:?}"
+                );
+            }
+            let allowing = policy(mode, &[Some(0.5)], &["10.0.0.0/8"]);
+            assert!(allowing.reads_client());
+        }
+        let p = policy(Mode::Block, &[Some(0.5)], &["10.0.0.0/8"]);
+        assert_ne!(
+            p.decide_request(Some(&[0.9]), &req, None, 0),
+            p.decide_request(Some(&[0.9]), &req, addr, 0)
+        );
     }
 }

@@ -139,6 +139,10 @@ impl Stages<'_> {
         consumed: &Arc<AtomicU64>,
         stop: &AtomicBool,
     ) -> (Vec<String>, Vec<Summary>) {
+        if self.threads == 1 {
+            drop(pool);
+            return self.run_inline(inputs, writer, consumed, stop);
+        }
         let Pool {
             size,
             free_rx,
@@ -153,7 +157,11 @@ impl Stages<'_> {
             let reader = {
                 let consumed = Arc::clone(consumed);
                 let options = self.options;
-                scope.spawn(move || read_all(inputs, free_rx, work_tx, consumed, stop, options))
+                let mut channels = Channels {
+                    free: free_rx,
+                    work: work_tx,
+                };
+                scope.spawn(move || read_all(inputs, &mut channels, consumed, stop, options))
             };
             let workers: Vec<_> = (0..self.threads)
                 .map(|_| {
@@ -175,6 +183,43 @@ impl Stages<'_> {
             let tallies = workers.into_iter().filter_map(|w| w.join().ok()).collect();
             (input_errors, tallies)
         })
+    }
+
+    /// One worker thread asked for: the reading, the work and the writing
+    /// of each batch on this thread, one after the other. The batches would
+    /// wait on each other anyway, and no thread hands them on (three
+    /// wake-ups a batch, and the batch's bytes moving between cores).
+    fn run_inline(
+        &self,
+        inputs: Vec<Input>,
+        writer: &mut Writer<'_, '_>,
+        consumed: &Arc<AtomicU64>,
+        stop: &AtomicBool,
+    ) -> (Vec<String>, Vec<Summary>) {
+        // Nothing is handed back through the pool: the one batch is reused.
+        writer.free = None;
+        let mut inline = Inline {
+            worker: self.worker(),
+            writer,
+            batch: Some(Batch::default()),
+        };
+        // A panicking worker ends the run with the error the threads give
+        // (no counts from it), not by unwinding out of `run`.
+        let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            read_all(
+                inputs,
+                &mut inline,
+                Arc::clone(consumed),
+                stop,
+                self.options,
+            )
+        }));
+        let Inline { worker, writer, .. } = inline;
+        writer.finish();
+        match read {
+            Ok(errors) => (errors, vec![worker.tally]),
+            Err(_) => (Vec::new(), Vec::new()),
+        }
     }
 
     fn worker(&self) -> Worker<'_> {
@@ -242,6 +287,15 @@ impl Writer<'_, '_> {
     }
 
     fn emit(&mut self, batch: Batch) {
+        self.write(&batch);
+        // The reader may have finished: then the batch is simply dropped.
+        if let Some(free) = &self.free {
+            let _ = free.send(batch);
+        }
+    }
+
+    /// A batch's output and progress, in the order batches come here.
+    fn write(&mut self, batch: &Batch) {
         self.progress.lines(batch.lines.len() as u64);
         if self.error.is_none() {
             if let Some(w) = self.output.as_mut() {
@@ -250,10 +304,6 @@ impl Writer<'_, '_> {
                     self.stop.store(true, Ordering::Relaxed);
                 }
             }
-        }
-        // The reader may have finished: then the batch is simply dropped.
-        if let Some(free) = &self.free {
-            let _ = free.send(batch);
         }
     }
 
@@ -268,12 +318,58 @@ impl Writer<'_, '_> {
     }
 }
 
-/// The reader thread: fills free batches with lines of each input in turn.
+/// Where the reader gets empty batches and puts full ones.
+trait Exchange {
+    /// An empty batch to fill; None ends the reading.
+    fn empty(&mut self) -> Option<Batch>;
+    /// A batch of lines, handed on; false ends the reading.
+    fn full(&mut self, batch: Batch) -> bool;
+}
+
+/// The threads' exchange: free batches from the writer, full ones to the
+/// workers.
+struct Channels {
+    free: Receiver<Batch>,
+    work: SyncSender<Batch>,
+}
+
+impl Exchange for Channels {
+    fn empty(&mut self) -> Option<Batch> {
+        self.free.recv().ok()
+    }
+
+    fn full(&mut self, batch: Batch) -> bool {
+        self.work.send(batch).is_ok()
+    }
+}
+
+/// The one-thread exchange: a full batch is worked and written at once,
+/// and is then the next empty one.
+struct Inline<'a, 'w, 'o, 's> {
+    worker: Worker<'a>,
+    writer: &'w mut Writer<'o, 's>,
+    batch: Option<Batch>,
+}
+
+impl Exchange for Inline<'_, '_, '_, '_> {
+    fn empty(&mut self) -> Option<Batch> {
+        self.batch.take()
+    }
+
+    fn full(&mut self, mut batch: Batch) -> bool {
+        self.worker.process(&mut batch);
+        // In input order by construction: `--ordered` needs nothing more.
+        self.writer.write(&batch);
+        self.batch = Some(batch);
+        true
+    }
+}
+
+/// The reader: fills empty batches with lines of each input in turn.
 /// Returns the read errors met (each ends its input, not the run).
 fn read_all(
     inputs: Vec<Input>,
-    free: Receiver<Batch>,
-    work: SyncSender<Batch>,
+    exchange: &mut impl Exchange,
     consumed: Arc<AtomicU64>,
     stop: &AtomicBool,
     options: &Options,
@@ -296,9 +392,9 @@ fn read_all(
             }
             let mut batch = match spare.take() {
                 Some(b) => b,
-                None => match free.recv() {
-                    Ok(b) => b,
-                    Err(_) => break 'inputs,
+                None => match exchange.empty() {
+                    Some(b) => b,
+                    None => break 'inputs,
                 },
             };
             let result = lines.fill(&mut batch, options.batch_bytes, MAX_LINES_PER_BATCH);
@@ -315,7 +411,7 @@ fn read_all(
                 batch.seq = seq;
                 batch.input = index;
                 seq += 1;
-                if work.send(batch).is_err() {
+                if !exchange.full(batch) {
                     break 'inputs;
                 }
             }

@@ -75,6 +75,9 @@ pub(crate) struct Scratch {
     pairs: Vec<(Span, Span)>,
     live: Vec<(Span, LiveScore)>,
     headers: HeaderBuf,
+    /// Where the quotes and backslashes of the buffer being scanned are
+    /// (`fast::special_bits`).
+    bits: Vec<u64>,
 }
 
 /// A parsed line: views of the line and of the scratch it was parsed with.
@@ -168,7 +171,8 @@ pub(crate) fn parse<'s>(
             _ => (Base::Text, &scratch.text[..]),
         };
         let offset = if base == Base::Line { text.start } else { 0 };
-        if fast::pairs(buf, base, offset, &mut scratch.owned, &mut scratch.pairs).is_none() {
+        let (owned, pairs) = (&mut scratch.owned, &mut scratch.pairs);
+        if fast::pairs(buf, base, offset, owned, pairs, &mut scratch.bits).is_none() {
             scratch.pairs.clear();
             let mut de = serde_json::Deserializer::from_slice(buf);
             PairsSeed {
@@ -320,7 +324,7 @@ fn resolved(line: &[u8], fast: bool) -> Option<Vec<Vec<u8>>> {
 fn resolved_pairs(text: &[u8], fast: bool) -> Option<Vec<Vec<u8>>> {
     let (mut owned, mut pairs) = (Vec::new(), Vec::new());
     if fast {
-        fast::pairs(text, Base::Line, 0, &mut owned, &mut pairs)?;
+        fast::pairs(text, Base::Line, 0, &mut owned, &mut pairs, &mut Vec::new())?;
     } else {
         let mut de = serde_json::Deserializer::from_slice(text);
         PairsSeed {

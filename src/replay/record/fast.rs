@@ -14,6 +14,8 @@ use serde::de::Visitor;
 struct Cursor<'a> {
     buf: &'a [u8],
     pos: usize,
+    /// [`special_bits`] of `buf`: where its quotes and backslashes are.
+    bits: &'a [u64],
 }
 
 impl<'a> Cursor<'a> {
@@ -49,24 +51,51 @@ impl<'a> Cursor<'a> {
     /// (Raw control characters were ruled out for the whole buffer.)
     fn string(&mut self) -> Option<(usize, usize, bool)> {
         self.eat(b'"')?;
-        let buf = self.buf;
         let start = self.pos;
         let mut pos = start;
         let mut escaped = false;
         loop {
-            let i = pos + quote_or_backslash(&buf[pos..])?;
-            if buf[i] == b'"' {
+            let i = self.special(pos)?;
+            if self.buf[i] == b'"' {
                 self.pos = i + 1;
                 return Some((start, i, escaped));
             }
             // The escaped byte is never the closing quote (`\u` is followed
-            // by hex digits).
+            // by hex digits). Past the end, `special` finds nothing.
             escaped = true;
             pos = i + 2;
-            if pos > buf.len() {
-                return None;
-            }
         }
+    }
+
+    /// The first quote or backslash at or after `from`, read off the bits:
+    /// a string's end or next escape is a few instructions away however far
+    /// it is, where a search per string paid its setup at every string and
+    /// every escape (a log line's `headers` text has one every few bytes).
+    #[inline]
+    fn special(&self, from: usize) -> Option<usize> {
+        let mut k = from / 64;
+        let mut m = *self.bits.get(k)? & (!0u64 << (from % 64));
+        while m == 0 {
+            k += 1;
+            m = *self.bits.get(k)?;
+        }
+        Some(k * 64 + m.trailing_zeros() as usize)
+    }
+
+    /// Appends the unescaped content of the string at `s..e` of `buf` to
+    /// `out`, its backslashes found through the bits.
+    fn unescape(&self, s: usize, e: usize, out: &mut Vec<u8>) -> Option<()> {
+        // Reads stop at the string's end, as if it were the whole buffer.
+        let src = &self.buf[..e];
+        let mut i = s;
+        // The bits inside a string are its backslashes and the quotes they
+        // escape, which the jump past each escape skips.
+        while let Some(j) = self.special(i).filter(|&j| j < e) {
+            out.extend_from_slice(&src[i..j]);
+            i = j + unescape_one(src, j, out)?;
+        }
+        out.extend_from_slice(&src[i..]);
+        Some(())
     }
 
     /// A string as a span: of `base` (at `offset`) when it has no escapes,
@@ -81,7 +110,7 @@ impl<'a> Cursor<'a> {
             });
         }
         let start = owned.len();
-        unescape(&self.buf[s..e], owned)?;
+        self.unescape(s, e, owned)?;
         Some(Span {
             base: Base::Owned,
             start,
@@ -123,7 +152,7 @@ impl<'a> Cursor<'a> {
         let raw = &self.buf[s..e];
         if escaped {
             let mark = tmp.len();
-            let undone = unescape(raw, tmp);
+            let undone = self.unescape(s, e, tmp);
             tmp.truncate(mark);
             undone?;
         }
@@ -240,7 +269,12 @@ pub(super) fn record(line: &[u8], scratch: &mut Scratch) -> Option<Fields> {
     if !no_controls(line.strip_suffix(b"\r").unwrap_or(line)) {
         return None;
     }
-    let mut c = Cursor { buf: line, pos: 0 };
+    special_bits(line, &mut scratch.bits);
+    let mut c = Cursor {
+        buf: line,
+        pos: 0,
+        bits: &scratch.bits,
+    };
     let mut f = Fields::default();
     c.eat(b'{')?;
     if c.peek()? == b'}' {
@@ -281,7 +315,7 @@ pub(super) fn record(line: &[u8], scratch: &mut Scratch) -> Option<Fields> {
                                 None
                             } else if escaped {
                                 scratch.text.clear();
-                                unescape(raw, &mut scratch.text)?;
+                                c.unescape(s, e, &mut scratch.text)?;
                                 if super::is_unset(&scratch.text) {
                                     None
                                 } else {
@@ -339,54 +373,54 @@ pub(super) fn pairs(
     offset: usize,
     owned: &mut Vec<u8>,
     pairs: &mut Vec<(Span, Span)>,
+    bits: &mut Vec<u64>,
 ) -> Option<()> {
     if !no_controls(buf) {
         return None;
     }
-    let mut c = Cursor { buf, pos: 0 };
+    special_bits(buf, bits);
+    let mut c = Cursor { buf, pos: 0, bits };
     c.pairs(base, offset, owned, pairs)?;
     c.at_end().then_some(())
 }
 
-/// The offset of the first `"` or `\` in `s`: where a string ends or
-/// holds an escape.
-#[inline]
-pub(super) fn quote_or_backslash(s: &[u8]) -> Option<usize> {
-    first_of(s, b'"', b'\\')
+/// One bit per byte of `buf`, 64 to a word, set where the byte is `"` or
+/// `\` (exactly: the tests compare it with a byte-by-byte scan), into
+/// `bits` (cleared first; its capacity stays from line to line). One pass
+/// over the line, eight bytes to a `u64` step, replaces a search per string
+/// and per escape.
+pub(super) fn special_bits(buf: &[u8], bits: &mut Vec<u64>) {
+    bits.clear();
+    let (blocks, rest) = buf.as_chunks::<64>();
+    bits.extend(blocks.iter().map(block_bits));
+    if !rest.is_empty() {
+        // Zero bytes are neither: the bits past the end stay clear.
+        let mut last = [0u8; 64];
+        last[..rest.len()].copy_from_slice(rest);
+        bits.push(block_bits(&last));
+    }
 }
 
-/// The offset of the first `a` or `b` in `s`. The strings of a line
-/// (header names and values) and the runs between escapes end within a few
-/// dozen bytes, where memchr2's setup costs more than the search: those are
-/// scanned eight bytes at a time in a `u64` (a byte equal to the one sought
-/// becomes a zero byte, and `(x - 0x01..) & !x & 0x80..` marks the first
-/// zero byte exactly), longer ones handed to memchr2.
+/// [`special_bits`] of 64 bytes.
 #[inline]
-pub(super) fn first_of(s: &[u8], a: u8, b: u8) -> Option<usize> {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    let (a8, b8) = (ONES * u64::from(a), ONES * u64::from(b));
-    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
-    let head = &s[..s.len().min(SWAR_BYTES)];
-    let mut words = head.chunks_exact(8);
-    for (k, w) in (&mut words).enumerate() {
-        // Little-endian: the first byte is the lowest, so the lowest
-        // marked byte is the first match.
-        let w = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
-        let m = zero(w ^ a8) | zero(w ^ b8);
-        if m != 0 {
-            return Some(k * 8 + (m.trailing_zeros() / 8) as usize);
-        }
+fn block_bits(block: &[u8; 64]) -> u64 {
+    // Bit 8j of a word to bit 56 + j of the product: eight flags to the top
+    // byte (each lands there alone; the other partial products sit at
+    // distinct lower bits, so nothing carries into it).
+    const GATHER: u64 = 0x0102_0408_1020_4080;
+    // A flag byte (0 or 1) per byte first: this loop compiles to vector
+    // compares, where comparing in `u64` words took three times the
+    // instructions.
+    let mut flags = [0u8; 64];
+    for (f, &c) in flags.iter_mut().zip(block) {
+        *f = u8::from(c == b'"') | u8::from(c == b'\\');
     }
-    let done = head.len() - words.remainder().len();
-    if let Some(i) = words.remainder().iter().position(|&c| c == a || c == b) {
-        return Some(done + i);
+    let mut bits = 0;
+    for (k, w) in flags.as_chunks::<8>().0.iter().enumerate() {
+        bits |= (u64::from_le_bytes(*w).wrapping_mul(GATHER) >> 56) << (8 * k);
     }
-    memchr::memchr2(a, b, &s[head.len()..]).map(|i| head.len() + i)
+    bits
 }
-
-/// Bytes [`first_of`] scans a word at a time before memchr2.
-const SWAR_BYTES: usize = 64;
 
 /// Whether `s` holds no byte below 0x20. JSON strings may not hold raw
 /// control characters; between tokens only tab, CR and LF could appear, which
@@ -428,49 +462,41 @@ pub(super) fn json_number(t: &[u8]) -> bool {
     i == t.len()
 }
 
-/// Appends the unescaped content of a JSON string to `out`.
-fn unescape(src: &[u8], out: &mut Vec<u8>) -> Option<()> {
-    let mut i = 0;
-    // Escapes come every few bytes in a log line's `headers` text (each
-    // quote of it is one): the word-at-a-time search, not memchr's setup.
-    while let Some(j) = first_of(&src[i..], b'\\', b'\\') {
-        out.extend_from_slice(&src[i..i + j]);
-        let c = *src.get(i + j + 1)?;
-        i += j + 2;
-        let b = match c {
-            b'"' | b'\\' | b'/' => c,
-            b'b' => 0x08,
-            b'f' => 0x0c,
-            b'n' => b'\n',
-            b'r' => b'\r',
-            b't' => b'\t',
-            b'u' => {
-                let hi = hex4(src.get(i..i + 4)?)?;
-                i += 4;
-                let cp = if (0xd800..0xdc00).contains(&hi) {
-                    if src.get(i..i + 2)? != b"\\u" {
-                        return None;
-                    }
-                    let lo = hex4(src.get(i + 2..i + 6)?)?;
-                    if !(0xdc00..0xe000).contains(&lo) {
-                        return None;
-                    }
-                    i += 6;
-                    0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00)
-                } else {
-                    hi
-                };
-                // A lone low surrogate is not a char: serde decides.
-                let ch = char::from_u32(cp)?;
-                out.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes());
-                continue;
-            }
-            _ => return None,
-        };
-        out.push(b);
-    }
-    out.extend_from_slice(&src[i..]);
-    Some(())
+/// Undoes the escape at `src[j]` (a backslash) onto `out`; returns its
+/// length in bytes, or None for what serde must judge (a bad escape, a
+/// lone surrogate, the end of `src`).
+fn unescape_one(src: &[u8], j: usize, out: &mut Vec<u8>) -> Option<usize> {
+    let c = *src.get(j + 1)?;
+    let b = match c {
+        b'"' | b'\\' | b'/' => c,
+        b'b' => 0x08,
+        b'f' => 0x0c,
+        b'n' => b'\n',
+        b'r' => b'\r',
+        b't' => b'\t',
+        b'u' => {
+            let hi = hex4(src.get(j + 2..j + 6)?)?;
+            let (cp, len) = if (0xd800..0xdc00).contains(&hi) {
+                if src.get(j + 6..j + 8)? != b"\\u" {
+                    return None;
+                }
+                let lo = hex4(src.get(j + 8..j + 12)?)?;
+                if !(0xdc00..0xe000).contains(&lo) {
+                    return None;
+                }
+                (0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00), 12)
+            } else {
+                (hi, 6)
+            };
+            // A lone low surrogate is not a char: serde decides.
+            let ch = char::from_u32(cp)?;
+            out.extend_from_slice(ch.encode_utf8(&mut [0; 4]).as_bytes());
+            return Some(len);
+        }
+        _ => return None,
+    };
+    out.push(b);
+    Some(2)
 }
 
 fn hex4(h: &[u8]) -> Option<u32> {

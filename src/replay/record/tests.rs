@@ -512,36 +512,52 @@ fn the_tls_family_comes_with_the_fingerprint() {
     );
 }
 
-/// The word-at-a-time search finds what a byte-by-byte one finds, at every
-/// length around the word and memchr2 boundaries, with the sought bytes at
-/// every position and bytes that differ from them by one bit (or by the
-/// borrow the zero-byte test can propagate) around them.
+/// The bits of quotes and backslashes are exactly those a byte-by-byte
+/// scan finds, at every length around the word and block boundaries, with
+/// the sought bytes at every position and bytes that differ from them by
+/// one bit (or that a borrowing zero-byte test would mark after a match)
+/// around them.
 #[test]
-fn quote_search_agrees_with_a_byte_scan() {
-    let naive = |s: &[u8]| s.iter().position(|&b| b == b'"' || b == b'\\');
+fn special_bits_agree_with_a_byte_scan() {
+    let naive = |s: &[u8]| -> Vec<usize> {
+        (0..s.len())
+            .filter(|&i| s[i] == b'"' || s[i] == b'\\')
+            .collect()
+    };
+    let mut bits = Vec::new();
+    let mut set = |s: &[u8]| -> Vec<usize> {
+        fast::special_bits(s, &mut bits);
+        assert_eq!(bits.len(), s.len().div_ceil(64), "{s:?}");
+        (0..bits.len() * 64)
+            .filter(|&i| bits[i / 64] >> (i % 64) & 1 == 1)
+            .collect()
+    };
     let fillers = [
         b'a',
         b'"' ^ 1,
         b'\\' ^ 1,
+        0x00,
+        0x01,
         0x21,
         0x5d,
+        0x7f,
         0x80,
         0xa2,
         0xdc,
         0xff,
     ];
-    for len in 0..80 {
+    for len in 0..140 {
         for &fill in &fillers {
             let mut s = vec![fill; len];
-            assert_eq!(fast::quote_or_backslash(&s), naive(&s), "{s:?}");
+            assert_eq!(set(&s), naive(&s), "{s:?}");
             for at in 0..len {
                 for sought in [b'"', b'\\'] {
                     s[at] = sought;
-                    assert_eq!(fast::quote_or_backslash(&s), naive(&s), "{s:?}");
-                    // A second match after the first changes nothing.
+                    assert_eq!(set(&s), naive(&s), "{s:?}");
+                    // A second match after the first is found too.
                     if at + 3 < len {
                         s[at + 3] = b'"';
-                        assert_eq!(fast::quote_or_backslash(&s), naive(&s), "{s:?}");
+                        assert_eq!(set(&s), naive(&s), "{s:?}");
                         s[at + 3] = fill;
                     }
                     s[at] = fill;
