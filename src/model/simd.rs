@@ -48,16 +48,19 @@ pub(crate) fn prefetch<T>(r: &T) {
 }
 
 /// [`FloatBorders::set_bits`] with AVX-512: sixteen borders at a time, the
-/// values gathered from `floats` by feature index, NaN replaced with the
-/// fill, compared with `>` (ordered: false for NaN, as Rust's `>`), the
-/// sixteen answers ORed into `words` at bit `16 * k`.
+/// values looked up by feature index, NaN replaced with the fill, compared
+/// with `>` (ordered: false for NaN, as Rust's `>`), the sixteen answers
+/// ORed into `words` at bit `16 * k`. Up to 64 float features the values
+/// are looked up in registers (`vpermt2ps`): the caller has just stored
+/// `floats`, and a gather would wait for those stores to reach the cache;
+/// beyond that they are gathered.
 ///
 /// # Safety
 /// AVX-512 F must be available on this CPU.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 pub(crate) unsafe fn float_bits(b: &FloatBorders, floats: &[f32], words: &mut [u64]) {
-    // What the gather relies on (the plan built it so; a broken plan
+    // What the lookups rely on (the plan built it so; a broken plan
     // panics here instead of reading out of bounds).
     assert!(
         b.feature_end <= floats.len() && b.feature_end <= i32::MAX as usize,
@@ -69,6 +72,21 @@ pub(crate) unsafe fn float_bits(b: &FloatBorders, floats: &[f32], words: &mut [u
             && b.borders.len() % BORDER_LANES == 0,
         "float borders misshapen"
     );
+    // The first 64 floats, sixteen a register; lanes past the end are
+    // masked off (not read) and zero.
+    let table = |k: usize| {
+        let have = floats.get(BORDER_LANES * k..).unwrap_or_default();
+        let n = have.len().min(BORDER_LANES);
+        let mask = ((1u32 << n) - 1) as u16;
+        // SAFETY: only the first `n` lanes are read, and `have` holds them.
+        unsafe { _mm512_maskz_loadu_ps(mask, have.as_ptr()) }
+    };
+    let registers = b.feature_end <= 4 * BORDER_LANES;
+    let t: [__m512; 4] = if registers {
+        std::array::from_fn(table)
+    } else {
+        [_mm512_setzero_ps(); 4]
+    };
     let vectors = b
         .borders
         .chunks_exact(BORDER_LANES)
@@ -84,9 +102,17 @@ pub(crate) unsafe fn float_bits(b: &FloatBorders, floats: &[f32], words: &mut [u
                 _mm512_loadu_ps(fills.as_ptr()),
             )
         };
-        // SAFETY: every index is below feature_end <= floats.len()
-        // (checked), and non-negative as an i32 (feature_end <= i32::MAX).
-        let v = unsafe { _mm512_i32gather_ps::<4>(index, floats.as_ptr()) };
+        let v = if registers {
+            // Index bits 0-4 pick in a pair of registers, bit 5 the pair.
+            let low = _mm512_permutex2var_ps(t[0], index, t[1]);
+            let high = _mm512_permutex2var_ps(t[2], index, t[3]);
+            let upper = _mm512_test_epi32_mask(index, _mm512_set1_epi32(32));
+            _mm512_mask_blend_ps(upper, low, high)
+        } else {
+            // SAFETY: every index is below feature_end <= floats.len()
+            // (checked), and non-negative as an i32 (feature_end <= i32::MAX).
+            unsafe { _mm512_i32gather_ps::<4>(index, floats.as_ptr()) }
+        };
         let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
         let v = _mm512_mask_blend_ps(nan, v, fill);
         let above = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, border);

@@ -390,4 +390,68 @@ mod tests {
             }
         }
     }
+
+    /// The AVX-512 float conditions are the scalar ones, bit for bit, with
+    /// the values in registers (up to 64 features) and gathered (more):
+    /// random borders, features and fills, values with NaN, infinities,
+    /// signed zeros, equal to a border, random bits.
+    #[test]
+    fn float_bits_agree() {
+        let mut next = rng(0x1234_5678_9abc_def1);
+        let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0];
+        for feature_count in [1usize, 16, 17, 33, 64, 65, 200] {
+            for border_count in [1usize, 15, 16, 17, 158, 300] {
+                let mut fb = FloatBorders::default();
+                let mut borders: Vec<f32> = (0..border_count)
+                    .map(|_| (next() % 2000) as f32 / 10.0 - 100.0)
+                    .collect();
+                borders.sort_by(f32::total_cmp);
+                for &b in &borders {
+                    let feature = (next() % feature_count as u64) as u32;
+                    fb.borders.push(b);
+                    fb.features.push(feature);
+                    fb.fills
+                        .push([f32::NAN, f32::NEG_INFINITY, f32::INFINITY][(next() % 3) as usize]);
+                    fb.feature_end = fb.feature_end.max(feature as usize + 1);
+                }
+                while fb.borders.len() % super::super::layout::BORDER_LANES != 0 {
+                    fb.borders.push(f32::NAN);
+                    fb.features.push(fb.features[0]);
+                    fb.fills.push(f32::NAN);
+                }
+                for _ in 0..20 {
+                    let floats: Vec<f32> = (0..feature_count)
+                        .map(|_| match next() % 4 {
+                            0 => specials[(next() % 5) as usize],
+                            1 => borders[(next() % border_count as u64) as usize],
+                            2 => f32::from_bits(next() as u32),
+                            _ => (next() % 2000) as f32 / 10.0 - 100.0,
+                        })
+                        .collect();
+                    let words = |kernel: Kernel| {
+                        let mut w = vec![0u64; fb.borders.len().div_ceil(64) + 1];
+                        fb.set_bits(kernel, &floats, &mut w);
+                        w
+                    };
+                    let scalar = words(Kernel::Scalar);
+                    assert_eq!(
+                        words(Kernel::Avx512),
+                        scalar,
+                        "{feature_count} features, {border_count} borders"
+                    );
+                    // And the scalar bits are the definition: value > border.
+                    for (i, (&b, (&f, &fill))) in fb
+                        .borders
+                        .iter()
+                        .zip(fb.features.iter().zip(&fb.fills))
+                        .enumerate()
+                    {
+                        let v = floats[f as usize];
+                        let v = if v.is_nan() { fill } else { v };
+                        assert_eq!((scalar[i / 64] >> (i % 64)) & 1 == 1, v > b, "border {i}");
+                    }
+                }
+            }
+        }
+    }
 }
