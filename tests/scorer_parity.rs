@@ -242,7 +242,7 @@ fn score_features_equals_score() {
 fn models_scored_in_pairs_score_as_alone() {
     use edgeguard::features::FeatureVector;
     use edgeguard::model::cat_hash;
-    let files = vec![
+    let files = [
         ("bot", root("models/bot.json")),
         ("spoof", root("models/spoof.json")),
         ("reordered", root("tests/fixtures/scorer/reordered.json")),

@@ -175,7 +175,7 @@ impl Plan {
         }
         let fb = &mut plan.float_borders;
         let pad = fb.features.first().copied().unwrap_or(0);
-        while fb.borders.len() % BORDER_LANES != 0 {
+        while !fb.borders.len().is_multiple_of(BORDER_LANES) {
             fb.borders.push(f32::NAN);
             fb.features.push(pad);
             fb.fills.push(f32::NAN);

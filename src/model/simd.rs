@@ -69,7 +69,7 @@ pub(crate) unsafe fn float_bits(b: &FloatBorders, floats: &[f32], words: &mut [u
     assert!(
         b.features.len() == b.borders.len()
             && b.fills.len() == b.borders.len()
-            && b.borders.len() % BORDER_LANES == 0,
+            && b.borders.len().is_multiple_of(BORDER_LANES),
         "float borders misshapen"
     );
     // The first 64 floats, sixteen a register; lanes past the end are

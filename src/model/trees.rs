@@ -414,7 +414,11 @@ mod tests {
                         .push([f32::NAN, f32::NEG_INFINITY, f32::INFINITY][(next() % 3) as usize]);
                     fb.feature_end = fb.feature_end.max(feature as usize + 1);
                 }
-                while fb.borders.len() % super::super::layout::BORDER_LANES != 0 {
+                while !fb
+                    .borders
+                    .len()
+                    .is_multiple_of(super::super::layout::BORDER_LANES)
+                {
                     fb.borders.push(f32::NAN);
                     fb.features.push(fb.features[0]);
                     fb.fills.push(f32::NAN);
