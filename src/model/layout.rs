@@ -37,7 +37,9 @@ pub(crate) const BORDER_LANES: usize = 16;
 /// `fills[i]`. Since each feature's borders are ascending, the bits of one
 /// feature are a run of ones followed by zeros, as CatBoost's bins are;
 /// computing them border by border needs no search and no branch on the
-/// document, and runs sixteen borders per vector compare.
+/// document, and runs sixteen borders per vector compare (AVX-512); the
+/// scalar path finds each feature's run with one binary search instead
+/// (fewer instructions than border by border without vectors).
 #[derive(Debug, Default)]
 pub(crate) struct FloatBorders {
     /// Features after one another, ascending within each; padded to a
@@ -52,6 +54,9 @@ pub(crate) struct FloatBorders {
     pub(crate) fills: Vec<f32>,
     /// One past the largest feature index (0 without borders).
     pub(crate) feature_end: usize,
+    /// Per feature, for the scalar path: the feature, its NaN fill and its
+    /// borders `start..end` (also its condition bits).
+    pub(crate) runs: Vec<(u32, f32, u32, u32)>,
 }
 
 /// The trees in blocks of [`LANES`]; the last block is padded with trees

@@ -9,6 +9,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use super::layout::{FloatBorders, Trees, CHUNK_TREES, LANES};
+use super::plan::set_ones;
 
 /// Which code evaluates the trees, narrowest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -204,8 +205,9 @@ impl Trees {
 impl FloatBorders {
     /// ORs the float condition bits of `floats` into `words` (bit `i` for
     /// border `i`): with AVX-512 when `kernel` is [`Kernel::Avx512`] and the
-    /// CPU has it, else border by border. Both compare the same values with
-    /// the same `>`, so the bits are the same.
+    /// CPU has it, border by border; else one binary search per feature for
+    /// its run of ones. Both compare the same values with the same `>` on
+    /// ascending borders, so the bits are the same (`float_bits_agree`).
     #[inline]
     pub(crate) fn set_bits(&self, kernel: Kernel, floats: &[f32], words: &mut [u64]) {
         #[cfg(target_arch = "x86_64")]
@@ -215,21 +217,14 @@ impl FloatBorders {
             return;
         }
         let _ = kernel;
-        for (word, ((borders, features), fills)) in words.iter_mut().zip(
-            self.borders
-                .chunks(64)
-                .zip(self.features.chunks(64))
-                .zip(self.fills.chunks(64)),
-        ) {
-            let mut bits = 0u64;
-            for (i, ((&border, &feature), &fill)) in
-                borders.iter().zip(features).zip(fills).enumerate()
-            {
-                let v = floats[feature as usize];
-                let v = if v.is_nan() { fill } else { v };
-                bits |= u64::from(v > border) << i;
+        for &(feature, fill, start, end) in &self.runs {
+            let mut v = floats[feature as usize];
+            if v.is_nan() {
+                v = fill;
             }
-            *word |= bits;
+            // "Border below v" is CatBoost's `v > border`: false for NaN.
+            let above = self.borders[start as usize..end as usize].partition_point(|&b| b < v);
+            set_ones(words, start as usize, above);
         }
     }
 }
@@ -402,18 +397,25 @@ mod tests {
         for feature_count in [1usize, 16, 17, 33, 64, 65, 200] {
             for border_count in [1usize, 15, 16, 17, 158, 300] {
                 let mut fb = FloatBorders::default();
-                let mut borders: Vec<f32> = (0..border_count)
-                    .map(|_| (next() % 2000) as f32 / 10.0 - 100.0)
-                    .collect();
-                borders.sort_by(f32::total_cmp);
-                for &b in &borders {
+                // Runs of 1 to 30 ascending borders, a random feature each
+                // (a feature may have several runs: the bits are the same).
+                while fb.borders.len() < border_count {
                     let feature = (next() % feature_count as u64) as u32;
-                    fb.borders.push(b);
-                    fb.features.push(feature);
-                    fb.fills
-                        .push([f32::NAN, f32::NEG_INFINITY, f32::INFINITY][(next() % 3) as usize]);
+                    let fill = [f32::NAN, f32::NEG_INFINITY, f32::INFINITY][(next() % 3) as usize];
+                    let start = fb.borders.len();
+                    let len = (1 + next() as usize % 30).min(border_count - start);
+                    let mut run: Vec<f32> = (0..len)
+                        .map(|_| (next() % 2000) as f32 / 10.0 - 100.0)
+                        .collect();
+                    run.sort_by(f32::total_cmp);
+                    fb.borders.extend(&run);
+                    fb.features.resize(start + len, feature);
+                    fb.fills.resize(start + len, fill);
+                    fb.runs
+                        .push((feature, fill, start as u32, (start + len) as u32));
                     fb.feature_end = fb.feature_end.max(feature as usize + 1);
                 }
+                let borders = fb.borders.clone();
                 while !fb
                     .borders
                     .len()
