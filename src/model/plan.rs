@@ -163,12 +163,13 @@ impl Plan {
             let fb = &mut plan.float_borders;
             // Floats get the first bits, in border order: bit i is border i.
             assert_eq!(bits as usize, fb.borders.len(), "float bits come first");
-            keep_used(
+            let (start, end) = keep_used(
                 &mut fb.borders,
                 &parts.float_borders,
                 f.borders,
                 &thresholds,
             );
+            fb.runs.push((f.feature, f.nan_fill, start, end));
             fb.features.resize(fb.borders.len(), f.feature);
             fb.fills.resize(fb.borders.len(), f.nan_fill);
             fb.feature_end = fb.feature_end.max(f.feature as usize + 1);
