@@ -178,6 +178,66 @@ fn check(trees: &Trees, words: &[u64], leaves: &[f64]) {
     );
 }
 
+/// [`Trees::sum`] with AVX2 for one model: each block's eight leaves
+/// gathered and added at once. Fewer instructions than offsets then a sum
+/// (what AVX-512 and the paired sums use), for a CPU without AVX-512.
+///
+/// # Safety
+/// AVX2 must be available on this CPU.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn sum(trees: &Trees, words: &[u64], leaves: &[f64]) -> f64 {
+    check(trees, words, leaves);
+    // SAFETY (all arms): AVX2 is available (this function's contract) and
+    // the bounds were checked.
+    unsafe {
+        match trees.depth {
+            4 => sum_depth::<4>(trees, words, leaves),
+            5 => sum_depth::<5>(trees, words, leaves),
+            6 => sum_depth::<6>(trees, words, leaves),
+            7 => sum_depth::<7>(trees, words, leaves),
+            8 => sum_depth::<8>(trees, words, leaves),
+            _ => sum_depth::<0>(trees, words, leaves),
+        }
+    }
+}
+
+/// # Safety
+/// As [`block_leaves`], for every block of `trees`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn sum_depth<const D: usize>(trees: &Trees, words: &[u64], leaves: &[f64]) -> f64 {
+    let depth = trees.depth;
+    let full = trees.count / LANES;
+    let mut sum = 0.0;
+    let mut values = [0.0f64; LANES];
+    for (b, block) in trees.blocks.chunks_exact((depth + 2) * LANES).enumerate() {
+        // SAFETY: the caller's contract.
+        let (first, index) = unsafe { block_leaves::<D>(block, depth, words) };
+        let at = _mm256_add_epi32(first, index);
+        // SAFETY: every lane's offset is below leaf_end <= leaves.len()
+        // (checked); `values` holds eight f64.
+        unsafe {
+            let low = _mm256_i32gather_pd::<8>(leaves.as_ptr(), _mm256_castsi256_si128(at));
+            let high = _mm256_i32gather_pd::<8>(leaves.as_ptr(), _mm256_extracti128_si256::<1>(at));
+            _mm256_storeu_pd(values.as_mut_ptr(), low);
+            _mm256_storeu_pd(values.as_mut_ptr().add(4), high);
+        }
+        // In tree order, one addition at a time: CatBoost's sum.
+        if b < full {
+            for v in values {
+                sum += v;
+            }
+        } else {
+            for &v in &values[..trees.count - b * LANES] {
+                sum += v;
+            }
+        }
+    }
+    sum
+}
+
 /// [`Trees::offsets`] with AVX2: eight trees' leaf offsets per block.
 ///
 /// # Safety
