@@ -233,3 +233,55 @@ fn score_features_equals_score() {
         assert_eq!(a, b, "line {}", r.line);
     }
 }
+
+/// The scorer scores one-dimensional models two at a time (their sums of
+/// leaves side by side): with one to four models (pairs and an odd one
+/// out, classifiers and a regression), every score is bit for bit the one
+/// the model gives alone on the same inputs.
+#[test]
+fn models_scored_in_pairs_score_as_alone() {
+    use edgeguard::features::FeatureVector;
+    use edgeguard::model::cat_hash;
+    let files = [
+        ("bot", root("models/bot.json")),
+        ("spoof", root("models/spoof.json")),
+        ("reordered", root("tests/fixtures/scorer/reordered.json")),
+        ("regression", root("tests/fixtures/scorer/regression.json")),
+    ];
+    let requests = fixture_requests();
+    for n in 1..=files.len() {
+        let scorer = load(&files[..n]);
+        for r in &requests {
+            let headers = r.ffi_headers();
+            let req = r.view(&headers);
+            let mut out = vec![0.0; n];
+            scorer.score(&req, &mut out).expect("score");
+            let mut v = FeatureVector::new();
+            scorer.extract(&req, &mut v);
+            for (i, m) in scorer.models().iter().enumerate() {
+                let floats: Vec<f32> = m.float_inputs().iter().map(|&f| v.float(f)).collect();
+                let cats: Vec<i32> = m
+                    .cat_inputs()
+                    .iter()
+                    .map(|&c| cat_hash(v.cat(c)) as i32)
+                    .collect();
+                let ty = match m.kind() {
+                    ScoreKind::Probability => PredictionType::Probability,
+                    ScoreKind::Raw => PredictionType::Raw,
+                };
+                let mut alone = [0.0];
+                m.model()
+                    .predict(&floats, &cats, ty, &mut alone)
+                    .expect("predict");
+                assert_eq!(
+                    out[i].to_bits(),
+                    alone[0].to_bits(),
+                    "{n} models, model {}: {} vs alone {}",
+                    m.name(),
+                    out[i],
+                    alone[0]
+                );
+            }
+        }
+    }
+}

@@ -23,6 +23,41 @@ pub(crate) const BYTE_CONDITIONS: usize = 4096;
 pub(crate) const PAIR_CONDITIONS: usize = 1024;
 /// Trees per group of the AVX-512 kernel: one byte lane each.
 pub(crate) const BYTE_LANES: usize = 64;
+/// Trees whose leaf offsets a kernel computes in one call
+/// (`Trees::offsets`) before any of their leaves is added: 2 KiB of stack,
+/// a whole number of blocks and of AVX-512 groups.
+pub(crate) const CHUNK_TREES: usize = 512;
+
+/// Borders per vector of [`FloatBorders`]: one AVX-512 register of `f32`.
+pub(crate) const BORDER_LANES: usize = 16;
+
+/// The used borders of the float features, one per condition bit from bit
+/// 0 on: bit `i` is `value of features[i] > borders[i]` (CatBoost's
+/// `value > border`, false for NaN), the value's NaN first replaced with
+/// `fills[i]`. Since each feature's borders are ascending, the bits of one
+/// feature are a run of ones followed by zeros, as CatBoost's bins are;
+/// computing them border by border needs no search and no branch on the
+/// document, and runs sixteen borders per vector compare (AVX-512); the
+/// scalar path finds each feature's run with one binary search instead
+/// (fewer instructions than border by border without vectors).
+#[derive(Debug, Default)]
+pub(crate) struct FloatBorders {
+    /// Features after one another, ascending within each; padded to a
+    /// multiple of [`BORDER_LANES`] with NaN (which no value is above, so
+    /// the padding's bits are 0).
+    pub(crate) borders: Vec<f32>,
+    /// The float feature each border compares (the padding repeats a real
+    /// one).
+    pub(crate) features: Vec<u32>,
+    /// What NaN is replaced with (NaN itself for `AsIs`, -inf / +inf for
+    /// `AsFalse` / `AsTrue` features that saw NaN in training).
+    pub(crate) fills: Vec<f32>,
+    /// One past the largest feature index (0 without borders).
+    pub(crate) feature_end: usize,
+    /// Per feature, for the scalar path: the feature, its NaN fill and its
+    /// borders `start..end` (also its condition bits).
+    pub(crate) runs: Vec<(u32, f32, u32, u32)>,
+}
 
 /// The trees in blocks of [`LANES`]; the last block is padded with trees
 /// that read bit 0 and leaf 0 and are never summed.

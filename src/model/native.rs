@@ -30,7 +30,7 @@ use super::plan::{or_pattern, set_ones, Plan};
 use super::prediction::{apply_prediction_type, output_len, Objective};
 use super::prediction::{PredictionError, PredictionType};
 use super::simd::prefetch;
-use super::trees::Kernel;
+use super::trees::{sum_pair, Chain, Kernel};
 use super::{compile, Evaluator};
 
 /// The scratch arrays are zeroed on every prediction, so they come in three
@@ -295,21 +295,38 @@ impl Model {
         out: &mut [f64],
     ) {
         let p = &self.plan;
+        let mut words = [0u64; WORDS];
+        self.conditions::<CATS, C>(kernel, floats, cats, &mut words);
+        if self.info.dimension == 1 {
+            out[0] = p.trees.sum(kernel, &words, &p.leaves);
+        } else {
+            p.trees.sum_dims(kernel, &words, &p.leaves, out);
+        }
+        self.scale_and_bias(out);
+    }
+
+    fn scale_and_bias(&self, out: &mut [f64]) {
+        let p = &self.plan;
+        for (o, b) in out.iter_mut().zip(&p.bias) {
+            *o = p.scale * *o + b;
+        }
+    }
+
+    /// Steps 1 to 3: the document's condition bits, into `words` (zeroed).
+    #[inline(always)]
+    fn conditions<const CATS: usize, C: CatSource>(
+        &self,
+        kernel: Kernel,
+        floats: &[f32],
+        cats: C,
+        words: &mut [u64],
+    ) {
+        let p = &self.plan;
         let mut hashes = [0i32; CATS];
         for (h, &c) in hashes.iter_mut().zip(&p.used_cats) {
             *h = cats.hash(c as usize);
         }
-        let mut words = [0u64; WORDS];
-        for f in &p.floats {
-            let mut v = floats[f.feature as usize];
-            if v.is_nan() {
-                v = f.nan_fill;
-            }
-            let borders = &p.borders[f.borders.0 as usize..f.borders.1 as usize];
-            // "Border below v" is CatBoost's `v > border`: false for NaN.
-            let above = borders.partition_point(|&b| b < v);
-            set_ones(&mut words, f.bits as usize, above);
-        }
+        p.float_borders.set_bits(kernel, floats, words);
         let mut one_hot = [0u16; CATS];
         for (m, o) in one_hot.iter_mut().zip(&p.one_hots) {
             let h = hashes[o.cat as usize];
@@ -319,21 +336,94 @@ impl Model {
                 .position(|&v| v == h)
                 .map_or(0, |i| i as u16 + 1);
         }
-        self.ctrs(&hashes, &one_hot, &mut words);
+        self.ctrs(&hashes, &one_hot, words);
         let first = p.one_hot_bits as usize;
         for (i, &(o, index)) in p.one_hot_conditions.iter().enumerate() {
             if one_hot[o as usize] == index {
-                set_ones(&mut words, first + i, 1);
+                set_ones(words, first + i, 1);
             }
         }
-        if self.info.dimension == 1 {
-            out[0] = p.trees.sum(kernel, &words, &p.leaves);
+    }
+
+    /// Whether [`Model::predict_pair`] can score this model with `other`:
+    /// both one-dimensional.
+    pub(crate) fn pairs_with(&self, other: &Model) -> bool {
+        self.info.dimension == 1 && other.info.dimension == 1
+    }
+
+    /// [`Model::predict`] of this model and `other` on one document each,
+    /// `out[0]` this model's value and `out[1]` the other's, bit for bit
+    /// what two `predict` calls give: the two sums of leaves run side by
+    /// side ([`sum_pair`]). Both models must be one-dimensional
+    /// ([`Model::pairs_with`]). An error names the model (0 or 1) and
+    /// nothing is written.
+    pub(crate) fn predict_pair(
+        &self,
+        other: &Model,
+        inputs: [(&[f32], &[i32], PredictionType); 2],
+        out: &mut [f64; 2],
+    ) -> Result<(), (usize, PredictionError)> {
+        assert!(
+            self.pairs_with(other),
+            "predict_pair takes one-dimensional models"
+        );
+        for (i, (m, (floats, cats, ty))) in [self, other].into_iter().zip(inputs).enumerate() {
+            m.check(floats.len(), cats.len(), ty, 1)
+                .map_err(|e| (i, e))?;
+        }
+        let [(floats_a, cats_a, ty_a), (floats_b, cats_b, ty_b)] = inputs;
+        let (a, b) = (&self.plan, &other.plan);
+        let fits = |(c, w): (usize, usize)| {
+            [a, b]
+                .iter()
+                .all(|p| p.used_cats.len() <= c && p.bit_count <= w * 64)
+        };
+        let mut raw = [0.0; 2];
+        let pair = (other, (floats_a, cats_a), (floats_b, cats_b), &mut raw);
+        if fits(SMALL) {
+            self.raw_pair::<{ SMALL.0 }, { SMALL.1 }>(pair);
+        } else if fits(MEDIUM) {
+            self.raw_pair::<{ MEDIUM.0 }, { MEDIUM.1 }>(pair);
         } else {
-            p.trees.sum_dims(kernel, &words, &p.leaves, out);
+            self.raw_pair::<{ LARGEST.0 }, { LARGEST.1 }>(pair);
         }
-        for (o, b) in out.iter_mut().zip(&p.bias) {
-            *o = p.scale * *o + b;
+        apply_prediction_type(ty_a, &mut raw[..1]);
+        apply_prediction_type(ty_b, &mut raw[1..]);
+        *out = raw;
+        Ok(())
+    }
+
+    #[allow(clippy::type_complexity)]
+    #[inline(always)]
+    fn raw_pair<const CATS: usize, const WORDS: usize>(
+        &self,
+        (other, (floats_a, cats_a), (floats_b, cats_b), out): (
+            &Model,
+            (&[f32], &[i32]),
+            (&[f32], &[i32]),
+            &mut [f64; 2],
+        ),
+    ) {
+        let (mut words_a, mut words_b) = ([0u64; WORDS], [0u64; WORDS]);
+        let kernel = Kernel::detect();
+        self.conditions::<CATS, _>(kernel, floats_a, cats_a, &mut words_a);
+        other.conditions::<CATS, _>(kernel, floats_b, cats_b, &mut words_b);
+        fn chain<'a>(m: &'a Model, words: &'a [u64]) -> Chain<'a> {
+            Chain {
+                trees: &m.plan.trees,
+                words,
+                leaves: &m.plan.leaves,
+            }
         }
+        let (sum_a, sum_b) = sum_pair(
+            kernel,
+            &chain(self, &words_a[..]),
+            &chain(other, &words_b[..]),
+        );
+        out[0] = sum_a;
+        out[1] = sum_b;
+        self.scale_and_bias(&mut out[..1]);
+        other.scale_and_bias(&mut out[1..]);
     }
 
     /// The key of projection `j`: CatBoost's `CalcHash` fold over its

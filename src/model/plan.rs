@@ -20,21 +20,9 @@ use std::collections::BTreeMap;
 
 use super::ctr::BucketBits;
 use super::hash::element_weight;
-use super::layout::Trees;
+use super::layout::{FloatBorders, Trees, BORDER_LANES};
 use super::limits::MAX_BITS;
 use super::parts::{Parts, ProjectionElement, Split};
-
-/// A float feature some split uses: where its value is, its used borders
-/// and its bytes.
-#[derive(Debug)]
-pub(crate) struct FloatBin {
-    pub(crate) feature: u32,
-    /// What NaN is replaced with before comparing (NaN itself for `AsIs`,
-    /// which compares below every border).
-    pub(crate) nan_fill: f32,
-    pub(crate) borders: (u32, u32),
-    pub(crate) bits: u32,
-}
 
 /// A one-hot feature: the position of the matching value (1-based, 0 when
 /// none matches) is what its conditions and projections compare.
@@ -73,7 +61,6 @@ pub(crate) struct Plan {
     pub(crate) dimension: usize,
     /// Categorical feature index of each used-categorical position.
     pub(crate) used_cats: Vec<u32>,
-    pub(crate) floats: Vec<FloatBin>,
     pub(crate) one_hots: Vec<OneHotMatch>,
     pub(crate) one_hot_values: Vec<i32>,
     /// One per distinct projection.
@@ -83,8 +70,8 @@ pub(crate) struct Plan {
     pub(crate) key_elements: Vec<(u64, u32)>,
     /// Sorted by projection: each key is hashed once.
     pub(crate) lookups: Vec<Lookup>,
-    /// Used borders of floats, ascending within each feature.
-    pub(crate) borders: Vec<f32>,
+    /// Used borders of floats: the first condition bits.
+    pub(crate) float_borders: FloatBorders,
     /// `(one-hot feature, value index)` of each one-hot condition; its bit
     /// is `one_hot_bits + i`.
     pub(crate) one_hot_conditions: Vec<(u32, u16)>,
@@ -173,18 +160,26 @@ impl Plan {
             let Some((bits, thresholds)) = region(f.slot, &mut next_bit) else {
                 continue;
             };
-            let borders = keep_used(
-                &mut plan.borders,
+            let fb = &mut plan.float_borders;
+            // Floats get the first bits, in border order: bit i is border i.
+            assert_eq!(bits as usize, fb.borders.len(), "float bits come first");
+            let (start, end) = keep_used(
+                &mut fb.borders,
                 &parts.float_borders,
                 f.borders,
                 &thresholds,
             );
-            plan.floats.push(FloatBin {
-                feature: f.feature,
-                nan_fill: f.nan_fill,
-                borders,
-                bits,
-            });
+            fb.runs.push((f.feature, f.nan_fill, start, end));
+            fb.features.resize(fb.borders.len(), f.feature);
+            fb.fills.resize(fb.borders.len(), f.nan_fill);
+            fb.feature_end = fb.feature_end.max(f.feature as usize + 1);
+        }
+        let fb = &mut plan.float_borders;
+        let pad = fb.features.first().copied().unwrap_or(0);
+        while !fb.borders.len().is_multiple_of(BORDER_LANES) {
+            fb.borders.push(f32::NAN);
+            fb.features.push(pad);
+            fb.fills.push(f32::NAN);
         }
 
         let mut one_hot_of = BTreeMap::new();

@@ -3,20 +3,21 @@
 //!
 //! Why `unsafe` here at all: AVX2 gathers read through raw pointers, and a
 //! function compiled for a target feature may only be called on a CPU that
-//! has it. Both obligations are discharged in one place each: [`sum`] and
-//! [`sum_dims`] check, once per call, that every bit position and leaf index
-//! the trees can produce is inside the slices they are given (the plan
-//! computed those bounds when it laid the trees out), and their callers
-//! (`Trees::sum` in `trees.rs`) call them only after
-//! `is_x86_feature_detected!`. [`sum_bytes`] (AVX-512) reads no memory
+//! has it. Both obligations are discharged in one place each: [`offsets`] and
+//! [`sum_dims`] check, once per call, that every bit position (and, for
+//! `sum_dims`, leaf index) the trees can produce is inside the slices they
+//! are given (the plan computed those bounds when it laid the trees out),
+//! and their callers (`Trees::offsets` and `Trees::sum_dims` in `trees.rs`)
+//! call them only after `is_x86_feature_detected!`. [`offsets_bytes`]
+//! (AVX-512) reads no memory
 //! through vector indexes at all: its table lookups are register permutes,
 //! its leaf loads ordinary bounds-checked indexing. Everything else
 //! (register loads from slices of exactly 8 or 64 lanes, shifts, masks)
 //! follows from the slices' lengths.
 //!
 //! Each kernel computes the leaf indexes of several trees at once, exactly
-//! as the scalar loop of `trees.rs` does one at a time, then adds the leaves
-//! to the sum in tree order: the result is bit-identical to the scalar
+//! as the scalar loop of `trees.rs` does one at a time; `trees.rs` then adds
+//! the leaves to the sum in tree order: the result is bit-identical to the scalar
 //! kernel's (`tests/model_kernels.rs`, `fuzz/fuzz_targets/model_kernels.rs`).
 //! Without AVX2 (or off x86-64) only the scalar kernel runs; it is always
 //! built and always tested.
@@ -29,7 +30,9 @@
 use std::arch::x86_64::*;
 
 #[cfg(target_arch = "x86_64")]
-use super::layout::{Trees, BYTE_CONDITIONS, BYTE_LANES, LANES};
+use super::layout::{
+    FloatBorders, Trees, BORDER_LANES, BYTE_CONDITIONS, BYTE_LANES, CHUNK_TREES, LANES,
+};
 
 /// Asks the CPU to start loading the cache line of `r`: a hint, never a
 /// fault, so it is sound for any reference.
@@ -42,6 +45,79 @@ pub(crate) fn prefetch<T>(r: &T) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = r;
+}
+
+/// [`FloatBorders::set_bits`] with AVX-512: sixteen borders at a time, the
+/// values looked up by feature index, NaN replaced with the fill, compared
+/// with `>` (ordered: false for NaN, as Rust's `>`), the sixteen answers
+/// ORed into `words` at bit `16 * k`. Up to 64 float features the values
+/// are looked up in registers (`vpermt2ps`): the caller has just stored
+/// `floats`, and a gather would wait for those stores to reach the cache;
+/// beyond that they are gathered.
+///
+/// # Safety
+/// AVX-512 F must be available on this CPU.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn float_bits(b: &FloatBorders, floats: &[f32], words: &mut [u64]) {
+    // What the lookups rely on (the plan built it so; a broken plan
+    // panics here instead of reading out of bounds).
+    assert!(
+        b.feature_end <= floats.len() && b.feature_end <= i32::MAX as usize,
+        "float features out of range"
+    );
+    assert!(
+        b.features.len() == b.borders.len()
+            && b.fills.len() == b.borders.len()
+            && b.borders.len().is_multiple_of(BORDER_LANES),
+        "float borders misshapen"
+    );
+    // The first 64 floats, sixteen a register; lanes past the end are
+    // masked off (not read) and zero.
+    let table = |k: usize| {
+        let have = floats.get(BORDER_LANES * k..).unwrap_or_default();
+        let n = have.len().min(BORDER_LANES);
+        let mask = ((1u32 << n) - 1) as u16;
+        // SAFETY: only the first `n` lanes are read, and `have` holds them.
+        unsafe { _mm512_maskz_loadu_ps(mask, have.as_ptr()) }
+    };
+    let registers = b.feature_end <= 4 * BORDER_LANES;
+    let t: [__m512; 4] = if registers {
+        std::array::from_fn(table)
+    } else {
+        [_mm512_setzero_ps(); 4]
+    };
+    let vectors = b
+        .borders
+        .chunks_exact(BORDER_LANES)
+        .zip(b.features.chunks_exact(BORDER_LANES))
+        .zip(b.fills.chunks_exact(BORDER_LANES));
+    for (k, ((borders, features), fills)) in vectors.enumerate() {
+        // SAFETY: each slice holds exactly sixteen 4-byte values, the 64
+        // bytes loaded.
+        let (border, index, fill) = unsafe {
+            (
+                _mm512_loadu_ps(borders.as_ptr()),
+                _mm512_loadu_si512(features.as_ptr().cast()),
+                _mm512_loadu_ps(fills.as_ptr()),
+            )
+        };
+        let v = if registers {
+            // Index bits 0-4 pick in a pair of registers, bit 5 the pair.
+            let low = _mm512_permutex2var_ps(t[0], index, t[1]);
+            let high = _mm512_permutex2var_ps(t[2], index, t[3]);
+            let upper = _mm512_test_epi32_mask(index, _mm512_set1_epi32(32));
+            _mm512_mask_blend_ps(upper, low, high)
+        } else {
+            // SAFETY: every index is below feature_end <= floats.len()
+            // (checked), and non-negative as an i32 (feature_end <= i32::MAX).
+            unsafe { _mm512_i32gather_ps::<4>(index, floats.as_ptr()) }
+        };
+        let nan = _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(v, v);
+        let v = _mm512_mask_blend_ps(nan, v, fill);
+        let above = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, border);
+        words[k / 4] |= u64::from(above) << (16 * (k % 4));
+    }
 }
 
 /// The first leaf and the leaf index of each of the eight trees of one
@@ -85,17 +161,26 @@ unsafe fn block_leaves<const D: usize>(
 
 /// The bounds the gathers rely on, checked once per call: a plan that broke
 /// them would be a bug, and this turns it into a panic instead of a read out
-/// of bounds.
+/// of bounds. The word gathers need `check_bits`; the leaf gathers of
+/// [`sum_dims`] need `check` (offsets are returned, and their leaves read
+/// with bounds-checked indexing, everywhere else).
+#[cfg(target_arch = "x86_64")]
+fn check_bits(trees: &Trees, words: &[u64]) {
+    assert!(trees.bit_end <= words.len() * 64, "split bits out of range");
+}
+
 #[cfg(target_arch = "x86_64")]
 fn check(trees: &Trees, words: &[u64], leaves: &[f64]) {
-    assert!(trees.bit_end <= words.len() * 64, "split bits out of range");
+    check_bits(trees, words);
     assert!(
         trees.leaf_end <= leaves.len() && leaves.len() <= i32::MAX as usize,
         "leaf indexes out of range"
     );
 }
 
-/// [`Trees::sum`] with AVX2.
+/// [`Trees::sum`] with AVX2 for one model: each block's eight leaves
+/// gathered and added at once. Fewer instructions than offsets then a sum
+/// (what AVX-512 and the paired sums use), for a CPU without AVX-512.
 ///
 /// # Safety
 /// AVX2 must be available on this CPU.
@@ -153,6 +238,53 @@ unsafe fn sum_depth<const D: usize>(trees: &Trees, words: &[u64], leaves: &[f64]
     sum
 }
 
+/// [`Trees::offsets`] with AVX2: eight trees' leaf offsets per block.
+///
+/// # Safety
+/// AVX2 must be available on this CPU.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn offsets(trees: &Trees, words: &[u64], c: usize, out: &mut [u32; CHUNK_TREES]) {
+    check_bits(trees, words);
+    // SAFETY (all arms): AVX2 is available (this function's contract) and
+    // the bounds were checked.
+    unsafe {
+        match trees.depth {
+            4 => offsets_depth::<4>(trees, words, c, out),
+            5 => offsets_depth::<5>(trees, words, c, out),
+            6 => offsets_depth::<6>(trees, words, c, out),
+            7 => offsets_depth::<7>(trees, words, c, out),
+            8 => offsets_depth::<8>(trees, words, c, out),
+            _ => offsets_depth::<0>(trees, words, c, out),
+        }
+    }
+}
+
+/// # Safety
+/// As [`block_leaves`], for every block of `trees`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn offsets_depth<const D: usize>(
+    trees: &Trees,
+    words: &[u64],
+    c: usize,
+    out: &mut [u32; CHUNK_TREES],
+) {
+    let depth = trees.depth;
+    let blocks = trees
+        .blocks
+        .chunks_exact((depth + 2) * LANES)
+        .skip(c * CHUNK_TREES / LANES);
+    // `out` holds the chunk's blocks: the zip stops at the chunk's end.
+    for (block, out) in blocks.zip(out.chunks_exact_mut(LANES)) {
+        // SAFETY: the caller's contract.
+        let (first, index) = unsafe { block_leaves::<D>(block, depth, words) };
+        // SAFETY: `out` holds exactly eight u32, the 32 bytes stored.
+        unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), _mm256_add_epi32(first, index)) };
+    }
+}
+
 /// [`Trees::sum_dims`] with AVX2 (indexes eight at a time, leaf vectors added
 /// in tree order); `out` is zeroed by the caller.
 ///
@@ -183,43 +315,46 @@ pub(crate) unsafe fn sum_dims(trees: &Trees, words: &[u64], leaves: &[f64], out:
     }
 }
 
-/// [`Trees::sum`] with AVX-512: the model's packed condition bits (eight
+/// [`Trees::offsets`] with AVX-512: the model's packed condition bits (eight
 /// a byte, up to 4096) are a table in up to eight registers; each level of
 /// 64 trees is one table lookup per register pair (`vpermi2b`, 128 bytes
 /// each, blended by bits 7 and 8 of the byte numbers) and one `vptestmb`
 /// of the looked-up bytes against each tree's bit in its byte, which sets
-/// the level's bit of 64 leaf indexes at once. The leaf offsets of up to
-/// [`SUM_GROUPS`] groups are computed before any of their leaves is added,
-/// so the leaf loads are independent of the additions and overlap; the
-/// leaves are then added in tree order. No memory is read through a vector
-/// index: the only `unsafe` is the target feature and the loads and stores
-/// of 64-byte rows.
+/// the level's bit of 64 leaf indexes at once. A chunk is [`SUM_GROUPS`]
+/// groups: their leaf offsets are all computed before the caller adds any
+/// leaf, so the leaf loads are independent of the additions and overlap.
+/// No memory is read through a vector index: the only `unsafe` is the
+/// target feature and the loads and stores of 64-byte rows.
 ///
 /// # Safety
 /// AVX-512 F, BW and VBMI must be available on this CPU.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-pub(crate) unsafe fn sum_bytes(trees: &Trees, words: &[u64], leaves: &[f64]) -> f64 {
+pub(crate) unsafe fn offsets_bytes(
+    trees: &Trees,
+    words: &[u64],
+    c: usize,
+    out: &mut [u32; CHUNK_TREES],
+) {
     debug_assert!(trees.bit_end <= BYTE_CONDITIONS.min(words.len() * 64));
     // SAFETY (all arms): this function's contract.
     unsafe {
         match (trees.pairs, trees.depth) {
-            (1, 6) => sum_bytes_with::<1, 6>(trees, words, leaves),
-            (1, _) => sum_bytes_with::<1, 0>(trees, words, leaves),
-            (2, 6) => sum_bytes_with::<2, 6>(trees, words, leaves),
-            (2, _) => sum_bytes_with::<2, 0>(trees, words, leaves),
-            (_, 6) => sum_bytes_with::<4, 6>(trees, words, leaves),
-            _ => sum_bytes_with::<4, 0>(trees, words, leaves),
+            (1, 6) => offsets_bytes_with::<1, 6>(trees, words, c, out),
+            (1, _) => offsets_bytes_with::<1, 0>(trees, words, c, out),
+            (2, 6) => offsets_bytes_with::<2, 6>(trees, words, c, out),
+            (2, _) => offsets_bytes_with::<2, 0>(trees, words, c, out),
+            (_, 6) => offsets_bytes_with::<4, 6>(trees, words, c, out),
+            _ => offsets_bytes_with::<4, 0>(trees, words, c, out),
         }
     }
 }
 
-/// Groups of 64 trees whose leaf offsets [`sum_bytes`] computes before
-/// adding their leaves (2 KiB of stack).
+/// Groups of 64 trees in one chunk of [`offsets_bytes`].
 #[cfg(target_arch = "x86_64")]
-const SUM_GROUPS: usize = 8;
+const SUM_GROUPS: usize = CHUNK_TREES / BYTE_LANES;
 
-/// [`sum_bytes`] for tables of `P` register pairs (1, 2, or 4 for 3 and
+/// [`offsets_bytes`] for tables of `P` register pairs (1, 2, or 4 for 3 and
 /// 4) and depth `D` (0: the trees' own, not known at compile time).
 ///
 /// # Safety
@@ -227,11 +362,12 @@ const SUM_GROUPS: usize = 8;
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
 #[inline]
-unsafe fn sum_bytes_with<const P: usize, const D: usize>(
+unsafe fn offsets_bytes_with<const P: usize, const D: usize>(
     trees: &Trees,
     words: &[u64],
-    leaves: &[f64],
-) -> f64 {
+    c: usize,
+    offsets: &mut [u32; CHUNK_TREES],
+) {
     let depth = if D == 0 { trees.depth } else { D };
     let load = |bytes: &[u8; BYTE_LANES]| {
         // SAFETY: `bytes` is exactly the 64 bytes loaded.
@@ -252,79 +388,68 @@ unsafe fn sum_bytes_with<const P: usize, const D: usize>(
     };
     let t: [__m512i; 8] = std::array::from_fn(table);
     let stride = (2 * depth + 1) * BYTE_LANES;
-    let mut offsets = [0u32; SUM_GROUPS * BYTE_LANES];
-    let mut sum = 0.0;
-    for (c, ((groups, high), first)) in trees
-        .bytes
-        .chunks(SUM_GROUPS * stride)
-        .zip(trees.high.chunks(SUM_GROUPS * depth))
-        .zip(trees.first.chunks(SUM_GROUPS * BYTE_LANES))
+    let from = |all_len: usize, per_group: usize| {
+        let start = (c * SUM_GROUPS * per_group).min(all_len);
+        start..(start + SUM_GROUPS * per_group).min(all_len)
+    };
+    let groups = &trees.bytes[from(trees.bytes.len(), stride)];
+    let high = &trees.high[from(trees.high.len(), depth)];
+    let first = &trees.first[from(trees.first.len(), BYTE_LANES)];
+    for (g, ((group, high), first)) in groups
+        .chunks_exact(stride)
+        .zip(high.chunks_exact(depth))
+        .zip(first.chunks_exact(BYTE_LANES))
         .enumerate()
     {
-        for (g, ((group, high), first)) in groups
-            .chunks_exact(stride)
-            .zip(high.chunks_exact(depth))
-            .zip(first.chunks_exact(BYTE_LANES))
-            .enumerate()
-        {
-            let row = |k: usize| {
-                load(
-                    group[k * BYTE_LANES..][..BYTE_LANES]
-                        .try_into()
-                        .expect("64-byte row"),
-                )
-            };
-            let mut index = _mm512_setzero_si512();
-            for (d, &high) in high.iter().enumerate().take(depth) {
-                let c = row(2 * d);
-                // Byte c & 127 of each register pair; bit 7 picks the pair of
-                // each 256-byte half, bit 8 (in `high`) the half.
-                let byte = if P == 1 {
-                    _mm512_permutex2var_epi8(t[0], c, t[1])
+        let row = |k: usize| {
+            load(
+                group[k * BYTE_LANES..][..BYTE_LANES]
+                    .try_into()
+                    .expect("64-byte row"),
+            )
+        };
+        let mut index = _mm512_setzero_si512();
+        for (d, &high) in high.iter().enumerate().take(depth) {
+            let c = row(2 * d);
+            // Byte c & 127 of each register pair; bit 7 picks the pair of
+            // each 256-byte half, bit 8 (in `high`) the half.
+            let byte = if P == 1 {
+                _mm512_permutex2var_epi8(t[0], c, t[1])
+            } else {
+                let bit7 = _mm512_movepi8_mask(c);
+                let q0 = _mm512_permutex2var_epi8(t[0], c, t[1]);
+                let q1 = _mm512_permutex2var_epi8(t[2], c, t[3]);
+                let low = _mm512_mask_blend_epi8(bit7, q0, q1);
+                if P > 2 {
+                    let q2 = _mm512_permutex2var_epi8(t[4], c, t[5]);
+                    let q3 = _mm512_permutex2var_epi8(t[6], c, t[7]);
+                    let upper = _mm512_mask_blend_epi8(bit7, q2, q3);
+                    _mm512_mask_blend_epi8(_cvtu64_mask64(high), low, upper)
                 } else {
-                    let bit7 = _mm512_movepi8_mask(c);
-                    let q0 = _mm512_permutex2var_epi8(t[0], c, t[1]);
-                    let q1 = _mm512_permutex2var_epi8(t[2], c, t[3]);
-                    let low = _mm512_mask_blend_epi8(bit7, q0, q1);
-                    if P > 2 {
-                        let q2 = _mm512_permutex2var_epi8(t[4], c, t[5]);
-                        let q3 = _mm512_permutex2var_epi8(t[6], c, t[7]);
-                        let upper = _mm512_mask_blend_epi8(bit7, q2, q3);
-                        _mm512_mask_blend_epi8(_cvtu64_mask64(high), low, upper)
-                    } else {
-                        low
-                    }
-                };
-                let taken = _mm512_test_epi8_mask(byte, row(2 * d + 1));
-                // Bit d is still clear in every lane: adding it sets it.
-                index = _mm512_mask_add_epi8(index, taken, index, _mm512_set1_epi8(1 << d));
-            }
-            index = _mm512_and_si512(index, row(2 * depth));
-            let out: &mut [u32; BYTE_LANES] = (&mut offsets[g * BYTE_LANES..][..BYTE_LANES])
-                .try_into()
-                .expect("64 offsets");
-            for q in 0..4 {
-                let bytes = match q {
-                    0 => _mm512_extracti32x4_epi32::<0>(index),
-                    1 => _mm512_extracti32x4_epi32::<1>(index),
-                    2 => _mm512_extracti32x4_epi32::<2>(index),
-                    _ => _mm512_extracti32x4_epi32::<3>(index),
-                };
-                let first: &[u32; 16] = first[16 * q..][..16].try_into().expect("16 leaves");
-                // SAFETY: `first` is exactly the 64 bytes loaded.
-                let first = unsafe { _mm512_loadu_si512(first.as_ptr().cast()) };
-                let at = _mm512_add_epi32(first, _mm512_cvtepu8_epi32(bytes));
-                // SAFETY: `out[16 * q..]` holds at least 16 u32.
-                unsafe { _mm512_storeu_si512(out[16 * q..].as_mut_ptr().cast(), at) };
-            }
+                    low
+                }
+            };
+            let taken = _mm512_test_epi8_mask(byte, row(2 * d + 1));
+            // Bit d is still clear in every lane: adding it sets it.
+            index = _mm512_mask_add_epi8(index, taken, index, _mm512_set1_epi8(1 << d));
         }
-        // In tree order, one addition at a time: CatBoost's sum. The
-        // offsets are at most leaf_end (the plan's bound), so indexing
-        // cannot fail; padding lanes are never added.
-        let trees_here = (trees.count - c * SUM_GROUPS * BYTE_LANES).min(offsets.len());
-        for &at in &offsets[..trees_here] {
-            sum += leaves[at as usize];
+        index = _mm512_and_si512(index, row(2 * depth));
+        let out: &mut [u32; BYTE_LANES] = (&mut offsets[g * BYTE_LANES..][..BYTE_LANES])
+            .try_into()
+            .expect("64 offsets");
+        for q in 0..4 {
+            let bytes = match q {
+                0 => _mm512_extracti32x4_epi32::<0>(index),
+                1 => _mm512_extracti32x4_epi32::<1>(index),
+                2 => _mm512_extracti32x4_epi32::<2>(index),
+                _ => _mm512_extracti32x4_epi32::<3>(index),
+            };
+            let first: &[u32; 16] = first[16 * q..][..16].try_into().expect("16 leaves");
+            // SAFETY: `first` is exactly the 64 bytes loaded.
+            let first = unsafe { _mm512_loadu_si512(first.as_ptr().cast()) };
+            let at = _mm512_add_epi32(first, _mm512_cvtepu8_epi32(bytes));
+            // SAFETY: `out[16 * q..]` holds at least 16 u32.
+            unsafe { _mm512_storeu_si512(out[16 * q..].as_mut_ptr().cast(), at) };
         }
     }
-    sum
 }

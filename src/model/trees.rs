@@ -8,7 +8,8 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use super::layout::{Trees, LANES};
+use super::layout::{FloatBorders, Trees, CHUNK_TREES, LANES};
+use super::plan::set_ones;
 
 /// Which code evaluates the trees, narrowest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -85,21 +86,75 @@ impl Trees {
         }
     }
 
-    /// The sum of each tree's leaf (one-dimensional models), in tree order.
+    /// How many calls of [`Trees::offsets`] cover the trees.
     #[inline]
-    pub(crate) fn sum(&self, kernel: Kernel, words: &[u64], leaves: &[f64]) -> f64 {
+    pub(crate) fn chunks(&self) -> usize {
+        self.count.div_ceil(CHUNK_TREES)
+    }
+
+    /// The leaf offset of each tree of chunk `c` (trees `c * CHUNK_TREES`
+    /// on, one-dimensional models), in tree order, into the start of `out`;
+    /// returns how many trees the chunk has. Entries past that are
+    /// unspecified.
+    #[inline]
+    pub(crate) fn offsets(
+        &self,
+        kernel: Kernel,
+        words: &[u64],
+        c: usize,
+        out: &mut [u32; CHUNK_TREES],
+    ) -> usize {
+        let n = (self.count - c * CHUNK_TREES).min(CHUNK_TREES);
         #[cfg(target_arch = "x86_64")]
         if kernel == Kernel::Avx512 && !self.bytes.is_empty() && Kernel::Avx512.is_available() {
             // SAFETY: AVX-512 F, BW and VBMI were detected just above.
-            return unsafe { super::simd::sum_bytes(self, words, leaves) };
+            unsafe { super::simd::offsets_bytes(self, words, c, out) };
+            return n;
         }
         #[cfg(target_arch = "x86_64")]
         if kernel != Kernel::Scalar && Kernel::Avx2.is_available() {
             // SAFETY: AVX2 was detected on this CPU just above.
-            return unsafe { super::simd::sum(self, words, leaves) };
+            unsafe { super::simd::offsets(self, words, c, out) };
+            return n;
+        }
+        let _ = kernel;
+        self.offsets_scalar(words, c, out);
+        n
+    }
+
+    /// The sum of each tree's leaf (one-dimensional models), in tree order.
+    /// AVX-512 writes offsets a chunk at a time and sums them; AVX2 and the
+    /// scalar code add each leaf as they find it, which costs them fewer
+    /// instructions (callgrind, `scripts/callgrind-model.sh`).
+    #[inline]
+    pub(crate) fn sum(&self, kernel: Kernel, words: &[u64], leaves: &[f64]) -> f64 {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if kernel == Kernel::Avx512 && !self.bytes.is_empty() && Kernel::Avx512.is_available() {
+                return self.sum_offsets(kernel, words, leaves);
+            }
+            if kernel != Kernel::Scalar && Kernel::Avx2.is_available() {
+                // SAFETY: AVX2 was detected on this CPU just above.
+                return unsafe { super::simd::sum(self, words, leaves) };
+            }
         }
         let _ = kernel;
         self.sum_scalar(words, leaves)
+    }
+
+    /// [`Trees::sum`] through [`Trees::offsets`].
+    #[cfg(target_arch = "x86_64")]
+    fn sum_offsets(&self, kernel: Kernel, words: &[u64], leaves: &[f64]) -> f64 {
+        let mut at = [0u32; CHUNK_TREES];
+        let mut sum = 0.0;
+        for c in 0..self.chunks() {
+            let n = self.offsets(kernel, words, c, &mut at);
+            // In tree order, one addition at a time: CatBoost's sum.
+            for &a in &at[..n] {
+                sum += leaves[a as usize];
+            }
+        }
+        sum
     }
 
     /// Adds each tree's leaf vector into `out` (zeroed first), in tree order.
@@ -114,7 +169,7 @@ impl Trees {
         }
         let _ = kernel;
         let dim = out.len();
-        self.each_leaf_scalar::<0>(words, dim, |at| {
+        self.each_leaf_scalar::<0>(words, dim, 0..usize::MAX, |at| {
             for (o, leaf) in out.iter_mut().zip(&leaves[at..at + dim]) {
                 *o += leaf;
             }
@@ -124,29 +179,50 @@ impl Trees {
     fn sum_scalar(&self, words: &[u64], leaves: &[f64]) -> f64 {
         let mut sum = 0.0;
         let mut add = |at: usize| sum += leaves[at];
+        let all = 0..usize::MAX;
         match self.depth {
-            4 => self.each_leaf_scalar::<4>(words, 1, &mut add),
-            5 => self.each_leaf_scalar::<5>(words, 1, &mut add),
-            6 => self.each_leaf_scalar::<6>(words, 1, &mut add),
-            7 => self.each_leaf_scalar::<7>(words, 1, &mut add),
-            8 => self.each_leaf_scalar::<8>(words, 1, &mut add),
-            _ => self.each_leaf_scalar::<0>(words, 1, &mut add),
+            4 => self.each_leaf_scalar::<4>(words, 1, all, &mut add),
+            5 => self.each_leaf_scalar::<5>(words, 1, all, &mut add),
+            6 => self.each_leaf_scalar::<6>(words, 1, all, &mut add),
+            7 => self.each_leaf_scalar::<7>(words, 1, all, &mut add),
+            8 => self.each_leaf_scalar::<8>(words, 1, all, &mut add),
+            _ => self.each_leaf_scalar::<0>(words, 1, all, &mut add),
         }
         sum
     }
 
-    /// Calls `leaf` with the offset of each tree's leaf, in tree order. `D`
-    /// is the depth when known at compile time (the levels unroll), else 0.
+    fn offsets_scalar(&self, words: &[u64], c: usize, out: &mut [u32; CHUNK_TREES]) {
+        let blocks = c * CHUNK_TREES / LANES..((c + 1) * CHUNK_TREES / LANES);
+        let mut i = 0;
+        let mut put = |at: usize| {
+            out[i] = at as u32;
+            i += 1;
+        };
+        match self.depth {
+            4 => self.each_leaf_scalar::<4>(words, 1, blocks, &mut put),
+            5 => self.each_leaf_scalar::<5>(words, 1, blocks, &mut put),
+            6 => self.each_leaf_scalar::<6>(words, 1, blocks, &mut put),
+            7 => self.each_leaf_scalar::<7>(words, 1, blocks, &mut put),
+            8 => self.each_leaf_scalar::<8>(words, 1, blocks, &mut put),
+            _ => self.each_leaf_scalar::<0>(words, 1, blocks, &mut put),
+        }
+    }
+
+    /// Calls `leaf` with the offset of each tree's leaf, in tree order, for
+    /// the trees of `blocks` (cut to the blocks there are). `D` is the depth
+    /// when known at compile time (the levels unroll), else 0.
     #[inline(always)]
     fn each_leaf_scalar<const D: usize>(
         &self,
         words: &[u64],
         dimension: usize,
+        blocks: std::ops::Range<usize>,
         mut leaf: impl FnMut(usize),
     ) {
         let depth = if D == 0 { self.depth } else { D };
         let stride = (depth + 2) * LANES;
-        for (b, block) in self.blocks.chunks_exact(stride).enumerate() {
+        let all = self.blocks.chunks_exact(stride).enumerate();
+        for (b, block) in all.skip(blocks.start).take(blocks.len()) {
             let block = &block[..stride];
             for lane in 0..(self.count - b * LANES).min(LANES) {
                 let mut index = 0u32;
@@ -159,6 +235,76 @@ impl Trees {
             }
         }
     }
+}
+
+impl FloatBorders {
+    /// ORs the float condition bits of `floats` into `words` (bit `i` for
+    /// border `i`): with AVX-512 when `kernel` is [`Kernel::Avx512`] and the
+    /// CPU has it, border by border; else one binary search per feature for
+    /// its run of ones. Both compare the same values with the same `>` on
+    /// ascending borders, so the bits are the same (`float_bits_agree`).
+    #[inline]
+    pub(crate) fn set_bits(&self, kernel: Kernel, floats: &[f32], words: &mut [u64]) {
+        #[cfg(target_arch = "x86_64")]
+        if kernel == Kernel::Avx512 && Kernel::Avx512.is_available() {
+            // SAFETY: AVX-512 F was detected just above.
+            unsafe { super::simd::float_bits(self, floats, words) };
+            return;
+        }
+        let _ = kernel;
+        for &(feature, fill, start, end) in &self.runs {
+            let mut v = floats[feature as usize];
+            if v.is_nan() {
+                v = fill;
+            }
+            // "Border below v" is CatBoost's `v > border`: false for NaN.
+            let above = self.borders[start as usize..end as usize].partition_point(|&b| b < v);
+            set_ones(words, start as usize, above);
+        }
+    }
+}
+
+/// One one-dimensional model's trees and what they read: its condition
+/// bits and its leaf values.
+pub(crate) struct Chain<'a> {
+    pub(crate) trees: &'a Trees,
+    pub(crate) words: &'a [u64],
+    pub(crate) leaves: &'a [f64],
+}
+
+/// The sums of two models' leaves, each in its own tree order: what
+/// [`Trees::sum`] gives for each, bit for bit. Each sum is a chain of
+/// dependent additions (CatBoost's order, so it cannot be split); the two
+/// chains are independent, and adding one leaf of each per step runs them
+/// side by side instead of one after the other.
+#[inline]
+pub(crate) fn sum_pair(kernel: Kernel, a: &Chain<'_>, b: &Chain<'_>) -> (f64, f64) {
+    let (mut at_a, mut at_b) = ([0u32; CHUNK_TREES], [0u32; CHUNK_TREES]);
+    let (mut sum_a, mut sum_b) = (0.0, 0.0);
+    for c in 0..a.trees.chunks().max(b.trees.chunks()) {
+        let n_a = if c < a.trees.chunks() {
+            a.trees.offsets(kernel, a.words, c, &mut at_a)
+        } else {
+            0
+        };
+        let n_b = if c < b.trees.chunks() {
+            b.trees.offsets(kernel, b.words, c, &mut at_b)
+        } else {
+            0
+        };
+        let both = n_a.min(n_b);
+        for (&x, &y) in at_a[..both].iter().zip(&at_b[..both]) {
+            sum_a += a.leaves[x as usize];
+            sum_b += b.leaves[y as usize];
+        }
+        for &x in &at_a[both..n_a] {
+            sum_a += a.leaves[x as usize];
+        }
+        for &y in &at_b[both..n_b] {
+            sum_b += b.leaves[y as usize];
+        }
+    }
+    (sum_a, sum_b)
 }
 
 /// Bit `p` of the packed condition bits.
@@ -214,6 +360,136 @@ mod tests {
                             scalar,
                             "{kernel}: {bits} bits, depth {depth}, {count} trees"
                         );
+                    }
+                }
+            }
+        }
+    }
+
+    type Layout = (Trees, Vec<u64>, Vec<f64>);
+
+    /// Two models' sums side by side ([`sum_pair`]) are each model's
+    /// [`Trees::sum`], bit for bit, with every kernel: chunk counts equal
+    /// and different (one model longer than the other by whole chunks and
+    /// within one), depths mixed.
+    #[test]
+    fn paired_sums_are_each_sum() {
+        let mut next = rng(0x2545_f491_4f6c_dd1d);
+        let mut model = |count: usize, bits: usize| {
+            let zero = bits as u32 - 1;
+            let mut leaves = Vec::new();
+            let mut trees = Vec::new();
+            for _ in 0..count {
+                let d = 1 + next() as usize % 6;
+                let splits = (0..d).map(|_| (next() % u64::from(zero)) as u32).collect();
+                trees.push((leaves.len() as u32, splits));
+                for _ in 0..1 << d {
+                    let unit = (next() >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+                    leaves.push(unit * 10f64.powi((next() % 12) as i32 - 6));
+                }
+            }
+            let mut words: Vec<u64> = (0..bits.div_ceil(64)).map(|_| next()).collect();
+            words[zero as usize / 64] &= !(1 << (zero % 64));
+            (Trees::build(&trees, zero, 1), words, leaves)
+        };
+        for (count_a, count_b) in [(1, 1), (291, 296), (600, 65), (65, 1100), (512, 513)] {
+            for bits in [100, 3000, 5000] {
+                let a = model(count_a, bits);
+                let b = model(count_b, bits);
+                for kernel in [Kernel::Scalar, Kernel::Avx2, Kernel::Avx512] {
+                    fn chain(kernel: Kernel, m: &Layout) -> (f64, Chain<'_>) {
+                        let sum = m.0.sum(kernel, &m.1, &m.2);
+                        let chain = Chain {
+                            trees: &m.0,
+                            words: &m.1,
+                            leaves: &m.2,
+                        };
+                        (sum, chain)
+                    }
+                    let ((alone_a, chain_a), (alone_b, chain_b)) =
+                        (chain(kernel, &a), chain(kernel, &b));
+                    let (sum_a, sum_b) = sum_pair(kernel, &chain_a, &chain_b);
+                    let what = format!("{kernel}: {count_a} and {count_b} trees, {bits} bits");
+                    assert_eq!(sum_a.to_bits(), alone_a.to_bits(), "{what}");
+                    assert_eq!(sum_b.to_bits(), alone_b.to_bits(), "{what}");
+                    // And the scalar kernel's sums, so that a kernel bug
+                    // common to both paths cannot hide.
+                    let scalar = a.0.sum(Kernel::Scalar, &a.1, &a.2);
+                    assert_eq!(sum_a.to_bits(), scalar.to_bits(), "{what}");
+                }
+            }
+        }
+    }
+
+    /// The AVX-512 float conditions are the scalar ones, bit for bit, with
+    /// the values in registers (up to 64 features) and gathered (more):
+    /// random borders, features and fills, values with NaN, infinities,
+    /// signed zeros, equal to a border, random bits.
+    #[test]
+    fn float_bits_agree() {
+        let mut next = rng(0x1234_5678_9abc_def1);
+        let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0];
+        for feature_count in [1usize, 16, 17, 33, 64, 65, 200] {
+            for border_count in [1usize, 15, 16, 17, 158, 300] {
+                let mut fb = FloatBorders::default();
+                // Runs of 1 to 30 ascending borders, a random feature each
+                // (a feature may have several runs: the bits are the same).
+                while fb.borders.len() < border_count {
+                    let feature = (next() % feature_count as u64) as u32;
+                    let fill = [f32::NAN, f32::NEG_INFINITY, f32::INFINITY][(next() % 3) as usize];
+                    let start = fb.borders.len();
+                    let len = (1 + next() as usize % 30).min(border_count - start);
+                    let mut run: Vec<f32> = (0..len)
+                        .map(|_| (next() % 2000) as f32 / 10.0 - 100.0)
+                        .collect();
+                    run.sort_by(f32::total_cmp);
+                    fb.borders.extend(&run);
+                    fb.features.resize(start + len, feature);
+                    fb.fills.resize(start + len, fill);
+                    fb.runs
+                        .push((feature, fill, start as u32, (start + len) as u32));
+                    fb.feature_end = fb.feature_end.max(feature as usize + 1);
+                }
+                let borders = fb.borders.clone();
+                while !fb
+                    .borders
+                    .len()
+                    .is_multiple_of(super::super::layout::BORDER_LANES)
+                {
+                    fb.borders.push(f32::NAN);
+                    fb.features.push(fb.features[0]);
+                    fb.fills.push(f32::NAN);
+                }
+                for _ in 0..20 {
+                    let floats: Vec<f32> = (0..feature_count)
+                        .map(|_| match next() % 4 {
+                            0 => specials[(next() % 5) as usize],
+                            1 => borders[(next() % border_count as u64) as usize],
+                            2 => f32::from_bits(next() as u32),
+                            _ => (next() % 2000) as f32 / 10.0 - 100.0,
+                        })
+                        .collect();
+                    let words = |kernel: Kernel| {
+                        let mut w = vec![0u64; fb.borders.len().div_ceil(64) + 1];
+                        fb.set_bits(kernel, &floats, &mut w);
+                        w
+                    };
+                    let scalar = words(Kernel::Scalar);
+                    assert_eq!(
+                        words(Kernel::Avx512),
+                        scalar,
+                        "{feature_count} features, {border_count} borders"
+                    );
+                    // And the scalar bits are the definition: value > border.
+                    for (i, (&b, (&f, &fill))) in fb
+                        .borders
+                        .iter()
+                        .zip(fb.features.iter().zip(&fb.fills))
+                        .enumerate()
+                    {
+                        let v = floats[f as usize];
+                        let v = if v.is_nan() { fill } else { v };
+                        assert_eq!((scalar[i / 64] >> (i % 64)) & 1 == 1, v > b, "border {i}");
                     }
                 }
             }

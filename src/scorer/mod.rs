@@ -213,30 +213,60 @@ impl Scorer {
             hashes[c.index()] = cat_hash(features.cat(c)) as i32;
         }
         let schema_floats = features.floats();
+        // Bindings map distinct names onto the schema, so no model has
+        // more inputs than the schema has features.
+        let gather =
+            |m: &ScoredModel, floats: &mut [f32; FLOAT_COUNT], cats: &mut [i32; CAT_COUNT]| {
+                for (dst, f) in floats.iter_mut().zip(&m.binding.floats) {
+                    *dst = schema_floats[f.index()];
+                }
+                for (dst, c) in cats.iter_mut().zip(&m.binding.cats) {
+                    *dst = hashes[c.index()];
+                }
+            };
         let mut scores = [0.0f64; MAX_MODELS];
-        for (i, m) in self.models.iter().enumerate() {
-            // Bindings map distinct names onto the schema, so no model has
-            // more inputs than the schema has features.
+        let mut i = 0;
+        while i < self.models.len() {
+            let m = &self.models[i];
             let mut floats = [0.0f32; FLOAT_COUNT];
             let mut cats = [0i32; CAT_COUNT];
-            let (floats, cats) = (
-                &mut floats[..m.binding.floats.len()],
-                &mut cats[..m.binding.cats.len()],
+            gather(m, &mut floats, &mut cats);
+            let inputs = (
+                &floats[..m.binding.floats.len()],
+                &cats[..m.binding.cats.len()],
+                m.binding.kind.prediction_type(),
             );
-            for (dst, f) in floats.iter_mut().zip(&m.binding.floats) {
-                *dst = schema_floats[f.index()];
+            // Two one-dimensional models are scored together: their sums
+            // of leaves, each a chain of dependent additions, run side by
+            // side (same values, bit for bit, as one at a time).
+            if let Some(next) = self
+                .models
+                .get(i + 1)
+                .filter(|n| m.model.pairs_with(&n.model))
+            {
+                let mut floats = [0.0f32; FLOAT_COUNT];
+                let mut cats = [0i32; CAT_COUNT];
+                gather(next, &mut floats, &mut cats);
+                let next_inputs = (
+                    &floats[..next.binding.floats.len()],
+                    &cats[..next.binding.cats.len()],
+                    next.binding.kind.prediction_type(),
+                );
+                let mut pair = [0.0; 2];
+                m.model
+                    .predict_pair(&next.model, [inputs, next_inputs], &mut pair)
+                    .map_err(|(k, error)| ScoreError::Model {
+                        index: i + k,
+                        error,
+                    })?;
+                scores[i..i + 2].copy_from_slice(&pair);
+                i += 2;
+            } else {
+                m.model
+                    .predict(inputs.0, inputs.1, inputs.2, &mut scores[i..i + 1])
+                    .map_err(|error| ScoreError::Model { index: i, error })?;
+                i += 1;
             }
-            for (dst, c) in cats.iter_mut().zip(&m.binding.cats) {
-                *dst = hashes[c.index()];
-            }
-            m.model
-                .predict(
-                    floats,
-                    cats,
-                    m.binding.kind.prediction_type(),
-                    &mut scores[i..i + 1],
-                )
-                .map_err(|error| ScoreError::Model { index: i, error })?;
         }
         out.copy_from_slice(&scores[..self.models.len()]);
         Ok(())
