@@ -246,6 +246,33 @@ mod tests {
         }
     }
 
+    /// Longer values of random bytes and of separators, whitespace and
+    /// content mixed, empty and huge ones.
+    #[test]
+    fn counts_what_items_gives_on_hostile_bytes() {
+        let mut rng = crate::features::corpus::Rng::new(0xc0_0c1e);
+        let alphabet = [
+            b'a', b' ', b';', b',', b'\t', b'\n', b'\r', 0x0b, 0x0c, 0x80, 0xff, 0,
+        ];
+        for len in 0..300 {
+            for _ in 0..40 {
+                let any: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+                let mixed: Vec<u8> = (0..len)
+                    .map(|_| alphabet[rng.below(alphabet.len())])
+                    .collect();
+                for s in [&any, &mixed] {
+                    for sep in [b';', b','] {
+                        assert_eq!(count_items(s, sep), items(s, sep).count(), "{s:?}");
+                    }
+                }
+            }
+        }
+        let huge: Vec<u8> = b"a=1; ; b ;;".repeat(20_000);
+        assert_eq!(count_items(&huge, b';'), items(&huge, b';').count());
+        assert_eq!(count_items(&[b';'; 1000], b';'), 0);
+        assert_eq!(count_items(b"", b';'), 0);
+    }
+
     /// On the cookie and list headers of the fixtures.
     #[test]
     fn counts_what_items_gives_on_the_fixtures() {

@@ -767,6 +767,66 @@ mod tests {
         }
     }
 
+    /// The one-pass OS search against the word-by-word one on random
+    /// comments over the platform words' letters and random bytes, and on
+    /// platform words glued at every offset.
+    #[test]
+    fn os_agrees_on_hostile_comments() {
+        let naive = |c: &[u8]| {
+            let has = |w: &[u8]| c.windows(w.len()).any(|win| win == w);
+            if has(b"Windows") {
+                Os::Windows
+            } else if has(b"Android") {
+                Os::Android
+            } else if has(b"iPhone") || has(b"iPad") || has(b"iPod") {
+                Os::Ios
+            } else if has(b"CrOS") {
+                Os::ChromeOs
+            } else if has(b"Macintosh") || has(b"Mac OS X") {
+                Os::MacOs
+            } else if has(b"Linux") || has(b"X11") {
+                Os::Linux
+            } else {
+                Os::Other
+            }
+        };
+        let alphabet = b"WAiCMLXindowsrOPhaceIdtuxX1 ;\x00\xff\x80";
+        let mut rng = crate::features::corpus::Rng::new(0x05_ca11);
+        for len in 0..70 {
+            for _ in 0..500 {
+                let c: Vec<u8> = (0..len)
+                    .map(|_| alphabet[rng.below(alphabet.len())])
+                    .collect();
+                assert_eq!(os(Some(&c)), naive(&c), "{:?}", String::from_utf8_lossy(&c));
+                let any: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+                assert_eq!(os(Some(&any)), naive(&any), "{any:?}");
+            }
+        }
+        let words: [&[u8]; 10] = [
+            b"Windows",
+            b"Android",
+            b"iPhone",
+            b"iPad",
+            b"iPod",
+            b"CrOS",
+            b"Macintosh",
+            b"Mac OS X",
+            b"Linux",
+            b"X11",
+        ];
+        for a in words {
+            for b in words {
+                for pad in 0..36 {
+                    let c = [&vec![b'x'; pad][..], a, b";", b].concat();
+                    assert_eq!(os(Some(&c)), naive(&c), "{:?}", String::from_utf8_lossy(&c));
+                    assert_eq!(os(Some(&c[..c.len() - 1])), naive(&c[..c.len() - 1]));
+                }
+            }
+        }
+        assert_eq!(os(Some(b"")), Os::Other);
+        assert_eq!(os(None), Os::Other);
+    }
+
     #[test]
     fn bot_words_agree_with_a_naive_search() {
         let naive = |ua: &[u8]| {
