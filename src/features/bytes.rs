@@ -166,7 +166,7 @@ mod tests {
                 cases.push(f);
             }
         }
-        let mut rng = crate::features::corpus::Rng::new(0xb175_16);
+        let mut rng = crate::features::corpus::Rng::new(0xb175_1616);
         for _ in 0..10_000 {
             let r = rng.next();
             cases.push(std::array::from_fn(|j| (r >> j & 1) as u8));
