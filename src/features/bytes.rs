@@ -44,6 +44,24 @@ pub(crate) fn leading_uint(s: &[u8]) -> Option<u32> {
     n
 }
 
+/// The bit mask of 16 flags, each 0 or 1: bit `j` is `flags[j]`.
+///
+/// Callers fill `flags` with one comparison per byte in a loop of fixed
+/// length, which the compiler turns into a few vector compares (SSE2 on
+/// x86-64) without any `unsafe`; a multiplication per half then gathers
+/// the flags into bits. Byte `j` of the constant is `1 << (7 - j)`, so in
+/// the product's top byte flag `j` lands on bit `j`, and no two terms of
+/// one byte share a bit (no carries).
+#[inline(always)]
+pub(crate) fn bits16(flags: [u8; 16]) -> u32 {
+    const GATHER: u64 = 0x0102_0408_1020_4080;
+    let [lo, hi] = [&flags[..8], &flags[8..]].map(|h| {
+        let word = u64::from_le_bytes(h.try_into().expect("8 bytes"));
+        (word.wrapping_mul(GATHER) >> 56) as u32
+    });
+    lo | hi << 8
+}
+
 /// Iterates the non-empty, whitespace-trimmed items of a `sep`-separated
 /// list: the definition [`count_items`] is tested against.
 #[cfg(test)]
@@ -126,6 +144,38 @@ mod tests {
         }
     }
 
+    /// Against setting each bit in turn, on every mask with one or two
+    /// flags set and on random ones.
+    #[test]
+    fn bits16_puts_flag_j_on_bit_j() {
+        let plain = |flags: [u8; 16]| {
+            let mut m = 0u32;
+            for (j, &f) in flags.iter().enumerate() {
+                if f == 1 {
+                    m |= 1 << j;
+                }
+            }
+            m
+        };
+        let mut cases = vec![[0u8; 16], [1u8; 16]];
+        for a in 0..16 {
+            for b in 0..16 {
+                let mut f = [0u8; 16];
+                f[a] = 1;
+                f[b] = 1;
+                cases.push(f);
+            }
+        }
+        let mut rng = crate::features::corpus::Rng::new(0xb175_1616);
+        for _ in 0..10_000 {
+            let r = rng.next();
+            cases.push(std::array::from_fn(|j| (r >> j & 1) as u8));
+        }
+        for f in cases {
+            assert_eq!(bits16(f), plain(f), "{f:?}");
+        }
+    }
+
     #[test]
     fn prefix_ignores_case() {
         assert!(starts_with_ci(b"CURL/8.4", b"curl/"));
@@ -194,6 +244,33 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Longer values of random bytes and of separators, whitespace and
+    /// content mixed, empty and huge ones.
+    #[test]
+    fn counts_what_items_gives_on_hostile_bytes() {
+        let mut rng = crate::features::corpus::Rng::new(0xc0_0c1e);
+        let alphabet = [
+            b'a', b' ', b';', b',', b'\t', b'\n', b'\r', 0x0b, 0x0c, 0x80, 0xff, 0,
+        ];
+        for len in 0..300 {
+            for _ in 0..40 {
+                let any: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+                let mixed: Vec<u8> = (0..len)
+                    .map(|_| alphabet[rng.below(alphabet.len())])
+                    .collect();
+                for s in [&any, &mixed] {
+                    for sep in [b';', b','] {
+                        assert_eq!(count_items(s, sep), items(s, sep).count(), "{s:?}");
+                    }
+                }
+            }
+        }
+        let huge: Vec<u8> = b"a=1; ; b ;;".repeat(20_000);
+        assert_eq!(count_items(&huge, b';'), items(&huge, b';').count());
+        assert_eq!(count_items(&[b';'; 1000], b';'), 0);
+        assert_eq!(count_items(b"", b';'), 0);
     }
 
     /// On the cookie and list headers of the fixtures.

@@ -708,6 +708,126 @@ mod tests {
         }
     }
 
+    /// The header walk against the plain definition of what it keeps: the first value of each header by name (ASCII
+    /// case-insensitive), the client-hint and fetch-metadata headers by
+    /// prefix, every cookie header's items. On the fixtures' requests and
+    /// on random header lists of known names (in random case, repeated),
+    /// near-misses and random bytes.
+    #[test]
+    fn walk_keeps_what_the_plain_definition_says() {
+        fn check(pairs: &[(Vec<u8>, Vec<u8>)]) {
+            let headers: Vec<Header<'_>> = pairs.iter().map(|(n, v)| Header::new(n, v)).collect();
+            let req = Request::new(b"GET", b"/", 11, b"", &headers);
+            let mut out = FeatureVector::new();
+            let seen = walk_headers(&req, &mut out);
+            let firstv = |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
+                    .map(|(_, v)| &v[..])
+            };
+            let prefixed = |p: &str| {
+                pairs
+                    .iter()
+                    .filter(|(n, _)| {
+                        n.len() >= p.len() && n[..p.len()].eq_ignore_ascii_case(p.as_bytes())
+                    })
+                    .count() as u32
+            };
+            let show = || format!("{pairs:?}");
+            assert_eq!(seen.host, firstv("host"), "{}", show());
+            assert_eq!(seen.connection, firstv("connection"), "{}", show());
+            assert_eq!(seen.user_agent, firstv("user-agent"), "{}", show());
+            assert_eq!(seen.accept, firstv("accept"), "{}", show());
+            assert_eq!(
+                seen.accept_language,
+                firstv("accept-language"),
+                "{}",
+                show()
+            );
+            assert_eq!(
+                seen.accept_encoding,
+                firstv("accept-encoding"),
+                "{}",
+                show()
+            );
+            assert_eq!(seen.referer, firstv("referer"), "{}", show());
+            assert_eq!(
+                seen.upgrade_insecure_requests,
+                firstv("upgrade-insecure-requests"),
+                "{}",
+                show()
+            );
+            assert_eq!(seen.ch_ua, firstv("sec-ch-ua"), "{}", show());
+            assert_eq!(seen.ch_mobile, firstv("sec-ch-ua-mobile"), "{}", show());
+            assert_eq!(seen.ch_platform, firstv("sec-ch-ua-platform"), "{}", show());
+            assert_eq!(seen.fetch.site, firstv("sec-fetch-site"), "{}", show());
+            assert_eq!(seen.fetch.mode, firstv("sec-fetch-mode"), "{}", show());
+            assert_eq!(seen.fetch.user, firstv("sec-fetch-user"), "{}", show());
+            assert_eq!(seen.fetch.dest, firstv("sec-fetch-dest"), "{}", show());
+            assert_eq!(seen.headers as usize, pairs.len());
+            let hints = prefixed("sec-ch-ua-")
+                + pairs
+                    .iter()
+                    .filter(|(n, _)| n.eq_ignore_ascii_case(b"sec-ch-ua"))
+                    .count() as u32;
+            assert_eq!(seen.client_hints, hints, "{}", show());
+            assert_eq!(seen.fetch_headers, prefixed("sec-fetch-"), "{}", show());
+            let cookies: Vec<&(Vec<u8>, Vec<u8>)> = pairs
+                .iter()
+                .filter(|(n, _)| n.eq_ignore_ascii_case(b"cookie"))
+                .collect();
+            assert_eq!(seen.cookie_headers as usize, cookies.len(), "{}", show());
+            let items: usize = cookies
+                .iter()
+                .map(|(_, v)| bytes::items(v, b';').count())
+                .sum();
+            assert_eq!(seen.cookies as usize, items, "{}", show());
+        }
+        for r in corpus::requests() {
+            check(&r.headers);
+        }
+        let mut names: Vec<Vec<u8>> = header_order::CODES
+            .iter()
+            .map(|(n, _)| n.as_bytes().to_vec())
+            .collect();
+        names.extend(
+            [
+                &b"sec-ch-ua-"[..],
+                b"sec-ch-ua-full-version",
+                b"sec-fetch-",
+                b"sec-fetch-storage-access",
+                b"sec-ch-u",
+                b"x-custom",
+                b"",
+                b"h",
+                b"\xffost",
+            ]
+            .map(<[u8]>::to_vec),
+        );
+        let values: [&[u8]; 6] = [b"", b"a", b"a=1; b=2", b" ; ;", b"\xff", b"v;"];
+        let mut rng = corpus::Rng::new(0x3a1c_0de5);
+        for _ in 0..20_000 {
+            let n = rng.below(24);
+            let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..n)
+                .map(|_| {
+                    let mut name = names[rng.below(names.len())].clone();
+                    match rng.below(4) {
+                        0 => name.make_ascii_uppercase(),
+                        1 if !name.is_empty() => {
+                            let i = rng.below(name.len());
+                            name[i] = rng.next() as u8;
+                        }
+                        _ => {}
+                    }
+                    let value = values[rng.below(values.len())].to_vec();
+                    (name, value)
+                })
+                .collect();
+            check(&pairs);
+        }
+    }
+
     #[test]
     fn every_feature_is_documented_in_the_module_docs() {
         let docs = include_str!("mod.rs");

@@ -408,6 +408,57 @@ mod tests {
         }
     }
 
+    /// The bit-parallel count against the pair enumeration on hostile
+    /// sequences: one header repeated many times among others, every code
+    /// once in random order, longer than [`MAX_CODES`], empty, and codes
+    /// that rank nothing; random tables for every engine.
+    #[test]
+    fn reversed_pairs_agree_on_hostile_sequences() {
+        let mut rng = crate::features::corpus::Rng::new(0x0dd_0bde5);
+        let alphabet: Vec<u8> = CODE_OF
+            .iter()
+            .copied()
+            .filter(|&c| c != 0)
+            .chain([0, b'+', 200])
+            .collect();
+        for round in 0..6000 {
+            let mut table = OrderTable::empty();
+            for rows in table.seen.iter_mut() {
+                for row in rows.iter_mut() {
+                    *row = rng.next() & rng.next() & (rng.next() | rng.next());
+                }
+            }
+            let table = table.derived();
+            let seq: Vec<u8> = match round % 4 {
+                0 => {
+                    let few = [alphabet[rng.below(alphabet.len())], alphabet[rng.below(5)]];
+                    (0..rng.below(140)).map(|_| few[rng.below(2)]).collect()
+                }
+                1 => {
+                    let mut all = alphabet.clone();
+                    for i in (1..all.len()).rev() {
+                        all.swap(i, rng.below(i + 1));
+                    }
+                    all
+                }
+                _ => (0..rng.below(140))
+                    .map(|_| alphabet[rng.below(alphabet.len())])
+                    .collect(),
+            };
+            for engine in Engine::ALL {
+                let rows = &table.seen[engine.index()];
+                let mut naive = 0;
+                for_each_pair(&seq[..seq.len().min(MAX_CODES)], |a, b| {
+                    if rows[a] & (1 << b) == 0 && rows[b] & (1 << a) != 0 {
+                        naive += 1;
+                    }
+                });
+                assert_eq!(table.reversed_pairs(engine, &seq), naive, "{seq:?}");
+            }
+        }
+        assert_eq!(OrderTable::empty().reversed_pairs(Engine::Chromium, &[]), 0);
+    }
+
     #[test]
     fn every_code_has_a_position_and_back() {
         for &(name, c) in CODES {

@@ -3,7 +3,7 @@
 //! the request, so the parser only needs to be right about what real clients
 //! send, not about every historical UA.
 
-use super::bytes::{leading_uint, starts_with_ci};
+use super::bytes::{bits16, leading_uint, starts_with_ci};
 
 /// The client family a User-Agent claims.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -213,8 +213,7 @@ const BOT_WORDS: &[&[u8]] = &[
 ];
 
 /// `BOT_START[b]`: bit `k` is set when word `k` of [`BOT_WORDS`] starts
-/// with byte `b` in either case. Most bytes of a UA start no word, and are
-/// passed over with one table load.
+/// with byte `b` in either case.
 const BOT_START: [u16; 256] = {
     let mut table = [0u16; 256];
     let mut k = 0;
@@ -245,29 +244,53 @@ const BOT_SECOND: [u16; 256] = {
     table
 };
 
-/// `CLASS[b]`: the bits of [`BOT_START`] for `b`, and [`DELIMITER`] when
-/// `b` ends a token (space, `(`, `)`, `;`, `,`, `/`). No delimiter starts a
-/// bot word, so one table load per byte tells the scan what, if anything,
-/// to do there.
-const CLASS: [u16; 256] = {
-    let mut table = BOT_START;
-    let delimiters = b" ();,/";
-    let mut i = 0;
-    while i < delimiters.len() {
-        assert!(
-            table[delimiters[i] as usize] == 0,
-            "a delimiter starts a bot word"
-        );
-        table[delimiters[i] as usize] = DELIMITER;
-        i += 1;
+/// Bytes [`Products::scan`] classifies at a time.
+const CHUNK: usize = 16;
+
+/// The first two bytes of each of [`BOT_WORDS`], the first with bit 5
+/// set (a letter lower-cased), the second as written (a lower-case letter).
+const BOT_PAIRS: [(u8, u8); BOT_WORDS.len()] = {
+    let mut pairs = [(0, 0); BOT_WORDS.len()];
+    let mut k = 0;
+    while k < BOT_WORDS.len() {
+        pairs[k] = (BOT_WORDS[k][0] | 0x20, BOT_WORDS[k][1]);
+        k += 1;
     }
-    table
+    pairs
 };
 
-/// The bit of [`CLASS`] that marks a token delimiter (above the word bits).
-const DELIMITER: u16 = 1 << 15;
-
-const _: () = assert!(BOT_WORDS.len() < 15, "CLASS keeps bit 15 for delimiters");
+/// For the first [`CHUNK`] bytes of `window` (its last byte is the one
+/// after them, or a zero past the end of the UA): bit `j` of the first
+/// mask is set when byte `j` is a token delimiter (space, `(`, `)`, `;`,
+/// `,`, `/`), of the second when bytes `j` and `j + 1` may start a bot
+/// word. The second is a filter: both bytes are compared with bit 5 set,
+/// which also lets some control bytes through (`0x0b` for `+`); the
+/// tables confirm each position.
+///
+/// Comparisons of every byte with constants, in a loop of fixed length
+/// and no branches: the compiler turns it into vector compares.
+#[inline(always)]
+fn classify(window: &[u8; CHUNK + 1]) -> (u32, u32) {
+    let mut delimiters = [0u8; CHUNK];
+    let mut pairs = [0u8; CHUNK];
+    // Two arrays, not `window[j + 1]`: with the overlapping reads the
+    // compiler kept the loop scalar.
+    let bytes: &[u8; CHUNK] = window[..CHUNK].try_into().expect("CHUNK bytes");
+    let next: &[u8; CHUNK] = window[1..].try_into().expect("CHUNK bytes");
+    for j in 0..CHUNK {
+        let b = bytes[j];
+        let delimiter =
+            (b == b' ') | (b == b'(') | (b == b')') | (b == b';') | (b == b',') | (b == b'/');
+        delimiters[j] = u8::from(delimiter);
+        let (first, second) = (b | 0x20, next[j] | 0x20);
+        let mut pair = false;
+        for &(a, s) in &BOT_PAIRS {
+            pair |= (first == a) & (second == s);
+        }
+        pairs[j] = u8::from(pair);
+    }
+    (bits16(delimiters), bits16(pairs))
+}
 
 /// Product tokens (`Name/version`) the family decision looks at.
 const PRODUCTS: [&[u8]; 13] = [
@@ -344,9 +367,14 @@ impl Products {
     /// The same pass looks for the bot words: each position is checked only
     /// against the words starting with its byte (see [`bot_word_at`]).
     ///
+    /// The UA is classified 16 bytes at a time ([`classify`]: the
+    /// delimiters, and the positions whose two bytes start a bot word), and
+    /// only those positions are visited. A byte-at-a-time loop that skipped
+    /// the other bytes with a table cost 1 660 instructions per request on
+    /// the traffic fixture (UAs of 94 bytes), most of them in the skip.
+    ///
     /// Out of line: inlined into the extraction, the loop ran out of
-    /// registers and kept its counters on the stack (16 instructions per
-    /// byte instead of 5).
+    /// registers and kept its counters on the stack.
     #[inline(never)]
     fn scan(ua: &[u8]) -> Self {
         let mut found = [false; PRODUCTS.len()];
@@ -359,37 +387,51 @@ impl Products {
         let mut open = None;
         let mut close = None;
         let mut start = 0;
-        let mut i = 0;
-        loop {
-            // Most bytes are neither a delimiter nor the start of a word.
-            while i < ua.len() && CLASS[usize::from(ua[i])] == 0 {
-                i += 1;
-            }
-            let Some(&b) = ua.get(i) else { break };
-            let class = CLASS[usize::from(b)];
-            i += 1;
-            if class != DELIMITER {
-                // `i` is the next byte's index: words are two bytes or more.
-                let words = class & ua.get(i).map_or(0, |&next| BOT_SECOND[usize::from(next)]);
-                bot = bot || (words != 0 && bot_word_at(ua, i - 1, words));
-                continue;
-            }
-            let token = &ua[start..i - 1];
-            mobile |= token == b"Mobile";
-            if b == b'(' && open.is_none() {
-                open = Some(i);
-            } else if b == b')' && open.is_some() && close.is_none() {
-                close = Some(i - 1);
-            }
-            if b == b'/' {
-                if let Some(k) = product(token) {
-                    if !found[k] {
-                        found[k] = true;
-                        major[k] = leading_uint(&ua[i..]);
-                    }
+        let mut base = 0;
+        while base < ua.len() {
+            let (mut delimiters, mut pairs) = match ua.get(base..base + CHUNK + 1) {
+                Some(window) => classify(window.try_into().expect("CHUNK + 1 bytes")),
+                None => {
+                    // The last bytes, padded with zeros: a zero is no
+                    // delimiter and no second byte of a word.
+                    let mut window = [0u8; CHUNK + 1];
+                    let rest = &ua[base..];
+                    window[..rest.len()].copy_from_slice(rest);
+                    classify(&window)
                 }
+            };
+            while delimiters != 0 {
+                let i = base + delimiters.trailing_zeros() as usize;
+                delimiters &= delimiters - 1;
+                let b = ua[i];
+                let token = &ua[start..i];
+                mobile |= token == b"Mobile";
+                match b {
+                    b'/' => {
+                        if let Some(k) = product(token) {
+                            if !found[k] {
+                                found[k] = true;
+                                major[k] = leading_uint(&ua[i + 1..]);
+                            }
+                        }
+                    }
+                    b'(' if open.is_none() => open = Some(i + 1),
+                    b')' if open.is_some() && close.is_none() => close = Some(i),
+                    _ => {}
+                }
+                start = i + 1;
             }
-            start = i;
+            while pairs != 0 && !bot {
+                let i = base + pairs.trailing_zeros() as usize;
+                pairs &= pairs - 1;
+                // The filter compared the first byte without its case bit
+                // only: the tables say exactly which words start here.
+                let words = BOT_START[usize::from(ua[i])]
+                    & ua.get(i + 1)
+                        .map_or(0, |&next| BOT_SECOND[usize::from(next)]);
+                bot = words != 0 && bot_word_at(ua, i, words);
+            }
+            base += CHUNK;
         }
         mobile |= &ua[start..] == b"Mobile";
         Products {
@@ -725,6 +767,66 @@ mod tests {
         }
     }
 
+    /// The one-pass OS search against the word-by-word one on random
+    /// comments over the platform words' letters and random bytes, and on
+    /// platform words glued at every offset.
+    #[test]
+    fn os_agrees_on_hostile_comments() {
+        let naive = |c: &[u8]| {
+            let has = |w: &[u8]| c.windows(w.len()).any(|win| win == w);
+            if has(b"Windows") {
+                Os::Windows
+            } else if has(b"Android") {
+                Os::Android
+            } else if has(b"iPhone") || has(b"iPad") || has(b"iPod") {
+                Os::Ios
+            } else if has(b"CrOS") {
+                Os::ChromeOs
+            } else if has(b"Macintosh") || has(b"Mac OS X") {
+                Os::MacOs
+            } else if has(b"Linux") || has(b"X11") {
+                Os::Linux
+            } else {
+                Os::Other
+            }
+        };
+        let alphabet = b"WAiCMLXindowsrOPhaceIdtuxX1 ;\x00\xff\x80";
+        let mut rng = crate::features::corpus::Rng::new(0x05_ca11);
+        for len in 0..70 {
+            for _ in 0..500 {
+                let c: Vec<u8> = (0..len)
+                    .map(|_| alphabet[rng.below(alphabet.len())])
+                    .collect();
+                assert_eq!(os(Some(&c)), naive(&c), "{:?}", String::from_utf8_lossy(&c));
+                let any: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+                assert_eq!(os(Some(&any)), naive(&any), "{any:?}");
+            }
+        }
+        let words: [&[u8]; 10] = [
+            b"Windows",
+            b"Android",
+            b"iPhone",
+            b"iPad",
+            b"iPod",
+            b"CrOS",
+            b"Macintosh",
+            b"Mac OS X",
+            b"Linux",
+            b"X11",
+        ];
+        for a in words {
+            for b in words {
+                for pad in 0..36 {
+                    let c = [&vec![b'x'; pad][..], a, b";", b].concat();
+                    assert_eq!(os(Some(&c)), naive(&c), "{:?}", String::from_utf8_lossy(&c));
+                    assert_eq!(os(Some(&c[..c.len() - 1])), naive(&c[..c.len() - 1]));
+                }
+            }
+        }
+        assert_eq!(os(Some(b"")), Os::Other);
+        assert_eq!(os(None), Os::Other);
+    }
+
     #[test]
     fn bot_words_agree_with_a_naive_search() {
         let naive = |ua: &[u8]| {
@@ -867,6 +969,66 @@ mod tests {
         let mut rng = crate::features::corpus::Rng::new(0x5eed_0a11);
         for _ in 0..100_000 {
             assert_scan_agrees(&rng.glue(&pieces, 12));
+        }
+    }
+
+    /// The chunked scan against the plain one on bytes the glued pieces
+    /// rarely give: random bytes of every kind (non-ASCII, control bytes
+    /// that equal a delimiter or `+` but for bit 5), every length around
+    /// the chunk size, bot words and products across chunk boundaries,
+    /// nothing but delimiters, unmatched parentheses, and a huge UA.
+    #[test]
+    fn scan_agrees_on_hostile_bytes() {
+        let mut rng = crate::features::corpus::Rng::new(0x0bad_5ca9);
+        let alphabet: Vec<u8> =
+            b" ();,/+:bBoOcCrRsSpPlLhHtTfFaAM\x00\x0b\x08\x09\x0c\x0f\x1b\x80\xa0\xffx1.".to_vec();
+        for len in 0..80 {
+            for _ in 0..300 {
+                let any: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+                assert_scan_agrees(&any);
+                let biased: Vec<u8> = (0..len)
+                    .map(|_| alphabet[rng.below(alphabet.len())])
+                    .collect();
+                assert_scan_agrees(&biased);
+            }
+        }
+        let mut special: Vec<Vec<u8>> = vec![
+            b"".to_vec(),
+            b" ();,/".repeat(40),
+            b"((((((((((((((((((((".to_vec(),
+            b"))))))))))))))))))))(".to_vec(),
+            b"x)(y".to_vec(),
+            b"(".to_vec(),
+            b")".to_vec(),
+            b"Mobile".to_vec(),
+            b"/Mobile/".to_vec(),
+        ];
+        // A word or a product at every offset around the chunk boundaries.
+        let words: Vec<&[u8]> = BOT_WORDS
+            .iter()
+            .copied()
+            .chain(PRODUCTS.iter().map(|p| &p[..]))
+            .chain([&b"Chrome/147.0"[..], b"Mobile", b"Bo", b"+HTTPS://x"])
+            .collect();
+        for w in &words {
+            for pad in 0..40 {
+                let mut ua = vec![b'x'; pad];
+                ua.extend_from_slice(w);
+                special.push(ua.clone());
+                ua.extend_from_slice(b" Mobile/1");
+                special.push(ua.clone());
+                special.push([&b"("[..], &ua[..]].concat());
+            }
+        }
+        let mut huge = Vec::new();
+        while huge.len() < 100_000 {
+            huge.extend_from_slice(b"Mozilla/5.0 (X11; Linux x86_64) Chrome/1 \xff\x00");
+        }
+        special.push(huge.clone());
+        huge.extend_from_slice(b"crawler Mobile");
+        special.push(huge);
+        for ua in &special {
+            assert_scan_agrees(ua);
         }
     }
 
