@@ -10,7 +10,10 @@
 //!   hashes every categorical value the model uses), the way N independent
 //!   model calls on one feature vector would do it;
 //! - `independent/N` (summary only): N one-model scorings, each extracting
-//!   the features and hashing its strings itself.
+//!   the features and hashing its strings itself;
+//! - `models only` (summary only): [`Scorer::score_features`] with 1 and 2
+//!   models on vectors extracted beforehand: hashing, input gathering and
+//!   the models, without extraction.
 //!
 //! N = 1 (bot), 2 (bot, spoof: the shipped configuration) and 4 (plus the
 //! two reordered-subset models of tests/fixtures/scorer/). Before timing,
@@ -121,7 +124,7 @@ fn summarize(views: &[Request<'_>]) {
     const PASSES: usize = 40;
     let scorers: Vec<Scorer> = [1, 2, 4].into_iter().map(scorer).collect();
     let mut out = [0.0f64; 4];
-    let mut best = [f64::INFINITY; 11];
+    let mut best = [f64::INFINITY; 13];
     let vectors: Vec<FeatureVector<'_>> = views
         .iter()
         .map(|req| {
@@ -156,6 +159,15 @@ fn summarize(views: &[Request<'_>]) {
             }
             black_box(h);
         });
+        // The models' part alone (hashing, gathering, evaluating): what
+        // `shared/N` minus `extract` estimates, timed in one measurement.
+        for (k, s) in scorers[..2].iter().enumerate() {
+            let out = &mut out[..s.model_count()];
+            timed(11 + k, &mut |i| {
+                s.score_features(&vectors[i], out).unwrap();
+                black_box(out[0]);
+            });
+        }
         for (k, s) in scorers.iter().enumerate() {
             let out = &mut out[..s.model_count()];
             let (shared, separate, independent) = (2 + 3 * k, 3 + 3 * k, 4 + 3 * k);
@@ -179,6 +191,8 @@ fn summarize(views: &[Request<'_>]) {
     );
     println!("  extract                 {:>7.0}", best[0]);
     println!("  hash all cats           {:>7.0}", best[1]);
+    println!("  models only, 1 model    {:>7.0}", best[11]);
+    println!("  models only, 2 models   {:>7.0}", best[12]);
     for (k, s) in scorers.iter().enumerate() {
         let [shared, separate, independent] = [2, 3, 4].map(|v| best[v + 3 * k]);
         let saved = |other: f64| {
