@@ -16,22 +16,6 @@ use std::path::Path;
 
 use edgeguard::model::{cat_hash, Evaluator, Kernel, Model};
 
-/// xorshift64*: deterministic, no dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 fn root(relative: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(relative)
 }
@@ -80,22 +64,26 @@ fn raw(model: &Model, kernel: Kernel, floats: &[f32], cats: &[i32]) -> Vec<u64> 
 
 /// A random document: each value from a random fixture document of the same
 /// model (so buckets and borders are reached), or a special or random value.
-fn random_doc(rng: &mut Rng, model: &Model, docs: &[(Vec<f32>, Vec<i32>)]) -> (Vec<f32>, Vec<i32>) {
+fn random_doc(
+    rng: &mut fastrand::Rng,
+    model: &Model,
+    docs: &[(Vec<f32>, Vec<i32>)],
+) -> (Vec<f32>, Vec<i32>) {
     let floats = (0..model.float_feature_count())
-        .map(|i| match rng.below(8) {
+        .map(|i| match rng.usize(..8) {
             0 => f32::NAN,
-            1 => [f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0][rng.below(4)],
-            2 => f32::from_bits(rng.next() as u32),
-            3 => (rng.next() % 2000) as f32 / 10.0 - 100.0,
-            _ if !docs.is_empty() => docs[rng.below(docs.len())].0[i],
-            _ => (rng.next() % 64) as f32,
+            1 => [f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0][rng.usize(..4)],
+            2 => f32::from_bits(rng.u64(..) as u32),
+            3 => (rng.u64(..2000)) as f32 / 10.0 - 100.0,
+            _ if !docs.is_empty() => docs[rng.usize(..docs.len())].0[i],
+            _ => (rng.u64(..64)) as f32,
         })
         .collect();
     let cats = (0..model.cat_feature_count())
-        .map(|i| match rng.below(4) {
-            0 => rng.next() as i32,
-            1 => cat_hash(&[b'a' + rng.below(4) as u8]) as i32,
-            _ if !docs.is_empty() => docs[rng.below(docs.len())].1[i],
+        .map(|i| match rng.usize(..4) {
+            0 => rng.u64(..) as i32,
+            1 => cat_hash(&[b'a' + rng.usize(..4) as u8]) as i32,
+            _ if !docs.is_empty() => docs[rng.usize(..docs.len())].1[i],
             _ => cat_hash(b"") as i32,
         })
         .collect();
@@ -109,7 +97,7 @@ fn avx2_and_scalar_kernels_give_the_same_bits() {
             eprintln!("this CPU has no {kernel}: that kernel runs a narrower one here");
         }
     }
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = fastrand::Rng::with_seed(0x9e37_79b9_7f4a_7c15);
     let mut checked = 0;
     for (name, model, docs) in models() {
         let randoms: Vec<_> = (0..300)

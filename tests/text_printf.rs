@@ -26,17 +26,6 @@ fn ours(v: f64, g: bool, precision: usize) -> String {
     s
 }
 
-/// xorshift64*: reproducible, no dependency.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-}
-
 fn edge_values() -> Vec<f64> {
     let mut v = vec![
         0.0,
@@ -97,22 +86,22 @@ fn g9_and_f6_match_snprintf_on_edge_values() {
 
 #[test]
 fn g9_and_f6_match_snprintf_on_random_doubles() {
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = fastrand::Rng::with_seed(0x9e37_79b9_7f4a_7c15);
     let mut checked = 0;
     for i in 0..300_000 {
         let v = match i % 4 {
             // Any bit pattern: every exponent, subnormals, NaNs.
-            0 => f64::from_bits(rng.next()),
+            0 => f64::from_bits(rng.u64(..)),
             // A probability, what the models give.
-            1 => (rng.next() >> 11) as f64 / (1u64 << 53) as f64,
+            1 => (rng.u64(..) >> 11) as f64 / (1u64 << 53) as f64,
             // Near a rounding boundary of 9 or 6 digits.
             2 => {
-                let digits = (rng.next() % 1_000_000_000) as f64;
-                let scale = 10f64.powi((rng.next() % 20) as i32 - 14);
+                let digits = (rng.u64(..1_000_000_000)) as f64;
+                let scale = 10f64.powi((rng.u64(..20)) as i32 - 14);
                 (digits + 0.5) * scale
             }
             // Short decimal fractions, ties included.
-            _ => (rng.next() % 100_000_000) as f64 / 2f64.powi((rng.next() % 30) as i32),
+            _ => (rng.u64(..100_000_000)) as f64 / 2f64.powi((rng.u64(..30)) as i32),
         };
         assert_eq!(
             ours(v, true, 9),
@@ -130,9 +119,9 @@ fn g9_and_f6_match_snprintf_on_random_doubles() {
 
 #[test]
 fn other_precisions_match_too() {
-    let mut rng = Rng(7);
+    let mut rng = fastrand::Rng::with_seed(7);
     for _ in 0..20_000 {
-        let v = f64::from_bits(rng.next());
+        let v = f64::from_bits(rng.u64(..));
         for (p, fmt) in [(1, c"%.1g"), (6, c"%.6g"), (17, c"%.17g")] {
             assert_eq!(ours(v, true, p), c_format(fmt, v), "%.{p}g of {v:e}");
         }

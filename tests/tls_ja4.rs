@@ -474,13 +474,8 @@ fn the_largest_lists_a_client_hello_can_hold() {
 fn random_mutations_never_panic() {
     let base = record(&spec_example(true, true));
     let mut s = Scratch::default();
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut rng = fastrand::Rng::with_seed(0x9e37_79b9_7f4a_7c15);
+    let mut next = || rng.u64(..);
     let mut parsed = 0;
     for _ in 0..20_000 {
         let mut m = base.clone();

@@ -69,23 +69,21 @@ pub(crate) fn values_of(name: &str) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// A xorshift generator: the same strings on every run.
-pub(crate) struct Rng(u64);
+/// A seeded generator (fastrand's), with the corpus's own mutations: the
+/// same strings on every run.
+pub(crate) struct Rng(fastrand::Rng);
 
 impl Rng {
     pub(crate) fn new(seed: u64) -> Self {
-        Rng(seed | 1)
+        Rng(fastrand::Rng::with_seed(seed))
     }
 
     pub(crate) fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
+        self.0.u64(..)
     }
 
     pub(crate) fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        self.0.usize(..n)
     }
 
     /// Up to `max` pieces of `pieces` glued together, some cut short or

@@ -698,8 +698,41 @@ mod tests {
         assert!(bot(b"(bot"));
     }
 
-    /// The one-pass search against the obvious one, on strings made of word
-    /// fragments in both cases (every prefix, suffix and overlap).
+    /// The platform words [`os`] looks for, in its priority order.
+    const PLATFORM_WORDS: [&[u8]; 10] = [
+        b"Windows",
+        b"Android",
+        b"iPhone",
+        b"iPad",
+        b"iPod",
+        b"CrOS",
+        b"Macintosh",
+        b"Mac OS X",
+        b"Linux",
+        b"X11",
+    ];
+
+    /// The definition [`os`] implements: each platform word searched for
+    /// in the comment in turn, the first found in priority order winning.
+    fn os_by_word_search(c: &[u8]) -> Os {
+        let has = |w: &[u8]| c.windows(w.len()).any(|win| win == w);
+        if has(b"Windows") {
+            Os::Windows
+        } else if has(b"Android") {
+            Os::Android
+        } else if has(b"iPhone") || has(b"iPad") || has(b"iPod") {
+            Os::Ios
+        } else if has(b"CrOS") {
+            Os::ChromeOs
+        } else if has(b"Macintosh") || has(b"Mac OS X") {
+            Os::MacOs
+        } else if has(b"Linux") || has(b"X11") {
+            Os::Linux
+        } else {
+            Os::Other
+        }
+    }
+
     /// The one-pass OS scan against the word-by-word search it replaced,
     /// on comments made of platform words, their fragments and case changes.
     #[test]
@@ -710,36 +743,9 @@ mod tests {
                 return Os::Other;
             };
             let rest = &ua[open + 1..];
-            let c = &rest[..rest.iter().position(|&b| b == b')').unwrap_or(rest.len())];
-            let has = |w: &[u8]| c.windows(w.len()).any(|win| win == w);
-            if has(b"Windows") {
-                Os::Windows
-            } else if has(b"Android") {
-                Os::Android
-            } else if has(b"iPhone") || has(b"iPad") || has(b"iPod") {
-                Os::Ios
-            } else if has(b"CrOS") {
-                Os::ChromeOs
-            } else if has(b"Macintosh") || has(b"Mac OS X") {
-                Os::MacOs
-            } else if has(b"Linux") || has(b"X11") {
-                Os::Linux
-            } else {
-                Os::Other
-            }
+            os_by_word_search(&rest[..rest.iter().position(|&b| b == b')').unwrap_or(rest.len())])
         };
-        let words: &[&[u8]] = &[
-            b"Windows",
-            b"Android",
-            b"iPhone",
-            b"iPad",
-            b"iPod",
-            b"CrOS",
-            b"Macintosh",
-            b"Mac OS X",
-            b"Linux",
-            b"X11",
-        ];
+        let words = &PLATFORM_WORDS;
         let mut pieces: Vec<Vec<u8>> =
             vec![b"".to_vec(), b"; ".to_vec(), b")".to_vec(), b"(".to_vec()];
         for w in words {
@@ -772,24 +778,7 @@ mod tests {
     /// platform words glued at every offset.
     #[test]
     fn os_agrees_on_hostile_comments() {
-        let naive = |c: &[u8]| {
-            let has = |w: &[u8]| c.windows(w.len()).any(|win| win == w);
-            if has(b"Windows") {
-                Os::Windows
-            } else if has(b"Android") {
-                Os::Android
-            } else if has(b"iPhone") || has(b"iPad") || has(b"iPod") {
-                Os::Ios
-            } else if has(b"CrOS") {
-                Os::ChromeOs
-            } else if has(b"Macintosh") || has(b"Mac OS X") {
-                Os::MacOs
-            } else if has(b"Linux") || has(b"X11") {
-                Os::Linux
-            } else {
-                Os::Other
-            }
-        };
+        let naive = os_by_word_search;
         let alphabet = b"WAiCMLXindowsrOPhaceIdtuxX1 ;\x00\xff\x80";
         let mut rng = crate::features::corpus::Rng::new(0x05_ca11);
         for len in 0..70 {
@@ -802,20 +791,8 @@ mod tests {
                 assert_eq!(os(Some(&any)), naive(&any), "{any:?}");
             }
         }
-        let words: [&[u8]; 10] = [
-            b"Windows",
-            b"Android",
-            b"iPhone",
-            b"iPad",
-            b"iPod",
-            b"CrOS",
-            b"Macintosh",
-            b"Mac OS X",
-            b"Linux",
-            b"X11",
-        ];
-        for a in words {
-            for b in words {
+        for a in PLATFORM_WORDS {
+            for b in PLATFORM_WORDS {
                 for pad in 0..36 {
                     let c = [&vec![b'x'; pad][..], a, b";", b].concat();
                     assert_eq!(os(Some(&c)), naive(&c), "{:?}", String::from_utf8_lossy(&c));

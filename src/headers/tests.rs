@@ -302,61 +302,41 @@ impl Reference {
     }
 }
 
-/// xorshift64*: deterministic, good enough to scatter test names.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    fn pick<'a, T>(&mut self, items: &'a [T]) -> &'a T {
-        &items[self.below(items.len())]
-    }
-}
-
 /// Names near the rules (respelled, cut, extended, altered) and far from
 /// them (random tokens, 8-bit bytes, over-long names).
 fn generated_names(reference: &Reference, seed: u64, count: usize) -> Vec<Vec<u8>> {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.";
-    let mut rng = Rng(seed);
+    let mut rng = fastrand::Rng::with_seed(seed);
     let rules: Vec<&Vec<u8>> = reference.exact.iter().chain(&reference.prefixes).collect();
     let public: Vec<&[u8]> = lines(PUBLIC).collect();
     (0..count)
         .map(|_| {
-            let base: Vec<u8> = match rng.below(3) {
-                0 => rng.pick(&rules).to_vec(),
-                1 => rng.pick(&public).to_vec(),
-                _ => (0..1 + rng.below(40))
-                    .map(|_| *rng.pick(ALPHABET))
+            let base: Vec<u8> = match rng.usize(..3) {
+                0 => rng.choice(&rules).unwrap().to_vec(),
+                1 => rng.choice(&public).unwrap().to_vec(),
+                _ => (0..1 + rng.usize(..40))
+                    .map(|_| *rng.choice(ALPHABET).unwrap())
                     .collect(),
             };
             let mut name = base;
-            match rng.below(9) {
+            match rng.usize(..9) {
                 0 => {}
-                1 => name.truncate(name.len().saturating_sub(1 + rng.below(3))),
-                2 => name.extend((0..1 + rng.below(12)).map(|_| *rng.pick(ALPHABET))),
+                1 => name.truncate(name.len().saturating_sub(1 + rng.usize(..3))),
+                2 => name.extend((0..1 + rng.usize(..12)).map(|_| *rng.choice(ALPHABET).unwrap())),
                 3 if !name.is_empty() => {
-                    let at = rng.below(name.len());
-                    name[at] = *rng.pick(ALPHABET);
+                    let at = rng.usize(..name.len());
+                    name[at] = *rng.choice(ALPHABET).unwrap();
                 }
                 4 if !name.is_empty() => {
-                    let at = rng.below(name.len());
-                    name[at] = 0x80 | rng.next() as u8;
+                    let at = rng.usize(..name.len());
+                    name[at] = 0x80 | rng.u64(..) as u8;
                 }
-                5 => name.extend(std::iter::repeat_n(b'y', 200 + rng.below(120))),
+                5 => name.extend(std::iter::repeat_n(b'y', 200 + rng.usize(..120))),
                 6 => name.clear(),
                 _ => {}
             }
             for b in &mut name {
-                match rng.below(4) {
+                match rng.usize(..4) {
                     0 => *b = b.to_ascii_uppercase(),
                     1 if *b == b'-' => *b = b'_',
                     _ => {}
@@ -390,13 +370,13 @@ fn cross_check(text: &[u8], seed: u64) {
     );
 
     // find_internal agrees with the reference on whole requests, too.
-    let mut rng = Rng(seed ^ 0xFEED);
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0xFEED);
     for _ in 0..2_000 {
         // A narrow window of names, so that requests repeat names.
-        let start = rng.below(names.len() - 64);
+        let start = rng.usize(..names.len() - 64);
         let window = &names[start..start + 64];
-        let request: Vec<&[u8]> = (0..rng.below(40))
-            .map(|_| rng.pick(window).as_slice())
+        let request: Vec<&[u8]> = (0..rng.usize(..40))
+            .map(|_| rng.choice(window).unwrap().as_slice())
             .collect();
         let mut expected_clear = Vec::new();
         let mut matched = 0;

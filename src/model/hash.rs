@@ -244,13 +244,8 @@ mod tests {
     /// to 40 with pseudo-random elements (0/1 and full-width).
     #[test]
     fn weighted_sum_is_the_fold() {
-        let mut state = 0x853c_49e6_748f_ea9bu64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut rng = fastrand::Rng::with_seed(0x853c_49e6_748f_ea9b);
+        let mut next = move || rng.u64(..);
         for n in 0..40 {
             for _ in 0..50 {
                 let v: Vec<u64> = (0..n)

@@ -97,31 +97,19 @@ mod tests {
     use super::*;
     use crate::config::Cidr;
 
-    /// A small deterministic generator (xorshift64*), so the test needs no
-    /// crate and fails the same way every time.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-    }
-
     #[test]
     fn ten_thousand_prefixes_agree_with_a_linear_scan() {
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut rng = fastrand::Rng::with_seed(0x9e37_79b9_7f4a_7c15);
         let mut b = PrefixSetBuilder::default();
         let mut cidrs = Vec::new();
         for i in 0..12_000 {
             let (addr, bits): (IpAddr, u8) = if i % 2 == 0 {
                 // Clustered in 10.0.0.0/12 so that prefixes overlap and touch.
-                let a = 0x0a00_0000 | (rng.next() as u32 & 0x000f_ffff);
-                (IpAddr::V4(a.into()), 16 + (rng.next() % 17) as u8)
+                let a = 0x0a00_0000 | (rng.u64(..) as u32 & 0x000f_ffff);
+                (IpAddr::V4(a.into()), 16 + (rng.u64(..17)) as u8)
             } else {
-                let a = (0x2001_0db8u128 << 96) | u128::from(rng.next() & 0xffff_ffff) << 64;
-                (IpAddr::V6(a.into()), 40 + (rng.next() % 89) as u8)
+                let a = (0x2001_0db8u128 << 96) | u128::from(rng.u64(..) & 0xffff_ffff) << 64;
+                (IpAddr::V6(a.into()), 40 + (rng.u64(..89)) as u8)
             };
             b.add(addr, bits);
             cidrs.push(Cidr::parse(&format!("{addr}/{bits}")).unwrap());
@@ -132,10 +120,10 @@ mod tests {
         let mut hits = 0;
         for i in 0..4_000 {
             let addr: IpAddr = if i % 2 == 0 {
-                IpAddr::V4((0x0a00_0000 | (rng.next() as u32 & 0x001f_ffff)).into())
+                IpAddr::V4((0x0a00_0000 | (rng.u64(..) as u32 & 0x001f_ffff)).into())
             } else {
-                let hi = (0x2001_0db8u128 << 96) | u128::from(rng.next() & 0xffff_ffff) << 64;
-                IpAddr::V6((hi | u128::from(rng.next() % 4)).into())
+                let hi = (0x2001_0db8u128 << 96) | u128::from(rng.u64(..) & 0xffff_ffff) << 64;
+                IpAddr::V6((hi | u128::from(rng.u64(..4))).into())
             };
             let want = cidrs.iter().any(|c| c.contains(addr));
             assert_eq!(set.contains(addr), want, "{addr}");

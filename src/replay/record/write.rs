@@ -198,38 +198,32 @@ mod tests {
         assert!(text(&views) == want, "the text differs from the fixture");
     }
 
-    /// A small deterministic generator (xorshift64*), so the test needs no
-    /// crate and fails the same way every run.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-        fn bytes(&mut self, max: u64) -> Vec<u8> {
-            let n = self.next() % (max + 1);
-            // Half the bytes from the ones with escapes, so every path runs.
-            (0..n)
-                .map(|_| match self.next() % 4 {
-                    0 => b"\"\\\x00\x1f\x20\x7f\x80\xff"[(self.next() % 8) as usize],
-                    _ => self.next() as u8,
-                })
-                .collect()
-        }
+    /// Up to `max` random bytes, half of them from the ones JSON escapes, so
+    /// every path runs.
+    fn random_bytes(rng: &mut fastrand::Rng, max: u64) -> Vec<u8> {
+        let n = rng.u64(..=max);
+        (0..n)
+            .map(|_| match rng.u64(..4) {
+                0 => b"\"\\\x00\x1f\x20\x7f\x80\xff"[rng.usize(..8)],
+                _ => rng.u8(..),
+            })
+            .collect()
     }
 
     /// Every byte value, and random headers, come back from both of
     /// replay's readers (the scanner and serde) as they went in.
     #[test]
     fn random_bytes_round_trip_through_both_readers() {
-        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let mut rng = fastrand::Rng::with_seed(0x9e37_79b9_7f4a_7c15);
         let all: Vec<u8> = (0..=255).collect();
         let mut cases = vec![vec![(all.clone(), all.clone())]];
         for _ in 0..200 {
-            let n = rng.next() % 12;
-            cases.push((0..n).map(|_| (rng.bytes(24), rng.bytes(300))).collect());
+            let n = rng.u64(..12);
+            cases.push(
+                (0..n)
+                    .map(|_| (random_bytes(&mut rng, 24), random_bytes(&mut rng, 300)))
+                    .collect(),
+            );
         }
         for pairs in &cases {
             let views: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (&k[..], &v[..])).collect();
