@@ -86,6 +86,10 @@ impl Rng {
         self.0.usize(..n)
     }
 
+    pub(crate) fn shuffle<T>(&mut self, items: &mut [T]) {
+        self.0.shuffle(items);
+    }
+
     /// Up to `max` pieces of `pieces` glued together, some cut short or
     /// changed in case, some bytes replaced by random ones.
     pub(crate) fn glue(&mut self, pieces: &[&[u8]], max: usize) -> Vec<u8> {

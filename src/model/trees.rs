@@ -179,15 +179,7 @@ impl Trees {
     fn sum_scalar(&self, words: &[u64], leaves: &[f64]) -> f64 {
         let mut sum = 0.0;
         let mut add = |at: usize| sum += leaves[at];
-        let all = 0..usize::MAX;
-        match self.depth {
-            4 => self.each_leaf_scalar::<4>(words, 1, all, &mut add),
-            5 => self.each_leaf_scalar::<5>(words, 1, all, &mut add),
-            6 => self.each_leaf_scalar::<6>(words, 1, all, &mut add),
-            7 => self.each_leaf_scalar::<7>(words, 1, all, &mut add),
-            8 => self.each_leaf_scalar::<8>(words, 1, all, &mut add),
-            _ => self.each_leaf_scalar::<0>(words, 1, all, &mut add),
-        }
+        self.each_leaf_unrolled(words, 0..usize::MAX, &mut add);
         sum
     }
 
@@ -198,13 +190,25 @@ impl Trees {
             out[i] = at as u32;
             i += 1;
         };
+        self.each_leaf_unrolled(words, blocks, &mut put);
+    }
+
+    /// [`Trees::each_leaf_scalar`] for one-dimensional leaves, its levels
+    /// unrolled for the depths models are trained with.
+    #[inline(always)]
+    fn each_leaf_unrolled(
+        &self,
+        words: &[u64],
+        blocks: std::ops::Range<usize>,
+        leaf: impl FnMut(usize),
+    ) {
         match self.depth {
-            4 => self.each_leaf_scalar::<4>(words, 1, blocks, &mut put),
-            5 => self.each_leaf_scalar::<5>(words, 1, blocks, &mut put),
-            6 => self.each_leaf_scalar::<6>(words, 1, blocks, &mut put),
-            7 => self.each_leaf_scalar::<7>(words, 1, blocks, &mut put),
-            8 => self.each_leaf_scalar::<8>(words, 1, blocks, &mut put),
-            _ => self.each_leaf_scalar::<0>(words, 1, blocks, &mut put),
+            4 => self.each_leaf_scalar::<4>(words, 1, blocks, leaf),
+            5 => self.each_leaf_scalar::<5>(words, 1, blocks, leaf),
+            6 => self.each_leaf_scalar::<6>(words, 1, blocks, leaf),
+            7 => self.each_leaf_scalar::<7>(words, 1, blocks, leaf),
+            8 => self.each_leaf_scalar::<8>(words, 1, blocks, leaf),
+            _ => self.each_leaf_scalar::<0>(words, 1, blocks, leaf),
         }
     }
 
