@@ -246,6 +246,21 @@ impl BucketBits {
         bits
     }
 
+    /// Every key the table holds, in storage order (load time).
+    pub(crate) fn keys(&self) -> impl Iterator<Item = u64> + '_ {
+        self.records
+            .iter()
+            .map(|r| r[0])
+            .filter(move |&k| k != self.empty)
+    }
+
+    /// The pattern of `key`, `None` meaning a key training never saw (load
+    /// time; per document use [`BucketBits::pattern`]).
+    pub(crate) fn lookup(&self, key: Option<u64>) -> u64 {
+        let key = key.unwrap_or(self.empty);
+        self.pattern(key, self.home(key))
+    }
+
     /// Where the probe for `key` starts.
     #[inline(always)]
     pub(crate) fn home(&self, key: u64) -> usize {

@@ -59,6 +59,35 @@ pub(crate) struct FloatBorders {
     pub(crate) runs: Vec<(u32, f32, u32, u32)>,
 }
 
+impl FloatBorders {
+    /// Appends the run of one feature: its `borders` (ascending) get the
+    /// next condition bits.
+    pub(crate) fn push_run(&mut self, feature: u32, fill: f32, borders: &[f32]) {
+        let start = self.borders.len() as u32;
+        self.borders.extend_from_slice(borders);
+        let end = self.borders.len() as u32;
+        self.runs.push((feature, fill, start, end));
+        self.features.resize(self.borders.len(), feature);
+        self.fills.resize(self.borders.len(), fill);
+        self.feature_end = self.feature_end.max(feature as usize + 1);
+    }
+
+    /// Pads the borders to whole vectors once every run is in.
+    pub(crate) fn pad(&mut self) {
+        let pad = self.features.first().copied().unwrap_or(0);
+        while !self.borders.len().is_multiple_of(BORDER_LANES) {
+            self.borders.push(f32::NAN);
+            self.features.push(pad);
+            self.fills.push(f32::NAN);
+        }
+    }
+
+    /// How many borders are real (the condition bits of the floats).
+    pub(crate) fn bit_count(&self) -> usize {
+        self.runs.last().map_or(0, |r| r.3 as usize)
+    }
+}
+
 /// The trees in blocks of [`LANES`]; the last block is padded with trees
 /// that read bit 0 and leaf 0 and are never summed.
 #[derive(Debug, Default)]
@@ -144,5 +173,20 @@ impl Trees {
             }
         }
         t
+    }
+
+    /// What [`Trees::build`] was given, for the trees (not the padding):
+    /// each tree's first leaf and the bits of its levels, level 0 first.
+    pub(crate) fn levels(&self) -> Vec<(u32, Vec<u32>)> {
+        let stride = (self.depth + 2) * LANES;
+        (0..self.count)
+            .map(|i| {
+                let block = &self.blocks[i / LANES * stride..][..stride];
+                let lane = i % LANES;
+                let depth = block[(self.depth + 1) * LANES + lane].count_ones() as usize;
+                let splits = (0..depth).map(|d| block[d * LANES + lane]).collect();
+                (block[self.depth * LANES + lane], splits)
+            })
+            .collect()
     }
 }

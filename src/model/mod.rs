@@ -25,9 +25,11 @@
 //!   and matches the trained model; the official library must be given the
 //!   `.cbm` file.
 
+mod binarize;
 mod compile;
 mod ctr;
 mod error;
+mod group;
 mod hash;
 mod json;
 mod layout;
@@ -47,9 +49,10 @@ mod trees;
 #[cfg(feature = "official")]
 pub mod official;
 
+pub(crate) use binarize::CatSource;
 pub use error::{ModelError, ShapeError};
+pub use group::{GroupInput, ModelGroup};
 pub use hash::cat_hash;
-pub(crate) use native::CatSource;
 pub use native::Model;
 pub(crate) use prediction::Objective;
 pub use prediction::{apply_prediction_type, output_len, PredictionError, PredictionType};

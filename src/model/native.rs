@@ -19,29 +19,18 @@
 //!    the leaf index; leaf values are summed in tree order, then
 //!    `scale * sum + bias`.
 
-use std::hint::select_unpredictable;
 use std::path::Path;
 
+use super::binarize::{scale_and_bias, CatSource};
 use super::error::{ModelError, ShapeError};
-use super::hash::{cat_hash, widen_cat};
-use super::limits::{MAX_BITS, MAX_DIMENSION, MAX_USED_CATS};
+use super::hash::cat_hash;
+use super::limits::MAX_DIMENSION;
 use super::parts::Info;
-use super::plan::{or_pattern, set_ones, Plan};
+use super::plan::Plan;
 use super::prediction::{apply_prediction_type, output_len, Objective};
 use super::prediction::{PredictionError, PredictionType};
-use super::simd::prefetch;
-use super::trees::{sum_pair, Chain, Kernel};
+use super::trees::Kernel;
 use super::{compile, Evaluator};
-
-/// The scratch arrays are zeroed on every prediction, so they come in three
-/// sizes: most models fit the small or medium frame, only the largest pay for
-/// zeroing the full one. (categorical values, 64-bit words of condition bits)
-const SMALL: (usize, usize) = (32, 16);
-const MEDIUM: (usize, usize) = (128, 64);
-const LARGEST: (usize, usize) = (MAX_USED_CATS, MAX_BITS / 64);
-/// CTR lookups are resolved in chunks: the keys of a chunk are computed and
-/// their records prefetched, so the cache misses overlap, then read.
-const CHUNK: usize = 16;
 
 /// A CatBoost model compiled for single-document evaluation.
 ///
@@ -56,21 +45,6 @@ const CHUNK: usize = 16;
 pub struct Model {
     info: Info,
     plan: Plan,
-}
-
-/// Where categorical hashes come from: given by the caller, or hashed here
-/// from the strings.
-pub(crate) trait CatSource {
-    /// The hash of categorical feature `index` (in bounds: counts are
-    /// checked before evaluation).
-    fn hash(&self, index: usize) -> i32;
-}
-
-impl CatSource for &[i32] {
-    #[inline]
-    fn hash(&self, index: usize) -> i32 {
-        self[index]
-    }
 }
 
 struct Strings<'a, 'b>(&'a [&'b [u8]]);
@@ -136,6 +110,17 @@ impl Model {
     /// probability or raw scores from it, not from its description).
     pub(crate) fn objective_kind(&self) -> &Objective {
         &self.info.objective
+    }
+
+    /// The evaluation plan (for merging models into a group).
+    pub(crate) fn plan(&self) -> &Plan {
+        &self.plan
+    }
+
+    /// The number of condition bits a document gets (one per used border
+    /// and one-hot condition, plus one always 0).
+    pub fn condition_bits(&self) -> usize {
+        self.plan.conditions.bit_count
     }
 
     /// The number of trees.
@@ -276,219 +261,14 @@ impl Model {
 
     fn raw_into<C: CatSource>(&self, kernel: Kernel, floats: &[f32], cats: C, out: &mut [f64]) {
         let p = &self.plan;
-        let fits = |(c, w): (usize, usize)| p.used_cats.len() <= c && p.bit_count <= w * 64;
-        if fits(SMALL) {
-            self.raw_with::<{ SMALL.0 }, { SMALL.1 }, C>(kernel, floats, cats, out);
-        } else if fits(MEDIUM) {
-            self.raw_with::<{ MEDIUM.0 }, { MEDIUM.1 }, C>(kernel, floats, cats, out);
-        } else {
-            self.raw_with::<{ LARGEST.0 }, { LARGEST.1 }, C>(kernel, floats, cats, out);
-        }
-    }
-
-    #[inline(always)]
-    fn raw_with<const CATS: usize, const WORDS: usize, C: CatSource>(
-        &self,
-        kernel: Kernel,
-        floats: &[f32],
-        cats: C,
-        out: &mut [f64],
-    ) {
-        let p = &self.plan;
-        let mut words = [0u64; WORDS];
-        self.conditions::<CATS, C>(kernel, floats, cats, &mut words);
-        if self.info.dimension == 1 {
-            out[0] = p.trees.sum(kernel, &words, &p.leaves);
-        } else {
-            p.trees.sum_dims(kernel, &words, &p.leaves, out);
-        }
-        self.scale_and_bias(out);
-    }
-
-    fn scale_and_bias(&self, out: &mut [f64]) {
-        let p = &self.plan;
-        for (o, b) in out.iter_mut().zip(&p.bias) {
-            *o = p.scale * *o + b;
-        }
-    }
-
-    /// Steps 1 to 3: the document's condition bits, into `words` (zeroed).
-    #[inline(always)]
-    fn conditions<const CATS: usize, C: CatSource>(
-        &self,
-        kernel: Kernel,
-        floats: &[f32],
-        cats: C,
-        words: &mut [u64],
-    ) {
-        let p = &self.plan;
-        let mut hashes = [0i32; CATS];
-        for (h, &c) in hashes.iter_mut().zip(&p.used_cats) {
-            *h = cats.hash(c as usize);
-        }
-        p.float_borders.set_bits(kernel, floats, words);
-        let mut one_hot = [0u16; CATS];
-        for (m, o) in one_hot.iter_mut().zip(&p.one_hots) {
-            let h = hashes[o.cat as usize];
-            let values = &p.one_hot_values[o.values.0 as usize..o.values.1 as usize];
-            *m = values
-                .iter()
-                .position(|&v| v == h)
-                .map_or(0, |i| i as u16 + 1);
-        }
-        self.ctrs(&hashes, &one_hot, words);
-        let first = p.one_hot_bits as usize;
-        for (i, &(o, index)) in p.one_hot_conditions.iter().enumerate() {
-            if one_hot[o as usize] == index {
-                set_ones(words, first + i, 1);
+        p.conditions.with_bits(kernel, floats, cats, |words| {
+            if p.dimension == 1 {
+                out[0] = p.trees.sum(kernel, words, &p.leaves);
+            } else {
+                p.trees.sum_dims(kernel, words, &p.leaves, out);
             }
-        }
-    }
-
-    /// Whether [`Model::predict_pair`] can score this model with `other`:
-    /// both one-dimensional.
-    pub(crate) fn pairs_with(&self, other: &Model) -> bool {
-        self.info.dimension == 1 && other.info.dimension == 1
-    }
-
-    /// [`Model::predict`] of this model and `other` on one document each,
-    /// `out[0]` this model's value and `out[1]` the other's, bit for bit
-    /// what two `predict` calls give: the two sums of leaves run side by
-    /// side ([`sum_pair`]). Both models must be one-dimensional
-    /// ([`Model::pairs_with`]). An error names the model (0 or 1) and
-    /// nothing is written.
-    pub(crate) fn predict_pair(
-        &self,
-        other: &Model,
-        inputs: [(&[f32], &[i32], PredictionType); 2],
-        out: &mut [f64; 2],
-    ) -> Result<(), (usize, PredictionError)> {
-        assert!(
-            self.pairs_with(other),
-            "predict_pair takes one-dimensional models"
-        );
-        for (i, (m, (floats, cats, ty))) in [self, other].into_iter().zip(inputs).enumerate() {
-            m.check(floats.len(), cats.len(), ty, 1)
-                .map_err(|e| (i, e))?;
-        }
-        let [(floats_a, cats_a, ty_a), (floats_b, cats_b, ty_b)] = inputs;
-        let (a, b) = (&self.plan, &other.plan);
-        let fits = |(c, w): (usize, usize)| {
-            [a, b]
-                .iter()
-                .all(|p| p.used_cats.len() <= c && p.bit_count <= w * 64)
-        };
-        let mut raw = [0.0; 2];
-        let pair = (other, (floats_a, cats_a), (floats_b, cats_b), &mut raw);
-        if fits(SMALL) {
-            self.raw_pair::<{ SMALL.0 }, { SMALL.1 }>(pair);
-        } else if fits(MEDIUM) {
-            self.raw_pair::<{ MEDIUM.0 }, { MEDIUM.1 }>(pair);
-        } else {
-            self.raw_pair::<{ LARGEST.0 }, { LARGEST.1 }>(pair);
-        }
-        apply_prediction_type(ty_a, &mut raw[..1]);
-        apply_prediction_type(ty_b, &mut raw[1..]);
-        *out = raw;
-        Ok(())
-    }
-
-    #[allow(clippy::type_complexity)]
-    #[inline(always)]
-    fn raw_pair<const CATS: usize, const WORDS: usize>(
-        &self,
-        (other, (floats_a, cats_a), (floats_b, cats_b), out): (
-            &Model,
-            (&[f32], &[i32]),
-            (&[f32], &[i32]),
-            &mut [f64; 2],
-        ),
-    ) {
-        let (mut words_a, mut words_b) = ([0u64; WORDS], [0u64; WORDS]);
-        let kernel = Kernel::detect();
-        self.conditions::<CATS, _>(kernel, floats_a, cats_a, &mut words_a);
-        other.conditions::<CATS, _>(kernel, floats_b, cats_b, &mut words_b);
-        fn chain<'a>(m: &'a Model, words: &'a [u64]) -> Chain<'a> {
-            Chain {
-                trees: &m.plan.trees,
-                words,
-                leaves: &m.plan.leaves,
-            }
-        }
-        let (sum_a, sum_b) = sum_pair(
-            kernel,
-            &chain(self, &words_a[..]),
-            &chain(other, &words_b[..]),
-        );
-        out[0] = sum_a;
-        out[1] = sum_b;
-        self.scale_and_bias(&mut out[..1]);
-        other.scale_and_bias(&mut out[1..]);
-    }
-
-    /// The key of projection `j`: CatBoost's `CalcHash` fold over its
-    /// categorical hashes, float conditions and one-hot matches, in that
-    /// order, computed as the weighted sum it equals
-    /// ([`element_weight`](super::hash::element_weight)).
-    /// `cat_values[i]` is used categorical `i` widened as CatBoost widens
-    /// it.
-    #[inline(always)]
-    fn key(&self, j: usize, cat_values: &[u64], one_hot: &[u16], words: &[u64]) -> u64 {
-        let p = &self.plan;
-        let j = p.projections[j];
-        let (cats, bits, one_hots) = (
-            usize::from(j.cats),
-            usize::from(j.bits),
-            usize::from(j.one_hots),
-        );
-        let elements = &p.key_elements[j.start as usize..][..cats + bits + one_hots];
-        let (cat_elements, rest) = elements.split_at(cats);
-        let (bit_elements, one_hot_elements) = rest.split_at(bits);
-        let mut k = 0u64;
-        for &(w, i) in cat_elements {
-            k = k.wrapping_add(w.wrapping_mul(cat_values[i as usize]));
-        }
-        // The conditions are the document's: a branch on them would be
-        // mispredicted about half the time, a select never is.
-        for &(w, b) in bit_elements {
-            let bit = (words[b as usize / 64] >> (b % 64)) & 1 != 0;
-            k = k.wrapping_add(select_unpredictable(bit, w, 0));
-        }
-        for &(w, e) in one_hot_elements {
-            let matched = one_hot[(e >> 16) as usize] == e as u16;
-            k = k.wrapping_add(select_unpredictable(matched, w, 0));
-        }
-        k
-    }
-
-    /// Hashes each projection once per chunk of lookups, prefetches the
-    /// chunk's records, then ORs each bucket's CTR bits into the array.
-    #[inline(always)]
-    fn ctrs<const CATS: usize>(&self, hashes: &[i32; CATS], one_hot: &[u16], words: &mut [u64]) {
-        if self.plan.lookups.is_empty() {
-            return;
-        }
-        let mut cat_values = [0u64; CATS];
-        for (v, &h) in cat_values.iter_mut().zip(hashes) {
-            *v = widen_cat(h);
-        }
-        let mut probes = [(0u64, 0usize); CHUNK];
-        for chunk in self.plan.lookups.chunks(CHUNK) {
-            let mut last = u32::MAX;
-            let mut key = 0;
-            for (probe, l) in probes.iter_mut().zip(chunk) {
-                if l.projection != last {
-                    last = l.projection;
-                    key = self.key(last as usize, &cat_values, one_hot, words);
-                }
-                let home = l.bits.home(key);
-                prefetch(l.bits.record(home));
-                *probe = (key, home);
-            }
-            for (&(key, home), l) in probes.iter().zip(chunk) {
-                or_pattern(words, l.bit as usize, l.bits.pattern(key, home));
-            }
-        }
+        });
+        scale_and_bias(p.scale, &p.bias, out);
     }
 
     /// [`Evaluator::predict_raw`] with the trees evaluated by `kernel` (the

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 
 use super::ctr::BucketBits;
 use super::hash::element_weight;
-use super::layout::{FloatBorders, Trees, BORDER_LANES};
+use super::layout::{FloatBorders, Trees};
 use super::limits::MAX_BITS;
 use super::parts::{Parts, ProjectionElement, Split};
 
@@ -39,6 +39,8 @@ pub(crate) struct OneHotMatch {
 pub(crate) struct Lookup {
     pub(crate) projection: u32,
     pub(crate) bit: u32,
+    /// How many of the pattern's bits are conditions (1 to 64).
+    pub(crate) width: u32,
     pub(crate) bits: BucketBits,
 }
 
@@ -55,10 +57,12 @@ pub(crate) struct Projection {
     pub(crate) one_hots: u16,
 }
 
-/// Everything one prediction reads, in the order it reads it.
+/// What turns one document's inputs into its condition bits: everything a
+/// prediction reads before the trees, in the order it reads it. A model has
+/// one; a [`super::group::ModelGroup`] merges several models' into one, so
+/// that what they share is computed once.
 #[derive(Debug, Default)]
-pub(crate) struct Plan {
-    pub(crate) dimension: usize,
+pub(crate) struct Conditions {
     /// Categorical feature index of each used-categorical position.
     pub(crate) used_cats: Vec<u32>,
     pub(crate) one_hots: Vec<OneHotMatch>,
@@ -76,8 +80,15 @@ pub(crate) struct Plan {
     /// is `one_hot_bits + i`.
     pub(crate) one_hot_conditions: Vec<(u32, u16)>,
     pub(crate) one_hot_bits: u32,
-    /// Bits the condition array needs (the zero bit included).
+    /// Bits the condition array needs (the zero bit, the last, included).
     pub(crate) bit_count: usize,
+}
+
+/// Everything one prediction reads, in the order it reads it.
+#[derive(Debug, Default)]
+pub(crate) struct Plan {
+    pub(crate) dimension: usize,
+    pub(crate) conditions: Conditions,
     pub(crate) trees: Trees,
     pub(crate) leaves: Vec<f64>,
     pub(crate) scale: f64,
@@ -99,17 +110,10 @@ impl Region {
 }
 
 /// Appends to `kept` the borders of `range` (in `all`) that the 1-based
-/// `thresholds` name, and returns where they are in `kept`.
-fn keep_used(
-    kept: &mut Vec<f32>,
-    all: &[f32],
-    range: (u32, u32),
-    thresholds: &[u16],
-) -> (u32, u32) {
+/// `thresholds` name.
+fn keep_used(kept: &mut Vec<f32>, all: &[f32], range: (u32, u32), thresholds: &[u16]) {
     let all = &all[range.0 as usize..range.1 as usize];
-    let start = kept.len() as u32;
     kept.extend(thresholds.iter().map(|&t| all[usize::from(t) - 1]));
-    (start, kept.len() as u32)
 }
 
 impl Plan {
@@ -131,14 +135,10 @@ impl Plan {
             thresholds.dedup();
         }
 
-        let mut plan = Plan {
-            dimension: parts.dimension,
+        let mut plan = Conditions {
             used_cats: parts.used_cats,
             one_hot_values: parts.one_hot_values,
-            leaves: parts.leaves,
-            scale: parts.scale,
-            bias: parts.bias,
-            ..Plan::default()
+            ..Conditions::default()
         };
         let mut regions: BTreeMap<u16, Region> = BTreeMap::new();
         let mut next_bit = 0usize;
@@ -160,27 +160,17 @@ impl Plan {
             let Some((bits, thresholds)) = region(f.slot, &mut next_bit) else {
                 continue;
             };
-            let fb = &mut plan.float_borders;
             // Floats get the first bits, in border order: bit i is border i.
-            assert_eq!(bits as usize, fb.borders.len(), "float bits come first");
-            let (start, end) = keep_used(
-                &mut fb.borders,
-                &parts.float_borders,
-                f.borders,
-                &thresholds,
+            assert_eq!(
+                bits as usize,
+                plan.float_borders.borders.len(),
+                "float bits come first"
             );
-            fb.runs.push((f.feature, f.nan_fill, start, end));
-            fb.features.resize(fb.borders.len(), f.feature);
-            fb.fills.resize(fb.borders.len(), f.nan_fill);
-            fb.feature_end = fb.feature_end.max(f.feature as usize + 1);
+            let mut kept = Vec::new();
+            keep_used(&mut kept, &parts.float_borders, f.borders, &thresholds);
+            plan.float_borders.push_run(f.feature, f.nan_fill, &kept);
         }
-        let fb = &mut plan.float_borders;
-        let pad = fb.features.first().copied().unwrap_or(0);
-        while !fb.borders.len().is_multiple_of(BORDER_LANES) {
-            fb.borders.push(f32::NAN);
-            fb.features.push(pad);
-            fb.fills.push(f32::NAN);
-        }
+        plan.float_borders.pad();
 
         let mut one_hot_of = BTreeMap::new();
         for (i, o) in parts.one_hot_slots.iter().enumerate() {
@@ -248,6 +238,7 @@ impl Plan {
                 plan.lookups.push(Lookup {
                     projection: *projection,
                     bit: bit + 64 * piece as u32,
+                    width: (width - 64 * piece).min(64) as u32,
                     bits,
                 });
             }
@@ -319,9 +310,15 @@ impl Plan {
                 u32::try_from(t.first_leaf).map_err(|_| "more than 2^32 leaf values".to_owned())?;
             trees.push((first_leaf, levels.iter().map(bit_of).collect()));
         }
-        plan.trees = Trees::build(&trees, zero as u32, plan.dimension);
         plan.one_hot_conditions = one_hot_conditions;
-        Ok(plan)
+        Ok(Plan {
+            dimension: parts.dimension,
+            trees: Trees::build(&trees, zero as u32, parts.dimension),
+            conditions: plan,
+            leaves: parts.leaves,
+            scale: parts.scale,
+            bias: parts.bias,
+        })
     }
 }
 

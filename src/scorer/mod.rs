@@ -10,8 +10,11 @@
 //! 1. extracts the [`FeatureVector`] on the stack;
 //! 2. hashes each categorical value that some model reads, once, with
 //!    [`cat_hash`]: every model shares these hashes;
-//! 3. for each model, gathers its inputs through the load-time binding into
-//!    stack buffers and evaluates it;
+//! 3. scores the models as one [`ModelGroup`] (or a few, when the merged
+//!    conditions would outgrow the evaluator): each float border, one-hot
+//!    condition and CTR lookup that several models share is computed once,
+//!    straight from the schema's arrays through the load-time binding, and
+//!    each model sums its own trees' leaves;
 //! 4. writes one score per model, in load order.
 //!
 //! Nothing of this touches the heap, and a scorer is only read while scoring,
@@ -38,7 +41,9 @@ use std::path::Path;
 
 use crate::features::orders::{OrderTable, ORDERS_KEY};
 use crate::features::{extract_with, Cat, FeatureVector, Request, CAT_COUNT, FLOAT_COUNT};
-use crate::model::{cat_hash, Model};
+use crate::model::{
+    apply_prediction_type, cat_hash, GroupInput, Model, ModelGroup, PredictionError,
+};
 
 use binding::{bind, Binding};
 pub use binding::{ScoreKind, THRESHOLD_KEY};
@@ -106,7 +111,21 @@ pub struct Scorer {
     hashed: Vec<Cat>,
     /// The learnt header-order table every model that has one shares.
     orders: Option<OrderTable>,
+    /// The models in groups scored together, in load order.
+    groups: Vec<Grouped>,
 }
+
+/// Models `first..first + group.len()` of a scorer, scored as one.
+#[derive(Debug)]
+struct Grouped {
+    first: usize,
+    group: ModelGroup,
+}
+
+/// The most models merged into one group: each added member makes loading
+/// rebuild the group, and past a few members the shared conditions are a
+/// small part of the cost.
+const MAX_GROUP: usize = 8;
 
 impl Scorer {
     /// Loads each `(name, path)` model (CatBoost JSON export) and binds it to
@@ -149,10 +168,12 @@ impl Scorer {
             .filter(|c| scored.iter().any(|m| m.binding.cats.contains(c)))
             .collect();
         let orders = shared_orders(&scored)?;
+        let groups = group_models(&scored)?;
         Ok(Scorer {
             models: scored,
             hashed,
             orders,
+            groups,
         })
     }
 
@@ -212,61 +233,18 @@ impl Scorer {
             // CatBoost's C API takes the hash's bits as a signed int.
             hashes[c.index()] = cat_hash(features.cat(c)) as i32;
         }
-        let schema_floats = features.floats();
-        // Bindings map distinct names onto the schema, so no model has
-        // more inputs than the schema has features.
-        let gather =
-            |m: &ScoredModel, floats: &mut [f32; FLOAT_COUNT], cats: &mut [i32; CAT_COUNT]| {
-                for (dst, f) in floats.iter_mut().zip(&m.binding.floats) {
-                    *dst = schema_floats[f.index()];
-                }
-                for (dst, c) in cats.iter_mut().zip(&m.binding.cats) {
-                    *dst = hashes[c.index()];
-                }
-            };
         let mut scores = [0.0f64; MAX_MODELS];
-        let mut i = 0;
-        while i < self.models.len() {
-            let m = &self.models[i];
-            let mut floats = [0.0f32; FLOAT_COUNT];
-            let mut cats = [0i32; CAT_COUNT];
-            gather(m, &mut floats, &mut cats);
-            let inputs = (
-                &floats[..m.binding.floats.len()],
-                &cats[..m.binding.cats.len()],
-                m.binding.kind.prediction_type(),
-            );
-            // Two one-dimensional models are scored together: their sums
-            // of leaves, each a chain of dependent additions, run side by
-            // side (same values, bit for bit, as one at a time).
-            if let Some(next) = self
-                .models
-                .get(i + 1)
-                .filter(|n| m.model.pairs_with(&n.model))
-            {
-                let mut floats = [0.0f32; FLOAT_COUNT];
-                let mut cats = [0i32; CAT_COUNT];
-                gather(next, &mut floats, &mut cats);
-                let next_inputs = (
-                    &floats[..next.binding.floats.len()],
-                    &cats[..next.binding.cats.len()],
-                    next.binding.kind.prediction_type(),
-                );
-                let mut pair = [0.0; 2];
-                m.model
-                    .predict_pair(&next.model, [inputs, next_inputs], &mut pair)
-                    .map_err(|(k, error)| ScoreError::Model {
-                        index: i + k,
-                        error,
-                    })?;
-                scores[i..i + 2].copy_from_slice(&pair);
-                i += 2;
-            } else {
-                m.model
-                    .predict(inputs.0, inputs.1, inputs.2, &mut scores[i..i + 1])
-                    .map_err(|error| ScoreError::Model { index: i, error })?;
-                i += 1;
-            }
+        for g in &self.groups {
+            let out = &mut scores[g.first..g.first + g.group.len()];
+            g.group
+                .predict_raw(features.floats(), &hashes, out)
+                .map_err(|error| ScoreError::Model {
+                    index: g.first,
+                    error: PredictionError::Input(error),
+                })?;
+        }
+        for (s, m) in scores.iter_mut().zip(&self.models) {
+            apply_prediction_type(m.binding.kind.prediction_type(), std::slice::from_mut(s));
         }
         out.copy_from_slice(&scores[..self.models.len()]);
         Ok(())
@@ -281,6 +259,54 @@ impl Scorer {
         }
         Ok(())
     }
+}
+
+/// The models in load order, as few groups as merge: a group grows while
+/// the merged conditions fit the evaluator and keep the AVX-512 kernel.
+fn group_models(models: &[ScoredModel]) -> Result<Vec<Grouped>, LoadError> {
+    let positions: Vec<(Vec<usize>, Vec<usize>)> = models
+        .iter()
+        .map(|m| {
+            (
+                m.binding.floats.iter().map(|f| f.index()).collect(),
+                m.binding.cats.iter().map(|c| c.index()).collect(),
+            )
+        })
+        .collect();
+    let inputs: Vec<GroupInput<'_>> = models
+        .iter()
+        .zip(&positions)
+        .map(|(m, (floats, cats))| GroupInput {
+            model: &m.model,
+            floats,
+            cats,
+        })
+        .collect();
+    let build =
+        |range: std::ops::Range<usize>| ModelGroup::build(&inputs[range], FLOAT_COUNT, CAT_COUNT);
+    let mut groups = Vec::new();
+    let mut first = 0;
+    while first < models.len() {
+        // One model alone always fits: its own plan met the same limits.
+        let mut group = build(first..first + 1).map_err(|message| LoadError::Incompatible {
+            name: models[first].name.clone(),
+            source: models[first].model.source().to_owned(),
+            message,
+        })?;
+        let mut end = first + 1;
+        while end < models.len() && end - first < MAX_GROUP {
+            match build(first..end + 1) {
+                Ok(bigger) if bigger.fits_byte_kernel() || !group.fits_byte_kernel() => {
+                    group = bigger;
+                    end += 1;
+                }
+                _ => break,
+            }
+        }
+        groups.push(Grouped { first, group });
+        first = end;
+    }
+    Ok(groups)
 }
 
 /// The one order table of the models that carry one; a second, different
