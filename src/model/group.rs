@@ -4,24 +4,21 @@
 //! models binarize the same 38 floats (205 distinct borders between them
 //! against 158 + 158) and hash 13 of their 14 CTR projections alike.
 //!
-//! At load, [`ModelGroup::build`] merges the members' [`Conditions`] into one:
-//! each distinct float border, one-hot condition and projection key once,
-//! and for a projection several members use, one table holding all their
-//! CTRs' bits side by side, so one probe serves every member. Each member's
-//! trees are then re-pointed at the merged bits. Per document the merged
+//! At load, [`ModelGroup::build`] merges the members' [`Conditions`] into one
+//! (`merge.rs`): each distinct float border, one-hot condition, projection
+//! key and CTR condition once, and for a projection several members use,
+//! one table holding all their CTR bits side by side, so one probe serves
+//! every member. Each member's trees are then re-pointed at the merged bits. Per document the merged
 //! conditions run once and each member sums its own leaves in its own tree
 //! order (two at a time, side by side), so every member's raw value is bit
 //! for bit what the model alone gives: the merged bits are the same
 //! questions with the same answers, only stored once.
 
-use std::collections::BTreeMap;
-
 use super::binarize::scale_and_bias;
-use super::ctr::BucketBits;
 use super::error::ShapeError;
 use super::layout::Trees;
-use super::limits::{MAX_BITS, MAX_USED_CATS};
-use super::plan::{Conditions, Lookup, OneHotMatch, Plan, Projection};
+use super::merge::{merge, Placed};
+use super::plan::Conditions;
 use super::trees::{sum_pair, Chain, Kernel};
 use super::{Evaluator, Model};
 
@@ -63,26 +60,6 @@ pub struct GroupInput<'a> {
     pub cats: &'a [usize],
 }
 
-/// A projection as the group sees it: its element counts (categorical,
-/// float, one-hot) and its weighted elements over the group's inputs.
-type ProjectionKey = ([u16; 3], Vec<(u64, u32)>);
-
-/// Old bit → merged bit, per member.
-struct Remap(Vec<u32>);
-
-impl Remap {
-    const UNSET: u32 = u32::MAX;
-
-    fn get(&self, bit: u32) -> Result<u32, String> {
-        match self.0.get(bit as usize) {
-            Some(&b) if b != Self::UNSET => Ok(b),
-            _ => Err(format!(
-                "condition bit {bit} has no place in the merged conditions"
-            )),
-        }
-    }
-}
-
 impl ModelGroup {
     /// Merges the members' conditions. `float_count` and `cat_count` are the
     /// lengths of the input arrays [`ModelGroup::predict_raw`] takes; every
@@ -115,258 +92,27 @@ impl ModelGroup {
                 return Err(format!("member {m} reads inputs out of range"));
             }
         }
-        let plans: Vec<&Plan> = inputs.iter().map(|i| i.model.plan()).collect();
-        let mut merged = Conditions::default();
-        let mut remaps: Vec<Remap> = plans
+        let placed: Vec<Placed<'_>> = inputs
             .iter()
-            .map(|p| Remap(vec![Remap::UNSET; p.conditions.bit_count]))
+            .map(|i| Placed {
+                plan: i.model.plan(),
+                floats: i.floats,
+                cats: i.cats,
+            })
             .collect();
-
-        // Categorical inputs: the group's positions, each once.
-        let cat_of = |m: usize, pos: u32| {
-            inputs[m].cats[plans[m].conditions.used_cats[pos as usize] as usize] as u32
-        };
-        let mut used: Vec<u32> = (0..plans.len())
-            .flat_map(|m| (0..plans[m].conditions.used_cats.len() as u32).map(move |p| (m, p)))
-            .map(|(m, p)| cat_of(m, p))
+        let (conditions, trees) = merge(&placed)?;
+        let members = placed
+            .iter()
+            .zip(trees)
+            .map(|(p, trees)| Member {
+                trees,
+                leaves: p.plan.leaves.clone(),
+                scale: p.plan.scale,
+                bias: p.plan.bias[0],
+            })
             .collect();
-        used.sort_unstable();
-        used.dedup();
-        if used.len() > MAX_USED_CATS {
-            return Err(format!(
-                "the members use {} categorical features",
-                used.len()
-            ));
-        }
-        let used_pos = |m: usize, pos: u32| used.binary_search(&cat_of(m, pos)).unwrap_or(0) as u32;
-
-        // Float borders: one run per (input, NaN fill), the union of the
-        // members' borders; equal borders (same bits) merge.
-        let mut runs: BTreeMap<(u32, u32), Vec<f32>> = BTreeMap::new();
-        for (m, p) in plans.iter().enumerate() {
-            let fb = &p.conditions.float_borders;
-            for &(feature, fill, start, end) in &fb.runs {
-                let input = inputs[m].floats[feature as usize] as u32;
-                runs.entry((input, fill.to_bits()))
-                    .or_default()
-                    .extend_from_slice(&fb.borders[start as usize..end as usize]);
-            }
-        }
-        let mut run_start = BTreeMap::new();
-        for (&(input, fill), borders) in runs.iter_mut() {
-            borders.sort_unstable_by(f32::total_cmp);
-            borders.dedup_by_key(|b| b.to_bits());
-            run_start.insert((input, fill), merged.float_borders.bit_count() as u32);
-            merged
-                .float_borders
-                .push_run(input, f32::from_bits(fill), borders);
-        }
-        merged.float_borders.pad();
-        for (m, p) in plans.iter().enumerate() {
-            let fb = &p.conditions.float_borders;
-            for &(feature, fill, start, end) in &fb.runs {
-                let key = (inputs[m].floats[feature as usize] as u32, fill.to_bits());
-                let run = &runs[&key];
-                for bit in start..end {
-                    let border = fb.borders[bit as usize];
-                    let at = run
-                        .binary_search_by(|b| b.total_cmp(&border))
-                        .map_err(|_| "a float border went missing".to_owned())?;
-                    remaps[m].0[bit as usize] = run_start[&key] + at as u32;
-                }
-            }
-        }
-
-        // One-hot features: one per (categorical input, value list).
-        let mut one_hot_of: Vec<Vec<u32>> = Vec::with_capacity(plans.len());
-        for (m, p) in plans.iter().enumerate() {
-            let c = &p.conditions;
-            let mut of = Vec::with_capacity(c.one_hots.len());
-            for o in &c.one_hots {
-                let cat = used_pos(m, o.cat);
-                let values = &c.one_hot_values[o.values.0 as usize..o.values.1 as usize];
-                let same = merged.one_hots.iter().position(|g| {
-                    g.cat == cat
-                        && &merged.one_hot_values[g.values.0 as usize..g.values.1 as usize]
-                            == values
-                });
-                of.push(match same {
-                    Some(i) => i as u32,
-                    None => {
-                        let start = merged.one_hot_values.len() as u32;
-                        merged.one_hot_values.extend_from_slice(values);
-                        merged.one_hots.push(OneHotMatch {
-                            cat,
-                            values: (start, merged.one_hot_values.len() as u32),
-                        });
-                        (merged.one_hots.len() - 1) as u32
-                    }
-                });
-            }
-            one_hot_of.push(of);
-        }
-
-        // Projections: equal when their elements, mapped to the group's
-        // inputs and bits, are equal (then so is every document's key).
-        let mut projection_of: Vec<Vec<u32>> = Vec::with_capacity(plans.len());
-        let mut distinct: BTreeMap<ProjectionKey, u32> = BTreeMap::new();
-        for (m, p) in plans.iter().enumerate() {
-            let c = &p.conditions;
-            let mut of = Vec::with_capacity(c.projections.len());
-            for j in &c.projections {
-                let (cats, bits) = (usize::from(j.cats), usize::from(j.bits));
-                let n = cats + bits + usize::from(j.one_hots);
-                let mut elements = Vec::with_capacity(n);
-                for (k, &(w, v)) in c.key_elements[j.start as usize..][..n].iter().enumerate() {
-                    let v = if k < cats {
-                        used_pos(m, v)
-                    } else if k < cats + bits {
-                        remaps[m].get(v)?
-                    } else {
-                        one_hot_of[m][(v >> 16) as usize] << 16 | (v & 0xffff)
-                    };
-                    elements.push((w, v));
-                }
-                let next = distinct.len() as u32;
-                let id = *distinct
-                    .entry(([j.cats, j.bits, j.one_hots], elements))
-                    .or_insert(next);
-                of.push(id);
-            }
-            projection_of.push(of);
-        }
-        let mut by_id: Vec<_> = distinct.into_iter().collect();
-        by_id.sort_by_key(|(_, id)| *id);
-        for (([cats, bits, one_hots], elements), _) in by_id {
-            merged.projections.push(Projection {
-                start: merged.key_elements.len() as u32,
-                cats,
-                bits,
-                one_hots,
-            });
-            merged.key_elements.extend(elements);
-        }
-
-        // CTR bits: per projection, one table for every member's lookups
-        // of it, so one probe serves them all. A CTR condition is a function
-        // of the bucket; two conditions with the same answer for every key
-        // of the tables and for unseen keys are the same question (Counter
-        // CTRs of models trained on the same data, a model grouped with
-        // itself) and get one bit.
-        let mut members_of: Vec<Vec<(usize, &Lookup)>> = vec![Vec::new(); merged.projections.len()];
-        for (m, p) in plans.iter().enumerate() {
-            for l in &p.conditions.lookups {
-                members_of[projection_of[m][l.projection as usize] as usize].push((m, l));
-            }
-        }
-        let mut next_bit = merged.float_borders.bit_count();
-        for (projection, members) in members_of.iter().enumerate() {
-            if members.is_empty() {
-                continue;
-            }
-            let mut keys: Vec<u64> = members.iter().flat_map(|(_, l)| l.bits.keys()).collect();
-            keys.sort_unstable();
-            keys.dedup();
-            // Each condition's answers, key by key, then for unseen keys.
-            let answers = |l: &Lookup, k: u32| -> Vec<bool> {
-                let answer = |key| (l.bits.lookup(key) >> k) & 1 == 1;
-                keys.iter()
-                    .map(|&key| answer(Some(key)))
-                    .chain([answer(None)])
-                    .collect()
-            };
-            let mut distinct: Vec<Vec<bool>> = Vec::new();
-            for &(m, l) in members {
-                for k in 0..l.width {
-                    let a = answers(l, k);
-                    let at = match distinct.iter().position(|d| *d == a) {
-                        Some(at) => at,
-                        None => {
-                            distinct.push(a);
-                            distinct.len() - 1
-                        }
-                    };
-                    remaps[m].0[(l.bit + k) as usize] = (next_bit + at) as u32;
-                }
-            }
-            let width = distinct.len();
-            for piece in 0..width.div_ceil(64) {
-                let bits = &distinct[64 * piece..width.min(64 * (piece + 1))];
-                let pattern = |key: Option<u64>| {
-                    let i = key.map_or(keys.len(), |key| {
-                        keys.binary_search(&key).unwrap_or(keys.len())
-                    });
-                    bits.iter()
-                        .enumerate()
-                        .fold(0u64, |p, (j, answers)| p | u64::from(answers[i]) << j)
-                };
-                merged.lookups.push(Lookup {
-                    projection: projection as u32,
-                    bit: (next_bit + 64 * piece) as u32,
-                    width: bits.len() as u32,
-                    bits: BucketBits::build(&keys, pattern),
-                });
-            }
-            next_bit += width;
-        }
-
-        // One-hot conditions after every run, then the zero bit.
-        let mut conditions: Vec<(u32, u16)> = Vec::new();
-        for (m, p) in plans.iter().enumerate() {
-            conditions.extend(
-                p.conditions
-                    .one_hot_conditions
-                    .iter()
-                    .map(|&(o, index)| (one_hot_of[m][o as usize], index)),
-            );
-        }
-        conditions.sort_unstable();
-        conditions.dedup();
-        merged.one_hot_bits = next_bit as u32;
-        for (m, p) in plans.iter().enumerate() {
-            let c = &p.conditions;
-            for (i, &(o, index)) in c.one_hot_conditions.iter().enumerate() {
-                let at = conditions
-                    .binary_search(&(one_hot_of[m][o as usize], index))
-                    .unwrap_or(0);
-                remaps[m].0[c.one_hot_bits as usize + i] = (next_bit + at) as u32;
-            }
-        }
-        let zero = next_bit + conditions.len();
-        merged.one_hot_conditions = conditions;
-        merged.bit_count = zero + 1;
-        if merged.bit_count > MAX_BITS {
-            return Err(format!(
-                "the members use {zero} distinct conditions; one group holds {}",
-                MAX_BITS - 1
-            ));
-        }
-        merged.used_cats = used;
-
-        let mut members = Vec::with_capacity(plans.len());
-        for (m, p) in plans.iter().enumerate() {
-            remaps[m].0[p.conditions.bit_count - 1] = zero as u32;
-            let trees = p
-                .trees
-                .levels()
-                .into_iter()
-                .map(|(first, splits)| {
-                    let splits = splits
-                        .into_iter()
-                        .map(|b| remaps[m].get(b))
-                        .collect::<Result<Vec<u32>, String>>()?;
-                    Ok((first, splits))
-                })
-                .collect::<Result<Vec<_>, String>>()?;
-            members.push(Member {
-                trees: Trees::build(&trees, zero as u32, 1),
-                leaves: p.leaves.clone(),
-                scale: p.scale,
-                bias: p.bias[0],
-            });
-        }
         Ok(ModelGroup {
-            conditions: merged,
+            conditions,
             members,
             float_count,
             cat_count,

@@ -34,6 +34,7 @@ mod hash;
 mod json;
 mod layout;
 mod limits;
+mod merge;
 mod native;
 mod parts;
 mod plan;

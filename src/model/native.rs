@@ -2,7 +2,9 @@
 //! time without touching the heap.
 //!
 //! Loading runs one way: `json.rs` parses, `compile.rs` validates into
-//! `parts.rs`'s types, `plan.rs` lays them out, and this module evaluates.
+//! `parts.rs`'s types, `plan.rs` lays them out, and this module evaluates
+//! (steps 1 to 3 in `binarize.rs`, shared with model groups, whose members'
+//! conditions `merge.rs` merges; step 4 in `trees.rs`).
 //!
 //! Per document, mirroring CatBoost's CPU evaluator (`cpu/quantization.h`,
 //! `cpu/evaluator_impl.cpp`), over the layout of [`Plan`]:
