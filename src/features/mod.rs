@@ -621,9 +621,7 @@ fn ip_family(addr: &[u8]) -> f32 {
             Err(_) => {
                 // The last bytes, padded with `0`: a digit, which both
                 // families allow, and no dot, colon or `%`.
-                let mut window = [b'0'; ADDR_CHUNK];
-                window[..chunk.len()].copy_from_slice(chunk);
-                addr_classes(&window)
+                addr_classes(&bytes::padded(chunk, b'0'))
             }
         };
         colon |= classes.colon != 0;
