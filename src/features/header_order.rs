@@ -318,6 +318,12 @@ pub const MAX_RANKED: usize = 64;
 /// words (a rank's count is at most [`MAX_RANKED`], and so is the sum of all
 /// of them, so the bytes never carry and one multiplication adds them up).
 /// Comparing every pair cost more than the rest of the order features.
+///
+/// Without a branch on the header: an unranked code reads rank 0 and adds
+/// nothing, and the words above a rank's are summed with selects over all
+/// [`RANK_WORDS`]. Skipping unranked codes and looping over the words
+/// above branched on every header (the ranks of one request's headers
+/// follow no pattern the predictor learns).
 pub fn inversions(codes: impl Iterator<Item = u8>, order: &CanonicalOrder) -> u32 {
     let mut counts = [0u64; RANK_WORDS];
     let mut n = 0;
@@ -327,17 +333,18 @@ pub fn inversions(codes: impl Iterator<Item = u8>, order: &CanonicalOrder) -> u3
             break;
         }
         let rank = order.ranks.get(usize::from(c)).copied().unwrap_or(NO_RANK);
-        if rank == NO_RANK {
-            continue;
-        }
-        n += 1;
+        let ranked = rank != NO_RANK;
+        let rank = if ranked { rank } else { 0 };
+        n += usize::from(ranked);
         let (w, k) = (usize::from(rank / 8), u32::from(rank % 8));
-        let mut above = counts[w].checked_shr(8 * k + 8).unwrap_or(0);
-        for &word in &counts[w + 1..] {
-            above += word;
+        // Two shifts: the counts above `k` in word `w` (none for k = 7).
+        let mut above = counts[w] >> (8 * k) >> 8;
+        for (j, &word) in counts.iter().enumerate() {
+            above += if j > w { word } else { 0 };
         }
-        total += (above.wrapping_mul(0x0101_0101_0101_0101) >> 56) as u32;
-        counts[w] += 1 << (8 * k);
+        let add = (above.wrapping_mul(0x0101_0101_0101_0101) >> 56) as u32;
+        total += if ranked { add } else { 0 };
+        counts[w] += u64::from(ranked) << (8 * k);
     }
     total
 }
