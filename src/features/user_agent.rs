@@ -3,7 +3,7 @@
 //! the request, so the parser only needs to be right about what real clients
 //! send, not about every historical UA.
 
-use super::bytes::{bits16, leading_uint, starts_with_ci};
+use super::bytes::{bits16, leading_uint, padded, starts_with_ci};
 
 /// The client family a User-Agent claims.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -247,16 +247,52 @@ const BOT_SECOND: [u16; 256] = {
 /// Bytes [`Products::scan`] classifies at a time.
 const CHUNK: usize = 16;
 
-/// The first two bytes of each of [`BOT_WORDS`], the first with bit 5
-/// set (a letter lower-cased), the second as written (a lower-case letter).
-const BOT_PAIRS: [(u8, u8); BOT_WORDS.len()] = {
-    let mut pairs = [(0, 0); BOT_WORDS.len()];
+/// The distinct first-two-byte pairs of [`BOT_WORDS`] (`http://` and
+/// `https://` share theirs), the first with bit 5 set (a letter
+/// lower-cased), the second as written (a lower-case letter): one vector
+/// comparison fewer per chunk than a pair per word.
+const BOT_PAIRS: [(u8, u8); BOT_PAIR_COUNT] = {
+    let mut pairs = [(0, 0); BOT_PAIR_COUNT];
+    let mut n = 0;
     let mut k = 0;
     while k < BOT_WORDS.len() {
-        pairs[k] = (BOT_WORDS[k][0] | 0x20, BOT_WORDS[k][1]);
+        let pair = bot_pair(k);
+        if !bot_pair_seen(k) {
+            pairs[n] = pair;
+            n += 1;
+        }
         k += 1;
     }
     pairs
+};
+
+const fn bot_pair(k: usize) -> (u8, u8) {
+    (BOT_WORDS[k][0] | 0x20, BOT_WORDS[k][1])
+}
+
+/// Whether a word before `k` has word `k`'s pair.
+const fn bot_pair_seen(k: usize) -> bool {
+    let mut j = 0;
+    while j < k {
+        let (a, b) = (bot_pair(j), bot_pair(k));
+        if a.0 == b.0 && a.1 == b.1 {
+            return true;
+        }
+        j += 1;
+    }
+    false
+}
+
+const BOT_PAIR_COUNT: usize = {
+    let mut n = 0;
+    let mut k = 0;
+    while k < BOT_WORDS.len() {
+        if !bot_pair_seen(k) {
+            n += 1;
+        }
+        k += 1;
+    }
+    n
 };
 
 /// For the first [`CHUNK`] bytes of `window` (its last byte is the one
@@ -394,10 +430,7 @@ impl Products {
                 None => {
                     // The last bytes, padded with zeros: a zero is no
                     // delimiter and no second byte of a word.
-                    let mut window = [0u8; CHUNK + 1];
-                    let rest = &ua[base..];
-                    window[..rest.len()].copy_from_slice(rest);
-                    classify(&window)
+                    classify(&padded(&ua[base..], 0))
                 }
             };
             while delimiters != 0 {
