@@ -49,8 +49,8 @@ use binding::{bind, Binding};
 pub use binding::{ScoreKind, THRESHOLD_KEY};
 pub use error::{LoadError, ScoreError};
 
-/// The most models one scorer holds. Scores are computed into a stack
-/// buffer of this size so that a failing call writes nothing.
+/// The most models one scorer holds (callers size stack buffers of scores
+/// by it).
 pub const MAX_MODELS: usize = 64;
 
 /// One model of a scorer, with its name and its binding to the schema.
@@ -233,20 +233,25 @@ impl Scorer {
             // CatBoost's C API takes the hash's bits as a signed int.
             hashes[c.index()] = cat_hash(features.cat(c)) as i32;
         }
-        let mut scores = [0.0f64; MAX_MODELS];
+        // Straight into `out`: every group takes the same two arrays and
+        // its own range of `out`, whose lengths were set at load, so a shape
+        // error (a bug) would stop the first group, before anything is
+        // written.
         for g in &self.groups {
-            let out = &mut scores[g.first..g.first + g.group.len()];
             g.group
-                .predict_raw(features.floats(), &hashes, out)
+                .predict_raw(
+                    features.floats(),
+                    &hashes,
+                    &mut out[g.first..g.first + g.group.len()],
+                )
                 .map_err(|error| ScoreError::Model {
                     index: g.first,
                     error: PredictionError::Input(error),
                 })?;
         }
-        for (s, m) in scores.iter_mut().zip(&self.models) {
+        for (s, m) in out.iter_mut().zip(&self.models) {
             apply_prediction_type(m.binding.kind.prediction_type(), std::slice::from_mut(s));
         }
-        out.copy_from_slice(&scores[..self.models.len()]);
         Ok(())
     }
 
