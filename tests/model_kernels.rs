@@ -404,7 +404,11 @@ fn groups_refuse_what_they_cannot_score() {
     let mut out = [0.0; 1];
     assert!(group.predict_raw(&floats[1..], &cats, &mut out).is_err());
     assert!(group.predict_raw(&floats, &cats[1..], &mut out).is_err());
-    assert!(group.predict_raw(&floats, &cats, &mut [0.0; 2]).is_err());
+    assert!(group.predict_raw(&floats, &cats, &mut []).is_err());
+    // A longer output is fine; what lies past the members stays.
+    let mut longer = [7.0; 2];
+    group.predict_raw(&floats, &cats, &mut longer).unwrap();
+    assert_eq!(longer[1], 7.0);
     group.predict_raw(&floats, &cats, &mut out).unwrap();
     let mut alone = [0.0; 1];
     bot.predict_raw(&floats, &cats, &mut alone).unwrap();

@@ -95,6 +95,37 @@ pub enum ShapeError {
     },
 }
 
+impl ShapeError {
+    /// Checks one prediction's arguments: `(expected, given)` float and
+    /// categorical counts, and an output of `out.1` values where `out.0`
+    /// are written.
+    pub(crate) fn check(
+        floats: (usize, usize),
+        cats: (usize, usize),
+        out: (usize, usize),
+    ) -> Result<(), ShapeError> {
+        if floats.1 != floats.0 {
+            return Err(ShapeError::FloatCount {
+                expected: floats.0,
+                got: floats.1,
+            });
+        }
+        if cats.1 != cats.0 {
+            return Err(ShapeError::CatCount {
+                expected: cats.0,
+                got: cats.1,
+            });
+        }
+        if out.1 < out.0 {
+            return Err(ShapeError::OutputLen {
+                expected: out.0,
+                got: out.1,
+            });
+        }
+        Ok(())
+    }
+}
+
 impl fmt::Display for ShapeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

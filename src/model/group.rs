@@ -157,7 +157,8 @@ impl ModelGroup {
     /// for member `i`: bit for bit what each model's
     /// [`Model::predict_raw_with`] gives with the same kernel on the inputs
     /// at its positions. `floats` and `cats` hold the group's whole input
-    /// arrays. Never allocates.
+    /// arrays; values past the members' in `out` are left alone. Never
+    /// allocates.
     pub fn predict_raw_with(
         &self,
         kernel: Kernel,
@@ -165,24 +166,12 @@ impl ModelGroup {
         cats: &[i32],
         out: &mut [f64],
     ) -> Result<(), ShapeError> {
-        if floats.len() != self.float_count {
-            return Err(ShapeError::FloatCount {
-                expected: self.float_count,
-                got: floats.len(),
-            });
-        }
-        if cats.len() != self.cat_count {
-            return Err(ShapeError::CatCount {
-                expected: self.cat_count,
-                got: cats.len(),
-            });
-        }
-        if out.len() != self.members.len() {
-            return Err(ShapeError::OutputLen {
-                expected: self.members.len(),
-                got: out.len(),
-            });
-        }
+        ShapeError::check(
+            (self.float_count, floats.len()),
+            (self.cat_count, cats.len()),
+            (self.members.len(), out.len()),
+        )?;
+        let out = &mut out[..self.members.len()];
         self.conditions.with_bits(kernel, floats, cats, |words| {
             fn chain<'a>(m: &'a Member, words: &'a [u64]) -> Chain<'a> {
                 Chain {

@@ -225,25 +225,12 @@ impl Model {
         need: usize,
         out: usize,
     ) -> Result<(), ShapeError> {
-        if floats != self.info.float_count {
-            return Err(ShapeError::FloatCount {
-                expected: self.info.float_count,
-                got: floats,
-            });
-        }
-        if cats != self.info.cat_count {
-            return Err(ShapeError::CatCount {
-                expected: self.info.cat_count,
-                got: cats,
-            });
-        }
-        if out < need {
-            return Err(ShapeError::OutputLen {
-                expected: need,
-                got: out,
-            });
-        }
-        Ok(())
+        let info = &self.info;
+        ShapeError::check(
+            (info.float_count, floats),
+            (info.cat_count, cats),
+            (need, out),
+        )
     }
 
     /// Runs `raw` into the output (or a stack buffer when `Class` needs all

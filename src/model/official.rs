@@ -277,25 +277,11 @@ impl OfficialModel {
     }
 
     fn check(&self, floats: &[f32], cats: &[i32], out: &[f64]) -> Result<(), ShapeError> {
-        if floats.len() != self.float_count {
-            return Err(ShapeError::FloatCount {
-                expected: self.float_count,
-                got: floats.len(),
-            });
-        }
-        if cats.len() != self.cat_count {
-            return Err(ShapeError::CatCount {
-                expected: self.cat_count,
-                got: cats.len(),
-            });
-        }
-        if out.len() < self.dimension {
-            return Err(ShapeError::OutputLen {
-                expected: self.dimension,
-                got: out.len(),
-            });
-        }
-        Ok(())
+        ShapeError::check(
+            (self.float_count, floats.len()),
+            (self.cat_count, cats.len()),
+            (self.dimension, out.len()),
+        )
     }
 
     fn raw(&self) -> *mut sys::ModelCalcerHandle {
