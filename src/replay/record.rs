@@ -295,25 +295,27 @@ fn resolved(line: &[u8], fast: bool) -> Option<Vec<Vec<u8>>> {
         span(f.method),
         span(f.uri),
         span(f.client),
-        span(f.headers_text),
         span(f.live_action),
         span(f.ja4),
         span(f.time),
         span(f.tls_family),
         format!("{:?}", f.version).into_bytes(),
     ];
-    for &(k, v) in &s.pairs {
-        out.push(bufs.get(k).to_vec());
-        out.push(bufs.get(v).to_vec());
-    }
     for &(n, score) in &s.live {
         out.push(bufs.get(n).to_vec());
         out.push(format!("{score:?}").into_bytes());
     }
+    // The headers as `parse` assembles them: the pairs the record gave (an
+    // array, or a log line's text the scanner read in place), then those of
+    // a text left for later, read by both pair parsers. Which of the two
+    // held them is the scanner's business.
+    out.push(b"<pairs>".to_vec());
+    for &(k, v) in &s.pairs {
+        out.push(bufs.get(k).to_vec());
+        out.push(bufs.get(v).to_vec());
+    }
     if let Some(text) = f.headers_text {
-        // The log line's `headers` text, read by both pair parsers.
         let text = bufs.get(text).to_vec();
-        out.push(b"<pairs>".to_vec());
         out.extend(resolved_pairs(&text, fast)?);
     }
     Some(out)

@@ -257,6 +257,128 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// The pairs of a `headers` text that is itself a JSON string (the
+    /// content `s..e` of the line, escaped once more by nginx), read where
+    /// it sits: the array's brackets and commas are the same bytes in both
+    /// layers and each inner quote is `\"`, so an inner string with no
+    /// escape of its own is a plain run of the line, kept as a view, and
+    /// one with escapes (a `sec-ch-ua` value's quotes) is undone, both
+    /// layers, into `owned` through `tmp`. The usual log line's text thus
+    /// needs no unescaping whole into the scratch and no second scan. On
+    /// anything else (white space, a `\u` of the outer layer outside an
+    /// inner escape) it gives up, leaving `pairs` and `owned` as they were,
+    /// and the text is unescaped and read as before. Whether it read them.
+    fn nested_pairs(
+        &self,
+        s: usize,
+        e: usize,
+        owned: &mut Vec<u8>,
+        tmp: &mut Vec<u8>,
+        pairs: &mut Vec<(Span, Span)>,
+    ) -> bool {
+        let (o, p) = (owned.len(), pairs.len());
+        let read = self.nested_list(s, e, owned, tmp, pairs).is_some();
+        if !read {
+            owned.truncate(o);
+            pairs.truncate(p);
+        }
+        read
+    }
+
+    /// [`Self::nested_pairs`], giving up half way.
+    fn nested_list(
+        &self,
+        s: usize,
+        e: usize,
+        owned: &mut Vec<u8>,
+        tmp: &mut Vec<u8>,
+        pairs: &mut Vec<(Span, Span)>,
+    ) -> Option<()> {
+        // Reads stop at the outer string's end.
+        let b = &self.buf[..e];
+        let token = |i: &mut usize, t: u8| (b.get(*i) == Some(&t)).then(|| *i += 1);
+        let mut i = s;
+        token(&mut i, b'[')?;
+        if token(&mut i, b']').is_none() {
+            loop {
+                token(&mut i, b'[')?;
+                let k = self.nested_string(b, &mut i, owned, tmp)?;
+                token(&mut i, b',')?;
+                let v = self.nested_string(b, &mut i, owned, tmp)?;
+                token(&mut i, b']')?;
+                pairs.push((k, v));
+                if token(&mut i, b']').is_some() {
+                    break;
+                }
+                token(&mut i, b',')?;
+            }
+        }
+        (i == e).then_some(())
+    }
+
+    /// An inner string at `b[*i]` of [`Self::nested_list`], from its `\"`
+    /// to its `\"`. Every special byte inside is a backslash: `\"` ends the
+    /// string, `\\` starts an inner escape, whose own character may be
+    /// escaped in the outer layer too (`\\\"`, `\\\\`); any other outer
+    /// escape makes it give up: `\u005c` would be an inner backslash, which
+    /// only undoing the outer layer first can tell.
+    fn nested_string(
+        &self,
+        b: &[u8],
+        i: &mut usize,
+        owned: &mut Vec<u8>,
+        tmp: &mut Vec<u8>,
+    ) -> Option<Span> {
+        if b.get(*i..*i + 2)? != b"\\\"" {
+            return None;
+        }
+        let start = *i + 2;
+        let mut j = self.special(start)?;
+        let mut escaped = false;
+        loop {
+            match *b.get(j + 1)? {
+                b'"' => break,
+                b'\\' => {
+                    escaped = true;
+                    // The inner escape's character, escaped in the outer
+                    // layer too when it is a quote or a backslash; the two
+                    // layers are undone below, and judged there.
+                    let after = match *b.get(j + 2)? {
+                        b'\\' => j + 4,
+                        _ => j + 3,
+                    };
+                    j = self.special(after)?;
+                }
+                _ => return None,
+            }
+        }
+        *i = j + 2;
+        if !escaped {
+            return Some(Span {
+                base: Base::Line,
+                start,
+                len: j - start,
+            });
+        }
+        // The outer layer into `tmp`, then the inner one onto `owned`:
+        // both with the scanner's own rules, so what is undone here is
+        // what unescaping the whole text and reading it would give.
+        tmp.clear();
+        self.unescape(start, j, tmp)?;
+        let at = owned.len();
+        let mut from = 0;
+        while let Some(k) = memchr::memchr(b'\\', &tmp[from..]) {
+            owned.extend_from_slice(&tmp[from..from + k]);
+            from += k + unescape_one(tmp, from + k, owned)?;
+        }
+        owned.extend_from_slice(&tmp[from..]);
+        Some(Span {
+            base: Base::Owned,
+            start: at,
+            len: owned.len() - at,
+        })
+    }
+
     fn at_end(&mut self) -> bool {
         self.ws();
         self.pos == self.buf.len()
@@ -311,7 +433,17 @@ pub(super) fn record(line: &[u8], scratch: &mut Scratch) -> Option<Fields> {
                         _ => {
                             let (s, e, escaped) = c.string()?;
                             let raw = &line[s..e];
-                            if super::is_unset(raw) {
+                            // A log line's text, escaped: its pairs read in
+                            // place, or the text unescaped for later.
+                            let in_place = escaped
+                                && c.nested_pairs(
+                                    s,
+                                    e,
+                                    owned,
+                                    &mut scratch.text,
+                                    &mut scratch.pairs,
+                                );
+                            if in_place || super::is_unset(raw) {
                                 None
                             } else if escaped {
                                 scratch.text.clear();

@@ -566,3 +566,250 @@ fn special_bits_agree_with_a_byte_scan() {
         }
     }
 }
+
+/// A log line with `pairs` as record.lua writes them (JSON escapes for `"`,
+/// `\` and control bytes), escaped once more by nginx, and `sep` between
+/// the pairs of the inner text (`,`, or something odd).
+fn log_line_with(pairs: &[(Vec<u8>, Vec<u8>)], sep: &[u8]) -> Vec<u8> {
+    let mut inner = b"[".to_vec();
+    for (i, (k, v)) in pairs.iter().enumerate() {
+        if i > 0 {
+            inner.extend_from_slice(sep);
+        }
+        inner.extend_from_slice(b"[\"");
+        inner.extend(nginx_escape_json(k));
+        inner.extend_from_slice(b"\",\"");
+        inner.extend(nginx_escape_json(v));
+        inner.extend_from_slice(b"\"]");
+    }
+    inner.push(b']');
+    let mut line = br#"{"method":"GET","uri":"/","version":"HTTP/1.1","headers":""#.to_vec();
+    line.extend(nginx_escape_json(&inner));
+    line.extend_from_slice(br#"","edgeguard_bot":"0.5"}"#);
+    line
+}
+
+/// A log line's headers text is read where it sits, its strings with
+/// escapes of their own undone from both layers at once, unless the inner
+/// text is laid out otherwise (white space, which record.lua never writes):
+/// then it is unescaped into the scratch and read again. Every way gives
+/// back the headers that went in, and serde reads the same (random bytes,
+/// every other list with none that JSON escapes).
+#[test]
+fn log_line_headers_are_read_in_place_when_they_can_be() {
+    let mut rng = fastrand::Rng::with_seed(0x5eed_1e55_0ddb_a110);
+    let mut bytes = |plain: bool, max: usize| -> Vec<u8> {
+        let n = rng.usize(..=max);
+        (0..n)
+            .map(|_| loop {
+                let b = match rng.u8(..4) {
+                    0 => b"\"\\\x00\x1f\x20\x7f\x80\xff"[rng.usize(..8)],
+                    _ => rng.u8(..),
+                };
+                if !plain || (b >= 0x20 && b != b'"' && b != b'\\') {
+                    break b;
+                }
+            })
+            .collect()
+    };
+    // Lines read in place without and with inner escapes, and lines read
+    // the other way.
+    let (mut plain_views, mut undone, mut other) = (0, 0, 0);
+    for case in 0..600 {
+        let n = case % 13;
+        let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..n)
+            .map(|_| (bytes(case % 2 == 0, 24), bytes(case % 2 == 0, 200)))
+            .collect();
+        let sep: &[u8] = match case % 7 {
+            0 => b" ,",
+            1 => b",\n",
+            _ => b",",
+        };
+        let line = log_line_with(&pairs, sep);
+        let text = String::from_utf8_lossy(&line).into_owned();
+        let mut s = Scratch::default();
+        let fields = fast::record(&line, &mut s).unwrap_or_else(|| panic!("refused {text}"));
+        let in_place = fields.headers_text.is_none();
+        assert_eq!(in_place, n > 0 && (sep == b"," || n == 1), "{text}");
+        let views = s
+            .pairs
+            .iter()
+            .all(|(k, v)| k.base == Base::Line && v.base == Base::Line);
+        match (in_place, views) {
+            (true, true) => plain_views += 1,
+            (true, false) => undone += 1,
+            (false, _) => other += usize::from(n > 0),
+        }
+        let p = parse(&line, &mut s).unwrap_or_else(|e| panic!("{e}: {text}"));
+        let got: Vec<(Vec<u8>, Vec<u8>)> = p
+            .headers
+            .iter()
+            .map(|h| (h.name().to_vec(), h.value().to_vec()))
+            .collect();
+        assert_eq!(got, pairs, "{text}");
+        // A raw newline in the inner text is left to serde by the scanner.
+        let agree = paths_agree(&line);
+        assert!(
+            agree.is_ok() && (agree == Ok(true) || sep == b",\n"),
+            "{text}"
+        );
+    }
+    assert!(
+        plain_views > 150 && undone > 150 && other > 80,
+        "{plain_views} {undone} {other}"
+    );
+}
+
+/// Odd and broken inner texts: a line is refused exactly when serde
+/// refuses it, and where the scanner reads it (in place or not), it reads
+/// what serde reads (`paths_agree`).
+#[test]
+fn odd_log_line_headers_are_read_as_serde_reads_them() {
+    for headers in [
+        &br#"[[\"a\",\"b\"]"#[..],
+        br#"[[\"a\",\"b\"]]]"#,
+        br#"[[\"a\",\"b\"],]"#,
+        br#"[[\"a\"]]"#,
+        br#"[[\"a\",\"b\",\"c\"]]"#,
+        br#"[[\"a\",\"b]]"#,
+        br#"[[\"a\",\"b\\"]]"#,
+        br#"[[\"a\",\"b\\\"]]"#,
+        br#"[[\"a\",\"b\\\\\"]]"#,
+        br#"[[\"a\",\"\u0062\"]]"#,
+        br#"[[\"a\",\"\/\"]]"#,
+        // An outer escape that is not a quote, then what would read on as
+        // the next string: only the escape's second byte tells them apart.
+        br#"[[\"a\/,\"b\"]]"#,
+        br#"[[\"a\\,\"b\"]]"#,
+        br#"[[\"a\",\"b\n]]"#,
+        // Outer escapes inside an inner string: a raw control byte there
+        // (refused), and characters any JSON may escape (read).
+        br#"[[\"a\",\"b\nc\"]]"#,
+        br#"[[\"a\",\"b\u0009c\"]]"#,
+        br#"[[\"a\",\"b\/c\"]]"#,
+        br#"[[\"a\",\"b\u0041c\"]]"#,
+        br#"[[\"a\",\"b\\\/c\"]]"#,
+        br#"[[\"a\",\"b\\\u0022c\"]]"#,
+        br#"[[\"a\",\"b\\\u0009c\"]]"#,
+        br#"[[\"a\",\"b\\u00e9\\ud83d\\ude00\\q\"]]"#,
+        br#"[[\"a\",\"b\\ud83d\"]]"#,
+        br#"[[\"a\",1]]"#,
+        br#"[[\"a\",\"b\"] ]"#,
+        br#"\u005b[\"a\",\"b\"]]"#,
+        br#"[[\""#,
+        br#"[\"#,
+    ] {
+        let mut line = br#"{"method":"GET","uri":"/","version":"HTTP/1.1","headers":""#.to_vec();
+        line.extend_from_slice(headers);
+        line.extend_from_slice(b"\"}");
+        let text = String::from_utf8_lossy(&line).into_owned();
+        let mut tmp = Scratch::default();
+        let serde_reads = serde_record(&line, &mut tmp).is_ok_and(|f| {
+            let t = f.headers_text.expect("a text");
+            let buf = match t.base {
+                Base::Line => &line[t.start..t.start + t.len],
+                _ => &tmp.text[..],
+            };
+            resolved_pairs(buf, false).is_some()
+        });
+        assert!(paths_agree(&line).is_ok(), "{text}");
+        assert_eq!(
+            parse(&line, &mut Scratch::default()).is_ok(),
+            serde_reads,
+            "{text}"
+        );
+    }
+}
+
+/// Whether `line` parses, and to what headers, when serde reads it: the
+/// record, then its `headers` text.
+fn serde_headers(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut s = Scratch::default();
+    let f = serde_record(line, &mut s).ok()?;
+    let t = f.headers_text.expect("a text");
+    let buf = match t.base {
+        Base::Line => &line[t.start..t.start + t.len],
+        _ => &s.text[..],
+    };
+    resolved_pairs(buf, false)
+}
+
+/// Headers texts put together from the pieces that make the two layers
+/// hard to tell apart (quotes and backslashes of either layer, spelled
+/// plainly or as `\u` escapes), read as serde reads them or refused as it
+/// refuses them.
+#[test]
+fn token_soup_headers_are_read_as_serde_reads_them() {
+    // Good inside an inner string, in the outer layer's spelling.
+    const CONTENT: [&[u8]; 9] = [
+        b"a",
+        br#"\\\""#,
+        br#"\\\\"#,
+        br#"\\u0022"#,
+        br#"\\u005c"#,
+        br#"\\n"#,
+        br#"\/"#,
+        br#"\u0041"#,
+        b"\xc3\xa9",
+    ];
+    // What may end a string, start an escape or break the structure.
+    const TRICKY: [&[u8]; 9] = [
+        br#"\""#,
+        br#"\\"#,
+        br#"\u005c"#,
+        br#"\u0022"#,
+        br#"\n"#,
+        b",",
+        b"[",
+        b"]",
+        b" ",
+    ];
+    let mut rng = fastrand::Rng::with_seed(0x70_6b65_6e73);
+    let piece = |rng: &mut fastrand::Rng, text: &mut Vec<u8>| {
+        let p = if rng.u8(..10) < 8 {
+            CONTENT[rng.usize(..CONTENT.len())]
+        } else {
+            TRICKY[rng.usize(..TRICKY.len())]
+        };
+        text.extend_from_slice(p);
+    };
+    let (mut read, mut refused) = (0, 0);
+    for _ in 0..20_000 {
+        let mut text = b"[".to_vec();
+        for i in 0..rng.usize(1..4) {
+            if i > 0 {
+                text.push(b',');
+            }
+            text.extend_from_slice(br#"[\""#);
+            for _ in 0..rng.usize(..5) {
+                piece(&mut rng, &mut text);
+            }
+            text.extend_from_slice(br#"\",\""#);
+            for _ in 0..rng.usize(..5) {
+                piece(&mut rng, &mut text);
+            }
+            text.extend_from_slice(br#"\"]"#);
+        }
+        text.push(b']');
+        let mut line = br#"{"method":"GET","uri":"/","version":"HTTP/1.1","headers":""#.to_vec();
+        line.extend_from_slice(&text);
+        line.extend_from_slice(b"\"}");
+        let shown = String::from_utf8_lossy(&line).into_owned();
+        assert!(
+            paths_agree(&line).is_ok(),
+            "{shown}: {:?}",
+            paths_agree(&line)
+        );
+        let want = serde_headers(&line);
+        let got = parse(&line, &mut Scratch::default()).ok().map(|p| {
+            p.headers
+                .iter()
+                .flat_map(|h| [h.name().to_vec(), h.value().to_vec()])
+                .collect::<Vec<_>>()
+        });
+        assert_eq!(got, want, "{shown}");
+        read += usize::from(got.is_some());
+        refused += usize::from(got.is_none());
+    }
+    assert!(read > 3000 && refused > 3000, "{read} {refused}");
+}
