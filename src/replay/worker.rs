@@ -28,6 +28,9 @@ const CLEAR_CAP: usize = 64;
 struct Side<'c> {
     config: &'c Config,
     scores: Vec<f64>,
+    /// Each model's name as a JSON string, written once here rather than
+    /// checked and quoted on every output line.
+    quoted: Vec<Vec<u8>>,
 }
 
 /// The result of one side for one request.
@@ -139,6 +142,17 @@ impl<'c> Worker<'c> {
         let side = |config: &'c Config| Side {
             config,
             scores: vec![0.0; config.model_count()],
+            quoted: config.scorer().map_or(Vec::new(), |s| {
+                s.models()
+                    .iter()
+                    .map(|m| {
+                        let mut q = Vec::new();
+                        // Writing to a Vec cannot fail.
+                        let _ = write_json_str(&mut q, m.name());
+                        q
+                    })
+                    .collect()
+            }),
         };
         Worker {
             primary: side(primary),
@@ -323,27 +337,21 @@ fn write_side(out: &mut Vec<u8>, side: &Side<'_>, o: Outcome) -> std::io::Result
     out.extend_from_slice(b",\"action\":\"");
     out.extend_from_slice(o.decision.action.as_str().as_bytes());
     out.extend_from_slice(b"\",\"flagged\":");
-    let scorer = side.config.scorer();
-    match (o.decision.flagged_by, scorer) {
-        // Model names are free of control characters and quotes are rare
-        // enough that escaping them through serde_json is fine.
-        (Some(i), Some(s)) => write_json_str(out, s.model_name(i).unwrap_or_default())?,
-        _ => out.extend_from_slice(b"null"),
+    match o.decision.flagged_by.and_then(|i| side.quoted.get(i)) {
+        Some(name) => out.extend_from_slice(name),
+        None => out.extend_from_slice(b"null"),
     }
     out.extend_from_slice(b",\"scores\":{");
-    if let Some(s) = scorer {
-        for (i, m) in s.models().iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            write_json_str(out, m.name())?;
-            out.push(b':');
-            let score = side.scores[i];
-            if o.scored && score.is_finite() {
-                push_f64(out, score);
-            } else {
-                out.extend_from_slice(b"null");
-            }
+    for (i, (name, &score)) in side.quoted.iter().zip(&side.scores).enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(name);
+        out.push(b':');
+        if o.scored && score.is_finite() {
+            push_f64(out, score);
+        } else {
+            out.extend_from_slice(b"null");
         }
     }
     out.push(b'}');
@@ -365,6 +373,8 @@ fn write_side(out: &mut Vec<u8>, side: &Side<'_>, o: Outcome) -> std::io::Result
     Ok(())
 }
 
+/// `s` as a JSON string. Names are free of control characters and quotes
+/// are rare enough that escaping them through serde_json is fine.
 fn write_json_str(out: &mut Vec<u8>, s: &str) -> std::io::Result<()> {
     if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
         out.push(b'"');
