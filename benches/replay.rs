@@ -17,9 +17,11 @@
 //! line, owned copies of every field, output built as a `Value`, one thread.
 //!
 //! Each input is read once before it is measured (so no run pays for the
-//! disk), and every replay run is repeated `EDGEGUARD_BENCH_ROUNDS` times
-//! (default 3), 1 thread and all cores interleaved: the table shows the
-//! median run and the spread of wall times.
+//! disk), and every run is repeated `EDGEGUARD_BENCH_ROUNDS` times (default
+//! 3), the baseline (first size only), 1 thread and all cores interleaved:
+//! the table shows the median run and the spread of wall times, and a line
+//! per configuration the ratio of each round's baseline to the one-thread
+//! replay run beside it.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
@@ -86,6 +88,8 @@ fn main() {
     let thread_counts: Vec<usize> = if cores > 1 { vec![1, cores] } else { vec![1] };
 
     let mut table = Vec::new();
+    // Per round, one-thread replay against the baseline run beside it.
+    let mut ratios: Vec<(u64, &str, Vec<f64>)> = Vec::new();
     for (k, &n) in sizes.iter().enumerate() {
         let input = dir.join(format!("requests-{n}.jsonl"));
         generate(n, &input);
@@ -94,12 +98,36 @@ fn main() {
         // Into the page cache, so the first run does not pay for the disk.
         std::io::copy(&mut File::open(&input).unwrap(), &mut std::io::sink()).unwrap();
         for (label, config) in &configs {
-            // The baseline on the first size only: it is the slow one.
-            if k == 0 {
-                let exe = std::env::current_exe().unwrap();
-                let mut cmd = Command::new(exe);
+            // The baseline on the first size only (it is the slow one), in
+            // every round, interleaved with the replay runs: a change in
+            // the machine's load hits both, and the ratio of each round
+            // compares runs seconds apart.
+            let with_baseline = k == 0;
+            let baseline_cmd = || {
+                let mut cmd = Command::new(std::env::current_exe().unwrap());
                 cmd.arg("baseline").arg(config).arg(&input);
-                let run = measure(cmd);
+                cmd
+            };
+            let mut base_runs = Vec::new();
+            let mut runs: Vec<Vec<Run>> = thread_counts.iter().map(|_| Vec::new()).collect();
+            for _ in 0..rounds {
+                if with_baseline {
+                    base_runs.push(measure(baseline_cmd()));
+                }
+                for (i, &threads) in thread_counts.iter().enumerate() {
+                    runs[i].push(replay_run(&binary, config, threads, &dir, &input, n));
+                }
+            }
+            if with_baseline {
+                // Baseline wall time over one-thread replay's, round by round.
+                let mut per_round: Vec<f64> = base_runs
+                    .iter()
+                    .zip(&runs[0])
+                    .map(|(b, r)| b.wall.as_secs_f64() / r.wall.as_secs_f64())
+                    .collect();
+                per_round.sort_by(f64::total_cmp);
+                ratios.push((n, *label, per_round));
+                let (run, spread) = median(base_runs);
                 let rate = n as f64 / run.wall.as_secs_f64();
                 table.push(Row {
                     n,
@@ -107,7 +135,7 @@ fn main() {
                     name: "baseline (Value per line)",
                     threads: 1,
                     run,
-                    spread: None,
+                    spread,
                     rate,
                     base: rate,
                 });
@@ -117,13 +145,6 @@ fn main() {
                 .find(|r| r.config == *label && r.name.starts_with("baseline"))
                 .map(|r| r.rate)
                 .unwrap();
-            // Interleaved, so a change in the machine's load hits both.
-            let mut runs: Vec<Vec<Run>> = thread_counts.iter().map(|_| Vec::new()).collect();
-            for _ in 0..rounds {
-                for (i, &threads) in thread_counts.iter().enumerate() {
-                    runs[i].push(replay_run(&binary, config, threads, &dir, &input, n));
-                }
-            }
             for (&threads, runs) in thread_counts.iter().zip(runs) {
                 let (run, spread) = median(runs);
                 table.push(Row {
@@ -133,7 +154,7 @@ fn main() {
                     threads,
                     rate: n as f64 / run.wall.as_secs_f64(),
                     run,
-                    spread: Some(spread),
+                    spread,
                     base,
                 });
             }
@@ -146,14 +167,14 @@ fn main() {
     println!("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for r in &table {
         println!(
-            "| {} | {} | {} | {} | {:.2} | {} | {:.0} | {:.2}x | {:.0}% | {:.0} | {:.1} MiB |",
+            "| {} | {} | {} | {} | {:.2} | {:.2}–{:.2} | {:.0} | {:.2}x | {:.0}% | {:.0} | {:.1} MiB |",
             r.n,
             r.config,
             r.name,
             r.threads,
             r.run.wall.as_secs_f64(),
-            r.spread
-                .map_or("1 run".to_string(), |(lo, hi)| format!("{lo:.2}–{hi:.2}")),
+            r.spread.0,
+            r.spread.1,
             r.rate,
             r.rate / r.base,
             r.run.cpu_pct(),
@@ -182,10 +203,19 @@ fn main() {
             );
         }
     }
+    for (n, label, per_round) in &ratios {
+        let shown: Vec<String> = per_round.iter().map(|r| format!("{r:.2}x")).collect();
+        println!(
+            "side by side, {n} requests, {label}: 1-thread replay vs the baseline run beside it, \
+             median {:.2}x (rounds, sorted: {})",
+            per_round[per_round.len() / 2],
+            shown.join(" ")
+        );
+    }
     amdahl(&table, sizes[0], configs[0].0, configs[1].0);
     println!(
         "\n(machine: {cores} cores; CPU used is user + system time over wall time, 100% = one core; \
-         {rounds} rounds per replay row; inputs in {})",
+         {rounds} rounds per row, the baseline's interleaved with replay's; inputs in {})",
         dir.display()
     );
 }
@@ -260,8 +290,8 @@ struct Row {
     name: &'static str,
     threads: usize,
     run: Run,
-    /// Fastest and slowest wall time over the rounds (replay rows).
-    spread: Option<(f64, f64)>,
+    /// Fastest and slowest wall time over the rounds.
+    spread: (f64, f64),
     rate: f64,
     base: f64,
 }
