@@ -26,7 +26,10 @@
 //! Two paths fill the same spans. A hand-written scanner (`record/fast.rs`)
 //! reads every line first: strings without escapes are views of the line,
 //! escaped ones are unescaped into the worker's [`Scratch`], which keeps its
-//! capacity from line to line, so a good line costs no allocation at all. On
+//! capacity from line to line, so a good line costs no allocation at all.
+//! A log line's `headers` text is read in place, both layers of escaping at
+//! once, when it is laid out as record.lua writes it; else it is unescaped
+//! whole and read as a second document. On
 //! anything it does not expect it gives up, and serde_json (seeds below,
 //! borrowing where it can) parses the line again: it is the reference, and
 //! its errors are the messages reported. A test holds the two to the same
