@@ -280,7 +280,29 @@ impl<'a> Cursor<'a> {
         pairs: &mut Vec<(Span, Span)>,
     ) -> bool {
         let (o, p) = (owned.len(), pairs.len());
-        let read = self.nested_list(s, e, owned, tmp, pairs).is_some();
+        // Reads stop at the outer string's end.
+        let b = &self.buf[..e];
+        let token = |i: &mut usize, t: u8| (b.get(*i) == Some(&t)).then(|| *i += 1);
+        let mut list = || -> Option<()> {
+            let mut i = s;
+            token(&mut i, b'[')?;
+            if token(&mut i, b']').is_none() {
+                loop {
+                    token(&mut i, b'[')?;
+                    let k = self.nested_string(b, &mut i, owned, tmp)?;
+                    token(&mut i, b',')?;
+                    let v = self.nested_string(b, &mut i, owned, tmp)?;
+                    token(&mut i, b']')?;
+                    pairs.push((k, v));
+                    if token(&mut i, b']').is_some() {
+                        break;
+                    }
+                    token(&mut i, b',')?;
+                }
+            }
+            (i == e).then_some(())
+        };
+        let read = list().is_some();
         if !read {
             owned.truncate(o);
             pairs.truncate(p);
@@ -288,38 +310,7 @@ impl<'a> Cursor<'a> {
         read
     }
 
-    /// [`Self::nested_pairs`], giving up half way.
-    fn nested_list(
-        &self,
-        s: usize,
-        e: usize,
-        owned: &mut Vec<u8>,
-        tmp: &mut Vec<u8>,
-        pairs: &mut Vec<(Span, Span)>,
-    ) -> Option<()> {
-        // Reads stop at the outer string's end.
-        let b = &self.buf[..e];
-        let token = |i: &mut usize, t: u8| (b.get(*i) == Some(&t)).then(|| *i += 1);
-        let mut i = s;
-        token(&mut i, b'[')?;
-        if token(&mut i, b']').is_none() {
-            loop {
-                token(&mut i, b'[')?;
-                let k = self.nested_string(b, &mut i, owned, tmp)?;
-                token(&mut i, b',')?;
-                let v = self.nested_string(b, &mut i, owned, tmp)?;
-                token(&mut i, b']')?;
-                pairs.push((k, v));
-                if token(&mut i, b']').is_some() {
-                    break;
-                }
-                token(&mut i, b',')?;
-            }
-        }
-        (i == e).then_some(())
-    }
-
-    /// An inner string at `b[*i]` of [`Self::nested_list`], from its `\"`
+    /// An inner string at `b[*i]` of [`Self::nested_pairs`], from its `\"`
     /// to its `\"`. Every special byte inside is a backslash: `\"` ends the
     /// string, `\\` starts an inner escape, whose own character may be
     /// escaped in the outer layer too (`\\\"`, `\\\\`); any other outer
