@@ -24,9 +24,10 @@ pub(crate) const PAIR_CONDITIONS: usize = 1024;
 /// Trees per group of the AVX-512 kernel: one byte lane each.
 pub(crate) const BYTE_LANES: usize = 64;
 /// Trees whose leaf offsets a kernel computes in one call
-/// (`Trees::offsets`) before any of their leaves is added: 2 KiB of stack,
-/// a whole number of blocks and of AVX-512 groups.
-pub(crate) const CHUNK_TREES: usize = 512;
+/// (`Trees::offsets`): one AVX-512 group, eight blocks. The sums compute
+/// a chunk's offsets while the previous chunk's leaves are added, so a
+/// chunk is small enough for the core to hold both at once.
+pub(crate) const CHUNK_TREES: usize = 64;
 
 /// Borders per vector of [`FloatBorders`]: one AVX-512 register of `f32`.
 pub(crate) const BORDER_LANES: usize = 16;
@@ -57,6 +58,12 @@ pub(crate) struct FloatBorders {
     /// Per feature, for the scalar path: the feature, its NaN fill and its
     /// borders `start..end` (also its condition bits).
     pub(crate) runs: Vec<(u32, f32, u32, u32)>,
+    /// Per run, for the scalar and AVX2 paths: its first eight borders,
+    /// padded with NaN (which no value is above). A run of at most eight
+    /// ascends, so its answers to "border below the value" are a run of
+    /// ones: one compare gives the run's bits as they are. Longer runs
+    /// are searched instead.
+    pub(crate) eights: Vec<[f32; 8]>,
 }
 
 impl FloatBorders {
@@ -70,6 +77,10 @@ impl FloatBorders {
         self.features.resize(self.borders.len(), feature);
         self.fills.resize(self.borders.len(), fill);
         self.feature_end = self.feature_end.max(feature as usize + 1);
+        let mut eight = [f32::NAN; 8];
+        let first = &borders[..borders.len().min(8)];
+        eight[..first.len()].copy_from_slice(first);
+        self.eights.push(eight);
     }
 
     /// Pads the borders to whole vectors once every run is in.

@@ -334,6 +334,65 @@ pub(crate) fn set_ones(words: &mut [u64], mut at: usize, mut count: usize) {
     }
 }
 
+/// Bit patterns ORed into a packed bit array in ascending order of where
+/// they go (as the float borders' runs are laid out), gathered in a
+/// register and written a word at a time: ORing each into memory would
+/// make each wait for the previous one's store to the same word.
+pub(crate) struct PendingBits<'a> {
+    words: &'a mut [u64],
+    /// Words `base` and `base + 1`, not yet written.
+    pending: u128,
+    base: usize,
+}
+
+impl<'a> PendingBits<'a> {
+    pub(crate) fn new(words: &'a mut [u64]) -> Self {
+        PendingBits {
+            words,
+            pending: 0,
+            base: 0,
+        }
+    }
+
+    /// ORs `pattern` in from bit `at` on. Bits come in order: `at` is not
+    /// in an earlier word than any bit set before (the window holds two
+    /// words, from `at`'s on).
+    #[inline(always)]
+    pub(crate) fn or(&mut self, at: usize, pattern: u64) {
+        // Where patterns go is the model's, not the document's: this loop
+        // runs the same on every prediction, so it is never mispredicted.
+        while self.base < at / 64 {
+            self.words[self.base] |= self.pending as u64;
+            self.pending >>= 64;
+            self.base += 1;
+        }
+        self.pending |= u128::from(pattern) << (at % 64);
+    }
+
+    /// Sets bits `at..at + count`, on the same terms as [`PendingBits::or`].
+    #[inline(always)]
+    pub(crate) fn ones(&mut self, mut at: usize, mut count: usize) {
+        while count > 64 {
+            self.or(at, u64::MAX);
+            at += 64;
+            count -= 64;
+        }
+        // `count` is the document's: no branch on it below 64.
+        self.or(at, ((1u128 << count) - 1) as u64);
+    }
+
+    /// Writes what is pending.
+    #[inline(always)]
+    pub(crate) fn finish(self) {
+        if let Some(w) = self.words.get_mut(self.base) {
+            *w |= self.pending as u64;
+        }
+        if let Some(w) = self.words.get_mut(self.base + 1) {
+            *w |= (self.pending >> 64) as u64;
+        }
+    }
+}
+
 /// ORs the 64-bit `pattern` (bit 0 first) into a packed bit array from bit
 /// `at` on. Only words the pattern's set bits reach are written.
 #[inline(always)]
@@ -369,6 +428,38 @@ mod tests {
                     .collect();
                 assert_eq!(bits(&words, 384), want, "at {at} count {count}");
             }
+        }
+    }
+
+    /// Patterns and runs gathered by PendingBits land where or_pattern and
+    /// set_ones put them one by one: random patterns and runs (shorter and
+    /// longer than a word), each after the last as the float borders' runs
+    /// are, arrays ending anywhere.
+    #[test]
+    fn pending_bits_write_what_one_by_one_writes() {
+        let mut rng = fastrand::Rng::with_seed(0x5eed_b175);
+        for _ in 0..2000 {
+            let len = rng.usize(1..8);
+            let (mut pending, mut direct) = (vec![0u64; len], vec![0u64; len]);
+            let mut bits = PendingBits::new(&mut pending);
+            let mut at = rng.usize(..8);
+            while at < len * 64 {
+                let room = len * 64 - at;
+                if rng.bool() {
+                    let width = rng.usize(1..=room.min(64));
+                    let pattern = rng.u64(..) >> (64 - width);
+                    bits.or(at, pattern);
+                    or_pattern(&mut direct, at, pattern);
+                    at += width + rng.usize(..3);
+                } else {
+                    let count = rng.usize(..=room.min(150));
+                    bits.ones(at, count);
+                    set_ones(&mut direct, at, count);
+                    at += count + rng.usize(..3);
+                }
+            }
+            bits.finish();
+            assert_eq!(pending, direct);
         }
     }
 

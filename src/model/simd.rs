@@ -30,6 +30,9 @@
 use std::arch::x86_64::*;
 
 #[cfg(target_arch = "x86_64")]
+use super::trees::{sum_chunks, sum_pair_chunks, Chain, ChunkOffsets};
+
+#[cfg(target_arch = "x86_64")]
 use super::layout::{
     FloatBorders, Trees, BORDER_LANES, BYTE_CONDITIONS, BYTE_LANES, CHUNK_TREES, LANES,
 };
@@ -118,6 +121,23 @@ pub(crate) unsafe fn float_bits(b: &FloatBorders, floats: &[f32], words: &mut [u
         let above = _mm512_cmp_ps_mask::<_CMP_GT_OQ>(v, border);
         words[k / 4] |= u64::from(above) << (16 * (k % 4));
     }
+}
+
+/// [`FloatBorders::set_bits`] with AVX2: a short run's borders compared
+/// with the value at once, the compare's mask being the run's bits.
+///
+/// # Safety
+/// AVX2 must be available on this CPU.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn float_bits_runs(b: &FloatBorders, floats: &[f32], words: &mut [u64]) {
+    b.set_runs(floats, words, |eight, v| {
+        // SAFETY: `eight` is exactly the eight f32 loaded.
+        let borders = unsafe { _mm256_loadu_ps(eight.as_ptr()) };
+        // Ordered "border < value": false for NaN and the NaN padding.
+        let below = _mm256_cmp_ps::<_CMP_LT_OQ>(borders, _mm256_set1_ps(v));
+        _mm256_movemask_ps(below) as u32 as u64
+    });
 }
 
 /// The first leaf and the leaf index of each of the eight trees of one
@@ -313,6 +333,330 @@ pub(crate) unsafe fn sum_dims(trees: &Trees, words: &[u64], leaves: &[f64], out:
             }
         }
     }
+}
+
+// The shuffle kernel (below) computes one AVX-512-layout group per chunk.
+#[cfg(target_arch = "x86_64")]
+const _: () = assert!(CHUNK_TREES == BYTE_LANES);
+
+/// Table counts the shuffle kernel is compiled for: each table costs a
+/// `vpshufb` and a `vpblendvb` per 32 tree-levels, so a model gets the
+/// smallest count that covers its conditions, not the next power of two.
+#[cfg(target_arch = "x86_64")]
+const TABLE_COUNTS: [usize; 11] = [1, 2, 3, 4, 6, 8, 12, 16, 20, 24, 32];
+
+/// The shuffle kernel's 16-byte tables (128 conditions each) for trees
+/// reading bits below `bit_end`: the smallest of [`TABLE_COUNTS`] that
+/// covers them (the byte layout stops at 4096 conditions, 32 tables).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn shuffle_tables(bit_end: usize) -> usize {
+    let need = bit_end.div_ceil(128);
+    TABLE_COUNTS
+        .into_iter()
+        .find(|&t| t >= need)
+        .unwrap_or(BYTE_CONDITIONS / 128)
+}
+
+/// Calls `$f::<T, D>($args)` for `$tables` tables and depth `$depth` (D is
+/// 6, the depth models are usually trained with, or 0: the trees' own).
+#[cfg(target_arch = "x86_64")]
+macro_rules! by_tables {
+    ($f:ident, $tables:expr, $depth:expr, ($($arg:expr),*)) => {{
+        macro_rules! call {
+            ($t:literal) => {
+                if $depth == 6 { $f::<$t, 6>($($arg),*) } else { $f::<$t, 0>($($arg),*) }
+            };
+        }
+        match $tables {
+            1 => call!(1),
+            2 => call!(2),
+            3 => call!(3),
+            4 => call!(4),
+            6 => call!(6),
+            8 => call!(8),
+            12 => call!(12),
+            16 => call!(16),
+            20 => call!(20),
+            24 => call!(24),
+            _ => call!(32),
+        }
+    }};
+}
+
+/// The packed condition bits as `T` tables of 16 bytes, each in both
+/// halves of a register; bytes past the array are conditions no tree reads.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn tables<const T: usize>(words: &[u64]) -> [__m256i; T] {
+    std::array::from_fn(|k| {
+        let mut w = [0u64; 2];
+        let have = words.get(2 * k..).unwrap_or_default();
+        let n = have.len().min(2);
+        w[..n].copy_from_slice(&have[..n]);
+        // SAFETY: `w` is exactly the 16 bytes loaded.
+        let t = unsafe { _mm_loadu_si128(w.as_ptr().cast()) };
+        _mm256_broadcastsi128_si256(t)
+    })
+}
+
+/// The shuffle kernel over one model's trees, its tables built once for a
+/// whole prediction. Only made by the functions below, which require AVX2:
+/// that is what makes calling the AVX2 code from `chunk` sound.
+#[cfg(target_arch = "x86_64")]
+struct Shuffle<'a, const T: usize, const D: usize> {
+    trees: &'a Trees,
+    tables: &'a [__m256i; T],
+}
+
+#[cfg(target_arch = "x86_64")]
+impl<const T: usize, const D: usize> ChunkOffsets for Shuffle<'_, T, D> {
+    #[inline(always)]
+    fn chunks(&self) -> usize {
+        self.trees.chunks()
+    }
+
+    #[inline(always)]
+    fn chunk(&self, c: usize, out: &mut [u32; CHUNK_TREES]) -> usize {
+        // SAFETY: a Shuffle exists only inside the AVX2 functions below.
+        unsafe { group_offsets::<T, D>(self.trees, self.tables, c, out) };
+        (self.trees.count - c * CHUNK_TREES).min(CHUNK_TREES)
+    }
+}
+
+/// The bounds the shuffle kernel relies on, checked once per call: a plan
+/// that broke them would be a bug, and this turns it into a panic.
+#[cfg(target_arch = "x86_64")]
+fn check_shuffle(trees: &Trees) {
+    assert!(
+        !trees.bytes.is_empty() && trees.bit_end <= BYTE_CONDITIONS,
+        "trees without the byte layout"
+    );
+}
+
+/// [`Trees::offsets`] with the AVX2 shuffle kernel (see [`group_offsets`]),
+/// for one chunk; the sums use [`sum_shuffle`] and [`sum_pair_shuffle`],
+/// which build the tables once.
+///
+/// # Safety
+/// AVX2 must be available on this CPU.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn offsets_shuffle(
+    trees: &Trees,
+    words: &[u64],
+    c: usize,
+    out: &mut [u32; CHUNK_TREES],
+) {
+    check_shuffle(trees);
+    #[target_feature(enable = "avx2")]
+    fn one<const T: usize, const D: usize>(
+        trees: &Trees,
+        words: &[u64],
+        c: usize,
+        out: &mut [u32; CHUNK_TREES],
+    ) {
+        // SAFETY: this function is compiled for AVX2 and called only
+        // from offsets_shuffle, whose caller has checked for it.
+        unsafe { group_offsets::<T, D>(trees, &tables::<T>(words), c, out) };
+    }
+    by_tables!(
+        one,
+        shuffle_tables(trees.bit_end),
+        0,
+        (trees, words, c, out)
+    )
+}
+
+/// [`Trees::sum`] with the AVX2 shuffle kernel.
+///
+/// # Safety
+/// AVX2 must be available on this CPU.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn sum_shuffle(trees: &Trees, words: &[u64], leaves: &[f64]) -> f64 {
+    check_shuffle(trees);
+    #[target_feature(enable = "avx2")]
+    fn sum<const T: usize, const D: usize>(trees: &Trees, words: &[u64], leaves: &[f64]) -> f64 {
+        let tables = tables::<T>(words);
+        sum_chunks(
+            &Shuffle::<T, D> {
+                trees,
+                tables: &tables,
+            },
+            leaves,
+        )
+    }
+    by_tables!(
+        sum,
+        shuffle_tables(trees.bit_end),
+        trees.depth,
+        (trees, words, leaves)
+    )
+}
+
+/// [`sum_pair`](super::trees::sum_pair) with the AVX2 shuffle kernel: the
+/// two models read the same condition bits, so one set of tables (enough
+/// for both) serves them.
+///
+/// # Safety
+/// AVX2 must be available on this CPU.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn sum_pair_shuffle(a: &Chain<'_>, b: &Chain<'_>) -> (f64, f64) {
+    check_shuffle(a.trees);
+    check_shuffle(b.trees);
+    assert!(std::ptr::eq(a.words, b.words), "a pair reads one bit array");
+    #[target_feature(enable = "avx2")]
+    fn pair<const T: usize, const D: usize>(a: &Chain<'_>, b: &Chain<'_>) -> (f64, f64) {
+        let tables = tables::<T>(a.words);
+        let (shuffle_a, shuffle_b) = (
+            Shuffle::<T, D> {
+                trees: a.trees,
+                tables: &tables,
+            },
+            Shuffle::<T, D> {
+                trees: b.trees,
+                tables: &tables,
+            },
+        );
+        sum_pair_chunks(&shuffle_a, a.leaves, &shuffle_b, b.leaves)
+    }
+    let depth = if a.trees.depth == b.trees.depth {
+        a.trees.depth
+    } else {
+        0
+    };
+    by_tables!(
+        pair,
+        shuffle_tables(a.trees.bit_end.max(b.trees.bit_end)),
+        depth,
+        (a, b)
+    )
+}
+
+/// The leaf offsets of the trees of group `g` (one chunk) with AVX2 and no
+/// gathers, from the byte layout of the AVX-512 kernel: each level of 32
+/// trees looks its byte number's low four bits up in every table with
+/// `vpshufb` and picks its table's answer with a tree of `vpblendvb` on
+/// bits 4-8 ([`pick`]), then tests the tree's bit in that byte. AMD's
+/// gathers are microcoded (an 8-lane gather costs what ~20 plain
+/// instructions do there); this is about 2T + 8 instructions per 32
+/// tree-levels for `T` tables, and reads no memory through an index.
+///
+/// # Safety
+/// AVX2 must be available on this CPU; `tables` must cover `trees.bit_end`
+/// (a missing table reads as zero bits, which is wrong but not unsound).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+unsafe fn group_offsets<const T: usize, const D: usize>(
+    trees: &Trees,
+    tables: &[__m256i; T],
+    g: usize,
+    out: &mut [u32; CHUNK_TREES],
+) {
+    const HALF: usize = BYTE_LANES / 2;
+    let depth = if D == 0 { trees.depth } else { D };
+    let stride = (2 * depth + 1) * BYTE_LANES;
+    let group = &trees.bytes[g * stride..][..stride];
+    let high = &trees.high[g * depth..][..depth];
+    let first = &trees.first[g * BYTE_LANES..][..BYTE_LANES];
+    let load = |row: &[u8]| {
+        let row: &[u8; HALF] = row.try_into().expect("32-byte row");
+        // SAFETY: `row` is exactly the 32 bytes loaded.
+        unsafe { _mm256_loadu_si256(row.as_ptr().cast()) }
+    };
+    // For bit 8 of the byte numbers: byte i of a register gets byte i / 8
+    // of a 32-bit lane mask, then is tested against its own bit.
+    let spread = _mm256_setr_epi8(
+        0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, //
+        2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3,
+    );
+    let own = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+    let low4 = _mm256_set1_epi8(0x0f);
+    let mut index = [0u8; BYTE_LANES];
+    for (h, index) in index.chunks_exact_mut(HALF).enumerate() {
+        let row = |k: usize| load(&group[k * BYTE_LANES + h * HALF..][..HALF]);
+        let mut acc = _mm256_setzero_si256();
+        for (d, &high) in high.iter().enumerate().take(depth) {
+            let numbers = row(2 * d);
+            let byte = if T > 8 {
+                // Byte numbers of 128 and more: bit 7 set would make
+                // vpshufb answer 0.
+                let at = _mm256_and_si256(numbers, low4);
+                let bit8 = if T > 16 {
+                    let lanes = _mm256_set1_epi32((high >> (h * HALF)) as u32 as i32);
+                    let mine = _mm256_and_si256(_mm256_shuffle_epi8(lanes, spread), own);
+                    // 0xff where bit 8 is set: vpblendvb reads bit 7.
+                    _mm256_cmpeq_epi8(mine, own)
+                } else {
+                    _mm256_setzero_si256()
+                };
+                pick(tables, at, numbers, bit8)
+            } else {
+                pick(tables, numbers, numbers, _mm256_setzero_si256())
+            };
+            let mask = row(2 * d + 1);
+            let taken = _mm256_cmpeq_epi8(_mm256_and_si256(byte, mask), mask);
+            acc = _mm256_or_si256(acc, _mm256_and_si256(taken, _mm256_set1_epi8(1 << d)));
+        }
+        acc = _mm256_and_si256(acc, row(2 * depth));
+        let index: &mut [u8; HALF] = index.try_into().expect("32 indexes");
+        // SAFETY: `index` is exactly the 32 bytes stored.
+        unsafe { _mm256_storeu_si256(index.as_mut_ptr().cast(), acc) };
+    }
+    for ((out, first), index) in out
+        .chunks_exact_mut(LANES)
+        .zip(first.chunks_exact(LANES))
+        .zip(index.chunks_exact(LANES))
+    {
+        // SAFETY: each slice is exactly what is loaded or stored: eight
+        // bytes of indexes, eight u32 first leaves, eight u32 offsets.
+        unsafe {
+            let index = _mm256_cvtepu8_epi32(_mm_loadl_epi64(index.as_ptr().cast()));
+            let first = _mm256_loadu_si256(first.as_ptr().cast());
+            _mm256_storeu_si256(out.as_mut_ptr().cast(), _mm256_add_epi32(first, index));
+        }
+    }
+}
+
+/// Byte `at & 15` of each table, then the table of each lane picked by bits
+/// 4-7 of `numbers` and by `bit8` (0xff or 0 per lane): a tree of
+/// `vpblendvb`, which reads bit 7 of each mask byte, so bit `b` is shifted
+/// up to it (16-bit shifts: a byte's bit 7 comes from that byte alone). An
+/// odd table out at a level moves up as it is: no lane that reads it has
+/// the level's bit set, since the table past it does not exist.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+#[inline]
+fn pick<const T: usize>(
+    tables: &[__m256i; T],
+    at: __m256i,
+    numbers: __m256i,
+    bit8: __m256i,
+) -> __m256i {
+    let mut r: [__m256i; T] = std::array::from_fn(|k| _mm256_shuffle_epi8(tables[k], at));
+    let mut n = T;
+    let mut bit = 4;
+    while n > 1 {
+        let select = match bit {
+            4 => _mm256_slli_epi16::<3>(numbers),
+            5 => _mm256_slli_epi16::<2>(numbers),
+            6 => _mm256_slli_epi16::<1>(numbers),
+            7 => numbers,
+            _ => bit8,
+        };
+        for k in 0..n / 2 {
+            r[k] = _mm256_blendv_epi8(r[2 * k], r[2 * k + 1], select);
+        }
+        if n % 2 == 1 {
+            r[n / 2] = r[n - 1];
+        }
+        n = n.div_ceil(2);
+        bit += 1;
+    }
+    r[0]
 }
 
 /// [`Trees::offsets`] with AVX-512: the model's packed condition bits (eight

@@ -9,7 +9,7 @@ use std::fmt;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use super::layout::{FloatBorders, Trees, CHUNK_TREES, LANES};
-use super::plan::set_ones;
+use super::plan::PendingBits;
 
 /// Which code evaluates the trees, narrowest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -113,8 +113,13 @@ impl Trees {
         }
         #[cfg(target_arch = "x86_64")]
         if kernel != Kernel::Scalar && Kernel::Avx2.is_available() {
-            // SAFETY: AVX2 was detected on this CPU just above.
-            unsafe { super::simd::offsets(self, words, c, out) };
+            if self.bytes.is_empty() {
+                // SAFETY: AVX2 was detected on this CPU just above.
+                unsafe { super::simd::offsets(self, words, c, out) };
+            } else {
+                // SAFETY: as above.
+                unsafe { super::simd::offsets_shuffle(self, words, c, out) };
+            }
             return n;
         }
         let _ = kernel;
@@ -130,8 +135,12 @@ impl Trees {
     pub(crate) fn sum(&self, kernel: Kernel, words: &[u64], leaves: &[f64]) -> f64 {
         #[cfg(target_arch = "x86_64")]
         {
+            if self.shuffles(kernel) {
+                // SAFETY: `shuffles` found AVX2 on this CPU.
+                return unsafe { super::simd::sum_shuffle(self, words, leaves) };
+            }
             if kernel == Kernel::Avx512 && !self.bytes.is_empty() && Kernel::Avx512.is_available() {
-                return self.sum_offsets(kernel, words, leaves);
+                return sum_chunks(&self.with(kernel, words), leaves);
             }
             if kernel != Kernel::Scalar && Kernel::Avx2.is_available() {
                 // SAFETY: AVX2 was detected on this CPU just above.
@@ -142,19 +151,21 @@ impl Trees {
         self.sum_scalar(words, leaves)
     }
 
-    /// [`Trees::sum`] through [`Trees::offsets`].
-    #[cfg(target_arch = "x86_64")]
-    fn sum_offsets(&self, kernel: Kernel, words: &[u64], leaves: &[f64]) -> f64 {
-        let mut at = [0u32; CHUNK_TREES];
-        let mut sum = 0.0;
-        for c in 0..self.chunks() {
-            let n = self.offsets(kernel, words, c, &mut at);
-            // In tree order, one addition at a time: CatBoost's sum.
-            for &a in &at[..n] {
-                sum += leaves[a as usize];
-            }
+    /// Whether `kernel` runs as the AVX2 shuffle kernel on these trees:
+    /// they have the byte layout, and AVX2 is the widest of `kernel` and
+    /// this CPU.
+    #[inline]
+    pub(crate) fn shuffles(&self, kernel: Kernel) -> bool {
+        !self.bytes.is_empty() && kernel.min(Kernel::detect()) == Kernel::Avx2
+    }
+
+    /// These trees' offsets through [`Trees::offsets`] with `kernel`.
+    fn with<'a>(&'a self, kernel: Kernel, words: &'a [u64]) -> KernelOffsets<'a> {
+        KernelOffsets {
+            trees: self,
+            kernel,
+            words,
         }
-        sum
     }
 
     /// Adds each tree's leaf vector into `out` (zeroed first), in tree order.
@@ -244,9 +255,10 @@ impl Trees {
 impl FloatBorders {
     /// ORs the float condition bits of `floats` into `words` (bit `i` for
     /// border `i`): with AVX-512 when `kernel` is [`Kernel::Avx512`] and the
-    /// CPU has it, border by border; else one binary search per feature for
-    /// its run of ones. Both compare the same values with the same `>` on
-    /// ascending borders, so the bits are the same (`float_bits_agree`).
+    /// CPU has it, border by border; else eight borders of one feature at a
+    /// time (one compare with AVX2), whose answers are the eight's bits.
+    /// All compare the same values with the same `>` on ascending borders,
+    /// so the bits are the same (`float_bits_agree`).
     #[inline]
     pub(crate) fn set_bits(&self, kernel: Kernel, floats: &[f32], words: &mut [u64]) {
         #[cfg(target_arch = "x86_64")]
@@ -255,17 +267,67 @@ impl FloatBorders {
             unsafe { super::simd::float_bits(self, floats, words) };
             return;
         }
+        #[cfg(target_arch = "x86_64")]
+        if kernel != Kernel::Scalar && Kernel::Avx2.is_available() {
+            // SAFETY: AVX2 was detected just above.
+            unsafe { super::simd::float_bits_runs(self, floats, words) };
+            return;
+        }
         let _ = kernel;
-        for &(feature, fill, start, end) in &self.runs {
+        self.set_runs(floats, words, |eight, v| {
+            let mut below = 0;
+            for (i, &b) in eight.iter().enumerate() {
+                below |= u64::from(b < v) << i;
+            }
+            below
+        });
+    }
+}
+
+impl FloatBorders {
+    /// [`FloatBorders::set_bits`] run by run, the answers of a run of at
+    /// most eight borders from `eight_below` (bit `i` for "border `i` below
+    /// the value"), longer runs by a search. Neither branches on the
+    /// document's values: whether a run is short is the model's.
+    #[inline(always)]
+    pub(crate) fn set_runs(
+        &self,
+        floats: &[f32],
+        words: &mut [u64],
+        eight_below: impl Fn(&[f32; 8], f32) -> u64,
+    ) {
+        let mut bits = PendingBits::new(words);
+        for (&(feature, fill, start, end), eight) in self.runs.iter().zip(&self.eights) {
             let mut v = floats[feature as usize];
             if v.is_nan() {
                 v = fill;
             }
-            // "Border below v" is CatBoost's `v > border`: false for NaN.
-            let above = self.borders[start as usize..end as usize].partition_point(|&b| b < v);
-            set_ones(words, start as usize, above);
+            if end - start <= 8 {
+                bits.or(start as usize, eight_below(eight, v));
+            } else {
+                let below = below(&self.borders[start as usize..end as usize], v);
+                bits.ones(start as usize, below);
+            }
         }
+        bits.finish();
     }
+}
+/// How many of the ascending `borders` are below `v` ("border below v" is
+/// CatBoost's `v > border`: false for NaN): a binary search whose steps
+/// select instead of branch, since the document's value decides them.
+#[inline(always)]
+pub(crate) fn below(borders: &[f32], v: f32) -> usize {
+    if borders.is_empty() {
+        return 0;
+    }
+    // Every border before `lo` is below v, none from `lo + n` on.
+    let (mut lo, mut n) = (0, borders.len());
+    while n > 1 {
+        let half = n / 2;
+        lo = std::hint::select_unpredictable(borders[lo + half - 1] < v, lo + half, lo);
+        n -= half;
+    }
+    lo + usize::from(borders[lo] < v)
 }
 
 /// One one-dimensional model's trees and what they read: its condition
@@ -276,39 +338,121 @@ pub(crate) struct Chain<'a> {
     pub(crate) leaves: &'a [f64],
 }
 
-/// The sums of two models' leaves, each in its own tree order: what
-/// [`Trees::sum`] gives for each, bit for bit. Each sum is a chain of
-/// dependent additions (CatBoost's order, so it cannot be split); the two
-/// chains are independent, and adding one leaf of each per step runs them
-/// side by side instead of one after the other.
-#[inline]
-pub(crate) fn sum_pair(kernel: Kernel, a: &Chain<'_>, b: &Chain<'_>) -> (f64, f64) {
-    let (mut at_a, mut at_b) = ([0u32; CHUNK_TREES], [0u32; CHUNK_TREES]);
+/// Where the sums get each chunk's leaf offsets: a kernel through
+/// [`Trees::offsets`] ([`KernelOffsets`]), or the AVX2 shuffle kernel with
+/// its tables built once per prediction (`simd.rs`).
+pub(crate) trait ChunkOffsets {
+    /// How many chunks there are.
+    fn chunks(&self) -> usize;
+    /// Chunk `c`'s offsets into the start of `out`; returns how many.
+    fn chunk(&self, c: usize, out: &mut [u32; CHUNK_TREES]) -> usize;
+}
+
+/// [`Trees::offsets`] with one kernel, for [`sum_chunks`].
+pub(crate) struct KernelOffsets<'a> {
+    trees: &'a Trees,
+    kernel: Kernel,
+    words: &'a [u64],
+}
+
+impl ChunkOffsets for KernelOffsets<'_> {
+    #[inline(always)]
+    fn chunks(&self) -> usize {
+        self.trees.chunks()
+    }
+
+    #[inline(always)]
+    fn chunk(&self, c: usize, out: &mut [u32; CHUNK_TREES]) -> usize {
+        self.trees.offsets(self.kernel, self.words, c, out)
+    }
+}
+
+/// One model's sum of leaves in tree order (CatBoost's sum, one addition
+/// at a time), a chunk of offsets ahead: chunk `c + 1`'s offsets are
+/// computed before chunk `c`'s leaves are added, so the core can work on
+/// them while the chain of additions runs.
+#[inline(always)]
+pub(crate) fn sum_chunks(o: &impl ChunkOffsets, leaves: &[f64]) -> f64 {
+    let mut at = [[0u32; CHUNK_TREES]; 2];
+    let mut sum = 0.0;
+    let mut n = if o.chunks() > 0 {
+        o.chunk(0, &mut at[0])
+    } else {
+        0
+    };
+    for c in 0..o.chunks() {
+        let [even, odd] = &mut at;
+        let (current, next) = if c % 2 == 0 { (even, odd) } else { (odd, even) };
+        let ahead = if c + 1 < o.chunks() {
+            o.chunk(c + 1, next)
+        } else {
+            0
+        };
+        for &a in &current[..n] {
+            sum += leaves[a as usize];
+        }
+        n = ahead;
+    }
+    sum
+}
+
+/// Two models' sums as [`sum_chunks`] gives each, bit for bit. Each sum is
+/// a chain of dependent additions (CatBoost's order, so it cannot be
+/// split); the two chains are independent, and adding one leaf of each per
+/// step runs them side by side instead of one after the other.
+#[inline(always)]
+pub(crate) fn sum_pair_chunks(
+    a: &impl ChunkOffsets,
+    leaves_a: &[f64],
+    b: &impl ChunkOffsets,
+    leaves_b: &[f64],
+) -> (f64, f64) {
+    let chunks = a.chunks().max(b.chunks());
+    let offsets = |c: usize, [at_a, at_b]: &mut [[u32; CHUNK_TREES]; 2]| {
+        let n_a = if c < a.chunks() { a.chunk(c, at_a) } else { 0 };
+        let n_b = if c < b.chunks() { b.chunk(c, at_b) } else { 0 };
+        (n_a, n_b)
+    };
+    // [buffer][model]: chunk c's offsets are in buffer c % 2.
+    let mut at = [[[0u32; CHUNK_TREES]; 2]; 2];
     let (mut sum_a, mut sum_b) = (0.0, 0.0);
-    for c in 0..a.trees.chunks().max(b.trees.chunks()) {
-        let n_a = if c < a.trees.chunks() {
-            a.trees.offsets(kernel, a.words, c, &mut at_a)
-        } else {
-            0
-        };
-        let n_b = if c < b.trees.chunks() {
-            b.trees.offsets(kernel, b.words, c, &mut at_b)
-        } else {
-            0
-        };
+    let (mut n_a, mut n_b) = offsets(0, &mut at[0]);
+    for c in 0..chunks {
+        let [even, odd] = &mut at;
+        let ([at_a, at_b], next) = if c % 2 == 0 { (even, odd) } else { (odd, even) };
+        let ahead = offsets(c + 1, next);
         let both = n_a.min(n_b);
         for (&x, &y) in at_a[..both].iter().zip(&at_b[..both]) {
-            sum_a += a.leaves[x as usize];
-            sum_b += b.leaves[y as usize];
+            sum_a += leaves_a[x as usize];
+            sum_b += leaves_b[y as usize];
         }
         for &x in &at_a[both..n_a] {
-            sum_a += a.leaves[x as usize];
+            sum_a += leaves_a[x as usize];
         }
         for &y in &at_b[both..n_b] {
-            sum_b += b.leaves[y as usize];
+            sum_b += leaves_b[y as usize];
         }
+        (n_a, n_b) = ahead;
     }
     (sum_a, sum_b)
+}
+
+/// Two models' sums on the same condition bits: [`sum_pair_chunks`] with
+/// each model's kernel, or the AVX2 shuffle kernel's pair sum, which builds
+/// its tables once for both.
+#[inline]
+pub(crate) fn sum_pair(kernel: Kernel, a: &Chain<'_>, b: &Chain<'_>) -> (f64, f64) {
+    #[cfg(target_arch = "x86_64")]
+    if a.trees.shuffles(kernel) && b.trees.shuffles(kernel) && std::ptr::eq(a.words, b.words) {
+        // SAFETY: `shuffles` found AVX2 on this CPU.
+        return unsafe { super::simd::sum_pair_shuffle(a, b) };
+    }
+    sum_pair_chunks(
+        &a.trees.with(kernel, a.words),
+        a.leaves,
+        &b.trees.with(kernel, b.words),
+        b.leaves,
+    )
 }
 
 /// Bit `p` of the packed condition bits.
@@ -334,7 +478,11 @@ mod tests {
     #[test]
     fn kernels_agree_on_random_layouts() {
         let mut next = rng(0x9e37_79b9_7f4a_7c15);
-        for bits in [2usize, 100, 1024, 1025, 2048, 2049, 3000, 4096, 5000] {
+        // Every table count of the AVX2 shuffle kernel (1 to 32 tables of
+        // 128 conditions), and past the byte layout (gathers).
+        for bits in [
+            2usize, 100, 200, 300, 500, 700, 1024, 1025, 1600, 2048, 2049, 2600, 3000, 4096, 5000,
+        ] {
             for depth in [1usize, 3, 6, 8] {
                 for count in [1usize, 63, 64, 65, 600] {
                     let zero = bits as u32 - 1;
@@ -361,6 +509,32 @@ mod tests {
                             "{kernel}: {bits} bits, depth {depth}, {count} trees"
                         );
                     }
+                }
+            }
+        }
+    }
+
+    /// The branch-free search counts what `partition_point` counts: every
+    /// length up to 40, values on, between and beyond the borders, NaN and
+    /// infinities.
+    #[test]
+    fn below_is_partition_point() {
+        let mut next = rng(0xb0_4de5);
+        for len in 0..40 {
+            for _ in 0..50 {
+                let mut borders: Vec<f32> =
+                    (0..len).map(|_| (next() % 64) as f32 / 4.0 - 8.0).collect();
+                borders.sort_by(f32::total_cmp);
+                let probes = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0];
+                for v in probes
+                    .into_iter()
+                    .chain((0..20).map(|_| (next() % 80) as f32 / 4.0 - 10.0))
+                {
+                    assert_eq!(
+                        below(&borders, v),
+                        borders.partition_point(|&b| b < v),
+                        "{v} in {borders:?}"
+                    );
                 }
             }
         }
@@ -393,9 +567,15 @@ mod tests {
             (Trees::build(&trees, zero, 1), words, leaves)
         };
         for (count_a, count_b) in [(1, 1), (291, 296), (600, 65), (65, 1100), (512, 513)] {
-            for bits in [100, 3000, 5000] {
+            for bits in [100, 455, 3000, 5000] {
                 let a = model(count_a, bits);
-                let b = model(count_b, bits);
+                let mut b = model(count_b, bits);
+                // Most pairs read one bit array, as a group's members do
+                // (the AVX2 shuffle kernel then builds its tables once for
+                // both); one in four reads two.
+                if !(count_a + bits).is_multiple_of(4) {
+                    b.1 = a.1.clone();
+                }
                 for kernel in [Kernel::Scalar, Kernel::Avx2, Kernel::Avx512] {
                     fn chain(kernel: Kernel, m: &Layout) -> (f64, Chain<'_>) {
                         let sum = m.0.sum(kernel, &m.1, &m.2);
@@ -408,6 +588,10 @@ mod tests {
                     }
                     let ((alone_a, chain_a), (alone_b, chain_b)) =
                         (chain(kernel, &a), chain(kernel, &b));
+                    let chain_b = Chain {
+                        words: if b.1 == a.1 { &a.1 } else { &b.1 },
+                        ..chain_b
+                    };
                     let (sum_a, sum_b) = sum_pair(kernel, &chain_a, &chain_b);
                     let what = format!("{kernel}: {count_a} and {count_b} trees, {bits} bits");
                     assert_eq!(sum_a.to_bits(), alone_a.to_bits(), "{what}");
@@ -421,8 +605,9 @@ mod tests {
         }
     }
 
-    /// The AVX-512 float conditions are the scalar ones, bit for bit, with
-    /// the values in registers (up to 64 features) and gathered (more):
+    /// The AVX2 and AVX-512 float conditions are the scalar ones, bit for
+    /// bit (AVX-512 with the values in registers, up to 64 features, and
+    /// gathered, more; runs shorter and longer than a word of bits):
     /// random borders, features and fills, values with NaN, infinities,
     /// signed zeros, equal to a border, random bits.
     #[test]
@@ -432,34 +617,24 @@ mod tests {
         for feature_count in [1usize, 16, 17, 33, 64, 65, 200] {
             for border_count in [1usize, 15, 16, 17, 158, 300] {
                 let mut fb = FloatBorders::default();
-                // Runs of 1 to 30 ascending borders, a random feature each
+                // Runs of ascending borders, a random feature each
                 // (a feature may have several runs: the bits are the same).
                 while fb.borders.len() < border_count {
                     let feature = (next() % feature_count as u64) as u32;
                     let fill = [f32::NAN, f32::NEG_INFINITY, f32::INFINITY][(next() % 3) as usize];
                     let start = fb.borders.len();
-                    let len = (1 + next() as usize % 30).min(border_count - start);
+                    // Mostly short runs, as trained models have; some
+                    // longer than a word.
+                    let longest = if next().is_multiple_of(4) { 80 } else { 30 };
+                    let len = (1 + next() as usize % longest).min(border_count - start);
                     let mut run: Vec<f32> = (0..len)
                         .map(|_| (next() % 2000) as f32 / 10.0 - 100.0)
                         .collect();
                     run.sort_by(f32::total_cmp);
-                    fb.borders.extend(&run);
-                    fb.features.resize(start + len, feature);
-                    fb.fills.resize(start + len, fill);
-                    fb.runs
-                        .push((feature, fill, start as u32, (start + len) as u32));
-                    fb.feature_end = fb.feature_end.max(feature as usize + 1);
+                    fb.push_run(feature, fill, &run);
                 }
                 let borders = fb.borders.clone();
-                while !fb
-                    .borders
-                    .len()
-                    .is_multiple_of(super::super::layout::BORDER_LANES)
-                {
-                    fb.borders.push(f32::NAN);
-                    fb.features.push(fb.features[0]);
-                    fb.fills.push(f32::NAN);
-                }
+                fb.pad();
                 for _ in 0..20 {
                     let floats: Vec<f32> = (0..feature_count)
                         .map(|_| match next() % 4 {
@@ -475,11 +650,13 @@ mod tests {
                         w
                     };
                     let scalar = words(Kernel::Scalar);
-                    assert_eq!(
-                        words(Kernel::Avx512),
-                        scalar,
-                        "{feature_count} features, {border_count} borders"
-                    );
+                    for kernel in [Kernel::Avx2, Kernel::Avx512] {
+                        assert_eq!(
+                            words(kernel),
+                            scalar,
+                            "{kernel}: {feature_count} features, {border_count} borders"
+                        );
+                    }
                     // And the scalar bits are the definition: value > border.
                     for (i, (&b, (&f, &fill))) in fb
                         .borders
