@@ -29,6 +29,11 @@ pub(crate) const BYTE_LANES: usize = 64;
 /// chunk is small enough for the core to hold both at once.
 pub(crate) const CHUNK_TREES: usize = 64;
 
+/// The longest run of one feature's borders whose bits the scalar and AVX2
+/// paths compute by compares alone (one word of bits); longer runs are
+/// searched.
+pub(crate) const EIGHTS_RUN: usize = 64;
+
 /// Borders per vector of [`FloatBorders`]: one AVX-512 register of `f32`.
 pub(crate) const BORDER_LANES: usize = 16;
 
@@ -58,12 +63,15 @@ pub(crate) struct FloatBorders {
     /// Per feature, for the scalar path: the feature, its NaN fill and its
     /// borders `start..end` (also its condition bits).
     pub(crate) runs: Vec<(u32, f32, u32, u32)>,
-    /// Per run, for the scalar and AVX2 paths: its first eight borders,
-    /// padded with NaN (which no value is above). A run of at most eight
-    /// ascends, so its answers to "border below the value" are a run of
-    /// ones: one compare gives the run's bits as they are. Longer runs
-    /// are searched instead.
+    /// For the scalar and AVX2 paths, the borders of each run of at most
+    /// [`EIGHTS_RUN`] in groups of eight from the run's start, the last
+    /// padded with NaN (which no value is above). A run ascends, so its
+    /// answers to "border below the value" are a run of ones: eight
+    /// compares at a time give the run's bits as they are, with no search.
+    /// Longer runs have none here and are searched.
     pub(crate) eights: Vec<[f32; 8]>,
+    /// Per run, its groups in `eights`.
+    pub(crate) run_eights: Vec<(u32, u32)>,
 }
 
 impl FloatBorders {
@@ -77,10 +85,15 @@ impl FloatBorders {
         self.features.resize(self.borders.len(), feature);
         self.fills.resize(self.borders.len(), fill);
         self.feature_end = self.feature_end.max(feature as usize + 1);
-        let mut eight = [f32::NAN; 8];
-        let first = &borders[..borders.len().min(8)];
-        eight[..first.len()].copy_from_slice(first);
-        self.eights.push(eight);
+        let from = self.eights.len() as u32;
+        if borders.len() <= EIGHTS_RUN {
+            self.eights.extend(borders.chunks(8).map(|c| {
+                let mut eight = [f32::NAN; 8];
+                eight[..c.len()].copy_from_slice(c);
+                eight
+            }));
+        }
+        self.run_eights.push((from, self.eights.len() as u32));
     }
 
     /// Pads the borders to whole vectors once every run is in.

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use super::layout::{FloatBorders, Trees, CHUNK_TREES, LANES};
+use super::layout::{FloatBorders, Trees, CHUNK_TREES, EIGHTS_RUN, LANES};
 use super::plan::PendingBits;
 
 /// Which code evaluates the trees, narrowest first.
@@ -285,10 +285,11 @@ impl FloatBorders {
 }
 
 impl FloatBorders {
-    /// [`FloatBorders::set_bits`] run by run, the answers of a run of at
-    /// most eight borders from `eight_below` (bit `i` for "border `i` below
-    /// the value"), longer runs by a search. Neither branches on the
-    /// document's values: whether a run is short is the model's.
+    /// [`FloatBorders::set_bits`] run by run: a run of at most
+    /// [`EIGHTS_RUN`] borders by its eights, each eight's answers from
+    /// `eight_below` (bit `i` for "border `i` below the value"), longer
+    /// runs by a search. Neither branches on the document's values; how
+    /// many eights a run has is the model's.
     #[inline(always)]
     pub(crate) fn set_runs(
         &self,
@@ -297,13 +298,17 @@ impl FloatBorders {
         eight_below: impl Fn(&[f32; 8], f32) -> u64,
     ) {
         let mut bits = PendingBits::new(words);
-        for (&(feature, fill, start, end), eight) in self.runs.iter().zip(&self.eights) {
+        for (&(feature, fill, start, end), &(from, to)) in self.runs.iter().zip(&self.run_eights) {
             let mut v = floats[feature as usize];
             if v.is_nan() {
                 v = fill;
             }
-            if end - start <= 8 {
-                bits.or(start as usize, eight_below(eight, v));
+            if end - start <= EIGHTS_RUN as u32 {
+                let mut pattern = 0;
+                for (k, eight) in self.eights[from as usize..to as usize].iter().enumerate() {
+                    pattern |= eight_below(eight, v) << (8 * k);
+                }
+                bits.or(start as usize, pattern);
             } else {
                 let below = below(&self.borders[start as usize..end as usize], v);
                 bits.ones(start as usize, below);
@@ -312,6 +317,7 @@ impl FloatBorders {
         bits.finish();
     }
 }
+
 /// How many of the ascending `borders` are below `v` ("border below v" is
 /// CatBoost's `v > border`: false for NaN): a binary search whose steps
 /// select instead of branch, since the document's value decides them.
@@ -625,7 +631,7 @@ mod tests {
                     let start = fb.borders.len();
                     // Mostly short runs, as trained models have; some
                     // longer than a word.
-                    let longest = if next().is_multiple_of(4) { 80 } else { 30 };
+                    let longest = if next().is_multiple_of(4) { 140 } else { 30 };
                     let len = (1 + next() as usize % longest).min(border_count - start);
                     let mut run: Vec<f32> = (0..len)
                         .map(|_| (next() % 2000) as f32 / 10.0 - 100.0)
