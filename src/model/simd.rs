@@ -535,14 +535,120 @@ pub(crate) unsafe fn sum_pair_shuffle(a: &Chain<'_>, b: &Chain<'_>) -> (f64, f64
     )
 }
 
-/// The leaf offsets of the trees of group `g` (one chunk) with AVX2 and no
-/// gathers, from the byte layout of the AVX-512 kernel: each level of 32
-/// trees looks its byte number's low four bits up in every table with
-/// `vpshufb` and picks its table's answer with a tree of `vpblendvb` on
-/// bits 4-8 ([`pick`]), then tests the tree's bit in that byte. AMD's
+/// One group of 64 trees (one chunk) of a model in the byte layout of the
+/// AVX-512 kernel, as the AVX2 shuffle kernel reads it: each level of 32
+/// trees (a half) looks its byte number's low four bits up in every table
+/// with `vpshufb` and picks its table's answer with a tree of `vpblendvb`
+/// on bits 4-8 ([`pick`]), then tests the tree's bit in that byte. AMD's
 /// gathers are microcoded (an 8-lane gather costs what ~20 plain
 /// instructions do there); this is about 2T + 8 instructions per 32
 /// tree-levels for `T` tables, and reads no memory through an index.
+#[cfg(target_arch = "x86_64")]
+struct Group<'a> {
+    /// Per level, a row of byte numbers and a row of bit masks, then a row
+    /// of leaf masks, 64 bytes each.
+    rows: &'a [u8],
+    /// Per level, bit 8 of each tree's byte number.
+    high: &'a [u64],
+    first: &'a [u32],
+}
+
+#[cfg(target_arch = "x86_64")]
+const HALF: usize = BYTE_LANES / 2;
+
+#[cfg(target_arch = "x86_64")]
+impl<'a> Group<'a> {
+    #[inline(always)]
+    fn new(trees: &'a Trees, depth: usize, g: usize) -> Self {
+        let stride = (2 * depth + 1) * BYTE_LANES;
+        Group {
+            rows: &trees.bytes[g * stride..][..stride],
+            high: &trees.high[g * depth..][..depth],
+            first: &trees.first[g * BYTE_LANES..][..BYTE_LANES],
+        }
+    }
+
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn row(&self, k: usize, h: usize) -> __m256i {
+        let row: &[u8; HALF] = self.rows[k * BYTE_LANES + h * HALF..][..HALF]
+            .try_into()
+            .expect("32-byte row");
+        // SAFETY: `row` is exactly the 32 bytes loaded.
+        unsafe { _mm256_loadu_si256(row.as_ptr().cast()) }
+    }
+
+    /// Level `d` of half `h`: sets bit `d` of the leaf indexes in `acc`
+    /// (one byte per tree) where the tree's condition holds.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn level<const T: usize>(
+        &self,
+        tables: &[__m256i; T],
+        h: usize,
+        d: usize,
+        acc: __m256i,
+    ) -> __m256i {
+        let numbers = self.row(2 * d, h);
+        let byte = if T > 8 {
+            // Byte numbers of 128 and more: bit 7 set would make vpshufb
+            // answer 0.
+            let at = _mm256_and_si256(numbers, _mm256_set1_epi8(0x0f));
+            let bit8 = if T > 16 {
+                // Byte i of a register gets byte i / 8 of the half's lane
+                // mask, then is tested against its own bit.
+                let spread = _mm256_setr_epi8(
+                    0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, //
+                    2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3,
+                );
+                let own = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
+                let lanes = _mm256_set1_epi32((self.high[d] >> (h * HALF)) as u32 as i32);
+                let mine = _mm256_and_si256(_mm256_shuffle_epi8(lanes, spread), own);
+                // 0xff where bit 8 is set: vpblendvb reads bit 7.
+                _mm256_cmpeq_epi8(mine, own)
+            } else {
+                _mm256_setzero_si256()
+            };
+            pick(tables, at, numbers, bit8)
+        } else {
+            pick(tables, numbers, numbers, _mm256_setzero_si256())
+        };
+        let mask = self.row(2 * d + 1, h);
+        let taken = _mm256_cmpeq_epi8(_mm256_and_si256(byte, mask), mask);
+        _mm256_or_si256(acc, _mm256_and_si256(taken, _mm256_set1_epi8(1 << d)))
+    }
+
+    /// The leaf offsets of the group's trees from the indexes of both
+    /// halves after `depth` levels.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    fn finish(&self, depth: usize, acc: [__m256i; 2], out: &mut [u32; CHUNK_TREES]) {
+        let mut index = [0u8; BYTE_LANES];
+        for (h, (index, acc)) in index.chunks_exact_mut(HALF).zip(acc).enumerate() {
+            // A tree shallower than the layout keeps its own leaves.
+            let acc = _mm256_and_si256(acc, self.row(2 * depth, h));
+            let index: &mut [u8; HALF] = index.try_into().expect("32 indexes");
+            // SAFETY: `index` is exactly the 32 bytes stored.
+            unsafe { _mm256_storeu_si256(index.as_mut_ptr().cast(), acc) };
+        }
+        for ((out, first), index) in out
+            .chunks_exact_mut(LANES)
+            .zip(self.first.chunks_exact(LANES))
+            .zip(index.chunks_exact(LANES))
+        {
+            // SAFETY: each slice is exactly what is loaded or stored: eight
+            // bytes of indexes, eight u32 first leaves, eight u32 offsets.
+            unsafe {
+                let index = _mm256_cvtepu8_epi32(_mm_loadl_epi64(index.as_ptr().cast()));
+                let first = _mm256_loadu_si256(first.as_ptr().cast());
+                _mm256_storeu_si256(out.as_mut_ptr().cast(), _mm256_add_epi32(first, index));
+            }
+        }
+    }
+}
+
+/// The leaf offsets of the trees of group `g` (one chunk) with the shuffle
+/// kernel ([`Group`]).
 ///
 /// # Safety
 /// AVX2 must be available on this CPU; `tables` must cover `trees.bit_end`
@@ -556,69 +662,15 @@ unsafe fn group_offsets<const T: usize, const D: usize>(
     g: usize,
     out: &mut [u32; CHUNK_TREES],
 ) {
-    const HALF: usize = BYTE_LANES / 2;
     let depth = if D == 0 { trees.depth } else { D };
-    let stride = (2 * depth + 1) * BYTE_LANES;
-    let group = &trees.bytes[g * stride..][..stride];
-    let high = &trees.high[g * depth..][..depth];
-    let first = &trees.first[g * BYTE_LANES..][..BYTE_LANES];
-    let load = |row: &[u8]| {
-        let row: &[u8; HALF] = row.try_into().expect("32-byte row");
-        // SAFETY: `row` is exactly the 32 bytes loaded.
-        unsafe { _mm256_loadu_si256(row.as_ptr().cast()) }
-    };
-    // For bit 8 of the byte numbers: byte i of a register gets byte i / 8
-    // of a 32-bit lane mask, then is tested against its own bit.
-    let spread = _mm256_setr_epi8(
-        0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, //
-        2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3,
-    );
-    let own = _mm256_set1_epi64x(0x8040_2010_0804_0201u64 as i64);
-    let low4 = _mm256_set1_epi8(0x0f);
-    let mut index = [0u8; BYTE_LANES];
-    for (h, index) in index.chunks_exact_mut(HALF).enumerate() {
-        let row = |k: usize| load(&group[k * BYTE_LANES + h * HALF..][..HALF]);
-        let mut acc = _mm256_setzero_si256();
-        for (d, &high) in high.iter().enumerate().take(depth) {
-            let numbers = row(2 * d);
-            let byte = if T > 8 {
-                // Byte numbers of 128 and more: bit 7 set would make
-                // vpshufb answer 0.
-                let at = _mm256_and_si256(numbers, low4);
-                let bit8 = if T > 16 {
-                    let lanes = _mm256_set1_epi32((high >> (h * HALF)) as u32 as i32);
-                    let mine = _mm256_and_si256(_mm256_shuffle_epi8(lanes, spread), own);
-                    // 0xff where bit 8 is set: vpblendvb reads bit 7.
-                    _mm256_cmpeq_epi8(mine, own)
-                } else {
-                    _mm256_setzero_si256()
-                };
-                pick(tables, at, numbers, bit8)
-            } else {
-                pick(tables, numbers, numbers, _mm256_setzero_si256())
-            };
-            let mask = row(2 * d + 1);
-            let taken = _mm256_cmpeq_epi8(_mm256_and_si256(byte, mask), mask);
-            acc = _mm256_or_si256(acc, _mm256_and_si256(taken, _mm256_set1_epi8(1 << d)));
-        }
-        acc = _mm256_and_si256(acc, row(2 * depth));
-        let index: &mut [u8; HALF] = index.try_into().expect("32 indexes");
-        // SAFETY: `index` is exactly the 32 bytes stored.
-        unsafe { _mm256_storeu_si256(index.as_mut_ptr().cast(), acc) };
-    }
-    for ((out, first), index) in out
-        .chunks_exact_mut(LANES)
-        .zip(first.chunks_exact(LANES))
-        .zip(index.chunks_exact(LANES))
-    {
-        // SAFETY: each slice is exactly what is loaded or stored: eight
-        // bytes of indexes, eight u32 first leaves, eight u32 offsets.
-        unsafe {
-            let index = _mm256_cvtepu8_epi32(_mm_loadl_epi64(index.as_ptr().cast()));
-            let first = _mm256_loadu_si256(first.as_ptr().cast());
-            _mm256_storeu_si256(out.as_mut_ptr().cast(), _mm256_add_epi32(first, index));
+    let group = Group::new(trees, depth, g);
+    let mut acc = [_mm256_setzero_si256(); 2];
+    for (h, acc) in acc.iter_mut().enumerate() {
+        for d in 0..depth {
+            *acc = group.level(tables, h, d, *acc);
         }
     }
+    group.finish(depth, acc, out);
 }
 
 /// Byte `at & 15` of each table, then the table of each lane picked by bits
