@@ -42,7 +42,7 @@ use edgeguard::features::{extract, FeatureVector, Request, CAT_COUNT, FLOAT_COUN
 use edgeguard::headers::Header;
 use edgeguard::model::{cat_hash, PredictionType};
 use edgeguard::scorer::{ScoreKind, ScoredModel, Scorer};
-use scorer_support::{fixture_requests, root};
+use scorer_support::{extracted, fixture_requests, root};
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
@@ -130,14 +130,7 @@ fn summarize(views: &[Request<'_>]) {
     let scorers: Vec<Scorer> = [1, 2, 4].into_iter().map(scorer).collect();
     let mut out = [0.0f64; 4];
     let mut best = [f64::INFINITY; 13];
-    let vectors: Vec<FeatureVector<'_>> = views
-        .iter()
-        .map(|req| {
-            let mut v = FeatureVector::new();
-            scorers[1].extract(req, &mut v);
-            v
-        })
-        .collect();
+    let vectors = extracted(&scorers[1], views);
     let mut timed = |slot: usize, f: &mut dyn FnMut(usize)| {
         for i in 0..views.len() {
             f(black_box(i));
@@ -225,14 +218,7 @@ fn summarize_cold(views: &[Request<'_>]) {
     const PASSES: usize = 10;
     const EVICT_BYTES: usize = 2 << 20;
     let pair = scorer(2);
-    let vectors: Vec<FeatureVector<'_>> = views
-        .iter()
-        .map(|req| {
-            let mut v = FeatureVector::new();
-            pair.extract(req, &mut v);
-            v
-        })
-        .collect();
+    let vectors = extracted(&pair, views);
     let mut other = vec![0u64; EVICT_BYTES / 8];
     let mut out = [0.0f64; 2];
     let mut best = [f64::INFINITY; 2];

@@ -14,7 +14,7 @@ mod scorer_support;
 use edgeguard::features::{FeatureVector, Request};
 use edgeguard::headers::Header;
 use edgeguard::scorer::Scorer;
-use scorer_support::{fixture_requests, shipped};
+use scorer_support::{extracted, fixture_requests, shipped};
 
 /// Extraction alone; out of line so callgrind counts it under one name.
 #[inline(never)]
@@ -75,14 +75,7 @@ fn main() {
         .zip(&headers)
         .map(|(r, h)| r.view(h))
         .collect();
-    let vectors: Vec<FeatureVector<'_>> = views
-        .iter()
-        .map(|req| {
-            let mut v = FeatureVector::new();
-            scorer.extract(req, &mut v);
-            v
-        })
-        .collect();
+    let vectors = extracted(&scorer, &views);
     let e = extract_all(&scorer, &views, rounds);
     let m = models_all(&scorer, &vectors, rounds);
     let s = score_all(&scorer, &views, rounds);

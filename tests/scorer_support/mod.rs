@@ -7,8 +7,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use edgeguard::features::{Request, TlsFacts};
+use edgeguard::features::{FeatureVector, Request, TlsFacts};
 use edgeguard::headers::Header;
+use edgeguard::scorer::Scorer;
 use edgeguard::tls::Family;
 use serde_json::Value;
 
@@ -124,4 +125,17 @@ pub fn read_requests(path: &Path) -> Vec<OwnedRequest> {
 /// The traffic fixture's requests.
 pub fn fixture_requests() -> Vec<OwnedRequest> {
     read_requests(&root("tests/fixtures/traffic/sample.jsonl"))
+}
+
+/// Each request's feature vector as `scorer` extracts it, for timing the
+/// models apart from extraction.
+pub fn extracted<'a>(scorer: &Scorer, views: &[Request<'a>]) -> Vec<FeatureVector<'a>> {
+    views
+        .iter()
+        .map(|req| {
+            let mut v = FeatureVector::new();
+            scorer.extract(req, &mut v);
+            v
+        })
+        .collect()
 }
