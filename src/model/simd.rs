@@ -383,6 +383,18 @@ macro_rules! by_tables {
     }};
 }
 
+/// Words `from..from + N` of the packed condition bits, zero past the
+/// array's end (conditions no tree reads): one table register's worth.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn padded_words<const N: usize>(words: &[u64], from: usize) -> [u64; N] {
+    let mut w = [0u64; N];
+    let have = words.get(from..).unwrap_or_default();
+    let n = have.len().min(N);
+    w[..n].copy_from_slice(&have[..n]);
+    w
+}
+
 /// The packed condition bits as `T` tables of 16 bytes, each in both
 /// halves of a register; bytes past the array are conditions no tree reads.
 #[cfg(target_arch = "x86_64")]
@@ -390,10 +402,7 @@ macro_rules! by_tables {
 #[inline]
 fn tables<const T: usize>(words: &[u64]) -> [__m256i; T] {
     std::array::from_fn(|k| {
-        let mut w = [0u64; 2];
-        let have = words.get(2 * k..).unwrap_or_default();
-        let n = have.len().min(2);
-        w[..n].copy_from_slice(&have[..n]);
+        let w = padded_words::<2>(words, 2 * k);
         // SAFETY: `w` is exactly the 16 bytes loaded.
         let t = unsafe { _mm_loadu_si128(w.as_ptr().cast()) };
         _mm256_broadcastsi128_si256(t)
@@ -775,10 +784,7 @@ unsafe fn offsets_bytes_with<const P: usize, const D: usize>(
         if k >= 2 * P {
             return _mm512_setzero_si512();
         }
-        let mut w = [0u64; 8];
-        let have = words.get(8 * k..).unwrap_or_default();
-        let n = have.len().min(8);
-        w[..n].copy_from_slice(&have[..n]);
+        let w = padded_words::<8>(words, 8 * k);
         // SAFETY: `w` is exactly the 64 bytes loaded.
         unsafe { _mm512_loadu_si512(w.as_ptr().cast()) }
     };

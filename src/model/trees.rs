@@ -74,15 +74,41 @@ impl fmt::Display for Kernel {
     }
 }
 
+/// The code that runs a model's trees ([`Trees::path`]): the kernel asked
+/// for, narrowed to this CPU and to the trees' layout.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    Scalar,
+    /// AVX2, eight trees per level by gathers (trees without the byte
+    /// layout).
+    Gathers,
+    /// AVX2, 32 trees per level by `vpshufb` over the byte layout.
+    Shuffles,
+    /// AVX-512 VBMI, 64 trees per level by byte permutes.
+    Permutes,
+}
+
 impl Trees {
     /// The kernel that runs when `kernel` is asked for: the widest one at
     /// most `kernel` that this CPU has and these trees fit.
     pub(crate) fn kernel(&self, kernel: Kernel) -> Kernel {
-        let k = kernel.min(Kernel::detect());
-        if k == Kernel::Avx512 && self.bytes.is_empty() {
-            Kernel::Avx2
-        } else {
-            k
+        match self.path(kernel) {
+            Path::Scalar => Kernel::Scalar,
+            Path::Gathers | Path::Shuffles => Kernel::Avx2,
+            Path::Permutes => Kernel::Avx512,
+        }
+    }
+
+    /// The code that computes these trees' leaves when `kernel` is asked
+    /// for: the one home of that choice. Trees with the byte layout run
+    /// the byte kernels; others gather.
+    #[inline]
+    fn path(&self, kernel: Kernel) -> Path {
+        match (kernel.min(Kernel::detect()), self.bytes.is_empty()) {
+            (Kernel::Scalar, _) => Path::Scalar,
+            (_, true) => Path::Gathers,
+            (Kernel::Avx2, false) => Path::Shuffles,
+            (Kernel::Avx512, false) => Path::Permutes,
         }
     }
 
@@ -105,58 +131,38 @@ impl Trees {
         out: &mut [u32; CHUNK_TREES],
     ) -> usize {
         let n = (self.count - c * CHUNK_TREES).min(CHUNK_TREES);
-        #[cfg(target_arch = "x86_64")]
-        if kernel == Kernel::Avx512 && !self.bytes.is_empty() && Kernel::Avx512.is_available() {
-            // SAFETY: AVX-512 F, BW and VBMI were detected just above.
-            unsafe { super::simd::offsets_bytes(self, words, c, out) };
-            return n;
+        // SAFETY (each vector path): `path` picks it only when
+        // `Kernel::detect` found its features on this CPU (AVX-512 F, BW
+        // and VBMI for the permutes, AVX2 for the others).
+        match self.path(kernel) {
+            #[cfg(target_arch = "x86_64")]
+            Path::Permutes => unsafe { super::simd::offsets_bytes(self, words, c, out) },
+            #[cfg(target_arch = "x86_64")]
+            Path::Shuffles => unsafe { super::simd::offsets_shuffle(self, words, c, out) },
+            #[cfg(target_arch = "x86_64")]
+            Path::Gathers => unsafe { super::simd::offsets(self, words, c, out) },
+            _ => self.offsets_scalar(words, c, out),
         }
-        #[cfg(target_arch = "x86_64")]
-        if kernel != Kernel::Scalar && Kernel::Avx2.is_available() {
-            if self.bytes.is_empty() {
-                // SAFETY: AVX2 was detected on this CPU just above.
-                unsafe { super::simd::offsets(self, words, c, out) };
-            } else {
-                // SAFETY: as above.
-                unsafe { super::simd::offsets_shuffle(self, words, c, out) };
-            }
-            return n;
-        }
-        let _ = kernel;
-        self.offsets_scalar(words, c, out);
         n
     }
 
     /// The sum of each tree's leaf (one-dimensional models), in tree order.
-    /// AVX-512 writes offsets a chunk at a time and sums them; AVX2 and the
-    /// scalar code add each leaf as they find it, which costs them fewer
+    /// The byte kernels write offsets a chunk at a time and sum them (the
+    /// shuffles with their tables built once); the gathers and the scalar
+    /// code add each leaf as they find it, which costs them fewer
     /// instructions (callgrind, `scripts/callgrind-model.sh`).
     #[inline]
     pub(crate) fn sum(&self, kernel: Kernel, words: &[u64], leaves: &[f64]) -> f64 {
-        #[cfg(target_arch = "x86_64")]
-        {
-            if self.shuffles(kernel) {
-                // SAFETY: `shuffles` found AVX2 on this CPU.
-                return unsafe { super::simd::sum_shuffle(self, words, leaves) };
-            }
-            if kernel == Kernel::Avx512 && !self.bytes.is_empty() && Kernel::Avx512.is_available() {
-                return sum_chunks(&self.with(kernel, words), leaves);
-            }
-            if kernel != Kernel::Scalar && Kernel::Avx2.is_available() {
-                // SAFETY: AVX2 was detected on this CPU just above.
-                return unsafe { super::simd::sum(self, words, leaves) };
-            }
+        match self.path(kernel) {
+            Path::Permutes => sum_chunks(&self.with(kernel, words), leaves),
+            // SAFETY: `path` picks these only when `Kernel::detect` found
+            // AVX2 on this CPU.
+            #[cfg(target_arch = "x86_64")]
+            Path::Shuffles => unsafe { super::simd::sum_shuffle(self, words, leaves) },
+            #[cfg(target_arch = "x86_64")]
+            Path::Gathers => unsafe { super::simd::sum(self, words, leaves) },
+            _ => self.sum_scalar(words, leaves),
         }
-        let _ = kernel;
-        self.sum_scalar(words, leaves)
-    }
-
-    /// Whether `kernel` runs as the AVX2 shuffle kernel on these trees:
-    /// they have the byte layout, and AVX2 is the widest of `kernel` and
-    /// this CPU.
-    #[inline]
-    pub(crate) fn shuffles(&self, kernel: Kernel) -> bool {
-        !self.bytes.is_empty() && kernel.min(Kernel::detect()) == Kernel::Avx2
     }
 
     /// These trees' offsets through [`Trees::offsets`] with `kernel`.
@@ -282,9 +288,7 @@ impl FloatBorders {
             below
         });
     }
-}
 
-impl FloatBorders {
     /// [`FloatBorders::set_bits`] run by run: a run of at most
     /// [`EIGHTS_RUN`] borders by its eights, each eight's answers from
     /// `eight_below` (bit `i` for "border `i` below the value"), longer
@@ -379,21 +383,21 @@ impl ChunkOffsets for KernelOffsets<'_> {
 /// them while the chain of additions runs.
 #[inline(always)]
 pub(crate) fn sum_chunks(o: &impl ChunkOffsets, leaves: &[f64]) -> f64 {
+    let offsets = |c: usize, at: &mut [u32; CHUNK_TREES]| {
+        if c < o.chunks() {
+            o.chunk(c, at)
+        } else {
+            0
+        }
+    };
+    // Chunk c's offsets are in buffer c % 2.
     let mut at = [[0u32; CHUNK_TREES]; 2];
     let mut sum = 0.0;
-    let mut n = if o.chunks() > 0 {
-        o.chunk(0, &mut at[0])
-    } else {
-        0
-    };
+    let mut n = offsets(0, &mut at[0]);
     for c in 0..o.chunks() {
         let [even, odd] = &mut at;
         let (current, next) = if c % 2 == 0 { (even, odd) } else { (odd, even) };
-        let ahead = if c + 1 < o.chunks() {
-            o.chunk(c + 1, next)
-        } else {
-            0
-        };
+        let ahead = offsets(c + 1, next);
         for &a in &current[..n] {
             sum += leaves[a as usize];
         }
@@ -449,7 +453,10 @@ pub(crate) fn sum_pair_chunks(
 #[inline]
 pub(crate) fn sum_pair(kernel: Kernel, a: &Chain<'_>, b: &Chain<'_>) -> (f64, f64) {
     #[cfg(target_arch = "x86_64")]
-    if a.trees.shuffles(kernel) && b.trees.shuffles(kernel) && std::ptr::eq(a.words, b.words) {
+    if a.trees.path(kernel) == Path::Shuffles
+        && b.trees.path(kernel) == Path::Shuffles
+        && std::ptr::eq(a.words, b.words)
+    {
         // SAFETY: `shuffles` found AVX2 on this CPU.
         return unsafe { super::simd::sum_pair_shuffle(a, b) };
     }
