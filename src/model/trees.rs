@@ -154,7 +154,7 @@ impl Trees {
     #[inline]
     pub(crate) fn sum(&self, kernel: Kernel, words: &[u64], leaves: &[f64]) -> f64 {
         match self.path(kernel) {
-            Path::Permutes => sum_chunks(&self.with(kernel, words), leaves),
+            Path::Permutes => sum_chunks(&self.with(kernel, words, leaves)),
             // SAFETY: `path` picks these only when `Kernel::detect` found
             // AVX2 on this CPU.
             #[cfg(target_arch = "x86_64")]
@@ -165,12 +165,19 @@ impl Trees {
         }
     }
 
-    /// These trees' offsets through [`Trees::offsets`] with `kernel`.
-    fn with<'a>(&'a self, kernel: Kernel, words: &'a [u64]) -> KernelOffsets<'a> {
+    /// These trees' offsets through [`Trees::offsets`] with `kernel`, and
+    /// their `leaves`.
+    fn with<'a>(
+        &'a self,
+        kernel: Kernel,
+        words: &'a [u64],
+        leaves: &'a [f64],
+    ) -> KernelOffsets<'a> {
         KernelOffsets {
             trees: self,
             kernel,
             words,
+            leaves,
         }
     }
 
@@ -348,14 +355,17 @@ pub(crate) struct Chain<'a> {
     pub(crate) leaves: &'a [f64],
 }
 
-/// Where the sums get each chunk's leaf offsets: a kernel through
-/// [`Trees::offsets`] ([`KernelOffsets`]), or the AVX2 shuffle kernel with
-/// its tables built once per prediction (`simd.rs`).
+/// Where the sums get each chunk's leaf offsets and the leaves they point
+/// at: a kernel through [`Trees::offsets`] ([`KernelOffsets`]), or the
+/// AVX2 shuffle kernel with its tables built once per prediction
+/// (`simd.rs`), which reads the leaves without a bounds check per leaf.
 pub(crate) trait ChunkOffsets {
     /// How many chunks there are.
     fn chunks(&self) -> usize;
     /// Chunk `c`'s offsets into the start of `out`; returns how many.
     fn chunk(&self, c: usize, out: &mut [u32; CHUNK_TREES]) -> usize;
+    /// The leaf at an offset [`ChunkOffsets::chunk`] wrote.
+    fn leaf(&self, offset: u32) -> f64;
 }
 
 /// [`Trees::offsets`] with one kernel, for [`sum_chunks`].
@@ -363,6 +373,7 @@ pub(crate) struct KernelOffsets<'a> {
     trees: &'a Trees,
     kernel: Kernel,
     words: &'a [u64],
+    leaves: &'a [f64],
 }
 
 impl ChunkOffsets for KernelOffsets<'_> {
@@ -375,6 +386,11 @@ impl ChunkOffsets for KernelOffsets<'_> {
     fn chunk(&self, c: usize, out: &mut [u32; CHUNK_TREES]) -> usize {
         self.trees.offsets(self.kernel, self.words, c, out)
     }
+
+    #[inline(always)]
+    fn leaf(&self, offset: u32) -> f64 {
+        self.leaves[offset as usize]
+    }
 }
 
 /// One model's sum of leaves in tree order (CatBoost's sum, one addition
@@ -382,7 +398,7 @@ impl ChunkOffsets for KernelOffsets<'_> {
 /// computed before chunk `c`'s leaves are added, so the core can work on
 /// them while the chain of additions runs.
 #[inline(always)]
-pub(crate) fn sum_chunks(o: &impl ChunkOffsets, leaves: &[f64]) -> f64 {
+pub(crate) fn sum_chunks(o: &impl ChunkOffsets) -> f64 {
     let offsets = |c: usize, at: &mut [u32; CHUNK_TREES]| {
         if c < o.chunks() {
             o.chunk(c, at)
@@ -399,7 +415,7 @@ pub(crate) fn sum_chunks(o: &impl ChunkOffsets, leaves: &[f64]) -> f64 {
         let (current, next) = if c % 2 == 0 { (even, odd) } else { (odd, even) };
         let ahead = offsets(c + 1, next);
         for &a in &current[..n] {
-            sum += leaves[a as usize];
+            sum += o.leaf(a);
         }
         n = ahead;
     }
@@ -411,12 +427,7 @@ pub(crate) fn sum_chunks(o: &impl ChunkOffsets, leaves: &[f64]) -> f64 {
 /// split); the two chains are independent, and adding one leaf of each per
 /// step runs them side by side instead of one after the other.
 #[inline(always)]
-pub(crate) fn sum_pair_chunks(
-    a: &impl ChunkOffsets,
-    leaves_a: &[f64],
-    b: &impl ChunkOffsets,
-    leaves_b: &[f64],
-) -> (f64, f64) {
+pub(crate) fn sum_pair_chunks(a: &impl ChunkOffsets, b: &impl ChunkOffsets) -> (f64, f64) {
     let chunks = a.chunks().max(b.chunks());
     let offsets = |c: usize, [at_a, at_b]: &mut [[u32; CHUNK_TREES]; 2]| {
         let n_a = if c < a.chunks() { a.chunk(c, at_a) } else { 0 };
@@ -433,14 +444,14 @@ pub(crate) fn sum_pair_chunks(
         let ahead = offsets(c + 1, next);
         let both = n_a.min(n_b);
         for (&x, &y) in at_a[..both].iter().zip(&at_b[..both]) {
-            sum_a += leaves_a[x as usize];
-            sum_b += leaves_b[y as usize];
+            sum_a += a.leaf(x);
+            sum_b += b.leaf(y);
         }
         for &x in &at_a[both..n_a] {
-            sum_a += leaves_a[x as usize];
+            sum_a += a.leaf(x);
         }
         for &y in &at_b[both..n_b] {
-            sum_b += leaves_b[y as usize];
+            sum_b += b.leaf(y);
         }
         (n_a, n_b) = ahead;
     }
@@ -461,10 +472,8 @@ pub(crate) fn sum_pair(kernel: Kernel, a: &Chain<'_>, b: &Chain<'_>) -> (f64, f6
         return unsafe { super::simd::sum_pair_shuffle(a, b) };
     }
     sum_pair_chunks(
-        &a.trees.with(kernel, a.words),
-        a.leaves,
-        &b.trees.with(kernel, b.words),
-        b.leaves,
+        &a.trees.with(kernel, a.words, a.leaves),
+        &b.trees.with(kernel, b.words, b.leaves),
     )
 }
 
@@ -523,6 +532,36 @@ mod tests {
                         );
                     }
                 }
+            }
+        }
+    }
+
+    /// Leaves that stop short of the trees' `leaf_end` (a plan bug) stop
+    /// the sum with a panic on every path, before any leaf is read: the
+    /// shuffle kernel reads its leaves without a check per leaf, so its
+    /// one check up front is what keeps it from reading past them.
+    #[test]
+    fn leaves_short_of_the_trees_panic() {
+        let trees: Vec<(u32, Vec<u32>)> = (0..70).map(|t| (t * 4, vec![0, 1])).collect();
+        let t = Trees::build(&trees, 2, 1);
+        let leaves = vec![1.0; t.leaf_end];
+        let words = [0b11u64];
+        for kernel in [Kernel::Scalar, Kernel::Avx2, Kernel::Avx512] {
+            // Every tree takes its last leaf (both bits set).
+            assert_eq!(t.sum(kernel, &words, &leaves), 70.0, "{kernel}");
+            let short = &leaves[..t.leaf_end - 1];
+            let panic = std::panic::catch_unwind(|| t.sum(kernel, &words, short))
+                .expect_err("a sum past the leaves must panic");
+            let message = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or_default();
+            if t.kernel(kernel) == Kernel::Avx2 {
+                assert!(
+                    message.contains("leaf offsets out of range"),
+                    "{kernel}: {message}"
+                );
             }
         }
     }
