@@ -222,16 +222,16 @@ fn summarize_cold(views: &[Request<'_>]) {
     let mut other = vec![0u64; EVICT_BYTES / 8];
     let mut out = [0.0f64; 2];
     let mut best = [f64::INFINITY; 2];
+    // One write per cache line is enough to displace it.
+    let mut evict = || {
+        for (i, word) in other.iter_mut().enumerate().step_by(8) {
+            *word = word.wrapping_add(i as u64);
+        }
+        black_box(&mut other);
+    };
     for _ in 0..PASSES {
         let mut total = [0u128; 2];
         for (req, v) in views.iter().zip(&vectors) {
-            // One write per cache line is enough to displace it.
-            let mut evict = || {
-                for (i, word) in other.iter_mut().enumerate().step_by(8) {
-                    *word = word.wrapping_add(i as u64);
-                }
-                black_box(&mut other);
-            };
             evict();
             let start = Instant::now();
             pair.score(black_box(req), &mut out).unwrap();

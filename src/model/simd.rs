@@ -182,20 +182,26 @@ unsafe fn block_leaves<const D: usize>(
 /// The bounds the gathers rely on, checked once per call: a plan that broke
 /// them would be a bug, and this turns it into a panic instead of a read out
 /// of bounds. The word gathers need `check_bits`; the leaf gathers of
-/// [`sum_dims`] need `check` (offsets are returned, and their leaves read
-/// with bounds-checked indexing, everywhere else).
+/// [`sum_dims`] need `check`, and the shuffle kernel's unchecked leaf reads
+/// `check_leaves` ([`Shuffle::new`]); offsets returned by the other paths
+/// have their leaves read with bounds-checked indexing.
 #[cfg(target_arch = "x86_64")]
 fn check_bits(trees: &Trees, words: &[u64]) {
     assert!(trees.bit_end <= words.len() * 64, "split bits out of range");
 }
 
 #[cfg(target_arch = "x86_64")]
-fn check(trees: &Trees, words: &[u64], leaves: &[f64]) {
-    check_bits(trees, words);
+fn check_leaves(trees: &Trees, leaves: &[f64]) {
     assert!(
         trees.leaf_end <= leaves.len() && leaves.len() <= i32::MAX as usize,
         "leaf indexes out of range"
     );
+}
+
+#[cfg(target_arch = "x86_64")]
+fn check(trees: &Trees, words: &[u64], leaves: &[f64]) {
+    check_bits(trees, words);
+    check_leaves(trees, leaves);
 }
 
 /// [`Trees::sum`] with AVX2 for one model: each block's eight leaves
@@ -411,9 +417,10 @@ fn tables<const T: usize>(words: &[u64]) -> [__m256i; T] {
 
 /// The shuffle kernel over one model's trees, its tables built once for a
 /// whole prediction, and the model's leaves. Only made by [`Shuffle::new`],
-/// which checks that the leaves reach the trees' `leaf_end`, and only by
-/// the functions below, which require AVX2: that is what makes calling the
-/// AVX2 code from `chunk`, and reading leaves unchecked in `leaf`, sound.
+/// which checks the trees' layout and that the leaves reach their
+/// `leaf_end`, and only by the functions below, which require AVX2: that is
+/// what makes calling the AVX2 code from `chunk`, and reading leaves
+/// unchecked in `leaf`, sound.
 #[cfg(target_arch = "x86_64")]
 struct Shuffle<'a, const T: usize, const D: usize> {
     trees: &'a Trees,
@@ -424,7 +431,8 @@ struct Shuffle<'a, const T: usize, const D: usize> {
 #[cfg(target_arch = "x86_64")]
 impl<'a, const T: usize, const D: usize> Shuffle<'a, T, D> {
     fn new(trees: &'a Trees, tables: &'a [__m256i; T], leaves: &'a [f64]) -> Self {
-        assert!(trees.leaf_end <= leaves.len(), "leaf offsets out of range");
+        check_shuffle(trees);
+        check_leaves(trees, leaves);
         Shuffle {
             trees,
             tables,
@@ -514,7 +522,6 @@ pub(crate) unsafe fn offsets_shuffle(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 pub(crate) unsafe fn sum_shuffle(trees: &Trees, words: &[u64], leaves: &[f64]) -> f64 {
-    check_shuffle(trees);
     #[target_feature(enable = "avx2")]
     fn sum<const T: usize, const D: usize>(trees: &Trees, words: &[u64], leaves: &[f64]) -> f64 {
         let tables = tables::<T>(words);
@@ -537,8 +544,6 @@ pub(crate) unsafe fn sum_shuffle(trees: &Trees, words: &[u64], leaves: &[f64]) -
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 pub(crate) unsafe fn sum_pair_shuffle(a: &Chain<'_>, b: &Chain<'_>) -> (f64, f64) {
-    check_shuffle(a.trees);
-    check_shuffle(b.trees);
     assert!(std::ptr::eq(a.words, b.words), "a pair reads one bit array");
     #[target_feature(enable = "avx2")]
     fn pair<const T: usize, const D: usize>(a: &Chain<'_>, b: &Chain<'_>) -> (f64, f64) {

@@ -468,7 +468,8 @@ pub(crate) fn sum_pair(kernel: Kernel, a: &Chain<'_>, b: &Chain<'_>) -> (f64, f6
         && b.trees.path(kernel) == Path::Shuffles
         && std::ptr::eq(a.words, b.words)
     {
-        // SAFETY: `shuffles` found AVX2 on this CPU.
+        // SAFETY: `path` picks the shuffles only when `Kernel::detect`
+        // found AVX2 on this CPU.
         return unsafe { super::simd::sum_pair_shuffle(a, b) };
     }
     sum_pair_chunks(
@@ -559,7 +560,7 @@ mod tests {
                 .unwrap_or_default();
             if t.kernel(kernel) == Kernel::Avx2 {
                 assert!(
-                    message.contains("leaf offsets out of range"),
+                    message.contains("leaf indexes out of range"),
                     "{kernel}: {message}"
                 );
             }
