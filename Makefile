@@ -68,6 +68,8 @@ lint:
 	@# must not leave `make fuzz` broken until someone runs it.
 	$(CARGO) check --locked --manifest-path fuzz/Cargo.toml --bins
 	luacheck --no-color -q lua/
+	@# README.md, BENCHMARKS.md, docs/: links, anchors, paths, make targets.
+	$(PYTHON) scripts/check-docs.py
 
 test-rust:
 	$(CARGO) test --locked
