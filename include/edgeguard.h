@@ -410,7 +410,7 @@ typedef struct {
   uint16_t ciphers;
   /*
    Extensions, GREASE left out (not capped at 99). On the live path:
-   the ones OpenSSL recognises (see the README).
+   the ones OpenSSL recognises (see docs/tls.md).
    */
   uint16_t extensions;
   /*

@@ -11,7 +11,7 @@
 --
 -- This module is an adapter: the options, the model order and the decision
 -- rule are the Rust library's (src/config/, bound by resty.edgeguard.policy;
--- the options are documented once, in the README's option table). It reads
+-- the options are documented once, in docs/configuration.md). It reads
 -- nginx's buffers, makes the FFI calls and applies the action: exit, score
 -- header, variables, log line (the metrics are counted by Rust, in the same
 -- calls; resty.edgeguard.metrics moves them into the shared dict).
@@ -282,7 +282,7 @@ local function metrics_for(lib, cfg, dict, scorer, leng)
 end
 
 --- Loads the library and the configured data. Call in init_by_lua*. The
--- options are the README's table ("Bot scoring"); `config = FILE` reads
+-- options are docs/configuration.md's table; `config = FILE` reads
 -- them from the JSON file `edgeguard replay --config` reads, the options
 -- beside it overriding the file's. Misspelt options and wrong types raise;
 -- a file that cannot be read or holds a bad option returns nil and an error
@@ -549,8 +549,8 @@ end
 
 --- Removes every internal header from the current request, so the upstream
 -- never sees it, and every client spelling of the score header. Call in
--- rewrite_by_lua* or server_rewrite_by_lua* ("Where edgeguard goes in
--- nginx.conf" in the README). Uses the primary engine. Returns the number of
+-- rewrite_by_lua* or server_rewrite_by_lua* (docs/placement.md: "Where
+-- edgeguard goes in nginx.conf"). Uses the primary engine. Returns the number of
 -- internal header entries removed, or nil and an error. A request carrying
 -- an internal header that nginx's Lua API cannot remove (a name that is not
 -- an RFC 9110 token, kept by `ignore_invalid_headers off`) is ended here
@@ -799,7 +799,7 @@ end
 --- The one-liner for rewrite_by_lua*: scores the request as the client
 -- sent it, strips internal headers and every client spelling of the score
 -- header, passes the scores upstream, and blocks or logs by the mode.
--- `opts` may override the options the README's table marks "per location"
+-- `opts` may override the options docs/configuration.md marks "A" (per location)
 -- for this location; they are resolved by Rust once per location (a bad
 -- one raises, as misuse, on the first request), and the engine override
 -- can only pick an engine configure() loaded. Returns the action taken
@@ -807,7 +807,7 @@ end
 -- ngx.exit, and so does refusing (400) a request whose internal headers
 -- nginx's Lua API cannot remove.
 --
--- Where it runs (README: "Where edgeguard goes in nginx.conf"):
+-- Where it runs (docs/placement.md: "Where edgeguard goes in nginx.conf"):
 -- - rewrite_by_lua* (the shipped placement) or server_rewrite_by_lua*;
 -- - in a subrequest (auth_request, ngx.location.capture), which carries
 --   headers its parent's run already stripped and scored, it only strips

@@ -17,7 +17,7 @@
 //! ```
 //!
 //! The options, their defaults and meanings are documented once, in the
-//! README's option table ("Bot scoring: `configure{}` and `access{}`").
+//! option table of docs/configuration.md.
 //! A file takes the options replay can act on and the nginx options that
 //! make sense beside them (`fail_closed`, `score_header`, `vars`,
 //! `log_level`, which have no effect offline); `lib_path` and the

@@ -4,8 +4,8 @@
 //! The same JSON shape comes from three places: a configuration file (the
 //! one `edgeguard replay --config` reads), the Lua `configure{}` table and
 //! a location's `access{}` table (`resty.edgeguard.policy` encodes both as
-//! JSON). [`OPTIONS`] says which options each accepts; the README's option
-//! table is their one description.
+//! JSON). [`OPTIONS`] says which options each accepts; the option table of
+//! docs/configuration.md is their one description.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -64,7 +64,7 @@ const fn spec(name: &'static str, file: bool, configure: bool, access: bool) -> 
     }
 }
 
-/// Every option edgeguard knows; the README's table documents them.
+/// Every option edgeguard knows; docs/configuration.md documents them.
 pub const OPTIONS: [OptionSpec; 24] = [
     spec("internal_headers", true, true, false),
     spec("models", true, true, false),

@@ -47,7 +47,7 @@ pub struct edgeguard_tls_info {
     /// Cipher suites, GREASE left out (not capped at 99).
     pub ciphers: u16,
     /// Extensions, GREASE left out (not capped at 99). On the live path:
-    /// the ones OpenSSL recognises (see the README).
+    /// the ones OpenSSL recognises (see docs/tls.md).
     pub extensions: u16,
     /// The JA4 string, 36 ASCII bytes, not NUL-terminated.
     pub ja4: [c_char; 36],
@@ -56,7 +56,7 @@ pub struct edgeguard_tls_info {
 }
 
 const _: () = assert!(JA4_LEN == 36 && ALPN_MAX == 16);
-// What a connection keeps (README: "one 64-byte block per connection").
+// What a connection keeps (docs/tls.md: "one 64-byte block per connection").
 const _: () = assert!(std::mem::size_of::<edgeguard_tls_info>() == 64);
 
 /// `edgeguard_tls_info.source`.

@@ -4,7 +4,7 @@
 -- client's letter case, every byte), before anything strips them.
 --
 --   set $edgeguard_request_headers "";
---   rewrite_by_lua_block {   -- server level: README "Where edgeguard goes in nginx.conf"
+--   rewrite_by_lua_block {   -- server level: docs/placement.md
 --       require("resty.edgeguard.record").capture()   -- first: before stripping
 --       require("resty.edgeguard").access{ vars = true }
 --   }
