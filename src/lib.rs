@@ -23,6 +23,7 @@ pub mod ffi;
 pub mod headers;
 pub mod metrics;
 pub mod model;
+pub mod net;
 pub mod replay;
 pub mod scorer;
 pub mod tls;

@@ -49,16 +49,14 @@ use std::path::{Path, PathBuf};
 use crate::headers::HeaderSet;
 use crate::scorer::Scorer;
 
-mod cidr;
 mod error;
 pub mod options;
 mod policy;
 pub mod text;
 
-pub use cidr::{addr_from_binary, addr_from_text, Cidr};
 pub use error::{ConfigError, ErrorOrigin};
-pub use options::{Engine, Options, Scope};
-pub use policy::{Action, Decision, Mode, Policy};
+pub use options::{Engine, Mode, Options, Scope};
+pub use policy::{Action, Decision, Policy};
 
 /// A loaded configuration: the header set, the scorer and the decision policy.
 #[derive(Debug)]

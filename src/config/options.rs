@@ -16,9 +16,8 @@ use crate::challenge::{self, Keys};
 use crate::headers::HeaderSet;
 use crate::verified::VerifiedBots;
 
-use super::cidr::Cidr;
 use super::error::{ConfigError, ErrorOrigin};
-use super::policy::Mode;
+use crate::net::Cidr;
 
 /// Where a set of options comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -94,6 +93,33 @@ pub const OPTIONS: [OptionSpec; 24] = [
     spec("challenge_prefix_v6", true, true, false),
     spec("verified_bots", true, true, false),
 ];
+
+/// What a flagged request gets, by configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Answer with the configured status.
+    Block,
+    /// Let it through, logging the decision.
+    Log,
+    /// Score only.
+    Off,
+    /// Serve flagged navigations the challenge page, answer other flagged
+    /// requests with the status; a valid clearance cookie passes
+    /// (`src/challenge/`).
+    Challenge,
+}
+
+impl Mode {
+    /// The name in the options.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Block => "block",
+            Mode::Log => "log",
+            Mode::Off => "off",
+            Mode::Challenge => "challenge",
+        }
+    }
+}
 
 /// The engine that strips and scores (`engine`, `shadow_primary`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -26,38 +26,11 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use super::cidr::{addr_from_text, Cidr};
-use super::options::Options;
+use super::options::{Mode, Options};
 use crate::challenge::{self, Challenge, Clearance};
 use crate::features::Request;
+use crate::net::{addr_from_text, Cidr};
 use crate::verified::{Verdict, VerifiedBots};
-
-/// What a flagged request gets, by configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Answer with the configured status.
-    Block,
-    /// Let it through, logging the decision.
-    Log,
-    /// Score only.
-    Off,
-    /// Serve flagged navigations the challenge page, answer other flagged
-    /// requests with the status; a valid clearance cookie passes
-    /// (`src/challenge/`).
-    Challenge,
-}
-
-impl Mode {
-    /// The name in the options.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Block => "block",
-            Mode::Log => "log",
-            Mode::Off => "off",
-            Mode::Challenge => "challenge",
-        }
-    }
-}
 
 /// What happens to one scored request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]

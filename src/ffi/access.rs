@@ -16,8 +16,9 @@ use super::headers::find;
 use super::metrics::{edgeguard_metrics, outcome_of, seen_of};
 use super::scorer::{checked_request, edgeguard_request, edgeguard_scorer, score};
 use super::text::{edgeguard_text, write, Parts};
-use super::types::{edgeguard_str, Header};
+use super::types::edgeguard_str;
 use crate::config::Engine;
+use crate::headers::Header;
 use crate::metrics::{Outcome, Registry};
 use std::time::Instant;
 

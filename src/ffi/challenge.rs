@@ -15,9 +15,10 @@ use super::metrics::edgeguard_metrics;
 use super::scorer::{checked_request, edgeguard_request};
 use super::types::edgeguard_str;
 use crate::challenge::{Answer, Binding, Challenge, Clearance, Rejection};
-use crate::config::{addr_from_binary, addr_from_text, Action};
+use crate::config::Action;
 use crate::features::Request;
 use crate::metrics::AnswerResult;
+use crate::net::{addr_from_binary, addr_from_text};
 use crate::verified::Verdict;
 
 /// What a request's User-Agent says of a verified bot. Stable numbers.

@@ -16,7 +16,8 @@ use super::boundary::{bytes, c_bytes, slice, write_error};
 use super::edgeguard_result;
 use super::headers::edgeguard_header_set;
 use crate::config::text;
-use crate::config::{addr_from_binary, Action, ConfigError, ErrorOrigin, Options, Policy};
+use crate::config::{Action, ConfigError, ErrorOrigin, Options, Policy};
+use crate::net::addr_from_binary;
 use crate::scorer::MAX_MODELS;
 use crate::verified;
 

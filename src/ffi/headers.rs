@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::boundary::{bytes, c_bytes, write_error};
 use super::edgeguard_result;
-use super::types::{edgeguard_header, Header};
+use super::types::{edgeguard_header, headers_from_c};
 use crate::headers::{HeaderSet, ListError, Matches};
 
 /// An immutable set of internal header names and prefixes.
@@ -219,7 +219,7 @@ pub(super) unsafe fn find(
         std::slice::from_raw_parts(headers, headers_len)
     };
     let clear = std::slice::from_raw_parts_mut(out_clear, out_clear_cap);
-    Ok((*set).0.find_internal(Header::from_c(headers), clear))
+    Ok((*set).0.find_internal(headers_from_c(headers), clear))
 }
 
 /// Finds the internal headers of one request.

@@ -28,7 +28,7 @@ pub mod tls;
 mod types;
 
 pub use boundary::PanicValue;
-pub use types::{edgeguard_header, edgeguard_str, Header, HeaderBuf};
+pub use types::{edgeguard_header, edgeguard_str, headers_as_c, headers_from_c};
 
 /// Result of every fallible export. The numbers are stable: they are part of
 /// the ABI and may be logged or compared by callers.

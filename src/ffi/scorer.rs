@@ -12,8 +12,9 @@ use std::path::Path;
 use super::boundary::{c_bytes, write_error};
 use super::edgeguard_result;
 use super::tls::edgeguard_tls_info;
-use super::types::{edgeguard_header, edgeguard_str, Header};
+use super::types::{edgeguard_header, edgeguard_str, headers_from_c};
 use crate::features::{Request, TlsFacts};
+use crate::headers::Header;
 use crate::scorer::{LoadError, ScoreError, Scorer, MAX_MODELS};
 use crate::tls::Family;
 
@@ -286,7 +287,7 @@ pub(super) unsafe fn checked_request<'a>(
     };
     // SAFETY: the caller guarantees every string points to its bytes for
     // 'a, the call's duration, which is within the request's lifetime.
-    let headers = Header::from_c(headers);
+    let headers = headers_from_c(headers);
     let req = Request::new(
         request.method.as_bytes(),
         request.uri.as_bytes(),

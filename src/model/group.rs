@@ -15,11 +15,12 @@
 //! questions with the same answers, only stored once.
 
 use super::binarize::scale_and_bias;
+use super::chunks::Chain;
 use super::error::ShapeError;
 use super::layout::Trees;
 use super::merge::{merge, Placed};
 use super::plan::Conditions;
-use super::trees::{sum_pair, Chain, Kernel};
+use super::trees::{sum_pair, Kernel};
 use super::{Evaluator, Model};
 
 /// One member's trees over the merged bits, and its leaves.

@@ -26,6 +26,7 @@
 //!   `.cbm` file.
 
 mod binarize;
+mod chunks;
 mod compile;
 mod ctr;
 mod error;

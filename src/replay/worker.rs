@@ -10,9 +10,10 @@ use std::io::Write;
 use std::net::IpAddr;
 
 use crate::challenge::Clearance;
-use crate::config::{addr_from_text, Config, Decision};
+use crate::config::{Config, Decision};
 use crate::features::Request;
 use crate::headers::Header;
+use crate::net::addr_from_text;
 use crate::verified::Verdict;
 
 use super::input::Batch;

@@ -46,7 +46,7 @@ use std::path::{Path, PathBuf};
 use memchr::memmem;
 use serde_json::Value;
 
-use crate::config::Cidr;
+use crate::net::Cidr;
 pub use prefixes::{PrefixSet, PrefixSetBuilder};
 
 /// The longest bot name.
