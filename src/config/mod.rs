@@ -50,9 +50,11 @@ use crate::headers::HeaderSet;
 use crate::scorer::Scorer;
 
 mod error;
+mod files;
 pub mod options;
 mod policy;
 pub mod text;
+mod values;
 
 pub use error::{ConfigError, ErrorOrigin};
 pub use options::{Engine, Mode, Options, Scope};

@@ -155,7 +155,7 @@ impl Policy {
             status: options.status(),
             refuses_unscored: options.fail_closed() && options.models_wanted(),
             challenge: options.challenge().map(Arc::new),
-            bots: options.verified_bots.clone(),
+            bots: options.bots.clone(),
         }
     }
 

@@ -258,7 +258,7 @@ pub unsafe extern "C" fn edgeguard_metrics_new(
         };
         let options = &(*config).options;
         let bots: Vec<&str> = options
-            .verified_bots
+            .bots
             .as_deref()
             .map(|b| (0..b.len()).filter_map(|i| b.name(i)).collect())
             .unwrap_or_default();
@@ -266,7 +266,7 @@ pub unsafe extern "C" fn edgeguard_metrics_new(
             engine: options.engine(),
             rust_models: &rust,
             lua_models: &lua,
-            challenge: options.challenge_secret.is_some(),
+            challenge: options.keys.is_some(),
             bots: &bots,
         });
         *out = Box::into_raw(Box::new(edgeguard_metrics { registry }));
