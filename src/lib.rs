@@ -20,6 +20,7 @@ pub mod config;
 pub mod features;
 #[allow(unsafe_code)]
 pub mod ffi;
+pub mod gate;
 pub mod headers;
 pub mod metrics;
 pub mod model;

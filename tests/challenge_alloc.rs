@@ -11,7 +11,6 @@ use std::net::IpAddr;
 use std::path::Path;
 
 use edgeguard::challenge::{Clearance, Rejection};
-use edgeguard::config::{Action, Config};
 use edgeguard::features::Request;
 use edgeguard::ffi::access::{edgeguard_access, edgeguard_access_out};
 use edgeguard::ffi::challenge::{
@@ -23,6 +22,7 @@ use edgeguard::ffi::edgeguard_result as R;
 use edgeguard::ffi::metrics::*;
 use edgeguard::ffi::scorer::edgeguard_request;
 use edgeguard::ffi::{edgeguard_header, edgeguard_str};
+use edgeguard::gate::{Action, Config};
 use edgeguard::headers::Header;
 use edgeguard::verified::{PrefixSetBuilder, Verdict};
 

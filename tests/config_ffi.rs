@@ -7,9 +7,9 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::ptr::{null, null_mut};
 
-use edgeguard::config::{Action, Config};
 use edgeguard::ffi::config::*;
 use edgeguard::ffi::edgeguard_result as R;
+use edgeguard::gate::{Action, Config};
 
 fn manifest() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -4,9 +4,10 @@
 use std::net::IpAddr;
 use std::ptr::{null, null_mut};
 
-use edgeguard::config::{Action, Options};
+use edgeguard::config::Options;
 use edgeguard::ffi::config::*;
 use edgeguard::ffi::edgeguard_result as R;
+use edgeguard::gate::Action;
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
@@ -25,7 +26,7 @@ fn deciding_does_not_allocate() {
     let _profiler = dhat::Profiler::builder().testing().build();
 
     let options = Options::configure("test", None, OPTIONS.as_bytes()).unwrap();
-    let policy = edgeguard::config::Policy::new(&options, &[("bot", None), ("spoof", None)]);
+    let policy = edgeguard::gate::Policy::new(&options, &[("bot", None), ("spoof", None)]);
     let mut cfg = null_mut();
     let rc = unsafe {
         edgeguard_config_new(

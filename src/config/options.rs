@@ -118,10 +118,9 @@ macro_rules! options {
             /// The bots `verified_bots` names, read when it was given.
             pub bots: Option<Arc<VerifiedBots>>,
             /// Not an option: for a location's options
-            /// ([`Options::with_access`]), the score header of the
-            /// configuration it was derived from, which the location strips
-            /// too ([`Options::score_header_spellings`]).
-            pub base_score_header: Option<String>,
+            /// ([`Options::with_access`]), what it keeps of the
+            /// configuration it was derived from.
+            pub inherited: Option<Inherited>,
         }
 
         /// Every option edgeguard knows, in the README table's order.
@@ -230,6 +229,19 @@ fn models(m: &Option<Vec<(String, PathBuf)>>) -> Option<Value> {
             .map(|(n, p)| serde_json::json!({ "name": n, "path": p.to_string_lossy() }))
             .collect(),
     ))
+}
+
+/// What a location's options ([`Options::with_access`]) keep of the
+/// configuration they were derived from.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Inherited {
+    /// Its score header, which the location strips too
+    /// ([`Options::score_header_spellings`]): an origin behind both may
+    /// trust either.
+    pub score_header: String,
+    /// Its `log_level`: the level a refusal is logged at, whichever
+    /// location refuses it ([`Options::refuse_log_level`]).
+    pub log_level: Option<u8>,
 }
 
 /// What a flagged request gets, by configuration.
@@ -393,7 +405,10 @@ impl Options {
         };
         let (given, _) = parse_object(text, Scope::Access, &ctx)?;
         let mut o = self.clone();
-        o.base_score_header = Some(self.score_header_name().to_owned());
+        o.inherited = Some(Inherited {
+            score_header: self.score_header_name().to_owned(),
+            log_level: self.log_level,
+        });
         let mut thresholds = o.thresholds.take().unwrap_or_default();
         if let Some(more) = &given.thresholds {
             for (name, t) in more {
@@ -499,11 +514,20 @@ impl Options {
     /// origin behind both locations may trust either).
     pub fn score_header_spellings(&self) -> String {
         let name = self.score_header_name();
-        match self.base_score_header.as_deref() {
+        match self.inherited.as_ref().map(|i| i.score_header.as_str()) {
             None | Some("") => name.to_owned(),
             Some(base) if base == name => name.to_owned(),
             Some(base) if name.is_empty() => base.to_owned(),
             Some(base) => format!("{name}\n{base}"),
+        }
+    }
+
+    /// The `log_level` of the configuration these options were derived
+    /// from (their own, if not derived): a refusal's.
+    pub fn refuse_log_level(&self) -> Option<u8> {
+        match &self.inherited {
+            Some(i) => i.log_level,
+            None => self.log_level,
         }
     }
 

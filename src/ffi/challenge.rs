@@ -15,7 +15,6 @@ use super::metrics::edgeguard_metrics;
 use super::scorer::{checked_request, edgeguard_request};
 use super::types::edgeguard_str;
 use crate::challenge::{Answer, Binding, Challenge, Clearance, Rejection};
-use crate::config::Action;
 use crate::features::Request;
 use crate::metrics::AnswerResult;
 use crate::net::{addr_from_binary, addr_from_text};
@@ -151,18 +150,6 @@ fn client_addr(addr: &[u8], req: &Request<'_>) -> Option<std::net::IpAddr> {
     }
 }
 
-fn action(a: Action) -> edgeguard_action {
-    match a {
-        Action::Pass => edgeguard_action::Pass,
-        Action::Allow => edgeguard_action::Allow,
-        Action::Log => edgeguard_action::Log,
-        Action::Block => edgeguard_action::Block,
-        Action::Cleared => edgeguard_action::Cleared,
-        Action::Challenge => edgeguard_action::Challenge,
-        Action::Verified => edgeguard_action::Verified,
-    }
-}
-
 /// Decides one request with what it shows: `scores` (`n` of them in the
 /// policy's model order; null with `n` 0: not scored), the request (its
 /// User-Agent, `Cookie`, `Sec-Fetch-Mode`, `Accept`, method and URI),
@@ -262,7 +249,7 @@ pub(super) fn request_decision(
         result.decision.action = edgeguard_action::Unavailable;
         return Ok(result);
     };
-    result.decision.action = action(d.action);
+    result.decision.action = d.action.into();
     // At most MAX_MODELS, checked when the policy was bound.
     result.decision.model = d.flagged_by.map_or(-1, |i| i as i32);
     result.decision.threshold = d

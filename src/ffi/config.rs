@@ -16,7 +16,8 @@ use super::boundary::{bytes, c_bytes, slice, write_error};
 use super::edgeguard_result;
 use super::headers::edgeguard_header_set;
 use crate::config::text;
-use crate::config::{Action, ConfigError, ErrorOrigin, Options, Policy};
+use crate::config::{ConfigError, ErrorOrigin, Options};
+use crate::gate::{Action, Policy};
 use crate::net::addr_from_binary;
 use crate::scorer::MAX_MODELS;
 use crate::verified;
@@ -77,6 +78,26 @@ pub enum edgeguard_action {
     /// `edgeguard_policy_challenge_answer`, never proxy it. Only
     /// `edgeguard_policy_decide_request` returns it.
     Answer = 8,
+    /// Internal headers nginx cannot remove: 400 (the number
+    /// `edgeguard_outcome` gives it; 9 is its `Error`).
+    Refused = 10,
+}
+
+impl From<Action> for edgeguard_action {
+    fn from(a: Action) -> Self {
+        match a {
+            Action::Pass => edgeguard_action::Pass,
+            Action::Allow => edgeguard_action::Allow,
+            Action::Log => edgeguard_action::Log,
+            Action::Block => edgeguard_action::Block,
+            Action::Unavailable => edgeguard_action::Unavailable,
+            Action::Cleared => edgeguard_action::Cleared,
+            Action::Challenge => edgeguard_action::Challenge,
+            Action::Verified => edgeguard_action::Verified,
+            Action::Answer => edgeguard_action::Answer,
+            Action::Refused => edgeguard_action::Refused,
+        }
+    }
 }
 
 /// The outcome of `edgeguard_policy_decide`.
@@ -427,16 +448,7 @@ pub(super) fn decision(
         return Err(edgeguard_result::InvalidArgument);
     }
     let d = policy.decide_addr(scores, addr_from_binary(client));
-    let action = match d.action {
-        Action::Pass => edgeguard_action::Pass,
-        Action::Allow => edgeguard_action::Allow,
-        Action::Log => edgeguard_action::Log,
-        Action::Block => edgeguard_action::Block,
-        // decide_addr judges scores alone; these come from decide_request.
-        Action::Cleared => edgeguard_action::Cleared,
-        Action::Challenge => edgeguard_action::Challenge,
-        Action::Verified => edgeguard_action::Verified,
-    };
+    let action = d.action.into();
     Ok(edgeguard_decision {
         action,
         // At most MAX_MODELS, checked when the policy was bound.
@@ -508,6 +520,7 @@ impl edgeguard_action {
             edgeguard_action::Challenge => "challenge",
             edgeguard_action::Verified => "verified",
             edgeguard_action::Answer => "answer",
+            edgeguard_action::Refused => "refused",
         }
     }
 }

@@ -127,6 +127,7 @@ pub(super) fn outcome_of(a: edgeguard_action) -> Outcome {
         edgeguard_action::Challenge => Outcome::Challenge,
         edgeguard_action::Verified => Outcome::Verified,
         edgeguard_action::Answer => Outcome::Answer,
+        edgeguard_action::Refused => Outcome::Refused,
     }
 }
 

@@ -15,7 +15,7 @@
 //! without building a JSON tree (strings are views of the buffer, see
 //! [`record`](self) docs in `record.rs`), score it with the shared
 //! zero-allocation [`Scorer`](crate::scorer::Scorer) and decide it with
-//! [`Policy::decide`](crate::config::Policy::decide), under one or two
+//! [`gate::run`](crate::gate::run) (what nginx runs), under one or two
 //! configurations; the writer emits output and hands the buffer back to the
 //! reader. Every channel is bounded by the pool size, so a slow writer
 //! slows the reader, and however large the input, memory holds only the
@@ -82,8 +82,8 @@ pub fn line_parsers_agree(line: &[u8]) -> Result<bool, String> {
     record::paths_agree(line)
 }
 
-use crate::config::Config;
 use crate::features::Request;
+use crate::gate::Config;
 
 /// How a replay runs.
 #[derive(Clone, Debug)]

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Instant;
 
-use crate::config::Config;
+use crate::gate::Config;
 
 use super::input::{Batch, Input};
 use super::progress::Progress;

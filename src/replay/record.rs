@@ -41,8 +41,8 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use crate::config::Action;
 use crate::features::TlsFacts;
+use crate::gate::Action;
 use crate::headers::{Header, HeaderBuf};
 use crate::tls::Family;
 

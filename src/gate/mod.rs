@@ -1,0 +1,190 @@
+//! The gate: one request's whole job, in safe Rust, run by nginx (through
+//! the C ABI) and by replay alike.
+//!
+//! ```text
+//!            Request (method, URI, client, headers, TLS facts)
+//!               │
+//!   Location ──►│ 1 strip     the strip set over the headers: indices to
+//!   (one per    │             clear, entries matched, entries nginx cannot
+//!   access{})   │             remove (-> Refused)
+//!               │ 2 rules     site rules before scoring          [issue 32]
+//!               │ 3 score     the scorer's models (or another engine's
+//!               │             scores: the legacy Lua engine's)
+//!               │ 4 fleet     fingerprint lookups (JA4 -> verdict)  [issue 33]
+//!               │ 5 decide    refused, answer, or the policy: verified
+//!               │             bots, clearance, models, mode, allow list;
+//!               │             unscored under fail_closed -> Unavailable
+//!               │ 6 rules     site rules after scoring            [issue 32]
+//!               │ 7 respond   the exit: a status, the challenge page, the
+//!               │             answer's cookie and redirect       [issue 31]
+//!               │ 8 texts     score header, variables, log line
+//!               ▼
+//!            Effects: everything nginx must do (and replay reports)
+//! ```
+//!
+//! [`run`] is the pipeline; `stages.rs` holds one function per stage, each
+//! reading the [`Location`] and the [`Request`] and adding to the state the
+//! next stage reads. Where the later work slots in:
+//! - **Site rules** (issue 32): an ordered list in the [`Location`], read
+//!   by `stages::rules_before` (before scoring: a rule may end the request
+//!   without scoring it) and `stages::rules_after` (with the scores and the
+//!   policy's decision); a rule says pass, allow, log, challenge or block
+//!   and may set tags. Both functions exist and apply no rule today.
+//! - **Challenge refinements** (issue 31): `stages::respond` chooses the
+//!   exit; a non-navigation or body-carrying request would get
+//!   `Exit::Page` with an `application/problem+json` body, a no-JS
+//!   fallback another page, attempt counting a state the answer reads. The
+//!   request carries the connection's TLS facts ([`Request::http`]'s
+//!   `tls()`: JA4 and family) and whether it came over TLS, which a
+//!   clearance bound to the JA4 and the address prefix needs.
+//! - **Fleet lookups** (issue 33): `stages::fleet`, between scoring and the
+//!   decision, reads the request's JA4 and may flag it; today it does
+//!   nothing.
+//!
+//! Nothing here allocates once a [`Scratch`] has grown to the largest
+//! request seen (`tests/access_alloc.rs` and the other dhat tests).
+
+#![forbid(unsafe_code)]
+
+mod action;
+mod config;
+mod effects;
+mod location;
+mod policy;
+mod scratch;
+mod stages;
+
+pub use action::Action;
+pub use config::Config;
+pub use effects::{Effects, Exit, Vars};
+pub use location::{Location, Models, DEFAULT_LOG_LEVEL};
+pub use policy::{Decision, Policy};
+pub use scratch::{Scratch, LOCATION_CAP};
+pub use stages::{count, outcome};
+
+use crate::features::{self, TlsFacts};
+use crate::headers::Header;
+
+/// One request as the gate reads it: what the client sent (method, URI,
+/// client address, headers), what its connection showed (TLS, and the
+/// fingerprint when nginx has one), and another engine's work on it when
+/// that engine stripped and scored it.
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    http: features::Request<'a>,
+    headers: &'a [Header<'a>],
+    secure: bool,
+    given: Option<Given<'a>>,
+}
+
+impl<'a> Request<'a> {
+    /// A request viewing the caller's bytes (as [`features::Request::new`]
+    /// reads them), with its connection's TLS facts (none: plain HTTP, or
+    /// no fingerprint).
+    pub fn new(
+        method: &'a [u8],
+        uri: &'a [u8],
+        http_version: u16,
+        client_addr: &'a [u8],
+        headers: &'a [Header<'a>],
+        tls: Option<TlsFacts<'a>>,
+    ) -> Request<'a> {
+        Request {
+            http: features::Request::new(method, uri, http_version, client_addr, headers)
+                .with_tls(tls),
+            headers,
+            secure: false,
+            given: None,
+        }
+    }
+
+    /// The same request, over TLS or not (a clearance cookie is then
+    /// `Secure`).
+    pub fn secure(mut self, secure: bool) -> Request<'a> {
+        self.secure = secure;
+        self
+    }
+
+    /// The same request with another engine's work on it (the legacy Lua
+    /// engine's strip and scores): the location neither strips the
+    /// internal headers nor scores it then.
+    pub fn given(mut self, given: Given<'a>) -> Request<'a> {
+        self.given = Some(given);
+        self
+    }
+
+    /// What the features are extracted from.
+    pub fn http(&self) -> &features::Request<'a> {
+        &self.http
+    }
+
+    /// The headers, in arrival order.
+    pub fn headers(&self) -> &'a [Header<'a>] {
+        self.headers
+    }
+}
+
+/// What another engine made of a request before handing it to the gate.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Given<'a> {
+    /// Its scores, in the location's model order; none: not scored.
+    pub scores: Option<&'a [f64]>,
+    /// Internal entries it removed.
+    pub removed: usize,
+    /// Internal entries it could not remove (the request is then refused).
+    pub unremovable: usize,
+}
+
+/// What the caller wants done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Job {
+    /// The whole pipeline: `access()`.
+    Access,
+    /// Only strip: the internal headers and the score header's spellings
+    /// (`clear_internal_headers()`).
+    Strip,
+    /// Only strip the internal headers, keeping the score header (a
+    /// subrequest, whose score header its parent's run set).
+    StripList,
+}
+
+/// Why [`run`] refused a request: the caller's mistake, nothing done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Misuse {
+    /// Given scores whose count is not the location's model count.
+    ScoreCount,
+}
+
+/// Runs `job` on `req` under `loc` at `now` (Unix seconds: nginx's
+/// `ngx.time()`, replay's recorded time), in `scratch`'s buffers. Never
+/// allocates once `scratch` has grown to fit (it grows to the largest
+/// request seen).
+pub fn run<'a>(
+    loc: &'a Location,
+    req: &Request<'_>,
+    job: Job,
+    now: u64,
+    scratch: &'a mut Scratch,
+) -> Result<Effects<'a>, Misuse> {
+    if req
+        .given
+        .and_then(|g| g.scores)
+        .is_some_and(|s| s.len() != loc.model_count())
+    {
+        return Err(Misuse::ScoreCount);
+    }
+    scratch.fit(loc, req);
+    let mut state = stages::strip(loc, req, job, scratch);
+    if job == Job::Access {
+        stages::rules_before(loc, req, &mut state);
+        stages::score(loc, req, scratch, &mut state);
+        stages::fleet(loc, req, &mut state);
+        stages::decide(loc, req, now, scratch, &mut state);
+        stages::rules_after(loc, req, &mut state);
+        stages::respond(loc, req, now, scratch, &mut state);
+    }
+    Ok(stages::texts(loc, req, now, scratch, state))
+}
+
+#[cfg(test)]
+mod tests;
