@@ -405,7 +405,7 @@ fn bench(c: &mut Criterion, w: &Workload, summary: bool) {
     };
     let edgeguard = Edgeguard(&w.set);
     // What a location strips in nginx: the list extended with the score
-    // header's name (edgeguard_policy_new), searched by the same lookup.
+    // header's name (edgeguard_location_new), searched by the same lookup.
     let extended_set = w.set.extend("score_header", b"X-Bot-Score").unwrap();
     let extended = Edgeguard(&extended_set);
     let variants: [(&str, &dyn Variant); 5] = [

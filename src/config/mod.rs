@@ -39,6 +39,7 @@
 mod error;
 mod files;
 pub mod options;
+pub mod table;
 pub mod text;
 mod values;
 

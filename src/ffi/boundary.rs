@@ -59,25 +59,6 @@ macro_rules! try_non_null {
     };
 }
 
-pub(crate) fn result_from_int(n: libc::c_int) -> Option<edgeguard_result> {
-    use edgeguard_result::*;
-    [
-        Ok,
-        NullParameter,
-        Panic,
-        InvalidArgument,
-        Io,
-        HeaderListInvalid,
-        ModelInvalid,
-        FeatureCount,
-        BufferTooSmall,
-        ConfigInvalid,
-        TlsUnavailable,
-    ]
-    .into_iter()
-    .find(|r| *r as libc::c_int == n)
-}
-
 /// Writes `msg` into the caller's buffer as a NUL-terminated string, cut at a
 /// UTF-8 character boundary if it does not fit. A null or empty buffer is
 /// skipped: detailed errors are optional for callers.
@@ -103,6 +84,41 @@ pub(crate) unsafe fn write_error(buf: *mut c_char, buf_len: usize, msg: &dyn Dis
 /// `s` is non-null and NUL-terminated, valid for `'a`.
 pub(crate) unsafe fn c_bytes<'a>(s: *const c_char) -> &'a [u8] {
     CStr::from_ptr(s).to_bytes()
+}
+
+/// Borrows `n` NUL-terminated UTF-8 strings (a list of names): null with
+/// `n` 0 is none; a null list with a count, or a null string, is
+/// `NullParameter`; a string that is not UTF-8 is `bad`, and `errbuf` says
+/// `"<what> <i> name is not UTF-8"`.
+///
+/// # Safety
+/// `list` points to `n` NUL-terminated strings (or is null with `n` 0)
+/// valid for `'a`; `errbuf` is null or `errbuf_len` writable bytes.
+pub(crate) unsafe fn utf8_names<'a>(
+    list: *const *const c_char,
+    n: usize,
+    what: &str,
+    bad: edgeguard_result,
+    errbuf: *mut c_char,
+    errbuf_len: usize,
+) -> Result<Vec<&'a str>, edgeguard_result> {
+    let list = slice(list, n).ok_or(edgeguard_result::NullParameter)?;
+    if list.iter().any(|p| p.is_null()) {
+        return Err(edgeguard_result::NullParameter);
+    }
+    let mut out = Vec::with_capacity(n);
+    for (i, &p) in list.iter().enumerate() {
+        let Ok(s) = std::str::from_utf8(c_bytes(p)) else {
+            write_error(
+                errbuf,
+                errbuf_len,
+                &format_args!("{what} {i} name is not UTF-8"),
+            );
+            return Err(bad);
+        };
+        out.push(s);
+    }
+    Ok(out)
 }
 
 /// Borrows `len` values at `ptr`; a null pointer is only allowed with
@@ -185,12 +201,12 @@ mod tests {
     #[test]
     fn every_code_round_trips_through_its_number() {
         for n in 0..11 {
-            let r = result_from_int(n).expect("codes are dense from 0");
+            let r = edgeguard_result::from_int(n).expect("codes are dense from 0");
             assert_eq!(r as libc::c_int, n);
             assert!(!r.text().to_bytes().is_empty());
         }
-        assert!(result_from_int(11).is_none());
-        assert!(result_from_int(-1).is_none());
+        assert!(edgeguard_result::from_int(11).is_none());
+        assert!(edgeguard_result::from_int(-1).is_none());
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! What a request comes to: one type for every outcome the gate gives,
 //! nginx acts on, metrics count and replay reports.
 
+use std::ffi::CStr;
+
 /// What happens to one request. `$edgeguard_action` names it
 /// ([`Action::as_str`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -50,17 +52,23 @@ impl Action {
 
     /// The name nginx sets in `$edgeguard_action` and logs.
     pub fn as_str(self) -> &'static str {
+        // The names are ASCII.
+        self.c_name().to_str().unwrap_or_default()
+    }
+
+    /// [`Action::as_str`], NUL-terminated (for the C ABI).
+    pub fn c_name(self) -> &'static CStr {
         match self {
-            Action::Pass => "pass",
-            Action::Allow => "allow",
-            Action::Log => "log",
-            Action::Block => "block",
-            Action::Unavailable => "unavailable",
-            Action::Cleared => "cleared",
-            Action::Challenge => "challenge",
-            Action::Verified => "verified",
-            Action::Answer => "answer",
-            Action::Refused => "refused",
+            Action::Pass => c"pass",
+            Action::Allow => c"allow",
+            Action::Log => c"log",
+            Action::Block => c"block",
+            Action::Unavailable => c"unavailable",
+            Action::Cleared => c"cleared",
+            Action::Challenge => c"challenge",
+            Action::Verified => c"verified",
+            Action::Answer => c"answer",
+            Action::Refused => c"refused",
         }
     }
 

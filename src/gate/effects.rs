@@ -139,8 +139,11 @@ pub struct Effects<'a> {
     /// them).
     pub clear: &'a [u32],
     /// Internal header entries the list matched (repeats counted; the score
-    /// header's spellings not counted): those removed.
+    /// header's spellings not counted), another engine's removed included.
     pub matched: usize,
+    /// Those removed (what the metrics count): the matched ones, but on a
+    /// refusal only those another engine removed before it found the rest.
+    pub removed: usize,
     /// Internal entries nginx cannot remove (the request is then
     /// [`Action::Refused`]).
     pub unremovable: usize,

@@ -23,6 +23,9 @@ pub(super) struct State {
     pub(super) action: Action,
     clear_len: usize,
     matched: usize,
+    /// What the metrics count as removed: the matched entries, or on a
+    /// refusal only those another engine removed before it found the rest.
+    removed: usize,
     unremovable: usize,
     scored: bool,
     score_error: Option<ScoreError>,
@@ -54,6 +57,7 @@ pub(super) fn strip(loc: &Location, req: &Request<'_>, job: Job, scratch: &mut S
         action: Action::Pass,
         clear_len: 0,
         matched: 0,
+        removed: 0,
         unremovable: 0,
         scored: false,
         score_error: None,
@@ -65,6 +69,7 @@ pub(super) fn strip(loc: &Location, req: &Request<'_>, job: Job, scratch: &mut S
     };
     if let Some(g) = req.given {
         s.matched = g.removed;
+        s.removed = g.removed;
         s.unremovable = g.unremovable;
         if g.unremovable > 0 {
             s.action = Action::Refused;
@@ -78,16 +83,17 @@ pub(super) fn strip(loc: &Location, req: &Request<'_>, job: Job, scratch: &mut S
     };
     if let Some(set) = set {
         let found = set.find_internal(req.headers(), &mut scratch.clear);
+        s.matched += found.matched;
         if found.unremovable > 0 {
-            // Nothing is removed: the count stays the other engine's.
+            // Nothing is removed: the removed count stays the other engine's.
             s.unremovable = found.unremovable;
             s.action = Action::Refused;
             s.exit = Exit::Status(400);
             return s;
         }
         s.clear_len = found.distinct;
-        s.matched += found.matched;
     }
+    s.removed = s.matched;
     s
 }
 
@@ -270,6 +276,7 @@ pub(super) fn texts<'a>(
             &scratch.clear[..clear_len]
         },
         matched: s.matched,
+        removed: s.removed,
         unremovable: s.unremovable,
         scores: s.scored.then(|| &scratch.scores[..n]),
         score_error: s.score_error,
@@ -446,7 +453,7 @@ pub fn count(m: &Registry, e: &Effects<'_>, engine: Engine, seconds: f64) {
     m.request(
         engine,
         outcome(e.action),
-        e.matched,
+        e.removed,
         (engine == Engine::Rust).then_some(seen),
     );
     if let Some(a) = e.answer {
