@@ -648,9 +648,15 @@ typedef struct {
   size_t clear_len;
   /*
    Internal header entries the list matched, repeats counted (the
-   score header's spellings not counted): those removed.
+   score header's spellings not counted; another engine's included).
    */
   size_t matched;
+  /*
+   Those removed (what the metrics count): `matched`, but on a
+   refusal only those the other engine removed before it found the
+   rest.
+   */
+  size_t removed;
   /*
    Internal entries nginx's Lua API cannot remove (names that are not
    RFC 9110 tokens): the request is refused.

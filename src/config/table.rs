@@ -79,7 +79,7 @@ impl Table {
                 Ok(s) => Value::from(s),
                 Err(_) => return self.refuse(format!("option '{path}' is not valid UTF-8")),
             },
-            Put::Number(n) => Number::from_f64(n).map_or(Value::Null, Value::Number),
+            Put::Number(n) => number(n),
             Put::Boolean(b) => Value::Bool(b),
             Put::Object | Put::Array if self.open.len() > MAX_DEPTH => {
                 return self.refuse(format!("option '{path}' is nested too deeply"))
@@ -126,6 +126,17 @@ impl Table {
     }
 }
 
+/// A number as JSON: an integral one as an integer (what `%.17g` wrote,
+/// which the integer options read), any other exactly; NaN and infinities
+/// are no JSON value (null).
+fn number(n: f64) -> Value {
+    if n.fract() == 0.0 && n.abs() < 1e17 {
+        // Exact: integral and below 2^63.
+        return Value::from(n as i64);
+    }
+    Number::from_f64(n).map_or(Value::Null, Value::Number)
+}
+
 fn insert(container: &mut Value, key: Option<&str>, value: Value) {
     match (container, key) {
         (Value::Object(m), Some(k)) => {
@@ -156,7 +167,11 @@ mod tests {
         t.put(1, None, Put::String(b"10.0.0.0/8")).unwrap();
         t.put(0, Some("vars"), Put::Boolean(true)).unwrap();
         t.put(0, Some("status"), Put::Number(f64::NAN)).unwrap();
+        t.put(0, Some("log_level"), Put::Number(7.0)).unwrap();
+        t.put(0, Some("big"), Put::Number(1e300)).unwrap();
         let v: Value = serde_json::from_str(&t.json().unwrap()).unwrap();
+        assert_eq!(v["log_level"].as_u64(), Some(7), "integral: an integer");
+        assert_eq!(v["big"].as_f64(), Some(1e300));
         assert_eq!(v["thresholds"]["bot"].as_f64(), Some(third));
         assert_eq!(v["allow"][0], "10.0.0.0/8");
         assert_eq!(

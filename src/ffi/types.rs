@@ -535,8 +535,12 @@ pub struct edgeguard_effects {
     /// How many indices `clear` holds.
     pub clear_len: usize,
     /// Internal header entries the list matched, repeats counted (the
-    /// score header's spellings not counted): those removed.
+    /// score header's spellings not counted; another engine's included).
     pub matched: usize,
+    /// Those removed (what the metrics count): `matched`, but on a
+    /// refusal only those the other engine removed before it found the
+    /// rest.
+    pub removed: usize,
     /// Internal entries nginx's Lua API cannot remove (names that are not
     /// RFC 9110 tokens): the request is refused.
     pub unremovable: usize,
@@ -594,6 +598,7 @@ pub(crate) fn write_effects(e: &Effects<'_>, out: &mut edgeguard_effects) {
     out.clear = e.clear.as_ptr();
     out.clear_len = e.clear.len();
     out.matched = e.matched;
+    out.removed = e.removed;
     out.unremovable = e.unremovable;
     out.set_header = match e.set_header {
         Some((name, value)) => edgeguard_header::new(name.as_bytes(), value),

@@ -288,6 +288,8 @@ typedef struct {
 
   size_t matched;
 
+  size_t removed;
+
   size_t unremovable;
 
   edgeguard_header set_header;
