@@ -9,7 +9,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::error::{ConfigError, ErrorOrigin};
-use super::options::Options;
 use super::values::Ctx;
 use crate::challenge::Keys;
 use crate::verified::VerifiedBots;
@@ -26,16 +25,15 @@ pub(super) fn read_config(path: &Path) -> Result<Vec<u8>, ConfigError> {
     })
 }
 
-/// Loads the files that options parsed from one source name (`ctx` is that
-/// source's: its errors name it).
-pub(super) fn load(o: &mut Options, ctx: &Ctx<'_>) -> Result<(), ConfigError> {
-    if let Some(path) = &o.challenge_secret {
-        let keys = Keys::load(path).map_err(|e| ctx.file_err("challenge_secret", e))?;
-        o.keys = Some(Arc::new(keys));
-    }
-    if let Some(path) = &o.verified_bots {
-        let bots = VerifiedBots::load(path).map_err(|e| ctx.file_err("verified_bots", e))?;
-        o.bots = Some(Arc::new(bots));
-    }
-    Ok(())
+/// The challenge's keys at `path` (`challenge_secret`); `ctx` is the source
+/// that named it: its errors name it.
+pub(super) fn keys(path: &Path, ctx: &Ctx<'_>) -> Result<Arc<Keys>, ConfigError> {
+    let keys = Keys::load(path).map_err(|e| ctx.file_err("challenge_secret", e))?;
+    Ok(Arc::new(keys))
+}
+
+/// The verified bots at `path` (`verified_bots`), errors as [`keys`].
+pub(super) fn bots(path: &Path, ctx: &Ctx<'_>) -> Result<Arc<VerifiedBots>, ConfigError> {
+    let bots = VerifiedBots::load(path).map_err(|e| ctx.file_err("verified_bots", e))?;
+    Ok(Arc::new(bots))
 }

@@ -38,10 +38,12 @@
 
 mod error;
 mod files;
+mod kinds;
 pub mod options;
 pub mod table;
 pub mod text;
 mod values;
 
 pub use error::{ConfigError, ErrorOrigin};
-pub use options::{Engine, Mode, Options, Scope};
+pub use kinds::{Engine, Mode};
+pub use options::{Options, Scope};

@@ -21,6 +21,7 @@ use crate::verified::VerifiedBots;
 
 use super::error::{ConfigError, ErrorOrigin};
 use super::files;
+use super::kinds::{Engine, Mode};
 use super::values::Ctx;
 
 /// Where a set of options comes from.
@@ -244,55 +245,6 @@ pub struct Inherited {
     pub log_level: Option<u8>,
 }
 
-/// What a flagged request gets, by configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Answer with the configured status.
-    Block,
-    /// Let it through, logging the decision.
-    Log,
-    /// Score only.
-    Off,
-    /// Serve flagged navigations the challenge page, answer other flagged
-    /// requests with the status; a valid clearance cookie passes
-    /// (`src/challenge/`).
-    Challenge,
-}
-
-impl Mode {
-    /// The name in the options.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Block => "block",
-            Mode::Log => "log",
-            Mode::Off => "off",
-            Mode::Challenge => "challenge",
-        }
-    }
-}
-
-/// The engine that strips and scores (`engine`, `shadow_primary`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Engine {
-    /// This library, one FFI call per job.
-    Rust,
-    /// The pure-Lua engine, the "before" of a migration.
-    Lua,
-    /// Both on every request, acting on the primary's result.
-    Shadow,
-}
-
-impl Engine {
-    /// The name in the options.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Engine::Rust => "rust",
-            Engine::Lua => "lua",
-            Engine::Shadow => "shadow",
-        }
-    }
-}
-
 /// The default of `score_header`.
 pub const DEFAULT_SCORE_HEADER: &str = "X-Bot-Score";
 /// The default of `status`.
@@ -310,7 +262,7 @@ fn scope_hint(scope: Scope, spec: Option<&OptionSpec>) -> &'static str {
 }
 
 /// Parses a JSON object of options, checking each against `scope`. Pure:
-/// the files the options name are read by the caller ([`files::load`]).
+/// the files the options name are read by the caller ([`Options::load_files`]).
 fn parse_object(
     text: &[u8],
     scope: Scope,
@@ -353,7 +305,7 @@ impl Options {
             base: Some(base),
         };
         let (mut o, _) = parse_object(text, Scope::File, &ctx)?;
-        files::load(&mut o, &ctx)?;
+        o.load_files(&ctx)?;
         o.check_models_named(&ctx)?;
         o.check_challenge(&ctx)?;
         Ok(o)
@@ -382,7 +334,7 @@ impl Options {
             base,
         };
         let (mut given, _) = parse_object(text, Scope::Configure, &ctx)?;
-        files::load(&mut given, &ctx)?;
+        given.load_files(&ctx)?;
         let mut o = match &given.config {
             Some(path) => Self::load_file(path)?,
             None => Options::default(),
@@ -427,6 +379,17 @@ impl Options {
         o.check_models_named(&ctx)?;
         o.check_challenge(&ctx)?;
         Ok(o)
+    }
+
+    /// Loads the files these options (parsed from one source, `ctx`) name.
+    fn load_files(&mut self, ctx: &Ctx<'_>) -> Result<(), ConfigError> {
+        if let Some(path) = &self.challenge_secret {
+            self.keys = Some(files::keys(path, ctx)?);
+        }
+        if let Some(path) = &self.verified_bots {
+            self.bots = Some(files::bots(path, ctx)?);
+        }
+        Ok(())
     }
 
     /// `mode = "challenge"` needs the keys that sign its cookies; a

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::error::{ConfigError, ErrorOrigin};
-use super::options::{Engine, Mode};
+use super::kinds::{Engine, Mode};
 use crate::challenge;
 use crate::headers::HeaderSet;
 use crate::net::Cidr;

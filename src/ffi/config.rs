@@ -12,8 +12,9 @@
 use std::ffi::{c_char, c_int, CString};
 use std::path::Path;
 
-use super::boundary::{bytes, c_bytes, write_error};
+use super::boundary::write_error;
 use super::handle::Handle;
+use super::raw::{bytes, c_bytes};
 use super::types::edgeguard_result;
 use crate::config::table::{Put, Table};
 use crate::config::{ConfigError, ErrorOrigin, Options};

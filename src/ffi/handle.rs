@@ -11,9 +11,9 @@ pub(crate) trait Handle: Sized {
     ///
     /// # Safety
     /// `out` is writable.
-    unsafe fn publish(self, out: *mut *mut Self) -> super::edgeguard_result {
+    unsafe fn publish(self, out: *mut *mut Self) -> super::types::edgeguard_result {
         *out = self.into_raw();
-        super::edgeguard_result::Ok
+        super::types::edgeguard_result::Ok
     }
 
     /// Moves `self` to the heap: C owns the pointer and gives it back to
@@ -41,7 +41,7 @@ macro_rules! try_ref {
     ($ptr:expr) => {
         match $ptr.as_ref() {
             Some(r) => r,
-            None => return $crate::ffi::edgeguard_result::NullParameter,
+            None => return $crate::ffi::types::edgeguard_result::NullParameter,
         }
     };
 }
@@ -52,7 +52,7 @@ macro_rules! try_mut {
     ($ptr:expr) => {
         match $ptr.as_mut() {
             Some(r) => r,
-            None => return $crate::ffi::edgeguard_result::NullParameter,
+            None => return $crate::ffi::types::edgeguard_result::NullParameter,
         }
     };
 }

@@ -4,8 +4,9 @@ use std::borrow::Cow;
 use std::ffi::c_char;
 use std::path::Path;
 
-use super::boundary::{bytes, c_bytes, write_error};
+use super::boundary::write_error;
 use super::handle::Handle;
+use super::raw::{bytes, c_bytes};
 use super::types::{edgeguard_header, edgeguard_result, headers_from_c};
 use crate::headers::{HeaderSet, ListError, Matches};
 

@@ -94,7 +94,7 @@ pub unsafe extern "C" fn edgeguard_location_new(
             Ok(names) => names,
             Err(code) => return code,
         };
-        let own = super::boundary::slice(own_thresholds, n).filter(|_| !own_thresholds.is_null());
+        let own = super::raw::slice(own_thresholds, n).filter(|_| !own_thresholds.is_null());
         let given: Vec<(&str, Option<f64>)> = names.iter().enumerate()
             .map(|(i, &name)| (name, own.map(|t| t[i]).filter(|t| !t.is_nan())))
             .collect();

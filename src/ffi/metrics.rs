@@ -14,9 +14,10 @@
 
 use std::ffi::{c_char, c_int};
 
-use super::boundary::{bytes_mut, slice, utf8_names};
+use super::boundary::utf8_names;
 use super::config::edgeguard_config;
 use super::handle::Handle;
+use super::raw::{bytes_mut, slice};
 use super::types::{
     disagreement_from_int, edgeguard_effects, edgeguard_result, edgeguard_str, engine_from_int,
     outcome_from_int, seen_of_raw,

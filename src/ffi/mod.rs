@@ -2,7 +2,7 @@
 //! and numbers into the crate's safe types, calls the crate, and converts
 //! the answer back. Each exported concept has its own submodule; the
 //! plumbing is private: the C types and every conversion (`types.rs`), the
-//! panic boundary and checks (`boundary.rs`), handle ownership
+//! panic boundary and checks (`boundary.rs`), borrowing C's pointers (`raw.rs`), handle ownership
 //! (`handle.rs`), OpenSSL's run-time binding (`openssl.rs`).
 //!
 //! Conventions (see `include/edgeguard.h` and `docs/c-api.md`): every
@@ -13,13 +13,14 @@
 
 #![allow(non_camel_case_types)]
 
-use std::ffi::{c_char, CStr};
+use std::ffi::c_char;
 
 #[macro_use]
 mod boundary;
 #[macro_use]
 mod handle;
 mod openssl;
+mod raw;
 mod types;
 
 pub mod config;
@@ -34,25 +35,6 @@ pub mod tls;
 
 pub use boundary::PanicValue;
 pub use types::*;
-
-impl edgeguard_result {
-    /// The fixed description of this code.
-    pub fn text(self) -> &'static CStr {
-        match self {
-            Self::Ok => c"ok",
-            Self::NullParameter => c"a required pointer argument was null",
-            Self::Panic => c"internal error: a panic was caught at the C ABI boundary",
-            Self::InvalidArgument => c"an argument is out of range",
-            Self::Io => c"a file could not be read",
-            Self::HeaderListInvalid => c"the internal header list is invalid",
-            Self::ModelInvalid => c"the model is invalid",
-            Self::FeatureCount => c"wrong number of features for this model",
-            Self::BufferTooSmall => c"the output buffer is too small",
-            Self::ConfigInvalid => c"the configuration is invalid",
-            Self::TlsUnavailable => c"the TLS library functions needed are not in this process",
-        }
-    }
-}
 
 /// The library version, e.g. `"0.1.0"`. Static storage: never free it.
 #[no_mangle]

@@ -9,8 +9,9 @@ use std::ffi::c_char;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use super::boundary::{bytes, c_bytes, slice, write_error};
+use super::boundary::write_error;
 use super::handle::Handle;
+use super::raw::{bytes, c_bytes, slice};
 use super::types::{edgeguard_result, edgeguard_str, prediction_type_from_int};
 use crate::model::{cat_hash, CatSource, Evaluator, Model, ModelError, PredictionError};
 

@@ -2,8 +2,8 @@
 //! `$edgeguard_request_headers`, which `edgeguard replay` reads back. The
 //! format's writer and readers live in `replay::record`.
 
-use super::boundary::{bytes_mut, slice};
 use super::edgeguard_result;
+use super::raw::{bytes_mut, slice};
 use super::types::{edgeguard_header, headers_from_c};
 
 /// Writes the JSON text of a request's headers, `[["name","value"],...]`

@@ -11,8 +11,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::Arc;
 
-use super::boundary::{c_bytes, slice, utf8_names, write_error};
+use super::boundary::{utf8_names, write_error};
 use super::handle::Handle;
+use super::raw::{c_bytes, slice};
 use super::types::{edgeguard_result, score_error};
 use crate::scorer::{LoadError, Scorer, MAX_MODELS};
 

@@ -11,9 +11,10 @@
 
 use std::ffi::{c_char, c_int, c_void};
 
-use super::boundary::{bytes, write_error};
+use super::boundary::write_error;
 use super::handle::Handle;
 use super::openssl::{ex_index, openssl, ossl_ext, OpenSsl, OsslInts};
+use super::raw::bytes;
 use super::types::edgeguard_result;
 use crate::tls::client_hello::ExtensionsBlock;
 use crate::tls::{ClientHello, ExtensionTypes, Fingerprint, Scratch, U16List};

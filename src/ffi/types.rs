@@ -6,7 +6,7 @@
 //! it in place, without copying, as `&[headers::Header]`, whose layout is
 //! the same; [`headers_from_c`] is the one place that views C memory so.
 
-use std::ffi::c_int;
+use std::ffi::{c_int, CStr};
 use std::slice;
 
 use crate::challenge::{Clearance, Rejection};
@@ -94,6 +94,23 @@ impl edgeguard_result {
     /// The code of a number, if it is one.
     pub(crate) fn from_int(n: c_int) -> Option<edgeguard_result> {
         Self::ALL.into_iter().find(|r| *r as c_int == n)
+    }
+
+    /// The fixed description of this code.
+    pub fn text(self) -> &'static CStr {
+        match self {
+            Self::Ok => c"ok",
+            Self::NullParameter => c"a required pointer argument was null",
+            Self::Panic => c"internal error: a panic was caught at the C ABI boundary",
+            Self::InvalidArgument => c"an argument is out of range",
+            Self::Io => c"a file could not be read",
+            Self::HeaderListInvalid => c"the internal header list is invalid",
+            Self::ModelInvalid => c"the model is invalid",
+            Self::FeatureCount => c"wrong number of features for this model",
+            Self::BufferTooSmall => c"the output buffer is too small",
+            Self::ConfigInvalid => c"the configuration is invalid",
+            Self::TlsUnavailable => c"the TLS library functions needed are not in this process",
+        }
     }
 }
 
@@ -341,7 +358,7 @@ impl edgeguard_given {
     /// # Safety
     /// `scores` points to `scores_len` doubles for `'a`.
     pub(crate) unsafe fn view<'a>(&self) -> Result<Given<'a>, edgeguard_result> {
-        let scores = super::boundary::slice(self.scores, self.scores_len)
+        let scores = super::raw::slice(self.scores, self.scores_len)
             .ok_or(edgeguard_result::NullParameter)?;
         Ok(Given {
             scores: (!self.scores.is_null()).then_some(scores),

@@ -51,6 +51,7 @@ mod config;
 mod effects;
 mod location;
 mod policy;
+mod request;
 mod scratch;
 mod stages;
 
@@ -59,101 +60,9 @@ pub use config::Config;
 pub use effects::{Effects, Exit, Vars};
 pub use location::{Location, Models, DEFAULT_LOG_LEVEL};
 pub use policy::{Decision, Policy};
+pub use request::{Given, Job, Misuse, Request};
 pub use scratch::{Scratch, LOCATION_CAP};
 pub use stages::{count, outcome};
-
-use crate::features::{self, TlsFacts};
-use crate::headers::Header;
-
-/// One request as the gate reads it: what the client sent (method, URI,
-/// client address, headers), what its connection showed (TLS, and the
-/// fingerprint when nginx has one), and another engine's work on it when
-/// that engine stripped and scored it.
-#[derive(Clone, Copy, Debug)]
-pub struct Request<'a> {
-    http: features::Request<'a>,
-    headers: &'a [Header<'a>],
-    secure: bool,
-    given: Option<Given<'a>>,
-}
-
-impl<'a> Request<'a> {
-    /// A request viewing the caller's bytes (as [`features::Request::new`]
-    /// reads them), with its connection's TLS facts (none: plain HTTP, or
-    /// no fingerprint).
-    pub fn new(
-        method: &'a [u8],
-        uri: &'a [u8],
-        http_version: u16,
-        client_addr: &'a [u8],
-        headers: &'a [Header<'a>],
-        tls: Option<TlsFacts<'a>>,
-    ) -> Request<'a> {
-        Request {
-            http: features::Request::new(method, uri, http_version, client_addr, headers)
-                .with_tls(tls),
-            headers,
-            secure: false,
-            given: None,
-        }
-    }
-
-    /// The same request, over TLS or not (a clearance cookie is then
-    /// `Secure`).
-    pub fn secure(mut self, secure: bool) -> Request<'a> {
-        self.secure = secure;
-        self
-    }
-
-    /// The same request with another engine's work on it (the legacy Lua
-    /// engine's strip and scores): the location neither strips the
-    /// internal headers nor scores it then.
-    pub fn given(mut self, given: Given<'a>) -> Request<'a> {
-        self.given = Some(given);
-        self
-    }
-
-    /// What the features are extracted from.
-    pub fn http(&self) -> &features::Request<'a> {
-        &self.http
-    }
-
-    /// The headers, in arrival order.
-    pub fn headers(&self) -> &'a [Header<'a>] {
-        self.headers
-    }
-}
-
-/// What another engine made of a request before handing it to the gate.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Given<'a> {
-    /// Its scores, in the location's model order; none: not scored.
-    pub scores: Option<&'a [f64]>,
-    /// Internal entries it removed.
-    pub removed: usize,
-    /// Internal entries it could not remove (the request is then refused).
-    pub unremovable: usize,
-}
-
-/// What the caller wants done.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Job {
-    /// The whole pipeline: `access()`.
-    Access,
-    /// Only strip: the internal headers and the score header's spellings
-    /// (`clear_internal_headers()`).
-    Strip,
-    /// Only strip the internal headers, keeping the score header (a
-    /// subrequest, whose score header its parent's run set).
-    StripList,
-}
-
-/// Why [`run`] refused a request: the caller's mistake, nothing done.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Misuse {
-    /// Given scores whose count is not the location's model count.
-    ScoreCount,
-}
 
 /// Runs `job` on `req` under `loc` at `now` (Unix seconds: nginx's
 /// `ngx.time()`, replay's recorded time), in `scratch`'s buffers. Never
@@ -167,7 +76,7 @@ pub fn run<'a>(
     scratch: &'a mut Scratch,
 ) -> Result<Effects<'a>, Misuse> {
     if req
-        .given
+        .work()
         .and_then(|g| g.scores)
         .is_some_and(|s| s.len() != loc.model_count())
     {

@@ -2,7 +2,7 @@
 //! effects of a run borrow them until the next.
 
 use super::location::Location;
-use super::Request;
+use super::request::Request;
 use crate::challenge::{MAX_RETURN, PAGE_CAP, SET_COOKIE_CAP};
 use crate::config::text::Span;
 use crate::scorer::MAX_MODELS;

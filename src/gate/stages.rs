@@ -8,8 +8,8 @@ use super::action::Action;
 use super::effects::{Effects, Exit, Vars};
 use super::location::Location;
 use super::policy::Decision;
+use super::request::{Job, Request};
 use super::scratch::{Scratch, LOCATION_CAP};
-use super::{Job, Request};
 use crate::challenge::{self, Answer, SET_COOKIE_CAP};
 use crate::config::text::{self, Cursor, Line, Span};
 use crate::config::Engine;
@@ -67,7 +67,7 @@ pub(super) fn strip(loc: &Location, req: &Request<'_>, job: Job, scratch: &mut S
         exit: Exit::Continue,
         body: BodyParts::None,
     };
-    if let Some(g) = req.given {
+    if let Some(g) = req.work() {
         s.matched = g.removed;
         s.removed = g.removed;
         s.unremovable = g.unremovable;
@@ -105,7 +105,7 @@ pub(super) fn rules_before(_loc: &Location, _req: &Request<'_>, _s: &mut State) 
 /// did when nginx scored before it looked at the strip.
 pub(super) fn score(loc: &Location, req: &Request<'_>, scratch: &mut Scratch, s: &mut State) {
     let out = &mut scratch.scores[..loc.model_count()];
-    if let Some(g) = req.given {
+    if let Some(g) = req.work() {
         if let Some(given) = g.scores {
             out.copy_from_slice(given);
             s.scored = true;
@@ -113,7 +113,7 @@ pub(super) fn score(loc: &Location, req: &Request<'_>, scratch: &mut Scratch, s:
         return;
     }
     if let Some(scorer) = &loc.scorer {
-        match scorer.score(&req.http, out) {
+        match scorer.score(req.http(), out) {
             Ok(()) => s.scored = true,
             Err(e) => s.score_error = Some(e),
         }
@@ -136,17 +136,17 @@ pub(super) fn decide(
         return;
     }
     let policy = &loc.policy;
-    if policy.answers(&req.http) {
+    if policy.answers(req.http()) {
         s.action = Action::Answer;
         return;
     }
     // Parsed only when the policy reads it (an allow list, the bots, the
     // challenge): without them it decides alike with or without one.
     if policy.reads_client() {
-        s.client = addr_from_text(req.http.client_addr());
+        s.client = addr_from_text(req.http().client_addr());
     }
     let scores = s.scored.then(|| &scratch.scores[..loc.model_count()]);
-    match policy.decide_request(scores, &req.http, s.client, now) {
+    match policy.decide_request(scores, req.http(), s.client, now) {
         Some(d) => {
             s.action = d.action;
             s.decision = d;
@@ -176,8 +176,8 @@ pub(super) fn respond(
             let Some(ch) = policy.challenge() else {
                 return;
             };
-            let client = addr_from_text(req.http.client_addr());
-            let binding = ch.binding(client, challenge::user_agent(&req.http));
+            let client = addr_from_text(req.http().client_addr());
+            let binding = ch.binding(client, challenge::user_agent(req.http()));
             if s.action == Action::Challenge {
                 match ch.page(&binding, now, &mut scratch.body) {
                     Ok(n) => {
@@ -190,7 +190,14 @@ pub(super) fn respond(
             } else {
                 let (cookie, location) = scratch.body.split_at_mut(SET_COOKIE_CAP);
                 let location = &mut location[..LOCATION_CAP];
-                match ch.answer(req.http.uri(), &binding, now, req.secure, cookie, location) {
+                match ch.answer(
+                    req.http().uri(),
+                    &binding,
+                    now,
+                    req.is_secure(),
+                    cookie,
+                    location,
+                ) {
                     Ok(Answer::Solved { cookie, location }) => {
                         s.answer = Some(AnswerResult::Solved);
                         s.body = BodyParts::Answer {
@@ -314,7 +321,7 @@ fn write_texts(
     bot: Option<(Verdict, &str)>,
     acts: bool,
 ) -> Spans {
-    let http = &req.http;
+    let http = req.http();
     let about = Line {
         action: s.action.as_str(),
         flagged: None,

@@ -17,11 +17,12 @@
 use super::binarize::scale_and_bias;
 use super::chunks::Chain;
 use super::error::ShapeError;
+use super::evaluator::Evaluator;
 use super::layout::Trees;
 use super::merge::{merge, Placed};
+use super::native::Model;
 use super::plan::Conditions;
 use super::trees::{sum_pair, Kernel};
-use super::{Evaluator, Model};
 
 /// One member's trees over the merged bits, and its leaves.
 #[derive(Debug)]

@@ -15,6 +15,7 @@ use crate::verified::Verdict;
 
 use super::input::Batch;
 use super::number::{push_f64, push_u64};
+use super::options::{unix_now, Options};
 use super::record::{self, Parsed};
 use super::summary::{ConfigSummary, Flip, Summary};
 
@@ -109,7 +110,7 @@ impl<'c> Worker<'c> {
     /// A worker deciding with `primary` (and `compare`), writing output
     /// lines when `output` is set.
     pub fn new(primary: &'c Config, compare: Option<&'c Config>, output: bool) -> Worker<'c> {
-        let defaults = super::Options::default();
+        let defaults = Options::default();
         Self::with(
             primary,
             compare,
@@ -117,7 +118,7 @@ impl<'c> Worker<'c> {
             &[],
             defaults.max_line,
             defaults.samples,
-            super::unix_now(),
+            unix_now(),
         )
     }
 
