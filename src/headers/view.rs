@@ -40,8 +40,7 @@ impl Raw {
     ///
     /// # Safety
     /// `data` points to `len` bytes readable and unchanged for `'a`.
-    #[inline]
-    unsafe fn bytes<'a>(self) -> &'a [u8] {
+    unsafe fn bytes<'a>(&self) -> &'a [u8] {
         match usize::try_from(self.len) {
             // SAFETY: the caller's promise.
             Ok(n) if n > 0 && !self.data.is_null() => unsafe {
