@@ -44,7 +44,7 @@ pub(crate) enum Command {
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => return cli::usage_error(&e),
+        Err(e) => return cli::usage_error(&e, Cli::command()),
     };
     match cli.command {
         Command::Predict(args) => cli::predict::run(args),

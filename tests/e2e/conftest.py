@@ -154,7 +154,8 @@ class Nginx:
             self.proc.stdout.close()
 
     def cleanup(self):
-        shutil.rmtree(self.prefix, ignore_errors=True)
+        if not os.environ.get("EDGEGUARD_KEEP_NGINX"):
+            shutil.rmtree(self.prefix, ignore_errors=True)
 
 
 STRIP_ONLY = """

@@ -16,7 +16,7 @@ LUAJIT = shutil.which("luajit") or "/usr/bin/luajit"
 LUA_MODULES = sorted(str(p.relative_to(ROOT / "lua")) for p in (ROOT / "lua").rglob("*.lua"))
 INTERNAL = [("X-Internal-User-Id", "42"), ("X-Edge-Debug", "1")]
 # The frozen legacy engine (engine = "lua", shadow mode), installed with the rest.
-LEGACY = ["resty/edgeguard/legacy.lua"] + [f"resty/edgeguard/legacy/{m}.lua" for m in ("catboost", "features", "headers", "driver", "shadow")]
+LEGACY = [f"resty/edgeguard/legacy/{m}.lua" for m in ("engine", "catboost", "features", "headers", "driver", "shadow")]
 
 
 def make(*args):

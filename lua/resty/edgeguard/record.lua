@@ -29,7 +29,7 @@ local type = type
 
 local _M = { _VERSION = "0.1.0" }
 
-local BUFFER_TOO_SMALL = tonumber(ffi_new("edgeguard_result", "EDGEGUARD_RESULT_BUFFER_TOO_SMALL"))
+local BUFFER_TOO_SMALL = ffi.C.EDGEGUARD_RESULT_BUFFER_TOO_SMALL
 
 -- The output buffer, grown to the largest request seen, never shrunk.
 local out_cap = 4096
