@@ -29,12 +29,6 @@ import urllib.parse
 
 README_MAX_LINES = 400
 
-# Pages other branches write while this one links to them (issue 30: the
-# C ABI and architecture pages). A link to one of these may dangle until it
-# exists; once it exists, it is checked like any other. Remove an entry
-# when its page has landed.
-PENDING: set[str] = set()
-
 LINK = re.compile(r"!?\[(?:[^\]\[]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 REF_DEF = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s.*)?$")
 FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
@@ -45,7 +39,6 @@ CARGO_TEST = re.compile(r"\bcargo\s+test\b[^`\n]*?--test\s+([A-Za-z0-9_-]+)")
 # After a path: characters that make it a pattern, not a path.
 PATTERN_NEXT = set("*<{?$…[")
 
-
 def slug(heading):
     """GitHub's id for a heading: lower case, markup and punctuation
     dropped, spaces to hyphens."""
@@ -55,7 +48,6 @@ def slug(heading):
     text = text.strip().lower()
     text = re.sub(r"[^\w\- ]", "", text)
     return text.replace(" ", "-")
-
 
 def split_lines(text):
     """(line number, line, in a fenced code block) for every line; fence
@@ -73,7 +65,6 @@ def split_lines(text):
             out.append((number, line, fence is not None))
     return out
 
-
 def anchors(path, cache={}):
     if path not in cache:
         ids, seen = set(), {}
@@ -88,7 +79,6 @@ def anchors(path, cache={}):
         cache[path] = ids
     return cache[path]
 
-
 def makefile_targets(root):
     targets = set()
     for line in (root / "Makefile").read_text(encoding="utf-8").splitlines():
@@ -100,17 +90,14 @@ def makefile_targets(root):
             targets.update(m.group(1).replace("\\", " ").split())
     return targets
 
-
 def cargo_benches(root):
     text = (root / "Cargo.toml").read_text(encoding="utf-8")
     return set(re.findall(r"\[\[bench\]\]\s*\nname\s*=\s*\"([^\"]+)\"", text))
-
 
 def top_level(root):
     """The repository's top-level directories, as paths in docs start."""
     return {p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")
             and p.name not in ("target", "node_modules")}
-
 
 class Checker:
     def __init__(self, root):
@@ -136,12 +123,7 @@ class Checker:
         fragment = urllib.parse.unquote(parsed.fragment)
         dest = page if not file_part else (page.parent / file_part)
         if not dest.exists():
-            try:
-                pending = self.rel(dest) in PENDING
-            except ValueError:
-                pending = False
-            if not pending:
-                self.problem(page, number, f"link to a missing file: {target}")
+            self.problem(page, number, f"link to a missing file: {target}")
             return
         if fragment and dest.is_file() and dest.suffix == ".md" and fragment not in anchors(dest):
             self.problem(page, number, f"link to a missing anchor: {target}")
@@ -211,7 +193,6 @@ class Checker:
                              "and move the detail to docs/")
         return self.problems
 
-
 def main(argv):
     root = pathlib.Path(argv[1] if len(argv) > 1 else pathlib.Path(__file__).resolve().parents[1])
     problems = Checker(root.resolve()).run()
@@ -221,7 +202,6 @@ def main(argv):
         print(f"check-docs: {len(problems)} problem(s)", file=sys.stderr)
         return 1
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv))
