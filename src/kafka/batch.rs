@@ -24,9 +24,14 @@ pub(crate) struct MessageBatch {
     /// message's offset, `lines.out` gets the workers' output rows.
     pub(crate) lines: Batch,
     pub(crate) partition: i32,
-    /// The message keys, end to end; `key_spans[i]` is line i's.
-    keys: Vec<u8>,
+    /// The message keys and header bytes, end to end; `key_spans[i]` is
+    /// line i's key, `header_spans[i]` its range of `headers` (name and
+    /// value ranges in `bytes`). Headers are rare: a message without any
+    /// costs an empty range.
+    bytes: Vec<u8>,
     key_spans: Vec<Option<Range<u32>>>,
+    headers: Vec<(Range<u32>, Option<Range<u32>>)>,
+    header_spans: Vec<Range<u32>>,
     /// The consumer's ticket for it ([`super::offsets::Offsets`]).
     pub(crate) ticket: u64,
     /// The offset after its last message.
@@ -43,8 +48,10 @@ impl MessageBatch {
         self.lines.data.clear();
         self.lines.lines.clear();
         self.lines.out.clear();
-        self.keys.clear();
+        self.bytes.clear();
         self.key_spans.clear();
+        self.headers.clear();
+        self.header_spans.clear();
         self.partition = partition;
         self.end = 0;
         self.ok = true;
@@ -55,10 +62,11 @@ impl MessageBatch {
     /// shipper ended it with is not part of it. Lines longer than
     /// `max_line` are kept (for the dead-letter destination) but marked, so
     /// the workers count them instead of parsing them.
-    pub(crate) fn push(
+    pub(crate) fn push<'h>(
         &mut self,
         offset: i64,
         key: Option<&[u8]>,
+        headers: impl Iterator<Item = (&'h str, Option<&'h [u8]>)>,
         payload: &[u8],
         max_line: usize,
     ) {
@@ -73,15 +81,24 @@ impl MessageBatch {
             number: u64::try_from(offset).unwrap_or(0),
             too_long: payload.len() > max_line,
         });
-        let span = key.map(|k| {
-            let from = self.keys.len();
-            self.keys.extend_from_slice(k);
-            // Batches are cut at a few hundred KiB: the keys fit u32.
-            u32::try_from(from).unwrap_or(u32::MAX)
-                ..u32::try_from(self.keys.len()).unwrap_or(u32::MAX)
-        });
-        self.key_spans.push(span);
+        let key = key.map(|k| self.keep(k));
+        self.key_spans.push(key);
+        let first = self.headers.len();
+        for (name, value) in headers {
+            let name = self.keep(name.as_bytes());
+            let value = value.map(|v| self.keep(v));
+            self.headers.push((name, value));
+        }
+        self.header_spans
+            .push(index(first)..index(self.headers.len()));
         self.end = offset + 1;
+    }
+
+    /// Keeps bytes in `bytes`; their range.
+    fn keep(&mut self, b: &[u8]) -> Range<u32> {
+        let from = self.bytes.len();
+        self.bytes.extend_from_slice(b);
+        index(from)..index(self.bytes.len())
     }
 
     /// Messages held.
@@ -104,13 +121,32 @@ impl MessageBatch {
         let l = &self.lines.lines[i];
         Message {
             offset: l.number as i64,
-            key: self.key_spans[i]
-                .clone()
-                .map(|r| &self.keys[r.start as usize..r.end as usize]),
+            key: self.key_spans[i].clone().map(|r| self.at(r)),
             payload: &self.lines.data[l.start..l.end],
             too_long: l.too_long,
         }
     }
+}
+
+impl MessageBatch {
+    fn at(&self, r: Range<u32>) -> &[u8] {
+        &self.bytes[r.start as usize..r.end as usize]
+    }
+
+    /// Message `i`'s headers: (name, value).
+    pub(crate) fn headers(&self, i: usize) -> impl Iterator<Item = (&[u8], Option<&[u8]>)> {
+        let r = self.header_spans[i].clone();
+        self.headers[r.start as usize..r.end as usize]
+            .iter()
+            .map(|(n, v)| (self.at(n.clone()), v.clone().map(|v| self.at(v))))
+    }
+}
+
+/// A position in a batch's side buffers: batches are cut at a few
+/// hundred KiB of payload, and a message's key and headers are bounded by
+/// the broker's message size, so they fit.
+fn index(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(u32::MAX)
 }
 
 /// One message of a batch.
@@ -130,9 +166,11 @@ mod tests {
     fn keeps_offsets_keys_and_payloads_without_the_newline() {
         let mut b = MessageBatch::default();
         b.reset(3);
-        b.push(41, Some(b"k1"), b"{\"a\":1}\n", 100);
-        b.push(42, None, b"{\"b\":2}\r\n", 100);
-        b.push(44, Some(b""), b"0123456789", 5);
+        let no_headers = std::iter::empty();
+        b.push(41, Some(b"k1"), no_headers.clone(), b"{\"a\":1}\n", 100);
+        let headers = [("h1", Some(&b"v1"[..])), ("h2", None)];
+        b.push(42, None, headers.into_iter(), b"{\"b\":2}\r\n", 100);
+        b.push(44, Some(b""), no_headers, b"0123456789", 5);
         assert_eq!((b.len(), b.partition, b.end), (3, 3, 45));
         let m = b.message(0);
         assert_eq!(
@@ -141,6 +179,9 @@ mod tests {
         );
         let m = b.message(1);
         assert_eq!((m.offset, m.key, m.payload), (42, None, &b"{\"b\":2}"[..]));
+        let h: Vec<_> = b.headers(1).collect();
+        assert_eq!(h, vec![(&b"h1"[..], Some(&b"v1"[..])), (&b"h2"[..], None)]);
+        assert_eq!(b.headers(0).count() + b.headers(2).count(), 0);
         let m = b.message(2);
         assert_eq!((m.offset, m.key, m.too_long), (44, Some(&b""[..]), true));
         assert_eq!(m.payload, b"0123456789", "kept for the dead letters");

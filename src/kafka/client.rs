@@ -73,7 +73,13 @@ impl Client {
         let mut c = ClientConfig::new();
         c.set("bootstrap.servers", &self.brokers);
         c.set("client.id", "edgeguard");
-        c.set_log_level(RDKafkaLogLevel::Warning);
+        // Warnings and errors; everything when librdkafka's `debug` is asked for.
+        let debug = self.properties.iter().any(|(k, _)| k == "debug");
+        c.set_log_level(if debug {
+            RDKafkaLogLevel::Debug
+        } else {
+            RDKafkaLogLevel::Warning
+        });
         for (k, v) in defaults {
             c.set(*k, *v);
         }

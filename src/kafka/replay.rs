@@ -192,8 +192,8 @@ pub fn run(
         || kafka.results_topic.is_some()
         || outputs.dead_letters.is_some()
         || kafka.dead_letter_topic.is_some();
-    let (work_tx, work_rx) = sync_channel::<MessageBatch>(pool);
-    let (done_tx, done_rx) = sync_channel::<MessageBatch>(pool);
+    let (work_tx, work_rx) = sync_channel::<Box<MessageBatch>>(pool);
+    let (done_tx, done_rx) = sync_channel::<Box<MessageBatch>>(pool);
     let settings = Settings {
         topic: kafka.topic.clone(),
         group: kafka.group.clone(),
@@ -221,6 +221,7 @@ pub fn run(
         dead: Vec::new(),
         sends: Vec::new(),
         send_bytes: Vec::new(),
+        send_headers: Vec::new(),
         row: Vec::new(),
         reader: LineReader::new(),
         results: 0,
@@ -329,7 +330,7 @@ fn unix_now() -> u64 {
 /// What the writer hears.
 enum Event {
     /// A batch the workers are done with.
-    Worked(MessageBatch),
+    Worked(Box<MessageBatch>),
     /// Every message a batch sent is delivered (or one failed).
     Delivered(u64, Option<String>),
 }
@@ -338,7 +339,7 @@ enum Event {
 /// way in closes; returns its counts.
 fn work(
     mut worker: Worker<'_>,
-    rx: &Mutex<Option<Receiver<MessageBatch>>>,
+    rx: &Mutex<Option<Receiver<Box<MessageBatch>>>>,
     tx: SyncSender<Event>,
 ) -> Summary {
     loop {
@@ -379,8 +380,8 @@ struct Writer<'a, 'o> {
     producer: Option<&'a Producer>,
     /// Batches whose messages are not all delivered yet, by ticket: with
     /// their counts of results and dead letters.
-    waiting: HashMap<u64, (MessageBatch, u64, u64)>,
-    done: SyncSender<MessageBatch>,
+    waiting: HashMap<u64, (Box<MessageBatch>, u64, u64)>,
+    done: SyncSender<Box<MessageBatch>>,
     meters: &'a Meters,
     /// Set on a failure: the consumer stops.
     halt: &'a AtomicBool,
@@ -392,6 +393,7 @@ struct Writer<'a, 'o> {
     /// A batch's messages for Kafka: their bytes, and where each one's are.
     sends: Vec<Send>,
     send_bytes: Vec<u8>,
+    send_headers: Vec<(Range<usize>, Option<Range<usize>>)>,
     row: Vec<u8>,
     reader: LineReader,
     results: u64,
@@ -402,8 +404,10 @@ struct Writer<'a, 'o> {
 struct Send {
     key: Option<Range<usize>>,
     payload: Range<usize>,
-    /// A dead letter: why, and where it came from (headers).
-    dead: Option<(Range<usize>, Range<usize>)>,
+    /// Its range of the writer's `send_headers`.
+    headers: Range<usize>,
+    /// A dead letter (else a result).
+    dead: bool,
 }
 
 impl Writer<'_, '_> {
@@ -432,12 +436,13 @@ impl Writer<'_, '_> {
         self.outputs.dead_letters.is_some() || self.kafka.dead_letter_topic.is_some()
     }
 
-    fn write(&mut self, mut b: MessageBatch) {
+    fn write(&mut self, mut b: Box<MessageBatch>) {
         self.meters.worked(&b.counts);
         self.rows.clear();
         self.dead.clear();
         self.sends.clear();
         self.send_bytes.clear();
+        self.send_headers.clear();
         let mut dead = 0;
         let wants_rows = self.outputs.rows.is_some() || self.kafka.results_topic.is_some();
         if wants_rows || self.dead_letter_wanted() {
@@ -449,28 +454,30 @@ impl Writer<'_, '_> {
             b.ok = false;
             return self.finish(b, 0, 0);
         }
-        let results = self.sends.iter().filter(|s| s.dead.is_none()).count() as u64;
+        let results = self.sends.iter().filter(|s| !s.dead).count() as u64;
         match self.producer {
             Some(producer) if !self.sends.is_empty() => {
                 let ticket = b.ticket;
                 self.waiting.insert(ticket, (b, results, dead));
-                let (kafka, bytes) = (self.kafka, &self.send_bytes);
+                let (kafka, bytes, headers) = (self.kafka, &self.send_bytes, &self.send_headers);
                 let messages = self.sends.iter().map(|s| {
-                    let (topic, headers) = match &s.dead {
-                        Some((error, source)) => (
-                            kafka.dead_letter_topic.as_deref(),
-                            vec![
-                                ("edgeguard-error", &bytes[error.clone()]),
-                                ("edgeguard-source", &bytes[source.clone()]),
-                            ],
-                        ),
-                        None => (kafka.results_topic.as_deref(), Vec::new()),
+                    let topic = match s.dead {
+                        true => kafka.dead_letter_topic.as_deref(),
+                        false => kafka.results_topic.as_deref(),
                     };
                     Outgoing {
                         topic: topic.unwrap_or_default(),
                         key: s.key.clone().map(|k| &bytes[k]),
                         payload: &bytes[s.payload.clone()],
-                        headers,
+                        headers: headers[s.headers.clone()]
+                            .iter()
+                            .map(|(n, v)| {
+                                // Names came from librdkafka as text, or are ours.
+                                let name =
+                                    std::str::from_utf8(&bytes[n.clone()]).unwrap_or_default();
+                                (name, v.clone().map(|v| &bytes[v]))
+                            })
+                            .collect(),
                     }
                 });
                 producer.send_all(ticket, messages);
@@ -502,7 +509,7 @@ impl Writer<'_, '_> {
                 None => {
                     invalid += 1;
                     if self.dead_letter_wanted() {
-                        self.take_dead(b.partition, m);
+                        self.take_dead(b, i);
                     }
                 }
             }
@@ -544,53 +551,74 @@ impl Writer<'_, '_> {
             let key = start..self.send_bytes.len();
             self.send_bytes.extend_from_slice(&self.row);
             let payload = key.end..self.send_bytes.len();
+            let headers = self.send_headers.len()..self.send_headers.len();
             self.sends.push(Send {
                 key: Some(key),
                 payload,
-                dead: None,
+                headers,
+                dead: false,
             });
         }
     }
 
-    fn take_dead(&mut self, partition: i32, m: Message<'_>) {
+    /// An invalid message, whole (key, headers, payload), to the dead
+    /// letters, with why and where it came from.
+    fn take_dead(&mut self, b: &MessageBatch, i: usize) {
+        let (partition, m) = (b.partition, b.message(i));
         let error = self.why_invalid(m.payload, m.too_long);
         if self.outputs.dead_letters.is_some() {
-            self.dead.extend_from_slice(b"{\"topic\":");
-            push_json_str(&mut self.dead, &self.kafka.topic);
+            let d = &mut self.dead;
+            d.extend_from_slice(b"{\"topic\":");
+            push_json_str(d, &self.kafka.topic);
             let _ = write!(
-                self.dead,
+                d,
                 ",\"partition\":{partition},\"offset\":{},\"error\":",
                 m.offset
             );
-            push_json_str(&mut self.dead, &error);
+            push_json_str(d, &error);
             if let Some(k) = m.key {
-                self.dead.push(b',');
-                push_bytes_field(&mut self.dead, "key", k);
+                d.push(b',');
+                push_bytes_field(d, "key", k);
             }
-            self.dead.push(b',');
-            push_bytes_field(&mut self.dead, "message", m.payload);
-            self.dead.extend_from_slice(b"}\n");
+            for (j, (name, value)) in b.headers(i).enumerate() {
+                d.extend_from_slice(if j == 0 { b",\"headers\":[{" } else { b",{" });
+                push_bytes_field(d, "name", name);
+                d.push(b',');
+                match value {
+                    Some(v) => push_bytes_field(d, "value", v),
+                    None => d.extend_from_slice(b"\"value\":null"),
+                }
+                d.push(b'}');
+            }
+            if b.headers(i).next().is_some() {
+                d.push(b']');
+            }
+            d.push(b',');
+            push_bytes_field(d, "message", m.payload);
+            d.extend_from_slice(b"}\n");
         }
         if self.kafka.dead_letter_topic.is_some() {
-            let range = |bytes: &[u8], buf: &mut Vec<u8>| {
-                let start = buf.len();
-                buf.extend_from_slice(bytes);
-                start..buf.len()
-            };
-            let key = m.key.map(|k| range(k, &mut self.send_bytes));
-            let payload = range(m.payload, &mut self.send_bytes);
-            let error = range(error.as_bytes(), &mut self.send_bytes);
-            let start = self.send_bytes.len();
-            let _ = write!(
-                self.send_bytes,
-                "{}:{partition}:{}",
-                self.kafka.topic, m.offset
-            );
-            let source = start..self.send_bytes.len();
+            let buf = &mut self.send_bytes;
+            let key = m.key.map(|k| keep(buf, k));
+            let payload = keep(buf, m.payload);
+            let first = self.send_headers.len();
+            for (name, value) in b.headers(i) {
+                let name = keep(buf, name);
+                let value = value.map(|v| keep(buf, v));
+                self.send_headers.push((name, value));
+            }
+            let name = keep(buf, b"edgeguard-error");
+            let value = keep(buf, error.as_bytes());
+            self.send_headers.push((name, Some(value)));
+            let name = keep(buf, b"edgeguard-source");
+            let start = buf.len();
+            let _ = write!(buf, "{}:{partition}:{}", self.kafka.topic, m.offset);
+            self.send_headers.push((name, Some(start..buf.len())));
             self.sends.push(Send {
                 key,
                 payload,
-                dead: Some((error, source)),
+                headers: first..self.send_headers.len(),
+                dead: true,
             });
         }
     }
@@ -640,7 +668,7 @@ impl Writer<'_, '_> {
 
     /// The batch back to the consumer, its results and dead letters
     /// counted if they were written.
-    fn finish(&mut self, b: MessageBatch, results: u64, dead: u64) {
+    fn finish(&mut self, b: Box<MessageBatch>, results: u64, dead: u64) {
         if b.ok {
             self.results += results;
             self.meters.results.fetch_add(results, Ordering::Relaxed);
@@ -652,6 +680,13 @@ impl Writer<'_, '_> {
         // The consumer is gone only if it failed; then nothing is committed.
         let _ = self.done.send(b);
     }
+}
+
+/// Appends `b` to `buf`; its range there.
+fn keep(buf: &mut Vec<u8>, b: &[u8]) -> Range<usize> {
+    let start = buf.len();
+    buf.extend_from_slice(b);
+    start..buf.len()
 }
 
 /// `{"line":N,REST` -> (N, REST): a worker's row, as its number and the

@@ -66,10 +66,9 @@ impl Deliveries {
 }
 
 impl ClientContext for Deliveries {
-    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
-        if (level as i32) <= RDKafkaLogLevel::Warning as i32 {
-            eprintln!("edgeguard: kafka producer: {fac}: {message}");
-        }
+    /// librdkafka filters by the configured level ([`Client`]).
+    fn log(&self, _: RDKafkaLogLevel, fac: &str, message: &str) {
+        eprintln!("edgeguard: kafka producer: {fac}: {message}");
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
@@ -92,7 +91,7 @@ pub(crate) struct Outgoing<'a> {
     pub(crate) key: Option<&'a [u8]>,
     pub(crate) payload: &'a [u8],
     /// (name, value) headers.
-    pub(crate) headers: Vec<(&'static str, &'a [u8])>,
+    pub(crate) headers: Vec<(&'a str, Option<&'a [u8]>)>,
 }
 
 impl Producer {
@@ -138,10 +137,7 @@ impl Producer {
         for m in messages {
             let mut headers = OwnedHeaders::new_with_capacity(m.headers.len());
             for &(key, value) in &m.headers {
-                headers = headers.insert(Header {
-                    key,
-                    value: Some(value),
-                });
+                headers = headers.insert(Header { key, value });
             }
             let mut record =
                 BaseRecord::with_opaque_to(m.topic, ticket as usize).payload(m.payload);

@@ -2,12 +2,15 @@
 //! batches out to the workers and back done, and the commits.
 //!
 //! Everything a batch needs is in a fixed pool, so memory is bounded by
-//! the pool whatever the backlog: when no free batch is left (the writer
-//! is behind), the assigned partitions are paused, the consumer keeps
-//! polling (the group sees it alive, rebalances are served), and they are
-//! resumed once half the pool is back. A message that still arrives with
-//! no batch for it is not kept: its partition is sought back to it, so it
-//! is fetched again after the resume.
+//! the pool (and librdkafka's bounded prefetch queue) whatever the
+//! backlog. When every batch is out, the consumer waits for one to come
+//! back; if none does for [`PAUSE_AFTER`] (the writer is behind), the
+//! assigned partitions are paused, the consumer keeps polling (the group
+//! sees it alive, rebalances are served), and they are resumed once half
+//! the pool is back. A pause makes librdkafka drop what it prefetched, so
+//! a moment's shortage does not pause. A message that still arrives with no
+//! batch for it is not kept: its partition is sought back to it, so it is
+//! fetched again after the resume.
 //!
 //! A partition's offset is committed (every `commit_every`, asynchronously)
 //! at the end of the run of done batches from its oldest
@@ -31,7 +34,7 @@ use std::time::{Duration, Instant};
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
 use rdkafka::error::{KafkaError, KafkaResult, RDKafkaErrorCode};
-use rdkafka::message::{BorrowedMessage, Message as _};
+use rdkafka::message::{BorrowedMessage, Headers as _, Message as _};
 use rdkafka::statistics::Statistics;
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::ClientContext;
@@ -40,6 +43,16 @@ use super::batch::MessageBatch;
 use super::client::Client;
 use super::meters::Meters;
 use super::offsets::Offsets;
+
+/// How long a batch being filled waits for more messages when none is
+/// waiting: batches stay large under load, and results come within
+/// milliseconds when traffic is light.
+const LINGER: Duration = Duration::from_millis(20);
+
+/// How long the whole pool may stay out before the partitions are paused:
+/// a pause makes librdkafka drop what it prefetched (fetched again on the
+/// resume), so it is kept for a writer that is really behind.
+const PAUSE_AFTER: Duration = Duration::from_millis(500);
 
 /// How the consumer runs.
 #[derive(Clone, Debug)]
@@ -61,8 +74,8 @@ pub(crate) struct Settings {
 
 /// The ways batches travel: to the workers, and back once written.
 pub(crate) struct Ways {
-    pub(crate) work: SyncSender<MessageBatch>,
-    pub(crate) done: Receiver<MessageBatch>,
+    pub(crate) work: SyncSender<Box<MessageBatch>>,
+    pub(crate) done: Receiver<Box<MessageBatch>>,
 }
 
 /// What the consumer did.
@@ -112,15 +125,25 @@ pub(crate) fn run(
             if st.last_commit.elapsed() >= settings.commit_every {
                 st.commit(&consumer, CommitMode::Async);
             }
+            if st.starved() && !st.paused {
+                // Every batch is out: usually one is back within
+                // milliseconds. Meanwhile librdkafka's own queue (bounded)
+                // holds what it fetches.
+                st.wait_free(Duration::from_millis(20));
+            }
             st.update_pause(&consumer);
             if settings.exit_at_end && st.at_end_everywhere() {
                 break;
             }
-            // A batch being filled is handed on as soon as no message waits.
-            timeout = if st.open.is_some() {
-                Duration::ZERO
-            } else {
-                Duration::from_millis(100)
+            if st.starved() && !st.paused {
+                // A message now would have no batch: not polled until a
+                // batch is back or the partitions are paused.
+                continue;
+            }
+            // A batch being filled waits a little for more messages.
+            timeout = match &st.open {
+                Some(_) => LINGER.saturating_sub(st.opened_at.elapsed()),
+                None => Duration::from_millis(100),
             };
         }
         match consumer.poll(timeout) {
@@ -142,7 +165,12 @@ pub(crate) fn run(
             }
             // Reported through the context's error callback.
             Some(Err(_)) => {}
-            None => consumer.context().lock().hand_on(),
+            None => {
+                let mut st = consumer.context().lock();
+                if st.opened_at.elapsed() >= LINGER {
+                    st.hand_on();
+                }
+            }
         }
     }
     let report = {
@@ -171,11 +199,17 @@ struct State {
     meters: Arc<Meters>,
     offsets: Offsets,
     /// Free batches (the pool, less those out or open).
-    free: Vec<MessageBatch>,
-    /// The batch being filled.
-    open: Option<MessageBatch>,
-    work: Option<SyncSender<MessageBatch>>,
-    done: Receiver<MessageBatch>,
+    // Boxed: batches travel the channels and the writer's map as
+    // pointers, whoever holds them.
+    #[allow(clippy::vec_box)]
+    free: Vec<Box<MessageBatch>>,
+    /// The batch being filled, and since when.
+    open: Option<Box<MessageBatch>>,
+    opened_at: Instant,
+    /// Since when every batch is out.
+    starved_since: Option<Instant>,
+    work: Option<SyncSender<Box<MessageBatch>>>,
+    done: Receiver<Box<MessageBatch>>,
     paused: bool,
     assigned: BTreeSet<i32>,
     /// Assigned partitions read to their end (nothing newer seen since).
@@ -190,7 +224,7 @@ struct State {
 impl State {
     fn new(settings: Settings, ways: Ways, meters: Arc<Meters>) -> State {
         let free = (0..settings.pool.max(2))
-            .map(|_| MessageBatch::default())
+            .map(|_| Box::<MessageBatch>::default())
             .collect();
         State {
             settings,
@@ -198,6 +232,8 @@ impl State {
             offsets: Offsets::default(),
             free,
             open: None,
+            opened_at: Instant::now(),
+            starved_since: None,
             work: Some(ways.work),
             done: ways.done,
             paused: false,
@@ -216,7 +252,7 @@ impl State {
         }
     }
 
-    fn back(&mut self, b: MessageBatch) {
+    fn back(&mut self, b: Box<MessageBatch>) {
         self.offsets.finish(b.partition, b.ticket, b.ok);
         self.meters.in_flight.fetch_sub(1, Ordering::Relaxed);
         if !b.ok && self.report.failure.is_none() {
@@ -244,6 +280,7 @@ impl State {
                 Some(mut b) => {
                     b.reset(p);
                     self.open = Some(b);
+                    self.opened_at = Instant::now();
                 }
                 None => {
                     // No room: fetch it again after the resume.
@@ -268,7 +305,17 @@ impl State {
         let Some(open) = self.open.as_mut() else {
             return;
         };
-        open.push(m.offset(), m.key(), payload, self.settings.max_line);
+        let headers = m
+            .headers()
+            .into_iter()
+            .flat_map(|h| h.iter().map(|h| (h.key, h.value)));
+        open.push(
+            m.offset(),
+            m.key(),
+            headers,
+            payload,
+            self.settings.max_line,
+        );
         if open.bytes() >= self.settings.batch_bytes || open.len() >= self.settings.batch_lines {
             self.hand_on();
         }
@@ -375,9 +422,39 @@ impl State {
         }
     }
 
-    /// Pauses when the pool is out; resumes once half of it is back.
+    /// Every batch is out: no room for a message.
+    fn starved(&self) -> bool {
+        self.open.is_none() && self.free.is_empty()
+    }
+
+    /// Waits up to `timeout` for a batch to come back.
+    fn wait_free(&mut self, timeout: Duration) {
+        match self.done.recv_timeout(timeout) {
+            Ok(b) => {
+                self.back(b);
+                self.reclaim();
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                if self.report.failure.is_none() {
+                    self.report.failure = Some("the replay writer stopped".into());
+                }
+            }
+        }
+    }
+
+    /// Pauses when the pool has been out for [`PAUSE_AFTER`]; resumes
+    /// once half of it is back.
     fn update_pause(&mut self, consumer: &BaseConsumer<Ctx>) {
-        if !self.paused && self.open.is_none() && self.free.is_empty() {
+        if !self.starved() {
+            self.starved_since = None;
+        } else if self.starved_since.is_none() {
+            self.starved_since = Some(Instant::now());
+        }
+        let long = self
+            .starved_since
+            .is_some_and(|t| t.elapsed() >= PAUSE_AFTER);
+        if !self.paused && long {
             self.pause(consumer);
         } else if self.paused && self.free.len() >= (self.settings.pool / 2).max(1) {
             let tpl = self.list(&self.assigned);
@@ -491,10 +568,9 @@ impl Ctx {
 }
 
 impl ClientContext for Ctx {
-    fn log(&self, level: RDKafkaLogLevel, fac: &str, message: &str) {
-        if (level as i32) <= RDKafkaLogLevel::Warning as i32 {
-            eprintln!("edgeguard: kafka: {fac}: {message}");
-        }
+    /// librdkafka filters by the configured level ([`Client`]).
+    fn log(&self, _: RDKafkaLogLevel, fac: &str, message: &str) {
+        eprintln!("edgeguard: kafka: {fac}: {message}");
     }
 
     fn error(&self, error: KafkaError, reason: &str) {
