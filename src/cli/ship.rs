@@ -29,6 +29,10 @@ pub struct Args {
     /// A librdkafka property (repeatable), e.g. -X compression.type=zstd
     #[arg(short = 'X', value_name = "KEY=VALUE", value_parser = super::kafka::property)]
     properties: Vec<(String, String)>,
+    /// Key each message by this top-level field of its line (e.g. client:
+    /// one client's requests in one partition, in order); none: no key
+    #[arg(long, value_name = "FIELD")]
+    key: Option<String>,
     /// Longest line shipped, in bytes [default: 1048576]
     #[arg(long, value_name = "BYTES", value_parser = super::positive, allow_hyphen_values = true)]
     max_line: Option<usize>,
@@ -76,7 +80,14 @@ fn ship(args: Args) -> Result<(), String> {
         properties: args.properties,
     };
     let max_line = args.max_line.unwrap_or(Options::default().max_line);
-    let done = kafka::ship(&client, &args.topic, inputs, max_line, &stop)?;
+    let done = kafka::ship(
+        &client,
+        &args.topic,
+        args.key.as_deref(),
+        inputs,
+        max_line,
+        &stop,
+    )?;
     let secs = done.elapsed.as_secs_f64();
     eprintln!(
         "edgeguard ship: {} lines delivered to {} in {secs:.2} s ({:.0} lines/s), {} skipped",

@@ -25,8 +25,14 @@ const CONSUMER_DEFAULTS: [(&str, &str); 3] = [
     ("queued.max.messages.kbytes", "16384"),
 ];
 
-/// Producer defaults (results and dead letters) a `-X` may change.
-const PRODUCER_DEFAULTS: [(&str, &str); 2] = [
+/// Producer defaults (results, dead letters, `edgeguard ship`) a `-X` may
+/// change.
+const PRODUCER_DEFAULTS: [(&str, &str); 3] = [
+    // Messages without a key go to a random partition each, not to one
+    // partition per batch (librdkafka's sticky default): a backfill of a
+    // few batches still spreads over every partition, and so over the
+    // replay group's members.
+    ("sticky.partitioning.linger.ms", "0"),
     // A result counts as written once every in-sync replica has it.
     ("acks", "all"),
     // The send queue's bound (librdkafka's default is 1 GiB): a slow

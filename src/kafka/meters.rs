@@ -54,10 +54,14 @@ pub(crate) struct Meters {
     pub(crate) commit_failures: AtomicU64,
     pub(crate) rebalances: AtomicU64,
     pub(crate) pauses: AtomicU64,
+    pub(crate) rewinds: AtomicU64,
     pub(crate) paused: AtomicBool,
     pub(crate) in_flight: AtomicU64,
     /// The assigned partitions.
     partitions: Mutex<BTreeMap<i32, Position>>,
+    /// When the first message came, and when a batch was last written:
+    /// the rate of the work itself, without joining the group or leaving it.
+    span: Mutex<(Option<Instant>, Option<Instant>)>,
 }
 
 impl Meters {
@@ -75,9 +79,33 @@ impl Meters {
             commit_failures: AtomicU64::new(0),
             rebalances: AtomicU64::new(0),
             pauses: AtomicU64::new(0),
+            rewinds: AtomicU64::new(0),
             paused: AtomicBool::new(false),
             in_flight: AtomicU64::new(0),
             partitions: Mutex::new(BTreeMap::new()),
+            span: Mutex::new((None, None)),
+        }
+    }
+
+    fn span(&self) -> std::sync::MutexGuard<'_, (Option<Instant>, Option<Instant>)> {
+        self.span.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The first message came.
+    pub(crate) fn first_message(&self) {
+        self.span().0.get_or_insert_with(Instant::now);
+    }
+
+    /// A batch was written.
+    pub(crate) fn written(&self) {
+        self.span().1 = Some(Instant::now());
+    }
+
+    /// From the first message to the last batch written.
+    pub(crate) fn working(&self) -> Duration {
+        match *self.span() {
+            (Some(first), Some(last)) => last.saturating_duration_since(first),
+            _ => Duration::ZERO,
         }
     }
 
@@ -156,7 +184,7 @@ impl Meters {
     fn write_text(&self, s: &mut String) -> fmt::Result {
         let topic = labels_text(&[("topic", &self.topic)]);
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64;
-        let counters: [(&str, &str, f64); 10] = [
+        let counters: [(&str, &str, f64); 11] = [
             (
                 "edgeguard_replay_messages_total",
                 "Kafka messages consumed.",
@@ -206,6 +234,11 @@ impl Meters {
                 "edgeguard_replay_pauses_total",
                 "Times the partitions were paused because the writer fell behind.",
                 get(&self.pauses),
+            ),
+            (
+                "edgeguard_replay_refetches_total",
+                "Messages that came with no room for them: their partition was sought back to them.",
+                get(&self.rewinds),
             ),
         ];
         for (name, help, v) in counters {

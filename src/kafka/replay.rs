@@ -94,6 +94,11 @@ pub struct KafkaSummary {
     pub rebalances: u64,
     /// Times the partitions were paused for the writer.
     pub pauses: u64,
+    /// Messages that arrived with no room and were fetched again.
+    pub refetched: u64,
+    /// From the first message to the last batch written: the run's time
+    /// less joining the group, waiting for traffic and leaving.
+    pub working: Duration,
     /// The address metrics were served on.
     pub metrics: Option<SocketAddr>,
     /// Why the run stopped early (results not written, the topic missing):
@@ -120,6 +125,14 @@ impl KafkaSummary {
             "\nkafka: topic {}, group {}: {} messages, {} invalid (errors above: topic-partition:offset)",
             self.topic, self.group, self.messages, self.summary.parse_errors + self.summary.blank_lines
         )?;
+        let secs = self.working.as_secs_f64();
+        if secs > 0.0 {
+            writeln!(
+                s,
+                "  {secs:.2} s from the first message to the last result ({:.0} messages/s)",
+                self.messages as f64 / secs
+            )?;
+        }
         if let Some(t) = &self.dead_letter_topic {
             writeln!(s, "  dead letters: {} to topic {t}", self.dead_letters)?;
         } else if self.dead_letters > 0 {
@@ -142,8 +155,8 @@ impl KafkaSummary {
         writeln!(s)?;
         writeln!(
             s,
-            "  rebalances: {}, paused for the writer: {} times",
-            self.rebalances, self.pauses
+            "  rebalances: {}, paused for the writer: {} times, messages fetched again: {}",
+            self.rebalances, self.pauses, self.refetched
         )?;
         if let Some(f) = &self.failure {
             writeln!(s, "  STOPPED: {f}")?;
@@ -312,6 +325,8 @@ pub fn run(
         committed: report.committed.into_iter().collect(),
         rebalances: report.rebalances,
         pauses: meters.pauses.load(Ordering::Relaxed),
+        refetched: meters.rewinds.load(Ordering::Relaxed),
+        working: meters.working(),
         metrics: metrics_addr,
         failure,
         topic: kafka.topic.clone(),
@@ -669,6 +684,7 @@ impl Writer<'_, '_> {
     /// The batch back to the consumer, its results and dead letters
     /// counted if they were written.
     fn finish(&mut self, b: Box<MessageBatch>, results: u64, dead: u64) {
+        self.meters.written();
         if b.ok {
             self.results += results;
             self.meters.results.fetch_add(results, Ordering::Relaxed);

@@ -38,9 +38,13 @@ pub struct ShipSummary {
 /// Ships every line of `inputs` to `topic`, until the inputs end or
 /// `stop` is set; returns once every message sent is acknowledged or
 /// failed. Blank lines and lines longer than `max_line` are skipped.
+/// With `key_field`, each message is keyed by that top-level field of its
+/// line (a string as is, another value as JSON text; none: no key), so
+/// that one client's requests, say, stay in one partition.
 pub fn ship(
     client: &Client,
     topic: &str,
+    key_field: Option<&str>,
     inputs: Vec<Input>,
     max_line: usize,
     stop: &AtomicBool,
@@ -58,6 +62,7 @@ pub fn ship(
     };
     let mut ticket = 0u64;
     let mut batch = Batch::default();
+    let (mut keys, mut key_spans) = (Vec::new(), Vec::new());
     let consumed = Arc::new(AtomicU64::new(0));
     'inputs: for input in inputs {
         let name = input.name().to_owned();
@@ -84,14 +89,28 @@ pub fn ship(
             let n = batch.lines.iter().filter(keep).count();
             flight.summary.skipped += (batch.lines.len() - n) as u64;
             if n > 0 {
+                keys.clear();
+                key_spans.clear();
+                if let Some(field) = key_field {
+                    for l in batch.lines.iter().filter(keep) {
+                        let start = keys.len();
+                        let found = key_of(&data[l.start..l.end], field, &mut keys);
+                        key_spans.push(found.then_some(start..keys.len()));
+                    }
+                }
                 flight.wait(IN_FLIGHT - 1);
                 flight.out.insert(ticket, n as u64);
-                let messages = batch.lines.iter().filter(keep).map(|l| Outgoing {
-                    topic,
-                    key: None,
-                    payload: &data[l.start..l.end],
-                    headers: Vec::new(),
-                });
+                let messages = batch
+                    .lines
+                    .iter()
+                    .filter(keep)
+                    .enumerate()
+                    .map(|(i, l)| Outgoing {
+                        topic,
+                        key: key_spans.get(i).cloned().flatten().map(|r| &keys[r]),
+                        payload: &data[l.start..l.end],
+                        headers: Vec::new(),
+                    });
                 producer.send_all(ticket, ExactLen(messages, n));
                 ticket += 1;
             }
@@ -137,6 +156,22 @@ impl Flight<'_> {
     }
 }
 
+/// Appends the value of `field` in the JSON object `line` to `out`: a
+/// string's text, another value's JSON. False if there is none.
+fn key_of(line: &[u8], field: &str, out: &mut Vec<u8>) -> bool {
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_slice(line) else {
+        return false;
+    };
+    match map.get(field) {
+        None | Some(serde_json::Value::Null) => false,
+        Some(serde_json::Value::String(s)) => {
+            out.extend_from_slice(s.as_bytes());
+            true
+        }
+        Some(v) => serde_json::to_writer(out, v).is_ok(),
+    }
+}
+
 /// An iterator whose length is known (a filter's is not, to the type).
 struct ExactLen<I>(I, usize);
 
@@ -157,3 +192,23 @@ impl<I: Iterator> Iterator for ExactLen<I> {
 }
 
 impl<I: Iterator> ExactSizeIterator for ExactLen<I> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_by_a_field() {
+        let key = |line: &str, field| {
+            let mut out = Vec::new();
+            key_of(line.as_bytes(), field, &mut out).then(|| String::from_utf8(out).unwrap())
+        };
+        let line = r#"{"client":"192.0.2.1","status":200,"x":null,"h":[1]}"#;
+        assert_eq!(key(line, "client").as_deref(), Some("192.0.2.1"));
+        assert_eq!(key(line, "status").as_deref(), Some("200"));
+        assert_eq!(key(line, "h").as_deref(), Some("[1]"));
+        assert_eq!(key(line, "x"), None);
+        assert_eq!(key(line, "missing"), None);
+        assert_eq!(key("not json", "client"), None);
+    }
+}

@@ -104,7 +104,7 @@ pub(crate) fn run(
         state: Mutex::new(State::new(settings.clone(), ways, Arc::clone(&meters))),
         topic: settings.topic.clone(),
         meters,
-        commit_failures: Mutex::new(Vec::new()),
+        commit_answers: Mutex::new(Vec::new()),
     };
     let consumer: BaseConsumer<Ctx> = config
         .create_with_context(ctx)
@@ -117,8 +117,8 @@ pub(crate) fn run(
         {
             let mut st = consumer.context().lock();
             st.reclaim();
-            let failed = std::mem::take(&mut *lock(&consumer.context().commit_failures));
-            st.commit_failed(failed);
+            let answers = std::mem::take(&mut *lock(&consumer.context().commit_answers));
+            st.answered(answers);
             if stop() || st.report.failure.is_some() {
                 break;
             }
@@ -286,6 +286,7 @@ impl State {
                     // No room: fetch it again after the resume.
                     self.pause(consumer);
                     self.rewound.insert(p);
+                    self.meters.rewinds.fetch_add(1, Ordering::Relaxed);
                     let offset = Offset::Offset(m.offset());
                     if let Err(e) = consumer.seek(&self.settings.topic, p, offset, Duration::ZERO) {
                         self.report.failure = Some(format!(
@@ -298,7 +299,9 @@ impl State {
             }
         }
         let payload = m.payload().unwrap_or_default();
-        self.meters.messages.fetch_add(1, Ordering::Relaxed);
+        if self.meters.messages.fetch_add(1, Ordering::Relaxed) == 0 {
+            self.meters.first_message();
+        }
         self.meters
             .bytes
             .fetch_add(payload.len() as u64, Ordering::Relaxed);
@@ -401,23 +404,34 @@ impl State {
                 self.meters.commits.fetch_add(1, Ordering::Relaxed);
                 for &(p, o) in offsets {
                     self.offsets.sent(p, o);
-                    self.meters.committed(p, o);
-                    self.report.committed.insert(p, o);
+                }
+                // A synchronous commit returns the coordinator's answer; an
+                // asynchronous one's comes through `commit_callback`.
+                if matches!(mode, CommitMode::Sync) {
+                    self.answered(offsets.iter().map(|&(p, o)| (p, o, true)).collect());
                 }
             }
             Err(e) => {
                 self.meters.commit_failures.fetch_add(1, Ordering::Relaxed);
+                for &(p, o) in offsets {
+                    self.offsets.unsent(p, o);
+                }
                 eprintln!("edgeguard: kafka: commit failed: {e}");
             }
         }
     }
 
-    /// Asynchronous commits the coordinator refused: due again.
-    fn commit_failed(&mut self, failed: Vec<(i32, i64)>) {
-        for (p, o) in failed {
-            self.offsets.unsent(p, o);
-            if self.report.committed.get(&p) == Some(&o) {
-                self.report.committed.remove(&p);
+    /// The coordinator's answers to commits: what it took is committed
+    /// (and reported as such); what it refused is due again.
+    fn answered(&mut self, answers: Vec<(i32, i64, bool)>) {
+        for (p, o, ok) in answers {
+            if ok {
+                let c = self.report.committed.entry(p).or_insert(o);
+                *c = (*c).max(o);
+                self.meters.committed(p, *c);
+            } else {
+                self.offsets.unsent(p, o);
+                self.meters.commit_failures.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -548,10 +562,11 @@ struct Ctx {
     state: Mutex<State>,
     topic: String,
     meters: Arc<Meters>,
-    /// Refused asynchronous commits, for the loop (a separate lock: the
-    /// callback runs inside `poll`, where the loop never holds `state`, but
-    /// it is not worth relying on that).
-    commit_failures: Mutex<Vec<(i32, i64)>>,
+    /// The coordinator's answers to asynchronous commits, (partition,
+    /// offset, taken), for the loop (a separate lock: the callback runs
+    /// inside `poll`, where the loop never holds `state`, but it is not
+    /// worth relying on that).
+    commit_answers: Mutex<Vec<(i32, i64, bool)>>,
 }
 
 impl Ctx {
@@ -609,14 +624,11 @@ impl ConsumerContext for Ctx {
     }
 
     fn commit_callback(&self, result: KafkaResult<()>, offsets: &TopicPartitionList) {
-        if result.is_err() {
-            let mut failed = lock(&self.commit_failures);
-            for e in offsets.elements_for_topic(&self.topic) {
-                if let Offset::Offset(o) = e.offset() {
-                    failed.push((e.partition(), o));
-                }
+        let mut answers = lock(&self.commit_answers);
+        for e in offsets.elements_for_topic(&self.topic) {
+            if let Offset::Offset(o) = e.offset() {
+                answers.push((e.partition(), o, result.is_ok() && e.error().is_ok()));
             }
-            self.meters.commit_failures.fetch_add(1, Ordering::Relaxed);
         }
     }
 }
