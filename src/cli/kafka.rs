@@ -77,7 +77,7 @@ mod run {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use edgeguard::config::Config;
+    use edgeguard::gate::Config;
     use edgeguard::kafka::{self, Client, KafkaOptions, Outputs};
     use edgeguard::replay::Options;
 
@@ -144,8 +144,8 @@ pub(crate) use run::replay;
 #[cfg(not(feature = "kafka"))]
 pub(crate) fn replay(
     _: &KafkaArgs,
-    _: &edgeguard::config::Config,
-    _: Option<&edgeguard::config::Config>,
+    _: &edgeguard::gate::Config,
+    _: Option<&edgeguard::gate::Config>,
     _: Option<&mut dyn std::io::Write>,
     _: &edgeguard::replay::Options,
 ) -> Result<(String, bool), String> {

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::config::Action;
+use crate::gate::Action;
 use crate::metrics::{labels_text, number};
 
 const ACTIONS: usize = Action::ALL.len();

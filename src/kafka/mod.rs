@@ -39,7 +39,7 @@
 //! same topic (fleet signals) supplies its own workers and writer.
 //!
 //! librdkafka is linked into the binary only: the library nginx loads makes
-//! no use of this module, and `tests/kafka_linkage.rs` checks that the
+//! no use of this module, and `tests/kafka/test_linkage.py` checks that the
 //! release `libedgeguard.so` built with the feature holds none of it.
 
 #![forbid(unsafe_code)]
