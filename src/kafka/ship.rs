@@ -11,7 +11,7 @@ use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::replay::{Batch, Input, LineSpan};
+use crate::replay::{Batch, Input, LineSpan, Lines};
 
 use super::client::Client;
 use super::sink::{Delivered, Outgoing, Producer};
@@ -66,7 +66,9 @@ pub fn ship(
     let consumed = Arc::new(AtomicU64::new(0));
     'inputs: for input in inputs {
         let name = input.name().to_owned();
-        let mut lines = match input.into_lines(Arc::clone(&consumed), max_line) {
+        // Eager: a line from a pipe goes out as soon as it is read.
+        let lines = input.into_lines(Arc::clone(&consumed), max_line);
+        let mut lines = match lines.map(Lines::eager) {
             Ok(l) => l,
             Err(e) => {
                 flight.summary.errors.push(format!("{name}: {e}"));
