@@ -90,11 +90,12 @@ fn ship(args: Args) -> Result<(), String> {
     )?;
     let secs = done.elapsed.as_secs_f64();
     eprintln!(
-        "edgeguard ship: {} lines delivered to {} in {secs:.2} s ({:.0} lines/s), {} skipped",
+        "edgeguard ship: {} lines delivered to {} in {secs:.2} s ({:.0} lines/s), {} skipped, {} sent again",
         done.delivered,
         args.topic,
         done.delivered as f64 / secs.max(1e-9),
-        done.skipped
+        done.skipped,
+        done.resent
     );
     for e in &done.errors {
         eprintln!("edgeguard ship: {e}");

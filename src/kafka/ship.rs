@@ -6,6 +6,7 @@
 //! rotated files and keep their place across restarts, which this does not.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
 use std::sync::Arc;
@@ -21,6 +22,13 @@ const IN_FLIGHT: usize = 4;
 /// Bytes and lines per batch.
 const BATCH_BYTES: usize = 256 << 10;
 const BATCH_LINES: usize = 4096;
+/// How long a batch whose delivery failed is sent again, a second apart,
+/// before it counts as an error. librdkafka retries what it knows to be
+/// transient; a broker that answers a produce with an error it calls
+/// permanent while it shuts down (tansu 0.6 answers UNKNOWN_SERVER_ERROR)
+/// must not cost the lines.
+const RESEND_FOR: Duration = Duration::from_secs(300);
+const RESEND_AFTER: Duration = Duration::from_secs(1);
 
 /// What was shipped.
 #[derive(Debug, Default)]
@@ -29,6 +37,9 @@ pub struct ShipSummary {
     pub delivered: u64,
     /// Lines not shipped: blank, or longer than the limit.
     pub skipped: u64,
+    /// Lines sent again after a failed delivery (they may be in the topic
+    /// twice).
+    pub resent: u64,
     /// Read errors (each ends its input) and delivery failures.
     pub errors: Vec<String>,
     /// Wall time.
@@ -56,13 +67,13 @@ pub fn ship(
     })?;
     let mut flight = Flight {
         rx,
+        producer: &producer,
         out: HashMap::new(),
         summary: ShipSummary::default(),
         topic,
+        ticket: 0,
     };
-    let mut ticket = 0u64;
     let mut batch = Batch::default();
-    let (mut keys, mut key_spans) = (Vec::new(), Vec::new());
     let consumed = Arc::new(AtomicU64::new(0));
     'inputs: for input in inputs {
         let name = input.name().to_owned();
@@ -91,30 +102,20 @@ pub fn ship(
             let n = batch.lines.iter().filter(keep).count();
             flight.summary.skipped += (batch.lines.len() - n) as u64;
             if n > 0 {
-                keys.clear();
-                key_spans.clear();
-                if let Some(field) = key_field {
-                    for l in batch.lines.iter().filter(keep) {
-                        let start = keys.len();
-                        let found = key_of(&data[l.start..l.end], field, &mut keys);
-                        key_spans.push(found.then_some(start..keys.len()));
-                    }
-                }
                 flight.wait(IN_FLIGHT - 1);
-                flight.out.insert(ticket, n as u64);
-                let messages = batch
-                    .lines
-                    .iter()
-                    .filter(keep)
-                    .enumerate()
-                    .map(|(i, l)| Outgoing {
-                        topic,
-                        key: key_spans.get(i).cloned().flatten().map(|r| &keys[r]),
-                        payload: &data[l.start..l.end],
-                        headers: Vec::new(),
+                // Kept until delivered: a failed batch is sent again.
+                let mut kept = Kept::default();
+                for l in batch.lines.iter().filter(keep) {
+                    let line = &data[l.start..l.end];
+                    let key = key_field.and_then(|field| {
+                        let start = kept.keys.len();
+                        key_of(line, field, &mut kept.keys).then_some(start..kept.keys.len())
                     });
-                producer.send_all(ticket, ExactLen(messages, n));
-                ticket += 1;
+                    let start = kept.data.len();
+                    kept.data.extend_from_slice(line);
+                    kept.lines.push((start..kept.data.len(), key));
+                }
+                flight.send(kept);
             }
             if !more {
                 break;
@@ -128,27 +129,71 @@ pub fn ship(
     Ok(summary)
 }
 
-/// Batches out, by ticket, with their line counts.
+/// A batch's lines, owned until the broker has them all.
+#[derive(Default)]
+struct Kept {
+    data: Vec<u8>,
+    keys: Vec<u8>,
+    /// Each line's bytes in `data` and key in `keys`.
+    lines: Vec<(Range<usize>, Option<Range<usize>>)>,
+    /// When its delivery first failed.
+    failed_at: Option<Instant>,
+}
+
+/// Batches out, by ticket.
 struct Flight<'t> {
     rx: Receiver<Delivered>,
-    out: HashMap<u64, u64>,
+    producer: &'t Producer,
+    out: HashMap<u64, Kept>,
     summary: ShipSummary,
     topic: &'t str,
+    ticket: u64,
 }
 
 impl Flight<'_> {
-    /// Until at most `left` batches are out.
+    /// Sends `kept` under a new ticket.
+    fn send(&mut self, kept: Kept) {
+        let ticket = self.ticket;
+        self.ticket += 1;
+        let messages = kept.lines.iter().map(|(line, key)| Outgoing {
+            topic: self.topic,
+            key: key.clone().map(|k| &kept.keys[k]),
+            payload: &kept.data[line.clone()],
+            headers: Vec::new(),
+        });
+        self.producer.send_all(ticket, messages);
+        self.out.insert(ticket, kept);
+    }
+
+    /// Until at most `left` batches are out; a failed batch is sent again
+    /// for `RESEND_FOR` (its lines may then be in the topic twice: at
+    /// least once, as everywhere else).
     fn wait(&mut self, left: usize) {
         while self.out.len() > left {
             match self.rx.recv_timeout(Duration::from_millis(200)) {
                 Ok((t, failure)) => {
-                    let n = self.out.remove(&t).unwrap_or(0);
+                    let Some(mut kept) = self.out.remove(&t) else {
+                        continue;
+                    };
+                    let n = kept.lines.len() as u64;
                     match failure {
                         None => self.summary.delivered += n,
-                        Some(why) => self
-                            .summary
-                            .errors
-                            .push(format!("delivering to {}: {why}", self.topic)),
+                        Some(why) => {
+                            let first = *kept.failed_at.get_or_insert_with(Instant::now);
+                            if first.elapsed() < RESEND_FOR {
+                                eprintln!(
+                                    "edgeguard ship: {n} lines not delivered to {} ({why}): sending them again",
+                                    self.topic
+                                );
+                                self.summary.resent += n;
+                                std::thread::sleep(RESEND_AFTER);
+                                self.send(kept);
+                            } else {
+                                self.summary
+                                    .errors
+                                    .push(format!("delivering {n} lines to {}: {why}", self.topic));
+                            }
+                        }
                     }
                 }
                 Err(RecvTimeoutError::Timeout) => {}
@@ -173,27 +218,6 @@ fn key_of(line: &[u8], field: &str, out: &mut Vec<u8>) -> bool {
         Some(v) => serde_json::to_writer(out, v).is_ok(),
     }
 }
-
-/// An iterator whose length is known (a filter's is not, to the type).
-struct ExactLen<I>(I, usize);
-
-impl<I: Iterator> Iterator for ExactLen<I> {
-    type Item = I::Item;
-
-    fn next(&mut self) -> Option<I::Item> {
-        let item = self.0.next();
-        if item.is_some() {
-            self.1 -= 1;
-        }
-        item
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.1, Some(self.1))
-    }
-}
-
-impl<I: Iterator> ExactSizeIterator for ExactLen<I> {}
 
 #[cfg(test)]
 mod tests {
