@@ -256,8 +256,10 @@ mod tests {
     }
 
     /// A pipe: each read returns what one write put in.
+    #[cfg(feature = "kafka")]
     struct Chunks(Vec<&'static [u8]>);
 
+    #[cfg(feature = "kafka")]
     impl Read for Chunks {
         fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
             if self.0.is_empty() {
