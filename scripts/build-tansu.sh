@@ -31,6 +31,9 @@
 #   EDGEGUARD_CACHE        cache root (default ~/.cache/edgeguard)
 #   EDGEGUARD_BUILD_JOBS   cargo parallelism (default: number of CPUs)
 #   EDGEGUARD_FORCE=1      rebuild even when the binary exists
+#
+# `scripts/build-tansu.sh --check` exits 0 when the patched broker is built,
+# 1 when a build is needed (.ci/run budgets it).
 set -euo pipefail
 
 TANSU_VERSION=0.6.0
@@ -41,10 +44,19 @@ SRC="$PREFIX/src"
 LOG="$PREFIX/build.log"
 JOBS="${EDGEGUARD_BUILD_JOBS:-$(nproc)}"
 
+# Built from the patched sources: a binary from before the patch (an
+# earlier version of this script installed tansu unpatched at the same
+# path) is built again.
 built() {
-    [[ -x "$BIN" && "${EDGEGUARD_FORCE:-0}" != 1 ]]
+    [[ -x "$BIN" && -f "$SRC/.edgeguard-patched" && "$BIN" -nt "$SRC/.edgeguard-patched" &&
+        "${EDGEGUARD_FORCE:-0}" != 1 ]]
 }
 
+if [[ "${1:-}" == --check ]]; then
+    # For .ci/run: whether a build is needed (exit 1), without building.
+    built
+    exit
+fi
 if built; then
     echo "tansu: already built: $BIN"
     exit 0
