@@ -188,6 +188,41 @@ libcatboostmodel:
 test-official: libcatboostmodel
 	scripts/test-official.sh
 
+# ---- Kafka: replay as a consumer group (docs/kafka.md) ----------------------
+# The `kafka` cargo feature links librdkafka (vendored, static) into the
+# edgeguard binary; the library nginx loads stays without it
+# (tests/kafka/test_linkage.py). The tests run a real broker (tansu, built
+# once from crates.io into ~/.cache/edgeguard: about 15 minutes on 2 cores)
+# and Debian's rsyslog omkafka on librdkafka 2.12.1 (built once, about 4
+# minutes). Not part of `make test`; .ci/run runs it after.
+APT_KAFKA := rsyslog rsyslog-kafka
+.PHONY: build-kafka tansu librdkafka deps-kafka test-kafka bench-kafka
+
+build-kafka:
+	$(CARGO) build --release --locked --features kafka
+
+tansu:
+	scripts/build-tansu.sh
+
+librdkafka:
+	scripts/build-librdkafka.sh
+
+deps-kafka: deps-test
+	$(call apt_install,$(APT_KAFKA))
+
+test-kafka: deps-kafka tansu librdkafka build-kafka
+	$(CARGO) clippy --locked --all-targets --features kafka -- -D warnings
+	$(CARGO) test --locked --features kafka --lib -- kafka:: replay::input
+	$(CARGO) test --locked --features kafka --bin edgeguard
+	$(PYTHON) -m pytest -q tests/kafka
+
+# Kafka against file replay on the same lines, one thread each; two group
+# members against one; RSS over BENCH_KAFKA_MESSAGES messages under a slow
+# writer (scripts/bench-kafka.py). BENCH_KAFKA_ARGS e.g. "--skip-rss".
+BENCH_KAFKA_ARGS ?=
+bench-kafka: deps-kafka tansu build-kafka
+	$(PYTHON) scripts/bench-kafka.py $(BENCH_KAFKA_ARGS)
+
 # The real-client corpus (tests/fixtures/real_clients/): Debian's Chromium and
 # Firefox ESR, command-line tools, HTTP libraries and curl_cffi impersonations
 # driven against nginx on loopback, every request recorded through

@@ -22,6 +22,8 @@ pub mod features;
 pub mod ffi;
 pub mod gate;
 pub mod headers;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 pub mod metrics;
 pub mod model;
 pub mod net;

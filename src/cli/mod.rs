@@ -8,8 +8,10 @@ use std::process::ExitCode;
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
 pub mod features;
+pub mod kafka;
 pub mod predict;
 pub mod replay;
+pub mod ship;
 pub mod tls;
 
 /// A value parser: a positive whole number.

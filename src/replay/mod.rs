@@ -40,6 +40,9 @@ use std::io::{self, Write};
 
 pub use input::Input;
 pub use options::Options;
+// The batches a Kafka consumer fills for the workers.
+#[cfg(feature = "kafka")]
+pub(crate) use input::{Batch, LineSpan, Lines};
 pub use summary::{
     ConfigSummary, Flip, Histogram, LineError, LiveSummary, ModelSummary, Summary, HISTOGRAM_BINS,
 };
