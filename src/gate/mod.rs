@@ -52,6 +52,7 @@ mod effects;
 mod location;
 mod policy;
 mod request;
+mod respond;
 mod scratch;
 mod stages;
 

@@ -101,6 +101,8 @@ function _M.current(r)
           method_len)
     var_into(r, "request_uri", req.uri)
     var_into(r, "remote_addr", req.client_addr)
+    -- The reference a challenge page or problem document shows.
+    var_into(r, "request_id", req.request_id)
     -- The connection's TLS facts (JA4 and family for the TLS features, or
     -- none), or NULL for plain HTTP.
     req.tls = tls_info_for(r)

@@ -52,6 +52,10 @@ local function parse(opts, level)
         end
         return nil, err
     end
+    -- What the operator must hear of at every (re)load: the demo key.
+    for _, w in ipairs(cfg.options.warnings or {}) do
+        log(ngx and ngx.WARN, "edgeguard: ", w)
+    end
     return lib, cfg
 end
 
