@@ -55,6 +55,7 @@ mod request;
 mod respond;
 mod scratch;
 mod stages;
+mod state;
 
 pub use action::Action;
 pub use config::Config;

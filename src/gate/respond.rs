@@ -23,7 +23,7 @@ use super::effects::Exit;
 use super::location::Location;
 use super::request::Request;
 use super::scratch::{Scratch, LOCATION_CAP};
-use super::stages::{BodyParts, State};
+use super::state::{BodyParts, State};
 use crate::challenge::{
     self, return_path, Answer, Binding, Challenge, Endpoint, PageInput, Problem, ProblemInput,
     Proof, Rejection, Returned, MAX_RETURN, SET_COOKIE_CAP,

@@ -2,8 +2,6 @@
 //! the location and the request and adds to the [`State`]; the last,
 //! [`texts`], turns the state into [`Effects`].
 
-use std::net::IpAddr;
-
 use super::action::Action;
 use super::effects::{Effects, Exit, Vars};
 use super::location::Location;
@@ -11,48 +9,13 @@ use super::policy::Decision;
 use super::request::{Job, Request};
 use super::respond::{self, PAGE_TYPE, PROBLEM_TYPE};
 use super::scratch::Scratch;
+use super::state::{BodyParts, State};
 use crate::challenge::Clearance;
 use crate::config::text::{self, Cursor, Line, Span};
 use crate::config::Engine;
 use crate::metrics::{AnswerResult, BotVerdict, Outcome, Registry, Seen};
 use crate::net::addr_from_text;
-use crate::scorer::ScoreError;
 use crate::verified::Verdict;
-
-/// What the stages found so far.
-pub(super) struct State {
-    pub(super) action: Action,
-    clear_len: usize,
-    matched: usize,
-    /// What the metrics count as removed: the matched entries, or on a
-    /// refusal only those another engine removed before it found the rest.
-    removed: usize,
-    unremovable: usize,
-    pub(super) scored: bool,
-    score_error: Option<ScoreError>,
-    /// The client's address, parsed when the policy reads it.
-    pub(super) client: Option<IpAddr>,
-    pub(super) decision: Decision,
-    pub(super) answer: Option<AnswerResult>,
-    exit: Exit<'static>,
-    /// What the page or the answer wrote into the scratch's body.
-    pub(super) body: BodyParts,
-}
-
-/// Where the exit's bytes lie in the scratch's body.
-#[derive(Clone, Copy, Default)]
-pub(super) enum BodyParts {
-    #[default]
-    None,
-    /// A page, or (`problem`) a problem document, and its `Retry-After`.
-    Page {
-        body: Span,
-        problem: bool,
-        retry_after: Option<Span>,
-    },
-    /// A redirect's `Location` and `Set-Cookie` (empty: none).
-    Answer { set_cookie: Span, location: Span },
-}
 
 /// 1: the strip set over the headers (another engine's strip counted
 /// first). Entries nginx cannot remove refuse the request.
