@@ -506,8 +506,16 @@ impl Options {
              challenge_cookie => cookie, challenge_prefix_v4 => prefix_v4, challenge_prefix_v6 => prefix_v6,
              challenge_difficulty_max => difficulty_max, challenge_response => response,
              challenge_problem_base => problem_base);
-        // The maximum is at least the base: a base raised alone raises it.
-        c.difficulty_max = c.difficulty_max.max(c.difficulty);
+        // Without its own maximum, the default spread above the base (a
+        // base changed alone moves the range with it); never below it.
+        if self.challenge_difficulty_max.is_none() {
+            let spread = challenge::defaults::DIFFICULTY_MAX - challenge::defaults::DIFFICULTY;
+            c.difficulty_max = c.difficulty.saturating_add(spread);
+        }
+        c.difficulty_max = c
+            .difficulty_max
+            .max(c.difficulty)
+            .min(challenge::MAX_DIFFICULTY);
         c.site = self.challenge_site.clone();
         if let Some((wait, ttl)) = self.challenge_nojs {
             c.nojs_wait = wait;

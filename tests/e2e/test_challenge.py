@@ -70,6 +70,8 @@ def hexkey(k):
 
 
 def binding(addr, ua, v4=24, v6=64):
+    """Bytes 12..46 of a token (src/challenge/token.rs): prefix length,
+    prefix, User-Agent hash, no TLS hash, flags 0."""
     ip = ipaddress.ip_address(addr)
     if ip.version == 6 and ip.ipv4_mapped:
         ip = ip.ipv4_mapped
@@ -81,12 +83,14 @@ def binding(addr, ua, v4=24, v6=64):
         full = int(ip)
     mask = ((1 << 128) - 1) ^ ((1 << (128 - bits)) - 1) if bits else 0
     prefix = (full & mask).to_bytes(16, "big")
-    return bytes([bits]) + prefix + hashlib.sha256(ua.encode()).digest()[:16]
+    return bytes([bits]) + prefix + hashlib.sha256(b"ua\0" + ua.encode()).digest()[:8] + bytes(8) + b"\0"
 
 
 def mint(key, expiry, addr, ua, kind=b"C", difficulty=0):
-    record = kind + bytes([difficulty]) + struct.pack(">Q", expiry) + binding(addr, ua)
-    mac = hmac.new(key, b"edgeguard-token-v1\0" + record, hashlib.sha256).digest()
+    """A token as src/challenge/token.rs lays it out: kind, proof (work),
+    level, attempts, time, binding; HMAC-SHA256 under the v2 domain."""
+    record = kind + b"W" + bytes([difficulty, 0]) + struct.pack(">Q", expiry) + binding(addr, ua)
+    mac = hmac.new(key, b"edgeguard-token-v2\0" + record, hashlib.sha256).digest()
     return base64.urlsafe_b64encode(record + mac).rstrip(b"=").decode()
 
 
@@ -109,7 +113,7 @@ def solve(nonce, difficulty):
 
 def page_nonce(body):
     text = body.decode()
-    nonce = re.search(r'var N = "([A-Za-z0-9_-]{100})", D = (\d+)', text)
+    nonce = re.search(r'\{"n":"([A-Za-z0-9_-]{104})","d":(\d+)', text)
     assert nonce, text[:400]
     return nonce.group(1), int(nonce.group(2))
 
@@ -292,10 +296,10 @@ def test_page_answer_and_cookie_attributes(edge):
     assert status == 403
     assert header(resp, "Cache-Control") == ["no-store"]
     assert header(resp, "Content-Type")[0].startswith("text/html")
-    assert b"crypto.subtle.digest" in body and b"<script" in body and b"src=" not in body
+    assert b"function compress(" in body and b"<script" in body and b"src=" not in body
     cookie, set_cookie, location = solved_cookie(edge, HEADLESS, "198.51.100.20", "/shop?item=7")
     attrs = [a.strip() for a in set_cookie.split(";")]
-    assert attrs[0].startswith("edgeguard_clearance=") and len(attrs[0]) == len("edgeguard_clearance=") + 100
+    assert attrs[0].startswith("edgeguard_clearance=") and len(attrs[0]) == len("edgeguard_clearance=") + 104
     assert "HttpOnly" in attrs and "SameSite=Lax" in attrs and "Path=/" in attrs
     assert "Max-Age=86400" in attrs and any(a.startswith("Expires=") for a in attrs)
     assert "Secure" not in attrs, "plain HTTP: no Secure"
