@@ -41,14 +41,16 @@ def server():
     s.stop()
 
 
-def wait_for(wd, check, timeout=30):
+def wait_for(wd, check, timeout=30, what=""):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         got = check()
         if got:
             return got
         time.sleep(0.1)
-    raise AssertionError("timed out")
+    state = wd.execute_script("var s = document.getElementById('edgeguard-status');"
+                              "return [document.title, s && s.textContent]")
+    raise AssertionError(f"timed out: {what} {state}")
 
 
 def axe_clean(b, what):
@@ -175,7 +177,7 @@ def test_screenshots(server, tmp_path):
             b.wd.get(server.url(**query))
             if query.get("state") != "cookies":
                 progress = "return document.getElementById('edgeguard-progress').value"
-                wait_for(b.wd, lambda: b.wd.execute_script(progress) >= 5, timeout=60)
+                wait_for(b.wd, lambda: b.wd.execute_script(progress) >= 5, timeout=60, what=name)
             path = tmp_path / f"{name}.png"
             b.wd.save_screenshot(str(path))
             assert path.stat().st_size > 10_000, name
