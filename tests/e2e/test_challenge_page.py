@@ -188,7 +188,7 @@ def test_screenshots(server, tmp_path):
         finally:
             b.quit()
     if os.environ.get("EDGEGUARD_UPDATE_SCREENSHOTS") == "1":
-        out = ROOT / "docs" / "images"
+        out = ROOT / "docs" / "img"
         out.mkdir(parents=True, exist_ok=True)
         for name, path in shots.items():
             shutil.copy(path, out / f"{name}.png")
