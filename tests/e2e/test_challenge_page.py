@@ -4,7 +4,7 @@ critical violation in any state (working, error, cookies needed, no-JS
 wait), the page solves under its own strict Content-Security-Policy (in
 workers, and in the main thread where workers are refused), shows the
 cookies state where cookies are off, and the screenshots of
-docs/challenge.md are taken (written to docs/images/ with
+docs/challenge.md are taken (written to docs/img/ with
 EDGEGUARD_UPDATE_SCREENSHOTS=1).
 
 The page is rendered by the library (examples/challenge_page.rs) and its
