@@ -16,6 +16,7 @@
 //!
 //! Everything is written into the scratch's body; nothing allocates.
 
+use std::io::Write as _;
 use std::net::IpAddr;
 
 use super::action::Action;
@@ -38,9 +39,15 @@ pub(super) const PROBLEM_TYPE: &str = "application/problem+json";
 /// The `Content-Type` of a page.
 pub(super) const PAGE_TYPE: &str = "text/html; charset=utf-8";
 
-/// Whether a blocked request gets a problem document instead of a bare
-/// status: in mode `challenge`, a flagged request blocked because it must
-/// not get the page (a body, a `fetch()`, an API call).
+/// The `Retry-After` of a 503 problem document (`fail_closed` with the
+/// models missing): a hint to a program not to retry at once. Models come
+/// back with a reload, which no client can time; a program that retries
+/// every few tens of seconds sees it soon enough and does not pile on.
+pub(super) const RETRY_UNAVAILABLE: u32 = 30;
+
+/// Whether a blocked (or, `fail_closed`, unavailable) request may get a
+/// problem document instead of a bare status: in mode `challenge`, a
+/// request that must not get a page (a body, a `fetch()`, an API call).
 pub(super) fn problem_for_block(loc: &Location) -> bool {
     loc.policy.mode() == Mode::Challenge && loc.policy.challenge().is_some()
 }
@@ -79,6 +86,13 @@ pub(super) fn challenge(
             let at = referer_path(req);
             s.answer = Some(AnswerResult::Problem);
             ctx.problem(scratch, s, Problem::ChallengeRequired, at)
+        }
+        // A person's navigation gets nginx's page; a program something it
+        // can read, and when to come back.
+        Action::Unavailable if ch.response.wants_page(req.http()) => Exit::Status(503),
+        Action::Unavailable => {
+            s.answer = Some(AnswerResult::Problem);
+            ctx.problem(scratch, s, Problem::Unavailable, b"/")
         }
         Action::Answer => match challenge::Endpoint::parse(req.http().uri()) {
             Endpoint::Answer { .. } | Endpoint::Ticket { .. } => ctx.answer(scratch, s),
@@ -194,22 +208,35 @@ impl Ctx<'_, '_> {
         problem: Problem,
         return_to: &[u8],
     ) -> Exit<'static> {
-        let status = self.loc.policy.status();
+        let (status, retry_after) = match problem {
+            Problem::Unavailable => (503, Some(RETRY_UNAVAILABLE)),
+            _ => (self.loc.policy.status(), None),
+        };
         let input = ProblemInput {
             problem,
             status,
             clearance: s.decision.clearance,
             request_id: self.req.request_id(),
             return_to,
-            retry_after: None,
+            retry_after,
             base: &self.ch.problem_base,
         };
         match self.ch.problem(&input, &mut scratch.body) {
             Ok(n) => {
+                // The header's value after the document.
+                let retry_after = retry_after.and_then(|r| {
+                    let mut w = &mut scratch.body[n..];
+                    let room = w.len();
+                    write!(w, "{r}").ok()?;
+                    Some(Span {
+                        offset: n,
+                        len: room - w.len(),
+                    })
+                });
                 s.body = BodyParts::Page {
                     body: Span { offset: 0, len: n },
                     problem: true,
-                    retry_after: None,
+                    retry_after,
                 };
                 Exit::Status(status)
             }

@@ -39,7 +39,8 @@ struct Call<'a> {
     method: &'a [u8],
     uri: &'a [u8],
     headers: Vec<(&'a [u8], &'a [u8])>,
-    score: f64,
+    /// `None`: not scored.
+    score: Option<f64>,
     ja4: Option<&'a [u8]>,
     now: u64,
 }
@@ -50,7 +51,7 @@ impl<'a> Call<'a> {
             method: b"GET",
             uri,
             headers: headers.to_vec(),
-            score: 0.9,
+            score: Some(0.9),
             ja4: None,
             now: NOW,
         }
@@ -65,12 +66,12 @@ impl<'a> Call<'a> {
         let tls = self
             .ja4
             .map(|j| TlsFacts::new(j, Family::Boringssl).unwrap());
-        let scores = [self.score];
+        let scores = [self.score.unwrap_or_default()];
         let req = Request::new(self.method, self.uri, 11, b"192.0.2.10", &h, tls)
             .secure(tls.is_some())
             .with_request_id(b"0123456789abcdef0123456789abcdef")
             .given(Given {
-                scores: Some(&scores),
+                scores: self.score.map(|_| &scores[..]),
                 ..Given::default()
             });
         run(loc, &req, Job::Access, self.now, scratch).unwrap()
@@ -200,7 +201,7 @@ fn the_page_is_localized_carries_the_reference_and_scales_its_work() {
     let mut call = Call::new(b"/doc", NAV);
     call.headers.push((b"accept-language", b"de-CH,de;q=0.9"));
     let (score_low, score_high) = (0.5, 1.0);
-    call.score = score_low;
+    call.score = Some(score_low);
     let e = call.run(&loc, &mut scratch);
     let (status, ty, body) = page_of(&e);
     assert_eq!((status, ty), (403, "text/html; charset=utf-8"));
@@ -208,7 +209,7 @@ fn the_page_is_localized_carries_the_reference_and_scales_its_work() {
     assert!(body.contains("0123456789abcdef0123456789abcdef"));
     assert!(body.contains("shop.example"));
     assert_eq!(nonce_of(body).1, 4, "at the threshold: the base");
-    call.score = score_high;
+    call.score = Some(score_high);
     let e = call.run(&loc, &mut scratch);
     assert_eq!(nonce_of(page_of(&e).2).1, 8, "at 1.0: the maximum");
     let Some(("Content-Security-Policy", csp)) = e.exit.headers().nth(3) else {
@@ -334,7 +335,7 @@ fn a_problem_documents_clear_url_starts_the_page_or_returns_a_cleared_person() {
     let mut scratch = Scratch::new();
     let start = b"/.edgeguard/challenge?r=%2Fcart%3Fx%3D1";
     let mut call = Call::new(start, NAV);
-    call.score = 0.0;
+    call.score = Some(0.0);
     let e = call.run(&loc, &mut scratch);
     assert_eq!(e.action, Action::Challenge);
     let body = page_of(&e).2;
@@ -373,4 +374,34 @@ fn replay_decides_alike_without_texts() {
             (b.action, b.answer, b.exit.status())
         );
     }
+}
+
+#[test]
+fn an_unscored_program_under_fail_closed_gets_a_503_problem_with_retry_after() {
+    let loc = location(r#", "models": {"bot": "models/bot.json"}, "fail_closed": true"#);
+    let mut scratch = Scratch::new();
+    let fetch: &[(&[u8], &[u8])] = &[(b"user-agent", CHROME), (b"sec-fetch-mode", b"cors")];
+    let mut call = Call::new(b"/api", fetch);
+    call.score = None;
+    let e = call.run(&loc, &mut scratch);
+    assert_eq!(e.action, Action::Unavailable);
+    let (status, ty, body) = page_of(&e);
+    assert_eq!((status, ty), (503, "application/problem+json"));
+    let v: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(
+        (v["reason"].as_str(), v["retry_after"].as_u64()),
+        (Some("unavailable"), Some(30))
+    );
+    assert!(v.get("clear").is_none(), "nothing to clear");
+    let retry = e
+        .exit
+        .headers()
+        .find(|(n, _)| *n == "Retry-After")
+        .unwrap()
+        .1;
+    assert_eq!(text(retry), "30");
+    // A person's navigation gets nginx's own 503 page.
+    let mut nav = Call::new(b"/", NAV);
+    nav.score = None;
+    assert_eq!(nav.run(&loc, &mut scratch).exit, Exit::Status(503));
 }

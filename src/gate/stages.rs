@@ -140,6 +140,9 @@ pub(super) fn respond(
             respond::challenge(loc, req, now, scratch, s)
         }
         Action::Block => Exit::Status(loc.policy.status()),
+        Action::Unavailable if respond::problem_for_block(loc) => {
+            respond::challenge(loc, req, now, scratch, s)
+        }
         Action::Unavailable => Exit::Status(503),
         Action::Refused => Exit::Status(400),
         Action::Challenge | Action::Answer => respond::challenge(loc, req, now, scratch, s),
