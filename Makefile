@@ -88,7 +88,7 @@ shim-lines:
 	sh scripts/shim-lines.sh
 
 # Import circles between the files of src/ (issue 30: none). Not yet in
-# `lint`: tls/, features/tls.rs and challenge/page.rs still name their
+# `lint`: tls/ and features/tls.rs still name their
 # parent's items (see the script's output).
 circles:
 	python3 scripts/import-circles.py src

@@ -11,7 +11,7 @@
 //! `RET` is the percent-encoded path and query to go back to. Nothing here
 //! allocates.
 
-use super::{TooSmall, ENDPOINT};
+use super::types::{TooSmall, ENDPOINT};
 
 /// The longest return path an answer may carry, in bytes (decoded).
 pub const MAX_RETURN: usize = 2048;

@@ -50,6 +50,7 @@ mod keys;
 pub mod page;
 mod problem;
 mod token;
+mod types;
 pub mod work;
 
 use std::io::Write as _;
@@ -63,6 +64,7 @@ pub use keys::{KeyError, Keys, MAX_KEYS, MAX_KEY_BYTES, MIN_KEY_BYTES};
 pub use page::{PageError, PageInput, Pages, State, MAX_SITE, PAGE_CAP};
 pub use problem::{is_problem_base, Problem, ProblemInput, MAX_BASE, PROBLEM_CAP};
 pub use token::{Binding, Proof, Rejection, TOKEN_TEXT};
+pub use types::{header, user_agent, Clearance, TooSmall, ENDPOINT};
 pub use work::{leading_zero_bits, MAX_DIFFICULTY};
 
 use endpoint::{http_date, write_token_url};
@@ -70,9 +72,6 @@ use token::{Fields, Kind, Opened};
 
 use crate::features::Request;
 
-/// The path the page's script sends its answer to, handled by the
-/// pipeline itself (never proxied) whenever a challenge is configured.
-pub const ENDPOINT: &str = "/.edgeguard/challenge";
 /// Seconds a nonce or a ticket stays valid: time to solve the page.
 pub const NONCE_TTL: u64 = 600;
 /// Seconds a return token stays valid: it is followed by a redirect.
@@ -189,35 +188,6 @@ pub struct Challenge {
     pub problem_base: String,
 }
 
-/// What a request's clearance cookie says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Clearance {
-    /// No cookie of the configured name.
-    Absent,
-    /// A valid cookie, and what it proves.
-    Accepted(Proof),
-    /// A cookie that was refused, and why (the last one checked).
-    Rejected(Rejection),
-}
-
-impl Clearance {
-    /// Whether the request is cleared, by either proof.
-    pub fn is_accepted(self) -> bool {
-        matches!(self, Clearance::Accepted(_))
-    }
-
-    /// The name in logs and replay's output: `absent`, `accepted`,
-    /// `accepted_wait` (the no-JavaScript clearance), or the rejection's.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Clearance::Absent => "absent",
-            Clearance::Accepted(Proof::Work) => "accepted",
-            Clearance::Accepted(Proof::Wait) => "accepted_wait",
-            Clearance::Rejected(r) => r.as_str(),
-        }
-    }
-}
-
 /// The outcome of an answer or a ticket ([`Challenge::answer`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Answer {
@@ -267,10 +237,6 @@ impl Returned {
         matches!(self, Returned::Back { attempts, .. } if attempts >= COOKIES_NEEDED_AFTER)
     }
 }
-
-/// An output buffer was too small.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TooSmall;
 
 impl Challenge {
     /// The challenge under `keys` with the default settings and the
@@ -662,18 +628,6 @@ impl Challenge {
         ok.map_err(|_| TooSmall)?;
         Ok(cap - w.len())
     }
-}
-
-/// The `User-Agent` of a request (the first one), or empty.
-pub fn user_agent<'a>(req: &Request<'a>) -> &'a [u8] {
-    header(req, b"user-agent").unwrap_or_default()
-}
-
-/// The first header of a request named `want` (ASCII case-insensitive).
-pub fn header<'a>(req: &Request<'a>, want: &[u8]) -> Option<&'a [u8]> {
-    req.headers()
-        .find(|(n, _)| n.eq_ignore_ascii_case(want))
-        .map(|(_, v)| v)
 }
 
 /// Whether a request is a top-level navigation a page can answer: GET or

@@ -25,8 +25,9 @@
 
 use std::io::Write as _;
 
+use super::endpoint::MAX_RETURN;
 use super::endpoint::{is_return_path, write_pct};
-use super::{Clearance, TooSmall, ENDPOINT, MAX_RETURN};
+use super::types::{Clearance, TooSmall, ENDPOINT};
 
 /// Room enough for any problem document.
 pub const PROBLEM_CAP: usize = 8192;

@@ -22,7 +22,7 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
-use super::PageError;
+use super::error::PageError;
 
 /// Every string of a locale and the placeholders it may hold.
 pub const KEYS: [(&str, &[&str]); 20] = [

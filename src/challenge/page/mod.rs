@@ -15,6 +15,7 @@
 //! beside it, so its SHA-256 (and the styles') go in [`Pages::csp`], a
 //! Content-Security-Policy without `'unsafe-inline'`.
 
+mod error;
 mod locale;
 mod template;
 
@@ -28,8 +29,10 @@ use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
 use super::endpoint::{write_html, write_pct, write_token_url, MAX_RETURN};
-use super::{TooSmall, ENDPOINT, TOKEN_TEXT};
+use super::token::TOKEN_TEXT;
+use super::types::{header, TooSmall, ENDPOINT};
 use crate::features::Request;
+pub use error::PageError;
 pub use locale::KEYS;
 use locale::{Locale, SCRIPT_KEYS};
 use template::{Cond, Node, Var};
@@ -154,8 +157,8 @@ impl<'a> PageInput<'a> {
     pub fn for_request(req: &Request<'a>, difficulty: u8) -> PageInput<'a> {
         PageInput {
             state: State::Challenge,
-            accept_language: super::header(req, b"accept-language").unwrap_or_default(),
-            host: super::header(req, b"host").unwrap_or_default(),
+            accept_language: header(req, b"accept-language").unwrap_or_default(),
+            host: header(req, b"host").unwrap_or_default(),
             request_id: b"",
             return_to: req.uri(),
             difficulty,
@@ -165,19 +168,6 @@ impl<'a> PageInput<'a> {
         }
     }
 }
-
-/// Why a template or a locale was refused: the message names the file
-/// and, where there is one, the line.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PageError(pub String);
-
-impl fmt::Display for PageError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for PageError {}
 
 /// A value written per request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,8 +11,8 @@
 //! Anything else in `{{ }}` is refused at load, naming the file and the
 //! line, as are sections left open or closed twice.
 
+use super::error::PageError;
 use super::locale::KEYS;
-use super::PageError;
 
 /// A value the template writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
