@@ -210,6 +210,16 @@ fn per_request_work_does_not_allocate() {
         tls: std::ptr::null(),
         request_id: edgeguard_str::EMPTY,
     };
+    // A fake Googlebot's form POST: flagged, never the page: a problem
+    // document with the request's id, written by the same call.
+    let post_req = edgeguard_request {
+        method: edgeguard_str::from_slice(b"POST"),
+        uri: edgeguard_str::from_slice(b"/checkout"),
+        request_id: edgeguard_str::from_slice(b"0123456789abcdef0123456789abcdef"),
+        headers: c_headers[5].as_ptr(),
+        headers_len: c_headers[5].len(),
+        ..answer_req
+    };
     let slots_n = unsafe { edgeguard_metrics_len(metrics) };
     let (mut slots, mut deltas, mut values) =
         (vec![0u32; slots_n], vec![0.0; slots_n], vec![0.0; slots_n]);
@@ -392,6 +402,25 @@ fn per_request_work_does_not_allocate() {
         assert_eq!((out.action, out.status), (edgeguard_action::Answer, 403));
         assert!(unsafe { out.line.as_bytes() }
             .starts_with(b"edgeguard challenge=failed reason=malformed "));
+        let rc = unsafe {
+            edgeguard_location_run(
+                c_policy,
+                metrics,
+                &post_req,
+                std::ptr::null(),
+                0,
+                NOW as i64,
+                scratch,
+                &mut out,
+            )
+        };
+        assert_eq!(rc, R::Ok);
+        assert_eq!((out.action, out.status), (edgeguard_action::Block, 403));
+        let body = unsafe { out.body.as_bytes() };
+        assert!(body.starts_with(b"{\"type\":\"about:blank\""), "{body:?}");
+        assert!(body
+            .windows(32)
+            .any(|w| w == b"0123456789abcdef0123456789abcdef"));
         for p in &probes {
             seen += usize::from(bots_set.contains(*p));
         }
@@ -439,14 +468,16 @@ fn per_request_work_does_not_allocate() {
     // too (the one call counts an answer as nginx counted it).
     let text = std::str::from_utf8(&exposition[..text_len]).unwrap();
     for want in [
-        "edgeguard_requests_total{engine=\"rust\"} 350\n",
+        "edgeguard_requests_total{engine=\"rust\"} 400\n",
         "edgeguard_decisions_total{action=\"answer\"} 50\n",
         "edgeguard_clearances_total{result=\"accepted\"} 100\n",
         "edgeguard_clearances_total{result=\"mac\"} 50\n",
         "edgeguard_clearances_total{result=\"address\"} 50\n",
-        "edgeguard_clearances_total{result=\"user_agent\"} 100\n",
+        // The POST carries the Chrome cookie with the Googlebot UA too.
+        "edgeguard_clearances_total{result=\"user_agent\"} 150\n",
         "edgeguard_verified_bots_total{bot=\"Googlebot\",result=\"verified\"} 50\n",
         "edgeguard_challenges_total{result=\"failed\"} 50\n",
+        "edgeguard_challenges_total{result=\"problem\"} 50\n",
         "edgeguard_challenge_failures_total{reason=\"malformed\"} 50\n",
     ] {
         assert!(text.contains(want), "{want} in {text}");
