@@ -1,7 +1,8 @@
 """What a person meets at the challenge, in real browsers through real nginx.
 
-- Firefox ESR (headless, driven over Marionette: Debian ships no
-  geckodriver) and Chromium solve the page and stay cleared;
+- Firefox ESR (headless and headful under Xvfb, driven over Marionette:
+  Debian ships no geckodriver) solves the page and stays cleared
+  (Chromium: test_challenge_browser.py);
 - Chromium with cookies blocked is told that cookies are needed after two
   solves, instead of solving forever;
 - a challenged fetch() from a page gets application/problem+json it can
@@ -29,7 +30,7 @@ import pytest
 
 from conftest import ROOT, Nginx, bad_log_lines, free_port
 from test_challenge import challenge_http, logged_server
-from test_challenge_browser import CHROMIUM, CHROMEDRIVER, HAVE_SELENIUM
+from test_challenge_browser import CHROMIUM, CHROMEDRIVER, HAVE_SELENIUM, XVFB, Xvfb
 
 sys.path.insert(0, str(ROOT / "models" / "capture"))
 from marionette import Marionette  # noqa: E402
@@ -109,9 +110,10 @@ needs_chromium = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER and HAVE_SELE
 
 
 class Firefox:
-    """Headless Firefox over Marionette (models/capture/marionette.py)."""
+    """Firefox over Marionette (models/capture/marionette.py), headless or
+    on an X display (Xvfb)."""
 
-    def __init__(self):
+    def __init__(self, display=None):
         self.profile = tempfile.mkdtemp(prefix="edgeguard-firefox-")
         self.port = free_port()
         prefs = {"marionette.port": self.port, "browser.shell.checkDefaultBrowser": False,
@@ -123,7 +125,12 @@ class Firefox:
                 val = ("true" if v else "false") if isinstance(v, bool) else (str(v) if isinstance(v, int) else f'"{v}"')
                 f.write(f'user_pref("{k}", {val});\n')
         env = dict(os.environ, MOZ_CRASHREPORTER_DISABLE="1")
-        self.proc = subprocess.Popen([FIREFOX, "--marionette", "--no-remote", "--headless", "--profile",
+        mode = []
+        if display:
+            env["DISPLAY"] = display
+        else:
+            mode = ["--headless"]
+        self.proc = subprocess.Popen([FIREFOX, "--marionette", "--no-remote", *mode, "--profile",
                                       self.profile, "about:blank"], env=env,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
@@ -160,18 +167,24 @@ class Firefox:
         shutil.rmtree(self.profile, ignore_errors=True)
 
 
-@pytest.mark.skipif(not FIREFOX, reason="needs firefox-esr")
-def test_firefox_solves_the_page_and_stays_cleared(edge):
+@pytest.mark.skipif(not (FIREFOX and XVFB), reason="needs firefox-esr and xvfb")
+@pytest.mark.parametrize("headless", [True, False], ids=["headless", "headful"])
+def test_firefox_solves_the_page_and_stays_cleared(edge, headless):
     port = edge[0]
-    b = Firefox()
+    xvfb = None if headless else Xvfb()
+    b = None
     try:
+        b = Firefox(None if headless else xvfb.display)
         t0 = time.monotonic()
         assert b.open(f"http://127.0.0.1:{port}/strict/page?x=1") == "cleared"
         print(f"firefox solved in {time.monotonic() - t0:.2f}s")
         assert b.script("return location.pathname + location.search") == "/strict/page?x=1"
         assert b.open(f"http://127.0.0.1:{port}/strict/other") == "cleared"
     finally:
-        b.quit()
+        if b:
+            b.quit()
+        if xvfb:
+            xvfb.stop()
     assert "edgeguard challenge=solved" in edge[2].error_log
 
 
