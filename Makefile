@@ -30,8 +30,9 @@ APT_TEST += chromium chromium-driver xvfb xauth
 APT_TEST += firefox-esr lynx
 PIP_TEST += selenium
 # tests/e2e/test_challenge_page.py: axe-core in headless Chromium on every
-# challenge page and locale (npm, into target/npm: nothing global).
-APT_TEST += npm
+# challenge page and locale (npm, into target/npm: nothing global). Debian's
+# npm only where there is no npm: NodeSource's nodejs carries its own and
+# conflicts with it.
 AXE_CORE := axe-core@4.14.1
 
 RELEASE_LIB := target/release/libedgeguard.so
@@ -59,6 +60,8 @@ deps-test:
 	@for m in $(PIP_TEST); do \
 	  $(PYTHON) -c "import $$m" 2>/dev/null || $(PYTHON) -m pip install -q $$m; \
 	done
+	@command -v npm >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends npm; }
 	@[ -f target/npm/node_modules/axe-core/axe.min.js ] || \
 	  (mkdir -p target/npm && npm install --no-save --no-audit --no-fund --prefix target/npm $(AXE_CORE))
 
