@@ -91,7 +91,7 @@ shim-lines:
 	sh scripts/shim-lines.sh
 
 # Import circles between the files of src/ (issue 30: none). Not yet in
-# `lint`: tls/ and features/tls.rs still name their
+# `lint`: features/tls.rs still names its
 # parent's items (see the script's output).
 circles:
 	python3 scripts/import-circles.py src
