@@ -1,0 +1,349 @@
+//! Rules: what the site owner decides before (and after) the model does.
+//!
+//! A rules file is an ordered list of rules; each is conditions (all must
+//! hold) and an action. The reference, the presets and a cookbook are in
+//! `docs/rules.md`; this is how they run.
+//!
+//! ```json
+//! {"lists": {"office": ["192.0.2.0/24", "2001:db8::/32"]},
+//!  "rules": [
+//!   {"preset": "well-known"},
+//!   {"name": "office", "when": {"client": "office"}, "action": "pass"},
+//!   {"name": "no-ai", "when": {"bot": {"category": "ai-crawler"}}, "action": "block", "status": 403},
+//!   {"name": "sure-bots", "when": {"score": {"model": "bot", "at_least": 0.98}}, "action": "block"}
+//!  ]}
+//! ```
+//!
+//! # Two stages, one order
+//!
+//! A rule with a `score` condition needs the model's scores, so it can
+//! only run after scoring; every other rule runs before. The file lists
+//! them in the order they run: every rule without a score condition
+//! first, then every rule with one (a file that mixes them is refused,
+//! naming the rule). [`Rules::before_scoring`] tests the first group in
+//! file order, [`Rules::after_scoring`] the second; in each, the first
+//! rule whose conditions all hold decides, and no rule after it runs.
+//! When no rule matches, the request gets today's behaviour (the
+//! default): the model decides.
+//!
+//! # Actions
+//!
+//! | action | before scoring | after scoring |
+//! |---|---|---|
+//! | `pass` | let through, not scored | let through |
+//! | `allow` | scored and logged, never acted on: let through | the same |
+//! | `log` | the default decision, with the rule's name and tag logged | the same |
+//! | `challenge` | challenge (a valid clearance passes), not scored | challenge |
+//! | `block` | answer `status` (default 403), not scored | answer `status` |
+//!
+//! A match before scoring ends the rules: `allow` and `log` still score
+//! the request (for the log and the score header) but no rule after
+//! scoring runs.
+//!
+//! # What conditions read
+//!
+//! A [`View`] of the request, filled by the caller without copying:
+//! - paths are compared in their normalized form (percent-decoded,
+//!   slashes merged, `.` and `..` resolved, as nginx matches `location`s);
+//!   a path nginx would refuse (`/..`, a bad `%` escape) meets no path
+//!   condition;
+//! - hosts are compared without port and trailing dot, ASCII case ignored;
+//! - header names are compared with ASCII case ignored and `_` read as
+//!   `-`; a value test holds when *any* field line of that name passes it
+//!   (a client can always add one more line, so a header test is a test
+//!   of shape, not of identity); `once` holds only with exactly one line;
+//! - `user_agent` reads the first `User-Agent`, the one the model and the
+//!   verified-bot judge read.
+//!
+//! Testing a request allocates nothing (`tests/rules_alloc.rs`) and
+//! compiles nothing: regular expressions and string automatons are built
+//! when the file is loaded, within [`limits`].
+
+#![forbid(unsafe_code)]
+
+mod compile;
+mod cond;
+mod error;
+pub mod limits;
+mod lists;
+mod path;
+pub mod presets;
+mod raw;
+mod view;
+
+use std::path::Path;
+
+pub use error::RulesError;
+pub use view::{split_target, BotView, View};
+
+use cond::{Cond, Facts};
+
+/// What a rule does with a request it matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Let through; before scoring, not scored.
+    Pass,
+    /// Score and log, never act on the score: let through.
+    Allow,
+    /// The default decision, with the rule logged.
+    Log,
+    /// Challenge (a valid clearance passes).
+    Challenge,
+    /// Answer with this status.
+    Block(u16),
+}
+
+impl Action {
+    /// The action's name in files and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Pass => "pass",
+            Action::Allow => "allow",
+            Action::Log => "log",
+            Action::Challenge => "challenge",
+            Action::Block(_) => "block",
+        }
+    }
+}
+
+/// What rules are compiled against: the scores a location's scorer gives,
+/// by model name, in the order [`View::scores`] holds them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Context<'a> {
+    /// The models' names (`["bot", "spoof"]`).
+    pub models: &'a [&'a str],
+}
+
+/// One compiled rule.
+#[derive(Debug)]
+struct Rule {
+    name: String,
+    tag: String,
+    action: Action,
+    /// Cheapest first ([`Cond::cost`]).
+    conds: Box<[Cond]>,
+    /// Where it came from (`rules[3]`, or a preset's rule), for errors.
+    at: String,
+    /// Its conditions as written, for `edgeguard rules check`.
+    summary: String,
+}
+
+impl Rule {
+    fn after_scoring(&self) -> bool {
+        self.conds.iter().any(Cond::is_score)
+    }
+}
+
+/// The rule a request matched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Matched<'r> {
+    /// Its position among the compiled rules (presets expanded).
+    pub index: usize,
+    /// Its name (`$edgeguard_rule`).
+    pub name: &'r str,
+    /// Its tag, empty if none (`$edgeguard_tag`).
+    pub tag: &'r str,
+    /// What to do.
+    pub action: Action,
+}
+
+/// Which stage a rule runs in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// Before scoring: the rule has no score condition.
+    BeforeScoring,
+    /// After scoring: the rule has a score condition.
+    AfterScoring,
+}
+
+/// What one evaluation may write: the normalized path, when it differs
+/// from the path as sent. One per thread (or per worker), reused.
+#[derive(Debug)]
+pub struct Scratch {
+    path: Vec<u8>,
+}
+
+impl Scratch {
+    /// Room for a path as long as nginx's default request line allows
+    /// (`large_client_header_buffers` 8k), so that evaluation never
+    /// allocates; a longer one grows it once.
+    pub fn new() -> Scratch {
+        Scratch {
+            path: Vec::with_capacity(8192),
+        }
+    }
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch::new()
+    }
+}
+
+/// A compiled rules file. Immutable once built; share it between threads.
+#[derive(Debug)]
+pub struct Rules {
+    source: String,
+    rules: Box<[Rule]>,
+    /// Rules `[..split]` run before scoring, `[split..]` after.
+    split: usize,
+    /// Whether a stage has a path condition (the path is normalized only
+    /// then).
+    path_before: bool,
+    path_after: bool,
+}
+
+impl Rules {
+    /// Reads and compiles the rules file at `path` (address-list files it
+    /// names are relative to it).
+    pub fn load(path: &Path, ctx: &Context<'_>) -> Result<Rules, RulesError> {
+        let source = path.display().to_string();
+        let meta = std::fs::metadata(path)
+            .map_err(|e| RulesError::new(&source, "", format!("cannot read: {e}")))?;
+        if meta.len() > limits::MAX_FILE {
+            return Err(RulesError::new(
+                &source,
+                "",
+                format!("larger than {} bytes", limits::MAX_FILE),
+            ));
+        }
+        let text = std::fs::read(path)
+            .map_err(|e| RulesError::new(&source, "", format!("cannot read: {e}")))?;
+        let base = path.parent().unwrap_or(Path::new(""));
+        Rules::parse(&source, base, &text, ctx)
+    }
+
+    /// Compiles rules from `text`; `source` names them in errors, `base` is
+    /// where relative list files are.
+    pub fn parse(
+        source: &str,
+        base: &Path,
+        text: &[u8],
+        ctx: &Context<'_>,
+    ) -> Result<Rules, RulesError> {
+        let rules = compile::compile(source, base, text, ctx)?;
+        let split = rules
+            .iter()
+            .position(Rule::after_scoring)
+            .unwrap_or(rules.len());
+        let reads_path = |r: &[Rule]| r.iter().any(|r| r.conds.iter().any(Cond::reads_path));
+        Ok(Rules {
+            source: source.to_owned(),
+            path_before: reads_path(&rules[..split]),
+            path_after: reads_path(&rules[split..]),
+            rules: rules.into_boxed_slice(),
+            split,
+        })
+    }
+
+    /// The first rule without a score condition that `view` meets.
+    pub fn before_scoring<'r>(
+        &'r self,
+        view: &View<'_>,
+        scratch: &mut Scratch,
+    ) -> Option<Matched<'r>> {
+        self.first(0, self.split, self.path_before, view, scratch)
+    }
+
+    /// The first rule with a score condition that `view` (with its
+    /// scores) meets. Call it only when [`Rules::before_scoring`] matched
+    /// nothing.
+    pub fn after_scoring<'r>(
+        &'r self,
+        view: &View<'_>,
+        scratch: &mut Scratch,
+    ) -> Option<Matched<'r>> {
+        self.first(self.split, self.rules.len(), self.path_after, view, scratch)
+    }
+
+    fn first<'r>(
+        &'r self,
+        from: usize,
+        to: usize,
+        needs_path: bool,
+        view: &View<'_>,
+        scratch: &mut Scratch,
+    ) -> Option<Matched<'r>> {
+        if from == to {
+            return None;
+        }
+        let facts = Facts {
+            view,
+            host: view::bare_host(view.host),
+            path: if needs_path {
+                path::normalize(view.path, &mut scratch.path)
+            } else {
+                None
+            },
+        };
+        let i = from
+            + self.rules[from..to]
+                .iter()
+                .position(|r| r.conds.iter().all(|c| c.test(&facts)))?;
+        let r = &self.rules[i];
+        Some(Matched {
+            index: i,
+            name: &r.name,
+            tag: &r.tag,
+            action: r.action,
+        })
+    }
+
+    /// Where the rules came from.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// How many rules there are (presets expanded).
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// Never true: a file without a rule is refused.
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// Whether some rule runs after scoring (a caller that does not score
+    /// can skip [`Rules::after_scoring`] otherwise).
+    pub fn has_after_scoring(&self) -> bool {
+        self.split < self.rules.len()
+    }
+
+    /// Rule `i`'s name, tag, action, stage and conditions as written.
+    pub fn describe(&self, i: usize) -> Option<Described<'_>> {
+        let r = self.rules.get(i)?;
+        Some(Described {
+            name: &r.name,
+            tag: &r.tag,
+            action: r.action,
+            stage: if i < self.split {
+                Stage::BeforeScoring
+            } else {
+                Stage::AfterScoring
+            },
+            from: &r.at,
+            when: &r.summary,
+        })
+    }
+}
+
+/// One rule, for people (`edgeguard rules check`).
+#[derive(Clone, Copy, Debug)]
+pub struct Described<'r> {
+    /// Its name.
+    pub name: &'r str,
+    /// Its tag, empty if none.
+    pub tag: &'r str,
+    /// Its action.
+    pub action: Action,
+    /// Its stage.
+    pub stage: Stage,
+    /// Where in the file it is (`rules[2]`, or a preset's rule).
+    pub from: &'r str,
+    /// Its conditions, as JSON.
+    pub when: &'r str,
+}
+
+#[cfg(test)]
+mod tests;
