@@ -5,14 +5,15 @@
 
 use std::path::Path;
 
-use aho_corasick::AhoCorasick;
+use aho_corasick::{AhoCorasick, MatchKind};
 use regex::bytes::RegexBuilder;
 
 use crate::tls::Family;
 use crate::verified::{Category, PrefixSetBuilder};
 
 use super::cond::{
-    fold, BotCond, Cond, HeaderCond, HeaderTest, Hosts, ScoreCond, Text, TlsCond, Verdicts, NO_TLS,
+    fold, method_bit, BotCond, Cond, HeaderCond, HeaderTest, Hosts, Methods, ScoreCond, Second,
+    Text, TlsCond, Verdicts, NO_TLS,
 };
 use super::error::{At, RulesError};
 use super::limits::*;
@@ -262,13 +263,27 @@ impl Compiler<'_> {
                     ));
                 }
             }
-            conds.push(Cond::Method(methods));
+            let mut m = Methods {
+                bits: 0,
+                others: Box::default(),
+            };
+            let mut others = Vec::new();
+            for x in methods.iter() {
+                match method_bit(x) {
+                    0 => others.push(x.clone()),
+                    bit => m.bits |= bit,
+                }
+            }
+            m.others = others.into();
+            conds.push(Cond::Method(m));
         }
         if let Some(h) = &w.host {
             conds.push(Cond::Host(self.hosts(&h.0, &at.field("host"))?));
         }
         if let Some(t) = &w.path {
-            conds.push(Cond::Path(self.text(t, &at.field("path"))?));
+            let t = self.text(t, &at.field("path"))?;
+            let second = Second::of(&t);
+            conds.push(Cond::Path(t, second));
         }
         if let Some(t) = &w.query {
             conds.push(Cond::Query(self.text(t, &at.field("query"))?));
@@ -376,12 +391,15 @@ impl Compiler<'_> {
             Text::Suffix(fold(self.strings(&v.0, &at.field("suffix"), true)?), nc)
         } else if let Some(v) = &t.contains {
             let f = at.field("contains");
-            let pats = self.strings(&v.0, &f, true)?;
+            let pats = fold(self.strings(&v.0, &f, true)?);
+            // Leftmost-first: the match kind that lets the automaton use
+            // its SIMD (Teddy) prefilter; whether a pattern occurs is the
+            // same under any kind.
             let ac = AhoCorasick::builder()
-                .ascii_case_insensitive(nc)
+                .match_kind(MatchKind::LeftmostFirst)
                 .build(pats.iter())
                 .map_err(|e| self.err(&f, e.to_string()))?;
-            Text::Contains(ac)
+            Text::Contains(ac, nc)
         } else {
             let pattern = t.regex.as_deref().unwrap_or_default();
             Text::Regex(self.regex(pattern, nc, &at.field("regex"))?)

@@ -18,31 +18,46 @@ pub(crate) enum Text {
     Prefix(Box<[Box<[u8]>]>, bool),
     /// Ends with one of these.
     Suffix(Box<[Box<[u8]>]>, bool),
-    /// Holds one of these, anywhere (one automaton for all of them).
-    Contains(AhoCorasick),
+    /// Holds one of these, anywhere (one automaton for all of them);
+    /// `nocase`: the patterns are lower-case and the text is folded
+    /// before the search, so that the automaton can use its SIMD
+    /// prefilters (its own case-insensitive mode cannot).
+    Contains(AhoCorasick, bool),
     /// A regular expression, unanchored unless it says `^`/`$`.
     Regex(Regex),
 }
 
+/// `a == b` (`a` folded already when `nocase`), for `a` and `b` of one
+/// length. The last bytes are compared first: most candidates differ
+/// there (paths share their `/`), and that spares a `memcmp` call.
+#[inline]
 fn eq(a: &[u8], b: &[u8], nocase: bool) -> bool {
-    if nocase {
-        a.eq_ignore_ascii_case(b)
-    } else {
-        a == b
+    match (a.last(), b.last()) {
+        (Some(&x), Some(&y)) if x != y && !(nocase && x == y.to_ascii_lowercase()) => false,
+        _ if nocase => a.eq_ignore_ascii_case(b),
+        _ => a == b,
     }
 }
 
 impl Text {
-    pub(crate) fn test(&self, s: &[u8]) -> bool {
+    /// Whether `s` passes; `fold` is scratch room for a case-folded copy.
+    pub(crate) fn test(&self, s: &[u8], fold: &mut Vec<u8>) -> bool {
         match self {
-            Text::Exact(v, nc) => v.iter().any(|x| eq(x, s, *nc)),
+            Text::Exact(v, nc) => v.iter().any(|x| x.len() == s.len() && eq(x, s, *nc)),
             Text::Prefix(v, nc) => v
                 .iter()
                 .any(|x| s.len() >= x.len() && eq(x, &s[..x.len()], *nc)),
             Text::Suffix(v, nc) => v
                 .iter()
                 .any(|x| s.len() >= x.len() && eq(x, &s[s.len() - x.len()..], *nc)),
-            Text::Contains(ac) => ac.is_match(s),
+            Text::Contains(ac, false) => ac.is_match(s),
+            Text::Contains(ac, true) => {
+                // Copy then fold in place: both vectorize.
+                fold.clear();
+                fold.extend_from_slice(s);
+                fold.make_ascii_lowercase();
+                ac.is_match(&fold[..])
+            }
             Text::Regex(re) => re.is_match(s),
         }
     }
@@ -107,7 +122,7 @@ fn fold_eq(folded: &[u8], name: &[u8]) -> bool {
 }
 
 impl HeaderCond {
-    fn test(&self, view: &View<'_>) -> bool {
+    fn test(&self, view: &View<'_>, fold: &mut Vec<u8>) -> bool {
         let mut lines = view
             .headers
             .iter()
@@ -116,9 +131,9 @@ impl HeaderCond {
             HeaderTest::Present => lines.next().is_some(),
             HeaderTest::Absent => lines.next().is_none(),
             HeaderTest::Once => lines.next().is_some() && lines.next().is_none(),
-            HeaderTest::Value(t, false) => lines.any(|h| t.test(h.value())),
+            HeaderTest::Value(t, false) => lines.any(|h| t.test(h.value(), fold)),
             HeaderTest::Value(t, true) => match (lines.next(), lines.next()) {
-                (Some(h), None) => t.test(h.value()),
+                (Some(h), None) => t.test(h.value(), fold),
                 _ => false,
             },
         }
@@ -169,13 +184,13 @@ pub(crate) struct TlsCond {
 }
 
 impl TlsCond {
-    fn test(&self, tls: Option<TlsFacts<'_>>) -> bool {
+    fn test(&self, tls: Option<TlsFacts<'_>>, fold: &mut Vec<u8>) -> bool {
         let family_bit = tls.map_or(NO_TLS, |t| 1 << (t.family() as u8));
         (self.families == 0 || self.families & family_bit != 0)
             && self
                 .ja4
                 .as_ref()
-                .is_none_or(|t| tls.is_some_and(|f| t.test(f.ja4())))
+                .is_none_or(|t| tls.is_some_and(|f| t.test(f.ja4(), fold)))
     }
 }
 
@@ -190,21 +205,115 @@ pub(crate) struct ScoreCond {
 /// One compiled condition.
 #[derive(Debug)]
 pub(crate) enum Cond {
-    Method(Box<[Box<[u8]>]>),
+    Method(Methods),
     Bot(BotCond),
     Tls(TlsCond),
     Score(ScoreCond),
     Client(PrefixSet),
     Host(Hosts),
-    Path(Text),
+    Path(Text, Second),
     Query(Text),
     Header(HeaderCond),
     UserAgent(Text),
 }
 
+/// The bytes a path's second byte (the one after its leading `/`) can be
+/// for an `exact` or `prefix` test to pass: rejects most paths with one
+/// lookup instead of comparing each string of the test.
+#[derive(Clone, Debug)]
+pub(crate) struct Second {
+    /// One bit per byte value; all set when the test says nothing of it.
+    bits: [u64; 4],
+    /// Whether the path `/` (no second byte) may pass.
+    bare: bool,
+}
+
+impl Second {
+    /// What the strings of `t` admit (everything, for other tests).
+    pub(crate) fn of(t: &Text) -> Second {
+        let mut s = Second {
+            bits: [0; 4],
+            bare: false,
+        };
+        let (strings, nocase) = match t {
+            Text::Exact(v, nc) | Text::Prefix(v, nc) => (v, *nc),
+            _ => return Second::any(),
+        };
+        let prefix = matches!(t, Text::Prefix(..));
+        for x in strings.iter() {
+            match x.get(1) {
+                _ if x.first() != Some(&b'/') => return Second::any(),
+                None if prefix => return Second::any(),
+                None => s.bare = true,
+                Some(&b) => {
+                    s.set(b);
+                    if nocase {
+                        s.set(b.to_ascii_uppercase());
+                    }
+                }
+            }
+        }
+        s
+    }
+
+    /// Admits every path.
+    pub(crate) fn any() -> Second {
+        Second {
+            bits: [u64::MAX; 4],
+            bare: true,
+        }
+    }
+
+    fn set(&mut self, b: u8) {
+        self.bits[usize::from(b >> 6)] |= 1 << (b & 63);
+    }
+
+    #[inline]
+    pub(crate) fn admits(&self, path: &[u8]) -> bool {
+        match path.get(1) {
+            None => self.bare,
+            Some(&b) => self.bits[usize::from(b >> 6)] & (1 << (b & 63)) != 0,
+        }
+    }
+}
+
+/// A set of methods: the common ones as bits of [`method_bit`], any
+/// other by name.
+#[derive(Debug)]
+pub(crate) struct Methods {
+    pub(crate) bits: u16,
+    pub(crate) others: Box<[Box<[u8]>]>,
+}
+
+/// The bit standing for every method without one of its own.
+pub(crate) const OTHER_METHOD: u16 = 1 << 15;
+
+/// The bit of a common method, 0 for any other (a `match`: one length
+/// switch and a compare).
+pub(crate) fn method_bit(m: &[u8]) -> u16 {
+    match m {
+        b"GET" => 1,
+        b"HEAD" => 1 << 1,
+        b"POST" => 1 << 2,
+        b"PUT" => 1 << 3,
+        b"DELETE" => 1 << 4,
+        b"OPTIONS" => 1 << 5,
+        b"PATCH" => 1 << 6,
+        b"TRACE" => 1 << 7,
+        b"CONNECT" => 1 << 8,
+        b"PURGE" => 1 << 9,
+        _ => 0,
+    }
+}
+
 /// What a request shows, prepared once per evaluation.
 pub(crate) struct Facts<'a> {
     pub(crate) view: &'a View<'a>,
+    /// [`method_bit`] of the request's method, [`OTHER_METHOD`] for
+    /// another.
+    pub(crate) method: u16,
+    /// Room for case-folded copies.
+    pub(crate) fold: &'a mut Vec<u8>,
     /// The host without port or trailing dot.
     pub(crate) host: &'a [u8],
     /// The normalized path; `None`: not a path (see `path`).
@@ -212,22 +321,26 @@ pub(crate) struct Facts<'a> {
 }
 
 impl Cond {
-    pub(crate) fn test(&self, f: &Facts<'_>) -> bool {
+    pub(crate) fn test(&self, f: &mut Facts<'_>) -> bool {
         let v = f.view;
         match self {
-            Cond::Method(m) => m.iter().any(|x| **x == *v.method),
+            Cond::Method(m) => {
+                m.bits & f.method != 0
+                    || (f.method == OTHER_METHOD && m.others.iter().any(|x| **x == *v.method))
+            }
             Cond::Bot(b) => b.test(v),
-            Cond::Tls(t) => t.test(v.tls),
+            Cond::Tls(t) => t.test(v.tls, f.fold),
             Cond::Score(s) => v
                 .scores
                 .get(s.model)
                 .is_some_and(|&x| x >= s.at_least && x < s.below),
             Cond::Client(set) => v.client.is_some_and(|a| set.contains(a)),
             Cond::Host(h) => h.test(f.host),
-            Cond::Path(t) => f.path.is_some_and(|p| t.test(p)),
-            Cond::Query(t) => t.test(v.query),
-            Cond::Header(h) => h.test(v),
-            Cond::UserAgent(t) => t.test(v.user_agent),
+            // The rule checked the second byte already (`Hot::matches`).
+            Cond::Path(t, _) => f.path.is_some_and(|p| t.test(p, f.fold)),
+            Cond::Query(t) => t.test(v.query, f.fold),
+            Cond::Header(h) => h.test(v, f.fold),
+            Cond::UserAgent(t) => t.test(v.user_agent, f.fold),
         }
     }
 
@@ -242,7 +355,7 @@ impl Cond {
             Cond::Tls(t) => t.ja4.as_ref().map_or(2, |j| text(j, 2)),
             Cond::Score(_) => 3,
             Cond::Host(_) => 4,
-            Cond::Path(t) => text(t, 5),
+            Cond::Path(t, _) => text(t, 5),
             Cond::Client(_) => 6,
             Cond::Query(t) => text(t, 7),
             Cond::UserAgent(t) => text(t, 8),
@@ -255,7 +368,7 @@ impl Cond {
 
     /// Whether testing reads the path (so it is normalized first).
     pub(crate) fn reads_path(&self) -> bool {
-        matches!(self, Cond::Path(_))
+        matches!(self, Cond::Path(..))
     }
 
     /// Whether it is a score condition (the rule runs after scoring).

@@ -134,6 +134,71 @@ impl Rule {
     }
 }
 
+/// What evaluation reads of a rule, kept together and small so that
+/// skipping a rule costs a few instructions: checks that reject most
+/// requests without a condition's dispatch, then the conditions.
+#[derive(Debug)]
+struct Hot {
+    /// [`cond::method_bit`]s the request's method must be among
+    /// (`u16::MAX`: any); the method condition itself is left out of
+    /// `conds` when these bits decide it alone.
+    methods: u16,
+    /// The rule has a bot condition: a request claiming no bot fails it.
+    bot: bool,
+    /// The second byte its path condition admits.
+    second: cond::Second,
+    conds: Box<[Cond]>,
+    action: Action,
+}
+
+impl Hot {
+    fn of(r: Rule) -> (Hot, Rule) {
+        let mut conds = Vec::from(r.conds);
+        let mut methods = u16::MAX;
+        conds.retain(|c| match c {
+            Cond::Method(m) => {
+                methods = m.bits
+                    | if m.others.is_empty() {
+                        0
+                    } else {
+                        cond::OTHER_METHOD
+                    };
+                !m.others.is_empty()
+            }
+            _ => true,
+        });
+        let second = conds
+            .iter()
+            .find_map(|c| match c {
+                Cond::Path(_, s) => Some(s.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(cond::Second::any);
+        let hot = Hot {
+            methods,
+            bot: conds.iter().any(|c| matches!(c, Cond::Bot(_))),
+            second,
+            conds: conds.into(),
+            action: r.action,
+        };
+        (
+            hot,
+            Rule {
+                conds: Box::default(),
+                ..r
+            },
+        )
+    }
+
+    #[inline]
+    fn matches(&self, f: &mut Facts<'_>) -> bool {
+        self.methods & f.method != 0
+            && !(self.bot && f.view.bot.is_none())
+            && f.path.is_none_or(|p| self.second.admits(p))
+            && self.conds.iter().all(|c| c.test(f))
+    }
+}
+
 /// The rule a request matched.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Matched<'r> {
@@ -161,6 +226,7 @@ pub enum Stage {
 #[derive(Debug)]
 pub struct Scratch {
     path: Vec<u8>,
+    fold: Vec<u8>,
 }
 
 impl Scratch {
@@ -170,6 +236,7 @@ impl Scratch {
     pub fn new() -> Scratch {
         Scratch {
             path: Vec::with_capacity(8192),
+            fold: Vec::with_capacity(8192),
         }
     }
 }
@@ -184,6 +251,9 @@ impl Default for Scratch {
 #[derive(Debug)]
 pub struct Rules {
     source: String,
+    /// What evaluation reads, in order.
+    hot: Box<[Hot]>,
+    /// Names, tags and the rest, in the same order.
     rules: Box<[Rule]>,
     /// Rules `[..split]` run before scoring, `[split..]` after.
     split: usize,
@@ -227,11 +297,14 @@ impl Rules {
             .position(Rule::after_scoring)
             .unwrap_or(rules.len());
         let reads_path = |r: &[Rule]| r.iter().any(|r| r.conds.iter().any(Cond::reads_path));
+        let (path_before, path_after) = (reads_path(&rules[..split]), reads_path(&rules[split..]));
+        let (hot, rules): (Vec<Hot>, Vec<Rule>) = rules.into_iter().map(Hot::of).unzip();
         Ok(Rules {
             source: source.to_owned(),
-            path_before: reads_path(&rules[..split]),
-            path_after: reads_path(&rules[split..]),
-            rules: rules.into_boxed_slice(),
+            path_before,
+            path_after,
+            hot: hot.into(),
+            rules: rules.into(),
             split,
         })
     }
@@ -267,25 +340,31 @@ impl Rules {
         if from == to {
             return None;
         }
-        let facts = Facts {
+        let Scratch { path, fold } = scratch;
+        let mut facts = Facts {
             view,
+            method: match cond::method_bit(view.method) {
+                0 => cond::OTHER_METHOD,
+                bit => bit,
+            },
+            fold,
             host: view::bare_host(view.host),
             path: if needs_path {
-                path::normalize(view.path, &mut scratch.path)
+                path::normalize(view.path, path)
             } else {
                 None
             },
         };
         let i = from
-            + self.rules[from..to]
+            + self.hot[from..to]
                 .iter()
-                .position(|r| r.conds.iter().all(|c| c.test(&facts)))?;
+                .position(|r| r.matches(&mut facts))?;
         let r = &self.rules[i];
         Some(Matched {
             index: i,
             name: &r.name,
             tag: &r.tag,
-            action: r.action,
+            action: self.hot[i].action,
         })
     }
 
@@ -316,7 +395,7 @@ impl Rules {
         Some(Described {
             name: &r.name,
             tag: &r.tag,
-            action: r.action,
+            action: self.hot[i].action,
             stage: if i < self.split {
                 Stage::BeforeScoring
             } else {
