@@ -70,12 +70,17 @@ pub(crate) fn compile(
 
 /// Parses the JSON, naming the field serde stopped at.
 fn parse(source: &str, text: &[u8]) -> Result<raw::File, RulesError> {
-    let de = &mut serde_json::Deserializer::from_slice(text);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    let mut de = serde_json::Deserializer::from_slice(text);
+    let file = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let field = e.path().to_string();
         let field = if field == "." { String::new() } else { field };
         RulesError::new(source, field, e.into_inner().to_string())
-    })
+    })?;
+    // Anything after the document (a second one pasted in, a truncated
+    // edit) is refused, as serde_json::from_slice would.
+    de.end()
+        .map_err(|e| RulesError::new(source, "", e.to_string()))?;
+    Ok(file)
 }
 
 /// Names are unique; rules without a score condition come before every

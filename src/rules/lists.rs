@@ -82,12 +82,23 @@ pub(crate) fn valid_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
 }
 
-fn read_file(path: &Path, b: &mut PrefixSetBuilder) -> Result<(), String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
-    if meta.len() > MAX_LIST_FILE {
-        return Err(format!("larger than {MAX_LIST_FILE} bytes"));
+/// Reads at most `max` bytes of `path`: a device (`/dev/zero`) or a file
+/// growing while it is read is refused, not read until memory runs out.
+pub(crate) fn read_bounded(path: &Path, max: u64) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let f = std::fs::File::open(path).map_err(|e| format!("cannot read: {e}"))?;
+    let mut text = Vec::new();
+    f.take(max + 1)
+        .read_to_end(&mut text)
+        .map_err(|e| format!("cannot read: {e}"))?;
+    if text.len() as u64 > max {
+        return Err(format!("larger than {max} bytes"));
     }
-    let text = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    Ok(text)
+}
+
+fn read_file(path: &Path, b: &mut PrefixSetBuilder) -> Result<(), String> {
+    let text = read_bounded(path, MAX_LIST_FILE)?;
     let n = if path.extension().is_some_and(|e| e == "json") {
         let v: serde_json::Value =
             serde_json::from_slice(&text).map_err(|e| format!("not JSON: {e}"))?;

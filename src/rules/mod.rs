@@ -268,17 +268,8 @@ impl Rules {
     /// names are relative to it).
     pub fn load(path: &Path, ctx: &Context<'_>) -> Result<Rules, RulesError> {
         let source = path.display().to_string();
-        let meta = std::fs::metadata(path)
-            .map_err(|e| RulesError::new(&source, "", format!("cannot read: {e}")))?;
-        if meta.len() > limits::MAX_FILE {
-            return Err(RulesError::new(
-                &source,
-                "",
-                format!("larger than {} bytes", limits::MAX_FILE),
-            ));
-        }
-        let text = std::fs::read(path)
-            .map_err(|e| RulesError::new(&source, "", format!("cannot read: {e}")))?;
+        let text = lists::read_bounded(path, limits::MAX_FILE)
+            .map_err(|m| RulesError::new(&source, "", m))?;
         let base = path.parent().unwrap_or(Path::new(""));
         Rules::parse(&source, base, &text, ctx)
     }
