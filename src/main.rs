@@ -29,6 +29,9 @@ pub(crate) enum Command {
     /// Score recorded traffic with a configuration, report decisions
     #[command(long_about = cli::replay::LONG_ABOUT)]
     Replay(cli::replay::Args),
+    /// Check a rules file, or see which rule recorded requests meet
+    #[command(long_about = cli::rules::LONG_ABOUT)]
+    Rules(cli::rules::Args),
     /// Print the JA4 of recorded ClientHellos (hex, one per line)
     #[command(long_about = cli::tls::LONG_ABOUT)]
     Tls(cli::tls::Args),
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
         Command::Predict(args) => cli::predict::run(args),
         Command::Features(args) => cli::features::run(args),
         Command::Replay(args) => cli::replay::run(args),
+        Command::Rules(args) => cli::rules::run(args),
         Command::Tls(args) => cli::tls::run(args),
         Command::Version => {
             println!("edgeguard {}", env!("CARGO_PKG_VERSION"));

@@ -10,6 +10,7 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 pub mod features;
 pub mod predict;
 pub mod replay;
+pub mod rules;
 pub mod tls;
 
 /// A value parser: a positive whole number.
