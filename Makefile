@@ -258,16 +258,20 @@ EDGEGUARD_CONFIG ?= $(DATADIR)/edgeguard.json
 # here, /usr/share/edgeguard/models in the package (its /etc copy).
 EDGEGUARD_MODELS ?= models
 LUA_MODULES := $(shell cd lua && find resty -name '*.lua' | LC_ALL=C sort)
+# Rules presets (the library has them built in; installed to be read and
+# copied) and the catalog of verified-bot sources for the updater.
+RULE_PRESETS := $(notdir $(wildcard nginx-conf/rules/*.json))
 DATA_FILES := edgeguard.json internal-headers.txt models/bot.json models/spoof.json \
               nginx/edgeguard.conf nginx/edgeguard-metrics.conf nginx/log-format.conf \
-              nginx/log-format-challenge.conf verified-bots.example.json
+              nginx/log-format-challenge.conf verified-bots.example.json \
+              verified-bots-sources.json $(addprefix rules/,$(RULE_PRESETS))
 INSTALL ?= install
 
 .PHONY: install uninstall deb test-deb test-rockspec
 
 install: build
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LUA_CMODULE_DIR) \
-	  $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR)/nginx
+	  $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR)/nginx $(DESTDIR)$(DATADIR)/rules
 	$(INSTALL) -m 755 target/release/edgeguard $(DESTDIR)$(BINDIR)/edgeguard
 	$(INSTALL) -m 755 scripts/update-verified-bots $(DESTDIR)$(BINDIR)/edgeguard-update-verified-bots
 	$(INSTALL) -m 755 $(RELEASE_LIB) $(DESTDIR)$(LUA_CMODULE_DIR)/libedgeguard.so
@@ -278,6 +282,8 @@ install: build
 	$(INSTALL) -m 644 models/bot.json models/spoof.json $(DESTDIR)$(DATADIR)/models/
 	$(INSTALL) -m 644 nginx-conf/internal-headers.txt $(DESTDIR)$(DATADIR)/internal-headers.txt
 	$(INSTALL) -m 644 nginx-conf/verified-bots.json $(DESTDIR)$(DATADIR)/verified-bots.example.json
+	$(INSTALL) -m 644 nginx-conf/verified-bots-sources.json $(DESTDIR)$(DATADIR)/verified-bots-sources.json
+	$(INSTALL) -m 644 $(addprefix nginx-conf/rules/,$(RULE_PRESETS)) $(DESTDIR)$(DATADIR)/rules/
 	$(INSTALL) -m 644 nginx-conf/log-format.conf nginx-conf/log-format-challenge.conf \
 	  packaging/nginx/edgeguard-metrics.conf $(DESTDIR)$(DATADIR)/nginx/
 	sed 's|@MODELS@|$(EDGEGUARD_MODELS)|g' packaging/edgeguard.json.in > $(DESTDIR)$(DATADIR)/edgeguard.json
@@ -291,7 +297,7 @@ uninstall:
 	  $(DESTDIR)$(INCLUDEDIR)/edgeguard.h $(addprefix $(DESTDIR)$(LUA_MODULE_DIR)/,$(LUA_MODULES)) \
 	  $(addprefix $(DESTDIR)$(DATADIR)/,$(DATA_FILES))
 	-rmdir $(DESTDIR)$(LUA_MODULE_DIR)/resty/edgeguard/legacy $(DESTDIR)$(LUA_MODULE_DIR)/resty/edgeguard \
-	  $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR)/nginx $(DESTDIR)$(DATADIR) 2>/dev/null
+	  $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR)/nginx $(DESTDIR)$(DATADIR)/rules $(DESTDIR)$(DATADIR) 2>/dev/null
 
 # The Debian package (scripts/build-deb.sh says what goes where).
 deb: build
