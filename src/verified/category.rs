@@ -35,18 +35,22 @@ pub enum Category {
 }
 
 impl Category {
-    /// Every category, in the order of their bits.
-    pub const ALL: [Category; 9] = [
-        Category::Search,
-        Category::AiCrawler,
-        Category::AiAssistant,
-        Category::Preview,
-        Category::Feed,
-        Category::Monitor,
-        Category::Archive,
-        Category::Webhook,
-        Category::Other,
-    ];
+    /// Every category, in the order of their bits. (A function, not an
+    /// associated constant: cbindgen would take the type into the C
+    /// header for one.)
+    pub fn all() -> [Category; 9] {
+        [
+            Category::Search,
+            Category::AiCrawler,
+            Category::AiAssistant,
+            Category::Preview,
+            Category::Feed,
+            Category::Monitor,
+            Category::Archive,
+            Category::Webhook,
+            Category::Other,
+        ]
+    }
 
     /// The name in files and logs (`"ai-crawler"`).
     pub fn name(self) -> &'static str {
@@ -65,7 +69,7 @@ impl Category {
 
     /// The category named `name` (exactly as [`Category::name`] spells it).
     pub fn parse(name: &str) -> Option<Category> {
-        Category::ALL.into_iter().find(|c| c.name() == name)
+        Category::all().into_iter().find(|c| c.name() == name)
     }
 
     /// One bit per category, for sets of them.
@@ -75,7 +79,7 @@ impl Category {
 
     /// The names, for error messages (`search, ai-crawler, ...`).
     pub fn names() -> String {
-        Category::ALL.map(Category::name).join(", ")
+        Category::all().map(Category::name).join(", ")
     }
 }
 
@@ -92,7 +96,7 @@ mod tests {
     #[test]
     fn names_round_trip_and_bits_are_distinct() {
         let mut bits = 0u16;
-        for c in Category::ALL {
+        for c in Category::all() {
             assert_eq!(Category::parse(c.name()), Some(c));
             assert_eq!(bits & c.bit(), 0);
             bits |= c.bit();
