@@ -388,6 +388,8 @@ pub struct Line<'a> {
     pub uri: &'a [u8],
     /// The bot the User-Agent claims and the verdict (`verified`, `fake`).
     pub bot: Option<(&'a [u8], &'a str)>,
+    /// The site rule that decided the request: its name and tag.
+    pub rule: Option<(&'a str, &'a str)>,
 }
 
 /// The room a decision line needs besides its client, method and URI,
@@ -401,7 +403,8 @@ pub fn line_room(max_name: usize, max_bot: usize) -> usize {
 /// Writes the decision line:
 /// `edgeguard action=A model=M score=%.6f threshold=%.6f client=C method=M uri="U"`
 /// (without the model part when no model flagged), then ` bot=B verdict=V`
-/// for a bot claim. Returns its span.
+/// for a bot claim, then ` rule=NAME tag=TAG` for the site rule that
+/// decided it (without the tag when it has none). Returns its span.
 pub fn write_line(w: &mut Cursor<'_>, line: &Line<'_>) -> Result<Span, fmt::Error> {
     w.span(|w| {
         w.write_str("edgeguard action=")?;
@@ -420,6 +423,14 @@ pub fn write_line(w: &mut Cursor<'_>, line: &Line<'_>) -> Result<Span, fmt::Erro
             w.bytes(bot)?;
             w.write_str(" verdict=")?;
             w.write_str(verdict)?;
+        }
+        if let Some((name, tag)) = line.rule {
+            w.write_str(" rule=")?;
+            w.write_str(name)?;
+            if !tag.is_empty() {
+                w.write_str(" tag=")?;
+                w.write_str(tag)?;
+            }
         }
         Ok(())
     })
@@ -544,6 +555,7 @@ mod tests {
             method: b"GET",
             uri: b"/x\xff",
             bot: Some((b"Googlebot", "fake")),
+            rule: None,
         };
         let l = write_line(&mut w, &line).unwrap();
         let text = w.written();

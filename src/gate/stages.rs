@@ -5,10 +5,11 @@
 use std::net::IpAddr;
 
 use super::action::Action;
-use super::effects::{Effects, Exit, Vars};
+use super::effects::{Effects, Exit, RuleEffect, Vars};
 use super::location::Location;
 use super::policy::Decision;
 use super::request::{Job, Request};
+use super::rules::Hit;
 use super::scratch::{Scratch, LOCATION_CAP};
 use crate::challenge::{self, Answer, SET_COOKIE_CAP};
 use crate::config::text::{self, Cursor, Line, Span};
@@ -27,11 +28,13 @@ pub(super) struct State {
     /// refusal only those another engine removed before it found the rest.
     removed: usize,
     unremovable: usize,
-    scored: bool,
+    pub(super) scored: bool,
     score_error: Option<ScoreError>,
     /// The client's address, parsed when the policy reads it.
-    client: Option<IpAddr>,
-    decision: Decision,
+    pub(super) client: Option<IpAddr>,
+    pub(super) decision: Decision,
+    /// The site rule that decided the request (`rules.rs`).
+    pub(super) rule: Option<Hit>,
     answer: Option<AnswerResult>,
     exit: Exit<'static>,
     /// What the page or the answer wrote into the scratch's body.
@@ -63,6 +66,7 @@ pub(super) fn strip(loc: &Location, req: &Request<'_>, job: Job, scratch: &mut S
         score_error: None,
         client: None,
         decision: Decision::new(Action::Pass, None),
+        rule: None,
         answer: None,
         exit: Exit::Continue,
         body: BodyParts::None,
@@ -96,9 +100,6 @@ pub(super) fn strip(loc: &Location, req: &Request<'_>, job: Job, scratch: &mut S
     s.removed = s.matched;
     s
 }
-
-/// 2: site rules before scoring (issue 32). None yet.
-pub(super) fn rules_before(_loc: &Location, _req: &Request<'_>, _s: &mut State) {}
 
 /// 3: the scores, the location's scorer's or the ones another engine gave.
 /// A refused request is scored too: the metrics count its scores, as they
@@ -155,9 +156,6 @@ pub(super) fn decide(
     }
 }
 
-/// 6: site rules after scoring (issue 32). None yet.
-pub(super) fn rules_after(_loc: &Location, _req: &Request<'_>, _s: &mut State) {}
-
 /// 7: how the request ends: the block status, the challenge page, the
 /// answer's redirect and cookie (issue 31 refines the challenge's).
 pub(super) fn respond(
@@ -169,7 +167,13 @@ pub(super) fn respond(
 ) {
     let policy = &loc.policy;
     s.exit = match s.action {
-        Action::Block => Exit::Status(policy.status()),
+        Action::Block => Exit::Status(match s.rule {
+            Some(Hit {
+                action: crate::rules::Action::Block(status),
+                ..
+            }) => status,
+            _ => policy.status(),
+        }),
         Action::Unavailable => Exit::Status(503),
         Action::Refused => Exit::Status(400),
         Action::Challenge | Action::Answer => {
@@ -250,7 +254,7 @@ pub(super) fn texts<'a>(
     let acts = !matches!(
         s.action,
         Action::Refused | Action::Unavailable | Action::Answer
-    ) && (s.scored || s.action.flagged() || bot.is_some());
+    ) && (s.scored || s.action.flagged() || bot.is_some() || s.rule.is_some());
     let spans = if scratch.texts {
         write_texts(loc, req, now, scratch, &s, bot, acts)
     } else {
@@ -269,6 +273,12 @@ pub(super) fn texts<'a>(
             verified_bot: match bot {
                 Some((Verdict::Verified(_), name)) => name.as_bytes(),
                 _ => &[],
+            },
+            rules: loc.rules.is_some(),
+            rule: rule_of(loc, s.rule),
+            category: match (s.decision.bot, loc.policy.verified_bots()) {
+                (Some(Verdict::Verified(i)), Some(b)) => b.category(i).map_or("", |c| c.name()),
+                _ => "",
             },
         }
     } else {
@@ -294,9 +304,33 @@ pub(super) fn texts<'a>(
         bot,
         clearance: s.decision.clearance,
         answer: s.answer,
+        rule: rule_of(loc, s.rule),
         set_header: spans.header.map(|h| (&*loc.score_header, at(h))),
         vars,
         line: spans.line.map(|(l, level)| (at(l), level)),
+    }
+}
+
+/// The rule that decided a request, as the effects name it.
+fn rule_of(loc: &Location, hit: Option<Hit>) -> Option<RuleEffect<'_>> {
+    let hit = hit?;
+    let m = loc.rules.as_deref()?.matched(hit.index)?;
+    Some(RuleEffect {
+        index: m.index,
+        name: m.name,
+        tag: m.tag,
+        action: m.action,
+        before_scoring: hit.before_scoring,
+    })
+}
+
+/// Whether a request a rule decided gets the decision line: a rule that
+/// logs, blocks or challenges, or one that allowed what the model flagged.
+fn rule_logs(s: &State) -> bool {
+    match s.rule.map(|h| h.action) {
+        Some(crate::rules::Action::Pass) | None => false,
+        Some(crate::rules::Action::Allow) => s.decision.flagged_by.is_some() && s.scored,
+        Some(_) => true,
     }
 }
 
@@ -329,6 +363,7 @@ fn write_texts(
         method: http.method(),
         uri: http.uri(),
         bot: None,
+        rule: None,
     };
     let Scratch {
         text,
@@ -363,7 +398,7 @@ fn write_texts(
             if loc.vars && loc.screen {
                 out.time = w.span(|w| text::write_decimal(w, now)).ok();
             }
-            if s.action.flagged() || bot.is_some() {
+            if s.action.flagged() || bot.is_some() || rule_logs(s) {
                 let flagged = s
                     .decision
                     .flagged_by
@@ -372,6 +407,7 @@ fn write_texts(
                 let line = Line {
                     flagged,
                     bot: bot.map(|(v, name)| (name.as_bytes(), verdict(v))),
+                    rule: rule_of(loc, s.rule).map(|r| (r.name, r.tag)),
                     ..about
                 };
                 out.line = text::write_line(&mut w, &line)

@@ -20,7 +20,7 @@ use super::limits::*;
 use super::lists::{self, Lists};
 use super::presets;
 use super::raw;
-use super::{Action, Context, Rule};
+use super::{Action, Context, Part, Rule};
 
 /// What one compilation has used of the file-wide limits.
 #[derive(Default)]
@@ -34,6 +34,17 @@ pub(crate) fn compile(
     base: &Path,
     text: &[u8],
     ctx: &Context<'_>,
+) -> Result<Vec<Rule>, RulesError> {
+    compile_named(source, base, text, ctx, "rule-")
+}
+
+/// [`compile`], naming an unnamed rule `<unnamed><index>`.
+fn compile_named(
+    source: &str,
+    base: &Path,
+    text: &[u8],
+    ctx: &Context<'_>,
+    unnamed: &str,
 ) -> Result<Vec<Rule>, RulesError> {
     if text.len() as u64 > MAX_FILE {
         return Err(RulesError::new(
@@ -55,7 +66,7 @@ pub(crate) fn compile(
         let at = At::root("rules").index(i);
         match &r.preset {
             Some(name) => c.expand(name, r, &at, &mut rules)?,
-            None => rules.push(c.rule(r, &at, format!("rule-{i}"))?),
+            None => rules.push(c.rule(r, &at, format!("{unnamed}{i}"))?),
         }
         if rules.len() > MAX_RULES {
             return Err(c.err(&at, format!("more than {MAX_RULES} rules")));
@@ -63,6 +74,83 @@ pub(crate) fn compile(
     }
     if rules.is_empty() {
         return Err(RulesError::new(source, "rules", "lists no rule"));
+    }
+    check_order(source, &rules)?;
+    Ok(rules)
+}
+
+/// Compiles the parts of a `rules` option (`source` names it in errors):
+/// presets, files and inline rules, in the order given, each entry `i`
+/// named `rules[i]` in errors. A file's rules keep their own file's lists
+/// and error paths (`rules[1]: /etc/x.json: rules[3].when...`); its
+/// unnamed rules are named `<file stem>/<index>`, as a preset's are, so
+/// that two files' unnamed rules never share a name.
+pub(crate) fn compile_parts(
+    source: &str,
+    parts: &[Part],
+    ctx: &Context<'_>,
+) -> Result<Vec<Rule>, RulesError> {
+    if parts.is_empty() {
+        return Err(RulesError::new(source, "rules", "lists no rule"));
+    }
+    let none = Lists::default();
+    let mut c = Compiler {
+        source,
+        ctx,
+        lists: &none,
+        budget: Budget::default(),
+    };
+    let mut rules = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        let at = At::root("rules").index(i);
+        match part {
+            Part::Preset(name) => c.expand(name, &raw::Rule::default(), &at, &mut rules)?,
+            Part::File(path) => {
+                let shown = path.display().to_string();
+                let text = lists::read_bounded(path, MAX_FILE)
+                    .map_err(|m| c.err(&at, format!("{shown}: {m}")))?;
+                let base = path.parent().unwrap_or(Path::new(""));
+                let stem = path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy())
+                    .unwrap_or_default();
+                let stem: String = stem
+                    .chars()
+                    .map(|ch| {
+                        if ch.is_ascii_alphanumeric() || "._-".contains(ch) {
+                            ch
+                        } else {
+                            '_'
+                        }
+                    })
+                    .take(MAX_NAME / 2)
+                    .collect();
+                let file = compile_named(&shown, base, &text, ctx, &format!("{stem}/"))
+                    .map_err(|e| c.err(&at, e.to_string()))?;
+                for mut r in file {
+                    r.at = format!("{at} ({shown}: {})", r.at);
+                    rules.push(r);
+                }
+            }
+            Part::Rule(v) => {
+                let r: raw::Rule = serde_path_to_error::deserialize(v).map_err(|e| {
+                    let field = e.path().to_string();
+                    let field = if field == "." {
+                        at.to_string()
+                    } else {
+                        format!("{at}.{field}")
+                    };
+                    RulesError::new(source, field, e.into_inner().to_string())
+                })?;
+                match &r.preset {
+                    Some(name) => c.expand(name, &r, &at, &mut rules)?,
+                    None => rules.push(c.rule(&r, &at, format!("rule-{i}"))?),
+                }
+            }
+        }
+        if rules.len() > MAX_RULES {
+            return Err(c.err(&at, format!("more than {MAX_RULES} rules")));
+        }
     }
     check_order(source, &rules)?;
     Ok(rules)

@@ -114,6 +114,19 @@ pub struct Context<'a> {
     pub models: &'a [&'a str],
 }
 
+/// One entry of a `rules` option (`rules = ["preset:feeds",
+/// "/etc/edgeguard/rules.json", {...}]`): where its rules come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Part {
+    /// A preset, by name (`"preset:feeds"`).
+    Preset(String),
+    /// A rules file (its lists and rules).
+    File(std::path::PathBuf),
+    /// One rule written in place (or `{"preset": NAME}`), as a rules
+    /// file's entry.
+    Rule(serde_json::Value),
+}
+
 /// One compiled rule.
 #[derive(Debug)]
 struct Rule {
@@ -251,6 +264,8 @@ impl Default for Scratch {
 #[derive(Debug)]
 pub struct Rules {
     source: String,
+    /// [`Context::models`].
+    models: Box<[Box<str>]>,
     /// What evaluation reads, in order.
     hot: Box<[Hot]>,
     /// Names, tags and the rest, in the same order.
@@ -261,6 +276,20 @@ pub struct Rules {
     /// then).
     path_before: bool,
     path_after: bool,
+    /// What the rules before scoring read that a caller computes on
+    /// demand (the bot verdict, the client's address).
+    reads_before: Reads,
+    /// Where the first rule that challenges is, if one does.
+    challenge: Option<String>,
+}
+
+/// What a stage's rules read that costs the caller work to provide.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reads {
+    /// A `bot` condition: [`View::bot`] must be filled.
+    pub bot: bool,
+    /// A `client` condition: [`View::client`] must be filled.
+    pub client: bool,
 }
 
 impl Rules {
@@ -283,21 +312,81 @@ impl Rules {
         ctx: &Context<'_>,
     ) -> Result<Rules, RulesError> {
         let rules = compile::compile(source, base, text, ctx)?;
+        Ok(Rules::of(source, rules, ctx))
+    }
+
+    /// Compiles the entries of a `rules` option, in order; `source` names
+    /// the option's source in errors, entry `i` as `rules[i]`.
+    pub fn from_parts(
+        source: &str,
+        parts: &[Part],
+        ctx: &Context<'_>,
+    ) -> Result<Rules, RulesError> {
+        let rules = compile::compile_parts(source, parts, ctx)?;
+        Ok(Rules::of(source, rules, ctx))
+    }
+
+    fn of(source: &str, rules: Vec<Rule>, ctx: &Context<'_>) -> Rules {
         let split = rules
             .iter()
             .position(Rule::after_scoring)
             .unwrap_or(rules.len());
         let reads_path = |r: &[Rule]| r.iter().any(|r| r.conds.iter().any(Cond::reads_path));
         let (path_before, path_after) = (reads_path(&rules[..split]), reads_path(&rules[split..]));
+        let reads = |r: &[Rule]| Reads {
+            bot: r
+                .iter()
+                .any(|r| r.conds.iter().any(|c| matches!(c, Cond::Bot(_)))),
+            client: r
+                .iter()
+                .any(|r| r.conds.iter().any(|c| matches!(c, Cond::Client(_)))),
+        };
+        let reads_before = reads(&rules[..split]);
+        let challenge = rules
+            .iter()
+            .find(|r| r.action == Action::Challenge)
+            .map(|r| r.at.clone());
         let (hot, rules): (Vec<Hot>, Vec<Rule>) = rules.into_iter().map(Hot::of).unzip();
-        Ok(Rules {
+        Rules {
             source: source.to_owned(),
+            models: ctx.models.iter().map(|&m| m.into()).collect(),
             path_before,
             path_after,
+            reads_before,
+            challenge,
             hot: hot.into(),
             rules: rules.into(),
             split,
+        }
+    }
+
+    /// What the rules before scoring read that costs work to provide
+    /// (after scoring, the caller has both anyway).
+    pub fn reads_before(&self) -> Reads {
+        self.reads_before
+    }
+
+    /// Where the first rule whose action is `challenge` is (`rules[2]`),
+    /// if one is: such rules need the challenge configured.
+    pub fn first_challenge(&self) -> Option<&str> {
+        self.challenge.as_deref()
+    }
+
+    /// The rule at `index` as [`Rules::before_scoring`] returns it.
+    pub fn matched(&self, index: usize) -> Option<Matched<'_>> {
+        let r = self.rules.get(index)?;
+        Some(Matched {
+            index,
+            name: &r.name,
+            tag: &r.tag,
+            action: self.hot[index].action,
         })
+    }
+
+    /// The models' names the rules were compiled against: a score
+    /// condition's model is its index here ([`View::scores`]' order).
+    pub fn models(&self) -> &[Box<str>] {
+        &self.models
     }
 
     /// The first rule without a score condition that `view` meets.
@@ -395,6 +484,24 @@ impl Rules {
             from: &r.at,
             when: &r.summary,
         })
+    }
+}
+
+/// Rules are equal when they come from the same source and compile to
+/// the same rules as written (what an option's comparison needs).
+impl PartialEq for Rules {
+    fn eq(&self, other: &Rules) -> bool {
+        self.source == other.source
+            && self.models == other.models
+            && self.rules.len() == other.rules.len()
+            && self.rules.iter().zip(other.rules.iter()).all(|(a, b)| {
+                a.name == b.name && a.tag == b.tag && a.at == b.at && a.summary == b.summary
+            })
+            && self
+                .hot
+                .iter()
+                .zip(other.hot.iter())
+                .all(|(a, b)| a.action == b.action)
     }
 }
 

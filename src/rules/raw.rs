@@ -42,7 +42,7 @@ pub(crate) struct ListFile {
 /// One entry of `rules`: a rule, or `{"preset": NAME}` (then nothing
 /// else; `compile` checks). One struct rather than an untagged enum, so
 /// that an error inside a rule keeps its field path.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Rule {
     /// A preset's name: this entry is that preset's rules.
