@@ -15,8 +15,11 @@ use edgeguard::verified::Category;
 static ALLOC: dhat::Alloc = dhat::Alloc;
 
 fn main() {
+    // One profiler for the process (dhat allows one).
+    let _profiler = dhat::Profiler::builder().testing().build();
     evaluating_does_not_allocate();
-    println!("rules_alloc: 1 passed, 0 failed");
+    gate_runs_with_rules_do_not_allocate();
+    println!("rules_alloc: 2 passed, 0 failed");
 }
 
 struct Case {
@@ -113,8 +116,6 @@ const CASES: &[Case] = &[
 ];
 
 fn evaluating_does_not_allocate() {
-    let _profiler = dhat::Profiler::builder().testing().build();
-
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let ctx = Context {
         models: &["bot", "spoof"],
@@ -215,4 +216,137 @@ fn evaluating_does_not_allocate() {
     // Real work: every outcome came up.
     assert!(counts[..5].iter().all(|&n| n > 0), "{counts:?}");
     assert_eq!(counts.map(|n| n / 200), warm);
+}
+
+/// The same through the gate (rules as its stages): a location of every
+/// preset, rules that block, allow, log, challenge and read scores, with
+/// the texts written (nginx's scratch) and the verified bots judged.
+fn gate_runs_with_rules_do_not_allocate() {
+    use edgeguard::config::Options;
+    use edgeguard::gate::{self, Given, Job, Location, Models};
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let o = Options::configure(
+        "alloc",
+        Some(root),
+        br#"{"models": {"bot": "models/bot.json", "spoof": "models/spoof.json"}, "mode": "block",
+             "vars": true, "challenge_secret": "tests/fixtures/challenge/secret",
+             "verified_bots": "tests/fixtures/verified/bots.json",
+             "rules": ["preset:well-known", "preset:feeds", "preset:link-previews",
+                       {"name": "admin", "tag": "a", "when": {"path": {"regex": "(?i)^/admin"}}, "action": "block", "status": 451},
+                       {"name": "api", "when": {"path": {"prefix": "/api/"}}, "action": "allow"},
+                       {"name": "form", "when": {"method": "POST"}, "action": "log"},
+                       {"name": "login", "when": {"path": {"prefix": "/login"}}, "action": "challenge"},
+                       {"name": "search-bots", "when": {"bot": {"category": "search"}}, "action": "pass"},
+                       {"name": "sure", "when": {"score": {"model": "bot", "at_least": 0.95}}, "action": "block"},
+                       {"name": "low", "when": {"score": {"model": "spoof", "below": 0.2}}, "action": "pass"}]}"#,
+    )
+    .unwrap();
+    // The scores are given in the reverse order: the rules' are mapped.
+    let loc = Location::new(
+        &o,
+        Models::Given(&[("spoof", Some(0.5)), ("bot", Some(0.5))]),
+        None,
+    )
+    .unwrap();
+    let cases: &[(&[u8], &[u8], &[(&[u8], &[u8])], [f64; 2])] = &[
+        (
+            b"GET",
+            b"/blog/feed.xml",
+            &[(b"user-agent", b"newsboat/2.21.0 (Linux x86_64)")],
+            [0.1, 0.9],
+        ),
+        (
+            b"GET",
+            b"/robots.txt",
+            &[(b"user-agent", b"curl/8")],
+            [0.1, 0.9],
+        ),
+        (b"GET", b"/Admin/x", &[(b"host", b"a.example")], [0.1, 0.1]),
+        (
+            b"GET",
+            b"/api/items",
+            &[(b"user-agent", b"okhttp/4")],
+            [0.1, 0.9],
+        ),
+        (
+            b"POST",
+            b"/form",
+            &[(b"user-agent", CHROME_UA.as_bytes())],
+            [0.1, 0.1],
+        ),
+        (
+            b"GET",
+            b"/login",
+            &[
+                (b"user-agent", CHROME_UA.as_bytes()),
+                (b"sec-fetch-mode", b"navigate"),
+                (b"sec-fetch-dest", b"document"),
+                (b"accept", b"text/html"),
+            ],
+            [0.1, 0.1],
+        ),
+        (
+            b"GET",
+            b"/x",
+            &[(
+                b"user-agent",
+                b"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+            )],
+            [0.1, 0.9],
+        ),
+        (
+            b"GET",
+            b"/x",
+            &[(b"user-agent", b"python-requests/2.31")],
+            [0.5, 0.97],
+        ),
+        (
+            b"GET",
+            b"/x",
+            &[(b"user-agent", b"python-requests/2.31")],
+            [0.1, 0.6],
+        ),
+        (
+            b"GET",
+            b"/x",
+            &[(b"user-agent", b"python-requests/2.31")],
+            [0.5, 0.6],
+        ),
+    ];
+    let headers: Vec<Vec<Header<'static>>> = cases
+        .iter()
+        .map(|c| c.2.iter().map(|(n, v)| Header::new(n, v)).collect())
+        .collect();
+    let mut scratch = gate::Scratch::new();
+    let mut run = |seen: &mut Vec<usize>| {
+        for (i, c) in cases.iter().enumerate() {
+            let req =
+                gate::Request::new(c.0, c.1, 11, b"66.249.66.1", &headers[i], None).given(Given {
+                    scores: Some(&c.3),
+                    ..Given::default()
+                });
+            let e = gate::run(&loc, &req, Job::Access, 1_800_000_000, &mut scratch).unwrap();
+            seen.push(e.action.index() * 100 + e.rule.map_or(99, |r| r.index));
+            seen.push(e.vars.iter().map(|(n, v)| n.len() + v.len()).sum());
+            seen.push(e.line.map_or(0, |l| l.0.len()));
+        }
+    };
+    let mut warm = Vec::with_capacity(4096);
+    run(&mut warm);
+    let mut seen = Vec::with_capacity(warm.len() * 201);
+    let before = dhat::HeapStats::get();
+    for _ in 0..200 {
+        run(&mut seen);
+    }
+    let after = dhat::HeapStats::get();
+    assert_eq!(
+        after.total_blocks, before.total_blocks,
+        "the gate with rules allocated"
+    );
+    // Real work: each case met the rule meant for it, or none.
+    let rules: Vec<usize> = warm.chunks(3).map(|c| c[0] % 100).collect();
+    assert!(rules[..8].iter().all(|&r| r != 99), "{rules:?}");
+    assert_eq!(rules[9], 99, "{rules:?}");
+    assert_eq!(&seen[..warm.len()], &warm[..]);
 }

@@ -405,3 +405,98 @@ fn a_configuration_file_takes_rules_relative_to_itself() {
     let _ = rules::Part::Preset(String::new());
     std::fs::remove_dir_all(d).unwrap();
 }
+
+/// Replay's report per rule: how many requests each decided, and what the
+/// same configuration without rules does to exactly those requests.
+#[test]
+fn replay_reports_each_rule_against_the_model_alone() {
+    use edgeguard::replay;
+    use std::io::Cursor;
+    let d = dir("replay");
+    let m = root();
+    let write = |name: &str, rules: &str| {
+        let path = d.join(name);
+        std::fs::write(
+            &path,
+            format!(
+                r#"{{"models": {{"bot": "{}", "spoof": "{}"}}, "mode": "block"{rules}}}"#,
+                m.join("models/bot.json").display(),
+                m.join("models/spoof.json").display(),
+            ),
+        )
+        .unwrap();
+        gate::Config::load(&path).unwrap()
+    };
+    let with = write(
+        "with.json",
+        r#", "rules": [{"name": "search", "tag": "s", "when": {"path": {"prefix": "/search"}}, "action": "pass"},
+                        {"name": "unused", "when": {"path": {"prefix": "/nothing-here/"}}, "action": "block"}]"#,
+    );
+    let without = write("without.json", "");
+    let text = std::fs::read(m.join("tests/fixtures/traffic/sample.jsonl")).unwrap();
+    let run = |cfg: &gate::Config| {
+        let mut out = Vec::new();
+        let input = replay::Input::from_reader("t", Box::new(Cursor::new(text.clone())), None);
+        let opts = replay::Options {
+            threads: 2,
+            ordered: true,
+            progress: false,
+            ..replay::Options::default()
+        };
+        let summary = replay::run(vec![input], cfg, None, Some(&mut out), &opts).unwrap();
+        let lines: Vec<serde_json::Value> = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (summary, lines)
+    };
+    let (summary, lines) = run(&with);
+    let (_, alone) = run(&without);
+    assert_eq!(lines.len(), alone.len());
+    let ruled: Vec<usize> = (0..lines.len())
+        .filter(|&i| lines[i].get("rule").is_some())
+        .collect();
+    assert!(!ruled.is_empty(), "the fixture has /search requests");
+    let mut want = std::collections::BTreeMap::new();
+    for &i in &ruled {
+        assert_eq!(lines[i]["rule"], "search");
+        assert_eq!(lines[i]["action"], "pass");
+        assert_eq!(lines[i]["without_rules"], alone[i]["action"], "line {i}");
+        *want
+            .entry(alone[i]["action"].as_str().unwrap().to_owned())
+            .or_insert(0u64) += 1;
+    }
+    for (i, l) in lines.iter().enumerate() {
+        if l.get("rule").is_none() {
+            assert_eq!(
+                l["action"], alone[i]["action"],
+                "line {i}: no rule, same decision"
+            );
+        }
+    }
+    let r = &summary.primary.rules;
+    assert_eq!(r.len(), 2);
+    assert_eq!(
+        (r[0].name.as_str(), r[0].decided),
+        ("search", ruled.len() as u64)
+    );
+    assert_eq!(
+        (r[1].name.as_str(), r[1].action.as_str(), r[1].decided),
+        ("unused", "block 403", 0)
+    );
+    for a in Action::ALL {
+        let n = want.get(a.as_str()).copied().unwrap_or(0);
+        assert_eq!(r[0].without[a.index()], n, "{}", a.as_str());
+    }
+    let text = summary.render();
+    assert!(
+        text.contains(&format!(
+            "    search (pass): {} requests; without rules:",
+            ruled.len()
+        )),
+        "{text}"
+    );
+    assert!(text.contains("rules: 2 decided"), "{text}");
+    std::fs::remove_dir_all(d).unwrap();
+}
