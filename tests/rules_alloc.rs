@@ -249,7 +249,9 @@ fn gate_runs_with_rules_do_not_allocate() {
         None,
     )
     .unwrap();
-    let cases: &[(&[u8], &[u8], &[(&[u8], &[u8])], [f64; 2])] = &[
+    /// Method, target, headers, scores (spoof, bot).
+    type GateCase<'a> = (&'a [u8], &'a [u8], &'a [(&'a [u8], &'a [u8])], [f64; 2]);
+    let cases: &[GateCase<'_>] = &[
         (
             b"GET",
             b"/blog/feed.xml",
@@ -314,7 +316,7 @@ fn gate_runs_with_rules_do_not_allocate() {
             [0.5, 0.6],
         ),
     ];
-    let headers: Vec<Vec<Header<'static>>> = cases
+    let headers: Vec<Vec<Header<'_>>> = cases
         .iter()
         .map(|c| c.2.iter().map(|(n, v)| Header::new(n, v)).collect())
         .collect();
