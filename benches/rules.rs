@@ -14,6 +14,10 @@
 //! feed reader that the 7th rule takes. Targets (issue 32): at most
 //! 150 ns more than `none` for plain50 and 500 ns for regex10.
 //!
+//! The `gate` group runs the same page request through `gate::run` with a
+//! location without rules and one with each file: what the rule stages
+//! cost in the pipeline, side by side.
+//!
 //! Run: `cargo bench --bench rules`
 
 use std::hint::black_box;
@@ -190,5 +194,73 @@ fn main() {
         })
     });
     g.finish();
+    gate_group(&mut c, root, &chrome, page);
     c.final_summary();
+}
+
+/// The same through the gate, as nginx runs a request (given the scores,
+/// texts written): a location without rules and one with each file, so
+/// the difference is what the rule stages cost in place.
+fn gate_group(
+    c: &mut Criterion,
+    root: &Path,
+    chrome: &[Header<'static>],
+    page: (&'static [u8], &'static [u8]),
+) {
+    use edgeguard::config::Options;
+    use edgeguard::gate::{self, Given, Job, Location, Models};
+    let location = |rules: &str| {
+        let json = format!(
+            r#"{{"models": {{"bot": "models/bot.json", "spoof": "models/spoof.json"}}, "mode": "block",
+                 "challenge_secret": "tests/fixtures/challenge/secret", "vars": true{rules}}}"#
+        );
+        let o = Options::configure("bench", Some(root), json.as_bytes()).unwrap();
+        Location::new(
+            &o,
+            Models::Given(&[("bot", Some(0.5)), ("spoof", Some(0.5))]),
+            None,
+        )
+        .unwrap()
+    };
+    let cases = [
+        ("none", location("")),
+        (
+            "plain50",
+            location(r#", "rules": "benches/data/rules/plain50.json""#),
+        ),
+        (
+            "regex10",
+            location(r#", "rules": "benches/data/rules/regex10.json""#),
+        ),
+        (
+            "presets",
+            location(
+                r#", "rules": ["preset:well-known", "preset:feeds", "preset:link-previews", "preset:monitors", "preset:webhooks"]"#,
+            ),
+        ),
+    ];
+    let mut scratch = gate::Scratch::new();
+    let mut g = c.benchmark_group("gate");
+    for (name, loc) in &cases {
+        g.bench_function(format!("{name}/page"), |b| {
+            b.iter(|| {
+                let req = gate::Request::new(
+                    black_box(page.0),
+                    black_box(page.1),
+                    20,
+                    b"203.0.113.50",
+                    black_box(chrome),
+                    TlsFacts::new(JA4, Family::Boringssl),
+                )
+                .given(Given {
+                    scores: Some(&SCORES),
+                    ..Given::default()
+                });
+                let e = gate::run(loc, &req, Job::Access, 1_800_000_000, &mut scratch).unwrap();
+                assert!(e.rule.is_none());
+                black_box(e.action)
+            })
+        });
+    }
+    g.finish();
 }

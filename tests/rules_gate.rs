@@ -352,6 +352,17 @@ fn bad_rules_are_refused_naming_source_entry_and_field() {
         assert_eq!(e.key(), Some(*key), "{json}: {e}");
         assert!(e.to_string().contains(want), "{json}: {e}");
     }
+    // A file's challenging rule without the challenge's keys: the file's.
+    let ch = d.join("challenge.json");
+    std::fs::write(
+        &ch,
+        r#"{"rules": [{"when": {"method": "POST"}, "action": "challenge"}]}"#,
+    )
+    .unwrap();
+    let json = format!(r#"{{"rules": ["{}"]}}"#, ch.display());
+    let e = Options::configure("edgeguard.configure", None, json.as_bytes()).unwrap_err();
+    assert_eq!(e.origin(), ErrorOrigin::File, "{e}");
+    assert!(e.to_string().contains("needs challenge_secret"), "{e}");
     let base = options("{}");
     let e = base
         .with_access(

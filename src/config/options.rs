@@ -453,33 +453,30 @@ impl Options {
         }
         let models = self.rule_models();
         let names: Vec<&str> = models.iter().map(String::as_str).collect();
+        // A file's refusal is the file's (nil, err); a rule written in
+        // place is the caller's.
+        let err = |field: &str, message: String| {
+            let in_file = field
+                .strip_prefix("rules[")
+                .and_then(|f| f.split(']').next())
+                .and_then(|i| i.parse::<usize>().ok())
+                .is_some_and(|i| matches!(parts.get(i), Some(Part::File(_))));
+            let field = if field.is_empty() { "rules" } else { field };
+            let origin = if in_file {
+                ErrorOrigin::File
+            } else {
+                ctx.origin
+            };
+            ConfigError::new(ctx.source, Some(field), message, origin)
+        };
         let compiled = Rules::from_parts(ctx.source, parts, &rules::Context { models: &names })
-            .map_err(|e| {
-                // A file's refusal is the file's (nil, err); a rule written
-                // in place is the caller's.
-                let in_file = e
-                    .field
-                    .strip_prefix("rules[")
-                    .and_then(|f| f.split(']').next())
-                    .and_then(|i| i.parse::<usize>().ok())
-                    .is_some_and(|i| matches!(parts.get(i), Some(Part::File(_))));
-                let field = if e.field.is_empty() {
-                    "rules"
-                } else {
-                    &e.field
-                };
-                let origin = if in_file {
-                    ErrorOrigin::File
-                } else {
-                    ctx.origin
-                };
-                ConfigError::new(ctx.source, Some(field), e.message, origin)
-            })?;
+            .map_err(|e| err(&e.field, e.message))?;
         if self.keys.is_none() {
             if let Some(at) = compiled.first_challenge() {
-                return Err(ctx.err(
+                return Err(err(
                     at,
-                    "a rule that challenges needs challenge_secret (a file of HMAC keys, one hex key a line)",
+                    "a rule that challenges needs challenge_secret (a file of HMAC keys, one hex key a line)"
+                        .into(),
                 ));
             }
         }
