@@ -108,6 +108,13 @@ fn evaluate(rules: &Rules, v: &View<'_>, scratch: &mut Scratch) -> usize {
         .map_or(usize::MAX, |m| m.index)
 }
 
+/// `EDGEGUARD_RULES_LOOP=NAME:COUNT`, if set.
+fn loop_spec() -> Option<(String, u64)> {
+    let spec = std::env::var("EDGEGUARD_RULES_LOOP").ok()?;
+    let (name, n) = spec.split_once(':').expect("NAME:COUNT");
+    Some((name.to_owned(), n.parse().expect("a count")))
+}
+
 fn load(root: &Path, text: &str) -> Rules {
     Rules::parse("bench", root, text.as_bytes(), &Context { models: MODELS }).unwrap()
 }
@@ -146,10 +153,13 @@ fn main() {
     // `EDGEGUARD_RULES_LOOP=plain50:1000000`: that many evaluations of a
     // case and nothing else, for `perf stat -e instructions` (steady on a
     // loaded machine, unlike time; subtract a run with fewer).
-    if let Ok(spec) = std::env::var("EDGEGUARD_RULES_LOOP") {
-        let (name, n) = spec.split_once(':').expect("NAME:COUNT");
-        let n: u64 = n.parse().expect("a count");
-        let rules = match name {
+    if let Some((name, n)) = loop_spec() {
+        if name.starts_with("gate-") {
+            let mut c = Criterion::default();
+            gate_group(&mut c, root, &chrome, page);
+            return;
+        }
+        let rules = match name.as_str() {
             "none" => None,
             "plain50" => Some(&plain),
             "regex10" => Some(&regex),
@@ -240,27 +250,39 @@ fn gate_group(
         ),
     ];
     let mut scratch = gate::Scratch::new();
+    let mut one = |loc: &Location| {
+        let req = gate::Request::new(
+            black_box(page.0),
+            black_box(page.1),
+            20,
+            b"203.0.113.50",
+            black_box(chrome),
+            TlsFacts::new(JA4, Family::Boringssl),
+        )
+        .given(Given {
+            scores: Some(&SCORES),
+            ..Given::default()
+        });
+        let e = gate::run(loc, &req, Job::Access, 1_800_000_000, &mut scratch).unwrap();
+        assert!(e.rule.is_none());
+        black_box(e.action)
+    };
+    // `EDGEGUARD_RULES_LOOP=gate-plain50:20000`, as for the rules alone.
+    if let Some((name, n)) = loop_spec() {
+        if let Some(name) = name.strip_prefix("gate-") {
+            let (_, loc) = cases
+                .iter()
+                .find(|(n, _)| *n == name)
+                .expect("no such gate case");
+            for _ in 0..n {
+                one(loc);
+            }
+        }
+        return;
+    }
     let mut g = c.benchmark_group("gate");
     for (name, loc) in &cases {
-        g.bench_function(format!("{name}/page"), |b| {
-            b.iter(|| {
-                let req = gate::Request::new(
-                    black_box(page.0),
-                    black_box(page.1),
-                    20,
-                    b"203.0.113.50",
-                    black_box(chrome),
-                    TlsFacts::new(JA4, Family::Boringssl),
-                )
-                .given(Given {
-                    scores: Some(&SCORES),
-                    ..Given::default()
-                });
-                let e = gate::run(loc, &req, Job::Access, 1_800_000_000, &mut scratch).unwrap();
-                assert!(e.rule.is_none());
-                black_box(e.action)
-            })
-        });
+        g.bench_function(format!("{name}/page"), |b| b.iter(|| one(loc)));
     }
     g.finish();
 }

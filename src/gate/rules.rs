@@ -23,9 +23,8 @@ use super::request::Request;
 use super::scratch::Scratch;
 use super::stages::State;
 use crate::challenge::{self, Clearance};
-use crate::headers::Header;
 use crate::net::addr_from_text;
-use crate::rules::{self, split_target, BotView, View};
+use crate::rules::{self, BotView, View};
 use crate::scorer::MAX_MODELS;
 
 /// The rule that decided a request, and the stage it ran in.
@@ -207,27 +206,9 @@ fn view<'a>(
     bot: Option<BotView<'a>>,
     scores: &'a [f64],
 ) -> View<'a> {
-    let http = req.http();
-    let headers = req.headers();
-    let (path, query) = split_target(http.uri());
     View {
-        method: http.method(),
-        host: first(headers, b"host"),
-        path,
-        query,
-        headers,
-        user_agent: first(headers, b"user-agent"),
-        client,
         bot,
-        tls: http.tls(),
         scores,
+        ..View::with_client(req.http(), req.headers(), client)
     }
-}
-
-/// The first value of header `name` (lower-case), or empty.
-fn first<'a>(headers: &'a [Header<'a>], name: &[u8]) -> &'a [u8] {
-    headers
-        .iter()
-        .find(|h| h.name().eq_ignore_ascii_case(name))
-        .map_or(b"", |h| h.value())
 }

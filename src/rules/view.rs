@@ -108,6 +108,17 @@ impl<'a> View<'a> {
     /// User-Agent from the first such header, the client from the textual
     /// address, no bot verdict and no scores yet.
     pub fn of(req: &Request<'a>, headers: &'a [Header<'a>]) -> View<'a> {
+        let client = super::lists::addr_from_text(req.client_addr());
+        View::with_client(req, headers, client)
+    }
+
+    /// [`View::of`] with the client's address as the caller parsed it
+    /// (the gate parses it only when a rule or the policy reads it).
+    pub fn with_client(
+        req: &Request<'a>,
+        headers: &'a [Header<'a>],
+        client: Option<IpAddr>,
+    ) -> View<'a> {
         let (path, query) = split_target(req.uri());
         View {
             method: req.method(),
@@ -116,7 +127,7 @@ impl<'a> View<'a> {
             query,
             headers,
             user_agent: first(headers, b"user-agent"),
-            client: super::lists::addr_from_text(req.client_addr()),
+            client,
             bot: None,
             tls: req.tls(),
             scores: &[],
