@@ -21,19 +21,11 @@ use super::action::Action;
 use super::location::Location;
 use super::request::Request;
 use super::scratch::Scratch;
-use super::stages::State;
+use super::stages::{Hit, State};
 use crate::challenge::{self, Clearance};
 use crate::net::addr_from_text;
 use crate::rules::{self, BotView, View};
 use crate::scorer::MAX_MODELS;
-
-/// The rule that decided a request, and the stage it ran in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Hit {
-    pub(super) index: usize,
-    pub(super) action: rules::Action,
-    pub(super) before_scoring: bool,
-}
 
 /// Before scoring: the first rule without a score condition the request
 /// meets. Returns whether the request goes on to be scored and decided.

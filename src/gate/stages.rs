@@ -9,7 +9,6 @@ use super::effects::{Effects, Exit, RuleEffect, Vars};
 use super::location::Location;
 use super::policy::Decision;
 use super::request::{Job, Request};
-use super::rules::Hit;
 use super::scratch::{Scratch, LOCATION_CAP};
 use crate::challenge::{self, Answer, SET_COOKIE_CAP};
 use crate::config::text::{self, Cursor, Line, Span};
@@ -39,6 +38,15 @@ pub(super) struct State {
     exit: Exit<'static>,
     /// What the page or the answer wrote into the scratch's body.
     body: BodyParts,
+}
+
+/// The site rule that decided a request, and the stage it ran in
+/// (`rules.rs` runs the stages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Hit {
+    pub(super) index: usize,
+    pub(super) action: crate::rules::Action,
+    pub(super) before_scoring: bool,
 }
 
 /// Where the exit's bytes lie in the scratch's body.

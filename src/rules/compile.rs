@@ -20,7 +20,7 @@ use super::limits::*;
 use super::lists::{self, Lists};
 use super::presets;
 use super::raw;
-use super::{Action, Context, Part, Rule};
+use super::rule::{Action, Context, Part, Rule};
 
 /// What one compilation has used of the file-wide limits.
 #[derive(Default)]

@@ -69,83 +69,17 @@ mod lists;
 mod path;
 pub mod presets;
 mod raw;
+mod rule;
 mod view;
 
 use std::path::Path;
 
 pub use error::RulesError;
+pub use rule::{Action, Context, Part};
 pub use view::{split_target, BotView, View};
 
 use cond::{Cond, Facts};
-
-/// What a rule does with a request it matches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Action {
-    /// Let through; before scoring, not scored.
-    Pass,
-    /// Score and log, never act on the score: let through.
-    Allow,
-    /// The default decision, with the rule logged.
-    Log,
-    /// Challenge (a valid clearance passes).
-    Challenge,
-    /// Answer with this status.
-    Block(u16),
-}
-
-impl Action {
-    /// The action's name in files and logs.
-    pub fn name(self) -> &'static str {
-        match self {
-            Action::Pass => "pass",
-            Action::Allow => "allow",
-            Action::Log => "log",
-            Action::Challenge => "challenge",
-            Action::Block(_) => "block",
-        }
-    }
-}
-
-/// What rules are compiled against: the scores a location's scorer gives,
-/// by model name, in the order [`View::scores`] holds them.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Context<'a> {
-    /// The models' names (`["bot", "spoof"]`).
-    pub models: &'a [&'a str],
-}
-
-/// One entry of a `rules` option (`rules = ["preset:feeds",
-/// "/etc/edgeguard/rules.json", {...}]`): where its rules come from.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Part {
-    /// A preset, by name (`"preset:feeds"`).
-    Preset(String),
-    /// A rules file (its lists and rules).
-    File(std::path::PathBuf),
-    /// One rule written in place (or `{"preset": NAME}`), as a rules
-    /// file's entry.
-    Rule(serde_json::Value),
-}
-
-/// One compiled rule.
-#[derive(Debug)]
-struct Rule {
-    name: String,
-    tag: String,
-    action: Action,
-    /// Cheapest first ([`Cond::cost`]).
-    conds: Box<[Cond]>,
-    /// Where it came from (`rules[3]`, or a preset's rule), for errors.
-    at: String,
-    /// Its conditions as written, for `edgeguard rules check`.
-    summary: String,
-}
-
-impl Rule {
-    fn after_scoring(&self) -> bool {
-        self.conds.iter().any(Cond::is_score)
-    }
-}
+use rule::Rule;
 
 /// What evaluation reads of a rule, kept together and small so that
 /// skipping a rule costs a few instructions: checks that reject most
