@@ -508,6 +508,12 @@ fn replay_reports_each_rule_against_the_model_alone() {
         )),
         "{text}"
     );
-    assert!(text.contains("rules: 2 decided"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "rules: 2, which decided {} requests (1 decided none)",
+            ruled.len()
+        )),
+        "{text}"
+    );
     std::fs::remove_dir_all(d).unwrap();
 }

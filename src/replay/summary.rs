@@ -486,7 +486,7 @@ fn render_rules(s: &mut String, rules: &[RuleSummary]) -> fmt::Result {
     let decided: u64 = rules.iter().map(|r| r.decided).sum();
     writeln!(
         s,
-        "  rules: {} decided {decided} requests ({} rules decided none)",
+        "  rules: {}, which decided {decided} requests ({} decided none)",
         rules.len(),
         rules.iter().filter(|r| r.decided == 0).count()
     )?;
