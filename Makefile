@@ -25,6 +25,8 @@ PIP_TEST := pytest prometheus_client h2 requests
 # tests/e2e/test_challenge_browser.py: Debian's Chromium, headless and
 # headful under Xvfb, solving the challenge page through nginx (Selenium).
 APT_TEST += chromium chromium-driver xvfb xauth
+# newsboat: tests/e2e/test_rules.py captures a real feed reader's request head.
+APT_TEST += newsboat
 PIP_TEST += selenium
 
 RELEASE_LIB := target/release/libedgeguard.so
