@@ -12,8 +12,8 @@ use crate::tls::Family;
 use crate::verified::{Category, PrefixSetBuilder};
 
 use super::cond::{
-    fold, method_bit, BotCond, Cond, HeaderCond, HeaderTest, Hosts, Methods, ScoreCond, Second,
-    Text, TlsCond, Verdicts, NO_TLS,
+    fold, method_bit, BotCond, Cond, Contains, HeaderCond, HeaderTest, Hosts, Methods, ScoreCond,
+    Search, Second, Text, TlsCond, Verdicts, NO_TLS,
 };
 use super::error::{At, RulesError};
 use super::limits::*;
@@ -485,14 +485,21 @@ impl Compiler<'_> {
         } else if let Some(v) = &t.contains {
             let f = at.field("contains");
             let pats = fold(self.strings(&v.0, &f, true)?);
-            // Leftmost-first: the match kind that lets the automaton use
-            // its SIMD (Teddy) prefilter; whether a pattern occurs is the
-            // same under any kind.
-            let ac = AhoCorasick::builder()
-                .match_kind(MatchKind::LeftmostFirst)
-                .build(pats.iter())
-                .map_err(|e| self.err(&f, e.to_string()))?;
-            Text::Contains(ac, nc)
+            let min = pats.iter().map(|p| p.len()).min().unwrap_or(0);
+            let search = if let [one] = &pats[..] {
+                Search::One(Box::new(memchr::memmem::Finder::new(&one[..]).into_owned()))
+            } else {
+                // Leftmost-first: the match kind that lets the automaton use
+                // its SIMD (Teddy) prefilter; whether a pattern occurs is the
+                // same under any kind.
+                Search::Many(
+                    AhoCorasick::builder()
+                        .match_kind(MatchKind::LeftmostFirst)
+                        .build(pats.iter())
+                        .map_err(|e| self.err(&f, e.to_string()))?,
+                )
+            };
+            Text::Contains(Contains { min, search }, nc)
         } else {
             let pattern = t.regex.as_deref().unwrap_or_default();
             Text::Regex(self.regex(pattern, nc, &at.field("regex"))?)

@@ -18,13 +18,40 @@ pub(crate) enum Text {
     Prefix(Box<[Box<[u8]>]>, bool),
     /// Ends with one of these.
     Suffix(Box<[Box<[u8]>]>, bool),
-    /// Holds one of these, anywhere (one automaton for all of them);
-    /// `nocase`: the patterns are lower-case and the text is folded
-    /// before the search, so that the automaton can use its SIMD
-    /// prefilters (its own case-insensitive mode cannot).
-    Contains(AhoCorasick, bool),
+    /// Holds one of these, anywhere; `nocase`: the patterns are
+    /// lower-case and the text is folded before the search, so that the
+    /// searchers can use their SIMD prefilters (the automaton's own
+    /// case-insensitive mode cannot).
+    Contains(Contains, bool),
     /// A regular expression, unanchored unless it says `^`/`$`.
     Regex(Regex),
+}
+
+/// The searcher of a `contains` test: one pattern, a substring search;
+/// several, one automaton for all. A text shorter than the shortest
+/// pattern fails without a search (a searcher's fixed cost is most of
+/// what a short header or query costs).
+#[derive(Debug)]
+pub(crate) struct Contains {
+    pub(crate) min: usize,
+    pub(crate) search: Search,
+}
+
+#[derive(Debug)]
+pub(crate) enum Search {
+    One(Box<memchr::memmem::Finder<'static>>),
+    Many(AhoCorasick),
+}
+
+impl Contains {
+    #[inline]
+    fn is_match(&self, s: &[u8]) -> bool {
+        s.len() >= self.min
+            && match &self.search {
+                Search::One(f) => f.find(s).is_some(),
+                Search::Many(ac) => ac.is_match(s),
+            }
+    }
 }
 
 /// `a == b` (`a` folded already when `nocase`), for `a` and `b` of one
@@ -50,13 +77,14 @@ impl Text {
             Text::Suffix(v, nc) => v
                 .iter()
                 .any(|x| s.len() >= x.len() && eq(x, &s[s.len() - x.len()..], *nc)),
-            Text::Contains(ac, false) => ac.is_match(s),
-            Text::Contains(ac, true) => {
+            Text::Contains(c, _) if s.len() < c.min => false,
+            Text::Contains(c, false) => c.is_match(s),
+            Text::Contains(c, true) => {
                 // Copy then fold in place: both vectorize.
                 fold.clear();
                 fold.extend_from_slice(s);
                 fold.make_ascii_lowercase();
-                ac.is_match(&fold[..])
+                c.is_match(&fold[..])
             }
             Text::Regex(re) => re.is_match(s),
         }

@@ -925,3 +925,38 @@ fn refusals_name_file_rule_and_field() {
         assert!(got.starts_with("test.json: "), "{got}");
     }
 }
+
+#[test]
+fn contains_one_or_many_patterns_short_texts_and_case() {
+    // One pattern (a substring search), several (an automaton); a text
+    // shorter than every pattern fails before a search; nocase folds.
+    check(
+        r#"{"query": {"contains": "utm_source=spam"}}"#,
+        vec![get("/?utm_source=spam"), get("/?a=1&utm_source=spam&b")],
+        vec![
+            get("/?utm_source=spa"),
+            get("/?x"),
+            get("/"),
+            get("/?UTM_SOURCE=SPAM"),
+        ],
+    );
+    check(
+        r#"{"query": {"contains": "utm_source=spam", "nocase": true}}"#,
+        vec![get("/?UTM_Source=Spam"), get("/?utm_source=spam")],
+        vec![get("/?utm_source=spa"), get("/")],
+    );
+    check(
+        r#"{"query": {"contains": ["%3cscript", "union+select"], "nocase": true}}"#,
+        vec![
+            get("/?q=%3CScript"),
+            get("/?q=1+UNION+SELECT+2"),
+            get("/?%3cscript"),
+        ],
+        vec![get("/?q=%3Cscrip"), get("/?q=union"), get("/?%3c")],
+    );
+    check(
+        r#"{"user_agent": {"contains": ["ab", "abcdef"]}}"#,
+        vec![get("/").ua("xxab"), get("/").ua("ab")],
+        vec![get("/").ua("a"), get("/").ua(""), get("/").ua("AB")],
+    );
+}
