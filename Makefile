@@ -28,6 +28,8 @@ APT_TEST += chromium chromium-driver xvfb xauth
 # tests/e2e/test_challenge_people.py: Firefox over Marionette (Debian has no
 # geckodriver) and lynx for the no-JavaScript fallback.
 APT_TEST += firefox-esr lynx
+# newsboat: tests/e2e/test_rules.py captures a real feed reader's request head.
+APT_TEST += newsboat
 PIP_TEST += selenium
 # tests/e2e/test_challenge_page.py: axe-core in headless Chromium on every
 # challenge page and locale (npm, into target/npm: nothing global). Debian's
@@ -308,9 +310,13 @@ EDGEGUARD_MODELS ?= models
 # (challenge_template, challenge_locales; the library has them built in).
 CHALLENGE_LOCALES := $(notdir $(wildcard src/challenge/page/locales/*.json))
 LUA_MODULES := $(shell cd lua && find resty -name '*.lua' | LC_ALL=C sort)
+# Rules presets (the library has them built in; installed to be read and
+# copied) and the catalog of verified-bot sources for the updater.
+RULE_PRESETS := $(notdir $(wildcard nginx-conf/rules/*.json))
 DATA_FILES := edgeguard.json internal-headers.txt models/bot.json models/spoof.json \
               nginx/edgeguard.conf nginx/edgeguard-metrics.conf nginx/log-format.conf \
               nginx/log-format-challenge.conf verified-bots.example.json \
+              verified-bots-sources.json $(addprefix rules/,$(RULE_PRESETS)) \
               challenge/page.html $(addprefix challenge/locales/,$(CHALLENGE_LOCALES))
 INSTALL ?= install
 
@@ -318,7 +324,7 @@ INSTALL ?= install
 
 install: build
 	$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(LUA_CMODULE_DIR) \
-	  $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR)/nginx
+	  $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR)/nginx $(DESTDIR)$(DATADIR)/rules
 	$(INSTALL) -m 755 target/release/edgeguard $(DESTDIR)$(BINDIR)/edgeguard
 	$(INSTALL) -m 755 scripts/update-verified-bots $(DESTDIR)$(BINDIR)/edgeguard-update-verified-bots
 	$(INSTALL) -m 755 $(RELEASE_LIB) $(DESTDIR)$(LUA_CMODULE_DIR)/libedgeguard.so
@@ -329,6 +335,8 @@ install: build
 	$(INSTALL) -m 644 models/bot.json models/spoof.json $(DESTDIR)$(DATADIR)/models/
 	$(INSTALL) -m 644 nginx-conf/internal-headers.txt $(DESTDIR)$(DATADIR)/internal-headers.txt
 	$(INSTALL) -m 644 nginx-conf/verified-bots.json $(DESTDIR)$(DATADIR)/verified-bots.example.json
+	$(INSTALL) -m 644 nginx-conf/verified-bots-sources.json $(DESTDIR)$(DATADIR)/verified-bots-sources.json
+	$(INSTALL) -m 644 $(addprefix nginx-conf/rules/,$(RULE_PRESETS)) $(DESTDIR)$(DATADIR)/rules/
 	$(INSTALL) -m 644 nginx-conf/log-format.conf nginx-conf/log-format-challenge.conf \
 	  packaging/nginx/edgeguard-metrics.conf $(DESTDIR)$(DATADIR)/nginx/
 	$(INSTALL) -d $(DESTDIR)$(DATADIR)/challenge/locales
@@ -347,7 +355,7 @@ uninstall:
 	  $(addprefix $(DESTDIR)$(DATADIR)/,$(DATA_FILES))
 	-rmdir $(DESTDIR)$(DATADIR)/challenge/locales $(DESTDIR)$(DATADIR)/challenge 2>/dev/null
 	-rmdir $(DESTDIR)$(LUA_MODULE_DIR)/resty/edgeguard/legacy $(DESTDIR)$(LUA_MODULE_DIR)/resty/edgeguard \
-	  $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR)/nginx $(DESTDIR)$(DATADIR) 2>/dev/null
+	  $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR)/nginx $(DESTDIR)$(DATADIR)/rules $(DESTDIR)$(DATADIR) 2>/dev/null
 
 # The Debian package (scripts/build-deb.sh says what goes where).
 deb: build

@@ -19,9 +19,10 @@
 
 /*
  The most variables `edgeguard_effects` lists: one per model, then
- `edgeguard_action`, `edgeguard_time` and `edgeguard_verified_bot`.
+ `edgeguard_action`, `edgeguard_time`, `edgeguard_verified_bot`,
+ `edgeguard_rule`, `edgeguard_tag` and `edgeguard_bot_category`.
  */
-#define EDGEGUARD_MAX_VARS 67
+#define EDGEGUARD_MAX_VARS 70
 
 /*
  The most response headers `edgeguard_effects` lists.

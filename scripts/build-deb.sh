@@ -4,7 +4,8 @@
 #   /usr/share/lua/5.1/resty/edgeguard*          (Debian's package.path, lua-resty-core's home)
 #   /usr/lib/<multiarch>/lua/5.1/libedgeguard.so (Debian's package.cpath)
 #   /usr/bin/edgeguard{,-update-verified-bots}, /usr/include/edgeguard.h
-#   /usr/share/edgeguard/                        (models, list, example configs)
+#   /usr/share/edgeguard/                        (models, list, example configs,
+#                                                 rules/ presets, verified-bots-sources.json)
 #   /etc/edgeguard/{edgeguard.json,internal-headers.txt}           conffiles
 #   /etc/nginx/snippets/edgeguard{,-metrics}.conf                  conffiles, inactive until included
 set -euo pipefail

@@ -28,6 +28,7 @@ pub mod metrics;
 pub mod model;
 pub mod net;
 pub mod replay;
+pub mod rules;
 pub mod scorer;
 pub mod tls;
 pub mod verified;

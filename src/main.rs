@@ -29,6 +29,9 @@ pub(crate) enum Command {
     /// Score recorded traffic with a configuration, report decisions
     #[command(long_about = cli::replay::LONG_ABOUT)]
     Replay(Box<cli::replay::Args>),
+    /// Check a rules file, or see which rule recorded requests meet
+    #[command(long_about = cli::rules::LONG_ABOUT)]
+    Rules(cli::rules::Args),
     /// Send request lines (files, stdin) to a Kafka topic, one per message
     #[command(long_about = cli::ship::LONG_ABOUT)]
     Ship(cli::ship::Args),
@@ -53,6 +56,7 @@ fn main() -> ExitCode {
         Command::Predict(args) => cli::predict::run(args),
         Command::Features(args) => cli::features::run(args),
         Command::Replay(args) => cli::replay::run(*args),
+        Command::Rules(args) => cli::rules::run(args),
         Command::Ship(args) => cli::ship::run(args),
         Command::Tls(args) => cli::tls::run(args),
         Command::Version => {

@@ -11,6 +11,7 @@ pub mod features;
 pub mod kafka;
 pub mod predict;
 pub mod replay;
+pub mod rules;
 pub mod ship;
 pub mod tls;
 

@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::challenge::{self, Keys, Pages};
 use crate::net::Cidr;
+use crate::rules::{self, Part, Rules};
 use crate::verified::VerifiedBots;
 
 use super::error::{ConfigError, ErrorOrigin};
@@ -122,6 +123,9 @@ macro_rules! options {
             /// `challenge_locales` and `challenge_default_locale` make
             /// (none given: the bundled ones).
             pub pages: Option<Arc<Pages>>,
+            /// What `rules` compiles to (none: no rules), compiled against
+            /// the models once the options are whole.
+            pub compiled_rules: Option<Arc<Rules>>,
             /// Not an option: for a location's options
             /// ([`Options::with_access`]), what it keeps of the
             /// configuration it was derived from.
@@ -142,6 +146,9 @@ macro_rules! options {
         impl Options {
             /// Replaces each option `other` gives (what it loaded with it).
             fn overlay(&mut self, other: Options) {
+                if other.rules.is_some() {
+                    self.compiled_rules = other.compiled_rules;
+                }
                 $(if other.$name.is_some() {
                     self.$name = other.$name;
                 })*
@@ -251,6 +258,26 @@ options! {
     /// `verified_bots`: the bots' file.
     verified_bots: PathBuf, FILE, Ctx::path,
         |o| o.bots.as_ref().map(|b| b.path().to_string_lossy().into());
+    /// `rules`: site rules before and after scoring (docs/rules.md); an
+    /// empty list: `false`, none.
+    rules: Vec<Part>, EVERYWHERE, Ctx::rules, |o| o.rules.as_ref().map(|p| rules_json(p));
+}
+
+/// `rules` as given (paths resolved): `false`, or the list.
+fn rules_json(parts: &[Part]) -> Value {
+    if parts.is_empty() {
+        return Value::Bool(false);
+    }
+    Value::Array(
+        parts
+            .iter()
+            .map(|p| match p {
+                Part::Preset(n) => Value::from(format!("preset:{n}")),
+                Part::File(f) => Value::from(f.to_string_lossy()),
+                Part::Rule(v) => v.clone(),
+            })
+            .collect(),
+    )
 }
 
 fn path(p: &Option<PathBuf>) -> Option<Value> {
@@ -343,6 +370,7 @@ impl Options {
         o.load_pages(&ctx)?;
         o.check_models_named(&ctx)?;
         o.check_challenge(&ctx)?;
+        o.compile_rules(&ctx)?;
         Ok(o)
     }
 
@@ -378,6 +406,10 @@ impl Options {
             .iter()
             .any(|p| p.is_some())
             || given.challenge_default_locale.is_some();
+        // The file's rules were compiled against its models; compiled again
+        // when the caller gives rules or models of its own.
+        let recompile =
+            given.rules.is_some() || given.models.is_some() || given.lua_models.is_some();
         o.overlay(given);
         if pages_given {
             o.load_pages(&ctx)?;
@@ -385,6 +417,9 @@ impl Options {
         o.check_engines(&ctx)?;
         o.check_models_named(&ctx)?;
         o.check_challenge(&ctx)?;
+        if recompile {
+            o.compile_rules(&ctx)?;
+        }
         Ok(o)
     }
 
@@ -413,6 +448,16 @@ impl Options {
             }
             thresholds.sort_by(|a, b| a.0.cmp(&b.0));
         }
+        let own_rules = given.rules.is_some();
+        if let Some(parts) = &given.rules {
+            if let Some(i) = parts.iter().position(|p| matches!(p, Part::Rule(_))) {
+                return Err(ctx.err(
+                    &format!("rules[{i}]"),
+                    "per location, rules names presets and rules files (or is false); \
+                     rules written in place belong in configure{} or a configuration file",
+                ));
+            }
+        }
         o.overlay(given);
         o.thresholds = (!thresholds.is_empty()).then_some(thresholds);
         if let Some(engine) = given_engine(&o, self) {
@@ -420,6 +465,9 @@ impl Options {
         }
         o.check_models_named(&ctx)?;
         o.check_challenge(&ctx)?;
+        if own_rules {
+            o.compile_rules(&ctx)?;
+        }
         Ok(o)
     }
 
@@ -467,6 +515,65 @@ impl Options {
             .iter()
             .filter_map(|k| k.demo_key_warning())
             .collect()
+    }
+
+    /// Compiles `rules` against the models these options score with
+    /// (a rule's `score` condition names one); `false`: none. A rule that
+    /// challenges needs the challenge's keys.
+    fn compile_rules(&mut self, ctx: &Ctx<'_>) -> Result<(), ConfigError> {
+        let Some(parts) = &self.rules else {
+            return Ok(());
+        };
+        if parts.is_empty() {
+            self.compiled_rules = None;
+            return Ok(());
+        }
+        let models = self.rule_models();
+        let names: Vec<&str> = models.iter().map(String::as_str).collect();
+        // A file's refusal is the file's (nil, err); a rule written in
+        // place is the caller's.
+        let err = |field: &str, message: String| {
+            let in_file = field
+                .strip_prefix("rules[")
+                .and_then(|f| f.split(']').next())
+                .and_then(|i| i.parse::<usize>().ok())
+                .is_some_and(|i| matches!(parts.get(i), Some(Part::File(_))));
+            let field = if field.is_empty() { "rules" } else { field };
+            let origin = if in_file {
+                ErrorOrigin::File
+            } else {
+                ctx.origin
+            };
+            ConfigError::new(ctx.source, Some(field), message, origin)
+        };
+        let compiled = Rules::from_parts(ctx.source, parts, &rules::Context { models: &names })
+            .map_err(|e| err(&e.field, e.message))?;
+        if self.keys.is_none() {
+            if let Some(at) = compiled.first_challenge() {
+                return Err(err(
+                    at,
+                    "a rule that challenges needs challenge_secret (a file of HMAC keys, one hex key a line)"
+                        .into(),
+                ));
+            }
+        }
+        self.compiled_rules = Some(Arc::new(compiled));
+        Ok(())
+    }
+
+    /// The models a location of these options scores with, in scoring
+    /// order (by name): this library's, else the legacy engine's. A
+    /// location maps them onto its own order when it binds.
+    fn rule_models(&self) -> Vec<String> {
+        let mut names: Vec<String> = [&self.models, &self.lua_models]
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|(n, _)| n.clone())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
     }
 
     /// `mode = "challenge"` needs the keys that sign its cookies; a

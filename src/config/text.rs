@@ -391,6 +391,8 @@ pub struct Line<'a> {
     /// What the clearance cookie said, when there was one: `accepted`,
     /// `accepted_wait`, or why it was refused (`expired`, `tls`, ...).
     pub clearance: Option<&'a str>,
+    /// The site rule that decided the request: its name and tag.
+    pub rule: Option<(&'a str, &'a str)>,
 }
 
 /// The room a decision line needs besides its client, method and URI,
@@ -406,8 +408,9 @@ pub fn line_room(max_name: usize, max_bot: usize) -> usize {
 /// Writes the decision line:
 /// `edgeguard action=A model=M score=%.6f threshold=%.6f client=C method=M uri="U"`
 /// (without the model part when no model flagged), then ` bot=B verdict=V`
-/// for a bot claim and ` clearance=R` when a clearance cookie was seen
-/// for a bot claim. Returns its span.
+/// for a bot claim, ` clearance=R` when a clearance cookie was seen,
+/// then ` rule=NAME tag=TAG` for the site rule that decided it (without
+/// the tag when it has none). Returns its span.
 pub fn write_line(w: &mut Cursor<'_>, line: &Line<'_>) -> Result<Span, fmt::Error> {
     w.span(|w| {
         w.write_str("edgeguard action=")?;
@@ -430,6 +433,14 @@ pub fn write_line(w: &mut Cursor<'_>, line: &Line<'_>) -> Result<Span, fmt::Erro
         if let Some(c) = line.clearance {
             w.write_str(" clearance=")?;
             w.write_str(c)?;
+        }
+        if let Some((name, tag)) = line.rule {
+            w.write_str(" rule=")?;
+            w.write_str(name)?;
+            if !tag.is_empty() {
+                w.write_str(" tag=")?;
+                w.write_str(tag)?;
+            }
         }
         Ok(())
     })
@@ -556,6 +567,7 @@ mod tests {
             uri: b"/x\xff",
             bot: Some((b"Googlebot", "fake")),
             clearance: Some("accepted_wait"),
+            rule: None,
         };
         let l = write_line(&mut w, &line).unwrap();
         let text = w.written();

@@ -11,6 +11,7 @@ use super::kinds::{Engine, Mode};
 use crate::challenge;
 use crate::headers::HeaderSet;
 use crate::net::Cidr;
+use crate::rules::{self, Part};
 
 /// What the errors of one parse need: the source's name, the origin, and
 /// the directory relative paths are resolved against.
@@ -19,6 +20,9 @@ pub(super) struct Ctx<'a> {
     pub(super) origin: ErrorOrigin,
     pub(super) base: Option<&'a Path>,
 }
+
+/// What `rules` takes, in errors.
+const RULES_WANT: &str = "false, a rules file, \"preset:NAME\", or a list of them and rules";
 
 /// How `mode`'s values are listed in errors.
 const MODES: &str = "\"block\", \"log\", \"off\" or \"challenge\"";
@@ -155,6 +159,53 @@ impl Ctx<'_> {
     }
 
     /// `allow`: CIDR blocks, in the order given.
+    /// `rules`: `false` (none), a rules file or `"preset:NAME"`, or a list
+    /// of them and rules written in place, in the order they run (an empty
+    /// list is refused: `false` says none).
+    pub(super) fn rules(&self, key: &str, v: &Value) -> Result<Vec<Part>, ConfigError> {
+        match v {
+            Value::Bool(false) => Ok(Vec::new()),
+            Value::String(_) => Ok(vec![self.rule_part(key, v)?]),
+            Value::Array(a) if a.is_empty() => {
+                Err(self.err(key, "lists nothing (rules = false says no rules)"))
+            }
+            Value::Array(a) if a.len() > rules::limits::MAX_RULES => Err(self.err(
+                key,
+                format!("more than {} entries", rules::limits::MAX_RULES),
+            )),
+            Value::Array(a) => a
+                .iter()
+                .enumerate()
+                .map(|(i, e)| self.rule_part(&format!("{key}[{i}]"), e))
+                .collect(),
+            _ => Err(self.type_err(key, RULES_WANT, v)),
+        }
+    }
+
+    fn rule_part(&self, key: &str, v: &Value) -> Result<Part, ConfigError> {
+        match v {
+            Value::String(s) => match s.strip_prefix("preset:") {
+                Some(name) if rules::presets::preset(name).is_some() => {
+                    Ok(Part::Preset(name.to_owned()))
+                }
+                Some(name) => Err(self.err(
+                    key,
+                    format!(
+                        "no preset '{name}' (presets: {})",
+                        rules::presets::PRESETS
+                            .iter()
+                            .map(|(n, _)| *n)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                )),
+                None => Ok(Part::File(self.path(key, v)?)),
+            },
+            Value::Object(_) => Ok(Part::Rule(v.clone())),
+            _ => Err(self.type_err(key, RULES_WANT, v)),
+        }
+    }
+
     pub(super) fn allow(&self, key: &str, v: &Value) -> Result<Vec<Cidr>, ConfigError> {
         let list = self.array(key, v, "a list of CIDR blocks")?;
         let mut allow = Vec::with_capacity(list.len());

@@ -79,8 +79,10 @@ impl<'a> Exit<'a> {
 }
 
 /// The nginx variables to set (`vars = true`): `$edgeguard_<model>` (each
-/// score as `%.9g`), `$edgeguard_action` and, with the challenge or the
-/// verified bots, `$edgeguard_time` and `$edgeguard_verified_bot`.
+/// score as `%.9g`), `$edgeguard_action`; with the challenge or the
+/// verified bots, `$edgeguard_time` and `$edgeguard_verified_bot`; with
+/// site rules, `$edgeguard_rule`, `$edgeguard_tag` and
+/// `$edgeguard_bot_category`.
 #[derive(Clone, Copy, Debug)]
 pub struct Vars<'a> {
     pub(super) loc: Option<&'a Location>,
@@ -89,6 +91,13 @@ pub struct Vars<'a> {
     pub(super) action: Action,
     pub(super) time: Option<Span>,
     pub(super) verified_bot: &'a [u8],
+    /// The location has rules: `$edgeguard_rule`, `$edgeguard_tag` and
+    /// `$edgeguard_bot_category` are set too.
+    pub(super) rules: bool,
+    /// The rule that decided the request.
+    pub(super) rule: Option<RuleEffect<'a>>,
+    /// A verified bot's category.
+    pub(super) category: &'static str,
 }
 
 impl<'a> Vars<'a> {
@@ -101,6 +110,9 @@ impl<'a> Vars<'a> {
             action: Action::Pass,
             time: None,
             verified_bot: &[],
+            rules: false,
+            rule: None,
+            category: "",
         }
     }
 
@@ -122,7 +134,24 @@ impl<'a> Vars<'a> {
                 (&b"edgeguard_verified_bot"[..], self.verified_bot),
             ]
         });
-        models.chain(action).chain(screen)
+        let rule = self.rule;
+        let rules = self.rules.then(move || {
+            [
+                (
+                    &b"edgeguard_rule"[..],
+                    rule.map_or(&b""[..], |r| r.name.as_bytes()),
+                ),
+                (
+                    &b"edgeguard_tag"[..],
+                    rule.map_or(&b""[..], |r| r.tag.as_bytes()),
+                ),
+                (&b"edgeguard_bot_category"[..], self.category.as_bytes()),
+            ]
+        });
+        models
+            .chain(action)
+            .chain(screen)
+            .chain(rules.into_iter().flatten())
     }
 
     /// How many there are.
@@ -134,6 +163,21 @@ impl<'a> Vars<'a> {
     pub fn is_empty(&self) -> bool {
         self.loc.is_none()
     }
+}
+
+/// The site rule that decided a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RuleEffect<'a> {
+    /// Its position among the location's rules (presets expanded).
+    pub index: usize,
+    /// Its name (`$edgeguard_rule`).
+    pub name: &'a str,
+    /// Its tag, empty if none (`$edgeguard_tag`).
+    pub tag: &'a str,
+    /// Its action.
+    pub action: crate::rules::Action,
+    /// Whether it ran before scoring (else with the scores).
+    pub before_scoring: bool,
 }
 
 /// Everything one request comes to.
@@ -169,6 +213,8 @@ pub struct Effects<'a> {
     pub clearance: Clearance,
     /// An answer to the challenge, and what it came to.
     pub answer: Option<AnswerResult>,
+    /// The site rule that decided it, if one did.
+    pub rule: Option<RuleEffect<'a>>,
     /// The request header to set before proxying: the score header's name
     /// and value.
     pub set_header: Option<(&'a str, &'a [u8])>,

@@ -8,6 +8,7 @@ use super::policy::Policy;
 use crate::config::text::{line_room, MAX_G9};
 use crate::config::Options;
 use crate::headers::{HeaderSet, ListError};
+use crate::rules::{self, Rules};
 use crate::scorer::Scorer;
 use crate::verified;
 
@@ -55,7 +56,16 @@ pub struct Location {
     pub(super) refuse_level: u8,
     /// The text room a request needs besides its method, URI and client.
     pub(super) text_room: usize,
+    /// The site rules (none: no rules).
+    pub(super) rules: Option<Arc<Rules>>,
+    /// For each model the rules name (their order), its index among the
+    /// location's models (`usize::MAX`: not bound); none when the two
+    /// orders agree.
+    pub(super) rule_scores: Option<Box<[usize]>>,
 }
+
+/// ` rule=` and ` tag=` with the longest name and tag.
+const RULE_ROOM: usize = 11 + rules::limits::MAX_NAME + rules::limits::MAX_TAG;
 
 /// The room of the longest line but the decision line: a refusal's
 /// (`internal_left` up to 20 digits) or an answer's.
@@ -91,7 +101,18 @@ impl Location {
         // The score header's value (`name=` value `; `), then one line.
         let text_room = names.iter().map(|n| n.len() + 3 + MAX_G9).sum::<usize>()
             + line_room(max_name, verified::MAX_NAME).max(OTHER_LINE_ROOM)
-            + TIME_ROOM;
+            + TIME_ROOM
+            + RULE_ROOM;
+        let rules = options.compiled_rules.clone();
+        let rule_scores = rules.as_deref().and_then(|r| {
+            let order: Box<[usize]> = r
+                .models()
+                .iter()
+                .map(|m| names.iter().position(|n| n == m).unwrap_or(usize::MAX))
+                .collect();
+            let same = order.len() == names.len() && order.iter().enumerate().all(|(i, &j)| i == j);
+            (!same).then_some(order)
+        });
         Ok(Location {
             screen: policy.challenge().is_some() || policy.verified_bots().is_some(),
             policy,
@@ -108,6 +129,8 @@ impl Location {
             log_level: options.log_level.unwrap_or(DEFAULT_LOG_LEVEL),
             refuse_level: options.refuse_log_level().unwrap_or(DEFAULT_LOG_LEVEL),
             text_room,
+            rules,
+            rule_scores,
         })
     }
 
@@ -144,6 +167,11 @@ impl Location {
     /// The score header a scored request is given (empty: none).
     pub fn score_header(&self) -> &str {
         &self.score_header
+    }
+
+    /// The site rules, when the location has some.
+    pub fn rules(&self) -> Option<&Rules> {
+        self.rules.as_deref()
     }
 
     /// The text room a request needs at most, besides its method, URI and

@@ -7,14 +7,16 @@
 //!   Location ──►│ 1 strip     the strip set over the headers: indices to
 //!   (one per    │             clear, entries matched, entries nginx cannot
 //!   access{})   │             remove (-> Refused)
-//!               │ 2 rules     site rules before scoring          [issue 32]
+//!               │ 2 rules     site rules before scoring (a match may
+//!               │             end the request unscored)
 //!               │ 3 score     the scorer's models (or another engine's
 //!               │             scores: the legacy Lua engine's)
 //!               │ 4 fleet     fingerprint lookups (JA4 -> verdict)  [issue 33]
 //!               │ 5 decide    refused, answer, or the policy: verified
 //!               │             bots, clearance, models, mode, allow list;
 //!               │             unscored under fail_closed -> Unavailable
-//!               │ 6 rules     site rules after scoring            [issue 32]
+//!               │ 6 rules     site rules with the scores and the
+//!               │             decision
 //!               │ 7 respond   the exit: a status, the challenge page or a
 //!               │             problem document, the answer's cookie and
 //!               │             redirect (respond.rs)
@@ -26,11 +28,11 @@
 //! [`run`] is the pipeline; `stages.rs` holds one function per stage, each
 //! reading the [`Location`] and the [`Request`] and adding to the state the
 //! next stage reads. Where the later work slots in:
-//! - **Site rules** (issue 32): an ordered list in the [`Location`], read
-//!   by `stages::rules_before` (before scoring: a rule may end the request
-//!   without scoring it) and `stages::rules_after` (with the scores and the
-//!   policy's decision); a rule says pass, allow, log, challenge or block
-//!   and may set tags. Both functions exist and apply no rule today.
+//! - **Site rules** (issue 32): the location's compiled rules, run by
+//!   `rules::before` (before scoring: a rule may end the request without
+//!   scoring it) and `rules::after` (with the scores and the policy's
+//!   decision); a rule says pass, allow, log, challenge or block, and its
+//!   name and tag reach the variables, the decision line and replay.
 //! - **The challenge's exits** (issue 31): `respond.rs`, called by
 //!   `stages::respond`: the page for a request that may get it, an
 //!   `application/problem+json` document (`Exit::Page` with that type) for
@@ -55,13 +57,14 @@ mod location;
 mod policy;
 mod request;
 mod respond;
+mod rules;
 mod scratch;
 mod stages;
 mod state;
 
 pub use action::Action;
 pub use config::Config;
-pub use effects::{Effects, Exit, Vars};
+pub use effects::{Effects, Exit, RuleEffect, Vars};
 pub use location::{Location, Models, DEFAULT_LOG_LEVEL};
 pub use policy::{Decision, Policy};
 pub use request::{Given, Job, Misuse, Request};
@@ -89,11 +92,12 @@ pub fn run<'a>(
     scratch.fit(loc, req);
     let mut state = stages::strip(loc, req, job, scratch);
     if job == Job::Access {
-        stages::rules_before(loc, req, &mut state);
-        stages::score(loc, req, scratch, &mut state);
-        stages::fleet(loc, req, &mut state);
-        stages::decide(loc, req, now, scratch, &mut state);
-        stages::rules_after(loc, req, &mut state);
+        if rules::before(loc, req, now, scratch, &mut state) {
+            stages::score(loc, req, scratch, &mut state);
+            stages::fleet(loc, req, &mut state);
+            stages::decide(loc, req, now, scratch, &mut state);
+            rules::after(loc, req, now, scratch, &mut state);
+        }
         stages::respond(loc, req, now, scratch, &mut state);
     }
     Ok(stages::texts(loc, req, now, scratch, state))

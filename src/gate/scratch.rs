@@ -26,6 +26,14 @@ pub struct Scratch {
     pub(super) body: Box<[u8]>,
     /// Whether the texts are written (nginx); replay wants decisions only.
     pub(super) texts: bool,
+    /// What evaluating rules writes (a normalized path, folded text).
+    pub(super) rules: crate::rules::Scratch,
+    /// The scores in the order the location's rules name the models,
+    /// when it differs from the location's.
+    pub(super) rule_scores: [f64; MAX_MODELS],
+    /// Whether the site rules run (replay turns them off to see what the
+    /// model would have done without them).
+    pub(super) rules_on: bool,
 }
 
 impl Default for Scratch {
@@ -46,7 +54,17 @@ impl Scratch {
             body: vec![0; PAGE_CAP.max(PROBLEM_CAP).max(SET_COOKIE_CAP + LOCATION_CAP)]
                 .into_boxed_slice(),
             texts: true,
+            rules: crate::rules::Scratch::new(),
+            rule_scores: [0.0; MAX_MODELS],
+            rules_on: true,
         }
+    }
+
+    /// Whether the location's site rules run (on by default): replay runs
+    /// a request a rule decided again with them off, to report what the
+    /// model would have done without the rule.
+    pub fn set_rules(&mut self, on: bool) {
+        self.rules_on = on;
     }
 
     /// Buffers for runs whose effects are read for their decisions only

@@ -3,13 +3,13 @@
 //! [`texts`], turns the state into [`Effects`].
 
 use super::action::Action;
-use super::effects::{Effects, Exit, Vars};
+use super::effects::{Effects, Exit, RuleEffect, Vars};
 use super::location::Location;
 use super::policy::Decision;
 use super::request::{Job, Request};
 use super::respond::{self, PAGE_TYPE, PROBLEM_TYPE};
 use super::scratch::Scratch;
-use super::state::{BodyParts, State};
+use super::state::{BodyParts, Hit, State};
 use crate::challenge::Clearance;
 use crate::config::text::{self, Cursor, Line, Span};
 use crate::config::Engine;
@@ -30,6 +30,7 @@ pub(super) fn strip(loc: &Location, req: &Request<'_>, job: Job, scratch: &mut S
         score_error: None,
         client: None,
         decision: Decision::new(Action::Pass, None),
+        rule: None,
         answer: None,
         exit: Exit::Continue,
         body: BodyParts::None,
@@ -63,9 +64,6 @@ pub(super) fn strip(loc: &Location, req: &Request<'_>, job: Job, scratch: &mut S
     s.removed = s.matched;
     s
 }
-
-/// 2: site rules before scoring (issue 32). None yet.
-pub(super) fn rules_before(_loc: &Location, _req: &Request<'_>, _s: &mut State) {}
 
 /// 3: the scores, the location's scorer's or the ones another engine gave.
 /// A refused request is scored too: the metrics count its scores, as they
@@ -122,12 +120,9 @@ pub(super) fn decide(
     }
 }
 
-/// 6: site rules after scoring (issue 32). None yet.
-pub(super) fn rules_after(_loc: &Location, _req: &Request<'_>, _s: &mut State) {}
-
-/// 7: how the request ends: the block status, or the challenge's exits
-/// (`respond.rs`): the page, a problem document for a request that must
-/// not get it, the answer's redirect and cookie.
+/// 7: how the request ends: the block status (a block rule's own), or the
+/// challenge's exits (`respond.rs`): the page, a problem document for a
+/// request that must not get it, the answer's redirect and cookie.
 pub(super) fn respond(
     loc: &Location,
     req: &Request<'_>,
@@ -136,10 +131,14 @@ pub(super) fn respond(
     s: &mut State,
 ) {
     s.exit = match s.action {
-        Action::Block if respond::problem_for_block(loc) => {
-            respond::challenge(loc, req, now, scratch, s)
-        }
-        Action::Block => Exit::Status(loc.policy.status()),
+        Action::Block => match s.rule {
+            Some(Hit {
+                action: crate::rules::Action::Block(status),
+                ..
+            }) => Exit::Status(status),
+            _ if respond::problem_for_block(loc) => respond::challenge(loc, req, now, scratch, s),
+            _ => Exit::Status(loc.policy.status()),
+        },
         Action::Unavailable if respond::problem_for_block(loc) => {
             respond::challenge(loc, req, now, scratch, s)
         }
@@ -175,7 +174,7 @@ pub(super) fn texts<'a>(
     let acts = !matches!(
         s.action,
         Action::Refused | Action::Unavailable | Action::Answer
-    ) && (s.scored || s.action.flagged() || bot.is_some());
+    ) && (s.scored || s.action.flagged() || bot.is_some() || s.rule.is_some());
     let spans = if scratch.texts {
         write_texts(loc, req, now, scratch, &s, bot, acts)
     } else {
@@ -194,6 +193,12 @@ pub(super) fn texts<'a>(
             verified_bot: match bot {
                 Some((Verdict::Verified(_), name)) => name.as_bytes(),
                 _ => &[],
+            },
+            rules: loc.rules.is_some(),
+            rule: rule_of(loc, s.rule),
+            category: match (s.decision.bot, loc.policy.verified_bots()) {
+                (Some(Verdict::Verified(i)), Some(b)) => b.category(i).map_or("", |c| c.name()),
+                _ => "",
             },
         }
     } else {
@@ -223,9 +228,33 @@ pub(super) fn texts<'a>(
         bot,
         clearance: s.decision.clearance,
         answer: s.answer,
+        rule: rule_of(loc, s.rule),
         set_header: spans.header.map(|h| (&*loc.score_header, at(h))),
         vars,
         line: spans.line.map(|(l, level)| (at(l), level)),
+    }
+}
+
+/// The rule that decided a request, as the effects name it.
+fn rule_of(loc: &Location, hit: Option<Hit>) -> Option<RuleEffect<'_>> {
+    let hit = hit?;
+    let m = loc.rules.as_deref()?.matched(hit.index)?;
+    Some(RuleEffect {
+        index: m.index,
+        name: m.name,
+        tag: m.tag,
+        action: m.action,
+        before_scoring: hit.before_scoring,
+    })
+}
+
+/// Whether a request a rule decided gets the decision line: a rule that
+/// logs, blocks or challenges, or one that allowed what the model flagged.
+fn rule_logs(s: &State) -> bool {
+    match s.rule.map(|h| h.action) {
+        Some(crate::rules::Action::Pass) | None => false,
+        Some(crate::rules::Action::Allow) => s.decision.flagged_by.is_some() && s.scored,
+        Some(_) => true,
     }
 }
 
@@ -262,6 +291,7 @@ fn write_texts(
             Clearance::Absent => None,
             c => Some(c.as_str()),
         },
+        rule: None,
     };
     let Scratch {
         text,
@@ -300,7 +330,7 @@ fn write_texts(
             if loc.vars && loc.screen {
                 out.time = w.span(|w| text::write_decimal(w, now)).ok();
             }
-            if s.action.flagged() || bot.is_some() {
+            if s.action.flagged() || bot.is_some() || rule_logs(s) {
                 let flagged = s
                     .decision
                     .flagged_by
@@ -309,6 +339,7 @@ fn write_texts(
                 let line = Line {
                     flagged,
                     bot: bot.map(|(v, name)| (name.as_bytes(), verdict(v))),
+                    rule: rule_of(loc, s.rule).map(|r| (r.name, r.tag)),
                     ..about
                 };
                 out.line = text::write_line(&mut w, &line)

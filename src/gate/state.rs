@@ -25,10 +25,21 @@ pub(super) struct State {
     /// The client's address, parsed when the policy reads it.
     pub(super) client: Option<IpAddr>,
     pub(super) decision: Decision,
+    /// The site rule that decided the request (`rules.rs`).
+    pub(super) rule: Option<Hit>,
     pub(super) answer: Option<AnswerResult>,
     pub(super) exit: Exit<'static>,
     /// What the page or the answer wrote into the scratch's body.
     pub(super) body: BodyParts,
+}
+
+/// The site rule that decided a request, and the stage it ran in
+/// (`rules.rs` runs the stages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Hit {
+    pub(super) index: usize,
+    pub(super) action: crate::rules::Action,
+    pub(super) before_scoring: bool,
 }
 
 /// Where the exit's bytes lie in the scratch's body.

@@ -101,6 +101,23 @@ pub struct ConfigSummary {
     pub requests_stripped: u64,
     /// Requests the scorer refused (a bug if ever non-zero).
     pub score_errors: u64,
+    /// Per site rule, in the order they run (presets expanded).
+    pub rules: Vec<RuleSummary>,
+}
+
+/// What one site rule decided, and what the configuration without rules
+/// would have done to the same requests.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RuleSummary {
+    /// The rule's name.
+    pub name: String,
+    /// Its action (`block` with its status: `block 451`).
+    pub action: String,
+    /// Requests it decided (the first rule they met).
+    pub decided: u64,
+    /// Those requests by the action they get without any rule (indexed by
+    /// [`Action::index`]).
+    pub without: [u64; ACTIONS],
 }
 
 impl ConfigSummary {
@@ -122,6 +139,20 @@ impl ConfigSummary {
             headers_stripped: 0,
             requests_stripped: 0,
             score_errors: 0,
+            rules: config.location().rules().map_or(Vec::new(), |r| {
+                (0..r.len())
+                    .filter_map(|i| r.describe(i))
+                    .map(|d| RuleSummary {
+                        name: d.name.to_owned(),
+                        action: match d.action {
+                            crate::rules::Action::Block(status) => format!("block {status}"),
+                            a => a.name().to_owned(),
+                        },
+                        decided: 0,
+                        without: [0; ACTIONS],
+                    })
+                    .collect()
+            }),
         }
     }
 
@@ -136,6 +167,10 @@ impl ConfigSummary {
         self.headers_stripped += other.headers_stripped;
         self.requests_stripped += other.requests_stripped;
         self.score_errors += other.score_errors;
+        for (a, b) in self.rules.iter_mut().zip(&other.rules) {
+            a.decided += b.decided;
+            add_counts(&mut a.without, &b.without);
+        }
     }
 }
 
@@ -438,6 +473,36 @@ fn render_config(s: &mut String, label: &str, c: &ConfigSummary, requests: u64) 
         }
         writeln!(s)?;
         render_histogram(s, &m.histogram, m.threshold)?;
+    }
+    render_rules(s, &c.rules)
+}
+
+/// Per rule that decided a request: how many, and what they would have
+/// got without the rules (what the rule changes, before shipping it).
+fn render_rules(s: &mut String, rules: &[RuleSummary]) -> fmt::Result {
+    if rules.is_empty() {
+        return Ok(());
+    }
+    let decided: u64 = rules.iter().map(|r| r.decided).sum();
+    writeln!(
+        s,
+        "  rules: {}, which decided {decided} requests ({} decided none)",
+        rules.len(),
+        rules.iter().filter(|r| r.decided == 0).count()
+    )?;
+    for r in rules.iter().filter(|r| r.decided > 0) {
+        write!(
+            s,
+            "    {} ({}): {} requests; without rules:",
+            r.name, r.action, r.decided
+        )?;
+        for a in Action::ALL {
+            let n = r.without[a.index()];
+            if n > 0 {
+                write!(s, " {} {n}", a.as_str())?;
+            }
+        }
+        writeln!(s)?;
     }
     Ok(())
 }

@@ -40,6 +40,8 @@ struct Outcome {
     clearance: Clearance,
     stripped: usize,
     scored: bool,
+    /// The site rule that decided it, and the action it gets without rules.
+    rule: Option<(usize, Action)>,
 }
 
 impl Side<'_> {
@@ -75,14 +77,29 @@ impl Side<'_> {
         if let Some(i) = flagged_by {
             tally.models[i].flagged[e.action.index()] += 1;
         }
-        Outcome {
+        let mut o = Outcome {
             action: e.action,
             flagged_by,
             bot: e.bot.map(|(v, _)| v),
             clearance: e.clearance,
             stripped,
             scored: e.scores.is_some(),
+            rule: None,
+        };
+        if let Some(r) = e.rule.map(|r| r.index) {
+            // What the model (and the policy) would have done without the
+            // rules: the same request again, rules off.
+            self.scratch.set_rules(false);
+            let without = gate::run(loc, req, Job::Access, now, &mut self.scratch)
+                .map_or(o.action, |e| e.action);
+            self.scratch.set_rules(true);
+            if let Some(t) = tally.rules.get_mut(r) {
+                t.decided += 1;
+                t.without[without.index()] += 1;
+            }
+            o.rule = Some((r, without));
         }
+        o
     }
 }
 
@@ -334,6 +351,13 @@ fn write_side(out: &mut Vec<u8>, side: &Side<'_>, o: Outcome) -> std::io::Result
         }
     }
     out.push(b'}');
+    if let (Some((i, without)), Some(rules)) = (o.rule, side.config.location().rules()) {
+        out.extend_from_slice(b",\"rule\":");
+        write_json_str(out, rules.describe(i).map_or("", |d| d.name))?;
+        out.extend_from_slice(b",\"without_rules\":\"");
+        out.extend_from_slice(without.as_str().as_bytes());
+        out.push(b'"');
+    }
     // The challenge's and the verified bots' part, when they had one.
     let bots = side.config.policy().verified_bots();
     if let (Some(v), Some(bots)) = (o.bot, bots) {

@@ -1,19 +1,25 @@
-//! Verified bots: search engine crawlers recognised by User-Agent *and*
-//! address, so that Googlebot and bingbot pass while a scraper that only
-//! borrows their User-Agent is caught.
+//! Verified bots: crawlers, monitors, webhook senders and other published
+//! clients recognised by User-Agent *and* address, so that Googlebot and
+//! bingbot pass while a scraper that only borrows their User-Agent is
+//! caught, and so that rules (`crate::rules`) can treat each [`Category`]
+//! as the site owner decides.
 //!
 //! # The `verified_bots` file
 //!
 //! ```json
 //! {"bots": [
 //!   {"name": "Googlebot", "tokens": ["Googlebot"], "prefixes": "googlebot.json"},
-//!   {"name": "bingbot", "tokens": ["bingbot"],
+//!   {"name": "GPTBot", "tokens": ["GPTBot"], "category": "ai-crawler",
 //!    "prefixes": {"prefixes": [{"ipv4Prefix": "192.0.2.0/24"}, {"ipv6Prefix": "2001:db8::/32"}]}}
 //! ]}
 //! ```
 //!
 //! - `name`: letters, digits, `.`, `_`, `-` (it is a metric label and the
 //!   value of `$edgeguard_verified_bot`); unique.
+//! - `category`: one of `search`, `ai-crawler`, `ai-assistant`, `preview`,
+//!   `feed`, `monitor`, `archive`, `webhook`, `other` ([`Category`]).
+//!   Optional: a bot without one is `search`, which is what every bot of a
+//!   file written before categories existed is.
 //! - `tokens`: what the bot's User-Agent contains, matched as a
 //!   **case-sensitive substring**, as Google and Bing document their
 //!   crawlers (`Googlebot`, `bingbot`; `googlebot` is not Google's). At
@@ -38,6 +44,7 @@
 
 #![forbid(unsafe_code)]
 
+mod category;
 mod prefixes;
 
 use std::net::IpAddr;
@@ -47,6 +54,7 @@ use memchr::memmem;
 use serde_json::Value;
 
 use crate::net::Cidr;
+pub use category::Category;
 pub use prefixes::{PrefixSet, PrefixSetBuilder};
 
 /// The longest bot name.
@@ -58,6 +66,7 @@ pub const MIN_TOKEN: usize = 3;
 #[derive(Debug)]
 struct Bot {
     name: String,
+    category: Category,
     tokens: Vec<Vec<u8>>,
     finders: Vec<memmem::Finder<'static>>,
     prefixes: PrefixSet,
@@ -75,11 +84,12 @@ impl PartialEq for VerifiedBots {
     fn eq(&self, other: &Self) -> bool {
         self.path == other.path
             && self.bots.len() == other.bots.len()
-            && self
-                .bots
-                .iter()
-                .zip(&other.bots)
-                .all(|(a, b)| a.name == b.name && a.tokens == b.tokens && a.prefixes == b.prefixes)
+            && self.bots.iter().zip(&other.bots).all(|(a, b)| {
+                a.name == b.name
+                    && a.category == b.category
+                    && a.tokens == b.tokens
+                    && a.prefixes == b.prefixes
+            })
     }
 }
 
@@ -131,8 +141,11 @@ fn read_json(path: &Path) -> Result<Value, String> {
 }
 
 /// Adds the entries of a published prefix list (`{"prefixes": [...]}` or
-/// the bare list) to `b`; an error is `(field, message)`.
-fn add_prefixes(v: &Value, b: &mut PrefixSetBuilder) -> Result<usize, (String, String)> {
+/// the bare list, the format Google and Bing publish) to `b` and returns
+/// how many there were; an error is `(field, message)`, the field relative
+/// to `v` (`prefixes[3].ipv4Prefix`). The rules' address lists read their
+/// JSON files with it too.
+pub fn add_prefixes(v: &Value, b: &mut PrefixSetBuilder) -> Result<usize, (String, String)> {
     let (list, at) = match v {
         Value::Object(m) => match m.get("prefixes") {
             Some(Value::Array(a)) => (a, "prefixes"),
@@ -212,14 +225,15 @@ impl File<'_> {
             .ok_or_else(|| self.err(at, &format!("must be an object, got {}", kind(bot))))?;
         if let Some(k) = obj
             .keys()
-            .find(|k| !matches!(k.as_str(), "name" | "tokens" | "prefixes"))
+            .find(|k| !matches!(k.as_str(), "name" | "tokens" | "category" | "prefixes"))
         {
             return Err(self.err(
                 &join(at, k),
-                "unknown field (a bot has name, tokens, prefixes)",
+                "unknown field (a bot has name, tokens, category, prefixes)",
             ));
         }
         let name = self.name_of(at, obj.get("name"), earlier)?;
+        let category = self.category(at, obj.get("category"))?;
         let tokens = self.tokens(at, obj.get("tokens"))?;
         let prefixes = self.prefixes(&join(at, "prefixes"), obj.get("prefixes"))?;
         let finders = tokens
@@ -228,6 +242,7 @@ impl File<'_> {
             .collect();
         Ok(Bot {
             name,
+            category,
             tokens,
             finders,
             prefixes,
@@ -259,6 +274,22 @@ impl File<'_> {
             return Err(self.err(&field, &format!("'{name}' is listed twice")));
         }
         Ok(name)
+    }
+
+    /// A bot's category; `search` when absent (the bots files written
+    /// before categories listed search engines only).
+    fn category(&self, at: &str, v: Option<&Value>) -> Result<Category, BotsError> {
+        let field = join(at, "category");
+        match v {
+            None => Ok(Category::Search),
+            Some(Value::String(c)) => Category::parse(c).ok_or_else(|| {
+                self.err(
+                    &field,
+                    &format!("'{c}' is not a category ({})", Category::names()),
+                )
+            }),
+            Some(other) => Err(self.err(&field, &format!("must be a string, got {}", kind(other)))),
+        }
     }
 
     /// A bot's User-Agent tokens: at least one, each at least
@@ -382,6 +413,11 @@ impl VerifiedBots {
     /// The name of bot `i`.
     pub fn name(&self, i: usize) -> Option<&str> {
         self.bots.get(i).map(|b| b.name.as_str())
+    }
+
+    /// The category of bot `i`.
+    pub fn category(&self, i: usize) -> Option<Category> {
+        self.bots.get(i).map(|b| b.category)
     }
 
     /// The merged prefix ranges of bot `i` (IPv4, IPv6).

@@ -62,6 +62,12 @@ impl PrefixSetBuilder {
         }
     }
 
+    /// Adds every range of `set`.
+    pub fn add_set(&mut self, set: &PrefixSet) {
+        self.v4.extend_from_slice(&set.v4);
+        self.v6.extend_from_slice(&set.v6);
+    }
+
     /// The merged set.
     pub fn build(self) -> PrefixSet {
         PrefixSet {

@@ -162,3 +162,42 @@ fn bad_files_name_file_and_field() {
         "{e}"
     );
 }
+
+#[test]
+fn categories_default_to_search_and_are_checked() {
+    // A file written before categories: every bot is a search crawler.
+    let bots = VerifiedBots::load(&dir().join("bots.json")).unwrap();
+    assert_eq!(bots.category(0), Some(Category::Search));
+    assert_eq!(bots.category(1), Some(Category::Search));
+    assert_eq!(bots.category(2), None);
+    let v: Value = serde_json::from_str(
+        r#"{"bots": [
+            {"name": "GPTBot", "tokens": ["GPTBot"], "category": "ai-crawler", "prefixes": [{"ipv4Prefix": "192.0.2.0/24"}]},
+            {"name": "UptimeRobot", "tokens": ["UptimeRobot"], "category": "monitor", "prefixes": [{"ipv6Prefix": "2001:db8::/32"}]},
+            {"name": "Googlebot", "tokens": ["Googlebot"], "category": "search", "prefixes": [{"ipv4Prefix": "198.51.100.0/24"}]}]}"#,
+    )
+    .unwrap();
+    let bots = VerifiedBots::from_value(&dir().join("bots.json"), &v).unwrap();
+    assert_eq!(bots.category(0), Some(Category::AiCrawler));
+    assert_eq!(bots.category(1), Some(Category::Monitor));
+    assert_eq!(bots.category(2), Some(Category::Search));
+    let ua = b"Mozilla/5.0 (compatible; GPTBot/1.3; +https://openai.com/gptbot)";
+    assert_eq!(bots.judge(ua, ip("192.0.2.1")), Some(Verdict::Verified(0)));
+    for (text, want) in [
+        (
+            r#"{"bots": [{"name": "a", "tokens": ["abc"], "category": "robot", "prefixes": [{"ipv4Prefix": "192.0.2.0/24"}]}]}"#,
+            "bots.json: bots[0].category: 'robot' is not a category (search, ai-crawler, ai-assistant, preview, feed, monitor, archive, webhook, other)",
+        ),
+        (
+            r#"{"bots": [{"name": "a", "tokens": ["abc"], "category": ["search"], "prefixes": [{"ipv4Prefix": "192.0.2.0/24"}]}]}"#,
+            "bots.json: bots[0].category: must be a string, got an array",
+        ),
+        (
+            r#"{"bots": [{"name": "a", "tokens": ["abc"], "category": "Search", "prefixes": [{"ipv4Prefix": "192.0.2.0/24"}]}]}"#,
+            "bots[0].category: 'Search' is not a category",
+        ),
+    ] {
+        let got = refused(text);
+        assert!(got.contains(want), "{text}\n  got: {got}\n want: {want}");
+    }
+}

@@ -130,6 +130,7 @@ def test_deb_installs_serves_with_system_nginx_and_purges(system):
                  "/usr/share/lua/5.1/resty/edgeguard/legacy/driver.lua",
                  "/usr/bin/edgeguard", "/usr/bin/edgeguard-update-verified-bots",
                  "/usr/share/edgeguard/verified-bots.example.json",
+                 "/usr/share/edgeguard/verified-bots-sources.json", "/usr/share/edgeguard/rules/feeds.json",
                  "/usr/share/edgeguard/models/bot.json", "/usr/share/edgeguard/models/spoof.json",
                  "/etc/nginx/snippets/edgeguard.conf", "/etc/edgeguard/internal-headers.txt", str(CONFIG)):
         assert path in files, path

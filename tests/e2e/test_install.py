@@ -42,8 +42,11 @@ def expected_tree(prefix):
     for f in ("edgeguard.json", "internal-headers.txt", "models/bot.json", "models/spoof.json",
               "nginx/edgeguard.conf", "nginx/edgeguard-metrics.conf", "nginx/log-format.conf",
               "nginx/log-format-challenge.conf", "verified-bots.example.json", "challenge/page.html",
+              "verified-bots-sources.json",
               *(f"challenge/locales/{p.name}" for p in (ROOT / "src/challenge/page/locales").glob("*.json"))):
         tree[f"{prefix}/share/edgeguard/{f}"] = 0o644
+    for p in sorted((ROOT / "nginx-conf" / "rules").glob("*.json")):
+        tree[f"{prefix}/share/edgeguard/rules/{p.name}"] = 0o644
     return {k.lstrip("/"): v for k, v in tree.items()}
 
 

@@ -153,7 +153,13 @@ def statuses(tmp_path_factory):
 
     def with_h2c(conf):
         first = re.search(r"listen 127\.0\.0\.1:(\d+);", conf)
-        return conf[:first.end()] + "\n        listen 127.0.0.1:%d http2;" % h2_port + conf[first.end():]
+        conf = conf[:first.end()] + "\n        listen 127.0.0.1:%d http2;" % h2_port + conf[first.end():]
+        # The models are judged here, not the site's rules: the shipped
+        # presets pass /robots.txt and feeds to any client by design
+        # (docs/rules.md; tests/e2e/test_rules.py tests them).
+        presets = 'rules = { "preset:well-known", "preset:feeds" },'
+        assert presets in conf
+        return conf.replace(presets, "rules = false,")
 
     nginx, port = shipped(tmp_path_factory.mktemp("real"), edit=with_h2c)
     try:

@@ -1,0 +1,354 @@
+//! Evaluating rules allocates nothing once warm: every condition kind
+//! (regexes, automatons, address lists, normalized paths) through both
+//! stages; dhat counts every heap block while they run.
+
+use std::net::IpAddr;
+use std::path::Path;
+
+use edgeguard::features::TlsFacts;
+use edgeguard::headers::Header;
+use edgeguard::rules::{split_target, Action, BotView, Context, Rules, Scratch, View};
+use edgeguard::tls::Family;
+use edgeguard::verified::Category;
+
+#[global_allocator]
+static ALLOC: dhat::Alloc = dhat::Alloc;
+
+fn main() {
+    // One profiler for the process (dhat allows one).
+    let _profiler = dhat::Profiler::builder().testing().build();
+    evaluating_does_not_allocate();
+    gate_runs_with_rules_do_not_allocate();
+    println!("rules_alloc: 2 passed, 0 failed");
+}
+
+struct Case {
+    method: &'static str,
+    target: &'static str,
+    headers: &'static [(&'static str, &'static str)],
+    client: &'static str,
+    bot: Option<BotView<'static>>,
+    tls: Option<(&'static str, Family)>,
+}
+
+const CHROME_UA: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
+
+const CASES: &[Case] = &[
+    Case {
+        method: "GET",
+        target: "/products/42?ref=home",
+        headers: &[
+            ("host", "www.example.com"),
+            ("user-agent", CHROME_UA),
+            ("accept", "text/html"),
+            ("cookie", "a=b"),
+        ],
+        client: "203.0.113.50",
+        bot: None,
+        tls: Some(("t13d1516h2_8daaf6152771_02713d6af862", Family::Boringssl)),
+    },
+    // Paths that need normalizing (the scratch buffer), an unknown method.
+    Case {
+        method: "GET",
+        target: "/.well-known/%2e%2e//admin/./x?a=%20",
+        headers: &[("host", "Admin.Example.com:443")],
+        client: "192.0.2.9",
+        bot: None,
+        tls: None,
+    },
+    Case {
+        method: "PROPFIND",
+        target: "/a/b/../c",
+        headers: &[("host", "x"), ("X_Api_Key", "k"), ("x-api-key", "j")],
+        client: "2001:db8:100::1",
+        bot: None,
+        tls: Some(("t13d3112h2_e8f1e7e78f70_6bebaf5329ac", Family::Openssl)),
+    },
+    // Bots, feed readers, webhooks, every preset.
+    Case {
+        method: "GET",
+        target: "/feed/",
+        headers: &[
+            ("host", "www.example.com"),
+            ("user-agent", "Miniflux/2.1"),
+            ("accept", "application/rss+xml"),
+        ],
+        client: "198.51.100.3",
+        bot: None,
+        tls: None,
+    },
+    Case {
+        method: "GET",
+        target: "/x",
+        headers: &[("user-agent", "GPTBot/1.3")],
+        client: "192.0.2.200",
+        bot: Some(BotView {
+            verified: true,
+            category: Category::AiCrawler,
+            name: "GPTBot",
+        }),
+        tls: None,
+    },
+    Case {
+        method: "POST",
+        target: "/hooks/github",
+        headers: &[("user-agent", "GitHub-Hookshot/abc")],
+        client: "::ffff:192.0.2.201",
+        bot: Some(BotView {
+            verified: true,
+            category: Category::Webhook,
+            name: "GitHub",
+        }),
+        tls: None,
+    },
+    Case {
+        method: "GET",
+        target: "/sitemap_index.xml",
+        headers: &[("user-agent", "curl/8.0")],
+        client: "2001:db8:dead::1",
+        bot: Some(BotView {
+            verified: false,
+            category: Category::Search,
+            name: "Googlebot",
+        }),
+        tls: None,
+    },
+];
+
+fn evaluating_does_not_allocate() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let ctx = Context {
+        models: &["bot", "spoof"],
+    };
+    let mut sets = vec![
+        Rules::load(&root.join("benches/data/rules/plain50.json"), &ctx).unwrap(),
+        Rules::load(&root.join("benches/data/rules/regex10.json"), &ctx).unwrap(),
+        Rules::parse(
+            "presets",
+            root,
+            br#"{"rules": [{"preset": "well-known"}, {"preset": "feeds"}, {"preset": "link-previews"},
+                          {"preset": "monitors"}, {"preset": "webhooks"},
+                          {"name": "scored", "when": {"score": {"model": "bot", "at_least": 0.5}}, "action": "challenge"}]}"#,
+            &ctx,
+        )
+        .unwrap(),
+    ];
+    sets.push(
+        Rules::parse(
+            "scores",
+            root,
+            br#"{"rules": [{"when": {"path": {"regex": "(?i)^/admin"}}, "action": "block"},
+                          {"when": {"score": [{"model": "bot", "at_least": 0.9}, {"model": "spoof", "below": 0.5}]}, "action": "block"},
+                          {"when": {"score": {"model": "spoof", "at_least": 0.5}}, "action": "log"}]}"#,
+            &ctx,
+        )
+        .unwrap(),
+    );
+    let headers: Vec<Vec<Header<'static>>> = CASES
+        .iter()
+        .map(|c| {
+            c.headers
+                .iter()
+                .map(|(n, v)| Header::new(n.as_bytes(), v.as_bytes()))
+                .collect()
+        })
+        .collect();
+    let clients: Vec<IpAddr> = CASES.iter().map(|c| c.client.parse().unwrap()).collect();
+    let mut scratch = Scratch::new();
+    let mut run = |counts: &mut [usize; 6]| {
+        for (i, c) in CASES.iter().enumerate() {
+            let h = &headers[i];
+            let first = |n: &str| {
+                h.iter()
+                    .find(|x| x.name().eq_ignore_ascii_case(n.as_bytes()))
+                    .map_or(&b""[..], |x| x.value())
+            };
+            let (path, query) = split_target(c.target.as_bytes());
+            let view = View {
+                method: c.method.as_bytes(),
+                host: first("host"),
+                path,
+                query,
+                headers: h,
+                user_agent: first("user-agent"),
+                client: Some(clients[i]),
+                bot: c.bot,
+                tls: c.tls.and_then(|(j, f)| TlsFacts::new(j.as_bytes(), f)),
+                scores: &[],
+            };
+            for rules in &sets {
+                let m = rules.before_scoring(&view, &mut scratch).or_else(|| {
+                    let scores = [i as f64 / 7.0, 1.0 - i as f64 / 7.0];
+                    rules.after_scoring(
+                        &View {
+                            scores: &scores,
+                            ..view
+                        },
+                        &mut scratch,
+                    )
+                });
+                counts[match m.map(|m| m.action) {
+                    None => 0,
+                    Some(Action::Pass) => 1,
+                    Some(Action::Allow | Action::Log) => 2,
+                    Some(Action::Challenge) => 3,
+                    Some(Action::Block(_)) => 4,
+                }] += 1;
+                counts[5] += m.map_or(0, |m| m.name.len() + m.tag.len());
+            }
+        }
+    };
+    // Warm: each regex's per-thread cache is made on its first search.
+    let mut warm = [0; 6];
+    run(&mut warm);
+
+    let before = dhat::HeapStats::get();
+    let mut counts = [0; 6];
+    for _ in 0..200 {
+        run(&mut counts);
+    }
+    let after = dhat::HeapStats::get();
+    assert_eq!(
+        after.total_blocks, before.total_blocks,
+        "evaluating allocated"
+    );
+    assert_eq!(after.total_bytes, before.total_bytes);
+    // Real work: every outcome came up.
+    assert!(counts[..5].iter().all(|&n| n > 0), "{counts:?}");
+    assert_eq!(counts.map(|n| n / 200), warm);
+}
+
+/// The same through the gate (rules as its stages): a location of every
+/// preset, rules that block, allow, log, challenge and read scores, with
+/// the texts written (nginx's scratch) and the verified bots judged.
+fn gate_runs_with_rules_do_not_allocate() {
+    use edgeguard::config::Options;
+    use edgeguard::gate::{self, Given, Job, Location, Models};
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let o = Options::configure(
+        "alloc",
+        Some(root),
+        br#"{"models": {"bot": "models/bot.json", "spoof": "models/spoof.json"}, "mode": "block",
+             "vars": true, "challenge_secret": "tests/fixtures/challenge/secret",
+             "verified_bots": "tests/fixtures/verified/bots.json",
+             "rules": ["preset:well-known", "preset:feeds", "preset:link-previews",
+                       {"name": "admin", "tag": "a", "when": {"path": {"regex": "(?i)^/admin"}}, "action": "block", "status": 451},
+                       {"name": "api", "when": {"path": {"prefix": "/api/"}}, "action": "allow"},
+                       {"name": "form", "when": {"method": "POST"}, "action": "log"},
+                       {"name": "login", "when": {"path": {"prefix": "/login"}}, "action": "challenge"},
+                       {"name": "search-bots", "when": {"bot": {"category": "search"}}, "action": "pass"},
+                       {"name": "sure", "when": {"score": {"model": "bot", "at_least": 0.95}}, "action": "block"},
+                       {"name": "low", "when": {"score": {"model": "spoof", "below": 0.2}}, "action": "pass"}]}"#,
+    )
+    .unwrap();
+    // The scores are given in the reverse order: the rules' are mapped.
+    let loc = Location::new(
+        &o,
+        Models::Given(&[("spoof", Some(0.5)), ("bot", Some(0.5))]),
+        None,
+    )
+    .unwrap();
+    /// Method, target, headers, scores (spoof, bot).
+    type GateCase<'a> = (&'a [u8], &'a [u8], &'a [(&'a [u8], &'a [u8])], [f64; 2]);
+    let cases: &[GateCase<'_>] = &[
+        (
+            b"GET",
+            b"/blog/feed.xml",
+            &[(b"user-agent", b"newsboat/2.21.0 (Linux x86_64)")],
+            [0.1, 0.9],
+        ),
+        (
+            b"GET",
+            b"/robots.txt",
+            &[(b"user-agent", b"curl/8")],
+            [0.1, 0.9],
+        ),
+        (b"GET", b"/Admin/x", &[(b"host", b"a.example")], [0.1, 0.1]),
+        (
+            b"GET",
+            b"/api/items",
+            &[(b"user-agent", b"okhttp/4")],
+            [0.1, 0.9],
+        ),
+        (
+            b"POST",
+            b"/form",
+            &[(b"user-agent", CHROME_UA.as_bytes())],
+            [0.1, 0.1],
+        ),
+        (
+            b"GET",
+            b"/login",
+            &[
+                (b"user-agent", CHROME_UA.as_bytes()),
+                (b"sec-fetch-mode", b"navigate"),
+                (b"sec-fetch-dest", b"document"),
+                (b"accept", b"text/html"),
+            ],
+            [0.1, 0.1],
+        ),
+        (
+            b"GET",
+            b"/x",
+            &[(
+                b"user-agent",
+                b"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)",
+            )],
+            [0.1, 0.9],
+        ),
+        (
+            b"GET",
+            b"/x",
+            &[(b"user-agent", b"python-requests/2.31")],
+            [0.5, 0.97],
+        ),
+        (
+            b"GET",
+            b"/x",
+            &[(b"user-agent", b"python-requests/2.31")],
+            [0.1, 0.6],
+        ),
+        (
+            b"GET",
+            b"/x",
+            &[(b"user-agent", b"python-requests/2.31")],
+            [0.5, 0.6],
+        ),
+    ];
+    let headers: Vec<Vec<Header<'_>>> = cases
+        .iter()
+        .map(|c| c.2.iter().map(|(n, v)| Header::new(n, v)).collect())
+        .collect();
+    let mut scratch = gate::Scratch::new();
+    let mut run = |seen: &mut Vec<usize>| {
+        for (i, c) in cases.iter().enumerate() {
+            let req =
+                gate::Request::new(c.0, c.1, 11, b"66.249.66.1", &headers[i], None).given(Given {
+                    scores: Some(&c.3),
+                    ..Given::default()
+                });
+            let e = gate::run(&loc, &req, Job::Access, 1_800_000_000, &mut scratch).unwrap();
+            seen.push(e.action.index() * 100 + e.rule.map_or(99, |r| r.index));
+            seen.push(e.vars.iter().map(|(n, v)| n.len() + v.len()).sum());
+            seen.push(e.line.map_or(0, |l| l.0.len()));
+        }
+    };
+    let mut warm = Vec::with_capacity(4096);
+    run(&mut warm);
+    let mut seen = Vec::with_capacity(warm.len() * 201);
+    let before = dhat::HeapStats::get();
+    for _ in 0..200 {
+        run(&mut seen);
+    }
+    let after = dhat::HeapStats::get();
+    assert_eq!(
+        after.total_blocks, before.total_blocks,
+        "the gate with rules allocated"
+    );
+    // Real work: each case met the rule meant for it, or none.
+    let rules: Vec<usize> = warm.chunks(3).map(|c| c[0] % 100).collect();
+    assert!(rules[..8].iter().all(|&r| r != 99), "{rules:?}");
+    assert_eq!(rules[9], 99, "{rules:?}");
+    assert_eq!(&seen[..warm.len()], &warm[..]);
+}
