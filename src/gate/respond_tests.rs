@@ -365,7 +365,11 @@ fn replay_decides_alike_without_texts() {
     let loc = location("");
     let (mut texts, mut decisions) = (Scratch::new(), Scratch::decisions_only());
     let fetch: &[(&[u8], &[u8])] = &[(b"user-agent", CHROME), (b"sec-fetch-mode", b"cors")];
-    for call in [Call::new(b"/", NAV), Call::new(b"/api", fetch)] {
+    let e = Call::new(b"/doc", NAV).run(&loc, &mut texts);
+    let stale = answer_uri(page_of(&e).2);
+    let mut expired = Call::new(stale.as_bytes(), NAV);
+    expired.now = NOW + challenge::NONCE_TTL + 1;
+    for call in [Call::new(b"/", NAV), Call::new(b"/api", fetch), expired] {
         let a = call.run(&loc, &mut texts);
         let (action, answer, status) = (a.action, a.answer, a.exit.status());
         let b = call.run(&loc, &mut decisions);
