@@ -93,6 +93,7 @@ fn main() -> ExitCode {
             let line = match a.expect("the caps are enough") {
                 Answer::Solved { proof, .. } => format!("solved {}", proof.as_str()),
                 Answer::TooEarly { seconds } => format!("early {seconds}"),
+                Answer::Expired { attempts } => format!("expired {attempts}"),
                 Answer::Failed(r) => format!("failed {}", r.as_str()),
             };
             writeln!(stdout, "{line}").unwrap();

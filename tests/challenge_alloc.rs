@@ -12,7 +12,7 @@ use std::path::Path;
 
 use edgeguard::challenge::{
     Answer, Clearance, PageInput, Problem, ProblemInput, Proof, Rejection, Returned, State,
-    LOCATION_CAP, MAX_RETURN, PAGE_CAP, PROBLEM_CAP, SET_COOKIE_CAP,
+    LOCATION_CAP, MAX_RETURN, NONCE_TTL, PAGE_CAP, PROBLEM_CAP, SET_COOKIE_CAP,
 };
 use edgeguard::features::{Request, TlsFacts};
 use edgeguard::ffi::config::edgeguard_config_new;
@@ -210,6 +210,22 @@ fn per_request_work_does_not_allocate() {
         tls: std::ptr::null(),
         request_id: edgeguard_str::EMPTY,
     };
+    // An answer whose nonce expired in the browser (a tab left open): a
+    // fresh page, written by the same call.
+    let stale = ch.nonce(
+        &ch.binding(Some(addr), CHROME, None),
+        16,
+        0,
+        NOW - NONCE_TTL - 1,
+    );
+    let stale_uri = leak(format!(
+        "/.edgeguard/challenge?n={}&c=0&r=%2Fcart",
+        std::str::from_utf8(&stale).unwrap()
+    ));
+    let stale_req = edgeguard_request {
+        uri: edgeguard_str::from_slice(stale_uri),
+        ..answer_req
+    };
     // A fake Googlebot's form POST: flagged, never the page: a problem
     // document with the request's id, written by the same call.
     let post_req = edgeguard_request {
@@ -406,6 +422,25 @@ fn per_request_work_does_not_allocate() {
             edgeguard_location_run(
                 c_policy,
                 metrics,
+                &stale_req,
+                std::ptr::null(),
+                0,
+                NOW as i64,
+                scratch,
+                &mut out,
+            )
+        };
+        assert_eq!(rc, R::Ok);
+        assert_eq!((out.action, out.status), (edgeguard_action::Answer, 403));
+        assert!(unsafe { out.line.as_bytes() }
+            .starts_with(b"edgeguard challenge=failed reason=expired "));
+        assert!(unsafe { out.body.as_bytes() }
+            .windows(6)
+            .any(|w| w == b"{\"n\":\""));
+        let rc = unsafe {
+            edgeguard_location_run(
+                c_policy,
+                metrics,
                 &post_req,
                 std::ptr::null(),
                 0,
@@ -464,21 +499,23 @@ fn per_request_work_does_not_allocate() {
     assert_eq!(seen, 50 * (1 + 6 + 1 + 3), "every case and probe ran");
     // 50 rounds of the six requests: two accepted cookies, a forged one,
     // another address, another User-Agent twice (the Googlebot one comes
-    // from its prefixes: verified); 50 malformed answers, each a request
-    // too (the one call counts an answer as nginx counted it).
+    // from its prefixes: verified); 50 malformed answers and 50 expired
+    // ones, each a request too (the one call counts an answer as nginx
+    // counted it).
     let text = std::str::from_utf8(&exposition[..text_len]).unwrap();
     for want in [
-        "edgeguard_requests_total{engine=\"rust\"} 400\n",
-        "edgeguard_decisions_total{action=\"answer\"} 50\n",
+        "edgeguard_requests_total{engine=\"rust\"} 450\n",
+        "edgeguard_decisions_total{action=\"answer\"} 100\n",
         "edgeguard_clearances_total{result=\"accepted\"} 100\n",
         "edgeguard_clearances_total{result=\"mac\"} 50\n",
         "edgeguard_clearances_total{result=\"address\"} 50\n",
         // The POST carries the Chrome cookie with the Googlebot UA too.
         "edgeguard_clearances_total{result=\"user_agent\"} 150\n",
         "edgeguard_verified_bots_total{bot=\"Googlebot\",result=\"verified\"} 50\n",
-        "edgeguard_challenges_total{result=\"failed\"} 50\n",
+        "edgeguard_challenges_total{result=\"failed\"} 100\n",
         "edgeguard_challenges_total{result=\"problem\"} 50\n",
         "edgeguard_challenge_failures_total{reason=\"malformed\"} 50\n",
+        "edgeguard_challenge_failures_total{reason=\"expired\"} 50\n",
     ] {
         assert!(text.contains(want), "{want} in {text}");
     }

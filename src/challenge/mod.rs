@@ -209,8 +209,32 @@ pub enum Answer {
         /// Seconds still to wait (at least 1).
         seconds: u8,
     },
+    /// Refused as [`Rejection::Expired`], but the token is genuine (its
+    /// MAC verified) and this client's (its binding matches): outlived
+    /// [`NONCE_TTL`] in a person's browser (a tab left open, a laptop
+    /// asleep, a slow phone at a high difficulty, a clock step between
+    /// servers). Serve a fresh page carrying one more attempt; count it
+    /// as failed, `expired`.
+    Expired {
+        /// The attempt count the expired token carried.
+        attempts: u8,
+    },
     /// Refused.
     Failed(Rejection),
+}
+
+impl Answer {
+    /// Why it was refused, as metrics and the decision line name it
+    /// ([`Answer::Expired`] is `expired`, [`Answer::TooEarly`] `early`);
+    /// `None` when solved.
+    pub fn rejection(self) -> Option<Rejection> {
+        match self {
+            Answer::Solved { .. } => None,
+            Answer::TooEarly { .. } => Some(Rejection::Early),
+            Answer::Expired { .. } => Some(Rejection::Expired),
+            Answer::Failed(r) => Some(r),
+        }
+    }
 }
 
 /// The outcome of a return hop ([`Challenge::returning`]).
@@ -406,25 +430,33 @@ impl Challenge {
     }
 
     /// Checks an answer: the nonce's MAC, age and binding, then the work.
+    /// An expired nonce is [`Answer::Expired`] when it is this client's,
+    /// `Failed(Expired)` when it is not.
     fn check_answer(
         &self,
         nonce: &[u8],
         counter: &[u8],
         client: &Binding,
         now: u64,
-    ) -> Result<Opened, Rejection> {
-        let opened = token::open(nonce, Kind::Nonce, &self.keys)?;
+    ) -> Result<Opened, Answer> {
+        let failed = Answer::Failed;
+        let opened = token::open(nonce, Kind::Nonce, &self.keys).map_err(failed)?;
         // A nonce from the future (clocks of two servers apart) is given
         // the same slack as one from the past.
         if now.abs_diff(opened.time) > NONCE_TTL {
-            return Err(Rejection::Expired);
+            return Err(match opened.check_binding(client) {
+                Ok(()) => Answer::Expired {
+                    attempts: opened.attempts,
+                },
+                Err(_) => failed(Rejection::Expired),
+            });
         }
-        opened.check_binding(client)?;
+        opened.check_binding(client).map_err(failed)?;
         if !work::is_counter(counter) {
-            return Err(Rejection::Malformed);
+            return Err(failed(Rejection::Malformed));
         }
         if leading_zero_bits(nonce, counter) < u32::from(opened.level) {
-            return Err(Rejection::Work);
+            return Err(failed(Rejection::Work));
         }
         Ok(opened)
     }
@@ -447,7 +479,9 @@ impl Challenge {
             return Err(Answer::TooEarly { seconds });
         }
         if now - ready > NONCE_TTL {
-            return Err(failed(Rejection::Expired));
+            return Err(Answer::Expired {
+                attempts: opened.attempts,
+            });
         }
         Ok(opened)
     }
@@ -477,7 +511,7 @@ impl Challenge {
                 ret,
             } => match self.check_answer(nonce, counter, client, now) {
                 Ok(o) => (o, ret, Proof::Work),
-                Err(r) => return Ok(Answer::Failed(r)),
+                Err(a) => return Ok(a),
             },
             Endpoint::Ticket { ticket, ret } => match self.check_ticket(ticket, client, now) {
                 Ok(o) => (o, ret, Proof::Wait),

@@ -398,14 +398,27 @@ fn page_answer_cookie_round_trip() {
         ),
         Rejection::Work
     );
+    // Expired in this client's browser (a tab left open, a clock step
+    // either way): a fresh page is due, with the attempts it carried;
+    // expired and another client's: refused.
+    let answered = |uri: &str, client: &Binding, now: u64| {
+        let (mut a, mut b) = ([0u8; SET_COOKIE_CAP], [0u8; MAX_RETURN]);
+        c.answer(uri.as_bytes(), client, now, false, false, &mut a, &mut b)
+            .unwrap()
+    };
+    let stale = format!("{ENDPOINT}?n={nonce_s}&c={counter}");
+    for now in [NOW + NONCE_TTL + 1, NOW - NONCE_TTL - 1] {
+        let a = answered(&stale, &client, now);
+        assert_eq!(a, Answer::Expired { attempts: 0 }, "{now}");
+        assert_eq!(a.rejection(), Some(Rejection::Expired));
+    }
     assert_eq!(
-        fail(
-            &format!("{ENDPOINT}?n={nonce_s}&c={counter}"),
-            &client,
-            NOW + NONCE_TTL + 1
-        ),
-        Rejection::Expired
+        answered(&stale, &client, NOW + NONCE_TTL),
+        answered(&stale, &client, NOW),
+        "the last second of its life is in it"
     );
+    let far = c.binding(ip("203.0.113.1"), UA, None);
+    assert_eq!(fail(&stale, &far, NOW + NONCE_TTL + 1), Rejection::Expired);
     assert_eq!(
         fail(&format!("{ENDPOINT}?n={nonce_s}&c=-1"), &client, NOW),
         Rejection::Malformed
@@ -662,7 +675,7 @@ fn the_no_javascript_ticket_waits_and_clears_weaker() {
     );
     assert_eq!(
         redeem(&c, &client, NOW + 5 + NONCE_TTL + 1).0,
-        Answer::Failed(Rejection::Expired)
+        Answer::Expired { attempts: 0 }
     );
 
     // The cookie it sets clears as the weaker kind, for its own lifetime.

@@ -8,6 +8,10 @@
 //! flagged, anything else (a body, a fetch, an API) -> problem+json challenge_required
 //! ENDPOINT ?n=&c= (work) or ?t= (no-JS ticket)     -> 303 + cookie to the return hop
 //!          ?t= too early                           -> the wait page
+//!          ?n= or ?t= expired, this client's       -> the page again (attempt counted),
+//!                                                     after 2 the "cookies are needed" page;
+//!                                                     not a navigation: problem+json
+//!          ?n= or ?t= forged, tampered, re-homed   -> the block status
 //!          ?a= (return hop) with the cookie        -> 303 to the page it came from
 //!          ?a= without it, after 2 solves          -> the "cookies are needed" page
 //!          ?a= without it, before                  -> the page again (attempt counted)
@@ -293,6 +297,12 @@ impl Ctx<'_, '_> {
                 };
                 self.page(scratch, s, page)
             }
+            Ok(Answer::Expired { attempts }) => {
+                s.answer = Some(AnswerResult::Failed(Rejection::Expired));
+                self.again(scratch, s, attempts)
+            }
+            // Forged or tampered with (MAC, binding, work, malformed): the
+            // block status, as any refusal.
             Ok(Answer::Failed(r)) => {
                 s.answer = Some(AnswerResult::Failed(r));
                 Exit::Status(self.loc.policy.status())
@@ -300,6 +310,39 @@ impl Ctx<'_, '_> {
             // Not reached: the buffers hold the caps.
             Err(_) => Exit::Status(500),
         }
+    }
+
+    /// An answer or a ticket that outlived its time in this client's
+    /// browser ([`Answer::Expired`]): not a bot's doing, so no dead end.
+    /// The page navigates to its answer (`location.replace`, the ticket by
+    /// a refresh or a link): a fresh page back to where it was, at the
+    /// start's difficulty, one more attempt counted; once that reaches
+    /// [`challenge::COOKIES_NEEDED_AFTER`] the "cookies are needed" page
+    /// (its link starts over), so a fleet whose clocks disagree cannot
+    /// loop a browser. Anything else (a `fetch()` of the endpoint): the
+    /// problem document. The answer still counts as failed, `expired`.
+    fn again(&self, scratch: &mut Scratch, s: &mut State, attempts: u8) -> Exit<'static> {
+        let ret = match Endpoint::parse(self.req.http().uri()) {
+            Endpoint::Answer { ret, .. } | Endpoint::Ticket { ret, .. } => ret,
+            Endpoint::Return { .. } | Endpoint::Start { .. } => b"",
+        };
+        let mut back = [0u8; MAX_RETURN];
+        let n = return_path(ret, &mut back).unwrap_or(0);
+        let back = &back[..n];
+        let http = self.req.http();
+        if !(challenge::is_navigation(http) || self.ch.response.wants_page(http)) {
+            return self.problem(scratch, s, Problem::ChallengeRequired, back);
+        }
+        let attempts = attempts.saturating_add(1);
+        if attempts >= challenge::COOKIES_NEEDED_AFTER {
+            let page = Page {
+                state: challenge::State::CookiesNeeded,
+                ..Page::challenge(back, self.ch.difficulty, attempts)
+            };
+            return self.page(scratch, s, page);
+        }
+        let difficulty = self.start_difficulty(scratch, s);
+        self.page(scratch, s, Page::challenge(back, difficulty, attempts))
     }
 
     /// The return hop (`a=`): back where the page was with the cookie;

@@ -365,7 +365,11 @@ fn replay_decides_alike_without_texts() {
     let loc = location("");
     let (mut texts, mut decisions) = (Scratch::new(), Scratch::decisions_only());
     let fetch: &[(&[u8], &[u8])] = &[(b"user-agent", CHROME), (b"sec-fetch-mode", b"cors")];
-    for call in [Call::new(b"/", NAV), Call::new(b"/api", fetch)] {
+    let e = Call::new(b"/doc", NAV).run(&loc, &mut texts);
+    let stale = answer_uri(page_of(&e).2);
+    let mut expired = Call::new(stale.as_bytes(), NAV);
+    expired.now = NOW + challenge::NONCE_TTL + 1;
+    for call in [Call::new(b"/", NAV), Call::new(b"/api", fetch), expired] {
         let a = call.run(&loc, &mut texts);
         let (action, answer, status) = (a.action, a.answer, a.exit.status());
         let b = call.run(&loc, &mut decisions);
@@ -404,4 +408,168 @@ fn an_unscored_program_under_fail_closed_gets_a_503_problem_with_retry_after() {
     let mut nav = Call::new(b"/", NAV);
     nav.score = None;
     assert_eq!(nav.run(&loc, &mut scratch).exit, Exit::Status(503));
+}
+
+/// The answer URI of a solved `nonce`, returning to `/doc`.
+fn answer_of(nonce: &str, difficulty: u8) -> String {
+    format!(
+        "/.edgeguard/challenge?n={nonce}&c={}&r=%2Fdoc",
+        solve(nonce, difficulty)
+    )
+}
+
+#[test]
+fn an_answer_that_expired_in_the_browser_gets_a_fresh_page() {
+    let loc = location("");
+    let mut scratch = Scratch::new();
+    let mut first = Call::new(b"/doc", NAV);
+    first.score = Some(1.0);
+    let e = first.run(&loc, &mut scratch);
+    let (nonce, d) = nonce_of(page_of(&e).2);
+    assert_eq!(d, 8, "flagged at 1.0: the maximum");
+    let late = NOW + challenge::NONCE_TTL + 1;
+
+    // The tab was left open (or the laptop slept): the page again, back to
+    // the same place, at the start's difficulty, with a fresh nonce; the
+    // answer still counts as failed, expired.
+    let stale = answer_of(&nonce, d);
+    let mut answer = Call::new(stale.as_bytes(), NAV);
+    answer.now = late;
+    answer.score = Some(0.0);
+    let e = answer.run(&loc, &mut scratch);
+    assert_eq!(e.action, Action::Answer);
+    assert_eq!(e.answer, Some(AnswerResult::Failed(Rejection::Expired)));
+    let (line, _) = e.line.unwrap();
+    assert!(
+        text(line).starts_with("edgeguard challenge=failed reason=expired "),
+        "{}",
+        text(line)
+    );
+    let (status, ty, body) = page_of(&e);
+    assert_eq!((status, ty), (403, "text/html; charset=utf-8"));
+    assert!(body.contains("Checking your browser"), "{body}");
+    assert!(body.contains("\"r\":\"%2Fdoc\""), "back to /doc: {body}");
+    let (fresh, fresh_d) = nonce_of(body);
+    assert_ne!(fresh, nonce);
+    assert_eq!(fresh_d, 4, "not flagged itself: the base");
+    let csp = e
+        .exit
+        .headers()
+        .find(|(n, _)| *n == "Content-Security-Policy");
+    assert!(csp.is_some(), "the solver is allowed to run");
+
+    // The fresh page solves, and the attempt it counted is carried on.
+    let fresh_answer = answer_of(&fresh, fresh_d);
+    let mut solved = Call::new(fresh_answer.as_bytes(), NAV);
+    solved.now = late + 2;
+    let e = solved.run(&loc, &mut scratch);
+    assert_eq!(e.answer, Some(AnswerResult::Solved));
+    let hop = redirect_of(&e).0.to_owned();
+    let mut back = Call::new(hop.as_bytes(), NAV);
+    back.now = late + 3;
+    let e = back.run(&loc, &mut scratch);
+    assert_eq!(
+        e.answer,
+        Some(AnswerResult::CookiesNeeded),
+        "one expiry and a solve without the cookie are two attempts"
+    );
+
+    // The fresh page expires too: the attempt limit is reached, so the
+    // "cookies are needed" page (its link starts over), not a third page.
+    let mut again = Call::new(fresh_answer.as_bytes(), NAV);
+    again.now = late + 2 * challenge::NONCE_TTL;
+    let e = again.run(&loc, &mut scratch);
+    assert_eq!(e.answer, Some(AnswerResult::Failed(Rejection::Expired)));
+    let body = page_of(&e).2;
+    assert!(body.contains("Cookies are needed"), "{body}");
+    assert!(!body.contains("{\"n\":\""), "no more work asked");
+    assert!(body.contains("href=\"/doc\""), "{body}");
+
+    // A clock stepped back (the page from a server ahead): the same.
+    let mut early = Call::new(stale.as_bytes(), NAV);
+    early.now = NOW - challenge::NONCE_TTL - 1;
+    let e = early.run(&loc, &mut scratch);
+    assert!(page_of(&e).2.contains("{\"n\":\""));
+
+    // A fetch() of the endpoint (no page can help it): the problem
+    // document, pointing where a person clears.
+    let fetch: &[(&[u8], &[u8])] = &[(b"user-agent", CHROME), (b"sec-fetch-mode", b"cors")];
+    let mut call = Call::new(stale.as_bytes(), fetch);
+    call.now = late;
+    let e = call.run(&loc, &mut scratch);
+    assert_eq!(e.answer, Some(AnswerResult::Failed(Rejection::Expired)));
+    let (status, ty, body) = page_of(&e);
+    assert_eq!((status, ty), (403, "application/problem+json"));
+    let v: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(v["reason"], "challenge_required");
+    assert_eq!(v["clear"], "/.edgeguard/challenge?r=%2Fdoc");
+}
+
+#[test]
+fn forged_or_tampered_answers_keep_the_refusal() {
+    let loc = location("");
+    let mut scratch = Scratch::new();
+    let e = Call::new(b"/doc", NAV).run(&loc, &mut scratch);
+    let (nonce, d) = nonce_of(page_of(&e).2);
+    let good = solve(&nonce, d);
+    let bad = (0u64..)
+        .find(|c| {
+            challenge::leading_zero_bits(nonce.as_bytes(), c.to_string().as_bytes()) < u32::from(d)
+        })
+        .unwrap();
+    let tampered = format!("{}AA", &nonce[..nonce.len() - 2]);
+    let late = NOW + challenge::NONCE_TTL + 1;
+    let other_ua: &[(&[u8], &[u8])] = &[
+        (b"user-agent", b"curl/8.5.0"),
+        (b"sec-fetch-mode", b"navigate"),
+    ];
+    type Headers<'a> = &'a [(&'a [u8], &'a [u8])];
+    let cases: [(String, Headers<'_>, u64, Rejection); 6] = [
+        (format!("n={tampered}&c={good}"), NAV, NOW, Rejection::Mac),
+        (format!("n={tampered}&c={good}"), NAV, late, Rejection::Mac),
+        (format!("n={nonce}&c={bad}"), NAV, NOW, Rejection::Work),
+        (
+            format!("n={nonce}&c={good}"),
+            other_ua,
+            NOW,
+            Rejection::UserAgent,
+        ),
+        // Expired and another client's: refused, its reason the first found.
+        (
+            format!("n={nonce}&c={good}"),
+            other_ua,
+            late,
+            Rejection::Expired,
+        ),
+        ("n=garbage&c=1".to_owned(), NAV, NOW, Rejection::Malformed),
+    ];
+    for (query, headers, now, reason) in cases {
+        let uri = format!("/.edgeguard/challenge?{query}&r=%2Fdoc");
+        let mut call = Call::new(uri.as_bytes(), headers);
+        call.now = now;
+        let e = call.run(&loc, &mut scratch);
+        assert_eq!(e.answer, Some(AnswerResult::Failed(reason)), "{reason:?}");
+        assert_eq!(e.exit, Exit::Status(403), "{reason:?}");
+    }
+}
+
+#[test]
+fn an_expired_no_javascript_ticket_gets_a_fresh_page() {
+    let loc = location(r#", "challenge_nojs": {"wait": 3, "ttl": 600}"#);
+    let mut scratch = Scratch::new();
+    let e = Call::new(b"/doc", NAV).run(&loc, &mut scratch);
+    let body = page_of(&e).2;
+    let at = body.find("/.edgeguard/challenge?t=").expect("a ticket");
+    let ticket: String = body[at..]
+        .chars()
+        .take_while(|&c| c != '"')
+        .collect::<String>()
+        .replace("&amp;", "&");
+    let mut late = Call::new(ticket.as_bytes(), NAV);
+    late.now = NOW + 3 + challenge::NONCE_TTL + 1;
+    let e = late.run(&loc, &mut scratch);
+    assert_eq!(e.answer, Some(AnswerResult::Failed(Rejection::Expired)));
+    let body = page_of(&e).2;
+    assert!(body.contains("/.edgeguard/challenge?t="), "a fresh ticket");
+    assert!(!body.contains(&ticket[..60]), "not the old one");
 }

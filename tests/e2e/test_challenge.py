@@ -89,10 +89,10 @@ def binding(addr, ua, v4=24, v6=64):
     return bytes([bits]) + prefix + hashlib.sha256(b"ua\0" + ua.encode()).digest()[:8] + bytes(8) + b"\0"
 
 
-def mint(key, expiry, addr, ua, kind=b"C", difficulty=0):
+def mint(key, expiry, addr, ua, kind=b"C", difficulty=0, attempts=0):
     """A token as src/challenge/token.rs lays it out: kind, proof (work),
     level, attempts, time, binding; HMAC-SHA256 under the v2 domain."""
-    record = kind + b"W" + bytes([difficulty, 0]) + struct.pack(">Q", expiry) + binding(addr, ua)
+    record = kind + b"W" + bytes([difficulty, attempts]) + struct.pack(">Q", expiry) + binding(addr, ua)
     mac = hmac.new(key, b"edgeguard-token-v2\0" + record, hashlib.sha256).digest()
     return base64.urlsafe_b64encode(record + mac).rstrip(b"=").decode()
 
@@ -349,6 +349,8 @@ def test_answers_that_fail_and_redirects_that_stay_on_the_site(edge):
     for query, a, h, reason in cases:
         status, resp, _ = edge.get(h, "/.edgeguard/challenge?" + query, a)
         assert status == 403 and not header(resp, "Set-Cookie"), (reason, status)
+    # Expired: counted as failed, though a person gets the page again
+    # (test_an_answer_that_expired_in_the_browser_gets_a_fresh_page).
     old = mint(KEY_NEW, int(time.time()) - 700, addr, HEADLESS_UA, kind=b"N", difficulty=0)
     status, _, _ = edge.get(HEADLESS, f"/.edgeguard/challenge?n={old}&c=0", addr)
     assert status == 403
@@ -365,6 +367,70 @@ def test_answers_that_fail_and_redirects_that_stay_on_the_site(edge):
         assert status == 303
         loc = urllib.parse.urlsplit(header(resp, "Location")[0])
         assert loc.netloc in ("edge.test", "") and loc.path == "/", header(resp, "Location")
+
+
+def test_an_answer_that_expired_in_the_browser_gets_a_fresh_page(edge):
+    """A tab left open past the nonce's 600 s (a laptop asleep, a slow
+    phone, a clock step): the page navigates to its answer, so the answer
+    gets a fresh page back to where it was, not the bare block status; the
+    attempt count it carries stops a loop; a fetch() gets problem+json. A
+    forged answer keeps the refusal. Nonces are minted here (no clock to
+    move in nginx): one 700 s old is past NONCE_TTL."""
+    addr, now = "198.51.100.23", int(time.time())
+    before = edge.metrics()
+    target = "/.edgeguard/challenge?n={}&c=0&r=%2Fshop%3Fitem%3D7"
+    old = mint(KEY_NEW, now - 700, addr, HEADLESS_UA, kind=b"N")
+    status, resp, body = edge.get(HEADLESS, target.format(old), addr)
+    assert status == 403 and header(resp, "Content-Type")[0].startswith("text/html"), body[:300]
+    assert not header(resp, "Set-Cookie") and header(resp, "Cache-Control") == ["no-store"]
+    assert header(resp, "Content-Security-Policy"), "the solver may run"
+    assert b"Checking your browser" in body and b'"r":"%2Fshop%3Fitem%3D7"' in body
+    fresh, difficulty = page_nonce(body)
+    # As at a start: scaled by this request's own score (HeadlessChrome is flagged).
+    assert fresh != old and DIFFICULTY <= difficulty <= DIFFICULTY_MAX
+    # The fresh page solves, and returns where the person was.
+    counter = solve(fresh, difficulty)
+    status, resp, _ = edge.get(HEADLESS, f"/.edgeguard/challenge?n={fresh}&c={counter}&r=%2Fshop%3Fitem%3D7", addr)
+    assert status == 303 and header(resp, "Set-Cookie")
+    cookie = header(resp, "Set-Cookie")[0].split(";")[0]
+    status, resp, _ = edge.get(with_cookie(HEADLESS, cookie), header(resp, "Location")[0], addr)
+    assert status == 303 and header(resp, "Location")[0].endswith("/shop?item=7")
+
+    # A nonce that had already counted an attempt: the limit is reached,
+    # the "cookies are needed" page (its link starts over), no more work.
+    tried = mint(KEY_NEW, now - 700, addr, HEADLESS_UA, kind=b"N", attempts=1)
+    status, resp, body = edge.get(HEADLESS, target.format(tried), addr)
+    assert status == 403 and b"Cookies are needed" in body and b'{"n":"' not in body, body[:300]
+    assert b'href="/shop?item=7"' in body
+
+    # A fetch() of the endpoint: problem+json, pointing where to clear.
+    xhr = [(k, {"Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "empty", "Accept": "application/json"}.get(k, v))
+           for k, v in HEADLESS]
+    status, resp, body = edge.get(xhr, target.format(old), addr)
+    doc = problem_of(resp, body)
+    assert status == 403 and doc["reason"] == "challenge_required"
+    assert doc["clear"] == "/.edgeguard/challenge?r=%2Fshop%3Fitem%3D7"
+
+    # Key rotation: a nonce of the old key, still listed, is an answer; of a
+    # key no longer listed, indistinguishable from a forgery: refused. So
+    # is an expired nonce of another client, and a tampered one.
+    status, _, _ = edge.get(HEADLESS, target.format(mint(KEY_OLD, now, addr, HEADLESS_UA, kind=b"N")), addr)
+    assert status == 303
+    retired = bytes(range(200, 232))
+    for forged in (mint(retired, now, addr, HEADLESS_UA, kind=b"N"),
+                   mint(KEY_NEW, now - 700, "203.0.113.23", HEADLESS_UA, kind=b"N"),
+                   old[:-2] + ("AA" if old[-2:] != "AA" else "BB")):
+        status, resp, body = edge.get(HEADLESS, target.format(forged), addr)
+        assert status == 403 and b"edgeguard-data" not in body and b"Cookies are needed" not in body, body[:300]
+        assert not header(resp, "Content-Security-Policy"), "nginx's own page"
+
+    after = edge.metrics()
+    d = lambda n: metric(after, n) - metric(before, n)
+    assert d('edgeguard_challenge_failures_total{reason="expired"}') == 4
+    assert d('edgeguard_challenge_failures_total{reason="mac"}') == 2
+    assert d('edgeguard_challenges_total{result="failed"}') == 6
+    assert d('edgeguard_challenges_total{result="solved"}') == 2
+    wait_until("decision line", lambda: "edgeguard challenge=failed reason=expired " in edge.nginx.error_log)
 
 
 def problem_of(resp, body):
