@@ -93,7 +93,9 @@ fn main() -> ExitCode {
             let line = match a.expect("the caps are enough") {
                 Answer::Solved { proof, .. } => format!("solved {}", proof.as_str()),
                 Answer::TooEarly { seconds } => format!("early {seconds}"),
-                Answer::Expired { attempts } => format!("expired {attempts}"),
+                Answer::Again { attempts, reason } => {
+                    format!("again {} {attempts}", reason.as_str())
+                }
                 Answer::Failed(r) => format!("failed {}", r.as_str()),
             };
             writeln!(stdout, "{line}").unwrap();

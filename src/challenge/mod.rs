@@ -209,15 +209,19 @@ pub enum Answer {
         /// Seconds still to wait (at least 1).
         seconds: u8,
     },
-    /// Refused as [`Rejection::Expired`], but the token is genuine (its
-    /// MAC verified) and this client's (its binding matches): outlived
-    /// [`NONCE_TTL`] in a person's browser (a tab left open, a laptop
-    /// asleep, a slow phone at a high difficulty, a clock step between
-    /// servers). Serve a fresh page carrying one more attempt; count it
-    /// as failed, `expired`.
-    Expired {
-        /// The attempt count the expired token carried.
+    /// Refused, but the token is genuine (its MAC verified) and the
+    /// reason is one a person's browser meets: it outlived [`NONCE_TTL`]
+    /// (a tab left open, a laptop asleep, a slow phone at a high
+    /// difficulty, a clock step between servers; `Expired`), or the same
+    /// browser (User-Agent, TLS stack) answers from another address prefix
+    /// (it moved between networks; `Address`). Serve a fresh page carrying
+    /// one more attempt; count it as failed, with `reason`.
+    Again {
+        /// The attempt count the token carried.
         attempts: u8,
+        /// Why it was refused: [`Rejection::Expired`] or
+        /// [`Rejection::Address`].
+        reason: Rejection,
     },
     /// Refused.
     Failed(Rejection),
@@ -225,13 +229,13 @@ pub enum Answer {
 
 impl Answer {
     /// Why it was refused, as metrics and the decision line name it
-    /// ([`Answer::Expired`] is `expired`, [`Answer::TooEarly`] `early`);
+    /// ([`Answer::Again`] its reason, [`Answer::TooEarly`] `early`);
     /// `None` when solved.
     pub fn rejection(self) -> Option<Rejection> {
         match self {
             Answer::Solved { .. } => None,
             Answer::TooEarly { .. } => Some(Rejection::Early),
-            Answer::Expired { .. } => Some(Rejection::Expired),
+            Answer::Again { reason, .. } => Some(reason),
             Answer::Failed(r) => Some(r),
         }
     }
@@ -443,15 +447,24 @@ impl Challenge {
         let opened = token::open(nonce, Kind::Nonce, &self.keys).map_err(failed)?;
         // A nonce from the future (clocks of two servers apart) is given
         // the same slack as one from the past.
+        let again = |reason| Answer::Again {
+            attempts: opened.attempts,
+            reason,
+        };
         if now.abs_diff(opened.time) > NONCE_TTL {
             return Err(match opened.check_binding(client) {
-                Ok(()) => Answer::Expired {
-                    attempts: opened.attempts,
-                },
+                Ok(()) => again(Rejection::Expired),
+                Err(Rejection::Address) if opened.moved_only(client) => again(Rejection::Expired),
                 Err(_) => failed(Rejection::Expired),
             });
         }
-        opened.check_binding(client).map_err(failed)?;
+        match opened.check_binding(client) {
+            Ok(()) => {}
+            Err(Rejection::Address) if opened.moved_only(client) => {
+                return Err(again(Rejection::Address))
+            }
+            Err(r) => return Err(failed(r)),
+        }
         if !work::is_counter(counter) {
             return Err(failed(Rejection::Malformed));
         }
@@ -470,7 +483,17 @@ impl Challenge {
         if self.nojs_wait.is_none() {
             return Err(failed(Rejection::Malformed));
         }
-        opened.check_binding(client).map_err(failed)?;
+        let again = |reason| Answer::Again {
+            attempts: opened.attempts,
+            reason,
+        };
+        match opened.check_binding(client) {
+            Ok(()) => {}
+            Err(Rejection::Address) if opened.moved_only(client) => {
+                return Err(again(Rejection::Address))
+            }
+            Err(r) => return Err(failed(r)),
+        }
         let ready = opened.time.saturating_add(u64::from(opened.level));
         if now < ready {
             // The refresh comes at the wait; a second's early follow (the
@@ -479,9 +502,7 @@ impl Challenge {
             return Err(Answer::TooEarly { seconds });
         }
         if now - ready > NONCE_TTL {
-            return Err(Answer::Expired {
-                attempts: opened.attempts,
-            });
+            return Err(again(Rejection::Expired));
         }
         Ok(opened)
     }

@@ -409,7 +409,14 @@ fn page_answer_cookie_round_trip() {
     let stale = format!("{ENDPOINT}?n={nonce_s}&c={counter}");
     for now in [NOW + NONCE_TTL + 1, NOW - NONCE_TTL - 1] {
         let a = answered(&stale, &client, now);
-        assert_eq!(a, Answer::Expired { attempts: 0 }, "{now}");
+        assert_eq!(
+            a,
+            Answer::Again {
+                attempts: 0,
+                reason: Rejection::Expired
+            },
+            "{now}"
+        );
         assert_eq!(a.rejection(), Some(Rejection::Expired));
     }
     assert_eq!(
@@ -417,8 +424,21 @@ fn page_answer_cookie_round_trip() {
         answered(&stale, &client, NOW),
         "the last second of its life is in it"
     );
+    // The same browser on another network (a phone leaving Wi-Fi): a
+    // fresh page too; another browser's (User-Agent): refused.
     let far = c.binding(ip("203.0.113.1"), UA, None);
-    assert_eq!(fail(&stale, &far, NOW + NONCE_TTL + 1), Rejection::Expired);
+    assert_eq!(
+        answered(&stale, &far, NOW + NONCE_TTL + 1),
+        Answer::Again {
+            attempts: 0,
+            reason: Rejection::Expired
+        }
+    );
+    let far_other = c.binding(ip("203.0.113.1"), b"python-requests/2.31", None);
+    assert_eq!(
+        fail(&stale, &far_other, NOW + NONCE_TTL + 1),
+        Rejection::Expired
+    );
     assert_eq!(
         fail(&format!("{ENDPOINT}?n={nonce_s}&c=-1"), &client, NOW),
         Rejection::Malformed
@@ -428,10 +448,24 @@ fn page_answer_cookie_round_trip() {
         Rejection::Malformed
     );
     let elsewhere = c.binding(ip("203.0.113.1"), UA, None);
+    let moved = answered(
+        &format!("{ENDPOINT}?n={nonce_s}&c={counter}"),
+        &elsewhere,
+        NOW,
+    );
+    assert_eq!(
+        moved,
+        Answer::Again {
+            attempts: 0,
+            reason: Rejection::Address
+        }
+    );
+    assert_eq!(moved.rejection(), Some(Rejection::Address));
+    let elsewhere_other = c.binding(ip("203.0.113.1"), b"curl/8.5.0", None);
     assert_eq!(
         fail(
             &format!("{ENDPOINT}?n={nonce_s}&c={counter}"),
-            &elsewhere,
+            &elsewhere_other,
             NOW
         ),
         Rejection::Address
@@ -675,7 +709,10 @@ fn the_no_javascript_ticket_waits_and_clears_weaker() {
     );
     assert_eq!(
         redeem(&c, &client, NOW + 5 + NONCE_TTL + 1).0,
-        Answer::Expired { attempts: 0 }
+        Answer::Again {
+            attempts: 0,
+            reason: Rejection::Expired
+        }
     );
 
     // The cookie it sets clears as the weaker kind, for its own lifetime.

@@ -252,6 +252,18 @@ impl Opened {
     /// Whether the token was issued to this client; why not otherwise. A
     /// token issued without a TLS binding (plain HTTP, or no ClientHello
     /// seen) is not checked against one.
+    /// Whether this token's binding is `client`'s but for the address
+    /// prefix: the same browser (User-Agent, TLS stack) that moved between
+    /// networks (a phone leaving Wi-Fi, IPv6 and IPv4 taking turns).
+    pub(crate) fn moved_only(&self, client: &Binding) -> bool {
+        let moved = Binding {
+            prefix_len: self.binding.prefix_len,
+            prefix: self.binding.prefix,
+            ..*client
+        };
+        self.check_binding(&moved).is_ok()
+    }
+
     pub(crate) fn check_binding(&self, client: &Binding) -> Result<(), Rejection> {
         if self.binding.prefix_len != client.prefix_len || self.binding.prefix != client.prefix {
             return Err(Rejection::Address);

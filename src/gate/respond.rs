@@ -297,8 +297,8 @@ impl Ctx<'_, '_> {
                 };
                 self.page(scratch, s, page)
             }
-            Ok(Answer::Expired { attempts }) => {
-                s.answer = Some(AnswerResult::Failed(Rejection::Expired));
+            Ok(Answer::Again { attempts, reason }) => {
+                s.answer = Some(AnswerResult::Failed(reason));
                 self.again(scratch, s, attempts)
             }
             // Forged or tampered with (MAC, binding, work, malformed): the
@@ -313,14 +313,16 @@ impl Ctx<'_, '_> {
     }
 
     /// An answer or a ticket that outlived its time in this client's
-    /// browser ([`Answer::Expired`]): not a bot's doing, so no dead end.
+    /// browser, or came from the same browser on another network
+    /// ([`Answer::Again`]): not a bot's doing, so no dead end.
     /// The page navigates to its answer (`location.replace`, the ticket by
     /// a refresh or a link): a fresh page back to where it was, at the
     /// start's difficulty, one more attempt counted; once that reaches
     /// [`challenge::COOKIES_NEEDED_AFTER`] the "cookies are needed" page
     /// (its link starts over), so a fleet whose clocks disagree cannot
     /// loop a browser. Anything else (a `fetch()` of the endpoint): the
-    /// problem document. The answer still counts as failed, `expired`.
+    /// problem document. The answer still counts as failed, with its
+    /// reason (`expired`, `address`).
     fn again(&self, scratch: &mut Scratch, s: &mut State, attempts: u8) -> Exit<'static> {
         let ret = match Endpoint::parse(self.req.http().uri()) {
             Endpoint::Answer { ret, .. } | Endpoint::Ticket { ret, .. } => ret,

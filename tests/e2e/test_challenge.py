@@ -347,8 +347,11 @@ def test_answers_that_fail_and_redirects_that_stay_on_the_site(edge):
         ("n=garbage&c=1", addr, HEADLESS, "malformed"),
     ]
     for query, a, h, reason in cases:
-        status, resp, _ = edge.get(h, "/.edgeguard/challenge?" + query, a)
+        status, resp, body = edge.get(h, "/.edgeguard/challenge?" + query, a)
         assert status == 403 and not header(resp, "Set-Cookie"), (reason, status)
+        # The same browser from another network gets a fresh page, not a
+        # dead end; every other refusal nginx's own page.
+        assert (b"Checking your browser" in body) == (reason == "address"), reason
     # Expired: counted as failed, though a person gets the page again
     # (test_an_answer_that_expired_in_the_browser_gets_a_fresh_page).
     old = mint(KEY_NEW, int(time.time()) - 700, addr, HEADLESS_UA, kind=b"N", difficulty=0)
@@ -418,17 +421,25 @@ def test_an_answer_that_expired_in_the_browser_gets_a_fresh_page(edge):
     assert status == 303
     retired = bytes(range(200, 232))
     for forged in (mint(retired, now, addr, HEADLESS_UA, kind=b"N"),
-                   mint(KEY_NEW, now - 700, "203.0.113.23", HEADLESS_UA, kind=b"N"),
+                   mint(KEY_NEW, now - 700, "203.0.113.23", "curl/8.5.0", kind=b"N"),
                    old[:-2] + ("AA" if old[-2:] != "AA" else "BB")):
         status, resp, body = edge.get(HEADLESS, target.format(forged), addr)
         assert status == 403 and b"edgeguard-data" not in body and b"Cookies are needed" not in body, body[:300]
         assert not header(resp, "Content-Security-Policy"), "nginx's own page"
 
+    # The same browser answering from another network (a phone that left
+    # Wi-Fi between page and answer): a fresh page too, counted `address`.
+    moved = mint(KEY_NEW, now, "203.0.113.23", HEADLESS_UA, kind=b"N")
+    status, _, body = edge.get(HEADLESS, target.format(moved), addr)
+    assert status == 403 and b"Checking your browser" in body, body[:300]
+    assert page_nonce(body)[0] != moved
+
     after = edge.metrics()
     d = lambda n: metric(after, n) - metric(before, n)
     assert d('edgeguard_challenge_failures_total{reason="expired"}') == 4
+    assert d('edgeguard_challenge_failures_total{reason="address"}') == 1
     assert d('edgeguard_challenge_failures_total{reason="mac"}') == 2
-    assert d('edgeguard_challenges_total{result="failed"}') == 6
+    assert d('edgeguard_challenges_total{result="failed"}') == 7
     assert d('edgeguard_challenges_total{result="solved"}') == 2
     wait_until("decision line", lambda: "edgeguard challenge=failed reason=expired " in edge.nginx.error_log)
 
