@@ -9,8 +9,12 @@ Each corpus line is an access-log record of nginx-conf/log-format.conf (its
 capture's labels: `label` (human or automated), `class` (human, scripted,
 headless, impersonation, byte-identical, copied-headers), `client` (the client's name),
 `client_version`, `mode`, `origin` (ip, http-host, tls-h1, tls-h2),
-`protocol`, `flow`; over TLS also `edgeguard_ja4` and `edgeguard_tls_family`
-as nginx logged them (rows: `ja4`, `tls_family`; None on plain HTTP).
+`protocol`, `flow`, and `family` (the browser family a held-out run leaves
+out together: `chromium-linux`, `chromium-mobile-emulated`, `firefox`,
+`firefox-rfp`, `webkitgtk`, `qtwebengine`, ...; lines of captures made
+before the field existed get theirs from the client name, FAMILY_OF_CLIENT);
+over TLS also `edgeguard_ja4` and `edgeguard_tls_family` as nginx logged
+them (rows: `ja4`, `tls_family`; None on plain HTTP).
 """
 
 import ipaddress
@@ -34,6 +38,17 @@ IMPERSONATION = "impersonation"
 # their head is the browser's and they are not.
 COPIED = "copied-headers"
 UNJUDGED = (BYTE_IDENTICAL, IMPERSONATION)
+
+# The family of a line without a `family` field, by its client name:
+# Chromium's captures (headful, headless, Selenium) are one family, the
+# Python libraries (which share urllib3/asyncio defaults) one, every other
+# client its own.
+FAMILY_OF_CLIENT = {
+    "chromium": "chromium-linux", "chromium-headless-desktop-ua": "chromium-linux",
+    "selenium-chromium": "chromium-linux", "firefox": "firefox",
+    "python-requests": "python", "python-httpx": "python", "python-aiohttp": "python",
+    "python-urllib": "python", "scrapy": "python",
+}
 
 
 def _is_ip(text):
@@ -81,6 +96,7 @@ def load(path=CORPUS):
                 "session": rec.get("session", ""),
                 "ja4": rec.get("edgeguard_ja4") or None,
                 "tls_family": rec.get("edgeguard_tls_family") or None,
+                "family": rec.get("family") or FAMILY_OF_CLIENT.get(name, name),
             })
     return rows
 
@@ -93,15 +109,11 @@ def judged(row):
     return row["class"] not in UNJUDGED
 
 
-PYTHON = {"python-requests", "python-httpx", "python-aiohttp", "python-urllib", "scrapy"}
-
-
 def family(row):
     """The family held out together in validation: every capture of one
     client, person or automated (Chromium headful and headless are one
-    family: the same bytes but for the User-Agent), the Python libraries
-    (which share urllib3/asyncio defaults) as one."""
-    return "python" if row["name"] in PYTHON else row["name"]
+    family: the same bytes but for the User-Agent)."""
+    return row["family"]
 
 
 def request_line(row):
