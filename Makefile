@@ -126,6 +126,20 @@ bench-e2e-tls: bench-deps build
 bench-tls: deps build
 	$(PYTHON) scripts/bench-tls.py
 
+# The shipped models (models/README.md): installs models/requirements.txt
+# (pinned: the same bytes per seed) and runs models/train.py, which rewrites
+# models/bot.json, models/spoof.json, models/metrics.json and the fixtures
+# made from them (tests/fixtures/traffic/sample.jsonl, people.jsonl); then
+# the scorer's small parity models on the new sample (tests/fixtures/scorer/).
+# About 10 minutes on two busy cores. `make test` never trains.
+.PHONY: train train-deps
+train-deps:
+	$(PYTHON) -m pip install -q -r models/requirements.txt
+
+train: train-deps build
+	$(PYTHON) models/train.py --edgeguard target/release/edgeguard
+	$(PYTHON) tests/fixtures/scorer/train.py --expected-only target/release/edgeguard
+
 # The captured real-client corpus scored by the shipped models (and by the
 # legacy ones, for the before column): per client, per protocol x origin x
 # flow, and the targets of models/README.md. Not part of `make test`, whose
