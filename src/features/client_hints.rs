@@ -215,6 +215,10 @@ pub struct BrandList<'a> {
     pub chromium: bool,
     /// The products named.
     pub named: Named,
+    /// What feature schemas 1 to 3 read from the value, [`read`]'s
+    /// `(major, brand)`: from this pass when the value has no backslash
+    /// (the brands then split the same way), else from [`read`].
+    pub legacy: (Option<u32>, &'a [u8]),
 }
 
 impl<'a> BrandList<'a> {
@@ -224,12 +228,17 @@ impl<'a> BrandList<'a> {
         let mut best = None;
         let mut chromium_major = None;
         let mut product = None;
+        // One pass serves both readings unless an escape splits the brands
+        // differently for them.
+        let escaped = value.contains(&b'\\');
+        let (mut legacy_best, mut legacy_product) = (None, None);
         let mut list = BrandList {
             major: None,
             product: b"",
             grease: false,
             chromium: false,
             named: Named::default(),
+            legacy: (None, b""),
         };
         for (brand, major) in brands(value) {
             if brand == b"Chromium" {
@@ -237,7 +246,13 @@ impl<'a> BrandList<'a> {
                 if chromium_major.is_none() && major.is_some() {
                     chromium_major = major;
                 }
-            } else if is_grease(brand) {
+                continue;
+            }
+            if !escaped && !legacy_grease(brand) {
+                legacy_best = legacy_best.max(major);
+                legacy_product.get_or_insert(brand);
+            }
+            if is_grease(brand) {
                 list.grease = true;
             } else {
                 best = best.max(major);
@@ -254,6 +269,14 @@ impl<'a> BrandList<'a> {
         }
         list.major = chromium_major.or(best);
         list.product = product.unwrap_or(b"");
+        list.legacy = if escaped {
+            read(value)
+        } else {
+            (
+                chromium_major.or(legacy_best),
+                legacy_product.unwrap_or(b""),
+            )
+        };
         list
     }
 }
@@ -323,6 +346,39 @@ mod tests {
                 "{}",
                 String::from_utf8_lossy(v)
             );
+        }
+    }
+
+    /// The one-pass legacy reading equals [`read`] on every fixture value
+    /// and on glued lists with escapes, GREASE of every era and junk.
+    #[test]
+    fn brand_list_carries_the_legacy_reading() {
+        let same = |v: &[u8]| {
+            assert_eq!(
+                BrandList::read(v).legacy,
+                read(v),
+                "{:?}",
+                String::from_utf8_lossy(v)
+            );
+        };
+        for v in &crate::features::corpus::values_of("sec-ch-ua") {
+            same(v);
+        }
+        let pieces: &[&[u8]] = &[
+            b"\"Chromium\";v=\"147\"",
+            b"\" Not A;Brand\";v=\"99\"",
+            b"\".Not/A)Brand\";v=\"8\"",
+            b"\"\\\\Not\\\"A;Brand\";v=\"99\"",
+            b"\"Google Chrome\";v=\"146\"",
+            b"\"Not)A;Brand\";v=\"24\"",
+            b", ",
+            b"\\",
+            b"\"",
+            b";v=\"1\"",
+        ];
+        let mut rng = crate::features::corpus::Rng::new(0x6c_e6a7);
+        for _ in 0..100_000 {
+            same(&rng.glue(pieces, 7));
         }
     }
 

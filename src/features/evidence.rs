@@ -73,10 +73,14 @@ impl Kind {
     fn of(req: &Request<'_>, seen: &Seen<'_>, ua: &UserAgent, engine: Engine) -> Kind {
         let apple = matches!(ua.os, Os::MacOs | Os::Ios);
         let preflight = req.method() == b"OPTIONS";
-        let br = seen
-            .accept_encoding
-            .is_some_and(|e| find(e, b"br").is_some() || find(e, b"zstd").is_some());
-        let br_secure = matches!(engine, Engine::Chromium | Engine::Gecko) && br && !preflight;
+        // Looked for only when nothing else shows the context.
+        let br_secure = || {
+            matches!(engine, Engine::Chromium | Engine::Gecko)
+                && !preflight
+                && seen
+                    .accept_encoding
+                    .is_some_and(|e| find(e, b"br").is_some() || find(e, b"zstd").is_some())
+        };
         let mode = seen.fetch.mode.map(<[u8]>::trim_ascii);
         let dest = seen.fetch.dest.map(<[u8]>::trim_ascii);
         let by_fetch =
@@ -90,7 +94,7 @@ impl Kind {
             h1: req.http_version() < 20,
             preflight,
             websocket: seen.connection.is_some_and(has_upgrade),
-            secure: req.tls().is_some() || (seen.fetch.any() && !preflight) || br_secure,
+            secure: req.tls().is_some() || (seen.fetch.any() && !preflight) || br_secure(),
             navigation: if seen.fetch.any() {
                 mode == Some(b"navigate")
             } else {
@@ -137,12 +141,12 @@ pub(super) fn extract<'a>(
     out.set_flag(Float::AcceptNonBrowser, accept);
     out.set_flag(Float::EncodingNonBrowser, encoding);
     out.set_flag(Float::ConnectionNonBrowser, connection);
-    let chromium = engine == Some(Engine::Chromium);
+    // The brand list of a Chromium UA (another engine's hints are
+    // `ch_non_chromium` already).
+    let brands = brands.filter(|_| engine == Some(Engine::Chromium));
     out.set(
         Float::ChBrandMismatch,
-        brands
-            .filter(|_| chromium)
-            .map_or(0, |b| brand_mismatch(ua, b)) as f32,
+        brands.map_or(0, |b| brand_mismatch(ua, b)) as f32,
     );
     let headless = u32::from(ua.family == Family::HeadlessChrome)
         + u32::from(brands.is_some_and(|b| b.named.headless));

@@ -73,14 +73,14 @@
 //!
 //! | name | how it is computed |
 //! |---|---|
-//! | `engine_headers_missing` | headers the claimed engine always sends on this kind of request that are missing: `accept` (not on a WebSocket handshake), `accept-language`, `accept-encoding`, `connection` over HTTP/1; for Chromium >= 95 in a secure context (TLS facts, fetch metadata, or `br`), not on a CORS preflight nor from Android's WebView, the three client hints; fetch metadata (`site`, `mode`, `dest`) in a secure context from Chromium >= 80, Firefox >= 90, Safari >= 17; `upgrade-insecure-requests` on Chromium's and Firefox's navigations; Firefox's `te` over HTTP/2. 0 for UAs that claim no browser |
+//! | `engine_headers_missing` | headers the claimed engine always sends on this kind of request that are missing: `accept` (not on a WebSocket handshake), `accept-language`, `accept-encoding`; `connection` over HTTP/1 from Chromium, Firefox and Apple's Safari; for Chromium >= 95 in a secure context (TLS facts, fetch metadata, or `br`), not on a CORS preflight nor from Android's WebView, the three client hints; fetch metadata (`site`, `mode`, `dest`) in a secure context from Chromium >= 80, Firefox >= 90, Safari >= 17 on macOS and iOS; `upgrade-insecure-requests` on Chromium's and Firefox's navigations; Firefox's `te` over HTTP/2. 0 for UAs that claim no browser |
 //! | `accept_non_browser` | a browser UA's `accept` asks for no `text/html` on a navigation (fetch mode or destination, or `upgrade-insecure-requests`), no `text/css` for a stylesheet, no `image/` type for an image, or writes `q=.2` |
 //! | `encoding_non_browser` | a browser UA's `accept-encoding` lacks `gzip` (wget's and urllib's `identity`); requests with `range` (media) aside. Not `br`: people behind TLS-inspecting antivirus software send `gzip, deflate` over HTTPS |
-//! | `connection_non_browser` | a browser UA sends a `connection` over HTTP/1 other than `keep-alive` or an upgrade |
+//! | `connection_non_browser` | a Chromium, Firefox or Apple Safari UA sends a `connection` over HTTP/1 other than `keep-alive` or an upgrade |
 //! | `ch_brand_mismatch` | a Chromium UA's `sec-ch-ua` has no GREASE brand (+1), no `Chromium` brand (+1), or another product's brand (`Google Chrome` under Edge, `Microsoft Edge` under Chrome, ...: +1) |
-//! | `headless_tokens` | `HeadlessChrome` in the User-Agent (+1) and as a `sec-ch-ua` brand (+1) |
+//! | `headless_tokens` | `HeadlessChrome` in the User-Agent (+1) and as the `sec-ch-ua` brand of a Chromium UA (+1) |
 //! | `tls_browser_no_tls13` | the UA claims a browser and the ClientHello offers no TLS 1.3; NaN without TLS facts |
-//! | `fetch_contradiction` | `fetch_incoherent`, except for the lone `sec-fetch-mode: cors` Chromium sends on a CORS preflight (`OPTIONS`) to a plain-HTTP origin |
+//! | `fetch_contradiction` | `fetch_incoherent`, except that a destination token it does not know (`websocket`, `speculationrules`, ...) is taken as one a browser may send and the lone `sec-fetch-mode: cors` Chromium sends on a CORS preflight (`OPTIONS`) to a plain-HTTP origin is none |
 //!
 //! Schema versions (which of these a model may read) are described in the
 //! `schema` module: `edgeguard.schema` in a model's metadata.
@@ -128,7 +128,6 @@ pub use schema::{
     SCHEMA_KEY, SCHEMA_VERSION, SCHEMA_VERSIONS,
 };
 
-use client_hints::BrandList;
 use fetch_metadata::FetchMetadata;
 use header_order::Fingerprint;
 use orders::{Engine, OrderTable};
@@ -433,11 +432,12 @@ pub fn extract_with<'a>(
     request_line(req, out);
     let ua = user_agent_features(&seen, out);
     header_presence(&seen, out);
-    client_hint_checks(&seen, &ua, out);
+    // One pass over `sec-ch-ua` for both readings (schemas 1-3, 4).
+    let brands = seen.ch_ua.map(client_hints::BrandList::read);
+    client_hint_checks(&seen, &ua, brands.as_ref(), out);
     order_features(&seen, &ua, orders, out);
     header_values(&seen, out);
     tls::extract(req.tls(), &ua, out);
-    let brands = seen.ch_ua.map(BrandList::read);
     evidence::extract(req, &seen, &ua, brands.as_ref(), out);
 }
 
@@ -523,7 +523,12 @@ fn header_presence(seen: &Seen<'_>, out: &mut FeatureVector<'_>) {
 
 /// Client hints and fetch metadata against the UA's claims, and the brand
 /// `sec-ch-ua` names (read in the same pass as its version).
-fn client_hint_checks<'a>(seen: &Seen<'a>, ua: &UserAgent, out: &mut FeatureVector<'a>) {
+fn client_hint_checks<'a>(
+    seen: &Seen<'a>,
+    ua: &UserAgent,
+    brands: Option<&client_hints::BrandList<'a>>,
+    out: &mut FeatureVector<'a>,
+) {
     let has_ua = ua.family != Family::None;
     let engine = ua.chromium;
     let hints_expected = ua.os != user_agent::Os::Ios
@@ -531,7 +536,7 @@ fn client_hint_checks<'a>(seen: &Seen<'a>, ua: &UserAgent, out: &mut FeatureVect
     // Schemas 1 to 3 read the brand list as they were trained (see
     // `client_hints::read`); schema 4's evidence reads its own
     // `BrandList`, every GREASE spelling recognized.
-    let (ch_major, ch_brand) = seen.ch_ua.map_or((None, &b""[..]), client_hints::read);
+    let (ch_major, ch_brand) = brands.map_or((None, &b""[..]), |b| b.legacy);
     out.set_cat(Cat::ChBrand, ch_brand);
     out.set(Float::ChUaMajor, ch_major.map_or(f32::NAN, |v| v as f32));
     out.set_flag(Float::ChMissing, seen.ch_ua.is_none() && hints_expected);

@@ -266,11 +266,11 @@ schema! {
     EngineHeadersMissing = "engine_headers_missing": "(schema 4) headers the claimed browser engine always sends on this kind of request that are missing (`accept`, `accept-language`, `accept-encoding`, `connection` over HTTP/1, client hints and fetch metadata in secure contexts, `upgrade-insecure-requests` on navigations, Firefox's `te` over HTTP/2); 0 for UAs that claim no browser",
     AcceptNonBrowser = "accept_non_browser": "(schema 4) 1 if a browser UA's `accept` is one no browser sends for the request's kind (a navigation without `text/html`, a stylesheet without `text/css`, an image without `image/`, `q=.2`), else 0",
     EncodingNonBrowser = "encoding_non_browser": "(schema 4) 1 if a browser UA's `accept-encoding` lacks `gzip` (media `range` requests aside), else 0",
-    ConnectionNonBrowser = "connection_non_browser": "(schema 4) 1 if a browser UA sends over HTTP/1 a `connection` other than `keep-alive` or an upgrade, else 0",
+    ConnectionNonBrowser = "connection_non_browser": "(schema 4) 1 if a Chromium, Firefox or Apple Safari UA sends over HTTP/1 a `connection` other than `keep-alive` or an upgrade, else 0",
     ChBrandMismatch = "ch_brand_mismatch": "(schema 4) contradictions of a Chromium UA's `sec-ch-ua`: no GREASE brand, no `Chromium` brand, another product's brand (0 to 3)",
-    HeadlessTokens = "headless_tokens": "(schema 4) `HeadlessChrome` in the User-Agent and in `sec-ch-ua` (0 to 2)",
+    HeadlessTokens = "headless_tokens": "(schema 4) `HeadlessChrome` in the User-Agent and in a Chromium UA's `sec-ch-ua` (0 to 2)",
     TlsBrowserNoTls13 = "tls_browser_no_tls13": "(schema 4) 1 if the UA claims a browser and the ClientHello does not offer TLS 1.3, else 0; NaN without TLS facts",
-    FetchContradiction = "fetch_contradiction": "(schema 4) `fetch_incoherent`, except for the lone `sec-fetch-mode: cors` of Chromium's CORS preflights to plain-HTTP origins",
+    FetchContradiction = "fetch_contradiction": "(schema 4) `fetch_incoherent`, except for destinations it does not know and the lone `sec-fetch-mode: cors` of Chromium's CORS preflights to plain-HTTP origins",
 }
 
 schema! {
