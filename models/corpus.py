@@ -11,6 +11,15 @@ headless, impersonation, byte-identical, copied-headers), `client` (the client's
 `client_version`, `mode`, `origin` (ip, http-host, tls-h1, tls-h2),
 `protocol`, `flow`; over TLS also `edgeguard_ja4` and `edgeguard_tls_family`
 as nginx logged them (rows: `ja4`, `tls_family`; None on plain HTTP).
+
+Lines of the wider capture (issue 29) also say the engine `family`
+(chromium-linux, chromium-mobile-emulated, firefox, firefox-rfp, webkitgtk,
+qtwebengine; a script's own name), `engine_version`, `webdriver` (driven
+through WebDriver or Marionette), `lang` (the Accept-Language profile),
+`device` (Chromium's emulated phone), `window`, `driver`, `dest`,
+`url_kind` (what kind of site URL) and `scope` (`base`: the kind of request
+the capture before it made; `wider`: new). Older lines have none of them:
+the rows then say what the old capture was (FAMILY_OF_OLD_CLIENT, `base`).
 """
 
 import ipaddress
@@ -81,6 +90,17 @@ def load(path=CORPUS):
                 "session": rec.get("session", ""),
                 "ja4": rec.get("edgeguard_ja4") or None,
                 "tls_family": rec.get("edgeguard_tls_family") or None,
+                # The wider capture's labels (defaults: what an older line was).
+                "family": rec.get("family") or FAMILY_OF_OLD_CLIENT.get(name, name),
+                "engine_version": str(rec.get("engine_version", "")),
+                "webdriver": bool(rec.get("webdriver", rec.get("driver") in ("chromedriver", "marionette"))),
+                "lang": rec.get("lang", ""),
+                "device": rec.get("device", "-"),
+                "window": rec.get("window", ""),
+                "driver": rec.get("driver", ""),
+                "dest": rec.get("dest", ""),
+                "url_kind": rec.get("url_kind", ""),
+                "scope": rec.get("scope", "base"),
             })
     return rows
 
@@ -94,6 +114,11 @@ def judged(row):
 
 
 PYTHON = {"python-requests", "python-httpx", "python-aiohttp", "python-urllib", "scrapy"}
+
+# The engine family of a line written before the capture said it: the old
+# capture's browsers were Chromium and Firefox on Linux; a script is its own.
+FAMILY_OF_OLD_CLIENT = {"chromium": "chromium-linux", "chromium-headless-desktop-ua": "chromium-linux",
+                        "selenium-chromium": "chromium-linux", "firefox": "firefox"}
 
 
 def family(row):
