@@ -187,13 +187,18 @@ libcatboostmodel:
 test-official: libcatboostmodel
 	scripts/test-official.sh
 
-# The real-client corpus (tests/fixtures/real_clients/): Debian's Chromium and
-# Firefox ESR, command-line tools, HTTP libraries and curl_cffi impersonations
-# driven against nginx on loopback, every request recorded through
-# resty.edgeguard.record (models/capture/). CAPTURE_ARGS e.g. "--only firefox".
-# `make capture-report` replays the corpus through the shipped decision logic
-# and prints how many requests of each client would be blocked.
-APT_CAPTURE := $(APT_RUNTIME) openssl iproute2 chromium chromium-driver firefox-esr xvfb xauth \
+# The real-client corpus (tests/fixtures/real_clients/): Debian's Chromium
+# (desktop and mobile-emulated), Firefox ESR (with and without
+# resistFingerprinting), Epiphany (WebKitGTK), Falkon and qutebrowser
+# (QtWebEngine), command-line tools, HTTP libraries and curl_cffi
+# impersonations driven against nginx on loopback, every request recorded
+# through resty.edgeguard.record (models/capture/). CAPTURE_ARGS e.g.
+# "--only firefox". `make capture-report` replays the corpus through the
+# shipped decision logic and prints how many requests of each client would be
+# blocked.
+APT_CAPTURE := $(APT_RUNTIME) openssl iproute2 mount chromium chromium-driver firefox-esr xvfb xauth \
+               epiphany-browser webkit2gtk-driver falkon qutebrowser xdotool dbus-daemon \
+               gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good \
                fonts-dejavu-core golang-go nodejs openjdk-17-jdk-headless wget
 PIP_CAPTURE := selenium curl_cffi requests httpx aiohttp scrapy
 CAPTURE_ARGS ?=

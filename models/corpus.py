@@ -15,6 +15,13 @@ out together: `chromium-linux`, `chromium-mobile-emulated`, `firefox`,
 before the field existed get theirs from the client name, FAMILY_OF_CLIENT);
 over TLS also `edgeguard_ja4` and `edgeguard_tls_family` as nginx logged
 them (rows: `ja4`, `tls_family`; None on plain HTTP).
+
+Lines of the wider capture (issue 29) also say `engine_version`,
+`webdriver` (driven through WebDriver or Marionette), `lang` (the
+Accept-Language profile), `device` (Chromium's emulated phone), `window`,
+`driver`, `dest`, `url_kind` (what kind of site URL) and `scope` (`base`:
+the kind of request the capture before it made; `wider`: new). Older lines
+have none of them: the rows then say what the old capture was (`base`).
 """
 
 import ipaddress
@@ -43,11 +50,12 @@ UNJUDGED = (BYTE_IDENTICAL, IMPERSONATION)
 # Chromium's captures (headful, headless, Selenium) are one family, the
 # Python libraries (which share urllib3/asyncio defaults) one, every other
 # client its own.
+PYTHON = {"python-requests", "python-httpx", "python-aiohttp", "python-urllib", "scrapy"}
+PYTHON_FAMILY = "python"
 FAMILY_OF_CLIENT = {
     "chromium": "chromium-linux", "chromium-headless-desktop-ua": "chromium-linux",
     "selenium-chromium": "chromium-linux", "firefox": "firefox",
-    "python-requests": "python", "python-httpx": "python", "python-aiohttp": "python",
-    "python-urllib": "python", "scrapy": "python",
+    **{name: PYTHON_FAMILY for name in PYTHON},
 }
 
 
@@ -96,7 +104,19 @@ def load(path=CORPUS):
                 "session": rec.get("session", ""),
                 "ja4": rec.get("edgeguard_ja4") or None,
                 "tls_family": rec.get("edgeguard_tls_family") or None,
-                "family": rec.get("family") or FAMILY_OF_CLIENT.get(name, name),
+                # The wider capture's labels (defaults: what an older line was).
+                # The Python libraries share urllib3/asyncio defaults: one
+                # family, whatever the line says.
+                "family": (PYTHON_FAMILY if name in PYTHON else rec.get("family")) or FAMILY_OF_CLIENT.get(name, name),
+                "engine_version": str(rec.get("engine_version", "")),
+                "webdriver": bool(rec.get("webdriver", rec.get("driver") in ("chromedriver", "marionette"))),
+                "lang": rec.get("lang", ""),
+                "device": rec.get("device", "-"),
+                "window": rec.get("window", ""),
+                "driver": rec.get("driver", ""),
+                "dest": rec.get("dest", ""),
+                "url_kind": rec.get("url_kind", ""),
+                "scope": rec.get("scope", "base"),
             })
     return rows
 
