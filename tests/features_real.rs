@@ -372,13 +372,13 @@ fn captured_browsers_hellos_fit_their_user_agents_and_copied_headers_do_not() {
             v.float(Float::TlsBrowserNoH2),
         );
         match (class.as_str(), client.as_str()) {
-            // Epiphany (WebKitGTK) sends GnuTLS's hello, which the family
-            // guess reads as OpenSSL, under a User-Agent of the WebKit
-            // engine, for which the check expects Apple's stack: the check
-            // contradicts a real person's browser there (the wider capture
-            // of issue 29 measured it; the check is the detect-model work's
-            // to change). Not held to the rule below until it is.
-            ("human", "epiphany") => {}
+            // Epiphany (WebKitGTK) sends GLib's GnuTLS hello, which the
+            // family guess reads as OpenSSL: no contradiction off Apple's
+            // systems, and h2 offered first.
+            ("human", "epiphany") => {
+                assert_eq!((mismatch, no_h2), (0.0, 0.0), "{client} {ja4}");
+                assert_eq!(v.cat(Cat::TlsFamily), b"openssl");
+            }
             // People's Chromium (BoringSSL), QtWebEngine (Chromium's) and
             // Firefox (NSS), headless Chromium too: the hello is the
             // engine's, h2 offered first.

@@ -173,7 +173,15 @@ fn missing_headers(
 ) -> u32 {
     let absent = |h: Option<&[u8]>| u32::from(h.is_none());
     let fetch = || absent(seen.fetch.site) + absent(seen.fetch.mode) + absent(seen.fetch.dest);
-    let mut n = absent(seen.accept_language) + absent(seen.accept_encoding);
+    let mut n = absent(seen.accept_language);
+    // Only the known stacks send `Accept-Encoding` on every request:
+    // WebKitGTK's media element fetches through GStreamer's HTTP source,
+    // which sends none (captured: Epiphany's audio and video, with
+    // `Icy-Metadata`, and over plain HTTP with no fetch metadata to show
+    // it is media).
+    if kind.known_stack {
+        n += absent(seen.accept_encoding);
+    }
     if !kind.websocket {
         n += absent(seen.accept);
     }
@@ -236,6 +244,11 @@ fn accept_non_browser(seen: &Seen<'_>, kind: &Kind) -> bool {
     if kind.declared_navigation && find(accept, b"text/html").is_none() {
         return true;
     }
+    // The sub-resource rules are the known stacks' (WebKitGTK asks for a
+    // favicon with `*/*`, captured).
+    if !kind.known_stack {
+        return false;
+    }
     match seen.fetch.dest.map(<[u8]>::trim_ascii) {
         Some(b"style") => find(accept, b"text/css").is_none(),
         Some(b"image") => find(accept, b"image/").is_none(),
@@ -286,5 +299,89 @@ mod tests {
         assert!(!browser_connection(b"Keep-Alive"));
         assert!(!browser_connection(b"close"));
         assert!(!browser_connection(b""));
+    }
+
+    const WEBKITGTK: &[u8] = b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/60.5 Safari/605.1.15";
+    const SAFARI: &[u8] = b"Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.1 Safari/605.1.15";
+    /// Epiphany's ClientHello (GnuTLS), captured.
+    const GNUTLS: &[u8] = b"t13d2914h2_723694b0fccc_067a5f92fbdb";
+
+    fn vector<'a>(
+        headers: &'a [crate::headers::Header<'a>],
+        family: Option<crate::tls::Family>,
+    ) -> FeatureVector<'a> {
+        let tls = family.and_then(|f| super::super::TlsFacts::new(GNUTLS, f));
+        let req = Request::new(b"GET", b"/", 11, b"127.0.0.1", headers).with_tls(tls);
+        let mut v = FeatureVector::new();
+        super::super::extract(&req, &mut v);
+        v
+    }
+
+    fn head<'a>(ua: &'a [u8], rest: &[(&'a str, &'a str)]) -> Vec<crate::headers::Header<'a>> {
+        let mut h = vec![
+            crate::headers::Header::new(b"Host", b"shop.test"),
+            crate::headers::Header::new(b"User-Agent", ua),
+            crate::headers::Header::new(b"Accept-Language", b"en-US,en;q=0.90"),
+        ];
+        h.extend(
+            rest.iter()
+                .map(|(k, v)| crate::headers::Header::new(k.as_bytes(), v.as_bytes())),
+        );
+        h
+    }
+
+    /// What Epiphany (WebKitGTK) sends, captured: GStreamer's media request
+    /// without `Accept-Encoding`, a favicon asked for with `*/*`, GnuTLS's
+    /// hello. No evidence; the same from Safari on macOS is.
+    #[test]
+    fn webkitgtk_is_not_held_to_apples_stack() {
+        let media = [
+            ("Connection", "close"),
+            ("Accept", "*/*"),
+            ("Icy-Metadata", "1"),
+        ];
+        let favicon = [
+            ("Accept", "*/*"),
+            ("Accept-Encoding", "gzip, deflate"),
+            ("Connection", "keep-alive"),
+            ("Sec-Fetch-Dest", "image"),
+            ("Sec-Fetch-Mode", "no-cors"),
+            ("Sec-Fetch-Site", "same-origin"),
+        ];
+        let nav = [
+            (
+                "Accept",
+                "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8",
+            ),
+            ("Accept-Encoding", "gzip, deflate, br"),
+            ("Connection", "keep-alive"),
+            ("Sec-Fetch-Dest", "document"),
+            ("Sec-Fetch-Mode", "navigate"),
+            ("Sec-Fetch-Site", "none"),
+        ];
+        let openssl = Some(crate::tls::Family::Openssl);
+        let (gtk_media, gtk_favicon, gtk_nav) = (
+            head(WEBKITGTK, &media),
+            head(WEBKITGTK, &favicon),
+            head(WEBKITGTK, &nav),
+        );
+        let v = vector(&gtk_media, None);
+        assert_eq!(v.float(Float::EngineHeadersMissing), 0.0);
+        let v = vector(&gtk_favicon, None);
+        assert_eq!(v.float(Float::AcceptNonBrowser), 0.0);
+        let v = vector(&gtk_nav, openssl);
+        assert_eq!(v.float(Float::TlsFamilyMismatch), 0.0);
+        // Apple's Safari: every one of them is evidence.
+        let (safari_media, safari_favicon, safari_nav) = (
+            head(SAFARI, &media),
+            head(SAFARI, &favicon),
+            head(SAFARI, &nav),
+        );
+        let v = vector(&safari_media, None);
+        assert!(v.float(Float::EngineHeadersMissing) >= 1.0);
+        let v = vector(&safari_favicon, None);
+        assert_eq!(v.float(Float::AcceptNonBrowser), 1.0);
+        let v = vector(&safari_nav, openssl);
+        assert_eq!(v.float(Float::TlsFamilyMismatch), 1.0);
     }
 }

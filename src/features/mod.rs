@@ -64,7 +64,7 @@
 //! | `tls13` | 1 if the client offered TLS 1.3, else 0 |
 //! | `tls_cipher_count`, `tls_extension_count` | JA4's counts (GREASE left out, at most 99) |
 //! | `tls_alpn_h2` | 1 if the first ALPN value offered is `h2`, else 0 |
-//! | `tls_family_mismatch` | 1 if the UA claims a browser engine and the ClientHello is not its library's (Chromium, Safari and iOS: BoringSSL-like GREASE; Firefox: NSS), else 0 |
+//! | `tls_family_mismatch` | 1 if the UA claims a browser engine and the ClientHello is not its library's (Chromium, Safari on macOS and iOS: BoringSSL-like GREASE; Firefox: NSS; WebKit elsewhere, WebKitGTK's GnuTLS: none expected), else 0 |
 //! | `tls_browser_no_h2` | 1 if the UA claims a browser and the first ALPN value is not `h2` (browsers always offer HTTP/2 first), else 0 |
 //!
 //! Software evidence (schema 4, see [`evidence`]): counts of things no
@@ -73,8 +73,8 @@
 //!
 //! | name | how it is computed |
 //! |---|---|
-//! | `engine_headers_missing` | headers the claimed engine always sends on this kind of request that are missing: `accept` (not on a WebSocket handshake), `accept-language`, `accept-encoding`; `connection` over HTTP/1 from Chromium, Firefox and Apple's Safari; for Chromium >= 95 in a secure context (TLS facts, fetch metadata, or `br`), not on a CORS preflight nor from Android's WebView, the three client hints; fetch metadata (`site`, `mode`, `dest`) in a secure context from Chromium >= 80, Firefox >= 90, Safari >= 17 on macOS and iOS; `upgrade-insecure-requests` on Chromium's and Firefox's navigations; Firefox's `te` over HTTP/2. 0 for UAs that claim no browser |
-//! | `accept_non_browser` | a browser UA's `accept` asks for no `text/html` on a navigation (fetch mode or destination, or `upgrade-insecure-requests`), no `text/css` for a stylesheet, no `image/` type for an image, or writes `q=.2` |
+//! | `engine_headers_missing` | headers the claimed engine always sends on this kind of request that are missing: `accept` (not on a WebSocket handshake), `accept-language`; `accept-encoding`, and `connection` over HTTP/1, from Chromium, Firefox and Apple's Safari (WebKitGTK's media requests, made by GStreamer, send neither); for Chromium >= 95 in a secure context (TLS facts, fetch metadata, or `br`), not on a CORS preflight nor from Android's WebView, the three client hints; fetch metadata (`site`, `mode`, `dest`) in a secure context from Chromium >= 80, Firefox >= 90, Safari >= 17 on macOS and iOS; `upgrade-insecure-requests` on Chromium's and Firefox's navigations; Firefox's `te` over HTTP/2. 0 for UAs that claim no browser |
+//! | `accept_non_browser` | a browser UA's `accept` asks for no `text/html` on a navigation (fetch mode or destination, or `upgrade-insecure-requests`), no `text/css` for a stylesheet, no `image/` type for an image (these two from Chromium, Firefox and Apple's Safari only: WebKitGTK asks for a favicon with `*/*`), or writes `q=.2` |
 //! | `encoding_non_browser` | a browser UA's `accept-encoding` lacks `gzip` (wget's and urllib's `identity`); requests with `range` (media) aside. Not `br`: people behind TLS-inspecting antivirus software send `gzip, deflate` over HTTPS |
 //! | `connection_non_browser` | a Chromium, Firefox or Apple Safari UA sends a `connection` over HTTP/1 other than `keep-alive` or an upgrade |
 //! | `ch_brand_mismatch` | a Chromium UA's `sec-ch-ua` has no GREASE brand (+1), no `Chromium` brand (+1), or another product's brand (`Google Chrome` under Edge, `Microsoft Edge` under Chrome, ...: +1) |
