@@ -19,8 +19,8 @@ use std::net::IpAddr;
 use std::path::Path;
 
 use criterion::Criterion;
-use edgeguard::config::Config;
 use edgeguard::features::Request;
+use edgeguard::gate::Config;
 use edgeguard::headers::Header;
 
 const CHROME: &[u8] = b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";

@@ -28,7 +28,6 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use edgeguard::ffi::edgeguard_header;
-use edgeguard::headers::Header;
 use edgeguard::headers::{HeaderSet, MAX_NAME_LEN};
 use trie_hard::TrieHard;
 
@@ -293,7 +292,11 @@ struct Edgeguard<'w>(&'w HeaderSet);
 impl Variant for Edgeguard<'_> {
     fn find(&self, request: &[edgeguard_header], out: &mut [u32; MAX_HEADERS]) -> usize {
         // SAFETY: bench requests view the workload's own name strings.
-        unsafe { self.0.find_internal(Header::from_c(request), out) }.distinct
+        unsafe {
+            self.0
+                .find_internal(edgeguard::ffi::headers_from_c(request), out)
+        }
+        .distinct
     }
 }
 
@@ -330,7 +333,10 @@ fn check(w: &Workload, variants: &[(&str, &dyn Variant)]) {
             .map(|(_, &i)| i)
             .collect();
         // SAFETY: the workload's headers view its own name strings.
-        let found = unsafe { w.set.find_internal(Header::from_c(request), &mut got) };
+        let found = unsafe {
+            w.set
+                .find_internal(edgeguard::ffi::headers_from_c(request), &mut got)
+        };
         assert_eq!(found.matched, n, "{}: edgeguard count", w.name);
         assert_eq!(
             got[..found.distinct],
@@ -399,7 +405,7 @@ fn bench(c: &mut Criterion, w: &Workload, summary: bool) {
     };
     let edgeguard = Edgeguard(&w.set);
     // What a location strips in nginx: the list extended with the score
-    // header's name (edgeguard_policy_new), searched by the same lookup.
+    // header's name (edgeguard_location_new), searched by the same lookup.
     let extended_set = w.set.extend("score_header", b"X-Bot-Score").unwrap();
     let extended = Edgeguard(&extended_set);
     let variants: [(&str, &dyn Variant); 5] = [

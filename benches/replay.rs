@@ -29,8 +29,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use edgeguard::config::Config;
 use edgeguard::features::Request;
+use edgeguard::gate::Config;
 use edgeguard::headers::Header;
 use serde_json::{json, Value};
 

@@ -1,6 +1,6 @@
 /*
  * The model C API (edgeguard_model_*): one CatBoost JSON model, scored
- * without the request scorer, from C. The README shows this program;
+ * without the request scorer, from C. docs/c-api.md shows this program;
  * scripts/c-abi-test.sh builds and runs it under ASan + UBSan.
  *
  *   model_api MODEL.json     prints the probability of a document whose

@@ -7,6 +7,38 @@
 #include <stdint.h>
 
 /*
+ The `errbuf` length every message of edgeguard fits in (a shorter
+ buffer gets the message cut at a character boundary).
+ */
+#define EDGEGUARD_ERRBUF_LEN 512
+
+/*
+ The most models a scorer holds and a location is bound to.
+ */
+#define EDGEGUARD_MAX_MODELS 64
+
+/*
+ The most variables `edgeguard_effects` lists: one per model, then
+ `edgeguard_action`, `edgeguard_time` and `edgeguard_verified_bot`.
+ */
+#define EDGEGUARD_MAX_VARS 67
+
+/*
+ The most response headers `edgeguard_effects` lists.
+ */
+#define EDGEGUARD_MAX_RESPONSE_HEADERS 4
+
+/*
+ The length of a JA4 string (`edgeguard_tls_info.ja4`).
+ */
+#define EDGEGUARD_JA4_LEN 36
+
+/*
+ The room of `edgeguard_tls_info.alpn`.
+ */
+#define EDGEGUARD_ALPN_MAX 16
+
+/*
  Result of every fallible export. The numbers are stable: they are part of
  the ABI and may be logged or compared by callers.
  */
@@ -59,29 +91,29 @@ typedef enum {
 } edgeguard_result;
 
 /*
- What `edgeguard_policy_decide` says a request gets. The numbers are
- stable.
+ What a request comes to (`$edgeguard_action`). Stable numbers:
+ `edgeguard_outcome` gives every action the same number.
  */
 typedef enum {
   /*
-   Not flagged, or mode `off`: let it through.
+   Not flagged, or mode `off`: proxied.
    */
   EDGEGUARD_ACTION_PASS = 0,
   /*
-   Flagged, but the client lies in an `allow` block: let it through.
+   Flagged, but the client lies in an `allow` block: proxied.
    */
   EDGEGUARD_ACTION_ALLOW = 1,
   /*
-   Flagged in mode `log`: let it through and log it.
+   Flagged in mode `log`: proxied, logged.
    */
   EDGEGUARD_ACTION_LOG = 2,
   /*
-   Flagged in mode `block`: answer with the decision's `status`.
+   Flagged in mode `block`: answered with the configured `status`.
    */
   EDGEGUARD_ACTION_BLOCK = 3,
   /*
    Not scored while models are configured and `fail_closed` is set:
-   answer 503.
+   503.
    */
   EDGEGUARD_ACTION_UNAVAILABLE = 4,
   /*
@@ -89,21 +121,46 @@ typedef enum {
    */
   EDGEGUARD_ACTION_CLEARED = 5,
   /*
-   A flagged navigation in mode `challenge`: serve the challenge page.
+   A flagged navigation in mode `challenge`: the challenge page.
    */
   EDGEGUARD_ACTION_CHALLENGE = 6,
   /*
-   A verified bot: let it through.
+   A verified bot: proxied.
    */
   EDGEGUARD_ACTION_VERIFIED = 7,
   /*
    A request to the challenge's endpoint (`/.edgeguard/challenge`)
-   while a challenge is configured: answer it with
-   `edgeguard_policy_challenge_answer`, never proxy it. Only
-   `edgeguard_policy_decide_request` returns it.
+   while a challenge is configured: answered, never proxied.
    */
   EDGEGUARD_ACTION_ANSWER = 8,
+  /*
+   Internal headers nginx's Lua API cannot remove: 400. (9 is
+   `edgeguard_outcome`'s `Error`, which is no action.)
+   */
+  EDGEGUARD_ACTION_REFUSED = 10,
 } edgeguard_action;
+
+/*
+ How a request ends. Stable numbers.
+ */
+typedef enum {
+  /*
+   It goes on to the upstream.
+   */
+  EDGEGUARD_EXIT_CONTINUE = 0,
+  /*
+   Answered with `status` (nginx's own page for it).
+   */
+  EDGEGUARD_EXIT_STATUS = 1,
+  /*
+   Answered with `status`, `response_headers` and `body`.
+   */
+  EDGEGUARD_EXIT_BODY = 2,
+  /*
+   Redirected to `location` with `status`, after `response_headers`.
+   */
+  EDGEGUARD_EXIT_REDIRECT = 3,
+} edgeguard_exit;
 
 /*
  What a request's User-Agent says of a verified bot. Stable numbers.
@@ -206,8 +263,8 @@ typedef enum {
 
 /*
  What a request came to, for `edgeguard_decisions_total`: an
- `edgeguard_action` (the same numbers) or one of the shim's own
- outcomes. Stable numbers; passed as a plain int.
+ `edgeguard_action` (the same numbers) or the caller's own `Error`.
+ Stable numbers; passed as a plain int.
  */
 typedef enum {
   /*
@@ -251,7 +308,7 @@ typedef enum {
    */
   EDGEGUARD_OUTCOME_ERROR = 9,
   /*
-   Internal headers nginx's Lua API cannot remove: 400.
+   `Refused`: internal headers nginx's Lua API cannot remove, 400.
    */
   EDGEGUARD_OUTCOME_REFUSED = 10,
 } edgeguard_outcome;
@@ -276,21 +333,57 @@ typedef enum {
 } edgeguard_disagreement;
 
 /*
- Shadow mode's kinds of disagreement between the engines.
+ What `edgeguard_location_run` does. Stable numbers; passed as a plain
+ int.
  */
-typedef struct Disagreement Disagreement;
+typedef enum {
+  /*
+   The whole pipeline: strip, score, decide, respond (`access()`).
+   */
+  EDGEGUARD_JOB_ACCESS = 0,
+  /*
+   Only strip the internal headers and the score header's spellings
+   (`clear_internal_headers()`).
+   */
+  EDGEGUARD_JOB_STRIP = 1,
+  /*
+   Only strip the internal headers, keeping the score header (a
+   subrequest: its parent's run set it).
+   */
+  EDGEGUARD_JOB_STRIP_LIST = 2,
+} edgeguard_job;
 
 /*
- What one request came to: a policy's action, or one of the shim's own
- outcomes (`Error`: a call failed, 500; `Refused`: internal headers nginx
- cannot remove, 400). In exposition order.
+ The kind of a value `edgeguard_options_put` hands over. Stable numbers;
+ passed as a plain int.
  */
-typedef struct Outcome Outcome;
-
-/*
- Why a token was not accepted.
- */
-typedef struct Rejection Rejection;
+typedef enum {
+  /*
+   `text`: a string.
+   */
+  EDGEGUARD_VALUE_STRING = 0,
+  /*
+   `number`: a number (NaN and infinities: no value, which the option
+   refuses).
+   */
+  EDGEGUARD_VALUE_NUMBER = 1,
+  /*
+   `number`: a boolean, true when nonzero.
+   */
+  EDGEGUARD_VALUE_BOOLEAN = 2,
+  /*
+   A table of keys: the values put at the next depth are its.
+   */
+  EDGEGUARD_VALUE_OBJECT = 3,
+  /*
+   A list: the values put at the next depth are its, in order.
+   */
+  EDGEGUARD_VALUE_ARRAY = 4,
+  /*
+   A value no option can take; `text` names its type (`function`).
+   */
+  EDGEGUARD_VALUE_OTHER = 5,
+} edgeguard_value;
 
 /*
  Parsed and checked options. Opaque: made by `edgeguard_config_new` or
@@ -309,6 +402,13 @@ typedef struct edgeguard_config edgeguard_config;
 typedef struct edgeguard_header_set edgeguard_header_set;
 
 /*
+ Everything one `access{}` resolves to. Opaque: made by
+ `edgeguard_location_new`, released by `edgeguard_location_free`.
+ Immutable, so one handle may be shared by threads.
+ */
+typedef struct edgeguard_location edgeguard_location;
+
+/*
  A worker process's metrics: the series of one configuration and its
  deltas since the last drain. Opaque: made by `edgeguard_metrics_new`,
  released by `edgeguard_metrics_free`. The counting calls take it
@@ -324,11 +424,13 @@ typedef struct edgeguard_metrics edgeguard_metrics;
 typedef struct edgeguard_model edgeguard_model;
 
 /*
- The decision rule bound to one engine's models, with what a location
- strips. Opaque: made by `edgeguard_policy_new`, released by
- `edgeguard_policy_free`. Immutable.
+ A table of options being handed over value by value (for callers
+ without an exact JSON encoder: the Lua shim). Opaque: made by
+ `edgeguard_options_new`, filled by `edgeguard_options_put`, read by
+ `edgeguard_options_json`, released by `edgeguard_options_free`. One
+ thread at a time.
  */
-typedef struct edgeguard_policy edgeguard_policy;
+typedef struct edgeguard_options edgeguard_options;
 
 /*
  A set of CatBoost models scoring requests. Opaque: made by
@@ -338,10 +440,18 @@ typedef struct edgeguard_policy edgeguard_policy;
 typedef struct edgeguard_scorer edgeguard_scorer;
 
 /*
+ One thread's buffers for `edgeguard_location_run`. Opaque: made by
+ `edgeguard_scratch_new`, released by `edgeguard_scratch_free`. Used by
+ one thread at a time; it grows to the largest request seen.
+ */
+typedef struct edgeguard_scratch edgeguard_scratch;
+
+/*
  A borrowed byte string: `{ int len; const unsigned char *data; }`.
 
  Same layout as lua-resty-core's `ngx_http_lua_ffi_str_t`. The bytes are
- owned by the caller (nginx's request pool) and only read during the call.
+ owned by the caller (nginx's request pool) or by a handle, as each use
+ says, and only read during the call.
  */
 typedef struct {
   /*
@@ -357,7 +467,8 @@ typedef struct {
 /*
  One request header: same layout as lua-resty-core's
  `ngx_http_lua_ffi_table_elt_t`, the element type that
- `ngx_http_lua_ffi_req_get_headers` fills.
+ `ngx_http_lua_ffi_req_get_headers` fills. Also any name and value pair
+ the ABI hands out (a variable, a response header).
  */
 typedef struct {
   /*
@@ -410,17 +521,17 @@ typedef struct {
   uint16_t ciphers;
   /*
    Extensions, GREASE left out (not capped at 99). On the live path:
-   the ones OpenSSL recognises (see the README).
+   the ones OpenSSL recognises (see docs/tls.md).
    */
   uint16_t extensions;
   /*
    The JA4 string, 36 ASCII bytes, not NUL-terminated.
    */
-  char ja4[36];
+  char ja4[EDGEGUARD_JA4_LEN];
   /*
    The first ALPN value offered, `alpn_len` bytes (cut at 16).
    */
-  uint8_t alpn[16];
+  uint8_t alpn[EDGEGUARD_ALPN_MAX];
 } edgeguard_tls_info;
 
 /*
@@ -458,10 +569,11 @@ typedef struct {
    */
   size_t headers_len;
   /*
-   The connection's TLS fingerprint, as `edgeguard_tls_get` filled it
-   for this request's `SSL *`, or null (plain HTTP, no
-   `ssl_client_hello_by_lua`): then the TLS features are missing
-   values. One with `present` = 0 counts as null; one with
+   The connection's TLS facts: null for plain HTTP; for a TLS
+   connection, its fingerprint as `edgeguard_tls_get` filled it, with
+   `present` = 0 when it has none (no `ssl_client_hello_by_lua`). The
+   TLS features read the fingerprint (missing values without one); a
+   clearance cookie set on a TLS connection is `Secure`. One with
    `present` = 1 must hold a JA4 as edgeguard writes it, or the call
    is `InvalidArgument`.
    */
@@ -469,16 +581,136 @@ typedef struct {
 } edgeguard_request;
 
 /*
- The outcome of `edgeguard_policy_decide`.
+ What another engine (the legacy Lua engine) did to a request before it
+ hands it to `edgeguard_location_run`: its scores and its strip.
  */
 typedef struct {
   /*
-   What the request gets.
+   Its scores, in the location's model order; null: not scored.
+   */
+  const double *scores;
+  /*
+   How many: the location's model count (0 with null `scores`).
+   */
+  size_t scores_len;
+  /*
+   Internal header entries it removed.
+   */
+  size_t removed;
+  /*
+   Internal header entries it could not remove (the request is then
+   refused).
+   */
+  size_t unremovable;
+} edgeguard_given;
+
+/*
+ An nginx variable to set: its name (`key`) and value.
+ */
+typedef edgeguard_header edgeguard_var;
+
+/*
+ Everything one request comes to, as `edgeguard_location_run` writes it.
+ Pointers and strings point into the scratch, the location or the
+ request, valid until the next run with the same scratch.
+
+ Fields may be appended in later versions; a caller allocates the
+ struct from the header of the library it loads.
+ */
+typedef struct {
+  /*
+   What the request came to.
    */
   edgeguard_action action;
   /*
-   The index of the model that flagged it (also when the mode is `off`
-   and the action `Pass`), or -1.
+   How it ends.
+   */
+  edgeguard_exit exit;
+  /*
+   The response status (0 with `Continue`).
+   */
+  int32_t status;
+  /*
+   The nginx log level of `line` (0 `ngx.STDERR` .. 8 `ngx.DEBUG`).
+   */
+  int32_t log_level;
+  /*
+   The indices, into the request's headers, of the headers to remove
+   (`clear[0..clear_len]`): the first of each distinct name to clear,
+   as `edgeguard_header_set_find_internal` lists them, without those
+   spelled exactly as the score header on a scored request (setting it
+   replaces them). Nothing for a refused request.
+   */
+  const uint32_t *clear;
+  /*
+   How many indices `clear` holds.
+   */
+  size_t clear_len;
+  /*
+   Internal header entries the list matched, repeats counted (the
+   score header's spellings not counted; another engine's included).
+   */
+  size_t matched;
+  /*
+   Those removed (what the metrics count): `matched`, but on a
+   refusal only those the other engine removed before it found the
+   rest.
+   */
+  size_t removed;
+  /*
+   Internal entries nginx's Lua API cannot remove (names that are not
+   RFC 9110 tokens): the request is refused.
+   */
+  size_t unremovable;
+  /*
+   The request header to set before proxying (the score header and its
+   value, `name=%.9g; name=%.9g`); `key.len` 0: none.
+   */
+  edgeguard_header set_header;
+  /*
+   The line to log at `log_level`; empty: none.
+   */
+  edgeguard_str line;
+  /*
+   The response body (`Body`).
+   */
+  edgeguard_str body;
+  /*
+   Where to redirect (`Redirect`): a same-site path.
+   */
+  edgeguard_str location;
+  /*
+   Response headers to add (`Body`, `Redirect`).
+   */
+  edgeguard_header response_headers[EDGEGUARD_MAX_RESPONSE_HEADERS];
+  /*
+   How many `response_headers` holds.
+   */
+  size_t response_headers_len;
+  /*
+   The nginx variables to set, in order (`vars = true` on a request
+   that was scored, flagged or claims a verified bot).
+   */
+  edgeguard_var vars[EDGEGUARD_MAX_VARS];
+  /*
+   How many `vars` holds.
+   */
+  size_t vars_len;
+  /*
+   The scores in the location's model order (`scores_len` 0: not
+   scored).
+   */
+  const double *scores;
+  /*
+   How many `scores` holds.
+   */
+  size_t scores_len;
+  /*
+   `Ok`, or why the location's scorer gave no scores.
+   */
+  edgeguard_result score_result;
+  /*
+   The model that flagged the request (also under mode `off`), or -1.
    */
   int32_t model;
   /*
@@ -486,168 +718,19 @@ typedef struct {
    */
   double threshold;
   /*
-   The status a blocked request gets (the configured `status`).
-   */
-  int32_t status;
-} edgeguard_decision;
-
-/*
- A part of the caller's text buffer: `len` bytes from `offset`.
- */
-typedef struct {
-  /*
-   Where it starts, from the buffer's first byte.
-   */
-  size_t offset;
-  /*
-   How many bytes.
-   */
-  size_t len;
-} edgeguard_span;
-
-/*
- Where the texts of one decision lie in the caller's text buffer. Every
- span is empty when its text is not written.
- */
-typedef struct {
-  /*
-   The score header's value: `name=%.9g; name=%.9g` in model order (C's
-   `printf` formats). Written for a scored request.
-   */
-  edgeguard_span scores;
-  /*
-   The decision line, for a request that is flagged (the actions
-   `Block`, `Log`, `Challenge`, `Cleared`) or claims a verified bot:
-   `edgeguard action=A model=M score=%.6f threshold=%.6f client=C
-   method=M uri="U"` (no model part when no model flagged), then
-   ` bot=B verdict=verified|fake` for a bot claim.
-   */
-  edgeguard_span line;
-  /*
-   `values[i]`: model `i`'s score as `%.9g` (inside `scores`), for each
-   score written.
-   */
-  edgeguard_span values[64];
-} edgeguard_text;
-
-/*
- What `edgeguard_access` made of one request. Written whole on `Ok`.
-
- Fields may be appended in later versions (new actions carry more, e.g.
- a verified bot's name in `label`); a caller allocates the struct from
- the header of the library it loads, so an appended field never reaches
- past its allocation.
- */
-typedef struct {
-  /*
-   How many indices were written to the caller's `clear` buffer: the
-   first header of each distinct name to clear (as
-   `edgeguard_header_set_find_internal` lists them), without those
-   spelled exactly as the policy's score header when the request was
-   scored.
-   */
-  size_t clear_len;
-  /*
-   Header entries the internal list matched, repeats counted (the
-   score header's spellings are not counted; no list: 0).
-   */
-  size_t matched;
-  /*
-   How many of the matched entries nginx's Lua API cannot remove (names
-   that are not RFC 9110 tokens, see
-   `edgeguard_header_set_find_checked`). Non-zero: the caller refuses
-   the request rather than clear some and forward the rest.
-   */
-  size_t unremovable;
-  /*
-   How many scores were written to the caller's `scores` buffer: the
-   scorer's model count, or 0 when the request went unscored (no
-   scorer, or scoring failed: `score_result` says why).
-   */
-  size_t scores_len;
-  /*
-   `Ok`, or why scoring failed (the request is then decided unscored).
-   */
-  edgeguard_result score_result;
-  /*
-   The policy's decision (unscored: `Pass`, or `Unavailable` under
-   `fail_closed`).
-   */
-  edgeguard_decision decision;
-  /*
-   The verified bot the User-Agent claims (`bot` not `None`), empty
-   otherwise: memory the policy owns, valid while it lives.
-   */
-  edgeguard_str label;
-  /*
-   The verified bot the User-Agent claims, if any, and whether the
-   address agrees (`verified_bots`; a fake is flagged).
+   The verified bot the User-Agent claims, and whether the address
+   agrees.
    */
   edgeguard_bot bot;
-  /*
-   What the clearance cookie said (`challenge_secret`).
-   */
-  edgeguard_clearance clearance;
-  /*
-   The challenge page's status (`challenge_status`; 0 without a
-   challenge): for the action `Challenge`.
-   */
-  int32_t challenge_status;
-  /*
-   Where the score header's value, the per-model values and the
-   decision line lie in the caller's `text` buffer (all empty without
-   one).
-   */
-  edgeguard_text text;
-} edgeguard_access_out;
-
-/*
- The outcome of `edgeguard_policy_decide_request`.
- */
-typedef struct {
-  /*
-   The action, the flagging model, its threshold and the block status,
-   as `edgeguard_policy_decide` gives them; the action may also be
-   `Cleared`, `Challenge`, `Verified` or `Answer`.
-   */
-  edgeguard_decision decision;
-  /*
-   The bot the User-Agent claims, if any, and whether its address agrees.
-   */
-  edgeguard_bot bot;
-  /*
-   The bot's name (empty for `None`): memory the policy owns, valid
-   while it lives.
-   */
-  edgeguard_str bot_name;
   /*
    What the clearance cookie said.
    */
   edgeguard_clearance clearance;
   /*
-   The challenge page's status (`challenge_status`; 0 without a
-   challenge).
+   The claimed bot's name (empty for `None`): the location's memory.
    */
-  int32_t challenge_status;
-} edgeguard_request_decision;
-
-/*
- The outcome of `edgeguard_policy_challenge_answer`.
- */
-typedef struct {
-  /*
-   `Accepted` when solved (the two outputs are written), else why not.
-   */
-  edgeguard_clearance result;
-  /*
-   Bytes of the `Set-Cookie` value written.
-   */
-  size_t cookie_len;
-  /*
-   Bytes of the `Location` written: a same-site path.
-   */
-  size_t location_len;
-} edgeguard_challenge_answer;
+  edgeguard_str bot_name;
+} edgeguard_effects;
 
 #ifdef __cplusplus
 extern "C" {
@@ -663,185 +746,6 @@ const char *edgeguard_version(void);
  free it. Unknown numbers give `"unknown result code"`.
  */
 const char *edgeguard_result_text(int result);
-
-/*
- Strips, scores and decides one request in one call.
-
- - `policy`: the location's. Its strip set (the internal list extended
-   with the score header's names, see `edgeguard_policy_new`; none:
-   nothing to strip) is searched over `request`'s headers, the matches go
-   to `clear[0..out.clear_len]`; `clear_cap` must be at least
-   `request->headers_len`. On a scored request the entries spelled
-   exactly as the policy's score header are left out of `clear`, since
-   the caller's setting of the header replaces them.
- - `scorer` (null: models not loaded, the request goes unscored): scores
-   `request` as the client sent it into `scores[0..n]`, where `n` is the
-   scorer's model count; `scores_cap` must be at least `n`. The policy must
-   be bound to the scorer's models (the same count).
- - `text` (null with `text_cap` 0: none): the decision's texts
-   (`edgeguard_text`: the score header's value and the per-model values
-   as `%.9g`, the decision line), located by `out.text`; `text_cap` must
-   be at least `edgeguard_policy_text_room(policy)` plus the lengths of
-   the request's `method`, `uri` and `client_addr`.
- - `metrics` (null: not counted): the registry the request is counted in
-   when the Rust engine handles it alone (`edgeguard_metrics_new`): this
-   call's time and the scores under the engine `Rust`, and the request
-   under the engine setting `Rust` with the outcome the caller acts on:
-   `Refused` (0 removed) when `out.unremovable` is non-zero, else the
-   decision's action with `out.matched` entries removed, the clearance
-   and the bot claim. Only on `Ok`; a caller that fails the request
-   afterwards counts that itself (`edgeguard_metrics_request`).
- - `policy` decides from the scores, the request and `addr`/`addr_len`,
-   the client address as nginx keeps it (`$binary_remote_addr`; null/0:
-   the request's textual `client_addr`), at
-   `now`, the caller's Unix time (nginx's `ngx.time()`), as
-   `edgeguard_policy_decide_request` does: the clearance cookie verified,
-   a bot claim judged, the actions `Cleared`, `Challenge`, `Verified` and
-   `Answer` besides `edgeguard_policy_decide`'s.
-
- Returns `Ok` with `*out` written; `NullParameter` for a null `policy`,
- `request` or `out`, a null `clear` with a strip set, a null `scores`
- with a scorer, a null `addr` or `text` with a non-zero length, or a null
- `headers` with a non-zero `headers_len`; `BufferTooSmall` for a non-zero
- `text_cap` below the texts' room; `InvalidArgument` for a
- `clear_cap` below `headers_len`, a `scores_cap` below the model count, a
- policy bound to another number of models than the scorer holds, an
- `http_version` outside `0..=65535` or a `headers_len` above
- `UINT32_MAX`. On an error nothing is written (and nothing counted).
- Never allocates; every handle but `metrics` (relaxed atomic counters)
- is only read, so concurrent calls are safe.
-
- # Safety
- `scorer` and `metrics` are null or live handles, `policy` a live policy; `request`
- points to a valid `edgeguard_request` whose strings and headers point to
- their stated number of readable bytes; `addr` points to `addr_len`
- bytes (or is null with length 0); `clear` points to `clear_cap` writable
- `uint32_t`, `scores` to `scores_cap` writable doubles and `text` to
- `text_cap` writable bytes (or they are null with a zero cap); `out` is
- writable.
- */
-edgeguard_result edgeguard_access(const edgeguard_scorer *scorer,
-                                  const edgeguard_policy *policy,
-                                  const edgeguard_metrics *metrics,
-                                  const edgeguard_request *request,
-                                  const uint8_t *addr,
-                                  size_t addr_len,
-                                  int64_t now,
-                                  uint32_t *clear,
-                                  size_t clear_cap,
-                                  double *scores,
-                                  size_t scores_cap,
-                                  uint8_t *text,
-                                  size_t text_cap,
-                                  edgeguard_access_out *out);
-
-/*
- The name of a clearance result, for logs and metric labels
- (`"absent"`, `"accepted"`, `"malformed"`, `"mac"`, `"expired"`,
- `"address"`, `"user_agent"`, `"work"`); null for a number that is none.
- Static storage.
- */
-const char *edgeguard_clearance_name(int c);
-
-/*
- Decides one request with what it shows: `scores` (`n` of them in the
- policy's model order; null with `n` 0: not scored), the request (its
- User-Agent, `Cookie`, `Sec-Fetch-Mode`, `Accept`, method and URI),
- `addr`/`addr_len` as nginx keeps it (`$binary_remote_addr`; null/0: the
- request's textual `client_addr`) and `now`,
- the caller's Unix time (nginx's `ngx.time()`) against which the
- clearance cookie is judged.
-
- The rule is `edgeguard_policy_decide`'s, then: a verified bot gets
- `Verified`; a fake one is flagged whatever its scores; a flagged request
- with a valid clearance cookie gets `Cleared`; in mode `challenge` a
- flagged navigation gets `Challenge`, another flagged request `Block`. A
- request to the challenge's endpoint gets `Answer` (and nothing else is
- looked at). An unscored request gets `Unavailable` under `fail_closed`
- unless it claims a bot.
-
- Writes `*out` and returns `Ok`; `NullParameter` for a null `policy`,
- `request` or `out`, a null `scores` or `addr` with a nonzero length, or
- null headers with a nonzero count; `InvalidArgument` when `n` is
- neither 0 with null `scores` nor the policy's model count, or the
- request's `http_version` or `headers_len` is out of range. Never
- allocates; concurrent calls are safe.
-
- # Safety
- `policy` is a live policy; `request` points to a valid
- `edgeguard_request`; `scores` points to `n` doubles and `addr` to
- `addr_len` bytes (or they are null with a zero length); `out` is
- writable.
- */
-edgeguard_result edgeguard_policy_decide_request(const edgeguard_policy *policy,
-                                                 const edgeguard_request *request,
-                                                 const double *scores,
-                                                 size_t n,
-                                                 const uint8_t *addr,
-                                                 size_t addr_len,
-                                                 int64_t now,
-                                                 edgeguard_request_decision *out);
-
-/*
- Writes the challenge page for this client (`request`'s User-Agent,
- `addr` as `$binary_remote_addr`, or null/0 for the request's
- `client_addr`; `now` the caller's Unix time) into
- `buf` (`cap` bytes; 4096 is enough) and its length into `*out_len`.
- Serve it with the decision's `challenge_status`, `Content-Type:
- text/html; charset=utf-8` and `Cache-Control: no-store`.
-
- `NullParameter` for a null `policy`, `request`, `buf` or `out_len` (or
- a null `addr` with a length); `InvalidArgument` when the policy has no
- challenge or the request is malformed; `BufferTooSmall` when `cap` is.
-
- # Safety
- As `edgeguard_policy_decide_request`; `buf` points to `cap` writable
- bytes and `out_len` is writable.
- */
-edgeguard_result edgeguard_policy_challenge_page(const edgeguard_policy *policy,
-                                                 const edgeguard_request *request,
-                                                 const uint8_t *addr,
-                                                 size_t addr_len,
-                                                 int64_t now,
-                                                 uint8_t *buf,
-                                                 size_t cap,
-                                                 size_t *out_len);
-
-/*
- Answers a request to the challenge's endpoint (the decision said
- `Answer`): checks the nonce (its MAC, age, address prefix and
- User-Agent) and the work. Solved: writes the clearance cookie's
- `Set-Cookie` value into `cookie_buf` (`HttpOnly; SameSite=Lax`, a Path,
- Max-Age and Expires, and `Secure` when `tls` is nonzero; 512 bytes are
- enough) and the same-site path to redirect to (303) into `location_buf`
- (2048 bytes are enough), and `out->result` is `Accepted`. Otherwise
- `out->result` says why and nothing else is written.
-
- `metrics` (null: not counted) counts the answer: solved, or failed
- and its reason (`edgeguard_challenges_total`,
- `edgeguard_challenge_failures_total`), when the call succeeds.
-
- `NullParameter` for a null pointer but `metrics` (or a null `addr` with
- a length); `InvalidArgument` when the policy has no challenge or the
- request is malformed; `BufferTooSmall` when a buffer is.
-
- # Safety
- As `edgeguard_policy_decide_request`; `metrics` is null or a live
- registry; `cookie_buf` and `location_buf` point to their caps' writable
- bytes; `out` is writable.
- */
-edgeguard_result edgeguard_policy_challenge_answer(const edgeguard_policy *policy,
-                                                   const edgeguard_metrics *metrics,
-                                                   const edgeguard_request *request,
-                                                   const uint8_t *addr,
-                                                   size_t addr_len,
-                                                   int64_t now,
-                                                   int tls,
-                                                   uint8_t *cookie_buf,
-                                                   size_t cookie_cap,
-                                                   uint8_t *location_buf,
-                                                   size_t location_cap,
-                                                   edgeguard_challenge_answer *out);
 
 /*
  Parses the options of `configure{}`: `len` bytes of JSON at `json`, an
@@ -897,7 +801,7 @@ edgeguard_result edgeguard_config_new_for_location(const edgeguard_config *base,
                                                    size_t errbuf_len);
 
 /*
- Releases a configuration. Null is a no-op. Policies bound from it stay
+ Releases a configuration. Null is a no-op. Locations bound from it stay
  valid (they hold their own copy of what they need).
 
  # Safety
@@ -921,86 +825,65 @@ void edgeguard_config_free(edgeguard_config *config);
 const char *edgeguard_config_json(const edgeguard_config *config);
 
 /*
- Binds `config`'s decision rule to one engine's models: `n` models in
- scoring order, model `i` named `names[i]` (NUL-terminated), with its own
- threshold `own_thresholds[i]` (NaN: none; `own_thresholds` may be null:
- none has one). Each model's threshold is the configured one, else its
- own; a model with neither never flags. `n` may be 0 (models not loaded:
- every request is unscored).
-
- The policy also holds what the location strips (`edgeguard_access`,
- `edgeguard_policy_strip_set`): `headers` (null: no internal list; the
- set is copied, the caller keeps and frees its own) extended with every
- spelling of the configuration's score header names (`score_header` and,
- for a location's configuration, the one it was derived from), and the
- score header name a scored request is given.
-
- On success writes a new policy to `*out` (release it with
- `edgeguard_policy_free`). `NullParameter` for a null `config`, `out`,
- `names` (with `n` > 0) or name; `InvalidArgument` for `n` above 64 or a
- name that is not UTF-8 (`errbuf` says which).
+ Makes an empty table of options. `NullParameter` for a null `out`.
 
  # Safety
- `config` is a live configuration; `names` points to `n` NUL-terminated
- strings and `own_thresholds` is null or points to `n` doubles; `headers`
- is null or a live set; `out` is writable; `errbuf` is null or points to
- `errbuf_len` writable bytes.
+ `out` is writable.
  */
-edgeguard_result edgeguard_policy_new(const edgeguard_config *config,
-                                      const char *const *names,
-                                      const double *own_thresholds,
-                                      size_t n,
-                                      const edgeguard_header_set *headers,
-                                      edgeguard_policy **out,
-                                      char *errbuf,
-                                      size_t errbuf_len);
+edgeguard_result edgeguard_options_new(edgeguard_options **out);
 
 /*
- Releases a policy. Null is a no-op.
+ Releases a table of options. Null is a no-op.
 
  # Safety
- `policy` is null or a live policy not used afterwards.
+ `options` is null or a live table not used afterwards.
  */
-void edgeguard_policy_free(edgeguard_policy *policy);
+void edgeguard_options_free(edgeguard_options *options);
 
 /*
- Decides one request. `scores` holds the request's `n` scores in the
- policy's model order, or is null with `n` 0 for a request that was not
- scored (models not loaded, scoring failed): that one gets `Unavailable`
- under `fail_closed` with models configured, else `Pass`. `addr` is the
- client address as nginx keeps it (`$binary_remote_addr`: 4 bytes for
- IPv4, 16 for IPv6); any other length (a unix socket: 0) lies in no
- `allow` block.
+ Puts one value into the table open at `depth` (0: the top level of
+ options), under `key` (`key_len` bytes; null: the next item of a list),
+ closing the tables open deeper. `kind` (an `edgeguard_value`) says
+ which of `number` (`Number`, `Boolean`) or `text` (`String`, or the type
+ name of an `Other` value) holds it; an `Object` or `Array` opens a table
+ at `depth + 1` for the values that follow. A value no option can take
+ (`Other`, a string not UTF-8, a table nested deeper than 8) is refused
+ by `edgeguard_options_json`, which names it.
 
- Writes `*out` and returns `Ok`; `NullParameter` for a null `policy` or
- `out`, or a null `scores` or `addr` with a nonzero length (or a length
- no array can have);
- `InvalidArgument` when `n` is neither 0 with null `scores` nor the
- number of models the policy was bound to. Never allocates; the policy is
- only read, so concurrent calls are safe.
+ `NullParameter` for a null `options`, or a null `key` or `text` with a
+ length; `InvalidArgument` for a `kind` that is none or a `depth` at
+ which no table is open.
 
  # Safety
- `policy` is a live policy; `scores` points to `n` doubles and `addr` to
- `addr_len` bytes (or they are null with a zero length); `out` is
- writable.
+ `options` is a live table; `key` and `text` point to their lengths.
  */
-edgeguard_result edgeguard_policy_decide(const edgeguard_policy *policy,
-                                         const double *scores,
-                                         size_t n,
-                                         const uint8_t *addr,
-                                         size_t addr_len,
-                                         edgeguard_decision *out);
+edgeguard_result edgeguard_options_put(edgeguard_options *options,
+                                       size_t depth,
+                                       const uint8_t *key,
+                                       size_t key_len,
+                                       int kind,
+                                       double number,
+                                       const uint8_t *text,
+                                       size_t text_len);
 
 /*
- The policy's strip set (see `edgeguard_policy_new`): the internal list
- and the score header's spellings, for the find exports. Owned by the
- policy, valid while it lives; never free it. Null for a null policy or
- when there is nothing to strip (no list, no score header).
+ The table's options as JSON, for `edgeguard_config_new` and
+ `edgeguard_config_new_for_location`: `*out` and `*out_len` receive text
+ the table owns, valid until it is freed or put to again. Numbers are
+ written exactly (the shortest text that reads back as the same double).
+ `InvalidArgument` for a value with no JSON form, with `errbuf` naming
+ its option (`option 'allow[1]' must not be a function`);
+ `NullParameter` for a null pointer but `errbuf`.
 
  # Safety
- `policy` is null or a live policy.
+ `options` is a live table; `out` and `out_len` are writable; `errbuf`
+ is null or points to `errbuf_len` writable bytes.
  */
-const edgeguard_header_set *edgeguard_policy_strip_set(const edgeguard_policy *policy);
+edgeguard_result edgeguard_options_json(edgeguard_options *options,
+                                        const uint8_t **out,
+                                        size_t *out_len,
+                                        char *errbuf,
+                                        size_t errbuf_len);
 
 /*
  Loads an internal header list from the file at `path` (NUL-terminated).
@@ -1139,6 +1022,131 @@ edgeguard_result edgeguard_header_set_find_checked(const edgeguard_header_set *s
                                                    size_t *out_unremovable);
 
 /*
+ Binds a configuration into a location. Its models are `scorer`'s (this
+ library scores), or, with a null `scorer`, another engine's, which hands
+ its scores to every run (the legacy Lua engine): `n` of them, model `i`
+ named `names[i]` with its own threshold `own_thresholds[i]` (NaN, or a
+ null `own_thresholds`: none); `n` 0: no models (every request
+ unscored). Each model's threshold is the configured one, else its own.
+
+ The location strips `headers` (null: no internal list; the set is
+ copied, the caller keeps its own) extended with every spelling of the
+ configuration's score header names, and keeps the score header name, the
+ variables, the log levels, the challenge and the verified bots.
+
+ On success writes a new location to `*out`. `NullParameter` for a null
+ `config` or `out`, or null `names` (with `n` > 0) or name;
+ `InvalidArgument` for `names` given with a `scorer`, `n` above 64, or a
+ name that is not UTF-8 (`errbuf` says which).
+
+ # Safety
+ `config` is a live configuration, `scorer` and `headers` null or live
+ handles; `names` points to `n` NUL-terminated strings and
+ `own_thresholds` is null or points to `n` doubles; `out` is writable;
+ `errbuf` is null or points to `errbuf_len` writable bytes.
+ */
+edgeguard_result edgeguard_location_new(const edgeguard_config *config,
+                                        const edgeguard_scorer *scorer,
+                                        const char *const *names,
+                                        const double *own_thresholds,
+                                        size_t n,
+                                        const edgeguard_header_set *headers,
+                                        edgeguard_location **out,
+                                        char *errbuf,
+                                        size_t errbuf_len);
+
+/*
+ Releases a location. Null is a no-op.
+
+ # Safety
+ `location` is null or a live location not used afterwards.
+ */
+void edgeguard_location_free(edgeguard_location *location);
+
+/*
+ How many models the location is bound to: the `scores_len` of a given
+ engine's scores (0 for null).
+
+ # Safety
+ `location` is null or a live location.
+ */
+size_t edgeguard_location_model_count(const edgeguard_location *location);
+
+/*
+ Makes one thread's buffers for `edgeguard_location_run`.
+ `NullParameter` for a null `out`.
+
+ # Safety
+ `out` is writable.
+ */
+edgeguard_result edgeguard_scratch_new(edgeguard_scratch **out);
+
+/*
+ Releases a scratch. Null is a no-op. Effects pointing into it are then
+ dangling.
+
+ # Safety
+ `scratch` is null or a live scratch not used afterwards.
+ */
+void edgeguard_scratch_free(edgeguard_scratch *scratch);
+
+/*
+ Runs one request through the location: the job (an `edgeguard_job`:
+ the whole pipeline, or only the strip) on `request` at `now`, the
+ caller's Unix time (nginx's `ngx.time()`, against which clearance
+ cookies and answers are judged), and writes everything the request
+ comes to into `*out` (see `edgeguard_effects`): the headers to clear,
+ the score header, the variables, the log line, the exit. Its pointers
+ point into `scratch`, the location and the request, valid until the
+ next run with `scratch`.
+
+ `given` (null: this library strips and scores) is another engine's work
+ on the request (the legacy Lua engine's scores and strip count): the
+ location then strips only the score header's spellings and decides on
+ those scores. `metrics` (null: not counted) counts an `Access` job: its
+ time and scores (this library's), the outcome, the entries removed, the
+ clearance, the bot claim and an answer, under the engine `Rust` (`Lua`
+ with `given`).
+
+ `NullParameter` for a null `location`, `request`, `scratch` or `out`,
+ null headers with a count, or null given scores with a count;
+ `InvalidArgument` for a `job` that is none, given scores whose count is
+ not the location's model count, an `http_version` outside `0..=65535`,
+ a `headers_len` above `UINT32_MAX` or a `tls` whose JA4 is not one.
+ On an error nothing is written or counted. Never allocates once the
+ scratch has grown to fit; concurrent calls are safe with a scratch
+ each.
+
+ # Safety
+ `location`, `scratch` and `metrics` (or null) are live handles;
+ `request` and `given` (or null) point to valid structs whose pointers
+ point to their stated lengths; `out` is writable.
+ */
+edgeguard_result edgeguard_location_run(const edgeguard_location *location,
+                                        const edgeguard_metrics *metrics,
+                                        const edgeguard_request *request,
+                                        const edgeguard_given *given,
+                                        int job,
+                                        int64_t now,
+                                        edgeguard_scratch *scratch,
+                                        edgeguard_effects *out);
+
+/*
+ The name of an `edgeguard_action` (`"pass"`, `"block"`, ...): what
+ `$edgeguard_action` holds and `access()` returns. Null for a number that
+ is none. Static storage.
+ */
+const char *edgeguard_action_name(int action);
+
+/*
+ The name of a clearance result, for logs and metric labels
+ (`"absent"`, `"accepted"`, `"malformed"`, `"mac"`, `"expired"`,
+ `"address"`, `"user_agent"`, `"work"`); null for a number that is none.
+ Static storage.
+ */
+const char *edgeguard_clearance_name(int clearance);
+
+/*
  Makes the metrics registry of a configuration. `config` decides the
  series (its `engine`: `shadow` gives requests series for all three
  settings, a location may pick either engine, and score and time series
@@ -1255,30 +1263,29 @@ edgeguard_result edgeguard_metrics_text(const edgeguard_metrics *metrics,
                                         size_t *out_len);
 
 /*
- Counts one request that did not go through `edgeguard_access`'s own
- counting (the legacy Lua engine, shadow mode, and the shim's failures
- and refusals): `engine` the location's engine setting (an
- `edgeguard_engine`), `outcome` an `edgeguard_outcome`, `removed` the
+ Counts one request that `edgeguard_location_run` did not count (shadow
+ mode, and the shim's failures): `engine` the location's engine setting
+ (an `edgeguard_engine`), `outcome` an `edgeguard_outcome`, `removed` the
  internal header entries the acting engine removed, and `out` (null:
- none) the Rust engine's `edgeguard_access_out` of this request, whose
- clearance and bot claim are counted when the request got as far as
- acting (not for `Unavailable`, `Answer`, `Error`, `Refused`). A
- `Challenge` outcome also counts a page served. Series the registry does
- not have (another engine) are not counted.
+ none) the Rust engine's effects for this request, whose clearance and
+ bot claim are counted when the request got as far as acting (not for
+ `Unavailable`, `Answer`, `Error`, `Refused`). A `Challenge` outcome also
+ counts a page served. Series the registry does not have (another
+ engine) are not counted.
 
  `NullParameter` for a null `metrics`; `InvalidArgument` for an engine
  or outcome that is none, or an `out` whose `bot` or `clearance` is no
  number of its enum. Never allocates.
 
  # Safety
- `metrics` is a live registry; `out` is null or readable, its `label`
- pointing to its length (the policy's memory).
+ `metrics` is a live registry; `out` is null or readable, its
+ `bot_name` pointing to its length (the location's memory).
  */
 edgeguard_result edgeguard_metrics_request(const edgeguard_metrics *metrics,
                                            int engine,
                                            int outcome,
                                            size_t removed,
-                                           const edgeguard_access_out *out);
+                                           const edgeguard_effects *out);
 
 /*
  Counts one request's scores by `engine` (`Rust` or `Lua`): `n` of
@@ -1534,7 +1541,8 @@ edgeguard_result edgeguard_scorer_new(const char *const *names,
                                       size_t errbuf_len);
 
 /*
- Releases a scorer. Null is a no-op.
+ Releases a scorer. Null is a no-op. Locations bound to it stay valid
+ (they share its models).
 
  # Safety
  `scorer` is null or a handle from `edgeguard_scorer_new` not yet freed,
@@ -1593,48 +1601,6 @@ edgeguard_result edgeguard_scorer_score(const edgeguard_scorer *scorer,
                                         const edgeguard_request *request,
                                         double *out_scores,
                                         size_t n);
-
-/*
- The buffer `edgeguard_policy_text` and `edgeguard_access` need for the
- texts of a request: this many bytes plus the lengths of the request's
- `method`, `uri` and `client_addr`. 0 for a null policy.
-
- # Safety
- `policy` is null or a live policy.
- */
-size_t edgeguard_policy_text_room(const edgeguard_policy *policy);
-
-/*
- Writes the texts of a decision made without `edgeguard_access` (the
- legacy Lua engine's, by `edgeguard_policy_decide`) into `text`:
- `scores` holds the request's `n` scores in the policy's model order (null
- with `n` 0: not scored), `decision` is the policy's decision of them,
- and the request's `method`, `uri` and `client_addr` go into the line
- (its headers are not read). No bot claim is judged here. `text_cap`
- must be at least `edgeguard_policy_text_room(policy)` plus those three
- lengths.
-
- Returns `Ok` with `*out` written; `NullParameter` for a null `policy`,
- `decision`, `request`, `text` or `out`, or a null `scores` with a
- non-zero `n`; `InvalidArgument` for an `n` other than 0 and the
- policy's model count, or a decision's model out of range;
- `BufferTooSmall` for a `text_cap` below the room. On an error nothing is
- written. Never allocates.
-
- # Safety
- `policy` is a live policy; `scores` points to `n` doubles (or is null
- with `n` 0); `decision` and `request` are readable, the request's
- strings point to their stated lengths; `text` points to `text_cap`
- writable bytes; `out` is writable.
- */
-edgeguard_result edgeguard_policy_text(const edgeguard_policy *policy,
-                                       const double *scores,
-                                       size_t n,
-                                       const edgeguard_decision *decision,
-                                       const edgeguard_request *request,
-                                       uint8_t *text,
-                                       size_t text_cap,
-                                       edgeguard_text *out);
 
 /*
  Fingerprints a ClientHello given as bytes: one TLS record (content type

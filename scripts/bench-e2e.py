@@ -273,8 +273,8 @@ def run_wrk(port, duration, connections, threads, load_cpu, pace_ms=None, scheme
 
 def perf_profile(edge, args, load_cpu):
     """One saturated run of `edge` with perf recording its worker; prints the
-    share of samples per shared object (what the README's split of the Rust
-    engine's cost comes from) and the top symbols of libedgeguard.so."""
+    share of samples per shared object (what BENCHMARKS.md's split of the
+    Rust engine's cost comes from) and the top symbols of libedgeguard.so."""
     rec = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "4999", "-g",
                             "-p", str(edge.worker), "-o", args.perf],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

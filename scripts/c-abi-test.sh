@@ -17,7 +17,7 @@ tests/c/build.sh sanitize "$profile" "$out"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1 \
 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     "$out" "$root/tests/fixtures/catboost"
-# The model C API example of the README (examples/model_api.c), same flags.
+# The model C API example of docs/c-api.md (examples/model_api.c), same flags.
 example=${CARGO_TARGET_DIR:-$root/target}/c-abi/model_api-asan
 libdir=${CARGO_TARGET_DIR:-$root/target}/$profile
 ${CC:-clang} -std=c11 -Wall -Wextra -Werror -O1 -g -fno-omit-frame-pointer \

@@ -1,7 +1,9 @@
 -- Rewrites the ffi.cdef block of lua/resty/edgeguard/cdefs.lua from
 -- include/edgeguard.h: the same declarations without comments and
--- preprocessor lines (LuaJIT's C parser takes neither). `make header` runs it
--- after cbindgen; tests/lua/test_cdefs.lua checks the two still agree.
+-- preprocessor lines (LuaJIT's C parser takes neither), the header's
+-- integer #defines (EDGEGUARD_MAX_VARS, ...) as `static const int`, which
+-- LuaJIT reads as constants (ffi.C.EDGEGUARD_MAX_VARS). `make header` runs
+-- it after cbindgen; tests/lua/test_cdefs.lua checks the two still agree.
 
 local HEADER = "include/edgeguard.h"
 local CDEFS = "lua/resty/edgeguard/cdefs.lua"
@@ -15,6 +17,7 @@ end
 
 local text = read(HEADER)
 text = text:gsub("/%*.-%*/", "")
+text = text:gsub("#define (EDGEGUARD_[%w_]+) (%d+)", "static const int %1 = %2;")
 text = text:gsub("#ifdef __cplusplus.-#endif[^\n]*", "")
 text = text:gsub("\n#[^\n]*", "\n"):gsub("^#[^\n]*", "")
 text = text:gsub("[ \t]+\n", "\n"):gsub("\n\n\n+", "\n\n"):gsub("^%s+", ""):gsub("%s+$", "")

@@ -20,9 +20,13 @@ pub mod config;
 pub mod features;
 #[allow(unsafe_code)]
 pub mod ffi;
+pub mod gate;
 pub mod headers;
+#[cfg(feature = "kafka")]
+pub mod kafka;
 pub mod metrics;
 pub mod model;
+pub mod net;
 pub mod replay;
 pub mod scorer;
 pub mod tls;

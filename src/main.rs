@@ -28,7 +28,10 @@ pub(crate) enum Command {
     Features(cli::features::Args),
     /// Score recorded traffic with a configuration, report decisions
     #[command(long_about = cli::replay::LONG_ABOUT)]
-    Replay(cli::replay::Args),
+    Replay(Box<cli::replay::Args>),
+    /// Send request lines (files, stdin) to a Kafka topic, one per message
+    #[command(long_about = cli::ship::LONG_ABOUT)]
+    Ship(cli::ship::Args),
     /// Print the JA4 of recorded ClientHellos (hex, one per line)
     #[command(long_about = cli::tls::LONG_ABOUT)]
     Tls(cli::tls::Args),
@@ -44,12 +47,13 @@ pub(crate) enum Command {
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => return cli::usage_error(&e),
+        Err(e) => return cli::usage_error(&e, Cli::command()),
     };
     match cli.command {
         Command::Predict(args) => cli::predict::run(args),
         Command::Features(args) => cli::features::run(args),
-        Command::Replay(args) => cli::replay::run(args),
+        Command::Replay(args) => cli::replay::run(*args),
+        Command::Ship(args) => cli::ship::run(args),
         Command::Tls(args) => cli::tls::run(args),
         Command::Version => {
             println!("edgeguard {}", env!("CARGO_PKG_VERSION"));

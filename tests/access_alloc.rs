@@ -1,5 +1,6 @@
-//! `edgeguard_access` (strip + score + decide in one call, nginx's hot path)
-//! allocates nothing: dhat counts every heap block while it runs, on a bot,
+//! `edgeguard_location_run` (the gate's strip, score, decide and texts in
+//! one call, nginx's hot path) allocates nothing once its scratch is made:
+//! dhat counts every heap block while it runs, on a bot,
 //! a browser-like request, an allowlisted client and an unscored request,
 //! counting into a metrics registry; and so do the registry's drain and
 //! text exposition.
@@ -9,9 +10,9 @@ mod access_support;
 use std::ptr::null;
 
 use access_support::*;
-use edgeguard::ffi::access::edgeguard_access;
 use edgeguard::ffi::config::*;
 use edgeguard::ffi::edgeguard_result as R;
+use edgeguard::ffi::location::*;
 use edgeguard::ffi::metrics::*;
 
 #[global_allocator]
@@ -27,20 +28,19 @@ fn access_does_not_allocate() {
     let _profiler = dhat::Profiler::builder().testing().build();
     let list = list_set();
     let scorer = scorer();
-    let (cfg, policy) = bound_policy_with(
+    let (cfg, policy) = bound_location(
         r#"{"models": {"bot": "b.json", "spoof": "s.json"}, "mode": "block",
-            "allow": ["10.0.0.0/8", "2001:db8::/32"]}"#,
+            "allow": ["10.0.0.0/8", "2001:db8::/32"], "vars": true}"#,
         scorer,
-        2,
         list,
     );
-    let (cfg0, policy0) = bound_policy_with(
+    // Models configured, none loaded: every request unscored.
+    let (cfg0, policy0) = bound_location(
         r#"{"models": {"bot": "b.json"}, "fail_closed": true}"#,
-        scorer,
-        0,
+        null(),
         list,
     );
-    let bot = bot_request();
+    let scratch = scratch();
     let browser = Req::new(&[
         (b"Host", b"edge.test"),
         (
@@ -65,17 +65,22 @@ fn access_does_not_allocate() {
         (b"Priority", b"u=0, i"),
         (b"x-internal-user-id", b"1"),
     ]);
-    let addrs: [&[u8]; 3] = [
-        &[192, 0, 2, 1],
-        &[10, 0, 0, 1],
-        &[0x20, 1, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1],
-    ];
-    let mut clear = [0u32; 64];
-    let mut scores = [0.0f64; 2];
-    // The score header's value, the values and the decision line: written
-    // with no allocation either.
-    let mut text = [0u8; 4096];
+    let addrs: [&'static [u8]; 3] = [b"192.0.2.1", b"10.0.0.1", b"2001:db8::1"];
+    let requests: Vec<Req> = (0..6)
+        .map(|i| {
+            let mut r = if i % 2 == 0 {
+                bot_request()
+            } else {
+                browser.clone_req()
+            };
+            r.client = addrs[i % 3];
+            r
+        })
+        .collect();
+    // The score header's value, the variables and the decision line:
+    // written with no allocation either.
     let mut lines = 0usize;
+    let mut vars = 0usize;
     let mut out = sentinel();
     let mut actions = [0usize; 5];
     let names = [c"bot".as_ptr(), c"spoof".as_ptr()];
@@ -101,37 +106,17 @@ fn access_does_not_allocate() {
 
     let before = dhat::HeapStats::get();
     for i in 0..200 {
-        let req = if i % 2 == 0 { &bot } else { &browser };
-        let r = req.c();
-        let addr = addrs[i % 3];
-        let (s, p) = if i % 5 == 4 {
-            (null(), policy0)
-        } else {
-            (scorer.cast_const(), policy)
-        };
+        let r = requests[i % 6].c();
+        let p = if i % 5 == 4 { policy0 } else { policy };
         let rc = unsafe {
-            edgeguard_access(
-                s,
-                p,
-                metrics,
-                &r,
-                addr.as_ptr(),
-                addr.len(),
-                1_800_000_000,
-                clear.as_mut_ptr(),
-                clear.len(),
-                scores.as_mut_ptr(),
-                2,
-                text.as_mut_ptr(),
-                text.len(),
-                &mut out,
-            )
+            edgeguard_location_run(p, metrics, &r, null(), 0, 1_800_000_000, scratch, &mut out)
         };
         assert_eq!(rc, R::Ok);
-        actions[out.decision.action as usize] += 1;
-        lines += usize::from(out.text.line.len > 0);
-        std::hint::black_box(&text[..out.text.scores.len]);
-        std::hint::black_box(&clear[..out.clear_len]);
+        actions[out.action as usize] += 1;
+        lines += usize::from(out.line.len > 0);
+        vars += out.vars_len;
+        std::hint::black_box(&out.set_header);
+        std::hint::black_box(&out.clear_len);
     }
     // The timer's drain and a scrape's text, as the shim runs them.
     let mut drained = 0;
@@ -165,10 +150,11 @@ fn access_does_not_allocate() {
     let after = dhat::HeapStats::get();
     assert_eq!(
         after.total_blocks, before.total_blocks,
-        "edgeguard_access or the metrics allocated"
+        "edgeguard_location_run or the metrics allocated"
     );
     assert_eq!(after.total_bytes, before.total_bytes);
     assert!(lines > 0, "decision lines were written");
+    assert!(vars > 0, "variables were listed");
     // Real work: pass, allow, block and unavailable all came up.
     let [pass, allow, _, block, unavailable] = actions;
     assert!(
@@ -191,8 +177,9 @@ fn access_does_not_allocate() {
     assert!(text.contains("edgeguard_score_count{model=\"spoof\",engine=\"rust\"} 160\n"));
     unsafe {
         edgeguard_metrics_free(metrics);
-        edgeguard_policy_free(policy);
-        edgeguard_policy_free(policy0);
+        edgeguard_location_free(policy);
+        edgeguard_location_free(policy0);
+        edgeguard_scratch_free(scratch);
         edgeguard_config_free(cfg);
         edgeguard_config_free(cfg0);
         edgeguard::ffi::scorer::edgeguard_scorer_free(scorer);

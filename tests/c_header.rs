@@ -9,7 +9,7 @@ fn committed_header_is_current() {
     let config = cbindgen::Config::from_file(root.join("cbindgen.toml")).expect("cbindgen.toml");
     let mut generated = Vec::new();
     cbindgen::Builder::new()
-        .with_crate(root)
+        .with_src(root.join("src/ffi/mod.rs"))
         .with_config(config)
         .generate()
         .expect("cbindgen failed on src/")

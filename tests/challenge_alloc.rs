@@ -2,8 +2,8 @@
 //! nothing: verifying a clearance cookie (valid, forged, expired, other
 //! address, in a 10 KB Cookie header), looking an address up among 10 000+
 //! bot prefixes, and a whole `decide_request` with both configured, through
-//! `edgeguard_access` counting into a metrics registry, and a failed answer
-//! counted by `edgeguard_policy_challenge_answer`. dhat
+//! `edgeguard_location_run` counting into a metrics registry, a failed
+//! answer included. dhat
 //! counts every heap block while they run; it allows one profiler at a
 //! time, so every check lives in one test, without libtest's threads.
 
@@ -11,18 +11,14 @@ use std::net::IpAddr;
 use std::path::Path;
 
 use edgeguard::challenge::{Clearance, Rejection};
-use edgeguard::config::{Action, Config};
 use edgeguard::features::Request;
-use edgeguard::ffi::access::{edgeguard_access, edgeguard_access_out};
-use edgeguard::ffi::challenge::{
-    edgeguard_bot, edgeguard_challenge_answer, edgeguard_clearance,
-    edgeguard_policy_challenge_answer,
-};
-use edgeguard::ffi::config::{edgeguard_config_new, edgeguard_policy_new};
+use edgeguard::ffi::config::edgeguard_config_new;
 use edgeguard::ffi::edgeguard_result as R;
+use edgeguard::ffi::location::*;
 use edgeguard::ffi::metrics::*;
 use edgeguard::ffi::scorer::edgeguard_request;
 use edgeguard::ffi::{edgeguard_header, edgeguard_str};
+use edgeguard::gate::{Action, Config};
 use edgeguard::headers::Header;
 use edgeguard::verified::{PrefixSetBuilder, Verdict};
 
@@ -121,9 +117,9 @@ fn per_request_work_does_not_allocate() {
     let bots = policy.verified_bots().unwrap();
     let scores = [0.99];
 
-    // The one FFI call per request, edgeguard_access, with a challenge and
-    // verified bots configured (no list, no models: the cookie and the bot
-    // claim are what it judges).
+    // The one FFI call per request, edgeguard_location_run, with a challenge
+    // and verified bots configured (no list, no models: the cookie and the
+    // bot claim are what it judges).
     let opts = format!(
         r#"{{"mode": "challenge", "challenge_secret": "{0}/tests/fixtures/challenge/secret",
             "verified_bots": "{0}/tests/fixtures/verified/bots.json"}}"#,
@@ -147,8 +143,9 @@ fn per_request_work_does_not_allocate() {
     );
     assert_eq!(
         unsafe {
-            edgeguard_policy_new(
+            edgeguard_location_new(
                 c_cfg,
+                std::ptr::null(),
                 std::ptr::null(),
                 std::ptr::null(),
                 0,
@@ -168,17 +165,12 @@ fn per_request_work_does_not_allocate() {
                 .collect()
         })
         .collect();
-    let c_addrs: Vec<Vec<u8>> = cases
-        .iter()
-        .map(|(_, a, _)| match a {
-            IpAddr::V4(a) => a.octets().to_vec(),
-            IpAddr::V6(a) => a.octets().to_vec(),
-        })
-        .collect();
-    let mut clear = [0u32; 8];
-    // The decision line of a verified or fake bot is written too.
-    let mut text = [0u8; 4096];
-    let mut out: edgeguard_access_out = unsafe { std::mem::zeroed() };
+    let c_addrs: Vec<String> = cases.iter().map(|(_, a, _)| a.to_string()).collect();
+    // The decision line of a verified or fake bot is written too, into the
+    // scratch made here.
+    let mut scratch = std::ptr::null_mut();
+    assert_eq!(unsafe { edgeguard_scratch_new(&mut scratch) }, R::Ok);
+    let mut out: edgeguard_effects = unsafe { std::mem::zeroed() };
     // The configuration's challenge and verified bots give the series.
     let mut metrics = std::ptr::null_mut();
     assert_eq!(
@@ -205,8 +197,6 @@ fn per_request_work_does_not_allocate() {
         headers_len: c_headers[0].len(),
         tls: std::ptr::null(),
     };
-    let (mut cookie_buf, mut location_buf) = ([0u8; 512], [0u8; 2048]);
-    let mut answer: edgeguard_challenge_answer = unsafe { std::mem::zeroed() };
     let slots_n = unsafe { edgeguard_metrics_len(metrics) };
     let (mut slots, mut deltas, mut values) =
         (vec![0u32; slots_n], vec![0.0; slots_n], vec![0.0; slots_n]);
@@ -235,27 +225,21 @@ fn per_request_work_does_not_allocate() {
             let r = edgeguard_request {
                 method: edgeguard_str::from_slice(b"GET"),
                 uri: edgeguard_str::from_slice(b"/"),
-                client_addr: edgeguard_str::from_slice(b""),
+                client_addr: edgeguard_str::from_slice(c_addrs[i].as_bytes()),
                 http_version: 11,
                 headers: c_headers[i].as_ptr(),
                 headers_len: c_headers[i].len(),
                 tls: std::ptr::null(),
             };
             let rc = unsafe {
-                edgeguard_access(
-                    std::ptr::null(),
+                edgeguard_location_run(
                     c_policy,
                     metrics,
                     &r,
-                    c_addrs[i].as_ptr(),
-                    c_addrs[i].len(),
-                    NOW as i64,
-                    clear.as_mut_ptr(),
-                    clear.len(),
-                    std::ptr::null_mut(),
+                    std::ptr::null(),
                     0,
-                    text.as_mut_ptr(),
-                    text.len(),
+                    NOW as i64,
+                    scratch,
                     &mut out,
                 )
             };
@@ -265,23 +249,21 @@ fn per_request_work_does_not_allocate() {
             seen += usize::from(out.bot != edgeguard_bot::None);
         }
         let rc = unsafe {
-            edgeguard_policy_challenge_answer(
+            edgeguard_location_run(
                 c_policy,
                 metrics,
                 &answer_req,
                 std::ptr::null(),
                 0,
                 NOW as i64,
-                0,
-                cookie_buf.as_mut_ptr(),
-                cookie_buf.len(),
-                location_buf.as_mut_ptr(),
-                location_buf.len(),
-                &mut answer,
+                scratch,
+                &mut out,
             )
         };
         assert_eq!(rc, R::Ok);
-        assert_eq!(answer.result, edgeguard_clearance::Malformed);
+        assert_eq!((out.action, out.status), (edgeguard_action::Answer, 403));
+        assert!(unsafe { out.line.as_bytes() }
+            .starts_with(b"edgeguard challenge=failed reason=malformed "));
         for p in &probes {
             seen += usize::from(bots_set.contains(*p));
         }
@@ -325,10 +307,12 @@ fn per_request_work_does_not_allocate() {
     assert_eq!(seen, 50 * (6 + 1 + 3), "every case and probe ran");
     // 50 rounds of the six requests: two accepted cookies, a forged one,
     // another address, another User-Agent twice (the Googlebot one comes
-    // from its prefixes: verified); 50 malformed answers.
+    // from its prefixes: verified); 50 malformed answers, each a request
+    // too (the one call counts an answer as nginx counted it).
     let text = std::str::from_utf8(&exposition[..text_len]).unwrap();
     for want in [
-        "edgeguard_requests_total{engine=\"rust\"} 300\n",
+        "edgeguard_requests_total{engine=\"rust\"} 350\n",
+        "edgeguard_decisions_total{action=\"answer\"} 50\n",
         "edgeguard_clearances_total{result=\"accepted\"} 100\n",
         "edgeguard_clearances_total{result=\"mac\"} 50\n",
         "edgeguard_clearances_total{result=\"address\"} 50\n",
@@ -339,7 +323,11 @@ fn per_request_work_does_not_allocate() {
     ] {
         assert!(text.contains(want), "{want} in {text}");
     }
-    unsafe { edgeguard_metrics_free(metrics) };
+    unsafe {
+        edgeguard_metrics_free(metrics);
+        edgeguard_scratch_free(scratch);
+        edgeguard_location_free(c_policy);
+    }
     assert_eq!(
         after.total_blocks, before.total_blocks,
         "cookie verification, prefix lookups and decide_request allocated"

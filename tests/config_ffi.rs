@@ -7,9 +7,12 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::ptr::{null, null_mut};
 
-use edgeguard::config::{Action, Config};
 use edgeguard::ffi::config::*;
 use edgeguard::ffi::edgeguard_result as R;
+use edgeguard::ffi::edgeguard_str;
+use edgeguard::ffi::location::*;
+use edgeguard::ffi::scorer::edgeguard_request;
+use edgeguard::gate::{Action, Config};
 
 fn manifest() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -41,13 +44,16 @@ fn config(json: &str) -> Result<*mut edgeguard_config, (R, String)> {
     }
 }
 
-fn policy(cfg: *const edgeguard_config, names: &[&str], own: &[f64]) -> *mut edgeguard_policy {
+/// A location of `cfg` bound to `names` with their own thresholds, given
+/// its scores (as the legacy engine's is).
+fn policy(cfg: *const edgeguard_config, names: &[&str], own: &[f64]) -> *mut edgeguard_location {
     let c: Vec<CString> = names.iter().map(|n| CString::new(*n).unwrap()).collect();
     let ptrs: Vec<*const c_char> = c.iter().map(|s| s.as_ptr()).collect();
     let mut out = null_mut();
     let rc = unsafe {
-        edgeguard_policy_new(
+        edgeguard_location_new(
             cfg,
+            null(),
             ptrs.as_ptr(),
             own.as_ptr(),
             names.len(),
@@ -61,26 +67,32 @@ fn policy(cfg: *const edgeguard_config, names: &[&str], own: &[f64]) -> *mut edg
     out
 }
 
-fn decide(p: *const edgeguard_policy, scores: &[f64], addr: IpAddr) -> edgeguard_decision {
-    let bytes: Vec<u8> = match addr {
-        IpAddr::V4(a) => a.octets().to_vec(),
-        IpAddr::V6(a) => a.octets().to_vec(),
+/// The effects of a request from `addr` with `scores`.
+fn decide(p: *const edgeguard_location, scores: &[f64], addr: IpAddr) -> edgeguard_effects {
+    let client = addr.to_string();
+    let req = edgeguard_request {
+        method: edgeguard_str::from_slice(b"GET"),
+        uri: edgeguard_str::from_slice(b"/"),
+        client_addr: edgeguard_str::from_slice(client.as_bytes()),
+        http_version: 11,
+        headers: null(),
+        headers_len: 0,
+        tls: null(),
     };
-    let mut d = edgeguard_decision {
-        action: edgeguard_action::Pass,
-        model: -7,
-        threshold: 0.0,
-        status: 0,
+    let given = edgeguard_given {
+        scores: scores.as_ptr(),
+        scores_len: scores.len(),
+        removed: 0,
+        unremovable: 0,
     };
+    let mut scratch = null_mut();
+    let mut d: edgeguard_effects = unsafe { std::mem::zeroed() };
+    d.model = -7;
     let rc = unsafe {
-        edgeguard_policy_decide(
-            p,
-            scores.as_ptr(),
-            scores.len(),
-            bytes.as_ptr(),
-            bytes.len(),
-            &mut d,
-        )
+        edgeguard_scratch_new(&mut scratch);
+        let rc = edgeguard_location_run(p, null(), &req, &given, 0, 0, scratch, &mut d);
+        edgeguard_scratch_free(scratch);
+        rc
     };
     assert_eq!(rc, R::Ok);
     d
@@ -126,7 +138,9 @@ fn the_c_abi_decides_as_replay_does() {
                 if let Some(m) = want.flagged_by {
                     assert_eq!(Some(got.threshold), replay.policy().threshold(m));
                 }
-                assert_eq!(got.status, 403);
+                // The status of a blocked request is the configured one.
+                let status = if action == Action::Block { 403 } else { 0 };
+                assert_eq!(got.status, status);
             }
         }
     }
@@ -137,7 +151,7 @@ fn the_c_abi_decides_as_replay_does() {
         "{seen:?}"
     );
     unsafe {
-        edgeguard_policy_free(p);
+        edgeguard_location_free(p);
         edgeguard_config_free(cfg);
     }
 }
@@ -183,7 +197,7 @@ fn a_location_overrides_mode_and_one_threshold_only() {
         (edgeguard_action::Log, 1, 0.5)
     );
     unsafe {
-        edgeguard_policy_free(p);
+        edgeguard_location_free(p);
         edgeguard_config_free(loc);
         edgeguard_config_free(cfg);
     }

@@ -1285,7 +1285,7 @@ fn score_both(s: *const edgeguard_scorer, rust: &Scorer, req: &edgeguard_request
             req.uri.as_bytes(),
             req.http_version as u16,
             req.client_addr.as_bytes(),
-            edgeguard::headers::Header::from_c(headers),
+            edgeguard::ffi::headers_from_c(headers),
         )
         .with_tls(tls)
     };

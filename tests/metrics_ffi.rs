@@ -1,4 +1,4 @@
-//! `edgeguard_access` counts the Rust engine's request into a metrics
+//! `edgeguard_location_run` counts the Rust engine's request into a metrics
 //! registry as the Lua shim used to after it (`act()`, `refuse()`): the
 //! engine's time and scores, the decision with the entries stripped, a
 //! request nginx cannot strip as refused (nothing stripped), and nothing
@@ -10,10 +10,10 @@ mod access_support;
 use std::ptr::{null, null_mut};
 
 use access_support::*;
-use edgeguard::ffi::access::*;
 use edgeguard::ffi::config::*;
 use edgeguard::ffi::edgeguard_result as R;
 use edgeguard::ffi::headers::*;
+use edgeguard::ffi::location::*;
 use edgeguard::ffi::metrics::*;
 use edgeguard::ffi::scorer::*;
 
@@ -42,35 +42,20 @@ fn text(m: *const edgeguard_metrics) -> String {
     }
 }
 
+/// One request through the location, counted into `m` (null: not
+/// counted); `http_version` out of range makes the call fail.
 fn access(
-    scorer: *const edgeguard_scorer,
-    policy: *const edgeguard_policy,
+    loc: *const edgeguard_location,
     m: *const edgeguard_metrics,
     req: &Req,
-    clear_cap: usize,
-) -> (R, edgeguard_access_out) {
-    let r = req.c();
-    let mut clear = vec![0u32; req.len().max(1)];
-    let mut scores = [0.0f64; 2];
+    http_version: i32,
+    scratch: *mut edgeguard_scratch,
+) -> (R, edgeguard_effects) {
+    let mut r = req.c();
+    r.http_version = http_version;
     let mut out = sentinel();
-    let rc = unsafe {
-        edgeguard_access(
-            scorer,
-            policy,
-            m,
-            &r,
-            null(),
-            0,
-            1_800_000_000,
-            clear.as_mut_ptr(),
-            clear_cap,
-            scores.as_mut_ptr(),
-            2,
-            null_mut(),
-            0,
-            &mut out,
-        )
-    };
+    let rc =
+        unsafe { edgeguard_location_run(loc, m, &r, null(), 0, 1_800_000_000, scratch, &mut out) };
     (rc, out)
 }
 
@@ -78,7 +63,8 @@ fn access(
 fn the_rust_engine_counts_decisions_refusals_and_not_failures() {
     let list = list_set();
     let scorer = scorer();
-    let (cfg, policy) = bound_policy_with(BLOCK, scorer, 2, list);
+    let (cfg, loc) = bound_location(BLOCK, scorer, list);
+    let scratch = scratch();
     let names = [c"bot".as_ptr(), c"spoof".as_ptr()];
     let mut m = null_mut();
     let rc =
@@ -86,16 +72,16 @@ fn the_rust_engine_counts_decisions_refusals_and_not_failures() {
     assert_eq!(rc, R::Ok);
 
     let bot = bot_request();
-    let (rc, out) = access(scorer, policy, m, &bot, bot.len());
+    let (rc, out) = access(loc, m, &bot, 11, scratch);
     assert_eq!(rc, R::Ok);
-    let action = ["pass", "allow", "log", "block"][out.decision.action as usize];
+    let action = ["pass", "allow", "log", "block"][out.action as usize];
     // Two internal entries matched and stripped.
     let stripped = Req::new(&[
         (b"User-Agent", b"curl/8"),
         (b"x-internal-user-id", b"1"),
         (b"X-Debug-a", b"2"),
     ]);
-    let (rc, out2) = access(scorer, policy, m, &stripped, stripped.len());
+    let (rc, out2) = access(loc, m, &stripped, 11, scratch);
     assert_eq!((rc, out2.matched, out2.unremovable), (R::Ok, 2, 0));
     // Entries nginx cannot remove: refused, 0 stripped, as refuse("rust", 0, left).
     let unremovable = Req::new(&[
@@ -103,14 +89,14 @@ fn the_rust_engine_counts_decisions_refusals_and_not_failures() {
         (b"X-Debug-(a", b"1"),
         (b"X-Debug-ok", b"3"),
     ]);
-    let (rc, out3) = access(scorer, policy, m, &unremovable, unremovable.len());
+    let (rc, out3) = access(loc, m, &unremovable, 11, scratch);
     assert_eq!((rc, out3.unremovable), (R::Ok, 1));
-    // A failed call (clear buffer too small) counts nothing: the shim
-    // counts its 500 itself.
-    let (rc, _) = access(scorer, policy, m, &unremovable, 1);
+    // A failed call (an HTTP version no request has) counts nothing: the
+    // shim counts its 500 itself.
+    let (rc, _) = access(loc, m, &unremovable, 70000, scratch);
     assert_eq!(rc, R::InvalidArgument);
     // No registry: nothing counted either.
-    let (rc, _) = access(scorer, policy, null(), &bot, bot.len());
+    let (rc, _) = access(loc, null(), &bot, 11, scratch);
     assert_eq!(rc, R::Ok);
 
     let t = text(m);
@@ -128,7 +114,7 @@ fn the_rust_engine_counts_decisions_refusals_and_not_failures() {
         t.contains("edgeguard_decisions_total{action=\"refused\"} 1\n"),
         "{t}"
     );
-    let second = ["pass", "allow", "log", "block"][out2.decision.action as usize];
+    let second = ["pass", "allow", "log", "block"][out2.action as usize];
     let want = 1 + usize::from(second == action);
     assert!(
         t.contains(&format!(
@@ -155,7 +141,8 @@ fn the_rust_engine_counts_decisions_refusals_and_not_failures() {
     assert!(sum > 0.0 && sum < 1.0, "{sum}");
     unsafe {
         edgeguard_metrics_free(m);
-        edgeguard_policy_free(policy);
+        edgeguard_location_free(loc);
+        edgeguard_scratch_free(scratch);
         edgeguard_config_free(cfg);
         edgeguard_scorer_free(scorer);
         edgeguard_header_set_free(list);

@@ -1,12 +1,17 @@
 //! Deciding a request allocates nothing, through the Rust API (replay) and
-//! the C ABI (nginx): dhat counts every heap block while they run.
+//! the C ABI (nginx, a location given the legacy engine's scores): dhat
+//! counts every heap block while they run.
 
 use std::net::IpAddr;
 use std::ptr::{null, null_mut};
 
-use edgeguard::config::{Action, Options};
+use edgeguard::config::Options;
 use edgeguard::ffi::config::*;
 use edgeguard::ffi::edgeguard_result as R;
+use edgeguard::ffi::edgeguard_str;
+use edgeguard::ffi::location::*;
+use edgeguard::ffi::scorer::edgeguard_request;
+use edgeguard::gate::Action;
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
@@ -25,7 +30,7 @@ fn deciding_does_not_allocate() {
     let _profiler = dhat::Profiler::builder().testing().build();
 
     let options = Options::configure("test", None, OPTIONS.as_bytes()).unwrap();
-    let policy = edgeguard::config::Policy::new(&options, &[("bot", None), ("spoof", None)]);
+    let policy = edgeguard::gate::Policy::new(&options, &[("bot", None), ("spoof", None)]);
     let mut cfg = null_mut();
     let rc = unsafe {
         edgeguard_config_new(
@@ -42,8 +47,9 @@ fn deciding_does_not_allocate() {
     let names = [c"bot".as_ptr(), c"spoof".as_ptr()];
     let mut c_policy = null_mut();
     let rc = unsafe {
-        edgeguard_policy_new(
+        edgeguard_location_new(
             cfg,
+            null(),
             names.as_ptr(),
             null(),
             2,
@@ -61,20 +67,23 @@ fn deciding_does_not_allocate() {
         b"2001:db9::5",
         b"not-an-ip",
     ];
-    let binary: Vec<Vec<u8>> = texts
+    // The addresses that parse, as the C requests' textual client_addr.
+    let requests: Vec<edgeguard_request> = texts
         .iter()
-        .filter_map(|t| std::str::from_utf8(t).unwrap().parse::<IpAddr>().ok())
-        .map(|a| match a {
-            IpAddr::V4(a) => a.octets().to_vec(),
-            IpAddr::V6(a) => a.octets().to_vec(),
+        .filter(|t| std::str::from_utf8(t).unwrap().parse::<IpAddr>().is_ok())
+        .map(|t| edgeguard_request {
+            method: edgeguard_str::from_slice(b"GET"),
+            uri: edgeguard_str::from_slice(b"/"),
+            client_addr: edgeguard_str::from_slice(t),
+            http_version: 11,
+            headers: null(),
+            headers_len: 0,
+            tls: null(),
         })
         .collect();
-    let mut d = edgeguard_decision {
-        action: edgeguard_action::Pass,
-        model: 0,
-        threshold: 0.0,
-        status: 0,
-    };
+    let mut scratch = null_mut();
+    assert_eq!(unsafe { edgeguard_scratch_new(&mut scratch) }, R::Ok);
+    let mut d: edgeguard_effects = unsafe { std::mem::zeroed() };
     let mut counts = [0usize; 4];
     let mut c_counts = [0usize; 5];
 
@@ -87,14 +96,36 @@ fn deciding_does_not_allocate() {
                 .action
                 .index()] += 1;
         }
-        for b in &binary {
+        let given = edgeguard_given {
+            scores: scores.as_ptr(),
+            scores_len: 2,
+            removed: 0,
+            unremovable: 0,
+        };
+        for r in &requests {
             let rc = unsafe {
-                edgeguard_policy_decide(c_policy, scores.as_ptr(), 2, b.as_ptr(), b.len(), &mut d)
+                edgeguard_location_run(c_policy, null(), r, &given, 0, 0, scratch, &mut d)
             };
             assert_eq!(rc, R::Ok);
             c_counts[d.action as usize] += 1;
         }
-        let rc = unsafe { edgeguard_policy_decide(c_policy, null(), 0, null(), 0, &mut d) };
+        let unscored = edgeguard_given {
+            scores: null(),
+            scores_len: 0,
+            ..given
+        };
+        let rc = unsafe {
+            edgeguard_location_run(
+                c_policy,
+                null(),
+                &requests[0],
+                &unscored,
+                0,
+                0,
+                scratch,
+                &mut d,
+            )
+        };
         assert_eq!(rc, R::Ok);
     }
     let after = dhat::HeapStats::get();
@@ -113,7 +144,8 @@ fn deciding_does_not_allocate() {
     assert_eq!(c_counts[0] + c_counts[1] + c_counts[3], 400);
     assert!(c_counts[1] > 0 && c_counts[3] > 0);
     unsafe {
-        edgeguard_policy_free(c_policy);
+        edgeguard_location_free(c_policy);
+        edgeguard_scratch_free(scratch);
         edgeguard_config_free(cfg);
     }
 }

@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 
-use edgeguard::config::Config;
+use edgeguard::gate::Config;
 use edgeguard::replay::Worker;
 
 #[global_allocator]

@@ -8,8 +8,8 @@ use std::io::{Cursor, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use edgeguard::config::{Action, Config};
 use edgeguard::features::{Request, TlsFacts};
+use edgeguard::gate::{Action, Config};
 use edgeguard::headers::Header;
 use edgeguard::replay::{self, Input, Options, Summary};
 use edgeguard::tls::Family;

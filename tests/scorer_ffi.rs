@@ -82,7 +82,7 @@ fn str_of(s: &str) -> edgeguard_str {
 
 /// The C view of a request; `headers` must come from `r.ffi_headers()`.
 fn c_request(r: &OwnedRequest, headers: &[Header<'_>]) -> edgeguard_request {
-    let headers: &[edgeguard_header] = Header::as_c(headers);
+    let headers: &[edgeguard_header] = edgeguard::ffi::headers_as_c(headers);
     edgeguard_request {
         method: str_of(&r.method),
         uri: str_of(&r.uri),

@@ -7,7 +7,7 @@ prints, per client, how many requests a block-mode nginx would turn away.
         [--where label=human --where scope=wider]
 
 It runs `edgeguard replay --config CONFIG --ordered --output ...` (the same
-scoring code nginx runs, README "Replay") on the corpus and joins each
+scoring code nginx runs, docs/replay.md) on the corpus and joins each
 output line with the corpus labels. A request counts as flagged when the
 replayed action is `block` or `log`: record.json runs the shipped models in
 log mode, and a request logged there is one the shipped nginx.conf

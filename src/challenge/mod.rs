@@ -40,7 +40,6 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 pub use keys::{KeyError, Keys, MAX_KEYS, MAX_KEY_BYTES, MIN_KEY_BYTES};
-pub(crate) use token::canonical as canonical_addr;
 pub use token::{Binding, Rejection, TOKEN_TEXT};
 /// Room enough for the challenge page.
 pub const PAGE_CAP: usize = page::CAP;

@@ -25,6 +25,7 @@ use hmac::Mac;
 use sha2::{Digest, Sha256};
 
 use super::keys::{HmacSha256, Key, Keys};
+use crate::net::canonical;
 
 /// Bytes of a token record.
 pub(crate) const TOKEN_BYTES: usize = 75;
@@ -76,15 +77,6 @@ impl Binding {
             prefix,
             ua,
         }
-    }
-}
-
-/// An IPv4-mapped IPv6 address (`::ffff:192.0.2.1`, what a dual-stack
-/// socket reports) as the IPv4 address it is.
-pub(crate) fn canonical(addr: IpAddr) -> IpAddr {
-    match addr {
-        IpAddr::V6(a) => a.to_ipv4_mapped().map_or(addr, IpAddr::V4),
-        v4 => v4,
     }
 }
 

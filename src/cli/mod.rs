@@ -6,11 +6,12 @@
 use std::process::ExitCode;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
-use clap::CommandFactory;
 
 pub mod features;
+pub mod kafka;
 pub mod predict;
 pub mod replay;
+pub mod ship;
 pub mod tls;
 
 /// A value parser: a positive whole number.
@@ -60,8 +61,9 @@ pub(crate) fn message(subcommand: &str, e: &clap::Error) -> Option<String> {
 }
 
 /// Reports a parse failure: help and version go to stdout (exit 0); usage
-/// errors name the subcommand and the option, then the usage line (exit 2).
-pub fn usage_error(e: &clap::Error) -> ExitCode {
+/// errors name the subcommand and the option, then the usage line of `cmd`
+/// (the program's command, whose subcommand failed; exit 2).
+pub fn usage_error(e: &clap::Error, mut cmd: clap::Command) -> ExitCode {
     let code = ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
     let subcommand = std::env::args().nth(1).unwrap_or_default();
     let Some(msg) = message(&subcommand, e) else {
@@ -69,7 +71,6 @@ pub fn usage_error(e: &clap::Error) -> ExitCode {
         let _ = e.print();
         return code;
     };
-    let mut cmd = crate::Cli::command();
     cmd.build();
     let usage = match cmd.find_subcommand_mut(&subcommand) {
         Some(sub) => sub.render_usage(),

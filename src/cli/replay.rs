@@ -6,7 +6,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use edgeguard::config::Config;
+use edgeguard::gate::Config;
 use edgeguard::replay::{self, Input, Options};
 
 /// Scores every request of the JSON Lines FILEs (or stdin; gzip is detected)
@@ -21,7 +21,13 @@ Input lines: the requests of `edgeguard features`
    \"headers\": [[\"host\", \"x\"], ...]}
 or access-log lines of `log_format edgeguard_json` (nginx-conf/log-format.conf),
 whose live $edgeguard_action and scores are compared with the replay.
-Bad lines are counted and reported with their numbers, never fatal.";
+Bad lines are counted and reported with their numbers, never fatal.
+
+With --kafka-brokers, --topic and --group it reads a Kafka topic instead, as
+a member of a consumer group (one request line per message; instances with
+one group share the partitions), commits offsets only once the results are
+written, and runs until SIGTERM or SIGINT (or --exit-at-end). Its --output
+is appended to, never truncated. See docs/kafka.md.";
 
 #[derive(clap::Args, Debug)]
 #[command(override_usage = "edgeguard replay --config CONFIG [options] [FILE...]")]
@@ -57,6 +63,8 @@ pub struct Args {
     /// Input files (`-`: stdin); none: stdin
     #[arg(value_name = "FILE")]
     files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(crate) kafka: super::kafka::KafkaArgs,
 }
 
 impl Args {
@@ -87,11 +95,15 @@ pub fn run(args: Args) -> ExitCode {
 }
 
 fn replay(args: Args) -> Result<(), String> {
+    args.kafka.check()?;
     let primary = Config::load(&args.config).map_err(|e| e.to_string())?;
     let compare = match &args.compare {
         Some(p) => Some(Config::load(p).map_err(|e| e.to_string())?),
         None => None,
     };
+    if args.kafka.kafka_brokers.is_some() {
+        return replay_kafka(&args, &primary, compare.as_ref());
+    }
     let inputs = if args.files.is_empty() {
         vec![Input::stdin()]
     } else {
@@ -116,7 +128,10 @@ fn replay(args: Args) -> Result<(), String> {
         &args.options(),
     )
     .map_err(|e| format!("writing output: {e}"))?;
-    let text = summary.render();
+    write_summary(&args, &summary.render())
+}
+
+fn write_summary(args: &Args, text: &str) -> Result<(), String> {
     match &args.summary {
         Some(p) => std::fs::write(p, text).map_err(|e| format!("{}: {e}", p.display())),
         None => {
@@ -124,6 +139,30 @@ fn replay(args: Args) -> Result<(), String> {
             Ok(())
         }
     }
+}
+
+/// A Kafka topic instead of files. Rows are appended: after a restart the
+/// rows of what was committed before are still there.
+fn replay_kafka(args: &Args, primary: &Config, compare: Option<&Config>) -> Result<(), String> {
+    let mut out: Option<Box<dyn Write>> = match &args.output {
+        None => None,
+        Some(p) if p == Path::new("-") => Some(Box::new(BufWriter::new(io::stdout().lock()))),
+        Some(p) => Some(Box::new(BufWriter::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .map_err(|e| format!("{}: {e}", p.display()))?,
+        ))),
+    };
+    let rows = out.as_mut().map(|w| w.as_mut() as &mut dyn Write);
+    let (text, failed) =
+        super::kafka::replay(&args.kafka, primary, compare, rows, &args.options())?;
+    write_summary(args, &text)?;
+    if failed {
+        return Err("stopped before the end: see the summary".into());
+    }
+    Ok(())
 }
 
 #[cfg(test)]

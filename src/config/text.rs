@@ -69,7 +69,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// The span of what `f` writes.
-    fn span(&mut self, f: impl FnOnce(&mut Self) -> fmt::Result) -> Result<Span, fmt::Error> {
+    pub fn span(&mut self, f: impl FnOnce(&mut Self) -> fmt::Result) -> Result<Span, fmt::Error> {
         let offset = self.len;
         f(self)?;
         Ok(Span {
@@ -414,13 +414,7 @@ pub fn write_line(w: &mut Cursor<'_>, line: &Line<'_>) -> Result<Span, fmt::Erro
             w.write_str(" threshold=")?;
             write_f(w, threshold, 6)?;
         }
-        w.write_str(" client=")?;
-        w.bytes(line.client)?;
-        w.write_str(" method=")?;
-        w.bytes(line.method)?;
-        w.write_str(" uri=\"")?;
-        w.bytes(line.uri)?;
-        w.write_str("\"")?;
+        write_request(w, line)?;
         if let Some((bot, verdict)) = line.bot {
             w.write_str(" bot=")?;
             w.bytes(bot)?;
@@ -429,6 +423,57 @@ pub fn write_line(w: &mut Cursor<'_>, line: &Line<'_>) -> Result<Span, fmt::Erro
         }
         Ok(())
     })
+}
+
+/// ` client=C method=M uri="U"`: the request a line is about.
+fn write_request(w: &mut Cursor<'_>, line: &Line<'_>) -> fmt::Result {
+    w.write_str(" client=")?;
+    w.bytes(line.client)?;
+    w.write_str(" method=")?;
+    w.bytes(line.method)?;
+    w.write_str(" uri=\"")?;
+    w.bytes(line.uri)?;
+    w.write_str("\"")
+}
+
+/// Writes the line of a request refused for internal headers nginx cannot
+/// remove (`left` of them): `edgeguard action=refused status=400
+/// internal_left=N reason="..." client=C method=M uri="U"` (`line`'s
+/// request; its other parts are not read).
+pub fn write_refused(w: &mut Cursor<'_>, left: usize, line: &Line<'_>) -> Result<Span, fmt::Error> {
+    w.span(|w| {
+        w.write_str("edgeguard action=refused status=400 internal_left=")?;
+        write_u64(w, left as u64, 1)?;
+        w.write_str(
+            " reason=\"header names that are not RFC 9110 tokens, which ngx.req.clear_header cannot remove\"",
+        )?;
+        write_request(w, line)
+    })
+}
+
+/// Writes the line of an answer to the challenge: `edgeguard
+/// challenge=solved client=C method=M uri="U"`, or `challenge=failed
+/// reason=R` for a `failed` one (`line`'s request).
+pub fn write_answer(
+    w: &mut Cursor<'_>,
+    failed: Option<&str>,
+    line: &Line<'_>,
+) -> Result<Span, fmt::Error> {
+    w.span(|w| {
+        match failed {
+            None => w.write_str("edgeguard challenge=solved")?,
+            Some(reason) => {
+                w.write_str("edgeguard challenge=failed reason=")?;
+                w.write_str(reason)?;
+            }
+        }
+        write_request(w, line)
+    })
+}
+
+/// Writes `n` in decimal.
+pub fn write_decimal(w: &mut impl Sink, n: u64) -> fmt::Result {
+    write_u64(w, n, 1)
 }
 
 #[cfg(test)]

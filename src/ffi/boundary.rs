@@ -1,9 +1,10 @@
 //! The panic boundary and the small checks every export goes through.
 
-use std::ffi::{c_char, CStr};
+use std::ffi::c_char;
 use std::fmt::Display;
 
-use super::edgeguard_result;
+use super::raw::{c_bytes, slice};
+use super::types::edgeguard_result;
 
 /// What an export returns when its body panicked.
 pub trait PanicValue {
@@ -45,7 +46,7 @@ macro_rules! ffi_panic_boundary {
     ($($body:tt)*) => {
         match ::std::panic::catch_unwind(::std::panic::AssertUnwindSafe(|| { $($body)* })) {
             Ok(value) => value,
-            Err(_) => $crate::ffi::PanicValue::panic_value(),
+            Err(_) => $crate::ffi::boundary::PanicValue::panic_value(),
         }
     };
 }
@@ -54,28 +55,9 @@ macro_rules! ffi_panic_boundary {
 macro_rules! try_non_null {
     ($($ptr:expr),+ $(,)?) => {
         $(if $ptr.is_null() {
-            return $crate::ffi::edgeguard_result::NullParameter;
+            return $crate::ffi::types::edgeguard_result::NullParameter;
         })+
     };
-}
-
-pub(crate) fn result_from_int(n: libc::c_int) -> Option<edgeguard_result> {
-    use edgeguard_result::*;
-    [
-        Ok,
-        NullParameter,
-        Panic,
-        InvalidArgument,
-        Io,
-        HeaderListInvalid,
-        ModelInvalid,
-        FeatureCount,
-        BufferTooSmall,
-        ConfigInvalid,
-        TlsUnavailable,
-    ]
-    .into_iter()
-    .find(|r| *r as libc::c_int == n)
 }
 
 /// Writes `msg` into the caller's buffer as a NUL-terminated string, cut at a
@@ -97,74 +79,45 @@ pub(crate) unsafe fn write_error(buf: *mut c_char, buf_len: usize, msg: &dyn Dis
     *buf.add(n) = 0;
 }
 
-/// Borrows a NUL-terminated C string as bytes.
+/// Borrows `n` NUL-terminated UTF-8 strings (a list of names): null with
+/// `n` 0 is none; a null list with a count, or a null string, is
+/// `NullParameter`; a string that is not UTF-8 is `bad`, and `errbuf` says
+/// `"<what> <i> name is not UTF-8"`.
 ///
 /// # Safety
-/// `s` is non-null and NUL-terminated, valid for `'a`.
-pub(crate) unsafe fn c_bytes<'a>(s: *const c_char) -> &'a [u8] {
-    CStr::from_ptr(s).to_bytes()
-}
-
-/// Borrows `len` values at `ptr`; a null pointer is only allowed with
-/// `len == 0`. A length no array can have (more than `isize::MAX` bytes, as a
-/// negative C int converted to `size_t` gives) is refused too: making a slice
-/// of it is undefined behaviour before anything reads it.
-///
-/// # Safety
-/// `ptr` points to `len` readable values valid for `'a`, or `len == 0`.
-pub(crate) unsafe fn slice<'a, T>(ptr: *const T, len: usize) -> Option<&'a [T]> {
-    match (ptr.is_null(), len) {
-        (_, 0) => Some(&[]),
-        (true, _) => None,
-        (false, n) if n > isize::MAX as usize / std::mem::size_of::<T>().max(1) => None,
-        (false, n) => Some(std::slice::from_raw_parts(ptr, n)),
+/// `list` points to `n` NUL-terminated strings (or is null with `n` 0)
+/// valid for `'a`; `errbuf` is null or `errbuf_len` writable bytes.
+pub(crate) unsafe fn utf8_names<'a>(
+    list: *const *const c_char,
+    n: usize,
+    what: &str,
+    bad: edgeguard_result,
+    errbuf: *mut c_char,
+    errbuf_len: usize,
+) -> Result<Vec<&'a str>, edgeguard_result> {
+    let list = slice(list, n).ok_or(edgeguard_result::NullParameter)?;
+    if list.iter().any(|p| p.is_null()) {
+        return Err(edgeguard_result::NullParameter);
     }
-}
-
-/// [`slice`] of bytes.
-///
-/// # Safety
-/// As [`slice`].
-pub(crate) unsafe fn bytes<'a>(ptr: *const u8, len: usize) -> Option<&'a [u8]> {
-    slice(ptr, len)
-}
-
-/// A writable [`bytes`]: `len` bytes at `ptr`, null only with `len == 0`.
-///
-/// # Safety
-/// `ptr` points to `len` writable bytes valid for `'a` that nothing else
-/// reads or writes meanwhile, or `len == 0`.
-pub(crate) unsafe fn bytes_mut<'a>(ptr: *mut u8, len: usize) -> Option<&'a mut [u8]> {
-    match (ptr.is_null(), len) {
-        (_, 0) => Some(&mut []),
-        (true, _) => None,
-        (false, n) if n > isize::MAX as usize => None,
-        (false, n) => Some(std::slice::from_raw_parts_mut(ptr, n)),
+    let mut out = Vec::with_capacity(n);
+    for (i, &p) in list.iter().enumerate() {
+        let Ok(s) = std::str::from_utf8(c_bytes(p)) else {
+            write_error(
+                errbuf,
+                errbuf_len,
+                &format_args!("{what} {i} name is not UTF-8"),
+            );
+            return Err(bad);
+        };
+        out.push(s);
     }
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slices_refuse_null_with_a_length_and_lengths_no_array_has() {
-        let x = [7u64; 2];
-        // SAFETY: the refused cases make no slice; the others view `x`.
-        unsafe {
-            assert_eq!(slice(x.as_ptr(), 2), Some(&x[..]));
-            assert_eq!(slice(std::ptr::null::<u64>(), 0), Some(&[][..]));
-            assert_eq!(slice(std::ptr::null::<u64>(), 1), None);
-            assert_eq!(slice(x.as_ptr(), usize::MAX), None);
-            assert_eq!(slice(x.as_ptr(), isize::MAX as usize / 8 + 1), None);
-            assert_eq!(bytes(b"ab".as_ptr(), usize::MAX), None);
-            let mut b = [0u8; 2];
-            assert_eq!(bytes_mut(b.as_mut_ptr(), 2).map(|s| s.len()), Some(2));
-            assert_eq!(bytes_mut(std::ptr::null_mut(), 0).map(|s| s.len()), Some(0));
-            assert!(bytes_mut(std::ptr::null_mut(), 1).is_none());
-            assert!(bytes_mut(b.as_mut_ptr(), isize::MAX as usize + 1).is_none());
-        }
-    }
+    use std::ffi::CStr;
 
     #[test]
     fn error_buffer_is_truncated_at_char_boundary_and_terminated() {
@@ -185,12 +138,12 @@ mod tests {
     #[test]
     fn every_code_round_trips_through_its_number() {
         for n in 0..11 {
-            let r = result_from_int(n).expect("codes are dense from 0");
+            let r = edgeguard_result::from_int(n).expect("codes are dense from 0");
             assert_eq!(r as libc::c_int, n);
             assert!(!r.text().to_bytes().is_empty());
         }
-        assert!(result_from_int(11).is_none());
-        assert!(result_from_int(-1).is_none());
+        assert!(edgeguard_result::from_int(11).is_none());
+        assert!(edgeguard_result::from_int(-1).is_none());
     }
 
     #[test]

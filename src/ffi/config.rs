@@ -1,24 +1,25 @@
-//! C ABI for the configuration and the decision rule.
+//! C ABI for the configuration.
 //!
-//! The Lua shim hands its `configure{}` table, as JSON, to
-//! `edgeguard_config_new` (which reads a `config` file it names), reads the
-//! resolved options back once (`edgeguard_config_json`), binds a policy to
-//! each engine's models (`edgeguard_policy_new`) and asks it for the action
-//! of every request (`edgeguard_policy_decide`, no allocation). A location's
-//! `access{}` options make a derived configuration once
-//! (`edgeguard_config_new_for_location`), cached by the shim. The parsing and
-//! the rule are `crate::config`'s, the ones `edgeguard replay` runs.
+//! The Lua shim hands its `configure{}` table to Rust value by value
+//! (`edgeguard_options_*`: no JSON encoder in Lua), and the JSON that makes
+//! to `edgeguard_config_new` (which reads a `config` file it names); it
+//! reads the resolved options back once (`edgeguard_config_json`). A
+//! location's `access{}` options make a derived configuration
+//! (`edgeguard_config_new_for_location`), bound into a location
+//! (`src/ffi/location.rs`). The parsing is `crate::config`'s, the one
+//! `edgeguard replay` runs.
 
-use std::ffi::{c_char, CString};
+use std::ffi::{c_char, c_int, CString};
 use std::path::Path;
 
-use super::boundary::{bytes, c_bytes, slice, write_error};
-use super::edgeguard_result;
-use super::headers::edgeguard_header_set;
-use crate::config::text;
-use crate::config::{addr_from_binary, Action, ConfigError, ErrorOrigin, Options, Policy};
-use crate::scorer::MAX_MODELS;
-use crate::verified;
+use super::boundary::write_error;
+use super::handle::Handle;
+use super::raw::{bytes, c_bytes};
+use super::types::edgeguard_result;
+use crate::config::table::{Put, Table};
+use crate::config::{ConfigError, ErrorOrigin, Options};
+
+pub use super::types::edgeguard_value;
 
 /// Parsed and checked options. Opaque: made by `edgeguard_config_new` or
 /// `edgeguard_config_new_for_location`, released by `edgeguard_config_free`.
@@ -29,69 +30,20 @@ pub struct edgeguard_config {
     json: CString,
 }
 
-/// The decision rule bound to one engine's models, with what a location
-/// strips. Opaque: made by `edgeguard_policy_new`, released by
-/// `edgeguard_policy_free`. Immutable.
-pub struct edgeguard_policy {
-    pub(crate) policy: Policy,
-    /// The location's strip set: the internal list given to
-    /// `edgeguard_policy_new` and, as extra rules, every spelling of the
-    /// score header names (`Options::score_header_spellings`). None:
-    /// nothing to strip.
-    strip: Option<edgeguard_header_set>,
-    /// The location's own score header, exactly as the caller sets it on a
-    /// scored request (empty: none).
-    score_header: Box<[u8]>,
-    /// The models' names, in scoring order, for the texts.
-    names: Box<[Box<str>]>,
-    /// The text buffer the texts need besides the request's method, URI
-    /// and client address (`edgeguard_policy_text_room`).
-    text_room: usize,
+impl Handle for edgeguard_config {}
+
+/// A table of options being handed over value by value (for callers
+/// without an exact JSON encoder: the Lua shim). Opaque: made by
+/// `edgeguard_options_new`, filled by `edgeguard_options_put`, read by
+/// `edgeguard_options_json`, released by `edgeguard_options_free`. One
+/// thread at a time.
+pub struct edgeguard_options {
+    table: Table,
+    /// The last JSON text made, handed out to C.
+    json: Vec<u8>,
 }
 
-/// What `edgeguard_policy_decide` says a request gets. The numbers are
-/// stable.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum edgeguard_action {
-    /// Not flagged, or mode `off`: let it through.
-    Pass = 0,
-    /// Flagged, but the client lies in an `allow` block: let it through.
-    Allow = 1,
-    /// Flagged in mode `log`: let it through and log it.
-    Log = 2,
-    /// Flagged in mode `block`: answer with the decision's `status`.
-    Block = 3,
-    /// Not scored while models are configured and `fail_closed` is set:
-    /// answer 503.
-    Unavailable = 4,
-    /// Flagged, but a valid clearance cookie lets it through.
-    Cleared = 5,
-    /// A flagged navigation in mode `challenge`: serve the challenge page.
-    Challenge = 6,
-    /// A verified bot: let it through.
-    Verified = 7,
-    /// A request to the challenge's endpoint (`/.edgeguard/challenge`)
-    /// while a challenge is configured: answer it with
-    /// `edgeguard_policy_challenge_answer`, never proxy it. Only
-    /// `edgeguard_policy_decide_request` returns it.
-    Answer = 8,
-}
-
-/// The outcome of `edgeguard_policy_decide`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct edgeguard_decision {
-    /// What the request gets.
-    pub action: edgeguard_action,
-    /// The index of the model that flagged it (also when the mode is `off`
-    /// and the action `Pass`), or -1.
-    pub model: i32,
-    /// That model's threshold in force; NaN when no model flagged.
-    pub threshold: f64,
-    /// The status a blocked request gets (the configured `status`).
-    pub status: i32,
-}
+impl Handle for edgeguard_options {}
 
 /// Writes the error and returns its code: options the caller wrote are
 /// misuse (`InvalidArgument`), a bad file `ConfigInvalid`, an unreadable
@@ -108,15 +60,14 @@ unsafe fn refuse(e: &ConfigError, errbuf: *mut c_char, errbuf_len: usize) -> edg
     }
 }
 
-/// Boxes `options` into `*out`.
+/// Publishes `options` to `*out`, with their resolved JSON.
 ///
 /// # Safety
 /// `out` is writable.
 unsafe fn publish(options: Options, out: *mut *mut edgeguard_config) -> edgeguard_result {
     // serde_json escapes control characters, so the text holds no NUL.
     let json = CString::new(options.resolved_json()).unwrap_or_default();
-    *out = Box::into_raw(Box::new(edgeguard_config { options, json }));
-    edgeguard_result::Ok
+    edgeguard_config { options, json }.publish(out)
 }
 
 /// `source_name` as text, or `default` for null.
@@ -209,19 +160,20 @@ pub unsafe extern "C" fn edgeguard_config_new_for_location(
     errbuf_len: usize,
 ) -> edgeguard_result {
     ffi_panic_boundary! {
-        try_non_null!(base, out);
+        let base = try_ref!(base);
+        try_non_null!(out);
         let Some(text) = bytes(json, len) else {
             return edgeguard_result::NullParameter;
         };
         let source = name_or(source_name, "options");
-        match (*base).options.with_access(&source, text) {
+        match base.options.with_access(&source, text) {
             Ok(options) => publish(options, out),
             Err(e) => refuse(&e, errbuf, errbuf_len),
         }
     }
 }
 
-/// Releases a configuration. Null is a no-op. Policies bound from it stay
+/// Releases a configuration. Null is a no-op. Locations bound from it stay
 /// valid (they hold their own copy of what they need).
 ///
 /// # Safety
@@ -229,9 +181,7 @@ pub unsafe extern "C" fn edgeguard_config_new_for_location(
 #[no_mangle]
 pub unsafe extern "C" fn edgeguard_config_free(config: *mut edgeguard_config) {
     ffi_panic_boundary! {
-        if !config.is_null() {
-            drop(Box::from_raw(config));
-        }
+        edgeguard_config::free(config)
     }
 }
 
@@ -253,260 +203,112 @@ pub unsafe extern "C" fn edgeguard_config_json(config: *const edgeguard_config) 
     }
 }
 
-/// Binds `config`'s decision rule to one engine's models: `n` models in
-/// scoring order, model `i` named `names[i]` (NUL-terminated), with its own
-/// threshold `own_thresholds[i]` (NaN: none; `own_thresholds` may be null:
-/// none has one). Each model's threshold is the configured one, else its
-/// own; a model with neither never flags. `n` may be 0 (models not loaded:
-/// every request is unscored).
-///
-/// The policy also holds what the location strips (`edgeguard_access`,
-/// `edgeguard_policy_strip_set`): `headers` (null: no internal list; the
-/// set is copied, the caller keeps and frees its own) extended with every
-/// spelling of the configuration's score header names (`score_header` and,
-/// for a location's configuration, the one it was derived from), and the
-/// score header name a scored request is given.
-///
-/// On success writes a new policy to `*out` (release it with
-/// `edgeguard_policy_free`). `NullParameter` for a null `config`, `out`,
-/// `names` (with `n` > 0) or name; `InvalidArgument` for `n` above 64 or a
-/// name that is not UTF-8 (`errbuf` says which).
+/// Makes an empty table of options. `NullParameter` for a null `out`.
 ///
 /// # Safety
-/// `config` is a live configuration; `names` points to `n` NUL-terminated
-/// strings and `own_thresholds` is null or points to `n` doubles; `headers`
-/// is null or a live set; `out` is writable; `errbuf` is null or points to
-/// `errbuf_len` writable bytes.
+/// `out` is writable.
 #[no_mangle]
-pub unsafe extern "C" fn edgeguard_policy_new(
-    config: *const edgeguard_config,
-    names: *const *const c_char,
-    own_thresholds: *const f64,
-    n: usize,
-    headers: *const edgeguard_header_set,
-    out: *mut *mut edgeguard_policy,
+pub unsafe extern "C" fn edgeguard_options_new(
+    out: *mut *mut edgeguard_options,
+) -> edgeguard_result {
+    ffi_panic_boundary! {
+        try_non_null!(out);
+        edgeguard_options { table: Table::new(), json: Vec::new() }.publish(out)
+    }
+}
+
+/// Releases a table of options. Null is a no-op.
+///
+/// # Safety
+/// `options` is null or a live table not used afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn edgeguard_options_free(options: *mut edgeguard_options) {
+    ffi_panic_boundary! {
+        edgeguard_options::free(options)
+    }
+}
+
+/// Puts one value into the table open at `depth` (0: the top level of
+/// options), under `key` (`key_len` bytes; null: the next item of a list),
+/// closing the tables open deeper. `kind` (an `edgeguard_value`) says
+/// which of `number` (`Number`, `Boolean`) or `text` (`String`, or the type
+/// name of an `Other` value) holds it; an `Object` or `Array` opens a table
+/// at `depth + 1` for the values that follow. A value no option can take
+/// (`Other`, a string not UTF-8, a table nested deeper than 8) is refused
+/// by `edgeguard_options_json`, which names it.
+///
+/// `NullParameter` for a null `options`, or a null `key` or `text` with a
+/// length; `InvalidArgument` for a `kind` that is none or a `depth` at
+/// which no table is open.
+///
+/// # Safety
+/// `options` is a live table; `key` and `text` point to their lengths.
+#[no_mangle]
+pub unsafe extern "C" fn edgeguard_options_put(
+    options: *mut edgeguard_options,
+    depth: usize,
+    key: *const u8,
+    key_len: usize,
+    kind: c_int,
+    number: f64,
+    text: *const u8,
+    text_len: usize,
+) -> edgeguard_result {
+    ffi_panic_boundary! {
+        let o = try_mut!(options);
+        let (Some(k), Some(t)) = (bytes(key, key_len), bytes(text, text_len)) else {
+            return edgeguard_result::NullParameter;
+        };
+        let key = (!key.is_null()).then(|| String::from_utf8_lossy(k));
+        let value = match kind {
+            k if k == edgeguard_value::String as c_int => Put::String(t),
+            k if k == edgeguard_value::Number as c_int => Put::Number(number),
+            k if k == edgeguard_value::Boolean as c_int => Put::Boolean(number != 0.0),
+            k if k == edgeguard_value::Object as c_int => Put::Object,
+            k if k == edgeguard_value::Array as c_int => Put::Array,
+            k if k == edgeguard_value::Other as c_int => Put::Other(std::str::from_utf8(t).unwrap_or("value")),
+            _ => return edgeguard_result::InvalidArgument,
+        };
+        match o.table.put(depth, key.as_deref(), value) {
+            Ok(()) => edgeguard_result::Ok,
+            Err(_) => edgeguard_result::InvalidArgument,
+        }
+    }
+}
+
+/// The table's options as JSON, for `edgeguard_config_new` and
+/// `edgeguard_config_new_for_location`: `*out` and `*out_len` receive text
+/// the table owns, valid until it is freed or put to again. Numbers are
+/// written exactly (the shortest text that reads back as the same double).
+/// `InvalidArgument` for a value with no JSON form, with `errbuf` naming
+/// its option (`option 'allow[1]' must not be a function`);
+/// `NullParameter` for a null pointer but `errbuf`.
+///
+/// # Safety
+/// `options` is a live table; `out` and `out_len` are writable; `errbuf`
+/// is null or points to `errbuf_len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn edgeguard_options_json(
+    options: *mut edgeguard_options,
+    out: *mut *const u8,
+    out_len: *mut usize,
     errbuf: *mut c_char,
     errbuf_len: usize,
 ) -> edgeguard_result {
     ffi_panic_boundary! {
-        try_non_null!(config, out);
-        // Before any array is read: a count larger than the arrays would
-        // read past them.
-        if n > MAX_MODELS {
-            write_error(errbuf, errbuf_len, &format_args!(
-                "{n} models given; a policy binds at most {MAX_MODELS}"
-            ));
-            return edgeguard_result::InvalidArgument;
-        }
-        let Some(names) = slice(names, n) else {
-            return edgeguard_result::NullParameter;
-        };
-        let own = if own_thresholds.is_null() { None } else { slice(own_thresholds, n) };
-        let mut models = Vec::with_capacity(n);
-        for (i, &name) in names.iter().enumerate() {
-            if name.is_null() {
-                return edgeguard_result::NullParameter;
-            }
-            let Ok(name) = std::str::from_utf8(c_bytes(name)) else {
-                write_error(errbuf, errbuf_len, &format_args!("model {i} name is not UTF-8"));
-                return edgeguard_result::InvalidArgument;
-            };
-            let t = own.map(|t| t[i]).filter(|t| !t.is_nan());
-            models.push((name, t));
-        }
-        let options = &(*config).options;
-        let names = options.score_header_spellings();
-        let strip = match edgeguard_header_set::for_location(headers.as_ref(), &names) {
-            Ok(strip) => strip,
-            Err(e) => {
-                // Not reached: the names were checked when the options
-                // were parsed.
-                write_error(errbuf, errbuf_len, &e);
-                return edgeguard_result::InvalidArgument;
-            }
-        };
-        let names: Box<[Box<str>]> = models.iter().map(|&(name, _)| name.into()).collect();
-        let max_name = names.iter().map(|n| n.len()).max().unwrap_or(0);
-        // The score header's value (`name=` value `; `), then the line.
-        let text_room = names.iter().map(|n| n.len() + 3 + text::MAX_G9).sum::<usize>()
-            + text::line_room(max_name, verified::MAX_NAME);
-        *out = Box::into_raw(Box::new(edgeguard_policy {
-            policy: Policy::new(options, &models),
-            strip,
-            score_header: options.score_header_name().as_bytes().into(),
-            names,
-            text_room,
-        }));
-        edgeguard_result::Ok
-    }
-}
-
-/// Releases a policy. Null is a no-op.
-///
-/// # Safety
-/// `policy` is null or a live policy not used afterwards.
-#[no_mangle]
-pub unsafe extern "C" fn edgeguard_policy_free(policy: *mut edgeguard_policy) {
-    ffi_panic_boundary! {
-        if !policy.is_null() {
-            drop(Box::from_raw(policy));
-        }
-    }
-}
-
-/// Decides one request. `scores` holds the request's `n` scores in the
-/// policy's model order, or is null with `n` 0 for a request that was not
-/// scored (models not loaded, scoring failed): that one gets `Unavailable`
-/// under `fail_closed` with models configured, else `Pass`. `addr` is the
-/// client address as nginx keeps it (`$binary_remote_addr`: 4 bytes for
-/// IPv4, 16 for IPv6); any other length (a unix socket: 0) lies in no
-/// `allow` block.
-///
-/// Writes `*out` and returns `Ok`; `NullParameter` for a null `policy` or
-/// `out`, or a null `scores` or `addr` with a nonzero length (or a length
-/// no array can have);
-/// `InvalidArgument` when `n` is neither 0 with null `scores` nor the
-/// number of models the policy was bound to. Never allocates; the policy is
-/// only read, so concurrent calls are safe.
-///
-/// # Safety
-/// `policy` is a live policy; `scores` points to `n` doubles and `addr` to
-/// `addr_len` bytes (or they are null with a zero length); `out` is
-/// writable.
-#[no_mangle]
-pub unsafe extern "C" fn edgeguard_policy_decide(
-    policy: *const edgeguard_policy,
-    scores: *const f64,
-    n: usize,
-    addr: *const u8,
-    addr_len: usize,
-    out: *mut edgeguard_decision,
-) -> edgeguard_result {
-    ffi_panic_boundary! {
-        try_non_null!(policy, out);
-        let policy = &*policy;
-        let (Some(client), Some(scores_in)) = (bytes(addr, addr_len), slice(scores, n)) else {
-            return edgeguard_result::NullParameter;
-        };
-        let scores_in = if scores.is_null() { None } else { Some(scores_in) };
-        match decision(policy, scores_in, client) {
-            Ok(d) => {
-                *out = d;
+        let o = try_mut!(options);
+        try_non_null!(out, out_len);
+        match o.table.json() {
+            Ok(json) => {
+                o.json = json.into_bytes();
+                *out = o.json.as_ptr();
+                *out_len = o.json.len();
                 edgeguard_result::Ok
             }
-            Err(code) => code,
-        }
-    }
-}
-
-/// The decision of one request (see `edgeguard_policy_decide`): `scores`
-/// None for a request that was not scored; `InvalidArgument` when the
-/// scores are not one per model the policy was bound to. Never allocates.
-pub(super) fn decision(
-    policy: &edgeguard_policy,
-    scores: Option<&[f64]>,
-    client: &[u8],
-) -> Result<edgeguard_decision, edgeguard_result> {
-    let policy = &policy.policy;
-    let status = i32::from(policy.status());
-    let Some(scores) = scores else {
-        let action = if policy.refuses_unscored() {
-            edgeguard_action::Unavailable
-        } else {
-            edgeguard_action::Pass
-        };
-        return Ok(edgeguard_decision {
-            action,
-            model: -1,
-            threshold: f64::NAN,
-            status,
-        });
-    };
-    if scores.len() != policy.model_count() {
-        return Err(edgeguard_result::InvalidArgument);
-    }
-    let d = policy.decide_addr(scores, addr_from_binary(client));
-    let action = match d.action {
-        Action::Pass => edgeguard_action::Pass,
-        Action::Allow => edgeguard_action::Allow,
-        Action::Log => edgeguard_action::Log,
-        Action::Block => edgeguard_action::Block,
-        // decide_addr judges scores alone; these come from decide_request.
-        Action::Cleared => edgeguard_action::Cleared,
-        Action::Challenge => edgeguard_action::Challenge,
-        Action::Verified => edgeguard_action::Verified,
-    };
-    Ok(edgeguard_decision {
-        action,
-        // At most MAX_MODELS, checked when the policy was bound.
-        model: d.flagged_by.map_or(-1, |i| i as i32),
-        threshold: d
-            .flagged_by
-            .and_then(|i| policy.threshold(i))
-            .unwrap_or(f64::NAN),
-        status,
-    })
-}
-
-/// The policy's strip set (see `edgeguard_policy_new`): the internal list
-/// and the score header's spellings, for the find exports. Owned by the
-/// policy, valid while it lives; never free it. Null for a null policy or
-/// when there is nothing to strip (no list, no score header).
-///
-/// # Safety
-/// `policy` is null or a live policy.
-#[no_mangle]
-pub unsafe extern "C" fn edgeguard_policy_strip_set(
-    policy: *const edgeguard_policy,
-) -> *const edgeguard_header_set {
-    ffi_panic_boundary! {
-        policy
-            .as_ref()
-            .and_then(|p| p.strip.as_ref())
-            .map_or(std::ptr::null(), |s| s as *const edgeguard_header_set)
-    }
-}
-
-impl edgeguard_policy {
-    /// How many models the policy was bound to.
-    pub(super) fn model_count(&self) -> usize {
-        self.policy.model_count()
-    }
-
-    /// The strip set, if there is anything to strip.
-    pub(super) fn strip(&self) -> Option<&edgeguard_header_set> {
-        self.strip.as_ref()
-    }
-
-    /// The score header name a scored request is given (empty: none).
-    pub(super) fn score_header(&self) -> &[u8] {
-        &self.score_header
-    }
-
-    /// The models' names, in scoring order.
-    pub(super) fn names(&self) -> &[Box<str>] {
-        &self.names
-    }
-
-    /// See `edgeguard_policy_text_room`.
-    pub(super) fn text_room(&self) -> usize {
-        self.text_room
-    }
-}
-
-impl edgeguard_action {
-    /// The name the shim acts on, sets in `$edgeguard_action` and logs.
-    pub(super) fn name(self) -> &'static str {
-        match self {
-            edgeguard_action::Pass => "pass",
-            edgeguard_action::Allow => "allow",
-            edgeguard_action::Log => "log",
-            edgeguard_action::Block => "block",
-            edgeguard_action::Unavailable => "unavailable",
-            edgeguard_action::Cleared => "cleared",
-            edgeguard_action::Challenge => "challenge",
-            edgeguard_action::Verified => "verified",
-            edgeguard_action::Answer => "answer",
+            Err(msg) => {
+                write_error(errbuf, errbuf_len, &msg);
+                edgeguard_result::InvalidArgument
+            }
         }
     }
 }

@@ -4,9 +4,10 @@ use std::borrow::Cow;
 use std::ffi::c_char;
 use std::path::Path;
 
-use super::boundary::{bytes, c_bytes, write_error};
-use super::edgeguard_result;
-use super::types::{edgeguard_header, Header};
+use super::boundary::write_error;
+use super::handle::Handle;
+use super::raw::{bytes, c_bytes};
+use super::types::{edgeguard_header, edgeguard_result, headers_from_c};
 use crate::headers::{HeaderSet, ListError, Matches};
 
 /// An immutable set of internal header names and prefixes.
@@ -16,22 +17,12 @@ use crate::headers::{HeaderSet, ListError, Matches};
 /// be shared by any number of threads.
 pub struct edgeguard_header_set(HeaderSet);
 
+impl Handle for edgeguard_header_set {}
+
 impl edgeguard_header_set {
-    /// A location's strip set: `list` (none: no internal list) with the
-    /// score header `names` (one a line) as extra rules; None when both
-    /// are empty.
-    pub(super) fn for_location(
-        list: Option<&edgeguard_header_set>,
-        names: &str,
-    ) -> Result<Option<edgeguard_header_set>, ListError> {
-        let names = names.as_bytes();
-        let set = match (list, names.is_empty()) {
-            (None, true) => return Ok(None),
-            (Some(list), true) => list.0.list_only(),
-            (Some(list), false) => list.0.extend("score_header", names)?,
-            (None, false) => HeaderSet::extra_only("score_header", names)?,
-        };
-        Ok(Some(edgeguard_header_set(set)))
+    /// The set behind the handle.
+    pub(super) fn set(&self) -> &HeaderSet {
+        &self.0
     }
 }
 
@@ -42,11 +33,8 @@ fn publish(
     errbuf_len: usize,
 ) -> edgeguard_result {
     match parsed {
-        Ok(set) => {
-            // SAFETY: the caller checked `out` for null and promises it is writable.
-            unsafe { *out = Box::into_raw(Box::new(edgeguard_header_set(set))) };
-            edgeguard_result::Ok
-        }
+        // SAFETY: the caller checked `out` for null and promises it is writable.
+        Ok(set) => unsafe { edgeguard_header_set(set).publish(out) },
         Err(e) => {
             // SAFETY: errbuf is null or `errbuf_len` writable bytes (caller contract).
             unsafe { write_error(errbuf, errbuf_len, &e) };
@@ -139,9 +127,7 @@ unsafe fn buffer_source<'a>(source_name: *const c_char) -> Cow<'a, str> {
 #[no_mangle]
 pub unsafe extern "C" fn edgeguard_header_set_free(set: *mut edgeguard_header_set) {
     ffi_panic_boundary! {
-        if !set.is_null() {
-            drop(Box::from_raw(set));
-        }
+        edgeguard_header_set::free(set)
     }
 }
 
@@ -194,13 +180,12 @@ pub unsafe extern "C" fn edgeguard_header_set_extend(
     }
 }
 
-/// The argument checks and the search of both find exports and of
-/// `edgeguard_access`. `set` and `out_clear` are not null (the callers
-/// checked).
+/// The argument checks and the search of both find exports. `set` and
+/// `out_clear` are not null (the callers checked).
 ///
 /// # Safety
 /// As `edgeguard_header_set_find_internal`.
-pub(super) unsafe fn find(
+unsafe fn find(
     set: *const edgeguard_header_set,
     headers: *const edgeguard_header,
     headers_len: usize,
@@ -219,7 +204,7 @@ pub(super) unsafe fn find(
         std::slice::from_raw_parts(headers, headers_len)
     };
     let clear = std::slice::from_raw_parts_mut(out_clear, out_clear_cap);
-    Ok((*set).0.find_internal(Header::from_c(headers), clear))
+    Ok((*set).0.find_internal(headers_from_c(headers), clear))
 }
 
 /// Finds the internal headers of one request.

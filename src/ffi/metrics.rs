@@ -1,28 +1,32 @@
 //! C ABI for the metrics registry (`crate::metrics`).
 //!
 //! The Lua shim makes one registry per `configure()` (`edgeguard_metrics_new`)
-//! and hands it to the per-request calls, which count into it:
-//! `edgeguard_access` (the Rust engine's requests, decisions, stripped
-//! entries, scores, time, clearances and bots) and
-//! `edgeguard_policy_challenge_answer` (answers). The legacy Lua engine and
-//! shadow mode count through `edgeguard_metrics_request`, `_scores`,
-//! `_engine_time` and `_disagreement`. Nginx's side stays in Lua: a timer
+//! and hands it to the request call, which counts into it
+//! (`edgeguard_location_run`: the requests, decisions, stripped entries,
+//! scores, time, clearances, bots and answers). The legacy Lua engine and
+//! shadow mode count their own engine's time and scores, shadow mode its
+//! requests, and the shim its failures, through
+//! `edgeguard_metrics_request`, `_scores`, `_engine_time` and
+//! `_disagreement`. Nginx's side stays in Lua: a timer
 //! drains the deltas (`edgeguard_metrics_drain`) into a `lua_shared_dict`
 //! under the keys `edgeguard_metrics_key` names, and a scrape reads the
 //! dict's totals back into `edgeguard_metrics_text`.
 
 use std::ffi::{c_char, c_int};
 
-use super::access::edgeguard_access_out;
-use super::boundary::{bytes_mut, c_bytes, slice, write_error};
-use super::challenge::{edgeguard_bot, edgeguard_clearance};
-use super::config::{edgeguard_action, edgeguard_config};
-use super::edgeguard_result;
-use super::types::edgeguard_str;
-use crate::challenge::{Clearance, Rejection};
+use super::boundary::utf8_names;
+use super::config::edgeguard_config;
+use super::handle::Handle;
+use super::raw::{bytes_mut, slice};
+use super::types::{
+    disagreement_from_int, edgeguard_effects, edgeguard_result, edgeguard_str, engine_from_int,
+    outcome_from_int, seen_of_raw,
+};
 use crate::config::text::Cursor;
 use crate::config::Engine;
-use crate::metrics::{BotVerdict, Disagreement, Outcome, Registry, Seen, Spec};
+use crate::metrics::{Registry, Spec};
+
+pub use super::types::{edgeguard_disagreement, edgeguard_engine, edgeguard_outcome};
 
 /// A worker process's metrics: the series of one configuration and its
 /// deltas since the last drain. Opaque: made by `edgeguard_metrics_new`,
@@ -32,190 +36,7 @@ pub struct edgeguard_metrics {
     pub(crate) registry: Registry,
 }
 
-/// An engine setting, for the metrics' `engine` label. Stable numbers;
-/// passed as a plain int.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum edgeguard_engine {
-    /// This library.
-    Rust = 0,
-    /// The legacy Lua engine.
-    Lua = 1,
-    /// Both, acting on the primary's result (requests only).
-    Shadow = 2,
-}
-
-/// What a request came to, for `edgeguard_decisions_total`: an
-/// `edgeguard_action` (the same numbers) or one of the shim's own
-/// outcomes. Stable numbers; passed as a plain int.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum edgeguard_outcome {
-    /// `edgeguard_action`'s `Pass`.
-    Pass = 0,
-    /// `Allow`.
-    Allow = 1,
-    /// `Log`.
-    Log = 2,
-    /// `Block`.
-    Block = 3,
-    /// `Unavailable`.
-    Unavailable = 4,
-    /// `Cleared`.
-    Cleared = 5,
-    /// `Challenge` (a page served).
-    Challenge = 6,
-    /// `Verified`.
-    Verified = 7,
-    /// `Answer`.
-    Answer = 8,
-    /// A call failed: the request got 500.
-    Error = 9,
-    /// Internal headers nginx's Lua API cannot remove: 400.
-    Refused = 10,
-}
-
-/// Shadow mode's kinds of disagreement. Stable numbers; passed as a plain
-/// int.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum edgeguard_disagreement {
-    /// A score differs.
-    Score = 0,
-    /// The action differs.
-    Decision = 1,
-    /// The internal header counts differ.
-    Headers = 2,
-}
-
-fn engine_from_int(n: c_int) -> Option<Engine> {
-    match n {
-        0 => Some(Engine::Rust),
-        1 => Some(Engine::Lua),
-        2 => Some(Engine::Shadow),
-        _ => None,
-    }
-}
-
-/// The outcome of an `edgeguard_outcome` number.
-fn outcome_from_int(n: c_int) -> Option<Outcome> {
-    Some(match n {
-        0 => Outcome::Pass,
-        1 => Outcome::Allow,
-        2 => Outcome::Log,
-        3 => Outcome::Block,
-        4 => Outcome::Unavailable,
-        5 => Outcome::Cleared,
-        6 => Outcome::Challenge,
-        7 => Outcome::Verified,
-        8 => Outcome::Answer,
-        9 => Outcome::Error,
-        10 => Outcome::Refused,
-        _ => return None,
-    })
-}
-
-/// The outcome of a policy's action.
-pub(super) fn outcome_of(a: edgeguard_action) -> Outcome {
-    match a {
-        edgeguard_action::Pass => Outcome::Pass,
-        edgeguard_action::Allow => Outcome::Allow,
-        edgeguard_action::Log => Outcome::Log,
-        edgeguard_action::Block => Outcome::Block,
-        edgeguard_action::Unavailable => Outcome::Unavailable,
-        edgeguard_action::Cleared => Outcome::Cleared,
-        edgeguard_action::Challenge => Outcome::Challenge,
-        edgeguard_action::Verified => Outcome::Verified,
-        edgeguard_action::Answer => Outcome::Answer,
-    }
-}
-
-/// The clearance verdict of an `edgeguard_clearance`.
-pub(super) fn clearance_of(c: edgeguard_clearance) -> Clearance {
-    match c {
-        edgeguard_clearance::Absent => Clearance::Absent,
-        edgeguard_clearance::Accepted => Clearance::Accepted,
-        edgeguard_clearance::Malformed => Clearance::Rejected(Rejection::Malformed),
-        edgeguard_clearance::Mac => Clearance::Rejected(Rejection::Mac),
-        edgeguard_clearance::Expired => Clearance::Rejected(Rejection::Expired),
-        edgeguard_clearance::Address => Clearance::Rejected(Rejection::Address),
-        edgeguard_clearance::UserAgent => Clearance::Rejected(Rejection::UserAgent),
-        edgeguard_clearance::Work => Clearance::Rejected(Rejection::Work),
-    }
-}
-
-/// What an access out struct says besides the decision: the clearance and
-/// the bot claim.
-///
-/// # Safety
-/// `out.label` points to its stated length (the policy's memory).
-pub(super) unsafe fn seen_of(out: &edgeguard_access_out) -> Seen<'_> {
-    let bot = match out.bot {
-        edgeguard_bot::None => None,
-        edgeguard_bot::Verified => Some((out.label.as_bytes(), BotVerdict::Verified)),
-        edgeguard_bot::Fake => Some((out.label.as_bytes(), BotVerdict::Fake)),
-    };
-    Seen {
-        clearance: clearance_of(out.clearance),
-        bot,
-    }
-}
-
-/// [`seen_of`] of a caller's out struct, whose enum fields are read as the
-/// ints they are in C (a number no variant has must not become a Rust
-/// enum): `None` for such a number.
-///
-/// # Safety
-/// `out` points to a readable `edgeguard_access_out`, its `label` to its
-/// length.
-unsafe fn seen_of_raw<'a>(out: *const edgeguard_access_out) -> Option<Seen<'a>> {
-    // Both enums are C ints (`#[repr(C)]` fieldless enums).
-    let bot = std::ptr::addr_of!((*out).bot).cast::<c_int>().read();
-    let clearance = std::ptr::addr_of!((*out).clearance).cast::<c_int>().read();
-    let label = std::ptr::addr_of!((*out).label).read();
-    let clearance = match clearance {
-        0 => Clearance::Absent,
-        1 => Clearance::Accepted,
-        n => Clearance::Rejected(*Rejection::ALL.get(usize::try_from(n).ok()?.checked_sub(2)?)?),
-    };
-    let bot = match bot {
-        0 => None,
-        1 => Some((label.as_bytes(), BotVerdict::Verified)),
-        2 => Some((label.as_bytes(), BotVerdict::Fake)),
-        _ => return None,
-    };
-    Some(Seen { clearance, bot })
-}
-
-/// Borrows `n` NUL-terminated UTF-8 names (`what` names them in errors).
-///
-/// # Safety
-/// `names` points to `n` NUL-terminated strings (or is null with `n` 0).
-unsafe fn names<'a>(
-    names: *const *const c_char,
-    n: usize,
-    what: &str,
-    errbuf: *mut c_char,
-    errbuf_len: usize,
-) -> Result<Vec<&'a str>, edgeguard_result> {
-    let list = slice(names, n).ok_or(edgeguard_result::NullParameter)?;
-    let mut out = Vec::with_capacity(n);
-    for (i, &p) in list.iter().enumerate() {
-        if p.is_null() {
-            return Err(edgeguard_result::NullParameter);
-        }
-        let Ok(s) = std::str::from_utf8(c_bytes(p)) else {
-            write_error(
-                errbuf,
-                errbuf_len,
-                &format_args!("{what} {i} name is not UTF-8"),
-            );
-            return Err(edgeguard_result::InvalidArgument);
-        };
-        out.push(s);
-    }
-    Ok(out)
-}
+impl Handle for edgeguard_metrics {}
 
 /// Makes the metrics registry of a configuration. `config` decides the
 /// series (its `engine`: `shadow` gives requests series for all three
@@ -248,9 +69,10 @@ pub unsafe extern "C" fn edgeguard_metrics_new(
 ) -> edgeguard_result {
     ffi_panic_boundary! {
         try_non_null!(config, out);
+        let bad = edgeguard_result::InvalidArgument;
         let lists = (
-            names(rust_models, n_rust, "Rust model", errbuf, errbuf_len),
-            names(lua_models, n_lua, "Lua model", errbuf, errbuf_len),
+            utf8_names(rust_models, n_rust, "Rust model", bad, errbuf, errbuf_len),
+            utf8_names(lua_models, n_lua, "Lua model", bad, errbuf, errbuf_len),
         );
         let (rust, lua) = match lists {
             (Ok(r), Ok(l)) => (r, l),
@@ -258,7 +80,7 @@ pub unsafe extern "C" fn edgeguard_metrics_new(
         };
         let options = &(*config).options;
         let bots: Vec<&str> = options
-            .verified_bots
+            .bots
             .as_deref()
             .map(|b| (0..b.len()).filter_map(|i| b.name(i)).collect())
             .unwrap_or_default();
@@ -266,11 +88,10 @@ pub unsafe extern "C" fn edgeguard_metrics_new(
             engine: options.engine(),
             rust_models: &rust,
             lua_models: &lua,
-            challenge: options.challenge_secret.is_some(),
+            challenge: options.keys.is_some(),
             bots: &bots,
         });
-        *out = Box::into_raw(Box::new(edgeguard_metrics { registry }));
-        edgeguard_result::Ok
+        edgeguard_metrics { registry }.publish(out)
     }
 }
 
@@ -282,9 +103,7 @@ pub unsafe extern "C" fn edgeguard_metrics_new(
 #[no_mangle]
 pub unsafe extern "C" fn edgeguard_metrics_free(metrics: *mut edgeguard_metrics) {
     ffi_panic_boundary! {
-        if !metrics.is_null() {
-            drop(Box::from_raw(metrics));
-        }
+        edgeguard_metrics::free(metrics)
     }
 }
 
@@ -442,31 +261,30 @@ pub unsafe extern "C" fn edgeguard_metrics_text(
     }
 }
 
-/// Counts one request that did not go through `edgeguard_access`'s own
-/// counting (the legacy Lua engine, shadow mode, and the shim's failures
-/// and refusals): `engine` the location's engine setting (an
-/// `edgeguard_engine`), `outcome` an `edgeguard_outcome`, `removed` the
+/// Counts one request that `edgeguard_location_run` did not count (shadow
+/// mode, and the shim's failures): `engine` the location's engine setting
+/// (an `edgeguard_engine`), `outcome` an `edgeguard_outcome`, `removed` the
 /// internal header entries the acting engine removed, and `out` (null:
-/// none) the Rust engine's `edgeguard_access_out` of this request, whose
-/// clearance and bot claim are counted when the request got as far as
-/// acting (not for `Unavailable`, `Answer`, `Error`, `Refused`). A
-/// `Challenge` outcome also counts a page served. Series the registry does
-/// not have (another engine) are not counted.
+/// none) the Rust engine's effects for this request, whose clearance and
+/// bot claim are counted when the request got as far as acting (not for
+/// `Unavailable`, `Answer`, `Error`, `Refused`). A `Challenge` outcome also
+/// counts a page served. Series the registry does not have (another
+/// engine) are not counted.
 ///
 /// `NullParameter` for a null `metrics`; `InvalidArgument` for an engine
 /// or outcome that is none, or an `out` whose `bot` or `clearance` is no
 /// number of its enum. Never allocates.
 ///
 /// # Safety
-/// `metrics` is a live registry; `out` is null or readable, its `label`
-/// pointing to its length (the policy's memory).
+/// `metrics` is a live registry; `out` is null or readable, its
+/// `bot_name` pointing to its length (the location's memory).
 #[no_mangle]
 pub unsafe extern "C" fn edgeguard_metrics_request(
     metrics: *const edgeguard_metrics,
     engine: c_int,
     outcome: c_int,
     removed: usize,
-    out: *const edgeguard_access_out,
+    out: *const edgeguard_effects,
 ) -> edgeguard_result {
     ffi_panic_boundary! {
         try_non_null!(metrics);
@@ -546,11 +364,8 @@ pub unsafe extern "C" fn edgeguard_metrics_disagreement(
 ) -> edgeguard_result {
     ffi_panic_boundary! {
         try_non_null!(metrics);
-        let kind = match kind {
-            0 => Disagreement::Score,
-            1 => Disagreement::Decision,
-            2 => Disagreement::Headers,
-            _ => return edgeguard_result::InvalidArgument,
+        let Some(kind) = disagreement_from_int(kind) else {
+            return edgeguard_result::InvalidArgument;
         };
         (*metrics).registry.disagreement(kind);
         edgeguard_result::Ok

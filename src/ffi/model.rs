@@ -9,12 +9,13 @@ use std::ffi::c_char;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use super::boundary::{bytes, c_bytes, slice, write_error};
-use super::edgeguard_result;
-use super::types::edgeguard_str;
-use crate::model::{
-    cat_hash, CatSource, Evaluator, Model, ModelError, PredictionError, PredictionType,
-};
+use super::boundary::write_error;
+use super::handle::Handle;
+use super::raw::{bytes, c_bytes, slice};
+use super::types::{edgeguard_result, edgeguard_str, prediction_type_from_int};
+use crate::model::{cat_hash, CatSource, Evaluator, Model, ModelError, PredictionError};
+
+pub use super::types::edgeguard_prediction_type;
 
 /// A loaded CatBoost model. Opaque: made by `edgeguard_model_new_from_*`,
 /// released by `edgeguard_model_free`. Immutable after loading, so one handle
@@ -23,33 +24,7 @@ pub struct edgeguard_model {
     model: Model,
 }
 
-/// What `edgeguard_model_predict` reports, as the official C API's
-/// `SetPredictionType`. Passed to the predict functions as a plain `int`, so
-/// an out-of-range number is an `InvalidArgument` result rather than
-/// undefined behaviour.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum edgeguard_prediction_type {
-    /// The raw formula value: one value per model dimension.
-    Raw = 0,
-    /// Sigmoid of the raw value (binary) or softmax over classes
-    /// (MultiClass): one value per dimension.
-    Probability = 1,
-    /// `1`/`0` for `raw > 0` (binary) or the index of the largest raw value
-    /// (MultiClass): one value.
-    Class = 2,
-}
-
-impl edgeguard_prediction_type {
-    fn from_int(n: libc::c_int) -> Option<PredictionType> {
-        match n {
-            n if n == Self::Raw as libc::c_int => Some(PredictionType::Raw),
-            n if n == Self::Probability as libc::c_int => Some(PredictionType::Probability),
-            n if n == Self::Class as libc::c_int => Some(PredictionType::Class),
-            _ => None,
-        }
-    }
-}
+impl Handle for edgeguard_model {}
 
 /// Publishes a loaded model to `*out`, or describes the error.
 ///
@@ -62,10 +37,7 @@ unsafe fn load_result(
     errbuf_len: usize,
 ) -> edgeguard_result {
     match loaded {
-        Ok(model) => {
-            *out = Box::into_raw(Box::new(edgeguard_model { model }));
-            edgeguard_result::Ok
-        }
+        Ok(model) => edgeguard_model { model }.publish(out),
         Err(e) => {
             write_error(errbuf, errbuf_len, &e);
             if e.is_io() {
@@ -140,9 +112,7 @@ pub unsafe extern "C" fn edgeguard_model_new_from_buffer(
 #[no_mangle]
 pub unsafe extern "C" fn edgeguard_model_free(model: *mut edgeguard_model) {
     ffi_panic_boundary! {
-        if !model.is_null() {
-            drop(Box::from_raw(model));
-        }
+        edgeguard_model::free(model)
     }
 }
 
@@ -234,7 +204,7 @@ pub unsafe extern "C" fn edgeguard_model_predict(
         let (Some(floats), Some(cats)) = (slice(floats, n_floats), slice(cat_hashes, n_cats)) else {
             return edgeguard_result::NullParameter;
         };
-        let Some(ty) = edgeguard_prediction_type::from_int(prediction_type) else {
+        let Some(ty) = prediction_type_from_int(prediction_type) else {
             return edgeguard_result::InvalidArgument;
         };
         let out = std::slice::from_raw_parts_mut(out, out_len);
@@ -276,7 +246,7 @@ pub unsafe extern "C" fn edgeguard_model_predict_strings(
         let (Some(floats), Some(cats)) = (slice(floats, n_floats), slice(cats, n_cats)) else {
             return edgeguard_result::NullParameter;
         };
-        let Some(ty) = edgeguard_prediction_type::from_int(prediction_type) else {
+        let Some(ty) = prediction_type_from_int(prediction_type) else {
             return edgeguard_result::InvalidArgument;
         };
         let out = std::slice::from_raw_parts_mut(out, out_len);

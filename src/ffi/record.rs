@@ -2,9 +2,9 @@
 //! `$edgeguard_request_headers`, which `edgeguard replay` reads back. The
 //! format's writer and readers live in `replay::record`.
 
-use super::boundary::{bytes_mut, slice};
 use super::edgeguard_result;
-use super::types::{edgeguard_header, Header};
+use super::raw::{bytes_mut, slice};
+use super::types::{edgeguard_header, headers_from_c};
 
 /// Writes the JSON text of a request's headers, `[["name","value"],...]`
 /// in array order, as `edgeguard replay` reads the `headers` field of a log
@@ -44,7 +44,7 @@ pub unsafe extern "C" fn edgeguard_headers_record(
         let (Some(headers), Some(out)) = (slice(headers, headers_len), bytes_mut(buf, cap)) else {
             return edgeguard_result::InvalidArgument;
         };
-        match crate::replay::write_headers_text(Header::from_c(headers), out) {
+        match crate::replay::write_headers_text(headers_from_c(headers), out) {
             Ok(n) => {
                 *out_len = n;
                 edgeguard_result::Ok

@@ -3,59 +3,32 @@
 //! A scorer is built once from named model files (`edgeguard_scorer_new`),
 //! shared read-only by any number of threads, asked for one score per model
 //! per request (`edgeguard_scorer_score`, no heap allocation) and released
-//! with `edgeguard_scorer_free`.
+//! with `edgeguard_scorer_free`. A location bound to it
+//! (`edgeguard_location_new`) scores with it too.
 
 use std::ffi::{c_char, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
+use std::sync::Arc;
 
-use super::boundary::{c_bytes, write_error};
-use super::edgeguard_result;
-use super::tls::edgeguard_tls_info;
-use super::types::{edgeguard_header, edgeguard_str, Header};
-use crate::features::{Request, TlsFacts};
-use crate::scorer::{LoadError, ScoreError, Scorer, MAX_MODELS};
-use crate::tls::Family;
+use super::boundary::{utf8_names, write_error};
+use super::handle::Handle;
+use super::raw::{c_bytes, slice};
+use super::types::{edgeguard_result, score_error};
+use crate::scorer::{LoadError, Scorer, MAX_MODELS};
 
-/// One request as nginx sees it. Every byte string is borrowed for the
-/// duration of the call only.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct edgeguard_request {
-    /// The method as sent, e.g. `GET`.
-    pub method: edgeguard_str,
-    /// The request target as sent, path and query (`$request_uri`).
-    pub uri: edgeguard_str,
-    /// The textual client address (`$remote_addr`).
-    pub client_addr: edgeguard_str,
-    /// The HTTP version times 10: 10, 11, 20, 30, i.e.
-    /// `ngx.req.http_version() * 10`. nginx's `r->http_version` is
-    /// `major * 1000 + minor` (1001 for HTTP/1.1), so from C it is
-    /// `major * 10 + minor`, not a plain division. Must be in `0..=65535`.
-    pub http_version: libc::c_int,
-    /// The headers in arrival order, in the layout
-    /// `ngx_http_lua_ffi_req_get_headers` fills. May be null when
-    /// `headers_len` is 0.
-    pub headers: *const edgeguard_header,
-    /// How many headers `headers` points to.
-    pub headers_len: usize,
-    /// The connection's TLS fingerprint, as `edgeguard_tls_get` filled it
-    /// for this request's `SSL *`, or null (plain HTTP, no
-    /// `ssl_client_hello_by_lua`): then the TLS features are missing
-    /// values. One with `present` = 0 counts as null; one with
-    /// `present` = 1 must hold a JA4 as edgeguard writes it, or the call
-    /// is `InvalidArgument`.
-    pub tls: *const edgeguard_tls_info,
-}
+pub use super::types::edgeguard_request;
 
 /// A set of CatBoost models scoring requests. Opaque: made by
 /// `edgeguard_scorer_new`, released by `edgeguard_scorer_free`. Immutable
 /// after loading, so one handle may be used from several threads at once.
 pub struct edgeguard_scorer {
-    scorer: Scorer,
+    pub(super) scorer: Arc<Scorer>,
     /// NUL-terminated copies of the model names, handed out to C.
     names: Vec<CString>,
 }
+
+impl Handle for edgeguard_scorer {}
 
 /// The result code for a scorer that could not be built.
 fn load_error_result(e: &LoadError) -> edgeguard_result {
@@ -102,33 +75,23 @@ pub unsafe extern "C" fn edgeguard_scorer_new(
         // (SIZE_MAX, a negative int converted) would read past them. The
         // message is the one `Scorer::load` gives for the same count.
         if n > MAX_MODELS {
-            write_error(errbuf, errbuf_len, &format_args!(
-                "{n} models given; a scorer holds at most {MAX_MODELS}"
-            ));
+            write_error(errbuf, errbuf_len, &format_args!("{n} models given; a scorer holds at most {MAX_MODELS}"));
             return edgeguard_result::ConfigInvalid;
         }
-        let (names, paths) = (std::slice::from_raw_parts(names, n), std::slice::from_raw_parts(paths, n));
-        if names.iter().chain(paths).any(|p| p.is_null()) {
+        let Some(paths) = slice(paths, n).filter(|p| p.iter().all(|p| !p.is_null())) else {
             return edgeguard_result::NullParameter;
-        }
-        let mut models = Vec::with_capacity(n);
-        for (i, (&name, &path)) in names.iter().zip(paths).enumerate() {
-            let Ok(name) = std::str::from_utf8(c_bytes(name)) else {
-                write_error(errbuf, errbuf_len, &format_args!("model {i} name is not UTF-8"));
-                return edgeguard_result::ConfigInvalid;
-            };
-            models.push((name, Path::new(OsStr::from_bytes(c_bytes(path)))));
-        }
+        };
+        let names = match utf8_names(names, n, "model", edgeguard_result::ConfigInvalid, errbuf, errbuf_len) {
+            Ok(names) => names,
+            Err(code) => return code,
+        };
+        let paths = paths.iter().map(|&p| Path::new(OsStr::from_bytes(c_bytes(p))));
+        let models: Vec<(&str, &Path)> = names.into_iter().zip(paths).collect();
         match Scorer::load(&models) {
             Ok(scorer) => {
                 // Names hold no control characters (checked at load), so no NUL.
-                let names = scorer
-                    .models()
-                    .iter()
-                    .map(|m| CString::new(m.name()).unwrap_or_default())
-                    .collect();
-                *out = Box::into_raw(Box::new(edgeguard_scorer { scorer, names }));
-                edgeguard_result::Ok
+                let names = scorer.models().iter().map(|m| CString::new(m.name()).unwrap_or_default()).collect();
+                edgeguard_scorer { scorer: Arc::new(scorer), names }.publish(out)
             }
             Err(e) => {
                 write_error(errbuf, errbuf_len, &e);
@@ -138,7 +101,8 @@ pub unsafe extern "C" fn edgeguard_scorer_new(
     }
 }
 
-/// Releases a scorer. Null is a no-op.
+/// Releases a scorer. Null is a no-op. Locations bound to it stay valid
+/// (they share its models).
 ///
 /// # Safety
 /// `scorer` is null or a handle from `edgeguard_scorer_new` not yet freed,
@@ -146,9 +110,7 @@ pub unsafe extern "C" fn edgeguard_scorer_new(
 #[no_mangle]
 pub unsafe extern "C" fn edgeguard_scorer_free(scorer: *mut edgeguard_scorer) {
     ffi_panic_boundary! {
-        if !scorer.is_null() {
-            drop(Box::from_raw(scorer));
-        }
+        edgeguard_scorer::free(scorer)
     }
 }
 
@@ -228,97 +190,17 @@ pub unsafe extern "C" fn edgeguard_scorer_score(
     n: usize,
 ) -> edgeguard_result {
     ffi_panic_boundary! {
-        try_non_null!(scorer, request, out_scores);
-        let (scorer, request) = (&*scorer, &*request);
-        let (req, _) = match checked_request(request) {
+        let (scorer, request) = (try_ref!(scorer), try_ref!(request));
+        try_non_null!(out_scores);
+        let req = match request.view() {
             Ok(req) => req,
             Err(code) => return code,
         };
         let expected = scorer.scorer.model_count();
         if n != expected {
-            return if n < expected {
-                edgeguard_result::BufferTooSmall
-            } else {
-                edgeguard_result::InvalidArgument
-            };
+            return if n < expected { edgeguard_result::BufferTooSmall } else { edgeguard_result::InvalidArgument };
         }
-        score(scorer, &req, std::slice::from_raw_parts_mut(out_scores, n))
-    }
-}
-
-/// The request's fields as the core reads them (and its headers), after the checks every
-/// scoring export makes: `NullParameter` for a null `headers` with a
-/// non-zero `headers_len`, `InvalidArgument` for an `http_version` outside
-/// `0..=65535` or a `headers_len` above `UINT32_MAX`.
-///
-/// # Safety
-/// `request`'s strings and headers point to their stated number of readable
-/// bytes for `'a`.
-pub(super) unsafe fn checked_request<'a>(
-    request: &'a edgeguard_request,
-) -> Result<(Request<'a>, &'a [Header<'a>]), edgeguard_result> {
-    if request.headers.is_null() && request.headers_len != 0 {
-        return Err(edgeguard_result::NullParameter);
-    }
-    let Ok(http_version) = u16::try_from(request.http_version) else {
-        return Err(edgeguard_result::InvalidArgument);
-    };
-    // The length is checked before a slice is made of it: a length no
-    // array can have makes the slice itself undefined behaviour.
-    if request.headers_len > u32::MAX as usize {
-        return Err(edgeguard_result::InvalidArgument);
-    }
-    let tls = match request.tls.as_ref() {
-        Some(info) if info.present != 0 => {
-            // SAFETY: c_char and u8 have the same size and alignment.
-            let ja4 = &*(std::ptr::from_ref(&info.ja4) as *const [u8; 36]);
-            match TlsFacts::new(ja4, Family::from_number(i32::from(info.family))) {
-                Some(t) => Some(t),
-                None => return Err(edgeguard_result::InvalidArgument),
-            }
-        }
-        _ => None,
-    };
-    let headers: &[edgeguard_header] = if request.headers_len == 0 {
-        &[]
-    } else {
-        std::slice::from_raw_parts(request.headers, request.headers_len)
-    };
-    // SAFETY: the caller guarantees every string points to its bytes for
-    // 'a, the call's duration, which is within the request's lifetime.
-    let headers = Header::from_c(headers);
-    let req = Request::new(
-        request.method.as_bytes(),
-        request.uri.as_bytes(),
-        http_version,
-        request.client_addr.as_bytes(),
-        headers,
-    )
-    .with_tls(tls);
-    Ok((req, headers))
-}
-
-/// Scores `req` into `out` (one slot per model) and says how it went.
-pub(super) fn score(
-    scorer: &edgeguard_scorer,
-    req: &Request<'_>,
-    out: &mut [f64],
-) -> edgeguard_result {
-    match scorer.scorer.score(req, out) {
-        Ok(()) => edgeguard_result::Ok,
-        Err(ScoreError::OutputLen { expected, got }) if got < expected => {
-            edgeguard_result::BufferTooSmall
-        }
-        Err(ScoreError::OutputLen { .. }) => edgeguard_result::InvalidArgument,
-        // The scorer checked every model's inputs at load; reaching this is
-        // a bug, reported like a caught panic.
-        Err(ScoreError::Model { .. }) => edgeguard_result::Panic,
-    }
-}
-
-impl edgeguard_scorer {
-    /// How many models the scorer holds.
-    pub(super) fn model_count(&self) -> usize {
-        self.scorer.model_count()
+        let out = std::slice::from_raw_parts_mut(out_scores, n);
+        scorer.scorer.score(req.http(), out).map_or_else(score_error, |()| edgeguard_result::Ok)
     }
 }

@@ -1,63 +1,25 @@
-//! C ABI for TLS fingerprints (JA4), and the OpenSSL calls that read a live
-//! ClientHello.
-//!
-//! libedgeguard has no link-time dependency on libssl: nginx links OpenSSL
-//! into its own process, and the functions used here are found there at run
-//! time with `dlsym(RTLD_DEFAULT, ...)`, once per process. Without them
-//! (plain LuaJIT, a TLS-less nginx) the library loads and scores as before;
-//! `edgeguard_tls_client_hello` answers `EDGEGUARD_RESULT_TLS_UNAVAILABLE`
-//! and `edgeguard_tls_get` finds nothing.
+//! C ABI for TLS fingerprints (JA4), and the reading of a live ClientHello
+//! through OpenSSL's calls (`openssl.rs` binds them at run time). Without
+//! them (plain LuaJIT, a TLS-less nginx) the library loads and scores as
+//! before; `edgeguard_tls_client_hello` answers
+//! `EDGEGUARD_RESULT_TLS_UNAVAILABLE` and `edgeguard_tls_get` finds nothing.
 //!
 //! A connection's fingerprint lives on its `SSL *` (OpenSSL "ex data", one
 //! index for the process), in one small heap block made during the
 //! handshake and freed by OpenSSL's callback when the `SSL` is freed: state
 //! bounded by the open connections, never by requests.
 
-use std::ffi::{c_char, c_int, c_long, c_uint, c_void, CStr};
-use std::sync::{Mutex, OnceLock};
+use std::ffi::{c_char, c_int, c_void};
 
-use super::boundary::{bytes, write_error};
-use super::edgeguard_result;
+use super::boundary::write_error;
+use super::handle::Handle;
+use super::openssl::{ex_index, openssl, ossl_ext, OpenSsl, OsslInts};
+use super::raw::bytes;
+use super::types::edgeguard_result;
 use crate::tls::client_hello::ExtensionsBlock;
-use crate::tls::ja4::{ALPN_MAX, JA4_LEN};
 use crate::tls::{ClientHello, ExtensionTypes, Fingerprint, Scratch, U16List};
 
-/// One connection's TLS fingerprint, as `edgeguard_tls_get` and
-/// `edgeguard_tls_parse` fill it.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct edgeguard_tls_info {
-    /// 1 when the rest is filled; 0 when the connection has no fingerprint
-    /// (plain HTTP, TLS without `ssl_client_hello_by_lua`, OpenSSL absent).
-    pub present: u8,
-    /// Whether GREASE values were among the ciphers or extensions (1/0).
-    pub grease: u8,
-    /// The TLS library family guessed from the cipher list: 0 unknown,
-    /// 1 BoringSSL, 2 NSS, 3 OpenSSL, 4 Go (`edgeguard_tls_family_name`).
-    pub family: u8,
-    /// Length of `alpn` (at most 16).
-    pub alpn_len: u8,
-    /// Where the extension list came from: 1 the whole ClientHello (every
-    /// extension counted, as JA4 defines); 2 OpenSSL's list of the
-    /// extensions it implements (others, e.g. Chrome's ALPS, are missing,
-    /// so the JA4 differs from a capture's). 0 when absent.
-    pub source: u8,
-    /// The version JA4 reports (e.g. 0x0304).
-    pub version: u16,
-    /// Cipher suites, GREASE left out (not capped at 99).
-    pub ciphers: u16,
-    /// Extensions, GREASE left out (not capped at 99). On the live path:
-    /// the ones OpenSSL recognises (see the README).
-    pub extensions: u16,
-    /// The JA4 string, 36 ASCII bytes, not NUL-terminated.
-    pub ja4: [c_char; 36],
-    /// The first ALPN value offered, `alpn_len` bytes (cut at 16).
-    pub alpn: [u8; 16],
-}
-
-const _: () = assert!(JA4_LEN == 36 && ALPN_MAX == 16);
-// What a connection keeps (README: "one 64-byte block per connection").
-const _: () = assert!(std::mem::size_of::<edgeguard_tls_info>() == 64);
+pub use super::types::edgeguard_tls_info;
 
 /// `edgeguard_tls_info.source`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -149,186 +111,6 @@ pub unsafe extern "C" fn edgeguard_tls_parse(
             }
         }
     }
-}
-
-type ExFree =
-    unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, c_int, c_long, *mut c_void);
-type ExDup = unsafe extern "C" fn(
-    *mut c_void,
-    *const c_void,
-    *mut *mut c_void,
-    c_int,
-    c_long,
-    *mut c_void,
-) -> c_int;
-
-type LegacyVersionFn = unsafe extern "C" fn(*mut c_void) -> c_uint;
-type BytesFn = unsafe extern "C" fn(*mut c_void, *mut *const u8) -> usize;
-type ExtensionsPresentFn = unsafe extern "C" fn(*mut c_void, *mut *mut c_int, *mut usize) -> c_int;
-type GetExtFn = unsafe extern "C" fn(*mut c_void, c_uint, *mut *const u8, *mut usize) -> c_int;
-type IsV2Fn = unsafe extern "C" fn(*mut c_void) -> c_int;
-type CryptoFreeFn = unsafe extern "C" fn(*mut c_void, *const c_char, c_int);
-type NewIndexFn = unsafe extern "C" fn(
-    c_int,
-    c_long,
-    *mut c_void,
-    *mut c_void,
-    Option<ExDup>,
-    Option<ExFree>,
-) -> c_int;
-type SetExDataFn = unsafe extern "C" fn(*mut c_void, c_int, *mut c_void) -> c_int;
-type GetExDataFn = unsafe extern "C" fn(*const c_void, c_int) -> *mut c_void;
-
-/// The OpenSSL functions this module calls, found in the process.
-struct OpenSsl {
-    legacy_version: LegacyVersionFn,
-    ciphers: BytesFn,
-    extensions_present: ExtensionsPresentFn,
-    get_ext: GetExtFn,
-    isv2: IsV2Fn,
-    compression: BytesFn,
-    crypto_free: CryptoFreeFn,
-    new_index: NewIndexFn,
-    set_ex_data: SetExDataFn,
-    get_ex_data: GetExDataFn,
-}
-
-/// `CRYPTO_EX_INDEX_SSL` (openssl/crypto.h).
-const CRYPTO_EX_INDEX_SSL: c_int = 0;
-
-fn sym(name: &CStr) -> Option<*mut c_void> {
-    // SAFETY: dlsym with RTLD_DEFAULT only looks the name up.
-    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
-    (!p.is_null()).then_some(p)
-}
-
-macro_rules! resolve {
-    ($name:literal, $t:ty) => {
-        // SAFETY: the symbol is OpenSSL's function of that name, whose C
-        // signature (OpenSSL 1.1.1 and 3.x) is `$t`.
-        unsafe { std::mem::transmute::<*mut c_void, $t>(sym($name)?) }
-    };
-}
-
-fn openssl() -> Option<&'static OpenSsl> {
-    static LIB: OnceLock<Option<OpenSsl>> = OnceLock::new();
-    LIB.get_or_init(|| {
-        Some(OpenSsl {
-            legacy_version: resolve!(c"SSL_client_hello_get0_legacy_version", LegacyVersionFn),
-            ciphers: resolve!(c"SSL_client_hello_get0_ciphers", BytesFn),
-            extensions_present: resolve!(
-                c"SSL_client_hello_get1_extensions_present",
-                ExtensionsPresentFn
-            ),
-            get_ext: resolve!(c"SSL_client_hello_get0_ext", GetExtFn),
-            isv2: resolve!(c"SSL_client_hello_isv2", IsV2Fn),
-            compression: resolve!(c"SSL_client_hello_get0_compression_methods", BytesFn),
-            crypto_free: resolve!(c"CRYPTO_free", CryptoFreeFn),
-            new_index: resolve!(c"CRYPTO_get_ex_new_index", NewIndexFn),
-            set_ex_data: resolve!(c"SSL_set_ex_data", SetExDataFn),
-            get_ex_data: resolve!(c"SSL_get_ex_data", GetExDataFn),
-        })
-    })
-    .as_ref()
-}
-
-/// The process's ex-data index, made on first use when `create` (readers
-/// never make one). Every Lua VM that loads this library in the process
-/// (nginx makes a new one on each reload) shares it, since the library's
-/// statics outlive the VMs.
-fn ex_index(ossl: &OpenSsl, create: bool) -> Option<c_int> {
-    static INDEX: Mutex<Option<c_int>> = Mutex::new(None);
-    let mut idx = INDEX.lock().unwrap_or_else(|e| e.into_inner());
-    if idx.is_none() && create {
-        // SAFETY: documented OpenSSL call; the callbacks are this library's,
-        // which is never unloaded while nginx runs (LuaJIT keeps it).
-        let i = unsafe {
-            (ossl.new_index)(
-                CRYPTO_EX_INDEX_SSL,
-                0,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                Some(stored_dup),
-                Some(stored_free),
-            )
-        };
-        *idx = (i >= 0).then_some(i);
-    }
-    *idx
-}
-
-/// OpenSSL's free callback for the stored fingerprint.
-unsafe extern "C" fn stored_free(
-    _parent: *mut c_void,
-    ptr: *mut c_void,
-    _ad: *mut c_void,
-    _idx: c_int,
-    _argl: c_long,
-    _argp: *mut c_void,
-) {
-    ffi_panic_boundary! {
-        if !ptr.is_null() {
-            drop(Box::from_raw(ptr.cast::<edgeguard_tls_info>()));
-        }
-    }
-}
-
-/// OpenSSL's dup callback (`SSL_dup`): the copy gets its own block, so the
-/// two `SSL`s never free the same one.
-unsafe extern "C" fn stored_dup(
-    _to: *mut c_void,
-    _from: *const c_void,
-    from_d: *mut *mut c_void,
-    _idx: c_int,
-    _argl: c_long,
-    _argp: *mut c_void,
-) -> c_int {
-    ffi_panic_boundary! {
-        if !from_d.is_null() && !(*from_d).is_null() {
-            let copy = *(*from_d).cast::<edgeguard_tls_info>();
-            *from_d = Box::into_raw(Box::new(copy)).cast();
-        }
-        1
-    }
-}
-
-/// Frees OpenSSL's copy of the extension list when dropped.
-struct OsslInts<'o> {
-    ossl: &'o OpenSsl,
-    ptr: *mut c_int,
-    len: usize,
-}
-
-impl OsslInts<'_> {
-    fn as_slice(&self) -> &[c_int] {
-        if self.ptr.is_null() || self.len == 0 {
-            return &[];
-        }
-        // SAFETY: OpenSSL allocated `len` ints at `ptr`.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
-    }
-}
-
-impl Drop for OsslInts<'_> {
-    fn drop(&mut self) {
-        if !self.ptr.is_null() {
-            // SAFETY: OPENSSL_free of what get1_extensions_present allocated.
-            unsafe { (self.ossl.crypto_free)(self.ptr.cast(), c"edgeguard".as_ptr(), 0) };
-        }
-    }
-}
-
-/// The data pointer and length OpenSSL holds for extension `t`, if any.
-///
-/// # Safety
-/// `ssl` is inside the client-hello callback.
-unsafe fn ossl_ext(ossl: &OpenSsl, ssl: *mut c_void, t: u16) -> Option<(*const u8, usize)> {
-    let mut p: *const u8 = std::ptr::null();
-    let mut len = 0usize;
-    if (ossl.get_ext)(ssl, c_uint::from(t), &mut p, &mut len) == 0 || p.is_null() {
-        return None;
-    }
-    Some((p, len))
 }
 
 /// The ClientHello's whole extensions block, unknown types included, found
@@ -482,9 +264,9 @@ pub unsafe extern "C" fn edgeguard_tls_client_hello(
             *old = info;
             return edgeguard_result::Ok;
         }
-        let block = Box::into_raw(Box::new(info));
+        let block = info.into_raw();
         if (ossl.set_ex_data)(ssl, idx, block.cast()) == 0 {
-            drop(Box::from_raw(block));
+            edgeguard_tls_info::free(block);
             write_error(errbuf, errbuf_len, &"SSL_set_ex_data failed");
             return edgeguard_result::InvalidArgument;
         }
@@ -540,8 +322,10 @@ mod tests {
     //! over a recorded ClientHello: views into the message (as OpenSSL 3.0
     //! keeps them), copies (as another version might), and lies.
 
+    use super::super::openssl::{ExDup, ExFree};
     use super::*;
     use std::cell::RefCell;
+    use std::ffi::{c_long, c_uint};
 
     /// What the fake OpenSSL serves.
     struct Fake {

@@ -1,19 +1,126 @@
-//! The C-layout types of the ABI, and the safe header view the core takes.
+//! The C-layout types of the ABI, its constants, and every conversion
+//! between them and the crate's Rust types (one mapping each).
 //!
 //! nginx hands over its header array as `ngx_http_lua_ffi_table_elt_t`
 //! elements (pointer + length pairs into the request pool). The core reads
-//! it in place, without copying, through [`Header`]: a `repr(transparent)`
-//! wrapper of [`edgeguard_header`] that can only be made from live Rust
-//! slices (safe) or, here at the boundary, from a C array the caller vouches
-//! for (`unsafe`). Every raw-pointer read of a header happens in this file.
+//! it in place, without copying, as `&[headers::Header]`, whose layout is
+//! the same; [`headers_from_c`] is the one place that views C memory so.
 
-use std::marker::PhantomData;
+use std::ffi::{c_int, CStr};
 use std::slice;
+
+use crate::challenge::{Clearance, Rejection};
+use crate::config::Engine;
+use crate::features::TlsFacts;
+use crate::gate::{self, Action, Effects, Exit, Given, Job};
+use crate::headers::Header;
+use crate::metrics::{BotVerdict, Disagreement, Outcome, Seen};
+use crate::model::PredictionType;
+use crate::tls::Family;
+use crate::verified::Verdict;
+
+// ------------------------------------------------------------- constants
+
+/// The `errbuf` length every message of edgeguard fits in (a shorter
+/// buffer gets the message cut at a character boundary).
+pub const EDGEGUARD_ERRBUF_LEN: usize = 512;
+/// The most models a scorer holds and a location is bound to.
+pub const EDGEGUARD_MAX_MODELS: usize = 64;
+/// The most variables `edgeguard_effects` lists: one per model, then
+/// `edgeguard_action`, `edgeguard_time` and `edgeguard_verified_bot`.
+pub const EDGEGUARD_MAX_VARS: usize = 67;
+/// The most response headers `edgeguard_effects` lists.
+pub const EDGEGUARD_MAX_RESPONSE_HEADERS: usize = 4;
+/// The length of a JA4 string (`edgeguard_tls_info.ja4`).
+pub const EDGEGUARD_JA4_LEN: usize = 36;
+/// The room of `edgeguard_tls_info.alpn`.
+pub const EDGEGUARD_ALPN_MAX: usize = 16;
+
+const _: () = assert!(EDGEGUARD_MAX_MODELS == crate::scorer::MAX_MODELS);
+const _: () = assert!(EDGEGUARD_MAX_VARS == EDGEGUARD_MAX_MODELS + 3);
+const _: () = assert!(
+    EDGEGUARD_JA4_LEN == crate::tls::ja4::JA4_LEN
+        && EDGEGUARD_ALPN_MAX == crate::tls::ja4::ALPN_MAX
+);
+
+// ------------------------------------------------------------ result codes
+
+/// Result of every fallible export. The numbers are stable: they are part of
+/// the ABI and may be logged or compared by callers.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum edgeguard_result {
+    /// Success; outputs were written.
+    Ok = 0,
+    /// A required pointer argument was null.
+    NullParameter = 1,
+    /// A bug inside edgeguard was caught at the boundary; nothing was written.
+    Panic = 2,
+    /// An argument is out of its documented range (length, count, flag).
+    InvalidArgument = 3,
+    /// A file could not be read; errbuf names it and the OS error.
+    Io = 4,
+    /// An internal-header list was rejected; errbuf names the source and line.
+    HeaderListInvalid = 5,
+    /// A model was rejected; errbuf names the file and the field.
+    ModelInvalid = 6,
+    /// The number of features given does not match what the model expects.
+    FeatureCount = 7,
+    /// An output buffer is too small for the result.
+    BufferTooSmall = 8,
+    /// A configuration was rejected; errbuf says which setting and why.
+    ConfigInvalid = 9,
+    /// The TLS library functions a call needs are not in this process
+    /// (OpenSSL's client-hello calls, found at run time).
+    TlsUnavailable = 10,
+}
+
+impl edgeguard_result {
+    /// Every code, in number order.
+    const ALL: [edgeguard_result; 11] = [
+        edgeguard_result::Ok,
+        edgeguard_result::NullParameter,
+        edgeguard_result::Panic,
+        edgeguard_result::InvalidArgument,
+        edgeguard_result::Io,
+        edgeguard_result::HeaderListInvalid,
+        edgeguard_result::ModelInvalid,
+        edgeguard_result::FeatureCount,
+        edgeguard_result::BufferTooSmall,
+        edgeguard_result::ConfigInvalid,
+        edgeguard_result::TlsUnavailable,
+    ];
+
+    /// The code of a number, if it is one.
+    pub(crate) fn from_int(n: c_int) -> Option<edgeguard_result> {
+        Self::ALL.into_iter().find(|r| *r as c_int == n)
+    }
+
+    /// The fixed description of this code.
+    pub fn text(self) -> &'static CStr {
+        match self {
+            Self::Ok => c"ok",
+            Self::NullParameter => c"a required pointer argument was null",
+            Self::Panic => c"internal error: a panic was caught at the C ABI boundary",
+            Self::InvalidArgument => c"an argument is out of range",
+            Self::Io => c"a file could not be read",
+            Self::HeaderListInvalid => c"the internal header list is invalid",
+            Self::ModelInvalid => c"the model is invalid",
+            Self::FeatureCount => c"wrong number of features for this model",
+            Self::BufferTooSmall => c"the output buffer is too small",
+            Self::ConfigInvalid => c"the configuration is invalid",
+            Self::TlsUnavailable => c"the TLS library functions needed are not in this process",
+        }
+    }
+}
+
+// ------------------------------------------------------------ byte strings
 
 /// A borrowed byte string: `{ int len; const unsigned char *data; }`.
 ///
 /// Same layout as lua-resty-core's `ngx_http_lua_ffi_str_t`. The bytes are
-/// owned by the caller (nginx's request pool) and only read during the call.
+/// owned by the caller (nginx's request pool) or by a handle, as each use
+/// says, and only read during the call.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct edgeguard_str {
@@ -23,19 +130,13 @@ pub struct edgeguard_str {
     pub data: *const u8,
 }
 
-/// One request header: same layout as lua-resty-core's
-/// `ngx_http_lua_ffi_table_elt_t`, the element type that
-/// `ngx_http_lua_ffi_req_get_headers` fills.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct edgeguard_header {
-    /// Header name (lower-cased by nginx when fetched with `raw = 0`).
-    pub key: edgeguard_str,
-    /// Header value.
-    pub value: edgeguard_str,
-}
-
 impl edgeguard_str {
+    /// No bytes.
+    pub const EMPTY: edgeguard_str = edgeguard_str {
+        len: 0,
+        data: std::ptr::null(),
+    };
+
     /// A view of a Rust slice. The slice must outlive every use of the result.
     pub fn from_slice(s: &[u8]) -> Self {
         edgeguard_str {
@@ -57,6 +158,19 @@ impl edgeguard_str {
     }
 }
 
+/// One request header: same layout as lua-resty-core's
+/// `ngx_http_lua_ffi_table_elt_t`, the element type that
+/// `ngx_http_lua_ffi_req_get_headers` fills. Also any name and value pair
+/// the ABI hands out (a variable, a response header).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct edgeguard_header {
+    /// Header name (lower-cased by nginx when fetched with `raw = 0`).
+    pub key: edgeguard_str,
+    /// Header value.
+    pub value: edgeguard_str,
+}
+
 impl edgeguard_header {
     /// A header viewing two Rust slices (for tests, benches and the CLI).
     pub fn new(key: &[u8], value: &[u8]) -> Self {
@@ -67,91 +181,664 @@ impl edgeguard_header {
     }
 }
 
-/// A request header as the core reads it: a name and a value, borrowed for
-/// `'a`. Same layout as [`edgeguard_header`], so nginx's array is viewed as
-/// `&[Header]` without a copy.
+/// An nginx variable to set: its name (`key`) and value.
+pub type edgeguard_var = edgeguard_header;
+
+// `Header` is nginx's element, and so is `edgeguard_header`: a C array is
+// viewed as headers by a cast, checked here once.
+const _: () = {
+    use std::mem::{align_of, offset_of, size_of};
+    assert!(size_of::<edgeguard_header>() == size_of::<Header<'static>>());
+    assert!(align_of::<edgeguard_header>() == align_of::<Header<'static>>());
+    assert!(size_of::<edgeguard_header>() == 32);
+    assert!(offset_of!(edgeguard_header, value) == 16);
+    assert!(offset_of!(edgeguard_str, data) == 8);
+};
+
+/// Views a C header array as headers, without a copy.
 ///
-/// Invariant: both strings point to bytes readable for `'a` (or are
-/// empty). [`Header::new`] makes one from slices; [`Header::from_c`] is
-/// the only other way in, and its caller vouches for the C array.
-#[repr(transparent)]
-#[derive(Clone, Copy, Debug)]
-pub struct Header<'a> {
-    raw: edgeguard_header,
-    bytes: PhantomData<&'a [u8]>,
+/// # Safety
+/// Every `key` and `value` in `headers` points to `len` readable bytes
+/// (or is null, or has a non-positive length) that stay valid and
+/// unchanged for `'a`.
+pub unsafe fn headers_from_c<'a>(headers: &'a [edgeguard_header]) -> &'a [Header<'a>] {
+    // SAFETY: the layouts are the same (checked above); a header reads a
+    // null or non-positive string as empty; the caller vouches for the
+    // bytes.
+    slice::from_raw_parts(headers.as_ptr().cast::<Header<'a>>(), headers.len())
 }
 
-impl<'a> Header<'a> {
-    /// A header viewing `name` and `value`. A slice longer than `INT_MAX`
-    /// bytes is viewed up to `INT_MAX` (the C layout's length is an `int`).
-    pub fn new(name: &'a [u8], value: &'a [u8]) -> Header<'a> {
-        Header {
-            raw: edgeguard_header::new(name, value),
-            bytes: PhantomData,
-        }
-    }
+/// The C layout of `headers`, to hand to the C ABI.
+pub fn headers_as_c<'s>(headers: &'s [Header<'_>]) -> &'s [edgeguard_header] {
+    // SAFETY: same layout (see `headers_from_c`); a shared view of the
+    // same elements, for the same lifetime.
+    unsafe { slice::from_raw_parts(headers.as_ptr().cast(), headers.len()) }
+}
 
-    /// The name as sent (lower-cased by nginx when fetched with `raw = 0`).
-    #[inline]
-    pub fn name(&self) -> &'a [u8] {
-        // SAFETY: the type's invariant: `key` views bytes readable for 'a.
-        unsafe { self.raw.key.as_bytes() }
-    }
+// ------------------------------------------------------------- TLS facts
 
-    /// The value as sent.
-    #[inline]
-    pub fn value(&self) -> &'a [u8] {
-        // SAFETY: the type's invariant: `value` views bytes readable for 'a.
-        unsafe { self.raw.value.as_bytes() }
-    }
+/// One connection's TLS fingerprint, as `edgeguard_tls_get` and
+/// `edgeguard_tls_parse` fill it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct edgeguard_tls_info {
+    /// 1 when the rest is filled; 0 when the connection has no fingerprint
+    /// (plain HTTP, TLS without `ssl_client_hello_by_lua`, OpenSSL absent).
+    pub present: u8,
+    /// Whether GREASE values were among the ciphers or extensions (1/0).
+    pub grease: u8,
+    /// The TLS library family guessed from the cipher list: 0 unknown,
+    /// 1 BoringSSL, 2 NSS, 3 OpenSSL, 4 Go (`edgeguard_tls_family_name`).
+    pub family: u8,
+    /// Length of `alpn` (at most 16).
+    pub alpn_len: u8,
+    /// Where the extension list came from: 1 the whole ClientHello (every
+    /// extension counted, as JA4 defines); 2 OpenSSL's list of the
+    /// extensions it implements (others, e.g. Chrome's ALPS, are missing,
+    /// so the JA4 differs from a capture's). 0 when absent.
+    pub source: u8,
+    /// The version JA4 reports (e.g. 0x0304).
+    pub version: u16,
+    /// Cipher suites, GREASE left out (not capped at 99).
+    pub ciphers: u16,
+    /// Extensions, GREASE left out (not capped at 99). On the live path:
+    /// the ones OpenSSL recognises (see docs/tls.md).
+    pub extensions: u16,
+    /// The JA4 string, 36 ASCII bytes, not NUL-terminated.
+    pub ja4: [libc::c_char; EDGEGUARD_JA4_LEN],
+    /// The first ALPN value offered, `alpn_len` bytes (cut at 16).
+    pub alpn: [u8; EDGEGUARD_ALPN_MAX],
+}
 
-    /// Views a C header array as headers.
+// What a connection keeps (docs/tls.md: "one 64-byte block per connection").
+const _: () = assert!(std::mem::size_of::<edgeguard_tls_info>() == 64);
+
+// ------------------------------------------------------------- a request
+
+/// One request as nginx sees it. Every byte string is borrowed for the
+/// duration of the call only.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct edgeguard_request {
+    /// The method as sent, e.g. `GET`.
+    pub method: edgeguard_str,
+    /// The request target as sent, path and query (`$request_uri`).
+    pub uri: edgeguard_str,
+    /// The textual client address (`$remote_addr`).
+    pub client_addr: edgeguard_str,
+    /// The HTTP version times 10: 10, 11, 20, 30, i.e.
+    /// `ngx.req.http_version() * 10`. nginx's `r->http_version` is
+    /// `major * 1000 + minor` (1001 for HTTP/1.1), so from C it is
+    /// `major * 10 + minor`, not a plain division. Must be in `0..=65535`.
+    pub http_version: libc::c_int,
+    /// The headers in arrival order, in the layout
+    /// `ngx_http_lua_ffi_req_get_headers` fills. May be null when
+    /// `headers_len` is 0.
+    pub headers: *const edgeguard_header,
+    /// How many headers `headers` points to.
+    pub headers_len: usize,
+    /// The connection's TLS facts: null for plain HTTP; for a TLS
+    /// connection, its fingerprint as `edgeguard_tls_get` filled it, with
+    /// `present` = 0 when it has none (no `ssl_client_hello_by_lua`). The
+    /// TLS features read the fingerprint (missing values without one); a
+    /// clearance cookie set on a TLS connection is `Secure`. One with
+    /// `present` = 1 must hold a JA4 as edgeguard writes it, or the call
+    /// is `InvalidArgument`.
+    pub tls: *const edgeguard_tls_info,
+}
+
+impl edgeguard_request {
+    /// The request as the gate reads it (and its headers), after the checks
+    /// every request export makes: `NullParameter` for a null `headers`
+    /// with a non-zero `headers_len`, `InvalidArgument` for an
+    /// `http_version` outside `0..=65535`, a `headers_len` above
+    /// `UINT32_MAX` or a fingerprint whose JA4 is not one.
     ///
     /// # Safety
-    /// Every `key` and `value` in `headers` points to `len` readable bytes
-    /// (or is null, or has a non-positive length) that stay valid and
-    /// unchanged for `'a`.
-    pub unsafe fn from_c(headers: &'a [edgeguard_header]) -> &'a [Header<'a>] {
-        // SAFETY: `Header` is `repr(transparent)` over `edgeguard_header`
-        // (PhantomData is zero-sized), so the layouts are the same; the
-        // caller vouches for the bytes.
-        slice::from_raw_parts(headers.as_ptr().cast::<Header<'a>>(), headers.len())
-    }
-
-    /// The C layout of `headers`, to hand to the C ABI.
-    pub fn as_c<'s>(headers: &'s [Header<'_>]) -> &'s [edgeguard_header] {
-        // SAFETY: same layout (see `from_c`); a shared view of the same
-        // elements, for the same lifetime.
-        unsafe { slice::from_raw_parts(headers.as_ptr().cast(), headers.len()) }
+    /// The strings, headers and `tls` point to their stated number of
+    /// readable bytes for `'a`.
+    pub(crate) unsafe fn view<'a>(&'a self) -> Result<gate::Request<'a>, edgeguard_result> {
+        if self.headers.is_null() && self.headers_len != 0 {
+            return Err(edgeguard_result::NullParameter);
+        }
+        let Ok(http_version) = u16::try_from(self.http_version) else {
+            return Err(edgeguard_result::InvalidArgument);
+        };
+        // The length is checked before a slice is made of it: a length no
+        // array can have makes the slice itself undefined behaviour.
+        if self.headers_len > u32::MAX as usize {
+            return Err(edgeguard_result::InvalidArgument);
+        }
+        let info = self.tls.as_ref();
+        let tls = match info {
+            Some(info) if info.present != 0 => {
+                // SAFETY: c_char and u8 have the same size and alignment.
+                let ja4 = &*(std::ptr::from_ref(&info.ja4) as *const [u8; EDGEGUARD_JA4_LEN]);
+                let family = Family::from_number(i32::from(info.family));
+                Some(TlsFacts::new(ja4, family).ok_or(edgeguard_result::InvalidArgument)?)
+            }
+            _ => None,
+        };
+        let headers: &[edgeguard_header] = if self.headers_len == 0 {
+            &[]
+        } else {
+            slice::from_raw_parts(self.headers, self.headers_len)
+        };
+        let req = gate::Request::new(
+            self.method.as_bytes(),
+            self.uri.as_bytes(),
+            http_version,
+            self.client_addr.as_bytes(),
+            headers_from_c(headers),
+            tls,
+        );
+        Ok(req.secure(info.is_some()))
     }
 }
 
-/// A reusable array of [`Header`]s, refilled for each request while keeping
-/// its capacity (replay parses millions of lines into one).
-#[derive(Debug, Default)]
-pub struct HeaderBuf {
-    raw: Vec<edgeguard_header>,
+/// What another engine (the legacy Lua engine) did to a request before it
+/// hands it to `edgeguard_location_run`: its scores and its strip.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct edgeguard_given {
+    /// Its scores, in the location's model order; null: not scored.
+    pub scores: *const f64,
+    /// How many: the location's model count (0 with null `scores`).
+    pub scores_len: usize,
+    /// Internal header entries it removed.
+    pub removed: usize,
+    /// Internal header entries it could not remove (the request is then
+    /// refused).
+    pub unremovable: usize,
 }
 
-impl HeaderBuf {
-    /// Replaces the contents with views of `pairs` and returns them.
-    pub fn fill<'a>(
-        &'a mut self,
-        pairs: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
-    ) -> &'a [Header<'a>] {
-        self.raw.clear();
-        self.raw
-            .extend(pairs.into_iter().map(|(k, v)| edgeguard_header::new(k, v)));
-        // SAFETY: every element was just made from slices that live for 'a,
-        // and `self` stays borrowed for 'a, so it cannot be refilled while
-        // the views are in use.
-        unsafe { Header::from_c(&self.raw) }
+impl edgeguard_given {
+    /// The gate's view: `NullParameter` for null scores with a length.
+    ///
+    /// # Safety
+    /// `scores` points to `scores_len` doubles for `'a`.
+    pub(crate) unsafe fn view<'a>(&self) -> Result<Given<'a>, edgeguard_result> {
+        let scores = super::raw::slice(self.scores, self.scores_len)
+            .ok_or(edgeguard_result::NullParameter)?;
+        Ok(Given {
+            scores: (!self.scores.is_null()).then_some(scores),
+            removed: self.removed,
+            unremovable: self.unremovable,
+        })
     }
+}
 
-    /// Empties the buffer, keeping its capacity.
-    pub fn clear(&mut self) {
-        self.raw.clear();
+/// What `edgeguard_location_run` does. Stable numbers; passed as a plain
+/// int.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum edgeguard_job {
+    /// The whole pipeline: strip, score, decide, respond (`access()`).
+    Access = 0,
+    /// Only strip the internal headers and the score header's spellings
+    /// (`clear_internal_headers()`).
+    Strip = 1,
+    /// Only strip the internal headers, keeping the score header (a
+    /// subrequest: its parent's run set it).
+    StripList = 2,
+}
+
+/// The job of a number, if it is one.
+pub(crate) fn job_from_int(n: c_int) -> Option<Job> {
+    [
+        (edgeguard_job::Access, Job::Access),
+        (edgeguard_job::Strip, Job::Strip),
+        (edgeguard_job::StripList, Job::StripList),
+    ]
+    .into_iter()
+    .find(|(c, _)| *c as c_int == n)
+    .map(|(_, j)| j)
+}
+
+// ------------------------------------------------------------- effects
+
+/// What a request comes to (`$edgeguard_action`). Stable numbers:
+/// `edgeguard_outcome` gives every action the same number.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum edgeguard_action {
+    /// Not flagged, or mode `off`: proxied.
+    Pass = 0,
+    /// Flagged, but the client lies in an `allow` block: proxied.
+    Allow = 1,
+    /// Flagged in mode `log`: proxied, logged.
+    Log = 2,
+    /// Flagged in mode `block`: answered with the configured `status`.
+    Block = 3,
+    /// Not scored while models are configured and `fail_closed` is set:
+    /// 503.
+    Unavailable = 4,
+    /// Flagged, but a valid clearance cookie lets it through.
+    Cleared = 5,
+    /// A flagged navigation in mode `challenge`: the challenge page.
+    Challenge = 6,
+    /// A verified bot: proxied.
+    Verified = 7,
+    /// A request to the challenge's endpoint (`/.edgeguard/challenge`)
+    /// while a challenge is configured: answered, never proxied.
+    Answer = 8,
+    /// Internal headers nginx's Lua API cannot remove: 400. (9 is
+    /// `edgeguard_outcome`'s `Error`, which is no action.)
+    Refused = 10,
+}
+
+impl From<Action> for edgeguard_action {
+    fn from(a: Action) -> Self {
+        match a {
+            Action::Pass => edgeguard_action::Pass,
+            Action::Allow => edgeguard_action::Allow,
+            Action::Log => edgeguard_action::Log,
+            Action::Block => edgeguard_action::Block,
+            Action::Unavailable => edgeguard_action::Unavailable,
+            Action::Cleared => edgeguard_action::Cleared,
+            Action::Challenge => edgeguard_action::Challenge,
+            Action::Verified => edgeguard_action::Verified,
+            Action::Answer => edgeguard_action::Answer,
+            Action::Refused => edgeguard_action::Refused,
+        }
     }
+}
+
+/// The action of a number, if it is one.
+pub(crate) fn action_from_int(n: c_int) -> Option<Action> {
+    Action::ALL
+        .into_iter()
+        .find(|&a| edgeguard_action::from(a) as c_int == n)
+}
+
+/// How a request ends. Stable numbers.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum edgeguard_exit {
+    /// It goes on to the upstream.
+    Continue = 0,
+    /// Answered with `status` (nginx's own page for it).
+    Status = 1,
+    /// Answered with `status`, `response_headers` and `body`.
+    Body = 2,
+    /// Redirected to `location` with `status`, after `response_headers`.
+    Redirect = 3,
+}
+
+/// What a request's User-Agent says of a verified bot. Stable numbers.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum edgeguard_bot {
+    /// It claims no listed bot.
+    None = 0,
+    /// It claims a listed bot from one of the bot's prefixes.
+    Verified = 1,
+    /// It claims a listed bot from another address: flagged.
+    Fake = 2,
+}
+
+/// What a clearance cookie or a challenge answer came to. Stable numbers;
+/// `edgeguard_clearance_name` names them (the metric labels).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum edgeguard_clearance {
+    /// No cookie of the configured name (or no challenge configured).
+    Absent = 0,
+    /// A valid cookie; for an answer: solved.
+    Accepted = 1,
+    /// Not a token: wrong length, not base64url, another kind.
+    Malformed = 2,
+    /// The MAC matches no key: forged, tampered, or signed by a removed key.
+    Mac = 3,
+    /// Expired (or beyond the lifetime in force); a nonce too old.
+    Expired = 4,
+    /// Issued to another address prefix.
+    Address = 5,
+    /// Issued to another User-Agent.
+    UserAgent = 6,
+    /// An answer without the work asked for.
+    Work = 7,
+}
+
+impl From<Clearance> for edgeguard_clearance {
+    fn from(c: Clearance) -> Self {
+        match c {
+            Clearance::Absent => edgeguard_clearance::Absent,
+            Clearance::Accepted => edgeguard_clearance::Accepted,
+            Clearance::Rejected(r) => match r {
+                Rejection::Malformed => edgeguard_clearance::Malformed,
+                Rejection::Mac => edgeguard_clearance::Mac,
+                Rejection::Expired => edgeguard_clearance::Expired,
+                Rejection::Address => edgeguard_clearance::Address,
+                Rejection::UserAgent => edgeguard_clearance::UserAgent,
+                Rejection::Work => edgeguard_clearance::Work,
+            },
+        }
+    }
+}
+
+/// The clearance of a number, if it is one.
+pub(crate) fn clearance_from_int(n: c_int) -> Option<Clearance> {
+    let all = [Clearance::Absent, Clearance::Accepted]
+        .into_iter()
+        .chain(Rejection::ALL.map(Clearance::Rejected));
+    all.into_iter()
+        .find(|&c| edgeguard_clearance::from(c) as c_int == n)
+}
+
+/// Everything one request comes to, as `edgeguard_location_run` writes it.
+/// Pointers and strings point into the scratch, the location or the
+/// request, valid until the next run with the same scratch.
+///
+/// Fields may be appended in later versions; a caller allocates the
+/// struct from the header of the library it loads.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct edgeguard_effects {
+    /// What the request came to.
+    pub action: edgeguard_action,
+    /// How it ends.
+    pub exit: edgeguard_exit,
+    /// The response status (0 with `Continue`).
+    pub status: i32,
+    /// The nginx log level of `line` (0 `ngx.STDERR` .. 8 `ngx.DEBUG`).
+    pub log_level: i32,
+    /// The indices, into the request's headers, of the headers to remove
+    /// (`clear[0..clear_len]`): the first of each distinct name to clear,
+    /// as `edgeguard_header_set_find_internal` lists them, without those
+    /// spelled exactly as the score header on a scored request (setting it
+    /// replaces them). Nothing for a refused request.
+    pub clear: *const u32,
+    /// How many indices `clear` holds.
+    pub clear_len: usize,
+    /// Internal header entries the list matched, repeats counted (the
+    /// score header's spellings not counted; another engine's included).
+    pub matched: usize,
+    /// Those removed (what the metrics count): `matched`, but on a
+    /// refusal only those the other engine removed before it found the
+    /// rest.
+    pub removed: usize,
+    /// Internal entries nginx's Lua API cannot remove (names that are not
+    /// RFC 9110 tokens): the request is refused.
+    pub unremovable: usize,
+    /// The request header to set before proxying (the score header and its
+    /// value, `name=%.9g; name=%.9g`); `key.len` 0: none.
+    pub set_header: edgeguard_header,
+    /// The line to log at `log_level`; empty: none.
+    pub line: edgeguard_str,
+    /// The response body (`Body`).
+    pub body: edgeguard_str,
+    /// Where to redirect (`Redirect`): a same-site path.
+    pub location: edgeguard_str,
+    /// Response headers to add (`Body`, `Redirect`).
+    pub response_headers: [edgeguard_header; EDGEGUARD_MAX_RESPONSE_HEADERS],
+    /// How many `response_headers` holds.
+    pub response_headers_len: usize,
+    /// The nginx variables to set, in order (`vars = true` on a request
+    /// that was scored, flagged or claims a verified bot).
+    pub vars: [edgeguard_var; EDGEGUARD_MAX_VARS],
+    /// How many `vars` holds.
+    pub vars_len: usize,
+    /// The scores in the location's model order (`scores_len` 0: not
+    /// scored).
+    pub scores: *const f64,
+    /// How many `scores` holds.
+    pub scores_len: usize,
+    /// `Ok`, or why the location's scorer gave no scores.
+    pub score_result: edgeguard_result,
+    /// The model that flagged the request (also under mode `off`), or -1.
+    pub model: i32,
+    /// That model's threshold in force; NaN when no model flagged.
+    pub threshold: f64,
+    /// The verified bot the User-Agent claims, and whether the address
+    /// agrees.
+    pub bot: edgeguard_bot,
+    /// What the clearance cookie said.
+    pub clearance: edgeguard_clearance,
+    /// The claimed bot's name (empty for `None`): the location's memory.
+    pub bot_name: edgeguard_str,
+}
+
+/// Writes `e` into `out` field by field: the arrays only up to their
+/// lengths (the struct is kilobytes; a request writes a few entries).
+pub(crate) fn write_effects(e: &Effects<'_>, out: &mut edgeguard_effects) {
+    let (exit, body, location) = match e.exit {
+        Exit::Continue => (edgeguard_exit::Continue, &[][..], &[][..]),
+        Exit::Status(_) => (edgeguard_exit::Status, &[][..], &[][..]),
+        Exit::Page { body, .. } => (edgeguard_exit::Body, body, &[][..]),
+        Exit::Redirect { location, .. } => (edgeguard_exit::Redirect, &[][..], location),
+    };
+    out.action = e.action.into();
+    out.exit = exit;
+    out.status = i32::from(e.exit.status());
+    out.log_level = e.line.map_or(0, |(_, level)| i32::from(level));
+    out.clear = e.clear.as_ptr();
+    out.clear_len = e.clear.len();
+    out.matched = e.matched;
+    out.removed = e.removed;
+    out.unremovable = e.unremovable;
+    out.set_header = match e.set_header {
+        Some((name, value)) => edgeguard_header::new(name.as_bytes(), value),
+        None => edgeguard_header::new(&[], &[]),
+    };
+    out.line = edgeguard_str::from_slice(e.line.map_or(&[][..], |(l, _)| l));
+    out.body = edgeguard_str::from_slice(body);
+    out.location = edgeguard_str::from_slice(location);
+    out.response_headers_len = fill(
+        &mut out.response_headers,
+        e.exit.headers().map(|(n, v)| (n.as_bytes(), v)),
+    );
+    out.vars_len = fill(&mut out.vars, e.vars.iter());
+    let scores = e.scores.unwrap_or_default();
+    out.scores = scores.as_ptr();
+    out.scores_len = scores.len();
+    out.score_result = e.score_error.map_or(edgeguard_result::Ok, score_error);
+    // At most EDGEGUARD_MAX_MODELS.
+    out.model = e.flagged.map_or(-1, |(i, _)| i as i32);
+    out.threshold = e.flagged.map_or(f64::NAN, |(_, t)| t);
+    out.bot = match e.bot {
+        None => edgeguard_bot::None,
+        Some((Verdict::Verified(_), _)) => edgeguard_bot::Verified,
+        Some((Verdict::Fake(_), _)) => edgeguard_bot::Fake,
+    };
+    out.clearance = e.clearance.into();
+    out.bot_name = edgeguard_str::from_slice(e.bot.map_or(&[][..], |(_, n)| n.as_bytes()));
+}
+
+/// Fills the start of `slots` with `pairs`; returns how many.
+fn fill<'a>(
+    slots: &mut [edgeguard_header],
+    pairs: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+) -> usize {
+    let mut n = 0;
+    for (slot, (k, v)) in slots.iter_mut().zip(pairs) {
+        *slot = edgeguard_header::new(k, v);
+        n += 1;
+    }
+    n
+}
+
+/// The result code of a scoring failure (a scorer checked at load should
+/// never give one: reported like a caught panic).
+pub(crate) fn score_error(e: crate::scorer::ScoreError) -> edgeguard_result {
+    use crate::scorer::ScoreError;
+    match e {
+        ScoreError::OutputLen { expected, got } if got < expected => {
+            edgeguard_result::BufferTooSmall
+        }
+        ScoreError::OutputLen { .. } => edgeguard_result::InvalidArgument,
+        ScoreError::Model { .. } => edgeguard_result::Panic,
+    }
+}
+
+/// What an effects struct says besides the action, read as the ints its
+/// enum fields are in C (a number no variant has must not become a Rust
+/// enum): `None` for such a number.
+///
+/// # Safety
+/// `out` points to a readable `edgeguard_effects`, its `bot_name` to its
+/// length.
+pub(crate) unsafe fn seen_of_raw<'a>(out: *const edgeguard_effects) -> Option<Seen<'a>> {
+    // Both enums are C ints (`#[repr(C)]` fieldless enums).
+    let bot = std::ptr::addr_of!((*out).bot).cast::<c_int>().read();
+    let clearance = std::ptr::addr_of!((*out).clearance).cast::<c_int>().read();
+    let name = std::ptr::addr_of!((*out).bot_name).read();
+    let bot = match bot {
+        0 => None,
+        1 => Some((name.as_bytes(), BotVerdict::Verified)),
+        2 => Some((name.as_bytes(), BotVerdict::Fake)),
+        _ => return None,
+    };
+    Some(Seen {
+        clearance: clearance_from_int(clearance)?,
+        bot,
+    })
+}
+
+// ------------------------------------------------------------- metrics
+
+/// An engine setting, for the metrics' `engine` label. Stable numbers;
+/// passed as a plain int.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum edgeguard_engine {
+    /// This library.
+    Rust = 0,
+    /// The legacy Lua engine.
+    Lua = 1,
+    /// Both, acting on the primary's result (requests only).
+    Shadow = 2,
+}
+
+/// The engine of a number, if it is one.
+pub(crate) fn engine_from_int(n: c_int) -> Option<Engine> {
+    [
+        (edgeguard_engine::Rust, Engine::Rust),
+        (edgeguard_engine::Lua, Engine::Lua),
+        (edgeguard_engine::Shadow, Engine::Shadow),
+    ]
+    .into_iter()
+    .find(|(c, _)| *c as c_int == n)
+    .map(|(_, e)| e)
+}
+
+/// What a request came to, for `edgeguard_decisions_total`: an
+/// `edgeguard_action` (the same numbers) or the caller's own `Error`.
+/// Stable numbers; passed as a plain int.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum edgeguard_outcome {
+    /// `edgeguard_action`'s `Pass`.
+    Pass = 0,
+    /// `Allow`.
+    Allow = 1,
+    /// `Log`.
+    Log = 2,
+    /// `Block`.
+    Block = 3,
+    /// `Unavailable`.
+    Unavailable = 4,
+    /// `Cleared`.
+    Cleared = 5,
+    /// `Challenge` (a page served).
+    Challenge = 6,
+    /// `Verified`.
+    Verified = 7,
+    /// `Answer`.
+    Answer = 8,
+    /// A call failed: the request got 500.
+    Error = 9,
+    /// `Refused`: internal headers nginx's Lua API cannot remove, 400.
+    Refused = 10,
+}
+
+/// The outcome of a number: an action's, or `Error`.
+pub(crate) fn outcome_from_int(n: c_int) -> Option<Outcome> {
+    if n == edgeguard_outcome::Error as c_int {
+        return Some(Outcome::Error);
+    }
+    action_from_int(n).map(gate::outcome)
+}
+
+/// Shadow mode's kinds of disagreement. Stable numbers; passed as a plain
+/// int.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum edgeguard_disagreement {
+    /// A score differs.
+    Score = 0,
+    /// The action differs.
+    Decision = 1,
+    /// The internal header counts differ.
+    Headers = 2,
+}
+
+/// The kind of a number, if it is one.
+pub(crate) fn disagreement_from_int(n: c_int) -> Option<Disagreement> {
+    [
+        (edgeguard_disagreement::Score, Disagreement::Score),
+        (edgeguard_disagreement::Decision, Disagreement::Decision),
+        (edgeguard_disagreement::Headers, Disagreement::Headers),
+    ]
+    .into_iter()
+    .find(|(c, _)| *c as c_int == n)
+    .map(|(_, d)| d)
+}
+
+// ------------------------------------------------------------- models
+
+/// What `edgeguard_model_predict` reports, as the official C API's
+/// `SetPredictionType`. Passed to the predict functions as a plain `int`, so
+/// an out-of-range number is an `InvalidArgument` result rather than
+/// undefined behaviour.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum edgeguard_prediction_type {
+    /// The raw formula value: one value per model dimension.
+    Raw = 0,
+    /// Sigmoid of the raw value (binary) or softmax over classes
+    /// (MultiClass): one value per dimension.
+    Probability = 1,
+    /// `1`/`0` for `raw > 0` (binary) or the index of the largest raw value
+    /// (MultiClass): one value.
+    Class = 2,
+}
+
+/// The prediction type of a number, if it is one.
+pub(crate) fn prediction_type_from_int(n: c_int) -> Option<PredictionType> {
+    [
+        (edgeguard_prediction_type::Raw, PredictionType::Raw),
+        (
+            edgeguard_prediction_type::Probability,
+            PredictionType::Probability,
+        ),
+        (edgeguard_prediction_type::Class, PredictionType::Class),
+    ]
+    .into_iter()
+    .find(|(c, _)| *c as c_int == n)
+    .map(|(_, t)| t)
+}
+
+// ------------------------------------------------------------- options
+
+/// The kind of a value `edgeguard_options_put` hands over. Stable numbers;
+/// passed as a plain int.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum edgeguard_value {
+    /// `text`: a string.
+    String = 0,
+    /// `number`: a number (NaN and infinities: no value, which the option
+    /// refuses).
+    Number = 1,
+    /// `number`: a boolean, true when nonzero.
+    Boolean = 2,
+    /// A table of keys: the values put at the next depth are its.
+    Object = 3,
+    /// A list: the values put at the next depth are its, in order.
+    Array = 4,
+    /// A value no option can take; `text` names its type (`function`).
+    Other = 5,
 }
 
 #[cfg(test)]
@@ -161,7 +848,6 @@ mod tests {
     #[test]
     fn views_read_back_what_they_view() {
         let h = Header::new(b"host", b"example");
-        assert_eq!((h.name(), h.value()), (&b"host"[..], &b"example"[..]));
         let raw = [edgeguard_header {
             key: edgeguard_str {
                 len: -1,
@@ -173,14 +859,10 @@ mod tests {
             },
         }];
         // SAFETY: null pointers and negative lengths read as empty.
-        let views = unsafe { Header::from_c(&raw) };
+        let views = unsafe { headers_from_c(&raw) };
         assert_eq!((views[0].name(), views[0].value()), (&b""[..], &b""[..]));
-        let c = Header::as_c(std::slice::from_ref(&h));
+        let c = headers_as_c(std::slice::from_ref(&h));
         assert_eq!(c[0].key.len, 4);
-        let mut buf = HeaderBuf::default();
-        let line = b"ab".to_vec();
-        let got = buf.fill([(&line[..1], &line[1..])]);
-        assert_eq!((got[0].name(), got[0].value()), (&b"a"[..], &b"b"[..]));
     }
 
     #[test]
@@ -207,8 +889,35 @@ mod tests {
         let mut clear = [7u32; 2];
         // SAFETY: the non-null pointers view statics; null and negative
         // lengths are what is under test (they read as empty).
-        let views = unsafe { Header::from_c(&odd) };
+        let views = unsafe { headers_from_c(&odd) };
         assert_eq!(set.find_internal(views, &mut clear), Matches::default());
         assert_eq!(clear, [7, 7]);
+    }
+
+    /// Every enum's numbers map both ways, and none is left out.
+    #[test]
+    fn numbers_round_trip() {
+        for n in 0..11 {
+            let r = edgeguard_result::from_int(n).expect("codes are dense from 0");
+            assert_eq!(r as c_int, n);
+        }
+        assert!(edgeguard_result::from_int(11).is_none());
+        for a in Action::ALL {
+            let n = edgeguard_action::from(a) as c_int;
+            assert_eq!(action_from_int(n), Some(a));
+            assert_eq!(outcome_from_int(n), Some(gate::outcome(a)), "same numbers");
+        }
+        assert_eq!(action_from_int(9), None);
+        assert_eq!(outcome_from_int(9), Some(Outcome::Error));
+        for n in 0..8 {
+            let c = clearance_from_int(n).unwrap();
+            assert_eq!(edgeguard_clearance::from(c) as c_int, n);
+        }
+        assert_eq!(clearance_from_int(8), None);
+        assert_eq!(job_from_int(2), Some(Job::StripList));
+        assert_eq!(job_from_int(3), None);
+        assert_eq!(engine_from_int(2), Some(Engine::Shadow));
+        assert_eq!(disagreement_from_int(3), None);
+        assert_eq!(prediction_type_from_int(2), Some(PredictionType::Class));
     }
 }

@@ -7,8 +7,7 @@ use std::error::Error;
 use std::fmt;
 use std::io;
 
-use super::matcher::fold;
-use super::MAX_NAME_LEN;
+use super::matcher::{fold, MAX_NAME_LEN};
 
 /// Why a list was refused. Nothing of a refused list is kept.
 #[derive(Debug)]

@@ -6,7 +6,10 @@
 
 use trie_hard::TrieHard;
 
-use super::MAX_NAME_LEN;
+/// The longest name a list may hold, in bytes (a prefix rule's `*` not
+/// counted). Real header names are far shorter; the limit bounds the stack
+/// buffer a lookup folds a name into.
+pub const MAX_NAME_LEN: usize = 256;
 
 /// ASCII upper case to lower case, `_` to `-`, every other byte unchanged.
 static FOLD: [u8; 256] = fold_table();

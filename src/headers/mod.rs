@@ -60,25 +60,23 @@
 //! eight) folded bytes, so `x-forwarded-for` is not compared with
 //! `x-envoy-*`. Neither path allocates.
 
-#![forbid(unsafe_code)]
+// No `unsafe` but in `view`, which reads nginx's header memory.
+#![deny(unsafe_code)]
 
 mod list;
 mod matcher;
 #[cfg(test)]
 mod tests;
+mod view;
 
 use std::fmt;
 use std::path::Path;
 
-pub use crate::ffi::{Header, HeaderBuf};
+pub use view::{Header, HeaderBuf};
 
 pub use list::ListError;
+pub use matcher::MAX_NAME_LEN;
 use matcher::{ExactNames, Prefixes, Rule};
-
-/// The longest name a list may hold, in bytes (a prefix rule's `*` not
-/// counted). Real header names are far shorter; the limit bounds the stack
-/// buffer a lookup folds a name into.
-pub const MAX_NAME_LEN: usize = 256;
 
 /// How many distinct internal names [`HeaderSet::find_internal`] reports one
 /// index for; beyond that it reports every internal entry. Real requests have

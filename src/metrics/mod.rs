@@ -292,7 +292,7 @@ fn families() -> Vec<Family> {
 
 /// A label text: `k="v",...` with the exposition format's escapes for
 /// values (`\\`, `\"`, `\n`).
-fn labels_text(pairs: &[(&str, &str)]) -> String {
+pub(crate) fn labels_text(pairs: &[(&str, &str)]) -> String {
     let mut out = String::new();
     for (i, (k, v)) in pairs.iter().enumerate() {
         if i > 0 {
@@ -760,7 +760,7 @@ impl Registry {
 
 /// A value as the Lua module wrote it: an integer below 1e15 as `%d`,
 /// anything else as `%.17g` (exact).
-fn number(w: &mut impl Sink, v: f64) -> fmt::Result {
+pub(crate) fn number(w: &mut impl Sink, v: f64) -> fmt::Result {
     if v % 1.0 == 0.0 && v > -1e15 && v < 1e15 {
         // Integral and in range: the conversion is exact.
         write!(w, "{}", v as i64)

@@ -15,12 +15,14 @@
 //! questions with the same answers, only stored once.
 
 use super::binarize::scale_and_bias;
+use super::chunks::Chain;
 use super::error::ShapeError;
+use super::evaluator::Evaluator;
 use super::layout::Trees;
 use super::merge::{merge, Placed};
+use super::native::Model;
 use super::plan::Conditions;
-use super::trees::{sum_pair, Chain, Kernel};
-use super::{Evaluator, Model};
+use super::trees::{sum_pair, Kernel};
 
 /// One member's trees over the merged bits, and its leaves.
 #[derive(Debug)]

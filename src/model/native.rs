@@ -24,7 +24,9 @@
 use std::path::Path;
 
 use super::binarize::{scale_and_bias, CatSource};
+use super::compile;
 use super::error::{ModelError, ShapeError};
+use super::evaluator::Evaluator;
 use super::hash::cat_hash;
 use super::limits::MAX_DIMENSION;
 use super::parts::Info;
@@ -32,7 +34,6 @@ use super::plan::Plan;
 use super::prediction::{apply_prediction_type, output_len, Objective};
 use super::prediction::{PredictionError, PredictionType};
 use super::trees::Kernel;
-use super::{compile, Evaluator};
 
 /// A CatBoost model compiled for single-document evaluation.
 ///

@@ -32,7 +32,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use catboost_sys as sys;
 
-use super::{Evaluator, ShapeError};
+use super::error::ShapeError;
+use super::evaluator::Evaluator;
 
 /// Serializes every library call that can fail, up to reading its message.
 ///

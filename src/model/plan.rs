@@ -119,98 +119,160 @@ fn keep_used(kept: &mut Vec<f32>, all: &[f32], range: (u32, u32), thresholds: &[
 impl Plan {
     /// Lays out a validated model. Fails (with a message) only when the
     /// model is too large for the bit array.
-    pub(crate) fn build(parts: Parts) -> Result<Plan, String> {
-        // Used thresholds per slot: from `>=` splits and from projections.
-        let mut used: BTreeMap<u16, Vec<u16>> = BTreeMap::new();
-        for l in parts.levels.iter().filter(|l| !l.equal) {
-            used.entry(l.slot).or_default().push(l.threshold);
-        }
-        for e in &parts.projection {
-            if let ProjectionElement::Float { slot, threshold } = *e {
-                used.entry(slot).or_default().push(threshold);
-            }
-        }
-        for thresholds in used.values_mut() {
-            thresholds.sort_unstable();
-            thresholds.dedup();
-        }
-
-        let mut plan = Conditions {
-            used_cats: parts.used_cats,
-            one_hot_values: parts.one_hot_values,
+    pub(crate) fn build(mut parts: Parts) -> Result<Plan, String> {
+        let conditions = Conditions {
+            used_cats: std::mem::take(&mut parts.used_cats),
+            one_hot_values: std::mem::take(&mut parts.one_hot_values),
             ..Conditions::default()
         };
-        let mut regions: BTreeMap<u16, Region> = BTreeMap::new();
-        let mut next_bit = 0usize;
-        let mut region = |slot: u16, next_bit: &mut usize| -> Option<(u32, Vec<u16>)> {
-            let thresholds = used.remove(&slot)?;
-            let first = *next_bit as u32;
-            *next_bit += thresholds.len();
-            regions.insert(
-                slot,
-                Region {
-                    first,
-                    thresholds: thresholds.clone(),
-                },
-            );
-            Some((first, thresholds))
+        let mut b = Layout {
+            used: used_thresholds(&parts),
+            parts: &parts,
+            plan: conditions,
+            regions: BTreeMap::new(),
+            next_bit: 0,
+            one_hot_of: BTreeMap::new(),
+            projection_of: BTreeMap::new(),
         };
+        b.float_bits();
+        b.one_hots();
+        let groups = b.ctr_groups();
+        b.ctr_lookups(&groups);
+        b.key_elements();
+        let (zero, trees) = b.trees()?;
+        let conditions = b.plan;
+        Ok(Plan {
+            dimension: parts.dimension,
+            trees: Trees::build(&trees, zero as u32, parts.dimension),
+            conditions,
+            leaves: parts.leaves,
+            scale: parts.scale,
+            bias: parts.bias,
+        })
+    }
+}
 
+/// Used thresholds per slot, ascending: from `>=` splits and from
+/// projections.
+fn used_thresholds(parts: &Parts) -> BTreeMap<u16, Vec<u16>> {
+    let mut used: BTreeMap<u16, Vec<u16>> = BTreeMap::new();
+    for l in parts.levels.iter().filter(|l| !l.equal) {
+        used.entry(l.slot).or_default().push(l.threshold);
+    }
+    for e in &parts.projection {
+        if let ProjectionElement::Float { slot, threshold } = *e {
+            used.entry(slot).or_default().push(threshold);
+        }
+    }
+    for thresholds in used.values_mut() {
+        thresholds.sort_unstable();
+        thresholds.dedup();
+    }
+    used
+}
+
+/// CTRs of one projection get consecutive bits and one lookup, over the
+/// keys of all their tables: (the projection, its CTRs with their tables,
+/// bits and used borders).
+type Group = (u32, Vec<(usize, u32, Vec<f32>)>);
+
+/// [`Plan::build`] in progress: the conditions laid out so far and where
+/// each slot's bits went.
+struct Layout<'p> {
+    parts: &'p Parts,
+    plan: Conditions,
+    /// Used thresholds per slot not laid out yet.
+    used: BTreeMap<u16, Vec<u16>>,
+    regions: BTreeMap<u16, Region>,
+    next_bit: usize,
+    /// One-hot slot -> its one-hot feature.
+    one_hot_of: BTreeMap<u16, u32>,
+    /// Projection element range -> its projection, in first-use order.
+    projection_of: BTreeMap<(u32, u32), u32>,
+}
+
+impl Layout<'_> {
+    /// The next bits for `slot`'s used thresholds: the first bit and the
+    /// thresholds; none when the trees use no border of it.
+    fn region(&mut self, slot: u16) -> Option<(u32, Vec<u16>)> {
+        let thresholds = self.used.remove(&slot)?;
+        let first = self.next_bit as u32;
+        self.next_bit += thresholds.len();
+        self.regions.insert(
+            slot,
+            Region {
+                first,
+                thresholds: thresholds.clone(),
+            },
+        );
+        Some((first, thresholds))
+    }
+
+    /// Floats get the first bits, in border order: bit i is border i.
+    fn float_bits(&mut self) {
+        let parts = self.parts;
         for f in &parts.float_slots {
-            let Some((bits, thresholds)) = region(f.slot, &mut next_bit) else {
+            let Some((bits, thresholds)) = self.region(f.slot) else {
                 continue;
             };
-            // Floats get the first bits, in border order: bit i is border i.
             assert_eq!(
                 bits as usize,
-                plan.float_borders.borders.len(),
+                self.plan.float_borders.borders.len(),
                 "float bits come first"
             );
             let mut kept = Vec::new();
             keep_used(&mut kept, &parts.float_borders, f.borders, &thresholds);
-            plan.float_borders.push_run(f.feature, f.nan_fill, &kept);
+            self.plan
+                .float_borders
+                .push_run(f.feature, f.nan_fill, &kept);
         }
-        plan.float_borders.pad();
+        self.plan.float_borders.pad();
+    }
 
-        let mut one_hot_of = BTreeMap::new();
-        for (i, o) in parts.one_hot_slots.iter().enumerate() {
-            one_hot_of.insert(o.slot, i as u32);
-            plan.one_hots.push(OneHotMatch {
+    fn one_hots(&mut self) {
+        for (i, o) in self.parts.one_hot_slots.iter().enumerate() {
+            self.one_hot_of.insert(o.slot, i as u32);
+            self.plan.one_hots.push(OneHotMatch {
                 cat: o.cat,
                 values: o.values,
             });
         }
+    }
 
-        // Projections, by distinct element range.
-        let mut projection_of = BTreeMap::new();
+    /// Projections, by distinct element range, and the CTRs grouped by
+    /// projection, each CTR's bits laid out.
+    fn ctr_groups(&mut self) -> Vec<Group> {
+        let parts = self.parts;
         for c in &parts.ctr_slots {
-            let next = projection_of.len() as u32;
-            projection_of.entry(c.projection).or_insert(next);
+            let next = self.projection_of.len() as u32;
+            self.projection_of.entry(c.projection).or_insert(next);
         }
         let mut order: Vec<usize> = (0..parts.ctr_slots.len()).collect();
         order.sort_by_key(|&i| {
             let c = &parts.ctr_slots[i];
-            (projection_of[&c.projection], c.table, i)
+            (self.projection_of[&c.projection], c.table, i)
         });
-        // CTRs of one projection get consecutive bits and one lookup, over
-        // the keys of all their tables: (the projection, its CTRs with
-        // their tables, bits and used borders).
-        type Group = (u32, Vec<(usize, u32, Vec<f32>)>);
         let mut groups: Vec<Group> = Vec::new();
         for i in order {
             let c = &parts.ctr_slots[i];
-            let Some((bits, thresholds)) = region(c.slot, &mut next_bit) else {
+            let Some((bits, thresholds)) = self.region(c.slot) else {
                 continue;
             };
             let mut borders = Vec::new();
             keep_used(&mut borders, &parts.ctr_borders, c.borders, &thresholds);
-            let projection = projection_of[&c.projection];
+            let projection = self.projection_of[&c.projection];
             match groups.last_mut() {
                 Some((l, members)) if *l == projection => members.push((i, bits, borders)),
                 _ => groups.push((projection, vec![(i, bits, borders)])),
             }
         }
-        for (projection, members) in &groups {
+        groups
+    }
+
+    /// One lookup per 64 bits of each group.
+    fn ctr_lookups(&mut self, groups: &[Group]) {
+        let parts = self.parts;
+        for (projection, members) in groups {
             let table_of = |i: usize| &parts.tables[parts.ctr_slots[i].table as usize];
             let mut keys: Vec<u64> = members.iter().flat_map(|m| table_of(m.0).keys()).collect();
             keys.sort_unstable();
@@ -232,10 +294,9 @@ impl Plan {
                 }
                 pattern
             };
-            // One table per 64 bits of the lookup.
             for piece in 0..width.div_ceil(64) {
                 let bits = BucketBits::build(&keys, |key| key_bits(key)[piece]);
-                plan.lookups.push(Lookup {
+                self.plan.lookups.push(Lookup {
                     projection: *projection,
                     bit: bit + 64 * piece as u32,
                     width: (width - 64 * piece).min(64) as u32,
@@ -243,63 +304,74 @@ impl Plan {
                 });
             }
         }
+    }
 
-        let mut ranges: Vec<((u32, u32), u32)> = projection_of.into_iter().collect();
+    /// Each projection's key elements, over the laid-out bits.
+    fn key_elements(&mut self) {
+        let parts = self.parts;
+        let mut ranges: Vec<((u32, u32), u32)> = std::mem::take(&mut self.projection_of)
+            .into_iter()
+            .collect();
         ranges.sort_by_key(|&(_, p)| p);
         for ((first, last), _) in ranges {
             let elements = &parts.projection[first as usize..last as usize];
-            let start = plan.key_elements.len() as u32;
+            let start = self.plan.key_elements.len() as u32;
             let mut counts = [0u16; 3];
             // Elements come in CatBoost's order (cats, floats, one-hots).
             for (j, e) in elements.iter().enumerate() {
                 let (kind, value) = match *e {
                     ProjectionElement::Cat(position) => (0, position),
                     ProjectionElement::Float { slot, threshold } => {
-                        (1, regions[&slot].bit(threshold))
+                        (1, self.regions[&slot].bit(threshold))
                     }
                     ProjectionElement::OneHot { slot, index } => {
-                        (2, one_hot_of[&slot] << 16 | u32::from(index))
+                        (2, self.one_hot_of[&slot] << 16 | u32::from(index))
                     }
                 };
                 counts[kind] += 1;
-                plan.key_elements
+                self.plan
+                    .key_elements
                     .push((element_weight(elements.len(), j), value));
             }
-            plan.projections.push(Projection {
+            self.plan.projections.push(Projection {
                 start,
                 cats: counts[0],
                 bits: counts[1],
                 one_hots: counts[2],
             });
         }
+    }
 
-        // One-hot conditions after every run, then the zero bit.
-        plan.one_hot_bits = next_bit as u32;
+    /// One-hot conditions after every run, then the zero bit; each tree's
+    /// first leaf and split bits. Fails past the evaluator's bit limit.
+    #[allow(clippy::type_complexity)]
+    fn trees(&mut self) -> Result<(usize, Vec<(u32, Vec<u32>)>), String> {
+        let parts = self.parts;
+        let next_bit = self.next_bit;
+        self.plan.one_hot_bits = next_bit as u32;
         let mut one_hot_conditions: Vec<(u32, u16)> = parts
             .levels
             .iter()
             .filter(|l| l.equal)
-            .map(|l| (one_hot_of[&l.slot], l.threshold))
+            .map(|l| (self.one_hot_of[&l.slot], l.threshold))
             .collect();
         one_hot_conditions.sort_unstable();
         one_hot_conditions.dedup();
         let zero = next_bit + one_hot_conditions.len();
-        plan.bit_count = zero + 1;
-        if plan.bit_count > MAX_BITS {
+        self.plan.bit_count = zero + 1;
+        if self.plan.bit_count > MAX_BITS {
             return Err(format!(
                 "the trees use {zero} distinct borders and one-hot values; this evaluator supports {}",
                 MAX_BITS - 1
             ));
         }
-
-        let one_hot_bits = next_bit;
         let bit_of = |l: &Split| -> u32 {
             if l.equal {
-                let key = (one_hot_of[&l.slot], l.threshold);
+                let key = (self.one_hot_of[&l.slot], l.threshold);
                 let i = one_hot_conditions.binary_search(&key).unwrap_or(0);
-                (one_hot_bits + i) as u32
+                (next_bit + i) as u32
             } else {
-                regions[&l.slot].bit(l.threshold)
+                self.regions[&l.slot].bit(l.threshold)
             }
         };
         let mut trees = Vec::with_capacity(parts.trees.len());
@@ -310,15 +382,8 @@ impl Plan {
                 u32::try_from(t.first_leaf).map_err(|_| "more than 2^32 leaf values".to_owned())?;
             trees.push((first_leaf, levels.iter().map(bit_of).collect()));
         }
-        plan.one_hot_conditions = one_hot_conditions;
-        Ok(Plan {
-            dimension: parts.dimension,
-            trees: Trees::build(&trees, zero as u32, parts.dimension),
-            conditions: plan,
-            leaves: parts.leaves,
-            scale: parts.scale,
-            bias: parts.bias,
-        })
+        self.plan.one_hot_conditions = one_hot_conditions;
+        Ok((zero, trees))
     }
 }
 

@@ -30,7 +30,7 @@
 use std::arch::x86_64::*;
 
 #[cfg(target_arch = "x86_64")]
-use super::trees::{sum_chunks, sum_pair_chunks, Chain, ChunkOffsets};
+use super::chunks::{sum_chunks, sum_pair_chunks, Chain, ChunkOffsets};
 
 #[cfg(target_arch = "x86_64")]
 use super::layout::{

@@ -91,6 +91,7 @@ impl Input {
             reader,
             line_no: 0,
             max_line,
+            eager: false,
         })
     }
 }
@@ -145,9 +146,19 @@ pub(crate) struct Lines {
     reader: Box<dyn BufRead + Send>,
     line_no: u64,
     max_line: usize,
+    eager: bool,
 }
 
 impl Lines {
+    /// Each batch ends once the bytes read so far are used up (and hold a
+    /// line), instead of waiting for more: a pipe fed a line at a time
+    /// (`tail -F log | edgeguard ship`) must not hold lines back.
+    #[cfg(feature = "kafka")]
+    pub(crate) fn eager(mut self) -> Lines {
+        self.eager = true;
+        self
+    }
+
     /// Empties `batch` and fills it with whole lines until it holds at least
     /// `target` bytes or `max_lines` lines, or the input ends. Returns false
     /// at the end of the input (the batch may still hold lines).
@@ -190,10 +201,14 @@ impl Lines {
                 }
             }
             len += chunk.len();
+            let drained = used == buf.len();
             self.reader.consume(used);
             if ends {
                 self.finish(batch, start, too_long);
-                if batch.data.len() >= target || batch.lines.len() >= max_lines {
+                if batch.data.len() >= target
+                    || batch.lines.len() >= max_lines
+                    || (self.eager && drained)
+                {
                     return Ok(true);
                 }
                 start = batch.data.len();
@@ -238,6 +253,53 @@ mod tests {
                 return batches;
             }
         }
+    }
+
+    /// A pipe: each read returns what one write put in.
+    #[cfg(feature = "kafka")]
+    struct Chunks(Vec<&'static [u8]>);
+
+    #[cfg(feature = "kafka")]
+    impl Read for Chunks {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.0.is_empty() {
+                return Ok(0);
+            }
+            let c = self.0.remove(0);
+            buf[..c.len()].copy_from_slice(c);
+            Ok(c.len())
+        }
+    }
+
+    #[cfg(feature = "kafka")]
+    #[test]
+    fn an_eager_batch_ends_with_what_was_read() {
+        let batches = |eager: bool| {
+            let chunks = Chunks(vec![b"a\nb\n", b"c", b"\nd\n"]);
+            let input = Input::from_reader("t", Box::new(chunks), None);
+            let mut lines = input.into_lines(Arc::new(AtomicU64::new(0)), 100).unwrap();
+            if eager {
+                lines = lines.eager();
+            }
+            let (mut out, mut batch) = (Vec::new(), Batch::default());
+            loop {
+                let more = lines.fill(&mut batch, 1 << 20, 1000).unwrap();
+                let got: Vec<_> = batch.lines.iter().map(|l| batch.line(l).to_vec()).collect();
+                out.push(got);
+                if !more {
+                    return out;
+                }
+            }
+        };
+        let v = |s: &[&[u8]]| s.iter().map(|b| b.to_vec()).collect::<Vec<_>>();
+        // Waiting for 1 MiB: one batch at the end of the input.
+        assert_eq!(batches(false), vec![v(&[b"a", b"b", b"c", b"d"])]);
+        // Eager: a batch whenever the bytes read are used up on a line end
+        // ("c" waits for its newline).
+        assert_eq!(
+            batches(true),
+            vec![v(&[b"a", b"b"]), v(&[b"c", b"d"]), v(&[])]
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! without building a JSON tree (strings are views of the buffer, see
 //! [`record`](self) docs in `record.rs`), score it with the shared
 //! zero-allocation [`Scorer`](crate::scorer::Scorer) and decide it with
-//! [`Policy::decide`](crate::config::Policy::decide), under one or two
+//! [`gate::run`](crate::gate::run) (what nginx runs), under one or two
 //! configurations; the writer emits output and hands the buffer back to the
 //! reader. Every channel is bounded by the pool size, so a slow writer
 //! slows the reader, and however large the input, memory holds only the
@@ -29,6 +29,7 @@
 
 mod input;
 mod number;
+mod options;
 mod pipeline;
 mod progress;
 mod record;
@@ -38,6 +39,10 @@ mod worker;
 use std::io::{self, Write};
 
 pub use input::Input;
+pub use options::Options;
+// The batches a Kafka consumer fills for the workers.
+#[cfg(feature = "kafka")]
+pub(crate) use input::{Batch, LineSpan, Lines};
 pub use summary::{
     ConfigSummary, Flip, Histogram, LineError, LiveSummary, ModelSummary, Summary, HISTOGRAM_BINS,
 };
@@ -82,51 +87,8 @@ pub fn line_parsers_agree(line: &[u8]) -> Result<bool, String> {
     record::paths_agree(line)
 }
 
-use crate::config::Config;
 use crate::features::Request;
-
-/// How a replay runs.
-#[derive(Clone, Debug)]
-pub struct Options {
-    /// Worker threads (at least 1).
-    pub threads: usize,
-    /// Write output lines in input order (costs a reorder buffer bounded by
-    /// the pool).
-    pub ordered: bool,
-    /// Bytes of input per batch.
-    pub batch_bytes: usize,
-    /// Longest line kept, in bytes; longer lines are counted and skipped.
-    pub max_line: usize,
-    /// Show a progress line on stderr when it is a terminal.
-    pub progress: bool,
-    /// Errors and flipped requests kept as samples.
-    pub samples: usize,
-    /// The Unix time requests are judged at (clearance cookies, nonces)
-    /// when their line has no `edgeguard_time`; none: the time replay
-    /// starts.
-    pub now: Option<u64>,
-}
-
-/// The clock's Unix seconds.
-pub(crate) fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
-impl Default for Options {
-    fn default() -> Options {
-        Options {
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            ordered: false,
-            batch_bytes: 256 << 10,
-            max_line: 1 << 20,
-            progress: true,
-            samples: 10,
-            now: None,
-        }
-    }
-}
+use crate::gate::Config;
 
 /// Replays `inputs` under `primary` (and `compare`, if given), writing one
 /// output line per request to `output` if given. Returns the counts; fails

@@ -8,13 +8,13 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Instant;
 
-use crate::config::Config;
+use crate::gate::Config;
 
 use super::input::{Batch, Input};
+use super::options::{unix_now, Options};
 use super::progress::Progress;
 use super::summary::Summary;
 use super::worker::Worker;
-use super::Options;
 
 /// Lines per batch at most, so batches of tiny lines still spread evenly.
 const MAX_LINES_PER_BATCH: usize = 4096;
@@ -40,7 +40,7 @@ pub(super) fn run(
     let stop = AtomicBool::new(false);
     let (pool, free_tx) = Pool::new(threads);
     let want_output = output.is_some();
-    let now = options.now.unwrap_or_else(super::unix_now);
+    let now = options.now.unwrap_or_else(unix_now);
     let mut writer = Writer {
         output,
         progress: Progress::new(options.progress, total_size, Arc::clone(&consumed)),

@@ -41,8 +41,8 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
-use crate::config::Action;
 use crate::features::TlsFacts;
+use crate::gate::Action;
 use crate::headers::{Header, HeaderBuf};
 use crate::tls::Family;
 
@@ -166,29 +166,8 @@ pub(crate) fn parse<'s>(
         Some(fields) => fields,
         None => serde_record(line, scratch)?,
     };
-
     if let Some(text) = fields.headers_text {
-        // The array text sits in the line (no escapes) or in `text`.
-        let (base, buf) = match text.base {
-            Base::Line => (Base::Line, &line[text.start..text.start + text.len]),
-            _ => (Base::Text, &scratch.text[..]),
-        };
-        let offset = if base == Base::Line { text.start } else { 0 };
-        let (owned, pairs) = (&mut scratch.owned, &mut scratch.pairs);
-        if fast::pairs(buf, base, offset, owned, pairs, &mut scratch.bits).is_none() {
-            scratch.pairs.clear();
-            let mut de = serde_json::Deserializer::from_slice(buf);
-            PairsSeed {
-                base,
-                origin: buf.as_ptr(),
-                offset,
-                owned: &mut scratch.owned,
-                pairs: &mut scratch.pairs,
-            }
-            .deserialize(&mut de)
-            .map_err(ParseError)?;
-            de.end().map_err(ParseError)?;
-        }
+        header_pairs(line, text, scratch)?;
     }
 
     let bufs = Bufs {
@@ -203,6 +182,58 @@ pub(crate) fn parse<'s>(
             .map(|&(k, v)| (bufs.get(k), bufs.get(v))),
     );
     let missing = |name: &str| ParseError(de::Error::missing_field(static_name(name)));
+    let (ja4, tls) = tls_of(&fields, &bufs)?;
+    Ok(Parsed {
+        method: bufs.get(fields.method.ok_or_else(|| missing("method"))?),
+        uri: bufs.get(fields.uri.ok_or_else(|| missing("uri"))?),
+        version: fields.version.ok_or_else(|| missing("version"))?,
+        client: bufs.get(fields.client.unwrap_or(EMPTY)),
+        headers,
+        live_action: fields
+            .live_action
+            .and_then(|s| Action::from_name(bufs.get(s))),
+        ja4,
+        time: time_of(&fields, &bufs)?,
+        tls,
+        live: &scratch.live,
+        bufs,
+    })
+}
+
+/// The `headers` field's pairs into `scratch.pairs`: the array text sits
+/// in the line (no escapes) or in `scratch.text`.
+#[inline]
+fn header_pairs(line: &[u8], text: Span, scratch: &mut Scratch) -> Result<(), ParseError> {
+    let (base, buf) = match text.base {
+        Base::Line => (Base::Line, &line[text.start..text.start + text.len]),
+        _ => (Base::Text, &scratch.text[..]),
+    };
+    let offset = if base == Base::Line { text.start } else { 0 };
+    let (owned, pairs) = (&mut scratch.owned, &mut scratch.pairs);
+    if fast::pairs(buf, base, offset, owned, pairs, &mut scratch.bits).is_none() {
+        scratch.pairs.clear();
+        let mut de = serde_json::Deserializer::from_slice(buf);
+        PairsSeed {
+            base,
+            origin: buf.as_ptr(),
+            offset,
+            owned: &mut scratch.owned,
+            pairs: &mut scratch.pairs,
+        }
+        .deserialize(&mut de)
+        .map_err(ParseError)?;
+        de.end().map_err(ParseError)?;
+    }
+    Ok(())
+}
+
+/// The recorded JA4 and the TLS facts it and the family make.
+#[inline]
+#[allow(clippy::type_complexity)]
+fn tls_of<'s>(
+    fields: &Fields,
+    bufs: &Bufs<'s>,
+) -> Result<(Option<&'s [u8]>, Option<TlsFacts<'s>>), ParseError> {
     let ja4 = fields.ja4.map(|s| bufs.get(s)).filter(|v| !is_unset(v));
     let family = match fields.tls_family.map(|s| bufs.get(s)).filter(|v| !is_unset(v)) {
         None => Family::Unknown,
@@ -222,36 +253,26 @@ pub(crate) fn parse<'s>(
             )))
         })?),
     };
-    let time = match fields.time.map(|s| bufs.get(s)).filter(|v| !is_unset(v)) {
-        None => None,
-        Some(v) => Some(
-            std::str::from_utf8(v)
-                .ok()
-                .filter(|t| !t.is_empty() && t.len() <= 19 && t.bytes().all(|b| b.is_ascii_digit()))
-                .and_then(|t| t.parse().ok())
-                .ok_or_else(|| {
-                    ParseError(de::Error::custom(format_args!(
-                        "edgeguard_time: {:?} is not Unix seconds",
-                        String::from_utf8_lossy(v)
-                    )))
-                })?,
-        ),
+    Ok((ja4, tls))
+}
+
+/// The recorded `edgeguard_time`: Unix seconds.
+#[inline]
+fn time_of(fields: &Fields, bufs: &Bufs<'_>) -> Result<Option<u64>, ParseError> {
+    let Some(v) = fields.time.map(|s| bufs.get(s)).filter(|v| !is_unset(v)) else {
+        return Ok(None);
     };
-    Ok(Parsed {
-        method: bufs.get(fields.method.ok_or_else(|| missing("method"))?),
-        uri: bufs.get(fields.uri.ok_or_else(|| missing("uri"))?),
-        version: fields.version.ok_or_else(|| missing("version"))?,
-        client: bufs.get(fields.client.unwrap_or(EMPTY)),
-        headers,
-        live_action: fields
-            .live_action
-            .and_then(|s| Action::from_name(bufs.get(s))),
-        ja4,
-        time,
-        tls,
-        live: &scratch.live,
-        bufs,
-    })
+    std::str::from_utf8(v)
+        .ok()
+        .filter(|t| !t.is_empty() && t.len() <= 19 && t.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|t| t.parse().ok())
+        .map(Some)
+        .ok_or_else(|| {
+            ParseError(de::Error::custom(format_args!(
+                "edgeguard_time: {:?} is not Unix seconds",
+                String::from_utf8_lossy(v)
+            )))
+        })
 }
 
 /// The serde path: the line again from scratch, for its error if it has

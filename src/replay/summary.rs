@@ -9,7 +9,7 @@
 use std::fmt::{self, Write as _};
 use std::time::Duration;
 
-use crate::config::{Action, Config};
+use crate::gate::{Action, Config};
 
 /// How many actions there are: the size of the tables of counts.
 const ACTIONS: usize = Action::ALL.len();

@@ -1,5 +1,6 @@
-//! The work on one batch: parse each line, strip, score and decide under one
-//! or two configurations, count, and write the per-request output line.
+//! The work on one batch: parse each line, run the gate on it under one or
+//! two configurations (strip, score, decide: what nginx runs), count, and
+//! write the per-request output line.
 //!
 //! A worker owns every buffer it uses (parse scratch, scores, header
 //! indices) and writes output into the batch's own buffer, so once the
@@ -7,26 +8,23 @@
 //! allocation (see `tests/replay_alloc.rs` for lines with escapes).
 
 use std::io::Write;
-use std::net::IpAddr;
 
 use crate::challenge::Clearance;
-use crate::config::{addr_from_text, Config, Decision};
-use crate::features::Request;
-use crate::headers::Header;
+use crate::gate::{self, Action, Config, Job, Scratch};
 use crate::verified::Verdict;
 
 use super::input::Batch;
 use super::number::{push_f64, push_u64};
-use super::record::{self, Parsed, Scratch};
+use super::options::{unix_now, Options};
+use super::record::{self, Parsed};
 use super::summary::{ConfigSummary, Flip, Summary};
-
-/// Room for the distinct internal names of one request; the count stays
-/// exact beyond it (`HeaderSet::find_internal`).
-const CLEAR_CAP: usize = 64;
 
 /// One configuration's view of one request.
 struct Side<'c> {
     config: &'c Config,
+    /// The gate's buffers, for decisions only (no texts).
+    scratch: Scratch,
+    /// The last request's scores (NaN when unscored).
     scores: Vec<f64>,
     /// Each model's name as a JSON string, written once here rather than
     /// checked and quoted on every output line.
@@ -36,57 +34,54 @@ struct Side<'c> {
 /// The result of one side for one request.
 #[derive(Clone, Copy)]
 struct Outcome {
-    decision: Decision,
+    action: Action,
+    flagged_by: Option<usize>,
+    bot: Option<Verdict>,
+    clearance: Clearance,
     stripped: usize,
     scored: bool,
 }
 
 impl Side<'_> {
+    /// Runs the gate on `req`, as nginx's `access()` does, and counts what
+    /// it came to.
     fn evaluate(
         &mut self,
-        req: &Request<'_>,
-        client: Option<IpAddr>,
-        headers: &[Header<'_>],
-        clear: &mut [u32],
+        req: &gate::Request<'_>,
         now: u64,
         tally: &mut ConfigSummary,
     ) -> Outcome {
-        let stripped = self
-            .config
-            .headers()
-            .map_or(0, |set| set.find_internal(headers, clear).matched);
+        let loc = self.config.location();
+        // Nothing given: the location strips and scores itself.
+        let Ok(e) = gate::run(loc, req, Job::Access, now, &mut self.scratch) else {
+            unreachable!("no scores are given")
+        };
+        let stripped = e.matched;
         tally.headers_stripped += stripped as u64;
         tally.requests_stripped += u64::from(stripped > 0);
-        let scored = match self.config.scorer() {
-            Some(scorer) => scorer.score(req, &mut self.scores).is_ok(),
-            None => true,
-        };
-        if !scored {
-            // Never expected: the scorer checked its models at load. Such a
-            // request passes, as nginx lets it through unscored.
-            tally.score_errors += 1;
-            self.scores.fill(f64::NAN);
+        match e.scores {
+            Some(s) => self.scores.copy_from_slice(s),
+            None => self.scores.fill(f64::NAN),
         }
-        // What nginx does with an unscored request: pass it, or refuse it
-        // (fail_closed; 503, counted as no action here) unless it claims a
-        // verified bot.
-        let scores = scored.then_some(&self.scores[..]);
-        let decision = self
-            .config
-            .policy()
-            .decide_request(scores, req, client, now)
-            .unwrap_or(Decision::new(crate::config::Action::Pass, None));
-        tally.actions[decision.action.index()] += 1;
+        // Never expected: the scorer checked its models at load. nginx
+        // lets such a request through unscored (or refuses it under
+        // fail_closed), and so does the gate.
+        tally.score_errors += u64::from(e.score_error.is_some());
+        tally.actions[e.action.index()] += 1;
         for (m, &s) in tally.models.iter_mut().zip(&self.scores) {
             m.histogram.add(s);
         }
-        if let Some(i) = decision.flagged_by {
-            tally.models[i].flagged[decision.action.index()] += 1;
+        let flagged_by = e.flagged.map(|(i, _)| i);
+        if let Some(i) = flagged_by {
+            tally.models[i].flagged[e.action.index()] += 1;
         }
         Outcome {
-            decision,
+            action: e.action,
+            flagged_by,
+            bot: e.bot.map(|(v, _)| v),
+            clearance: e.clearance,
             stripped,
-            scored,
+            scored: e.scores.is_some(),
         }
     }
 }
@@ -98,8 +93,7 @@ impl Side<'_> {
 pub struct Worker<'c> {
     primary: Side<'c>,
     compare: Option<Side<'c>>,
-    scratch: Scratch,
-    clear: Vec<u32>,
+    scratch: record::Scratch,
     /// Whether to write per-request output lines.
     output: bool,
     /// Input names as JSON strings, when there are several.
@@ -109,8 +103,6 @@ pub struct Worker<'c> {
     text_lines: u64,
     /// The time of lines without `edgeguard_time`.
     now: u64,
-    /// Whether either policy reads the client address.
-    reads_client: bool,
     pub(crate) tally: Summary,
 }
 
@@ -118,7 +110,7 @@ impl<'c> Worker<'c> {
     /// A worker deciding with `primary` (and `compare`), writing output
     /// lines when `output` is set.
     pub fn new(primary: &'c Config, compare: Option<&'c Config>, output: bool) -> Worker<'c> {
-        let defaults = super::Options::default();
+        let defaults = Options::default();
         Self::with(
             primary,
             compare,
@@ -126,7 +118,7 @@ impl<'c> Worker<'c> {
             &[],
             defaults.max_line,
             defaults.samples,
-            super::unix_now(),
+            unix_now(),
         )
     }
 
@@ -141,6 +133,7 @@ impl<'c> Worker<'c> {
     ) -> Worker<'c> {
         let side = |config: &'c Config| Side {
             config,
+            scratch: Scratch::decisions_only(),
             scores: vec![0.0; config.model_count()],
             quoted: config.scorer().map_or(Vec::new(), |s| {
                 s.models()
@@ -157,15 +150,12 @@ impl<'c> Worker<'c> {
         Worker {
             primary: side(primary),
             compare: compare.map(side),
-            scratch: Scratch::default(),
-            clear: vec![0; CLEAR_CAP],
+            scratch: record::Scratch::default(),
             output,
             input_names,
             max_line,
             text_lines: 0,
             now,
-            reads_client: primary.policy().reads_client()
-                || compare.is_some_and(|c| c.policy().reads_client()),
             tally: Summary::new(primary, compare, samples),
         }
     }
@@ -237,27 +227,16 @@ impl<'c> Worker<'c> {
     }
 
     fn evaluate(&mut self, p: &Parsed<'_>, input: usize, line: u64) -> (Outcome, Option<Outcome>) {
-        let req = Request::new(p.method, p.uri, p.version, p.client, p.headers).with_tls(p.tls);
+        let req = gate::Request::new(p.method, p.uri, p.version, p.client, p.headers, p.tls);
         let tally = &mut self.tally;
         let now = p.time.unwrap_or(self.now);
-        // Parsed once for both sides, and only if a policy reads it (an
-        // allow list, bots, the challenge): else it is a tenth of the
-        // headers-only work per request for nothing.
-        let client = if self.reads_client {
-            addr_from_text(req.client_addr())
-        } else {
-            None
-        };
-        let (headers, clear) = (p.headers, &mut self.clear[..]);
-        let primary = self
-            .primary
-            .evaluate(&req, client, headers, clear, now, &mut tally.primary);
+        let primary = self.primary.evaluate(&req, now, &mut tally.primary);
         let compare = match (&mut self.compare, &mut tally.compare) {
-            (Some(side), Some(t)) => Some(side.evaluate(&req, client, headers, clear, now, t)),
+            (Some(side), Some(t)) => Some(side.evaluate(&req, now, t)),
             _ => None,
         };
         if let Some(c) = compare {
-            let (a, b) = (primary.decision.action, c.decision.action);
+            let (a, b) = (primary.action, c.action);
             tally.flips[a.index()][b.index()] += 1;
             if a != b && tally.flip_samples.len() < tally.samples {
                 tally.flip_samples.push(Flip {
@@ -275,7 +254,7 @@ impl<'c> Worker<'c> {
         }
         if let Some(live) = p.live_action {
             tally.live.with_action += 1;
-            tally.live.actions[live.index()][primary.decision.action.index()] += 1;
+            tally.live.actions[live.index()][primary.action.index()] += 1;
         }
         if let Some(scorer) = self.primary.config.scorer() {
             for (m, &score) in scorer.models().iter().zip(&self.primary.scores) {
@@ -335,9 +314,9 @@ fn write_side(out: &mut Vec<u8>, side: &Side<'_>, o: Outcome) -> std::io::Result
     out.extend_from_slice(b"\"stripped\":");
     push_u64(out, o.stripped as u64);
     out.extend_from_slice(b",\"action\":\"");
-    out.extend_from_slice(o.decision.action.as_str().as_bytes());
+    out.extend_from_slice(o.action.as_str().as_bytes());
     out.extend_from_slice(b"\",\"flagged\":");
-    match o.decision.flagged_by.and_then(|i| side.quoted.get(i)) {
+    match o.flagged_by.and_then(|i| side.quoted.get(i)) {
         Some(name) => out.extend_from_slice(name),
         None => out.extend_from_slice(b"null"),
     }
@@ -357,7 +336,7 @@ fn write_side(out: &mut Vec<u8>, side: &Side<'_>, o: Outcome) -> std::io::Result
     out.push(b'}');
     // The challenge's and the verified bots' part, when they had one.
     let bots = side.config.policy().verified_bots();
-    if let (Some(v), Some(bots)) = (o.decision.bot, bots) {
+    if let (Some(v), Some(bots)) = (o.bot, bots) {
         let key = match v {
             Verdict::Verified(_) => ",\"verified_bot\":",
             Verdict::Fake(_) => ",\"fake_bot\":",
@@ -365,7 +344,7 @@ fn write_side(out: &mut Vec<u8>, side: &Side<'_>, o: Outcome) -> std::io::Result
         out.extend_from_slice(key.as_bytes());
         write_json_str(out, bots.name(v.bot()).unwrap_or_default())?;
     }
-    match o.decision.clearance {
+    match o.clearance {
         Clearance::Absent => {}
         Clearance::Accepted => out.extend_from_slice(b",\"clearance\":\"accepted\""),
         Clearance::Rejected(r) => write!(out, ",\"clearance\":\"{}\"", r.as_str())?,

@@ -12,7 +12,7 @@
 
 use std::fmt;
 
-use super::ext;
+use super::codepoints::ext;
 
 /// A list of big-endian 16-bit values (cipher suites, versions, signature
 /// algorithms) as on the wire: an even number of bytes.

@@ -24,7 +24,7 @@
 use std::ffi::CStr;
 
 use super::client_hello::ClientHello;
-use super::is_grease;
+use super::codepoints::is_grease;
 
 /// The TLS library family a ClientHello most likely comes from.
 #[repr(u8)]

@@ -27,8 +27,8 @@
 use sha2::{Digest, Sha256};
 
 use super::client_hello::ClientHello;
+use super::codepoints::{ext, is_grease};
 use super::family::Family;
-use super::{ext, is_grease};
 
 /// Length of a JA4 string.
 pub const JA4_LEN: usize = 36;

@@ -46,7 +46,7 @@ use std::path::{Path, PathBuf};
 use memchr::memmem;
 use serde_json::Value;
 
-use crate::config::Cidr;
+use crate::net::Cidr;
 pub use prefixes::{PrefixSet, PrefixSetBuilder};
 
 /// The longest bot name.
@@ -193,6 +193,138 @@ fn join(a: &str, b: &str) -> String {
     }
 }
 
+/// The bots file being read: its name in errors, and the directory its
+/// prefix files are relative to.
+struct File<'a> {
+    name: String,
+    base: &'a Path,
+}
+
+impl File<'_> {
+    fn err(&self, field: &str, m: &str) -> BotsError {
+        BotsError(format!("{}: {field}: {m}", self.name))
+    }
+
+    /// The bot at `at` (`bots[i]`), checked against the `earlier` ones.
+    fn bot(&self, at: &str, bot: &Value, earlier: &[Bot]) -> Result<Bot, BotsError> {
+        let obj = bot
+            .as_object()
+            .ok_or_else(|| self.err(at, &format!("must be an object, got {}", kind(bot))))?;
+        if let Some(k) = obj
+            .keys()
+            .find(|k| !matches!(k.as_str(), "name" | "tokens" | "prefixes"))
+        {
+            return Err(self.err(
+                &join(at, k),
+                "unknown field (a bot has name, tokens, prefixes)",
+            ));
+        }
+        let name = self.name_of(at, obj.get("name"), earlier)?;
+        let tokens = self.tokens(at, obj.get("tokens"))?;
+        let prefixes = self.prefixes(&join(at, "prefixes"), obj.get("prefixes"))?;
+        let finders = tokens
+            .iter()
+            .map(|t| memmem::Finder::new(t).into_owned())
+            .collect();
+        Ok(Bot {
+            name,
+            tokens,
+            finders,
+            prefixes,
+        })
+    }
+
+    /// A bot's name: letters, digits, `.`, `_`, `-`; none listed twice.
+    fn name_of(&self, at: &str, v: Option<&Value>, earlier: &[Bot]) -> Result<String, BotsError> {
+        let field = join(at, "name");
+        let name = match v {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => {
+                return Err(self.err(&field, &format!("must be a string, got {}", kind(other))))
+            }
+            None => return Err(self.err(&field, "missing")),
+        };
+        if name.is_empty()
+            || name.len() > MAX_NAME
+            || !name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+        {
+            return Err(self.err(
+                &field,
+                &format!("'{name}' must be 1 to {MAX_NAME} letters, digits, '.', '_' or '-'"),
+            ));
+        }
+        if earlier.iter().any(|b| b.name == name) {
+            return Err(self.err(&field, &format!("'{name}' is listed twice")));
+        }
+        Ok(name)
+    }
+
+    /// A bot's User-Agent tokens: at least one, each at least
+    /// [`MIN_TOKEN`] bytes.
+    fn tokens(&self, at: &str, v: Option<&Value>) -> Result<Vec<Vec<u8>>, BotsError> {
+        let field = join(at, "tokens");
+        let tokens = match v {
+            Some(Value::Array(a)) if !a.is_empty() => a,
+            Some(Value::Array(_)) => return Err(self.err(&field, "lists no token")),
+            Some(other) => {
+                return Err(self.err(
+                    &field,
+                    &format!("must be an array of strings, got {}", kind(other)),
+                ))
+            }
+            None => return Err(self.err(&field, "missing")),
+        };
+        let mut toks = Vec::with_capacity(tokens.len());
+        for (j, t) in tokens.iter().enumerate() {
+            let f = join(&field, &format!("[{j}]"));
+            let t = t
+                .as_str()
+                .ok_or_else(|| self.err(&f, &format!("must be a string, got {}", kind(t))))?;
+            if t.len() < MIN_TOKEN {
+                return Err(self.err(&f, &format!("'{t}' is shorter than {MIN_TOKEN} bytes")));
+            }
+            toks.push(t.as_bytes().to_vec());
+        }
+        Ok(toks)
+    }
+
+    /// A bot's prefixes (`pf` names the field): a file of them, a
+    /// published list or an array; at least one.
+    fn prefixes(&self, pf: &str, v: Option<&Value>) -> Result<PrefixSet, BotsError> {
+        let mut b = PrefixSetBuilder::default();
+        let n = match v {
+            Some(Value::String(rel)) if !rel.is_empty() => {
+                let p = self.base.join(rel);
+                let shown = p.display().to_string();
+                let v = read_json(&p).map_err(|m| self.err(pf, &format!("{shown}: {m}")))?;
+                add_prefixes(&v, &mut b).map_err(|(f, m)| {
+                    let inner = if f.is_empty() { m } else { format!("{f}: {m}") };
+                    self.err(pf, &format!("{shown}: {inner}"))
+                })?
+            }
+            Some(v @ (Value::Object(_) | Value::Array(_))) => {
+                add_prefixes(v, &mut b).map_err(|(f, m)| self.err(&join(pf, &f), &m))?
+            }
+            Some(other) => {
+                return Err(self.err(
+                    pf,
+                    &format!(
+                        "must be a path, a published prefix list or an array of prefixes, got {}",
+                        kind(other)
+                    ),
+                ))
+            }
+            None => return Err(self.err(pf, "missing")),
+        };
+        if n == 0 {
+            return Err(self.err(pf, "lists no prefix: every claim would be a fake"));
+        }
+        Ok(b.build())
+    }
+}
+
 impl VerifiedBots {
     /// Reads the bots file at `path` (and the prefix files it names).
     pub fn load(path: &Path) -> Result<VerifiedBots, BotsError> {
@@ -202,127 +334,29 @@ impl VerifiedBots {
     }
 
     fn from_value(path: &Path, top: &Value) -> Result<VerifiedBots, BotsError> {
-        let file = path.display().to_string();
-        let err = |field: &str, m: &str| BotsError(format!("{file}: {field}: {m}"));
-        let base = path.parent().unwrap_or(Path::new(""));
+        let f = File {
+            name: path.display().to_string(),
+            base: path.parent().unwrap_or(Path::new("")),
+        };
         let list = match top.get("bots") {
             Some(Value::Array(a)) => a,
             Some(other) => {
-                return Err(err(
-                    "bots",
-                    &format!("must be an array, got {}", kind(other)),
-                ))
+                return Err(f.err("bots", &format!("must be an array, got {}", kind(other))))
             }
             None => {
                 return Err(BotsError(format!(
-                    "{file}: not an object with a \"bots\" array"
+                    "{}: not an object with a \"bots\" array",
+                    f.name
                 )))
             }
         };
         if list.is_empty() {
-            return Err(err("bots", "lists no bot"));
+            return Err(f.err("bots", "lists no bot"));
         }
         let mut bots: Vec<Bot> = Vec::with_capacity(list.len());
         for (i, bot) in list.iter().enumerate() {
-            let at = format!("bots[{i}]");
-            let obj = bot
-                .as_object()
-                .ok_or_else(|| err(&at, &format!("must be an object, got {}", kind(bot))))?;
-            if let Some(k) = obj
-                .keys()
-                .find(|k| !matches!(k.as_str(), "name" | "tokens" | "prefixes"))
-            {
-                return Err(err(
-                    &join(&at, k),
-                    "unknown field (a bot has name, tokens, prefixes)",
-                ));
-            }
-            let field = |f: &str| join(&at, f);
-            let name = match obj.get("name") {
-                Some(Value::String(s)) => s.clone(),
-                Some(other) => {
-                    return Err(err(
-                        &field("name"),
-                        &format!("must be a string, got {}", kind(other)),
-                    ))
-                }
-                None => return Err(err(&field("name"), "missing")),
-            };
-            if name.is_empty()
-                || name.len() > MAX_NAME
-                || !name
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
-            {
-                return Err(err(
-                    &field("name"),
-                    &format!("'{name}' must be 1 to {MAX_NAME} letters, digits, '.', '_' or '-'"),
-                ));
-            }
-            if bots.iter().any(|b| b.name == name) {
-                return Err(err(&field("name"), &format!("'{name}' is listed twice")));
-            }
-            let tokens = match obj.get("tokens") {
-                Some(Value::Array(a)) if !a.is_empty() => a,
-                Some(Value::Array(_)) => return Err(err(&field("tokens"), "lists no token")),
-                Some(other) => {
-                    return Err(err(
-                        &field("tokens"),
-                        &format!("must be an array of strings, got {}", kind(other)),
-                    ))
-                }
-                None => return Err(err(&field("tokens"), "missing")),
-            };
-            let mut toks = Vec::with_capacity(tokens.len());
-            for (j, t) in tokens.iter().enumerate() {
-                let f = field(&format!("tokens[{j}]"));
-                let t = t
-                    .as_str()
-                    .ok_or_else(|| err(&f, &format!("must be a string, got {}", kind(t))))?;
-                if t.len() < MIN_TOKEN {
-                    return Err(err(&f, &format!("'{t}' is shorter than {MIN_TOKEN} bytes")));
-                }
-                toks.push(t.as_bytes().to_vec());
-            }
-            let mut b = PrefixSetBuilder::default();
-            let pf = field("prefixes");
-            let n = match obj.get("prefixes") {
-                Some(Value::String(rel)) if !rel.is_empty() => {
-                    let p = base.join(rel);
-                    let shown = p.display().to_string();
-                    let v = read_json(&p).map_err(|m| err(&pf, &format!("{shown}: {m}")))?;
-                    add_prefixes(&v, &mut b).map_err(|(f, m)| {
-                        let inner = if f.is_empty() { m } else { format!("{f}: {m}") };
-                        err(&pf, &format!("{shown}: {inner}"))
-                    })?
-                }
-                Some(v @ (Value::Object(_) | Value::Array(_))) => {
-                    add_prefixes(v, &mut b).map_err(|(f, m)| err(&join(&pf, &f), &m))?
-                }
-                Some(other) => {
-                    return Err(err(
-                        &pf,
-                        &format!(
-                        "must be a path, a published prefix list or an array of prefixes, got {}",
-                        kind(other)
-                    ),
-                    ))
-                }
-                None => return Err(err(&pf, "missing")),
-            };
-            if n == 0 {
-                return Err(err(&pf, "lists no prefix: every claim would be a fake"));
-            }
-            let finders = toks
-                .iter()
-                .map(|t| memmem::Finder::new(t).into_owned())
-                .collect();
-            bots.push(Bot {
-                name,
-                tokens: toks,
-                finders,
-                prefixes: b.build(),
-            });
+            let bot = f.bot(&format!("bots[{i}]"), bot, &bots)?;
+            bots.push(bot);
         }
         Ok(VerifiedBots {
             path: path.to_owned(),

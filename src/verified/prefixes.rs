@@ -75,7 +75,7 @@ impl PrefixSet {
     /// Whether `addr` lies in a prefix. An IPv4-mapped IPv6 address (a
     /// dual-stack socket's view of an IPv4 client) is looked up as IPv4.
     pub fn contains(&self, addr: IpAddr) -> bool {
-        match crate::challenge::canonical_addr(addr) {
+        match crate::net::canonical(addr) {
             IpAddr::V4(a) => contains(&self.v4, u32::from(a)),
             IpAddr::V6(a) => contains(&self.v6, u128::from(a)),
         }
@@ -95,7 +95,7 @@ impl PrefixSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Cidr;
+    use crate::net::Cidr;
 
     #[test]
     fn ten_thousand_prefixes_agree_with_a_linear_scan() {

@@ -1,16 +1,17 @@
-//! Handles and a request for the `edgeguard_access` tests: the strip set,
-//! the shipped models' scorer and a policy bound to them, all made through
-//! the C ABI as the Lua shim makes them.
+//! Handles and a request for the `edgeguard_location_run` tests: the
+//! internal list, the shipped models' scorer and a location bound to them,
+//! all made through the C ABI as the Lua shim makes them.
 
 #![allow(dead_code)] // each user takes a different subset
 
 use std::ffi::{c_char, CStr, CString};
 use std::ptr::{null, null_mut};
 
-use edgeguard::ffi::access::edgeguard_access_out;
 use edgeguard::ffi::config::*;
 use edgeguard::ffi::edgeguard_result as R;
 use edgeguard::ffi::headers::*;
+use edgeguard::ffi::location::*;
+use edgeguard::ffi::metrics::edgeguard_metrics;
 use edgeguard::ffi::scorer::*;
 use edgeguard::ffi::{edgeguard_header, edgeguard_str};
 
@@ -26,7 +27,7 @@ fn message(buf: &[c_char]) -> String {
         .into_owned()
 }
 
-/// The internal list alone: `edgeguard_policy_new` extends it with the
+/// The internal list alone: `edgeguard_location_new` extends it with the
 /// score header's names into a location's strip set.
 pub fn list_set() -> *mut edgeguard_header_set {
     let mut err = [0 as c_char; 256];
@@ -79,24 +80,8 @@ pub fn scorer() -> *mut edgeguard_scorer {
     out
 }
 
-/// A configuration from configure{}-style JSON and a policy bound to `n`
-/// of the shipped models (bot, spoof) with the scorer's own thresholds,
-/// without an internal list.
-pub fn bound_policy(
-    json: &str,
-    scorer: *const edgeguard_scorer,
-    n: usize,
-) -> (*mut edgeguard_config, *mut edgeguard_policy) {
-    bound_policy_with(json, scorer, n, null())
-}
-
-/// `bound_policy` with the internal list `headers` (null: none).
-pub fn bound_policy_with(
-    json: &str,
-    scorer: *const edgeguard_scorer,
-    n: usize,
-    headers: *const edgeguard_header_set,
-) -> (*mut edgeguard_config, *mut edgeguard_policy) {
+/// A configuration from configure{}-style JSON.
+pub fn config(json: &str) -> *mut edgeguard_config {
     let mut err = [0 as c_char; 512];
     let mut cfg = null_mut();
     let rc = unsafe {
@@ -111,25 +96,140 @@ pub fn bound_policy_with(
         )
     };
     assert_eq!(rc, R::Ok, "{}", message(&err));
-    let names = [c"bot".as_ptr(), c"spoof".as_ptr()];
-    let own: Vec<f64> = (0..2)
-        .map(|i| unsafe { edgeguard_scorer_model_threshold(scorer, i) })
-        .collect();
-    let mut p = null_mut();
+    cfg
+}
+
+/// A location of `cfg` bound to `scorer` (null: no models) and the
+/// internal list `headers` (null: none): the Rust engine's.
+pub fn bound(
+    cfg: *const edgeguard_config,
+    scorer: *const edgeguard_scorer,
+    headers: *const edgeguard_header_set,
+) -> *mut edgeguard_location {
+    let mut err = [0 as c_char; 512];
+    let mut loc = null_mut();
     let rc = unsafe {
-        edgeguard_policy_new(
+        edgeguard_location_new(
             cfg,
-            names.as_ptr(),
-            own.as_ptr(),
-            n,
+            scorer,
+            null(),
+            null(),
+            0,
             headers,
-            &mut p,
+            &mut loc,
             err.as_mut_ptr(),
             512,
         )
     };
     assert_eq!(rc, R::Ok, "{}", message(&err));
-    (cfg, p)
+    loc
+}
+
+/// A location of `cfg` bound to the first `n` of the shipped models' names
+/// (bot, spoof) with the scorer's own thresholds, scored by another engine
+/// (the legacy Lua engine's location), with the list `headers`.
+pub fn bound_given(
+    cfg: *const edgeguard_config,
+    scorer: *const edgeguard_scorer,
+    n: usize,
+    headers: *const edgeguard_header_set,
+) -> *mut edgeguard_location {
+    let names = [c"bot".as_ptr(), c"spoof".as_ptr()];
+    let own: Vec<f64> = (0..2)
+        .map(|i| unsafe { edgeguard_scorer_model_threshold(scorer, i) })
+        .collect();
+    let mut err = [0 as c_char; 512];
+    let mut loc = null_mut();
+    let rc = unsafe {
+        edgeguard_location_new(
+            cfg,
+            null(),
+            names.as_ptr(),
+            own.as_ptr(),
+            n,
+            headers,
+            &mut loc,
+            err.as_mut_ptr(),
+            512,
+        )
+    };
+    assert_eq!(rc, R::Ok, "{}", message(&err));
+    loc
+}
+
+/// A configuration from `json` and the Rust engine's location of it.
+pub fn bound_location(
+    json: &str,
+    scorer: *const edgeguard_scorer,
+    headers: *const edgeguard_header_set,
+) -> (*mut edgeguard_config, *mut edgeguard_location) {
+    let cfg = config(json);
+    (cfg, bound(cfg, scorer, headers))
+}
+
+/// One thread's scratch.
+pub fn scratch() -> *mut edgeguard_scratch {
+    let mut s = null_mut();
+    assert_eq!(unsafe { edgeguard_scratch_new(&mut s) }, R::Ok);
+    s
+}
+
+/// Runs an `Access` job on `req` at `now`, as the shim does (no given
+/// work); the code and the effects.
+pub fn run(
+    loc: *const edgeguard_location,
+    metrics: *const edgeguard_metrics,
+    req: &Req,
+    now: i64,
+    scratch: *mut edgeguard_scratch,
+) -> (R, edgeguard_effects) {
+    run_given(loc, metrics, req, null(), 0, now, scratch)
+}
+
+/// `run` with another engine's work and a job.
+pub fn run_given(
+    loc: *const edgeguard_location,
+    metrics: *const edgeguard_metrics,
+    req: &Req,
+    given: *const edgeguard_given,
+    job: i32,
+    now: i64,
+    scratch: *mut edgeguard_scratch,
+) -> (R, edgeguard_effects) {
+    let r = req.c();
+    let mut out = sentinel();
+    let rc =
+        unsafe { edgeguard_location_run(loc, metrics, &r, given, job, now, scratch, &mut out) };
+    (rc, out)
+}
+
+/// The bytes of a string the effects hand out.
+pub fn text(s: edgeguard_str) -> String {
+    String::from_utf8_lossy(unsafe { s.as_bytes() }).into_owned()
+}
+
+/// The indices the effects list to clear.
+pub fn cleared(e: &edgeguard_effects) -> Vec<u32> {
+    if e.clear_len == 0 {
+        return Vec::new();
+    }
+    unsafe { std::slice::from_raw_parts(e.clear, e.clear_len) }.to_vec()
+}
+
+/// The scores the effects hand out.
+pub fn scores_of(e: &edgeguard_effects) -> Vec<f64> {
+    if e.scores_len == 0 {
+        return Vec::new();
+    }
+    unsafe { std::slice::from_raw_parts(e.scores, e.scores_len) }.to_vec()
+}
+
+/// The variables the effects list, as (name, value).
+pub fn vars_of(e: &edgeguard_effects) -> Vec<(String, String)> {
+    e.vars[..e.vars_len]
+        .iter()
+        .map(|v| (text(v.key), text(v.value)))
+        .collect()
 }
 
 /// A request owning its bytes, viewed as an `edgeguard_request`.
@@ -176,6 +276,17 @@ impl Req {
     pub fn len(&self) -> usize {
         self.headers.len()
     }
+
+    /// A copy owning its own bytes.
+    pub fn clone_req(&self) -> Req {
+        let pairs: Vec<(&[u8], &[u8])> =
+            self.strings.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+        let mut r = Req::new(&pairs);
+        r.method = self.method;
+        r.uri = self.uri;
+        r.client = self.client;
+        r
+    }
 }
 
 /// curl's headers with internal ones and client spellings of the score
@@ -193,31 +304,24 @@ pub fn bot_request() -> Req {
     ])
 }
 
-/// An out struct filled with a pattern that no call writes.
-pub fn sentinel() -> edgeguard_access_out {
-    edgeguard_access_out {
-        clear_len: 777,
-        matched: 777,
-        unremovable: 777,
-        scores_len: 777,
-        score_result: R::Panic,
-        decision: edgeguard_decision {
-            action: edgeguard_action::Allow,
-            model: 77,
-            threshold: 7.0,
-            status: 7,
-        },
-        label: edgeguard_str {
-            len: 7,
-            data: null(),
-        },
-        bot: edgeguard::ffi::challenge::edgeguard_bot::Fake,
-        clearance: edgeguard::ffi::challenge::edgeguard_clearance::Work,
-        challenge_status: 7,
-        text: edgeguard::ffi::text::edgeguard_text {
-            scores: edgeguard::ffi::text::edgeguard_span { offset: 7, len: 7 },
-            line: edgeguard::ffi::text::edgeguard_span { offset: 7, len: 7 },
-            values: [edgeguard::ffi::text::edgeguard_span { offset: 7, len: 7 }; 64],
-        },
-    }
+/// An effects struct filled with a pattern that no call writes.
+pub fn sentinel() -> edgeguard_effects {
+    let mut e: edgeguard_effects = unsafe { std::mem::zeroed() };
+    e.action = edgeguard_action::Allow;
+    e.exit = edgeguard_exit::Redirect;
+    e.status = 7;
+    e.clear_len = 777;
+    e.matched = 777;
+    e.unremovable = 777;
+    e.scores_len = 777;
+    e.score_result = R::Panic;
+    e.model = 77;
+    e.threshold = 7.0;
+    e.bot = edgeguard_bot::Fake;
+    e.clearance = edgeguard_clearance::Work;
+    e.bot_name = edgeguard_str {
+        len: 7,
+        data: null(),
+    };
+    e
 }

@@ -1075,88 +1075,116 @@ static void test_config_hostile(void) {
     CHECK_CODE(edgeguard_config_new_for_location(c, (const uint8_t *)lj, strlen(lj), NULL, &loc, err, sizeof err),
                EDGEGUARD_RESULT_OK, err);
 
-    /* Policies. */
-    edgeguard_policy *p = NULL;
+    /* Locations of given scores (the legacy engine's), deciding. */
+    edgeguard_location *p = NULL;
     const char *names[] = {"bot", "spoof"};
     double own[] = {0.5, NAN};
-    CHECK_CODE(edgeguard_policy_new(NULL, names, own, 2, NULL, &p, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
-               "policy of null");
-    CHECK_CODE(edgeguard_policy_new(c, NULL, own, 2, NULL, &p, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
-               "null names");
-    CHECK_CODE(edgeguard_policy_new(c, names, own, SIZE_MAX, NULL, &p, err, sizeof err),
+    CHECK_CODE(edgeguard_location_new(NULL, NULL, names, own, 2, NULL, &p, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "location of null");
+    CHECK_CODE(edgeguard_location_new(c, NULL, NULL, own, 2, NULL, &p, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "null names");
+    CHECK_CODE(edgeguard_location_new(c, NULL, names, own, SIZE_MAX, NULL, &p, err, sizeof err),
                EDGEGUARD_RESULT_INVALID_ARGUMENT, "SIZE_MAX models");
     const char *null_name[] = {"bot", NULL};
-    CHECK_CODE(edgeguard_policy_new(c, null_name, own, 2, NULL, &p, err, sizeof err), EDGEGUARD_RESULT_NULL_PARAMETER,
-               "a null name");
+    CHECK_CODE(edgeguard_location_new(c, NULL, null_name, own, 2, NULL, &p, err, sizeof err),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "a null name");
     CHECK(p == NULL, "nothing written");
-    CHECK_CODE(edgeguard_policy_new(c, names, own, 2, NULL, &p, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    CHECK_CODE(edgeguard_location_new(c, NULL, names, own, 2, NULL, &p, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    CHECK(edgeguard_location_model_count(p) == 2 && edgeguard_location_model_count(NULL) == 0, "model count");
 
-    edgeguard_decision d;
+    edgeguard_effects d;
     double scores[] = {0.7, 0.99};
-    const uint8_t v4[4] = {10, 1, 2, 3}, other[4] = {192, 0, 2, 1};
-    uint8_t v6[16] = {0x20, 0x01, 0x0d, 0xb8};
-    CHECK_CODE(edgeguard_policy_decide(NULL, scores, 2, other, 4, &d), EDGEGUARD_RESULT_NULL_PARAMETER, "null policy");
-    CHECK_CODE(edgeguard_policy_decide(p, scores, 2, other, 4, NULL), EDGEGUARD_RESULT_NULL_PARAMETER, "null out");
-    CHECK_CODE(edgeguard_policy_decide(p, NULL, 2, other, 4, &d), EDGEGUARD_RESULT_NULL_PARAMETER, "null scores, n 2");
-    CHECK_CODE(edgeguard_policy_decide(p, scores, 2, NULL, 4, &d), EDGEGUARD_RESULT_NULL_PARAMETER, "null addr, len 4");
-    CHECK_CODE(edgeguard_policy_decide(p, scores, 1, other, 4, &d), EDGEGUARD_RESULT_INVALID_ARGUMENT, "n 1 of 2");
-    CHECK_CODE(edgeguard_policy_decide(p, scores, SIZE_MAX, other, 4, &d), EDGEGUARD_RESULT_NULL_PARAMETER,
-               "n SIZE_MAX");
-    CHECK_CODE(edgeguard_policy_decide(p, scores, 2, other, SIZE_MAX, &d), EDGEGUARD_RESULT_NULL_PARAMETER,
-               "addr_len SIZE_MAX");
-    CHECK_CODE(edgeguard_policy_decide(p, scores, 2, other, 4, &d), EDGEGUARD_RESULT_OK, "decide");
-    CHECK(d.action == EDGEGUARD_ACTION_BLOCK && d.model == 0 && d.threshold == 0.5 && d.status == 403,
+    edgeguard_scratch *sc = NULL;
+    CHECK_CODE(edgeguard_scratch_new(NULL), EDGEGUARD_RESULT_NULL_PARAMETER, "scratch to null");
+    CHECK_CODE(edgeguard_scratch_new(&sc), EDGEGUARD_RESULT_OK, "scratch");
+    edgeguard_request rq = request_of("GET", "/", NULL, 0);
+    rq.client_addr = str_of("192.0.2.1", 9);
+    edgeguard_given g = {scores, 2, 0, 0};
+    CHECK_CODE(edgeguard_location_run(NULL, NULL, &rq, &g, EDGEGUARD_JOB_ACCESS, 0, sc, &d),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "null location");
+    CHECK_CODE(edgeguard_location_run(p, NULL, &rq, &g, EDGEGUARD_JOB_ACCESS, 0, sc, NULL),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "null out");
+    edgeguard_given null_scores = {NULL, 2, 0, 0}, one = {scores, 1, 0, 0}, huge = {scores, SIZE_MAX, 0, 0};
+    CHECK_CODE(edgeguard_location_run(p, NULL, &rq, &null_scores, EDGEGUARD_JOB_ACCESS, 0, sc, &d),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "null scores, n 2");
+    CHECK_CODE(edgeguard_location_run(p, NULL, &rq, &one, EDGEGUARD_JOB_ACCESS, 0, sc, &d),
+               EDGEGUARD_RESULT_INVALID_ARGUMENT, "n 1 of 2");
+    CHECK_CODE(edgeguard_location_run(p, NULL, &rq, &huge, EDGEGUARD_JOB_ACCESS, 0, sc, &d),
+               EDGEGUARD_RESULT_NULL_PARAMETER, "n SIZE_MAX");
+    CHECK_CODE(edgeguard_location_run(p, NULL, &rq, &g, EDGEGUARD_JOB_ACCESS, 0, sc, &d), EDGEGUARD_RESULT_OK,
+               "decide");
+    CHECK(d.action == EDGEGUARD_ACTION_BLOCK && d.model == 0 && d.threshold == 0.5 && d.status == 403 &&
+              d.exit == EDGEGUARD_EXIT_STATUS,
           "block by model 0: %d %d %g %d", d.action, d.model, d.threshold, d.status);
-    CHECK_CODE(edgeguard_policy_decide(p, scores, 2, v4, 4, &d), EDGEGUARD_RESULT_OK, "decide v4");
-    CHECK(d.action == EDGEGUARD_ACTION_ALLOW, "10.1.2.3 is allowed: %d", d.action);
-    CHECK_CODE(edgeguard_policy_decide(p, scores, 2, v6, 16, &d), EDGEGUARD_RESULT_OK, "decide v6");
-    CHECK(d.action == EDGEGUARD_ACTION_ALLOW, "2001:db8:: is allowed: %d", d.action);
-    CHECK_CODE(edgeguard_policy_decide(p, scores, 2, v6, 7, &d), EDGEGUARD_RESULT_OK, "decide odd addr");
-    CHECK(d.action == EDGEGUARD_ACTION_BLOCK, "a 7-byte address is in no block: %d", d.action);
-    CHECK_CODE(edgeguard_policy_decide(p, scores, 2, NULL, 0, &d), EDGEGUARD_RESULT_OK, "decide no addr");
+    const char *clients[][2] = {
+        {"10.1.2.3", "10.1.2.3 is allowed"},
+        {"2001:db8::", "2001:db8:: is allowed"},
+    };
+    for (size_t i = 0; i < 2; i++) {
+        rq.client_addr = str_of(clients[i][0], strlen(clients[i][0]));
+        CHECK_CODE(edgeguard_location_run(p, NULL, &rq, &g, EDGEGUARD_JOB_ACCESS, 0, sc, &d), EDGEGUARD_RESULT_OK,
+                   clients[i][0]);
+        CHECK(d.action == EDGEGUARD_ACTION_ALLOW, "%s: %d", clients[i][1], d.action);
+    }
+    rq.client_addr = str_of("2001:db8", 8);
+    CHECK_CODE(edgeguard_location_run(p, NULL, &rq, &g, EDGEGUARD_JOB_ACCESS, 0, sc, &d), EDGEGUARD_RESULT_OK,
+               "decide odd addr");
+    CHECK(d.action == EDGEGUARD_ACTION_BLOCK, "an address that does not parse is in no block: %d", d.action);
+    rq.client_addr = str_of(NULL, 0);
+    CHECK_CODE(edgeguard_location_run(p, NULL, &rq, &g, EDGEGUARD_JOB_ACCESS, 0, sc, &d), EDGEGUARD_RESULT_OK,
+               "decide no addr");
     CHECK(d.action == EDGEGUARD_ACTION_BLOCK, "no address is in no block: %d", d.action);
+    rq.client_addr = str_of("192.0.2.1", 9);
     double low[] = {0.1, 0.99};
-    CHECK_CODE(edgeguard_policy_decide(p, low, 2, other, 4, &d), EDGEGUARD_RESULT_OK, "decide low");
-    CHECK(d.action == EDGEGUARD_ACTION_PASS && d.model == -1 && isnan(d.threshold),
+    g.scores = low;
+    CHECK_CODE(edgeguard_location_run(p, NULL, &rq, &g, EDGEGUARD_JOB_ACCESS, 0, sc, &d), EDGEGUARD_RESULT_OK,
+               "decide low");
+    CHECK(d.action == EDGEGUARD_ACTION_PASS && d.model == -1 && isnan(d.threshold) && d.exit == EDGEGUARD_EXIT_CONTINUE,
           "spoof has no threshold, bot is low: %d %d", d.action, d.model);
     double nan_scores[] = {NAN, NAN};
-    CHECK_CODE(edgeguard_policy_decide(p, nan_scores, 2, other, 4, &d), EDGEGUARD_RESULT_OK, "decide NaN");
+    g.scores = nan_scores;
+    CHECK_CODE(edgeguard_location_run(p, NULL, &rq, &g, EDGEGUARD_JOB_ACCESS, 0, sc, &d), EDGEGUARD_RESULT_OK,
+               "decide NaN");
     CHECK(d.action == EDGEGUARD_ACTION_PASS, "NaN never flags: %d", d.action);
-    CHECK_CODE(edgeguard_policy_decide(p, NULL, 0, other, 4, &d), EDGEGUARD_RESULT_OK, "unscored");
+    edgeguard_given unscored = {NULL, 0, 0, 0};
+    CHECK_CODE(edgeguard_location_run(p, NULL, &rq, &unscored, EDGEGUARD_JOB_ACCESS, 0, sc, &d), EDGEGUARD_RESULT_OK,
+               "unscored");
     CHECK(d.action == EDGEGUARD_ACTION_PASS, "unscored passes without fail_closed: %d", d.action);
-    edgeguard_policy_free(p);
+    edgeguard_location_free(p);
 
-    edgeguard_policy *lp = NULL;
-    CHECK_CODE(edgeguard_policy_new(loc, names, NULL, 2, NULL, &lp, err, sizeof err), EDGEGUARD_RESULT_OK, err);
-    CHECK_CODE(edgeguard_policy_decide(lp, scores, 2, other, 4, &d), EDGEGUARD_RESULT_OK, "location decide");
+    edgeguard_location *lp = NULL;
+    g.scores = scores;
+    CHECK_CODE(edgeguard_location_new(loc, NULL, names, NULL, 2, NULL, &lp, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    CHECK_CODE(edgeguard_location_run(lp, NULL, &rq, &g, EDGEGUARD_JOB_ACCESS, 0, sc, &d), EDGEGUARD_RESULT_OK,
+               "location decide");
     CHECK(d.action == EDGEGUARD_ACTION_PASS, "no thresholds without own ones: %d", d.action);
-    edgeguard_policy_free(lp);
+    edgeguard_location_free(lp);
     edgeguard_config_free(loc);
 
-    /* The policy's strip set: a location's own score header and
-     * configure()'s, found in every spelling and counted as nothing
-     * internal; none without a list and a name; a bad name is misuse. */
+    /* A location's strip set: its own score header and configure()'s,
+     * found in every spelling and counted as nothing internal; nothing
+     * without a list and a name; a bad name is misuse. */
     const char *oj = "{\"score_header\": \"X-Own\"}";
     CHECK_CODE(edgeguard_config_new_for_location(c, (const uint8_t *)oj, strlen(oj), NULL, &loc, err, sizeof err),
                EDGEGUARD_RESULT_OK, err);
-    CHECK_CODE(edgeguard_policy_new(loc, names, NULL, 2, NULL, &lp, err, sizeof err), EDGEGUARD_RESULT_OK, err);
-    const edgeguard_header_set *ss = edgeguard_policy_strip_set(lp);
+    CHECK_CODE(edgeguard_location_new(loc, NULL, names, NULL, 2, NULL, &lp, err, sizeof err), EDGEGUARD_RESULT_OK, err);
     edgeguard_header sh[3] = {{str_of("X_OWN", 5), str_of("1", 1)}, {str_of("x-bot-score", 11), str_of("1", 1)},
                               {str_of("Accept", 6), str_of("1", 1)}};
-    uint32_t scl[3];
-    size_t sn = 9, sm = 9, su = 9;
-    CHECK(ss != NULL, "a location's strip set");
-    if (ss) {
-        CHECK_CODE(edgeguard_header_set_find_checked(ss, sh, 3, scl, 3, &sn, &sm, &su), EDGEGUARD_RESULT_OK, "find");
-        CHECK(sn == 2 && scl[0] == 0 && scl[1] == 1 && sm == 0 && su == 0, "both names: %zu %zu %zu", sn, sm, su);
-    }
-    edgeguard_policy_free(lp);
+    edgeguard_request sr = request_of("GET", "/", sh, 3);
+    CHECK_CODE(edgeguard_location_run(lp, NULL, &sr, NULL, EDGEGUARD_JOB_STRIP, 0, sc, &d), EDGEGUARD_RESULT_OK,
+               "strip");
+    CHECK(d.clear_len == 2 && d.clear[0] == 0 && d.clear[1] == 1 && d.matched == 0 && d.unremovable == 0,
+          "both names: %zu %zu %zu", d.clear_len, d.matched, d.unremovable);
+    CHECK_CODE(edgeguard_location_run(lp, NULL, &sr, NULL, 3, 0, sc, &d), EDGEGUARD_RESULT_INVALID_ARGUMENT, "job 3");
+    edgeguard_location_free(lp);
     edgeguard_config_free(loc);
     edgeguard_config *none = NULL;
     CHECK_CODE(config_of("{\"score_header\": \"\"}", &none, err, sizeof err), EDGEGUARD_RESULT_OK, err);
-    CHECK_CODE(edgeguard_policy_new(none, NULL, NULL, 0, NULL, &lp, err, sizeof err), EDGEGUARD_RESULT_OK, err);
-    CHECK(edgeguard_policy_strip_set(lp) == NULL, "no list, no score header: nothing to strip");
-    edgeguard_policy_free(lp);
+    CHECK_CODE(edgeguard_location_new(none, NULL, NULL, NULL, 0, NULL, &lp, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    CHECK_CODE(edgeguard_location_run(lp, NULL, &sr, NULL, EDGEGUARD_JOB_STRIP, 0, sc, &d), EDGEGUARD_RESULT_OK,
+               "strip nothing");
+    CHECK(d.clear_len == 0, "no list, no score header: nothing to strip");
+    edgeguard_location_free(lp);
     edgeguard_config_free(none);
     none = NULL;
     CHECK_CODE(config_of("{\"score_header\": \"X-*\"}", &none, err, sizeof err), EDGEGUARD_RESULT_INVALID_ARGUMENT,
@@ -1172,13 +1200,17 @@ static void test_config_hostile(void) {
     /* fail_closed with models configured refuses unscored requests. */
     const char *fc = "{\"models\": {\"bot\": \"b.json\"}, \"fail_closed\": true}";
     CHECK_CODE(config_of(fc, &c, err, sizeof err), EDGEGUARD_RESULT_OK, err);
-    CHECK_CODE(edgeguard_policy_new(c, NULL, NULL, 0, NULL, &p, err, sizeof err), EDGEGUARD_RESULT_OK, "policy, 0 models");
-    CHECK_CODE(edgeguard_policy_decide(p, NULL, 0, NULL, 0, &d), EDGEGUARD_RESULT_OK, "unscored fail_closed");
-    CHECK(d.action == EDGEGUARD_ACTION_UNAVAILABLE, "fail_closed: %d", d.action);
-    edgeguard_policy_free(p);
+    CHECK_CODE(edgeguard_location_new(c, NULL, NULL, NULL, 0, NULL, &p, err, sizeof err), EDGEGUARD_RESULT_OK,
+               "location, 0 models");
+    CHECK_CODE(edgeguard_location_run(p, NULL, &rq, NULL, EDGEGUARD_JOB_ACCESS, 0, sc, &d), EDGEGUARD_RESULT_OK,
+               "unscored fail_closed");
+    CHECK(d.action == EDGEGUARD_ACTION_UNAVAILABLE && d.status == 503, "fail_closed: %d", d.action);
+    edgeguard_location_free(p);
     edgeguard_config_free(c);
     edgeguard_config_free(NULL);
-    edgeguard_policy_free(NULL);
+    edgeguard_location_free(NULL);
+    edgeguard_scratch_free(sc);
+    edgeguard_scratch_free(NULL);
 }
 
 /* ------------------------------------------------------------------ TLS */
@@ -1305,12 +1337,12 @@ static uint32_t rng(void) {
     return rng_state >> 8;
 }
 
-/* edgeguard_access: the one call of the Rust engine's access(). Nulls and
- * lengths are refused with nothing written; on random hostile requests
- * (any byte in names and values, repeats, 0 to 150 headers, addresses of
- * every length) its answer equals find_checked + scorer_score +
- * policy_decide on the same request, with the exact score header
- * spelling left off the clear list when scored. */
+/* edgeguard_location_run: the one call of the Rust engine's access().
+ * Nulls and lengths are refused with nothing written; on random hostile
+ * requests (any byte in names and values, repeats, 0 to 150 headers,
+ * addresses of every shape) its answer equals find_checked + scorer_score +
+ * a location given those scores on the same request, with the exact score
+ * header spelling left off the clear list when scored. */
 static void test_access_hostile(void) {
     static const char list[] = "x-user-id\nx-internal-*\n";
     edgeguard_header_set *base = NULL, *set = NULL;
@@ -1326,15 +1358,19 @@ static void test_access_hostile(void) {
                EDGEGUARD_RESULT_OK, err);
     const char *names[] = {"bot", "spoof"};
     double own[2] = {edgeguard_scorer_model_threshold(s, 0), edgeguard_scorer_model_threshold(s, 1)};
-    edgeguard_policy *p = NULL, *p1 = NULL;
-    /* The policy extends the list with the score header (the default
+    edgeguard_location *p = NULL, *p0 = NULL, *pg = NULL;
+    /* The location extends the list with the score header (the default
      * X-Bot-Score) itself; `set`, extended here, is the reference. */
-    CHECK_CODE(edgeguard_policy_new(c, names, own, 2, base, &p, err, sizeof err), EDGEGUARD_RESULT_OK, err);
-    CHECK_CODE(edgeguard_policy_new(c, names, own, 1, base, &p1, err, sizeof err), EDGEGUARD_RESULT_OK, err);
-    if (!set || !c || !p || !p1)
+    CHECK_CODE(edgeguard_location_new(c, s, NULL, NULL, 0, base, &p, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    CHECK_CODE(edgeguard_location_new(c, NULL, NULL, NULL, 0, base, &p0, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    CHECK_CODE(edgeguard_location_new(c, NULL, names, own, 2, base, &pg, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    CHECK_CODE(edgeguard_location_new(c, s, names, own, 2, base, &p, err, sizeof err),
+               EDGEGUARD_RESULT_INVALID_ARGUMENT, "names beside a scorer");
+    if (!set || !c || !p || !p0 || !pg)
         return;
-    CHECK(edgeguard_policy_strip_set(p) != NULL && edgeguard_policy_strip_set(NULL) == NULL, "strip set");
-    CHECK(edgeguard_header_set_len(edgeguard_policy_strip_set(p)) == 2, "the list's rules, not the score header");
+    CHECK(edgeguard_location_model_count(p) == 2 && edgeguard_location_model_count(p0) == 0, "model counts");
+    edgeguard_scratch *sc = NULL;
+    CHECK_CODE(edgeguard_scratch_new(&sc), EDGEGUARD_RESULT_OK, "scratch");
 
     edgeguard_header h[150];
     edgeguard_request req = {str_of("GET", 3), str_of("/", 1), str_of("192.0.2.1", 9), 11, h, 0, NULL};
@@ -1342,71 +1378,65 @@ static void test_access_hostile(void) {
     h[1] = (edgeguard_header){str_of("X-Bot-Score", 11), str_of("bot=0", 5)};
     h[2] = (edgeguard_header){str_of("x-user-id", 9), str_of("7", 1)};
     req.headers_len = 3;
-    uint32_t clear[150];
-    double scores[2] = {-7, -7};
-    const uint8_t v4[4] = {192, 0, 2, 1};
-    edgeguard_access_out out, untouched;
+    edgeguard_effects out, untouched;
     memset(&untouched, 0x5a, sizeof untouched);
     out = untouched;
-    static uint8_t text[8192];
-#define ACCESS_TEXT(scorer_, policy_, req_, addr_, alen_, clear_, ccap_, scores_, scap_, text_, tcap_, out_) \
-    edgeguard_access(scorer_, policy_, NULL, req_, addr_, alen_, 1800000000, clear_, ccap_, scores_, scap_, text_, tcap_, out_)
-#define ACCESS(scorer_, policy_, req_, addr_, alen_, clear_, ccap_, scores_, scap_, out_) \
-    ACCESS_TEXT(scorer_, policy_, req_, addr_, alen_, clear_, ccap_, scores_, scap_, text, sizeof text, out_)
+    double one_score[1] = {0.5};
+    edgeguard_given short_given = {one_score, 1, 0, 0}, huge_given = {one_score, SIZE_MAX, 0, 0};
+#define RUN(loc_, req_, given_, job_, scratch_, out_) \
+    edgeguard_location_run(loc_, NULL, req_, given_, job_, 1800000000, scratch_, out_)
     static const struct { edgeguard_result want; const char *what; } expect[] = {
-        {EDGEGUARD_RESULT_NULL_PARAMETER, "null policy"},
+        {EDGEGUARD_RESULT_NULL_PARAMETER, "null location"},
         {EDGEGUARD_RESULT_NULL_PARAMETER, "null request"},
-        {EDGEGUARD_RESULT_NULL_PARAMETER, "null addr, length 4"},
-        {EDGEGUARD_RESULT_NULL_PARAMETER, "SIZE_MAX addr length"},
-        {EDGEGUARD_RESULT_NULL_PARAMETER, "null clear with a strip set"},
-        {EDGEGUARD_RESULT_NULL_PARAMETER, "null scores with a scorer"},
-        {EDGEGUARD_RESULT_INVALID_ARGUMENT, "clear_cap below headers_len"},
-        {EDGEGUARD_RESULT_INVALID_ARGUMENT, "scores_cap below the model count"},
-        {EDGEGUARD_RESULT_INVALID_ARGUMENT, "policy of 1 model, scorer of 2"},
-        {EDGEGUARD_RESULT_INVALID_ARGUMENT, "policy of 2 models, no scorer"},
-        {EDGEGUARD_RESULT_NULL_PARAMETER, "null text, length 10"},
-        {EDGEGUARD_RESULT_NULL_PARAMETER, "SIZE_MAX text length"},
-        {EDGEGUARD_RESULT_BUFFER_TOO_SMALL, "text below its room"},
+        {EDGEGUARD_RESULT_NULL_PARAMETER, "null scratch"},
+        {EDGEGUARD_RESULT_INVALID_ARGUMENT, "job -1"},
+        {EDGEGUARD_RESULT_INVALID_ARGUMENT, "job 3"},
+        {EDGEGUARD_RESULT_INVALID_ARGUMENT, "1 given score of 2"},
+        {EDGEGUARD_RESULT_INVALID_ARGUMENT, "given scores to a location without models"},
+        {EDGEGUARD_RESULT_NULL_PARAMETER, "SIZE_MAX given scores"},
     };
     edgeguard_result got[sizeof expect / sizeof *expect] = {
-        ACCESS(s, NULL, &req, v4, 4, clear, 150, scores, 2, &out),
-        ACCESS(s, p, NULL, v4, 4, clear, 150, scores, 2, &out),
-        ACCESS(s, p, &req, NULL, 4, clear, 150, scores, 2, &out),
-        ACCESS(s, p, &req, v4, SIZE_MAX, clear, 150, scores, 2, &out),
-        ACCESS(s, p, &req, v4, 4, NULL, 150, scores, 2, &out),
-        ACCESS(s, p, &req, v4, 4, clear, 150, NULL, 2, &out),
-        ACCESS(s, p, &req, v4, 4, clear, 2, scores, 2, &out),
-        ACCESS(s, p, &req, v4, 4, clear, 150, scores, 1, &out),
-        ACCESS(s, p1, &req, v4, 4, clear, 150, scores, 2, &out),
-        ACCESS(NULL, p, &req, v4, 4, clear, 150, scores, 2, &out),
-        ACCESS_TEXT(s, p, &req, v4, 4, clear, 150, scores, 2, NULL, 10, &out),
-        ACCESS_TEXT(s, p, &req, v4, 4, clear, 150, scores, 2, text, SIZE_MAX, &out),
-        ACCESS_TEXT(s, p, &req, v4, 4, clear, 150, scores, 2, text, edgeguard_policy_text_room(p), &out),
+        RUN(NULL, &req, NULL, EDGEGUARD_JOB_ACCESS, sc, &out),
+        RUN(p, NULL, NULL, EDGEGUARD_JOB_ACCESS, sc, &out),
+        RUN(p, &req, NULL, EDGEGUARD_JOB_ACCESS, NULL, &out),
+        RUN(p, &req, NULL, -1, sc, &out),
+        RUN(p, &req, NULL, 3, sc, &out),
+        RUN(pg, &req, &short_given, EDGEGUARD_JOB_ACCESS, sc, &out),
+        RUN(p0, &req, &short_given, EDGEGUARD_JOB_ACCESS, sc, &out),
+        RUN(pg, &req, &huge_given, EDGEGUARD_JOB_ACCESS, sc, &out),
     };
     for (size_t i = 0; i < sizeof expect / sizeof *expect; i++)
         CHECK_CODE(got[i], expect[i].want, expect[i].what);
-    CHECK_CODE(ACCESS(s, p, &req, v4, 4, clear, 150, scores, 2, NULL),
-               EDGEGUARD_RESULT_NULL_PARAMETER, "null out");
+    CHECK_CODE(RUN(p, &req, NULL, EDGEGUARD_JOB_ACCESS, sc, NULL), EDGEGUARD_RESULT_NULL_PARAMETER, "null out");
     edgeguard_request bad = req;
     bad.http_version = -1;
-    CHECK_CODE(ACCESS(s, p, &bad, NULL, 0, clear, 150, scores, 2, &out), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+    CHECK_CODE(RUN(p, &bad, NULL, EDGEGUARD_JOB_ACCESS, sc, &out), EDGEGUARD_RESULT_INVALID_ARGUMENT,
                "negative http_version");
     bad = req;
     bad.headers = NULL;
-    CHECK_CODE(ACCESS(s, p, &bad, NULL, 0, clear, 150, scores, 2, &out), EDGEGUARD_RESULT_NULL_PARAMETER,
+    CHECK_CODE(RUN(p, &bad, NULL, EDGEGUARD_JOB_ACCESS, sc, &out), EDGEGUARD_RESULT_NULL_PARAMETER,
                "null headers, length 3");
     bad = req;
     bad.headers_len = SIZE_MAX;
-    CHECK_CODE(ACCESS(s, p, &bad, NULL, 0, clear, SIZE_MAX, scores, 2, &out),
-               EDGEGUARD_RESULT_INVALID_ARGUMENT, "SIZE_MAX headers_len");
+    CHECK_CODE(RUN(p, &bad, NULL, EDGEGUARD_JOB_ACCESS, sc, &out), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "SIZE_MAX headers_len");
+    edgeguard_tls_info forged_tls;
+    memset(&forged_tls, 0, sizeof forged_tls);
+    forged_tls.present = 1;
+    memset(forged_tls.ja4, '!', sizeof forged_tls.ja4);
+    bad = req;
+    bad.tls = &forged_tls;
+    CHECK_CODE(RUN(p, &bad, NULL, EDGEGUARD_JOB_ACCESS, sc, &out), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "a JA4 that is not one");
     CHECK(memcmp(&out, &untouched, sizeof out) == 0, "out written on a refused call");
-    CHECK(scores[0] == -7 && scores[1] == -7, "scores written on a refused call");
 
     /* The pieces the random requests are made of. */
     static const char *pool[] = {"X-Bot-Score", "x-bot-score", "X_Bot_Score", "x-user-id", "X_USER_ID",
                                  "x-internal-a", "X-Internal-(a", "x-internal-\xe9", "User-Agent", "Accept",
                                  "Host", "sec-ch-ua", "Accept-Language", "", "x-internal-"};
+    static const char *clients[] = {"192.0.2.1", "10.9.8.7", "2001:db8::5", "2001:db9::5", "", "unix:", "10.1"};
     static char bytes[150][24];
+    static char addr_bytes[24];
     size_t agree = 0, scored = 0, kept = 0, allowed = 0, blocked = 0, unremovable = 0;
     for (int round = 0; round < 400; round++) {
         size_t n = rng() % 151;
@@ -1428,44 +1458,47 @@ static void test_access_hostile(void) {
         }
         req.headers_len = n;
         req.http_version = (int)(rng() % 4 == 0 ? 20 : 11);
-        uint8_t addr[16];
-        size_t alen = (size_t[]){0, 4, 16, 7}[rng() % 4];
-        for (size_t j = 0; j < alen; j++)
-            addr[j] = (uint8_t)rng();
-        if (alen == 4 && rng() % 2)
-            addr[0] = 10;
-        if (alen == 16 && rng() % 2)
-            memcpy(addr, "\x20\x01\x0d\xb8", 4);
+        if (rng() % 6 == 0) {
+            size_t len = rng() % sizeof addr_bytes;
+            for (size_t j = 0; j < len; j++)
+                addr_bytes[j] = (char)(rng() & 0xff);
+            req.client_addr = str_of(addr_bytes, len);
+        } else {
+            const char *a = clients[rng() % (sizeof clients / sizeof *clients)];
+            req.client_addr = str_of(a, strlen(a));
+        }
         int with_scorer = rng() % 5 != 0;
-        edgeguard_policy *pol = p;
-        edgeguard_policy *p0 = NULL;
-        if (!with_scorer)
-            CHECK_CODE(edgeguard_policy_new(c, names, own, 0, base, &p0, err, sizeof err), EDGEGUARD_RESULT_OK, err);
-        if (!with_scorer)
-            pol = p0;
 
         out = untouched;
-        edgeguard_result r = ACCESS(with_scorer ? s : NULL, pol, &req, alen ? addr : NULL, alen, clear, 150, scores, 2,
-                                    &out);
+        edgeguard_result r = RUN(with_scorer ? p : p0, &req, NULL, EDGEGUARD_JOB_ACCESS, sc, &out);
         CHECK_CODE(r, EDGEGUARD_RESULT_OK, "random request");
+        /* Read what the scratch holds before the reference runs reuse it. */
+        uint32_t clear[150];
+        memcpy(clear, out.clear, out.clear_len * sizeof *clear);
+        double scores[2] = {-7, -7};
+        if (out.scores_len == 2)
+            memcpy(scores, out.scores, sizeof scores);
+        char value_text[128] = "";
+        snprintf(value_text, sizeof value_text, "%.*s", out.set_header.value.len,
+                 (const char *)out.set_header.value.data);
 
         uint32_t clear2[150];
         size_t n2 = 0, m2 = 0, u2 = 0;
         CHECK_CODE(edgeguard_header_set_find_checked(set, h, n, clear2, 150, &n2, &m2, &u2), EDGEGUARD_RESULT_OK,
                    "find_checked");
         double scores2[2] = {0, 0};
-        edgeguard_decision d;
+        edgeguard_given g = {NULL, 0, 0, 0};
         if (with_scorer) {
             CHECK_CODE(edgeguard_scorer_score(s, &req, scores2, 2), EDGEGUARD_RESULT_OK, "score");
-            CHECK_CODE(edgeguard_policy_decide(p, scores2, 2, alen ? addr : NULL, alen, &d), EDGEGUARD_RESULT_OK,
-                       "decide");
-        } else {
-            CHECK_CODE(edgeguard_policy_decide(p0, NULL, 0, alen ? addr : NULL, alen, &d), EDGEGUARD_RESULT_OK,
-                       "decide unscored");
+            g.scores = scores2;
+            g.scores_len = 2;
         }
-        /* The reference clear list: find_checked's, less the exact spelling when scored. */
+        edgeguard_effects d;
+        CHECK_CODE(RUN(pg, &req, &g, EDGEGUARD_JOB_ACCESS, sc, &d), EDGEGUARD_RESULT_OK, "decide");
+        /* The reference clear list: find_checked's, less the exact spelling
+         * when scored; nothing when refused. */
         size_t want_len = 0;
-        for (size_t i = 0; i < n2; i++) {
+        for (size_t i = 0; i < n2 && u2 == 0; i++) {
             const edgeguard_str *k = &h[clear2[i]].key;
             int exact = k->len == 11 && memcmp(k->data, "X-Bot-Score", 11) == 0;
             if (with_scorer && exact) {
@@ -1474,88 +1507,63 @@ static void test_access_hostile(void) {
             }
             clear2[want_len++] = clear2[i];
         }
+        int refused = u2 > 0;
         int same = out.clear_len == want_len && memcmp(clear, clear2, want_len * sizeof *clear) == 0 &&
                    out.matched == m2 && out.unremovable == u2 && out.scores_len == (with_scorer ? 2u : 0u) &&
-                   out.score_result == EDGEGUARD_RESULT_OK && out.decision.action == d.action &&
-                   out.decision.model == d.model && out.decision.status == d.status && out.label.len == 0 &&
-                   (!with_scorer || memcmp(scores, scores2, sizeof scores) == 0);
+                   out.score_result == EDGEGUARD_RESULT_OK && out.action == d.action && out.model == d.model &&
+                   out.status == d.status && out.bot_name.len == 0 &&
+                   (!with_scorer || memcmp(scores, scores2, sizeof scores) == 0) &&
+                   (out.action == EDGEGUARD_ACTION_REFUSED) == refused;
         /* The score header's value, as the shim's string.format wrote it. */
-        if (with_scorer) {
+        if (with_scorer && !refused) {
             char want_text[128];
             snprintf(want_text, sizeof want_text, "bot=%.9g; spoof=%.9g", scores2[0], scores2[1]);
-            int text_same = out.text.scores.len == strlen(want_text) &&
-                            memcmp(text + out.text.scores.offset, want_text, out.text.scores.len) == 0;
-            CHECK(text_same, "round %d: score text %.*s, want %s", round, (int)out.text.scores.len,
-                  (const char *)text + out.text.scores.offset, want_text);
+            int text_same = strcmp(value_text, want_text) == 0;
+            CHECK(text_same, "round %d: score text %s, want %s", round, value_text, want_text);
             same = same && text_same;
         } else {
-            same = same && out.text.scores.len == 0;
+            same = same && out.set_header.value.len == 0;
         }
-        int flagged = d.action == EDGEGUARD_ACTION_BLOCK || d.action == EDGEGUARD_ACTION_LOG;
-        same = same && (out.text.line.len > 0) == flagged;
-        CHECK(same, "round %d: access and the separate exports disagree (clear %zu/%zu, action %d/%d)", round,
-              out.clear_len, want_len, out.decision.action, d.action);
+        int lined = d.action == EDGEGUARD_ACTION_BLOCK || d.action == EDGEGUARD_ACTION_LOG || refused;
+        same = same && (d.line.len > 0) == lined;
+        CHECK(same, "round %d: the run and the separate exports disagree (clear %zu/%zu, action %d/%d)", round,
+              out.clear_len, want_len, out.action, d.action);
         agree += same;
         scored += with_scorer;
-        allowed += out.decision.action == EDGEGUARD_ACTION_ALLOW;
-        blocked += out.decision.action == EDGEGUARD_ACTION_BLOCK;
+        allowed += out.action == EDGEGUARD_ACTION_ALLOW;
+        blocked += out.action == EDGEGUARD_ACTION_BLOCK;
         unremovable += out.unremovable > 0;
-        edgeguard_policy_free(p0);
     }
-#undef ACCESS
-#undef ACCESS_TEXT
 
-    /* edgeguard_policy_text: the legacy engine's texts, for given scores
-     * and decision; the same formats as C's printf. */
-    edgeguard_decision pd;
+    /* A location given scores: the legacy engine's texts, the same formats
+     * as C's printf. */
+    edgeguard_effects pd;
     double ps[2] = {0.25, 0.75};
-    edgeguard_text pt, pt_untouched;
-    memset(&pt_untouched, 0x5a, sizeof pt_untouched);
-    pt = pt_untouched;
-    CHECK_CODE(edgeguard_policy_decide(p, ps, 2, NULL, 0, &pd), EDGEGUARD_RESULT_OK, "decide");
-    CHECK_CODE(edgeguard_policy_text(NULL, ps, 2, &pd, &req, text, sizeof text, &pt), EDGEGUARD_RESULT_NULL_PARAMETER,
-               "text: null policy");
-    CHECK_CODE(edgeguard_policy_text(p, ps, 2, NULL, &req, text, sizeof text, &pt), EDGEGUARD_RESULT_NULL_PARAMETER,
-               "text: null decision");
-    CHECK_CODE(edgeguard_policy_text(p, ps, 2, &pd, NULL, text, sizeof text, &pt), EDGEGUARD_RESULT_NULL_PARAMETER,
-               "text: null request");
-    CHECK_CODE(edgeguard_policy_text(p, ps, 2, &pd, &req, NULL, sizeof text, &pt), EDGEGUARD_RESULT_NULL_PARAMETER,
-               "text: null text");
-    CHECK_CODE(edgeguard_policy_text(p, ps, 2, &pd, &req, text, sizeof text, NULL), EDGEGUARD_RESULT_NULL_PARAMETER,
-               "text: null out");
-    CHECK_CODE(edgeguard_policy_text(p, NULL, 2, &pd, &req, text, sizeof text, &pt), EDGEGUARD_RESULT_NULL_PARAMETER,
-               "text: null scores, n 2");
-    CHECK_CODE(edgeguard_policy_text(p, ps, SIZE_MAX, &pd, &req, text, sizeof text, &pt),
-               EDGEGUARD_RESULT_NULL_PARAMETER, "text: n SIZE_MAX");
-    CHECK_CODE(edgeguard_policy_text(p, ps, 1, &pd, &req, text, sizeof text, &pt), EDGEGUARD_RESULT_INVALID_ARGUMENT,
-               "text: n 1 of 2");
-    CHECK_CODE(edgeguard_policy_text(p, ps, 2, &pd, &req, text, 20, &pt), EDGEGUARD_RESULT_BUFFER_TOO_SMALL,
-               "text: below its room");
-    edgeguard_decision far = pd;
-    far.model = 9;
-    CHECK_CODE(edgeguard_policy_text(p, ps, 2, &far, &req, text, sizeof text, &pt), EDGEGUARD_RESULT_INVALID_ARGUMENT,
-               "text: model out of range");
-    CHECK(memcmp(&pt, &pt_untouched, sizeof pt) == 0, "text out written on a refused call");
-    CHECK_CODE(edgeguard_policy_text(p, ps, 2, &pd, &req, text, sizeof text, &pt), EDGEGUARD_RESULT_OK, "text");
+    edgeguard_given pg_given = {ps, 2, 0, 0};
+    req.headers_len = 0;
+    req.client_addr = str_of("192.0.2.1", 9);
+    CHECK_CODE(RUN(pg, &req, &pg_given, EDGEGUARD_JOB_ACCESS, sc, &pd), EDGEGUARD_RESULT_OK, "given");
     char want_text[512];
     snprintf(want_text, sizeof want_text, "bot=%.9g; spoof=%.9g", ps[0], ps[1]);
-    CHECK(pt.scores.len == strlen(want_text) && memcmp(text + pt.scores.offset, want_text, pt.scores.len) == 0,
-          "policy text scores: %.*s", (int)pt.scores.len, (const char *)text + pt.scores.offset);
+    CHECK(pd.set_header.value.len == (int)strlen(want_text) &&
+              memcmp(pd.set_header.value.data, want_text, strlen(want_text)) == 0,
+          "given text scores: %.*s", pd.set_header.value.len, (const char *)pd.set_header.value.data);
     CHECK(pd.action == EDGEGUARD_ACTION_BLOCK && pd.model >= 0, "a flagged decision: %d %d", pd.action, pd.model);
-    if (pd.model >= 0) {
+    if (pd.model >= 0 && pd.model < 2) {
         snprintf(want_text, sizeof want_text,
                  "edgeguard action=block model=%s score=%.6f threshold=%.6f client=192.0.2.1 method=GET uri=\"/\"",
                  names[pd.model], ps[pd.model], pd.threshold);
-        CHECK(pt.line.len == strlen(want_text) && memcmp(text + pt.line.offset, want_text, pt.line.len) == 0,
-              "policy text line: %.*s", (int)pt.line.len, (const char *)text + pt.line.offset);
+        CHECK(pd.line.len == (int)strlen(want_text) && memcmp(pd.line.data, want_text, strlen(want_text)) == 0,
+              "given text line: %.*s", pd.line.len, (const char *)pd.line.data);
     }
-    CHECK_CODE(edgeguard_policy_text(p, NULL, 0, &pd, &req, text, sizeof text, &pt), EDGEGUARD_RESULT_INVALID_ARGUMENT,
-               "text: a model's decision without scores");
+#undef RUN
     CHECK(agree == 400 && scored > 200 && kept > 0 && allowed > 0 && blocked > 0 && unremovable > 0,
           "access rounds: %zu agree, %zu scored, %zu kept, %zu allowed, %zu blocked, %zu unremovable", agree, scored,
           kept, allowed, blocked, unremovable);
-    edgeguard_policy_free(p);
-    edgeguard_policy_free(p1);
+    edgeguard_location_free(p);
+    edgeguard_location_free(p0);
+    edgeguard_location_free(pg);
+    edgeguard_scratch_free(sc);
     edgeguard_config_free(c);
     edgeguard_scorer_free(s);
     edgeguard_header_set_free(set);
@@ -1656,7 +1664,7 @@ static void test_metrics_hostile(void) {
     CHECK_CODE(edgeguard_metrics_request(m, 3, 0, 0, NULL), EDGEGUARD_RESULT_INVALID_ARGUMENT, "request: engine 3");
     CHECK_CODE(edgeguard_metrics_request(m, 0, 11, 0, NULL), EDGEGUARD_RESULT_INVALID_ARGUMENT, "request: outcome 11");
     CHECK_CODE(edgeguard_metrics_request(m, 0, -1, 0, NULL), EDGEGUARD_RESULT_INVALID_ARGUMENT, "request: outcome -1");
-    edgeguard_access_out out;
+    edgeguard_effects out;
     memset(&out, 0, sizeof out);
     int *raw = (int *)&out.bot;
     *raw = 3;
@@ -1670,13 +1678,13 @@ static void test_metrics_hostile(void) {
     *raw = -2;
     CHECK_CODE(edgeguard_metrics_request(m, 0, EDGEGUARD_OUTCOME_BLOCK, 0, &out), EDGEGUARD_RESULT_INVALID_ARGUMENT,
                "request: clearance -2");
-    /* A hostile label: a negative length is empty (no bot of that name). */
+    /* A hostile bot name: a negative length is empty (no bot of that name). */
     out.clearance = EDGEGUARD_CLEARANCE_MAC;
-    out.label = str_of("Googlebot", 9);
-    out.label.len = -9;
+    out.bot_name = str_of("Googlebot", 9);
+    out.bot_name.len = -9;
     CHECK_CODE(edgeguard_metrics_request(m, 0, EDGEGUARD_OUTCOME_BLOCK, 2, &out), EDGEGUARD_RESULT_OK,
                "request: negative label");
-    out.label.len = 9;
+    out.bot_name.len = 9;
     CHECK_CODE(edgeguard_metrics_request(m, 0, EDGEGUARD_OUTCOME_CHALLENGE, 0, &out), EDGEGUARD_RESULT_OK,
                "request: challenge, a fake Googlebot");
     CHECK_CODE(edgeguard_metrics_request(m, EDGEGUARD_ENGINE_LUA, EDGEGUARD_OUTCOME_REFUSED, 1, &out),
@@ -1756,7 +1764,7 @@ static void test_metrics_hostile(void) {
     CHECK_CODE(edgeguard_metrics_new(cfg, rust, 2, NULL, 0, &m, err, sizeof err), EDGEGUARD_RESULT_OK,
                "metrics_new again");
     edgeguard_config_free(cfg);
-    out.label.len = 9;
+    out.bot_name.len = 9;
     edgeguard_metrics_request(m, 0, EDGEGUARD_OUTCOME_CHALLENGE, 3, &out);
     edgeguard_metrics_request(m, EDGEGUARD_ENGINE_LUA, EDGEGUARD_OUTCOME_REFUSED, 1, &out);
     edgeguard_metrics_scores(m, 0, sc, 2);
@@ -1780,16 +1788,34 @@ static void test_metrics_hostile(void) {
     edgeguard_metrics_free(m);
 }
 
-/* A policy (no models) over the options in `json`; NULL when refused. */
-static edgeguard_policy *challenge_policy(const char *json, char *err, size_t err_len) {
+/* A location (no models) over the options in `json`; NULL when refused. */
+static edgeguard_location *challenge_location(const char *json, char *err, size_t err_len) {
     edgeguard_config *c = NULL;
-    edgeguard_policy *p = NULL;
+    edgeguard_location *p = NULL;
     if (config_of(json, &c, err, err_len) != EDGEGUARD_RESULT_OK)
         return NULL;
-    if (edgeguard_policy_new(c, NULL, NULL, 0, NULL, &p, err, err_len) != EDGEGUARD_RESULT_OK)
+    if (edgeguard_location_new(c, NULL, NULL, NULL, 0, NULL, &p, err, err_len) != EDGEGUARD_RESULT_OK)
         p = NULL;
     edgeguard_config_free(c);
     return p;
+}
+
+/* One request through a location from `client` at `now` (metrics `m`, may
+ * be NULL). */
+static edgeguard_result run_from(const edgeguard_location *p, const edgeguard_metrics *m, edgeguard_request r,
+                                 const char *client, int64_t now, edgeguard_scratch *sc, edgeguard_effects *d) {
+    r.client_addr = str_of(client, client ? strlen(client) : 0);
+    return edgeguard_location_run(p, m, &r, NULL, EDGEGUARD_JOB_ACCESS, now, sc, d);
+}
+
+/* The value of response header `name` in `d`, or NULL. */
+static const edgeguard_str *response_header(const edgeguard_effects *d, const char *name) {
+    for (size_t i = 0; i < d->response_headers_len; i++) {
+        const edgeguard_str *k = &d->response_headers[i].key;
+        if (k->len == (int)strlen(name) && memcmp(k->data, name, (size_t)k->len) == 0)
+            return &d->response_headers[i].value;
+    }
+    return NULL;
 }
 
 static void test_challenge_hostile(void) {
@@ -1798,10 +1824,12 @@ static void test_challenge_hostile(void) {
     snprintf(json, sizeof json,
              "{\"mode\": \"challenge\", \"challenge_secret\": \"%s/../challenge/secret\", \"challenge_difficulty\": 0,"
              " \"verified_bots\": \"%s/../verified/bots.json\"}", fixtures, fixtures);
-    edgeguard_policy *p = challenge_policy(json, err, sizeof err);
-    CHECK(p != NULL, "challenge policy: %s", err);
+    edgeguard_location *p = challenge_location(json, err, sizeof err);
+    CHECK(p != NULL, "challenge location: %s", err);
     if (!p)
         return;
+    edgeguard_scratch *sc = NULL;
+    CHECK_CODE(edgeguard_scratch_new(&sc), EDGEGUARD_RESULT_OK, "scratch");
     /* The answers below count into this registry (its configuration's
      * challenge gives the series). */
     edgeguard_metrics *cm = NULL;
@@ -1830,52 +1858,49 @@ static void test_challenge_hostile(void) {
     CHECK(strcmp(edgeguard_clearance_name(7), "work") == 0, "name 7");
     CHECK(edgeguard_clearance_name(8) == NULL && edgeguard_clearance_name(-1) == NULL &&
               edgeguard_clearance_name(1 << 30) == NULL, "names out of range");
+    CHECK(strcmp(edgeguard_action_name(EDGEGUARD_ACTION_REFUSED), "refused") == 0 &&
+              strcmp(edgeguard_action_name(0), "pass") == 0 && edgeguard_action_name(9) == NULL &&
+              edgeguard_action_name(-1) == NULL, "action names");
 
-    edgeguard_request_decision d;
-    const uint8_t fake_addr[4] = {203, 0, 113, 1}, bot_addr[4] = {192, 0, 2, 70};
+    edgeguard_effects d;
+    const char *fake_addr = "203.0.113.1", *bot_addr = "192.0.2.70";
     const char *googlebot = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
     edgeguard_header gh[] = {hdr("User-Agent", googlebot), hdr("Accept", "text/html")};
     edgeguard_request req = request_of("GET", "/", gh, 2);
     int64_t now = 1800000000;
 
-    CHECK_CODE(edgeguard_policy_decide_request(NULL, &req, NULL, 0, fake_addr, 4, now, &d),
-               EDGEGUARD_RESULT_NULL_PARAMETER, "null policy");
-    CHECK_CODE(edgeguard_policy_decide_request(p, NULL, NULL, 0, fake_addr, 4, now, &d),
-               EDGEGUARD_RESULT_NULL_PARAMETER, "null request");
-    CHECK_CODE(edgeguard_policy_decide_request(p, &req, NULL, 0, fake_addr, 4, now, NULL),
-               EDGEGUARD_RESULT_NULL_PARAMETER, "null out");
-    CHECK_CODE(edgeguard_policy_decide_request(p, &req, NULL, 0, NULL, 4, now, &d),
-               EDGEGUARD_RESULT_NULL_PARAMETER, "null addr with a length");
     double one = 0.5;
-    CHECK_CODE(edgeguard_policy_decide_request(p, &req, &one, 1, fake_addr, 4, now, &d),
+    edgeguard_given one_score = {&one, 1, 0, 0};
+    req.client_addr = str_of(fake_addr, strlen(fake_addr));
+    CHECK_CODE(edgeguard_location_run(p, NULL, &req, &one_score, EDGEGUARD_JOB_ACCESS, now, sc, &d),
                EDGEGUARD_RESULT_INVALID_ARGUMENT, "one score for no model");
     edgeguard_request broken = req;
     broken.headers = NULL;
-    CHECK_CODE(edgeguard_policy_decide_request(p, &broken, NULL, 0, fake_addr, 4, now, &d),
-               EDGEGUARD_RESULT_NULL_PARAMETER, "null headers with a count");
+    CHECK_CODE(run_from(p, NULL, broken, fake_addr, now, sc, &d), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "null headers with a count");
     broken = req;
     broken.http_version = -1;
-    CHECK_CODE(edgeguard_policy_decide_request(p, &broken, NULL, 0, fake_addr, 4, now, &d),
-               EDGEGUARD_RESULT_INVALID_ARGUMENT, "negative http_version");
+    CHECK_CODE(run_from(p, NULL, broken, fake_addr, now, sc, &d), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "negative http_version");
     broken = req;
     broken.headers_len = (size_t)UINT32_MAX + 1;
-    CHECK_CODE(edgeguard_policy_decide_request(p, &broken, NULL, 0, fake_addr, 4, now, &d),
-               EDGEGUARD_RESULT_INVALID_ARGUMENT, "headers_len above UINT32_MAX");
+    CHECK_CODE(run_from(p, NULL, broken, fake_addr, now, sc, &d), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "headers_len above UINT32_MAX");
 
     /* A fake Googlebot navigation is challenged; from its prefix, verified. */
-    CHECK_CODE(edgeguard_policy_decide_request(p, &req, NULL, 0, fake_addr, 4, now, &d), EDGEGUARD_RESULT_OK, "fake");
-    CHECK(d.decision.action == EDGEGUARD_ACTION_CHALLENGE && d.bot == EDGEGUARD_BOT_FAKE &&
-              d.bot_name.len == 9 && memcmp(d.bot_name.data, "Googlebot", 9) == 0 && d.challenge_status == 403,
-          "fake: action %d bot %d", (int)d.decision.action, (int)d.bot);
-    CHECK_CODE(edgeguard_policy_decide_request(p, &req, NULL, 0, bot_addr, 4, now, &d), EDGEGUARD_RESULT_OK, "real");
-    CHECK(d.decision.action == EDGEGUARD_ACTION_VERIFIED && d.bot == EDGEGUARD_BOT_VERIFIED, "verified: %d",
-          (int)d.decision.action);
-    /* Addresses of odd lengths are no address: a claim from none is a fake. */
-    for (size_t len = 0; len < 20; len++) {
-        uint8_t a[20] = {192, 0, 2, 70};
-        CHECK_CODE(edgeguard_policy_decide_request(p, &req, NULL, 0, len ? a : NULL, len, now, &d),
-                   EDGEGUARD_RESULT_OK, "odd address");
-        CHECK(d.bot == (len == 4 ? EDGEGUARD_BOT_VERIFIED : EDGEGUARD_BOT_FAKE), "address length %zu", len);
+    CHECK_CODE(run_from(p, NULL, req, fake_addr, now, sc, &d), EDGEGUARD_RESULT_OK, "fake");
+    CHECK(d.action == EDGEGUARD_ACTION_CHALLENGE && d.bot == EDGEGUARD_BOT_FAKE && d.bot_name.len == 9 &&
+              memcmp(d.bot_name.data, "Googlebot", 9) == 0 && d.status == 403 && d.exit == EDGEGUARD_EXIT_BODY,
+          "fake: action %d bot %d", (int)d.action, (int)d.bot);
+    CHECK_CODE(run_from(p, NULL, req, bot_addr, now, sc, &d), EDGEGUARD_RESULT_OK, "real");
+    CHECK(d.action == EDGEGUARD_ACTION_VERIFIED && d.bot == EDGEGUARD_BOT_VERIFIED && d.exit == EDGEGUARD_EXIT_CONTINUE,
+          "verified: %d", (int)d.action);
+    /* Addresses that do not parse are no address: a claim from none is a fake. */
+    const char *odd[] = {"", "192.0.2", "192.0.2.70x", "192.0.2.70 ", "::ffff:192.0.2.70", "unix:", "\xff"};
+    for (size_t i = 0; i < sizeof odd / sizeof *odd; i++) {
+        CHECK_CODE(run_from(p, NULL, req, odd[i], now, sc, &d), EDGEGUARD_RESULT_OK, "odd address");
+        int mapped = i == 4; /* the IPv4-mapped form of the bot's address */
+        CHECK(d.bot == (mapped ? EDGEGUARD_BOT_VERIFIED : EDGEGUARD_BOT_FAKE), "address %zu", i);
     }
 
     /* Hostile Cookie headers: never a clearance, never a crash. */
@@ -1898,9 +1923,8 @@ static void test_challenge_hostile(void) {
     for (size_t i = 0; i < sizeof cookies / sizeof *cookies; i++) {
         edgeguard_header ch[] = {hdr("User-Agent", googlebot), hdr("Accept", "text/html"), hdr("Cookie", cookies[i])};
         edgeguard_request r = request_of("GET", "/", ch, 3);
-        CHECK_CODE(edgeguard_policy_decide_request(p, &r, NULL, 0, fake_addr, 4, now, &d), EDGEGUARD_RESULT_OK,
-                   "hostile cookie");
-        CHECK(d.clearance != EDGEGUARD_CLEARANCE_ACCEPTED && d.decision.action == EDGEGUARD_ACTION_CHALLENGE,
+        CHECK_CODE(run_from(p, NULL, r, fake_addr, now, sc, &d), EDGEGUARD_RESULT_OK, "hostile cookie");
+        CHECK(d.clearance != EDGEGUARD_CLEARANCE_ACCEPTED && d.action == EDGEGUARD_ACTION_CHALLENGE,
               "hostile cookie %zu: clearance %d", i, (int)d.clearance);
     }
     /* A NUL inside the value is a byte like any other (lengths, not NULs). */
@@ -1908,58 +1932,53 @@ static void test_challenge_hostile(void) {
     uint8_t with_nul[] = "edgeguard_clearance=\0AAAA";
     nul[1].value = str_of((const char *)with_nul, sizeof with_nul - 1);
     edgeguard_request rn = request_of("GET", "/", nul, 2);
-    CHECK_CODE(edgeguard_policy_decide_request(p, &rn, NULL, 0, fake_addr, 4, now, &d), EDGEGUARD_RESULT_OK, "nul");
+    CHECK_CODE(run_from(p, NULL, rn, fake_addr, now, sc, &d), EDGEGUARD_RESULT_OK, "nul");
     CHECK(d.clearance == EDGEGUARD_CLEARANCE_MALFORMED, "nul: %d", (int)d.clearance);
 
     /* The page, then an answer (difficulty 0: any counter), then the cookie. */
-    uint8_t page[4096];
-    size_t page_len = 0;
-    CHECK_CODE(edgeguard_policy_challenge_page(p, &req, fake_addr, 4, now, page, 100, &page_len),
-               EDGEGUARD_RESULT_BUFFER_TOO_SMALL, "small page buffer");
-    CHECK_CODE(edgeguard_policy_challenge_page(p, &req, fake_addr, 4, now, NULL, 4096, &page_len),
-               EDGEGUARD_RESULT_NULL_PARAMETER, "null page buffer");
-    CHECK_CODE(edgeguard_policy_challenge_page(p, &req, fake_addr, 4, now, page, sizeof page, &page_len),
-               EDGEGUARD_RESULT_OK, "page");
+    CHECK_CODE(run_from(p, NULL, req, fake_addr, now, sc, &d), EDGEGUARD_RESULT_OK, "page");
+    char page[8192];
+    size_t page_len = d.body.len > 0 ? (size_t)d.body.len : 0;
+    CHECK(page_len > 1000 && page_len < sizeof page, "page of %zu bytes", page_len);
+    memcpy(page, d.body.data, page_len < sizeof page ? page_len : 0);
+    const edgeguard_str *ct = response_header(&d, "Content-Type");
+    CHECK(ct && ct->len == 24 && memcmp(ct->data, "text/html; charset=utf-8", 24) == 0 &&
+              response_header(&d, "Cache-Control") != NULL, "the page's headers");
     const char *at = memmem(page, page_len, "var N = \"", 9);
-    CHECK(at != NULL && page_len > 1000 && page_len < sizeof page, "page of %zu bytes", page_len);
+    CHECK(at != NULL, "the page's nonce");
     char uri[512];
     snprintf(uri, sizeof uri, "/.edgeguard/challenge?n=%.100s&c=0&r=%%2Fback%%3Fq%%3D1", at ? at + 9 : "");
     edgeguard_request ar = request_of("GET", uri, gh, 2);
-    CHECK_CODE(edgeguard_policy_decide_request(p, &ar, NULL, 0, fake_addr, 4, now, &d), EDGEGUARD_RESULT_OK, "answer");
-    CHECK(d.decision.action == EDGEGUARD_ACTION_ANSWER, "answer action %d", (int)d.decision.action);
-    uint8_t set_cookie[512], location[2048];
-    edgeguard_challenge_answer a;
-    CHECK_CODE(edgeguard_policy_challenge_answer(p, cm, &ar, fake_addr, 4, now, 1, set_cookie, 20, location,
-                                                 sizeof location, &a),
-               EDGEGUARD_RESULT_BUFFER_TOO_SMALL, "small cookie buffer");
-    CHECK_CODE(edgeguard_policy_challenge_answer(p, cm, &ar, fake_addr, 4, now, 1, set_cookie, sizeof set_cookie,
-                                                 location, 0, &a),
-               EDGEGUARD_RESULT_BUFFER_TOO_SMALL, "no location buffer");
-    CHECK_CODE(edgeguard_policy_challenge_answer(p, cm, &ar, fake_addr, 4, now, 1, set_cookie, sizeof set_cookie,
-                                                 location, sizeof location, &a),
-               EDGEGUARD_RESULT_OK, "answer");
-    CHECK(a.result == EDGEGUARD_CLEARANCE_ACCEPTED && a.location_len == 9 && memcmp(location, "/back?q=1", 9) == 0 &&
-              a.cookie_len > 120,
-          "answer: result %d location %.*s", (int)a.result, (int)a.location_len, location);
-    CHECK(memmem(set_cookie, a.cookie_len, "; Secure", 8) != NULL && memmem(set_cookie, a.cookie_len, "HttpOnly", 8),
-          "attributes: %.*s", (int)a.cookie_len, set_cookie);
+    edgeguard_tls_info no_fingerprint;
+    memset(&no_fingerprint, 0, sizeof no_fingerprint);
+    ar.tls = &no_fingerprint; /* a TLS connection: the cookie is Secure */
+    CHECK_CODE(run_from(p, cm, ar, fake_addr, now, sc, &d), EDGEGUARD_RESULT_OK, "answer");
+    CHECK(d.action == EDGEGUARD_ACTION_ANSWER && d.exit == EDGEGUARD_EXIT_REDIRECT && d.status == 303,
+          "answer action %d exit %d", (int)d.action, (int)d.exit);
+    const edgeguard_str *set_cookie = response_header(&d, "Set-Cookie");
+    CHECK(d.location.len == 9 && memcmp(d.location.data, "/back?q=1", 9) == 0 && set_cookie != NULL &&
+              set_cookie->len > 120,
+          "answer: location %.*s", d.location.len, (const char *)d.location.data);
+    if (!set_cookie)
+        return;
+    CHECK(memmem(set_cookie->data, (size_t)set_cookie->len, "; Secure", 8) != NULL &&
+              memmem(set_cookie->data, (size_t)set_cookie->len, "HttpOnly", 8),
+          "attributes: %.*s", set_cookie->len, (const char *)set_cookie->data);
     /* The cookie clears the fake claim it was minted for (same UA, same /24). */
     char cookie_hdr[256];
-    size_t pair = 0;
-    while (pair < a.cookie_len && set_cookie[pair] != ';')
+    int pair = 0;
+    while (pair < set_cookie->len && set_cookie->data[pair] != ';')
         pair++;
-    snprintf(cookie_hdr, sizeof cookie_hdr, "other=1; %.*s", (int)pair, set_cookie);
+    snprintf(cookie_hdr, sizeof cookie_hdr, "other=1; %.*s", pair, (const char *)set_cookie->data);
     edgeguard_header kh[] = {hdr("User-Agent", googlebot), hdr("Accept", "text/html"), hdr("Cookie", cookie_hdr)};
     edgeguard_request kr = request_of("GET", "/", kh, 3);
-    CHECK_CODE(edgeguard_policy_decide_request(p, &kr, NULL, 0, fake_addr, 4, now + 60, &d), EDGEGUARD_RESULT_OK,
-               "cleared");
-    CHECK(d.decision.action == EDGEGUARD_ACTION_CLEARED && d.clearance == EDGEGUARD_CLEARANCE_ACCEPTED,
-          "cleared: %d %d", (int)d.decision.action, (int)d.clearance);
-    CHECK_CODE(edgeguard_policy_decide_request(p, &kr, NULL, 0, fake_addr, 4, now + 86400 * 2, &d),
-               EDGEGUARD_RESULT_OK, "expired");
+    CHECK_CODE(run_from(p, NULL, kr, fake_addr, now + 60, sc, &d), EDGEGUARD_RESULT_OK, "cleared");
+    CHECK(d.action == EDGEGUARD_ACTION_CLEARED && d.clearance == EDGEGUARD_CLEARANCE_ACCEPTED, "cleared: %d %d",
+          (int)d.action, (int)d.clearance);
+    CHECK_CODE(run_from(p, NULL, kr, fake_addr, now + 86400 * 2, sc, &d), EDGEGUARD_RESULT_OK, "expired");
     CHECK(d.clearance == EDGEGUARD_CLEARANCE_EXPIRED, "expired: %d", (int)d.clearance);
 
-    /* Hostile answers: refused with a reason, nothing written. */
+    /* Hostile answers: refused with a reason, no cookie, no redirect. */
     const char *answers[] = {
         "/.edgeguard/challenge", "/.edgeguard/challenge?", "/.edgeguard/challenge?n=&c=&r=",
         "/.edgeguard/challenge?&&&&&=&==", "/.edgeguard/challenge?n=%zz&c=0",
@@ -1967,36 +1986,27 @@ static void test_challenge_hostile(void) {
     };
     for (size_t i = 0; i < sizeof answers / sizeof *answers; i++) {
         edgeguard_request hr = request_of("GET", answers[i], gh, 2);
-        memset(&a, 0xAB, sizeof a);
-        CHECK_CODE(edgeguard_policy_challenge_answer(p, cm, &hr, fake_addr, 4, now, 0, set_cookie, sizeof set_cookie,
-                                                     location, sizeof location, &a),
-                   EDGEGUARD_RESULT_OK, answers[i]);
-        CHECK(a.result == EDGEGUARD_CLEARANCE_MALFORMED && a.cookie_len == 0 && a.location_len == 0, "%s: %d",
-              answers[i], (int)a.result);
+        CHECK_CODE(run_from(p, cm, hr, fake_addr, now, sc, &d), EDGEGUARD_RESULT_OK, answers[i]);
+        CHECK(d.action == EDGEGUARD_ACTION_ANSWER && d.exit == EDGEGUARD_EXIT_STATUS && d.status == 403 &&
+                  d.response_headers_len == 0 && d.location.len == 0 && d.line.len > 0 &&
+                  memmem(d.line.data, (size_t)d.line.len, "reason=malformed", 16) != NULL,
+              "%s: %d", answers[i], (int)d.exit);
     }
     /* A long URI of junk: refused, no overrun. */
     char *long_uri = xmalloc(big + 64);
     snprintf(long_uri, big + 64, "/.edgeguard/challenge?n=%s", junk + 1000);
     edgeguard_request lr = request_of("GET", long_uri, gh, 2);
-    CHECK_CODE(edgeguard_policy_challenge_answer(p, cm, &lr, fake_addr, 4, now, 0, set_cookie, sizeof set_cookie,
-                                                 location, sizeof location, &a),
-               EDGEGUARD_RESULT_OK, "junk uri");
-    CHECK(a.result != EDGEGUARD_CLEARANCE_ACCEPTED, "junk uri refused");
+    CHECK_CODE(run_from(p, cm, lr, fake_addr, now, sc, &d), EDGEGUARD_RESULT_OK, "junk uri");
+    CHECK(d.exit != EDGEGUARD_EXIT_REDIRECT, "junk uri refused");
 
-    /* A policy without a challenge has neither page nor answers. */
-    edgeguard_policy *plain = challenge_policy("{\"mode\": \"block\"}", err, sizeof err);
-    CHECK_CODE(edgeguard_policy_challenge_page(plain, &req, fake_addr, 4, now, page, sizeof page, &page_len),
-               EDGEGUARD_RESULT_INVALID_ARGUMENT, "page without a challenge");
-    CHECK_CODE(edgeguard_policy_challenge_answer(plain, cm, &ar, fake_addr, 4, now, 0, set_cookie, sizeof set_cookie,
-                                                 location, sizeof location, &a),
-               EDGEGUARD_RESULT_INVALID_ARGUMENT, "answer without a challenge");
-    CHECK_CODE(edgeguard_policy_decide_request(plain, &ar, NULL, 0, fake_addr, 4, now, &d), EDGEGUARD_RESULT_OK,
-               "endpoint without a challenge");
-    CHECK(d.decision.action == EDGEGUARD_ACTION_PASS && d.challenge_status == 0, "endpoint proxied: %d",
-          (int)d.decision.action);
-    edgeguard_policy_free(plain);
+    /* A location without a challenge has no endpoint: proxied. */
+    edgeguard_location *plain = challenge_location("{\"mode\": \"block\"}", err, sizeof err);
+    CHECK_CODE(run_from(plain, cm, ar, fake_addr, now, sc, &d), EDGEGUARD_RESULT_OK, "endpoint without a challenge");
+    CHECK(d.action == EDGEGUARD_ACTION_PASS && d.status == 0 && d.exit == EDGEGUARD_EXIT_CONTINUE,
+          "endpoint proxied: %d", (int)d.action);
+    edgeguard_location_free(plain);
     /* One solved; six hostile answers and the junk URI failed, all as
-     * malformed (the calls that failed on a buffer count nothing). */
+     * malformed. */
     CHECK(metrics_text_has(cm, "edgeguard_challenges_total{result=\"solved\"} 1\n",
                            "edgeguard_challenges_total{result=\"failed\"} 7\n",
                            "edgeguard_challenge_failures_total{reason=\"malformed\"} 7\n", NULL),
@@ -2005,7 +2015,8 @@ static void test_challenge_hostile(void) {
     free(long_uri);
     free(junk);
     free(many);
-    edgeguard_policy_free(p);
+    edgeguard_scratch_free(sc);
+    edgeguard_location_free(p);
 }
 
 /* TLS facts handed to the scorer (edgeguard_request.tls): fingerprints of

@@ -125,7 +125,7 @@ def test_deb_installs_serves_with_system_nginx_and_purges(system):
     say("installed", run("dpkg-query", "-W", "-f=${Package} ${Version} ${Status}", "edgeguard").stdout)
     files = [p for p in run("dpkg-query", "-L", "edgeguard").stdout.split("\n") if p not in ("", "/.")]
     for path in ("/usr/share/lua/5.1/resty/edgeguard.lua", "/usr/share/lua/5.1/resty/edgeguard/lib.lua", LIB,
-                 "/usr/share/lua/5.1/resty/edgeguard/legacy.lua",
+                 "/usr/share/lua/5.1/resty/edgeguard/legacy/engine.lua",
                  "/usr/share/lua/5.1/resty/edgeguard/legacy/catboost.lua",
                  "/usr/share/lua/5.1/resty/edgeguard/legacy/driver.lua",
                  "/usr/bin/edgeguard", "/usr/bin/edgeguard-update-verified-bots",

@@ -154,7 +154,8 @@ class Nginx:
             self.proc.stdout.close()
 
     def cleanup(self):
-        shutil.rmtree(self.prefix, ignore_errors=True)
+        if not os.environ.get("EDGEGUARD_KEEP_NGINX"):
+            shutil.rmtree(self.prefix, ignore_errors=True)
 
 
 STRIP_ONLY = """
@@ -211,7 +212,7 @@ def edge_conf(port, origin_port, list_path, underscores=True, extra_servers="", 
         underscores_in_headers {"on" if underscores else "off"};
         location / {{
             {location_extra}
-            # The shipped placement (README: "Where edgeguard goes in nginx.conf").
+            # The shipped placement (docs/placement.md).
             rewrite_by_lua_block {{
                 {access}
             }}

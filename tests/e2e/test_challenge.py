@@ -234,7 +234,7 @@ class Edge:
         self.nginx.proc.send_signal(signal.SIGHUP)
         wait_until("new workers", lambda: self.nginx.error_log.count("start worker process") > before
                    or "reconfiguring" in self.nginx.error_log and "init_by_lua" in self.nginx.error_log)
-        time.sleep(0.5)  # the old workers finish (README: reload is not instant)
+        time.sleep(0.5)  # the old workers finish (docs/placement.md: reload is not instant)
 
     def metrics(self):
         return get_text(self.metrics_port, "/metrics")[1]
@@ -398,8 +398,8 @@ def test_old_key_removed_after_a_reload(edge):
     assert edge.get(h(KEY_OLD), "/", addr)[0] == 200
     edge.secret.write_text(hexkey(KEY_NEW) + "\n")
     edge.reload()
-    # Old workers may answer a little longer (README: a reload is not
-    # instant); the new ones refuse the old key.
+    # Old workers may answer a little longer (docs/placement.md: a reload
+    # is not instant); the new ones refuse the old key.
     wait_until("the old key refused", lambda: edge.get(h(KEY_OLD), "/", addr)[0] == 403)
     assert edge.get(h(KEY_NEW), "/", addr)[0] == 200
     # A malformed secret is refused on reload; the keys in force stay.

@@ -100,8 +100,8 @@ def test_access_override_to_an_engine_not_loaded_is_an_error(origin):
 
 
 def test_lua_engine_logs_the_decision_line_the_rust_engine_logs(lua_edge, rust_edge):
-    """Both engines' decision lines are written by Rust (edgeguard_access,
-    edgeguard_policy_text for the Lua engine's decision): the same words,
+    """Both engines' decision lines are written by Rust (edgeguard_location_run,
+    given the Lua engine's scores for its decision): the same words,
     scores and thresholds as C's %.6f."""
     line = re.compile(r'edgeguard action=block model=(\w+) score=(\d+\.\d{6}) threshold=(\d+\.\d{6}) '
                       r'client=127\.0\.0\.1 method=GET uri="/decision-line\?x=1"')

@@ -1,4 +1,4 @@
-"""`make install` / `make uninstall`: the tree the README's Install section
+"""`make install` / `make uninstall`: the tree docs/install.md's table
 lists, and an installed tree that serves through the installed snippet with
 no lib_path, found by the Lua search paths LuaJIT uses by default."""
 
@@ -16,7 +16,7 @@ LUAJIT = shutil.which("luajit") or "/usr/bin/luajit"
 LUA_MODULES = sorted(str(p.relative_to(ROOT / "lua")) for p in (ROOT / "lua").rglob("*.lua"))
 INTERNAL = [("X-Internal-User-Id", "42"), ("X-Edge-Debug", "1")]
 # The frozen legacy engine (engine = "lua", shadow mode), installed with the rest.
-LEGACY = ["resty/edgeguard/legacy.lua"] + [f"resty/edgeguard/legacy/{m}.lua" for m in ("catboost", "features", "headers", "driver", "shadow")]
+LEGACY = [f"resty/edgeguard/legacy/{m}.lua" for m in ("engine", "catboost", "features", "headers", "driver", "shadow")]
 
 
 def make(*args):
@@ -30,7 +30,7 @@ def files_under(root):
 
 
 def expected_tree(prefix):
-    """The README's Install table for `make install`, under PREFIX."""
+    """docs/install.md's table for `make install`, under PREFIX."""
     tree = {
         f"{prefix}/bin/edgeguard": 0o755,
         f"{prefix}/bin/edgeguard-update-verified-bots": 0o755,

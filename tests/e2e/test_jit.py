@@ -22,7 +22,11 @@ from conftest import CHROME, METRICS_DICT, ROOT, free_port, running_edge, send_e
 
 MODELS = f'models = {{ bot = "{ROOT}/models/bot.json", spoof = "{ROOT}/models/spoof.json" }},'
 ITERATIONS = 5000
-EDGEGUARD_LUA = re.compile(r"resty/edgeguard[\w/]*\.lua|edgeguard\.lua")
+# jit.v names a module by its file's base name: edgeguard.lua, and the
+# modules of resty/edgeguard/ the request path runs (the effects are applied
+# in gate.lua, the location cache is locations.lua).
+EDGEGUARD_LUA = re.compile(r"resty/edgeguard[\w/]*\.lua|\b(edgeguard|gate|locations|request|tls|metrics|driver"
+                           r"|shadow|engine|features|headers|catboost)\.lua")
 # Abort reasons that are LuaJIT choosing where a trace starts and ends, not
 # code it cannot compile (lj_traceerr.h: LOOPEX, LINNER, LUNROLL).
 TRACE_SELECTION = re.compile(r"leaving loop in root trace|inner loop in root trace|loop unroll limit reached")
@@ -100,7 +104,7 @@ SCREENED = (f'challenge_secret = "{ROOT}/tests/fixtures/challenge/secret", '
             f'verified_bots = "{ROOT}/tests/fixtures/verified/bots.json",')
 
 
-# With metrics: edgeguard_access counts the request inside Rust, so the
+# With metrics: edgeguard_location_run counts the request inside Rust, so the
 # loops' traces hold no counting code of the shim's.
 METRICS = 'metrics_dict = "edgeguard_metrics",'
 

@@ -21,7 +21,7 @@ MODELS = {"bot": ROOT / "models" / "legacy" / "bot.json", "spoof": ROOT / "model
 # The engine is built in init_by_lua (the master reads the models; workers
 # may not be able to) and shared with the workers as a global.
 ENGINE_INIT = """
-        TEST_LUA_ENGINE = assert(require("resty.edgeguard.legacy").new{{
+        TEST_LUA_ENGINE = assert(require("resty.edgeguard.legacy.engine").new{{
             models = {{ bot = "{bot}", spoof = "{spoof}" }},
             lib = assert(require("resty.edgeguard.lib").load("{lib}")),
         }})

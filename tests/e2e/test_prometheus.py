@@ -48,8 +48,8 @@ REPEAT = 3
 # the traffic (it is sent within a few seconds of the query).
 WINDOW = "60s"
 DEMO_SECRET = ROOT / "nginx-conf" / "demo-challenge-secret"
-# The families only the challenge nginx has (README "Challenge mode",
-# "Verified bots").
+# The families only the challenge nginx has (docs/challenge.md,
+# docs/verified-bots.md).
 CHALLENGE_FAMILIES = ("edgeguard_challenges_total", "edgeguard_challenge_failures_total",
                       "edgeguard_clearances_total", "edgeguard_verified_bots_total")
 

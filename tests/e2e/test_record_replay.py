@@ -242,3 +242,96 @@ def test_replay_of_an_nginx_log_gives_nginx_scores_and_decisions(origin, tmp_pat
     n = len(sent)
     assert f"{n} lines with $edgeguard_action, {n} agree (100.00%)" in report, report
     assert f"live scores compared: {2 * n}, differing beyond the logged precision: 0" in report, report
+
+
+LOG_FORMAT_CHALLENGE = ROOT / "nginx-conf" / "log-format-challenge.conf"
+CHALLENGE_SECRET = ROOT / "tests" / "fixtures" / "challenge" / "secret"
+VERIFIED_BOTS = ROOT / "tests" / "fixtures" / "verified" / "bots.json"
+GOOGLEBOT = b"Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"
+
+
+def outcome(rec):
+    """What nginx made of a logged request: the action its variables say,
+    or, for the outcomes that end before they are set, what the response
+    shows: 400 for a refusal, the challenge's endpoint for an answer."""
+    if rec["edgeguard_action"]:
+        return rec["edgeguard_action"]
+    if rec["status"] == 400:
+        return "refused"
+    if rec["uri"].startswith("/.edgeguard/challenge"):
+        return "answer"
+    return "?"
+
+
+def test_replay_decides_every_outcome_as_nginx_did(origin, tmp_path):
+    """nginx and replay run one pipeline (src/gate/): under the challenge,
+    the verified bots and a list nginx may be unable to strip, every
+    recorded request (passed, challenged, blocked, a fake crawler, an answer
+    to the challenge, internal headers nginx cannot remove) is replayed to
+    the outcome nginx gave it."""
+    port = free_port()
+    configure = (
+        'models = { bot = "%s", spoof = "%s" }, mode = "challenge", vars = true, '
+        'challenge_secret = "%s", verified_bots = "%s",'
+        % (MODELS["bot"], MODELS["spoof"], CHALLENGE_SECRET, VERIFIED_BOTS)
+    )
+    conf = edge_conf(port, origin.port, TEST_LIST, configure=configure, access=ACCESS,
+                     init='require "resty.edgeguard.record"')
+    conf = conf.replace(
+        "    access_log off;\n",
+        f"    include {LOG_FORMAT_CHALLENGE};\n    access_log logs/record.jsonl edgeguard_json_challenge;\n",
+        1,
+    ).replace(
+        "        location / {",
+        # Names that are not tokens reach the access phase (and the refusal).
+        "        ignore_invalid_headers off;\n"
+        '        set $edgeguard_request_headers "";\n'
+        '        set $edgeguard_bot "";\n        set $edgeguard_spoof "";\n        set $edgeguard_action "";\n'
+        '        set $edgeguard_ja4 "";\n        set $edgeguard_tls_family "";\n'
+        '        set $edgeguard_time "";\n        set $edgeguard_verified_bot "";\n'
+        "        location / {",
+        1,
+    )
+    assert "edgeguard_json_challenge;" in conf
+    sent = requests()[:120]
+    sent += [
+        Req(b"GET", b"/crawl", b"1.1", [(b"Host", b"a"), (b"User-Agent", GOOGLEBOT), (b"Accept", b"text/html")]),
+        Req(b"GET", b"/crawl.json", b"1.1", [(b"Host", b"a"), (b"User-Agent", GOOGLEBOT), (b"Accept", b"*/*")]),
+        Req(b"GET", b"/.edgeguard/challenge?n=forged&c=1&r=%2F", b"1.1",
+            [(b"Host", b"a"), (b"User-Agent", b"curl/8.5.0")]),
+        Req(b"GET", b"/x", b"1.1", [(b"Host", b"a"), (b"User-Agent", b"curl/8.5.0"), (b"X-Internal-(a", b"1")]),
+    ]
+    nginx = Nginx(conf)
+    nginx.start(port)
+    try:
+        statuses = [send(port, r.wire(), head_only=r.method == b"HEAD") for r in sent]
+    finally:
+        nginx.stop()
+    log_text = (nginx.prefix / "logs" / "record.jsonl").read_bytes()
+    bad = bad_log_lines(nginx.error_log)
+    nginx.cleanup()
+    assert not bad, "error log has errors:\n" + "\n".join(bad)
+    records = [log_record(line) for line in log_text.split(b"\n")[:-1]]
+    assert len(records) == len(sent)
+    seen = {outcome(rec) for rec in records}
+    for want in ("pass", "challenge", "block", "answer", "refused"):
+        assert want in seen, (want, seen, statuses)
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({
+        "internal_headers": str(TEST_LIST), "models": MODELS, "mode": "challenge",
+        "challenge_secret": str(CHALLENGE_SECRET), "verified_bots": str(VERIFIED_BOTS),
+    }))
+    log = tmp_path / "record.jsonl"
+    log.write_bytes(log_text)
+    out = tmp_path / "replay.jsonl"
+    done = subprocess.run(
+        [EDGEGUARD, "replay", "--config", config, "--threads", "2", "--ordered", "--no-progress",
+         "--output", out, log],
+        capture_output=True, timeout=120,
+    )
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    replayed = {o["line"]: o for o in map(json.loads, out.read_text().splitlines())}
+    assert sorted(replayed) == list(range(1, len(sent) + 1))
+    for i, rec in enumerate(records):
+        assert replayed[i + 1]["action"] == outcome(rec), (i, replayed[i + 1], rec)

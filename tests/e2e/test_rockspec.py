@@ -24,7 +24,7 @@ local config = assert(os.getenv("CONFIG"))
 assert(edgeguard.configure{ config = config })
 local _, from = require("resty.edgeguard.lib").load()
 -- The frozen legacy engine (engine = "lua", shadow mode) comes with the rock.
-require "resty.edgeguard.legacy"
+require "resty.edgeguard.legacy.engine"
 io.write(package.searchpath("resty.edgeguard", package.path), "\\n", from, "\\n",
          edgeguard.library_version(), " ", edgeguard._VERSION, "\\n",
          table.concat(edgeguard.models(), ","), "\\n",

@@ -10,7 +10,7 @@
 -- Needs the library (edgeguard_cat_hash) for scores and model digests.
 package.path = "./lua/?.lua;./tests/lua/?.lua;" .. package.path
 local cjson = require "cjson"
-local legacy = require "resty.edgeguard.legacy"
+local legacy = require "resty.edgeguard.legacy.engine"
 local catboost = require "resty.edgeguard.legacy.catboost"
 local features = require "resty.edgeguard.legacy.features"
 local lheaders = require "resty.edgeguard.legacy.headers"

@@ -5,9 +5,10 @@ local T = require "harness"
 local read = T.read
 
 -- The header without comments, preprocessor blocks for C++, directives, and
--- with white space folded.
+-- with white space folded; its constants as LuaJIT declares them.
 local function header_decls(text)
     text = text:gsub("/%*.-%*/", "")
+    text = text:gsub("#define (EDGEGUARD_[%w_]+) (%d+)", "static const int %1 = %2;")
     text = text:gsub("#ifdef __cplusplus.-#endif[^\n]*", "")
     text = text:gsub("\n#[^\n]*", "\n")
     text = text:gsub("^#[^\n]*", "")
@@ -44,6 +45,21 @@ T.test("cdefs load into LuaJIT, and twice is harmless", function()
     T.eq(ffi.sizeof("edgeguard_header"), 32, "sizeof edgeguard_header")
     T.eq(ffi.offsetof("edgeguard_header", "value"), 16, "offset of value")
     T.eq(ffi.offsetof("edgeguard_str", "data"), 8, "offset of data")
+end)
+
+T.test("every constant of the header reads the same through the cdefs", function()
+    local ffi = require "ffi"
+    require "resty.edgeguard.cdefs"
+    local n = 0
+    for name, value in read("include/edgeguard.h"):gmatch("#define (EDGEGUARD_[%w_]+) (%d+)") do
+        T.eq(ffi.C[name], tonumber(value), name)
+        n = n + 1
+    end
+    T.ok(n >= 6, "the buffer sizes and limits are in the header")
+    -- The arrays they size.
+    T.eq(ffi.sizeof("edgeguard_effects") > ffi.C.EDGEGUARD_MAX_VARS * 32, true, "effects hold every variable")
+    -- And an enum's values, which the shim reads by name.
+    T.eq(tonumber(ffi.new("edgeguard_exit", "EDGEGUARD_EXIT_REDIRECT")), 3)
 end)
 
 T.run()

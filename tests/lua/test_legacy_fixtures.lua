@@ -120,7 +120,7 @@ T.test("every request: same feature vector, scores to 1e-9, same strip() result"
 end)
 
 T.test("compiled models: same kind, threshold, names, sizes and digest", function()
-    local cat_hash = require("resty.edgeguard.legacy").cat_hash_function(lib)
+    local cat_hash = require("resty.edgeguard.legacy.engine").cat_hash_function(lib)
     local want = lines("models.jsonl")
     T.eq(#want, #cases.COMPILED_MODELS, "one record per model")
     local bad = {}

@@ -12,7 +12,7 @@ local lib = T.lib()
 local catboost = require "resty.edgeguard.legacy.catboost"
 
 -- Through the engine's wrapper: see lua_engine.cat_hash_function.
-local cat_hash = require("resty.edgeguard.legacy").cat_hash_function(lib)
+local cat_hash = require("resty.edgeguard.legacy.engine").cat_hash_function(lib)
 
 local read = T.read
 

@@ -9,7 +9,7 @@ local ffi = require "ffi"
 local cjson = require "cjson"
 
 local lib = T.lib()
-local lua_engine = require "resty.edgeguard.legacy"
+local lua_engine = require "resty.edgeguard.legacy.engine"
 local scorer = require "resty.edgeguard.scorer"
 
 -- The Lua engine computes feature schema 1: the legacy models, and the
@@ -79,7 +79,7 @@ end
 -- The Rust scorer of { name = path }, in the order the configuration
 -- resolves (it owns the model order).
 local function rust_scorer(models)
-    local cfg = assert(require("resty.edgeguard.policy").new(lib, { models = models }, "test"))
+    local cfg = assert(require("resty.edgeguard.config").new(lib, { models = models }, "test"))
     return scorer.load(lib, cfg.options.models)
 end
 

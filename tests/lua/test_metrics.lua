@@ -4,13 +4,13 @@
 -- legacy engine call, flushed where the list says, give byte for byte the
 -- dict keys and the text the Lua module wrote before the registry moved to
 -- Rust (*.shim.txt: without the challenge answers, which only
--- edgeguard_policy_challenge_answer counts). Run from the repository root
+-- edgeguard_location_run counts). Run from the repository root
 -- with EDGEGUARD_LIB pointing at the library.
 package.path = "./tests/lua/?.lua;./lua/?.lua;" .. package.path
 local T = require "harness"
 local ffi = require "ffi"
 local metrics = require "resty.edgeguard.metrics"
-local policy = require "resty.edgeguard.policy"
+local config = require "resty.edgeguard.config"
 
 local lib = T.lib()
 local DIR = "tests/fixtures/metrics/"
@@ -89,7 +89,7 @@ local BOT = { verified = 1, fake = 2 }
 -- The configuration of a fixture's spec: its engine, the challenge secret
 -- and the verified bots fixture (whose names the spec lists).
 local function config_of(spec)
-    local cfg = assert(policy.new(lib, {
+    local cfg = assert(config.new(lib, {
         engine = spec.engine,
         challenge_secret = spec.challenge and "tests/fixtures/challenge/secret" or nil,
         verified_bots = spec.bots and "tests/fixtures/verified/bots.json" or nil,
@@ -103,7 +103,7 @@ local function run(name)
     local dict = fake_dict()
     local mx = assert(metrics.new(lib, config_of(spec), dict, spec.rust_models, spec.lua_models))
     local h = mx.handle
-    local out = ffi.new("edgeguard_access_out")
+    local out = ffi.new("edgeguard_effects")
     local scores = ffi.new("double[64]")
     local generation = 0
     for _, l in ipairs(lines(DIR .. name .. ".ops")) do
@@ -121,7 +121,7 @@ local function run(name)
                 local bot, verdict = f[i]:match("^bot=(.+):(%a+)$")
                 if bot then
                     label = dec(bot) -- referenced until the call: the struct points into it
-                    out.label.data, out.label.len, out.bot = label, #label, BOT[verdict]
+                    out.bot_name.data, out.bot_name.len, out.bot = label, #label, BOT[verdict]
                     seen = out
                 end
             end

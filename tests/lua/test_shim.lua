@@ -353,8 +353,8 @@ T.test("metrics text: cumulative buckets, count from +Inf, escaped labels", func
         add = function(_, k, v) if store[k] ~= nil then return false end; store[k] = v; return true end,
     }
     -- The registry is Rust's: the legacy engine's exports count scores and
-    -- time (edgeguard_access counts the Rust engine's itself).
-    local cfg = assert(require("resty.edgeguard.policy").new(lib, { engine = "rust" }, "test"))
+    -- time (edgeguard_location_run counts the Rust engine's itself).
+    local cfg = assert(require("resty.edgeguard.config").new(lib, { engine = "rust" }, "test"))
     local mx = assert(metrics.new(lib, cfg, dict, { 'a"b' }))
     mx:request("rust", "block", 3)
     mx:request("rust", "pass", 0)

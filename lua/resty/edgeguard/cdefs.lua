@@ -14,6 +14,18 @@ if pcall(ffi.typeof, "edgeguard_header_set") then
 end
 
 ffi.cdef[[
+static const int EDGEGUARD_ERRBUF_LEN = 512;
+
+static const int EDGEGUARD_MAX_MODELS = 64;
+
+static const int EDGEGUARD_MAX_VARS = 67;
+
+static const int EDGEGUARD_MAX_RESPONSE_HEADERS = 4;
+
+static const int EDGEGUARD_JA4_LEN = 36;
+
+static const int EDGEGUARD_ALPN_MAX = 16;
+
 typedef enum {
 
   EDGEGUARD_RESULT_OK = 0,
@@ -58,7 +70,20 @@ typedef enum {
   EDGEGUARD_ACTION_VERIFIED = 7,
 
   EDGEGUARD_ACTION_ANSWER = 8,
+
+  EDGEGUARD_ACTION_REFUSED = 10,
 } edgeguard_action;
+
+typedef enum {
+
+  EDGEGUARD_EXIT_CONTINUE = 0,
+
+  EDGEGUARD_EXIT_STATUS = 1,
+
+  EDGEGUARD_EXIT_BODY = 2,
+
+  EDGEGUARD_EXIT_REDIRECT = 3,
+} edgeguard_exit;
 
 typedef enum {
 
@@ -140,23 +165,45 @@ typedef enum {
   EDGEGUARD_DISAGREEMENT_HEADERS = 2,
 } edgeguard_disagreement;
 
-typedef struct Disagreement Disagreement;
+typedef enum {
 
-typedef struct Outcome Outcome;
+  EDGEGUARD_JOB_ACCESS = 0,
 
-typedef struct Rejection Rejection;
+  EDGEGUARD_JOB_STRIP = 1,
+
+  EDGEGUARD_JOB_STRIP_LIST = 2,
+} edgeguard_job;
+
+typedef enum {
+
+  EDGEGUARD_VALUE_STRING = 0,
+
+  EDGEGUARD_VALUE_NUMBER = 1,
+
+  EDGEGUARD_VALUE_BOOLEAN = 2,
+
+  EDGEGUARD_VALUE_OBJECT = 3,
+
+  EDGEGUARD_VALUE_ARRAY = 4,
+
+  EDGEGUARD_VALUE_OTHER = 5,
+} edgeguard_value;
 
 typedef struct edgeguard_config edgeguard_config;
 
 typedef struct edgeguard_header_set edgeguard_header_set;
 
+typedef struct edgeguard_location edgeguard_location;
+
 typedef struct edgeguard_metrics edgeguard_metrics;
 
 typedef struct edgeguard_model edgeguard_model;
 
-typedef struct edgeguard_policy edgeguard_policy;
+typedef struct edgeguard_options edgeguard_options;
 
 typedef struct edgeguard_scorer edgeguard_scorer;
+
+typedef struct edgeguard_scratch edgeguard_scratch;
 
 typedef struct {
 
@@ -190,9 +237,9 @@ typedef struct {
 
   uint16_t extensions;
 
-  char ja4[36];
+  char ja4[EDGEGUARD_JA4_LEN];
 
-  uint8_t alpn[16];
+  uint8_t alpn[EDGEGUARD_ALPN_MAX];
 } edgeguard_tls_info;
 
 typedef struct {
@@ -214,129 +261,73 @@ typedef struct {
 
 typedef struct {
 
+  const double *scores;
+
+  size_t scores_len;
+
+  size_t removed;
+
+  size_t unremovable;
+} edgeguard_given;
+
+typedef edgeguard_header edgeguard_var;
+
+typedef struct {
+
   edgeguard_action action;
 
-  int32_t model;
-
-  double threshold;
+  edgeguard_exit exit;
 
   int32_t status;
-} edgeguard_decision;
 
-typedef struct {
+  int32_t log_level;
 
-  size_t offset;
-
-  size_t len;
-} edgeguard_span;
-
-typedef struct {
-
-  edgeguard_span scores;
-
-  edgeguard_span line;
-
-  edgeguard_span values[64];
-} edgeguard_text;
-
-typedef struct {
+  const uint32_t *clear;
 
   size_t clear_len;
 
   size_t matched;
 
+  size_t removed;
+
   size_t unremovable;
+
+  edgeguard_header set_header;
+
+  edgeguard_str line;
+
+  edgeguard_str body;
+
+  edgeguard_str location;
+
+  edgeguard_header response_headers[EDGEGUARD_MAX_RESPONSE_HEADERS];
+
+  size_t response_headers_len;
+
+  edgeguard_var vars[EDGEGUARD_MAX_VARS];
+
+  size_t vars_len;
+
+  const double *scores;
 
   size_t scores_len;
 
   edgeguard_result score_result;
 
-  edgeguard_decision decision;
+  int32_t model;
 
-  edgeguard_str label;
+  double threshold;
 
   edgeguard_bot bot;
 
   edgeguard_clearance clearance;
-
-  int32_t challenge_status;
-
-  edgeguard_text text;
-} edgeguard_access_out;
-
-typedef struct {
-
-  edgeguard_decision decision;
-
-  edgeguard_bot bot;
 
   edgeguard_str bot_name;
-
-  edgeguard_clearance clearance;
-
-  int32_t challenge_status;
-} edgeguard_request_decision;
-
-typedef struct {
-
-  edgeguard_clearance result;
-
-  size_t cookie_len;
-
-  size_t location_len;
-} edgeguard_challenge_answer;
+} edgeguard_effects;
 
 const char *edgeguard_version(void);
 
 const char *edgeguard_result_text(int result);
-
-edgeguard_result edgeguard_access(const edgeguard_scorer *scorer,
-                                  const edgeguard_policy *policy,
-                                  const edgeguard_metrics *metrics,
-                                  const edgeguard_request *request,
-                                  const uint8_t *addr,
-                                  size_t addr_len,
-                                  int64_t now,
-                                  uint32_t *clear,
-                                  size_t clear_cap,
-                                  double *scores,
-                                  size_t scores_cap,
-                                  uint8_t *text,
-                                  size_t text_cap,
-                                  edgeguard_access_out *out);
-
-const char *edgeguard_clearance_name(int c);
-
-edgeguard_result edgeguard_policy_decide_request(const edgeguard_policy *policy,
-                                                 const edgeguard_request *request,
-                                                 const double *scores,
-                                                 size_t n,
-                                                 const uint8_t *addr,
-                                                 size_t addr_len,
-                                                 int64_t now,
-                                                 edgeguard_request_decision *out);
-
-edgeguard_result edgeguard_policy_challenge_page(const edgeguard_policy *policy,
-                                                 const edgeguard_request *request,
-                                                 const uint8_t *addr,
-                                                 size_t addr_len,
-                                                 int64_t now,
-                                                 uint8_t *buf,
-                                                 size_t cap,
-                                                 size_t *out_len);
-
-edgeguard_result edgeguard_policy_challenge_answer(const edgeguard_policy *policy,
-                                                   const edgeguard_metrics *metrics,
-                                                   const edgeguard_request *request,
-                                                   const uint8_t *addr,
-                                                   size_t addr_len,
-                                                   int64_t now,
-                                                   int tls,
-                                                   uint8_t *cookie_buf,
-                                                   size_t cookie_cap,
-                                                   uint8_t *location_buf,
-                                                   size_t location_cap,
-                                                   edgeguard_challenge_answer *out);
 
 edgeguard_result edgeguard_config_new(const uint8_t *json,
                                       size_t len,
@@ -358,25 +349,24 @@ void edgeguard_config_free(edgeguard_config *config);
 
 const char *edgeguard_config_json(const edgeguard_config *config);
 
-edgeguard_result edgeguard_policy_new(const edgeguard_config *config,
-                                      const char *const *names,
-                                      const double *own_thresholds,
-                                      size_t n,
-                                      const edgeguard_header_set *headers,
-                                      edgeguard_policy **out,
-                                      char *errbuf,
-                                      size_t errbuf_len);
+edgeguard_result edgeguard_options_new(edgeguard_options **out);
 
-void edgeguard_policy_free(edgeguard_policy *policy);
+void edgeguard_options_free(edgeguard_options *options);
 
-edgeguard_result edgeguard_policy_decide(const edgeguard_policy *policy,
-                                         const double *scores,
-                                         size_t n,
-                                         const uint8_t *addr,
-                                         size_t addr_len,
-                                         edgeguard_decision *out);
+edgeguard_result edgeguard_options_put(edgeguard_options *options,
+                                       size_t depth,
+                                       const uint8_t *key,
+                                       size_t key_len,
+                                       int kind,
+                                       double number,
+                                       const uint8_t *text,
+                                       size_t text_len);
 
-const edgeguard_header_set *edgeguard_policy_strip_set(const edgeguard_policy *policy);
+edgeguard_result edgeguard_options_json(edgeguard_options *options,
+                                        const uint8_t **out,
+                                        size_t *out_len,
+                                        char *errbuf,
+                                        size_t errbuf_len);
 
 edgeguard_result edgeguard_header_set_new_from_file(const char *path,
                                                     edgeguard_header_set **out,
@@ -419,6 +409,37 @@ edgeguard_result edgeguard_header_set_find_checked(const edgeguard_header_set *s
                                                    size_t *out_matched,
                                                    size_t *out_unremovable);
 
+edgeguard_result edgeguard_location_new(const edgeguard_config *config,
+                                        const edgeguard_scorer *scorer,
+                                        const char *const *names,
+                                        const double *own_thresholds,
+                                        size_t n,
+                                        const edgeguard_header_set *headers,
+                                        edgeguard_location **out,
+                                        char *errbuf,
+                                        size_t errbuf_len);
+
+void edgeguard_location_free(edgeguard_location *location);
+
+size_t edgeguard_location_model_count(const edgeguard_location *location);
+
+edgeguard_result edgeguard_scratch_new(edgeguard_scratch **out);
+
+void edgeguard_scratch_free(edgeguard_scratch *scratch);
+
+edgeguard_result edgeguard_location_run(const edgeguard_location *location,
+                                        const edgeguard_metrics *metrics,
+                                        const edgeguard_request *request,
+                                        const edgeguard_given *given,
+                                        int job,
+                                        int64_t now,
+                                        edgeguard_scratch *scratch,
+                                        edgeguard_effects *out);
+
+const char *edgeguard_action_name(int action);
+
+const char *edgeguard_clearance_name(int clearance);
+
 edgeguard_result edgeguard_metrics_new(const edgeguard_config *config,
                                        const char *const *rust_models,
                                        size_t n_rust,
@@ -459,7 +480,7 @@ edgeguard_result edgeguard_metrics_request(const edgeguard_metrics *metrics,
                                            int engine,
                                            int outcome,
                                            size_t removed,
-                                           const edgeguard_access_out *out);
+                                           const edgeguard_effects *out);
 
 edgeguard_result edgeguard_metrics_scores(const edgeguard_metrics *metrics,
                                           int engine,
@@ -543,17 +564,6 @@ edgeguard_result edgeguard_scorer_score(const edgeguard_scorer *scorer,
                                         const edgeguard_request *request,
                                         double *out_scores,
                                         size_t n);
-
-size_t edgeguard_policy_text_room(const edgeguard_policy *policy);
-
-edgeguard_result edgeguard_policy_text(const edgeguard_policy *policy,
-                                       const double *scores,
-                                       size_t n,
-                                       const edgeguard_decision *decision,
-                                       const edgeguard_request *request,
-                                       uint8_t *text,
-                                       size_t text_cap,
-                                       edgeguard_text *out);
 
 edgeguard_result edgeguard_tls_parse(const uint8_t *hello,
                                      size_t hello_len,

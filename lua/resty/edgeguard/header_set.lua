@@ -5,6 +5,7 @@
 -- owns and reuses.
 
 local ffi = require "ffi"
+require "resty.edgeguard.cdefs"
 local edgeguard_lib = require "resty.edgeguard.lib"
 
 local ffi_gc = ffi.gc
@@ -15,7 +16,7 @@ local setmetatable = setmetatable
 local tonumber = tonumber
 local type = type
 
-local ERRBUF_LEN = 512
+local ERRBUF_LEN = ffi.C.EDGEGUARD_ERRBUF_LEN
 local errbuf = ffi_new("char[?]", ERRBUF_LEN)
 local set_out = ffi_new("edgeguard_header_set *[1]")
 local clear_len = ffi_new("size_t[1]")
@@ -41,13 +42,6 @@ local function wrap(lib, rc, handle_box)
     -- The search is on every request's path: its function is looked up once.
     return setmetatable({ handle = handle, lib = lib, find_checked = lib.edgeguard_header_set_find_checked },
                         mt)
-end
-
--- A set another handle owns (a policy's strip set): kept alive by `owner`,
--- which this table references, and never freed here.
-function _M.borrow(lib, handle, owner)
-    return setmetatable({ handle = handle, lib = lib, owner = owner,
-                          find_checked = lib.edgeguard_header_set_find_checked }, mt)
 end
 
 -- Loads a list file. Returns the set, or nil and a message naming the file

@@ -1,8 +1,8 @@
 -- edgeguard's Prometheus metrics in nginx, correct across workers.
 --
 -- The Rust library owns the metrics (src/metrics/): the series of a
--- configuration, the per-request counting (inside edgeguard_access and the
--- challenge answer) and the text exposition. Each worker counts into its
+-- configuration, the per-request counting (inside edgeguard_location_run)
+-- and the text exposition. Each worker counts into its
 -- own registry; this module keeps what needs nginx, the
 -- `lua_shared_dict` (configure option `metrics_dict`) the workers share: a
 -- timer (ngx.timer.every, started by init_worker) adds this worker's
@@ -14,27 +14,37 @@
 local ffi = require "ffi"
 require "resty.edgeguard.cdefs"
 
+local C = ffi.C
 local ffi_gc = ffi.gc
 local ffi_new = ffi.new
 local ffi_string = ffi.string
 local setmetatable = setmetatable
 local tonumber = tonumber
+local upper = string.upper
 
 local _M = { _VERSION = "0.2.0" }
 local mt = { __index = _M }
 
 _M.FLUSH_SECONDS = 1
 
--- edgeguard_engine and edgeguard_outcome numbers (include/edgeguard.h).
-local ENGINES = { rust = 0, lua = 1, shadow = 2 }
-local OUTCOMES = { pass = 0, allow = 1, log = 2, block = 3, unavailable = 4, cleared = 5,
-                   challenge = 6, verified = 7, answer = 8, error = 9, refused = 10 }
+-- The numbers of the names ("rust", "block", ...) of an enum of the header,
+-- read from the cdefs on first use (EDGEGUARD_ENGINE_RUST, ...).
+local function numbers(prefix)
+    return setmetatable({}, { __index = function(t, name)
+        local n = C[prefix .. upper(name)]
+        t[name] = n
+        return n
+    end })
+end
+local ENGINES = numbers("EDGEGUARD_ENGINE_")
+local OUTCOMES = numbers("EDGEGUARD_OUTCOME_")
 _M.ENGINES = ENGINES
 
+local ERRBUF_LEN = C.EDGEGUARD_ERRBUF_LEN
 local new_out = ffi_new("edgeguard_metrics *[1]")
 local len_out = ffi_new("size_t[1]")
 local key_out = ffi_new("edgeguard_str[1]")
-local errbuf = ffi_new("char[256]")
+local errbuf = ffi_new("char[?]", ERRBUF_LEN)
 
 -- A list of names as a C array (the strings stay referenced by `list`).
 local function c_names(list)
@@ -49,7 +59,7 @@ local function c_names(list)
     return arr, n
 end
 
---- The metrics of the configuration `cfg` (resty.edgeguard.policy's: its
+--- The metrics of the configuration `cfg` (resty.edgeguard.config's: its
 -- engine, challenge and verified bots decide the series) over the dict
 -- `dict` (an ngx.shared.DICT, or nil outside nginx: counting still works,
 -- nothing is stored), with each engine's model names in scoring order
@@ -57,7 +67,7 @@ end
 function _M.new(lib, cfg, dict, rust_models, lua_models)
     local rust, nrust = c_names(rust_models)
     local lua, nlua = c_names(lua_models)
-    local rc = lib.edgeguard_metrics_new(cfg.handle, rust, nrust, lua, nlua, new_out, errbuf, 256)
+    local rc = lib.edgeguard_metrics_new(cfg.handle, rust, nrust, lua, nlua, new_out, errbuf, ERRBUF_LEN)
     if rc ~= 0 then
         return nil, "edgeguard_metrics_new: " .. ffi_string(errbuf)
     end
@@ -75,10 +85,10 @@ function _M.new(lib, cfg, dict, rust_models, lua_models)
     }, mt)
 end
 
---- One request that edgeguard_access did not count (the legacy engine,
--- shadow mode, and the adapter's 500s and 400s): the engine setting, the
--- action, the internal header entries removed and, for shadow mode, the
--- Rust engine's edgeguard_access_out (its clearance and bot claim).
+--- One request that edgeguard_location_run did not count (shadow mode,
+-- and the shim's 500s): the engine setting, the action, the internal
+-- header entries removed and, for shadow mode, the Rust engine's
+-- edgeguard_effects (its clearance and bot claim).
 function _M.request(self, engine, action, removed, out)
     self.lib.edgeguard_metrics_request(self.handle, ENGINES[engine], OUTCOMES[action], removed, out)
 end

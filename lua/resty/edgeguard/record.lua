@@ -4,7 +4,7 @@
 -- client's letter case, every byte), before anything strips them.
 --
 --   set $edgeguard_request_headers "";
---   rewrite_by_lua_block {   -- server level: README "Where edgeguard goes in nginx.conf"
+--   rewrite_by_lua_block {   -- server level: docs/placement.md
 --       require("resty.edgeguard.record").capture()   -- first: before stripping
 --       require("resty.edgeguard").access{ vars = true }
 --   }
@@ -29,7 +29,7 @@ local type = type
 
 local _M = { _VERSION = "0.1.0" }
 
-local BUFFER_TOO_SMALL = tonumber(ffi_new("edgeguard_result", "EDGEGUARD_RESULT_BUFFER_TOO_SMALL"))
+local BUFFER_TOO_SMALL = ffi.C.EDGEGUARD_RESULT_BUFFER_TOO_SMALL
 
 -- The output buffer, grown to the largest request seen, never shrunk.
 local out_cap = 4096

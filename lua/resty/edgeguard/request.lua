@@ -8,8 +8,8 @@
 
 local ffi = require "ffi"
 local base = require "resty.core.base"
-require "resty.core.request" -- declares ngx_http_lua_ffi_table_elt_t, _req_get_method_name
-require "resty.core.var"     -- declares ngx_http_lua_ffi_var_get
+require "resty.core.request" -- declares ngx_http_lua_ffi_table_elt_t, _req_get_method_name, _req_set_header
+require "resty.core.var"     -- declares ngx_http_lua_ffi_var_get, _var_set (gate.lua calls it)
 require "resty.core.misc"    -- declares ngx_http_lua_ffi_is_subrequest (edgeguard.lua calls it)
 require "resty.core.phase"   -- declares ngx_http_lua_ffi_get_phase (edgeguard.lua calls it)
 require "resty.edgeguard.cdefs"
@@ -42,7 +42,6 @@ local ngx_hdr_buf = ffi_cast("ngx_http_lua_ffi_table_elt_t *", hdr_buf)
 
 local req = ffi_new("edgeguard_request")
 local proto = ffi_new("edgeguard_str")
-local bin_addr = ffi_new("edgeguard_str")
 
 --- The request's headers: the edgeguard_header array and its length, or nil
 -- and an error. Every header is returned: max = 0 means no limit, where the
@@ -102,7 +101,8 @@ function _M.current(r)
           method_len)
     var_into(r, "request_uri", req.uri)
     var_into(r, "remote_addr", req.client_addr)
-    -- The connection's JA4 and family for the TLS features, or NULL.
+    -- The connection's TLS facts (JA4 and family for the TLS features, or
+    -- none), or NULL for plain HTTP.
     req.tls = tls_info_for(r)
 
     -- $server_protocol is "HTTP/1.0", "HTTP/1.1", "HTTP/2.0" or "HTTP/3.0";
@@ -115,13 +115,6 @@ function _M.current(r)
         req.http_version = 9
     end
     return req, headers, n
-end
-
---- The client address as nginx stores it ($binary_remote_addr: 4 bytes for
--- IPv4, 16 for IPv6): a pointer and a length, valid during the request.
-function _M.binary_addr(r)
-    var_into(r, "binary_remote_addr", bin_addr)
-    return bin_addr.data, bin_addr.len
 end
 
 --- The running request, or a raised error outside a request context.

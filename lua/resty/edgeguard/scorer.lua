@@ -5,6 +5,7 @@
 -- made at load, so a request creates no Lua tables and no C memory.
 
 local ffi = require "ffi"
+require "resty.edgeguard.cdefs"
 local edgeguard_lib = require "resty.edgeguard.lib"
 
 local ffi_gc = ffi.gc
@@ -16,7 +17,7 @@ local setmetatable = setmetatable
 local tonumber = tonumber
 local type = type
 
-local ERRBUF_LEN = 512
+local ERRBUF_LEN = ffi.C.EDGEGUARD_ERRBUF_LEN
 local errbuf = ffi_new("char[?]", ERRBUF_LEN)
 local scorer_out = ffi_new("edgeguard_scorer *[1]")
 
@@ -81,7 +82,7 @@ function _M.score(self, req)
 end
 
 --- The reused table of scores by model name, from the output buffer
--- `self.out` (which edgeguard_access fills too).
+-- `self.out`.
 function _M.scores_of_out(self)
     local out, scores, names = self.out, self.scores, self.names
     for i = 1, self.n do

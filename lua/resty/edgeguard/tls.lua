@@ -12,7 +12,8 @@
 -- With the ssl_client_hello line, edgeguard's scorer reads the fingerprint
 -- too (request.current() points edgeguard_request.tls at it through
 -- info_for()): the TLS features of feature schema 3. Without it, or on
--- plain HTTP, they are missing values.
+-- plain HTTP, they are missing values. Any TLS connection is marked as one
+-- (a clearance cookie set on it is Secure).
 --
 -- client_hello() reads the ClientHello through nginx's OpenSSL while the
 -- handshake waits in OpenSSL's client-hello callback, and stores the JA4 on
@@ -37,8 +38,9 @@ local tonumber = tonumber
 
 local _M = { _VERSION = "0.1.0" }
 
-local TLS_UNAVAILABLE = tonumber(ffi_new("edgeguard_result", "EDGEGUARD_RESULT_TLS_UNAVAILABLE"))
-local ERRBUF_LEN = 256
+local TLS_UNAVAILABLE = ffi.C.EDGEGUARD_RESULT_TLS_UNAVAILABLE
+local JA4_LEN = ffi.C.EDGEGUARD_JA4_LEN
+local ERRBUF_LEN = ffi.C.EDGEGUARD_ERRBUF_LEN
 local errbuf = ffi_new("char[?]", ERRBUF_LEN)
 local info = ffi_new("edgeguard_tls_info[1]")
 
@@ -79,7 +81,7 @@ end
 
 --- The JA4 of an edgeguard_tls_info as a Lua string.
 local function ja4_of(i)
-    return ffi_string(i.ja4, 36)
+    return ffi_string(i.ja4, JA4_LEN)
 end
 _M.ja4_of = ja4_of
 
@@ -183,21 +185,29 @@ function _M.client_hello()
 end
 
 -- Fills `buf` (an edgeguard_tls_info[1]) with request r's connection
--- fingerprint; returns it, or nil when the connection has none.
-local function fingerprint(r, buf)
-    local l = lib or get_lib()
-    if not l then
-        return nil
-    end
+-- facts; returns it for a TLS connection (`present` = 0 when it has no
+-- fingerprint), nil for plain HTTP.
+local function facts(r, buf)
     local ssl = get_ssl_pointer(r)
     if ssl == nil then
         return nil
     end
-    l.edgeguard_tls_get(ssl, buf)
-    if buf[0].present == 0 then
-        return nil
+    local l = lib or get_lib()
+    if not l then
+        buf[0].present = 0
+        return buf
     end
+    l.edgeguard_tls_get(ssl, buf)
     return buf
+end
+
+-- The fingerprint of request r's connection in `buf`, or nil.
+local function fingerprint(r, buf)
+    local found = facts(r, buf)
+    if found and found[0].present ~= 0 then
+        return found
+    end
+    return nil
 end
 
 --- The current request's connection fingerprint as an edgeguard_tls_info
@@ -216,11 +226,11 @@ end
 -- overwritten by scoring.
 local req_info = ffi_new("edgeguard_tls_info[1]")
 
---- The fingerprint of request r's connection, as a pointer for
--- edgeguard_request.tls (a buffer this module reuses), or nil when the
--- connection has none. Allocates nothing.
+--- The TLS facts of request r's connection, as a pointer for
+-- edgeguard_request.tls (a buffer this module reuses): its fingerprint, or
+-- `present` = 0 without one; nil for plain HTTP. Allocates nothing.
 function _M.info_for(r)
-    return fingerprint(r, req_info)
+    return facts(r, req_info)
 end
 
 --- The current request's TLS family name ("boringssl", "nss", "openssl",

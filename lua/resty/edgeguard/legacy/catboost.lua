@@ -1,6 +1,6 @@
 -- CatBoost models in Lua: the legacy engine's evaluator.
 --
--- Part of the legacy engine, FROZEN: see resty/edgeguard/legacy.lua for what
+-- Part of the legacy engine, FROZEN: see resty/edgeguard/legacy/engine.lua for what
 -- it is for. Not a second implementation to keep in step with Rust; its
 -- outputs are pinned by tests/fixtures/legacy/.
 --

@@ -1,26 +1,38 @@
--- The legacy engine's driving code in nginx: `engine = "lua"` runs the
--- frozen Lua engine (resty.edgeguard.legacy) alone, `engine = "shadow"`
--- runs it beside the Rust engine and lets resty.edgeguard.legacy.shadow compare
--- them. It is the migration's "before" and its comparison, not the adapter:
--- resty.edgeguard loads it only when the configured engine is not "rust".
+-- The legacy engine's interface to the shim: `engine = "lua"` runs the
+-- frozen Lua engine (resty.edgeguard.legacy.engine) alone, `engine =
+-- "shadow"` runs it beside the Rust engine and lets
+-- resty.edgeguard.legacy.shadow compare them. resty.edgeguard loads this
+-- module only when the configured engine is not "rust".
 --
--- The interface is explicit. resty.edgeguard binds the adapter functions
--- this module calls (bind): rust_access, clear_listed, rust_decision (the
--- Rust engine's call, for shadow mode), act, refuse, fail, clear_found (the
--- adapter's way of acting on a result) and request (resty.edgeguard.request).
--- The functions here take the configuration in force (`st`, the adapter's
--- state) and a location (`loc`), and add to them only what the Lua engine
--- needs: st.lua (the engine), st.shadow (the judge), loc.lua_policy and
--- loc.spelling_set.
+-- The interface (what resty.edgeguard calls; nothing of the shim is handed
+-- in, the state it passes is data):
+--
+--   load(lib, options)         -> engine | nil, list_err | engine, nil, model_err
+--   judge(st)                  -> shadow mode's judge (st.shadow)
+--   location(st, cfg)          -> the Lua engine's location handle for cfg
+--   run(st, loc, r, job)       -> effects, headers | nil, err, engine label
+--   score(st)                  -> the Lua engine's scores of the request
+--
+-- `st` is the configuration in force: st.lib, st.lua (this engine),
+-- st.scorer and st.metrics (their handles), st.primary, st.shadow. `loc`
+-- is a location: loc.engine ("lua" or "shadow"), loc.rust and loc.lua (the
+-- Rust engine's and this engine's location handles). run() produces the
+-- same effects the Rust engine does (an edgeguard_effects, and the header
+-- array its clear list indexes), which the shim applies: the Lua engine
+-- strips and scores, and a location bound to its models (given its scores
+-- and its strip count) turns that into the decision, the texts and the
+-- exit, in Rust, as for the Rust engine.
 
 local ffi = require "ffi"
-local legacy = require "resty.edgeguard.legacy"
+local legacy = require "resty.edgeguard.legacy.engine"
 local lheaders = require "resty.edgeguard.legacy.headers"
 local shadow = require "resty.edgeguard.legacy.shadow"
 local metrics = require "resty.edgeguard.metrics"
+local gate = require "resty.edgeguard.gate"
+require "resty.edgeguard.cdefs"
 
+local C = ffi.C
 local ffi_new = ffi.new
-local ffi_string = ffi.string
 local ipairs = ipairs
 local tonumber = tonumber
 
@@ -29,7 +41,6 @@ local tonumber = tonumber
 -- pcall: another module may have declared these already, identically.
 pcall(ffi.cdef, "struct timespec { long tv_sec; long tv_nsec; };")
 pcall(ffi.cdef, "int clock_gettime(int clk_id, struct timespec *tp);")
-local C = ffi.C
 local ts = ffi_new("struct timespec")
 local CLOCK_MONOTONIC = 1
 
@@ -42,59 +53,27 @@ end
 
 local _M = { clock = clock }
 
--- The metrics exports' numbers (edgeguard_engine, edgeguard_disagreement).
 local RUST, LUA = metrics.ENGINES.rust, metrics.ENGINES.lua
-local KINDS = { score = 0, decision = 1, headers = 2 }
--- The Lua engine's scores in its model order, for edgeguard_metrics_scores
--- (a policy binds at most 64 models).
-local score_buf = ffi_new("double[64]")
-
--- Counting what edgeguard_access does not (it counts the Rust engine alone):
--- seconds in an engine, and the Lua engine's scores (table by name).
-local function count_time(st, engine, seconds)
-    st.lib.edgeguard_metrics_engine_time(st.metrics_handle, engine, seconds)
-end
-
-local function count_lua_scores(st, names, scores)
-    for i = 1, #names do
-        score_buf[i - 1] = scores[names[i]]
-    end
-    st.lib.edgeguard_metrics_scores(st.metrics_handle, LUA, score_buf, #names)
-end
-
--- The adapter's functions (see bind).
-local ad = {}
-
---- Binds the adapter functions listed at the top. Called once, before any
--- other function here runs on a request.
-function _M.bind(adapter)
-    ad = adapter
-end
-
--- { name = path } of the resolved options' model list (the Lua engine's
--- input), or nil.
-local function model_map(list)
-    if not list then
-        return nil
-    end
-    local map = {}
-    for _, m in ipairs(list) do
-        map[m.name] = m.path
-    end
-    return map
-end
+local JOB_ACCESS = C.EDGEGUARD_JOB_ACCESS
+-- The Lua engine's scores in its model order, and what it did to the
+-- request, for edgeguard_location_run (reused).
+local score_buf = ffi_new("double[?]", C.EDGEGUARD_MAX_MODELS)
+local given = ffi_new("edgeguard_given[1]")
+-- The Rust engine's scores by name, for shadow mode's comparison (reused).
+local rust_scores = {}
 
 --- The Lua engine for the resolved options `o`. Returns the engine, or nil
 -- and the list's error; and, third, the models' error when they failed but
 -- the list loaded (fail open, like the Rust scorer).
 function _M.load(lib, o)
-    local models = model_map(o.lua_models or o.models)
-    local eng, err = legacy.new{ internal_headers = o.internal_headers, models = models, lib = lib }
-    if eng then
-        return eng
+    local models
+    for _, m in ipairs(o.lua_models or o.models or {}) do
+        models = models or {}
+        models[m.name] = m.path
     end
-    if not models then
-        return nil, err
+    local eng, err = legacy.new{ internal_headers = o.internal_headers, models = models, lib = lib }
+    if eng or not models then
+        return eng, err
     end
     -- Either file may be at fault; without the models, only the list is left.
     local list_only, list_err = legacy.new{ internal_headers = o.internal_headers, lib = lib }
@@ -106,242 +85,178 @@ end
 
 --- Shadow mode's judge for the configuration `st` (engine "shadow").
 function _M.judge(st)
-    local lib, h = st.lib, st.metrics_handle
-    local counts = h and { disagreement = function(_, kind) lib.edgeguard_metrics_disagreement(h, KINDS[kind]) end }
+    local lib, h = st.lib, st.metrics and st.metrics.handle
+    local counts = h and {
+        disagreement = function(_, kind)
+            lib.edgeguard_metrics_disagreement(h, C["EDGEGUARD_DISAGREEMENT_" .. kind:upper()])
+        end,
+    }
     return shadow.new(st.scorer and st.scorer.names, st.lua.names, counts, st.primary)
 end
 
---- What a location needs for the Lua engine: its policy bound to the Lua
--- engine's models and, from that policy (bound without the internal list),
--- `spelling_set`: the score header spellings alone, removed after the
--- engine's own strip.
-function _M.location(st, cfg, loc)
+--- The Lua engine's location for the configuration `cfg`: bound to its
+-- models (their own thresholds), given its scores; it strips only the
+-- score header's spellings (the engine strips the internal headers).
+function _M.location(st, cfg)
     local leng = st.lua
-    loc.lua_policy = cfg:policy(leng.names, leng.thresholds)
-    loc.spelling_set = loc.lua_policy.strip_set
+    return cfg:location(nil, nil, leng.names, leng.thresholds)
 end
 
 -- The Lua engine's request table, reused by every request of this worker.
 local lreq = { headers = {}, n_headers = 0 }
 
--- After the Lua engine's strip: removes the client spellings of the
--- location's score header(s), found by the Rust rule on the headers nginx
--- holds now; true, or nil and an error.
-local function score_spellings(r, loc)
-    local set = loc.spelling_set
-    if not set then
-        return true
+-- The Lua engine's scores of lreq (nil without models), counted.
+local function lua_scores(st)
+    local leng = st.lua
+    if #leng.names == 0 then
+        return nil
     end
-    local headers, n = ad.request.headers(r)
-    if not headers then
-        return nil, n
-    end
-    local clear, nclear = set:find(headers, n)
-    if not clear then
-        return nil, nclear
-    end
-    ad.clear_found(r, headers, clear, nclear)
-    return true
+    return leng:score_request(lreq)
 end
 
--- The Lua engine's strip of the request it read into lreq, then (unless
--- some internal entry cannot be removed, or `loc` is nil) the client
--- spellings of `loc`'s score header. Returns the entries removed and left,
--- or nil and an error.
-local function lua_strip(st, r, loc)
-    local removed, left = 0, 0
-    local leng = st.lua
-    if leng.headers then
-        removed, left = leng:strip(lreq)
-    end
-    if loc and left == 0 then
-        local ok, err = score_spellings(r, loc)
-        if not ok then
-            return nil, err
+-- Hands `scores` (nil: none), `removed` and `left` to the Lua location's
+-- run of `job` on the current request (its headers read again after the
+-- engine's strip). Returns the effects and the headers, or nil and an error.
+local function decide(st, loc, r, job, scores, removed, left, counts)
+    local g = given[0]
+    local names = st.lua.names
+    if scores then
+        for i = 1, #names do
+            score_buf[i - 1] = scores[names[i]] or 0 / 0
         end
     end
-    return removed, left
+    g.scores, g.scores_len = scores and score_buf or nil, scores and #names or 0
+    g.removed, g.unremovable = removed, left
+    local req, headers = gate.current(r)
+    if not req then
+        return nil, headers
+    end
+    local e, err = gate.run(st.lib, loc.lua, counts, req, given, job, "lua")
+    if not e then
+        return nil, err
+    end
+    return e, headers
 end
 
---- The Lua engine's strip of the current request outside access() (the
--- primary engine is "lua"): `loc`'s score header spellings too, unless nil
--- (a subrequest keeps its parent's). Returns the entries removed and left,
--- or nil and an error.
-function _M.strip_request(st, r, loc)
-    if st.lua.headers then
-        st.lua:read_request(lreq)
+-- The Lua engine's strip of lreq (read from the current request).
+local function lua_strip(st)
+    local leng = st.lua
+    if not leng.headers then
+        return 0, 0
     end
-    return lua_strip(st, r, loc)
+    return leng:strip(lreq)
+end
+
+-- engine = "lua": the Lua engine strips and scores, its location decides
+-- (and counts the request under "lua"); this counts the engine's time and
+-- scores.
+local function run_lua(st, loc, r, job)
+    local mx = st.metrics
+    local t0 = mx and clock()
+    local leng = st.lua
+    if job == JOB_ACCESS or leng.headers then
+        leng:read_request(lreq)
+    end
+    local scores = job == JOB_ACCESS and lua_scores(st) or nil
+    local removed, left = lua_strip(st)
+    if mx and job == JOB_ACCESS then
+        st.lib.edgeguard_metrics_engine_time(mx.handle, LUA, clock() - t0)
+        if scores then
+            for i = 1, #leng.names do
+                score_buf[i - 1] = scores[leng.names[i]]
+            end
+            st.lib.edgeguard_metrics_scores(mx.handle, LUA, score_buf, #leng.names)
+        end
+    end
+    return decide(st, loc, r, job, scores, removed, left, mx and mx.handle)
+end
+
+-- Shadow mode: both engines on every request, the primary's effects
+-- applied, the disagreements judged; this counts both engines and the
+-- request.
+local function run_shadow(st, loc, r)
+    local mx, lib = st.metrics, st.lib
+    local primary = st.primary
+    -- Both engines read and score what the client sent, before any strip.
+    local t0 = mx and clock()
+    local req, headers = gate.current(r)
+    if not req then
+        return nil, headers
+    end
+    local re, err = gate.run(lib, loc.rust, nil, req, nil, JOB_ACCESS, "rust")
+    if not re then
+        return nil, err
+    end
+    local rs = nil
+    if re.scores_len > 0 then
+        for i, name in ipairs(st.scorer.names) do
+            rust_scores[name] = re.scores[i - 1]
+        end
+        rs = rust_scores
+    end
+    local t1 = mx and clock()
+    local leng = st.lua
+    leng:read_request(lreq)
+    local ls = lua_scores(st)
+    local lcount = leng.headers and lheaders.count(leng.headers, lreq) or 0
+    local t2 = mx and clock()
+    -- Strip with the primary only: the Rust engine's strip is its effects'
+    -- clear list; the Lua engine's is done here.
+    local removed, left = 0, 0
+    if primary == "lua" then
+        removed, left = lua_strip(st)
+    end
+    local le, lua_headers = decide(st, loc, r, JOB_ACCESS, ls, removed, left, nil)
+    if not le then
+        return nil, lua_headers
+    end
+    if mx then
+        local t3 = clock()
+        local rust_time = primary == "rust" and (t1 - t0) + (t3 - t2) or t1 - t0
+        lib.edgeguard_metrics_engine_time(mx.handle, RUST, rust_time)
+        lib.edgeguard_metrics_engine_time(mx.handle, LUA, primary == "rust" and t2 - t1 or t3 - t1)
+        if rs then
+            lib.edgeguard_metrics_scores(mx.handle, RUST, re.scores, re.scores_len)
+        end
+        if ls then
+            for i = 1, #leng.names do
+                score_buf[i - 1] = ls[leng.names[i]]
+            end
+            lib.edgeguard_metrics_scores(mx.handle, LUA, score_buf, #leng.names)
+        end
+    end
+    local ra, la = gate.action_name(lib, re.action), gate.action_name(lib, le.action)
+    st.shadow:compare(rs, ls, ra, la, tonumber(re.matched), lcount)
+    local e = primary == "rust" and re or le
+    if mx then
+        -- The primary's outcome, with the Rust engine's view of the
+        -- clearance cookie and the bot claim.
+        lib.edgeguard_metrics_request(mx.handle, metrics.ENGINES.shadow, e.action, e.removed, re)
+    end
+    if primary == "rust" then
+        return re, headers
+    end
+    return le, lua_headers
+end
+
+--- Runs `job` (an edgeguard_job) on the current request `r` for a
+-- location whose engine is "lua" or "shadow" (a strip job: the primary
+-- engine's). Returns the effects to apply and the header array their clear
+-- list indexes; or nil, an error and the engine label to count it under.
+function _M.run(st, loc, r, job)
+    local e, headers
+    if job == JOB_ACCESS and loc.engine == "shadow" then
+        e, headers = run_shadow(st, loc, r)
+        return e, headers, "shadow"
+    end
+    e, headers = run_lua(st, loc, r, job)
+    return e, headers, "lua"
 end
 
 --- score() with the Lua engine primary: the reused table of scores.
 function _M.score(st)
     st.lua:read_request(lreq)
     return st.lua:score_request(lreq)
-end
-
--- edgeguard_policy_text's request (method, URI, client address only), out
--- struct and text buffer, reused; the buffer grows (rarely) to the largest
--- need seen.
-local text_req = ffi_new("edgeguard_request[1]")
-local text_out = ffi_new("edgeguard_text[1]")
-local text_cap, text_buf = 0, nil
-
--- The texts of policy `p`'s last decide_table() of lreq (`scored`: it had
--- scores), as Rust formats them: the edgeguard_text and the buffer its
--- spans point into, or nil and an error.
-local function decision_text(p, scored)
-    local method, uri, client = lreq.method, lreq.uri, lreq.client_addr
-    local need = p.text_room + #method + #uri + #client
-    if need > text_cap then
-        text_cap = need * 2
-        text_buf = ffi_new("uint8_t[?]", text_cap)
-    end
-    local q = text_req[0]
-    q.method.data, q.method.len = method, #method
-    q.uri.data, q.uri.len = uri, #uri
-    q.client_addr.data, q.client_addr.len = client, #client
-    local lib = p.lib
-    local rc = lib.edgeguard_policy_text(p.handle, scored and p.scores or nil, scored and p.n or 0, p.out, text_req,
-                                         text_buf, text_cap, text_out)
-    if rc ~= 0 then
-        return nil, "edgeguard_policy_text: " .. ffi_string(lib.edgeguard_result_text(rc))
-    end
-    return text_out[0], text_buf
-end
-
--- The Lua engine's decision by the location's policy for it, without
--- acting, as act()'s arguments: "pass", "allow", "log", "block" or
--- "unavailable"; the status of a blocked request; the texts (Rust's, from
--- the scores and the decision) and their buffer. Or nil and an error.
-local function decide(loc, scores, r)
-    local addr, len
-    if loc.allow then
-        addr, len = ad.request.binary_addr(r)
-    end
-    local p = loc.lua_policy
-    local action, err, _, status = p:decide_table(scores, addr, len)
-    if not action then
-        return nil, err
-    end
-    local text, buf = decision_text(p, scores ~= nil)
-    if not text then
-        return nil, buf
-    end
-    return action, status, text, buf
-end
-
-local function run_lua(st, loc, r)
-    local mx = st.metrics
-    local t0 = mx and clock()
-    local leng = st.lua
-    leng:read_request(lreq)
-    local scores
-    if #leng.names > 0 then
-        scores = leng:score_request(lreq)
-    end
-    local removed, left = lua_strip(st, r, loc)
-    if not removed then
-        return ad.fail("lua", left)
-    end
-    if mx then
-        count_time(st, LUA, clock() - t0)
-        if scores then
-            count_lua_scores(st, leng.names, scores)
-        end
-    end
-    if left > 0 then
-        return ad.refuse("lua", removed, left)
-    end
-    local action, status, text, buf = decide(loc, scores, r)
-    if mx and action then
-        mx:request("lua", action, removed)
-    end
-    return ad.act(loc, "lua", scores, leng.names, r, lreq, action, status, text, buf)
-end
-
--- Shadow mode: both engines on every request (resty.edgeguard.legacy.shadow judges).
-local function run_shadow(st, loc, r)
-    local mx = st.metrics
-    local scorer, leng = st.scorer, st.lua
-    local primary = st.primary
-
-    -- Both engines read and score what the client sent, before any strip.
-    -- edgeguard_access counts nothing here (no handle): this function
-    -- counts both engines and the request.
-    local t0 = mx and clock()
-    local req, headers, out, rs = ad.rust_access(loc, r, nil)
-    if not req then
-        return ad.fail("shadow", headers)
-    end
-    -- What both engines count: the list's entries.
-    local rcount = tonumber(out.matched)
-    local t1 = mx and clock()
-
-    leng:read_request(lreq)
-    local ls
-    if #leng.names > 0 then
-        ls = leng:score_request(lreq)
-    end
-    local lcount = leng.headers and lheaders.count(leng.headers, lreq) or 0
-    local t2 = mx and clock()
-
-    -- Strip with the primary only.
-    local removed, left = 0
-    if primary == "rust" then
-        left = tonumber(out.unremovable)
-        if left == 0 then
-            ad.clear_listed(r, headers, out)
-            removed = rcount
-        end
-    else
-        removed, left = lua_strip(st, r, loc)
-        if not removed then
-            return ad.fail("shadow", left)
-        end
-    end
-    if mx then
-        local t3 = clock()
-        if primary == "rust" then
-            count_time(st, RUST, (t1 - t0) + (t3 - t2))
-            count_time(st, LUA, t2 - t1)
-        else
-            count_time(st, RUST, t1 - t0)
-            count_time(st, LUA, t3 - t1)
-        end
-        if rs then
-            st.lib.edgeguard_metrics_scores(st.metrics_handle, RUST, scorer.out, scorer.n)
-        end
-        if ls then
-            count_lua_scores(st, leng.names, ls)
-        end
-    end
-
-    local ra, rstatus, rtext, rbuf = ad.rust_decision(out)
-    local la, lstatus, ltext, lbuf = decide(loc, ls, r)
-    st.shadow:compare(rs, ls, ra, la, rcount, lcount)
-
-    if left > 0 then
-        return ad.refuse("shadow", removed, left)
-    end
-    -- The primary's action, and the Rust engine's view of the clearance
-    -- cookie and the bot claim (what act() reads too).
-    local action = primary == "rust" and ra or la
-    if mx and action then
-        mx:request("shadow", action, removed, out)
-    end
-    if primary == "rust" then
-        return ad.act(loc, "shadow", rs, scorer and scorer.names, r, req, ra, rstatus, rtext, rbuf)
-    end
-    return ad.act(loc, "shadow", ls, leng.names, r, lreq, la, lstatus, ltext, lbuf)
-end
-
---- access() for a location whose engine is "lua" or "shadow": the action.
-function _M.run(st, loc, r)
-    if loc.engine == "lua" then
-        return run_lua(st, loc, r)
-    end
-    return run_shadow(st, loc, r)
 end
 
 return _M

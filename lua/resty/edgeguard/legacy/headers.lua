@@ -1,6 +1,6 @@
 -- Internal header stripping in Lua: the legacy engine's.
 --
--- Part of the legacy engine, FROZEN: see resty/edgeguard/legacy.lua for what
+-- Part of the legacy engine, FROZEN: see resty/edgeguard/legacy/engine.lua for what
 -- it is for. Not a second implementation to keep in step with Rust; its
 -- outputs are pinned by tests/fixtures/legacy/.
 --

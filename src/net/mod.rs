@@ -1,16 +1,31 @@
-//! The `allow` list: IPv4 and IPv6 CIDR blocks, parsed once, matched per
-//! request without allocating.
+//! Client addresses: parsing them as nginx and replay hold them, and
+//! address blocks (the `allow` list), parsed once, matched per request
+//! without allocating.
+//!
+//! A leaf: it imports nothing of the crate, so the configuration, the
+//! verified bots and the challenge all read addresses by one rule.
 //!
 //! An IPv4-mapped IPv6 address (`::ffff:10.1.2.3`) is the IPv4 address it
-//! maps, in a block and in a client address alike: a dual-stack listener
-//! (`listen [::]:80 ipv6only=off`) reports IPv4 clients that way, and
-//! `10.0.0.0/8` must allow them as it does on an IPv4 listener. The
-//! verified-bot prefixes and the challenge's binding read addresses by the
-//! same rule ([`canonical_addr`](crate::challenge::canonical_addr)).
+//! maps, in a block and in a client address alike ([`canonical`]): a
+//! dual-stack listener (`listen [::]:80 ipv6only=off`) reports IPv4
+//! clients that way, and `10.0.0.0/8` must allow them as it does on an
+//! IPv4 listener. The verified-bot prefixes and the challenge's binding
+//! read addresses by the same rule.
+
+#![forbid(unsafe_code)]
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-/// One `allow` entry: an address block of one family.
+/// An IPv4-mapped IPv6 address (`::ffff:192.0.2.1`, what a dual-stack
+/// socket reports) as the IPv4 address it is; any other address as it is.
+pub fn canonical(addr: IpAddr) -> IpAddr {
+    match addr {
+        IpAddr::V6(a) => a.to_ipv4_mapped().map_or(addr, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// An address block of one family (an `allow` entry, a bot's prefix).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cidr {
     /// The network address, host bits zeroed.
@@ -67,7 +82,7 @@ impl Cidr {
     /// `::/0` does not, as it holds no IPv4 client of an IPv4 listener);
     /// otherwise families never mix.
     pub fn contains(&self, addr: IpAddr) -> bool {
-        let addr = crate::challenge::canonical_addr(addr);
+        let addr = canonical(addr);
         addr.is_ipv4() == self.addr.is_ipv4() && mask(addr, self.bits) == self.addr
     }
 }

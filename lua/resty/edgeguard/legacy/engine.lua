@@ -17,7 +17,7 @@
 -- tests/lua/test_lua_engine.lua, tests/e2e/test_shadow.py). Its error
 -- messages are its own wording; they name the file and the line or field.
 --
---   local legacy = require "resty.edgeguard.legacy"
+--   local legacy = require "resty.edgeguard.legacy.engine"
 --   local eng = assert(legacy.new{
 --       internal_headers = "/etc/edgeguard/internal-headers.txt",
 --       models = { bot = "models/legacy/bot.json", spoof = "models/legacy/spoof.json" },

@@ -1,4 +1,5 @@
-//! The decision rule, the one nginx (through the C ABI) and replay both run.
+//! The decision rule: the gate's decide stage, the one nginx (through the
+//! C ABI) and replay both run.
 //!
 //! The models are taken in scorer order; the first whose score is at least
 //! its threshold (the configured one, else the model's own; a model with
@@ -26,96 +27,12 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use super::cidr::{addr_from_text, Cidr};
-use super::options::Options;
+use super::action::Action;
 use crate::challenge::{self, Challenge, Clearance};
+use crate::config::{Mode, Options};
 use crate::features::Request;
+use crate::net::{addr_from_text, Cidr};
 use crate::verified::{Verdict, VerifiedBots};
-
-/// What a flagged request gets, by configuration.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Answer with the configured status.
-    Block,
-    /// Let it through, logging the decision.
-    Log,
-    /// Score only.
-    Off,
-    /// Serve flagged navigations the challenge page, answer other flagged
-    /// requests with the status; a valid clearance cookie passes
-    /// (`src/challenge/`).
-    Challenge,
-}
-
-impl Mode {
-    /// The name in the options.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Block => "block",
-            Mode::Log => "log",
-            Mode::Off => "off",
-            Mode::Challenge => "challenge",
-        }
-    }
-}
-
-/// What happens to one scored request.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Action {
-    /// Not flagged (or mode `off`).
-    Pass,
-    /// Flagged, but the client is allowlisted.
-    Allow,
-    /// Flagged and logged (mode `log`).
-    Log,
-    /// Flagged and refused (mode `block`, or a flagged request in mode
-    /// `challenge` that cannot run a page).
-    Block,
-    /// Flagged, but a valid clearance cookie lets it through.
-    Cleared,
-    /// Flagged navigation in mode `challenge`: served the challenge page.
-    Challenge,
-    /// A verified bot (User-Agent and address agree): let through.
-    Verified,
-}
-
-impl Action {
-    /// Every action, in the order of [`Action::index`].
-    pub const ALL: [Action; 7] = [
-        Action::Pass,
-        Action::Allow,
-        Action::Log,
-        Action::Block,
-        Action::Cleared,
-        Action::Challenge,
-        Action::Verified,
-    ];
-
-    /// The name nginx logs in `$edgeguard_action`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Action::Pass => "pass",
-            Action::Allow => "allow",
-            Action::Log => "log",
-            Action::Block => "block",
-            Action::Cleared => "cleared",
-            Action::Challenge => "challenge",
-            Action::Verified => "verified",
-        }
-    }
-
-    /// The action named as in `$edgeguard_action`.
-    pub fn from_name(name: &[u8]) -> Option<Action> {
-        Action::ALL
-            .into_iter()
-            .find(|a| a.as_str().as_bytes() == name)
-    }
-
-    /// A dense index, for tables of counts.
-    pub fn index(self) -> usize {
-        self as usize
-    }
-}
 
 /// The outcome of [`Policy::decide`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,11 +59,6 @@ impl Decision {
             bot: None,
             clearance: Clearance::Absent,
         }
-    }
-
-    /// Whether the request was flagged: by a model, or as a fake bot.
-    pub fn flagged(&self) -> bool {
-        self.flagged_by.is_some() || matches!(self.bot, Some(Verdict::Fake(_)))
     }
 }
 
@@ -182,7 +94,7 @@ impl Policy {
             status: options.status(),
             refuses_unscored: options.fail_closed() && options.models_wanted(),
             challenge: options.challenge().map(Arc::new),
-            bots: options.verified_bots.clone(),
+            bots: options.bots.clone(),
         }
     }
 
@@ -372,15 +284,6 @@ mod tests {
             off.decide(&[0.7], b"10.1.1.1"),
             Decision::new(Action::Pass, Some(0))
         );
-    }
-
-    #[test]
-    fn action_names_round_trip() {
-        for a in Action::ALL {
-            assert_eq!(Action::from_name(a.as_str().as_bytes()), Some(a));
-            assert_eq!(Action::ALL[a.index()], a);
-        }
-        assert_eq!(Action::from_name(b"deny"), None);
     }
 
     /// Without an allow list, verified bots or the challenge the address

@@ -1,0 +1,140 @@
+-- The options, owned by Rust (src/config/): a Lua handle around
+-- edgeguard_config, and the locations it binds (edgeguard_location).
+--
+-- configure{} and each access{} table are handed to Rust value by value
+-- (edgeguard_options_put: numbers as doubles, so a threshold arrives
+-- exactly as written, which lua-cjson's 14 digits would not do), parsed
+-- and resolved there; the resolved options come back once, as a plain
+-- table. A location is everything one access{} resolves to, bound to one
+-- engine's models and the internal list.
+
+local ffi = require "ffi"
+local cjson = require "cjson.safe"
+require "resty.edgeguard.cdefs"
+
+local C = ffi.C
+local ffi_gc = ffi.gc
+local ffi_new = ffi.new
+local ffi_string = ffi.string
+local pairs = pairs
+local setmetatable = setmetatable
+local tostring = tostring
+local type = type
+
+local _M = { _VERSION = "0.2.0" }
+local mt = { __index = _M }
+
+local ERRBUF_LEN = C.EDGEGUARD_ERRBUF_LEN
+local errbuf = ffi_new("char[?]", ERRBUF_LEN)
+local RESULT_INVALID_ARGUMENT = C.EDGEGUARD_RESULT_INVALID_ARGUMENT
+local STRING, NUMBER, BOOLEAN = C.EDGEGUARD_VALUE_STRING, C.EDGEGUARD_VALUE_NUMBER, C.EDGEGUARD_VALUE_BOOLEAN
+local OBJECT, ARRAY, OTHER = C.EDGEGUARD_VALUE_OBJECT, C.EDGEGUARD_VALUE_ARRAY, C.EDGEGUARD_VALUE_OTHER
+local config_out = ffi_new("edgeguard_config *[1]")
+local location_out = ffi_new("edgeguard_location *[1]")
+local options_out = ffi_new("edgeguard_options *[1]")
+local json_out, json_len = ffi_new("const uint8_t *[1]"), ffi_new("size_t[1]")
+
+-- Hands value `v` of option `key` (nil: a list's next item) to the table
+-- open at `depth`.
+local function put(lib, o, depth, key, v)
+    local t, klen = type(v), key and #key or 0
+    if t == "table" then
+        local n, list = 0, true
+        for k in pairs(v) do
+            n, list = n + 1, list and type(k) == "number"
+        end
+        list = list and n > 0 and n == #v -- {}: an object, which Rust reads as a list too
+        lib.edgeguard_options_put(o, depth, key, klen, list and ARRAY or OBJECT, 0, nil, 0)
+        if list then
+            for i = 1, n do
+                put(lib, o, depth + 1, nil, v[i])
+            end
+        else
+            for k, x in pairs(v) do
+                put(lib, o, depth + 1, tostring(k), x)
+            end
+        end
+    elseif t == "string" then
+        lib.edgeguard_options_put(o, depth, key, klen, STRING, 0, v, #v)
+    elseif t == "number" then
+        lib.edgeguard_options_put(o, depth, key, klen, NUMBER, v, nil, 0)
+    elseif t == "boolean" then
+        lib.edgeguard_options_put(o, depth, key, klen, BOOLEAN, v and 1 or 0, nil, 0)
+    else
+        lib.edgeguard_options_put(o, depth, key, klen, OTHER, 0, t, #t)
+    end
+end
+
+--- The JSON text Rust makes of an option table (for the configuration
+-- exports), or nil and an error naming the option that has none.
+function _M.json(lib, opts)
+    assert(lib.edgeguard_options_new(options_out) == 0)
+    local o = ffi_gc(options_out[0], function(p) lib.edgeguard_options_free(p) end)
+    for k, v in pairs(opts) do
+        put(lib, o, 0, tostring(k), v)
+    end
+    if lib.edgeguard_options_json(o, json_out, json_len, errbuf, ERRBUF_LEN) ~= 0 then
+        return nil, ffi_string(errbuf)
+    end
+    return ffi_string(json_out[0], json_len[0])
+end
+
+-- A configuration handle's Lua object, with its resolved options.
+local function wrap(lib, rc)
+    if rc ~= 0 then
+        return nil, ffi_string(errbuf), rc == RESULT_INVALID_ARGUMENT
+    end
+    local handle = ffi_gc(config_out[0], function(p) lib.edgeguard_config_free(p) end)
+    local options = cjson.decode(ffi_string(lib.edgeguard_config_json(handle)))
+    return setmetatable({ handle = handle, lib = lib, options = options }, mt)
+end
+
+--- Parses configure{}'s options (a `config` file they name is read in
+-- Rust). `what` names the table in messages ("edgeguard.configure").
+-- Returns the configuration, whose `options` field is the resolved table;
+-- or nil, an error and true when the table itself is wrong (misuse: raise
+-- it), nil and an error when a file is bad or unreadable.
+function _M.new(lib, opts, what)
+    local json, err = _M.json(lib, opts)
+    if not json then
+        return nil, what .. ": " .. err, true
+    end
+    return wrap(lib, lib.edgeguard_config_new(json, #json, what, nil, config_out, errbuf, ERRBUF_LEN))
+end
+
+--- The configuration of a location's access{} options `opts` over this
+-- one. Returns it, or nil, an error and true (misuse) for a bad option.
+function _M.derive(self, opts, what)
+    local json, err = _M.json(self.lib, opts)
+    if not json then
+        return nil, what .. ": " .. err, true
+    end
+    local lib = self.lib
+    return wrap(lib, lib.edgeguard_config_new_for_location(self.handle, json, #json, what, config_out, errbuf,
+                                                           ERRBUF_LEN))
+end
+
+--- Binds this configuration into a location handle: the models of
+-- `scorer` (a resty.edgeguard.scorer; nil: this library scores nothing),
+-- or, for an engine that hands over its own scores, `names` (1-based, in
+-- its scoring order) with their own thresholds `own` (name -> threshold,
+-- may be nil); the internal list `headers` (a resty.edgeguard.header_set,
+-- or nil). Raises on a malformed name (the shim's come from Rust).
+function _M.location(self, scorer, headers, names, own)
+    local lib = self.lib
+    local n = names and #names or 0
+    local c_names = ffi_new("const char *[?]", n + 1)
+    local c_own = ffi_new("double[?]", n + 1)
+    for i = 1, n do
+        c_names[i - 1] = names[i] -- `names` keeps the strings alive
+        c_own[i - 1] = own and own[names[i]] or 0 / 0
+    end
+    local rc = lib.edgeguard_location_new(self.handle, scorer and scorer.handle, c_names, c_own, n,
+                                          headers and headers.handle, location_out, errbuf, ERRBUF_LEN)
+    if rc ~= 0 then
+        error("edgeguard: " .. ffi_string(errbuf), 2)
+    end
+    return ffi_gc(location_out[0], function(p) lib.edgeguard_location_free(p) end)
+end
+
+return _M

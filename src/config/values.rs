@@ -1,0 +1,285 @@
+//! The parsers of option values: JSON in, a typed value or an error naming
+//! the option out. Pure: nothing here reads a file (paths are only
+//! resolved against a base directory; `files.rs` reads them).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::error::{ConfigError, ErrorOrigin};
+use super::kinds::{Engine, Mode};
+use crate::challenge;
+use crate::headers::HeaderSet;
+use crate::net::Cidr;
+
+/// What the errors of one parse need: the source's name, the origin, and
+/// the directory relative paths are resolved against.
+pub(super) struct Ctx<'a> {
+    pub(super) source: &'a str,
+    pub(super) origin: ErrorOrigin,
+    pub(super) base: Option<&'a Path>,
+}
+
+/// How `mode`'s values are listed in errors.
+const MODES: &str = "\"block\", \"log\", \"off\" or \"challenge\"";
+
+impl Ctx<'_> {
+    pub(super) fn err(&self, key: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError::new(self.source, Some(key), message, self.origin)
+    }
+
+    fn type_err(&self, key: &str, want: &str, got: &Value) -> ConfigError {
+        self.err(key, format!("must be {want}, got {}", json_type(got)))
+    }
+
+    /// A non-empty path, resolved against the base directory.
+    pub(super) fn path(&self, key: &str, v: &Value) -> Result<PathBuf, ConfigError> {
+        match v.as_str() {
+            Some(s) if !s.is_empty() => Ok(match self.base {
+                Some(base) => base.join(s),
+                None => PathBuf::from(s),
+            }),
+            Some(_) => Err(self.err(key, "must be a non-empty path string")),
+            None => Err(self.type_err(key, "a non-empty path string", v)),
+        }
+    }
+
+    /// A file the option names could not be used: a file error (`nil,
+    /// err` from `configure{}`), whoever named it.
+    pub(super) fn file_err(&self, key: &str, e: impl std::fmt::Display) -> ConfigError {
+        ConfigError::new(self.source, Some(key), e.to_string(), ErrorOrigin::File)
+    }
+
+    /// An integer in `lo..=hi`.
+    fn int(&self, key: &str, v: &Value, lo: u64, hi: u64) -> Result<u64, ConfigError> {
+        match v.as_u64() {
+            Some(n) if (lo..=hi).contains(&n) => Ok(n),
+            _ if !v.is_number() => Err(self.type_err(key, "an integer", v)),
+            _ => Err(self.err(key, format!("must be an integer from {lo} to {hi}"))),
+        }
+    }
+
+    pub(super) fn string(&self, key: &str, v: &Value) -> Result<String, ConfigError> {
+        v.as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| self.type_err(key, "a string", v))
+    }
+
+    pub(super) fn boolean(&self, key: &str, v: &Value) -> Result<bool, ConfigError> {
+        v.as_bool()
+            .ok_or_else(|| self.type_err(key, "a boolean", v))
+    }
+
+    /// An object, or the empty array lua-cjson may encode an empty table as.
+    fn object<'v>(
+        &self,
+        key: &str,
+        v: &'v Value,
+        want: &str,
+    ) -> Result<Option<&'v Map<String, Value>>, ConfigError> {
+        match v {
+            Value::Object(m) => Ok(Some(m)),
+            Value::Array(a) if a.is_empty() => Ok(None),
+            _ => Err(self.type_err(key, want, v)),
+        }
+    }
+
+    /// An array, or the empty object an empty Lua table may arrive as.
+    fn array<'v>(&self, key: &str, v: &'v Value, want: &str) -> Result<&'v [Value], ConfigError> {
+        match v {
+            Value::Array(a) => Ok(a),
+            Value::Object(m) if m.is_empty() => Ok(&[]),
+            _ => Err(self.type_err(key, want, v)),
+        }
+    }
+
+    /// `models`, `lua_models`: name -> path, sorted by name (the scoring
+    /// order).
+    pub(super) fn models(
+        &self,
+        key: &str,
+        v: &Value,
+    ) -> Result<Vec<(String, PathBuf)>, ConfigError> {
+        let map = self.object(key, v, "an object of model name to file path")?;
+        let mut models = Vec::new();
+        for (name, path) in map.into_iter().flatten() {
+            let at = format!("{key}.{name}");
+            if name.is_empty() {
+                return Err(self.err(&at, "a model name must not be empty"));
+            }
+            models.push((name.clone(), self.path(&at, path)?));
+        }
+        if models.is_empty() {
+            return Err(self.err(key, "must name at least one model"));
+        }
+        models.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(models)
+    }
+
+    /// `thresholds`: model name -> number, sorted by name.
+    pub(super) fn thresholds(
+        &self,
+        key: &str,
+        v: &Value,
+    ) -> Result<Vec<(String, f64)>, ConfigError> {
+        let map = self.object(key, v, "an object of model name to number")?;
+        let mut thresholds = Vec::new();
+        for (name, t) in map.into_iter().flatten() {
+            let at = format!("{key}.{name}");
+            let t = t
+                .as_f64()
+                .ok_or_else(|| self.type_err(&at, "a number", t))?;
+            thresholds.push((name.clone(), t));
+        }
+        thresholds.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(thresholds)
+    }
+
+    pub(super) fn mode(&self, key: &str, v: &Value) -> Result<Mode, ConfigError> {
+        match v.as_str() {
+            Some("block") => Ok(Mode::Block),
+            Some("log") => Ok(Mode::Log),
+            Some("off") => Ok(Mode::Off),
+            Some("challenge") => Ok(Mode::Challenge),
+            Some(other) => Err(self.err(key, format!("must be {MODES}, got \"{other}\""))),
+            None => Err(self.type_err(key, MODES, v)),
+        }
+    }
+
+    /// `status`: an HTTP error status.
+    pub(super) fn status(&self, key: &str, v: &Value) -> Result<u16, ConfigError> {
+        match v.as_u64() {
+            Some(s @ 400..=599) => Ok(s as u16),
+            _ => Err(self.err(key, "must be an HTTP error status (400-599)")),
+        }
+    }
+
+    /// `allow`: CIDR blocks, in the order given.
+    pub(super) fn allow(&self, key: &str, v: &Value) -> Result<Vec<Cidr>, ConfigError> {
+        let list = self.array(key, v, "a list of CIDR blocks")?;
+        let mut allow = Vec::with_capacity(list.len());
+        for (i, entry) in list.iter().enumerate() {
+            let at = format!("{key}[{i}]");
+            let text = entry
+                .as_str()
+                .ok_or_else(|| self.type_err(&at, "a CIDR block string", entry))?;
+            allow.push(Cidr::parse(text).map_err(|m| self.err(&at, m))?);
+        }
+        Ok(allow)
+    }
+
+    /// `log_level`: an nginx level, 0 (`ngx.STDERR`) to 8 (`ngx.DEBUG`).
+    pub(super) fn log_level(&self, key: &str, v: &Value) -> Result<u8, ConfigError> {
+        match v.as_u64() {
+            Some(n @ 0..=8) => Ok(n as u8),
+            _ if !v.is_number() => Err(self.type_err(key, "a number", v)),
+            _ => Err(self.err(
+                key,
+                "must be an nginx log level, 0 (ngx.STDERR) to 8 (ngx.DEBUG)",
+            )),
+        }
+    }
+
+    /// `engine`: "rust", "lua" or "shadow".
+    pub(super) fn engine(&self, key: &str, v: &Value) -> Result<Engine, ConfigError> {
+        self.engine_of(key, v, true)
+    }
+
+    /// `shadow_primary`: "rust" or "lua".
+    pub(super) fn primary(&self, key: &str, v: &Value) -> Result<Engine, ConfigError> {
+        self.engine_of(key, v, false)
+    }
+
+    fn engine_of(&self, key: &str, v: &Value, shadow: bool) -> Result<Engine, ConfigError> {
+        let want = if shadow {
+            "\"rust\", \"lua\" or \"shadow\""
+        } else {
+            "\"rust\" or \"lua\""
+        };
+        match v.as_str() {
+            Some("rust") => Ok(Engine::Rust),
+            Some("lua") => Ok(Engine::Lua),
+            Some("shadow") if shadow => Ok(Engine::Shadow),
+            Some(other) => Err(self.err(key, format!("must be {want}, got \"{other}\""))),
+            None => Err(self.type_err(key, want, v)),
+        }
+    }
+
+    /// A score header name: one exact list entry, so that the strip set
+    /// finds its spellings. An RFC 9110 token (the list parser checks
+    /// that); `*` (a prefix rule), `#` (a comment) and whitespace (a second
+    /// entry) are refused first, with their own message. Empty: no header.
+    pub(super) fn score_header(&self, key: &str, v: &Value) -> Result<String, ConfigError> {
+        let name = self.string(key, v)?;
+        let refuse = |message: String| ConfigError::new(self.source, None, message, self.origin);
+        if name
+            .bytes()
+            .any(|b| b == b'*' || b == b'#' || b.is_ascii_whitespace() || b == 0x0b)
+        {
+            return Err(refuse(format!(
+                "score_header \"{name}\" is not a header name: `*`, `#` and whitespace are not allowed"
+            )));
+        }
+        if !name.is_empty() {
+            HeaderSet::parse("score_header", name.as_bytes())
+                .map_err(|e| refuse(format!("score_header is not a header name: {e}")))?;
+        }
+        Ok(name)
+    }
+
+    /// `challenge_difficulty`: leading zero bits.
+    pub(super) fn difficulty(&self, key: &str, v: &Value) -> Result<u8, ConfigError> {
+        Ok(self.int(key, v, 0, challenge::MAX_DIFFICULTY.into())? as u8)
+    }
+
+    /// `challenge_status`: 200 or an HTTP error status.
+    pub(super) fn page_status(&self, key: &str, v: &Value) -> Result<u16, ConfigError> {
+        match self.int(key, v, 200, 599)? {
+            s @ (200 | 400..=599) => Ok(s as u16),
+            _ => Err(self.err(key, "must be 200 or an HTTP error status (400-599)")),
+        }
+    }
+
+    /// `challenge_ttl`: seconds, a minute to a year.
+    pub(super) fn ttl(&self, key: &str, v: &Value) -> Result<u32, ConfigError> {
+        Ok(self.int(key, v, 60, 31_536_000)? as u32)
+    }
+
+    /// `challenge_prefix_v4`.
+    pub(super) fn prefix_v4(&self, key: &str, v: &Value) -> Result<u8, ConfigError> {
+        Ok(self.int(key, v, 0, 32)? as u8)
+    }
+
+    /// `challenge_prefix_v6`.
+    pub(super) fn prefix_v6(&self, key: &str, v: &Value) -> Result<u8, ConfigError> {
+        Ok(self.int(key, v, 0, 128)? as u8)
+    }
+
+    /// `challenge_cookie`: an RFC 6265 cookie-name, which is an RFC 9110
+    /// token.
+    pub(super) fn cookie(&self, key: &str, v: &Value) -> Result<String, ConfigError> {
+        let name = self.string(key, v)?;
+        let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        if name.is_empty() || name.len() > challenge::MAX_COOKIE_NAME || !name.bytes().all(token) {
+            return Err(self.err(
+                key,
+                format!(
+                    "must be a cookie name: 1 to {} token characters, got \"{name}\"",
+                    challenge::MAX_COOKIE_NAME
+                ),
+            ));
+        }
+        Ok(name)
+    }
+}
+
+pub(super) fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}

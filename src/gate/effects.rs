@@ -1,0 +1,170 @@
+//! What the gate made of a request: everything nginx must do with it (and
+//! what replay reports of it), borrowed from the location and the scratch.
+
+use super::action::Action;
+use super::location::Location;
+use crate::challenge::Clearance;
+use crate::config::text::Span;
+use crate::metrics::AnswerResult;
+use crate::scorer::ScoreError;
+use crate::verified::Verdict;
+
+/// How the request ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Exit<'a> {
+    /// It goes on to the upstream.
+    Continue,
+    /// Answered with this status and nginx's own page for it.
+    Status(u16),
+    /// Answered with this body (the challenge page).
+    Page {
+        /// The response status.
+        status: u16,
+        /// Its `Content-Type`.
+        content_type: &'static str,
+        /// The body.
+        body: &'a [u8],
+    },
+    /// Redirected, with a cookie (a solved challenge).
+    Redirect {
+        /// The redirect's status (303).
+        status: u16,
+        /// Where to: a same-site path.
+        location: &'a [u8],
+        /// The `Set-Cookie` value.
+        set_cookie: &'a [u8],
+    },
+}
+
+impl<'a> Exit<'a> {
+    /// The response headers this exit adds besides a `Location`: the
+    /// page's type and that neither the page nor the redirect is stored or
+    /// indexed. At most four.
+    pub fn headers(&self) -> impl Iterator<Item = (&'static str, &'a [u8])> {
+        let list: [Option<(&'static str, &'a [u8])>; 4] = match *self {
+            Exit::Continue | Exit::Status(_) => [None; 4],
+            Exit::Page { content_type, .. } => [
+                Some(("Content-Type", content_type.as_bytes())),
+                Some(("Cache-Control", b"no-store")),
+                Some(("X-Robots-Tag", b"noindex")),
+                None,
+            ],
+            Exit::Redirect { set_cookie, .. } => [
+                Some(("Set-Cookie", set_cookie)),
+                Some(("Cache-Control", b"no-store")),
+                None,
+                None,
+            ],
+        };
+        list.into_iter().flatten()
+    }
+
+    /// The response status, or 0 for [`Exit::Continue`].
+    pub fn status(&self) -> u16 {
+        match *self {
+            Exit::Continue => 0,
+            Exit::Status(s) | Exit::Page { status: s, .. } | Exit::Redirect { status: s, .. } => s,
+        }
+    }
+}
+
+/// The nginx variables to set (`vars = true`): `$edgeguard_<model>` (each
+/// score as `%.9g`), `$edgeguard_action` and, with the challenge or the
+/// verified bots, `$edgeguard_time` and `$edgeguard_verified_bot`.
+#[derive(Clone, Copy, Debug)]
+pub struct Vars<'a> {
+    pub(super) loc: Option<&'a Location>,
+    pub(super) text: &'a [u8],
+    pub(super) values: &'a [Span],
+    pub(super) action: Action,
+    pub(super) time: Option<Span>,
+    pub(super) verified_bot: &'a [u8],
+}
+
+impl<'a> Vars<'a> {
+    /// No variables.
+    pub(super) fn none() -> Vars<'a> {
+        Vars {
+            loc: None,
+            text: &[],
+            values: &[],
+            action: Action::Pass,
+            time: None,
+            verified_bot: &[],
+        }
+    }
+
+    /// Each variable's name and value, in that order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + '_ {
+        let at = |s: Span| &self.text[s.offset..s.offset + s.len];
+        let models = self.loc.into_iter().flat_map(move |loc| {
+            loc.var_names()
+                .iter()
+                .zip(self.values)
+                .map(move |(n, &v)| (n.as_bytes(), at(v)))
+        });
+        let action = self
+            .loc
+            .map(|_| (&b"edgeguard_action"[..], self.action.as_str().as_bytes()));
+        let screen = self.time.into_iter().flat_map(move |t| {
+            [
+                (&b"edgeguard_time"[..], at(t)),
+                (&b"edgeguard_verified_bot"[..], self.verified_bot),
+            ]
+        });
+        models.chain(action).chain(screen)
+    }
+
+    /// How many there are.
+    pub fn len(&self) -> usize {
+        self.iter().count()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.loc.is_none()
+    }
+}
+
+/// Everything one request comes to.
+#[derive(Clone, Copy, Debug)]
+pub struct Effects<'a> {
+    /// What it came to.
+    pub action: Action,
+    /// How it ends.
+    pub exit: Exit<'a>,
+    /// Indices (into the request's headers) of the headers to remove: the
+    /// first of each distinct name of the strip set, without those spelled
+    /// exactly as the score header on a scored request (setting it replaces
+    /// them).
+    pub clear: &'a [u32],
+    /// Internal header entries the list matched (repeats counted; the score
+    /// header's spellings not counted), another engine's removed included.
+    pub matched: usize,
+    /// Those removed (what the metrics count): the matched ones, but on a
+    /// refusal only those another engine removed before it found the rest.
+    pub removed: usize,
+    /// Internal entries nginx cannot remove (the request is then
+    /// [`Action::Refused`]).
+    pub unremovable: usize,
+    /// The scores, in the location's model order; none: not scored.
+    pub scores: Option<&'a [f64]>,
+    /// Why the location's scorer gave no scores, if it failed.
+    pub score_error: Option<ScoreError>,
+    /// The model that flagged the request and its threshold in force.
+    pub flagged: Option<(usize, f64)>,
+    /// The verified bot the User-Agent claims, the verdict and its name.
+    pub bot: Option<(Verdict, &'a str)>,
+    /// What the clearance cookie said.
+    pub clearance: Clearance,
+    /// An answer to the challenge, and what it came to.
+    pub answer: Option<AnswerResult>,
+    /// The request header to set before proxying: the score header's name
+    /// and value.
+    pub set_header: Option<(&'a str, &'a [u8])>,
+    /// The variables to set.
+    pub vars: Vars<'a>,
+    /// The line to log, at this nginx level (0 `ngx.STDERR` .. 8
+    /// `ngx.DEBUG`).
+    pub line: Option<(&'a [u8], u8)>,
+}

@@ -1,0 +1,166 @@
+//! A location: everything one `access{}` resolves to, bound once (at
+//! `configure()`, or on a location's first request) and read by every
+//! request.
+
+use std::sync::Arc;
+
+use super::policy::Policy;
+use crate::config::text::{line_room, MAX_G9};
+use crate::config::Options;
+use crate::headers::{HeaderSet, ListError};
+use crate::scorer::Scorer;
+use crate::verified;
+
+/// nginx's `ngx.INFO`: the level of the decision line when `log_level` is
+/// not set.
+pub const DEFAULT_LOG_LEVEL: u8 = 7;
+
+/// Whose models a location scores with.
+#[derive(Clone, Debug)]
+pub enum Models<'a> {
+    /// This library's scorer: its models, in its order, with their own
+    /// thresholds.
+    Scorer(Arc<Scorer>),
+    /// Another engine's (the legacy Lua engine's), which hands its scores
+    /// to every run: their names in its scoring order and their own
+    /// thresholds. Empty: no models (none configured, or they did not
+    /// load): every request is unscored.
+    Given(&'a [(&'a str, Option<f64>)]),
+}
+
+/// Everything one `access{}` resolves to. Immutable: one location may be
+/// shared by any number of threads.
+#[derive(Debug)]
+pub struct Location {
+    pub(super) policy: Policy,
+    pub(super) scorer: Option<Arc<Scorer>>,
+    /// The internal list with every spelling of the score header names as
+    /// extra rules (none: nothing to strip).
+    pub(super) strip: Option<HeaderSet>,
+    /// The internal list alone: what a subrequest strips.
+    pub(super) list: Option<HeaderSet>,
+    /// The score header a scored request is given ("": none).
+    pub(super) score_header: Box<str>,
+    /// The models' names, in scoring order.
+    pub(super) names: Box<[Box<str>]>,
+    /// `edgeguard_<name>` for each model.
+    pub(super) var_names: Box<[Box<str>]>,
+    pub(super) vars: bool,
+    /// The challenge or the verified bots are on: `$edgeguard_time` and
+    /// `$edgeguard_verified_bot` are set too.
+    pub(super) screen: bool,
+    pub(super) log_level: u8,
+    /// The level a refusal is logged at: the configuration's, whichever
+    /// location refused it.
+    pub(super) refuse_level: u8,
+    /// The text room a request needs besides its method, URI and client.
+    pub(super) text_room: usize,
+}
+
+/// The room of the longest line but the decision line: a refusal's
+/// (`internal_left` up to 20 digits) or an answer's.
+const OTHER_LINE_ROOM: usize = 256;
+/// `$edgeguard_time`: up to 20 digits.
+const TIME_ROOM: usize = 20;
+
+impl Location {
+    /// Binds `options` to `models` and `list` (the internal header list;
+    /// none: no list), which the location extends with every spelling of
+    /// the options' score header names. The error is a score header name
+    /// the list format refuses (not reached: the options checked it).
+    pub fn new(
+        options: &Options,
+        models: Models<'_>,
+        list: Option<&HeaderSet>,
+    ) -> Result<Location, ListError> {
+        let (scorer, bound): (_, Vec<(String, Option<f64>)>) = match models {
+            Models::Scorer(s) => {
+                let bound = s
+                    .models()
+                    .iter()
+                    .map(|m| (m.name().to_owned(), m.threshold()))
+                    .collect();
+                (Some(s), bound)
+            }
+            Models::Given(m) => (None, m.iter().map(|&(n, t)| (n.to_owned(), t)).collect()),
+        };
+        let refs: Vec<(&str, Option<f64>)> = bound.iter().map(|(n, t)| (n.as_str(), *t)).collect();
+        let names: Box<[Box<str>]> = bound.iter().map(|(n, _)| n.as_str().into()).collect();
+        let policy = Policy::new(options, &refs);
+        let max_name = names.iter().map(|n| n.len()).max().unwrap_or(0);
+        // The score header's value (`name=` value `; `), then one line.
+        let text_room = names.iter().map(|n| n.len() + 3 + MAX_G9).sum::<usize>()
+            + line_room(max_name, verified::MAX_NAME).max(OTHER_LINE_ROOM)
+            + TIME_ROOM;
+        Ok(Location {
+            screen: policy.challenge().is_some() || policy.verified_bots().is_some(),
+            policy,
+            scorer,
+            strip: strip_set(list, &options.score_header_spellings())?,
+            list: list.map(HeaderSet::list_only),
+            score_header: options.score_header_name().into(),
+            var_names: names
+                .iter()
+                .map(|n| format!("edgeguard_{n}").into())
+                .collect(),
+            names,
+            vars: options.vars(),
+            log_level: options.log_level.unwrap_or(DEFAULT_LOG_LEVEL),
+            refuse_level: options.refuse_log_level().unwrap_or(DEFAULT_LOG_LEVEL),
+            text_room,
+        })
+    }
+
+    /// The decision rule.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// The scorer, when this library scores.
+    pub fn scorer(&self) -> Option<&Scorer> {
+        self.scorer.as_deref()
+    }
+
+    /// How many models the location is bound to.
+    pub fn model_count(&self) -> usize {
+        self.names.len()
+    }
+
+    /// The models' names, in scoring order.
+    pub fn names(&self) -> &[Box<str>] {
+        &self.names
+    }
+
+    /// `edgeguard_<name>` for each model, the variables `vars` sets.
+    pub fn var_names(&self) -> &[Box<str>] {
+        &self.var_names
+    }
+
+    /// The strip set: the list and the score header's spellings.
+    pub fn strip_set(&self) -> Option<&HeaderSet> {
+        self.strip.as_ref()
+    }
+
+    /// The score header a scored request is given (empty: none).
+    pub fn score_header(&self) -> &str {
+        &self.score_header
+    }
+
+    /// The text room a request needs at most, besides its method, URI and
+    /// client address.
+    pub fn text_room(&self) -> usize {
+        self.text_room
+    }
+}
+
+/// A location's strip set: `list` (none: no internal list) with the score
+/// header `names` (one a line) as extra rules; none when both are empty.
+fn strip_set(list: Option<&HeaderSet>, names: &str) -> Result<Option<HeaderSet>, ListError> {
+    let names = names.as_bytes();
+    Ok(Some(match (list, names.is_empty()) {
+        (None, true) => return Ok(None),
+        (Some(list), true) => list.list_only(),
+        (Some(list), false) => list.extend("score_header", names)?,
+        (None, false) => HeaderSet::extra_only("score_header", names)?,
+    }))
+}

@@ -1,0 +1,99 @@
+//! The gate: one request's whole job, in safe Rust, run by nginx (through
+//! the C ABI) and by replay alike.
+//!
+//! ```text
+//!            Request (method, URI, client, headers, TLS facts)
+//!               │
+//!   Location ──►│ 1 strip     the strip set over the headers: indices to
+//!   (one per    │             clear, entries matched, entries nginx cannot
+//!   access{})   │             remove (-> Refused)
+//!               │ 2 rules     site rules before scoring          [issue 32]
+//!               │ 3 score     the scorer's models (or another engine's
+//!               │             scores: the legacy Lua engine's)
+//!               │ 4 fleet     fingerprint lookups (JA4 -> verdict)  [issue 33]
+//!               │ 5 decide    refused, answer, or the policy: verified
+//!               │             bots, clearance, models, mode, allow list;
+//!               │             unscored under fail_closed -> Unavailable
+//!               │ 6 rules     site rules after scoring            [issue 32]
+//!               │ 7 respond   the exit: a status, the challenge page, the
+//!               │             answer's cookie and redirect       [issue 31]
+//!               │ 8 texts     score header, variables, log line
+//!               ▼
+//!            Effects: everything nginx must do (and replay reports)
+//! ```
+//!
+//! [`run`] is the pipeline; `stages.rs` holds one function per stage, each
+//! reading the [`Location`] and the [`Request`] and adding to the state the
+//! next stage reads. Where the later work slots in:
+//! - **Site rules** (issue 32): an ordered list in the [`Location`], read
+//!   by `stages::rules_before` (before scoring: a rule may end the request
+//!   without scoring it) and `stages::rules_after` (with the scores and the
+//!   policy's decision); a rule says pass, allow, log, challenge or block
+//!   and may set tags. Both functions exist and apply no rule today.
+//! - **Challenge refinements** (issue 31): `stages::respond` chooses the
+//!   exit; a non-navigation or body-carrying request would get
+//!   `Exit::Page` with an `application/problem+json` body, a no-JS
+//!   fallback another page, attempt counting a state the answer reads. The
+//!   request carries the connection's TLS facts ([`Request::http`]'s
+//!   `tls()`: JA4 and family) and whether it came over TLS, which a
+//!   clearance bound to the JA4 and the address prefix needs.
+//! - **Fleet lookups** (issue 33): `stages::fleet`, between scoring and the
+//!   decision, reads the request's JA4 and may flag it; today it does
+//!   nothing.
+//!
+//! Nothing here allocates once a [`Scratch`] has grown to the largest
+//! request seen (`tests/access_alloc.rs` and the other dhat tests).
+
+#![forbid(unsafe_code)]
+
+mod action;
+mod config;
+mod effects;
+mod location;
+mod policy;
+mod request;
+mod scratch;
+mod stages;
+
+pub use action::Action;
+pub use config::Config;
+pub use effects::{Effects, Exit, Vars};
+pub use location::{Location, Models, DEFAULT_LOG_LEVEL};
+pub use policy::{Decision, Policy};
+pub use request::{Given, Job, Misuse, Request};
+pub use scratch::{Scratch, LOCATION_CAP};
+pub use stages::{count, outcome};
+
+/// Runs `job` on `req` under `loc` at `now` (Unix seconds: nginx's
+/// `ngx.time()`, replay's recorded time), in `scratch`'s buffers. Never
+/// allocates once `scratch` has grown to fit (it grows to the largest
+/// request seen).
+pub fn run<'a>(
+    loc: &'a Location,
+    req: &Request<'_>,
+    job: Job,
+    now: u64,
+    scratch: &'a mut Scratch,
+) -> Result<Effects<'a>, Misuse> {
+    if req
+        .work()
+        .and_then(|g| g.scores)
+        .is_some_and(|s| s.len() != loc.model_count())
+    {
+        return Err(Misuse::ScoreCount);
+    }
+    scratch.fit(loc, req);
+    let mut state = stages::strip(loc, req, job, scratch);
+    if job == Job::Access {
+        stages::rules_before(loc, req, &mut state);
+        stages::score(loc, req, scratch, &mut state);
+        stages::fleet(loc, req, &mut state);
+        stages::decide(loc, req, now, scratch, &mut state);
+        stages::rules_after(loc, req, &mut state);
+        stages::respond(loc, req, now, scratch, &mut state);
+    }
+    Ok(stages::texts(loc, req, now, scratch, state))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,106 @@
+//! What the gate is asked: one request ([`Request`]: what the client sent,
+//! what its connection showed, another engine's work on it) and the job
+//! ([`Job`]); and the caller's mistakes it refuses ([`Misuse`]).
+
+use crate::features::{self, TlsFacts};
+use crate::headers::Header;
+
+/// One request as the gate reads it: what the client sent (method, URI,
+/// client address, headers), what its connection showed (TLS, and the
+/// fingerprint when nginx has one), and another engine's work on it when
+/// that engine stripped and scored it.
+#[derive(Clone, Copy, Debug)]
+pub struct Request<'a> {
+    http: features::Request<'a>,
+    headers: &'a [Header<'a>],
+    secure: bool,
+    given: Option<Given<'a>>,
+}
+
+impl<'a> Request<'a> {
+    /// A request viewing the caller's bytes (as [`features::Request::new`]
+    /// reads them), with its connection's TLS facts (none: plain HTTP, or
+    /// no fingerprint).
+    pub fn new(
+        method: &'a [u8],
+        uri: &'a [u8],
+        http_version: u16,
+        client_addr: &'a [u8],
+        headers: &'a [Header<'a>],
+        tls: Option<TlsFacts<'a>>,
+    ) -> Request<'a> {
+        Request {
+            http: features::Request::new(method, uri, http_version, client_addr, headers)
+                .with_tls(tls),
+            headers,
+            secure: false,
+            given: None,
+        }
+    }
+
+    /// The same request, over TLS or not (a clearance cookie is then
+    /// `Secure`).
+    pub fn secure(mut self, secure: bool) -> Request<'a> {
+        self.secure = secure;
+        self
+    }
+
+    /// The same request with another engine's work on it (the legacy Lua
+    /// engine's strip and scores): the location neither strips the
+    /// internal headers nor scores it then.
+    pub fn given(mut self, given: Given<'a>) -> Request<'a> {
+        self.given = Some(given);
+        self
+    }
+
+    /// Another engine's work on it ([`Request::given`]).
+    pub fn work(&self) -> Option<Given<'a>> {
+        self.given
+    }
+
+    /// Whether it came over TLS ([`Request::secure`]).
+    pub fn is_secure(&self) -> bool {
+        self.secure
+    }
+
+    /// What the features are extracted from.
+    pub fn http(&self) -> &features::Request<'a> {
+        &self.http
+    }
+
+    /// The headers, in arrival order.
+    pub fn headers(&self) -> &'a [Header<'a>] {
+        self.headers
+    }
+}
+
+/// What another engine made of a request before handing it to the gate.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Given<'a> {
+    /// Its scores, in the location's model order; none: not scored.
+    pub scores: Option<&'a [f64]>,
+    /// Internal entries it removed.
+    pub removed: usize,
+    /// Internal entries it could not remove (the request is then refused).
+    pub unremovable: usize,
+}
+
+/// What the caller wants done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Job {
+    /// The whole pipeline: `access()`.
+    Access,
+    /// Only strip: the internal headers and the score header's spellings
+    /// (`clear_internal_headers()`).
+    Strip,
+    /// Only strip the internal headers, keeping the score header (a
+    /// subrequest, whose score header its parent's run set).
+    StripList,
+}
+
+/// Why [`super::run`] refused a request: the caller's mistake, nothing done.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Misuse {
+    /// Given scores whose count is not the location's model count.
+    ScoreCount,
+}

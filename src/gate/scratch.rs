@@ -1,0 +1,76 @@
+//! The buffers one thread's runs write into, made once and reused: the
+//! effects of a run borrow them until the next.
+
+use super::location::Location;
+use super::request::Request;
+use crate::challenge::{MAX_RETURN, PAGE_CAP, SET_COOKIE_CAP};
+use crate::config::text::Span;
+use crate::scorer::MAX_MODELS;
+
+/// The room of the answer's `Location`.
+pub const LOCATION_CAP: usize = MAX_RETURN;
+
+/// One thread's buffers for [`super::run`]. Grows to the largest request
+/// seen (header count, text room), then allocates no more.
+#[derive(Debug)]
+pub struct Scratch {
+    pub(super) clear: Vec<u32>,
+    pub(super) scores: [f64; MAX_MODELS],
+    /// The score header's value, the variables' values, the log line.
+    pub(super) text: Vec<u8>,
+    /// Each model's value within the score header's value.
+    pub(super) values: [Span; MAX_MODELS],
+    /// The challenge page, or the answer's `Set-Cookie` then `Location`.
+    pub(super) body: Box<[u8]>,
+    /// Whether the texts are written (nginx); replay wants decisions only.
+    pub(super) texts: bool,
+}
+
+impl Default for Scratch {
+    fn default() -> Scratch {
+        Scratch::new()
+    }
+}
+
+impl Scratch {
+    /// Buffers for 128 headers and 4 KiB of texts, grown when a request
+    /// needs more.
+    pub fn new() -> Scratch {
+        Scratch {
+            clear: vec![0; 128],
+            scores: [0.0; MAX_MODELS],
+            text: vec![0; 4096],
+            values: [Span::default(); MAX_MODELS],
+            body: vec![0; PAGE_CAP.max(SET_COOKIE_CAP + LOCATION_CAP)].into_boxed_slice(),
+            texts: true,
+        }
+    }
+
+    /// Buffers for runs whose effects are read for their decisions only
+    /// (replay): no texts are written.
+    pub fn decisions_only() -> Scratch {
+        Scratch {
+            texts: false,
+            ..Scratch::new()
+        }
+    }
+
+    /// Grows the buffers to fit `req` under `loc`.
+    pub(super) fn fit(&mut self, loc: &Location, req: &Request<'_>) {
+        let n = req.headers().len();
+        let req = req.http();
+        if self.clear.len() < n {
+            self.clear.resize(n, 0);
+        }
+        if self.texts {
+            let need = loc
+                .text_room()
+                .saturating_add(req.method().len())
+                .saturating_add(req.uri().len())
+                .saturating_add(req.client_addr().len());
+            if self.text.len() < need {
+                self.text.resize(need, 0);
+            }
+        }
+    }
+}

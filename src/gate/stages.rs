@@ -1,0 +1,485 @@
+//! The gate's stages, in the order [`super::run`] calls them. Each reads
+//! the location and the request and adds to the [`State`]; the last,
+//! [`texts`], turns the state into [`Effects`].
+
+use std::net::IpAddr;
+
+use super::action::Action;
+use super::effects::{Effects, Exit, Vars};
+use super::location::Location;
+use super::policy::Decision;
+use super::request::{Job, Request};
+use super::scratch::{Scratch, LOCATION_CAP};
+use crate::challenge::{self, Answer, SET_COOKIE_CAP};
+use crate::config::text::{self, Cursor, Line, Span};
+use crate::config::Engine;
+use crate::metrics::{AnswerResult, BotVerdict, Outcome, Registry, Seen};
+use crate::net::addr_from_text;
+use crate::scorer::ScoreError;
+use crate::verified::Verdict;
+
+/// What the stages found so far.
+pub(super) struct State {
+    pub(super) action: Action,
+    clear_len: usize,
+    matched: usize,
+    /// What the metrics count as removed: the matched entries, or on a
+    /// refusal only those another engine removed before it found the rest.
+    removed: usize,
+    unremovable: usize,
+    scored: bool,
+    score_error: Option<ScoreError>,
+    /// The client's address, parsed when the policy reads it.
+    client: Option<IpAddr>,
+    decision: Decision,
+    answer: Option<AnswerResult>,
+    exit: Exit<'static>,
+    /// What the page or the answer wrote into the scratch's body.
+    body: BodyParts,
+}
+
+/// Where the exit's bytes lie in the scratch's body.
+#[derive(Clone, Copy, Default)]
+enum BodyParts {
+    #[default]
+    None,
+    Page(Span),
+    Answer {
+        set_cookie: Span,
+        location: Span,
+    },
+}
+
+/// 1: the strip set over the headers (another engine's strip counted
+/// first). Entries nginx cannot remove refuse the request.
+pub(super) fn strip(loc: &Location, req: &Request<'_>, job: Job, scratch: &mut Scratch) -> State {
+    let mut s = State {
+        action: Action::Pass,
+        clear_len: 0,
+        matched: 0,
+        removed: 0,
+        unremovable: 0,
+        scored: false,
+        score_error: None,
+        client: None,
+        decision: Decision::new(Action::Pass, None),
+        answer: None,
+        exit: Exit::Continue,
+        body: BodyParts::None,
+    };
+    if let Some(g) = req.work() {
+        s.matched = g.removed;
+        s.removed = g.removed;
+        s.unremovable = g.unremovable;
+        if g.unremovable > 0 {
+            s.action = Action::Refused;
+            s.exit = Exit::Status(400);
+            return s;
+        }
+    }
+    let set = match job {
+        Job::Access | Job::Strip => loc.strip.as_ref(),
+        Job::StripList => loc.list.as_ref(),
+    };
+    if let Some(set) = set {
+        let found = set.find_internal(req.headers(), &mut scratch.clear);
+        s.matched += found.matched;
+        if found.unremovable > 0 {
+            // Nothing is removed: the removed count stays the other engine's.
+            s.unremovable = found.unremovable;
+            s.action = Action::Refused;
+            s.exit = Exit::Status(400);
+            return s;
+        }
+        s.clear_len = found.distinct;
+    }
+    s.removed = s.matched;
+    s
+}
+
+/// 2: site rules before scoring (issue 32). None yet.
+pub(super) fn rules_before(_loc: &Location, _req: &Request<'_>, _s: &mut State) {}
+
+/// 3: the scores, the location's scorer's or the ones another engine gave.
+/// A refused request is scored too: the metrics count its scores, as they
+/// did when nginx scored before it looked at the strip.
+pub(super) fn score(loc: &Location, req: &Request<'_>, scratch: &mut Scratch, s: &mut State) {
+    let out = &mut scratch.scores[..loc.model_count()];
+    if let Some(g) = req.work() {
+        if let Some(given) = g.scores {
+            out.copy_from_slice(given);
+            s.scored = true;
+        }
+        return;
+    }
+    if let Some(scorer) = &loc.scorer {
+        match scorer.score(req.http(), out) {
+            Ok(()) => s.scored = true,
+            Err(e) => s.score_error = Some(e),
+        }
+    }
+}
+
+/// 4: fleet fingerprint lookups (issue 33). None yet.
+pub(super) fn fleet(_loc: &Location, _req: &Request<'_>, _s: &mut State) {}
+
+/// 5: refused (by the strip), an answer to the challenge, or the policy's
+/// decision; unscored under `fail_closed`: unavailable.
+pub(super) fn decide(
+    loc: &Location,
+    req: &Request<'_>,
+    now: u64,
+    scratch: &Scratch,
+    s: &mut State,
+) {
+    if s.action == Action::Refused {
+        return;
+    }
+    let policy = &loc.policy;
+    if policy.answers(req.http()) {
+        s.action = Action::Answer;
+        return;
+    }
+    // Parsed only when the policy reads it (an allow list, the bots, the
+    // challenge): without them it decides alike with or without one.
+    if policy.reads_client() {
+        s.client = addr_from_text(req.http().client_addr());
+    }
+    let scores = s.scored.then(|| &scratch.scores[..loc.model_count()]);
+    match policy.decide_request(scores, req.http(), s.client, now) {
+        Some(d) => {
+            s.action = d.action;
+            s.decision = d;
+        }
+        None => s.action = Action::Unavailable,
+    }
+}
+
+/// 6: site rules after scoring (issue 32). None yet.
+pub(super) fn rules_after(_loc: &Location, _req: &Request<'_>, _s: &mut State) {}
+
+/// 7: how the request ends: the block status, the challenge page, the
+/// answer's redirect and cookie (issue 31 refines the challenge's).
+pub(super) fn respond(
+    loc: &Location,
+    req: &Request<'_>,
+    now: u64,
+    scratch: &mut Scratch,
+    s: &mut State,
+) {
+    let policy = &loc.policy;
+    s.exit = match s.action {
+        Action::Block => Exit::Status(policy.status()),
+        Action::Unavailable => Exit::Status(503),
+        Action::Refused => Exit::Status(400),
+        Action::Challenge | Action::Answer => {
+            let Some(ch) = policy.challenge() else {
+                return;
+            };
+            let client = addr_from_text(req.http().client_addr());
+            let binding = ch.binding(client, challenge::user_agent(req.http()));
+            if s.action == Action::Challenge {
+                match ch.page(&binding, now, &mut scratch.body) {
+                    Ok(n) => {
+                        s.body = BodyParts::Page(Span { offset: 0, len: n });
+                        Exit::Status(ch.status)
+                    }
+                    // Not reached: the body holds challenge::PAGE_CAP.
+                    Err(_) => Exit::Status(500),
+                }
+            } else {
+                let (cookie, location) = scratch.body.split_at_mut(SET_COOKIE_CAP);
+                let location = &mut location[..LOCATION_CAP];
+                match ch.answer(
+                    req.http().uri(),
+                    &binding,
+                    now,
+                    req.is_secure(),
+                    cookie,
+                    location,
+                ) {
+                    Ok(Answer::Solved { cookie, location }) => {
+                        s.answer = Some(AnswerResult::Solved);
+                        s.body = BodyParts::Answer {
+                            set_cookie: Span {
+                                offset: 0,
+                                len: cookie,
+                            },
+                            location: Span {
+                                offset: SET_COOKIE_CAP,
+                                len: location,
+                            },
+                        };
+                        Exit::Status(303)
+                    }
+                    Ok(Answer::Failed(r)) => {
+                        s.answer = Some(AnswerResult::Failed(r));
+                        Exit::Status(policy.status())
+                    }
+                    // Not reached: the buffers hold the caps.
+                    Err(_) => Exit::Status(500),
+                }
+            }
+        }
+        _ => Exit::Continue,
+    };
+}
+
+/// 8: the texts nginx sets and logs, and the effects. Only a request that
+/// was scored, flagged or claims a verified bot gets the score header and
+/// the variables; a flagged one or a bot claim the decision line.
+pub(super) fn texts<'a>(
+    loc: &'a Location,
+    req: &Request<'_>,
+    now: u64,
+    scratch: &'a mut Scratch,
+    s: State,
+) -> Effects<'a> {
+    let n = loc.model_count();
+    // On a scored request the score header's exact spelling is left to the
+    // caller's setting of it, which replaces it.
+    let mut clear_len = s.clear_len;
+    if s.scored && !loc.score_header.is_empty() {
+        let clear = &mut scratch.clear[..clear_len];
+        clear_len = without(req.headers(), clear, loc.score_header.as_bytes());
+    }
+    let bot = match (s.decision.bot, loc.policy.verified_bots()) {
+        (Some(v), Some(bots)) => Some((v, bots.name(v.bot()).unwrap_or_default())),
+        _ => None,
+    };
+    let acts = !matches!(
+        s.action,
+        Action::Refused | Action::Unavailable | Action::Answer
+    ) && (s.scored || s.action.flagged() || bot.is_some());
+    let spans = if scratch.texts {
+        write_texts(loc, req, now, scratch, &s, bot, acts)
+    } else {
+        Spans::default()
+    };
+    let scratch = &*scratch;
+    let text = &scratch.text[..spans.len];
+    let at = |sp: Span| &text[sp.offset..sp.offset + sp.len];
+    let vars = if acts && loc.vars && scratch.texts {
+        Vars {
+            loc: Some(loc),
+            text,
+            values: if s.scored { &scratch.values[..n] } else { &[] },
+            action: s.action,
+            time: spans.time,
+            verified_bot: match bot {
+                Some((Verdict::Verified(_), name)) => name.as_bytes(),
+                _ => &[],
+            },
+        }
+    } else {
+        Vars::none()
+    };
+    Effects {
+        action: s.action,
+        exit: exit(&s, &scratch.body),
+        clear: if s.action == Action::Refused {
+            &[]
+        } else {
+            &scratch.clear[..clear_len]
+        },
+        matched: s.matched,
+        removed: s.removed,
+        unremovable: s.unremovable,
+        scores: s.scored.then(|| &scratch.scores[..n]),
+        score_error: s.score_error,
+        flagged: s
+            .decision
+            .flagged_by
+            .map(|i| (i, loc.policy.threshold(i).unwrap_or(f64::NAN))),
+        bot,
+        clearance: s.decision.clearance,
+        answer: s.answer,
+        set_header: spans.header.map(|h| (&*loc.score_header, at(h))),
+        vars,
+        line: spans.line.map(|(l, level)| (at(l), level)),
+    }
+}
+
+/// Where [`write_texts`] wrote.
+#[derive(Clone, Copy, Default)]
+struct Spans {
+    header: Option<Span>,
+    time: Option<Span>,
+    line: Option<(Span, u8)>,
+    len: usize,
+}
+
+/// Writes a request's texts into the scratch: the refusal's or the
+/// answer's line, or (`acts`) the score header's value and each model's
+/// within it, `$edgeguard_time`, and the decision line.
+fn write_texts(
+    loc: &Location,
+    req: &Request<'_>,
+    now: u64,
+    scratch: &mut Scratch,
+    s: &State,
+    bot: Option<(Verdict, &str)>,
+    acts: bool,
+) -> Spans {
+    let http = req.http();
+    let about = Line {
+        action: s.action.as_str(),
+        flagged: None,
+        client: http.client_addr(),
+        method: http.method(),
+        uri: http.uri(),
+        bot: None,
+    };
+    let Scratch {
+        text,
+        scores,
+        values,
+        ..
+    } = scratch;
+    let scores = &scores[..loc.model_count()];
+    let mut w = Cursor::new(text);
+    let mut out = Spans::default();
+    // `Scratch::fit` made the room: a failed write (a wrong bound) leaves
+    // its text out rather than cut it.
+    match s.action {
+        Action::Refused => {
+            let l = text::write_refused(&mut w, s.unremovable, &about);
+            out.line = l.ok().map(|l| (l, loc.refuse_level));
+        }
+        Action::Answer => {
+            let failed = match s.answer {
+                Some(AnswerResult::Failed(r)) => Some(r.as_str()),
+                _ => None,
+            };
+            out.line = text::write_answer(&mut w, failed, &about)
+                .ok()
+                .map(|l| (l, loc.log_level));
+        }
+        _ if acts => {
+            if s.scored {
+                let v = text::write_scores(&mut w, &loc.names, scores, |i, sp| values[i] = sp);
+                out.header = v.ok().filter(|_| !loc.score_header.is_empty());
+            }
+            if loc.vars && loc.screen {
+                out.time = w.span(|w| text::write_decimal(w, now)).ok();
+            }
+            if s.action.flagged() || bot.is_some() {
+                let flagged = s
+                    .decision
+                    .flagged_by
+                    .filter(|_| s.scored)
+                    .and_then(|i| Some((&*loc.names[i], scores[i], loc.policy.threshold(i)?)));
+                let line = Line {
+                    flagged,
+                    bot: bot.map(|(v, name)| (name.as_bytes(), verdict(v))),
+                    ..about
+                };
+                out.line = text::write_line(&mut w, &line)
+                    .ok()
+                    .map(|l| (l, loc.log_level));
+            }
+        }
+        _ => {}
+    }
+    out.len = w.len();
+    out
+}
+
+/// The exit of a state, with the bytes the respond stage wrote.
+fn exit<'a>(s: &State, body: &'a [u8]) -> Exit<'a> {
+    let at = |sp: Span| &body[sp.offset..sp.offset + sp.len];
+    match (s.exit, s.body) {
+        (Exit::Status(status), BodyParts::Page(p)) => Exit::Page {
+            status,
+            content_type: "text/html; charset=utf-8",
+            body: at(p),
+        },
+        (
+            Exit::Status(status),
+            BodyParts::Answer {
+                set_cookie,
+                location,
+            },
+        ) => Exit::Redirect {
+            status,
+            location: at(location),
+            set_cookie: at(set_cookie),
+        },
+        (Exit::Status(status), BodyParts::None) => Exit::Status(status),
+        _ => Exit::Continue,
+    }
+}
+
+fn verdict(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Verified(_) => "verified",
+        Verdict::Fake(_) => "fake",
+    }
+}
+
+/// Compacts `clear` in place, dropping the indices of headers named exactly
+/// `keep`; returns the new length.
+fn without(headers: &[crate::headers::Header<'_>], clear: &mut [u32], keep: &[u8]) -> usize {
+    let mut kept = 0;
+    for i in 0..clear.len() {
+        let index = clear[i];
+        let exact = headers
+            .get(index as usize)
+            .is_some_and(|h| h.name() == keep);
+        if !exact {
+            clear[kept] = index;
+            kept += 1;
+        }
+    }
+    kept
+}
+
+/// Counts one request `engine` handled into `m`: under the Rust engine its
+/// time in the gate (`seconds`) and its scores (another engine counts its
+/// own), then its outcome with the entries removed and, when it got as far
+/// as acting, its clearance and bot claim; an answer's result.
+pub fn count(m: &Registry, e: &Effects<'_>, engine: Engine, seconds: f64) {
+    if engine == Engine::Rust {
+        m.engine_time(Engine::Rust, seconds);
+        if let Some(s) = e.scores {
+            m.scores(Engine::Rust, s);
+        }
+    }
+    let seen = Seen {
+        clearance: e.clearance,
+        bot: e.bot.map(|(v, name)| {
+            let verdict = match v {
+                Verdict::Verified(_) => BotVerdict::Verified,
+                Verdict::Fake(_) => BotVerdict::Fake,
+            };
+            (name.as_bytes(), verdict)
+        }),
+    };
+    // The registry counts a bot claim and a clearance only for outcomes that
+    // got as far as acting; the legacy engine judges neither.
+    m.request(
+        engine,
+        outcome(e.action),
+        e.removed,
+        (engine == Engine::Rust).then_some(seen),
+    );
+    if let Some(a) = e.answer {
+        m.answer(a);
+    }
+}
+
+/// The metrics' outcome of an action.
+pub fn outcome(a: Action) -> Outcome {
+    match a {
+        Action::Pass => Outcome::Pass,
+        Action::Allow => Outcome::Allow,
+        Action::Log => Outcome::Log,
+        Action::Block => Outcome::Block,
+        Action::Unavailable => Outcome::Unavailable,
+        Action::Cleared => Outcome::Cleared,
+        Action::Challenge => Outcome::Challenge,
+        Action::Verified => Outcome::Verified,
+        Action::Answer => Outcome::Answer,
+        Action::Refused => Outcome::Refused,
+    }
+}

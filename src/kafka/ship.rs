@@ -1,0 +1,240 @@
+//! `edgeguard ship`: request lines from files or stdin to a Kafka topic,
+//! one message per line, each confirmed by the broker. For backfills (a
+//! day of rotated logs into the topic a replay group reads), benchmarks,
+//! and `tail -F access.log | edgeguard ship` where no log shipper runs;
+//! the shippers of docs/kafka.md (rsyslog, Vector, Fluent Bit) follow
+//! rotated files and keep their place across restarts, which this does not.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::replay::{Batch, Input, LineSpan, Lines};
+
+use super::client::Client;
+use super::sink::{Delivered, Outgoing, Producer};
+
+/// Batches whose deliveries may be outstanding at once.
+const IN_FLIGHT: usize = 4;
+/// Bytes and lines per batch.
+const BATCH_BYTES: usize = 256 << 10;
+const BATCH_LINES: usize = 4096;
+/// How long a batch whose delivery failed is sent again, a second apart,
+/// before it counts as an error. librdkafka retries what it knows to be
+/// transient; a broker that answers a produce with an error it calls
+/// permanent while it shuts down (tansu 0.6 answers UNKNOWN_SERVER_ERROR)
+/// must not cost the lines.
+const RESEND_FOR: Duration = Duration::from_secs(300);
+const RESEND_AFTER: Duration = Duration::from_secs(1);
+
+/// What was shipped.
+#[derive(Debug, Default)]
+pub struct ShipSummary {
+    /// Lines delivered (acknowledged by the broker).
+    pub delivered: u64,
+    /// Lines not shipped: blank, or longer than the limit.
+    pub skipped: u64,
+    /// Lines sent again after a failed delivery (they may be in the topic
+    /// twice).
+    pub resent: u64,
+    /// Read errors (each ends its input) and delivery failures.
+    pub errors: Vec<String>,
+    /// Wall time.
+    pub elapsed: Duration,
+}
+
+/// Ships every line of `inputs` to `topic`, until the inputs end or
+/// `stop` is set; returns once every message sent is acknowledged or
+/// failed. Blank lines and lines longer than `max_line` are skipped.
+/// With `key_field`, each message is keyed by that top-level field of its
+/// line (a string as is, another value as JSON text; none: no key), so
+/// that one client's requests, say, stay in one partition.
+pub fn ship(
+    client: &Client,
+    topic: &str,
+    key_field: Option<&str>,
+    inputs: Vec<Input>,
+    max_line: usize,
+    stop: &AtomicBool,
+) -> Result<ShipSummary, String> {
+    let started = Instant::now();
+    let (tx, rx) = sync_channel(IN_FLIGHT + 1);
+    let producer = Producer::new(client, move |d| {
+        let _ = tx.send(d);
+    })?;
+    let mut flight = Flight {
+        rx,
+        producer: &producer,
+        out: HashMap::new(),
+        summary: ShipSummary::default(),
+        topic,
+        ticket: 0,
+    };
+    let mut batch = Batch::default();
+    let consumed = Arc::new(AtomicU64::new(0));
+    'inputs: for input in inputs {
+        let name = input.name().to_owned();
+        // Eager: a line from a pipe goes out as soon as it is read.
+        let lines = input.into_lines(Arc::clone(&consumed), max_line);
+        let mut lines = match lines.map(Lines::eager) {
+            Ok(l) => l,
+            Err(e) => {
+                flight.summary.errors.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                break 'inputs;
+            }
+            let more = match lines.fill(&mut batch, BATCH_BYTES, BATCH_LINES) {
+                Ok(more) => more,
+                Err(e) => {
+                    flight.summary.errors.push(format!("{name}: {e}"));
+                    false
+                }
+            };
+            let data = &batch.data;
+            let keep = |l: &&LineSpan| !l.too_long && !data[l.start..l.end].trim_ascii().is_empty();
+            let n = batch.lines.iter().filter(keep).count();
+            flight.summary.skipped += (batch.lines.len() - n) as u64;
+            if n > 0 {
+                flight.wait(IN_FLIGHT - 1);
+                // Kept until delivered: a failed batch is sent again.
+                let mut kept = Kept::default();
+                for l in batch.lines.iter().filter(keep) {
+                    let line = &data[l.start..l.end];
+                    let key = key_field.and_then(|field| {
+                        let start = kept.keys.len();
+                        key_of(line, field, &mut kept.keys).then_some(start..kept.keys.len())
+                    });
+                    let start = kept.data.len();
+                    kept.data.extend_from_slice(line);
+                    kept.lines.push((start..kept.data.len(), key));
+                }
+                flight.send(kept);
+            }
+            if !more {
+                break;
+            }
+        }
+    }
+    producer.flush(Duration::from_secs(600));
+    flight.wait(0);
+    let mut summary = flight.summary;
+    summary.elapsed = started.elapsed();
+    Ok(summary)
+}
+
+/// A batch's lines, owned until the broker has them all.
+#[derive(Default)]
+struct Kept {
+    data: Vec<u8>,
+    keys: Vec<u8>,
+    /// Each line's bytes in `data` and key in `keys`.
+    lines: Vec<(Range<usize>, Option<Range<usize>>)>,
+    /// When its delivery first failed.
+    failed_at: Option<Instant>,
+}
+
+/// Batches out, by ticket.
+struct Flight<'t> {
+    rx: Receiver<Delivered>,
+    producer: &'t Producer,
+    out: HashMap<u64, Kept>,
+    summary: ShipSummary,
+    topic: &'t str,
+    ticket: u64,
+}
+
+impl Flight<'_> {
+    /// Sends `kept` under a new ticket.
+    fn send(&mut self, kept: Kept) {
+        let ticket = self.ticket;
+        self.ticket += 1;
+        let messages = kept.lines.iter().map(|(line, key)| Outgoing {
+            topic: self.topic,
+            key: key.clone().map(|k| &kept.keys[k]),
+            payload: &kept.data[line.clone()],
+            headers: Vec::new(),
+        });
+        self.producer.send_all(ticket, messages);
+        self.out.insert(ticket, kept);
+    }
+
+    /// Until at most `left` batches are out; a failed batch is sent again
+    /// for `RESEND_FOR` (its lines may then be in the topic twice: at
+    /// least once, as everywhere else).
+    fn wait(&mut self, left: usize) {
+        while self.out.len() > left {
+            match self.rx.recv_timeout(Duration::from_millis(200)) {
+                Ok((t, failure)) => {
+                    let Some(mut kept) = self.out.remove(&t) else {
+                        continue;
+                    };
+                    let n = kept.lines.len() as u64;
+                    match failure {
+                        None => self.summary.delivered += n,
+                        Some(why) => {
+                            let first = *kept.failed_at.get_or_insert_with(Instant::now);
+                            if first.elapsed() < RESEND_FOR {
+                                eprintln!(
+                                    "edgeguard ship: {n} lines not delivered to {} ({why}): sending them again",
+                                    self.topic
+                                );
+                                self.summary.resent += n;
+                                std::thread::sleep(RESEND_AFTER);
+                                self.send(kept);
+                            } else {
+                                self.summary
+                                    .errors
+                                    .push(format!("delivering {n} lines to {}: {why}", self.topic));
+                            }
+                        }
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
+    }
+}
+
+/// Appends the value of `field` in the JSON object `line` to `out`: a
+/// string's text, another value's JSON. False if there is none.
+fn key_of(line: &[u8], field: &str, out: &mut Vec<u8>) -> bool {
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_slice(line) else {
+        return false;
+    };
+    match map.get(field) {
+        None | Some(serde_json::Value::Null) => false,
+        Some(serde_json::Value::String(s)) => {
+            out.extend_from_slice(s.as_bytes());
+            true
+        }
+        Some(v) => serde_json::to_writer(out, v).is_ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_by_a_field() {
+        let key = |line: &str, field| {
+            let mut out = Vec::new();
+            key_of(line.as_bytes(), field, &mut out).then(|| String::from_utf8(out).unwrap())
+        };
+        let line = r#"{"client":"192.0.2.1","status":200,"x":null,"h":[1]}"#;
+        assert_eq!(key(line, "client").as_deref(), Some("192.0.2.1"));
+        assert_eq!(key(line, "status").as_deref(), Some("200"));
+        assert_eq!(key(line, "h").as_deref(), Some("[1]"));
+        assert_eq!(key(line, "x"), None);
+        assert_eq!(key(line, "missing"), None);
+        assert_eq!(key("not json", "client"), None);
+    }
+}
