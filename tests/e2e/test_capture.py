@@ -10,6 +10,7 @@ the models, not here.
 """
 
 import collections
+import importlib.util
 import json
 import pathlib
 import shutil
@@ -24,8 +25,11 @@ CAPTURE = ROOT / "models" / "capture" / "capture.py"
 EDGEGUARD = ROOT / "target" / "release" / "edgeguard"
 CORPUS = ROOT / "tests" / "fixtures" / "real_clients"
 
-sys.path.insert(0, str(ROOT / "models" / "capture"))
-import sitemap  # noqa: E402
+# The capture's site map, by path: tests/e2e/sitemap.py (the page-invariance
+# test's) is another module of the same name in the same pytest run.
+_spec = importlib.util.spec_from_file_location("capture_sitemap", ROOT / "models" / "capture" / "sitemap.py")
+sitemap = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sitemap)
 
 LABELS = ("label", "class", "client_name", "client_version", "mode", "window", "driver", "origin",
           "session", "protocol", "flow", "dest", "seq", "family", "engine_version", "webdriver", "lang",

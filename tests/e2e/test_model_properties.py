@@ -42,8 +42,18 @@ TOLERANCE = 0.02
 URLS_PER_HEAD = 50
 
 
+def head_key(r):
+    return (r["method"], r["version"], json.dumps(r["headers"]), r.get("ja4"), r.get("tls_family"))
+
+
 def people():
-    rows = [dict(r, source="captured") for r in corpus.load() if r["human"]]
+    """Every distinct person's head (request line aside: the URL is the
+    test's): the same head twice would be scored twice the same."""
+    rows, seen = [], set()
+    for r in corpus.load():
+        if r["human"] and head_key(r) not in seen:
+            seen.add(head_key(r))
+            rows.append(dict(r, source="captured"))
     with open(PEOPLE_FIXTURE) as f:
         for line in f:
             r = json.loads(line)
