@@ -25,7 +25,15 @@ PIP_TEST := pytest prometheus_client h2 requests
 # tests/e2e/test_challenge_browser.py: Debian's Chromium, headless and
 # headful under Xvfb, solving the challenge page through nginx (Selenium).
 APT_TEST += chromium chromium-driver xvfb xauth
+# tests/e2e/test_challenge_people.py: Firefox over Marionette (Debian has no
+# geckodriver) and lynx for the no-JavaScript fallback.
+APT_TEST += firefox-esr lynx
 PIP_TEST += selenium
+# tests/e2e/test_challenge_page.py: axe-core in headless Chromium on every
+# challenge page and locale (npm, into target/npm: nothing global). Debian's
+# npm only where there is no npm: NodeSource's nodejs carries its own and
+# conflicts with it.
+AXE_CORE := axe-core@4.14.1
 
 RELEASE_LIB := target/release/libedgeguard.so
 RUN_DIR := .run
@@ -52,6 +60,10 @@ deps-test:
 	@for m in $(PIP_TEST); do \
 	  $(PYTHON) -c "import $$m" 2>/dev/null || $(PYTHON) -m pip install -q $$m; \
 	done
+	@command -v npm >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends npm; }
+	@[ -f target/npm/node_modules/axe-core/axe.min.js ] || \
+	  (mkdir -p target/npm && npm install --no-save --no-audit --no-fund --prefix target/npm $(AXE_CORE))
 
 build:
 	$(CARGO) build --release --locked
@@ -79,7 +91,7 @@ shim-lines:
 	sh scripts/shim-lines.sh
 
 # Import circles between the files of src/ (issue 30: none). Not yet in
-# `lint`: tls/, features/tls.rs and challenge/page.rs still name their
+# `lint`: features/tls.rs still names its
 # parent's items (see the script's output).
 circles:
 	python3 scripts/import-circles.py src
@@ -311,10 +323,14 @@ EDGEGUARD_CONFIG ?= $(DATADIR)/edgeguard.json
 # The models directory as edgeguard.json names it: relative to that file
 # here, /usr/share/edgeguard/models in the package (its /etc copy).
 EDGEGUARD_MODELS ?= models
+# The challenge page's template and locales, as examples to copy and edit
+# (challenge_template, challenge_locales; the library has them built in).
+CHALLENGE_LOCALES := $(notdir $(wildcard src/challenge/page/locales/*.json))
 LUA_MODULES := $(shell cd lua && find resty -name '*.lua' | LC_ALL=C sort)
 DATA_FILES := edgeguard.json internal-headers.txt models/bot.json models/spoof.json \
               nginx/edgeguard.conf nginx/edgeguard-metrics.conf nginx/log-format.conf \
-              nginx/log-format-challenge.conf verified-bots.example.json
+              nginx/log-format-challenge.conf verified-bots.example.json \
+              challenge/page.html $(addprefix challenge/locales/,$(CHALLENGE_LOCALES))
 INSTALL ?= install
 
 .PHONY: install uninstall deb test-deb test-rockspec
@@ -334,6 +350,10 @@ install: build
 	$(INSTALL) -m 644 nginx-conf/verified-bots.json $(DESTDIR)$(DATADIR)/verified-bots.example.json
 	$(INSTALL) -m 644 nginx-conf/log-format.conf nginx-conf/log-format-challenge.conf \
 	  packaging/nginx/edgeguard-metrics.conf $(DESTDIR)$(DATADIR)/nginx/
+	$(INSTALL) -d $(DESTDIR)$(DATADIR)/challenge/locales
+	$(INSTALL) -m 644 src/challenge/page/page.html $(DESTDIR)$(DATADIR)/challenge/page.html
+	$(INSTALL) -m 644 $(addprefix src/challenge/page/locales/,$(CHALLENGE_LOCALES)) \
+	  $(DESTDIR)$(DATADIR)/challenge/locales/
 	sed 's|@MODELS@|$(EDGEGUARD_MODELS)|g' packaging/edgeguard.json.in > $(DESTDIR)$(DATADIR)/edgeguard.json
 	sed 's|@CONFIG@|$(EDGEGUARD_CONFIG)|g' packaging/nginx/edgeguard.conf.in > $(DESTDIR)$(DATADIR)/nginx/edgeguard.conf
 	chmod 644 $(DESTDIR)$(DATADIR)/edgeguard.json $(DESTDIR)$(DATADIR)/nginx/edgeguard.conf
@@ -344,6 +364,7 @@ uninstall:
 	  $(DESTDIR)$(LUA_CMODULE_DIR)/libedgeguard.so \
 	  $(DESTDIR)$(INCLUDEDIR)/edgeguard.h $(addprefix $(DESTDIR)$(LUA_MODULE_DIR)/,$(LUA_MODULES)) \
 	  $(addprefix $(DESTDIR)$(DATADIR)/,$(DATA_FILES))
+	-rmdir $(DESTDIR)$(DATADIR)/challenge/locales $(DESTDIR)$(DATADIR)/challenge 2>/dev/null
 	-rmdir $(DESTDIR)$(LUA_MODULE_DIR)/resty/edgeguard/legacy $(DESTDIR)$(LUA_MODULE_DIR)/resty/edgeguard \
 	  $(DESTDIR)$(DATADIR)/models $(DESTDIR)$(DATADIR)/nginx $(DESTDIR)$(DATADIR) 2>/dev/null
 

@@ -19,6 +19,7 @@ use std::net::IpAddr;
 use std::path::Path;
 
 use criterion::Criterion;
+use edgeguard::challenge::Proof;
 use edgeguard::features::Request;
 use edgeguard::gate::Config;
 use edgeguard::headers::Header;
@@ -62,7 +63,7 @@ fn main() {
     let full = Config::parse("full", root, text.as_bytes()).unwrap();
     let ch = full.policy().challenge().unwrap();
     let addr: IpAddr = "192.0.2.10".parse().unwrap();
-    let good = ch.mint_cookie(&ch.binding(Some(addr), CHROME), NOW);
+    let good = ch.mint_cookie(&ch.binding(Some(addr), CHROME, None), Proof::Work, 16, NOW);
     let cookie = format!(
         "session=abc; edgeguard_clearance={}",
         std::str::from_utf8(&good).unwrap()

@@ -217,6 +217,20 @@ typedef enum {
    An answer without the work asked for.
    */
   EDGEGUARD_CLEARANCE_WORK = 7,
+  /*
+   Issued to a client with another TLS stack (a cookie replayed by
+   another program).
+   */
+  EDGEGUARD_CLEARANCE_TLS = 8,
+  /*
+   A no-JavaScript ticket followed before its wait was over.
+   */
+  EDGEGUARD_CLEARANCE_EARLY = 9,
+  /*
+   A valid no-JavaScript clearance (`challenge_nojs`): the weaker
+   proof, a wait instead of work; for an answer: the wait redeemed.
+   */
+  EDGEGUARD_CLEARANCE_ACCEPTED_WAIT = 10,
 } edgeguard_clearance;
 
 /*
@@ -578,6 +592,11 @@ typedef struct {
    is `InvalidArgument`.
    */
   const edgeguard_tls_info *tls;
+  /*
+   The request's id (nginx's `$request_id`), which a challenge page
+   or a problem document shows as its reference; empty: none shown.
+   */
+  edgeguard_str request_id;
 } edgeguard_request;
 
 /*
@@ -1141,7 +1160,8 @@ const char *edgeguard_action_name(int action);
 /*
  The name of a clearance result, for logs and metric labels
  (`"absent"`, `"accepted"`, `"malformed"`, `"mac"`, `"expired"`,
- `"address"`, `"user_agent"`, `"work"`); null for a number that is none.
+ `"address"`, `"user_agent"`, `"work"`, `"tls"`, `"early"`,
+ `"accepted_wait"`); null for a number that is none.
  Static storage.
  */
 const char *edgeguard_clearance_name(int clearance);

@@ -10,8 +10,11 @@
 use std::net::IpAddr;
 use std::path::Path;
 
-use edgeguard::challenge::{Clearance, Rejection};
-use edgeguard::features::Request;
+use edgeguard::challenge::{
+    Answer, Clearance, PageInput, Problem, ProblemInput, Proof, Rejection, Returned, State,
+    LOCATION_CAP, MAX_RETURN, PAGE_CAP, PROBLEM_CAP, SET_COOKIE_CAP,
+};
+use edgeguard::features::{Request, TlsFacts};
 use edgeguard::ffi::config::edgeguard_config_new;
 use edgeguard::ffi::edgeguard_result as R;
 use edgeguard::ffi::location::*;
@@ -20,6 +23,7 @@ use edgeguard::ffi::scorer::edgeguard_request;
 use edgeguard::ffi::{edgeguard_header, edgeguard_str};
 use edgeguard::gate::{Action, Config};
 use edgeguard::headers::Header;
+use edgeguard::tls::Family;
 use edgeguard::verified::{PrefixSetBuilder, Verdict};
 
 #[global_allocator]
@@ -49,7 +53,7 @@ fn per_request_work_does_not_allocate() {
     let policy = cfg.policy();
     let ch = policy.challenge().unwrap();
     let addr: IpAddr = "192.0.2.10".parse().unwrap();
-    let good = ch.mint_cookie(&ch.binding(Some(addr), CHROME), NOW);
+    let good = ch.mint_cookie(&ch.binding(Some(addr), CHROME, None), Proof::Work, 16, NOW);
     let cookie = format!(
         "edgeguard_clearance={}",
         std::str::from_utf8(&good).unwrap()
@@ -91,13 +95,21 @@ fn per_request_work_does_not_allocate() {
         leak(big),
     );
     let cases = [
-        (headers(cookie_s, CHROME), addr, Clearance::Accepted),
+        (
+            headers(cookie_s, CHROME),
+            addr,
+            Clearance::Accepted(Proof::Work),
+        ),
         (
             headers(forged_s, CHROME),
             addr,
             Clearance::Rejected(Rejection::Mac),
         ),
-        (headers(big_s, CHROME), addr, Clearance::Accepted),
+        (
+            headers(big_s, CHROME),
+            addr,
+            Clearance::Accepted(Proof::Work),
+        ),
         (
             headers(cookie_s, CHROME),
             "192.0.3.10".parse().unwrap(),
@@ -196,14 +208,139 @@ fn per_request_work_does_not_allocate() {
         headers: c_headers[0].as_ptr(),
         headers_len: c_headers[0].len(),
         tls: std::ptr::null(),
+        request_id: edgeguard_str::EMPTY,
+    };
+    // A fake Googlebot's form POST: flagged, never the page: a problem
+    // document with the request's id, written by the same call.
+    let post_req = edgeguard_request {
+        method: edgeguard_str::from_slice(b"POST"),
+        uri: edgeguard_str::from_slice(b"/checkout"),
+        request_id: edgeguard_str::from_slice(b"0123456789abcdef0123456789abcdef"),
+        headers: c_headers[5].as_ptr(),
+        headers_len: c_headers[5].len(),
+        ..answer_req
     };
     let slots_n = unsafe { edgeguard_metrics_len(metrics) };
     let (mut slots, mut deltas, mut values) =
         (vec![0u32; slots_n], vec![0.0; slots_n], vec![0.0; slots_n]);
     let mut exposition = vec![0u8; unsafe { edgeguard_metrics_text_room(metrics) }];
 
+    // The pieces the request pipeline calls for a challenged request: the
+    // page (localized, with the no-JavaScript ticket), problem+json, an
+    // answer with the return hop, the hop, a ticket, a TLS-bound cookie.
+    let mut nojs = ch.clone();
+    nojs.nojs_wait = Some(5);
+    let client = nojs.binding(Some(addr), CHROME, None);
+    let mut page = vec![0u8; PAGE_CAP];
+    let mut problem = vec![0u8; PROBLEM_CAP];
+    let (mut sc, mut loc, mut back) = (
+        [0u8; SET_COOKIE_CAP],
+        [0u8; LOCATION_CAP],
+        [0u8; MAX_RETURN],
+    );
+    let mut easy = nojs.clone();
+    easy.difficulty = 0;
+    let zero_nonce = easy.nonce(&client, 0, 0, NOW);
+    let answer_uri = format!(
+        "/.edgeguard/challenge?n={}&c=0&r=%2Fcart%3Fx%3D1",
+        std::str::from_utf8(&zero_nonce).unwrap()
+    );
+    let ticket = nojs.ticket(&client, 0, NOW).unwrap();
+    let ticket_uri = format!(
+        "/.edgeguard/challenge?t={}&r=%2F",
+        std::str::from_utf8(&ticket).unwrap()
+    );
+    let page_headers = [
+        Header::new(b"Host", b"shop.example"),
+        Header::new(b"User-Agent", CHROME),
+        Header::new(b"Accept-Language", b"pt-BR,pt;q=0.9,en;q=0.8"),
+    ];
+    let page_req = Request::new(b"GET", b"/cart?x=1", 11, b"", &page_headers);
+    let chrome_ja4: &[u8] = b"t13d1516h2_8daaf6152771_02713d6af862";
+    let python_ja4: &[u8] = b"t13d5911h1_a33745022dd6_dd5ea6d2a4c8";
+    let tls_client = ch.binding(
+        Some(addr),
+        CHROME,
+        TlsFacts::new(chrome_ja4, Family::Boringssl),
+    );
+    let tls_cookie = format!(
+        "edgeguard_clearance={}",
+        std::str::from_utf8(&ch.mint_cookie(&tls_client, Proof::Work, 16, NOW)).unwrap()
+    );
+    let tls_headers = [
+        Header::new(b"User-Agent", CHROME),
+        Header::new(b"Cookie", tls_cookie.as_bytes()),
+    ];
+
     let before = dhat::HeapStats::get();
     let mut seen = 0usize;
+    for _ in 0..50 {
+        let mut input = PageInput::for_request(&page_req, 16);
+        input.request_id = b"5f3ca1b2c3d4e5f60718293a4b5c6d7e";
+        let n = nojs.page(&input, &client, NOW, &mut page).unwrap();
+        assert!(page[..n].windows(9).any(|w| w == b"lang=\"pt\""));
+        input.state = State::CookiesNeeded;
+        assert!(nojs.page(&input, &client, NOW, &mut page).is_ok());
+        let p = ProblemInput {
+            problem: Problem::ChallengeRequired,
+            status: 403,
+            clearance: Clearance::Rejected(Rejection::Expired),
+            request_id: b"5f3ca1b2c3d4e5f60718293a4b5c6d7e",
+            return_to: b"/cart?x=1",
+            retry_after: None,
+            base: "",
+        };
+        assert!(nojs.problem(&p, &mut problem).unwrap() > 100);
+        let a = easy
+            .answer(
+                answer_uri.as_bytes(),
+                &client,
+                NOW,
+                true,
+                true,
+                &mut sc,
+                &mut loc,
+            )
+            .unwrap();
+        let Answer::Solved { location, .. } = a else {
+            panic!("{a:?}")
+        };
+        let r = easy
+            .returning(&loc[..location], &client, NOW, &mut back)
+            .unwrap();
+        assert!(matches!(r, Returned::Back { attempts: 1, .. }));
+        let t = nojs
+            .answer(
+                ticket_uri.as_bytes(),
+                &client,
+                NOW + 6,
+                true,
+                false,
+                &mut sc,
+                &mut loc,
+            )
+            .unwrap();
+        assert!(
+            matches!(
+                t,
+                Answer::Solved {
+                    proof: Proof::Wait,
+                    ..
+                }
+            ),
+            "{t:?}"
+        );
+        for (ja4, want) in [
+            (chrome_ja4, Clearance::Accepted(Proof::Work)),
+            (python_ja4, Clearance::Rejected(Rejection::Tls)),
+        ] {
+            let req = Request::new(b"GET", b"/", 11, b"", &tls_headers)
+                .with_tls(TlsFacts::new(ja4, Family::Boringssl));
+            assert_eq!(ch.clearance(&req, Some(addr), NOW), want);
+        }
+        seen += 1;
+    }
+
     for _ in 0..50 {
         for (h, a, want) in &cases {
             let req = Request::new(b"GET", b"/", 11, b"", h);
@@ -215,7 +352,7 @@ fn per_request_work_does_not_allocate() {
                 .unwrap();
             let want_action = match (h[0].value(), want) {
                 (GOOGLEBOT, _) => Action::Verified,
-                (_, Clearance::Accepted) => Action::Cleared,
+                (_, Clearance::Accepted(_)) => Action::Cleared,
                 _ => Action::Challenge,
             };
             assert_eq!(d.action, want_action);
@@ -230,6 +367,7 @@ fn per_request_work_does_not_allocate() {
                 headers: c_headers[i].as_ptr(),
                 headers_len: c_headers[i].len(),
                 tls: std::ptr::null(),
+                request_id: edgeguard_str::EMPTY,
             };
             let rc = unsafe {
                 edgeguard_location_run(
@@ -245,7 +383,7 @@ fn per_request_work_does_not_allocate() {
             };
             assert_eq!(rc, R::Ok);
             let accepted = out.clearance == edgeguard_clearance::Accepted;
-            assert_eq!(accepted, *want == Clearance::Accepted, "case {i}");
+            assert_eq!(accepted, want.is_accepted(), "case {i}");
             seen += usize::from(out.bot != edgeguard_bot::None);
         }
         let rc = unsafe {
@@ -264,6 +402,25 @@ fn per_request_work_does_not_allocate() {
         assert_eq!((out.action, out.status), (edgeguard_action::Answer, 403));
         assert!(unsafe { out.line.as_bytes() }
             .starts_with(b"edgeguard challenge=failed reason=malformed "));
+        let rc = unsafe {
+            edgeguard_location_run(
+                c_policy,
+                metrics,
+                &post_req,
+                std::ptr::null(),
+                0,
+                NOW as i64,
+                scratch,
+                &mut out,
+            )
+        };
+        assert_eq!(rc, R::Ok);
+        assert_eq!((out.action, out.status), (edgeguard_action::Block, 403));
+        let body = unsafe { out.body.as_bytes() };
+        assert!(body.starts_with(b"{\"type\":\"about:blank\""), "{body:?}");
+        assert!(body
+            .windows(32)
+            .any(|w| w == b"0123456789abcdef0123456789abcdef"));
         for p in &probes {
             seen += usize::from(bots_set.contains(*p));
         }
@@ -304,21 +461,23 @@ fn per_request_work_does_not_allocate() {
         assert_eq!(rc, R::Ok);
     }
     let after = dhat::HeapStats::get();
-    assert_eq!(seen, 50 * (6 + 1 + 3), "every case and probe ran");
+    assert_eq!(seen, 50 * (1 + 6 + 1 + 3), "every case and probe ran");
     // 50 rounds of the six requests: two accepted cookies, a forged one,
     // another address, another User-Agent twice (the Googlebot one comes
     // from its prefixes: verified); 50 malformed answers, each a request
     // too (the one call counts an answer as nginx counted it).
     let text = std::str::from_utf8(&exposition[..text_len]).unwrap();
     for want in [
-        "edgeguard_requests_total{engine=\"rust\"} 350\n",
+        "edgeguard_requests_total{engine=\"rust\"} 400\n",
         "edgeguard_decisions_total{action=\"answer\"} 50\n",
         "edgeguard_clearances_total{result=\"accepted\"} 100\n",
         "edgeguard_clearances_total{result=\"mac\"} 50\n",
         "edgeguard_clearances_total{result=\"address\"} 50\n",
-        "edgeguard_clearances_total{result=\"user_agent\"} 100\n",
+        // The POST carries the Chrome cookie with the Googlebot UA too.
+        "edgeguard_clearances_total{result=\"user_agent\"} 150\n",
         "edgeguard_verified_bots_total{bot=\"Googlebot\",result=\"verified\"} 50\n",
         "edgeguard_challenges_total{result=\"failed\"} 50\n",
+        "edgeguard_challenges_total{result=\"problem\"} 50\n",
         "edgeguard_challenge_failures_total{reason=\"malformed\"} 50\n",
     ] {
         assert!(text.contains(want), "{want} in {text}");
@@ -330,6 +489,6 @@ fn per_request_work_does_not_allocate() {
     }
     assert_eq!(
         after.total_blocks, before.total_blocks,
-        "cookie verification, prefix lookups and decide_request allocated"
+        "cookie verification, prefix lookups, decide_request, pages, problems, answers, returns or tickets allocated"
     );
 }

@@ -1257,6 +1257,7 @@ fn c_req(
         headers: headers.as_ptr(),
         headers_len: headers.len(),
         tls: std::ptr::null(),
+        request_id: edgeguard::ffi::edgeguard_str::EMPTY,
     }
 }
 
@@ -1367,6 +1368,7 @@ fn hostile_requests_are_scored_like_the_rust_api_scores_them() {
         headers: null(),
         headers_len: 0,
         tls: std::ptr::null(),
+        request_id: edgeguard::ffi::edgeguard_str::EMPTY,
     };
     score_both(s, &rust, &bad_strings);
     for version in [0, 9, 10, 11, 20, 30, 65535] {
@@ -1413,6 +1415,7 @@ fn scoring_refuses_impossible_lengths_and_versions_before_reading_anything() {
             let huge = edgeguard_request {
                 headers_len: len,
                 tls: std::ptr::null(),
+                request_id: edgeguard::ffi::edgeguard_str::EMPTY,
                 ..req
             };
             assert_eq!(

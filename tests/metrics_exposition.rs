@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use edgeguard::challenge::{Clearance, Rejection};
+use edgeguard::challenge::{Clearance, Proof, Rejection};
 use edgeguard::config::Engine;
 use edgeguard::metrics::{AnswerResult, BotVerdict, Disagreement, Outcome, Registry, Seen, Spec};
 
@@ -55,7 +55,7 @@ fn outcome(s: &str) -> Outcome {
 fn clearance(code: usize) -> Clearance {
     match code {
         0 => Clearance::Absent,
-        1 => Clearance::Accepted,
+        1 => Clearance::Accepted(Proof::Work),
         n => Clearance::Rejected(Rejection::ALL[n - 2]),
     }
 }

@@ -79,6 +79,7 @@ fn deciding_does_not_allocate() {
             headers: null(),
             headers_len: 0,
             tls: null(),
+            request_id: edgeguard::ffi::edgeguard_str::EMPTY,
         })
         .collect();
     let mut scratch = null_mut();

@@ -91,6 +91,7 @@ fn c_request(r: &OwnedRequest, headers: &[Header<'_>]) -> edgeguard_request {
         headers: headers.as_ptr(),
         headers_len: headers.len(),
         tls: std::ptr::null(),
+        request_id: edgeguard::ffi::edgeguard_str::EMPTY,
     }
 }
 
@@ -387,6 +388,7 @@ fn score_refuses_nulls_bad_counts_and_versions_writing_nothing() {
         headers: null(),
         headers_len: 0,
         tls: std::ptr::null(),
+        request_id: edgeguard::ffi::edgeguard_str::EMPTY,
     };
     unsafe {
         assert_eq!(

@@ -13,7 +13,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use arbitrary::Arbitrary;
-use edgeguard::challenge::{cookie_values, Answer, Challenge, Clearance, Keys, MAX_CANDIDATES};
+use edgeguard::challenge::{
+    cookie_values, Answer, Challenge, Clearance, Keys, Proof, MAX_CANDIDATES,
+};
 use edgeguard::features::Request;
 use edgeguard::headers::Header;
 use libfuzzer_sys::{arbitrary, fuzz_target};
@@ -60,13 +62,13 @@ fuzz_target!(|input: Input| {
         IpAddr::from([input.addr[0], input.addr[1], input.addr[2], input.addr[3]])
     };
     let now = u64::from(input.now) + 1_000_000;
-    let binding = ch.binding(Some(addr), &input.user_agent);
+    let binding = ch.binding(Some(addr), &input.user_agent, None);
 
     let mut header = input.cookie.clone();
     let mut minted_index = None;
     if let Some(at) = input.minted_at {
         let at = usize::from(at) % (header.len() + 1);
-        let token = ch.mint_cookie(&binding, now);
+        let token = ch.mint_cookie(&binding, Proof::Work, 0, now);
         let cookie = [b"; ".as_slice(), &name, b"=", &token, b"; "].concat();
         // The candidates before it, as the parser sees the finished header.
         header.splice(at..at, cookie.iter().copied());
@@ -83,37 +85,73 @@ fuzz_target!(|input: Input| {
     let req = Request::new(b"GET", &input.uri, 11, b"", &headers);
     let clearance = ch.clearance(&req, Some(addr), now);
     match minted_index {
-        Some(i) if i < MAX_CANDIDATES => assert_eq!(clearance, Clearance::Accepted, "{i}"),
+        Some(i) if i < MAX_CANDIDATES => {
+            assert_eq!(clearance, Clearance::Accepted(Proof::Work), "{i}")
+        }
         // Before the minted one, the fuzzer's bytes may hold a cookie that
         // was never minted: it must not clear.
         _ => assert!(
-            clearance != Clearance::Accepted
-                || got.iter().any(|v| ch.verify_cookie(v, &binding, now).is_ok()),
+            !clearance.is_accepted()
+                || got
+                    .iter()
+                    .any(|v| ch.verify_cookie(v, &binding, now).is_ok()),
         ),
     }
     if minted_index.is_none() {
-        assert_ne!(clearance, Clearance::Accepted, "the fuzzer forged a cookie");
+        assert!(!clearance.is_accepted(), "the fuzzer forged a cookie");
     }
 
-    let (mut set_cookie, mut location) = ([0u8; 512], [0u8; 2048]);
-    match ch.answer(&input.uri, &binding, now, false, &mut set_cookie, &mut location) {
+    let (mut set_cookie, mut location) = ([0u8; 512], [0u8; 8192]);
+    match ch.answer(
+        &input.uri,
+        &binding,
+        now,
+        false,
+        false,
+        &mut set_cookie,
+        &mut location,
+    ) {
         Ok(Answer::Solved { location: n, .. }) => {
             // Only a nonce this key signed for this client could get here.
             panic!("an arbitrary answer solved: {:?}", &location[..n]);
         }
-        Ok(Answer::Failed(_)) => {}
+        Ok(Answer::Failed(_) | Answer::TooEarly { .. }) => {}
         Err(_) => panic!("the buffers are large enough"),
     }
     // A real nonce with the fuzzer's return path: always a same-site path.
     // (`&` would start another parameter, which may replace n or c.)
-    let nonce = ch.nonce(&binding, now);
+    let nonce = ch.nonce(&binding, 0, 0, now);
     let ret: Vec<u8> = input.uri.iter().copied().filter(|&b| b != b'&').collect();
-    let uri = [b"/.edgeguard/challenge?n=".as_slice(), &nonce, b"&c=0&r=", &ret].concat();
-    match ch.answer(&uri, &binding, now, true, &mut set_cookie, &mut location) {
-        Ok(Answer::Solved { location: n, cookie }) => {
+    let uri = [
+        b"/.edgeguard/challenge?n=".as_slice(),
+        &nonce,
+        b"&c=0&r=",
+        &ret,
+    ]
+    .concat();
+    match ch.answer(
+        &uri,
+        &binding,
+        now,
+        true,
+        false,
+        &mut set_cookie,
+        &mut location,
+    ) {
+        Ok(Answer::Solved {
+            location: n,
+            cookie,
+            ..
+        }) => {
             let loc = &location[..n];
-            assert!(loc[0] == b'/' && !matches!(loc.get(1), Some(b'/' | b'\\')), "{loc:?}");
-            assert!(loc.iter().all(|&b| (0x21..0x7f).contains(&b) && b != b'\\'), "{loc:?}");
+            assert!(
+                loc[0] == b'/' && !matches!(loc.get(1), Some(b'/' | b'\\')),
+                "{loc:?}"
+            );
+            assert!(
+                loc.iter().all(|&b| (0x21..0x7f).contains(&b) && b != b'\\'),
+                "{loc:?}"
+            );
             assert!(set_cookie[..cookie].ends_with(b"; Secure"));
         }
         other => panic!("a real nonce failed: {other:?}"),

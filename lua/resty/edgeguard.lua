@@ -166,7 +166,7 @@ local function run(st, loc, r, job, engine)
         legacy = legacy or require "resty.edgeguard.legacy.driver"
         return legacy.run(st, loc, r, job)
     end
-    local req, headers = gate.current(r)
+    local req, headers = gate.current(r, st.request_ids)
     if not req then
         return nil, headers, "rust"
     end

@@ -3,10 +3,29 @@
 //!
 //! One key a line, as hex (`openssl rand -hex 32`), at least
 //! [`MIN_KEY_BYTES`] bytes. Blank lines and lines starting with `#` are
-//! skipped. The first key signs; every key verifies, so a rotation is: put
-//! the new key first and keep the old one below it for one cookie lifetime
-//! (`challenge_ttl`), then remove it. A bad line refuses the whole file,
-//! naming the file and the 1-based line; the key material is never printed.
+//! skipped. A bad line refuses the whole file, naming the file and the
+//! 1-based line; the key material is never printed.
+//!
+//! # Rotation
+//!
+//! The first key signs; every key verifies. Rotating without refusing a
+//! single cookie, on any number of servers that reload at different times,
+//! takes three reloads:
+//!
+//! 1. add the new key *below* the old one, everywhere: every server now
+//!    accepts cookies signed with either, and still signs with the old;
+//! 2. move the new key first, everywhere: new cookies are signed with it,
+//!    and a server still at step 1 accepts them;
+//! 3. after the longest cookie lifetime (`challenge_ttl`, and the no-JS
+//!    lifetime when that fallback is on), remove the old key.
+//!
+//! Skipping step 1 on a fleet means a server that has not reloaded yet
+//! refuses (`mac`) the cookies a reloaded one signs. A key removed too
+//! early refuses the cookies it signed, which are then challenged again:
+//! nobody is locked out, people solve one more page.
+//!
+//! The demo key shipped for `make run` (`nginx-conf/demo-challenge-secret`)
+//! is public: [`Keys::has_demo_key`] tells the loader to warn.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -25,6 +44,14 @@ pub const MAX_KEY_BYTES: usize = 64;
 /// At most this many keys: each one is tried on a cookie that fails the
 /// first, so the count bounds the work a forged cookie costs.
 pub const MAX_KEYS: usize = 8;
+
+/// The key of `nginx-conf/demo-challenge-secret`, the one `make run` and
+/// the example configuration use. It is in a public repository, so anyone
+/// can sign cookies with it: a server that lists it has no challenge.
+const DEMO_KEY: [u8; 32] = [
+    0x17, 0x15, 0x0c, 0x76, 0xf1, 0x45, 0x33, 0x84, 0x68, 0xad, 0x00, 0x93, 0x58, 0x12, 0xae, 0x93,
+    0xfb, 0xa9, 0x42, 0xb8, 0x35, 0x68, 0x3e, 0x39, 0x5b, 0x27, 0x3e, 0x41, 0x8f, 0x21, 0x4c, 0x3d,
+];
 
 /// One key's bytes, inline (no heap per key), and the HMAC state keyed
 /// with it: a MAC starts from a copy of it, saving the two SHA-256 blocks
@@ -183,6 +210,26 @@ impl Keys {
     pub(crate) fn all(&self) -> &[Key] {
         &self.keys
     }
+
+    /// Whether any key is the public demo key: the loader should warn at
+    /// startup (`challenge_secret ... is the public demo key`), since with
+    /// it anyone can mint a clearance for this server.
+    pub fn has_demo_key(&self) -> bool {
+        self.keys.iter().any(|k| k.as_bytes() == DEMO_KEY)
+    }
+
+    /// The warning the loader logs when [`Keys::has_demo_key`]: it names
+    /// the file and says what to do.
+    pub fn demo_key_warning(&self) -> Option<String> {
+        self.has_demo_key().then(|| {
+            format!(
+                "{}: challenge_secret holds the public demo key (nginx-conf/demo-challenge-secret): \
+                 anyone can mint clearance cookies for this server; make a key of your own with \
+                 `openssl rand -hex 32`",
+                self.path.display()
+            )
+        })
+    }
 }
 
 #[cfg(test)]
@@ -244,5 +291,29 @@ mod tests {
             .unwrap_err()
             .0
             .starts_with("/nonexistent/secret: cannot read"));
+    }
+
+    #[test]
+    fn the_shipped_demo_key_is_recognised() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let demo = Keys::load(&root.join("nginx-conf/demo-challenge-secret")).unwrap();
+        assert!(demo.has_demo_key());
+        let w = demo.demo_key_warning().unwrap();
+        assert!(
+            w.contains("demo-challenge-secret: challenge_secret holds the public demo key"),
+            "{w}"
+        );
+        assert!(
+            !w.contains("17150c76"),
+            "the key itself is never printed: {w}"
+        );
+        // Listed second (verifying only) it is still a hole.
+        let line = std::fs::read_to_string(root.join("nginx-conf/demo-challenge-secret")).unwrap();
+        let hex = line.lines().find(|l| !l.starts_with('#')).unwrap();
+        assert!(parse(&format!("{K1}\n{hex}\n")).unwrap().has_demo_key());
+        // Other keys, the test fixture's among them, are not.
+        assert!(!parse(K1).unwrap().has_demo_key());
+        let fixture = Keys::load(&root.join("tests/fixtures/challenge/secret")).unwrap();
+        assert!(!fixture.has_demo_key() && fixture.demo_key_warning().is_none());
     }
 }

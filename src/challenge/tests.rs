@@ -33,7 +33,7 @@ fn clearance(
 }
 
 fn cookie_for(c: &Challenge, addr: &str, ua: &[u8], now: u64) -> String {
-    let token = c.mint_cookie(&c.binding(ip(addr), ua), now);
+    let token = c.mint_cookie(&c.binding(ip(addr), ua, None), Proof::Work, 16, now);
     format!(
         "edgeguard_clearance={}",
         std::str::from_utf8(&token).unwrap()
@@ -77,7 +77,7 @@ fn cookie_table() {
             "192.0.2.10",
             UA,
             NOW + 10,
-            Clearance::Accepted,
+            Clearance::Accepted(Proof::Work),
         ),
         (
             "same /24",
@@ -86,7 +86,7 @@ fn cookie_table() {
             "192.0.2.200",
             UA,
             NOW,
-            Clearance::Accepted,
+            Clearance::Accepted(Proof::Work),
         ),
         (
             "expired",
@@ -140,7 +140,7 @@ fn cookie_table() {
             "::ffff:192.0.2.10",
             UA,
             NOW,
-            Clearance::Accepted,
+            Clearance::Accepted(Proof::Work),
         ),
         (
             "other UA",
@@ -158,7 +158,7 @@ fn cookie_table() {
             "192.0.2.10",
             UA,
             NOW,
-            Clearance::Accepted,
+            Clearance::Accepted(Proof::Work),
         ),
         (
             "old key removed",
@@ -194,7 +194,7 @@ fn cookie_table() {
             "192.0.2.10",
             UA,
             NOW,
-            Clearance::Accepted,
+            Clearance::Accepted(Proof::Work),
         ),
         (
             "many cookies",
@@ -203,7 +203,7 @@ fn cookie_table() {
             "192.0.2.10",
             UA,
             NOW,
-            Clearance::Accepted,
+            Clearance::Accepted(Proof::Work),
         ),
         (
             "other name",
@@ -255,7 +255,7 @@ fn candidates_are_bounded_and_any_valid_one_clears() {
             UA,
             NOW
         ),
-        Clearance::Accepted
+        Clearance::Accepted(Proof::Work)
     );
     // The good one after MAX_CANDIDATES bad ones is not looked at.
     let mut headers: Vec<&[u8]> = vec![bad.as_bytes(); MAX_CANDIDATES];
@@ -268,7 +268,7 @@ fn candidates_are_bounded_and_any_valid_one_clears() {
     let quoted = good.replace('=', "=\"") + "\"";
     assert_eq!(
         clearance(&c, &[quoted.as_bytes()], "192.0.2.10", UA, NOW),
-        Clearance::Accepted
+        Clearance::Accepted(Proof::Work)
     );
 }
 
@@ -276,7 +276,7 @@ fn solve(nonce: &[u8]) -> String {
     let d = u32::from(
         token::open(nonce, Kind::Nonce, &challenge(&[K1]).keys)
             .unwrap()
-            .difficulty,
+            .level,
     );
     (0u64..)
         .map(|i| i.to_string())
@@ -285,22 +285,41 @@ fn solve(nonce: &[u8]) -> String {
 }
 
 fn nonce_of(page: &[u8]) -> &[u8] {
-    let at = page.windows(5).position(|w| w == b"N = \"").unwrap() + 5;
+    let at = page.windows(6).position(|w| w == b"{\"n\":\"").unwrap() + 6;
     &page[at..at + TOKEN_TEXT]
+}
+
+fn page_for(c: &Challenge, client: &Binding, input: PageInput<'_>, now: u64) -> String {
+    let mut out = vec![0u8; PAGE_CAP];
+    let n = c.page(&input, client, now, &mut out).unwrap();
+    String::from_utf8(out[..n].to_vec()).unwrap()
+}
+
+fn input(state: State) -> PageInput<'static> {
+    PageInput {
+        state,
+        accept_language: b"",
+        host: b"shop.example",
+        request_id: b"",
+        return_to: b"/",
+        difficulty: 8,
+        attempts: 0,
+        ticket: None,
+        seconds: 0,
+    }
 }
 
 #[test]
 fn page_answer_cookie_round_trip() {
     let mut c = challenge(&[K1]);
     c.difficulty = 8;
-    let client = c.binding(ip("198.51.100.7"), UA);
-    let mut page = [0u8; page::CAP];
-    let n = c.page(&client, NOW, &mut page).unwrap();
-    let page = &page[..n];
-    assert!(n < 4000, "{n}");
-    assert!(std::str::from_utf8(page).unwrap().contains("var N = \"") && !page.contains(&b'@'));
-    assert!(page.windows(8).any(|w| w == b"D = 8, P"));
-    let nonce = nonce_of(page);
+    let client = c.binding(ip("198.51.100.7"), UA, None);
+    let page = page_for(&c, &client, input(State::Challenge), NOW);
+    assert!(
+        page.contains("\"d\":8,\"e\":\"/.edgeguard/challenge\"") && !page.contains("{{"),
+        "{page}"
+    );
+    let nonce = nonce_of(page.as_bytes());
     let counter = solve(nonce);
     let uri = format!(
         "{ENDPOINT}?n={}&c={counter}&r=%2Fshop%2Fitem%3Fid%3D4%26x%3D%25C3%25A9",
@@ -308,9 +327,23 @@ fn page_answer_cookie_round_trip() {
     );
     let (mut sc, mut loc) = ([0u8; SET_COOKIE_CAP], [0u8; MAX_RETURN]);
     let got = c
-        .answer(uri.as_bytes(), &client, NOW + 5, true, &mut sc, &mut loc)
+        .answer(
+            uri.as_bytes(),
+            &client,
+            NOW + 5,
+            true,
+            false,
+            &mut sc,
+            &mut loc,
+        )
         .unwrap();
-    let Answer::Solved { cookie, location } = got else {
+    let Answer::Solved {
+        cookie,
+        location,
+        proof: Proof::Work,
+        attempts: 1,
+    } = got
+    else {
         panic!("{got:?}")
     };
     assert_eq!(&loc[..location], b"/shop/item?id=4&x=%C3%A9");
@@ -318,17 +351,23 @@ fn page_answer_cookie_round_trip() {
     let (pair, attrs) = sc.split_once("; ").unwrap();
     assert_eq!(
         attrs,
-        "Path=/; Max-Age=86400; Expires=Sat, 16 Jan 2027 08:00:05 GMT; HttpOnly; SameSite=Lax; Secure"
+        "Path=/; Max-Age=86400; Expires=Sat, 16 Jan 2027 08:00:05 GMT; HttpOnly; SameSite=None; Secure"
     );
     assert_eq!(
         clearance(&c, &[pair.as_bytes()], "198.51.100.99", UA, NOW + 100),
-        Clearance::Accepted
+        Clearance::Accepted(Proof::Work)
     );
     // Without TLS, no Secure.
     let (mut sc2, mut loc2) = ([0u8; SET_COOKIE_CAP], [0u8; MAX_RETURN]);
-    let Ok(Answer::Solved { cookie, .. }) =
-        c.answer(uri.as_bytes(), &client, NOW, false, &mut sc2, &mut loc2)
-    else {
+    let Ok(Answer::Solved { cookie, .. }) = c.answer(
+        uri.as_bytes(),
+        &client,
+        NOW,
+        false,
+        false,
+        &mut sc2,
+        &mut loc2,
+    ) else {
         panic!()
     };
     assert!(std::str::from_utf8(&sc2[..cookie])
@@ -339,7 +378,7 @@ fn page_answer_cookie_round_trip() {
     let fail = |uri: &str, client: &Binding, now: u64| {
         let (mut a, mut b) = ([0u8; SET_COOKIE_CAP], [0u8; MAX_RETURN]);
         match c
-            .answer(uri.as_bytes(), client, now, false, &mut a, &mut b)
+            .answer(uri.as_bytes(), client, now, false, false, &mut a, &mut b)
             .unwrap()
         {
             Answer::Failed(r) => r,
@@ -375,7 +414,7 @@ fn page_answer_cookie_round_trip() {
         fail(&format!("{ENDPOINT}?c={counter}"), &client, NOW),
         Rejection::Malformed
     );
-    let elsewhere = c.binding(ip("203.0.113.1"), UA);
+    let elsewhere = c.binding(ip("203.0.113.1"), UA, None);
     assert_eq!(
         fail(
             &format!("{ENDPOINT}?n={nonce_s}&c={counter}"),
@@ -384,7 +423,7 @@ fn page_answer_cookie_round_trip() {
         ),
         Rejection::Address
     );
-    let other_ua = c.binding(ip("198.51.100.7"), b"python-requests/2.31");
+    let other_ua = c.binding(ip("198.51.100.7"), b"python-requests/2.31", None);
     assert_eq!(
         fail(
             &format!("{ENDPOINT}?n={nonce_s}&c={counter}"),
@@ -404,34 +443,6 @@ fn page_answer_cookie_round_trip() {
         fail(&format!("{ENDPOINT}?n={cookie_token}&c=1"), &client, NOW),
         Rejection::Malformed
     );
-}
-
-#[test]
-fn return_paths_stay_on_the_site() {
-    let r = |s: &str| {
-        let mut out = [0u8; MAX_RETURN];
-        let n = return_path(s.as_bytes(), &mut out).unwrap();
-        String::from_utf8(out[..n].to_vec()).unwrap()
-    };
-    assert_eq!(r("%2Fa%2Fb%3Fq%3D1"), "/a/b?q=1");
-    assert_eq!(r("/plain"), "/plain");
-    for evil in [
-        "",
-        "%2F%2Fevil.example%2F",
-        "%2F%5Cevil.example",
-        "https%3A%2F%2Fevil.example%2F",
-        "evil",
-        "%2Fa%0d%0aSet-Cookie:x",
-        "%2Fa%20b",
-        "%2F%2",
-        "%2F%zz",
-        "%2F.edgeguard%2Fchallenge%3Fn%3D1",
-    ] {
-        assert_eq!(r(evil), "/", "{evil}");
-    }
-    assert_eq!(r(&("/".to_owned() + &"a".repeat(MAX_RETURN))), "/");
-    let mut tiny = [0u8; 0];
-    assert_eq!(return_path(b"/x", &mut tiny), Err(TooSmall));
 }
 
 #[test]
@@ -460,33 +471,348 @@ fn navigation_and_endpoint() {
 }
 
 #[test]
-fn dates_and_work() {
-    let date = |s: u64| {
-        let mut v = Vec::new();
-        http_date(s, &mut v).unwrap();
-        String::from_utf8(v).unwrap()
-    };
-    assert_eq!(date(0), "Thu, 01 Jan 1970 00:00:00 GMT");
-    assert_eq!(date(951_782_400), "Tue, 29 Feb 2000 00:00:00 GMT");
-    assert_eq!(date(1_798_761_599), "Thu, 31 Dec 2026 23:59:59 GMT");
-    assert_eq!(date(4_107_542_400), "Mon, 01 Mar 2100 00:00:00 GMT");
-    // SHA-256("abc:0") starts 0x4c…: one leading zero bit.
-    assert_eq!(leading_zero_bits(b"abc", b"0"), 1);
+fn long_cookie_names_and_small_buffers() {
     let mut c = challenge(&[K1]);
     c.cookie = "x".repeat(MAX_COOKIE_NAME);
+    c.difficulty = 0;
+    let client = c.binding(None, b"", None);
     let (mut sc, mut loc) = ([0u8; SET_COOKIE_CAP], [0u8; 1]);
-    let mut z = c.clone();
-    z.difficulty = 0;
-    let client = z.binding(None, b"");
-    let nonce = z.nonce(&client, NOW);
+    let nonce = c.nonce(&client, 0, 0, NOW);
     let uri = format!("{ENDPOINT}?n={}&c=0", std::str::from_utf8(&nonce).unwrap());
     assert!(matches!(
-        z.answer(uri.as_bytes(), &client, NOW, true, &mut sc, &mut loc),
+        c.answer(uri.as_bytes(), &client, NOW, true, false, &mut sc, &mut loc),
         Ok(Answer::Solved { location: 1, .. })
     ));
     let mut small = [0u8; 64];
     assert_eq!(
-        z.answer(uri.as_bytes(), &client, NOW, true, &mut small, &mut loc),
+        c.answer(
+            uri.as_bytes(),
+            &client,
+            NOW,
+            true,
+            false,
+            &mut small,
+            &mut loc
+        ),
         Err(TooSmall)
     );
+}
+
+/// The return hop counts solves that come back without the cookie: the
+/// first comes back as attempt 1 (another page, which knows it), the
+/// second as attempt 2, and that one gets the "cookies are needed" page
+/// instead of a third solve.
+#[test]
+fn solves_without_the_cookie_end_in_the_cookies_page() {
+    let mut c = challenge(&[K1]);
+    c.difficulty = 4;
+    let client = c.binding(ip("198.51.100.8"), UA, None);
+    let mut attempts = 0;
+    let mut page_in = PageInput {
+        return_to: b"/cart?x=1",
+        ..input(State::Challenge)
+    };
+    let mut loc_back = Vec::new();
+    for round in 1..=2u8 {
+        page_in.attempts = attempts;
+        let page = page_for(&c, &client, page_in, NOW);
+        // The page's script answers with the return path the page carries.
+        assert!(page.contains("\"r\":\"%2Fcart%3Fx%3D1\""), "{page}");
+        let nonce = nonce_of(page.as_bytes()).to_vec();
+        let counter = solve(&nonce);
+        let uri = format!(
+            "{ENDPOINT}?n={}&c={counter}&r=%2Fcart%3Fx%3D1",
+            std::str::from_utf8(&nonce).unwrap()
+        );
+        let (mut sc, mut loc) = ([0u8; SET_COOKIE_CAP], [0u8; LOCATION_CAP]);
+        let Ok(Answer::Solved {
+            location,
+            attempts: a,
+            ..
+        }) = c.answer(uri.as_bytes(), &client, NOW, false, true, &mut sc, &mut loc)
+        else {
+            panic!("round {round}")
+        };
+        assert_eq!(a, round);
+        let hop = std::str::from_utf8(&loc[..location]).unwrap().to_owned();
+        assert!(
+            hop.starts_with("/.edgeguard/challenge?a=") && hop.ends_with("&r=%2Fcart%3Fx%3D1"),
+            "{hop}"
+        );
+        // The hop arrives without the cookie: the token says which attempt.
+        let mut back = [0u8; MAX_RETURN];
+        let r = c
+            .returning(hop.as_bytes(), &client, NOW + 1, &mut back)
+            .unwrap();
+        let Returned::Back {
+            attempts: got,
+            location,
+        } = r
+        else {
+            panic!("{r:?}")
+        };
+        assert_eq!(got, round);
+        assert_eq!(&back[..location], b"/cart?x=1");
+        assert_eq!(r.cookies_needed(), round >= COOKIES_NEEDED_AFTER);
+        attempts = got;
+        loc_back = hop.into_bytes();
+    }
+    // The hop's token: bound, short-lived, not a cookie, not forgeable.
+    let hop = std::str::from_utf8(&loc_back).unwrap();
+    let mut back = [0u8; MAX_RETURN];
+    let other = c.binding(ip("203.0.113.9"), UA, None);
+    assert_eq!(
+        c.returning(hop.as_bytes(), &other, NOW, &mut back),
+        Ok(Returned::Failed(Rejection::Address))
+    );
+    assert_eq!(
+        c.returning(hop.as_bytes(), &client, NOW + RETURN_TTL + 1, &mut back),
+        Ok(Returned::Failed(Rejection::Expired))
+    );
+    let token = hop.split("a=").nth(1).unwrap().split('&').next().unwrap();
+    assert_eq!(
+        c.verify_cookie(token.as_bytes(), &client, NOW),
+        Err(Rejection::Malformed)
+    );
+    let forged = hop.replacen("a=", "a=A", 1).replacen(&token[..1], "", 1);
+    assert!(matches!(
+        c.returning(forged.as_bytes(), &client, NOW, &mut back),
+        Ok(Returned::Failed(Rejection::Mac | Rejection::Malformed))
+    ));
+    assert_eq!(
+        c.returning(b"/.edgeguard/challenge?r=%2F", &client, NOW, &mut back),
+        Ok(Returned::Failed(Rejection::Malformed))
+    );
+    // The cookies page itself carries no nonce: no third solve.
+    let page = page_for(
+        &c,
+        &client,
+        PageInput {
+            state: State::CookiesNeeded,
+            return_to: b"/cart?x=1",
+            ..input(State::Challenge)
+        },
+        NOW,
+    );
+    assert!(
+        page.contains("Cookies are needed") && !page.contains("edgeguard-data"),
+        "{page}"
+    );
+    assert!(page.contains("href=\"/cart?x=1\""), "{page}");
+}
+
+/// The no-JavaScript fallback: off by default; on, the page carries a
+/// ticket in a `<noscript>` refresh; the ticket is redeemable only after
+/// its wait, for a weaker clearance with its own lifetime.
+#[test]
+fn the_no_javascript_ticket_waits_and_clears_weaker() {
+    let mut c = challenge(&[K1]);
+    let client = c.binding(ip("198.51.100.9"), b"Lynx/2.9.0dev.12 libwww-FM/2.14", None);
+    assert!(c.ticket(&client, 0, NOW).is_none());
+    let off = page_for(&c, &client, input(State::Challenge), NOW);
+    assert!(
+        !off.contains("http-equiv=\"refresh\"") && off.contains("This check needs JavaScript"),
+        "{off}"
+    );
+    c.nojs_wait = Some(5);
+    let page = page_for(&c, &client, input(State::Challenge), NOW);
+    let meta = page
+        .split("<noscript><meta http-equiv=\"refresh\" content=\"")
+        .nth(1)
+        .unwrap();
+    let url = meta.split('"').next().unwrap().to_owned();
+    assert!(url.starts_with("5; url=/.edgeguard/challenge?t="), "{url}");
+    let uri = url.trim_start_matches("5; url=").replace("&amp;", "&");
+    assert!(uri.ends_with("&r=%2F"), "{uri}");
+    assert!(
+        page.contains("continues by itself after 5 seconds"),
+        "{page}"
+    );
+
+    let redeem = |c: &Challenge, client: &Binding, now: u64| {
+        let (mut sc, mut loc) = ([0u8; SET_COOKIE_CAP], [0u8; LOCATION_CAP]);
+        let a = c
+            .answer(uri.as_bytes(), client, now, false, false, &mut sc, &mut loc)
+            .unwrap();
+        (a, String::from_utf8(sc.to_vec()).unwrap())
+    };
+    assert_eq!(redeem(&c, &client, NOW).0, Answer::TooEarly { seconds: 5 });
+    assert_eq!(
+        redeem(&c, &client, NOW + 4).0,
+        Answer::TooEarly { seconds: 1 }
+    );
+    let (solved, set_cookie) = redeem(&c, &client, NOW + 5);
+    assert!(
+        matches!(
+            solved,
+            Answer::Solved {
+                proof: Proof::Wait,
+                attempts: 1,
+                location: 1,
+                ..
+            }
+        ),
+        "{solved:?}"
+    );
+    assert!(set_cookie.contains("; Max-Age=3600; "), "{set_cookie}");
+    let other = c.binding(ip("198.51.100.9"), b"curl/8.5.0", None);
+    assert_eq!(
+        redeem(&c, &other, NOW + 5).0,
+        Answer::Failed(Rejection::UserAgent)
+    );
+    assert_eq!(
+        redeem(&c, &client, NOW + 5 + NONCE_TTL + 1).0,
+        Answer::Failed(Rejection::Expired)
+    );
+
+    // The cookie it sets clears as the weaker kind, for its own lifetime.
+    let token = set_cookie.split(['=', ';']).nth(1).unwrap().to_owned();
+    assert_eq!(
+        c.verify_cookie(token.as_bytes(), &client, NOW + 10),
+        Ok(Proof::Wait)
+    );
+    assert_eq!(
+        c.verify_cookie(token.as_bytes(), &client, NOW + 5 + 3600),
+        Err(Rejection::Expired)
+    );
+    // The wait page (a ticket followed too early) refreshes to the same ticket.
+    let ticket = uri
+        .split("t=")
+        .nth(1)
+        .unwrap()
+        .split('&')
+        .next()
+        .unwrap()
+        .to_owned();
+    let wait = page_for(
+        &c,
+        &client,
+        PageInput {
+            state: State::Wait,
+            ticket: Some(ticket.as_bytes()),
+            seconds: 3,
+            ..input(State::Challenge)
+        },
+        NOW,
+    );
+    assert!(
+        wait.contains(&format!(
+            "<a href=\"/.edgeguard/challenge?t={ticket}&amp;r=%2F\">Continue</a>"
+        )),
+        "{wait}"
+    );
+    assert!(!wait.contains("http-equiv"), "no automatic refresh: {wait}");
+    assert!(
+        wait.contains("Please wait 3 more seconds") && !wait.contains("edgeguard-data"),
+        "{wait}"
+    );
+
+    // Turned off: tickets and their cookies are refused.
+    c.nojs_wait = None;
+    assert_eq!(
+        redeem(&c, &client, NOW + 5).0,
+        Answer::Failed(Rejection::Malformed)
+    );
+    assert_eq!(
+        c.verify_cookie(token.as_bytes(), &client, NOW + 10),
+        Err(Rejection::Expired)
+    );
+}
+
+fn tls_request<'a>(headers: &'a [Header<'a>], ja4: &'a [u8]) -> Request<'a> {
+    Request::new(b"GET", b"/", 11, b"192.0.2.10", headers).with_tls(crate::features::TlsFacts::new(
+        ja4,
+        crate::tls::Family::Boringssl,
+    ))
+}
+
+/// A cookie earned over TLS is bound to the solver's TLS stack: the same
+/// browser on a resumed session passes, a script with its cookie does not.
+#[test]
+fn clearance_is_bound_to_the_tls_stack_that_solved() {
+    let c = challenge(&[K1]);
+    let chrome = b"t13d1516h2_8daaf6152771_02713d6af862";
+    let resumed = b"t13d1517h2_8daaf6152771_b6f405a00624";
+    let python = b"t13d5911h1_a33745022dd6_dd5ea6d2a4c8";
+    let h0 = [Header::new(b"User-Agent", UA)];
+    let client = c.binding_of(&tls_request(&h0, chrome), ip("192.0.2.10"));
+    assert!(client.has_tls());
+    let token = c.mint_cookie(&client, Proof::Work, 16, NOW);
+    let cookie = format!(
+        "edgeguard_clearance={}",
+        std::str::from_utf8(&token).unwrap()
+    );
+    let h = [
+        Header::new(b"User-Agent", UA),
+        Header::new(b"Cookie", cookie.as_bytes()),
+    ];
+    let at = |ja4: &[u8]| c.clearance(&tls_request(&h, ja4), ip("192.0.2.10"), NOW);
+    assert_eq!(at(chrome), Clearance::Accepted(Proof::Work));
+    assert_eq!(at(resumed), Clearance::Accepted(Proof::Work));
+    assert_eq!(at(python), Clearance::Rejected(Rejection::Tls));
+    let plain = Request::new(b"GET", b"/", 11, b"192.0.2.10", &h);
+    assert_eq!(
+        c.clearance(&plain, ip("192.0.2.10"), NOW),
+        Clearance::Rejected(Rejection::Tls)
+    );
+    assert_eq!(Clearance::Rejected(Rejection::Tls).as_str(), "tls");
+}
+
+/// Key rotation as keys.rs documents it, on two servers that reload at
+/// different times: no cookie signed at any step is refused by a server
+/// at any neighbouring step, and only the last step retires the old key.
+#[test]
+fn key_rotation_in_three_reloads_refuses_no_cookie() {
+    let steps = [
+        challenge(&[K1]),     // 0: the old key alone
+        challenge(&[K1, K2]), // 1: the new key added below
+        challenge(&[K2, K1]), // 2: the new key signs
+        challenge(&[K2]),     // 3: the old key retired
+    ];
+    let client = steps[0].binding(ip("192.0.2.10"), UA, None);
+    for (i, signer) in steps.iter().enumerate() {
+        let token = signer.mint_cookie(&client, Proof::Work, 16, NOW);
+        for (j, checker) in steps.iter().enumerate() {
+            let got = checker.verify_cookie(&token, &client, NOW + 60);
+            // Servers one step apart always agree; the old key's cookies
+            // (steps 0 and 1) are refused only once it is retired (step 3).
+            if i.abs_diff(j) <= 1 {
+                assert_eq!(
+                    got,
+                    Ok(Proof::Work),
+                    "signed at step {i}, checked at step {j}"
+                );
+            }
+            if j == 3 && i <= 1 {
+                assert_eq!(
+                    got,
+                    Err(Rejection::Mac),
+                    "signed at step {i}, checked at step {j}"
+                );
+            }
+        }
+    }
+    // Skipping step 1 is what breaks a fleet: a server still at step 0
+    // refuses what a server at step 2 signs.
+    let token = steps[2].mint_cookie(&client, Proof::Work, 16, NOW);
+    let skipped = challenge(&[K1]);
+    assert_eq!(
+        skipped.verify_cookie(&token, &client, NOW),
+        Err(Rejection::Mac)
+    );
+}
+
+#[test]
+fn difficulty_follows_the_score_between_the_bounds() {
+    let mut c = challenge(&[K1]);
+    assert_eq!((c.difficulty, c.difficulty_max), (16, 18));
+    assert_eq!(c.difficulty_for(Some(0.5), 0.5), 16);
+    assert_eq!(c.difficulty_for(Some(1.0), 0.5), 18);
+    assert_eq!(c.difficulty_for(None, 0.5), 18);
+    c.difficulty_max = 22;
+    assert_eq!(c.difficulty_for(Some(0.75), 0.5), 19);
+    // The nonce carries the bits asked, and the answer is held to them.
+    let client = c.binding(None, UA, None);
+    let nonce = c.nonce(&client, 3, 0, NOW);
+    assert_eq!(token::open(&nonce, Kind::Nonce, &c.keys).unwrap().level, 3);
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::challenge::{self, Keys};
+use crate::challenge::{self, Keys, Pages};
 use crate::net::Cidr;
 use crate::verified::VerifiedBots;
 
@@ -118,6 +118,10 @@ macro_rules! options {
             pub keys: Option<Arc<Keys>>,
             /// The bots `verified_bots` names, read when it was given.
             pub bots: Option<Arc<VerifiedBots>>,
+            /// The challenge's pages that `challenge_template`,
+            /// `challenge_locales` and `challenge_default_locale` make
+            /// (none given: the bundled ones).
+            pub pages: Option<Arc<Pages>>,
             /// Not an option: for a location's options
             /// ([`Options::with_access`]), what it keeps of the
             /// configuration it was derived from.
@@ -146,6 +150,9 @@ macro_rules! options {
                 }
                 if other.bots.is_some() {
                     self.bots = other.bots;
+                }
+                if other.pages.is_some() {
+                    self.pages = other.pages;
                 }
             }
         }
@@ -214,6 +221,33 @@ options! {
     challenge_prefix_v4: u8, FILE, Ctx::prefix_v4, |_| None;
     /// `challenge_prefix_v6`: IPv6 prefix length a cookie is bound to.
     challenge_prefix_v6: u8, FILE, Ctx::prefix_v6, |_| None;
+    /// `challenge_difficulty_max`: leading zero bits at score 1.0.
+    challenge_difficulty_max: u8, EVERYWHERE, Ctx::difficulty,
+        |o| o.challenge().map(|c| c.difficulty_max.max(c.difficulty).into());
+    /// `challenge_response`: `auto`, `page` or `problem`.
+    challenge_response: challenge::Response, EVERYWHERE, Ctx::response,
+        |o| o.challenge().map(|c| c.response.as_str().into());
+    /// `challenge_nojs`: the no-JavaScript fallback's wait and lifetime.
+    challenge_nojs: (Option<u8>, Option<u32>), EVERYWHERE, Ctx::nojs, |o| {
+        let c = o.challenge()?;
+        Some(match c.nojs_wait {
+            None => Value::Bool(false),
+            Some(w) => serde_json::json!({ "wait": w, "ttl": c.nojs_ttl }),
+        })
+    };
+    /// `challenge_site`: the site's name on the page (default: `Host`).
+    challenge_site: String, FILE, Ctx::site, |o| o.challenge().and_then(|c| c.site.map(Value::from));
+    /// `challenge_template`: the page's template (default: the bundled one).
+    challenge_template: PathBuf, FILE, Ctx::path, |o| path(&o.challenge_template);
+    /// `challenge_locales`: a directory of `<tag>.json` locales.
+    challenge_locales: PathBuf, FILE, Ctx::path, |o| path(&o.challenge_locales);
+    /// `challenge_default_locale`: the locale without a match (`en`).
+    challenge_default_locale: String, FILE, Ctx::locale_tag, |o| {
+        o.challenge().map(|c| c.pages().tag(c.pages().default_index()).into())
+    };
+    /// `challenge_problem_base`: where problem types are documented.
+    challenge_problem_base: String, FILE, Ctx::problem_base,
+        |o| o.challenge_problem_base.clone().map(Value::from);
     /// `verified_bots`: the bots' file.
     verified_bots: PathBuf, FILE, Ctx::path,
         |o| o.bots.as_ref().map(|b| b.path().to_string_lossy().into());
@@ -306,6 +340,7 @@ impl Options {
         };
         let (mut o, _) = parse_object(text, Scope::File, &ctx)?;
         o.load_files(&ctx)?;
+        o.load_pages(&ctx)?;
         o.check_models_named(&ctx)?;
         o.check_challenge(&ctx)?;
         Ok(o)
@@ -339,7 +374,14 @@ impl Options {
             Some(path) => Self::load_file(path)?,
             None => Options::default(),
         };
+        let pages_given = [&given.challenge_template, &given.challenge_locales]
+            .iter()
+            .any(|p| p.is_some())
+            || given.challenge_default_locale.is_some();
         o.overlay(given);
+        if pages_given {
+            o.load_pages(&ctx)?;
+        }
         o.check_engines(&ctx)?;
         o.check_models_named(&ctx)?;
         o.check_challenge(&ctx)?;
@@ -392,6 +434,41 @@ impl Options {
         Ok(())
     }
 
+    /// Compiles the challenge's pages when a template, a locale directory
+    /// or a default locale is given (else the bundled pages serve): a bad
+    /// template or locale is refused naming its file and line.
+    fn load_pages(&mut self, ctx: &Ctx<'_>) -> Result<(), ConfigError> {
+        let given = self.challenge_template.is_some()
+            || self.challenge_locales.is_some()
+            || self.challenge_default_locale.is_some();
+        if !given {
+            return Ok(());
+        }
+        let key = if self.challenge_template.is_some() {
+            "challenge_template"
+        } else if self.challenge_locales.is_some() {
+            "challenge_locales"
+        } else {
+            "challenge_default_locale"
+        };
+        let pages = Pages::load(
+            self.challenge_template.as_deref(),
+            self.challenge_locales.as_deref(),
+            self.challenge_default_locale.as_deref().unwrap_or("en"),
+        )
+        .map_err(|e| ctx.file_err(key, e))?;
+        self.pages = Some(Arc::new(pages));
+        Ok(())
+    }
+
+    /// Warnings for the operator, logged at load: the public demo key.
+    pub fn warnings(&self) -> Vec<String> {
+        self.keys
+            .iter()
+            .filter_map(|k| k.demo_key_warning())
+            .collect()
+    }
+
     /// `mode = "challenge"` needs the keys that sign its cookies; a
     /// location may ask for it only when `configure{}` loaded them.
     fn check_challenge(&self, ctx: &Ctx<'_>) -> Result<(), ConfigError> {
@@ -418,12 +495,32 @@ impl Options {
     /// The challenge these options describe, if they name a secret.
     pub fn challenge(&self) -> Option<challenge::Challenge> {
         let keys = self.keys.clone()?;
-        let mut c = challenge::Challenge::new(keys);
+        let mut c = match &self.pages {
+            Some(p) => challenge::Challenge::with_pages(keys, p.clone()),
+            None => challenge::Challenge::new(keys),
+        };
         macro_rules! set {
             ($($opt:ident => $field:ident),*) => { $(if let Some(v) = &self.$opt { c.$field = v.clone(); })* };
         }
         set!(challenge_difficulty => difficulty, challenge_status => status, challenge_ttl => ttl,
-             challenge_cookie => cookie, challenge_prefix_v4 => prefix_v4, challenge_prefix_v6 => prefix_v6);
+             challenge_cookie => cookie, challenge_prefix_v4 => prefix_v4, challenge_prefix_v6 => prefix_v6,
+             challenge_difficulty_max => difficulty_max, challenge_response => response,
+             challenge_problem_base => problem_base);
+        // Without its own maximum, the default spread above the base (a
+        // base changed alone moves the range with it); never below it.
+        if self.challenge_difficulty_max.is_none() {
+            let spread = challenge::defaults::DIFFICULTY_MAX - challenge::defaults::DIFFICULTY;
+            c.difficulty_max = c.difficulty.saturating_add(spread);
+        }
+        c.difficulty_max = c
+            .difficulty_max
+            .max(c.difficulty)
+            .min(challenge::MAX_DIFFICULTY);
+        c.site = self.challenge_site.clone();
+        if let Some((wait, ttl)) = self.challenge_nojs {
+            c.nojs_wait = wait;
+            c.nojs_ttl = ttl.unwrap_or(challenge::defaults::NOJS_TTL);
+        }
         Some(c)
     }
 
@@ -551,6 +648,10 @@ impl Options {
             out.insert("verified_bot_names".into(), Value::Array(names.collect()));
         }
         out.insert("models_wanted".into(), self.models_wanted().into());
+        let warnings = self.warnings();
+        if !warnings.is_empty() {
+            out.insert("warnings".into(), warnings.into());
+        }
         Value::Object(out).to_string()
     }
 }

@@ -388,19 +388,25 @@ pub struct Line<'a> {
     pub uri: &'a [u8],
     /// The bot the User-Agent claims and the verdict (`verified`, `fake`).
     pub bot: Option<(&'a [u8], &'a str)>,
+    /// What the clearance cookie said, when there was one: `accepted`,
+    /// `accepted_wait`, or why it was refused (`expired`, `tls`, ...).
+    pub clearance: Option<&'a str>,
 }
 
 /// The room a decision line needs besides its client, method and URI,
 /// for a model name of `max_name` bytes and a bot name of `max_bot`.
 pub fn line_room(max_name: usize, max_bot: usize) -> usize {
     const WORDS: usize =
-        "edgeguard action= model= score= threshold= client= method= uri=\"\" bot= verdict=".len();
-    WORDS + "unavailable".len() + max_name + 2 * MAX_F6 + max_bot + "verified".len()
+        "edgeguard action= model= score= threshold= client= method= uri=\"\" bot= verdict= clearance=".len();
+    // The longest clearance name.
+    const CLEARANCE: usize = "accepted_wait".len();
+    WORDS + "unavailable".len() + max_name + 2 * MAX_F6 + max_bot + "verified".len() + CLEARANCE
 }
 
 /// Writes the decision line:
 /// `edgeguard action=A model=M score=%.6f threshold=%.6f client=C method=M uri="U"`
 /// (without the model part when no model flagged), then ` bot=B verdict=V`
+/// for a bot claim and ` clearance=R` when a clearance cookie was seen
 /// for a bot claim. Returns its span.
 pub fn write_line(w: &mut Cursor<'_>, line: &Line<'_>) -> Result<Span, fmt::Error> {
     w.span(|w| {
@@ -420,6 +426,10 @@ pub fn write_line(w: &mut Cursor<'_>, line: &Line<'_>) -> Result<Span, fmt::Erro
             w.bytes(bot)?;
             w.write_str(" verdict=")?;
             w.write_str(verdict)?;
+        }
+        if let Some(c) = line.clearance {
+            w.write_str(" clearance=")?;
+            w.write_str(c)?;
         }
         Ok(())
     })
@@ -451,21 +461,22 @@ pub fn write_refused(w: &mut Cursor<'_>, left: usize, line: &Line<'_>) -> Result
     })
 }
 
-/// Writes the line of an answer to the challenge: `edgeguard
-/// challenge=solved client=C method=M uri="U"`, or `challenge=failed
-/// reason=R` for a `failed` one (`line`'s request).
+/// Writes the line of a request to the challenge's endpoint: `edgeguard
+/// challenge=RESULT client=C method=M uri="U"` (`solved`, `waited`,
+/// `cookies_needed`, `returned`), or `challenge=failed reason=R` for a
+/// `failed` one (`line`'s request).
 pub fn write_answer(
     w: &mut Cursor<'_>,
-    failed: Option<&str>,
+    result: &str,
+    reason: Option<&str>,
     line: &Line<'_>,
 ) -> Result<Span, fmt::Error> {
     w.span(|w| {
-        match failed {
-            None => w.write_str("edgeguard challenge=solved")?,
-            Some(reason) => {
-                w.write_str("edgeguard challenge=failed reason=")?;
-                w.write_str(reason)?;
-            }
+        w.write_str("edgeguard challenge=")?;
+        w.write_str(result)?;
+        if let Some(reason) = reason {
+            w.write_str(" reason=")?;
+            w.write_str(reason)?;
         }
         write_request(w, line)
     })
@@ -544,6 +555,7 @@ mod tests {
             method: b"GET",
             uri: b"/x\xff",
             bot: Some((b"Googlebot", "fake")),
+            clearance: Some("accepted_wait"),
         };
         let l = write_line(&mut w, &line).unwrap();
         let text = w.written();
@@ -552,7 +564,9 @@ mod tests {
         assert_eq!(at(values[1]), b"1e-07");
         let l = at(l);
         assert!(l.starts_with(b"edgeguard action=block model=spoof score=1797"));
-        assert!(l.ends_with(b" method=GET uri=\"/x\xff\" bot=Googlebot verdict=fake"));
+        assert!(l.ends_with(
+            b" method=GET uri=\"/x\xff\" bot=Googlebot verdict=fake clearance=accepted_wait"
+        ));
         assert!(l.len() <= line_room(5, 9) + 9 + 3 + 3);
         let mut small = [0u8; 8];
         assert!(write_line(&mut Cursor::new(&mut small), &line).is_err());

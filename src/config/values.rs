@@ -245,6 +245,94 @@ impl Ctx<'_> {
         Ok(self.int(key, v, 60, 31_536_000)? as u32)
     }
 
+    /// `challenge_nojs`: `false` (off), `true` (the default wait and
+    /// lifetime) or `{"wait": seconds, "ttl": seconds}` (either may be
+    /// left out): the wait, `None` when off, and the lifetime if given.
+    pub(super) fn nojs(
+        &self,
+        key: &str,
+        v: &Value,
+    ) -> Result<(Option<u8>, Option<u32>), ConfigError> {
+        match v {
+            Value::Bool(false) => Ok((None, None)),
+            Value::Bool(true) => Ok((Some(challenge::defaults::NOJS_WAIT), None)),
+            Value::Object(m) => {
+                let mut out = (Some(challenge::defaults::NOJS_WAIT), None);
+                for (k, v) in m {
+                    let at = format!("{key}.{k}");
+                    match k.as_str() {
+                        "wait" => {
+                            out.0 =
+                                Some(self.int(&at, v, 1, challenge::MAX_NOJS_WAIT.into())? as u8)
+                        }
+                        "ttl" => out.1 = Some(self.ttl(&at, v)?),
+                        _ => return Err(self.err(&at, "unknown key (\"wait\" and \"ttl\" are)")),
+                    }
+                }
+                Ok(out)
+            }
+            _ => Err(self.type_err(key, "a boolean or an object {\"wait\", \"ttl\"}", v)),
+        }
+    }
+
+    /// `challenge_response`: `"auto"`, `"page"` or `"problem"`.
+    pub(super) fn response(
+        &self,
+        key: &str,
+        v: &Value,
+    ) -> Result<challenge::Response, ConfigError> {
+        const WANT: &str = "\"auto\", \"page\" or \"problem\"";
+        let s = v.as_str().ok_or_else(|| self.type_err(key, WANT, v))?;
+        challenge::Response::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| self.err(key, format!("must be {WANT}, got \"{s}\"")))
+    }
+
+    /// `challenge_site`: the site's name on the page, 1 to
+    /// [`challenge::MAX_SITE`] bytes without control characters.
+    pub(super) fn site(&self, key: &str, v: &Value) -> Result<String, ConfigError> {
+        let s = self.string(key, v)?;
+        if s.is_empty() || s.len() > challenge::MAX_SITE || s.chars().any(char::is_control) {
+            return Err(self.err(
+                key,
+                format!(
+                    "must be 1 to {} bytes without control characters",
+                    challenge::MAX_SITE
+                ),
+            ));
+        }
+        Ok(s)
+    }
+
+    /// `challenge_default_locale`: a language tag (letters, digits, `-`).
+    pub(super) fn locale_tag(&self, key: &str, v: &Value) -> Result<String, ConfigError> {
+        let s = self.string(key, v)?;
+        let ok = !s.is_empty() && s.len() <= 35;
+        if !ok || !s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            return Err(self.err(
+                key,
+                format!("must be a language tag such as \"en\", got \"{s}\""),
+            ));
+        }
+        Ok(s)
+    }
+
+    /// `challenge_problem_base`: an absolute `http(s)` URI.
+    pub(super) fn problem_base(&self, key: &str, v: &Value) -> Result<String, ConfigError> {
+        let s = self.string(key, v)?;
+        if !challenge::is_problem_base(&s) {
+            return Err(self.err(
+                key,
+                format!(
+                    "must be an absolute http or https URI of at most {} visible ASCII characters without quotes, backslashes or angle brackets",
+                    challenge::MAX_BASE
+                ),
+            ));
+        }
+        Ok(s)
+    }
+
     /// `challenge_prefix_v4`.
     pub(super) fn prefix_v4(&self, key: &str, v: &Value) -> Result<u8, ConfigError> {
         Ok(self.int(key, v, 0, 32)? as u8)

@@ -22,7 +22,7 @@ use super::types::{
     action_from_int, clearance_from_int, edgeguard_request, edgeguard_result, job_from_int,
     write_effects, EDGEGUARD_MAX_MODELS,
 };
-use crate::challenge::{Clearance, Rejection};
+use crate::challenge::{Clearance, Proof, Rejection};
 use crate::config::Engine;
 use crate::gate::{self, Job, Location, Models, Scratch};
 
@@ -247,7 +247,8 @@ pub extern "C" fn edgeguard_action_name(action: c_int) -> *const c_char {
 
 /// The name of a clearance result, for logs and metric labels
 /// (`"absent"`, `"accepted"`, `"malformed"`, `"mac"`, `"expired"`,
-/// `"address"`, `"user_agent"`, `"work"`); null for a number that is none.
+/// `"address"`, `"user_agent"`, `"work"`, `"tls"`, `"early"`,
+/// `"accepted_wait"`); null for a number that is none.
 /// Static storage.
 #[no_mangle]
 pub extern "C" fn edgeguard_clearance_name(clearance: c_int) -> *const c_char {
@@ -260,7 +261,8 @@ pub extern "C" fn edgeguard_clearance_name(clearance: c_int) -> *const c_char {
         match clearance_from_int(clearance) {
             None => std::ptr::null(),
             Some(Clearance::Absent) => c"absent".as_ptr(),
-            Some(Clearance::Accepted) => c"accepted".as_ptr(),
+            Some(Clearance::Accepted(Proof::Work)) => c"accepted".as_ptr(),
+            Some(Clearance::Accepted(Proof::Wait)) => c"accepted_wait".as_ptr(),
             Some(Clearance::Rejected(r)) => rejections[r.index()].as_ptr(),
         }
     }

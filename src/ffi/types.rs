@@ -9,7 +9,7 @@
 use std::ffi::{c_int, CStr};
 use std::slice;
 
-use crate::challenge::{Clearance, Rejection};
+use crate::challenge::{Clearance, Proof, Rejection};
 use crate::config::Engine;
 use crate::features::TlsFacts;
 use crate::gate::{self, Action, Effects, Exit, Given, Job};
@@ -285,6 +285,9 @@ pub struct edgeguard_request {
     /// `present` = 1 must hold a JA4 as edgeguard writes it, or the call
     /// is `InvalidArgument`.
     pub tls: *const edgeguard_tls_info,
+    /// The request's id (nginx's `$request_id`), which a challenge page
+    /// or a problem document shows as its reference; empty: none shown.
+    pub request_id: edgeguard_str,
 }
 
 impl edgeguard_request {
@@ -332,7 +335,9 @@ impl edgeguard_request {
             headers_from_c(headers),
             tls,
         );
-        Ok(req.secure(info.is_some()))
+        Ok(req
+            .secure(info.is_some())
+            .with_request_id(self.request_id.as_bytes()))
     }
 }
 
@@ -498,13 +503,22 @@ pub enum edgeguard_clearance {
     UserAgent = 6,
     /// An answer without the work asked for.
     Work = 7,
+    /// Issued to a client with another TLS stack (a cookie replayed by
+    /// another program).
+    Tls = 8,
+    /// A no-JavaScript ticket followed before its wait was over.
+    Early = 9,
+    /// A valid no-JavaScript clearance (`challenge_nojs`): the weaker
+    /// proof, a wait instead of work; for an answer: the wait redeemed.
+    AcceptedWait = 10,
 }
 
 impl From<Clearance> for edgeguard_clearance {
     fn from(c: Clearance) -> Self {
         match c {
             Clearance::Absent => edgeguard_clearance::Absent,
-            Clearance::Accepted => edgeguard_clearance::Accepted,
+            Clearance::Accepted(Proof::Work) => edgeguard_clearance::Accepted,
+            Clearance::Accepted(Proof::Wait) => edgeguard_clearance::AcceptedWait,
             Clearance::Rejected(r) => match r {
                 Rejection::Malformed => edgeguard_clearance::Malformed,
                 Rejection::Mac => edgeguard_clearance::Mac,
@@ -512,6 +526,8 @@ impl From<Clearance> for edgeguard_clearance {
                 Rejection::Address => edgeguard_clearance::Address,
                 Rejection::UserAgent => edgeguard_clearance::UserAgent,
                 Rejection::Work => edgeguard_clearance::Work,
+                Rejection::Tls => edgeguard_clearance::Tls,
+                Rejection::Early => edgeguard_clearance::Early,
             },
         }
     }
@@ -519,9 +535,13 @@ impl From<Clearance> for edgeguard_clearance {
 
 /// The clearance of a number, if it is one.
 pub(crate) fn clearance_from_int(n: c_int) -> Option<Clearance> {
-    let all = [Clearance::Absent, Clearance::Accepted]
-        .into_iter()
-        .chain(Rejection::ALL.map(Clearance::Rejected));
+    let all = [
+        Clearance::Absent,
+        Clearance::Accepted(Proof::Work),
+        Clearance::Accepted(Proof::Wait),
+    ]
+    .into_iter()
+    .chain(Rejection::ALL.map(Clearance::Rejected));
     all.into_iter()
         .find(|&c| edgeguard_clearance::from(c) as c_int == n)
 }
@@ -909,11 +929,11 @@ mod tests {
         }
         assert_eq!(action_from_int(9), None);
         assert_eq!(outcome_from_int(9), Some(Outcome::Error));
-        for n in 0..8 {
+        for n in 0..11 {
             let c = clearance_from_int(n).unwrap();
             assert_eq!(edgeguard_clearance::from(c) as c_int, n);
         }
-        assert_eq!(clearance_from_int(8), None);
+        assert_eq!(clearance_from_int(11), None);
         assert_eq!(job_from_int(2), Some(Job::StripList));
         assert_eq!(job_from_int(3), None);
         assert_eq!(engine_from_int(2), Some(Engine::Shadow));

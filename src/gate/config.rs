@@ -182,7 +182,7 @@ mod tests {
 #[cfg(test)]
 mod challenge_tests {
     use super::*;
-    use crate::challenge::{Clearance, Rejection};
+    use crate::challenge::{Clearance, Proof, Rejection};
     use crate::config::Options;
     use crate::features::Request;
     use crate::headers::Header;
@@ -225,7 +225,12 @@ mod challenge_tests {
         let c = config(r#", "mode": "challenge""#);
         let ch = c.policy().challenge().unwrap();
         let cookie = {
-            let t = ch.mint_cookie(&ch.binding("192.0.2.10".parse().ok(), CHROME), NOW - 60);
+            let t = ch.mint_cookie(
+                &ch.binding("192.0.2.10".parse().ok(), CHROME, None),
+                Proof::Work,
+                16,
+                NOW - 60,
+            );
             format!("edgeguard_clearance={}", std::str::from_utf8(&t).unwrap())
         };
         let nav: &[(&[u8], &[u8])] = &[(b"user-agent", CHROME), (b"sec-fetch-mode", b"navigate")];
@@ -240,10 +245,16 @@ mod challenge_tests {
         assert_eq!(decide(&c, 0.9, "192.0.2.10", xhr).action, Block);
         assert_eq!(decide(&c, 0.1, "192.0.2.10", nav).action, Pass);
         let d = decide(&c, 0.9, "192.0.2.10", with_cookie);
-        assert_eq!((d.action, d.clearance), (Cleared, Clearance::Accepted));
+        assert_eq!(
+            (d.action, d.clearance),
+            (Cleared, Clearance::Accepted(Proof::Work))
+        );
         // Counted on an unflagged request too; never a reason to pass here.
         let d = decide(&c, 0.1, "192.0.2.10", with_cookie);
-        assert_eq!((d.action, d.clearance), (Pass, Clearance::Accepted));
+        assert_eq!(
+            (d.action, d.clearance),
+            (Pass, Clearance::Accepted(Proof::Work))
+        );
         let d = decide(&c, 0.9, "203.0.113.10", with_cookie);
         assert_eq!(
             (d.action, d.clearance),
@@ -294,7 +305,12 @@ mod challenge_tests {
         // Block mode honours a cookie a challenge elsewhere issued.
         let block = config(r#", "mode": "block""#);
         let ch = block.policy().challenge().unwrap();
-        let t = ch.mint_cookie(&ch.binding("192.0.2.10".parse().ok(), CHROME), NOW);
+        let t = ch.mint_cookie(
+            &ch.binding("192.0.2.10".parse().ok(), CHROME, None),
+            Proof::Work,
+            16,
+            NOW,
+        );
         let cookie = format!("edgeguard_clearance={}", std::str::from_utf8(&t).unwrap());
         let h: &[(&[u8], &[u8])] = &[(b"user-agent", CHROME), (b"cookie", cookie.as_bytes())];
         assert_eq!(decide(&block, 0.9, "192.0.2.10", h).action, Cleared);

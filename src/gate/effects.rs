@@ -16,7 +16,8 @@ pub enum Exit<'a> {
     Continue,
     /// Answered with this status and nginx's own page for it.
     Status(u16),
-    /// Answered with this body (the challenge page).
+    /// Answered with this body: the challenge page, or a problem document
+    /// (`application/problem+json`) for a request that must not get it.
     Page {
         /// The response status.
         status: u16,
@@ -24,33 +25,42 @@ pub enum Exit<'a> {
         content_type: &'static str,
         /// The body.
         body: &'a [u8],
+        /// One more response header: the page's
+        /// `Content-Security-Policy`, a problem's `Retry-After`.
+        extra: Option<(&'static str, &'a [u8])>,
     },
-    /// Redirected, with a cookie (a solved challenge).
+    /// Redirected, with a cookie (a solved challenge) or without one (the
+    /// return after a solve, the cookie back).
     Redirect {
         /// The redirect's status (303).
         status: u16,
-        /// Where to: a same-site path.
+        /// Where to: a same-site path, or the return hop.
         location: &'a [u8],
-        /// The `Set-Cookie` value.
+        /// The `Set-Cookie` value; empty: none.
         set_cookie: &'a [u8],
     },
 }
 
 impl<'a> Exit<'a> {
     /// The response headers this exit adds besides a `Location`: the
-    /// page's type and that neither the page nor the redirect is stored or
-    /// indexed. At most four.
+    /// page's type, that neither the page nor the redirect is stored or
+    /// indexed, the page's policy or the problem's `Retry-After`, the
+    /// cookie. At most four.
     pub fn headers(&self) -> impl Iterator<Item = (&'static str, &'a [u8])> {
         let list: [Option<(&'static str, &'a [u8])>; 4] = match *self {
             Exit::Continue | Exit::Status(_) => [None; 4],
-            Exit::Page { content_type, .. } => [
+            Exit::Page {
+                content_type,
+                extra,
+                ..
+            } => [
                 Some(("Content-Type", content_type.as_bytes())),
                 Some(("Cache-Control", b"no-store")),
                 Some(("X-Robots-Tag", b"noindex")),
-                None,
+                extra,
             ],
             Exit::Redirect { set_cookie, .. } => [
-                Some(("Set-Cookie", set_cookie)),
+                (!set_cookie.is_empty()).then_some(("Set-Cookie", set_cookie)),
                 Some(("Cache-Control", b"no-store")),
                 None,
                 None,

@@ -15,8 +15,9 @@
 //!               │             bots, clearance, models, mode, allow list;
 //!               │             unscored under fail_closed -> Unavailable
 //!               │ 6 rules     site rules after scoring            [issue 32]
-//!               │ 7 respond   the exit: a status, the challenge page, the
-//!               │             answer's cookie and redirect       [issue 31]
+//!               │ 7 respond   the exit: a status, the challenge page or a
+//!               │             problem document, the answer's cookie and
+//!               │             redirect (respond.rs)
 //!               │ 8 texts     score header, variables, log line
 //!               ▼
 //!            Effects: everything nginx must do (and replay reports)
@@ -30,13 +31,14 @@
 //!   without scoring it) and `stages::rules_after` (with the scores and the
 //!   policy's decision); a rule says pass, allow, log, challenge or block
 //!   and may set tags. Both functions exist and apply no rule today.
-//! - **Challenge refinements** (issue 31): `stages::respond` chooses the
-//!   exit; a non-navigation or body-carrying request would get
-//!   `Exit::Page` with an `application/problem+json` body, a no-JS
-//!   fallback another page, attempt counting a state the answer reads. The
-//!   request carries the connection's TLS facts ([`Request::http`]'s
-//!   `tls()`: JA4 and family) and whether it came over TLS, which a
-//!   clearance bound to the JA4 and the address prefix needs.
+//! - **The challenge's exits** (issue 31): `respond.rs`, called by
+//!   `stages::respond`: the page for a request that may get it, an
+//!   `application/problem+json` document (`Exit::Page` with that type) for
+//!   one that must not (a body, a `fetch()`, an API call), the answer's
+//!   cookie and the signed return hop that counts attempts, the
+//!   "cookies are needed" and no-JS wait pages. A clearance is bound to
+//!   the connection's TLS facts ([`Request::http`]'s `tls()`: JA4 and
+//!   family), the address prefix and the User-Agent.
 //! - **Fleet lookups** (issue 33): `stages::fleet`, between scoring and the
 //!   decision, reads the request's JA4 and may flag it; today it does
 //!   nothing.
@@ -52,8 +54,10 @@ mod effects;
 mod location;
 mod policy;
 mod request;
+mod respond;
 mod scratch;
 mod stages;
+mod state;
 
 pub use action::Action;
 pub use config::Config;

@@ -17,8 +17,11 @@
 //!   ([`Decision::bot`] says which), and the mode then applies;
 //! - a flagged request (not allowlisted, mode not `off`) with a valid
 //!   clearance cookie gets [`Action::Cleared`];
-//! - in mode `challenge` a flagged navigation gets [`Action::Challenge`]
-//!   (the page), any other flagged request [`Action::Block`] (the status).
+//! - in mode `challenge` a flagged request that may get the page
+//!   (`challenge_response`: by default a navigation) gets
+//!   [`Action::Challenge`] (the page), any other flagged request
+//!   [`Action::Block`] (the respond stage answers it with a problem
+//!   document).
 //!
 //! The cookie is checked on every request that carries one while a
 //! challenge is configured, flagged or not, so that [`Decision::clearance`]
@@ -168,11 +171,14 @@ impl Policy {
             },
             _ => d.action,
         };
-        if matches!(d.action, Action::Block | Action::Log) && clearance == Clearance::Accepted {
+        if matches!(d.action, Action::Block | Action::Log) && clearance.is_accepted() {
             d.action = Action::Cleared;
         } else if d.action == Action::Block
             && self.mode == Mode::Challenge
-            && challenge::is_navigation(req)
+            && self
+                .challenge
+                .as_ref()
+                .is_some_and(|c| c.response.wants_page(req))
         {
             d.action = Action::Challenge;
         }

@@ -15,6 +15,7 @@ pub struct Request<'a> {
     headers: &'a [Header<'a>],
     secure: bool,
     given: Option<Given<'a>>,
+    request_id: &'a [u8],
 }
 
 impl<'a> Request<'a> {
@@ -35,6 +36,7 @@ impl<'a> Request<'a> {
             headers,
             secure: false,
             given: None,
+            request_id: &[],
         }
     }
 
@@ -51,6 +53,19 @@ impl<'a> Request<'a> {
     pub fn given(mut self, given: Given<'a>) -> Request<'a> {
         self.given = Some(given);
         self
+    }
+
+    /// The same request with its id (nginx's `$request_id`): the
+    /// reference a challenge page or a problem document shows, for
+    /// support to find the request in the logs.
+    pub fn with_request_id(mut self, id: &'a [u8]) -> Request<'a> {
+        self.request_id = id;
+        self
+    }
+
+    /// Its id ([`Request::with_request_id`]; empty: none).
+    pub fn request_id(&self) -> &'a [u8] {
+        self.request_id
     }
 
     /// Another engine's work on it ([`Request::given`]).

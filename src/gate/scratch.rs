@@ -3,12 +3,13 @@
 
 use super::location::Location;
 use super::request::Request;
-use crate::challenge::{MAX_RETURN, PAGE_CAP, SET_COOKIE_CAP};
+use crate::challenge::{self, PAGE_CAP, PROBLEM_CAP, SET_COOKIE_CAP};
 use crate::config::text::Span;
 use crate::scorer::MAX_MODELS;
 
 /// The room of the answer's `Location`.
-pub const LOCATION_CAP: usize = MAX_RETURN;
+/// The room of the answer's `Location`: the return hop.
+pub const LOCATION_CAP: usize = challenge::LOCATION_CAP;
 
 /// One thread's buffers for [`super::run`]. Grows to the largest request
 /// seen (header count, text room), then allocates no more.
@@ -20,7 +21,8 @@ pub struct Scratch {
     pub(super) text: Vec<u8>,
     /// Each model's value within the score header's value.
     pub(super) values: [Span; MAX_MODELS],
-    /// The challenge page, or the answer's `Set-Cookie` then `Location`.
+    /// The challenge page or a problem document, or the answer's
+    /// `Set-Cookie` then `Location`.
     pub(super) body: Box<[u8]>,
     /// Whether the texts are written (nginx); replay wants decisions only.
     pub(super) texts: bool,
@@ -41,7 +43,8 @@ impl Scratch {
             scores: [0.0; MAX_MODELS],
             text: vec![0; 4096],
             values: [Span::default(); MAX_MODELS],
-            body: vec![0; PAGE_CAP.max(SET_COOKIE_CAP + LOCATION_CAP)].into_boxed_slice(),
+            body: vec![0; PAGE_CAP.max(PROBLEM_CAP).max(SET_COOKIE_CAP + LOCATION_CAP)]
+                .into_boxed_slice(),
             texts: true,
         }
     }

@@ -2,53 +2,20 @@
 //! the location and the request and adds to the [`State`]; the last,
 //! [`texts`], turns the state into [`Effects`].
 
-use std::net::IpAddr;
-
 use super::action::Action;
 use super::effects::{Effects, Exit, Vars};
 use super::location::Location;
 use super::policy::Decision;
 use super::request::{Job, Request};
-use super::scratch::{Scratch, LOCATION_CAP};
-use crate::challenge::{self, Answer, SET_COOKIE_CAP};
+use super::respond::{self, PAGE_TYPE, PROBLEM_TYPE};
+use super::scratch::Scratch;
+use super::state::{BodyParts, State};
+use crate::challenge::Clearance;
 use crate::config::text::{self, Cursor, Line, Span};
 use crate::config::Engine;
 use crate::metrics::{AnswerResult, BotVerdict, Outcome, Registry, Seen};
 use crate::net::addr_from_text;
-use crate::scorer::ScoreError;
 use crate::verified::Verdict;
-
-/// What the stages found so far.
-pub(super) struct State {
-    pub(super) action: Action,
-    clear_len: usize,
-    matched: usize,
-    /// What the metrics count as removed: the matched entries, or on a
-    /// refusal only those another engine removed before it found the rest.
-    removed: usize,
-    unremovable: usize,
-    scored: bool,
-    score_error: Option<ScoreError>,
-    /// The client's address, parsed when the policy reads it.
-    client: Option<IpAddr>,
-    decision: Decision,
-    answer: Option<AnswerResult>,
-    exit: Exit<'static>,
-    /// What the page or the answer wrote into the scratch's body.
-    body: BodyParts,
-}
-
-/// Where the exit's bytes lie in the scratch's body.
-#[derive(Clone, Copy, Default)]
-enum BodyParts {
-    #[default]
-    None,
-    Page(Span),
-    Answer {
-        set_cookie: Span,
-        location: Span,
-    },
-}
 
 /// 1: the strip set over the headers (another engine's strip counted
 /// first). Entries nginx cannot remove refuse the request.
@@ -158,8 +125,9 @@ pub(super) fn decide(
 /// 6: site rules after scoring (issue 32). None yet.
 pub(super) fn rules_after(_loc: &Location, _req: &Request<'_>, _s: &mut State) {}
 
-/// 7: how the request ends: the block status, the challenge page, the
-/// answer's redirect and cookie (issue 31 refines the challenge's).
+/// 7: how the request ends: the block status, or the challenge's exits
+/// (`respond.rs`): the page, a problem document for a request that must
+/// not get it, the answer's redirect and cookie.
 pub(super) fn respond(
     loc: &Location,
     req: &Request<'_>,
@@ -167,60 +135,17 @@ pub(super) fn respond(
     scratch: &mut Scratch,
     s: &mut State,
 ) {
-    let policy = &loc.policy;
     s.exit = match s.action {
-        Action::Block => Exit::Status(policy.status()),
+        Action::Block if respond::problem_for_block(loc) => {
+            respond::challenge(loc, req, now, scratch, s)
+        }
+        Action::Block => Exit::Status(loc.policy.status()),
+        Action::Unavailable if respond::problem_for_block(loc) => {
+            respond::challenge(loc, req, now, scratch, s)
+        }
         Action::Unavailable => Exit::Status(503),
         Action::Refused => Exit::Status(400),
-        Action::Challenge | Action::Answer => {
-            let Some(ch) = policy.challenge() else {
-                return;
-            };
-            let client = addr_from_text(req.http().client_addr());
-            let binding = ch.binding(client, challenge::user_agent(req.http()));
-            if s.action == Action::Challenge {
-                match ch.page(&binding, now, &mut scratch.body) {
-                    Ok(n) => {
-                        s.body = BodyParts::Page(Span { offset: 0, len: n });
-                        Exit::Status(ch.status)
-                    }
-                    // Not reached: the body holds challenge::PAGE_CAP.
-                    Err(_) => Exit::Status(500),
-                }
-            } else {
-                let (cookie, location) = scratch.body.split_at_mut(SET_COOKIE_CAP);
-                let location = &mut location[..LOCATION_CAP];
-                match ch.answer(
-                    req.http().uri(),
-                    &binding,
-                    now,
-                    req.is_secure(),
-                    cookie,
-                    location,
-                ) {
-                    Ok(Answer::Solved { cookie, location }) => {
-                        s.answer = Some(AnswerResult::Solved);
-                        s.body = BodyParts::Answer {
-                            set_cookie: Span {
-                                offset: 0,
-                                len: cookie,
-                            },
-                            location: Span {
-                                offset: SET_COOKIE_CAP,
-                                len: location,
-                            },
-                        };
-                        Exit::Status(303)
-                    }
-                    Ok(Answer::Failed(r)) => {
-                        s.answer = Some(AnswerResult::Failed(r));
-                        Exit::Status(policy.status())
-                    }
-                    // Not reached: the buffers hold the caps.
-                    Err(_) => Exit::Status(500),
-                }
-            }
-        }
+        Action::Challenge | Action::Answer => respond::challenge(loc, req, now, scratch, s),
         _ => Exit::Continue,
     };
 }
@@ -276,7 +201,11 @@ pub(super) fn texts<'a>(
     };
     Effects {
         action: s.action,
-        exit: exit(&s, &scratch.body),
+        exit: exit(
+            &s,
+            &scratch.body,
+            loc.policy.challenge().map(|c| c.pages().csp()),
+        ),
         clear: if s.action == Action::Refused {
             &[]
         } else {
@@ -329,6 +258,10 @@ fn write_texts(
         method: http.method(),
         uri: http.uri(),
         bot: None,
+        clearance: match s.decision.clearance {
+            Clearance::Absent => None,
+            c => Some(c.as_str()),
+        },
     };
     let Scratch {
         text,
@@ -347,11 +280,15 @@ fn write_texts(
             out.line = l.ok().map(|l| (l, loc.refuse_level));
         }
         Action::Answer => {
-            let failed = match s.answer {
-                Some(AnswerResult::Failed(r)) => Some(r.as_str()),
-                _ => None,
+            let (result, reason) = match s.answer {
+                Some(AnswerResult::Failed(r)) => ("failed", Some(r.as_str())),
+                Some(AnswerResult::Waited) => ("waited", None),
+                Some(AnswerResult::CookiesNeeded) => ("cookies_needed", None),
+                Some(AnswerResult::Solved) => ("solved", None),
+                // The return hop or a start, the cookie back.
+                Some(AnswerResult::Problem) | None => ("returned", None),
             };
-            out.line = text::write_answer(&mut w, failed, &about)
+            out.line = text::write_answer(&mut w, result, reason, &about)
                 .ok()
                 .map(|l| (l, loc.log_level));
         }
@@ -386,13 +323,25 @@ fn write_texts(
 }
 
 /// The exit of a state, with the bytes the respond stage wrote.
-fn exit<'a>(s: &State, body: &'a [u8]) -> Exit<'a> {
+fn exit<'a>(s: &State, body: &'a [u8], csp: Option<&'a str>) -> Exit<'a> {
     let at = |sp: Span| &body[sp.offset..sp.offset + sp.len];
     match (s.exit, s.body) {
-        (Exit::Status(status), BodyParts::Page(p)) => Exit::Page {
+        (
+            Exit::Status(status),
+            BodyParts::Page {
+                body: p,
+                problem,
+                retry_after,
+            },
+        ) => Exit::Page {
             status,
-            content_type: "text/html; charset=utf-8",
+            content_type: if problem { PROBLEM_TYPE } else { PAGE_TYPE },
             body: at(p),
+            extra: match (problem, retry_after) {
+                (true, Some(r)) => Some(("Retry-After", at(r))),
+                (true, None) => None,
+                (false, _) => csp.map(|c| ("Content-Security-Policy", c.as_bytes())),
+            },
         },
         (
             Exit::Status(status),

@@ -231,6 +231,7 @@ fn a_flagged_navigation_gets_the_page_and_an_answer_its_cookie() {
         status,
         content_type,
         body,
+        ..
     } = e.exit
     else {
         panic!("{:?}", e.exit)
@@ -238,12 +239,14 @@ fn a_flagged_navigation_gets_the_page_and_an_answer_its_cookie() {
     assert_eq!((status, content_type), (403, "text/html; charset=utf-8"));
     assert!(text(body).contains("/.edgeguard/challenge"));
     let headers: Vec<_> = e.exit.headers().map(|(n, v)| (n, text(v))).collect();
+    let csp = loc.policy().challenge().unwrap().pages().csp();
     assert_eq!(
         headers,
         [
             ("Content-Type", "text/html; charset=utf-8"),
             ("Cache-Control", "no-store"),
-            ("X-Robots-Tag", "noindex")
+            ("X-Robots-Tag", "noindex"),
+            ("Content-Security-Policy", csp)
         ]
     );
     let vars: Vec<&str> = e.vars.iter().map(|(n, _)| text(n)).collect();
@@ -280,8 +283,8 @@ fn a_flagged_navigation_gets_the_page_and_an_answer_its_cookie() {
 
     // A solved one: the cookie and a redirect back.
     let ch = loc.policy().challenge().unwrap();
-    let binding = ch.binding("192.0.2.10".parse().ok(), CHROME);
-    let nonce = ch.nonce(&binding, NOW);
+    let binding = ch.binding("192.0.2.10".parse().ok(), CHROME, None);
+    let nonce = ch.nonce(&binding, ch.difficulty, 0, NOW);
     let counter = (0u64..)
         .find(|c| {
             challenge::leading_zero_bits(&nonce, c.to_string().as_bytes())
@@ -308,7 +311,10 @@ fn a_flagged_navigation_gets_the_page_and_an_answer_its_cookie() {
     else {
         panic!("{:?}", e.exit)
     };
-    assert_eq!((status, text(location)), (303, "/doc"));
+    // Through the return hop, which counts the attempt.
+    assert_eq!(status, 303);
+    assert!(text(location).starts_with("/.edgeguard/challenge?a="));
+    assert!(text(location).ends_with("&r=%2Fdoc"), "{}", text(location));
     assert!(text(set_cookie).starts_with("edgeguard_clearance="));
     assert!(!text(set_cookie).contains("Secure"), "plain HTTP");
     assert_eq!(e.answer, Some(AnswerResult::Solved));

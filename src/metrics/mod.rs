@@ -19,7 +19,7 @@
 use std::fmt::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::challenge::{Clearance, Rejection};
+use crate::challenge::{Clearance, Proof, Rejection};
 use crate::config::text::{write_g, Sink};
 use crate::config::Engine;
 
@@ -161,13 +161,39 @@ pub struct Seen<'a> {
     pub bot: Option<(&'a [u8], BotVerdict)>,
 }
 
-/// An answer to the challenge.
+/// What the challenge did with a request besides serving its page: an
+/// answer, a no-JavaScript wait redeemed, the "cookies are needed" page,
+/// or a problem document instead of the page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AnswerResult {
     /// The work was done: a clearance cookie was issued.
     Solved,
-    /// Refused, and why.
+    /// A no-JavaScript wait was redeemed: the weaker clearance was issued.
+    Waited,
+    /// Refused, and why (`early`: a no-JavaScript ticket followed before
+    /// its wait was over).
     Failed(Rejection),
+    /// Solves came back without the cookie: the "cookies are needed"
+    /// page (or problem) was served instead of another challenge.
+    CookiesNeeded,
+    /// A request that must not get the page (a body, a fetch or an API
+    /// call) got `application/problem+json` instead.
+    Problem,
+}
+
+impl AnswerResult {
+    /// The `result` label of `edgeguard_challenges_total`, after `served`.
+    const LABELS: [&'static str; 5] = ["solved", "failed", "waited", "cookies_needed", "problem"];
+
+    fn label_index(self) -> usize {
+        match self {
+            AnswerResult::Solved => 0,
+            AnswerResult::Failed(_) => 1,
+            AnswerResult::Waited => 2,
+            AnswerResult::CookiesNeeded => 3,
+            AnswerResult::Problem => 4,
+        }
+    }
 }
 
 /// What is configured, which decides the series there are.
@@ -270,7 +296,7 @@ fn families() -> Vec<Family> {
         f(
             "edgeguard_challenges_total",
             Kind::Counter,
-            "Challenge pages served, answers solved and failed.",
+            "Challenge pages served; answers solved, failed; no-JavaScript waits redeemed; cookies-needed pages; problem documents.",
         ),
         f(
             "edgeguard_challenge_failures_total",
@@ -322,13 +348,18 @@ fn engine_index(e: Engine) -> usize {
     }
 }
 
+/// Absent, accepted, one code per rejection, accepted without JavaScript.
+const CLEARANCE_CODES: usize = 3 + Rejection::ALL.len();
+
 /// The clearance code of a verdict, as `edgeguard_clearance` numbers it
-/// (0 absent, 1 accepted, 2.. the rejections in [`Rejection::ALL`] order).
+/// (0 absent, 1 accepted, 2.. the rejections in [`Rejection::ALL`] order,
+/// then the no-JavaScript clearance).
 fn clearance_code(c: Clearance) -> usize {
     match c {
         Clearance::Absent => 0,
-        Clearance::Accepted => 1,
+        Clearance::Accepted(Proof::Work) => 1,
         Clearance::Rejected(r) => 2 + r.index(),
+        Clearance::Accepted(Proof::Wait) => CLEARANCE_CODES - 1,
     }
 }
 
@@ -351,11 +382,11 @@ pub struct Registry {
     seconds: [Option<usize>; 2],
     disagreements: [usize; 3],
     load_errors: usize,
-    /// Served, solved, failed.
-    challenges: Option<[usize; 3]>,
+    /// Served, then [`AnswerResult::LABELS`].
+    challenges: Option<[usize; 6]>,
     /// By clearance code.
-    clearances: [Option<usize>; 8],
-    failures: [Option<usize>; 8],
+    clearances: [Option<usize>; CLEARANCE_CODES],
+    failures: [Option<usize>; CLEARANCE_CODES],
     /// Name, verified slot, fake slot.
     bots: Vec<(Box<[u8]>, usize, usize)>,
     text_room: usize,
@@ -466,23 +497,28 @@ impl Registry {
             disagreements[i] = b.counter(DISAGREEMENTS, &[("kind", k.as_str())]);
         }
         let load_errors = b.counter(LOAD_ERRORS, &[]);
-        let (mut challenges, mut clearances, mut failures) = (None, [None; 8], [None; 8]);
+        let (mut challenges, mut clearances, mut failures) =
+            (None, [None; CLEARANCE_CODES], [None; CLEARANCE_CODES]);
         if spec.challenge {
-            let mut ch = [0; 3];
-            for (i, r) in ["served", "solved", "failed"].iter().enumerate() {
+            let mut ch = [0; 6];
+            let labels = std::iter::once("served").chain(AnswerResult::LABELS);
+            for (i, r) in labels.enumerate() {
                 ch[i] = b.counter(CHALLENGES, &[("result", r)]);
             }
             challenges = Some(ch);
             // No cookie (0) is not counted; "accepted" is code 1, the rest
-            // are reasons, "work" only for answers.
-            let names =
-                std::iter::once("accepted").chain(Rejection::ALL.iter().map(|r| r.as_str()));
+            // are reasons ("work" and "early" only for answers), then the
+            // no-JavaScript clearance.
+            let names = std::iter::once("accepted")
+                .chain(Rejection::ALL.iter().map(|r| r.as_str()))
+                .chain(std::iter::once("accepted_wait"));
             for (i, name) in names.enumerate() {
                 let code = i + 1;
-                if name != Rejection::Work.as_str() {
+                let answers_only = [Rejection::Work, Rejection::Early].map(Rejection::as_str);
+                if !answers_only.contains(&name) {
                     clearances[code] = Some(b.counter(CLEARANCES, &[("result", name)]));
                 }
-                if code > 1 {
+                if code > 1 && code < CLEARANCE_CODES - 1 {
                     failures[code] = Some(b.counter(FAILURES, &[("reason", name)]));
                 }
             }
@@ -658,13 +694,10 @@ impl Registry {
     /// An answer to the challenge (nothing without a challenge configured).
     pub fn answer(&self, result: AnswerResult) {
         let Some(ch) = self.challenges else { return };
-        match result {
-            AnswerResult::Solved => self.add(ch[1], 1.0),
-            AnswerResult::Failed(r) => {
-                self.add(ch[2], 1.0);
-                if let Some(s) = self.failures[2 + r.index()] {
-                    self.add(s, 1.0);
-                }
+        self.add(ch[1 + result.label_index()], 1.0);
+        if let AnswerResult::Failed(r) = result {
+            if let Some(s) = self.failures[2 + r.index()] {
+                self.add(s, 1.0);
             }
         }
     }

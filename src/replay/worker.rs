@@ -346,8 +346,7 @@ fn write_side(out: &mut Vec<u8>, side: &Side<'_>, o: Outcome) -> std::io::Result
     }
     match o.clearance {
         Clearance::Absent => {}
-        Clearance::Accepted => out.extend_from_slice(b",\"clearance\":\"accepted\""),
-        Clearance::Rejected(r) => write!(out, ",\"clearance\":\"{}\"", r.as_str())?,
+        c => write!(out, ",\"clearance\":\"{}\"", c.as_str())?,
     }
     Ok(())
 }

@@ -270,6 +270,7 @@ impl Req {
             headers: self.headers.as_ptr(),
             headers_len: self.headers.len(),
             tls: std::ptr::null(),
+            request_id: edgeguard::ffi::edgeguard_str::EMPTY,
         }
     }
 

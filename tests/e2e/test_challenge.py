@@ -38,6 +38,9 @@ EDGEGUARD = ROOT / "target" / "release" / "edgeguard"
 KEY_NEW = bytes(range(32))
 KEY_OLD = bytes(range(100, 132))
 DIFFICULTY = 8
+# challenge_difficulty_max's default: the base plus the default spread.
+DIFFICULTY_MAX = DIFFICULTY + 2
+NOJS_WAIT = 2
 
 # What HeadlessChrome sends for a typed URL (the shipped model flags it) and
 # what Chromium sends for a fetch() of its own origin (passes).
@@ -70,6 +73,8 @@ def hexkey(k):
 
 
 def binding(addr, ua, v4=24, v6=64):
+    """Bytes 12..46 of a token (src/challenge/token.rs): prefix length,
+    prefix, User-Agent hash, no TLS hash, flags 0."""
     ip = ipaddress.ip_address(addr)
     if ip.version == 6 and ip.ipv4_mapped:
         ip = ip.ipv4_mapped
@@ -81,12 +86,14 @@ def binding(addr, ua, v4=24, v6=64):
         full = int(ip)
     mask = ((1 << 128) - 1) ^ ((1 << (128 - bits)) - 1) if bits else 0
     prefix = (full & mask).to_bytes(16, "big")
-    return bytes([bits]) + prefix + hashlib.sha256(ua.encode()).digest()[:16]
+    return bytes([bits]) + prefix + hashlib.sha256(b"ua\0" + ua.encode()).digest()[:8] + bytes(8) + b"\0"
 
 
 def mint(key, expiry, addr, ua, kind=b"C", difficulty=0):
-    record = kind + bytes([difficulty]) + struct.pack(">Q", expiry) + binding(addr, ua)
-    mac = hmac.new(key, b"edgeguard-token-v1\0" + record, hashlib.sha256).digest()
+    """A token as src/challenge/token.rs lays it out: kind, proof (work),
+    level, attempts, time, binding; HMAC-SHA256 under the v2 domain."""
+    record = kind + b"W" + bytes([difficulty, 0]) + struct.pack(">Q", expiry) + binding(addr, ua)
+    mac = hmac.new(key, b"edgeguard-token-v2\0" + record, hashlib.sha256).digest()
     return base64.urlsafe_b64encode(record + mac).rstrip(b"=").decode()
 
 
@@ -109,17 +116,18 @@ def solve(nonce, difficulty):
 
 def page_nonce(body):
     text = body.decode()
-    nonce = re.search(r'var N = "([A-Za-z0-9_-]{100})", D = (\d+)', text)
+    nonce = re.search(r'\{"n":"([A-Za-z0-9_-]{104})","d":(\d+)', text)
     assert nonce, text[:400]
     return nonce.group(1), int(nonce.group(2))
 
 
-def request(port, headers, target="/", method="GET", addr=None, tls=False):
-    """Sends exactly these headers (plus X-Real-IP when addr is given)."""
+def request(port, headers, target="/", method="GET", addr=None, tls=False, body=None):
+    """Sends exactly these headers (plus X-Real-IP when addr is given);
+    `tls` True or an ssl.SSLContext (another TLS stack's offer)."""
     if tls:
         import ssl
-        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=10,
-                                           context=ssl._create_unverified_context())
+        ctx = tls if isinstance(tls, ssl.SSLContext) else ssl._create_unverified_context()
+        conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=10, context=ctx)
     else:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
@@ -128,7 +136,9 @@ def request(port, headers, target="/", method="GET", addr=None, tls=False):
             conn.putheader(name, value)
         if addr:
             conn.putheader("X-Real-IP", addr)
-        conn.endheaders()
+        if body is not None:
+            conn.putheader("Content-Length", str(len(body)))
+        conn.endheaders(body)
         resp = conn.getresponse()
         body = resp.read()
         return resp.status, resp.getheaders(), body
@@ -179,13 +189,17 @@ def logged_server(log):
 
 
 def conf(port, metrics_port, secret, bots, log, tls_port, cert_dir):
-    return challenge_http(secret, DIFFICULTY, f'verified_bots = "{bots}",') + f"""
+    extra = f'verified_bots = "{bots}", challenge_nojs = {{ wait = {NOJS_WAIT}, ttl = 600 }},'
+    return challenge_http(secret, DIFFICULTY, extra) + f"""
     large_client_header_buffers 4 32k;
     server {{
         listen 127.0.0.1:{port};
         listen 127.0.0.1:{tls_port} ssl;
         ssl_certificate {cert_dir}/cert.pem;
         ssl_certificate_key {cert_dir}/key.pem;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        # The JA4 a clearance is bound to (docs/tls.md).
+        ssl_client_hello_by_lua_block {{ require("resty.edgeguard.tls").client_hello() }}
         set_real_ip_from 127.0.0.1;
         real_ip_header X-Real-IP;
         {logged_server(log)}
@@ -273,17 +287,24 @@ def with_cookie(headers, cookie):
 
 
 def solved_cookie(edge, headers, addr, target="/"):
-    """The real flow: page, solve, answer; returns (cookie, Set-Cookie, Location)."""
+    """The real flow: page, solve, answer, return hop; returns (cookie,
+    Set-Cookie, the hop's Location)."""
     status, _, body = edge.get(headers, target, addr)
     assert status == 403, body[:200]
     nonce, difficulty = page_nonce(body)
-    assert difficulty == DIFFICULTY
+    # Scaled by the score between the base and the maximum.
+    assert DIFFICULTY <= difficulty <= DIFFICULTY_MAX
     counter = solve(nonce, difficulty)
     ret = urllib.parse.quote(target, safe="")
     status, resp, body = edge.get(headers, f"/.edgeguard/challenge?n={nonce}&c={counter}&r={ret}", addr)
     assert status == 303, body
     set_cookie = header(resp, "Set-Cookie")[0]
-    return set_cookie.split(";")[0], set_cookie, header(resp, "Location")[0]
+    cookie = set_cookie.split(";")[0]
+    hop = header(resp, "Location")[0]
+    assert hop.startswith("/.edgeguard/challenge?a="), hop
+    status, resp, body = edge.get(with_cookie(headers, cookie), hop, addr)
+    assert status == 303 and not header(resp, "Set-Cookie"), (status, body)
+    return cookie, set_cookie, header(resp, "Location")[0]
 
 
 def test_page_answer_and_cookie_attributes(edge):
@@ -292,10 +313,10 @@ def test_page_answer_and_cookie_attributes(edge):
     assert status == 403
     assert header(resp, "Cache-Control") == ["no-store"]
     assert header(resp, "Content-Type")[0].startswith("text/html")
-    assert b"crypto.subtle.digest" in body and b"<script" in body and b"src=" not in body
+    assert b"function compress(" in body and b"<script" in body and b"src=" not in body
     cookie, set_cookie, location = solved_cookie(edge, HEADLESS, "198.51.100.20", "/shop?item=7")
     attrs = [a.strip() for a in set_cookie.split(";")]
-    assert attrs[0].startswith("edgeguard_clearance=") and len(attrs[0]) == len("edgeguard_clearance=") + 100
+    assert attrs[0].startswith("edgeguard_clearance=") and len(attrs[0]) == len("edgeguard_clearance=") + 104
     assert "HttpOnly" in attrs and "SameSite=Lax" in attrs and "Path=/" in attrs
     assert "Max-Age=86400" in attrs and any(a.startswith("Expires=") for a in attrs)
     assert "Secure" not in attrs, "plain HTTP: no Secure"
@@ -339,19 +360,53 @@ def test_answers_that_fail_and_redirects_that_stay_on_the_site(edge):
     for evil in ("%2F%2Fevil.example%2Fx", "https%3A%2F%2Fevil.example%2F", "%2F%5Cevil.example"):
         status, resp, _ = edge.get(HEADLESS, f"/.edgeguard/challenge?n={nonce}&c={good}&r={evil}", addr)
         assert status == 303
+        cookie = header(resp, "Set-Cookie")[0].split(";")[0]
+        status, resp, _ = edge.get(with_cookie(HEADLESS, cookie), header(resp, "Location")[0], addr)
+        assert status == 303
         loc = urllib.parse.urlsplit(header(resp, "Location")[0])
         assert loc.netloc in ("edge.test", "") and loc.path == "/", header(resp, "Location")
 
 
-def test_requests_that_cannot_run_a_page_get_the_status(edge):
-    xhr = [(k, {"Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "empty", "Accept": "*/*"}.get(k, v)) for k, v in HEADLESS]
-    status, _, body = edge.get(xhr, "/api", "198.51.100.22")
-    assert status == 403 and b"<script" not in body
-    status, _, body = edge.get(HEADLESS, "/form", "198.51.100.22", method="POST")
-    assert status == 403 and b"<script" not in body
-    for client in (["curl/8.5.0"], ["python-requests/2.31.0"]):
-        status, _, body = edge.get([("Host", "edge.test"), ("User-Agent", client[0]), ("Accept", "*/*")], "/", "198.51.100.22")
-        assert status == 403 and b"<script" not in body, client
+def problem_of(resp, body):
+    """The problem document of a response, checked against RFC 9457."""
+    assert header(resp, "Content-Type") == ["application/problem+json"], resp
+    assert header(resp, "Cache-Control") == ["no-store"]
+    doc = json.loads(body)
+    assert doc["type"] == "about:blank" and doc["status"] == 403 and doc["title"] and doc["detail"]
+    return doc
+
+
+def test_requests_that_cannot_run_a_page_get_problem_json(edge):
+    """fetch()/XHR, a form POST, an API client: never the page (a body
+    would be lost, a program cannot run it); problem+json saying why, the
+    reference ($request_id) and where a person clears."""
+    before = edge.metrics()
+    xhr = [(k, {"Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "empty", "Accept": "application/json"}.get(k, v))
+           for k, v in HEADLESS] + [("Referer", "http://edge.test/cart?x=1")]
+    status, resp, body = edge.get(xhr, "/api", "198.51.100.22")
+    doc = problem_of(resp, body)
+    assert status == 403 and doc["reason"] == "challenge_required"
+    assert re.fullmatch(r"[0-9a-f]{32}", doc["reference"]), doc
+    assert doc["clear"] == "/.edgeguard/challenge?r=%2Fcart%3Fx%3D1"
+    # The clear URL, opened in the browser: the page, which returns there.
+    status, resp, page = edge.get(HEADLESS, doc["clear"], "198.51.100.22")
+    assert status == 403 and header(resp, "Content-Type")[0].startswith("text/html")
+    assert b"%2Fcart%3Fx%3D1" in page
+    # A form POST with a body: nginx answers before reading it; the
+    # client is told, not sent to a page that would drop it.
+    status, resp, body = request(edge.port, HEADLESS + [("Content-Type", "application/x-www-form-urlencoded")],
+                                 "/form", "POST", "198.51.100.22", body=b"a=1&b=2")
+    assert status == 403 and problem_of(resp, body)["reason"] == "challenge_required"
+    for ua in ("curl/8.5.0", "python-requests/2.31.0"):
+        status, resp, body = edge.get([("Host", "edge.test"), ("User-Agent", ua), ("Accept", "*/*")], "/", "198.51.100.22")
+        assert status == 403 and problem_of(resp, body)["reason"] == "challenge_required", ua
+    # A cookie that was refused says so in the document too.
+    expired = "edgeguard_clearance=" + mint(KEY_NEW, int(time.time()) - 5, "198.51.100.22", HEADLESS_UA)
+    status, resp, body = edge.get(with_cookie(xhr, expired), "/api", "198.51.100.22")
+    assert problem_of(resp, body)["clearance"] == "expired"
+    after = edge.metrics()
+    d = metric(after, 'edgeguard_challenges_total{result="problem"}') - metric(before, 'edgeguard_challenges_total{result="problem"}')
+    assert d == 5
 
 
 def test_cookie_table(edge):
@@ -502,7 +557,8 @@ def test_the_cookie_is_secure_over_tls(edge):
     status, resp, _ = request(edge.tls_port, HEADLESS, target, addr=addr, tls=True)
     assert status == 303
     attrs = [a.strip() for a in header(resp, "Set-Cookie")[0].split(";")]
-    assert "Secure" in attrs and "HttpOnly" in attrs and "SameSite=Lax" in attrs
+    # On TLS: SameSite=None, so a cross-site form POST keeps the clearance.
+    assert "Secure" in attrs and "HttpOnly" in attrs and "SameSite=None" in attrs
     cookie = attrs[0]
     status, _, body = request(edge.tls_port, with_cookie(HEADLESS, cookie), "/tls", addr=addr, tls=True)
     assert (status, body) == (200, b"origin: cleared \n")
@@ -528,3 +584,131 @@ def test_replay_without_the_recorded_time_uses_now(edge, tmp_path):
 
     assert action(now) == ("cleared", "accepted")
     assert action(now + 7200) == ("challenge", "expired")
+
+
+def answer_for(body, target):
+    nonce, difficulty = page_nonce(body)
+    ret = urllib.parse.quote(target, safe="")
+    return f"/.edgeguard/challenge?n={nonce}&c={solve(nonce, difficulty)}&r={ret}"
+
+
+def test_cookies_needed_after_two_solves_that_come_back_without_it(edge):
+    """A browser that drops the cookie: one more page, then the page that
+    says cookies are needed, not a third solve (the attempt count is
+    signed into the return hop)."""
+    addr = "198.51.100.60"
+    before = edge.metrics()
+    _, _, body = edge.get(HEADLESS, "/shop", addr)
+    for attempt in (1, 2):
+        status, resp, _ = edge.get(HEADLESS, answer_for(body, "/shop"), addr)
+        assert status == 303 and header(resp, "Set-Cookie")
+        hop = header(resp, "Location")[0]
+        status, resp, body = edge.get(HEADLESS, hop, addr)  # no cookie sent back
+        assert status == 403 and header(resp, "Content-Type")[0].startswith("text/html"), attempt
+        if attempt == 1:
+            assert b"Checking your browser" in body and b'{"n":"' in body
+    assert b"Cookies are needed" in body and b'{"n":"' not in body
+    assert b"/shop" in body, "a way back to the page"
+    after = edge.metrics()
+    d = lambda n: metric(after, n) - metric(before, n)
+    assert d('edgeguard_challenges_total{result="cookies_needed"}') == 1
+    assert d('edgeguard_challenges_total{result="solved"}') == 2
+    assert "edgeguard challenge=cookies_needed " in edge.nginx.error_log
+
+
+def nojs_link(body):
+    m = re.search(rb'(/\.edgeguard/challenge\?t=[A-Za-z0-9_-]+&amp;r=[^"\']*)', body)
+    assert m, body[:300]
+    return m.group(1).decode().replace("&amp;", "&")
+
+
+def test_the_no_javascript_fallback(edge):
+    """challenge_nojs: the <noscript> refresh to a signed ticket, refused
+    before its wait (reason `early`, the wait page), then a clearance of
+    its own lifetime (600 s here) counted as accepted_wait."""
+    addr = "198.51.100.61"
+    before = edge.metrics()
+    _, _, body = edge.get(HEADLESS, "/doc", addr)
+    assert b"<noscript>" in body and b'http-equiv="refresh"' in body
+    link = nojs_link(body)
+    status, resp, wait = edge.get(HEADLESS, link, addr)
+    assert status == 403 and not header(resp, "Set-Cookie")
+    assert b"One moment, please" in wait and nojs_link(wait) == link
+    time.sleep(NOJS_WAIT + 0.2)
+    status, resp, _ = edge.get(HEADLESS, link, addr)
+    assert status == 303
+    set_cookie = header(resp, "Set-Cookie")[0]
+    assert "Max-Age=600" in set_cookie
+    cookie = set_cookie.split(";")[0]
+    status, _, body = edge.get(with_cookie(HEADLESS, cookie), "/doc", addr)
+    assert (status, body) == (200, b"origin: cleared \n")
+    after = edge.metrics()
+    d = lambda n: metric(after, n) - metric(before, n)
+    assert d('edgeguard_challenges_total{result="waited"}') == 1
+    assert d('edgeguard_challenge_failures_total{reason="early"}') == 1
+    assert d('edgeguard_clearances_total{result="accepted_wait"}') == 1
+    assert "clearance=accepted_wait" in edge.nginx.error_log
+
+
+def test_a_cookie_replayed_from_another_tls_stack_is_refused(edge):
+    """The clearance records the JA4 of the solve (ssl_client_hello_by_lua):
+    the same cookie, User-Agent and address from a client offering other
+    ciphers is refused `tls` and challenged again."""
+    import ssl
+    addr = "198.51.100.62"
+    first = ssl._create_unverified_context()
+    status, _, body = request(edge.tls_port, HEADLESS, "/tls", addr=addr, tls=first)
+    assert status == 403
+    status, resp, _ = request(edge.tls_port, HEADLESS, answer_for(body, "/tls"), addr=addr, tls=first)
+    assert status == 303
+    cookie = header(resp, "Set-Cookie")[0].split(";")[0]
+    status, _, body = request(edge.tls_port, with_cookie(HEADLESS, cookie), "/tls", addr=addr, tls=first)
+    assert (status, body) == (200, b"origin: cleared \n")
+    other = ssl._create_unverified_context()
+    other.maximum_version = ssl.TLSVersion.TLSv1_2
+    other.set_ciphers("ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256")
+    before = edge.metrics()
+    status, resp, body = request(edge.tls_port, with_cookie(HEADLESS, cookie), "/tls", addr=addr, tls=other)
+    assert status == 403 and b"Checking your browser" in body
+    # Over plain HTTP there is no stack to compare: refused too.
+    status, _, _ = request(edge.port, with_cookie(HEADLESS, cookie), "/tls", addr=addr)
+    assert status == 403
+    after = edge.metrics()
+    assert metric(after, 'edgeguard_clearances_total{result="tls"}') - metric(before, 'edgeguard_clearances_total{result="tls"}') == 2
+    assert re.search(r"action=challenge .*uri=\"/tls\".* clearance=tls", edge.nginx.error_log)
+
+
+def test_every_refusal_reason_is_in_the_decision_line(edge):
+    addr, now = "192.0.2.210", int(time.time())
+    cases = {
+        "expired": mint(KEY_NEW, now - 5, addr, HEADLESS_UA),
+        "mac": mint(KEY_NEW, now + 3600, addr, HEADLESS_UA)[:-2] + "AA",
+        "address": mint(KEY_NEW, now + 3600, "192.0.3.1", HEADLESS_UA),
+        "user_agent": mint(KEY_NEW, now + 3600, addr, "curl/8.5.0"),
+        "malformed": "x",
+    }
+    for reason, token in cases.items():
+        target = f"/reason-{reason}"
+        status, _, _ = edge.get(with_cookie(HEADLESS, "edgeguard_clearance=" + token), target, addr)
+        assert status == 403, reason
+        wait_until(reason, lambda: re.search(rf'uri="{target}".* clearance={reason}[,\n]', edge.nginx.error_log))
+
+
+def test_the_public_demo_key_is_warned_of_at_startup(tmp_path):
+    port = free_port()
+    nginx = Nginx(challenge_http(ROOT / "nginx-conf" / "demo-challenge-secret", DIFFICULTY) + f"""
+    server {{
+        listen 127.0.0.1:{port};
+        {logged_server(tmp_path / "access.jsonl")}
+        location / {{ return 204; }}
+    }}
+}}
+""")
+    try:
+        nginx.start(port)
+        log = nginx.error_log
+        assert re.search(r"\[warn\].*demo-challenge-secret: challenge_secret holds the public demo key", log), log
+        assert "openssl rand -hex 32" in log
+    finally:
+        nginx.stop()
+        nginx.cleanup()

@@ -222,7 +222,7 @@ def test_scripts_without_the_page_do_not_pass(edge):
     assert out.stdout == "403"
     # Following the page's answer URL without doing the work fails.
     body = requests.get(url, headers={"Accept": "text/html", "Sec-Fetch-Mode": "navigate"}, timeout=10).text
-    nonce = body.split('var N = "', 1)[1].split('"', 1)[0]
+    nonce = body.split('{"n":"', 1)[1].split('"', 1)[0]
     r = requests.get(f"http://127.0.0.1:{port}/.edgeguard/challenge?n={nonce}&c=1&r=%2F", timeout=10,
                      allow_redirects=False)
     assert r.status_code == 403 and "set-cookie" not in r.headers

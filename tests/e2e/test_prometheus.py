@@ -265,7 +265,7 @@ def scraped(origin, challenged):
         wait_until("the first scrape", lambda: prom.query('up{job="edgeguard"} == 1'), timeout=20)
         wait_until("a scrape with zero requests", lambda: prom.query('edgeguard_requests_total == 0'), timeout=20)
         wait_until("a scrape with zero challenges",
-                   lambda: len(prom.query('edgeguard_challenges_total == 0')) == 3, timeout=20)
+                   lambda: len(prom.query('edgeguard_challenges_total == 0')) == 6, timeout=20)
 
         traffic = rows() * REPEAT
 
@@ -402,7 +402,7 @@ def test_challenge_counters_are_what_the_traffic_implies(scraped, challenged):
         assert {k: v for k, v in got.items() if v} == want, family
     # Every reason has a series from the start, zero or not.
     reasons = {dict(k)["reason"] for k in prom.query("edgeguard_challenge_failures_total")}
-    assert reasons == {"malformed", "mac", "expired", "address", "user_agent", "work"}
+    assert reasons == {"malformed", "mac", "expired", "address", "user_agent", "work", "tls", "early"}
     bots = {dict(k)["bot"] for k in prom.query("edgeguard_verified_bots_total")}
     assert bots == {"Googlebot", "bingbot"}
 

@@ -111,6 +111,12 @@ typedef enum {
   EDGEGUARD_CLEARANCE_USER_AGENT = 6,
 
   EDGEGUARD_CLEARANCE_WORK = 7,
+
+  EDGEGUARD_CLEARANCE_TLS = 8,
+
+  EDGEGUARD_CLEARANCE_EARLY = 9,
+
+  EDGEGUARD_CLEARANCE_ACCEPTED_WAIT = 10,
 } edgeguard_clearance;
 
 typedef enum {
@@ -257,6 +263,8 @@ typedef struct {
   size_t headers_len;
 
   const edgeguard_tls_info *tls;
+
+  edgeguard_str request_id;
 } edgeguard_request;
 
 typedef struct {

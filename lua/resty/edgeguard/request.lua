@@ -88,7 +88,9 @@ end
 
 --- The current request as an edgeguard_request (a per-worker struct,
 -- overwritten by the next call), its header array, or nil and an error.
-function _M.current(r)
+-- `request_id`: pass $request_id too (a challenge shows it; nginx makes
+-- it, 16 random bytes, on the first read, so it is not read otherwise).
+function _M.current(r, request_id)
     local headers, n = _M.headers(r)
     if not headers then
         return nil, n
@@ -101,6 +103,11 @@ function _M.current(r)
           method_len)
     var_into(r, "request_uri", req.uri)
     var_into(r, "remote_addr", req.client_addr)
+    if request_id then
+        var_into(r, "request_id", req.request_id)
+    else
+        req.request_id.len = 0
+    end
     -- The connection's TLS facts (JA4 and family for the TLS features, or
     -- none), or NULL for plain HTTP.
     req.tls = tls_info_for(r)

@@ -52,6 +52,10 @@ local function parse(opts, level)
         end
         return nil, err
     end
+    -- What the operator must hear of at every (re)load: the demo key.
+    for _, w in ipairs(cfg.options.warnings or {}) do
+        log(ngx and ngx.WARN, "edgeguard: ", w)
+    end
     return lib, cfg
 end
 
@@ -173,6 +177,8 @@ function _M.state(opts, level)
         generation = format("%s-%s-%d", ngx and ngx.now and ngx.now() or os.time(),
                             ngx and ngx.worker and ngx.worker.pid() or 0, generation_seq),
         locations = locations.new(),
+        -- Only a challenge shows $request_id (nginx makes it on first read).
+        request_ids = o.challenge_secret ~= nil,
     }
     st.shadow = st.engine == "shadow" and legacy.judge(st) or nil
     st.base = _M.bind(st, cfg)

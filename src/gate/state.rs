@@ -1,0 +1,47 @@
+//! What the gate's stages found so far about one request ([`State`]),
+//! and where its exit's bytes lie in the scratch ([`BodyParts`]): the
+//! leaf both the stages and the challenge's exits write into.
+
+use std::net::IpAddr;
+
+use super::action::Action;
+use super::effects::Exit;
+use super::policy::Decision;
+use crate::config::text::Span;
+use crate::metrics::AnswerResult;
+use crate::scorer::ScoreError;
+
+/// What the stages found so far.
+pub(super) struct State {
+    pub(super) action: Action,
+    pub(super) clear_len: usize,
+    pub(super) matched: usize,
+    /// What the metrics count as removed: the matched entries, or on a
+    /// refusal only those another engine removed before it found the rest.
+    pub(super) removed: usize,
+    pub(super) unremovable: usize,
+    pub(super) scored: bool,
+    pub(super) score_error: Option<ScoreError>,
+    /// The client's address, parsed when the policy reads it.
+    pub(super) client: Option<IpAddr>,
+    pub(super) decision: Decision,
+    pub(super) answer: Option<AnswerResult>,
+    pub(super) exit: Exit<'static>,
+    /// What the page or the answer wrote into the scratch's body.
+    pub(super) body: BodyParts,
+}
+
+/// Where the exit's bytes lie in the scratch's body.
+#[derive(Clone, Copy, Default)]
+pub(super) enum BodyParts {
+    #[default]
+    None,
+    /// A page, or (`problem`) a problem document, and its `Retry-After`.
+    Page {
+        body: Span,
+        problem: bool,
+        retry_after: Option<Span>,
+    },
+    /// A redirect's `Location` and `Set-Cookie` (empty: none).
+    Answer { set_cookie: Span, location: Span },
+}
