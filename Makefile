@@ -155,6 +155,20 @@ bench-e2e-tls: bench-deps build
 bench-tls: deps build
 	$(PYTHON) scripts/bench-tls.py
 
+# The shipped models (models/README.md): installs models/requirements.txt
+# (pinned: the same bytes per seed) and runs models/train.py, which rewrites
+# models/bot.json, models/spoof.json, models/metrics.json and the fixtures
+# made from them (tests/fixtures/traffic/sample.jsonl, people.jsonl); then
+# the scorer's small parity models on the new sample (tests/fixtures/scorer/).
+# About 10 minutes on two busy cores. `make test` never trains.
+.PHONY: train train-deps
+train-deps:
+	$(PYTHON) -m pip install -q -r models/requirements.txt
+
+train: train-deps build
+	$(PYTHON) models/train.py --edgeguard target/release/edgeguard
+	$(PYTHON) tests/fixtures/scorer/train.py --expected-only target/release/edgeguard
+
 # The captured real-client corpus scored by the shipped models (and by the
 # legacy ones, for the before column): per client, per protocol x origin x
 # flow, and the targets of models/README.md. Not part of `make test`, whose
@@ -237,13 +251,18 @@ BENCH_KAFKA_ARGS ?=
 bench-kafka: deps-kafka tansu build-kafka
 	$(PYTHON) scripts/bench-kafka.py $(BENCH_KAFKA_ARGS)
 
-# The real-client corpus (tests/fixtures/real_clients/): Debian's Chromium and
-# Firefox ESR, command-line tools, HTTP libraries and curl_cffi impersonations
-# driven against nginx on loopback, every request recorded through
-# resty.edgeguard.record (models/capture/). CAPTURE_ARGS e.g. "--only firefox".
-# `make capture-report` replays the corpus through the shipped decision logic
-# and prints how many requests of each client would be blocked.
-APT_CAPTURE := $(APT_RUNTIME) openssl iproute2 chromium chromium-driver firefox-esr xvfb xauth \
+# The real-client corpus (tests/fixtures/real_clients/): Debian's Chromium
+# (desktop and mobile-emulated), Firefox ESR (with and without
+# resistFingerprinting), Epiphany (WebKitGTK), Falkon and qutebrowser
+# (QtWebEngine), command-line tools, HTTP libraries and curl_cffi
+# impersonations driven against nginx on loopback, every request recorded
+# through resty.edgeguard.record (models/capture/). CAPTURE_ARGS e.g.
+# "--only firefox". `make capture-report` replays the corpus through the
+# shipped decision logic and prints how many requests of each client would be
+# blocked.
+APT_CAPTURE := $(APT_RUNTIME) openssl iproute2 mount chromium chromium-driver firefox-esr xvfb xauth \
+               epiphany-browser webkit2gtk-driver falkon qutebrowser xdotool dbus-daemon \
+               gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good \
                fonts-dejavu-core golang-go nodejs openjdk-17-jdk-headless wget
 PIP_CAPTURE := selenium curl_cffi requests httpx aiohttp scrapy
 CAPTURE_ARGS ?=

@@ -9,8 +9,19 @@ Each corpus line is an access-log record of nginx-conf/log-format.conf (its
 capture's labels: `label` (human or automated), `class` (human, scripted,
 headless, impersonation, byte-identical, copied-headers), `client` (the client's name),
 `client_version`, `mode`, `origin` (ip, http-host, tls-h1, tls-h2),
-`protocol`, `flow`; over TLS also `edgeguard_ja4` and `edgeguard_tls_family`
-as nginx logged them (rows: `ja4`, `tls_family`; None on plain HTTP).
+`protocol`, `flow`, and `family` (the browser family a held-out run leaves
+out together: `chromium-linux`, `chromium-mobile-emulated`, `firefox`,
+`firefox-rfp`, `webkitgtk`, `qtwebengine`, ...; lines of captures made
+before the field existed get theirs from the client name, FAMILY_OF_CLIENT);
+over TLS also `edgeguard_ja4` and `edgeguard_tls_family` as nginx logged
+them (rows: `ja4`, `tls_family`; None on plain HTTP).
+
+Lines of the wider capture (issue 29) also say `engine_version`,
+`webdriver` (driven through WebDriver or Marionette), `lang` (the
+Accept-Language profile), `device` (Chromium's emulated phone), `window`,
+`driver`, `dest`, `url_kind` (what kind of site URL) and `scope` (`base`:
+the kind of request the capture before it made; `wider`: new). Older lines
+have none of them: the rows then say what the old capture was (`base`).
 """
 
 import ipaddress
@@ -34,6 +45,18 @@ IMPERSONATION = "impersonation"
 # their head is the browser's and they are not.
 COPIED = "copied-headers"
 UNJUDGED = (BYTE_IDENTICAL, IMPERSONATION)
+
+# The family of a line without a `family` field, by its client name:
+# Chromium's captures (headful, headless, Selenium) are one family, the
+# Python libraries (which share urllib3/asyncio defaults) one, every other
+# client its own.
+PYTHON = {"python-requests", "python-httpx", "python-aiohttp", "python-urllib", "scrapy"}
+PYTHON_FAMILY = "python"
+FAMILY_OF_CLIENT = {
+    "chromium": "chromium-linux", "chromium-headless-desktop-ua": "chromium-linux",
+    "selenium-chromium": "chromium-linux", "firefox": "firefox",
+    **{name: PYTHON_FAMILY for name in PYTHON},
+}
 
 
 def _is_ip(text):
@@ -81,6 +104,19 @@ def load(path=CORPUS):
                 "session": rec.get("session", ""),
                 "ja4": rec.get("edgeguard_ja4") or None,
                 "tls_family": rec.get("edgeguard_tls_family") or None,
+                # The wider capture's labels (defaults: what an older line was).
+                # The Python libraries share urllib3/asyncio defaults: one
+                # family, whatever the line says.
+                "family": (PYTHON_FAMILY if name in PYTHON else rec.get("family")) or FAMILY_OF_CLIENT.get(name, name),
+                "engine_version": str(rec.get("engine_version", "")),
+                "webdriver": bool(rec.get("webdriver", rec.get("driver") in ("chromedriver", "marionette"))),
+                "lang": rec.get("lang", ""),
+                "device": rec.get("device", "-"),
+                "window": rec.get("window", ""),
+                "driver": rec.get("driver", ""),
+                "dest": rec.get("dest", ""),
+                "url_kind": rec.get("url_kind", ""),
+                "scope": rec.get("scope", "base"),
             })
     return rows
 
@@ -93,15 +129,11 @@ def judged(row):
     return row["class"] not in UNJUDGED
 
 
-PYTHON = {"python-requests", "python-httpx", "python-aiohttp", "python-urllib", "scrapy"}
-
-
 def family(row):
     """The family held out together in validation: every capture of one
     client, person or automated (Chromium headful and headless are one
-    family: the same bytes but for the User-Agent), the Python libraries
-    (which share urllib3/asyncio defaults) as one."""
-    return "python" if row["name"] in PYTHON else row["name"]
+    family: the same bytes but for the User-Agent)."""
+    return row["family"]
 
 
 def request_line(row):

@@ -13,15 +13,20 @@ names lower-cased and in arrival order, as nginx hands them over) plus labels:
                  do not pretend (curl, declared crawlers, HeadlessChrome)
     "kind":      the generator that made it (browser, crawler, curl, ...)
     "detail":    the variant within the kind (e.g. which spoofing mistake)
+    "family":    people only: `generated:<browser>-<platform>`, the family
+                 train.py holds out together
+    "plain_http": people only: sent to a plain-HTTP hostname (no TLS facts)
 
 Where the headers come from:
   * people: `browserforge` header sets (real Chrome/Firefox/Safari/Edge header
-    names, order and User-Agents, desktop and mobile). browserforge 1.2.4 puts
+    names, values and User-Agents, desktop and mobile). browserforge 1.2.4 puts
     each sec-fetch-* value under its neighbour's name and sends one
     Accept-Language for every locale, so both are replaced by values a browser
-    sends for the kind of request made (navigation, XHR, image, ...). A little
-    noise: old browsers without client hints, plain-HTTP origins, privacy
-    extensions, proxies that add headers.
+    sends for the kind of request made (navigation, XHR, image, ...); sets
+    that combine values no single browser build sends are drawn again
+    (`sane`). Visits vary: first visits, returns, referers, cookies,
+    languages, HTTP/1.1 and HTTP/2, plain-HTTP origins, proxies that add
+    headers, DNT/GPC, in-app browsers.
   * crawlers: User-Agents from `crawler-user-agents`, with the headers crawlers
     send (some declare themselves, some do not).
   * scripted clients: the default headers and order of curl, wget,
@@ -30,8 +35,9 @@ Where the headers come from:
   * scrapers that spoof a browser: real browser UAs from browserforge with the
     mistakes such tools make (library header order, Go's sorted headers,
     missing or stale client hints, wrong platform, shuffled sec-fetch values,
-    Firefox UA on Chrome headers, ...) and a share of near-perfect
-    impersonations that only their behaviour (paths, no cookies) gives away.
+    Firefox UA on Chrome headers, ...). Exact impersonations are not made: a
+    browser's exact head is no evidence of anything (train.py keeps only the
+    automated rows that show something no browser does).
 
 Reproducible: the same --seed and --count give the same bytes.
 """
@@ -39,6 +45,7 @@ Reproducible: the same --seed and --count give the same bytes.
 import argparse
 import json
 import random
+import re
 import sys
 
 from browserforge.headers import HeaderGenerator
@@ -149,12 +156,14 @@ class Browsers:
 
     def raw(self, rng, browser, device, http2):
         for _ in range(20):
+            version = 2 if http2 else 1
             try:
-                h = self.gen.generate(browser=browser, device=device, http_version=2 if http2 else 1)
+                h = self.gen.generate(browser=browser, device=device, http_version=version)
             except Exception:  # browserforge cannot satisfy some combinations
+                version = 2
                 h = self.gen.generate(browser=browser, device=device, http_version=2)
             pairs = [(k.lower(), v) for k, v in h.items()]
-            if sane(browser, dict(pairs)):
+            if in_own_order(self.gen, browser, list(h), version) and sane(browser, dict(pairs)):
                 return pairs
             device = rng.choice(["desktop", "mobile"])
         raise RuntimeError("browserforge gave no usable %s header set" % browser)
@@ -172,22 +181,103 @@ def major(ua, token):
     return int(digits) if digits else None
 
 
+# Why browserforge's sets were drawn again (gen_traffic.py --stats).
+REJECTED = {}
+
+
+def in_own_order(gen, browser, names, version):
+    """browserforge orders a set by its per-browser list (headers-order.json,
+    HTTP/1 spellings first, then HTTP/2's); a name spelt the other way
+    (`upgrade-insecure-requests` in an HTTP/1 set) lands after every other
+    header, an order no browser sends (seen: an HTTP/1 Chrome set ending in
+    `upgrade-insecure-requests`). Names are compared without case, in the
+    order of their first place in the list."""
+    order = [n.lower() for n in gen.headers_order.get(browser, [])]
+    places = [order.index(n.lower()) for n in names if n.lower() in order]
+    if places == sorted(places):
+        return True
+    REJECTED["a header out of browserforge's own order"] = \
+        REJECTED.get("a header out of browserforge's own order", 0) + 1
+    return False
+
+
 def sane(browser, h):
-    """browserforge sometimes emits impossible UAs (Chrome/45 on iPhone with
-    AppleWebKit/537.36): keep only what current browsers send."""
+    """Whether browserforge's set is one a browser sends. Its header network
+    is a Bayesian network over values seen in real traffic, and sampling it
+    combines values of different builds: impossible UAs (Chrome/45 on an
+    iPhone with AppleWebKit/537.36), and sets no single Chromium build sends
+    (measured on 6 000 sets: 2 % of Chrome's with some client hints but not
+    the three, or none over HTTPS, a few with hints of another version or
+    platform than the UA, navigations without Upgrade-Insecure-Requests,
+    Safari without Accept-Encoding). Those are drawn again, counted by
+    reason in REJECTED (gen_traffic.py --stats; models/metrics.json); every
+    reason is a fact about the browser, not a rule of the model: Chromium
+    sends the three low-entropy hints together, from the build that wrote
+    the UA, to every secure context, and Upgrade-Insecure-Requests on every
+    navigation; every browser offers gzip. What middleboxes do to a
+    person's head (no `br` behind a TLS-inspecting antivirus) is kept."""
     ua = h.get("user-agent", "")
+    reason = artifact(browser, h, ua)
+    if reason:
+        REJECTED[reason] = REJECTED.get(reason, 0) + 1
+        return False
+    return True
+
+
+def ua_os(ua):
+    for token, name in (("Windows", "Windows"), ("Android", "Android"), ("iPhone", "iOS"), ("iPad", "iOS"),
+                        ("CrOS", "Chrome OS"), ("Macintosh", "macOS"), ("Linux", "Linux")):
+        if token in ua:
+            return name
+    return None
+
+
+def artifact(browser, h, ua):
     if browser in ("chrome", "edge"):
         v = major(ua, "Chrome/")
         if v is None or v < 100 or ("iPhone" in ua or "iPad" in ua):
-            return False
-        return browser != "edge" or "Edg" in ua
-    if browser == "firefox":
+            return "old or impossible UA"
+        if browser == "edge" and "Edg" not in ua:
+            return "Edge without Edg/"
+        hints = [n in h for n in ("sec-ch-ua", "sec-ch-ua-mobile", "sec-ch-ua-platform")]
+        if not all(hints):
+            return "client hints missing" if not any(hints) else "client hints partly missing"
+        ch = h["sec-ch-ua"]
+        claimed = re.search(r'"Chromium";\s*v="(\d+)"', ch)
+        if not claimed or int(claimed.group(1)) != v:
+            return "client hints of another version"
+        if h["sec-ch-ua-platform"].strip('"') != ua_os(ua):
+            return "client hints of another platform"
+        if (h["sec-ch-ua-mobile"] == "?1") != (" Mobile" in ua):
+            return "client hints of another device"
+        # Chrome's sets include Brave's and unbranded Chromium's brand lists
+        # (their UAs are Chrome's): only another product's brand is wrong.
+        if ("Microsoft Edge" in ch) != (browser == "edge") or ("Google Chrome" in ch and browser == "edge"):
+            return "brand of another browser"
+        if "HeadlessChrome" in ch or "Headless" in ua:
+            return "headless Chrome (automation in the traffic browserforge learnt from)"
+    elif browser == "firefox":
         v = major(ua, "Firefox/")
-        return v is not None and v >= 100
-    if browser == "safari":
+        if v is None or v < 100:
+            return "old or impossible UA"
+    elif browser == "safari":
         v = major(ua, "Version/")
-        return v is not None and v >= 15 and "Chrome/" not in ua
-    return True
+        if v is None or v < 15 or "Chrome/" in ua:
+            return "old or impossible UA"
+    # Without `br` (and with `zstd` but no `br`, or `identity` added) is
+    # what people behind TLS-inspecting antivirus and corporate proxies
+    # send (browserforge: 15 % of Chrome-on-Windows sets over HTTP/1.1,
+    # none on other platforms): kept. Every browser offers gzip.
+    if "gzip" not in h.get("accept-encoding", ""):
+        return "no Accept-Encoding or no gzip"
+    if browser in ("chrome", "edge", "firefox") and "upgrade-insecure-requests" not in h:
+        return "navigation without Upgrade-Insecure-Requests"
+    return None
+
+
+def safari_version(ua):
+    m = re.search(r"Version/(\d+)(?:\.(\d+))?", ua)
+    return (int(m.group(1)), int(m.group(2) or 0)) if m else (0, 0)
 
 
 def fetch_values(request_kind, site):
@@ -256,8 +346,11 @@ def browser_request(rng, browsers, browser, device, http2, request_kind, uri, lo
         elif name == "sec-ch-ua-platform" and '"' not in value:
             value = '"%s"' % value
         out.append((name, value))
-    # Safari 16.4+ sends fetch metadata too, in its own place.
-    if browser == "safari" and not any(n.startswith("sec-fetch-") for n, _ in out):
+    # Safari 16.4+ sends fetch metadata too (curl-impersonate's Safari 17
+    # capture; its place varies by version, and the models learn no WebKit
+    # order); Safari 15 and 16.0-16.3 send none.
+    if browser == "safari" and safari_version(ua) >= (16, 4) and \
+            not any(n.startswith("sec-fetch-") for n, _ in out):
         for at, name in enumerate(("sec-fetch-site", "sec-fetch-dest", "sec-fetch-mode"), start=1):
             out.insert(at, (name, fetch[name]))
     # Referer and Cookie go where each engine puts them.
@@ -343,8 +436,11 @@ def human(rng, browsers):
     # only; 127.0.0.1 and localhost count as secure).
     plain = rng.random() < 0.06
     http2 = not plain and rng.random() < 0.7
-    request_kind = pick(rng, [("navigate", 55), ("xhr", 20), ("image", 12), ("script", 6), ("style", 4),
-                              ("font", 3)])
+    request_kind = pick(rng, [("navigate", 55), ("xhr", 18), ("image", 12), ("script", 6), ("style", 4),
+                              ("font", 3), ("preflight", 2)])
+    preflight = request_kind == "preflight"
+    if preflight:
+        request_kind = "xhr"
     if request_kind == "navigate":
         uri = fill(rng, rng.choice(PAGES))
     elif request_kind == "xhr":
@@ -364,7 +460,7 @@ def human(rng, browsers):
         referer = rng.choice(["https://www.google.com/", "https://www.bing.com/", "https://duckduckgo.com/",
                               "https://t.co/", "https://www.facebook.com/"])
     locale = pick(rng, list(zip(LANGS, LOCALE_WEIGHTS)))
-    with_cookie = returning or (not first_visit and rng.random() < 0.65)
+    with_cookie = not preflight and (returning or (not first_visit and rng.random() < 0.65))
     headers, ua = browser_request(rng, browsers, browser, device, http2, request_kind, uri, locale,
                                   browser == "firefox", with_cookie, referer)
     detail = browser + ("-first-visit" if first_visit else "-returning" if returning else "")
@@ -383,27 +479,40 @@ def human(rng, browsers):
         detail += "-plain-http"
     if device == "mobile" and rng.random() < 0.15:
         headers, detail = in_app(rng, headers, ua, browser)
-    # Noise that real traffic has.
+    if preflight:
+        headers = preflight_headers(headers, browser, http2, plain)
+        detail += "-preflight"
+    elif browser in ("chrome", "edge") and request_kind == "navigate" and not plain and referer and \
+            referer.startswith("https://shop") and rng.random() < 0.05:
+        # The navigation a redirect (a form's 303) leads to: Chromium adds
+        # the client hints after the fetch metadata, and keeps the form's
+        # Cache-Control (captured: Chromium 156, GET /account after POST
+        # /login).
+        headers = redirected(headers, http2)
+        detail += "-redirected"
+    # Noise that real traffic has. (No browser build sends fetch metadata
+    # without client hints, nor a header moved out of its engine's order:
+    # the first generator's "no hints", "privacy extension strips fetch
+    # metadata" and "drift" people were shapes only automation sends, and
+    # taught the models that a contradiction can be a person.)
     noise = 1.0 if plain else rng.random()
-    if noise < 0.03:
-        # An enterprise policy or an old build: no client hints.
-        headers = [(n, v) for n, v in headers if not n.startswith("sec-ch-ua")]
-        detail += "-no-hints"
-    elif noise < 0.06:
-        # A privacy extension strips Referer and fetch metadata.
-        headers = [(n, v) for n, v in headers if n != "referer" and not n.startswith("sec-fetch-")]
-        detail += "-privacy"
-    elif noise < 0.09:
+    if noise < 0.04:
+        # A privacy extension (or a Referrer-Policy) drops the Referer.
+        headers = [(n, v) for n, v in headers if n != "referer"]
+        detail += "-no-referer"
+    elif noise < 0.07:
         # A corporate proxy adds its headers.
         headers = headers + [("via", "1.1 proxy.corp.example"), ("x-forwarded-for", client_v4(rng))]
         detail += "-proxy"
-    elif noise < 0.11:
+    elif noise < 0.09:
         # Firefox's Sec-GPC follows its accept-* block (captured: private windows).
         headers = headers + [("dnt", "1")] if browser != "firefox" else \
             insert_after(headers, "accept-encoding", ("sec-gpc", "1"))
         detail += "-dnt"
-    method = "POST" if request_kind == "xhr" and rng.random() < 0.3 else "GET"
-    if method == "POST":
+    method = "OPTIONS" if preflight else "POST" if request_kind == "xhr" and rng.random() < 0.3 else "GET"
+    if method == "OPTIONS":
+        pass
+    elif method == "POST":
         headers = post_headers(headers, browser, str(rng.randint(2, 900)),
                                ("http" if plain else "https") + "://shop.example")
     elif request_kind == "navigate" and referer and referer.startswith(("https://shop", "http://shop")) and \
@@ -413,19 +522,78 @@ def human(rng, browsers):
         headers = form_post_headers(headers, browser, str(rng.randint(20, 400)),
                                     ("http" if plain else "https") + "://shop.example")
         detail += "-form-post"
-    # A browser release (or a request type) this data does not know moves a
-    # header: such rows are people too, and train.py learns its order table
-    # without them, as it would lack a release that is not out yet.
-    drift = rng.random() < 0.08 and len(headers) > 3
-    if drift:
-        headers = list(headers)
-        i = rng.randrange(1, len(headers))
-        moved = headers.pop(i)
-        j = min(max(1, i + rng.choice([-3, -2, -1, 1, 2, 3])), len(headers))
-        headers.insert(j, moved)
-        detail += "-drift"
     return dict(method=method, uri=uri, version="2" if http2 else "1.1", client=client(rng, 0.3),
-                headers=headers, automated=0, spoof=0, kind="browser", detail=detail, drift=drift)
+                headers=headers, automated=0, spoof=0, kind="browser", detail=detail,
+                family=family_of(browser, ua, detail), plain_http=plain)
+
+
+def family_of(browser, ua, detail):
+    """The family a held-out run leaves out (train.py): browser and
+    platform as browserforge made them. `generated:` says the rows come
+    from browserforge's networks, not from a browser run here."""
+    os_name = ua_os(ua)
+    if browser == "safari" or detail == "ios-in-app":
+        name = "safari-ios" if os_name == "iOS" else "safari-macos"
+    elif browser == "firefox":
+        name = "firefox"
+    elif browser == "edge":
+        name = "edge"
+    elif os_name in ("Windows", "macOS", "Android"):
+        name = "chrome-" + {"Windows": "windows", "macOS": "macos", "Android": "android"}[os_name]
+    else:
+        name = "chrome-other"
+    return "generated:" + name
+
+
+def preflight_headers(headers, browser, http2, plain):
+    """The CORS preflight (OPTIONS) of a JSON POST, in the engine's order
+    (captured: Chromium 156, whose preflight to a plain-HTTP origin still
+    says `sec-fetch-mode: cors`, and Firefox 153). Safari's order is a guess:
+    no WebKit order is learnt. Preflights carry no cookie and, from
+    Chromium, no client hints."""
+    h = dict(headers)
+    referer = h.get("referer") or ("http" if plain else "https") + "://shop.example/"
+    origin = "/".join(referer.split("/")[:3])
+    site = h.get("sec-fetch-site", "same-origin")
+    secure = not plain and "sec-fetch-mode" in h
+    common = [("access-control-request-method", "POST"), ("access-control-request-headers", "content-type")]
+    host = [("host", h.get("host", "shop.example"))]
+    conn = [] if http2 else [("connection", "keep-alive")]
+    ua, lang, enc = h.get("user-agent", ""), h.get("accept-language"), h.get("accept-encoding")
+    if browser in ("chrome", "edge"):
+        out = host + conn + [("accept", "*/*")] + common + [("origin", origin), ("user-agent", ua),
+                                                            ("sec-fetch-mode", "cors")]
+        if secure:
+            out += [("sec-fetch-site", site), ("sec-fetch-dest", "empty")]
+        out += [("referer", referer), ("accept-encoding", enc), ("accept-language", lang)]
+        if "priority" in h:
+            out.append(("priority", "u=1, i"))
+    elif browser == "firefox":
+        out = host + [("user-agent", ua), ("accept", "*/*"), ("accept-language", lang), ("accept-encoding", enc)]
+        out += common + [("referer", referer), ("origin", origin)] + conn
+        if secure:
+            out += [("sec-fetch-dest", "empty"), ("sec-fetch-mode", "cors"), ("sec-fetch-site", site)]
+        out += [("priority", "u=4")] + ([("te", "trailers")] if http2 else [])
+    else:
+        out = host + [("accept", "*/*")] + common + [("origin", origin)]
+        if secure:
+            out += [("sec-fetch-site", site), ("sec-fetch-mode", "cors"), ("sec-fetch-dest", "empty")]
+        out += [("user-agent", ua), ("referer", referer), ("accept-language", lang), ("accept-encoding", enc)]
+        out += conn
+    return [(n, v) for n, v in out if v is not None]
+
+
+def redirected(headers, http2):
+    hints = [p for p in headers if p[0].startswith("sec-ch-ua")]
+    rest = [p for p in headers if not p[0].startswith("sec-ch-ua")]
+    out = []
+    for n, v in rest:
+        out.append((n, v))
+        if n == ("host" if http2 else "connection"):
+            out.append(("cache-control", "max-age=0"))
+        if n == "sec-fetch-dest":
+            out += hints
+    return out
 
 
 def post_headers(headers, browser, length, origin):
@@ -690,8 +858,7 @@ def spoofer(rng, browsers):
     uri = script_uri(rng) if rng.random() < 0.6 else fill(rng, rng.choice(PAGES))
     mistake = pick(rng, [("requests-ua-only", 12), ("requests-full-set", 12), ("curl-ua", 8), ("go-sorted", 8),
                          ("no-client-hints", 12), ("stale-client-hints", 10), ("wrong-platform", 8),
-                         ("shuffled-fetch", 8), ("firefox-ua-chrome-headers", 6), ("stealth-headless", 6),
-                         ("impersonate", 14)])
+                         ("shuffled-fetch", 8), ("firefox-ua-chrome-headers", 6), ("stealth-headless", 6)])
     headers = list(real)
     version = "2" if http2 else "1.1"
     rest = [(n, val) for n, val in real if n != "host"]
@@ -752,8 +919,9 @@ def spoofer(rng, browsers):
                    for n, val in real]
         if not any(n == "sec-ch-ua" for n, _ in headers):
             headers = [(n, val) for n, val in headers if n != "accept-language"]
-    # "impersonate" keeps the browser's exact headers: only behaviour differs.
-    if rng.random() < (0.35 if mistake == "impersonate" else 0.15):
+    # (No "impersonate": a browser's exact head is a browser's, whoever sends
+    # it; one request cannot tell, so it is never a positive row.)
+    if rng.random() < 0.15:
         headers = headers + [("cookie", cookie(rng))]  # replayed session cookie
     method = "GET" if rng.random() < 0.93 else "POST"
     return dict(method=method, uri=uri, version=version, client=client(rng, 0.12, datacenter=rng.random() < 0.7),
@@ -777,6 +945,7 @@ def main():
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--count", type=int, required=True)
     ap.add_argument("--out", help="output file (default: stdout)")
+    ap.add_argument("--stats", help="write why browserforge's sets were drawn again (JSON) to this file")
     args = ap.parse_args()
     # browserforge draws from the global `random`; everything else from rng.
     random.seed(args.seed)
@@ -802,6 +971,9 @@ def main():
         out.write(json.dumps(row, separators=(",", ":")) + "\n")
     if out is not sys.stdout:
         out.close()
+    if args.stats:
+        with open(args.stats, "w") as f:
+            json.dump({"rejected_browserforge_sets": dict(sorted(REJECTED.items()))}, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ import random
 
 # Pool name -> the corpus family (corpus.family) whose captures fill it.
 POOL_FAMILY = {
-    "chromium": "chromium", "firefox": "firefox", "safari": "curl_cffi-safari",
+    "chromium": "chromium-linux", "firefox": "firefox", "safari": "curl_cffi-safari",
     "curl": "curl", "wget": "wget", "python-requests": "python", "python-httpx": "python",
     "python-aiohttp": "python", "python-urllib": "python", "go": "go-net-http",
     "java": "java-httpclient", "node": "node-fetch",
@@ -120,7 +120,7 @@ def pool_for(row, rng):
     ua = next((v for n, v in row["headers"] if n.lower() == "user-agent"), "")
     kind, detail = row["kind"], row["detail"]
     if kind == "browser":
-        return None if detail.endswith("-plain-http") else browser_pool(ua)
+        return None if row.get("plain_http") else browser_pool(ua)
     if kind == "headless-chrome":
         return "chromium"
     if kind == "crawler":

@@ -53,8 +53,16 @@ fn access_does_not_allocate() {
         ),
         (b"Accept-Language", b"en-US,en;q=0.5"),
         (b"Accept-Encoding", b"gzip, deflate, br, zstd"),
+        // Firefox's whole navigation head over HTTP/1.1: the shipped model
+        // judges the software, and a head missing what Firefox always sends
+        // is not a browser's.
+        (b"Connection", b"keep-alive"),
+        (b"Upgrade-Insecure-Requests", b"1"),
         (b"Sec-Fetch-Dest", b"document"),
         (b"Sec-Fetch-Mode", b"navigate"),
+        (b"Sec-Fetch-Site", b"none"),
+        (b"Sec-Fetch-User", b"?1"),
+        (b"Priority", b"u=0, i"),
         (b"x-internal-user-id", b"1"),
     ]);
     let addrs: [&'static [u8]; 3] = [b"192.0.2.1", b"10.0.0.1", b"2001:db8::1"];

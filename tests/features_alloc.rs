@@ -36,6 +36,20 @@ const SETS: &[&[(&str, &str)]] = &[
         ("accept-language", "*"),
         ("x-unknown", "1"),
     ],
+    // Schema 4's evidence at work: a Chrome UA with a library's values,
+    // an HTTP/1.1 connection, a media range, hand-written client hints.
+    &[
+        ("Host", "shop.example"),
+        ("Connection", "Keep-Alive"),
+        ("sec-ch-ua", r#"" Not A;Brand";v="99", "Microsoft Edge";v="101", "HeadlessChrome";v="101""#),
+        ("Upgrade-Insecure-Requests", "1"),
+        ("User-Agent", "Mozilla/5.0 (Linux; Android 10; K; wv) AppleWebKit/537.36 (KHTML, like Gecko) Version/4.0 Chrome/131.0.0.0 Mobile Safari/537.36"),
+        ("Accept", "text/html, image/gif, image/jpeg, *; q=.2, */*; q=.2"),
+        ("Accept-Encoding", "identity"),
+        ("Range", "bytes=0-"),
+        ("TE", "trailers"),
+        ("Sec-Fetch-Dest", "websocket"),
+    ],
     &[],
 ];
 
@@ -83,7 +97,12 @@ fn extract_allocates_nothing() {
             for tls in [&chrome_tls, &openssl_tls] {
                 extract_with(&req.with_tls(Some(*tls)), Some(&table), &mut v);
                 checksum += v.float(Float::TlsCipherCount) + v.cat(Cat::TlsJa4).len() as f32;
+                checksum += v.float(Float::EngineHeadersMissing) + v.cat(Cat::UaClaim).len() as f32;
             }
+            // An HTTP/1.1 preflight: another branch of the evidence.
+            let preflight = Request::new(b"OPTIONS", b"/api", 11, b"192.0.2.1", headers);
+            extract_with(&preflight, Some(&table), &mut v);
+            checksum += v.float(Float::FetchContradiction) + v.float(Float::ChBrandMismatch);
         }
     }
     let after = dhat::HeapStats::get();

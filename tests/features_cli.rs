@@ -146,7 +146,8 @@ fn features_feed_predict() {
         std::fs::read_to_string(format!("{root}/tests/fixtures/traffic/sample.jsonl")).unwrap();
     // The current schema's columns (the models' order), with their table.
     let bot = format!("{root}/models/bot.json");
-    let vectors = run(&["--schema", "3", "--orders", &bot], &fixture);
+    let schema = edgeguard::features::SCHEMA_VERSION.to_string();
+    let vectors = run(&["--schema", &schema, "--orders", &bot], &fixture);
     assert!(vectors.status.success());
     let rows: Vec<Value> = fixture
         .lines()
@@ -279,6 +280,58 @@ fn learns_orders_and_reads_them_back() {
     let out = run(&["--schema", "9", "--names"], "");
     assert_eq!(out.status.code(), Some(2));
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--learn-orders --software` learns what a schema-4 table holds: the
+/// orders of Chromium and Firefox only, among the headers a browser sends
+/// because of what it is (no cookie, referer, cache-control, ...).
+#[test]
+fn learns_software_orders() {
+    let chrome = r#"{"method":"GET","uri":"/","version":"2","headers":[["host","x"],["cache-control","max-age=0"],["user-agent","Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"],["accept","*/*"],["referer","https://x/"],["cookie","a=1"]]}"#;
+    let safari = r#"{"method":"GET","uri":"/","version":"2","headers":[["host","x"],["accept","*/*"],["user-agent","Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Safari/605.1.15"]]}"#;
+    let input = format!("{chrome}\n{safari}\n");
+    let all = run(&["--learn-orders"], &input);
+    let all = String::from_utf8(all.stdout).unwrap();
+    assert!(all.contains("webkit:") && all.contains("hk"), "{all}");
+    let software = run(&["--learn-orders", "--software"], &input);
+    assert!(software.status.success());
+    assert_eq!(
+        String::from_utf8(software.stdout).unwrap().trim(),
+        "chromium:ha hu ua"
+    );
+}
+
+/// `--names` lists the evidence features (schema 4's monotone ones) among
+/// the names it prints.
+#[test]
+fn names_list_the_evidence() {
+    let v: Value = serde_json::from_slice(&run(&["--names", "--schema", "4"], "").stdout).unwrap();
+    let mut evidence: Vec<&str> = v["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect();
+    evidence.sort_unstable();
+    let mut want = edgeguard::features::EVIDENCE.to_vec();
+    want.sort_unstable();
+    assert_eq!(evidence, want);
+    for name in &evidence {
+        assert!(v["float"].as_array().unwrap().iter().any(|n| n == name));
+    }
+    let cats: Vec<&str> = v["cat"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap())
+        .collect();
+    assert_eq!(cats, ["ua_claim"]);
+    let v3: Value = serde_json::from_slice(&run(&["--names", "--schema", "3"], "").stdout).unwrap();
+    assert!(v3["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|n| n != "engine_headers_missing"));
 }
 
 /// The TLS features of schema 3 come from the line's `edgeguard_ja4` and

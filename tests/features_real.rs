@@ -372,8 +372,16 @@ fn captured_browsers_hellos_fit_their_user_agents_and_copied_headers_do_not() {
             v.float(Float::TlsBrowserNoH2),
         );
         match (class.as_str(), client.as_str()) {
-            // People's Chromium (BoringSSL) and Firefox (NSS), headless
-            // Chromium too: the hello is the engine's, h2 offered first.
+            // Epiphany (WebKitGTK) sends GLib's GnuTLS hello, which the
+            // family guess reads as OpenSSL: no contradiction off Apple's
+            // systems, and h2 offered first.
+            ("human", "epiphany") => {
+                assert_eq!((mismatch, no_h2), (0.0, 0.0), "{client} {ja4}");
+                assert_eq!(v.cat(Cat::TlsFamily), b"openssl");
+            }
+            // People's Chromium (BoringSSL), QtWebEngine (Chromium's) and
+            // Firefox (NSS), headless Chromium too: the hello is the
+            // engine's, h2 offered first.
             ("human" | "headless" | "byte-identical", _) => {
                 assert_eq!((mismatch, no_h2), (0.0, 0.0), "{client} {ja4}");
                 let want = if client.contains("firefox") {

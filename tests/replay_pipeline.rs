@@ -264,17 +264,35 @@ fn a_config_compared_with_itself_flips_nothing() {
 #[test]
 fn a_lower_threshold_flips_exactly_the_requests_between_the_thresholds() {
     let cfg = config(r#", "mode": "block""#);
-    let lower = config(r#", "mode": "block", "thresholds": {"bot": 0.2, "spoof": 0.4}"#);
     let rows = fixture_rows();
     let own: Vec<f64> = (0..2)
         .map(|i| cfg.scorer().unwrap().threshold(i).unwrap())
         .collect();
+    let scores: Vec<Vec<f64>> = rows.iter().map(|row| direct_scores(&cfg, row)).collect();
+    // Each model's cut lowered to the middle of the fixture's scores under
+    // its own: whatever the shipped cuts are, some requests lie between.
+    let cuts: Vec<f64> = (0..2)
+        .map(|m| {
+            let under = scores.iter().map(|s| s[m]).filter(|&x| x < own[m]);
+            let (lo, hi) = under.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), x| {
+                (lo.min(x), hi.max(x))
+            });
+            if lo < hi {
+                (lo + hi) / 2.0
+            } else {
+                lo / 2.0
+            }
+        })
+        .collect();
+    let lower = config(&format!(
+        r#", "mode": "block", "thresholds": {{"bot": {}, "spoof": {}}}"#,
+        cuts[0], cuts[1]
+    ));
     let mut expected = [[0u64; Action::ALL.len()]; Action::ALL.len()];
     let mut flipped_lines = Vec::new();
-    for (i, row) in rows.iter().enumerate() {
-        let s = direct_scores(&cfg, row);
-        let a = expected_action(&s, &own, Action::Block, false);
-        let b = expected_action(&s, &[0.2, 0.4], Action::Block, false);
+    for (i, s) in scores.iter().enumerate() {
+        let a = expected_action(s, &own, Action::Block, false);
+        let b = expected_action(s, &cuts, Action::Block, false);
         expected[a.index()][b.index()] += 1;
         if a != b {
             flipped_lines.push(i as u64 + 1);

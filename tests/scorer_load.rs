@@ -281,7 +281,7 @@ fn schema2(source: &str, orders: Option<&str>) -> Model {
 
 #[test]
 fn models_of_an_unknown_schema_version_are_refused_naming_file_and_key() {
-    for bad in ["4", "0", "two", ""] {
+    for bad in ["5", "0", "two", ""] {
         let err = refusal(vec![(
             "bot",
             with_meta("future.json", &[("edgeguard.schema", bad)]),
@@ -293,7 +293,7 @@ fn models_of_an_unknown_schema_version_are_refused_naming_file_and_key() {
                 "model `bot`",
                 "future.json",
                 &format!("model_info[\"edgeguard.schema\"] = {bad:?}"),
-                "reads feature schemas 1, 2, 3",
+                "reads feature schemas 1, 2, 3, 4",
                 "retrain",
             ],
         );
@@ -356,6 +356,54 @@ fn inputs_outside_the_models_schema_version_are_refused() {
             "`tls_cipher_count` is not in feature schema 2",
         ],
     );
+    // ... nor a schema-3 model a schema-4 feature, nor a schema-4 model a
+    // feature of the page or the visit (schema 4 reads what the request
+    // says about the software only).
+    for (schema, from, to, refused) in [
+        (
+            "3",
+            "ua_len",
+            "engine_headers_missing",
+            "float feature 3 `engine_headers_missing` is not in feature schema 3",
+        ),
+        (
+            "4",
+            "order_reversed_pairs",
+            "uri_len",
+            "float feature 0 `uri_len` is not in feature schema 4",
+        ),
+        (
+            "4",
+            "order_reversed_pairs",
+            "cookie_count",
+            "float feature 0 `cookie_count` is not in feature schema 4",
+        ),
+    ] {
+        let json = schema2_text().replace(
+            &format!(r#""feature_id":"{from}""#),
+            &format!(r#""feature_id":"{to}""#),
+        );
+        let mut v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        v["model_info"]["edgeguard.schema"] = schema.into();
+        v["model_info"]["edgeguard.order_pairs"] = "chromium:Cu".into();
+        let model = Model::from_json("later.json", v.to_string().as_bytes()).unwrap();
+        let err = refusal(vec![("new", model)]);
+        assert_says(&err, &["later.json", refused]);
+    }
+}
+
+/// `REORDERED`'s JSON with the schema-1 features renamed to their schema-2
+/// successors.
+fn schema2_text() -> String {
+    text(REORDERED)
+        .replace(
+            r#""feature_id":"order_inversions""#,
+            r#""feature_id":"order_reversed_pairs""#,
+        )
+        .replace(
+            r#""feature_id":"ch_missing""#,
+            r#""feature_id":"ch_missing_secure""#,
+        )
 }
 
 #[test]

@@ -1,99 +1,60 @@
-"""Browser sessions of the capture: Debian's Chromium through chromium-driver
-(Selenium) and Debian's Firefox ESR through Marionette, headful under Xvfb
-and headless, on fresh profiles, making the flows a person makes.
+"""Browser sessions of the capture: every engine Debian ships that a person
+uses, on fresh profiles, making the flows a person makes (flows.py).
 
-The flows are WebDriver actions (navigate, click, type, back, refresh); the
+- Chromium (desktop, and with Chromium's mobile device emulation) through
+  chromium-driver (Selenium);
+- Firefox ESR (as installed, and with privacy.resistFingerprinting)
+  through Marionette;
+- Epiphany (WebKitGTK), Falkon and qutebrowser (QtWebEngine): desktop.py.
+
+Headful browsers run under Xvfb (display.py); the automated sessions
+(headless Chromium and Firefox, Selenium scraping) run beside them. The
+flows are a driver's actions (navigate, click, type, back, reload); the
 requests are the browser's own: page loads, their sub-resources, the page
-script's fetch() calls (site/static/app.js), favicons, redirects.
+scripts' fetch() and XHR calls, media ranges, downloads, favicons,
+redirects.
 """
 
 import os
-import pathlib
 import shutil
 import socket
 import subprocess
 import tempfile
-import time
 
+import desktop
+import display
+import flows
 from marionette import Marionette
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 FIREFOX = shutil.which("firefox-esr") or shutil.which("firefox") or "/usr/bin/firefox-esr"
-XVFB = shutil.which("Xvfb") or "/usr/bin/Xvfb"
 
-GERMAN = "de-DE,de,en-US,en"
+# Accept-Language profiles: the languages a person picked in the browser's
+# settings (Chromium, Firefox, qutebrowser) or the desktop's language
+# (Epiphany and Falkon take theirs from LANG/LANGUAGE).
+LANGUAGES = {
+    "en-US": {"prefs": None, "lang": "en_US.UTF-8", "language": None},
+    "de-DE": {"prefs": "de-DE,de,en-US,en", "lang": "de_DE.UTF-8", "language": "de_DE:de:en_US:en"},
+    "fr-FR": {"prefs": "fr-FR,fr,en-US,en", "lang": "fr_FR.UTF-8", "language": "fr_FR:fr:en_US:en"},
+}
 USER = "ada@example.org"
 PASSWORD = "correct horse"
+# Chromium's emulation of a real phone (chromedriver's device list: the
+# Pixel 7's screen, its User-Agent and the client hints Chromium's emulation
+# sets for it: "Android", mobile).
+MOBILE_DEVICE = "Pixel 7"
 
-
-def full_flow(base):
-    """What a person does on a first visit and after, in order."""
-    return [
-        ("typed", lambda d: d.get(base + "/")),  # typed URL / bookmark: no cookie, no referrer
-        ("reload", lambda d: d.refresh()),
-        ("link", lambda d: d.click("#product")),
-        ("back", lambda d: d.back()),
-        ("form-get", lambda d: (d.type("#q", "walking shoes"), d.click("#go"))),
-        ("link", lambda d: d.click("#login")),
-        ("form-post", lambda d: (d.type("#user", USER), d.type("#pass", PASSWORD), d.click("#submit"))),
-        ("second-visit", lambda d: d.get(base + "/")),  # typed again, with the site's cookies
-        # The browser closed and opened again on the same profile: stored
-        # cookies, a warm cache, new connections.
-        ("return-visit", lambda d: (d.restart(), d.get(base + "/"))),
-    ]
-
-
-def private_flow(base):
-    return [
-        ("typed", lambda d: d.get(base + "/")),
-        ("link", lambda d: d.click("#product")),
-        ("form-get", lambda d: (d.get(base + "/"), d.type("#q", "rain jacket"), d.click("#go"))),
-    ]
-
-
-def scrape_flow(base):
-    """A Selenium scraper: every page by URL, one after the other."""
-    return [("scrape", (lambda p: lambda d: d.get(base + p))(p))
-            for p in ("/", "/products/42", "/products/7", "/search?q=shoes", "/login")]
-
-
-class Xvfb:
-    """One X server for every headful browser of the capture."""
-
-    def __init__(self):
-        self.proc = None
-        self.display = None
-
-    def ensure(self):
-        if self.proc and self.proc.poll() is None:
-            return self.display
-        n = 90
-        while os.path.exists(f"/tmp/.X11-unix/X{n}") or os.path.exists(f"/tmp/.X{n}-lock"):
-            n += 1
-        self.proc = subprocess.Popen([XVFB, f":{n}", "-screen", "0", "1366x768x24", "-nolisten", "tcp"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 15
-        while not os.path.exists(f"/tmp/.X11-unix/X{n}"):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("Xvfb did not start")
-            time.sleep(0.1)
-        self.display = f":{n}"
-        return self.display
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.terminate()
-            self.proc.wait(timeout=10)
-
-
-XSERVER = Xvfb()
+XSERVER = display.XSERVER
 
 
 class ChromiumDriver:
-    def __init__(self, headless, private, user_agent=None, languages=None):
+    persistent = True
+    retry_missed = False
+
+    def __init__(self, headless, private, user_agent=None, languages=None, mobile=None, hosts=None):
         self.profile = tempfile.mkdtemp(prefix="edgeguard-chromium-")
-        self.args = (headless, private, user_agent, languages)
+        self.args = (headless, private, user_agent, languages, mobile, hosts)
         try:
             self._start()
         except BaseException:
@@ -104,10 +65,10 @@ class ChromiumDriver:
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
 
-        headless, private, user_agent, languages = self.args
+        headless, private, user_agent, languages, mobile, hosts = self.args
         opts = webdriver.ChromeOptions()
         opts.binary_location = CHROMIUM
-        for a in chromium_flags(self.profile):
+        for a in chromium_flags(self.profile, hosts):
             opts.add_argument(a)
         if headless:
             opts.add_argument("--headless=new")
@@ -115,8 +76,13 @@ class ChromiumDriver:
             opts.add_argument("--incognito")
         if user_agent:
             opts.add_argument("--user-agent=" + user_agent)
+        prefs = {"download.default_directory": os.path.join(self.profile, "Downloads"),
+                 "download.prompt_for_download": False}
         if languages:  # the languages a person picked in the settings
-            opts.add_experimental_option("prefs", {"intl.accept_languages": languages})
+            prefs["intl.accept_languages"] = languages
+        opts.add_experimental_option("prefs", prefs)
+        if mobile:  # DevTools' device emulation, as chromedriver sets it up
+            opts.add_experimental_option("mobileEmulation", {"deviceName": mobile})
         opts.accept_insecure_certs = True
         env = dict(os.environ)
         if not headless:
@@ -125,25 +91,33 @@ class ChromiumDriver:
         self.wd = webdriver.Chrome(service=service, options=opts)
         self.wd.set_page_load_timeout(60)
         self.version = self.wd.capabilities.get("browserVersion", "unknown")
+        self.engine_version = "Chromium " + self.version
 
     def get(self, url):
         self.wd.get(url)
 
-    def click(self, css):
+    def click(self, eid):
         from selenium.webdriver.common.by import By
 
-        self.wd.find_element(By.CSS_SELECTOR, css).click()
+        self.wd.find_element(By.ID, eid).click()
 
-    def type(self, css, text):
+    def type(self, eid, text):
         from selenium.webdriver.common.by import By
 
-        self.wd.find_element(By.CSS_SELECTOR, css).send_keys(text)
+        self.wd.find_element(By.ID, eid).send_keys(text)
 
     def back(self):
         self.wd.back()
 
+    def forward(self):
+        self.wd.forward()
+
     def refresh(self):
         self.wd.refresh()
+
+    def hard_refresh(self):
+        # What Ctrl+Shift+R runs: a reload that bypasses the cache.
+        self.wd.execute_cdp_cmd("Page.reload", {"ignoreCache": True})
 
     def user_agent(self):
         return self.wd.execute_script("return navigator.userAgent")
@@ -160,7 +134,8 @@ class ChromiumDriver:
             shutil.rmtree(self.profile, ignore_errors=True)
 
 
-def chromium_flags(profile):
+def chromium_flags(profile, hosts=None):
+    rules = ", ".join(f"MAP {h} {a}" for h, a in (hosts or {}).items())
     return [
         "--no-sandbox",  # root
         "--disable-dev-shm-usage",
@@ -173,8 +148,7 @@ def chromium_flags(profile):
         "--no-default-browser-check",
         "--password-store=basic",
         "--ignore-certificate-errors",  # the self-signed test certificate
-        "--host-resolver-rules=MAP shop.test 127.0.0.1, MAP api.test 127.0.0.1, "
-        "MAP shop-h1.test 127.0.0.2, MAP api-h1.test 127.0.0.2",
+        *(["--host-resolver-rules=" + rules] if rules else []),
         "--window-size=1280,800",
         "--user-data-dir=" + profile,
     ]
@@ -237,9 +211,12 @@ ELEMENT = "element-6066-11e4-a52e-4f735466cecf"
 
 
 class FirefoxDriver:
-    def __init__(self, headless, private, have_hosts, languages=None):
+    persistent = True
+    retry_missed = False
+
+    def __init__(self, headless, private, hosts, languages=None, rfp=False):
         self.profile = tempfile.mkdtemp(prefix="edgeguard-firefox-")
-        self.args = (headless, private, have_hosts, languages)
+        self.args = (headless, private, hosts, languages, rfp)
         self.proc = None
         try:
             self._start()
@@ -253,21 +230,33 @@ class FirefoxDriver:
             raise
 
     def _start(self):
-        headless, private, have_hosts, languages = self.args
+        headless, private, hosts, languages, rfp = self.args
         port = free_port()
-        prefs = dict(FIREFOX_PREFS, **{"marionette.port": port})
+        downloads = os.path.join(self.profile, "Downloads")
+        prefs = dict(FIREFOX_PREFS, **{
+            "marionette.port": port,
+            # Downloads saved where the capture can remove them, no dialog.
+            "browser.download.dir": downloads,
+            "browser.download.folderList": 2,
+            "browser.download.useDownloadDir": True,
+            "browser.download.always_ask_before_handling_new_types": False,
+        })
         if languages:  # the languages a person picked in the settings
             prefs["intl.accept_languages"] = languages
         if private:
             prefs["browser.privatebrowsing.autostart"] = True
-        if not have_hosts:
-            prefs["network.dns.localDomains"] = "shop.test,api.test"
+        if rfp:  # Settings: resist fingerprinting (what Tor Browser ships on)
+            prefs["privacy.resistFingerprinting"] = True
+        if hosts:  # no /etc/hosts mapping: Firefox resolves the names itself
+            prefs["network.dns.localDomains"] = ",".join(hosts)
         with open(os.path.join(self.profile, "user.js"), "w") as f:
             for k, v in prefs.items():
                 val = ("true" if v else "false") if isinstance(v, bool) else (str(v) if isinstance(v, int) else '"%s"' % v)
                 f.write(f'user_pref("{k}", {val});\n')
         env = dict(os.environ, MOZ_CRASHREPORTER_DISABLE="1")
-        args = [FIREFOX, "--marionette", "--no-remote", "--profile", self.profile]
+        # --remote-allow-system-access: the browser's own commands (a hard
+        # reload) run in Marionette's chrome context.
+        args = [FIREFOX, "--marionette", "--remote-allow-system-access", "--no-remote", "--profile", self.profile]
         if headless:
             args.append("--headless")
         else:
@@ -282,26 +271,50 @@ class FirefoxDriver:
         if not caps.get("acceptInsecureCerts"):
             raise RuntimeError("Marionette session does not accept the self-signed certificate")
         self.version = caps.get("browserVersion", "unknown")
+        self.engine_version = "Gecko " + self.version
         self.m.call("WebDriver:SetTimeouts", {"pageLoad": 60000, "implicit": 5000, "script": 30000})
+        if rfp:
+            self.evidence = self.rfp_evidence()
+
+    def rfp_evidence(self):
+        """What resistFingerprinting changes where a page can see it (not in
+        the request heads: the corpus shows that): the letterboxed screen
+        and the spoofed processor count, against the machine's."""
+        self.get("about:blank")
+        got = self.m.call("WebDriver:ExecuteScript", {
+            "script": "return [screen.width, screen.height, navigator.hardwareConcurrency]", "args": []})
+        return f"screen {got[0]}x{got[1]}, hardwareConcurrency {got[2]} (machine: {os.cpu_count()} CPUs)"
 
     def get(self, url):
         self.m.call("WebDriver:Navigate", {"url": url})
 
-    def _find(self, css):
-        el = self.m.call("WebDriver:FindElement", {"using": "css selector", "value": css})
+    def _find(self, eid):
+        el = self.m.call("WebDriver:FindElement", {"using": "css selector", "value": "#" + eid})
         return el[ELEMENT] if isinstance(el, dict) else el
 
-    def click(self, css):
-        self.m.call("WebDriver:ElementClick", {"id": self._find(css)})
+    def click(self, eid):
+        self.m.call("WebDriver:ElementClick", {"id": self._find(eid)})
 
-    def type(self, css, text):
-        self.m.call("WebDriver:ElementSendKeys", {"id": self._find(css), "text": text})
+    def type(self, eid, text):
+        self.m.call("WebDriver:ElementSendKeys", {"id": self._find(eid), "text": text})
 
     def back(self):
         self.m.call("WebDriver:Back")
 
+    def forward(self):
+        self.m.call("WebDriver:Forward")
+
     def refresh(self):
         self.m.call("WebDriver:Refresh")
+
+    def hard_refresh(self):
+        """What Ctrl+Shift+R runs (the browser window's reload command that
+        skips the cache), in Marionette's chrome context."""
+        self.m.call("Marionette:SetContext", {"value": "chrome"})
+        try:
+            self.m.call("WebDriver:ExecuteScript", {"script": "BrowserCommands.reloadSkipCache();", "args": []})
+        finally:
+            self.m.call("Marionette:SetContext", {"value": "content"})
 
     def user_agent(self):
         return self.m.call("WebDriver:ExecuteScript", {"script": "return navigator.userAgent", "args": []})
@@ -332,22 +345,28 @@ class FirefoxDriver:
 
 
 class BrowserSession:
-    def __init__(self, sid, labels, make_driver, flow, base):
+    def __init__(self, sid, labels, make_driver, flow, site):
         self.id = sid
         self.labels = dict(labels, session=sid)
         self.make_driver = make_driver
         self.flow = flow
-        self.base = base
+        self.site = site
         self.driver = None
+        self.info = {}
 
     def run(self, rec):
         rec.begin(self.labels)
         self.driver = self.make_driver()
+        self.info = {"client_version": self.driver.version, "engine_version": self.driver.engine_version}
+        for key in ("evidence", "session_attempts"):
+            if getattr(self.driver, key, None) is not None:
+                self.info[key] = getattr(self.driver, key)
         # Whatever the browser fetches at start-up on its own (nothing, if
         # the profile is quiet) belongs to no flow: say so in the corpus.
         rec.take("startup", rec.mark, rec.server.settle(rec.quiet))
-        for flow, action in self.flow(self.base):
-            rec.step(flow, lambda: action(self.driver))
+        for step in self.flow(self.site, self.driver):
+            rec.step(step.flow, lambda: step.action(self.driver), expect=step.expect,
+                     retry=getattr(self.driver, "retry_missed", False))
         return self.driver.version
 
     def cleanup(self):
@@ -371,68 +390,131 @@ def chromium_version():
         return "0"
 
 
+def person_flow(site, driver):
+    return flows.person(site, persistent=driver.persistent)
+
+
+def automation_flow(site, driver):
+    return flows.automation(site, persistent=driver.persistent)
+
+
+def arrivals_flow(site, driver):
+    return flows.arrivals(site)
+
+
+def private_flow(site, driver):
+    return flows.private(site)
+
+
+def scrape_flow(site, driver):
+    return flows.scrape(site)
+
+
+ORIGINS = ("ip", "http-host", "tls-h1", "tls-h2")
+
+
 def sessions(server, have_hosts):
+    """Every browser session of the capture, in order. Labels: `label`
+    and `class` (human for a person's browser making a person's flow, as
+    before; automated kinds below), `client_name`, `family` (the engine
+    family), `mode`, `window`, `driver` and `webdriver` (driven through
+    WebDriver or Marionette), `lang` (the Accept-Language profile),
+    `device` (Chromium's emulated phone), `origin`."""
+    hosts = None if have_hosts else server.hosts
+
+    def session(sid, flow, origin, make, **labels):
+        labels = {"label": "human", "class": "human", "mode": "headful", "window": "normal", "lang": "en-US", "device": "-",
+                  **labels, "origin": origin}
+        return BrowserSession(sid, labels, make, flow, server.site(origin))
+
+    def chromium(**kw):
+        return lambda: ChromiumDriver(kw.get("headless", False), kw.get("private", False),
+                                      user_agent=kw.get("user_agent"), languages=kw.get("languages"),
+                                      mobile=kw.get("mobile"), hosts=server.hosts)
+
+    def firefox(**kw):
+        return lambda: FirefoxDriver(kw.get("headless", False), kw.get("private", False), hosts,
+                                     languages=kw.get("languages"), rfp=kw.get("rfp", False))
+
+    chrome = {"client_name": "chromium", "family": "chromium-linux", "driver": "chromedriver", "webdriver": True}
+    mobile = dict(chrome, family="chromium-mobile-emulated", device=MOBILE_DEVICE)
+    fox = {"client_name": "firefox", "family": "firefox", "driver": "marionette", "webdriver": True}
+    rfp = dict(fox, family="firefox-rfp")
+    web_wd = {"client_name": "epiphany", "family": "webkitgtk", "driver": "webkitwebdriver", "webdriver": True}
+    web_keys = {"client_name": "epiphany", "family": "webkitgtk", "driver": "xdotool", "webdriver": False}
+    falkon = {"client_name": "falkon", "family": "qtwebengine", "driver": "xdotool", "webdriver": False}
+    qute = {"client_name": "qutebrowser", "family": "qtwebengine", "driver": "qutebrowser-ipc", "webdriver": False}
+
     out = []
-    origins = ("ip", "http-host", "tls-h1", "tls-h2")
-    for browser in ("chromium", "firefox"):
-        for mode in ("headful", "headless"):
-            for origin in origins:
-                headless = mode == "headless"
-                if browser == "chromium":
-                    # Headless Chromium says so in its User-Agent
-                    # (HeadlessChrome): automation whose bytes differ.
-                    label, cls = ("automated", "headless") if headless else ("human", "human")
-                    make = (lambda h: lambda: ChromiumDriver(h, False))(headless)
-                    driver = "chromedriver"
-                else:
-                    # Headless Firefox sends what headful Firefox sends
-                    # (checked in the corpus README): automation that a
-                    # head cannot tell apart, a row of its own.
-                    label, cls = ("automated", "byte-identical") if headless else ("human", "human")
-                    make = (lambda h: lambda: FirefoxDriver(h, False, have_hosts))(headless)
-                    driver = "marionette"
-                sid = f"{browser}-{mode}-{origin}"
-                labels = {"label": label, "class": cls, "client_name": browser, "mode": mode,
-                          "window": "normal", "driver": driver, "origin": origin}
-                out.append(BrowserSession(sid, labels, make, full_flow, server.base(origin)))
+    # People: every engine on every origin, the whole visit.
+    for origin in ORIGINS:
+        out += [
+            session(f"chromium-headful-{origin}", person_flow, origin, chromium(), **chrome),
+            session(f"chromium-mobile-{origin}", person_flow, origin, chromium(mobile=MOBILE_DEVICE), **mobile),
+            session(f"firefox-headful-{origin}", person_flow, origin, firefox(), **fox),
+            session(f"firefox-rfp-{origin}", person_flow, origin, firefox(rfp=True), **rfp),
+            session(f"epiphany-webdriver-{origin}", person_flow, origin, lambda: desktop.WebKitDriver(), **web_wd),
+            session(f"epiphany-keys-{origin}", person_flow, origin, lambda: desktop.EpiphanyKeysDriver(), **web_keys),
+            session(f"falkon-{origin}", person_flow, origin, lambda: desktop.FalkonDriver(), **falkon),
+            session(f"qutebrowser-{origin}", person_flow, origin, lambda: desktop.QuteDriver(), **qute),
+        ]
+    # Private windows.
     for origin in ("ip", "tls-h2"):
-        out.append(BrowserSession(
-            f"chromium-headful-private-{origin}",
-            {"label": "human", "class": "human", "client_name": "chromium", "mode": "headful", "window": "private",
-             "driver": "chromedriver", "origin": origin},
-            lambda: ChromiumDriver(False, True), private_flow, server.base(origin)))
-        out.append(BrowserSession(
-            f"firefox-headful-private-{origin}",
-            {"label": "human", "class": "human", "client_name": "firefox", "mode": "headful", "window": "private",
-             "driver": "marionette", "origin": origin},
-            lambda: FirefoxDriver(False, True, have_hosts), private_flow, server.base(origin)))
-    # People who read German first: the same browsers with the languages
-    # set in their settings (Accept-Language is theirs, not en-US).
+        out += [
+            session(f"chromium-headful-private-{origin}", private_flow, origin, chromium(private=True),
+                    **dict(chrome, window="private")),
+            session(f"firefox-headful-private-{origin}", private_flow, origin, firefox(private=True),
+                    **dict(fox, window="private")),
+        ]
+    # People who read German or French first: the languages set in the
+    # browser's settings, or the desktop's language.
+    de, fr = LANGUAGES["de-DE"], LANGUAGES["fr-FR"]
     for origin in ("http-host", "tls-h2"):
-        out.append(BrowserSession(
-            f"chromium-headful-de-{origin}",
-            {"label": "human", "class": "human", "client_name": "chromium", "mode": "headful", "window": "normal",
-             "driver": "chromedriver", "origin": origin},
-            lambda: ChromiumDriver(False, False, languages=GERMAN), full_flow, server.base(origin)))
-        out.append(BrowserSession(
-            f"firefox-headful-de-{origin}",
-            {"label": "human", "class": "human", "client_name": "firefox", "mode": "headful", "window": "normal",
-             "driver": "marionette", "origin": origin},
-            lambda: FirefoxDriver(False, False, have_hosts, languages=GERMAN), full_flow, server.base(origin)))
+        out += [
+            session(f"chromium-headful-de-{origin}", arrivals_flow, origin, chromium(languages=de["prefs"]),
+                    **dict(chrome, lang="de-DE")),
+            session(f"firefox-headful-de-{origin}", arrivals_flow, origin, firefox(languages=de["prefs"]),
+                    **dict(fox, lang="de-DE")),
+        ]
+    out += [
+        session("chromium-headful-fr-tls-h1", arrivals_flow, "tls-h1", chromium(languages=fr["prefs"]),
+                **dict(chrome, lang="fr-FR")),
+        session("chromium-mobile-de-tls-h2", arrivals_flow, "tls-h2",
+                chromium(mobile=MOBILE_DEVICE, languages=de["prefs"]), **dict(mobile, lang="de-DE")),
+        session("firefox-headful-fr-ip", arrivals_flow, "ip", firefox(languages=fr["prefs"]),
+                **dict(fox, lang="fr-FR")),
+        session("epiphany-webdriver-de-tls-h2", arrivals_flow, "tls-h2",
+                lambda: desktop.WebKitDriver(language=de["language"]), **dict(web_wd, lang="de-DE")),
+        session("falkon-de-ip", arrivals_flow, "ip", lambda: desktop.FalkonDriver(lang=de["lang"]),
+                **dict(falkon, lang="de-DE")),
+        session("qutebrowser-fr-tls-h2", arrivals_flow, "tls-h2",
+                lambda: desktop.QuteDriver(accept_language="fr-FR,fr;q=0.9,en-US;q=0.8,en;q=0.7"),
+                **dict(qute, lang="fr-FR")),
+    ]
+    # Automation. Headless Chromium says so in its User-Agent
+    # (HeadlessChrome): automation whose bytes differ. Headless Firefox
+    # sends what headful Firefox sends (the corpus README): automation a
+    # head cannot tell apart, a row of its own.
+    for origin in ORIGINS:
+        out += [
+            session(f"chromium-headless-{origin}", automation_flow, origin, chromium(headless=True),
+                    **dict(chrome, label="automated", **{"class": "headless"}, mode="headless")),
+            session(f"firefox-headless-{origin}", automation_flow, origin, firefox(headless=True),
+                    **dict(fox, label="automated", **{"class": "byte-identical"}, mode="headless")),
+        ]
     ua = desktop_ua(chromium_version())
     for origin in ("ip", "http-host", "tls-h2"):
-        out.append(BrowserSession(
-            f"chromium-headless-desktop-ua-{origin}",
-            {"label": "automated", "class": "byte-identical", "client_name": "chromium-headless-desktop-ua",
-             "mode": "headless", "window": "normal", "driver": "chromedriver", "origin": origin},
-            lambda: ChromiumDriver(True, False, user_agent=ua), full_flow, server.base(origin)))
-        out.append(BrowserSession(
-            f"selenium-chromium-headful-{origin}",
-            {"label": "automated", "class": "byte-identical", "client_name": "selenium-chromium",
-             "mode": "headful", "window": "normal", "driver": "chromedriver", "origin": origin},
-            lambda: ChromiumDriver(False, False), scrape_flow, server.base(origin)))
+        out += [
+            session(f"chromium-headless-desktop-ua-{origin}", automation_flow, origin,
+                    chromium(headless=True, user_agent=ua),
+                    **dict(chrome, client_name="chromium-headless-desktop-ua", label="automated",
+                           **{"class": "byte-identical"}, mode="headless")),
+            session(f"selenium-chromium-headful-{origin}", scrape_flow, origin, chromium(),
+                    **dict(chrome, client_name="selenium-chromium", label="automated",
+                           **{"class": "byte-identical"})),
+        ]
     return out
 
 
 def stop():
-    XSERVER.stop()
+    display.stop()

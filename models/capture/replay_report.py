@@ -4,6 +4,7 @@ prints, per client, how many requests a block-mode nginx would turn away.
 
     python3 models/capture/replay_report.py [--config nginx-conf/record.json]
         [--corpus tests/fixtures/real_clients/corpus.jsonl] [--by origin,flow]
+        [--where label=human --where scope=wider]
 
 It runs `edgeguard replay --config CONFIG --ordered --output ...` (the same
 scoring code nginx runs, docs/replay.md) on the corpus and joins each
@@ -32,7 +33,12 @@ def main():
     ap.add_argument("--edgeguard", default=str(ROOT / "target" / "release" / "edgeguard"))
     ap.add_argument("--by", default="", help="extra columns to split rows by, e.g. origin,flow")
     ap.add_argument("--show", type=int, default=0, help="print up to N flagged human requests")
+    ap.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE",
+                    help="only rows whose column has this value (repeatable), e.g. scope=wider")
     args = ap.parse_args()
+    where = [w.split("=", 1) for w in args.where]
+    if any(len(w) != 2 for w in where):
+        sys.exit("--where takes COLUMN=VALUE")
 
     rows = [json.loads(line) for line in open(args.corpus, "rb") if line.strip()]
     with tempfile.TemporaryDirectory() as tmp:
@@ -54,6 +60,8 @@ def main():
     extra = [c for c in args.by.split(",") if c]
     groups = collections.OrderedDict()
     for i, row in enumerate(rows, 1):
+        if any(str(row.get(k, "")) != v for k, v in where):
+            continue
         r = scored[i]
         key = (row["label"], row["class"], row["client_name"], *[str(row.get(c, "")) for c in extra])
         g = groups.setdefault(key, {"n": 0, "flagged": 0, "by": collections.Counter(), "max": {}})
@@ -91,6 +99,8 @@ def main():
         shown = 0
         for i, row in enumerate(rows, 1):
             r = scored[i]
+            if any(str(row.get(k, "")) != v for k, v in where):
+                continue
             if row["label"] == "human" and r["action"] in ("block", "log") and shown < args.show:
                 shown += 1
                 print(f"\n{row['session']} {row['flow']} {row['dest']} {row['method']} {row['uri']} "

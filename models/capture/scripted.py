@@ -1,6 +1,7 @@
 """Scripted-client sessions of the capture: command-line tools, HTTP
 libraries and curl_cffi's browser impersonations, each making the script
-flow (home page, product page, JSON API, form POST) with its defaults.
+flow (home page, product page, JSON API, an article, a product with a
+query, a docs page, then a form POST) with its defaults.
 """
 
 import json
@@ -10,10 +11,11 @@ import subprocess
 import sys
 
 from browsers import USER, PASSWORD
+from sitemap import SCRIPT_PATHS
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLIENTS = os.path.join(HERE, "clients")
-PATHS = ("/", "/products/42", "/api/cart")
+PATHS = SCRIPT_PATHS
 FORM = "user=ada%40example.org&pass=correct+horse"
 
 # curl_cffi targets: the exact-impersonation class (TLS and HTTP/2
@@ -41,13 +43,15 @@ def first_line(cmd):
 class ScriptSession:
     def __init__(self, sid, labels, go):
         self.id = sid
-        self.labels = dict(labels, session=sid)
+        # Scripts: the engine family is the client itself; no browser, no
+        # WebDriver, no language profile.
+        self.labels = dict(labels, family=labels["client_name"], webdriver=False, lang="-", device="-", session=sid)
         self.go = go
 
     def run(self, rec):
         rec.begin(self.labels)
         out = {}
-        got = rec.step("script", lambda: out.setdefault("version", self.go()), quiet=0.6)
+        got = rec.step("script", lambda: out.setdefault("version", self.go()), quiet=0.6, expect="/login")
         if not got:
             raise RuntimeError("the client exited but no request reached nginx")
         return out.get("version", "unknown")
@@ -88,7 +92,8 @@ def wget(base, tls):
 
 
 def python_client(name):
-    return lambda base, tls: run([sys.executable, os.path.join(CLIENTS, "pyclients.py"), name, base]).splitlines()[-1]
+    return lambda base, tls: run([sys.executable, os.path.join(CLIENTS, "pyclients.py"), name, base,
+                                  *PATHS]).splitlines()[-1]
 
 
 class GoBinary:
@@ -108,17 +113,17 @@ class GoBinary:
             except Exception as e:
                 self.error = f"go build failed: {e}"
                 raise
-        return run([self.path, base])
+        return run([self.path, base, *PATHS])
 
 
 def node(base, tls):
     env = dict(os.environ, NODE_TLS_REJECT_UNAUTHORIZED="0", NODE_NO_WARNINGS="1")
-    return run(["node", os.path.join(CLIENTS, "nodeclient.mjs"), base], env=env)
+    return run(["node", os.path.join(CLIENTS, "nodeclient.mjs"), base, *PATHS], env=env)
 
 
 def java(base, tls):
     return run(["java", "-Djdk.internal.httpclient.disableHostnameVerification=true",
-                os.path.join(CLIENTS, "JavaClient.java"), base], timeout=300).splitlines()[-1]
+                os.path.join(CLIENTS, "JavaClient.java"), base, *PATHS], timeout=300).splitlines()[-1]
 
 
 def sessions(server, have_hosts, prefix):

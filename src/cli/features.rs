@@ -5,7 +5,7 @@
 use std::io::{self, BufRead, BufWriter, Write};
 use std::process::ExitCode;
 
-use edgeguard::features::orders::{Engine, OrderCounts, OrderTable, ORDERS_KEY};
+use edgeguard::features::orders::{Engine, OrderCounts, OrderTable, ORDERS_KEY, SOFTWARE_CODES};
 use edgeguard::features::{
     self, header_order, user_agent, FeatureSpec, FeatureVector, Request, CAT_FEATURES,
     FLOAT_FEATURES, SCHEMA_VERSIONS,
@@ -24,6 +24,8 @@ give the TLS features of schema 3, which are null / \"none\" without;
 other fields are ignored; replay's reader, so both take the same lines)
 and prints one line per request:
   {\"float\": [numbers, null for NaN], \"cat\": [\"strings\"]}
+(--names prints the names, and under \"evidence\" the float features that
+are evidence of automation: schema 4's monotone features)
 in vector order (every feature of every schema version; --schema N keeps
 the features of version N, the columns a model of that version reads), as
 `edgeguard predict` reads it.
@@ -36,7 +38,7 @@ stores in model_info[\"edgeguard.order_pairs\"].";
 #[command(
     override_usage = "edgeguard features [--orders FILE] [--schema N] < requests.jsonl\n       \
                       edgeguard features --header [--schema N]\n       \
-                      edgeguard features --learn-orders [--min-count N] < human-requests.jsonl"
+                      edgeguard features --learn-orders [--min-count N] [--software] < human-requests.jsonl"
 )]
 pub struct Args {
     /// Print the feature names, {"float": [...], "cat": [...]}, and exit
@@ -56,6 +58,11 @@ pub struct Args {
     /// With --learn-orders: keep pairs seen in N requests or more
     #[arg(long, value_name = "N", default_value_t = 1, requires = "learn_orders")]
     min_count: u32,
+    /// With --learn-orders: the table of a schema-4 model, the orders of
+    /// Chromium and Firefox only, among the headers a browser sends
+    /// because of what it is (not the page's or the visit's)
+    #[arg(long, requires = "learn_orders")]
+    software: bool,
 }
 
 fn schema_version(text: &str) -> Result<u32, String> {
@@ -75,6 +82,11 @@ fn schema_version(text: &str) -> Result<u32, String> {
 struct Output<'a, F> {
     float: Vec<F>,
     cat: Vec<std::borrow::Cow<'a, str>>,
+    /// Names line only: the float features that are evidence of automation
+    /// (schema 4's monotone features, `features::EVIDENCE`), among those
+    /// listed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    evidence: Option<Vec<&'static str>>,
 }
 
 fn keep(schema: Option<u32>, spec: &FeatureSpec) -> bool {
@@ -95,6 +107,13 @@ pub fn run(args: Args) -> ExitCode {
                 .filter(|f| keep(args.schema, f))
                 .map(|f| f.name.into())
                 .collect(),
+            evidence: Some(
+                FLOAT_FEATURES
+                    .iter()
+                    .filter(|f| keep(args.schema, f) && f.is_evidence())
+                    .map(|f| f.name)
+                    .collect(),
+            ),
         };
         println!(
             "{}",
@@ -112,7 +131,7 @@ pub fn run(args: Args) -> ExitCode {
     let stdin = io::stdin().lock();
     let stdout = io::stdout().lock();
     let result = if args.learn_orders {
-        learn(stdin, stdout, args.min_count)
+        learn(stdin, stdout, args.min_count, args.software)
     } else {
         convert(stdin, stdout, orders.as_ref(), args.schema)
     };
@@ -189,17 +208,24 @@ fn convert(
 }
 
 /// Learns the order table of the requests and prints its text.
-fn learn(input: impl BufRead, mut output: impl Write, min_count: u32) -> io::Result<usize> {
+fn learn(
+    input: impl BufRead,
+    mut output: impl Write,
+    min_count: u32,
+    software: bool,
+) -> io::Result<usize> {
     let mut counts = OrderCounts::default();
     let bad = each_request(input, |req| {
         let ua = req
             .headers()
             .find(|(name, _)| name.eq_ignore_ascii_case(b"user-agent"))
             .map_or(&b""[..], |(_, v)| v);
-        if let Some(engine) = Engine::of(&user_agent::parse(ua)) {
+        let engine = Engine::of(&user_agent::parse(ua));
+        if let Some(engine) = engine.filter(|e| !software || e.software_orders()) {
             let codes: Vec<u8> = req
                 .headers()
                 .map(|(name, _)| header_order::code(name))
+                .filter(|c| !software || SOFTWARE_CODES.contains(c))
                 .collect();
             counts.add(engine, &codes);
         }
@@ -227,6 +253,7 @@ fn vector_json(v: &FeatureVector<'_>, schema: Option<u32>) -> String {
             .filter(|(_, spec)| keep(schema, spec))
             .map(|(c, _)| String::from_utf8_lossy(c))
             .collect(),
+        evidence: None,
     };
     serde_json::to_string(&output).expect("vectors serialize")
 }

@@ -90,6 +90,56 @@ impl FetchMetadata<'_> {
     }
 }
 
+impl FetchMetadata<'_> {
+    /// Whether the values contradict each other, as schema 4 reads them:
+    /// what [`incoherent`](Self::incoherent) checks, but a destination
+    /// that is a token of lower-case letters not in this list is taken as
+    /// one a browser may send (destinations are added to the Fetch standard
+    /// over time: `websocket`, `speculationrules`, ...), `websocket` goes
+    /// with its own mode, and `sec-fetch-mode: cors` alone is what Chromium
+    /// sends on a CORS preflight to a plain-HTTP origin (captured: Chromium
+    /// 156, `OPTIONS` from `http://shop.test` to `http://api.test`).
+    pub fn contradicts(&self, preflight: bool) -> bool {
+        if !self.any() {
+            return false;
+        }
+        fn trim(v: Option<&[u8]>) -> Option<&[u8]> {
+            v.map(<[u8]>::trim_ascii)
+        }
+        let (site, mode, user, dest) = (
+            trim(self.site),
+            trim(self.mode),
+            trim(self.user),
+            trim(self.dest),
+        );
+        if preflight && site.is_none() && user.is_none() && dest.is_none() && mode == Some(b"cors")
+        {
+            return false;
+        }
+        let (Some(site), Some(mode), Some(dest)) = (site, mode, dest) else {
+            return true;
+        };
+        if !SITES.contains(&site) || !MODES.contains(&mode) {
+            return true;
+        }
+        let navigation_dest = NAVIGATION_DESTS.contains(&dest);
+        let known = navigation_dest || OTHER_DESTS.contains(&dest) || dest == b"websocket";
+        if !known && (dest.is_empty() || !dest.iter().all(u8::is_ascii_lowercase)) {
+            return true;
+        }
+        let navigate = mode == b"navigate";
+        if known
+            && (navigate != navigation_dest || (mode == b"websocket") != (dest == b"websocket"))
+        {
+            return true;
+        }
+        match user {
+            Some(user) => user != b"?1" || !navigate,
+            None => false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +152,38 @@ mod tests {
             user: opt(user),
             dest: opt(dest),
         }
+    }
+
+    #[test]
+    fn new_destinations_and_websockets_are_no_contradiction() {
+        for (site, mode, dest) in [
+            ("same-origin", "websocket", "websocket"),
+            ("same-origin", "no-cors", "speculationrules"),
+            ("same-origin", "cors", "webbundle"),
+        ] {
+            let m = meta(site, mode, "", dest);
+            assert!(!m.contradicts(false), "{site} {mode} {dest}");
+        }
+        for (site, mode, dest) in [
+            ("same-origin", "navigate", "websocket"),
+            ("same-origin", "websocket", "empty"),
+            ("same-origin", "cors", "Empty"),
+            ("same-origin", "cors", "dest-1"),
+            ("same-origin", "cors", "document"),
+            ("same-origin", "navigate", "image"),
+        ] {
+            let m = meta(site, mode, "", dest);
+            assert!(m.contradicts(false), "{site} {mode} {dest}");
+        }
+    }
+
+    #[test]
+    fn a_lone_cors_mode_is_chromiums_preflight() {
+        let m = meta("", "cors", "", "");
+        assert!(m.incoherent() && m.contradicts(false) && !m.contradicts(true));
+        assert!(meta("", "no-cors", "", "").contradicts(true));
+        assert!(meta("same-origin", "cors", "", "").contradicts(true));
+        assert!(!meta("same-origin", "cors", "", "empty").contradicts(true));
     }
 
     #[test]
@@ -122,10 +204,18 @@ mod tests {
             ("everywhere", "navigate", "?1", "document", true),
             ("none", "navigate", "?1", "page", true),
             ("", "", "?1", "", true),
+            ("", "cors", "", "", true),
         ];
         for &(site, mode, user, dest, want) in table {
             let m = meta(site, mode, user, dest);
             assert_eq!(m.incoherent(), want, "{site} {mode} {user} {dest}");
+            // An unknown destination token is no contradiction in schema 4.
+            let unknown_dest = dest == "page";
+            assert_eq!(
+                m.contradicts(false),
+                want && !unknown_dest,
+                "{site} {mode} {user} {dest}"
+            );
             assert_eq!(
                 m.any(),
                 !(site.is_empty() && mode.is_empty() && user.is_empty() && dest.is_empty())

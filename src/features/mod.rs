@@ -64,8 +64,23 @@
 //! | `tls13` | 1 if the client offered TLS 1.3, else 0 |
 //! | `tls_cipher_count`, `tls_extension_count` | JA4's counts (GREASE left out, at most 99) |
 //! | `tls_alpn_h2` | 1 if the first ALPN value offered is `h2`, else 0 |
-//! | `tls_family_mismatch` | 1 if the UA claims a browser engine and the ClientHello is not its library's (Chromium, Safari and iOS: BoringSSL-like GREASE; Firefox: NSS), else 0 |
+//! | `tls_family_mismatch` | 1 if the UA claims a browser engine and the ClientHello is not its library's (Chromium, Safari on macOS and iOS: BoringSSL-like GREASE; Firefox: NSS; WebKit elsewhere, WebKitGTK's GnuTLS: none expected), else 0 |
 //! | `tls_browser_no_h2` | 1 if the UA claims a browser and the first ALPN value is not `h2` (browsers always offer HTTP/2 first), else 0 |
+//!
+//! Software evidence (schema 4, see [`evidence`]): counts of things no
+//! browser of the claimed engine does, each 0 on every request a real
+//! browser sends.
+//!
+//! | name | how it is computed |
+//! |---|---|
+//! | `engine_headers_missing` | headers the claimed engine always sends on this kind of request that are missing: `accept` (not on a WebSocket handshake), `accept-language`; `accept-encoding`, and `connection` over HTTP/1, from Chromium, Firefox and Apple's Safari (WebKitGTK's media requests, made by GStreamer, send neither); for Chromium >= 95 in a secure context (TLS facts, fetch metadata, or `br`), not on a CORS preflight nor from Android's WebView, the three client hints; fetch metadata (`site`, `mode`, `dest`) in a secure context from Chromium >= 80, Firefox >= 90, Safari >= 17 on macOS and iOS; `upgrade-insecure-requests` on Chromium's and Firefox's navigations; Firefox's `te` over HTTP/2. 0 for UAs that claim no browser |
+//! | `accept_non_browser` | a browser UA's `accept` asks for no `text/html` on a navigation (fetch mode or destination, or `upgrade-insecure-requests`), no `text/css` for a stylesheet, no `image/` type for an image (these two from Chromium, Firefox and Apple's Safari only: WebKitGTK asks for a favicon with `*/*`), or writes `q=.2` |
+//! | `encoding_non_browser` | a browser UA's `accept-encoding` lacks `gzip` (wget's and urllib's `identity`); requests with `range` (media) aside. Not `br`: people behind TLS-inspecting antivirus software send `gzip, deflate` over HTTPS |
+//! | `connection_non_browser` | a Chromium, Firefox or Apple Safari UA sends a `connection` over HTTP/1 other than `keep-alive` or an upgrade |
+//! | `ch_brand_mismatch` | a Chromium UA's `sec-ch-ua` has no GREASE brand (+1), no `Chromium` brand (+1), or another product's brand (`Google Chrome` under Edge, `Microsoft Edge` under Chrome, ...: +1) |
+//! | `headless_tokens` | `HeadlessChrome` in the User-Agent (+1) and as the `sec-ch-ua` brand of a Chromium UA (+1) |
+//! | `tls_browser_no_tls13` | the UA claims a browser and the ClientHello offers no TLS 1.3; NaN without TLS facts |
+//! | `fetch_contradiction` | `fetch_incoherent`, except that a destination token it does not know (`websocket`, `speculationrules`, ...) is taken as one a browser may send and the lone `sec-fetch-mode: cors` Chromium sends on a CORS preflight (`OPTIONS`) to a plain-HTTP origin is none |
 //!
 //! Schema versions (which of these a model may read) are described in the
 //! `schema` module: `edgeguard.schema` in a model's metadata.
@@ -85,6 +100,7 @@
 //! | `tls_ja4` | (schema 3) the connection's JA4; empty without TLS facts |
 //! | `tls_ja4_a` | (schema 3) its first part (`t13d1516h2`); empty without TLS facts |
 //! | `tls_family` | (schema 3) `boringssl`, `nss`, `openssl`, `go`, `unknown`; `none` without TLS facts |
+//! | `ua_claim` | (schema 4) `browser` for every `ua_family` that claims a browser (whatever the product: Chrome, Edge, Safari, an in-app browser, `HeadlessChrome`), else `ua_family`'s value |
 //!
 //! An absent header and a header with an empty value give the same empty
 //! categorical value: browsers send neither, so the difference carries little.
@@ -95,6 +111,7 @@ mod bytes;
 pub mod client_hints;
 #[cfg(test)]
 mod corpus;
+mod evidence;
 pub mod fetch_metadata;
 pub mod header_order;
 pub mod language;
@@ -107,8 +124,8 @@ pub mod user_agent;
 use crate::headers::Header;
 
 pub use schema::{
-    Cat, FeatureSpec, Float, CAT_COUNT, CAT_FEATURES, FLOAT_COUNT, FLOAT_FEATURES, SCHEMA_KEY,
-    SCHEMA_VERSION, SCHEMA_VERSIONS,
+    Cat, FeatureSpec, Float, CAT_COUNT, CAT_FEATURES, EVIDENCE, FLOAT_COUNT, FLOAT_FEATURES,
+    SCHEMA_KEY, SCHEMA_VERSION, SCHEMA_VERSIONS,
 };
 
 use fetch_metadata::FetchMetadata;
@@ -293,6 +310,10 @@ struct Seen<'a> {
     ch_mobile: Option<&'a [u8]>,
     ch_platform: Option<&'a [u8]>,
     fetch: FetchMetadata<'a>,
+    /// `te` is present (Firefox sends `TE: trailers` over HTTP/2).
+    te: bool,
+    /// `range` is present (media requests).
+    range: bool,
     headers: u32,
     client_hints: u32,
     fetch_headers: u32,
@@ -319,6 +340,8 @@ impl<'a> Seen<'a> {
             ch_mobile: None,
             ch_platform: None,
             fetch: FetchMetadata::default(),
+            te: false,
+            range: false,
             headers: 0,
             client_hints: 0,
             fetch_headers: 0,
@@ -352,6 +375,8 @@ impl<'a> Seen<'a> {
             b'e' => first(&mut self.accept_encoding, value),
             b'r' => first(&mut self.referer, value),
             b'i' => first(&mut self.upgrade_insecure_requests, value),
+            b't' => self.te = true,
+            b'R' => self.range = true,
             b'k' => {
                 self.cookie_headers += 1;
                 self.cookies += bytes::count_items(value, b';') as u32;
@@ -407,10 +432,13 @@ pub fn extract_with<'a>(
     request_line(req, out);
     let ua = user_agent_features(&seen, out);
     header_presence(&seen, out);
-    client_hint_checks(&seen, &ua, out);
+    // One pass over `sec-ch-ua` for both readings (schemas 1-3, 4).
+    let brands = seen.ch_ua.map(client_hints::BrandList::read);
+    client_hint_checks(&seen, &ua, brands.as_ref(), out);
     order_features(&seen, &ua, orders, out);
     header_values(&seen, out);
     tls::extract(req.tls(), &ua, out);
+    evidence::extract(req, &seen, &ua, brands.as_ref(), out);
 }
 
 /// Headers whose [`header_order::candidate`] lookups the walk issues
@@ -457,6 +485,14 @@ fn user_agent_features(seen: &Seen<'_>, out: &mut FeatureVector<'_>) -> UserAgen
         if has_ua { flag(ua.mobile) } else { f32::NAN },
     );
     out.set_cat(Cat::UaFamily, ua.family.name().as_bytes());
+    out.set_cat(
+        Cat::UaClaim,
+        if ua.family.is_browser() {
+            b"browser"
+        } else {
+            ua.family.name().as_bytes()
+        },
+    );
     out.set_cat(Cat::UaOs, ua.os.name().as_bytes());
     ua
 }
@@ -487,12 +523,20 @@ fn header_presence(seen: &Seen<'_>, out: &mut FeatureVector<'_>) {
 
 /// Client hints and fetch metadata against the UA's claims, and the brand
 /// `sec-ch-ua` names (read in the same pass as its version).
-fn client_hint_checks<'a>(seen: &Seen<'a>, ua: &UserAgent, out: &mut FeatureVector<'a>) {
+fn client_hint_checks<'a>(
+    seen: &Seen<'a>,
+    ua: &UserAgent,
+    brands: Option<&client_hints::BrandList<'a>>,
+    out: &mut FeatureVector<'a>,
+) {
     let has_ua = ua.family != Family::None;
     let engine = ua.chromium;
     let hints_expected = ua.os != user_agent::Os::Ios
         && engine.is_some_and(|v| v >= client_hints::CLIENT_HINTS_SINCE);
-    let (ch_major, ch_brand) = seen.ch_ua.map_or((None, &b""[..]), client_hints::read);
+    // Schemas 1 to 3 read the brand list as they were trained (see
+    // `client_hints::read`); schema 4's evidence reads its own
+    // `BrandList`, every GREASE spelling recognized.
+    let (ch_major, ch_brand) = brands.map_or((None, &b""[..]), |b| b.legacy);
     out.set_cat(Cat::ChBrand, ch_brand);
     out.set(Float::ChUaMajor, ch_major.map_or(f32::NAN, |v| v as f32));
     out.set_flag(Float::ChMissing, seen.ch_ua.is_none() && hints_expected);

@@ -17,7 +17,7 @@
 //! its own (its JA4 counts the pre_shared_key extension).
 
 use super::orders::Engine;
-use super::user_agent::UserAgent;
+use super::user_agent::{Os, UserAgent};
 use super::{Cat, FeatureVector, Float};
 use crate::tls::ja4::is_ja4;
 use crate::tls::Family;
@@ -81,10 +81,13 @@ fn two_digits(d: &[u8]) -> u8 {
 /// The family whose ClientHello a browser engine sends: Chromium's
 /// BoringSSL; Firefox's NSS; Apple's TLS stack (Safari and every iOS
 /// browser) sends GREASE as BoringSSL does, which is what the guess reads.
-/// `None` for engines of no known library.
-fn expected_family(engine: Engine) -> Option<Family> {
+/// `None` for engines of no known library, and for WebKit off Apple's
+/// systems: WebKitGTK and WPE use GLib's TLS (GnuTLS, which the guess
+/// reads as OpenSSL; captured: Epiphany 43 / WebKitGTK 2.50).
+fn expected_family(engine: Engine, ua: &UserAgent) -> Option<Family> {
     match engine {
-        Engine::Chromium | Engine::WebKit => Some(Family::Boringssl),
+        Engine::Chromium => Some(Family::Boringssl),
+        Engine::WebKit => matches!(ua.os, Os::MacOs | Os::Ios).then_some(Family::Boringssl),
         Engine::Gecko => Some(Family::Nss),
         Engine::Other => None,
     }
@@ -116,7 +119,7 @@ pub(super) fn extract<'a>(tls: Option<TlsFacts<'a>>, ua: &UserAgent, out: &mut F
     out.set_flag(
         Float::TlsFamilyMismatch,
         engine
-            .and_then(expected_family)
+            .and_then(|e| expected_family(e, ua))
             .is_some_and(|f| f != t.family()),
     );
     out.set_flag(Float::TlsBrowserNoH2, engine.is_some() && !t.alpn_h2());

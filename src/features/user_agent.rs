@@ -179,6 +179,10 @@ pub struct UserAgent {
     pub os: Os,
     /// Whether the UA says `Mobile` (phones; Android tablets do not).
     pub mobile: bool,
+    /// Whether the UA has the `wv` token of Android's WebView (`; wv)`):
+    /// an app's embedded browser, which sent no client hints before
+    /// Chromium 116.
+    pub webview: bool,
 }
 
 /// HTTP libraries announce themselves at the start of the UA, `name/version`.
@@ -391,6 +395,8 @@ struct Products {
     found: [bool; PRODUCTS.len()],
     major: [Option<u32>; PRODUCTS.len()],
     mobile: bool,
+    /// A `wv` token: Android's WebView.
+    webview: bool,
     /// The UA contains one of [`BOT_WORDS`] (ASCII case-insensitive).
     bot: bool,
     /// Where the first comment's bytes start and end ([`Products::comment`]).
@@ -418,6 +424,7 @@ impl Products {
         // Locals, not fields of the result: stores through the result's
         // pointer on every delimiter cost more than the comparisons.
         let mut mobile = false;
+        let mut webview = false;
         let mut bot = false;
         // The first comment: after the first `(`, up to the next `)`.
         let mut open = None;
@@ -439,6 +446,7 @@ impl Products {
                 let b = ua[i];
                 let token = &ua[start..i];
                 mobile |= token == b"Mobile";
+                webview |= token == b"wv";
                 match b {
                     b'/' => {
                         if let Some(k) = product(token) {
@@ -467,10 +475,12 @@ impl Products {
             base += CHUNK;
         }
         mobile |= &ua[start..] == b"Mobile";
+        webview |= &ua[start..] == b"wv";
         Products {
             found,
             major,
             mobile,
+            webview,
             bot,
             comment: open.map(|open| (open, close.unwrap_or(ua.len()))),
         }
@@ -529,6 +539,7 @@ pub fn parse(ua: &[u8]) -> UserAgent {
             chromium: None,
             os: Os::None,
             mobile: false,
+            webview: false,
         };
     }
     let products = Products::scan(ua);
@@ -547,6 +558,7 @@ pub fn parse(ua: &[u8]) -> UserAgent {
         chromium,
         os: os(products.comment(ua)),
         mobile: products.mobile,
+        webview: products.webview,
     }
 }
 
@@ -880,6 +892,7 @@ mod tests {
             pub(super) found: [bool; PRODUCTS.len()],
             pub(super) major: [Option<u32>; PRODUCTS.len()],
             pub(super) mobile: bool,
+            pub(super) webview: bool,
             pub(super) bot: bool,
         }
 
@@ -888,6 +901,7 @@ mod tests {
                 found: [false; PRODUCTS.len()],
                 major: [None; PRODUCTS.len()],
                 mobile: false,
+                webview: false,
                 bot: declares_bot(ua),
             };
             let mut start = 0;
@@ -897,6 +911,7 @@ mod tests {
                 }
                 let token = &ua[start..i];
                 p.mobile |= token == b"Mobile";
+                p.webview |= token == b"wv";
                 if b == b'/' {
                     if let Some(k) = PRODUCTS.iter().position(|&name| name == token) {
                         if !p.found[k] {
@@ -908,6 +923,7 @@ mod tests {
                 start = i + 1;
             }
             p.mobile |= &ua[start..] == b"Mobile";
+            p.webview |= &ua[start..] == b"wv";
             p
         }
 
@@ -926,6 +942,7 @@ mod tests {
         assert_eq!(new.found, old.found, "{}", show());
         assert_eq!(new.major, old.major, "{}", show());
         assert_eq!(new.mobile, old.mobile, "{}", show());
+        assert_eq!(new.webview, old.webview, "{}", show());
         assert_eq!(new.bot, old.bot, "{}", show());
         // The comment as the OS lookup found it before the scan did.
         let comment = ua.iter().position(|&b| b == b'(').map(|open| {

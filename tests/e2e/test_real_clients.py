@@ -22,6 +22,8 @@ measured by `make eval-real` (replay with each row's logged JA4 and
 family) and, with live clients, by tests/e2e/test_tls.py.
 """
 
+import collections
+import hashlib
 import re
 import socket
 import struct
@@ -38,6 +40,22 @@ import corpus  # noqa: E402
 ROWS = corpus.load()
 
 pytestmark = pytest.mark.skipif(not ROWS, reason="no captured corpus (make capture)")
+
+# Which rows the shipped model is held to. The corpus has the capture of
+# 7c385ea's kind of rows (`scope: base`: Chromium and Firefox on Linux and
+# the scripts, on the shop's first URLs, in its flows) and the wider
+# capture's (`wider`: WebKitGTK, QtWebEngine, mobile-emulated Chromium,
+# resistFingerprinting, the realistic site map's URLs, downloads, media,
+# arrivals from other sites, hard reloads ...). The bot model shipped at
+# 7c385ea judges the page and the visit as well as the client (issue 29):
+# it blocks people on the wider capture's URLs and flows. With that very
+# model (its bytes, below), people's `wider` rows are expected to fail:
+# that test is marked xfail(strict), so it reports them and turns into a
+# failure the day they all pass. With any other models/bot.json every row is
+# held to every rule, as the issue's targets say.
+MODEL_OF_7C385EA = "9c16b9095d320d4a4bd9bb0544177f1ff2387629f8cff21c6c911e0623e0ecee"
+SHIPPED_IS_7C385EA = hashlib.sha256((ROOT / "models" / "bot.json").read_bytes()).hexdigest() == MODEL_OF_7C385EA
+SCOPES = ("base", "wider")
 
 # Headless clients whose bytes differ are held to the issue's target, not to
 # every request (models/README.md gives the measured share).
@@ -170,30 +188,53 @@ def statuses(tmp_path_factory):
 
 
 def describe(rows_statuses):
-    return "\n".join("  line %d %s %s %s %s %s %s -> %d" % (
-        r["line"], r["class"], r["name"], r["protocol"], r["origin"], r["flow"], r["uri"][:40], st)
+    return "\n".join("  line %d %s %s %s %s %s %s %s -> %d" % (
+        r["line"], r["class"], r["family"], r["protocol"], r["origin"], r["flow"], r["url_kind"], r["uri"][:40], st)
         for r, st in rows_statuses[:20])
 
 
-def test_every_captured_browser_request_passes(statuses):
-    blocked = [(r, st) for r, st in zip(ROWS, statuses) if r["human"] and st == 403]
-    people = sum(r["human"] for r in ROWS)
+def summary(rows_statuses):
+    """Counts of the rows given per family, flow and kind of URL."""
+    out = []
+    for key in ("family", "flow", "url_kind"):
+        c = collections.Counter(r[key] for r, _ in rows_statuses)
+        out.append(key + ": " + ", ".join("%s %d" % kv for kv in c.most_common()))
+    return "\n".join(out)
+
+
+def in_scope(statuses, scope):
+    return [(r, st) for r, st in zip(ROWS, statuses) if r["scope"] == scope]
+
+
+@pytest.mark.parametrize("scope", [
+    "base",
+    pytest.param("wider", marks=pytest.mark.xfail(
+        SHIPPED_IS_7C385EA, strict=True,
+        reason="the model of 7c385ea judges pages and visits: it blocks people on the wider site (issue 29)")),
+])
+def test_every_captured_browser_request_passes(statuses, scope):
+    rows = in_scope(statuses, scope)
+    blocked = [(r, st) for r, st in rows if r["human"] and st == 403]
+    people = sum(r["human"] for r, _ in rows)
     assert people > 0
-    assert not blocked, "%d of %d people's requests blocked:\n%s" % (len(blocked), people, describe(blocked))
+    assert not blocked, "%d of %d people's requests blocked:\n%s\n%s" % (
+        len(blocked), people, summary(blocked), describe(blocked))
     # Passing means reaching the demo origin, not failing some other way.
-    odd = [(r, st) for r, st in zip(ROWS, statuses) if r["human"] and st >= 500]
+    odd = [(r, st) for r, st in rows if r["human"] and st >= 500]
     assert not odd, describe(odd)
 
 
-def test_every_scripted_client_request_is_blocked(statuses):
-    scripted = [(r, st) for r, st in zip(ROWS, statuses) if r["class"] == "scripted"]
+@pytest.mark.parametrize("scope", SCOPES)
+def test_every_scripted_client_request_is_blocked(statuses, scope):
+    scripted = [(r, st) for r, st in in_scope(statuses, scope) if r["class"] == "scripted"]
     assert scripted, "the corpus has no scripted clients"
     passed = [(r, st) for r, st in scripted if st != 403]
     assert not passed, "%d of %d scripted requests passed:\n%s" % (len(passed), len(scripted), describe(passed))
 
 
-def test_headless_clients_whose_bytes_differ_are_blocked(statuses):
-    differing = [(r, st) for r, st in zip(ROWS, statuses) if r["class"] == corpus.HEADLESS]
+@pytest.mark.parametrize("scope", SCOPES)
+def test_headless_clients_whose_bytes_differ_are_blocked(statuses, scope):
+    differing = [(r, st) for r, st in in_scope(statuses, scope) if r["class"] == corpus.HEADLESS]
     if not differing:
         pytest.skip("the corpus has no headless client whose bytes differ")
     blocked = sum(st == 403 for _, st in differing)
@@ -205,4 +246,4 @@ def test_byte_identical_automation_gets_an_answer(statuses):
     """Not judged (its head is a browser's), but it must be answered."""
     for r, st in zip(ROWS, statuses):
         if r["class"] in corpus.UNJUDGED or r["class"] == corpus.COPIED:
-            assert st in (200, 204, 301, 302, 304, 403, 404), (r["line"], st)
+            assert st in (200, 204, 206, 301, 302, 304, 403, 404), (r["line"], st)

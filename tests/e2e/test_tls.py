@@ -458,6 +458,14 @@ def replay_scores(tmp_path, records, name):
     return [json.loads(line) for line in out.read_text().splitlines()]
 
 
+def feature_vectors(records):
+    """`edgeguard features` of each record (every feature of every schema)."""
+    done = subprocess.run([EDGEGUARD, "features"], input="".join(json.dumps(r) + "\n" for r in records).encode(),
+                          capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    return [json.loads(line) for line in done.stdout.decode().splitlines()]
+
+
 def chrome_headers_request(port, path):
     """python requests sending Chromium 156's copied navigation headers
     (models/capture/clients/chrome_headers.json) over TLS: Python's
@@ -495,10 +503,18 @@ def test_tls_facts_reach_the_scorer_and_replay_scores_like_nginx(tls_nginx, tmp_
     stripped = [{k: v for k, v in r.items() if k not in ("edgeguard_ja4", "edgeguard_tls_family")}
                 for r in records]
     without = replay_scores(tmp_path, stripped, "without-tls")
-    for rec, rep, bare in zip(records, replayed, without):
+    with_vectors, bare_vectors = feature_vectors(records), feature_vectors(stripped)
+    for rec, rep, bare, vec, bare_vec in zip(records, replayed, without, with_vectors, bare_vectors):
         if rec["edgeguard_ja4"]:
-            assert bare["scores"]["bot"] != rep["scores"]["bot"], "the TLS facts count"
+            # The facts reach the features (the TLS checks are set, not
+            # missing) ...
+            assert vec != bare_vec, "the TLS facts count"
+            # ... and a library's hello only adds evidence: the score with
+            # it is never lower (the shipped model is monotone in it; both
+            # requests here are flagged on their heads already).
+            assert rep["scores"]["bot"] >= bare["scores"]["bot"]
         else:
+            assert vec == bare_vec
             assert bare["scores"]["bot"] == rep["scores"]["bot"]
 
 

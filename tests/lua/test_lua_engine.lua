@@ -249,10 +249,10 @@ T.test("models the scorer cannot use are refused naming model, file and feature"
     ok, err = lua_engine.new{ models = { [""] = "models/bot.json" }, lib = lib }
     T.eq(ok, nil)
     T.contains(err, "model 0 has an empty name")
-    -- The shipped models are schema 3, which this engine does not compute.
+    -- The shipped models are schema 4, which this engine does not compute.
     ok, err = lua_engine.new{ models = { bot = "models/bot.json" }, lib = lib }
     T.eq(ok, nil)
-    T.contains(err, 'model `bot`: models/bot.json: model_info["edgeguard.schema"] = "3": '
+    T.contains(err, 'model `bot`: models/bot.json: model_info["edgeguard.schema"] = "4": '
         .. "the Lua engine reads feature schema 1 only")
     -- A threshold outside [0, 1] for a classifier: both engines refuse the
     -- model, each in its own words (the legacy ones are pinned by

@@ -1,9 +1,9 @@
 // The Java client of the capture: java.net.http.HttpClient with its defaults
 // (HTTP/2 preferred, which over plain HTTP means an h2c upgrade attempt).
-// Usage: java JavaClient.java BASE_URL (single-file source launch), with
-// -Djdk.internal.httpclient.disableHostnameVerification=true for the
-// self-signed origins. Makes the four requests of the script flow
-// (capture.py) and prints the Java version.
+// Usage: java JavaClient.java BASE_URL PATH... (single-file source launch),
+// with -Djdk.internal.httpclient.disableHostnameVerification=true for the
+// self-signed origins. Makes the requests of the script flow (scripted.py: a
+// GET of each PATH, then a form POST) and prints the Java version.
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -24,7 +24,7 @@ public class JavaClient {
         SSLContext ssl = SSLContext.getInstance("TLS");
         ssl.init(null, trustAll, null);
         HttpClient c = HttpClient.newBuilder().sslContext(ssl).build();
-        for (String p : new String[] { "/", "/products/42", "/api/cart" }) {
+        for (String p : java.util.Arrays.copyOfRange(args, 1, args.length)) {
             c.send(HttpRequest.newBuilder(URI.create(base + p)).build(), HttpResponse.BodyHandlers.discarding());
         }
         HttpRequest post = HttpRequest.newBuilder(URI.create(base + "/login"))

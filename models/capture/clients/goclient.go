@@ -1,6 +1,7 @@
 // The Go client of the capture: net/http's defaults, as a Go scraper uses it.
-// Usage: goclient BASE_URL. Makes the four requests of the script flow
-// (capture.py) and prints the Go version.
+// Usage: goclient BASE_URL PATH... Makes the requests of the script flow
+// (scripted.py: a GET of each PATH, then a form POST) and prints the Go
+// version.
 package main
 
 import (
@@ -22,7 +23,7 @@ func main() {
 	tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true}
 	tr.ForceAttemptHTTP2 = true
 	c := &http.Client{Transport: tr}
-	for _, p := range []string{"/", "/products/42", "/api/cart"} {
+	for _, p := range os.Args[2:] {
 		r, err := c.Get(base + p)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -1,6 +1,6 @@
 """The Python HTTP clients of the capture, each used the way a script uses it.
 
-    python3 pyclients.py CLIENT BASE_URL
+    python3 pyclients.py CLIENT BASE_URL PATH...
 
 CLIENT is requests, httpx, aiohttp, urllib, scrapy, curl_cffi:TARGET (a
 curl_cffi impersonation target) or requests-chrome-headers.
@@ -8,9 +8,10 @@ requests-chrome-headers is a scraper that copied a Chromium navigation's
 request headers (chrome_headers.json, as Chromium 156 sends them to an
 HTTPS page over HTTP/1.1, Host aside) and sends them, in that order and
 with nothing else, on every request: the heads are a browser's, the TLS
-ClientHello is Python's OpenSSL. Every client makes the same four requests
-against BASE_URL (the script flow of capture.py): the home page, a product
-page, a JSON API call and a form POST, with the library's defaults: no
+ClientHello is Python's OpenSSL. Every client makes the same requests
+against BASE_URL (the script flow of capture.py): a GET of each PATH (the
+home page, a product page, a JSON API call and pages of the wider site,
+sitemap.SCRIPT_PATHS), then a form POST, with the library's defaults: no
 header is set by hand, so what nginx records is what the library sends.
 Certificates are not verified (the capture's TLS origins are self-signed).
 Prints the library's version on stdout.
@@ -20,7 +21,7 @@ import json
 import os
 import sys
 
-PATHS = ("/", "/products/42", "/api/cart")
+PATHS = ()  # from the command line
 FORM = {"user": "ada@example.org", "pass": "correct horse"}
 
 
@@ -143,7 +144,9 @@ def run_curl_cffi(base, target):
 
 
 def main():
+    global PATHS
     client, base = sys.argv[1], sys.argv[2]
+    PATHS = tuple(sys.argv[3:])
     import warnings
 
     warnings.filterwarnings("ignore")
