@@ -27,8 +27,9 @@
 use super::bytes::find;
 use super::client_hints::BrandList;
 use super::orders::Engine;
+use super::schema::Float;
 use super::user_agent::{Family, Os, UserAgent};
-use super::{flag, FeatureVector, Float, Request, Seen};
+use super::vector::{flag, FeatureVector, Request, Seen};
 
 /// Chromium sends `sec-ch-ua`, `-mobile` and `-platform` to secure contexts
 /// by default from 89 (`-platform` from 93); with a margin.

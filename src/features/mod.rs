@@ -120,294 +120,17 @@ mod schema;
 pub mod tls;
 pub mod uri;
 pub mod user_agent;
-
-use crate::headers::Header;
+mod vector;
 
 pub use schema::{
     Cat, FeatureSpec, Float, CAT_COUNT, CAT_FEATURES, EVIDENCE, FLOAT_COUNT, FLOAT_FEATURES,
     SCHEMA_KEY, SCHEMA_VERSION, SCHEMA_VERSIONS,
 };
 
-use fetch_metadata::FetchMetadata;
-use header_order::Fingerprint;
 use orders::{Engine, OrderTable};
-pub use tls::TlsFacts;
 use user_agent::{Family, UserAgent};
-
-/// Longest `header_order` fingerprint, in bytes.
-pub const HEADER_ORDER_CAP: usize = 32;
-
-/// One request, borrowed from nginx for the duration of a call.
-#[derive(Clone, Copy, Debug)]
-pub struct Request<'a> {
-    method: &'a [u8],
-    uri: &'a [u8],
-    http_version: u16,
-    client_addr: &'a [u8],
-    headers: &'a [Header<'a>],
-    tls: Option<TlsFacts<'a>>,
-}
-
-impl<'a> Request<'a> {
-    /// A request viewing the caller's bytes.
-    ///
-    /// `uri` is the request target as sent (path and query), `http_version`
-    /// is nginx's `r->http_version` scaled to 10, 11, 20 or 30,
-    /// `client_addr` is the textual address (`$remote_addr`), `headers` are in
-    /// arrival order as `ngx_http_lua_ffi_req_get_headers` fills them.
-    pub fn new(
-        method: &'a [u8],
-        uri: &'a [u8],
-        http_version: u16,
-        client_addr: &'a [u8],
-        headers: &'a [Header<'a>],
-    ) -> Self {
-        Request {
-            method,
-            uri,
-            http_version,
-            client_addr,
-            headers,
-            tls: None,
-        }
-    }
-
-    /// The same request with its connection's TLS facts (`None`: none
-    /// seen, e.g. plain HTTP).
-    pub fn with_tls(mut self, tls: Option<TlsFacts<'a>>) -> Self {
-        self.tls = tls;
-        self
-    }
-
-    /// The connection's TLS facts, if any.
-    pub fn tls(&self) -> Option<TlsFacts<'a>> {
-        self.tls
-    }
-
-    /// The method as sent.
-    pub fn method(&self) -> &'a [u8] {
-        self.method
-    }
-
-    /// The request target as sent.
-    pub fn uri(&self) -> &'a [u8] {
-        self.uri
-    }
-
-    /// The HTTP version times 10.
-    pub fn http_version(&self) -> u16 {
-        self.http_version
-    }
-
-    /// The textual client address.
-    pub fn client_addr(&self) -> &'a [u8] {
-        self.client_addr
-    }
-
-    /// The headers as `(name, value)` pairs in arrival order.
-    pub fn headers(&self) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
-        self.headers.iter().map(|h| (h.name(), h.value()))
-    }
-}
-
-/// Where a categorical value lives.
-#[derive(Clone, Copy, Debug)]
-enum CatValue<'a> {
-    Borrowed(&'a [u8]),
-    HeaderOrder,
-    UriExt,
-    Language,
-}
-
-/// The features of one request. Reusable: [`extract`] overwrites all of it.
-#[derive(Clone, Debug)]
-pub struct FeatureVector<'a> {
-    floats: [f32; FLOAT_COUNT],
-    cats: [CatValue<'a>; CAT_COUNT],
-    order: Fingerprint<HEADER_ORDER_CAP>,
-    ext: [u8; uri::MAX_EXT],
-    ext_len: usize,
-    language: [u8; language::MAX_PRIMARY],
-    language_len: usize,
-}
-
-impl<'a> FeatureVector<'a> {
-    /// A vector of NaNs and empty categorical values.
-    pub fn new() -> Self {
-        FeatureVector {
-            floats: [f32::NAN; FLOAT_COUNT],
-            cats: [CatValue::Borrowed(b""); CAT_COUNT],
-            order: Fingerprint::new(),
-            ext: [0; uri::MAX_EXT],
-            ext_len: 0,
-            language: [0; language::MAX_PRIMARY],
-            language_len: 0,
-        }
-    }
-
-    /// The float features in [`FLOAT_FEATURES`] order.
-    pub fn floats(&self) -> &[f32; FLOAT_COUNT] {
-        &self.floats
-    }
-
-    /// One float feature.
-    pub fn float(&self, f: Float) -> f32 {
-        self.floats[f.index()]
-    }
-
-    /// One categorical feature's bytes.
-    pub fn cat(&self, c: Cat) -> &[u8] {
-        match self.cats[c.index()] {
-            CatValue::Borrowed(b) => b,
-            CatValue::HeaderOrder => self.order.as_bytes(),
-            CatValue::UriExt => &self.ext[..self.ext_len],
-            CatValue::Language => &self.language[..self.language_len],
-        }
-    }
-
-    /// The `i`-th categorical feature in [`CAT_FEATURES`] order, `None` past
-    /// the end.
-    pub fn cat_at(&self, i: usize) -> Option<&[u8]> {
-        Cat::ALL.get(i).map(|&c| self.cat(c))
-    }
-
-    /// The categorical features in [`CAT_FEATURES`] order.
-    pub fn cats(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        Cat::ALL.iter().map(|&c| self.cat(c))
-    }
-
-    fn set(&mut self, f: Float, v: f32) {
-        self.floats[f.index()] = v;
-    }
-
-    fn set_flag(&mut self, f: Float, v: bool) {
-        self.set(f, if v { 1.0 } else { 0.0 });
-    }
-
-    fn set_cat(&mut self, c: Cat, v: &'a [u8]) {
-        self.cats[c.index()] = CatValue::Borrowed(v);
-    }
-}
-
-impl Default for FeatureVector<'_> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-/// What the header walk keeps: the first value of each header the features
-/// read, counts, and the codes of the known headers in arrival order.
-struct Seen<'a> {
-    host: Option<&'a [u8]>,
-    connection: Option<&'a [u8]>,
-    user_agent: Option<&'a [u8]>,
-    accept: Option<&'a [u8]>,
-    accept_language: Option<&'a [u8]>,
-    accept_encoding: Option<&'a [u8]>,
-    referer: Option<&'a [u8]>,
-    upgrade_insecure_requests: Option<&'a [u8]>,
-    ch_ua: Option<&'a [u8]>,
-    ch_mobile: Option<&'a [u8]>,
-    ch_platform: Option<&'a [u8]>,
-    fetch: FetchMetadata<'a>,
-    /// `te` is present (Firefox sends `TE: trailers` over HTTP/2).
-    te: bool,
-    /// `range` is present (media requests).
-    range: bool,
-    headers: u32,
-    client_hints: u32,
-    fetch_headers: u32,
-    cookie_headers: u32,
-    cookies: u32,
-    /// Codes of the known headers (not [`header_order::UNKNOWN`]), the
-    /// first [`header_order::MAX_RANKED`] of them.
-    codes: [u8; header_order::MAX_RANKED],
-    n_codes: usize,
-}
-
-impl<'a> Seen<'a> {
-    fn new() -> Self {
-        Seen {
-            host: None,
-            connection: None,
-            user_agent: None,
-            accept: None,
-            accept_language: None,
-            accept_encoding: None,
-            referer: None,
-            upgrade_insecure_requests: None,
-            ch_ua: None,
-            ch_mobile: None,
-            ch_platform: None,
-            fetch: FetchMetadata::default(),
-            te: false,
-            range: false,
-            headers: 0,
-            client_hints: 0,
-            fetch_headers: 0,
-            cookie_headers: 0,
-            cookies: 0,
-            codes: [header_order::UNKNOWN; header_order::MAX_RANKED],
-            n_codes: 0,
-        }
-    }
-
-    fn codes(&self) -> &[u8] {
-        &self.codes[..self.n_codes]
-    }
-
-    /// Notes one header, `code` being its [`header_order::code`].
-    fn header(&mut self, code: u8, value: &'a [u8]) {
-        self.headers += 1;
-        if code == header_order::UNKNOWN {
-            return;
-        }
-        if self.n_codes < self.codes.len() {
-            self.codes[self.n_codes] = code;
-            self.n_codes += 1;
-        }
-        match code {
-            b'h' => first(&mut self.host, value),
-            b'c' => first(&mut self.connection, value),
-            b'u' => first(&mut self.user_agent, value),
-            b'a' => first(&mut self.accept, value),
-            b'l' => first(&mut self.accept_language, value),
-            b'e' => first(&mut self.accept_encoding, value),
-            b'r' => first(&mut self.referer, value),
-            b'i' => first(&mut self.upgrade_insecure_requests, value),
-            b't' => self.te = true,
-            b'R' => self.range = true,
-            b'k' => {
-                self.cookie_headers += 1;
-                self.cookies += bytes::count_items(value, b';') as u32;
-            }
-            b'C' | b'M' | b'P' | header_order::OTHER_CLIENT_HINT => {
-                self.client_hints += 1;
-                match code {
-                    b'C' => first(&mut self.ch_ua, value),
-                    b'M' => first(&mut self.ch_mobile, value),
-                    b'P' => first(&mut self.ch_platform, value),
-                    _ => {}
-                }
-            }
-            b'S' | b'O' | b'U' | b'D' | header_order::OTHER_FETCH => {
-                self.fetch_headers += 1;
-                match code {
-                    b'S' => first(&mut self.fetch.site, value),
-                    b'O' => first(&mut self.fetch.mode, value),
-                    b'U' => first(&mut self.fetch.user, value),
-                    b'D' => first(&mut self.fetch.dest, value),
-                    _ => {}
-                }
-            }
-            _ => {}
-        }
-    }
-}
-
-fn first<'a>(slot: &mut Option<&'a [u8]>, value: &'a [u8]) {
-    slot.get_or_insert(value);
-}
+use vector::{flag, CatValue, Seen};
+pub use vector::{FeatureVector, Request, TlsFacts, HEADER_ORDER_CAP};
 
 /// Fills `out` with the features of `req`, without a learnt order table
 /// (`order_reversed_pairs` is NaN). Allocates nothing.
@@ -626,14 +349,6 @@ fn request_line<'a>(req: &Request<'a>, out: &mut FeatureVector<'a>) {
     out.cats[Cat::UriExt.index()] = CatValue::UriExt;
 }
 
-fn flag(v: bool) -> f32 {
-    if v {
-        1.0
-    } else {
-        0.0
-    }
-}
-
 fn list_len(value: Option<&[u8]>) -> f32 {
     value.map_or(f32::NAN, |v| bytes::count_items(v, b',') as f32)
 }
@@ -741,6 +456,7 @@ fn addr_classes(window: &[u8; ADDR_CHUNK]) -> AddrClasses {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::headers::Header;
 
     #[test]
     fn ip_families() {

@@ -17,66 +17,10 @@
 //! its own (its JA4 counts the pre_shared_key extension).
 
 use super::orders::Engine;
+use super::schema::{Cat, Float};
 use super::user_agent::{Os, UserAgent};
-use super::{Cat, FeatureVector, Float};
-use crate::tls::ja4::is_ja4;
+use super::vector::{FeatureVector, TlsFacts};
 use crate::tls::Family;
-
-/// The TLS facts of a request's connection, as the features read them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TlsFacts<'a> {
-    ja4: &'a [u8],
-    family: Family,
-}
-
-impl<'a> TlsFacts<'a> {
-    /// The facts of a connection whose JA4 is `ja4`; `None` unless `ja4`
-    /// has the shape of one ([`is_ja4`]), so that its parts can be read.
-    pub fn new(ja4: &'a [u8], family: Family) -> Option<Self> {
-        is_ja4(ja4).then_some(TlsFacts { ja4, family })
-    }
-
-    /// The JA4 string.
-    pub fn ja4(&self) -> &'a [u8] {
-        self.ja4
-    }
-
-    /// JA4's first part (`t13d1516h2`): protocol, version, SNI, counts,
-    /// ALPN, without the hashes.
-    pub fn ja4_a(&self) -> &'a [u8] {
-        &self.ja4[..10]
-    }
-
-    /// The library family guessed from the cipher list.
-    pub fn family(&self) -> Family {
-        self.family
-    }
-
-    /// Whether the client offered TLS 1.3 (its highest version is 1.3).
-    pub fn tls13(&self) -> bool {
-        &self.ja4[1..3] == b"13"
-    }
-
-    /// Cipher suites, GREASE left out, at most 99.
-    pub fn cipher_count(&self) -> u8 {
-        two_digits(&self.ja4[4..6])
-    }
-
-    /// Extensions, GREASE left out, at most 99.
-    pub fn extension_count(&self) -> u8 {
-        two_digits(&self.ja4[6..8])
-    }
-
-    /// Whether the first ALPN value offered is `h2`: every browser lists
-    /// HTTP/2 first, whatever the server then picks.
-    pub fn alpn_h2(&self) -> bool {
-        &self.ja4[8..10] == b"h2"
-    }
-}
-
-fn two_digits(d: &[u8]) -> u8 {
-    (d[0] - b'0') * 10 + (d[1] - b'0')
-}
 
 /// The family whose ClientHello a browser engine sends: Chromium's
 /// BoringSSL; Firefox's NSS; Apple's TLS stack (Safari and every iOS
