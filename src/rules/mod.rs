@@ -64,6 +64,7 @@
 mod compile;
 mod cond;
 mod error;
+mod index;
 pub mod limits;
 mod lists;
 mod path;
@@ -79,6 +80,7 @@ pub use rule::{Action, Context, Part};
 pub use view::{split_target, BotView, View};
 
 use cond::{Cond, Facts};
+use index::Index;
 use rule::Rule;
 
 /// What evaluation reads of a rule, kept together and small so that
@@ -206,6 +208,9 @@ pub struct Rules {
     rules: Box<[Rule]>,
     /// Rules `[..split]` run before scoring, `[split..]` after.
     split: usize,
+    /// Which rules of each stage a request can match at all.
+    index_before: Index,
+    index_after: Index,
     /// Whether a stage has a path condition (the path is normalized only
     /// then).
     path_before: bool,
@@ -282,6 +287,8 @@ impl Rules {
             .map(|r| r.at.clone());
         let (hot, rules): (Vec<Hot>, Vec<Rule>) = rules.into_iter().map(Hot::of).unzip();
         Rules {
+            index_before: Index::of(0, &hot[..split]),
+            index_after: Index::of(split, &hot[split..]),
             source: source.to_owned(),
             models: ctx.models.iter().map(|&m| m.into()).collect(),
             path_before,
@@ -329,7 +336,7 @@ impl Rules {
         view: &View<'_>,
         scratch: &mut Scratch,
     ) -> Option<Matched<'r>> {
-        self.first(0, self.split, self.path_before, view, scratch)
+        self.first(&self.index_before, self.path_before, view, scratch)
     }
 
     /// The first rule with a score condition that `view` (with its
@@ -340,18 +347,17 @@ impl Rules {
         view: &View<'_>,
         scratch: &mut Scratch,
     ) -> Option<Matched<'r>> {
-        self.first(self.split, self.rules.len(), self.path_after, view, scratch)
+        self.first(&self.index_after, self.path_after, view, scratch)
     }
 
     fn first<'r>(
         &'r self,
-        from: usize,
-        to: usize,
+        index: &Index,
         needs_path: bool,
         view: &View<'_>,
         scratch: &mut Scratch,
     ) -> Option<Matched<'r>> {
-        if from == to {
+        if index.is_empty() {
             return None;
         }
         let Scratch { path, fold } = scratch;
@@ -369,17 +375,41 @@ impl Rules {
                 None
             },
         };
-        let i = from
-            + self.hot[from..to]
-                .iter()
-                .position(|r| r.matches(&mut facts))?;
-        let r = &self.rules[i];
-        Some(Matched {
-            index: i,
-            name: &r.name,
-            tag: &r.tag,
-            action: self.hot[i].action,
-        })
+        let i = index.first(facts.method, facts.path, view.bot.is_some(), |i| {
+            self.hot[i].matches(&mut facts)
+        })?;
+        self.matched(i)
+    }
+
+    /// [`Rules::first`] without the index: every rule of the stage
+    /// visited in order, the reference the index must agree with.
+    #[cfg(test)]
+    fn first_visiting_all(
+        &self,
+        stage: Stage,
+        view: &View<'_>,
+        scratch: &mut Scratch,
+    ) -> Option<usize> {
+        let (from, to, needs_path) = match stage {
+            Stage::BeforeScoring => (0, self.split, self.path_before),
+            Stage::AfterScoring => (self.split, self.rules.len(), self.path_after),
+        };
+        let Scratch { path, fold } = scratch;
+        let mut facts = Facts {
+            view,
+            method: match cond::method_bit(view.method) {
+                0 => cond::OTHER_METHOD,
+                bit => bit,
+            },
+            fold,
+            host: view::bare_host(view.host),
+            path: if needs_path {
+                path::normalize(view.path, path)
+            } else {
+                None
+            },
+        };
+        (from..to).find(|&i| self.hot[i].matches(&mut facts))
     }
 
     /// Where the rules came from.

@@ -960,3 +960,137 @@ fn contains_one_or_many_patterns_short_texts_and_case() {
         vec![get("/").ua("a"), get("/").ua(""), get("/").ua("AB")],
     );
 }
+
+#[test]
+fn index_agrees_with_visiting_every_rule() {
+    // Random files of up to 150 rules (three words of the index) over the
+    // conditions it reads (method, path, bot) and others it does not,
+    // against random requests: the indexed stages and a walk over every
+    // rule give the same first rule, before and after scoring.
+    let methods = [
+        r#"["GET", "HEAD"]"#,
+        r#""POST""#,
+        r#"["PURGE", "BAN"]"#,
+        r#"["OPTIONS", "get"]"#,
+        r#"["DELETE", "PUT", "PATCH", "TRACE", "CONNECT"]"#,
+    ];
+    let paths = [
+        r#"{"exact": "/"}"#,
+        r#"{"exact": ["/feed", "/Feed/", "/a"]}"#,
+        r#"{"exact": ["/FEED"], "nocase": true}"#,
+        r#"{"prefix": ["/.well-known/", "/a"]}"#,
+        r#"{"prefix": "/"}"#,
+        r#"{"prefix": ["/B"], "nocase": true}"#,
+        r#"{"prefix": "x"}"#,
+        r#"{"suffix": ".xml"}"#,
+        r#"{"contains": "dm"}"#,
+        r#"{"regex": "^/a"}"#,
+    ];
+    let others = [
+        r#""bot": {"category": "search"}"#,
+        r#""bot": {"verdict": "fake"}"#,
+        r#""host": "example.com""#,
+        r#""query": {"contains": "x=1"}"#,
+        r#""user_agent": {"prefix": "curl/"}"#,
+        r#""client": "net""#,
+    ];
+    let reqs_methods = [
+        "GET", "HEAD", "POST", "BAN", "get", "PURGE", "OPTIONS", "BREW",
+    ];
+    let targets = [
+        "/",
+        "/feed",
+        "/Feed/",
+        "/FEED",
+        "/a",
+        "/admin",
+        "//admin",
+        "/%61dmin",
+        "/b/../a",
+        "/.well-known/x",
+        "/bc",
+        "/sitemap.xml",
+        "*",
+        "",
+        "/..",
+        "/a?x=1",
+        "/x%zz",
+    ];
+    let mut rng = fastrand::Rng::with_seed(32);
+    let mut scratch = Scratch::new();
+    for _ in 0..300 {
+        let n = rng.usize(1..150);
+        let scored = rng.usize(0..=n.min(20));
+        let mut rs = Vec::new();
+        for i in 0..n {
+            let mut conds = Vec::new();
+            if rng.bool() {
+                conds.push(format!(
+                    r#""method": {}"#,
+                    methods[rng.usize(..methods.len())]
+                ));
+            }
+            if rng.u8(..3) != 0 {
+                conds.push(format!(r#""path": {}"#, paths[rng.usize(..paths.len())]));
+            }
+            if rng.u8(..3) == 0 {
+                conds.push(others[rng.usize(..others.len())].to_owned());
+            }
+            if conds.is_empty() {
+                // A rule without a condition is refused before others.
+                conds.push(format!(
+                    r#""method": {}"#,
+                    methods[rng.usize(..methods.len())]
+                ));
+            }
+            if i >= n - scored {
+                conds.push(r#""score": {"model": "bot", "at_least": 0.5}"#.to_owned());
+            }
+            rs.push(format!(
+                r#"{{"name": "r{i}", "when": {{{}}}, "action": "pass"}}"#,
+                conds.join(", ")
+            ));
+        }
+        let r = rules(&format!(
+            r#"{{"lists": {{"net": ["203.0.113.0/24"]}}, "rules": [{}]}}"#,
+            rs.join(", ")
+        ));
+        for _ in 0..40 {
+            let mut q = get(targets[rng.usize(..targets.len())])
+                .method(reqs_methods[rng.usize(..reqs_methods.len())]);
+            if rng.bool() {
+                q = q.ua("curl/8");
+            }
+            q = match rng.u8(..3) {
+                0 => q.bot(true, Category::Search, "googlebot"),
+                1 => q.bot(false, Category::Feed, "x"),
+                _ => q,
+            };
+            let headers: Vec<Header<'_>> = q
+                .headers
+                .iter()
+                .map(|(n, v)| Header::new(n.as_bytes(), v.as_bytes()))
+                .collect();
+            let (path, query) = split_target(q.target.as_bytes());
+            let scores = [rng.f64(), rng.f64()];
+            let view = View {
+                method: q.method.as_bytes(),
+                host: q.host.as_bytes(),
+                path,
+                query,
+                headers: &headers,
+                user_agent: q.headers.get(1).map_or(&b""[..], |h| h.1.as_bytes()),
+                client: q.client,
+                bot: q.bot,
+                tls: None,
+                scores: &scores,
+            };
+            let indexed = r.before_scoring(&view, &mut scratch).map(|m| m.index);
+            let all = r.first_visiting_all(Stage::BeforeScoring, &view, &mut scratch);
+            assert_eq!(indexed, all, "{} {}", q.method, q.target);
+            let indexed = r.after_scoring(&view, &mut scratch).map(|m| m.index);
+            let all = r.first_visiting_all(Stage::AfterScoring, &view, &mut scratch);
+            assert_eq!(indexed, all, "{} {} (scored)", q.method, q.target);
+        }
+    }
+}
