@@ -6,7 +6,7 @@
 //! are: the index changes only which rules are looked at, never an answer
 //! (`index_agrees_with_visiting_every_rule` in the tests).
 
-use super::Hot;
+use super::hot::Hot;
 
 /// The index of the rules `from..from + len`.
 #[derive(Debug)]
