@@ -125,6 +125,27 @@ impl Scratch {
             fold: Vec::with_capacity(8192),
         }
     }
+
+    /// What the conditions read of `view`, computed once per evaluation:
+    /// the method's bit, the bare host, and (`needs_path`: a rule of the
+    /// stage reads it) the normalized path, written into this scratch.
+    fn facts<'a>(&'a mut self, view: &'a View<'a>, needs_path: bool) -> Facts<'a> {
+        let Scratch { path, fold } = self;
+        Facts {
+            view,
+            method: match cond::method_bit(view.method) {
+                0 => cond::OTHER_METHOD,
+                bit => bit,
+            },
+            fold,
+            host: view::bare_host(view.host),
+            path: if needs_path {
+                path::normalize(view.path, path)
+            } else {
+                None
+            },
+        }
+    }
 }
 
 impl Default for Scratch {
@@ -297,21 +318,7 @@ impl Rules {
         if index.is_empty() {
             return None;
         }
-        let Scratch { path, fold } = scratch;
-        let mut facts = Facts {
-            view,
-            method: match cond::method_bit(view.method) {
-                0 => cond::OTHER_METHOD,
-                bit => bit,
-            },
-            fold,
-            host: view::bare_host(view.host),
-            path: if needs_path {
-                path::normalize(view.path, path)
-            } else {
-                None
-            },
-        };
+        let mut facts = scratch.facts(view, needs_path);
         let i = index.first(facts.method, facts.path, view.bot.is_some(), |i| {
             self.hot[i].matches(&mut facts)
         })?;
@@ -331,21 +338,7 @@ impl Rules {
             Stage::BeforeScoring => (0, self.split, self.path_before),
             Stage::AfterScoring => (self.split, self.rules.len(), self.path_after),
         };
-        let Scratch { path, fold } = scratch;
-        let mut facts = Facts {
-            view,
-            method: match cond::method_bit(view.method) {
-                0 => cond::OTHER_METHOD,
-                bit => bit,
-            },
-            fold,
-            host: view::bare_host(view.host),
-            path: if needs_path {
-                path::normalize(view.path, path)
-            } else {
-                None
-            },
-        };
+        let mut facts = scratch.facts(view, needs_path);
         (from..to).find(|&i| self.hot[i].matches(&mut facts))
     }
 
