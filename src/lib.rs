@@ -30,5 +30,6 @@ pub mod net;
 pub mod replay;
 pub mod rules;
 pub mod scorer;
+pub mod signals;
 pub mod tls;
 pub mod verified;
