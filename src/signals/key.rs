@@ -11,7 +11,7 @@
 //!   by everyone who runs that browser.
 
 use crate::features::user_agent::Family;
-use crate::features::HEADER_ORDER_CAP;
+use crate::features::{Cat, FeatureVector, HEADER_ORDER_CAP};
 
 /// The longest key text: a family name (at most 15 bytes), `:`, and a full
 /// header-order fingerprint. A stack buffer of this size holds any key.
@@ -57,6 +57,21 @@ pub fn headers_key<'b>(family: Family, order: &[u8], buf: &'b mut [u8; KEY_CAP])
     buf[..name.len()].copy_from_slice(name);
     buf[name.len()] = b':';
     buf[name.len() + 1..n].copy_from_slice(order);
+    &buf[..n]
+}
+
+/// The `headers` key of the request whose features are `v` (after
+/// [`crate::features::extract`]): the same text as [`headers_key`] gives
+/// for its family and order, so the aggregator and the lookup agree.
+pub fn headers_key_of<'b>(v: &FeatureVector<'_>, buf: &'b mut [u8; KEY_CAP]) -> &'b [u8] {
+    let family = v.cat(Cat::UaFamily);
+    let order = v.cat(Cat::HeaderOrder);
+    let family = &family[..family.len().min(KEY_CAP - 1)];
+    let order = &order[..order.len().min(KEY_CAP - 1 - family.len())];
+    let n = family.len() + 1 + order.len();
+    buf[..family.len()].copy_from_slice(family);
+    buf[family.len()] = b':';
+    buf[family.len() + 1..n].copy_from_slice(order);
     &buf[..n]
 }
 
@@ -150,6 +165,25 @@ mod tests {
             b"chrome:hCMPiu"
         );
         assert_eq!(headers_key(Family::None, b"", &mut buf), b"none:");
+    }
+
+    #[test]
+    fn a_requests_key_is_its_family_and_order() {
+        use crate::features::{extract, Request};
+        use crate::headers::Header;
+        let headers = [
+            Header::new(b"Host", b"example.com"),
+            Header::new(b"User-Agent", b"curl/8.5.0"),
+            Header::new(b"Accept", b"*/*"),
+        ];
+        let req = Request::new(b"GET", b"/", 11, b"203.0.113.7", &headers);
+        let mut v = FeatureVector::new();
+        extract(&req, &mut v);
+        let mut a = [0; KEY_CAP];
+        let mut b = [0; KEY_CAP];
+        let of = headers_key_of(&v, &mut a);
+        assert_eq!(of, b"curl:hua");
+        assert_eq!(of, headers_key(Family::Curl, b"hua", &mut b));
     }
 
     #[test]
