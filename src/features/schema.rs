@@ -26,7 +26,7 @@
 //! - **4** (current): judges the software, not the page or the visit: a
 //!   subset of the features above (no request target, cookies, referer,
 //!   language, raw values or fingerprints) plus the software evidence
-//!   counts ([`evidence`](super::evidence)); see [`SCHEMA_4`]. Versions 1
+//!   counts ([`evidence`](super::evidence)); see [`SCHEMA_4_CLAIM`]. Versions 1
 //!   to 3 still load and read what they were trained on.
 
 /// The metadata key holding the schema version a model was trained on.
@@ -71,8 +71,9 @@ const ADDED_IN_4: &[&str] = &[
     "ua_claim",
 ];
 
-/// What a version-4 model may read: what the request says about the
-/// software that sent it, and nothing about the page or the visit.
+/// What a version-4 model may read ([`SCHEMA_4_CLAIM`] and [`EVIDENCE`]):
+/// what the request says about the software that sent it, and nothing
+/// about the page or the visit.
 ///
 /// - the claim and the protocol: `ua_claim` (a browser, or which library,
 ///   crawler or nothing), `http_version`;
@@ -96,28 +97,11 @@ const ADDED_IN_4: &[&str] = &[
 /// the raw values, counts and fingerprints (`header_order`, `accept`,
 /// `header_count`, `ua_major`, `tls_ja4`, ...) let a model learn one
 /// build's bytes, and an unseen browser's would be evidence against it.
-const SCHEMA_4: &[&str] = &[
-    "http_version",
-    "ch_version_mismatch",
-    "ch_non_chromium",
-    "ch_platform_mismatch",
-    "ch_mobile_mismatch",
-    "fetch_non_browser",
-    "fetch_contradiction",
-    "order_reversed_pairs",
-    "tls_family_mismatch",
-    "tls_browser_no_h2",
-    "engine_headers_missing",
-    "accept_non_browser",
-    "encoding_non_browser",
-    "connection_non_browser",
-    "ch_brand_mismatch",
-    "headless_tokens",
-    "tls_browser_no_tls13",
-    "ua_claim",
-];
+/// (Schema 4 is these two and every feature of [`EVIDENCE`]: the
+/// evidence list is written once, here below.)
+const SCHEMA_4_CLAIM: &[&str] = &["http_version", "ua_claim"];
 
-/// The features of [`SCHEMA_4`] that are evidence: a version-4 model must
+/// The features of schema 4 that are evidence: a version-4 model must
 /// never score lower with more of any of them (`models/train.py` sets a
 /// monotone constraint on each; the metamorphic test checks the result).
 pub const EVIDENCE: &[&str] = &[
@@ -155,7 +139,7 @@ impl FeatureSpec {
                     && !ADDED_IN_4.contains(name)
             }
             3 => !DROPPED_IN_2.contains(name) && !ADDED_IN_4.contains(name),
-            4 => SCHEMA_4.contains(name),
+            4 => SCHEMA_4_CLAIM.contains(name) || EVIDENCE.contains(name),
             _ => false,
         }
     }
