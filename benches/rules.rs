@@ -90,6 +90,7 @@ fn view<'a>(method: &'a [u8], target: &'a [u8], headers: &'a [Header<'a>]) -> Vi
         bot: None,
         tls: TlsFacts::new(JA4, Family::Boringssl),
         scores: &[],
+        fleet: None,
     }
 }
 

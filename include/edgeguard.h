@@ -20,9 +20,10 @@
 /*
  The most variables `edgeguard_effects` lists: one per model, then
  `edgeguard_action`, `edgeguard_time`, `edgeguard_verified_bot`,
- `edgeguard_rule`, `edgeguard_tag` and `edgeguard_bot_category`.
+ `edgeguard_rule`, `edgeguard_tag`, `edgeguard_bot_category`, and the
+ seven `edgeguard_fp_*` (fleet signals).
  */
-#define EDGEGUARD_MAX_VARS 70
+#define EDGEGUARD_MAX_VARS 77
 
 /*
  The most response headers `edgeguard_effects` lists.

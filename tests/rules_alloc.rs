@@ -8,6 +8,7 @@ use std::path::Path;
 use edgeguard::features::TlsFacts;
 use edgeguard::headers::Header;
 use edgeguard::rules::{split_target, Action, BotView, Context, Rules, Scratch, View};
+use edgeguard::signals::{Counts, Lookup};
 use edgeguard::tls::Family;
 use edgeguard::verified::Category;
 
@@ -29,7 +30,31 @@ struct Case {
     client: &'static str,
     bot: Option<BotView<'static>>,
     tls: Option<(&'static str, Family)>,
+    fleet: Option<Lookup>,
 }
+
+/// A fingerprint the fleet saw from many prefixes that never solved a
+/// challenge, and a browser's that people solve.
+const SPREAD: Counts = Counts {
+    requests: 5000,
+    prefixes24: 900,
+    prefixes48: 12,
+    user_agents: 40,
+    flagged: 4000,
+    challenges: 800,
+    solved: 0,
+    cleared: 0,
+};
+const BROWSER: Counts = Counts {
+    requests: 90000,
+    prefixes24: 20000,
+    prefixes48: 3000,
+    user_agents: 30,
+    flagged: 100,
+    challenges: 500,
+    solved: 480,
+    cleared: 30000,
+};
 
 const CHROME_UA: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
 
@@ -46,6 +71,10 @@ const CASES: &[Case] = &[
         client: "203.0.113.50",
         bot: None,
         tls: Some(("t13d1516h2_8daaf6152771_02713d6af862", Family::Boringssl)),
+        fleet: Some(Lookup {
+            ja4: Some(BROWSER),
+            headers: Some(BROWSER),
+        }),
     },
     // Paths that need normalizing (the scratch buffer), an unknown method.
     Case {
@@ -55,6 +84,7 @@ const CASES: &[Case] = &[
         client: "192.0.2.9",
         bot: None,
         tls: None,
+        fleet: None,
     },
     Case {
         method: "PROPFIND",
@@ -63,6 +93,10 @@ const CASES: &[Case] = &[
         client: "2001:db8:100::1",
         bot: None,
         tls: Some(("t13d3112h2_e8f1e7e78f70_6bebaf5329ac", Family::Openssl)),
+        fleet: Some(Lookup {
+            ja4: Some(SPREAD),
+            headers: None,
+        }),
     },
     // Bots, feed readers, webhooks, every preset.
     Case {
@@ -76,6 +110,7 @@ const CASES: &[Case] = &[
         client: "198.51.100.3",
         bot: None,
         tls: None,
+        fleet: None,
     },
     Case {
         method: "GET",
@@ -88,6 +123,7 @@ const CASES: &[Case] = &[
             name: "GPTBot",
         }),
         tls: None,
+        fleet: None,
     },
     Case {
         method: "POST",
@@ -100,6 +136,7 @@ const CASES: &[Case] = &[
             name: "GitHub",
         }),
         tls: None,
+        fleet: None,
     },
     Case {
         method: "GET",
@@ -112,6 +149,7 @@ const CASES: &[Case] = &[
             name: "Googlebot",
         }),
         tls: None,
+        fleet: None,
     },
 ];
 
@@ -140,6 +178,18 @@ fn evaluating_does_not_allocate() {
             br#"{"rules": [{"when": {"path": {"regex": "(?i)^/admin"}}, "action": "block"},
                           {"when": {"score": [{"model": "bot", "at_least": 0.9}, {"model": "spoof", "below": 0.5}]}, "action": "block"},
                           {"when": {"score": {"model": "spoof", "at_least": 0.5}}, "action": "log"}]}"#,
+            &ctx,
+        )
+        .unwrap(),
+    );
+    sets.push(
+        Rules::parse(
+            "signals",
+            root,
+            br#"{"rules": [{"when": {"signal": {"key": "ja4", "prefixes": {"min": 50}, "solved": {"max": 0.05}}}, "action": "block"},
+                          {"when": {"signal": {"key": "headers", "known": false}}, "action": "log"},
+                          {"when": {"signal": {"requests": {"min": 10}, "flagged": {"min": 0.5}, "cleared": {"max": 0.1}, "user_agents": {"min": 2}}}, "action": "challenge"},
+                          {"when": {"signal": {"key": "any", "solved": {"min": 0.5}}, "score": {"model": "bot", "at_least": 0.5}}, "action": "allow"}]}"#,
             &ctx,
         )
         .unwrap(),
@@ -175,6 +225,7 @@ fn evaluating_does_not_allocate() {
                 bot: c.bot,
                 tls: c.tls.and_then(|(j, f)| TlsFacts::new(j.as_bytes(), f)),
                 scores: &[],
+                fleet: c.fleet,
             };
             for rules in &sets {
                 let m = rules.before_scoring(&view, &mut scratch).or_else(|| {

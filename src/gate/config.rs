@@ -34,7 +34,12 @@ impl Config {
     }
 
     /// Loads what the options name: the list, the models, in that order.
-    fn from_options(source: &str, options: Options) -> Result<Config, ConfigError> {
+    fn from_options(source: &str, mut options: Options) -> Result<Config, ConfigError> {
+        // Offline, the snapshot the file names is read once: the answers
+        // of one run never change under it.
+        if let Some(f) = &options.fleet {
+            options.fleet = Some(Arc::new(f.frozen()));
+        }
         let err =
             |key: &str, msg: String| ConfigError::new(source, Some(key), msg, ErrorOrigin::File);
         let headers = match &options.internal_headers {

@@ -18,7 +18,7 @@ static const int EDGEGUARD_ERRBUF_LEN = 512;
 
 static const int EDGEGUARD_MAX_MODELS = 64;
 
-static const int EDGEGUARD_MAX_VARS = 70;
+static const int EDGEGUARD_MAX_VARS = 77;
 
 static const int EDGEGUARD_MAX_RESPONSE_HEADERS = 4;
 
