@@ -20,7 +20,8 @@ fn main() {
     let _profiler = dhat::Profiler::builder().testing().build();
     evaluating_does_not_allocate();
     gate_runs_with_rules_do_not_allocate();
-    println!("rules_alloc: 2 passed, 0 failed");
+    gate_runs_with_signals_do_not_allocate();
+    println!("rules_alloc: 3 passed, 0 failed");
 }
 
 struct Case {
@@ -402,4 +403,115 @@ fn gate_runs_with_rules_do_not_allocate() {
     assert!(rules[..8].iter().all(|&r| r != 99), "{rules:?}");
     assert_eq!(rules[9], 99, "{rules:?}");
     assert_eq!(&seen[..warm.len()], &warm[..]);
+}
+
+/// A location with a fleet signals snapshot: the lookups (JA4 and headers
+/// key, the features extracted once for them and the scorer), the signal
+/// rules before and after scoring and `$edgeguard_fp_*` written. The
+/// snapshot is never refreshed here (`signals_refresh` 0): the refresh
+/// thread's reads are its own, off the request path.
+fn gate_runs_with_signals_do_not_allocate() {
+    use edgeguard::config::Options;
+    use edgeguard::features::{extract, FeatureVector, Request};
+    use edgeguard::gate::{self, Job, Location, Models};
+    use edgeguard::scorer::Scorer;
+    use edgeguard::signals::key::headers_key_of;
+    use edgeguard::signals::{Kind, Snapshot, KEY_CAP};
+    use std::sync::Arc;
+
+    const JA4: &str = "t13d1516h2_8daaf6152771_02713d6af862";
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let heads: [&[(&[u8], &[u8])]; 4] = [
+        &[
+            (b"host", b"x"),
+            (b"user-agent", b"python-requests/2.31"),
+            (b"accept", b"*/*"),
+        ],
+        &[
+            (b"host", b"x"),
+            (b"user-agent", CHROME_UA.as_bytes()),
+            (b"accept", b"text/html"),
+            (b"sec-fetch-mode", b"navigate"),
+        ],
+        &[(b"host", b"x"), (b"user-agent", b"curl/8.5.0")],
+        &[(b"host", b"x"), (b"user-agent", b"Wget/1.21")],
+    ];
+    let headers: Vec<Vec<Header<'_>>> = heads
+        .iter()
+        .map(|h| h.iter().map(|(n, v)| Header::new(n, v)).collect())
+        .collect();
+    // The snapshot knows the first two heads' keys and one JA4.
+    let mut snap = Snapshot::new(1_800_000_000, 3600);
+    for (i, c) in [SPREAD, BROWSER].into_iter().enumerate() {
+        let req = Request::new(b"GET", b"/", 11, b"192.0.2.1", &headers[i]);
+        let mut v = FeatureVector::new();
+        extract(&req, &mut v);
+        let mut buf = [0; KEY_CAP];
+        let key = headers_key_of(&v, &mut buf);
+        snap.insert(Kind::Headers, std::str::from_utf8(key).unwrap(), c)
+            .unwrap();
+    }
+    snap.insert(Kind::Ja4, JA4, BROWSER).unwrap();
+    let dir = std::env::temp_dir().join(format!("edgeguard-alloc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("signals.json");
+    let mut text = Vec::new();
+    snap.write(&mut text).unwrap();
+    std::fs::write(&file, text).unwrap();
+    let o = Options::configure(
+        "alloc",
+        Some(root),
+        format!(
+            r#"{{"models": {{"bot": "models/bot.json"}}, "mode": "log", "vars": true,
+                "signals": "{}", "signals_refresh": 0,
+                "rules": [{{"name": "spread", "when": {{"signal": {{"key": "headers", "prefixes": {{"min": 50}}, "solved": {{"max": 0.05}}}}}}, "action": "block"}},
+                          {{"name": "new", "when": {{"signal": {{"known": false}}, "method": "HEAD"}}, "action": "log"}},
+                          {{"name": "people", "when": {{"signal": {{"solved": {{"min": 0.5}}}}, "score": {{"model": "bot", "at_least": 0.0}}}}, "action": "allow"}}]}}"#,
+            file.display()
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let scorer = Scorer::load(&[("bot", &root.join("models/bot.json"))]).unwrap();
+    let loc = Location::new(&o, Models::Scorer(Arc::new(scorer)), None).unwrap();
+    let tls = edgeguard::features::TlsFacts::new(JA4.as_bytes(), Family::Boringssl);
+    let mut scratch = gate::Scratch::new();
+    let mut run = |seen: &mut Vec<usize>| {
+        for h in &headers {
+            for t in [None, tls] {
+                let req = gate::Request::new(b"GET", b"/", 11, b"192.0.2.1", h, t);
+                let e = gate::run(&loc, &req, Job::Access, 1_800_000_100, &mut scratch).unwrap();
+                seen.push(e.rule.map_or(99, |r| r.index));
+                seen.push(e.vars.iter().map(|(n, v)| n.len() + v.len()).sum());
+                seen.push(
+                    e.fleet
+                        .as_ref()
+                        .and_then(|f| f.answer())
+                        .map_or(9, |(k, _)| k as usize),
+                );
+            }
+        }
+    };
+    let mut warm = Vec::with_capacity(4096);
+    run(&mut warm);
+    let mut seen = Vec::with_capacity(warm.len() * 201);
+    let before = dhat::HeapStats::get();
+    for _ in 0..200 {
+        run(&mut seen);
+    }
+    let after = dhat::HeapStats::get();
+    assert_eq!(
+        after.total_blocks, before.total_blocks,
+        "the gate with signals allocated"
+    );
+    assert_eq!(&seen[..warm.len()], &warm[..]);
+    // Real work: the spread script blocked (either connection), the
+    // browser's key (and the JA4) answered, the unknown heads unknown
+    // unless their connection's JA4 is known.
+    let rules: Vec<usize> = warm.chunks(3).map(|c| c[0]).collect();
+    let keys: Vec<usize> = warm.chunks(3).map(|c| c[2]).collect();
+    assert_eq!(rules[..2], [0, 0], "{rules:?}");
+    assert_eq!(keys, [1, 0, 1, 0, 9, 0, 9, 0], "{keys:?}");
+    assert!(warm.chunks(3).all(|c| c[1] > 0), "variables written");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -518,6 +518,20 @@ impl Options {
         Ok(())
     }
 
+    /// Reads the signals snapshot at `path` in place of the one `signals`
+    /// named (`edgeguard replay --signals`); `source` names the options in
+    /// errors.
+    pub fn set_signals(&mut self, source: &str, path: &Path) -> Result<(), ConfigError> {
+        let ctx = Ctx {
+            source,
+            origin: ErrorOrigin::Caller,
+            base: None,
+        };
+        self.signals = Some(Some(path.to_owned()));
+        self.load_signals(&ctx)?;
+        self.check_rule_signals(&ctx)
+    }
+
     /// Reads the snapshot `signals` names, refreshed every
     /// `signals_refresh` seconds and used while no older than
     /// `signals_max_age`: a bad or missing file is refused naming the file

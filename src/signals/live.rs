@@ -294,9 +294,11 @@ impl Live {
     }
 
     /// Starts the refresh thread of this process, once (no thread when
-    /// `refresh` is 0). Called by a worker's first request: the master,
-    /// which forks the workers, serves none, and a thread started there
-    /// would not exist in them. The thread holds the snapshot weakly: it
+    /// `refresh` is 0). Called in each nginx worker (`init_worker()`,
+    /// through `edgeguard_config_start_signals`) and, failing that, by its
+    /// first request: never in the master, which forks the workers, as a
+    /// thread started there would not exist in them. Its first look at the
+    /// file is at once. The thread holds the snapshot weakly: it
     /// ends at its next look once the configuration is released.
     pub fn start(self: &Arc<Self>) {
         if self.refresh == 0
@@ -320,8 +322,13 @@ impl Live {
 }
 
 fn refresh_loop(weak: Weak<Live>, every: Duration) {
+    // A first look at once: the file may have changed since the master
+    // read it, before it forked this worker.
+    let mut first = true;
     loop {
-        std::thread::sleep(every);
+        if !std::mem::take(&mut first) {
+            std::thread::sleep(every);
+        }
         let Some(live) = weak.upgrade() else { return };
         match live.poll() {
             Poll::Unchanged => {}

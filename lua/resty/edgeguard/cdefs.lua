@@ -357,6 +357,8 @@ void edgeguard_config_free(edgeguard_config *config);
 
 const char *edgeguard_config_json(const edgeguard_config *config);
 
+edgeguard_result edgeguard_config_start_signals(const edgeguard_config *config);
+
 edgeguard_result edgeguard_options_new(edgeguard_options **out);
 
 void edgeguard_options_free(edgeguard_options *options);
