@@ -26,7 +26,8 @@ import pathlib
 
 import pytest
 
-from conftest import LIB, ROOT, TEST_LIST, Nginx, bad_log_lines, free_port, nginx_preamble, replace, wait_until
+from conftest import (LIB, METRICS_DICT, ROOT, TEST_LIST, Nginx, bad_log_lines, free_port, get_text, metrics_server,
+                      nginx_preamble, replace, wait_until)
 
 EDGEGUARD = ROOT / "target" / "release" / "edgeguard"
 BOT_MODEL = ROOT / "models" / "bot.json"
@@ -119,12 +120,13 @@ class Edge:
              "when": {"signal": {"prefixes": {"min": 50}, "solved": {"max": 0.05}}},
              "action": "block", "status": 429},
         ]}))
-        self.port = free_port()
+        self.port, self.metrics_port = free_port(), free_port()
         names = ["bot", "action", "rule", "tag", "bot_category"] + [f"fp_{k}" for k in FP]
         sets = "\n".join(f'        set $edgeguard_{n} "";' for n in names)
         report = "\n".join(f"            add_header X-Fp-{k.replace('_', '-')} $edgeguard_fp_{k} always;"
                            for k in FP)
         conf = nginx_preamble(workers=2) + f"""
+    {METRICS_DICT}
     init_by_lua_block {{
         assert(require("resty.edgeguard").configure{{
             internal_headers = "{TEST_LIST}",
@@ -136,6 +138,7 @@ class Edge:
             signals_refresh = {REFRESH},
             signals_max_age = {MAX_AGE},
             rules = {{ "{rules}" }},
+            metrics_dict = "edgeguard_metrics",
         }})
     }}
     init_worker_by_lua_block {{ require("resty.edgeguard").init_worker() }}
@@ -150,6 +153,7 @@ class Edge:
             proxy_pass http://127.0.0.1:{origin.port};
         }}
     }}
+    {metrics_server(self.metrics_port)}
 }}
 """
         self.nginx = Nginx(conf)
@@ -161,6 +165,15 @@ class Edge:
             entry(self.browser_key, 90000, 20000, 400, 380, user_agents=12, flagged=90, cleared=30000),
         ], generated, padding)
         replace(self.file, data)
+
+    def metric(self, name):
+        """A series' value in the Prometheus text (the shared dict's total
+        for counters; the answering worker's snapshot for the gauges)."""
+        text = get_text(self.metrics_port, "/metrics")[1]
+        for line in text.splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        return None
 
     def log_from(self, offset):
         return self.nginx.error_log[offset:]
@@ -241,6 +254,12 @@ def test_a_bad_replacement_keeps_the_snapshot_in_force(edge):
     time.sleep(REFRESH * 2)
     for _ in range(10):
         assert send(edge.port, SCRIPT)[0] == 429
+    # Counted: every worker's refresh loads and refusals (the metrics
+    # timer moves them into the shared dict once a second).
+    wait_until("the counted refusals", lambda: (edge.metric('edgeguard_signals_loads_total{result="failed"}') or 0) >= 2)
+    assert edge.metric('edgeguard_signals_loads_total{result="ok"}') >= 4
+    assert edge.metric("edgeguard_signals_entries") == 2
+    assert 0 <= edge.metric("edgeguard_signals_age_seconds") < 60
 
 
 def test_a_reload_with_a_bad_file_keeps_the_old_state(edge):
