@@ -18,6 +18,7 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import threading
@@ -62,8 +63,8 @@ def headers_key(lines):
     return f"{cat[names['cat'].index('ua_family')]}:{cat[names['cat'].index('header_order')]}"
 
 
-def entry(key, requests, prefixes, challenges, solved, user_agents=1, flagged=0, cleared=0):
-    return {"kind": "headers", "key": key, "requests": requests, "prefixes24": prefixes, "prefixes48": 0,
+def entry(key, requests, prefixes, challenges, solved, user_agents=1, flagged=0, cleared=0, kind="headers"):
+    return {"kind": kind, "key": key, "requests": requests, "prefixes24": prefixes, "prefixes48": 0,
             "user_agents": user_agents, "flagged": flagged, "challenges": challenges, "solved": solved,
             "cleared": cleared}
 
@@ -79,11 +80,18 @@ def snapshot(entries, generated=None, padding=0):
                        "window": 3600, "entries": entries}).encode()
 
 
-def send(port, lines, target="/"):
-    """Exactly these header lines (nothing added); (status, headers, seconds)."""
+def send(port, lines, target="/", tls=False):
+    """Exactly these header lines (nothing added), over TLS with Python's
+    own ClientHello when `tls`; (status, headers, seconds)."""
     head = "\r\n".join([f"GET {target} HTTP/1.1", *[f"{n}: {v}" for n, v in lines], "", ""])
     started = time.monotonic()
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw:
+        s = raw
+        if tls:
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE
+            s = ctx.wrap_socket(raw, server_hostname="localhost")
         s.sendall(head.encode("latin-1"))
         data = b""
         while b"\r\n\r\n" not in data:
@@ -120,7 +128,7 @@ class Edge:
              "when": {"signal": {"prefixes": {"min": 50}, "solved": {"max": 0.05}}},
              "action": "block", "status": 429},
         ]}))
-        self.port, self.metrics_port = free_port(), free_port()
+        self.port, self.metrics_port, self.tls_port = free_port(), free_port(), free_port()
         names = ["bot", "action", "rule", "tag", "bot_category"] + [f"fp_{k}" for k in FP]
         sets = "\n".join(f'        set $edgeguard_{n} "";' for n in names)
         report = "\n".join(f"            add_header X-Fp-{k.replace('_', '-')} $edgeguard_fp_{k} always;"
@@ -140,12 +148,20 @@ class Edge:
             rules = {{ "{rules}" }},
             metrics_dict = "edgeguard_metrics",
         }})
+        require "resty.edgeguard.tls"
     }}
     init_worker_by_lua_block {{ require("resty.edgeguard").init_worker() }}
     server {{
         listen 127.0.0.1:{self.port};
+        listen 127.0.0.1:{self.tls_port} ssl;
+        ssl_certificate cert.pem;
+        ssl_certificate_key key.pem;
+        ssl_protocols TLSv1.2 TLSv1.3;
+        ssl_client_hello_by_lua_block {{ require("resty.edgeguard.tls").client_hello() }}
+        set_by_lua_block $edgeguard_ja4 {{ return require("resty.edgeguard.tls").ja4() or "" }}
 {sets}
         location / {{
+            add_header X-Ja4 $edgeguard_ja4 always;
             add_header X-Action $edgeguard_action always;
             add_header X-Rule $edgeguard_rule always;
 {report}
@@ -157,12 +173,16 @@ class Edge:
 }}
 """
         self.nginx = Nginx(conf)
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                        "-nodes", "-days", "2", "-subj", "/CN=localhost", "-keyout", self.nginx.prefix / "key.pem",
+                        "-out", self.nginx.prefix / "cert.pem"], check=True, capture_output=True, timeout=60)
         self.nginx.start(self.port)
 
-    def write(self, script_solved=0, generated=None, padding=0, raw=None):
+    def write(self, script_solved=0, generated=None, padding=0, raw=None, extra=()):
         data = raw if raw is not None else snapshot([
             entry(self.script_key, 5000, 800, 600, script_solved, flagged=4000),
             entry(self.browser_key, 90000, 20000, 400, 380, user_agents=12, flagged=90, cleared=30000),
+            *extra,
         ], generated, padding)
         replace(self.file, data)
 
@@ -191,12 +211,12 @@ def edge(origin):
     e.stop()
 
 
-def both_workers(edge, lines, check, what):
+def both_workers(edge, lines, check, what, tls=False):
     """Waits until `check(status, fp)` holds for 20 requests in a row
     (nginx spreads them over both workers, each with its own thread)."""
     def ok():
         for _ in range(20):
-            status, h, _ = send(edge.port, lines)
+            status, h, _ = send(edge.tls_port if tls else edge.port, lines, tls=tls)
             if not check(status, fp(h)):
                 return False
         return True
@@ -285,3 +305,21 @@ def test_a_snapshot_older_than_max_age_is_not_used(edge):
     # A fresh one again: used again.
     edge.write(script_solved=0)
     both_workers(edge, SCRIPT, lambda s, f: s == 429, "the fresh snapshot")
+
+
+def test_over_tls_the_connections_ja4_answers_first(edge):
+    edge.write(script_solved=0)
+    both_workers(edge, SCRIPT, lambda s, f: s == 429, "the spread counts")
+    status, h, _ = send(edge.tls_port, SCRIPT, tls=True)
+    ja4 = h["x-ja4"]
+    assert len(ja4) == 36, h
+    # The fleet does not know Python's TLS stack: the headers key answers.
+    assert (status, fp(h)["key"], fp(h)["prefixes"]) == (429, "headers", "800")
+    # Now it does, from one network: the JA4 answers, and a rule on the
+    # headers key (`any`) still holds for the headers key's counts.
+    edge.write(script_solved=0, extra=[entry(ja4, 40, 1, 0, 0, kind="ja4")])
+    both_workers(edge, SCRIPT, lambda s, f: f["key"] == "ja4", "the JA4 entry", tls=True)
+    status, h, _ = send(edge.tls_port, SCRIPT, tls=True)
+    assert (status, fp(h)["requests"], fp(h)["prefixes"], h["x-rule"]) == (429, "40", "1", "fleet-spread")
+    # Plain HTTP has no JA4: the headers key answers.
+    assert fp(send(edge.port, SCRIPT)[1])["key"] == "headers"
