@@ -555,12 +555,14 @@ impl Options {
                 return Ok(());
             }
         };
-        let live = Live::open(
-            path,
-            self.signals_refresh.unwrap_or(live::DEFAULT_REFRESH),
-            self.signals_max_age.unwrap_or(live::DEFAULT_MAX_AGE),
-        )
-        .map_err(|e| ctx.file_err("signals", e))?;
+        let refresh = self.signals_refresh.unwrap_or(live::DEFAULT_REFRESH);
+        let max_age = self.signals_max_age.unwrap_or(live::DEFAULT_MAX_AGE);
+        let live = match &self.fleet {
+            // The same file, read already (a configuration file's, with
+            // settings given over it): a million entries take seconds.
+            Some(f) if f.path() == path => f.with_settings(refresh, max_age),
+            _ => Live::open(path, refresh, max_age).map_err(|e| ctx.file_err("signals", e))?,
+        };
         self.fleet = Some(Arc::new(live));
         Ok(())
     }

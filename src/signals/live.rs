@@ -108,6 +108,8 @@ pub struct Live {
     /// Whether the thread last saw the snapshot stale (it warns once per
     /// change).
     stale: AtomicBool,
+    /// Whether the last look found no file (reported once).
+    missing: AtomicBool,
 }
 
 impl std::fmt::Debug for Live {
@@ -172,8 +174,14 @@ impl Live {
     /// The same snapshot, never refreshed: replay's, whose answers must
     /// not change while it runs.
     pub fn frozen(&self) -> Live {
+        self.with_settings(0, self.max_age)
+    }
+
+    /// The same file and snapshot with other settings (options given over
+    /// a configuration file's): not read again.
+    pub fn with_settings(&self, refresh: u64, max_age: u64) -> Live {
         let stamp = *self.stamp.lock().unwrap_or_else(|e| e.into_inner());
-        Live::with(&self.path, 0, self.max_age, self.snapshot(), stamp)
+        Live::with(&self.path, refresh, max_age, self.snapshot(), stamp)
     }
 
     fn with(
@@ -193,6 +201,7 @@ impl Live {
             loads_ok: AtomicU64::new(1),
             loads_failed: AtomicU64::new(0),
             stale: AtomicBool::new(false),
+            missing: AtomicBool::new(false),
         }
     }
 
@@ -261,12 +270,17 @@ impl Live {
     pub fn poll(&self) -> Poll {
         let Ok(now) = stamp(&self.path) else {
             // A file removed (or being replaced) keeps what was loaded; it
-            // is tried again at the next look.
+            // is tried again at the next look, and reported once until it
+            // is back.
+            if self.missing.swap(true, Ordering::Relaxed) {
+                return Poll::Unchanged;
+            }
             return self.refused(format!(
                 "{}: cannot be read; the snapshot in force stays",
                 self.path.display()
             ));
         };
+        self.missing.store(false, Ordering::Relaxed);
         {
             let seen = self.stamp.lock().unwrap_or_else(|e| e.into_inner());
             if *seen == now {
@@ -440,6 +454,11 @@ mod tests {
         assert_eq!(req(&live), 123);
         std::fs::remove_file(&p).unwrap();
         assert!(matches!(live.poll(), Poll::Refused(_)));
+        assert_eq!(
+            live.poll(),
+            Poll::Unchanged,
+            "a missing file is reported once"
+        );
         assert_eq!(req(&live), 123);
         let st = live.status();
         assert_eq!((st.loads_ok, st.loads_failed, st.entries), (2, 2, 1));
