@@ -697,6 +697,14 @@ impl Options {
                 }
             }
         }
+        // The legacy engine binds no location of this library: a snapshot
+        // would be read and never looked in.
+        if self.engine() == Engine::Lua && matches!(self.signals, Some(Some(_))) {
+            return Err(ctx.err(
+                "signals",
+                "signals needs engine = \"rust\" or \"shadow\" (the legacy Lua engine does not look fingerprints up)",
+            ));
+        }
         if self.mode() == Mode::Challenge && self.keys.is_none() {
             return Err(ctx.err(
                 "mode",
@@ -1286,6 +1294,17 @@ mod tests {
         }
         let o = configure(r#"{"signals": false}"#).unwrap();
         assert!(o.fleet.is_none());
+        std::fs::write(d.0.join("s.json"), snapshot(3600)).unwrap();
+        let e = configure(&format!(
+            r#"{{"engine": "lua", "signals": "{}"}}"#,
+            d.0.join("s.json").display()
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("signals: signals needs engine = \"rust\""),
+            "{e}"
+        );
         // A rule reading signals without a snapshot is refused.
         let e = configure(
             r#"{"rules": [{"name": "a", "when": {"signal": {"known": false}}, "action": "log"}]}"#,
