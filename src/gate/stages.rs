@@ -16,8 +16,7 @@ use crate::config::Engine;
 use crate::features::{self, FeatureVector};
 use crate::metrics::{AnswerResult, BotVerdict, Outcome, Registry, Seen};
 use crate::net::addr_from_text;
-use crate::signals::key::headers_key_of;
-use crate::signals::{Lookup, KEY_CAP};
+use crate::signals::Lookup;
 use crate::verified::Verdict;
 
 /// 1: the strip set over the headers (another engine's strip counted
@@ -94,10 +93,7 @@ pub(super) fn fleet<'r>(
         Some(scorer) => scorer.extract(req.http(), v),
         None => features::extract(req.http(), v),
     }
-    let mut buf = [0; KEY_CAP];
-    let key = headers_key_of(v, &mut buf);
-    let ja4 = req.http().tls().map(|t| t.ja4());
-    s.fleet = Some(Lookup::of(&snapshot, ja4, key));
+    s.fleet = Some(Lookup::of_request(&snapshot, req.http(), v));
 }
 
 /// 4: the scores, the location's scorer's or the ones another engine gave

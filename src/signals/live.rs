@@ -24,8 +24,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use arc_swap::{ArcSwap, Guard};
 
-use super::key::Kind;
+use super::key::{headers_key_of, Kind, KEY_CAP};
 use super::snapshot::{Counts, Snapshot, SnapshotError};
+use crate::features::{FeatureVector, Request};
 
 /// `signals_refresh`'s default, seconds.
 pub const DEFAULT_REFRESH: u64 = 60;
@@ -53,6 +54,15 @@ impl Lookup {
             ja4: ja4.and_then(|j| s.ja4(j)).copied(),
             headers: s.get(Kind::Headers, headers_key).copied(),
         }
+    }
+
+    /// Looks up the request `req` whose features `v` were extracted from
+    /// it: its JA4 (TLS only) and its headers key, built on the stack.
+    /// What the gate's fleet stage and `edgeguard rules eval` both do.
+    pub fn of_request(s: &Snapshot, req: &Request<'_>, v: &FeatureVector<'_>) -> Lookup {
+        let mut buf = [0; KEY_CAP];
+        let key = headers_key_of(v, &mut buf);
+        Lookup::of(s, req.tls().map(|t| t.ja4()), key)
     }
 
     /// The key that answers for the request, and its counts: the JA4 when
