@@ -90,6 +90,7 @@ fn view<'a>(method: &'a [u8], target: &'a [u8], headers: &'a [Header<'a>]) -> Vi
         bot: None,
         tls: TlsFacts::new(JA4, Family::Boringssl),
         scores: &[],
+        fleet: None,
     }
 }
 
@@ -208,6 +209,55 @@ fn main() {
     c.final_summary();
 }
 
+/// A snapshot of 100 000 entries that knows the Chrome request's JA4 and
+/// headers key (widely solved), in a temporary directory.
+fn signals_file(chrome: &[Header<'static>]) -> std::path::PathBuf {
+    use edgeguard::features::{extract, FeatureVector, Request};
+    use edgeguard::signals::key::headers_key_of;
+    use edgeguard::signals::{Counts, Kind, Snapshot, KEY_CAP};
+    let people = Counts {
+        requests: 90_000,
+        prefixes24: 20_000,
+        prefixes48: 1_000,
+        user_agents: 20,
+        flagged: 90,
+        challenges: 400,
+        solved: 390,
+        cleared: 30_000,
+    };
+    let mut s = Snapshot::new(1_800_000_000, 3600);
+    let req = Request::new(b"GET", b"/", 20, b"203.0.113.50", chrome);
+    let mut v = FeatureVector::new();
+    extract(&req, &mut v);
+    let mut buf = [0; KEY_CAP];
+    let key = std::str::from_utf8(headers_key_of(&v, &mut buf))
+        .unwrap()
+        .to_owned();
+    s.insert(Kind::Headers, &key, people).unwrap();
+    s.insert(Kind::Ja4, std::str::from_utf8(JA4).unwrap(), people)
+        .unwrap();
+    for i in 0..99_998u64 {
+        let c = Counts {
+            requests: 10,
+            prefixes24: 2,
+            ..Default::default()
+        };
+        s.insert(
+            Kind::Ja4,
+            &format!("t13d1516h2_{:012x}_{:012x}", i * 7919, i),
+            c,
+        )
+        .unwrap();
+    }
+    let dir = std::env::temp_dir().join(format!("edgeguard-bench-signals-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("signals.json");
+    let mut out = Vec::new();
+    s.write(&mut out).unwrap();
+    std::fs::write(&path, out).unwrap();
+    path
+}
+
 /// The same through the gate, as nginx runs a request (given the scores,
 /// texts written): a location without rules and one with each file, so
 /// the difference is what the rule stages cost in place.
@@ -232,8 +282,22 @@ fn gate_group(
         )
         .unwrap()
     };
+    let snapshot = signals_file(chrome);
     let cases = [
         ("none", location("")),
+        // The fleet stage: the features extracted for the headers key (a
+        // location with a scorer shares them with scoring; here the scores
+        // are given, so this is its whole cost), both keys looked up in a
+        // snapshot of 100 000 entries that knows them, a signal rule that
+        // does not hold, $edgeguard_fp_* written.
+        (
+            "signals",
+            location(&format!(
+                r#", "signals": "{}", "signals_refresh": 0,
+                   "rules": [{{"name": "spread", "when": {{"signal": {{"prefixes": {{"min": 50}}, "solved": {{"max": 0.05}}}}}}, "action": "block"}}]"#,
+                snapshot.display()
+            )),
+        ),
         (
             "plain50",
             location(r#", "rules": "benches/data/rules/plain50.json""#),
@@ -278,6 +342,7 @@ fn gate_group(
                 one(loc);
             }
         }
+        let _ = std::fs::remove_dir_all(snapshot.parent().unwrap_or(&snapshot));
         return;
     }
     let mut g = c.benchmark_group("gate");
@@ -285,4 +350,45 @@ fn gate_group(
         g.bench_function(format!("{name}/page"), |b| b.iter(|| one(loc)));
     }
     g.finish();
+    // This library's scorer: the fleet stage's features are the ones it
+    // scores, so signals add the lookups, not a second extraction.
+    let scored = |extra: &str| {
+        let json = format!(
+            r#"{{"models": {{"bot": "models/bot.json"}}, "mode": "log", "vars": true{extra}}}"#
+        );
+        let o = Options::configure("bench", Some(root), json.as_bytes()).unwrap();
+        let scorer =
+            edgeguard::scorer::Scorer::load(&[("bot", &root.join("models/bot.json"))]).unwrap();
+        Location::new(&o, Models::Scorer(std::sync::Arc::new(scorer)), None).unwrap()
+    };
+    let scored_cases = [
+        ("scored", scored("")),
+        (
+            "scored-signals",
+            scored(&format!(
+                r#", "signals": "{}", "signals_refresh": 0"#,
+                snapshot.display()
+            )),
+        ),
+    ];
+    let mut g = c.benchmark_group("gate");
+    for (name, loc) in &scored_cases {
+        g.bench_function(format!("{name}/page"), |b| {
+            b.iter(|| {
+                let req = gate::Request::new(
+                    black_box(page.0),
+                    black_box(page.1),
+                    20,
+                    b"203.0.113.50",
+                    black_box(chrome),
+                    TlsFacts::new(JA4, Family::Boringssl),
+                );
+                let e = gate::run(loc, &req, Job::Access, 1_800_000_000, &mut scratch).unwrap();
+                black_box(e.action)
+            })
+        });
+    }
+    g.finish();
+    // Read at configure: the file is no longer needed.
+    let _ = std::fs::remove_dir_all(snapshot.parent().unwrap_or(&snapshot));
 }

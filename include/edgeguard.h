@@ -20,9 +20,10 @@
 /*
  The most variables `edgeguard_effects` lists: one per model, then
  `edgeguard_action`, `edgeguard_time`, `edgeguard_verified_bot`,
- `edgeguard_rule`, `edgeguard_tag` and `edgeguard_bot_category`.
+ `edgeguard_rule`, `edgeguard_tag`, `edgeguard_bot_category`, and the
+ seven `edgeguard_fp_*` (fleet signals).
  */
-#define EDGEGUARD_MAX_VARS 70
+#define EDGEGUARD_MAX_VARS 77
 
 /*
  The most response headers `edgeguard_effects` lists.
@@ -843,6 +844,21 @@ void edgeguard_config_free(edgeguard_config *config);
  `config` is null or a live configuration.
  */
 const char *edgeguard_config_json(const edgeguard_config *config);
+
+/*
+ Starts this process's refresh thread of the fleet signals snapshot the
+ configuration loaded (option `signals`), which looks at the file every
+ `signals_refresh` seconds and swaps a new snapshot in off the request
+ path. A no-op without `signals`, with `signals_refresh` 0, and after
+ the first call. Call it in each nginx worker (`init_worker_by_lua`),
+ never in the master: threads do not survive `fork()`. A worker whose
+ caller did not call it starts the thread on its first request.
+ `NullParameter` for a null `config`.
+
+ # Safety
+ `config` is null or a live configuration.
+ */
+edgeguard_result edgeguard_config_start_signals(const edgeguard_config *config);
 
 /*
  Makes an empty table of options. `NullParameter` for a null `out`.

@@ -105,6 +105,7 @@ fn run(name: &str, answers: bool) -> (String, String) {
         lua_models: &lua,
         challenge: c.challenge,
         bots: &bots,
+        signals: None,
     });
     let mut dict = vec![0.0f64; r.len()];
     let flush = |dict: &mut Vec<f64>| {

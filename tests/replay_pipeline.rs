@@ -538,3 +538,82 @@ fn cli_reads_stdin_compares_and_writes_stdout() {
     // Not a terminal: no progress line.
     assert!(!stderr.contains('\r'), "{stderr:?}");
 }
+
+/// Replay reads the signals snapshot nginx reads: a signal rule decides
+/// recorded requests as it would live, and each output line carries the
+/// fleet's counts of the key that answered (`null`: unknown to the fleet).
+#[test]
+fn replay_looks_fingerprints_up_in_the_same_snapshot() {
+    use edgeguard::features::{extract, FeatureVector};
+    use edgeguard::signals::key::headers_key_of;
+    use edgeguard::signals::{Counts, Kind, Snapshot, KEY_CAP};
+
+    let rows = fixture_rows();
+    let text = fixture_text();
+    // The first fixture line's headers key: spread, never solving.
+    let first: Vec<(String, String)> = rows[0]["headers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h[0].as_str().unwrap().into(), h[1].as_str().unwrap().into()))
+        .collect();
+    let headers: Vec<Header<'_>> = first
+        .iter()
+        .map(|(n, v)| Header::new(n.as_bytes(), v.as_bytes()))
+        .collect();
+    let req = Request::new(b"GET", b"/", 11, b"192.0.2.1", &headers);
+    let mut v = FeatureVector::new();
+    extract(&req, &mut v);
+    let mut buf = [0; KEY_CAP];
+    let key = std::str::from_utf8(headers_key_of(&v, &mut buf))
+        .unwrap()
+        .to_owned();
+    let mut s = Snapshot::new(u64::MAX / 4, 3600);
+    let spread = Counts {
+        requests: 1000,
+        prefixes24: 300,
+        prefixes48: 0,
+        user_agents: 2,
+        flagged: 900,
+        challenges: 100,
+        solved: 1,
+        cleared: 0,
+    };
+    s.insert(Kind::Headers, &key, spread).unwrap();
+    let dir = std::env::temp_dir().join(format!("edgeguard-replay-signals-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("signals.json");
+    let mut bytes = Vec::new();
+    s.write(&mut bytes).unwrap();
+    std::fs::write(&file, bytes).unwrap();
+    let cfg = config(&format!(
+        r#", "mode": "log", "signals": "{}",
+           "rules": [{{"name": "spread", "when": {{"signal": {{"prefixes": {{"min": 50}}, "solved": {{"max": 0.05}}}}}}, "action": "block"}}]"#,
+        file.display()
+    ));
+    let (_, out) = replay_text(text, &cfg, None, &options(2, true));
+    let spread_lines: Vec<&Value> = out.iter().filter(|o| o["fp"].is_object()).collect();
+    assert!(!spread_lines.is_empty());
+    for o in &spread_lines {
+        assert_eq!(o["rule"], "spread", "{o}");
+        assert_eq!(o["action"], "block", "{o}");
+        assert_eq!(
+            o["fp"],
+            serde_json::json!({"key": "headers", "requests": 1000, "prefixes": 300,
+                               "user_agents": 2, "flagged": 0.9, "solved": 0.01, "cleared": 0})
+        );
+    }
+    let unknown = out
+        .iter()
+        .filter(|o| o["fp"].is_null() && o.get("fp").is_some());
+    assert!(unknown.clone().count() > 0);
+    assert!(
+        unknown.clone().all(|o| o.get("rule").is_none()),
+        "unknown: no rule"
+    );
+    // Without the snapshot: no `fp` at all.
+    let plain = config(r#", "mode": "log""#);
+    let (_, out) = replay_text(fixture_text(), &plain, None, &options(1, true));
+    assert!(out.iter().all(|o| o.get("fp").is_none()));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -8,6 +8,7 @@ use std::path::Path;
 use edgeguard::features::TlsFacts;
 use edgeguard::headers::Header;
 use edgeguard::rules::{split_target, Action, BotView, Context, Rules, Scratch, View};
+use edgeguard::signals::{Counts, Lookup};
 use edgeguard::tls::Family;
 use edgeguard::verified::Category;
 
@@ -19,7 +20,8 @@ fn main() {
     let _profiler = dhat::Profiler::builder().testing().build();
     evaluating_does_not_allocate();
     gate_runs_with_rules_do_not_allocate();
-    println!("rules_alloc: 2 passed, 0 failed");
+    gate_runs_with_signals_do_not_allocate();
+    println!("rules_alloc: 3 passed, 0 failed");
 }
 
 struct Case {
@@ -29,7 +31,31 @@ struct Case {
     client: &'static str,
     bot: Option<BotView<'static>>,
     tls: Option<(&'static str, Family)>,
+    fleet: Option<Lookup>,
 }
+
+/// A fingerprint the fleet saw from many prefixes that never solved a
+/// challenge, and a browser's that people solve.
+const SPREAD: Counts = Counts {
+    requests: 5000,
+    prefixes24: 900,
+    prefixes48: 12,
+    user_agents: 40,
+    flagged: 4000,
+    challenges: 800,
+    solved: 0,
+    cleared: 0,
+};
+const BROWSER: Counts = Counts {
+    requests: 90000,
+    prefixes24: 20000,
+    prefixes48: 3000,
+    user_agents: 30,
+    flagged: 100,
+    challenges: 500,
+    solved: 480,
+    cleared: 30000,
+};
 
 const CHROME_UA: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
 
@@ -46,6 +72,10 @@ const CASES: &[Case] = &[
         client: "203.0.113.50",
         bot: None,
         tls: Some(("t13d1516h2_8daaf6152771_02713d6af862", Family::Boringssl)),
+        fleet: Some(Lookup {
+            ja4: Some(BROWSER),
+            headers: Some(BROWSER),
+        }),
     },
     // Paths that need normalizing (the scratch buffer), an unknown method.
     Case {
@@ -55,6 +85,7 @@ const CASES: &[Case] = &[
         client: "192.0.2.9",
         bot: None,
         tls: None,
+        fleet: None,
     },
     Case {
         method: "PROPFIND",
@@ -63,6 +94,10 @@ const CASES: &[Case] = &[
         client: "2001:db8:100::1",
         bot: None,
         tls: Some(("t13d3112h2_e8f1e7e78f70_6bebaf5329ac", Family::Openssl)),
+        fleet: Some(Lookup {
+            ja4: Some(SPREAD),
+            headers: None,
+        }),
     },
     // Bots, feed readers, webhooks, every preset.
     Case {
@@ -76,6 +111,7 @@ const CASES: &[Case] = &[
         client: "198.51.100.3",
         bot: None,
         tls: None,
+        fleet: None,
     },
     Case {
         method: "GET",
@@ -88,6 +124,7 @@ const CASES: &[Case] = &[
             name: "GPTBot",
         }),
         tls: None,
+        fleet: None,
     },
     Case {
         method: "POST",
@@ -100,6 +137,7 @@ const CASES: &[Case] = &[
             name: "GitHub",
         }),
         tls: None,
+        fleet: None,
     },
     Case {
         method: "GET",
@@ -112,6 +150,7 @@ const CASES: &[Case] = &[
             name: "Googlebot",
         }),
         tls: None,
+        fleet: None,
     },
 ];
 
@@ -140,6 +179,18 @@ fn evaluating_does_not_allocate() {
             br#"{"rules": [{"when": {"path": {"regex": "(?i)^/admin"}}, "action": "block"},
                           {"when": {"score": [{"model": "bot", "at_least": 0.9}, {"model": "spoof", "below": 0.5}]}, "action": "block"},
                           {"when": {"score": {"model": "spoof", "at_least": 0.5}}, "action": "log"}]}"#,
+            &ctx,
+        )
+        .unwrap(),
+    );
+    sets.push(
+        Rules::parse(
+            "signals",
+            root,
+            br#"{"rules": [{"when": {"signal": {"key": "ja4", "prefixes": {"min": 50}, "solved": {"max": 0.05}}}, "action": "block"},
+                          {"when": {"signal": {"key": "headers", "known": false}}, "action": "log"},
+                          {"when": {"signal": {"requests": {"min": 10}, "flagged": {"min": 0.5}, "cleared": {"max": 0.1}, "user_agents": {"min": 2}}}, "action": "challenge"},
+                          {"when": {"signal": {"key": "any", "solved": {"min": 0.5}}, "score": {"model": "bot", "at_least": 0.5}}, "action": "allow"}]}"#,
             &ctx,
         )
         .unwrap(),
@@ -175,6 +226,7 @@ fn evaluating_does_not_allocate() {
                 bot: c.bot,
                 tls: c.tls.and_then(|(j, f)| TlsFacts::new(j.as_bytes(), f)),
                 scores: &[],
+                fleet: c.fleet,
             };
             for rules in &sets {
                 let m = rules.before_scoring(&view, &mut scratch).or_else(|| {
@@ -351,4 +403,115 @@ fn gate_runs_with_rules_do_not_allocate() {
     assert!(rules[..8].iter().all(|&r| r != 99), "{rules:?}");
     assert_eq!(rules[9], 99, "{rules:?}");
     assert_eq!(&seen[..warm.len()], &warm[..]);
+}
+
+/// A location with a fleet signals snapshot: the lookups (JA4 and headers
+/// key, the features extracted once for them and the scorer), the signal
+/// rules before and after scoring and `$edgeguard_fp_*` written. The
+/// snapshot is never refreshed here (`signals_refresh` 0): the refresh
+/// thread's reads are its own, off the request path.
+fn gate_runs_with_signals_do_not_allocate() {
+    use edgeguard::config::Options;
+    use edgeguard::features::{extract, FeatureVector, Request};
+    use edgeguard::gate::{self, Job, Location, Models};
+    use edgeguard::scorer::Scorer;
+    use edgeguard::signals::key::headers_key_of;
+    use edgeguard::signals::{Kind, Snapshot, KEY_CAP};
+    use std::sync::Arc;
+
+    const JA4: &str = "t13d1516h2_8daaf6152771_02713d6af862";
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let heads: [&[(&[u8], &[u8])]; 4] = [
+        &[
+            (b"host", b"x"),
+            (b"user-agent", b"python-requests/2.31"),
+            (b"accept", b"*/*"),
+        ],
+        &[
+            (b"host", b"x"),
+            (b"user-agent", CHROME_UA.as_bytes()),
+            (b"accept", b"text/html"),
+            (b"sec-fetch-mode", b"navigate"),
+        ],
+        &[(b"host", b"x"), (b"user-agent", b"curl/8.5.0")],
+        &[(b"host", b"x"), (b"user-agent", b"Wget/1.21")],
+    ];
+    let headers: Vec<Vec<Header<'_>>> = heads
+        .iter()
+        .map(|h| h.iter().map(|(n, v)| Header::new(n, v)).collect())
+        .collect();
+    // The snapshot knows the first two heads' keys and one JA4.
+    let mut snap = Snapshot::new(1_800_000_000, 3600);
+    for (i, c) in [SPREAD, BROWSER].into_iter().enumerate() {
+        let req = Request::new(b"GET", b"/", 11, b"192.0.2.1", &headers[i]);
+        let mut v = FeatureVector::new();
+        extract(&req, &mut v);
+        let mut buf = [0; KEY_CAP];
+        let key = headers_key_of(&v, &mut buf);
+        snap.insert(Kind::Headers, std::str::from_utf8(key).unwrap(), c)
+            .unwrap();
+    }
+    snap.insert(Kind::Ja4, JA4, BROWSER).unwrap();
+    let dir = std::env::temp_dir().join(format!("edgeguard-alloc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("signals.json");
+    let mut text = Vec::new();
+    snap.write(&mut text).unwrap();
+    std::fs::write(&file, text).unwrap();
+    let o = Options::configure(
+        "alloc",
+        Some(root),
+        format!(
+            r#"{{"models": {{"bot": "models/bot.json"}}, "mode": "log", "vars": true,
+                "signals": "{}", "signals_refresh": 0,
+                "rules": [{{"name": "spread", "when": {{"signal": {{"key": "headers", "prefixes": {{"min": 50}}, "solved": {{"max": 0.05}}}}}}, "action": "block"}},
+                          {{"name": "new", "when": {{"signal": {{"known": false}}, "method": "HEAD"}}, "action": "log"}},
+                          {{"name": "people", "when": {{"signal": {{"solved": {{"min": 0.5}}}}, "score": {{"model": "bot", "at_least": 0.0}}}}, "action": "allow"}}]}}"#,
+            file.display()
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let scorer = Scorer::load(&[("bot", &root.join("models/bot.json"))]).unwrap();
+    let loc = Location::new(&o, Models::Scorer(Arc::new(scorer)), None).unwrap();
+    let tls = edgeguard::features::TlsFacts::new(JA4.as_bytes(), Family::Boringssl);
+    let mut scratch = gate::Scratch::new();
+    let mut run = |seen: &mut Vec<usize>| {
+        for h in &headers {
+            for t in [None, tls] {
+                let req = gate::Request::new(b"GET", b"/", 11, b"192.0.2.1", h, t);
+                let e = gate::run(&loc, &req, Job::Access, 1_800_000_100, &mut scratch).unwrap();
+                seen.push(e.rule.map_or(99, |r| r.index));
+                seen.push(e.vars.iter().map(|(n, v)| n.len() + v.len()).sum());
+                seen.push(
+                    e.fleet
+                        .as_ref()
+                        .and_then(|f| f.answer())
+                        .map_or(9, |(k, _)| k as usize),
+                );
+            }
+        }
+    };
+    let mut warm = Vec::with_capacity(4096);
+    run(&mut warm);
+    let mut seen = Vec::with_capacity(warm.len() * 201);
+    let before = dhat::HeapStats::get();
+    for _ in 0..200 {
+        run(&mut seen);
+    }
+    let after = dhat::HeapStats::get();
+    assert_eq!(
+        after.total_blocks, before.total_blocks,
+        "the gate with signals allocated"
+    );
+    assert_eq!(&seen[..warm.len()], &warm[..]);
+    // Real work: the spread script blocked (either connection), the
+    // browser's key (and the JA4) answered, the unknown heads unknown
+    // unless their connection's JA4 is known.
+    let rules: Vec<usize> = warm.chunks(3).map(|c| c[0]).collect();
+    let keys: Vec<usize> = warm.chunks(3).map(|c| c[2]).collect();
+    assert_eq!(rules[..2], [0, 0], "{rules:?}");
+    assert_eq!(keys, [1, 0, 1, 0, 9, 0, 9, 0], "{keys:?}");
+    assert!(warm.chunks(3).all(|c| c[1] > 0), "variables written");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -169,3 +169,77 @@ fn eval_names_the_rule_each_request_meets() {
     assert!(out.status.success());
     assert_eq!(text(&out.stdout).trim(), r#"{"line":1,"rule":null}"#);
 }
+
+#[test]
+fn eval_looks_fingerprints_up_in_a_signals_snapshot() {
+    // curl's headers key (its family and header order) spread widely.
+    let snap = tmp(
+        "signals.json",
+        r#"{"format":"edgeguard-signals","version":1,"generated":1,"window":3600,"entries":[
+        {"kind":"headers","key":"curl:hua","requests":500,"prefixes24":200,"prefixes48":0,"user_agents":1,
+         "flagged":400,"challenges":100,"solved":0,"cleared":0}]}"#,
+    );
+    let rules = tmp(
+        "signal-rules.json",
+        r#"{"rules": [{"name": "spread", "when": {"signal": {"prefixes": {"min": 50}, "solved": {"max": 0.05}}}, "action": "block"},
+                      {"name": "new", "when": {"signal": {"known": false}}, "action": "log"}]}"#,
+    );
+    let lines = concat!(
+        r#"{"method":"GET","uri":"/","version":"1.1","client":"203.0.113.9","headers":[["Host","x"],["User-Agent","curl/8.5.0"],["Accept","*/*"]]}"#,
+        "\n",
+        r#"{"method":"GET","uri":"/","version":"1.1","client":"203.0.113.9","headers":[["Host","x"],["User-Agent","Wget/1.21"]]}"#,
+        "\n"
+    );
+    let args = [
+        "rules",
+        "eval",
+        "--signals",
+        snap.to_str().unwrap(),
+        rules.to_str().unwrap(),
+    ];
+    let out = edgeguard(&args, lines);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows[0]["rule"], "spread", "{rows:?}");
+    assert_eq!(rows[0]["fp"]["key"], "headers");
+    assert_eq!(rows[0]["fp"]["prefixes"], 200);
+    assert_eq!(rows[0]["fp"]["solved"], 0.0);
+    assert_eq!(rows[1]["rule"], "new");
+    assert!(rows[1]["fp"].is_null());
+    // Without --signals: no signal condition holds.
+    let out = edgeguard(&["rules", "eval", rules.to_str().unwrap()], lines);
+    let rows: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(
+        rows.iter()
+            .all(|r| r.get("fp").is_none() && r["rule"].is_null()),
+        "{rows:?}"
+    );
+    // A bad snapshot names the file and field.
+    let bad = tmp(
+        "bad-signals.json",
+        r#"{"format":"x","version":1,"generated":1,"window":1,"entries":[]}"#,
+    );
+    let out = edgeguard(
+        &[
+            "rules",
+            "eval",
+            "--signals",
+            bad.to_str().unwrap(),
+            rules.to_str().unwrap(),
+        ],
+        // Nothing on stdin: it stops at the snapshot, before reading.
+        "",
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("bad-signals.json: format:"),
+        "{}",
+        text(&out.stderr)
+    );
+}

@@ -283,3 +283,84 @@ fn list_files_that_are_too_big_or_wrong() {
         .to_string();
     assert_eq!(e, format!("/dev/zero: larger than {MAX_FILE} bytes"));
 }
+
+#[test]
+fn hostile_signal_conditions_are_refused_naming_the_field() {
+    let cases: &[(&str, &str)] = &[
+        // Numbers JSON can hold but no count or share is.
+        (
+            r#"{"signal": {"requests": {"min": 1e400}}}"#,
+            "rules[0].when.signal.requests.min",
+        ),
+        (
+            r#"{"signal": {"requests": {"max": -0.5}}}"#,
+            "rules[0].when.signal.requests.max: -0.5 must be a number of at least 0",
+        ),
+        (
+            r#"{"signal": {"cleared": {"min": 1.0000001}}}"#,
+            "rules[0].when.signal.cleared.min: 1.0000001 is a share",
+        ),
+        (
+            r#"{"signal": {"solved": {"min": 0.9, "max": 0.1}}}"#,
+            "rules[0].when.signal.solved: no value is at least 0.9 and at most 0.1",
+        ),
+        // Wrong types and shapes.
+        (
+            r#"{"signal": {"prefixes": 50}}"#,
+            "rules[0].when.signal.prefixes: invalid type: integer `50`",
+        ),
+        (
+            r#"{"signal": {"prefixes": [{"min": 1}]}}"#,
+            "rules[0].when.signal.prefixes[0]: invalid type: map",
+        ),
+        (
+            r#"{"signal": {"prefixes": {"min": null}}}"#,
+            "rules[0].when.signal.prefixes: give min, max or both",
+        ),
+        (
+            r#"{"signal": {"key": ["ja4"]}}"#,
+            "rules[0].when.signal.key: invalid type: sequence",
+        ),
+        (
+            r#"{"signal": {"key": "JA4"}}"#,
+            "rules[0].when.signal.key: 'JA4' is not a key",
+        ),
+        (
+            r#"{"signal": {"key": ""}}"#,
+            "rules[0].when.signal.key: '' is not a key",
+        ),
+        (
+            r#"{"signal": "spread"}"#,
+            "rules[0].when.signal: invalid type: string",
+        ),
+        (
+            r#"{"signal": []}"#,
+            "rules[0].when.signal: invalid length 0",
+        ),
+        (
+            r#"{"signal": {"known": 0}}"#,
+            "rules[0].when.signal.known: invalid type: integer",
+        ),
+        (
+            r#"{"signal": {"known": false, "solved": {"max": 0}}}"#,
+            "rules[0].when.signal.known: a key the fleet does not know has no counts",
+        ),
+        (
+            r#"{"signal": {"ja4": {"prefixes": {"min": 1}}}}"#,
+            "rules[0].when.signal.ja4: unknown field `ja4`",
+        ),
+        (
+            r#"{"signal": {"prefixes": {"min": 1, "max": 2, "avg": 1}}}"#,
+            "rules[0].when.signal.prefixes.avg: unknown field `avg`",
+        ),
+    ];
+    for (when, want) in cases {
+        refused(&rule_with(when), want);
+    }
+    // What a site writes is fine, and large bounds are bounds.
+    load(
+        rule_with(r#"{"signal": {"requests": {"min": 1e15}, "solved": {"min": 0, "max": 1}}}"#)
+            .as_bytes(),
+    )
+    .unwrap();
+}

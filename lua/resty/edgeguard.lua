@@ -83,12 +83,16 @@ end
 
 --- Call in init_worker_by_lua*. Logs a configuration problem that configure()
 -- could only print to nginx's console (init_by_lua runs before the error log
--- is open) into the error log, once per (re)load, from worker 0. With
+-- is open) into the error log, once per (re)load, from worker 0. Starts
+-- this worker's refresh thread of the signals snapshot (option signals). With
 -- metrics, starts the timer that moves this worker's counts into the shared
 -- dict every metrics.FLUSH_SECONDS, and counts the load errors once.
 function _M.init_worker()
     if state.model_error and ngx and ngx.worker and ngx.worker.id() == 0 then
         ngx.log(ngx.ERR, "edgeguard: ", state.model_error)
+    end
+    if state.cfg then -- the signals snapshot's refresh thread: one per worker, never in the master
+        state.lib.edgeguard_config_start_signals(state.cfg.handle)
     end
     local mx = state.metrics
     if mx and ngx and ngx.timer then

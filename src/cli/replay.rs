@@ -38,6 +38,10 @@ pub struct Args {
     /// Also decide with CONFIG2 and report the decision flips
     #[arg(long, value_name = "CONFIG2")]
     compare: Option<PathBuf>,
+    /// Look fingerprints up in this signals snapshot (overrides the
+    /// configurations' `signals`; docs/signals.md)
+    #[arg(long, value_name = "FILE")]
+    signals: Option<PathBuf>,
     /// Worker threads [default: all cores]
     #[arg(long, value_name = "N", value_parser = super::positive, allow_hyphen_values = true)]
     threads: Option<usize>,
@@ -96,9 +100,10 @@ pub fn run(args: Args) -> ExitCode {
 
 fn replay(args: Args) -> Result<(), String> {
     args.kafka.check()?;
-    let primary = Config::load(&args.config).map_err(|e| e.to_string())?;
+    let signals = args.signals.as_deref();
+    let primary = Config::load_with_signals(&args.config, signals).map_err(|e| e.to_string())?;
     let compare = match &args.compare {
-        Some(p) => Some(Config::load(p).map_err(|e| e.to_string())?),
+        Some(p) => Some(Config::load_with_signals(p, signals).map_err(|e| e.to_string())?),
         None => None,
     };
     if args.kafka.kafka_brokers.is_some() {

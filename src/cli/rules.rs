@@ -5,9 +5,11 @@ use std::io::{self, BufRead, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use edgeguard::features::{extract, FeatureVector};
 use edgeguard::headers::Header;
 use edgeguard::replay::LineReader;
 use edgeguard::rules::{Action, BotView, Context, Matched, Rules, Scratch, Stage, View};
+use edgeguard::signals::{Lookup, Snapshot};
 use edgeguard::verified::VerifiedBots;
 
 /// The long description of `--help`.
@@ -56,6 +58,10 @@ enum Command {
         /// A model's score for every request (MODEL=VALUE), repeatable
         #[arg(long, value_name = "MODEL=VALUE", value_parser = score)]
         score: Vec<(String, f64)>,
+        /// A signals snapshot to look each request's fingerprint keys up
+        /// in (whatever its age), for `signal` conditions
+        #[arg(long, value_name = "FILE")]
+        signals: Option<PathBuf>,
     },
 }
 
@@ -117,6 +123,7 @@ pub fn run(args: Args) -> ExitCode {
             common,
             bots,
             score,
+            signals,
         } => {
             let models = models(&common, &score);
             let rules = match load(&common.file, &models) {
@@ -130,6 +137,13 @@ pub fn run(args: Args) -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
+            let signals = match signals.as_deref().map(Snapshot::load).transpose() {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("edgeguard rules: --signals {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
             // In the order of `models`; a model without --score is unscored.
             let scores: Option<Vec<f64>> = (!score.is_empty()).then(|| {
                 models
@@ -140,6 +154,7 @@ pub fn run(args: Args) -> ExitCode {
             match eval(
                 &rules,
                 bots.as_ref(),
+                signals.as_ref(),
                 scores.as_deref(),
                 io::stdin().lock(),
                 io::stdout().lock(),
@@ -221,6 +236,7 @@ fn matched_json(m: Option<Matched<'_>>, stage: &str) -> serde_json::Value {
 fn eval(
     rules: &Rules,
     bots: Option<&VerifiedBots>,
+    signals: Option<&Snapshot>,
     scores: Option<&[f64]>,
     input: impl BufRead,
     output: impl Write,
@@ -248,6 +264,11 @@ fn eval(
             b.judge(view.user_agent, view.client)
                 .and_then(|v| BotView::of(b, v))
         });
+        view.fleet = signals.map(|s| {
+            let mut v = FeatureVector::new();
+            extract(&req, &mut v);
+            Lookup::of_request(s, &req, &v)
+        });
         let mut line = match rules.before_scoring(&view, &mut scratch) {
             Some(m) => matched_json(Some(m), "before"),
             None => match scores {
@@ -260,6 +281,13 @@ fn eval(
             },
         };
         line["line"] = (n + 1).into();
+        if let Some(f) = view.fleet {
+            line["fp"] = f.answer().map_or(serde_json::Value::Null, |(k, c)| {
+                serde_json::json!({"key": k.as_str(), "requests": c.requests, "prefixes": c.prefixes(),
+                                   "user_agents": c.user_agents, "flagged": c.flagged_share(),
+                                   "solved": c.solved_share(), "cleared": c.cleared_share()})
+            });
+        }
         if let Some(b) = view.bot {
             line["bot"] = serde_json::json!({"name": b.name, "category": b.category.name(), "verified": b.verified});
         }

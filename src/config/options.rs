@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 use crate::challenge::{self, Keys, Pages};
 use crate::net::Cidr;
 use crate::rules::{self, Part, Rules};
+use crate::signals::live::{self, Live};
 use crate::verified::VerifiedBots;
 
 use super::error::{ConfigError, ErrorOrigin};
@@ -126,6 +127,9 @@ macro_rules! options {
             /// What `rules` compiles to (none: no rules), compiled against
             /// the models once the options are whole.
             pub compiled_rules: Option<Arc<Rules>>,
+            /// The snapshot `signals` names, read when it was given (none:
+            /// no lookups).
+            pub fleet: Option<Arc<Live>>,
             /// Not an option: for a location's options
             /// ([`Options::with_access`]), what it keeps of the
             /// configuration it was derived from.
@@ -261,6 +265,17 @@ options! {
     /// `rules`: site rules before and after scoring (docs/rules.md); an
     /// empty list: `false`, none.
     rules: Vec<Part>, EVERYWHERE, Ctx::rules, |o| o.rules.as_ref().map(|p| rules_json(p));
+    /// `signals`: the fleet signals snapshot (docs/signals.md); `false`:
+    /// no lookups (per location: turns them off there).
+    signals: Option<PathBuf>, EVERYWHERE, Ctx::signals, |o| {
+        o.signals.as_ref().map(|p| p.as_ref().map_or(Value::Bool(false), |p| p.to_string_lossy().into()))
+    };
+    /// `signals_refresh`: seconds between looks at the snapshot file.
+    signals_refresh: u64, FILE, Ctx::refresh,
+        |o| o.fleet.as_ref().map(|l| l.refresh().into());
+    /// `signals_max_age`: the oldest snapshot used, seconds.
+    signals_max_age: u64, FILE, Ctx::max_age,
+        |o| o.fleet.as_ref().map(|l| l.max_age().into());
 }
 
 /// `rules` as given (paths resolved): `false`, or the list.
@@ -367,6 +382,7 @@ impl Options {
         };
         let (mut o, _) = parse_object(text, Scope::File, &ctx)?;
         o.load_files(&ctx)?;
+        o.load_signals(&ctx)?;
         o.load_pages(&ctx)?;
         o.check_models_named(&ctx)?;
         o.check_challenge(&ctx)?;
@@ -408,11 +424,19 @@ impl Options {
             || given.challenge_default_locale.is_some();
         // The file's rules were compiled against its models; compiled again
         // when the caller gives rules or models of its own.
-        let recompile =
-            given.rules.is_some() || given.models.is_some() || given.lua_models.is_some();
+        let signals_given = given.signals.is_some()
+            || given.signals_refresh.is_some()
+            || given.signals_max_age.is_some();
+        let recompile = given.rules.is_some()
+            || given.models.is_some()
+            || given.lua_models.is_some()
+            || signals_given;
         o.overlay(given);
         if pages_given {
             o.load_pages(&ctx)?;
+        }
+        if signals_given {
+            o.load_signals(&ctx)?;
         }
         o.check_engines(&ctx)?;
         o.check_models_named(&ctx)?;
@@ -458,6 +482,17 @@ impl Options {
                 ));
             }
         }
+        match &given.signals {
+            Some(Some(_)) => {
+                return Err(ctx.err(
+                    "signals",
+                    "per location, signals is false (no lookups here); the snapshot file \
+                     belongs in configure{} or a configuration file",
+                ))
+            }
+            Some(None) => o.fleet = None,
+            None => {}
+        }
         o.overlay(given);
         o.thresholds = (!thresholds.is_empty()).then_some(thresholds);
         if let Some(engine) = given_engine(&o, self) {
@@ -468,6 +503,7 @@ impl Options {
         if own_rules {
             o.compile_rules(&ctx)?;
         }
+        o.check_rule_signals(&ctx)?;
         Ok(o)
     }
 
@@ -479,6 +515,55 @@ impl Options {
         if let Some(path) = &self.verified_bots {
             self.bots = Some(files::bots(path, ctx)?);
         }
+        Ok(())
+    }
+
+    /// Reads the signals snapshot at `path` in place of the one `signals`
+    /// named (`edgeguard replay --signals`); `source` names the options in
+    /// errors.
+    pub fn set_signals(&mut self, source: &str, path: &Path) -> Result<(), ConfigError> {
+        let ctx = Ctx {
+            source,
+            origin: ErrorOrigin::Caller,
+            base: None,
+        };
+        self.signals = Some(Some(path.to_owned()));
+        self.load_signals(&ctx)?;
+        self.check_rule_signals(&ctx)
+    }
+
+    /// Reads the snapshot `signals` names, refreshed every
+    /// `signals_refresh` seconds and used while no older than
+    /// `signals_max_age`: a bad or missing file is refused naming the file
+    /// and the field. `false`: none.
+    fn load_signals(&mut self, ctx: &Ctx<'_>) -> Result<(), ConfigError> {
+        let path = match &self.signals {
+            Some(Some(p)) => p,
+            Some(None) => {
+                self.fleet = None;
+                return Ok(());
+            }
+            None => {
+                for (set, key) in [
+                    (self.signals_refresh.is_some(), "signals_refresh"),
+                    (self.signals_max_age.is_some(), "signals_max_age"),
+                ] {
+                    if set {
+                        return Err(ctx.err(key, format!("{key} needs signals (a snapshot file)")));
+                    }
+                }
+                return Ok(());
+            }
+        };
+        let refresh = self.signals_refresh.unwrap_or(live::DEFAULT_REFRESH);
+        let max_age = self.signals_max_age.unwrap_or(live::DEFAULT_MAX_AGE);
+        let live = match &self.fleet {
+            // The same file, read already (a configuration file's, with
+            // settings given over it): a million entries take seconds.
+            Some(f) if f.path() == path => f.with_settings(refresh, max_age),
+            _ => Live::open(path, refresh, max_age).map_err(|e| ctx.file_err("signals", e))?,
+        };
+        self.fleet = Some(Arc::new(live));
         Ok(())
     }
 
@@ -511,9 +596,13 @@ impl Options {
 
     /// Warnings for the operator, logged at load: the public demo key.
     pub fn warnings(&self) -> Vec<String> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
         self.keys
             .iter()
             .filter_map(|k| k.demo_key_warning())
+            .chain(self.fleet.iter().filter_map(|f| f.stale_warning(now)))
             .collect()
     }
 
@@ -558,7 +647,25 @@ impl Options {
             }
         }
         self.compiled_rules = Some(Arc::new(compiled));
-        Ok(())
+        self.check_rule_signals(ctx)
+    }
+
+    /// A rule with a `signal` condition needs a snapshot to look keys up
+    /// in: without one it could never hold (nor its `known: false`).
+    fn check_rule_signals(&self, ctx: &Ctx<'_>) -> Result<(), ConfigError> {
+        let Some(at) = self.compiled_rules.as_deref().and_then(Rules::first_signal) else {
+            return Ok(());
+        };
+        if self.fleet.is_some() {
+            return Ok(());
+        }
+        Err(ConfigError::new(
+            ctx.source,
+            Some(&format!("{at}.when.signal")),
+            "a signal condition needs signals (a snapshot file; docs/signals.md), \
+             and this location has none",
+            ctx.origin,
+        ))
     }
 
     /// The models a location of these options scores with, in scoring
@@ -589,6 +696,14 @@ impl Options {
                     return Err(ctx.err(key, format!("{key} needs engine = \"rust\"")));
                 }
             }
+        }
+        // The legacy engine binds no location of this library: a snapshot
+        // would be read and never looked in.
+        if self.engine() == Engine::Lua && matches!(self.signals, Some(Some(_))) {
+            return Err(ctx.err(
+                "signals",
+                "signals needs engine = \"rust\" or \"shadow\" (the legacy Lua engine does not look fingerprints up)",
+            ));
         }
         if self.mode() == Mode::Challenge && self.keys.is_none() {
             return Err(ctx.err(
@@ -1103,5 +1218,102 @@ mod tests {
             let e = (spec.parse)(&ctx, &Value::Null, &mut Options::default()).unwrap_err();
             assert!(e.to_string().contains(spec.name), "{}: {e}", spec.name);
         }
+    }
+
+    #[test]
+    fn signals_are_loaded_at_configure_and_refused_naming_file_and_field() {
+        let d = Dir::new(
+            "signals",
+            r#"{"signals": "s.json", "signals_refresh": 5, "signals_max_age": 600}"#,
+        );
+        let snapshot = |window: u64| {
+            format!(
+                r#"{{"format":"edgeguard-signals","version":1,"generated":5,"window":{window},"entries":[
+                {{"kind":"headers","key":"curl:hua","requests":3,"prefixes24":1,"prefixes48":0,"user_agents":1,"flagged":0,"challenges":0,"solved":0,"cleared":0}}]}}"#
+            )
+        };
+        std::fs::write(d.0.join("s.json"), snapshot(3600)).unwrap();
+        let file = d.0.join("edgeguard.json");
+        let o = Options::load_file(&file).unwrap();
+        let f = o.fleet.as_ref().unwrap();
+        assert_eq!((f.refresh(), f.max_age(), f.status().entries), (5, 600, 1));
+        let v: Value = serde_json::from_str(&o.resolved_json()).unwrap();
+        assert_eq!(v["signals_refresh"], 5);
+        assert!(v["signals"].as_str().unwrap().ends_with("s.json"));
+        // configure{} over the file: its own refresh, the file's snapshot.
+        let o = configure(&format!(
+            r#"{{"config": "{}", "signals_refresh": 0}}"#,
+            file.display()
+        ))
+        .unwrap();
+        assert_eq!(o.fleet.as_ref().unwrap().refresh(), 0);
+        // Defaults.
+        let o = configure(&format!(
+            r#"{{"signals": "{}"}}"#,
+            d.0.join("s.json").display()
+        ))
+        .unwrap();
+        let f = o.fleet.as_ref().unwrap();
+        assert_eq!((f.refresh(), f.max_age()), (60, 7200));
+        // A bad snapshot: the file's error names the snapshot and field.
+        std::fs::write(d.0.join("s.json"), snapshot(0)).unwrap();
+        let e = Options::load_file(&file).unwrap_err();
+        assert_eq!(e.origin(), ErrorOrigin::File);
+        let e = e.to_string();
+        assert!(
+            e.contains("signals: ") && e.contains("s.json: window: must be"),
+            "{e}"
+        );
+        std::fs::remove_file(d.0.join("s.json")).unwrap();
+        let e = Options::load_file(&file).unwrap_err().to_string();
+        assert!(e.contains("s.json"), "{e}");
+        for (json, want) in [
+            (
+                r#"{"signals_refresh": 5}"#,
+                "signals_refresh: signals_refresh needs signals",
+            ),
+            (
+                r#"{"signals": 5}"#,
+                "signals: must be a snapshot file's path or false",
+            ),
+            (
+                r#"{"signals": ""}"#,
+                "signals: must be a non-empty path string",
+            ),
+            (
+                r#"{"signals": false, "signals_max_age": 0}"#,
+                "signals_max_age: must be an integer from 1",
+            ),
+            (
+                r#"{"signals": false, "signals_refresh": -1}"#,
+                "signals_refresh: must be an integer",
+            ),
+        ] {
+            let e = configure(json).unwrap_err().to_string();
+            assert!(e.contains(want), "{json}: {e}");
+        }
+        let o = configure(r#"{"signals": false}"#).unwrap();
+        assert!(o.fleet.is_none());
+        std::fs::write(d.0.join("s.json"), snapshot(3600)).unwrap();
+        let e = configure(&format!(
+            r#"{{"engine": "lua", "signals": "{}"}}"#,
+            d.0.join("s.json").display()
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("signals: signals needs engine = \"rust\""),
+            "{e}"
+        );
+        // A rule reading signals without a snapshot is refused.
+        let e = configure(
+            r#"{"rules": [{"name": "a", "when": {"signal": {"known": false}}, "action": "log"}]}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("rules[0].when.signal: a signal condition needs signals"),
+            "{e}"
+        );
     }
 }

@@ -206,6 +206,25 @@ impl Ctx<'_> {
         }
     }
 
+    /// `signals`: a signals snapshot file, or `false` (no lookups).
+    pub(super) fn signals(&self, key: &str, v: &Value) -> Result<Option<PathBuf>, ConfigError> {
+        match v {
+            Value::Bool(false) => Ok(None),
+            Value::String(_) => self.path(key, v).map(Some),
+            _ => Err(self.type_err(key, "a snapshot file's path or false", v)),
+        }
+    }
+
+    /// `signals_refresh`: seconds, 0 (only at reload) to a day.
+    pub(super) fn refresh(&self, key: &str, v: &Value) -> Result<u64, ConfigError> {
+        self.int(key, v, 0, 86_400)
+    }
+
+    /// `signals_max_age`: seconds, 1 to 30 days.
+    pub(super) fn max_age(&self, key: &str, v: &Value) -> Result<u64, ConfigError> {
+        self.int(key, v, 1, 30 * 86_400)
+    }
+
     pub(super) fn allow(&self, key: &str, v: &Value) -> Result<Vec<Cidr>, ConfigError> {
         let list = self.array(key, v, "a list of CIDR blocks")?;
         let mut allow = Vec::with_capacity(list.len());

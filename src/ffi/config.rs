@@ -203,6 +203,30 @@ pub unsafe extern "C" fn edgeguard_config_json(config: *const edgeguard_config) 
     }
 }
 
+/// Starts this process's refresh thread of the fleet signals snapshot the
+/// configuration loaded (option `signals`), which looks at the file every
+/// `signals_refresh` seconds and swaps a new snapshot in off the request
+/// path. A no-op without `signals`, with `signals_refresh` 0, and after
+/// the first call. Call it in each nginx worker (`init_worker_by_lua`),
+/// never in the master: threads do not survive `fork()`. A worker whose
+/// caller did not call it starts the thread on its first request.
+/// `NullParameter` for a null `config`.
+///
+/// # Safety
+/// `config` is null or a live configuration.
+#[no_mangle]
+pub unsafe extern "C" fn edgeguard_config_start_signals(
+    config: *const edgeguard_config,
+) -> edgeguard_result {
+    ffi_panic_boundary! {
+        let config = try_ref!(config);
+        if let Some(live) = &config.options.fleet {
+            live.start();
+        }
+        edgeguard_result::Ok
+    }
+}
+
 /// Makes an empty table of options. `NullParameter` for a null `out`.
 ///
 /// # Safety

@@ -90,6 +90,7 @@ pub unsafe extern "C" fn edgeguard_metrics_new(
             lua_models: &lua,
             challenge: options.keys.is_some(),
             bots: &bots,
+            signals: options.fleet.as_ref(),
         });
         edgeguard_metrics { registry }.publish(out)
     }

@@ -28,8 +28,9 @@ pub const EDGEGUARD_ERRBUF_LEN: usize = 512;
 pub const EDGEGUARD_MAX_MODELS: usize = 64;
 /// The most variables `edgeguard_effects` lists: one per model, then
 /// `edgeguard_action`, `edgeguard_time`, `edgeguard_verified_bot`,
-/// `edgeguard_rule`, `edgeguard_tag` and `edgeguard_bot_category`.
-pub const EDGEGUARD_MAX_VARS: usize = 70;
+/// `edgeguard_rule`, `edgeguard_tag`, `edgeguard_bot_category`, and the
+/// seven `edgeguard_fp_*` (fleet signals).
+pub const EDGEGUARD_MAX_VARS: usize = 77;
 /// The most response headers `edgeguard_effects` lists.
 pub const EDGEGUARD_MAX_RESPONSE_HEADERS: usize = 4;
 /// The length of a JA4 string (`edgeguard_tls_info.ja4`).
@@ -38,7 +39,7 @@ pub const EDGEGUARD_JA4_LEN: usize = 36;
 pub const EDGEGUARD_ALPN_MAX: usize = 16;
 
 const _: () = assert!(EDGEGUARD_MAX_MODELS == crate::scorer::MAX_MODELS);
-const _: () = assert!(EDGEGUARD_MAX_VARS == EDGEGUARD_MAX_MODELS + 6);
+const _: () = assert!(EDGEGUARD_MAX_VARS == EDGEGUARD_MAX_MODELS + 13);
 const _: () = assert!(
     EDGEGUARD_JA4_LEN == crate::tls::ja4::JA4_LEN
         && EDGEGUARD_ALPN_MAX == crate::tls::ja4::ALPN_MAX

@@ -27,6 +27,17 @@ impl Config {
         Self::from_options(&source, Options::load_file(path)?)
     }
 
+    /// [`Config::load`] with the signals snapshot at `signals` (none: the
+    /// file's own `signals`, if any) in place of the file's.
+    pub fn load_with_signals(path: &Path, signals: Option<&Path>) -> Result<Config, ConfigError> {
+        let source = path.display().to_string();
+        let mut options = Options::load_file(path)?;
+        if let Some(s) = signals {
+            options.set_signals(&source, s)?;
+        }
+        Self::from_options(&source, options)
+    }
+
     /// Parses configuration text; relative paths are resolved against
     /// `base`, `source` names the text in errors.
     pub fn parse(source: &str, base: &Path, text: &[u8]) -> Result<Config, ConfigError> {
@@ -34,7 +45,12 @@ impl Config {
     }
 
     /// Loads what the options name: the list, the models, in that order.
-    fn from_options(source: &str, options: Options) -> Result<Config, ConfigError> {
+    fn from_options(source: &str, mut options: Options) -> Result<Config, ConfigError> {
+        // Offline, the snapshot the file names is read once: the answers
+        // of one run never change under it.
+        if let Some(f) = &options.fleet {
+            options.fleet = Some(Arc::new(f.frozen()));
+        }
         let err =
             |key: &str, msg: String| ConfigError::new(source, Some(key), msg, ErrorOrigin::File);
         let headers = match &options.internal_headers {

@@ -7,6 +7,7 @@ use crate::challenge::Clearance;
 use crate::config::text::Span;
 use crate::metrics::AnswerResult;
 use crate::scorer::ScoreError;
+use crate::signals::Lookup;
 use crate::verified::Verdict;
 
 /// How the request ends.
@@ -82,7 +83,8 @@ impl<'a> Exit<'a> {
 /// score as `%.9g`), `$edgeguard_action`; with the challenge or the
 /// verified bots, `$edgeguard_time` and `$edgeguard_verified_bot`; with
 /// site rules, `$edgeguard_rule`, `$edgeguard_tag` and
-/// `$edgeguard_bot_category`.
+/// `$edgeguard_bot_category`; with fleet signals, `$edgeguard_fp_key` and
+/// [`FP_VARS`].
 #[derive(Clone, Copy, Debug)]
 pub struct Vars<'a> {
     pub(super) loc: Option<&'a Location>,
@@ -98,7 +100,25 @@ pub struct Vars<'a> {
     pub(super) rule: Option<RuleEffect<'a>>,
     /// A verified bot's category.
     pub(super) category: &'static str,
+    /// The location looks fingerprints up: `$edgeguard_fp_*` are set,
+    /// `fp_key` naming the key that answered (empty: unknown to the fleet
+    /// or no snapshot in force) and `fp` holding the values (requests,
+    /// prefixes, user_agents, flagged, solved, cleared; empty: unknown).
+    pub(super) fleet: bool,
+    pub(super) fp_key: &'static str,
+    pub(super) fp: [Span; 6],
 }
+
+/// `$edgeguard_fp_*` but `$edgeguard_fp_key`, in the order of [`Vars`]'
+/// `fp` values.
+pub const FP_VARS: [&str; 6] = [
+    "edgeguard_fp_requests",
+    "edgeguard_fp_prefixes",
+    "edgeguard_fp_user_agents",
+    "edgeguard_fp_flagged",
+    "edgeguard_fp_solved",
+    "edgeguard_fp_cleared",
+];
 
 impl<'a> Vars<'a> {
     /// No variables.
@@ -113,6 +133,9 @@ impl<'a> Vars<'a> {
             rules: false,
             rule: None,
             category: "",
+            fleet: false,
+            fp_key: "",
+            fp: [Span::default(); 6],
         }
     }
 
@@ -148,10 +171,21 @@ impl<'a> Vars<'a> {
                 (&b"edgeguard_bot_category"[..], self.category.as_bytes()),
             ]
         });
+        let fp_key = self
+            .fleet
+            .then(|| (&b"edgeguard_fp_key"[..], self.fp_key.as_bytes()));
+        let fp = self.fleet.then(move || {
+            FP_VARS
+                .iter()
+                .zip(self.fp)
+                .map(move |(n, v)| (n.as_bytes(), at(v)))
+        });
         models
             .chain(action)
             .chain(screen)
             .chain(rules.into_iter().flatten())
+            .chain(fp_key)
+            .chain(fp.into_iter().flatten())
     }
 
     /// How many there are.
@@ -215,6 +249,9 @@ pub struct Effects<'a> {
     pub answer: Option<AnswerResult>,
     /// The site rule that decided it, if one did.
     pub rule: Option<RuleEffect<'a>>,
+    /// What the fleet's signals snapshot knows of its keys (none: the
+    /// location has no snapshot in force).
+    pub fleet: Option<Lookup>,
     /// The request header to set before proxying: the score header's name
     /// and value.
     pub set_header: Option<(&'a str, &'a [u8])>,

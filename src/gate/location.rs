@@ -10,6 +10,7 @@ use crate::config::Options;
 use crate::headers::{HeaderSet, ListError};
 use crate::rules::{self, Rules};
 use crate::scorer::Scorer;
+use crate::signals::Live;
 use crate::verified;
 
 /// nginx's `ngx.INFO`: the level of the decision line when `log_level` is
@@ -62,6 +63,9 @@ pub struct Location {
     /// location's models (`usize::MAX`: not bound); none when the two
     /// orders agree.
     pub(super) rule_scores: Option<Box<[usize]>>,
+    /// The fleet signals snapshot the location looks keys up in (none:
+    /// no lookups, no `$edgeguard_fp_*`).
+    pub(super) signals: Option<Arc<Live>>,
 }
 
 /// ` rule=` and ` tag=` with the longest name and tag.
@@ -72,6 +76,9 @@ const RULE_ROOM: usize = 11 + rules::limits::MAX_NAME + rules::limits::MAX_TAG;
 const OTHER_LINE_ROOM: usize = 256;
 /// `$edgeguard_time`: up to 20 digits.
 const TIME_ROOM: usize = 20;
+/// `$edgeguard_fp_*`'s values: three counts of up to 20 digits, three
+/// shares of up to 5 bytes (`0.125`).
+const FLEET_ROOM: usize = 3 * 20 + 3 * 5;
 
 impl Location {
     /// Binds `options` to `models` and `list` (the internal header list;
@@ -102,7 +109,12 @@ impl Location {
         let text_room = names.iter().map(|n| n.len() + 3 + MAX_G9).sum::<usize>()
             + line_room(max_name, verified::MAX_NAME).max(OTHER_LINE_ROOM)
             + TIME_ROOM
-            + RULE_ROOM;
+            + RULE_ROOM
+            + if options.fleet.is_some() {
+                FLEET_ROOM
+            } else {
+                0
+            };
         let rules = options.compiled_rules.clone();
         let rule_scores = rules.as_deref().and_then(|r| {
             let order: Box<[usize]> = r
@@ -131,6 +143,7 @@ impl Location {
             text_room,
             rules,
             rule_scores,
+            signals: options.fleet.clone(),
         })
     }
 
@@ -172,6 +185,11 @@ impl Location {
     /// The site rules, when the location has some.
     pub fn rules(&self) -> Option<&Rules> {
         self.rules.as_deref()
+    }
+
+    /// The fleet signals snapshot, when the location looks keys up.
+    pub fn signals(&self) -> Option<&Arc<Live>> {
+        self.signals.as_ref()
     }
 
     /// The text room a request needs at most, besides its method, URI and

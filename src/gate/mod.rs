@@ -7,11 +7,12 @@
 //!   Location ──►│ 1 strip     the strip set over the headers: indices to
 //!   (one per    │             clear, entries matched, entries nginx cannot
 //!   access{})   │             remove (-> Refused)
-//!               │ 2 rules     site rules before scoring (a match may
+//!               │ 2 fleet     the request's JA4 and headers key looked
+//!               │             up in the fleet's signals snapshot
+//!               │ 3 rules     site rules before scoring (a match may
 //!               │             end the request unscored)
-//!               │ 3 score     the scorer's models (or another engine's
+//!               │ 4 score     the scorer's models (or another engine's
 //!               │             scores: the legacy Lua engine's)
-//!               │ 4 fleet     fingerprint lookups (JA4 -> verdict)  [issue 33]
 //!               │ 5 decide    refused, answer, or the policy: verified
 //!               │             bots, clearance, models, mode, allow list;
 //!               │             unscored under fail_closed -> Unavailable
@@ -41,9 +42,10 @@
 //!   "cookies are needed" and no-JS wait pages. A clearance is bound to
 //!   the connection's TLS facts ([`Request::http`]'s `tls()`: JA4 and
 //!   family), the address prefix and the User-Agent.
-//! - **Fleet lookups** (issue 33): `stages::fleet`, between scoring and the
-//!   decision, reads the request's JA4 and may flag it; today it does
-//!   nothing.
+//! - **Fleet signals** (issue 33): `stages::fleet`, before the rules (a
+//!   rule before scoring may read the signals), looks the request's JA4
+//!   and headers key up in the location's snapshot (`signals::Live`: one
+//!   atomic load); rules read the counts, `$edgeguard_fp_*` carry them.
 //!
 //! Nothing here allocates once a [`Scratch`] has grown to the largest
 //! request seen (`tests/access_alloc.rs` and the other dhat tests).
@@ -64,7 +66,7 @@ mod state;
 
 pub use action::Action;
 pub use config::Config;
-pub use effects::{Effects, Exit, RuleEffect, Vars};
+pub use effects::{Effects, Exit, RuleEffect, Vars, FP_VARS};
 pub use location::{Location, Models, DEFAULT_LOG_LEVEL};
 pub use policy::{Decision, Policy};
 pub use request::{Given, Job, Misuse, Request};
@@ -92,9 +94,12 @@ pub fn run<'a>(
     scratch.fit(loc, req);
     let mut state = stages::strip(loc, req, job, scratch);
     if job == Job::Access {
+        // Extracted once, when the fleet lookup needs the features; the
+        // scorer then reads the same vector.
+        let mut features = None;
+        stages::fleet(loc, req, now, &mut features, &mut state);
         if rules::before(loc, req, now, scratch, &mut state) {
-            stages::score(loc, req, scratch, &mut state);
-            stages::fleet(loc, req, &mut state);
+            stages::score(loc, req, features.as_ref(), scratch, &mut state);
             stages::decide(loc, req, now, scratch, &mut state);
             rules::after(loc, req, now, scratch, &mut state);
         }

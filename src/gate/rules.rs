@@ -57,7 +57,7 @@ pub(super) fn before(
     } else {
         None
     };
-    let view = view(req, client, bot, &[]);
+    let view = view(req, client, bot, &[], s);
     let Some(m) = rules.before_scoring(&view, &mut scratch.rules) else {
         return true;
     };
@@ -132,7 +132,7 @@ pub(super) fn after(
             &scratch.rule_scores[..map.len().min(MAX_MODELS)]
         }
     };
-    let view = view(req, client, bot, scores);
+    let view = view(req, client, bot, scores, s);
     let Some(m) = rules.after_scoring(&view, &mut scratch.rules) else {
         return;
     };
@@ -198,10 +198,12 @@ fn view<'a>(
     client: Option<IpAddr>,
     bot: Option<BotView<'a>>,
     scores: &'a [f64],
+    s: &State,
 ) -> View<'a> {
     View {
         bot,
         scores,
+        fleet: s.fleet,
         ..View::with_client(req.http(), req.headers(), client)
     }
 }

@@ -13,8 +13,10 @@ use super::state::{BodyParts, Hit, State};
 use crate::challenge::Clearance;
 use crate::config::text::{self, Cursor, Line, Span};
 use crate::config::Engine;
+use crate::features::{self, FeatureVector};
 use crate::metrics::{AnswerResult, BotVerdict, Outcome, Registry, Seen};
 use crate::net::addr_from_text;
+use crate::signals::Lookup;
 use crate::verified::Verdict;
 
 /// 1: the strip set over the headers (another engine's strip counted
@@ -34,6 +36,7 @@ pub(super) fn strip(loc: &Location, req: &Request<'_>, job: Job, scratch: &mut S
         answer: None,
         exit: Exit::Continue,
         body: BodyParts::None,
+        fleet: None,
     };
     if let Some(g) = req.work() {
         s.matched = g.removed;
@@ -65,10 +68,45 @@ pub(super) fn strip(loc: &Location, req: &Request<'_>, job: Job, scratch: &mut S
     s
 }
 
-/// 3: the scores, the location's scorer's or the ones another engine gave.
-/// A refused request is scored too: the metrics count its scores, as they
-/// did when nginx scored before it looked at the strip.
-pub(super) fn score(loc: &Location, req: &Request<'_>, scratch: &mut Scratch, s: &mut State) {
+/// 2: the fleet signals: the request's JA4 and headers key looked up in
+/// the location's snapshot, when it has one that is fresh at `now`. The
+/// features are extracted into `features` for the headers key (with the
+/// scorer's order table, so that scoring reads the same vector). The
+/// worker's refresh thread starts here, on its first request.
+pub(super) fn fleet<'r>(
+    loc: &Location,
+    req: &Request<'r>,
+    now: u64,
+    features: &mut Option<FeatureVector<'r>>,
+    s: &mut State,
+) {
+    let Some(live) = &loc.signals else { return };
+    if s.action == Action::Refused {
+        return;
+    }
+    live.start();
+    let Some(snapshot) = live.current(now) else {
+        return;
+    };
+    let v = features.insert(FeatureVector::new());
+    match &loc.scorer {
+        Some(scorer) => scorer.extract(req.http(), v),
+        None => features::extract(req.http(), v),
+    }
+    s.fleet = Some(Lookup::of_request(&snapshot, req.http(), v));
+}
+
+/// 4: the scores, the location's scorer's or the ones another engine gave
+/// (from `features` when the fleet stage extracted them). A refused
+/// request is scored too: the metrics count its scores, as they did when
+/// nginx scored before it looked at the strip.
+pub(super) fn score(
+    loc: &Location,
+    req: &Request<'_>,
+    features: Option<&FeatureVector<'_>>,
+    scratch: &mut Scratch,
+    s: &mut State,
+) {
     let out = &mut scratch.scores[..loc.model_count()];
     if let Some(g) = req.work() {
         if let Some(given) = g.scores {
@@ -78,15 +116,16 @@ pub(super) fn score(loc: &Location, req: &Request<'_>, scratch: &mut Scratch, s:
         return;
     }
     if let Some(scorer) = &loc.scorer {
-        match scorer.score(req.http(), out) {
+        let scored = match features {
+            Some(v) => scorer.score_features(v, out),
+            None => scorer.score(req.http(), out),
+        };
+        match scored {
             Ok(()) => s.scored = true,
             Err(e) => s.score_error = Some(e),
         }
     }
 }
-
-/// 4: fleet fingerprint lookups (issue 33). None yet.
-pub(super) fn fleet(_loc: &Location, _req: &Request<'_>, _s: &mut State) {}
 
 /// 5: refused (by the strip), an answer to the challenge, or the policy's
 /// decision; unscored under `fail_closed`: unavailable.
@@ -200,6 +239,13 @@ pub(super) fn texts<'a>(
                 (Some(Verdict::Verified(i)), Some(b)) => b.category(i).map_or("", |c| c.name()),
                 _ => "",
             },
+            fleet: loc.signals.is_some(),
+            fp_key: s
+                .fleet
+                .as_ref()
+                .and_then(|f| f.answer())
+                .map_or("", |(k, _)| k.as_str()),
+            fp: spans.fp,
         }
     } else {
         Vars::none()
@@ -229,6 +275,7 @@ pub(super) fn texts<'a>(
         clearance: s.decision.clearance,
         answer: s.answer,
         rule: rule_of(loc, s.rule),
+        fleet: s.fleet,
         set_header: spans.header.map(|h| (&*loc.score_header, at(h))),
         vars,
         line: spans.line.map(|(l, level)| (at(l), level)),
@@ -263,6 +310,8 @@ fn rule_logs(s: &State) -> bool {
 struct Spans {
     header: Option<Span>,
     time: Option<Span>,
+    /// `$edgeguard_fp_*`'s values (empty spans: unknown).
+    fp: [Span; 6],
     line: Option<(Span, u8)>,
     len: usize,
 }
@@ -330,6 +379,11 @@ fn write_texts(
             if loc.vars && loc.screen {
                 out.time = w.span(|w| text::write_decimal(w, now)).ok();
             }
+            if loc.vars && loc.signals.is_some() {
+                if let Some((_, c)) = s.fleet.as_ref().and_then(|f| f.answer()) {
+                    out.fp = write_fleet(&mut w, c);
+                }
+            }
             if s.action.flagged() || bot.is_some() || rule_logs(s) {
                 let flagged = s
                     .decision
@@ -351,6 +405,51 @@ fn write_texts(
     }
     out.len = w.len();
     out
+}
+
+/// Writes the answering key's counts as `$edgeguard_fp_*` read them
+/// ([`super::FP_VARS`]' order): counts in decimal, shares to three
+/// decimals without trailing zeros (`0.05`); the share of solved
+/// challenges is empty when none was served. A failed write (not reached:
+/// the location's text room holds them) leaves a value empty.
+fn write_fleet(w: &mut Cursor<'_>, c: &crate::signals::Counts) -> [Span; 6] {
+    let mut out = [Span::default(); 6];
+    let counts = [c.requests, c.prefixes(), c.user_agents];
+    for (slot, n) in out.iter_mut().zip(counts) {
+        *slot = w.span(|w| text::write_decimal(w, n)).unwrap_or_default();
+    }
+    let shares = [
+        Some(c.flagged_share()),
+        c.solved_share(),
+        Some(c.cleared_share()),
+    ];
+    for (slot, x) in out[3..].iter_mut().zip(shares) {
+        if let Some(x) = x {
+            *slot = w.span(|w| write_share(w, x)).unwrap_or_default();
+        }
+    }
+    out
+}
+
+/// A share (0 to 1) to three decimals, trailing zeros left out: `0`,
+/// `0.05`, `0.125`, `1`.
+fn write_share(w: &mut Cursor<'_>, x: f64) -> std::fmt::Result {
+    let n = (x.clamp(0.0, 1.0) * 1000.0).round() as u64;
+    text::write_decimal(w, n / 1000)?;
+    let frac = n % 1000;
+    if frac == 0 {
+        return Ok(());
+    }
+    let digits = [frac / 100, frac / 10 % 10, frac % 10].map(|d| b'0' + d as u8);
+    let len = if digits[2] != b'0' {
+        3
+    } else if digits[1] != b'0' {
+        2
+    } else {
+        1
+    };
+    w.bytes(b".")?;
+    w.bytes(&digits[..len])
 }
 
 /// The exit of a state, with the bytes the respond stage wrote.

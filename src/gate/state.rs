@@ -10,6 +10,7 @@ use super::policy::Decision;
 use crate::config::text::Span;
 use crate::metrics::AnswerResult;
 use crate::scorer::ScoreError;
+use crate::signals::Lookup;
 
 /// What the stages found so far.
 pub(super) struct State {
@@ -31,6 +32,9 @@ pub(super) struct State {
     pub(super) exit: Exit<'static>,
     /// What the page or the answer wrote into the scratch's body.
     pub(super) body: BodyParts,
+    /// What the fleet's snapshot knows of the request's keys (none: no
+    /// snapshot in force for the location).
+    pub(super) fleet: Option<Lookup>,
 }
 
 /// The site rule that decided a request, and the stage it ran in

@@ -356,3 +356,231 @@ fn replay_reads_decisions_without_texts() {
 
 use crate::challenge;
 use crate::metrics::AnswerResult;
+
+/// A snapshot file in a fresh directory: `curl`'s headers key spread over
+/// many prefixes that never solve, and a TLS stack people solve with.
+fn snapshot_dir(tag: &str, generated: u64) -> std::path::PathBuf {
+    use crate::signals::{Counts, Kind, Snapshot};
+    let dir = std::env::temp_dir().join(format!("edgeguard-gate-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut s = Snapshot::new(generated, 3600);
+    let spread = Counts {
+        requests: 4000,
+        prefixes24: 700,
+        prefixes48: 20,
+        user_agents: 1,
+        flagged: 3000,
+        challenges: 900,
+        solved: 0,
+        cleared: 0,
+    };
+    let people = Counts {
+        requests: 80_000,
+        prefixes24: 9000,
+        prefixes48: 1000,
+        user_agents: 25,
+        flagged: 80,
+        challenges: 400,
+        solved: 390,
+        cleared: 10_000,
+    };
+    s.insert(Kind::Headers, "curl:hua", spread).unwrap();
+    s.insert(Kind::Ja4, SIGNAL_JA4, people).unwrap();
+    let mut out = Vec::new();
+    s.write(&mut out).unwrap();
+    std::fs::write(dir.join("signals.json"), out).unwrap();
+    dir
+}
+
+const SIGNAL_JA4: &str = "t13d1516h2_8daaf6152771_02713d6af862";
+
+#[test]
+fn fleet_signals_reach_variables_and_rules() {
+    let dir = snapshot_dir("vars", NOW - 60);
+    let json = format!(
+        r#"{{"signals": "{}", "vars": true, "mode": "log",
+            "rules": [{{"name": "spread", "when": {{"signal": {{"prefixes": {{"min": 50}}, "solved": {{"max": 0.05}}}}}}, "action": "block"}},
+                      {{"name": "new", "when": {{"signal": {{"known": false}}}}, "action": "log"}}]}}"#,
+        dir.join("signals.json").display()
+    );
+    let loc = given_location(&json);
+    let mut scratch = Scratch::new();
+    let g = Given {
+        scores: Some(&[0.1, 0.1]),
+        ..Given::default()
+    };
+    let vars_of = |e: &Effects<'_>| -> Vec<(String, String)> {
+        e.vars
+            .iter()
+            .filter(|(n, _)| n.starts_with(b"edgeguard_fp_"))
+            .map(|(n, v)| (text(n).to_owned(), text(v).to_owned()))
+            .collect()
+    };
+    // curl's headers key: spread, never solving.
+    let curl: &[(&[u8], &[u8])] = &[
+        (b"host", b"x"),
+        (b"user-agent", b"curl/8.5.0"),
+        (b"accept", b"*/*"),
+    ];
+    let e = run_one(&loc, curl, b"/", Some(g), Job::Access, &mut scratch);
+    assert_eq!(e.action, Action::Block);
+    assert_eq!(e.rule.unwrap().name, "spread");
+    assert!(e.rule.unwrap().before_scoring);
+    let want: Vec<(String, String)> = [
+        ("edgeguard_fp_key", "headers"),
+        ("edgeguard_fp_requests", "4000"),
+        ("edgeguard_fp_prefixes", "720"),
+        ("edgeguard_fp_user_agents", "1"),
+        ("edgeguard_fp_flagged", "0.75"),
+        ("edgeguard_fp_solved", "0"),
+        ("edgeguard_fp_cleared", "0"),
+    ]
+    .iter()
+    .map(|(a, b)| (a.to_string(), b.to_string()))
+    .collect();
+    assert_eq!(vars_of(&e), want);
+    // A browser's TLS stack people solve with: JA4 answers first.
+    let h: Vec<Header<'_>> = [
+        (&b"host"[..], &b"x"[..]),
+        (b"user-agent", b"curl/8.5.0"),
+        (b"accept", b"*/*"),
+    ]
+    .iter()
+    .map(|(n, v)| Header::new(n, v))
+    .collect();
+    let tls = crate::features::TlsFacts::new(SIGNAL_JA4.as_bytes(), crate::tls::Family::Boringssl);
+    let req = Request::new(b"GET", b"/", 11, b"192.0.2.10", &h, tls).given(g);
+    let e = run(&loc, &req, Job::Access, NOW, &mut scratch).unwrap();
+    // The headers key is still curl's spread one: `any` holds for it.
+    assert_eq!(e.rule.unwrap().name, "spread");
+    assert_eq!(
+        vars_of(&e)[..5],
+        want[..0]
+            .iter()
+            .cloned()
+            .chain(
+                [
+                    ("edgeguard_fp_key", "ja4"),
+                    ("edgeguard_fp_requests", "80000"),
+                    ("edgeguard_fp_prefixes", "10000"),
+                    ("edgeguard_fp_user_agents", "25"),
+                    ("edgeguard_fp_flagged", "0.001"),
+                ]
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+            )
+            .collect::<Vec<_>>()[..]
+    );
+    // Unknown to the fleet: the key is empty, the rule for new keys holds.
+    let firefox: &[(&[u8], &[u8])] = &[
+        (b"host", b"x"),
+        (
+            b"user-agent",
+            b"Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0",
+        ),
+    ];
+    let e = run_one(&loc, firefox, b"/", Some(g), Job::Access, &mut scratch);
+    assert_eq!(e.rule.unwrap().name, "new");
+    assert!(e.fleet.is_some_and(|f| f.answer().is_none()));
+    assert!(vars_of(&e)
+        .iter()
+        .all(|(n, v)| v.is_empty() || n.is_empty()));
+    assert_eq!(vars_of(&e).len(), 7);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_stale_snapshot_is_unknown_and_locations_may_turn_lookups_off() {
+    let dir = snapshot_dir("stale", NOW - 7201);
+    let path = dir.join("signals.json");
+    let json = format!(
+        r#"{{"signals": "{}", "vars": true, "rules": [{{"name": "new", "when": {{"signal": {{"known": false}}}}, "action": "log"}}]}}"#,
+        path.display()
+    );
+    let loc = given_location(&json);
+    let mut scratch = Scratch::new();
+    let g = Given {
+        scores: Some(&[0.1, 0.1]),
+        ..Given::default()
+    };
+    let curl: &[(&[u8], &[u8])] = &[
+        (b"host", b"x"),
+        (b"user-agent", b"curl/8.5.0"),
+        (b"accept", b"*/*"),
+    ];
+    let e = run_one(&loc, curl, b"/", Some(g), Job::Access, &mut scratch);
+    assert!(e.fleet.is_none(), "older than signals_max_age: not used");
+    assert!(e.rule.is_none(), "unknown is not `known: false`");
+    let fp: Vec<_> = e
+        .vars
+        .iter()
+        .filter(|(n, _)| n.starts_with(b"edgeguard_fp_"))
+        .collect();
+    assert_eq!(fp.len(), 7);
+    assert!(fp.iter().all(|(_, v)| v.is_empty()));
+    // A longer max_age: used.
+    let json = json.replacen("\"vars\"", "\"signals_max_age\": 8000, \"vars\"", 1);
+    let loc = given_location(&json);
+    let e = run_one(&loc, curl, b"/", Some(g), Job::Access, &mut scratch);
+    assert!(e.fleet.is_some());
+    // The configuration warns of a stale snapshot at load (by the clock:
+    // NOW is in 2027).
+    let old = snapshot_dir("stale-old", 1_000);
+    let o = Options::configure(
+        "t",
+        None,
+        format!(r#"{{"signals": "{}"}}"#, old.join("signals.json").display()).as_bytes(),
+    )
+    .unwrap();
+    assert!(
+        o.warnings().iter().any(|w| w.contains("signals_max_age")),
+        "{:?}",
+        o.warnings()
+    );
+    let fresh = Options::configure(
+        "t",
+        None,
+        format!(r#"{{"signals": "{}"}}"#, path.display()).as_bytes(),
+    )
+    .unwrap();
+    assert!(fresh.warnings().is_empty(), "{:?}", fresh.warnings());
+    std::fs::remove_dir_all(&old).unwrap();
+    // access{ signals = false }: no lookups, no variables, and a rule that
+    // reads signals is refused there.
+    let base = Options::configure(
+        "t",
+        None,
+        format!(r#"{{"signals": "{}", "vars": true}}"#, path.display()).as_bytes(),
+    )
+    .unwrap();
+    let off = base
+        .with_access("edgeguard.access", br#"{"signals": false}"#)
+        .unwrap();
+    let loc = Location::new(
+        &off,
+        Models::Given(&[("bot", Some(0.5)), ("spoof", None)]),
+        None,
+    )
+    .unwrap();
+    let e = run_one(&loc, curl, b"/", Some(g), Job::Access, &mut scratch);
+    assert!(e.fleet.is_none());
+    assert!(e.vars.iter().all(|(n, _)| !n.starts_with(b"edgeguard_fp_")));
+    let with_rules = Options::configure("t", None, json.as_bytes()).unwrap();
+    let err = with_rules
+        .with_access("edgeguard.access", br#"{"signals": false}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("rules[0].when.signal: a signal condition needs signals"),
+        "{err}"
+    );
+    let err = base
+        .with_access("edgeguard.access", br#"{"signals": "/other.json"}"#)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("signals: per location, signals is false"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -18,10 +18,12 @@
 
 use std::fmt::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use crate::challenge::{Clearance, Proof, Rejection};
 use crate::config::text::{write_g, Sink};
 use crate::config::Engine;
+use crate::signals::Live;
 
 /// Score histogram buckets: probabilities; raw-score models land in the
 /// outer buckets.
@@ -211,6 +213,9 @@ pub struct Spec<'a> {
     pub challenge: bool,
     /// The verified bots' names (`verified_bots`).
     pub bots: &'a [&'a str],
+    /// The fleet signals snapshot (`signals`): its loads and the snapshot
+    /// in force.
+    pub signals: Option<&'a Arc<Live>>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -246,6 +251,7 @@ const CHALLENGES: usize = 7;
 const FAILURES: usize = 8;
 const CLEARANCES: usize = 9;
 const BOTS: usize = 10;
+const SIGNAL_LOADS: usize = 11;
 
 fn families() -> Vec<Family> {
     let f = |name, kind, help| Family {
@@ -312,6 +318,11 @@ fn families() -> Vec<Family> {
             "edgeguard_verified_bots_total",
             Kind::Counter,
             "Requests claiming a verified bot: from its prefixes (verified) or not (fake).",
+        ),
+        f(
+            "edgeguard_signals_loads_total",
+            Kind::Counter,
+            "Signals snapshot files the workers' refresh threads loaded (ok) or refused (failed).",
         ),
     ]
 }
@@ -389,7 +400,37 @@ pub struct Registry {
     failures: [Option<usize>; CLEARANCE_CODES],
     /// Name, verified slot, fake slot.
     bots: Vec<(Box<[u8]>, usize, usize)>,
+    signals: Option<SignalSlots>,
     text_room: usize,
+}
+
+/// The signals snapshot's series: its loads counted into two slots as
+/// they happen since the registry was made (the load at configure is the
+/// configuration's, not a refresh), and two gauges read from the snapshot
+/// in force when the text is written.
+#[derive(Debug)]
+struct SignalSlots {
+    live: Arc<Live>,
+    ok: usize,
+    failed: usize,
+    /// The loads already moved into the slots.
+    seen_ok: AtomicU64,
+    seen_failed: AtomicU64,
+}
+
+impl SignalSlots {
+    /// The gauges: the snapshot in force in this process, its age (by its
+    /// `generated` time) and its entries.
+    const GAUGES: [(&'static str, &'static str); 2] = [
+        (
+            "edgeguard_signals_age_seconds",
+            "Age of the signals snapshot in force in the worker that answered (now - its generated time).",
+        ),
+        (
+            "edgeguard_signals_entries",
+            "Entries of the signals snapshot in force in the worker that answered.",
+        ),
+    ];
 }
 
 /// A writer that only counts bytes (for the text's room).
@@ -529,6 +570,16 @@ impl Registry {
             let f = b.counter(BOTS, &[("bot", name), ("result", "fake")]);
             bots.push((Box::from(name.as_bytes()), v, f));
         }
+        let signals = spec.signals.map(|live| {
+            let st = live.status();
+            SignalSlots {
+                live: live.clone(),
+                ok: b.counter(SIGNAL_LOADS, &[("result", "ok")]),
+                failed: b.counter(SIGNAL_LOADS, &[("result", "failed")]),
+                seen_ok: AtomicU64::new(st.loads_ok),
+                seen_failed: AtomicU64::new(st.loads_failed),
+            }
+        });
         let mut registry = Registry {
             slots: b.keys.iter().map(|_| AtomicU64::new(0)).collect(),
             keys: b.keys.into_boxed_slice(),
@@ -544,6 +595,7 @@ impl Registry {
             clearances,
             failures,
             bots,
+            signals,
             text_room: 0,
         };
         registry.text_room = registry.room();
@@ -706,6 +758,20 @@ impl Registry {
     /// and zeroes them, at most as many as the shorter holds (the rest stay
     /// for the next drain). Returns how many were listed.
     pub fn drain(&self, slots: &mut [u32], deltas: &mut [f64]) -> usize {
+        if let Some(sig) = &self.signals {
+            // The refresh thread counts its loads in the snapshot's holder;
+            // what is new since the last drain becomes this worker's delta.
+            let st = sig.live.status();
+            for (now, seen, slot) in [
+                (st.loads_ok, &sig.seen_ok, sig.ok),
+                (st.loads_failed, &sig.seen_failed, sig.failed),
+            ] {
+                let before = seen.swap(now, Ordering::Relaxed);
+                if now > before {
+                    self.add(slot, (now - before) as f64);
+                }
+            }
+        }
         let cap = slots.len().min(deltas.len());
         let mut n = 0;
         for (i, cell) in self.slots.iter().enumerate() {
@@ -787,6 +853,19 @@ impl Registry {
                 w.write_char('\n')?;
             }
         }
+        if let Some(sig) = &self.signals {
+            let st = sig.live.status();
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            let values = [now.saturating_sub(st.generated), st.entries as u64];
+            for ((name, help), v) in SignalSlots::GAUGES.iter().zip(values) {
+                write!(w, "# HELP {name} {help}\n# TYPE {name} gauge\n{name} ")?;
+                number(w, v as f64)?;
+                w.write_char('\n')?;
+                numbers += 1;
+            }
+        }
         Ok(numbers)
     }
 }
@@ -818,6 +897,7 @@ mod tests {
             lua_models: &[],
             challenge,
             bots,
+            signals: None,
         }
     }
 
@@ -928,5 +1008,72 @@ mod tests {
             r.write_text(&values[1..], &mut out).is_err(),
             "one value per slot"
         );
+    }
+
+    #[test]
+    fn signal_loads_are_counted_at_drain_and_the_snapshot_is_a_gauge() {
+        use crate::signals::{Counts, Kind, Snapshot};
+        let dir =
+            std::env::temp_dir().join(format!("edgeguard-metrics-signals-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.json");
+        let write = |n: usize| {
+            let mut s = Snapshot::new(1_000, 3600);
+            for i in 0..n {
+                let c = Counts {
+                    requests: 1,
+                    ..Default::default()
+                };
+                s.insert(Kind::Headers, &format!("curl:h{i}"), c).unwrap();
+            }
+            let mut out = Vec::new();
+            s.write(&mut out).unwrap();
+            std::fs::write(&path, out).unwrap();
+        };
+        write(1);
+        let live = Arc::new(Live::open(&path, 0, 60).unwrap());
+        let r = Registry::new(&Spec {
+            signals: Some(&live),
+            ..spec(Engine::Rust, &[], false, &[])
+        });
+        let drained = |r: &Registry| {
+            let (mut s, mut d) = (vec![0u32; r.len()], vec![0.0; r.len()]);
+            let n = r.drain(&mut s, &mut d);
+            (0..n)
+                .map(|i| (r.key(s[i] as usize).unwrap().to_owned(), d[i]))
+                .collect::<Vec<_>>()
+        };
+        assert!(
+            drained(&r).is_empty(),
+            "the configure-time load is not a refresh"
+        );
+        write(3);
+        live.poll();
+        std::fs::write(&path, b"{").unwrap();
+        live.poll();
+        let mut got = drained(&r);
+        got.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(
+            got,
+            [
+                (
+                    "edgeguard_signals_loads_total{result=\"failed\"}".to_owned(),
+                    1.0
+                ),
+                (
+                    "edgeguard_signals_loads_total{result=\"ok\"}".to_owned(),
+                    1.0
+                )
+            ]
+        );
+        assert!(drained(&r).is_empty());
+        let t = text(&r);
+        assert!(
+            t.contains("# TYPE edgeguard_signals_entries gauge\nedgeguard_signals_entries 3\n"),
+            "{t}"
+        );
+        assert!(t.contains("edgeguard_signals_age_seconds "), "{t}");
+        assert!(t.len() <= r.text_room());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -11,6 +11,7 @@ use std::io::Write;
 
 use crate::challenge::Clearance;
 use crate::gate::{self, Action, Config, Job, Scratch};
+use crate::signals::Lookup;
 use crate::verified::Verdict;
 
 use super::input::Batch;
@@ -42,6 +43,9 @@ struct Outcome {
     scored: bool,
     /// The site rule that decided it, and the action it gets without rules.
     rule: Option<(usize, Action)>,
+    /// What the fleet signals snapshot knew of its keys (none: no snapshot
+    /// in force).
+    fleet: Option<Lookup>,
 }
 
 impl Side<'_> {
@@ -85,6 +89,7 @@ impl Side<'_> {
             stripped,
             scored: e.scores.is_some(),
             rule: None,
+            fleet: e.fleet,
         };
         if let Some(r) = e.rule.map(|r| r.index) {
             // What the model (and the policy) would have done without the
@@ -357,6 +362,33 @@ fn write_side(out: &mut Vec<u8>, side: &Side<'_>, o: Outcome) -> std::io::Result
         out.extend_from_slice(b",\"without_rules\":\"");
         out.extend_from_slice(without.as_str().as_bytes());
         out.push(b'"');
+    }
+    // The fleet's counts of the key that answered (`null`: unknown to the
+    // fleet), with a snapshot in force; the keys of $edgeguard_fp_*.
+    if let Some(f) = o.fleet {
+        out.extend_from_slice(b",\"fp\":");
+        match f.answer() {
+            None => out.extend_from_slice(b"null"),
+            Some((kind, c)) => {
+                write!(
+                    out,
+                    "{{\"key\":\"{}\",\"requests\":{},\"prefixes\":{},\"user_agents\":{},\"flagged\":",
+                    kind.as_str(),
+                    c.requests,
+                    c.prefixes(),
+                    c.user_agents
+                )?;
+                push_f64(out, c.flagged_share());
+                out.extend_from_slice(b",\"solved\":");
+                match c.solved_share() {
+                    Some(x) => push_f64(out, x),
+                    None => out.extend_from_slice(b"null"),
+                }
+                out.extend_from_slice(b",\"cleared\":");
+                push_f64(out, c.cleared_share());
+                out.push(b'}');
+            }
+        }
     }
     // The challenge's and the verified bots' part, when they had one.
     let bots = side.config.policy().verified_bots();

@@ -12,8 +12,8 @@ use crate::tls::Family;
 use crate::verified::{Category, PrefixSetBuilder};
 
 use super::cond::{
-    fold, method_bit, BotCond, Cond, Contains, HeaderCond, HeaderTest, Hosts, Methods, ScoreCond,
-    Search, Second, Text, TlsCond, Verdicts, NO_TLS,
+    fold, method_bit, BotCond, Cond, Contains, HeaderCond, HeaderTest, Hosts, KeySel, Measure,
+    Methods, ScoreCond, Search, Second, SignalCond, Text, TlsCond, Verdicts, NO_TLS,
 };
 use super::error::{At, RulesError};
 use super::limits::*;
@@ -421,6 +421,9 @@ impl Compiler<'_> {
                 conds.push(Cond::Score(self.score(s, &fi)?));
             }
         }
+        if let Some(sig) = &w.signal {
+            conds.push(Cond::Signal(self.signal(sig, &at.field("signal"))?));
+        }
         Ok(conds)
     }
 
@@ -731,6 +734,69 @@ impl Compiler<'_> {
             }
         }
         Ok(TlsCond { ja4, families })
+    }
+
+    fn signal(&self, s: &raw::Signal, at: &At) -> Result<SignalCond, RulesError> {
+        let key = match s.key.as_deref() {
+            None | Some("any") => KeySel::Any,
+            Some("ja4") => KeySel::Ja4,
+            Some("headers") => KeySel::Headers,
+            Some(other) => {
+                return Err(self.err(
+                    &at.field("key"),
+                    format!("'{other}' is not a key (ja4, headers, any)"),
+                ))
+            }
+        };
+        let given = [
+            &s.requests,
+            &s.prefixes,
+            &s.user_agents,
+            &s.flagged,
+            &s.solved,
+            &s.cleared,
+        ];
+        let mut ranges = Vec::new();
+        for (m, r) in Measure::ALL.into_iter().zip(given) {
+            let Some(r) = r else { continue };
+            let f = at.field(m.name());
+            let (lo, hi) = (
+                r.min.unwrap_or(f64::NEG_INFINITY),
+                r.max.unwrap_or(f64::INFINITY),
+            );
+            if r.min.is_none() && r.max.is_none() {
+                return Err(self.err(&f, "give min, max or both"));
+            }
+            for (name, v) in [("min", r.min), ("max", r.max)] {
+                let Some(v) = v else { continue };
+                let bad = if !v.is_finite() || v < 0.0 {
+                    Some("must be a number of at least 0")
+                } else if m.is_share() && v > 1.0 {
+                    Some("is a share: from 0 to 1")
+                } else {
+                    None
+                };
+                if let Some(why) = bad {
+                    return Err(self.err(&f.field(name), format!("{v} {why}")));
+                }
+            }
+            if lo > hi {
+                return Err(self.err(&f, format!("no value is at least {lo} and at most {hi}")));
+            }
+            ranges.push((m, lo, hi));
+        }
+        let known = s.known.unwrap_or(true);
+        if !known && !ranges.is_empty() {
+            return Err(self.err(
+                &at.field("known"),
+                "a key the fleet does not know has no counts: leave out the ranges",
+            ));
+        }
+        Ok(SignalCond {
+            key,
+            known,
+            ranges: ranges.into(),
+        })
     }
 
     fn score(&self, s: &raw::Score, at: &At) -> Result<ScoreCond, RulesError> {

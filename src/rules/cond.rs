@@ -5,6 +5,7 @@ use aho_corasick::AhoCorasick;
 use regex::bytes::Regex;
 
 use crate::features::TlsFacts;
+use crate::signals::{Counts, Lookup};
 use crate::verified::PrefixSet;
 
 use super::view::View;
@@ -230,6 +231,99 @@ pub(crate) struct ScoreCond {
     pub(crate) below: f64,
 }
 
+/// Which fingerprint key a signal condition reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum KeySel {
+    Ja4,
+    Headers,
+    /// Either: the condition holds when it holds for one of them.
+    Any,
+}
+
+/// A count or share of a key's entry that a signal condition bounds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Measure {
+    Requests,
+    Prefixes,
+    UserAgents,
+    Flagged,
+    Solved,
+    Cleared,
+}
+
+impl Measure {
+    /// Every measure, in the order the file lists them.
+    pub(crate) const ALL: [Measure; 6] = [
+        Measure::Requests,
+        Measure::Prefixes,
+        Measure::UserAgents,
+        Measure::Flagged,
+        Measure::Solved,
+        Measure::Cleared,
+    ];
+
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Measure::Requests => "requests",
+            Measure::Prefixes => "prefixes",
+            Measure::UserAgents => "user_agents",
+            Measure::Flagged => "flagged",
+            Measure::Solved => "solved",
+            Measure::Cleared => "cleared",
+        }
+    }
+
+    /// A share (0 to 1) rather than a count.
+    pub(crate) fn is_share(self) -> bool {
+        matches!(self, Measure::Flagged | Measure::Solved | Measure::Cleared)
+    }
+
+    /// Its value in `c`; none for the share of solved challenges of a key
+    /// that was served none.
+    fn of(self, c: &Counts) -> Option<f64> {
+        Some(match self {
+            Measure::Requests => c.requests as f64,
+            Measure::Prefixes => c.prefixes() as f64,
+            Measure::UserAgents => c.user_agents as f64,
+            Measure::Flagged => c.flagged_share(),
+            Measure::Solved => c.solved_share()?,
+            Measure::Cleared => c.cleared_share(),
+        })
+    }
+}
+
+/// A fleet signal condition.
+#[derive(Debug)]
+pub(crate) struct SignalCond {
+    pub(crate) key: KeySel,
+    /// `false`: holds when the fleet has no entry for the key (`any`: for
+    /// neither).
+    pub(crate) known: bool,
+    /// `min <= value <= max` for each.
+    pub(crate) ranges: Box<[(Measure, f64, f64)]>,
+}
+
+impl SignalCond {
+    fn test(&self, fleet: Option<&Lookup>) -> bool {
+        // No snapshot in force (none, or too old): unknown, so neither
+        // `known` nor `known: false` holds.
+        let Some(f) = fleet else { return false };
+        let entries = match self.key {
+            KeySel::Ja4 => [f.ja4.as_ref(), None],
+            KeySel::Headers => [f.headers.as_ref(), None],
+            KeySel::Any => [f.ja4.as_ref(), f.headers.as_ref()],
+        };
+        if !self.known {
+            return entries.iter().all(Option::is_none);
+        }
+        entries.iter().flatten().any(|c| {
+            self.ranges
+                .iter()
+                .all(|&(m, lo, hi)| m.of(c).is_some_and(|x| x >= lo && x <= hi))
+        })
+    }
+}
+
 /// One compiled condition.
 #[derive(Debug)]
 pub(crate) enum Cond {
@@ -243,6 +337,7 @@ pub(crate) enum Cond {
     Query(Text),
     Header(HeaderCond),
     UserAgent(Text),
+    Signal(SignalCond),
 }
 
 /// The bytes a path's second byte (the one after its leading `/`) can be
@@ -369,6 +464,7 @@ impl Cond {
             Cond::Query(t) => t.test(v.query, f.fold),
             Cond::Header(h) => h.test(v, f.fold),
             Cond::UserAgent(t) => t.test(v.user_agent, f.fold),
+            Cond::Signal(s) => s.test(v.fleet.as_ref()),
         }
     }
 
@@ -382,6 +478,7 @@ impl Cond {
             Cond::Bot(_) => 1,
             Cond::Tls(t) => t.ja4.as_ref().map_or(2, |j| text(j, 2)),
             Cond::Score(_) => 3,
+            Cond::Signal(_) => 3,
             Cond::Host(_) => 4,
             Cond::Path(t, _) => text(t, 5),
             Cond::Client(_) => 6,

@@ -178,6 +178,8 @@ pub struct Rules {
     reads_before: Reads,
     /// Where the first rule that challenges is, if one does.
     challenge: Option<String>,
+    /// Where the first rule with a signal condition is, if one has one.
+    signal: Option<String>,
 }
 
 /// What a stage's rules read that costs the caller work to provide.
@@ -243,6 +245,10 @@ impl Rules {
             .iter()
             .find(|r| r.action == Action::Challenge)
             .map(|r| r.at.clone());
+        let signal = rules
+            .iter()
+            .find(|r| r.conds.iter().any(|c| matches!(c, Cond::Signal(_))))
+            .map(|r| r.at.clone());
         let (hot, rules): (Vec<Hot>, Vec<Rule>) = rules.into_iter().map(Hot::of).unzip();
         Rules {
             index_before: Index::of(0, &hot[..split]),
@@ -253,6 +259,7 @@ impl Rules {
             path_after,
             reads_before,
             challenge,
+            signal,
             hot: hot.into(),
             rules: rules.into(),
             split,
@@ -269,6 +276,12 @@ impl Rules {
     /// if one is: such rules need the challenge configured.
     pub fn first_challenge(&self) -> Option<&str> {
         self.challenge.as_deref()
+    }
+
+    /// Where the first rule with a `signal` condition is (`rules[2]`), if
+    /// one is: such rules need a signals snapshot.
+    pub fn first_signal(&self) -> Option<&str> {
+        self.signal.as_deref()
     }
 
     /// The rule at `index` as [`Rules::before_scoring`] returns it.

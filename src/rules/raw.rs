@@ -92,6 +92,8 @@ pub(crate) struct When {
     pub(crate) tls: Option<Tls>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) score: Option<OneOrMany<Score>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) signal: Option<Signal>,
 }
 
 /// A test of some text: exactly one of the forms, optionally ignoring
@@ -190,6 +192,41 @@ pub(crate) struct Score {
     pub(crate) at_least: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) below: Option<f64>,
+}
+
+/// A fleet signal condition (docs/rules.md): which key, whether the fleet
+/// knows it, and ranges of its counts and shares.
+#[derive(Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Signal {
+    /// `ja4`, `headers` or `any` (default).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) key: Option<String>,
+    /// `false`: the fleet has no entry for the key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) known: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) requests: Option<Range>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) prefixes: Option<Range>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) user_agents: Option<Range>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) flagged: Option<Range>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) solved: Option<Range>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) cleared: Option<Range>,
+}
+
+/// `min <= x <= max`, either bound optional.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Range {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) min: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) max: Option<f64>,
 }
 
 /// One value or a list of them: `"GET"` or `["GET", "HEAD"]`.

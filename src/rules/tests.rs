@@ -45,6 +45,7 @@ struct Req {
     bot: Option<BotView<'static>>,
     tls: Option<(&'static str, Family)>,
     scores: Vec<f64>,
+    fleet: Option<crate::signals::Lookup>,
 }
 
 fn get(target: &'static str) -> Req {
@@ -57,6 +58,7 @@ fn get(target: &'static str) -> Req {
         bot: None,
         tls: None,
         scores: vec![],
+        fleet: None,
     }
 }
 
@@ -96,6 +98,14 @@ impl Req {
         self.scores = s.to_vec();
         self
     }
+    fn fleet(
+        mut self,
+        ja4: Option<crate::signals::Counts>,
+        headers: Option<crate::signals::Counts>,
+    ) -> Req {
+        self.fleet = Some(crate::signals::Lookup { ja4, headers });
+        self
+    }
 
     /// The first rule before scoring, then after, as a caller runs them.
     fn decide<'r>(&self, r: &'r Rules) -> Option<(&'r str, Action)> {
@@ -123,6 +133,7 @@ impl Req {
                 .tls
                 .map(|(j, f)| TlsFacts::new(j.as_bytes(), f).expect("a JA4")),
             scores: &[],
+            fleet: self.fleet,
         };
         let mut scratch = Scratch::new();
         if let Some(m) = r.before_scoring(&view, &mut scratch) {
@@ -589,6 +600,187 @@ fn tls_by_ja4_and_family() {
         vec![curl.clone()],
         vec![chrome, get("/")],
     );
+}
+
+/// The fleet's counts for one key.
+fn counts(requests: u64, prefixes: u64, challenges: u64, solved: u64) -> crate::signals::Counts {
+    crate::signals::Counts {
+        requests,
+        prefixes24: prefixes,
+        prefixes48: 0,
+        user_agents: 3,
+        flagged: requests / 2,
+        challenges,
+        solved,
+        cleared: requests / 10,
+    }
+}
+
+#[test]
+fn signals_bound_each_count_and_share() {
+    // Spread over many prefixes, never solving; a browser people solve.
+    let spread = counts(1000, 400, 300, 0);
+    let browser = counts(1000, 400, 300, 290);
+    let fresh = counts(5, 1, 0, 0);
+    let ja4 = |c| get("/").fleet(Some(c), None);
+    let hdr = |c| get("/").fleet(None, Some(c));
+    check(
+        r#"{"signal": {"prefixes": {"min": 50}, "solved": {"max": 0.05}}}"#,
+        vec![
+            ja4(spread),
+            hdr(spread),
+            get("/").fleet(Some(browser), Some(spread)),
+        ],
+        vec![
+            ja4(browser),
+            ja4(fresh),
+            get("/").fleet(None, None),
+            get("/"),
+        ],
+    );
+    check(
+        r#"{"signal": {"key": "ja4", "prefixes": {"min": 50}, "solved": {"max": 0.05}}}"#,
+        vec![ja4(spread)],
+        vec![hdr(spread), get("/").fleet(Some(browser), Some(spread))],
+    );
+    check(
+        r#"{"signal": {"key": "headers", "requests": {"min": 10, "max": 1000}}}"#,
+        vec![hdr(spread), get("/").fleet(Some(fresh), Some(browser))],
+        vec![ja4(spread), hdr(fresh), hdr(counts(1001, 1, 0, 0))],
+    );
+    check(
+        r#"{"signal": {"user_agents": {"min": 3}, "flagged": {"min": 0.5}, "cleared": {"max": 0.1}}}"#,
+        vec![ja4(spread)],
+        vec![
+            ja4(crate::signals::Counts {
+                user_agents: 2,
+                ..spread
+            }),
+            ja4(crate::signals::Counts {
+                flagged: 499,
+                ..spread
+            }),
+            ja4(crate::signals::Counts {
+                cleared: 101,
+                ..spread
+            }),
+        ],
+    );
+    // No challenge served: the share of solves is unknown, in no range.
+    check(
+        r#"{"signal": {"solved": {"max": 1}}}"#,
+        vec![ja4(spread), ja4(browser)],
+        vec![ja4(fresh)],
+    );
+    // Known at all, whatever the counts.
+    check(
+        r#"{"signal": {}}"#,
+        vec![ja4(fresh), hdr(fresh)],
+        vec![get("/").fleet(None, None), get("/")],
+    );
+}
+
+#[test]
+fn signals_unknown_to_the_fleet_needs_a_snapshot() {
+    let spread = counts(1000, 400, 300, 0);
+    check(
+        r#"{"signal": {"known": false}}"#,
+        vec![get("/").fleet(None, None)],
+        vec![
+            get("/").fleet(Some(spread), None),
+            get("/").fleet(None, Some(spread)),
+            // No snapshot in force: unknown, neither known nor not.
+            get("/"),
+        ],
+    );
+    check(
+        r#"{"signal": {"key": "ja4", "known": false}}"#,
+        vec![
+            get("/").fleet(None, None),
+            get("/").fleet(None, Some(spread)),
+        ],
+        vec![get("/").fleet(Some(spread), None), get("/")],
+    );
+    let r = rules(
+        r#"{"rules": [{"name": "fleet", "when": {"signal": {"known": false}}, "action": "log"},
+                      {"name": "s", "when": {"signal": {"requests": {"min": 1}}, "score": {"model": "bot", "at_least": 0.5}}, "action": "block"}]}"#,
+    );
+    assert_eq!(r.first_signal(), Some("rules[0]"));
+    assert_eq!(r.describe(0).unwrap().stage, Stage::BeforeScoring);
+    assert_eq!(r.describe(1).unwrap().stage, Stage::AfterScoring);
+    assert_eq!(
+        get("/")
+            .fleet(Some(spread), None)
+            .scores(&[0.9, 0.0])
+            .decide(&r),
+        Some(("s", Action::Block(403)))
+    );
+    assert_eq!(
+        get("/")
+            .fleet(Some(spread), None)
+            .scores(&[0.1, 0.0])
+            .decide(&r),
+        None
+    );
+    assert_eq!(
+        rules(r#"{"rules": [{"action": "log"}]}"#).first_signal(),
+        None
+    );
+}
+
+#[test]
+fn signal_refusals_name_the_field() {
+    let cases: &[(&str, &str)] = &[
+        (
+            r#"{"key": "tls"}"#,
+            "rules[0].when.signal.key: 'tls' is not a key (ja4, headers, any)",
+        ),
+        (
+            r#"{"prefixes": {}}"#,
+            "rules[0].when.signal.prefixes: give min, max or both",
+        ),
+        (
+            r#"{"prefixes": {"min": -1}}"#,
+            "rules[0].when.signal.prefixes.min: -1 must be a number of at least 0",
+        ),
+        (
+            r#"{"solved": {"max": 5}}"#,
+            "rules[0].when.signal.solved.max: 5 is a share: from 0 to 1",
+        ),
+        (
+            r#"{"flagged": {"min": 1.5}}"#,
+            "rules[0].when.signal.flagged.min: 1.5 is a share",
+        ),
+        (
+            r#"{"requests": {"min": 10, "max": 5}}"#,
+            "rules[0].when.signal.requests: no value is at least 10 and at most 5",
+        ),
+        (
+            r#"{"known": false, "requests": {"min": 1}}"#,
+            "rules[0].when.signal.known: a key the fleet does not know has no counts",
+        ),
+        (
+            r#"{"requests": {"min": "many"}}"#,
+            "rules[0].when.signal.requests.min: invalid type: string",
+        ),
+        (
+            r#"{"requests": {"least": 1}}"#,
+            "rules[0].when.signal.requests.least: unknown field `least`",
+        ),
+        (
+            r#"{"prefixes24": {"min": 1}}"#,
+            "rules[0].when.signal.prefixes24: unknown field `prefixes24`",
+        ),
+        (
+            r#"{"known": "no"}"#,
+            "rules[0].when.signal.known: invalid type: string",
+        ),
+    ];
+    for (cond, want) in cases {
+        let json = format!(r#"{{"rules": [{{"when": {{"signal": {cond}}}, "action": "log"}}]}}"#);
+        let got = refused(&json);
+        assert!(got.contains(want), "{json}\n  got: {got}\n want: {want}");
+    }
 }
 
 #[test]
@@ -1084,6 +1276,7 @@ fn index_agrees_with_visiting_every_rule() {
                 bot: q.bot,
                 tls: None,
                 scores: &scores,
+                fleet: None,
             };
             let indexed = r.before_scoring(&view, &mut scratch).map(|m| m.index);
             let all = r.first_visiting_all(Stage::BeforeScoring, &view, &mut scratch);

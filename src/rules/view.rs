@@ -6,6 +6,7 @@ use std::net::IpAddr;
 
 use crate::features::{Request, TlsFacts};
 use crate::headers::Header;
+use crate::signals::Lookup;
 use crate::verified::{Category, Verdict, VerifiedBots};
 
 /// A verified-bot claim, as [`VerifiedBots::judge`] decided it.
@@ -59,6 +60,9 @@ pub struct View<'a> {
     /// The scores, in the location's model order; empty before scoring
     /// (then no score condition holds).
     pub scores: &'a [f64],
+    /// What the fleet's signals snapshot knows of the request's keys;
+    /// none without a snapshot in force (then no signal condition holds).
+    pub fleet: Option<Lookup>,
 }
 
 /// Splits a request target into its path and query, as sent: `?` starts
@@ -131,6 +135,7 @@ impl<'a> View<'a> {
             bot: None,
             tls: req.tls(),
             scores: &[],
+            fleet: None,
         }
     }
 }

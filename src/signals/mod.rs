@@ -15,7 +15,9 @@
 //! cannot tell.
 
 pub mod key;
+pub mod live;
 pub mod snapshot;
 
 pub use key::{Kind, KEY_CAP};
+pub use live::{Live, Lookup};
 pub use snapshot::{Counts, Snapshot, SnapshotError};

@@ -1060,6 +1060,9 @@ static void test_config_hostile(void) {
     const char *resolved = edgeguard_config_json(c);
     CHECK(resolved && strstr(resolved, "\"mode\":\"block\"") && strstr(resolved, "\"status\":403"),
           "resolved %s", resolved ? resolved : "(null)");
+    /* Without signals, starting their refresh thread is a no-op. */
+    CHECK_CODE(edgeguard_config_start_signals(NULL), EDGEGUARD_RESULT_NULL_PARAMETER, "start signals: null");
+    CHECK_CODE(edgeguard_config_start_signals(c), EDGEGUARD_RESULT_OK, "start signals: none");
 
     /* Locations. */
     edgeguard_config *loc = NULL;

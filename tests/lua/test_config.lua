@@ -279,4 +279,44 @@ T.test("edgeguard_location_run from LuaJIT: the shim's handles, Lua strings, one
     T.eq(lib.edgeguard_location_run(loc, nil, r, g, C.EDGEGUARD_JOB_ACCESS, 1800000000, scratch, out), 3)
 end)
 
+T.test("signals: read at configure, a bad snapshot is nil, err, the worker's thread starts", function()
+    local entry = '{"kind":"headers","key":"none:","requests":9,"prefixes24":8,"prefixes48":0,'
+        .. '"user_agents":1,"flagged":0,"challenges":4,"solved":0,"cleared":0}'
+    local dir, path = config_dir('{"format":"edgeguard-signals","version":1,"generated":' .. os.time()
+                                 .. ',"window":3600,"entries":[' .. entry .. ']}')
+    local cfg = assert(new{ signals = path, signals_refresh = 0, vars = true })
+    T.eq(cfg.options.signals, path)
+    T.eq(cfg.options.signals_refresh, 0)
+    T.eq(cfg.options.signals_max_age, 7200)
+    T.eq(lib.edgeguard_config_start_signals(cfg.handle), 0, "no thread with signals_refresh 0")
+    T.eq(lib.edgeguard_config_start_signals(nil), C.EDGEGUARD_RESULT_NULL_PARAMETER)
+    -- A request without headers has the key `none:`: its counts are the variables.
+    local p = cfg:location(nil, nil, { "bot" }, nil)
+    T.eq(decide(p, ffi.new("double[1]", 0.1), 1, "192.0.2.1"), "pass")
+    local vars = {}
+    for i = 0, tonumber(out[0].vars_len) - 1 do
+        local v = out[0].vars[i]
+        vars[ffi.string(v.key.data, v.key.len)] = ffi.string(v.value.data, v.value.len)
+    end
+    T.eq(vars.edgeguard_fp_key, "headers")
+    T.eq(vars.edgeguard_fp_prefixes, "8")
+    T.eq(vars.edgeguard_fp_solved, "0")
+    -- A bad file: the file's error, not misuse; no file: the same.
+    local f = assert(io.open(path, "wb"))
+    f:write('{"format":"edgeguard-signals","version":1,"generated":1,"window":3600,"entries":[' .. entry
+            .. ',' .. entry .. ']}')
+    f:close()
+    local bad, err, misuse = new{ signals = path }
+    T.eq(bad, nil)
+    T.eq(misuse, false)
+    T.contains(err, path .. ": entries[1].key: headers key \"none:\" is listed twice")
+    _, err, misuse = new{ signals = dir .. "/none.json" }
+    T.eq(misuse, false)
+    T.contains(err, dir .. "/none.json")
+    _, err, misuse = new{ signals = 5 }
+    T.eq(misuse, true)
+    T.contains(err, "signals: must be a snapshot file's path or false")
+    os.execute("rm -rf " .. dir)
+end)
+
 T.run()

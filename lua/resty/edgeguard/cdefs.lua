@@ -18,7 +18,7 @@ static const int EDGEGUARD_ERRBUF_LEN = 512;
 
 static const int EDGEGUARD_MAX_MODELS = 64;
 
-static const int EDGEGUARD_MAX_VARS = 70;
+static const int EDGEGUARD_MAX_VARS = 77;
 
 static const int EDGEGUARD_MAX_RESPONSE_HEADERS = 4;
 
@@ -356,6 +356,8 @@ edgeguard_result edgeguard_config_new_for_location(const edgeguard_config *base,
 void edgeguard_config_free(edgeguard_config *config);
 
 const char *edgeguard_config_json(const edgeguard_config *config);
+
+edgeguard_result edgeguard_config_start_signals(const edgeguard_config *config);
 
 edgeguard_result edgeguard_options_new(edgeguard_options **out);
 
