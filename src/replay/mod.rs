@@ -29,6 +29,7 @@
 
 mod input;
 mod number;
+mod observe;
 mod options;
 mod pipeline;
 mod progress;
@@ -39,6 +40,7 @@ mod worker;
 use std::io::{self, Write};
 
 pub use input::Input;
+pub use observe::{observe, Observer, Seen};
 pub use options::Options;
 // The batches a Kafka consumer fills for the workers.
 #[cfg(feature = "kafka")]

@@ -15,7 +15,12 @@
 //! cannot tell.
 
 pub mod key;
+pub mod observe;
+pub mod sketch;
 pub mod snapshot;
+pub mod window;
 
 pub use key::{Kind, KEY_CAP};
+pub use observe::Observer;
 pub use snapshot::{Counts, Snapshot, SnapshotError};
+pub use window::{Settings, Window};
