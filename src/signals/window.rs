@@ -466,7 +466,7 @@ mod tests {
             prefix: Some(Prefix::V4([10, 0, net])),
             user_agent: b"curl/8",
             flagged: true,
-            challenge: net % 2 == 0,
+            challenge: net.is_multiple_of(2),
             solved: false,
             cleared: false,
         }
