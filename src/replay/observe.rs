@@ -8,30 +8,13 @@ use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::Instant;
 
-use crate::gate::{self, Config, Effects};
+use crate::gate::Config;
 
 use super::input::{Batch, Input};
 use super::options::{unix_now, Options};
+use super::seen::Observer;
 use super::summary::Summary;
 use super::worker::Worker;
-
-/// One request as the primary configuration judged it.
-#[derive(Clone, Copy, Debug)]
-pub struct Seen<'a> {
-    /// The line's own time, Unix seconds: `edgeguard_time` (when access()
-    /// judged it), else nginx's `time` (`$time_iso8601`); None: neither.
-    pub time: Option<u64>,
-    /// The request as the gate read it (method, URI, client, headers, TLS
-    /// facts).
-    pub request: &'a gate::Request<'a>,
-    /// The connection's JA4, when the line has one.
-    pub ja4: Option<&'a [u8]>,
-    /// What the gate made of it.
-    pub effects: &'a Effects<'a>,
-}
-
-/// What [`observe`] hands each request to.
-pub type Observer<'o> = dyn FnMut(&Seen<'_>) + 'o;
 
 /// Lines per batch at most (as the pipeline's).
 const MAX_LINES: usize = 4096;

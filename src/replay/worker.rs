@@ -15,9 +15,9 @@ use crate::verified::Verdict;
 
 use super::input::Batch;
 use super::number::{push_f64, push_u64};
-use super::observe::{Observer, Seen};
 use super::options::{unix_now, Options};
 use super::record::{self, Parsed};
+use super::seen::{Observer, Seen};
 use super::summary::{ConfigSummary, Flip, Summary};
 
 /// One configuration's view of one request.

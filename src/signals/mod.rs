@@ -14,8 +14,10 @@
 //! docs/signals.md describes the fleet setup and what a signal can and
 //! cannot tell.
 
+pub mod file;
 pub mod key;
 pub mod observe;
+pub mod partials;
 pub mod sketch;
 pub mod snapshot;
 pub mod window;

@@ -24,6 +24,19 @@ use crate::replay::Seen;
 use super::key::{headers_key_of, Kind, KEY_CAP};
 use super::window::{Obs, Prefix, Window};
 
+/// Where observations go: a [`Window`] (file mode, the fleet's second
+/// stage), or the first stage's [`super::partials::Partials`].
+pub trait Fold {
+    /// Adds one request of `key` of `kind`.
+    fn fold(&mut self, kind: Kind, key: &[u8], o: &Obs<'_>);
+}
+
+impl Fold for Window {
+    fn fold(&mut self, kind: Kind, key: &[u8], o: &Obs<'_>) {
+        self.add(kind, key, o);
+    }
+}
+
 /// What the effects say of one request, apart from its time and client.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Outcome {
@@ -50,21 +63,20 @@ impl Outcome {
     }
 }
 
-/// Adds judged requests to a window. Keeps the feature vector and the key
-/// buffer from request to request: a request of a known key allocates
-/// nothing.
-pub struct Observer<'w> {
-    window: &'w mut Window,
+/// Adds judged requests to a window (or partials). A request of a known
+/// key allocates nothing: the features and the key are built on the stack.
+pub struct Observer<'w, F: Fold = Window> {
+    window: &'w mut F,
     /// The time of a request whose line has none (arrival time).
     clock: fn() -> u64,
     /// Requests added.
     pub requests: u64,
 }
 
-impl<'w> Observer<'w> {
+impl<'w, F: Fold> Observer<'w, F> {
     /// Adds to `window`; a request without a time of its own is given
     /// `clock()`.
-    pub fn new(window: &'w mut Window, clock: fn() -> u64) -> Observer<'w> {
+    pub fn new(window: &'w mut F, clock: fn() -> u64) -> Observer<'w, F> {
         Observer {
             window,
             clock,
@@ -87,12 +99,12 @@ impl<'w> Observer<'w> {
         };
         self.requests += 1;
         if let Some(ja4) = seen.ja4 {
-            self.window.add(Kind::Ja4, ja4, &obs);
+            self.window.fold(Kind::Ja4, ja4, &obs);
         }
         let mut v = FeatureVector::new();
         extract(http, &mut v);
         let mut buf = [0; KEY_CAP];
         self.window
-            .add(Kind::Headers, headers_key_of(&v, &mut buf), &obs);
+            .fold(Kind::Headers, headers_key_of(&v, &mut buf), &obs);
     }
 }
