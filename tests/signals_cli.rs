@@ -449,3 +449,45 @@ fn min_requests_window_and_bad_input() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent.json"));
 }
+
+#[test]
+fn kafka_usage_and_a_build_without_it() {
+    // Clap's own checks, in every build.
+    let o = signals(&["--topic", "log"]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("--kafka-brokers"), "{e}");
+    let o = signals(&["export", "--topic", "s", "--out", "x.json"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--kafka-brokers"));
+    // File mode needs its two options.
+    let o = signals(&["--out", "x.json"]);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--config is required"));
+    #[cfg(not(feature = "kafka"))]
+    for args in [
+        &[
+            "--kafka-brokers",
+            "127.0.0.1:1",
+            "--group",
+            "g",
+            "--partials-topic",
+            "p",
+            "--snapshot-topic",
+            "s",
+        ][..],
+        &[
+            "export",
+            "--kafka-brokers",
+            "127.0.0.1:1",
+            "--topic",
+            "s",
+            "--out",
+            "x.json",
+        ],
+    ] {
+        let o = signals(args);
+        let e = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{e}");
+        assert!(e.contains("built without Kafka support"), "{e}");
+    }
+}
