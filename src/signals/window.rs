@@ -16,10 +16,11 @@
 //!
 //! Memory is bounded: at most `max_keys` keys (a request of a new key
 //! beyond them is counted as untracked), each at most `buckets` cells. A
-//! cell is about 300 bytes while its sketches are small; a sketch that
-//! turns dense (thousands of distinct items in one bucket) takes 3.3 KiB.
+//! cell is 72 bytes, plus about 200 for each sketch it uses while small
+//! (docs/signals.md has the measurement); a sketch that turns dense
+//! (thousands of distinct items in one bucket) takes 3.3 KiB.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::mem::size_of;
 
 use serde::{Deserialize, Serialize};
@@ -199,24 +200,23 @@ impl Cell {
     }
 }
 
-/// One key's cells, oldest first.
+/// One key's cells, oldest first. Grown one cell at a time (most keys
+/// hold one or two: a doubling vector would hold room for twice that).
 #[derive(Debug, Default)]
-struct Cells(VecDeque<Cell>);
+struct Cells(Vec<Cell>);
 
 impl Cells {
     /// The cell of `bucket`, made if missing, in order.
     fn at(&mut self, bucket: u64) -> &mut Cell {
         let i = match self.0.iter().rposition(|c| c.bucket <= bucket) {
             Some(i) if self.0[i].bucket == bucket => i,
-            Some(i) => {
-                self.0.insert(i + 1, Cell::new(bucket));
-                i + 1
-            }
-            None => {
-                self.0.push_front(Cell::new(bucket));
-                0
-            }
+            Some(i) => i + 1,
+            None => 0,
         };
+        if self.0.get(i).is_none_or(|c| c.bucket != bucket) {
+            self.0.reserve_exact(1);
+            self.0.insert(i, Cell::new(bucket));
+        }
         &mut self.0[i]
     }
 
@@ -430,7 +430,7 @@ fn entries_of(
 /// A key's counts over its cells: sums, and the sketches merged in bucket
 /// order (the estimate does not depend on the order), each estimate
 /// capped at the requests (a sketch can overshoot a small true count).
-fn summarize(cells: &VecDeque<Cell>) -> Counts {
+fn summarize(cells: &[Cell]) -> Counts {
     let mut tally = Tally::default();
     let (mut p24, mut p48, mut ua) = (Distinct::new(), Distinct::new(), Distinct::new());
     for c in cells {
@@ -561,7 +561,7 @@ mod tests {
             cell.p24.insert(&i.to_be_bytes());
         }
         cell.tally.requests = 3;
-        let c = summarize(&VecDeque::from([cell]));
+        let c = summarize(&[cell]);
         assert_eq!((c.requests, c.prefixes24, c.prefixes48), (3, 3, 0));
         c.check().unwrap();
     }
