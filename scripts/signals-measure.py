@@ -243,6 +243,42 @@ def check(snapshot, people, prefixes):
     return problems
 
 
+def measure(people, prefixes, difficulty, tmp, out=print):
+    """Runs the traffic through nginx and `edgeguard signals` in `tmp`;
+    returns the snapshot (a dict) and the problems `check` finds (and
+    what nginx's error log says)."""
+    cfg, log = tmp / "config.json", tmp / "access.jsonl"
+    config(cfg, difficulty)
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                    "-nodes", "-days", "2", "-subj", "/CN=localhost", "-keyout", tmp / "key.pem",
+                    "-out", tmp / "cert.pem"], check=True, capture_output=True, timeout=60)
+    os.chmod(tmp / "key.pem", 0o644)
+    port, tls_port = e2e.free_port(), e2e.free_port()
+    nginx = e2e.Nginx(nginx_conf(cfg, port, tls_port, tmp, log))
+    nginx.start(port)
+    t0 = time.monotonic()
+    try:
+        script = run_script(tls_port, prefixes)
+        t1 = time.monotonic()
+        seen = run_people(tls_port, people, tmp)
+        t2 = time.monotonic()
+        time.sleep(0.5)  # the access log is written after the response
+    finally:
+        nginx.stop()
+        bad = e2e.bad_log_lines(nginx.error_log)
+        nginx.cleanup()
+    out(f"script: {sum(script.values())} requests from {prefixes} /24s, statuses {script} ({t1 - t0:.1f} s)")
+    out(f"people: {people} from {people} /24s, origin saw {seen} ({t2 - t1:.1f} s)")
+    snap = tmp / "snapshot.json"
+    r = subprocess.run([EDGEGUARD, "signals", "--config", cfg, "--out", snap, log],
+                       capture_output=True, text=True)
+    out(r.stderr.strip())
+    if r.returncode != 0:
+        raise RuntimeError(f"edgeguard signals failed: {r.stderr}")
+    snapshot = json.loads(snap.read_text())
+    return snapshot, check(snapshot, people, prefixes) + [f"nginx error log: {b}" for b in bad]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--people", type=int, default=40)
@@ -257,44 +293,15 @@ def main():
             sys.exit(f"signals-measure: needs {what}")
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="edgeguard-signals-"))
     os.chmod(tmp, 0o777)
-    cfg, log = tmp / "config.json", tmp / "access.jsonl"
-    config(cfg, args.difficulty)
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
-                    "-nodes", "-days", "2", "-subj", "/CN=localhost", "-keyout", tmp / "key.pem",
-                    "-out", tmp / "cert.pem"], check=True, capture_output=True, timeout=60)
-    os.chmod(tmp / "key.pem", 0o644)
-    port, tls_port = e2e.free_port(), e2e.free_port()
-    nginx = e2e.Nginx(nginx_conf(cfg, port, tls_port, tmp, log))
-    nginx.start(port)
-    t0 = time.monotonic()
     try:
-        script = run_script(tls_port, args.bot_prefixes)
-        t1 = time.monotonic()
-        people = run_people(tls_port, args.people, tmp)
-        t2 = time.monotonic()
-        time.sleep(0.5)  # the access log is written after the response
+        snapshot, problems = measure(args.people, args.bot_prefixes, args.difficulty, tmp)
+        print()
+        print(table(snapshot))
     finally:
-        nginx.stop()
-        bad = e2e.bad_log_lines(nginx.error_log)
-        nginx.cleanup()
-        if bad:
-            print("\n".join(["nginx error log:"] + bad[:5]), file=sys.stderr)
-    print(f"script: {sum(script.values())} requests from {args.bot_prefixes} /24s, statuses {script} ({t1 - t0:.1f} s)")
-    print(f"people: {args.people} from {args.people} /24s, origin saw {people} ({t2 - t1:.1f} s)")
-    snap = tmp / "snapshot.json"
-    r = subprocess.run([EDGEGUARD, "signals", "--config", cfg, "--out", snap, log],
-                       capture_output=True, text=True)
-    print(r.stderr.strip())
-    if r.returncode != 0:
-        sys.exit(1)
-    snapshot = json.loads(snap.read_text())
-    print()
-    print(table(snapshot))
-    problems = check(snapshot, args.people, args.bot_prefixes) + [f"nginx error log: {b}" for b in bad]
-    if args.keep:
-        print(f"\nkept: {tmp}")
-    else:
-        shutil.rmtree(tmp, ignore_errors=True)
+        if args.keep:
+            print(f"\nkept: {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
     if problems:
         print("\n" + "\n".join(problems))
         if args.check:
