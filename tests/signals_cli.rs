@@ -357,6 +357,7 @@ fn a_crafted_log_gives_the_counts_the_gate_gave() {
     want_headers.sort();
     assert_eq!(headers, want_headers);
     assert!(want_headers[2].0.starts_with("python-requests:"));
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -448,6 +449,7 @@ fn min_requests_window_and_bad_input() {
     ]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent.json"));
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
