@@ -35,6 +35,9 @@ pub(crate) enum Command {
     /// Send request lines (files, stdin) to a Kafka topic, one per message
     #[command(long_about = cli::ship::LONG_ABOUT)]
     Ship(cli::ship::Args),
+    /// Fleet fingerprint signals from the request log: a snapshot file
+    #[command(long_about = cli::signals::LONG_ABOUT)]
+    Signals(Box<cli::signals::Args>),
     /// Print the JA4 of recorded ClientHellos (hex, one per line)
     #[command(long_about = cli::tls::LONG_ABOUT)]
     Tls(cli::tls::Args),
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => cli::replay::run(*args),
         Command::Rules(args) => cli::rules::run(args),
         Command::Ship(args) => cli::ship::run(args),
+        Command::Signals(args) => cli::signals::run(*args),
         Command::Tls(args) => cli::tls::run(args),
         Command::Version => {
             println!("edgeguard {}", env!("CARGO_PKG_VERSION"));

@@ -13,6 +13,7 @@ pub mod predict;
 pub mod replay;
 pub mod rules;
 pub mod ship;
+pub mod signals;
 pub mod tls;
 
 /// A value parser: a positive whole number.

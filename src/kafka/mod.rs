@@ -50,9 +50,14 @@ mod meters;
 mod offsets;
 mod replay;
 mod ship;
+mod signals;
 mod sink;
 mod source;
 
 pub use client::Client;
 pub use replay::{run, KafkaOptions, KafkaSummary, Outputs};
 pub use ship::{ship, ShipSummary};
+pub use signals::{
+    export, run as signals, ExportReport, SignalsOptions, SignalsReport, GENERATED_HEADER,
+    WINDOW_HEADER,
+};

@@ -29,17 +29,21 @@
 
 mod input;
 mod number;
+mod observe;
 mod options;
 mod pipeline;
 mod progress;
 mod record;
+mod seen;
 mod summary;
 mod worker;
 
 use std::io::{self, Write};
 
 pub use input::Input;
+pub use observe::observe;
 pub use options::Options;
+pub use seen::{Observer, Seen};
 // The batches a Kafka consumer fills for the workers.
 #[cfg(feature = "kafka")]
 pub(crate) use input::{Batch, LineSpan, Lines};

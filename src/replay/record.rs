@@ -16,7 +16,11 @@
 //!   plain HTTP). A line with a JA4 but no family (written before the
 //!   family was logged) gets the family `unknown`.
 //!
-//! Other fields (labels, timestamps, status) are skipped without being built.
+//! nginx's own `time` (`$time_iso8601`, `2026-12-04T16:15:19+00:00`) is read
+//! as the line's time when it is one ([`Parsed::logged`]: the event time the
+//! signals window slides by); anything else in it is ignored, as replay
+//! always ignored it. Other fields (labels, status) are skipped without
+//! being built.
 //!
 //! Request strings (method, URI, client, header names and values, and the
 //! `headers` text) are bytes, not UTF-8: nginx's `escape=json` escapes `"`,
@@ -99,6 +103,9 @@ pub(crate) struct Parsed<'s> {
     /// The Unix time access() decided with (`edgeguard_time`), for log
     /// lines that carry it: the clock the clearance cookie is judged by.
     pub(crate) time: Option<u64>,
+    /// nginx's `time` (`$time_iso8601`) as Unix seconds, when the line has
+    /// one in that form; None otherwise (never an error).
+    pub(crate) logged: Option<u64>,
     /// The TLS facts the features read: the JA4 and `edgeguard_tls_family`.
     pub(crate) tls: Option<TlsFacts<'s>>,
     live: &'s [(Span, LiveScore)],
@@ -194,6 +201,7 @@ pub(crate) fn parse<'s>(
             .and_then(|s| Action::from_name(bufs.get(s))),
         ja4,
         time: time_of(&fields, &bufs)?,
+        logged: fields.logged.and_then(|s| iso_time(bufs.get(s))),
         tls,
         live: &scratch.live,
         bufs,
@@ -275,6 +283,35 @@ fn time_of(fields: &Fields, bufs: &Bufs<'_>) -> Result<Option<u64>, ParseError> 
         })
 }
 
+/// `2026-12-04T16:15:19+01:00` (nginx's `$time_iso8601`: local time and
+/// its offset; `Z` too) as Unix seconds; None for anything else.
+pub(crate) fn iso_time(v: &[u8]) -> Option<u64> {
+    let s = std::str::from_utf8(v).ok()?;
+    let (local, zone) = (s.get(..19)?, s.get(19..)?);
+    let offset: i64 = match zone.as_bytes() {
+        b"Z" | b"" => 0,
+        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
+            let digits = [h1, h2, m1, m2];
+            if !digits.iter().all(|d| d.is_ascii_digit()) {
+                return None;
+            }
+            let n = |a: &u8, b: &u8| i64::from((a - b'0') * 10 + (b - b'0'));
+            let secs = n(h1, h2) * 3600 + n(m1, m2) * 60;
+            if *sign == b'+' {
+                secs
+            } else {
+                -secs
+            }
+        }
+        _ => return None,
+    };
+    // humantime reads the local part as if it were UTC; the offset is
+    // then taken off.
+    let t = humantime::parse_rfc3339_weak(local).ok()?;
+    let secs = t.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
+    u64::try_from(i64::try_from(secs).ok()? - offset).ok()
+}
+
 /// The serde path: the line again from scratch, for its error if it has
 /// one.
 fn serde_record(line: &[u8], scratch: &mut Scratch) -> Result<Fields, ParseError> {
@@ -322,6 +359,7 @@ fn resolved(line: &[u8], fast: bool) -> Option<Vec<Vec<u8>>> {
         span(f.live_action),
         span(f.ja4),
         span(f.time),
+        span(f.logged),
         span(f.tls_family),
         format!("{:?}", f.version).into_bytes(),
     ];
@@ -414,6 +452,8 @@ struct Fields {
     live_action: Option<Span>,
     ja4: Option<Span>,
     time: Option<Span>,
+    /// nginx's `time`.
+    logged: Option<Span>,
     tls_family: Option<Span>,
 }
 
@@ -466,6 +506,56 @@ impl<'de> Visitor<'de> for StrSeed<'_> {
     }
 }
 
+/// A value read as a string if it is one, else skipped: nginx's `time`,
+/// which other log formats may hold as a number (and replay never
+/// refused a line for it).
+struct AnyStr<'a>(StrSeed<'a>);
+
+impl<'de> DeserializeSeed<'de> for AnyStr<'_> {
+    type Value = Option<Span>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<Span>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for AnyStr<'_> {
+    type Value = Option<Span>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any value")
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Option<Span>, E> {
+        self.0.visit_borrowed_bytes(v.as_bytes()).map(Some)
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Option<Span>, E> {
+        self.0.visit_bytes(v.as_bytes()).map(Some)
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Option<Span>, E> {
+        Ok(None)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Option<Span>, E> {
+        Ok(None)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Option<Span>, E> {
+        Ok(None)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Option<Span>, E> {
+        Ok(None)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Option<Span>, E> {
+        Ok(None)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<Option<Span>, A::Error> {
+        while a.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Option<Span>, A::Error> {
+        while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(None)
+    }
+}
+
 struct RecordSeed<'a> {
     origin: *const u8,
     owned: &'a mut Vec<u8>,
@@ -502,6 +592,7 @@ enum Key<'de> {
     LiveAction,
     Ja4,
     Time,
+    Logged,
     TlsFamily,
     LiveScore(std::borrow::Cow<'de, [u8]>),
     Other,
@@ -540,6 +631,7 @@ impl<'de> de::Deserialize<'de> for Key<'de> {
                 b"edgeguard_action" => Key::LiveAction,
                 b"edgeguard_ja4" => Key::Ja4,
                 b"edgeguard_time" => Key::Time,
+                b"time" => Key::Logged,
                 b"edgeguard_verified_bot" => Key::Other,
                 b"edgeguard_tls_family" => Key::TlsFamily,
                 _ if v.len() > LIVE_PREFIX.len() && v.starts_with(LIVE_PREFIX.as_bytes()) => {
@@ -590,6 +682,7 @@ impl<'de> Visitor<'de> for RecordSeed<'_> {
                 }
                 Key::Ja4 => fields.ja4 = Some(map.next_value_seed(self.str_seed())?),
                 Key::Time => fields.time = Some(map.next_value_seed(self.str_seed())?),
+                Key::Logged => fields.logged = map.next_value_seed(AnyStr(self.str_seed()))?,
                 Key::TlsFamily => {
                     fields.tls_family = Some(map.next_value_seed(self.str_seed())?);
                 }

@@ -18,6 +18,7 @@ use super::input::Batch;
 use super::number::{push_f64, push_u64};
 use super::options::{unix_now, Options};
 use super::record::{self, Parsed};
+use super::seen::{Observer, Seen};
 use super::summary::{ConfigSummary, Flip, Summary};
 
 /// One configuration's view of one request.
@@ -30,6 +31,14 @@ struct Side<'c> {
     /// Each model's name as a JSON string, written once here rather than
     /// checked and quoted on every output line.
     quoted: Vec<Vec<u8>>,
+}
+
+/// Who is handed the primary side's effects of one request, and the
+/// line's facts the gate does not carry.
+struct Watch<'w, 'o, 'p> {
+    observe: &'w mut Observer<'o>,
+    time: Option<u64>,
+    ja4: Option<&'p [u8]>,
 }
 
 /// The result of one side for one request.
@@ -56,12 +65,21 @@ impl Side<'_> {
         req: &gate::Request<'_>,
         now: u64,
         tally: &mut ConfigSummary,
+        watch: Option<Watch<'_, '_, '_>>,
     ) -> Outcome {
         let loc = self.config.location();
         // Nothing given: the location strips and scores itself.
         let Ok(e) = gate::run(loc, req, Job::Access, now, &mut self.scratch) else {
             unreachable!("no scores are given")
         };
+        if let Some(w) = watch {
+            (w.observe)(&Seen {
+                time: w.time,
+                request: req,
+                ja4: w.ja4,
+                effects: &e,
+            });
+        }
         let stripped = e.matched;
         tally.headers_stripped += stripped as u64;
         tally.requests_stripped += u64::from(stripped > 0);
@@ -193,8 +211,26 @@ impl<'c> Worker<'c> {
             };
             self.text_lines += 1;
             let too_long = line.len() > self.max_line;
-            self.line(0, self.text_lines, line, too_long, out);
+            self.line(0, self.text_lines, line, too_long, out, None);
             rest = next;
+        }
+    }
+
+    /// Decides the lines of `batch` (output rows into `batch.out` as
+    /// [`Worker::process`] does) and hands each request the primary
+    /// configuration judged, with its effects, to `observe`: the requests
+    /// `edgeguard signals` counts, judged by the very run replay makes.
+    pub(crate) fn observe(&mut self, batch: &mut Batch, observe: &mut Observer<'_>) {
+        let Batch {
+            input,
+            data,
+            lines,
+            out,
+            ..
+        } = batch;
+        for l in lines.iter() {
+            let line = &data[l.start..l.end];
+            self.line(*input, l.number, line, l.too_long, out, Some(observe));
         }
     }
 
@@ -213,11 +249,26 @@ impl<'c> Worker<'c> {
             ..
         } = batch;
         for l in lines.iter() {
-            self.line(*input, l.number, &data[l.start..l.end], l.too_long, out);
+            self.line(
+                *input,
+                l.number,
+                &data[l.start..l.end],
+                l.too_long,
+                out,
+                None,
+            );
         }
     }
 
-    fn line(&mut self, input: usize, number: u64, line: &[u8], too_long: bool, out: &mut Vec<u8>) {
+    fn line(
+        &mut self,
+        input: usize,
+        number: u64,
+        line: &[u8],
+        too_long: bool,
+        out: &mut Vec<u8>,
+        observe: Option<&mut Observer<'_>>,
+    ) {
         if too_long {
             let max = self.max_line;
             self.tally.parse_error(
@@ -237,7 +288,7 @@ impl<'c> Worker<'c> {
         match record::parse(line, &mut scratch) {
             Ok(parsed) => {
                 self.tally.requests += 1;
-                let (primary, compare) = self.evaluate(&parsed, input, number);
+                let (primary, compare) = self.evaluate(&parsed, input, number, observe);
                 if self.output {
                     // Writing to a Vec cannot fail.
                     let _ = self.write_line(out, &parsed, input, number, primary, compare);
@@ -248,13 +299,25 @@ impl<'c> Worker<'c> {
         self.scratch = scratch;
     }
 
-    fn evaluate(&mut self, p: &Parsed<'_>, input: usize, line: u64) -> (Outcome, Option<Outcome>) {
+    fn evaluate(
+        &mut self,
+        p: &Parsed<'_>,
+        input: usize,
+        line: u64,
+        observe: Option<&mut Observer<'_>>,
+    ) -> (Outcome, Option<Outcome>) {
         let req = gate::Request::new(p.method, p.uri, p.version, p.client, p.headers, p.tls);
         let tally = &mut self.tally;
         let now = p.time.unwrap_or(self.now);
-        let primary = self.primary.evaluate(&req, now, &mut tally.primary);
+        // The line's own time: what access() judged at, else nginx's.
+        let watch = observe.map(|observe| Watch {
+            observe,
+            time: p.time.or(p.logged),
+            ja4: p.ja4,
+        });
+        let primary = self.primary.evaluate(&req, now, &mut tally.primary, watch);
         let compare = match (&mut self.compare, &mut tally.compare) {
-            (Some(side), Some(t)) => Some(side.evaluate(&req, now, t)),
+            (Some(side), Some(t)) => Some(side.evaluate(&req, now, t, None)),
             _ => None,
         };
         if let Some(c) = compare {

@@ -14,10 +14,17 @@
 //! docs/signals.md describes the fleet setup and what a signal can and
 //! cannot tell.
 
+pub mod file;
 pub mod key;
 pub mod live;
+pub mod observe;
+pub mod partials;
+pub mod sketch;
 pub mod snapshot;
+pub mod window;
 
 pub use key::{Kind, KEY_CAP};
 pub use live::{Live, Lookup};
+pub use observe::Observer;
 pub use snapshot::{Counts, Snapshot, SnapshotError};
+pub use window::{Settings, Window};

@@ -407,6 +407,11 @@ pub(super) fn record(line: &[u8], scratch: &mut Scratch) -> Option<Fields> {
                 b"edgeguard_action" => f.live_action = Some(c.str_span(Base::Line, 0, owned)?),
                 b"edgeguard_ja4" => f.ja4 = Some(c.str_span(Base::Line, 0, owned)?),
                 b"edgeguard_time" => f.time = Some(c.str_span(Base::Line, 0, owned)?),
+                // nginx's `time`: a string in edgeguard's formats; any
+                // other value is skipped, as serde's path does.
+                b"time" if c.peek()? == b'"' => {
+                    f.logged = Some(c.str_span(Base::Line, 0, owned)?);
+                }
                 // Not a model's score: what access{} logged of the bot.
                 b"edgeguard_verified_bot" => c.skip_value(owned)?,
                 b"edgeguard_tls_family" => {

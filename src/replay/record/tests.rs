@@ -811,3 +811,33 @@ fn token_soup_headers_are_read_as_serde_reads_them() {
     }
     assert!(read > 3000 && refused > 3000, "{read} {refused}");
 }
+
+#[test]
+fn nginx_time_is_the_lines_time_when_it_is_iso_8601() {
+    let mut s = Scratch::default();
+    let line = |time: &str| {
+        format!(r#"{{"time":{time},"method":"GET","uri":"/","version":"HTTP/1.1","headers":"[]"}}"#)
+    };
+    for (time, want) in [
+        (r#""2026-12-04T16:15:19+00:00""#, Some(1_796_400_919)),
+        (r#""2026-12-04T17:15:19+01:00""#, Some(1_796_400_919)),
+        (r#""2026-12-04T10:45:19-05:30""#, Some(1_796_400_919)),
+        (r#""2026-12-04T16:15:19Z""#, Some(1_796_400_919)),
+        (r#""1970-01-01T00:00:00+00:00""#, Some(0)),
+        // Not $time_iso8601: no time, and never an error.
+        (r#""04/Dec/2026:16:15:19 +0000""#, None),
+        (r#""2026-12-04T16:15:19+0100""#, None),
+        (r#""2026-13-04T16:15:19+00:00""#, None),
+        (r#""1970-01-01T00:00:00+01:00""#, None),
+        (r#""""#, None),
+        ("1796400919", None),
+        ("null", None),
+        (r#"{"a":[1]}"#, None),
+    ] {
+        let l = line(time);
+        let p = parse(l.as_bytes(), &mut s).unwrap_or_else(|e| panic!("{time}: {e}"));
+        assert_eq!(p.logged, want, "{time}");
+        assert_eq!(p.time, None, "{time}: edgeguard_time is another field");
+        assert!(paths_agree(l.as_bytes()).is_ok(), "{time}");
+    }
+}
