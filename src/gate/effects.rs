@@ -7,7 +7,7 @@ use crate::challenge::Clearance;
 use crate::config::text::Span;
 use crate::metrics::AnswerResult;
 use crate::scorer::ScoreError;
-use crate::signals::Lookup;
+use crate::signals::live::Lookup;
 use crate::verified::Verdict;
 
 /// How the request ends.

@@ -10,7 +10,7 @@ use crate::config::Options;
 use crate::headers::{HeaderSet, ListError};
 use crate::rules::{self, Rules};
 use crate::scorer::Scorer;
-use crate::signals::Live;
+use crate::signals::live::Live;
 use crate::verified;
 
 /// nginx's `ngx.INFO`: the level of the decision line when `log_level` is

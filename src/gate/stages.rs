@@ -16,7 +16,7 @@ use crate::config::Engine;
 use crate::features::{self, FeatureVector};
 use crate::metrics::{AnswerResult, BotVerdict, Outcome, Registry, Seen};
 use crate::net::addr_from_text;
-use crate::signals::Lookup;
+use crate::signals::live::Lookup;
 use crate::verified::Verdict;
 
 /// 1: the strip set over the headers (another engine's strip counted
@@ -412,7 +412,7 @@ fn write_texts(
 /// decimals without trailing zeros (`0.05`); the share of solved
 /// challenges is empty when none was served. A failed write (not reached:
 /// the location's text room holds them) leaves a value empty.
-fn write_fleet(w: &mut Cursor<'_>, c: &crate::signals::Counts) -> [Span; 6] {
+fn write_fleet(w: &mut Cursor<'_>, c: &crate::signals::snapshot::Counts) -> [Span; 6] {
     let mut out = [Span::default(); 6];
     let counts = [c.requests, c.prefixes(), c.user_agents];
     for (slot, n) in out.iter_mut().zip(counts) {

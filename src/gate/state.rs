@@ -10,7 +10,7 @@ use super::policy::Decision;
 use crate::config::text::Span;
 use crate::metrics::AnswerResult;
 use crate::scorer::ScoreError;
-use crate::signals::Lookup;
+use crate::signals::live::Lookup;
 
 /// What the stages found so far.
 pub(super) struct State {

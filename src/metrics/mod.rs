@@ -23,7 +23,7 @@ use std::sync::Arc;
 use crate::challenge::{Clearance, Proof, Rejection};
 use crate::config::text::{write_g, Sink};
 use crate::config::Engine;
-use crate::signals::Live;
+use crate::signals::live::Live;
 
 /// Score histogram buckets: probabilities; raw-score models land in the
 /// outer buckets.

@@ -11,7 +11,7 @@ use std::io::Write;
 
 use crate::challenge::Clearance;
 use crate::gate::{self, Action, Config, Job, Scratch};
-use crate::signals::Lookup;
+use crate::signals::live::Lookup;
 use crate::verified::Verdict;
 
 use super::input::Batch;

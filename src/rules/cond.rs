@@ -5,7 +5,8 @@ use aho_corasick::AhoCorasick;
 use regex::bytes::Regex;
 
 use crate::features::TlsFacts;
-use crate::signals::{Counts, Lookup};
+use crate::signals::live::Lookup;
+use crate::signals::snapshot::Counts;
 use crate::verified::PrefixSet;
 
 use super::view::View;

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use crate::features::{Request, TlsFacts};
 use crate::headers::Header;
-use crate::signals::Lookup;
+use crate::signals::live::Lookup;
 use crate::verified::{Category, Verdict, VerifiedBots};
 
 /// A verified-bot claim, as [`VerifiedBots::judge`] decided it.
