@@ -6,7 +6,7 @@
 //! - `headers`: the User-Agent family the request claims, `:`, and the
 //!   `header_order` fingerprint (known header names as one-letter codes in
 //!   arrival order, src/features/header_order.rs), e.g.
-//!   `chrome:hCMPiuaSOUDel`. It names the HTTP stack behind the claim, on
+//!   `chrome:hCMPuaSODel`. It names the HTTP stack behind the claim, on
 //!   plain HTTP too. Values are not part of it: a browser's key is shared
 //!   by everyone who runs that browser.
 
@@ -47,32 +47,54 @@ impl Kind {
     }
 }
 
-/// Writes the `headers` key of a request claiming `family` whose header
-/// order is `order` into `buf`, and returns it. `order` longer than
-/// [`HEADER_ORDER_CAP`] is cut (the features never make one).
-pub fn headers_key<'b>(family: Family, order: &[u8], buf: &'b mut [u8; KEY_CAP]) -> &'b [u8] {
-    let name = family.name().as_bytes();
-    let order = &order[..order.len().min(HEADER_ORDER_CAP)];
-    let n = name.len() + 1 + order.len();
-    buf[..name.len()].copy_from_slice(name);
-    buf[name.len()] = b':';
-    buf[name.len() + 1..n].copy_from_slice(order);
+/// The header codes left out of the `headers` key
+/// (src/features/header_order.rs): headers that say what this visit is,
+/// not what software sent it. A person's challenged navigation, the answer
+/// to the challenge and the cleared navigations after it differ in exactly
+/// these (a cookie, a referer, an origin and a body, a reload, a user's
+/// click), and the key must be the same for all three, or the solves and
+/// clearances land on keys the challenges never did and a browser's
+/// navigation key shows challenges and no solves. Left out: cookie (`k`),
+/// referer (`r`), origin (`o`), content-type (`T`), content-length (`L`),
+/// range (`R`), the conditional headers (`m`), authorization (`z`),
+/// cache-control (`y`), pragma (`g`), sec-fetch-user (`U`),
+/// upgrade-insecure-requests (`i`, navigations only), purpose and
+/// sec-purpose (`Q`, prefetches), and x-forwarded-for (`f`, added by
+/// proxies, not the client).
+pub const VISIT_CODES: &[u8] = b"kroTLRmzygUiQf";
+
+/// Writes the `headers` key of a request claiming the family named
+/// `family` whose `header_order` fingerprint is `order` into `buf`: the
+/// name, `:`, and the order without [`VISIT_CODES`] (runs that their
+/// removal brings together collapsed, as the fingerprint collapses them).
+fn write_key<'b>(family: &[u8], order: &[u8], buf: &'b mut [u8; KEY_CAP]) -> &'b [u8] {
+    let family = &family[..family.len().min(KEY_CAP - 1 - HEADER_ORDER_CAP)];
+    buf[..family.len()].copy_from_slice(family);
+    buf[family.len()] = b':';
+    let mut n = family.len() + 1;
+    let mut last = 0;
+    for &c in order.iter().take(HEADER_ORDER_CAP) {
+        if VISIT_CODES.contains(&c) || c == last {
+            continue;
+        }
+        buf[n] = c;
+        n += 1;
+        last = c;
+    }
     &buf[..n]
+}
+
+/// Writes the `headers` key of a request claiming `family` whose
+/// `header_order` fingerprint is `order` into `buf`, and returns it.
+pub fn headers_key<'b>(family: Family, order: &[u8], buf: &'b mut [u8; KEY_CAP]) -> &'b [u8] {
+    write_key(family.name().as_bytes(), order, buf)
 }
 
 /// The `headers` key of the request whose features are `v` (after
 /// [`crate::features::extract`]): the same text as [`headers_key`] gives
 /// for its family and order, so the aggregator and the lookup agree.
 pub fn headers_key_of<'b>(v: &FeatureVector<'_>, buf: &'b mut [u8; KEY_CAP]) -> &'b [u8] {
-    let family = v.cat(Cat::UaFamily);
-    let order = v.cat(Cat::HeaderOrder);
-    let family = &family[..family.len().min(KEY_CAP - 1)];
-    let order = &order[..order.len().min(KEY_CAP - 1 - family.len())];
-    let n = family.len() + 1 + order.len();
-    buf[..family.len()].copy_from_slice(family);
-    buf[family.len()] = b':';
-    buf[family.len() + 1..n].copy_from_slice(order);
-    &buf[..n]
+    write_key(v.cat(Cat::UaFamily), v.cat(Cat::HeaderOrder), buf)
 }
 
 /// Why `key` is not a well-formed key of `kind`, if it is not.
@@ -119,6 +141,12 @@ fn check_headers(key: &str) -> Result<(), String> {
             "header order {order:?} has byte {c:#04x}, not a header code"
         ));
     }
+    if let Some(c) = order.bytes().find(|c| VISIT_CODES.contains(c)) {
+        return Err(format!(
+            "header order {order:?} has {:?}, a code keys leave out (the visit's headers): no request has this key",
+            c as char
+        ));
+    }
     Ok(())
 }
 
@@ -162,9 +190,19 @@ mod tests {
         }
         assert_eq!(
             headers_key(Family::Chrome, b"hCMPiu", &mut buf),
-            b"chrome:hCMPiu"
+            b"chrome:hCMPu"
         );
         assert_eq!(headers_key(Family::None, b"", &mut buf), b"none:");
+        // The visit's headers are not the software's.
+        assert_eq!(
+            headers_key(Family::Chrome, b"hCMPiuaSOUDrelkpTLo", &mut buf),
+            b"chrome:hCMPuaSODelp"
+        );
+        assert_eq!(
+            headers_key(Family::Chrome, b"hCMPuaSODelp", &mut buf),
+            b"chrome:hCMPuaSODelp"
+        );
+        assert_eq!(headers_key(Family::Curl, b"huakab", &mut buf), b"curl:huab");
     }
 
     #[test]

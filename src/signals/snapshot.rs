@@ -412,7 +412,7 @@ mod tests {
     fn writes_what_it_reads() {
         let mut s = Snapshot::new(1_796_400_000, 3600);
         s.insert(Kind::Ja4, JA4, counts()).unwrap();
-        s.insert(Kind::Headers, "chrome:hCMPiuaSOUDel", counts())
+        s.insert(Kind::Headers, "chrome:hCMPuaSODel", counts())
             .unwrap();
         s.insert(
             Kind::Headers,
@@ -431,10 +431,10 @@ mod tests {
         assert_eq!(back.window(), 3600);
         assert_eq!(back.ja4(JA4.as_bytes()), Some(&counts()));
         assert_eq!(
-            back.headers(Family::Chrome, b"hCMPiuaSOUDel"),
+            back.headers(Family::Chrome, b"hCMPiuaSOUDrel"),
             Some(&counts())
         );
-        assert_eq!(back.headers(Family::Firefox, b"hCMPiuaSOUDel"), None);
+        assert_eq!(back.headers(Family::Firefox, b"hCMPuaSODel"), None);
         let mut again = Vec::new();
         back.write(&mut again).unwrap();
         assert_eq!(out, again);
