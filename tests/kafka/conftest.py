@@ -35,6 +35,9 @@ free_port, wait_until, wait_for_port = e2e.free_port, e2e.wait_until, e2e.wait_f
 # What tests/e2e/test_record_replay.py imports from `conftest` (loaded by
 # test_fleet.py for its request generator and nginx configuration).
 TEST_LIST, Nginx, bad_log_lines, edge_conf = e2e.TEST_LIST, e2e.Nginx, e2e.bad_log_lines, e2e.edge_conf
+# And what tests/e2e/test_signals.py imports (test_fleet_signals.py's edge).
+LIB, METRICS_DICT, get_text, metrics_server = e2e.LIB, e2e.METRICS_DICT, e2e.get_text, e2e.metrics_server
+nginx_preamble, replace = e2e.nginx_preamble, e2e.replace
 
 EDGEGUARD = ROOT / "target" / "release" / "edgeguard"
 CACHE = pathlib.Path(os.environ.get("EDGEGUARD_CACHE", pathlib.Path.home() / ".cache" / "edgeguard"))
