@@ -221,7 +221,10 @@ def test_a_slow_writer_pauses_the_partitions_and_sigterm_commits_what_is_written
 
     fifo = tmp_path / "rows.fifo"
     os.mkfifo(fifo)
-    reader = SlowReader(fifo)
+    # 80 KB/s: a batch's rows take most of a second, so the pool stays out
+    # past the 500 ms a pause waits for (at 800 KB/s a batch came back
+    # every ~80 ms, the consumer just waited, and nothing paused).
+    reader = SlowReader(fifo, chunk=4 << 10, every=0.05)
     reader.start()
     port = free_port()
     member = Replay(tmp_path, broker, "requests", "g", "slow", "--metrics-listen", f"127.0.0.1:{port}")
