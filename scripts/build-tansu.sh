@@ -27,6 +27,32 @@
 # new generation, as Apache Kafka does. One line in one function, checked
 # to be exactly there.
 #
+# The second patch (tansu-storage's fetch): tansu 0.6.0 sleeps after every
+# look at the log, data or not (half the time left of the consumer's
+# `fetch.wait.max.ms` while 250 ms or more are left, else all of it), so a
+# fetch with data waiting is answered only after most of that wait:
+# measured one answer (~5 MB, one partition) every ~257 ms at librdkafka's
+# 500 ms, a consumer held to a fifth of what replay scores. Apache Kafka
+# answers a fetch as soon as it holds `fetch.min.bytes` and parks it (up to
+# `fetch.wait.max.ms`) only when it does not. Patched, the sleep happens only
+# while the fetch is still short of `fetch.min.bytes`. One statement, checked
+# to be exactly there.
+#
+# The third patch (tansu-storage's in-memory log): asked for an offset
+# inside a stored batch (a producer's batch of many messages, kept whole),
+# tansu 0.6.0 answers from the next batch on, so a consumer that resumes
+# from a commit, a seek or a pause inside a batch silently skips the rest
+# of it: measured 217 of 20 000 messages lost by a group resuming at
+# offset 2 519 (its next message was 2 736). Apache Kafka answers from the
+# batch that holds the offset and the client drops the records before it.
+# Patched, the in-memory log does the same, and the fetch's next offset is
+# the one after the last batch it got (not the offset asked for plus the
+# records counted, which a first batch starting earlier would overshoot).
+# Each changed text is checked to be exactly there.
+#
+# PATCHES names the patches; a cache built with other ones (an older version
+# of this script) is built again, once.
+#
 # Environment:
 #   EDGEGUARD_CACHE        cache root (default ~/.cache/edgeguard)
 #   EDGEGUARD_BUILD_JOBS   cargo parallelism (default: number of CPUs)
@@ -43,13 +69,19 @@ BIN="$PREFIX/bin/tansu"
 SRC="$PREFIX/src"
 LOG="$PREFIX/build.log"
 JOBS="${EDGEGUARD_BUILD_JOBS:-$(nproc)}"
+# What src/.edgeguard-patched holds once the sources are patched.
+PATCHES="group-expiry fetch-answer fetch-whole-batch"
 
-# Built from the patched sources: a binary from before the patch (an
-# earlier version of this script installed tansu unpatched at the same
-# path) is built again.
+# The sources are unpacked and carry exactly today's patches.
+patched() {
+    [[ -f "$SRC/.edgeguard-patched" && "$(cat "$SRC/.edgeguard-patched")" == "$PATCHES" ]]
+}
+
+# Built from those sources: a binary from before a patch (earlier versions
+# of this script installed tansu unpatched, then with the first patch
+# only, at the same path) is built again.
 built() {
-    [[ -x "$BIN" && -f "$SRC/.edgeguard-patched" && "$BIN" -nt "$SRC/.edgeguard-patched" &&
-        "${EDGEGUARD_FORCE:-0}" != 1 ]]
+    patched && [[ -x "$BIN" && "$BIN" -nt "$SRC/.edgeguard-patched" && "${EDGEGUARD_FORCE:-0}" != 1 ]]
 }
 
 if [[ "${1:-}" == --check ]]; then
@@ -82,8 +114,8 @@ echo "== $(date -u +%FT%TZ) tansu $TANSU_VERSION -j$JOBS"
 start=$SECONDS
 
 # Unpacked and patched once; an interrupted build resumes in the same tree.
-if [[ ! -f "$SRC/.edgeguard-patched" ]]; then
-    echo "== fetching tansu and tansu-broker $TANSU_VERSION from crates.io (cargo)"
+if ! patched; then
+    echo "== fetching tansu, tansu-broker and tansu-storage $TANSU_VERSION from crates.io (cargo)"
     fetch="$PREFIX/fetch"
     rm -rf "$fetch" "$SRC"
     mkdir -p "$fetch/src" "$SRC"
@@ -94,16 +126,17 @@ version = "0.0.0"
 edition = "2021"
 publish = false
 
-# Only the two crates' own sources: their dependencies come with tansu's
+# Only the three crates' own sources: their dependencies come with tansu's
 # Cargo.lock at build time.
 [dependencies]
 tansu = { version = "=$TANSU_VERSION", default-features = false }
 tansu-broker = { version = "=$TANSU_VERSION", default-features = false }
+tansu-storage = { version = "=$TANSU_VERSION", default-features = false }
 TOML
     : >"$fetch/src/lib.rs"
     cargo fetch --manifest-path "$fetch/Cargo.toml"
     cache_dir="${CARGO_HOME:-$HOME/.cargo}/registry/cache"
-    for crate in tansu tansu-broker; do
+    for crate in tansu tansu-broker tansu-storage; do
         archive=$(find "$cache_dir" -name "$crate-$TANSU_VERSION.crate" | head -n 1)
         [[ -n "$archive" ]] || { echo "ERROR: no $crate-$TANSU_VERSION.crate under $cache_dir"; exit 1; }
         mkdir -p "$SRC/$crate"
@@ -149,15 +182,83 @@ once(text, helper_at, "impl Inner<O, Formed>")
 text = text.replace(helper_at, helper_at + helper)
 open(path, "w").write(text)
 PY
+    echo "== patching tansu-storage: a fetch with data is answered at once"
+    python3 - "$SRC/tansu-storage/src/service/fetch.rs" <<'PY'
+import sys
+
+path = sys.argv[1]
+text = open(path).read()
+
+sleep = """                sleep(if remaining.as_millis() >= 250 {
+                    remaining / 2
+                } else {
+                    remaining
+                })
+                .await;
+"""
+# The loop goes round again (and so sleeps) only while the fetch is short
+# of min_bytes: with the data in hand, answer now, as Apache Kafka does.
+patched = """                // edgeguard (scripts/build-tansu.sh): wait only while the
+                // fetch is short of min_bytes; with data, answer at once.
+                if bytes <= min_bytes {
+                    sleep(if remaining.as_millis() >= 250 {
+                        remaining / 2
+                    } else {
+                        remaining
+                    })
+                    .await;
+                }
+"""
+loop = "            while elapsed <= max_wait && bytes <= min_bytes {\n"
+# The next offset to read from the log: after the last batch fetched.
+advance = """            offset += fetched
+                .iter()
+                .map(|batch| batch.record_count as i64)
+                .sum::<i64>();
+"""
+advanced = """            // edgeguard (scripts/build-tansu.sh): after the last batch
+            // fetched; the first one may start before `offset`.
+            offset = fetched.last().map_or(offset, |batch| {
+                offset.max(batch.base_offset + i64::from(batch.last_offset_delta) + 1)
+            });
+"""
+for needle, what in ((sleep, "the fetch loop's sleep"), (loop, "the fetch loop"),
+                     (advance, "the partition fetch's next offset")):
+    n = text.count(needle)
+    if n != 1:
+        sys.exit(f"fetch.rs: expected {what} once, found it {n} times; tansu changed, update this patch")
+open(path, "w").write(text.replace(sleep, patched).replace(advance, advanced))
+PY
+    echo "== patching tansu-storage: a fetch inside a stored batch starts with that batch"
+    python3 - "$SRC/tansu-storage/src/dynostore.rs" <<'PY'
+import sys
+
+path = sys.argv[1]
+text = open(path).read()
+# `offsets` holds the base offsets of the partition's stored batches; the
+# one holding `offset` is the last base at or before it.
+skip = "        for offset in offsets.split_off(&offset) {\n"
+whole = """        // edgeguard (scripts/build-tansu.sh): from the batch holding
+        // `offset`, as Kafka does (the client drops the records before it),
+        // not from the next one.
+        let first = offsets.range(..=offset).next_back().copied().unwrap_or(offset);
+        for offset in offsets.split_off(&first) {
+"""
+n = text.count(skip)
+if n != 1:
+    sys.exit(f"dynostore.rs: expected the fetch's batch loop once, found it {n} times; tansu changed, update this patch")
+open(path, "w").write(text.replace(skip, whole))
+PY
     cat >>"$SRC/tansu/Cargo.toml" <<'TOML'
 
 [patch.crates-io]
 tansu-broker = { path = "../tansu-broker" }
+tansu-storage = { path = "../tansu-storage" }
 TOML
-    touch "$SRC/.edgeguard-patched"
+    echo "$PATCHES" >"$SRC/.edgeguard-patched"
 fi
 
-echo "== cargo build (tansu's Cargo.lock; only tansu-broker's entry moves to the patched path)"
+echo "== cargo build (tansu's Cargo.lock; only the patched crates' entries move to their paths)"
 CARGO_TARGET_DIR="$PREFIX/target" cargo build --release --jobs "$JOBS" \
     --manifest-path "$SRC/tansu/Cargo.toml" --features dynostore,libsql --bin tansu
 mkdir -p "$PREFIX/bin"

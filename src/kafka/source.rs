@@ -8,9 +8,11 @@
 //! assigned partitions are paused, the consumer keeps polling (the group
 //! sees it alive, rebalances are served), and they are resumed once half
 //! the pool is back. A pause makes librdkafka drop what it prefetched, so
-//! a moment's shortage does not pause. A message that still arrives with no
-//! batch for it is not kept: its partition is sought back to it, so it is
-//! fetched again after the resume.
+//! a moment's shortage does not pause: a message that arrives with no batch
+//! for it (a batch of another partition was just handed on) waits up to
+//! [`PAUSE_AFTER`] for one. If none comes back, the message is not kept:
+//! the partitions are paused and its partition is sought back to it, so it
+//! is fetched again after the resume.
 //!
 //! A partition's offset is committed (every `commit_every`, asynchronously)
 //! at the end of the run of done batches from its oldest
@@ -276,6 +278,16 @@ impl State {
             self.hand_on();
         }
         if self.open.is_none() {
+            if self.free.is_empty() {
+                // Every batch is out (the workers are behind the fetch):
+                // usually one is back within milliseconds. Waiting for it
+                // keeps what librdkafka prefetched, which a pause drops
+                // (measured: pausing at once here, at each change of
+                // partition, refetched up to 16 MiB every few hundred
+                // milliseconds and halved the rate); only a writer that
+                // holds the pool for [`PAUSE_AFTER`] costs a pause.
+                self.wait_free(PAUSE_AFTER);
+            }
             match self.free.pop() {
                 Some(mut b) => {
                     b.reset(p);

@@ -221,7 +221,10 @@ def test_a_slow_writer_pauses_the_partitions_and_sigterm_commits_what_is_written
 
     fifo = tmp_path / "rows.fifo"
     os.mkfifo(fifo)
-    reader = SlowReader(fifo)
+    # 80 KB/s: a batch's rows take most of a second, so the pool stays out
+    # past the 500 ms a pause waits for (at 800 KB/s a batch came back
+    # every ~80 ms, the consumer just waited, and nothing paused).
+    reader = SlowReader(fifo, chunk=4 << 10, every=0.05)
     reader.start()
     port = free_port()
     member = Replay(tmp_path, broker, "requests", "g", "slow", "--metrics-listen", f"127.0.0.1:{port}")
@@ -257,6 +260,44 @@ def test_a_slow_writer_pauses_the_partitions_and_sigterm_commits_what_is_written
     assert rest.run() == 0, rest.stderr()
     both = coordinates(first) + coordinates(rest.rows())
     assert len(both) == len(set(both)) == 60000
+
+
+def test_a_group_resumes_inside_a_producers_batch_and_skips_nothing(broker, tmp_path):
+    """A commit (or a seek, or a pause) can fall inside a batch the producer
+    sent whole: the next fetch must start with that batch, and the group go
+    on at the committed offset exactly. One partition, so each cut of a
+    256 KiB replay batch falls inside one of ship's batches of hundreds of
+    lines (a boundary only by chance). tansu 0.6.0 unpatched answers from
+    the next batch: the group resumed at 2 736 after a commit of 2 519, and
+    217 requests were never replayed (scripts/build-tansu.sh)."""
+    n = 20000
+    log = tmp_path / "one.jsonl"
+    write_lines(log, sample_lines(n, seed=5))
+    broker.create_topic("requests", 1)
+    ship(broker, "requests", log)
+    fifo = tmp_path / "rows.fifo"
+    os.mkfifo(fifo)
+    reader = SlowReader(fifo, chunk=4 << 10, every=0.05)
+    reader.start()
+    port = free_port()
+    member = Replay(tmp_path, broker, "requests", "g", "first", "--metrics-listen", f"127.0.0.1:{port}")
+    member.args[member.args.index("--output") + 1] = fifo
+    member.start()
+    wait_until("a pause", lambda: metrics(f"127.0.0.1:{port}")
+               .get('edgeguard_replay_paused{topic="requests"}') == 1, timeout=60)
+    member.signal(signal.SIGTERM)
+    reader.fast.set()
+    assert member.wait(60) == 0, member.stderr()
+    reader.join(30)
+    first = coordinates(reader.rows())
+    end = committed(member.summary())[0]
+    assert 0 < end < n and sorted(first) == [(0, o) for o in range(end)], (end, len(first))
+
+    rest = Replay(tmp_path, broker, "requests", "g", "rest", "--exit-at-end")
+    assert rest.run() == 0, rest.stderr()
+    again = sorted(coordinates(rest.rows()))
+    assert again[:1] == [(0, end)], f"committed {end}, the group went on at {again[:1]}"
+    assert again == [(0, o) for o in range(end, n)], f"{n - end - len(again)} requests skipped"
 
 
 def test_undeliverable_results_stop_the_run_uncommitted(tmp_path):
