@@ -232,11 +232,17 @@ def test_a_slow_writer_pauses_the_partitions_and_sigterm_commits_what_is_written
     member.args[member.args.index("--output") + 1] = fifo
     member.start()
     # Held back by the reader: the pool runs out and the partitions pause.
-    m = wait_until("a pause", lambda: (v := metrics(f"127.0.0.1:{port}"))
-                   .get('edgeguard_replay_paused{topic="requests"}') == 1 and v, timeout=60)
+    # The lags come from librdkafka's statistics, once a second: wait for
+    # the pause and for them (a pause can come before the first report).
+    def lags_of(v):
+        return [x for k, x in v.items() if k.startswith("edgeguard_replay_lag{")]
+
+    m = wait_until("a pause and the partitions' lags", lambda: (v := metrics(f"127.0.0.1:{port}"))
+                   .get('edgeguard_replay_paused{topic="requests"}') == 1 and len(lags_of(v)) == 4 and v,
+                   timeout=60)
     assert m['edgeguard_replay_partitions{topic="requests"}'] == 4
     assert 0 < m['edgeguard_replay_messages_total{topic="requests"}'] < 60000
-    lags = [v for k, v in m.items() if k.startswith("edgeguard_replay_lag{")]
+    lags = lags_of(m)
     assert len(lags) == 4 and sum(lags) > 0, m
     # (Memory while paused: scripts/bench-kafka.py samples RSS over 10 M
     # messages; a few seconds here would measure the pool warming up.)
