@@ -24,6 +24,23 @@ fn main() {
     println!("rules_alloc: 3 passed, 0 failed");
 }
 
+/// Runs `run` once to warm every buffer, then 200 times under dhat: no
+/// allocation, and every round records what the first did. Returns the
+/// first round's record, for the caller's own checks of the work done.
+fn rounds_allocate_nothing(what: &str, mut run: impl FnMut(&mut Vec<usize>)) -> Vec<usize> {
+    let mut warm = Vec::with_capacity(4096);
+    run(&mut warm);
+    let mut seen = Vec::with_capacity(warm.len() * 201);
+    let before = dhat::HeapStats::get();
+    for _ in 0..200 {
+        run(&mut seen);
+    }
+    let after = dhat::HeapStats::get();
+    assert_eq!(after.total_blocks, before.total_blocks, "{what}");
+    assert_eq!(&seen[..warm.len()], &warm[..]);
+    warm
+}
+
 struct Case {
     method: &'static str,
     target: &'static str,
@@ -373,7 +390,7 @@ fn gate_runs_with_rules_do_not_allocate() {
         .map(|c| c.2.iter().map(|(n, v)| Header::new(n, v)).collect())
         .collect();
     let mut scratch = gate::Scratch::new();
-    let mut run = |seen: &mut Vec<usize>| {
+    let run = |seen: &mut Vec<usize>| {
         for (i, c) in cases.iter().enumerate() {
             let req =
                 gate::Request::new(c.0, c.1, 11, b"66.249.66.1", &headers[i], None).given(Given {
@@ -386,23 +403,11 @@ fn gate_runs_with_rules_do_not_allocate() {
             seen.push(e.line.map_or(0, |l| l.0.len()));
         }
     };
-    let mut warm = Vec::with_capacity(4096);
-    run(&mut warm);
-    let mut seen = Vec::with_capacity(warm.len() * 201);
-    let before = dhat::HeapStats::get();
-    for _ in 0..200 {
-        run(&mut seen);
-    }
-    let after = dhat::HeapStats::get();
-    assert_eq!(
-        after.total_blocks, before.total_blocks,
-        "the gate with rules allocated"
-    );
+    let warm = rounds_allocate_nothing("the gate with rules allocated", run);
     // Real work: each case met the rule meant for it, or none.
     let rules: Vec<usize> = warm.chunks(3).map(|c| c[0] % 100).collect();
     assert!(rules[..8].iter().all(|&r| r != 99), "{rules:?}");
     assert_eq!(rules[9], 99, "{rules:?}");
-    assert_eq!(&seen[..warm.len()], &warm[..]);
 }
 
 /// A location with a fleet signals snapshot: the lookups (JA4 and headers
@@ -476,7 +481,7 @@ fn gate_runs_with_signals_do_not_allocate() {
     let loc = Location::new(&o, Models::Scorer(Arc::new(scorer)), None).unwrap();
     let tls = edgeguard::features::TlsFacts::new(JA4.as_bytes(), Family::Boringssl);
     let mut scratch = gate::Scratch::new();
-    let mut run = |seen: &mut Vec<usize>| {
+    let run = |seen: &mut Vec<usize>| {
         for h in &headers {
             for t in [None, tls] {
                 let req = gate::Request::new(b"GET", b"/", 11, b"192.0.2.1", h, t);
@@ -492,19 +497,7 @@ fn gate_runs_with_signals_do_not_allocate() {
             }
         }
     };
-    let mut warm = Vec::with_capacity(4096);
-    run(&mut warm);
-    let mut seen = Vec::with_capacity(warm.len() * 201);
-    let before = dhat::HeapStats::get();
-    for _ in 0..200 {
-        run(&mut seen);
-    }
-    let after = dhat::HeapStats::get();
-    assert_eq!(
-        after.total_blocks, before.total_blocks,
-        "the gate with signals allocated"
-    );
-    assert_eq!(&seen[..warm.len()], &warm[..]);
+    let warm = rounds_allocate_nothing("the gate with signals allocated", run);
     // Real work: the spread script blocked (either connection), the
     // browser's key (and the JA4) answered, the unknown heads unknown
     // unless their connection's JA4 is known.
