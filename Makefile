@@ -84,6 +84,10 @@ lint:
 	luacheck --no-color -q lua/
 	@# README.md, BENCHMARKS.md, docs/: links, anchors, paths, make targets.
 	$(PYTHON) scripts/check-docs.py
+	@# Figures and names the docs copy from shipped files (thresholds, schema,
+	@# install paths, options and defaults, actions, stages, metrics, the
+	@# dashboard's cut, file:line references) against those files.
+	$(PYTHON) scripts/check-doc-facts.py
 	@# The shim applies what Rust decides: edgeguard.lua <= 250 code lines,
 	@# every other module <= 600 (legacy/ and the generated cdefs.lua apart).
 	sh scripts/shim-lines.sh

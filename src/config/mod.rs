@@ -36,6 +36,8 @@
 
 #![forbid(unsafe_code)]
 
+#[cfg(test)]
+mod doc_defaults;
 mod error;
 mod files;
 mod kinds;
