@@ -1,0 +1,152 @@
+"""scripts/check-doc-facts.py: `make lint` fails when a doc figure disagrees
+with the shipped file it copies. Each test copies the repository's docs and
+shipped files to a temporary tree, changes one figure (in a doc, or in the
+shipped file) and expects the script to name it."""
+
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "check-doc-facts.py"
+COPY = ["src", "docs", "lua", "nginx-conf", "contrib", "packaging", "scripts", "include",
+        "Makefile", "README.md", "RELIABILITY.md", "BENCHMARKS.md", "Cargo.toml"]
+
+
+def check(root, cargo=False):
+    args = [sys.executable, str(SCRIPT), str(root)] + ([] if cargo else ["--no-cargo"])
+    r = subprocess.run(args, capture_output=True, text=True)
+    return r.returncode, r.stderr
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    root = tmp_path_factory.mktemp("facts") / "repo"
+    root.mkdir()
+    for name in COPY:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, root / name)
+        else:
+            shutil.copy(src, root / name)
+    (root / "models").mkdir()
+    for path in list(ROOT.glob("models/*.json")) + [ROOT / "models" / "README.md"]:
+        shutil.copy(path, root / "models" / path.name)
+    return root
+
+
+@pytest.fixture
+def tree(pristine, tmp_path):
+    root = tmp_path / "repo"
+    shutil.copytree(pristine, root)
+    return root
+
+
+def edit(root, name, old, new):
+    path = root / name
+    text = path.read_text()
+    assert old in text, f"{name} no longer has {old!r}: update the test"
+    path.write_text(text.replace(old, new, 1))
+
+
+def test_the_repository_agrees_with_its_shipped_files():
+    rc, err = check(ROOT, cargo=True)
+    assert rc == 0, err
+
+
+def test_the_copy_agrees(tree):
+    rc, err = check(tree)
+    assert rc == 0, err
+
+
+CASES = {
+    "threshold in a decision line": (
+        "README.md", "threshold=0.093071", "threshold=0.355394",
+        "README.md:79: threshold 0.355394 for model bot: models/bot.json says 0.0930711"),
+    "threshold in replay's summary": (
+        "docs/replay.md", "model bot (threshold 0.09307106802519322)", "model bot (threshold 0.3553937517288668)",
+        "docs/replay.md:106: threshold 0.3553937517288668 for model bot"),
+    "schema of the shipped models": (
+        "docs/tls.md", "shipped models (feature schema 4)", "shipped models (feature schema 3)",
+        "docs/tls.md:5: schema 3 said of the shipped models: src/features/schema.rs says 4"),
+    "schema beside a shipped model": (
+        "docs/models.md", "--schema 4 --orders models/bot.json", "--schema 3 --orders models/bot.json",
+        "--schema 3 with a shipped model: the shipped models are schema 4"),
+    "stage order": (
+        "docs/architecture.md", "│  2 fleet ", "│  2 fleek ",
+        "docs/architecture.md:23: stages strip fleek rules score decide rules respond texts; "
+        "src/gate/mod.rs has strip fleet rules score decide rules respond texts"),
+    "a stage said empty": (
+        "docs/architecture.md", "site rules with the scores and the decision",
+        "site rules after scoring (empty today)",
+        "stage `rules` exists: not \"empty today\""),
+    "an install path": (
+        "docs/install.md", "\n## ", "\n`/usr/lib/edgeguard/libedgeguard.so`\n\n## ",
+        "/usr/lib/edgeguard/libedgeguard.so: neither `make install` nor the .deb installs it"),
+    "a shipped file where it is not installed": (
+        "docs/rules.md", "/usr/share/edgeguard/models/bot.json", "/etc/edgeguard/models/bot.json",
+        "docs/rules.md:31: /etc/edgeguard/models/bot.json: neither"),
+    "an option that does not exist": (
+        "docs/configuration.md", "| `status` |", "| `statuz` |",
+        "option `statuz` is not in src/config/options.rs's options! table"),
+    "an option's scope": (
+        "docs/configuration.md", "| 403 | C A F | the status of blocked requests",
+        "| 403 | C F | the status of blocked requests", "option `status`: scope C F, but"),
+    "an action that does not exist": (
+        "docs/configuration.md", "| flagged, mode `block` | `block` |", "| flagged, mode `block` | `deny` |",
+        "action `deny` is not an action of src/gate/action.rs"),
+    "a metric that does not exist": (
+        "docs/metrics.md", "`edgeguard_load_errors_total`", "`edgeguard_load_failures_total`",
+        "no metric `edgeguard_load_failures_total`"),
+    "the dashboard's cut": (
+        "contrib/grafana/edgeguard.json", 'le=\\"0.1\\"', 'le=\\"0.5\\"',
+        "score cut le=\"0.5\": the first bucket at or over the shipped thresholds is 0.1 (bot)"),
+    "a line reference": (
+        "RELIABILITY.md", "edgeguard.lua:842@723af91", "edgeguard.lua:8420@723af91",
+        "edgeguard.lua:8420: the file has"),
+    "a symbol reference": (
+        "docs/architecture.md", "\n## Who owns what", "\n`no_such_stage` in `src/gate/stages.rs`\n\n## Who owns what",
+        "`no_such_stage` is not in src/gate/stages.rs"),
+}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_doc_figure_that_disagrees_fails(tree, case):
+    name, old, new, expected = CASES[case]
+    edit(tree, name, old, new)
+    rc, err = check(tree)
+    assert rc == 1, err
+    assert expected in err, err
+
+
+def test_a_changed_model_threshold_fails_the_docs(tree):
+    """The other side: the shipped file changes, the doc does not."""
+    edit(tree, "models/bot.json", '"edgeguard.threshold":"0.09307106802519322"',
+         '"edgeguard.threshold":"0.2"')
+    rc, err = check(tree)
+    assert rc == 1
+    assert "README.md:79: threshold 0.093071 for model bot: models/bot.json says 0.2" in err, err
+    assert "score cut le=\"0.1\": the first bucket at or over the shipped thresholds is 0.2 (bot)" in err, err
+
+
+def test_a_new_option_or_stage_in_the_code_fails_the_docs(tree):
+    edit(tree, "src/config/options.rs", "    /// `vars`.\n",
+         "    /// `newopt`.\n    newopt: bool, EVERYWHERE, Ctx::boolean, |o| None;\n    /// `vars`.\n")
+    edit(tree, "src/gate/mod.rs", "//!               │ 8 texts", "//!               │ 8 text")
+    rc, err = check(tree)
+    assert rc == 1
+    assert "option `newopt` (src/config/options.rs) is not in the option table" in err, err
+    assert "src/gate/mod.rs:0: the stage diagram says strip fleet rules score decide rules respond text; " \
+        "run() calls strip fleet rules score decide rules respond texts" in err, err
+
+
+def test_a_wrong_default_fails_through_the_rust_resolver(tree):
+    edit(tree, "docs/configuration.md", "| integer 400–599 | 403 |", "| integer 400–599 | 404 |")
+    edit(tree, "docs/configuration.md", "| integer 0–128 | 64 |", "| integer 0–128 | 48 |")
+    rc, err = check(tree, cargo=True)
+    assert rc == 1, err
+    assert "docs/configuration.md:68: option `status`: default 404, but it resolves to 403" in err, err
+    assert "option `challenge_prefix_v6`: default 48, but it resolves to 64" in err, err
