@@ -329,6 +329,11 @@ EDGEGUARD_CONFIG ?= $(DATADIR)/edgeguard.json
 # The models directory as edgeguard.json names it: relative to that file
 # here, /usr/share/edgeguard/models in the package (its /etc copy).
 EDGEGUARD_MODELS ?= models
+# The verified bots file edgeguard.json names: the shipped example here (run
+# edgeguard-update-verified-bots for the real lists, docs/install.md);
+# /var/lib/edgeguard/verified-bots.json in the package, which its timer
+# refreshes.
+EDGEGUARD_VERIFIED_BOTS ?= verified-bots.example.json
 # The challenge page's template and locales, as examples to copy and edit
 # (challenge_template, challenge_locales; the library has them built in).
 CHALLENGE_LOCALES := $(notdir $(wildcard src/challenge/page/locales/*.json))
@@ -337,7 +342,7 @@ LUA_MODULES := $(shell cd lua && find resty -name '*.lua' | LC_ALL=C sort)
 # copied) and the catalog of verified-bot sources for the updater.
 RULE_PRESETS := $(notdir $(wildcard nginx-conf/rules/*.json))
 DATA_FILES := edgeguard.json internal-headers.txt models/bot.json models/spoof.json \
-              nginx/edgeguard.conf nginx/edgeguard-metrics.conf nginx/log-format.conf \
+              nginx/edgeguard.conf nginx/edgeguard-metrics.conf nginx/edgeguard-record.conf nginx/log-format.conf \
               nginx/log-format-challenge.conf verified-bots.example.json \
               verified-bots-sources.json $(addprefix rules/,$(RULE_PRESETS)) \
               challenge/page.html $(addprefix challenge/locales/,$(CHALLENGE_LOCALES))
@@ -366,9 +371,14 @@ install: build
 	$(INSTALL) -m 644 src/challenge/page/page.html $(DESTDIR)$(DATADIR)/challenge/page.html
 	$(INSTALL) -m 644 $(addprefix src/challenge/page/locales/,$(CHALLENGE_LOCALES)) \
 	  $(DESTDIR)$(DATADIR)/challenge/locales/
-	sed 's|@MODELS@|$(EDGEGUARD_MODELS)|g' packaging/edgeguard.json.in > $(DESTDIR)$(DATADIR)/edgeguard.json
-	sed 's|@CONFIG@|$(EDGEGUARD_CONFIG)|g' packaging/nginx/edgeguard.conf.in > $(DESTDIR)$(DATADIR)/nginx/edgeguard.conf
-	chmod 644 $(DESTDIR)$(DATADIR)/edgeguard.json $(DESTDIR)$(DATADIR)/nginx/edgeguard.conf
+	sed -e 's|@MODELS@|$(EDGEGUARD_MODELS)|g' -e 's|@VERIFIED_BOTS@|$(EDGEGUARD_VERIFIED_BOTS)|g' \
+	  packaging/edgeguard.json.in > $(DESTDIR)$(DATADIR)/edgeguard.json
+	@set -e; for f in edgeguard edgeguard-record; do \
+	  sed -e 's|@CONFIG@|$(EDGEGUARD_CONFIG)|g' -e 's|@DATADIR@|$(DATADIR)|g' \
+	    packaging/nginx/$$f.conf.in > $(DESTDIR)$(DATADIR)/nginx/$$f.conf; \
+	done
+	chmod 644 $(DESTDIR)$(DATADIR)/edgeguard.json $(DESTDIR)$(DATADIR)/nginx/edgeguard.conf \
+	  $(DESTDIR)$(DATADIR)/nginx/edgeguard-record.conf
 
 # Removes what install put there, and then its own directories if empty.
 uninstall:

@@ -7,7 +7,9 @@
 #   /usr/share/edgeguard/                        (models, list, example configs,
 #                                                 rules/ presets, verified-bots-sources.json)
 #   /etc/edgeguard/{edgeguard.json,internal-headers.txt}           conffiles
-#   /etc/nginx/snippets/edgeguard{,-metrics}.conf                  conffiles, inactive until included
+#   /etc/nginx/snippets/edgeguard{,-metrics,-record}.conf          conffiles, inactive until included
+#   /lib/systemd/system/edgeguard-update-verified-bots.{service,timer}  enabled by postinst;
+#                                                 they refresh /var/lib/edgeguard/verified-bots.json
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,7 +25,8 @@ trap 'rm -rf "$work"' EXIT
 stage=$work/root
 
 make -s install DESTDIR="$stage" PREFIX=/usr LUA_CMODULE_DIR="/usr/lib/$multiarch/lua/5.1" \
-    EDGEGUARD_CONFIG=/etc/edgeguard/edgeguard.json EDGEGUARD_MODELS=/usr/share/edgeguard/models
+    EDGEGUARD_CONFIG=/etc/edgeguard/edgeguard.json EDGEGUARD_MODELS=/usr/share/edgeguard/models \
+    EDGEGUARD_VERIFIED_BOTS=/var/lib/edgeguard/verified-bots.json
 
 # Debian keeps debug info in -dbgsym packages; the symbols stay.
 strip --strip-debug "$stage/usr/bin/edgeguard" "$stage/usr/lib/$multiarch/lua/5.1/libedgeguard.so"
@@ -34,8 +37,12 @@ install -d "$stage/etc/edgeguard" "$stage/etc/nginx/snippets" "$stage/usr/share/
 install -m 644 "$stage/usr/share/edgeguard/edgeguard.json" "$stage/usr/share/edgeguard/internal-headers.txt" \
     "$stage/etc/edgeguard/"
 install -m 644 "$stage/usr/share/edgeguard/nginx/edgeguard.conf" \
-    "$stage/usr/share/edgeguard/nginx/edgeguard-metrics.conf" "$stage/etc/nginx/snippets/"
+    "$stage/usr/share/edgeguard/nginx/edgeguard-metrics.conf" \
+    "$stage/usr/share/edgeguard/nginx/edgeguard-record.conf" "$stage/etc/nginx/snippets/"
 install -m 644 packaging/debian/README.Debian packaging/debian/copyright "$stage/usr/share/doc/edgeguard/"
+install -d "$stage/lib/systemd/system"
+install -m 644 packaging/systemd/edgeguard-update-verified-bots.service \
+    packaging/systemd/edgeguard-update-verified-bots.timer "$stage/lib/systemd/system/"
 
 # Shared-library dependencies of what we ship, the way debhelper computes them.
 mkdir -p "$work/src/debian"
@@ -44,8 +51,9 @@ shlibs=$(cd "$work/src" && dpkg-shlibdeps -O "$stage/usr/bin/edgeguard" \
     "$stage/usr/lib/$multiarch/lua/5.1/libedgeguard.so" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 
 install -d "$stage/DEBIAN"
+install -m 755 packaging/debian/postinst packaging/debian/prerm packaging/debian/postrm "$stage/DEBIAN/"
 (cd "$stage" && find etc -type f | LC_ALL=C sort | sed 's|^|/|') > "$stage/DEBIAN/conffiles"
-(cd "$stage" && find usr -type f | LC_ALL=C sort | xargs md5sum) > "$stage/DEBIAN/md5sums"
+(cd "$stage" && find usr lib -type f | LC_ALL=C sort | xargs md5sum) > "$stage/DEBIAN/md5sums"
 sed -e "s|@VERSION@|$debversion|" -e "s|@ARCH@|$arch|" -e "s|@MAINTAINER@|$maintainer|" \
     -e "s|@SHLIBS@|$shlibs|" -e "s|@SIZE@|$(du -sk --exclude=DEBIAN "$stage" | cut -f1)|" \
     packaging/debian/control.in > "$stage/DEBIAN/control"

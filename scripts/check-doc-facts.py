@@ -233,7 +233,7 @@ class Checker:
         deb = self.root / "scripts/build-deb.sh"
         extra = []
         if deb.exists():
-            text = deb.read_text(encoding="utf-8")
+            text = re.sub(r"\\\n\s*", " ", deb.read_text(encoding="utf-8"))
             m = re.search(r"make -s install ([^\n]*(?:\\\n[^\n]*)*)", text)
             if m:
                 given = re.findall(r"(\w+)=\"?([^\s\"]+)\"?", m.group(1).replace("\\\n", " "))
@@ -242,7 +242,7 @@ class Checker:
                 paths = re.findall(r"\"\$stage([^\"]+)\"", m.group(1))
                 if len(paths) >= 2 and paths[-1].endswith("/"):
                     extra += [paths[-1] + p.rsplit("/", 1)[1] for p in paths[:-1]]
-            for m in re.finditer(r"install -m \d+ ((?:[\w./-]+ )+)\"\$stage([^\"]+/)\"", text):
+            for m in re.finditer(r"install -m \d+ ((?:[\w./-]+\s+)+)\"\$stage(/(?!DEBIAN)[^\"]+/)\"", text):
                 extra += [m.group(2) + p.rsplit("/", 1)[-1] for p in m.group(1).split()]
             for m in re.finditer(r"install -d ((?:\"\$stage[^\"]+\"\s*)+)", text):
                 extra += re.findall(r"\"\$stage([^\"]+)\"", m.group(1))
@@ -285,7 +285,7 @@ class Checker:
                    for i in self.installed())
 
     def check_paths(self, page, number, text):
-        for m in re.finditer(r"(?<![\w.$~/-])(/(?:usr|etc)/[\w.+<>-]*(?:/[\w.+<>-]*)*)", text):
+        for m in re.finditer(r"(?<![\w.$~/-])(/(?:usr|etc|lib)/[\w.+<>-]*(?:/[\w.+<>-]*)*)", text):
             path = m.group(1).rstrip(".,;:")
             if "edgeguard" not in path:
                 continue

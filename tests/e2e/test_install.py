@@ -10,7 +10,7 @@ import tempfile
 
 import pytest
 
-from conftest import CHROME, MODULES, ROOT, Nginx, bad_log_lines, free_port, get_text, send_exact
+from conftest import CHROME, MODULES, ROOT, Nginx, bad_log_lines, free_port, get_text, send_exact, wait_until
 
 LUAJIT = shutil.which("luajit") or "/usr/bin/luajit"
 LUA_MODULES = sorted(str(p.relative_to(ROOT / "lua")) for p in (ROOT / "lua").rglob("*.lua"))
@@ -40,7 +40,8 @@ def expected_tree(prefix):
     for m in LUA_MODULES:
         tree[f"{prefix}/share/lua/5.1/{m}"] = 0o644
     for f in ("edgeguard.json", "internal-headers.txt", "models/bot.json", "models/spoof.json",
-              "nginx/edgeguard.conf", "nginx/edgeguard-metrics.conf", "nginx/log-format.conf",
+              "nginx/edgeguard.conf", "nginx/edgeguard-metrics.conf", "nginx/edgeguard-record.conf",
+              "nginx/log-format.conf",
               "nginx/log-format-challenge.conf", "verified-bots.example.json", "challenge/page.html",
               "verified-bots-sources.json",
               *(f"challenge/locales/{p.name}" for p in (ROOT / "src/challenge/page/locales").glob("*.json"))):
@@ -142,15 +143,24 @@ http {{
         seen = {n.lower(): v for n, v in origin.last_headers()}
         assert "x-internal-user-id" not in seen and "x-edge-debug" not in seen
         assert seen["x-bot-score"].startswith("bot=")
-        # The shipped edgeguard.json says "log": a script is scored, not blocked.
+        # The shipped edgeguard.json says "log": a script is scored, not blocked,
+        # and its decision line is at `error`, which a default error_log shows.
         status, _, _ = send_exact(port, "GET", "/hello", [("Host", "edge.test"), ("User-Agent", "curl/8.1.1"),
                                                           ("Accept", "*/*")])
+        assert status == 200
+        assert wait_until("the decision line", lambda: any(
+            "[error]" in line and "edgeguard action=log model=bot" in line
+            for line in nginx.error_log.splitlines()), timeout=5)
+        # The well-known preset: robots.txt passes unscored, never logged.
+        status, _, _ = send_exact(port, "GET", "/robots.txt", [("Host", "edge.test"),
+                                                               ("User-Agent", "curl/8.1.1"), ("Accept", "*/*")])
         assert status == 200
 
         status, text = get_text(mport, "/edgeguard/metrics")
         assert status == 200 and 'edgeguard_decisions_total{action="log"} 1' in text, text
     finally:
         nginx.stop()
-        bad = bad_log_lines(nginx.error_log)
+        # The decision lines are at `error` on purpose (log_level 4): not a fault.
+        bad = [line for line in bad_log_lines(nginx.error_log) if "edgeguard action=" not in line]
         nginx.cleanup()
     assert not bad, bad
