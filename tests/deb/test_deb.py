@@ -7,11 +7,15 @@ left and that nginx still starts. It changes the system nginx, so it is not in
 edgeguard is already installed, and leaves /etc/nginx as it found it."""
 
 import hashlib
+import http.server
 import json
 import os
 import pathlib
+import re
+import shlex
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -24,6 +28,10 @@ PID_FILE = pathlib.Path("/run/nginx.pid")
 ERROR_LOG = pathlib.Path("/var/log/nginx/error.log")
 TEST_CONF = pathlib.Path("/etc/nginx/conf.d/zz-edgeguard-test.conf")
 CONFIG = pathlib.Path("/etc/edgeguard/edgeguard.json")
+BOTS = pathlib.Path("/var/lib/edgeguard/verified-bots.json")
+TIMER = "edgeguard-update-verified-bots.timer"
+TIMER_LINK = pathlib.Path("/etc/systemd/system/timers.target.wants") / TIMER
+RECORDED = pathlib.Path("/var/log/nginx/edgeguard-requests.log")
 MULTIARCH = subprocess.run(["dpkg-architecture", "-qDEB_HOST_MULTIARCH"], capture_output=True,
                            text=True).stdout.strip()
 LIB = f"/usr/lib/{MULTIARCH}/lua/5.1/libedgeguard.so"
@@ -78,6 +86,33 @@ def stop_nginx():
         wait_until("the system nginx to exit", lambda: not master_running())
 
 
+class Lists:
+    """Serves a verified bots list over HTTP on loopback, as Google publishes
+    it, for the updater the timer runs."""
+
+    def __init__(self, prefixes):
+        body = json.dumps({"prefixes": [{"ipv4Prefix": p} for p in prefixes]}).encode()
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/googlebot.json"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
 def installed():
     out = run("dpkg-query", "-W", "-f=${Status}", "edgeguard", check=False)
     return out.returncode == 0 and "not-installed" not in out.stdout
@@ -110,6 +145,8 @@ def system():
         origin.stop()
         stop_nginx()
         TEST_CONF.unlink(missing_ok=True)
+        for left in ("/etc/edgeguard/challenge-secret", "/etc/edgeguard/next.json", RECORDED):
+            pathlib.Path(left).unlink(missing_ok=True)
         if installed():
             run("apt-get", "purge", "-y", "-qq", "edgeguard", env=APT_ENV, check=False)
     assert etc_nginx() == before, "/etc/nginx differs from before the test"
@@ -132,12 +169,34 @@ def test_deb_installs_serves_with_system_nginx_and_purges(system):
                  "/usr/share/edgeguard/verified-bots.example.json",
                  "/usr/share/edgeguard/verified-bots-sources.json", "/usr/share/edgeguard/rules/feeds.json",
                  "/usr/share/edgeguard/models/bot.json", "/usr/share/edgeguard/models/spoof.json",
-                 "/etc/nginx/snippets/edgeguard.conf", "/etc/edgeguard/internal-headers.txt", str(CONFIG)):
+                 "/etc/nginx/snippets/edgeguard.conf", "/etc/nginx/snippets/edgeguard-record.conf",
+                 "/etc/edgeguard/internal-headers.txt", str(CONFIG),
+                 "/lib/systemd/system/edgeguard-update-verified-bots.service", f"/lib/systemd/system/{TIMER}"):
         assert path in files, path
     conffiles = run("dpkg-query", "-W", "-f=${Conffiles}", "edgeguard").stdout
     assert sorted(line.split()[0] for line in conffiles.strip().splitlines()) == [
         "/etc/edgeguard/edgeguard.json", "/etc/edgeguard/internal-headers.txt",
-        "/etc/nginx/snippets/edgeguard-metrics.conf", "/etc/nginx/snippets/edgeguard.conf"]
+        "/etc/nginx/snippets/edgeguard-metrics.conf", "/etc/nginx/snippets/edgeguard-record.conf",
+        "/etc/nginx/snippets/edgeguard.conf"]
+
+    # The recommended policy, as shipped (docs/install.md): bot only,
+    # verified bots, the well-known and feeds presets, log mode at `error`.
+    conf = json.loads(CONFIG.read_text())
+    assert conf == {
+        "internal_headers": "internal-headers.txt",
+        "models": {"bot": "/usr/share/edgeguard/models/bot.json"},
+        "mode": "log", "log_level": 4, "verified_bots": str(BOTS),
+        "rules": ["preset:well-known", "preset:feeds"]}, conf
+    assert BOTS.read_bytes() == pathlib.Path("/usr/share/edgeguard/verified-bots.example.json").read_bytes()
+    # Debian's error_log has no level (error): the lines at 4 (ngx.ERR) show.
+    assert re.search(r"^\s*error_log /var/log/nginx/error\.log;", pathlib.Path("/etc/nginx/nginx.conf").read_text(),
+                     re.M)
+    # The timer is enabled (systemd need not run here: the link is what boot reads) and its units are valid.
+    assert TIMER_LINK.is_symlink() and os.readlink(TIMER_LINK).endswith(TIMER), TIMER_LINK
+    run("systemd-analyze", "verify", f"/lib/systemd/system/{TIMER}",
+        "/lib/systemd/system/edgeguard-update-verified-bots.service")
+    say("policy: bot only, verified bots", str(BOTS), "(the example until the timer runs), presets",
+        conf["rules"], "mode log at log_level 4; timer enabled, units verified")
     assert run("edgeguard", "version").stdout.startswith("edgeguard ")
     # Installed but inactive: the system configuration does not mention it.
     assert "edgeguard" not in run("nginx", "-T").stdout
@@ -147,9 +206,11 @@ def test_deb_installs_serves_with_system_nginx_and_purges(system):
     port = free_port()
     TEST_CONF.write_text(f"""# written by edgeguard's make test-deb; removed when it ends
 include snippets/edgeguard.conf;
+include /usr/share/edgeguard/nginx/log-format-challenge.conf;
 server {{
     listen 127.0.0.1:{port};
     include snippets/edgeguard-metrics.conf;
+    include snippets/edgeguard-record.conf;
     location = /edgeguard/lib {{
         allow 127.0.0.1;
         deny all;
@@ -170,12 +231,40 @@ server {{
     assert curl(base + "/edgeguard/lib") == (200, LIB)
     say(f"system nginx (pid {PID_FILE.read_text().strip()}) on :{port}, library loaded from {LIB}")
 
-    # As shipped ("mode": "log"): a script is scored and passes.
+    # As shipped ("mode": "log"): a script is scored and passes, and its
+    # decision line is in Debian's error log at its default level.
     status, _ = curl(base + "/hello")
     assert status == 200
     seen = {n.lower(): v for n, v in origin.last_headers()}
-    assert seen["x-bot-score"].startswith("bot=")
-    say(f"mode log: curl /hello -> {status}, origin saw X-Bot-Score: {seen['x-bot-score']}")
+    assert seen["x-bot-score"].startswith("bot=") and "spoof" not in seen["x-bot-score"]
+    decided = lambda: [line for line in new_log_lines(log_start)  # noqa: E731
+                       if "[error]" in line and 'edgeguard action=log model=bot' in line and 'uri="/hello"' in line]
+    assert wait_until("the decision line in /var/log/nginx/error.log", decided, timeout=5)
+    say(f"mode log: curl /hello -> {status}, origin saw X-Bot-Score: {seen['x-bot-score']}; "
+        f"error.log: {decided()[0].split('edgeguard ', 1)[1][:80]}")
+
+    # The timer's command, with the list served here instead of Google's:
+    # writes the file edgeguard.json names, and a reload trusts 127.0.0.1.
+    googlebot = ["-A", "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)"]
+    curl(base + "/crawl", *googlebot)
+    assert wait_until("a fake claim", lambda: any('uri="/crawl"' in line and "verdict=fake" in line
+                                                  for line in new_log_lines(log_start)), timeout=5)
+    unit = pathlib.Path("/lib/systemd/system/edgeguard-update-verified-bots.service").read_text()
+    cmd = shlex.split(re.search(r"^ExecStart=(.*)$", unit, re.M).group(1))
+    lists = Lists(["127.0.0.0/8"])
+    try:
+        sources = pathlib.Path("/tmp/edgeguard-test-deb-sources.json")
+        sources.write_text(json.dumps({"bots": [{"name": "Googlebot", "tokens": ["Googlebot"],
+                                                 "category": "search", "url": lists.url}]}))
+        run(*cmd, "--sources", str(sources))
+        sources.unlink()
+    finally:
+        lists.stop()
+    assert pathlib.Path(cmd[cmd.index("--output") + 1]) == BOTS
+    run("nginx", "-s", "reload")
+    assert wait_until("the refreshed list", lambda: curl(base + "/crawl2", *googlebot) and any(
+        'uri="/crawl2"' in line and "verdict=verified" in line for line in new_log_lines(log_start)), timeout=10)
+    say("the timer's ExecStart wrote", str(BOTS), "; after a reload Googlebot from 127.0.0.1 is verified")
 
     # The operator switches to block in the conffile and reloads.
     conf = json.loads(CONFIG.read_text())
@@ -188,6 +277,11 @@ server {{
         assert curl(base + "/hello")[0] == 403
     say("mode block after editing the conffile and nginx -s reload: curl /hello -> 403")
 
+    # The well-known preset: ACME's HTTP-01 path and robots.txt pass in block mode.
+    for path in ("/.well-known/acme-challenge/Yn9k", "/robots.txt"):
+        assert curl(base + path)[0] == 200, path
+    say("mode block: curl /.well-known/acme-challenge/… and /robots.txt -> 200 (preset well-known)")
+
     # A browser-like request passes; the origin gets the scores, not the internal headers.
     n = len(origin.requests)
     status, _ = curl(base + "/api/v1/reviews?product=4157", *BROWSER)
@@ -195,7 +289,7 @@ server {{
     assert len(origin.requests) == n + 1
     seen = {n.lower(): v for n, v in origin.last_headers()}
     assert "x-internal-user-id" not in seen and "x-edge-debug" not in seen, seen
-    assert seen["x-bot-score"].startswith("bot=") and "; spoof=" in seen["x-bot-score"]
+    assert seen["x-bot-score"].startswith("bot=") and "spoof" not in seen["x-bot-score"]
     assert seen["accept-language"] == "en-US,en;q=0.9"
     say(f"browser-like request -> {status}; origin got X-Bot-Score: {seen['x-bot-score']}, "
         "no X-Internal-User-Id, no X-Edge-Debug")
@@ -211,10 +305,38 @@ server {{
     say(f"/edgeguard/metrics: edgeguard_decisions_total{{action=\"block\"}} {blocked():g}")
 
     stop_nginx()
-    bad = [line for line in new_log_lines(log_start) if any(b in line for b in BAD)]
+    # The decision lines are at `error` on purpose (log_level 4).
+    bad = [line for line in new_log_lines(log_start) if any(b in line for b in BAD)
+           and "edgeguard action=" not in line]
     assert not bad, bad
-    say("nginx stopped; no [error]/[crit]/[alert]/[emerg] in /var/log/nginx/error.log")
+    say("nginx stopped; no [error]/[crit]/[alert]/[emerg] in /var/log/nginx/error.log but the decision lines")
     TEST_CONF.unlink()
+
+    # Replay the recording (docs/install.md, day 2), and the switch to challenge
+    # with the guide's own commands (--compare).
+    recorded = RECORDED.read_text().splitlines()
+    assert len(recorded) >= 10, recorded
+    done = run("edgeguard", "replay", "--config", str(CONFIG), "--no-progress", str(RECORDED))
+    say("replay of", RECORDED, "->", " ".join(done.stderr.split("\n")[3:5]).strip()[:200])
+    flagged = [json.loads(line) for line in run("edgeguard", "replay", "--config", str(CONFIG), "--no-progress",
+                                                "--output", "-", str(RECORDED)).stdout.splitlines()]
+    assert any(r.get("flagged") == "bot" for r in flagged), flagged[:3]
+    CONFIG.write_bytes(pathlib.Path("/usr/share/edgeguard/edgeguard.json").read_bytes())  # back to "log"
+    guide = pathlib.Path(ROOT / "docs" / "install.md").read_text()
+    secret = pathlib.Path("/etc/edgeguard/challenge-secret")
+    secret.write_text(os.urandom(32).hex() + "\n")
+    sed = re.search(r"^(sed -e .*?/etc/edgeguard/next\.json)$", guide.replace("\\\n", " "), re.M).group(1)
+    run("sh", "-c", sed)
+    nxt = json.loads(pathlib.Path("/etc/edgeguard/next.json").read_text())
+    assert nxt["mode"] == "challenge" and nxt["challenge_secret"] == "challenge-secret", nxt
+    done = run("edgeguard", "replay", "--config", str(CONFIG), "--compare", "/etc/edgeguard/next.json",
+               "--no-progress", str(RECORDED))
+    assert "decision flips" in done.stderr, done.stderr
+    say("the guide's challenge config, replayed with --compare:",
+        [l for l in done.stderr.splitlines() if "decision flips" in l][0].strip())
+    pathlib.Path("/etc/edgeguard/next.json").unlink()
+    secret.unlink()
+    RECORDED.unlink()
 
     # Purge: every file of the package is gone, and its own directories.
     run("apt-get", "purge", "-y", "-qq", "edgeguard", env=APT_ENV)
@@ -223,7 +345,9 @@ server {{
     left = [p for p in files if p and os.path.lexists(p) and not (
         os.path.isdir(p) and run("dpkg-query", "-S", p, check=False).returncode == 0)]
     assert left == [], left
+    assert not TIMER_LINK.exists() and not TIMER_LINK.is_symlink(), TIMER_LINK
     for d in ("/etc/edgeguard", "/usr/share/edgeguard", "/usr/share/lua/5.1/resty/edgeguard", "/usr/share/doc/edgeguard",
+              "/var/lib/edgeguard",
               f"/usr/lib/{MULTIARCH}/lua/5.1/libedgeguard.so"):
         assert not os.path.lexists(d), d
     say(f"purged: dpkg knows no edgeguard; none of its {len(files)} paths left but directories other packages own")
