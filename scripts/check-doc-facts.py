@@ -46,6 +46,8 @@ import subprocess
 import sys
 
 FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+# Where metric families are declared, and the page that documents them.
+METRIC_HOMES = {"src/metrics": "docs/metrics.md", "src/kafka": "docs/kafka.md"}
 # A measurement of a given day or commit: history, true as written.
 DATED = re.compile(r"\b20\d\d-\d\d-\d\d\b|\b[0-9a-f]{7,12}\b(?=[:,;)]|\s*$)")
 NUMBER = r"[0-9]+(?:\.[0-9]+)?(?:e-?[0-9]+)?"
@@ -145,14 +147,13 @@ class Facts:
         return stages, order
 
     def read_metrics(self):
-        """Every family a Rust string literal names under src/metrics/ and
-        src/kafka/ (replay's), by file."""
+        """Every family a Rust string literal names under the metrics'
+        homes (METRIC_HOMES: nginx's, replay's), and its home."""
         names = {}
-        for d in ("src/metrics", "src/kafka"):
+        for d in METRIC_HOMES:
             for path in sorted((self.root / d).rglob("*.rs")) if (self.root / d).is_dir() else []:
-                for m in re.finditer(r"\"(edgeguard_[a-z0-9_]+)\"", path.read_text(encoding="utf-8")):
-                    if re.search(r"_(total|seconds|entries|lag|score)$|^edgeguard_score$", m.group(1)):
-                        names.setdefault(m.group(1), d)
+                for m in re.finditer(r"\"(edgeguard_[a-z0-9_]*[a-z0-9])\"", path.read_text(encoding="utf-8")):
+                    names.setdefault(m.group(1), d)
         return names
 
     def read_buckets(self):
@@ -440,23 +441,23 @@ class Checker:
                 seq, first = [], None
 
     def check_metrics(self):
-        page = self.root / "docs/metrics.md"
-        text = page.read_text(encoding="utf-8") if page.exists() else ""
         for name, where in self.facts.metrics.items():
-            if where == "src/metrics" and not re.search(r"`" + re.escape(name) + r"[`{]", text):
-                self.problem(page, 0, f"metric `{name}` (src/metrics/) is not documented")
+            page = self.root / METRIC_HOMES[where]
+            text = page.read_text(encoding="utf-8") if page.exists() else ""
+            if not re.search(r"`" + re.escape(name) + r"[`{]", text):
+                self.problem(page, 0, f"metric `{name}` ({where}/) is not documented")
 
-    def check_metric_names(self, page, number, line):
+    def check_metric_names(self, page, number, line, series_cell=False):
+        """A metric name the line uses exists: a name with a metric's suffix,
+        replay's prefix, or any name in a series table's first column."""
         known = self.facts.metrics
-        for m in re.finditer(r"\b(edgeguard_[a-z0-9_]+?)(_bucket|_count|_sum)?\b", line):
-            name, suffix = m.group(1), m.group(2)
-            full = name + (suffix or "")
-            if full in known or (suffix and name in known):
+        for m in re.finditer(r"(?<![$\w])(edgeguard_[a-z0-9_]*[a-z0-9])\b", line):
+            full = m.group(1)
+            base = re.sub(r"_(bucket|count|sum)$", "", full)
+            if full in known or base in known:
                 continue
-            if re.search(r"_(total|seconds|entries|lag)$", full) or suffix:
-                if (suffix and name + suffix in known):
-                    continue
-                self.problem(page, number, f"no metric `{full}` in src/metrics/ or src/kafka/")
+            if series_cell or re.search(r"_(total|seconds|bucket|lag)$|^edgeguard_replay_", full):
+                self.problem(page, number, f"no metric `{full}` in {' or '.join(METRIC_HOMES)}")
 
     def check_grafana(self):
         f = self.facts
@@ -537,11 +538,15 @@ class Checker:
 
     def check_page(self, page):
         text = page.read_text(encoding="utf-8")
+        series_header = {n: True for n, _ in self.table_column(text, "series")}
         prose = []
         for number, line, code in code_lines(text):
             self.check_thresholds(page, number, line)
             self.check_paths(page, number, line)
             self.check_metric_names(page, number, line)
+            cell = re.match(r"^\|\s*([^|]*)\|", line)
+            if cell and series_header.get(number):
+                self.check_metric_names(page, number, cell.group(1), series_cell=True)
             self.check_refs(page, number, line)
             self.check_schemas(page, number, line, None)
             if not code and line.strip():

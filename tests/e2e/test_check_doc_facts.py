@@ -101,6 +101,9 @@ CASES = {
     "a metric that does not exist": (
         "docs/metrics.md", "`edgeguard_load_errors_total`", "`edgeguard_load_failures_total`",
         "no metric `edgeguard_load_failures_total`"),
+    "a replay gauge renamed in its table": (
+        "docs/kafka.md", "| `edgeguard_replay_paused`,", "| `edgeguard_replay_stalled`,",
+        "no metric `edgeguard_replay_stalled` in src/metrics or src/kafka"),
     "the dashboard's cut": (
         "contrib/grafana/edgeguard.json", 'le=\\"0.1\\"', 'le=\\"0.5\\"',
         "score cut le=\"0.5\": the first bucket at or over the shipped thresholds is 0.1 (bot)"),
@@ -141,6 +144,19 @@ def test_a_new_option_or_stage_in_the_code_fails_the_docs(tree):
     assert "option `newopt` (src/config/options.rs) is not in the option table" in err, err
     assert "src/gate/mod.rs:0: the stage diagram says strip fleet rules score decide rules respond text; " \
         "run() calls strip fleet rules score decide rules respond texts" in err, err
+
+
+def test_an_undocumented_metric_fails(tree):
+    edit(tree, "src/metrics/mod.rs", '"edgeguard_load_errors_total",', '"edgeguard_load_failures_total",')
+    edit(tree, "src/kafka/meters.rs", '"edgeguard_replay_paused"', '"edgeguard_replay_stalled"')
+    rc, err = check(tree)
+    assert rc == 1
+    for expected in [
+        "docs/metrics.md:0: metric `edgeguard_load_failures_total` (src/metrics/) is not documented",
+        "docs/metrics.md:38: no metric `edgeguard_load_errors_total`",
+        "docs/kafka.md:0: metric `edgeguard_replay_stalled` (src/kafka/) is not documented",
+    ]:
+        assert expected in err, err
 
 
 def test_a_wrong_default_fails_through_the_rust_resolver(tree):
