@@ -21,7 +21,9 @@ a stage added tomorrow is checked too:
 - options: docs/configuration.md's option table has every option of the
   `options!` table of src/config/options.rs, no other, in its order, with
   its scopes; the defaults are compared by a Rust test that resolves them
-  (src/config/doc_defaults.rs, through cargo; --no-cargo skips it);
+  (src/config/doc_defaults.rs, through cargo; --no-cargo skips it); every
+  key of a `configure{…}` or `access{…}` written in a doc is an option
+  allowed there;
 - actions: every action name in a doc table's `action` column, and every
   one of them in docs/configuration.md's table and in docs/metrics.md's
   `edgeguard_decisions_total` row (src/gate/action.rs);
@@ -492,6 +494,47 @@ class Checker:
                         self.problem(rel, f"panel {panel.get('id')}",
                                      f"{m.group(1)} in the title or description is neither the cut nor a threshold")
 
+    def check_option_uses(self, page, text):
+        """Every key of a `configure{…}` or `access{…}` table written in the
+        page's code is an option allowed there (`lib_path` in configure,
+        not in access)."""
+        # Code blocks, and in prose the code spans, each on its own line.
+        code = "\n".join(line if in_code else " ".join(re.findall(r"`([^`]*)`", line))
+                         for _, line, in_code in code_lines(text))
+        scopes = self.facts.option_scopes
+        for m in re.finditer(r"(?<!\w)(configure|access)\s*(\{)", code):
+            depth, i, keys = 0, m.start(2), []
+            while i < len(code):
+                c = code[i]
+                if c in "{[(":
+                    depth += 1
+                elif c in "}])":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                elif c == '"' or c == "'":
+                    end = code.find(c, i + 1)
+                    i = end if end > 0 else len(code)
+                elif code.startswith("--", i):
+                    end = code.find("\n", i)
+                    i = end if end > 0 else len(code)
+                    continue
+                elif depth == 1:
+                    k = re.match(r"([A-Za-z_]\w*)\s*=(?!=)", code[i:])
+                    if k and not re.match(r"[\w.]", code[i - 1]):
+                        keys.append((k.group(1), code.count("\n", 0, i) + 1))
+                        i += len(k.group(1))
+                        continue
+                i += 1
+            letter = "C" if m.group(1) == "configure" else "A"
+            for key, number in keys:
+                if key not in scopes:
+                    self.problem(page, number, f"{m.group(1)}{{ {key} = … }}: no option `{key}` "
+                                 "in src/config/options.rs")
+                elif letter not in scopes[key]:
+                    self.problem(page, number, f"{m.group(1)}{{ {key} = … }}: `{key}` is not allowed "
+                                 f"in {m.group(1)}{{}} (scopes {' '.join(sorted(scopes[key]))})")
+
     # ---- references -----------------------------------------------------------
 
     def resolve(self, name):
@@ -557,6 +600,7 @@ class Checker:
         self.check_paragraph(page, prose)
         self.check_actions(page, text)
         self.check_stage_docs(page, text)
+        self.check_option_uses(page, text)
 
     def check_paragraph(self, page, lines):
         if not lines:

@@ -95,6 +95,13 @@ CASES = {
     "an option's scope": (
         "docs/configuration.md", "| 403 | C A F | the status of blocked requests",
         "| 403 | C F | the status of blocked requests", "option `status`: scope C F, but"),
+    "an option misspelt in an example": (
+        "docs/configuration.md", "            metrics_dict = \"edgeguard_metrics\",",
+        "            metric_dict = \"edgeguard_metrics\",",
+        "docs/configuration.md:30: configure{ metric_dict = … }: no option `metric_dict`"),
+    "a configure-only option in access{}": (
+        "docs/configuration.md", "access{ mode = \"log\" }", "access{ mode = \"log\", lib_path = \"x\" }",
+        "access{ lib_path = … }: `lib_path` is not allowed in access{} (scopes C)"),
     "an action that does not exist": (
         "docs/configuration.md", "| flagged, mode `block` | `block` |", "| flagged, mode `block` | `deny` |",
         "action `deny` is not an action of src/gate/action.rs"),
