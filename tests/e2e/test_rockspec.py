@@ -70,7 +70,7 @@ def test_luarocks_make_in_a_tree_then_require_loads_the_library_from_it(tree):
     assert legacy == str(tree / "share/lua/5.1/resty/edgeguard/legacy/catboost.lua")
     assert lib == str(tree / "lib/lua/5.1/libedgeguard.so")
     assert versions == f"{VERSION} {VERSION}"
-    assert models == "bot,spoof"
+    assert models == "bot"  # the package policy: bot only (docs/install.md)
 
     out = subprocess.run([str(tree / "bin/edgeguard"), "version"], capture_output=True, text=True)
     assert out.stdout.strip() == f"edgeguard {VERSION}"
