@@ -342,10 +342,12 @@ LUA_MODULES := $(shell cd lua && find resty -name '*.lua' | LC_ALL=C sort)
 # copied) and the catalog of verified-bot sources for the updater.
 RULE_PRESETS := $(notdir $(wildcard nginx-conf/rules/*.json))
 DATA_FILES := edgeguard.json internal-headers.txt models/bot.json models/spoof.json \
-              nginx/edgeguard.conf nginx/edgeguard-metrics.conf nginx/edgeguard-record.conf nginx/log-format.conf \
+              nginx/edgeguard.conf nginx/edgeguard-metrics.conf nginx/log-format.conf \
               nginx/log-format-challenge.conf verified-bots.example.json \
               verified-bots-sources.json $(addprefix rules/,$(RULE_PRESETS)) \
               challenge/page.html $(addprefix challenge/locales/,$(CHALLENGE_LOCALES))
+# The recording snippet for a server{} (docs/install.md, "The first week").
+DATA_FILES += nginx/edgeguard-record.conf
 INSTALL ?= install
 
 .PHONY: install uninstall deb test-deb test-rockspec
