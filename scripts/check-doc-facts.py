@@ -192,6 +192,10 @@ class Checker:
                   re.finditer(r"model (\w+) \(threshold (" + NUMBER + r")\)", line)]
         found += [(m.group(1), m.group(2)) for m in
                   re.finditer(r"`(\w+)` threshold:?\s*\**(" + NUMBER + ")", line)]
+        if "threshold" in line:
+            # "Shipped `bot` threshold: 0.0931 …; `spoof`: 0.0651"
+            found += [(m.group(1), m.group(2)) for m in
+                      re.finditer(r"`(\w+)`:\s*\**(" + NUMBER + ")", line)]
         for name, written in found:
             t = f.threshold(name)
             if t is not None and not agrees(written, t):

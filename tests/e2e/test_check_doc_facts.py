@@ -69,6 +69,9 @@ CASES = {
     "threshold in replay's summary": (
         "docs/replay.md", "model bot (threshold 0.09307106802519322)", "model bot (threshold 0.3553937517288668)",
         "docs/replay.md:106: threshold 0.3553937517288668 for model bot"),
+    "a second model's threshold in a list": (
+        "models/README.md", "`spoof`: 0.0651", "`spoof`: 0.5",
+        "models/README.md:233: threshold 0.5 for model spoof: models/spoof.json says 0.0650636"),
     "schema of the shipped models": (
         "docs/tls.md", "shipped models (feature schema 4)", "shipped models (feature schema 3)",
         "docs/tls.md:5: schema 3 said of the shipped models: src/features/schema.rs says 4"),
