@@ -332,7 +332,8 @@ class Checker:
                 header = None
                 continue
             name = cells[0].strip("`")
-            rows.append((number, name, set(cells[header.index("scope")].split())))
+            at = header.index("scope")
+            rows.append((number, name, set(cells[at].split()) if at < len(cells) else set()))
         return rows
 
     def check_options(self):
@@ -475,7 +476,8 @@ class Checker:
         for path in sorted((self.root / "contrib").rglob("*.json")):
             try:
                 dash = json.loads(path.read_text(encoding="utf-8"))
-            except ValueError:
+            except ValueError as e:
+                self.problem(path, 0, f"not JSON: {e}")
                 continue
             for panel in dash.get("panels", []):
                 exprs = " ".join(t.get("expr", "") for t in panel.get("targets", []))
