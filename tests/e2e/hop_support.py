@@ -248,13 +248,19 @@ def through(kind, records):
     origin = RawOrigin()
     front = Front(kind, origin.port)
     out = []
+    lost = []
     try:
         for r in records:
             before = len(origin.heads)
             send(front.port, r)
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + 2
             while len(origin.heads) == before and time.monotonic() < deadline:
-                time.sleep(0.01)
+                time.sleep(0.005)
+            if len(origin.heads) == before:
+                # The hop answered itself (Caddy answers some CORS
+                # preflights): nothing reached the origin to judge.
+                lost.append((r["family"], r["method"], r["uri"]))
+                continue
             method, target, version, headers = parse_head(origin.heads[-1])
             out.append({
                 "method": method,
@@ -269,6 +275,8 @@ def through(kind, records):
     finally:
         front.stop()
         origin.stop()
+    if lost:
+        print(f"{kind}: {len(lost)} requests never reached the origin, e.g. {lost[:3]}", file=sys.stderr)
     return out
 
 
