@@ -65,10 +65,21 @@ class RawOrigin:
                     buf += chunk
                 head, buf = buf.split(b"\r\n\r\n", 1)
                 length = 0
+                chunked = False
                 for line in head.split(b"\r\n")[1:]:
                     name, _, value = line.partition(b":")
                     if name.strip().lower() == b"content-length":
                         length = int(value.strip() or 0)
+                    if name.strip().lower() == b"transfer-encoding":
+                        chunked = b"chunked" in value.lower()
+                # Go's client (Caddy) sends a body it streams chunked.
+                while chunked and b"0\r\n\r\n" not in buf:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    buf += chunk
+                if chunked:
+                    buf = buf.split(b"0\r\n\r\n", 1)[1]
                 while len(buf) < length:
                     chunk = conn.recv(65536)
                     if not chunk:
@@ -178,7 +189,9 @@ def caddy_conf(port, upstream_port):
     admin off
     auto_https off
 }}
-http://127.0.0.1:{port} {{
+# Any Host (a site address with a host answers others with an empty 200).
+http://:{port} {{
+    bind 127.0.0.1
     reverse_proxy 127.0.0.1:{upstream_port}
 }}
 """
