@@ -10,6 +10,7 @@ deliver and how replay scores it:
 
 import http.client
 import json
+import os
 import pathlib
 import shutil
 import socket
@@ -219,7 +220,9 @@ class Front:
             cmd = [HAPROXY, "-db", "-f", str(self.dir / "haproxy.cfg")]
         else:
             raise ValueError(kind)
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        # Caddy keeps its state under $HOME and the XDG directories: this one.
+        env = dict(os.environ, HOME=str(self.dir), XDG_DATA_HOME=str(self.dir), XDG_CONFIG_HOME=str(self.dir))
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
         if not wait_for_port(self.port, self.proc):
             out = self.proc.stdout.read().decode(errors="replace") if self.proc.poll() is not None else ""
             self.stop()

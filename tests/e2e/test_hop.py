@@ -1,8 +1,8 @@
 """People behind a real front proxy pass; scripts behind it do not.
 
 A front nginx load balancer (`proxy_http_version 1.1; proxy_set_header
-Connection ""; X-Forwarded-For`) and HAProxy 2.6 in http mode (`option
-forwardfor`) on 127.0.0.1 forward to an edgeguard nginx in block mode set
+Connection ""; X-Forwarded-For`), HAProxy 2.6 in http mode (`option
+forwardfor`) and Caddy 2.6 (`reverse_proxy`) on 127.0.0.1 forward to an edgeguard nginx in block mode set
 up as docs/deployment.md says: nginx's realip module (`set_real_ip_from
 127.0.0.1; real_ip_header X-Forwarded-For;`) and edgeguard's
 `trusted_proxies` + `proxy_profile`. Real people's heads from the corpus
@@ -107,7 +107,7 @@ def scripts():
     return corpus("automated", 8, families={"curl", "python-requests"})
 
 
-@pytest.mark.parametrize("kind", ["nginx", "haproxy"])
+@pytest.mark.parametrize("kind", ["nginx", "haproxy", "caddy"])
 def test_people_behind_a_front_proxy_pass_and_scripts_do_not(origin, tmp_path, kind):
     port = free_port()
     edge = edge_with(kind, port, origin.port)
