@@ -38,12 +38,12 @@ ACCESS = """
 """
 
 
-def options(profile):
+def options(profile, vars=True):
     """The options of docs/deployment.md for a front proxy on 127.0.0.1."""
     return {
         "models": MODELS,
         "mode": "block",
-        "vars": True,
+        "vars": vars,
         "trusted_proxies": ["127.0.0.1/32"],
         "proxy_profile": profile,
         "tls_fingerprint_header": JA4_HEADER,
@@ -164,3 +164,32 @@ def test_people_behind_a_front_proxy_pass_and_scripts_do_not(origin, tmp_path, k
     )
     replayed = [json.loads(line)["action"] for line in out.stdout.decode().splitlines()]
     assert replayed == [x["edgeguard_action"] for x in log]
+
+
+def test_a_trusted_front_without_realip_is_warned_about_once(origin):
+    """The profile without nginx's realip lines: the client address is the
+    front's, which allow, bots, rules and the challenge would read; the
+    worker says so once, naming the fix, and people still pass."""
+    port = free_port()
+    conf = edge_conf(
+        port, origin.port, TEST_LIST, configure=lua_table(options("nginx", vars=False)),
+        access='require("resty.edgeguard").access()',
+    )
+    assert "real_ip_header" not in conf
+    edge = Nginx(conf)
+    edge.start(port)
+    front = None
+    try:
+        front = Front("nginx", port)
+        statuses = [send_from(front.port, r) for r in people()[:10]]
+    finally:
+        if front:
+            front.stop()
+        edge.stop()
+    log = edge.error_log
+    edge.cleanup()
+    assert statuses == [200] * 10
+    warnings = [line for line in log.splitlines() if "realip module is not set up" in line]
+    assert len(warnings) == 1, warnings
+    assert "[warn]" in warnings[0] and "set_real_ip_from" in warnings[0]
+    assert not bad_log_lines(log)
