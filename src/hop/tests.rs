@@ -437,3 +437,40 @@ fn the_features_read_no_header_name_case() {
         assert_eq!(va.floats().map(f32::to_bits), vb.floats().map(f32::to_bits));
     }
 }
+
+#[test]
+fn allow_and_verified_bots_read_the_client_not_the_hop() {
+    // realip made $remote_addr the client's; the peer is the hop.
+    let bot = [
+        Header::new(b"host", b"shop.test"),
+        Header::new(
+            b"user-agent",
+            b"Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)",
+        ),
+        Header::new(b"x-forwarded-for", b"198.51.100.23"),
+    ];
+    let curl = [
+        Header::new(b"host", b"shop.test"),
+        Header::new(b"user-agent", b"curl/8.0"),
+        Header::new(b"x-forwarded-for", b"198.51.100.23"),
+    ];
+    let bots = r#", "verified_bots": "tests/fixtures/verified/bots.json""#;
+    let trusted = r#", "trusted_proxies": ["10.0.0.0/24"], "proxy_profile": "nginx""#;
+    let cfg = config(&format!(r#"{bots}{trusted}, "allow": ["198.51.100.0/24"]"#));
+    // bingbot's prefixes hold the client (198.51.100.0/24), not the hop.
+    assert_eq!(decide(&cfg, &bot, PEER).0, Action::Verified);
+    assert_eq!(decide(&cfg, &curl, PEER).0, Action::Allow);
+    // An allow list of the hop's addresses allows nobody behind it.
+    let cfg = config(&format!(r#"{bots}{trusted}, "allow": ["10.0.0.0/24"]"#));
+    assert_eq!(decide(&cfg, &curl, PEER).0, Action::Block);
+    // A bot claim from a client outside its prefixes is fake, wherever
+    // the hop is.
+    let req = gate::Request::new(b"GET", b"/", 11, b"203.0.113.9", &bot, None)
+        .with_peer(CLIENT.as_bytes());
+    let mut scratch = Scratch::decisions_only();
+    let e = gate::run(cfg.location(), &req, Job::Access, NOW, &mut scratch).unwrap();
+    assert!(matches!(
+        e.bot,
+        Some((crate::verified::Verdict::Fake(_), _))
+    ));
+}
