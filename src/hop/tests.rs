@@ -412,8 +412,10 @@ fn profiles_are_named_once_in_lower_case() {
         for n in s.adds.iter().chain(s.prefixes).chain(&s.ja4_header) {
             assert_eq!(*n, n.to_ascii_lowercase(), "{}", s.name);
         }
-        // Only a hop that keeps the order may leave order evidence on.
-        assert!(s.keeps_order || s.folds_case, "{}", s.name);
+        // Direct is no hop: nothing added, everything kept.
+        let direct = s.profile == Profile::Direct;
+        assert_eq!(s.adds.is_empty(), direct, "{}", s.name);
+        assert!(!direct || (s.keeps_order && !s.folds_case && s.ja4_header.is_none()));
     }
 }
 
