@@ -184,6 +184,25 @@ backend edge
 """
 
 
+def haproxy_tcp_conf(port, upstream_port):
+    """HAProxy as an L4 balancer: the bytes passed through, the client's
+    address in a PROXY protocol v2 header."""
+    return f"""
+global
+    maxconn 256
+defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 10s
+    timeout server 10s
+frontend front
+    bind 127.0.0.1:{port}
+    default_backend edge
+backend edge
+    server edge 127.0.0.1:{upstream_port} send-proxy-v2
+"""
+
+
 def caddy_conf(port, upstream_port):
     """Caddy 2's reverse_proxy with its defaults (Go's net/http)."""
     return f"""{{
@@ -215,6 +234,9 @@ class Front:
         elif kind == "caddy":
             (self.dir / "Caddyfile").write_text(caddy_conf(self.port, upstream_port))
             cmd = [CADDY, "run", "--adapter", "caddyfile", "--config", str(self.dir / "Caddyfile")]
+        elif kind == "haproxy-tcp":
+            (self.dir / "haproxy.cfg").write_text(haproxy_tcp_conf(self.port, upstream_port))
+            cmd = [HAPROXY, "-db", "-f", str(self.dir / "haproxy.cfg")]
         elif kind == "haproxy":
             (self.dir / "haproxy.cfg").write_text(haproxy_conf(self.port, upstream_port))
             cmd = [HAPROXY, "-db", "-f", str(self.dir / "haproxy.cfg")]

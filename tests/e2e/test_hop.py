@@ -193,3 +193,48 @@ def test_a_trusted_front_without_realip_is_warned_about_once(origin):
     assert len(warnings) == 1, warnings
     assert "[warn]" in warnings[0] and "set_real_ip_from" in warnings[0]
     assert not bad_log_lines(log)
+
+
+def test_behind_an_l4_balancer_with_the_proxy_protocol_nothing_is_relayed(origin, tmp_path):
+    """docs/deployment.md's second placement: HAProxy `mode tcp` with
+    `send-proxy-v2` into `listen ... proxy_protocol; real_ip_header
+    proxy_protocol;`, profile direct. nginx gets the browser's own bytes:
+    people pass, scripts are blocked, the client is the client."""
+    port = free_port()
+    conf = edge_conf(
+        port, origin.port, TEST_LIST,
+        configure=lua_table({"models": MODELS, "mode": "block"}),
+        access=ACCESS, init='require "resty.edgeguard.record"',
+        http_extra="set_real_ip_from 127.0.0.1;\n    real_ip_header proxy_protocol;",
+    )
+    conf = conf.replace(f"listen 127.0.0.1:{port};", f"listen 127.0.0.1:{port} proxy_protocol;", 1)
+    conf = conf.replace(
+        "    access_log off;\n",
+        f"    include {LOG_FORMAT};\n    access_log logs/record.jsonl edgeguard_json;\n",
+        1,
+    ).replace(
+        "        location / {",
+        '        set $edgeguard_request_headers "";\n'
+        '        set $edgeguard_bot "";\n        set $edgeguard_spoof "";\n        set $edgeguard_action "";\n'
+        '        set $edgeguard_ja4 "";\n        set $edgeguard_tls_family "";\n'
+        "        location / {",
+        1,
+    )
+    assert "proxy_protocol;" in conf
+    edge = Nginx(conf)
+    front = Front("haproxy-tcp", port)
+    try:
+        edge.start(port)
+        humans, bots = people(), scripts()
+        human_status = [send_from(front.port, r) for r in humans]
+        bot_status = [send_from(front.port, r) for r in bots]
+    finally:
+        front.stop()
+        edge.stop()
+    log = [json.loads(line) for line in (edge.prefix / "logs" / "record.jsonl").read_text().splitlines()]
+    bad = bad_log_lines(edge.error_log)
+    edge.cleanup()
+    assert not bad, "error log has errors:\n" + "\n".join(bad)
+    assert human_status == [200] * len(humans), human_status
+    assert bot_status == [403] * len(bots), bot_status
+    assert {(x["client"], x["peer"]) for x in log} == {(CLIENT, "127.0.0.1")}
