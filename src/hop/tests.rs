@@ -476,3 +476,49 @@ fn allow_and_verified_bots_read_the_client_not_the_hop() {
         Some((crate::verified::Verdict::Fake(_), _))
     ));
 }
+
+#[test]
+fn the_clearance_binds_the_client_and_its_reported_tls_not_the_hop() {
+    use crate::challenge::{Clearance, Proof};
+    let cfg = config(
+        r#", "challenge_secret": "tests/fixtures/challenge/secret", "mode": "challenge",
+           "trusted_proxies": ["10.0.0.0/24"], "proxy_profile": "cloudfront""#,
+    );
+    let ch = cfg.location().policy().challenge().unwrap();
+    let ua: &[u8] = b"python-requests/2.31";
+    let client: std::net::IpAddr = CLIENT.parse().unwrap();
+    let reported = TlsFacts::reported(CHROME_JA4.as_bytes());
+    let cookie = ch.mint_cookie(
+        &ch.binding(Some(client), ua, reported),
+        Proof::Work,
+        12,
+        NOW,
+    );
+    let cookie = format!("{}={}", ch.cookie, std::str::from_utf8(&cookie).unwrap());
+    let head = [
+        Header::new(b"host", b"shop.test"),
+        Header::new(b"user-agent", ua),
+        Header::new(b"cookie", cookie.as_bytes()),
+        Header::new(b"cloudfront-viewer-ja4-fingerprint", CHROME_JA4.as_bytes()),
+    ];
+    // nginx's own TLS facts are the hop's (OpenSSL): not what was bound.
+    let hop_tls = TlsFacts::new(CURL_JA4.as_bytes(), crate::tls::Family::Openssl);
+    let run = |client: &[u8], peer: &[u8]| {
+        let req = gate::Request::new(b"GET", b"/", 11, client, &head, hop_tls).with_peer(peer);
+        let mut scratch = Scratch::decisions_only();
+        let e = gate::run(cfg.location(), &req, Job::Access, NOW, &mut scratch).unwrap();
+        (e.action, e.clearance)
+    };
+    // The client, through the trusted hop: its clearance holds.
+    assert_eq!(
+        run(CLIENT.as_bytes(), PEER.as_bytes()),
+        (Action::Cleared, Clearance::Accepted(Proof::Work))
+    );
+    // The same cookie from another client prefix, or straight to nginx
+    // (where the TLS is its own and the header is not believed): refused.
+    for (client, peer) in [("198.51.200.9", PEER), (CLIENT, CLIENT)] {
+        let (action, clearance) = run(client.as_bytes(), peer.as_bytes());
+        assert_ne!(action, Action::Cleared, "{client} via {peer}");
+        assert!(matches!(clearance, Clearance::Rejected(_)), "{clearance:?}");
+    }
+}
