@@ -16,6 +16,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::challenge::{self, Keys, Pages};
+use crate::hop::{Hop, Profile};
 use crate::net::Cidr;
 use crate::rules::{self, Part, Rules};
 use crate::signals::live::{self, Live};
@@ -188,6 +189,22 @@ options! {
     allow: Vec<Cidr>, FILE, Ctx::allow, |o| {
         let a = o.allow.as_ref()?;
         Some(Value::Array(a.iter().map(|c| c.to_string().into()).collect()))
+    };
+    // Deployment profiles (src/hop/, docs/deployment.md): whose requests
+    // are relayed, by what kind of hop, with the client's JA4 where.
+    /// `trusted_proxies`: the peers whose requests are relayed, in the
+    /// order given.
+    trusted_proxies: Vec<Cidr>, EVERYWHERE, Ctx::allow, |o| {
+        let a = o.trusted_proxies.as_ref()?;
+        Some(Value::Array(a.iter().map(|c| c.to_string().into()).collect()))
+    };
+    /// `proxy_profile`: the kind of hop they are.
+    proxy_profile: Profile, EVERYWHERE, Ctx::proxy_profile,
+        |o| Some(o.proxy_profile.unwrap_or(Profile::Direct).name().into());
+    /// `tls_fingerprint_header`: the header they report the client's JA4
+    /// in (default: the profile's, if it has one).
+    tls_fingerprint_header: String, EVERYWHERE, Ctx::header_name, |o| {
+        o.hop().and_then(|h| h.ja4_header().map(Value::from))
     };
     /// `fail_closed`.
     fail_closed: bool, EVERYWHERE, Ctx::boolean, |o| Some(o.fail_closed().into());
@@ -386,6 +403,7 @@ impl Options {
         o.load_pages(&ctx)?;
         o.check_models_named(&ctx)?;
         o.check_challenge(&ctx)?;
+        o.check_hop(&ctx)?;
         o.compile_rules(&ctx)?;
         Ok(o)
     }
@@ -441,6 +459,7 @@ impl Options {
         o.check_engines(&ctx)?;
         o.check_models_named(&ctx)?;
         o.check_challenge(&ctx)?;
+        o.check_hop(&ctx)?;
         if recompile {
             o.compile_rules(&ctx)?;
         }
@@ -500,6 +519,7 @@ impl Options {
         }
         o.check_models_named(&ctx)?;
         o.check_challenge(&ctx)?;
+        o.check_hop(&ctx)?;
         if own_rules {
             o.compile_rules(&ctx)?;
         }
@@ -802,6 +822,57 @@ impl Options {
             Some(base) if name.is_empty() => base.to_owned(),
             Some(base) => format!("{name}\n{base}"),
         }
+    }
+
+    /// The names a location strips besides its internal list, one a
+    /// line: the score header's spellings and the header trusted proxies
+    /// report the client's JA4 in (an internal header: from anyone else
+    /// it is a forgery, and the origin never needs it).
+    pub fn stripped_names(&self) -> String {
+        let mut names = self.score_header_spellings();
+        let ja4 = self
+            .tls_fingerprint_header
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+            .or_else(|| {
+                let profile = self.proxy_profile.unwrap_or(Profile::Direct);
+                profile.spec().ja4_header.map(str::to_owned)
+            });
+        if let Some(h) = ja4 {
+            if !names.is_empty() {
+                names.push('\n');
+            }
+            names.push_str(&h);
+        }
+        names
+    }
+
+    /// The trusted hop these options describe: none for the `direct`
+    /// profile (the default).
+    pub fn hop(&self) -> Option<Hop> {
+        Hop::new(
+            self.proxy_profile.unwrap_or(Profile::Direct),
+            self.trusted_proxies.as_deref().unwrap_or_default(),
+            self.tls_fingerprint_header.as_deref(),
+        )
+    }
+
+    /// A profile other than `direct` needs the peers to trust: without
+    /// them it would relay nobody, silently.
+    fn check_hop(&self, ctx: &Ctx<'_>) -> Result<(), ConfigError> {
+        let profile = self.proxy_profile.unwrap_or(Profile::Direct);
+        let trusted = self.trusted_proxies.as_deref().unwrap_or_default();
+        if profile != Profile::Direct && trusted.is_empty() {
+            return Err(ctx.err(
+                "proxy_profile",
+                format!(
+                    "proxy_profile \"{}\" needs trusted_proxies (the CIDR blocks of the proxies \
+                     whose requests it relays; docs/deployment.md)",
+                    profile.name()
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The `log_level` of the configuration these options were derived
@@ -1168,6 +1239,58 @@ mod tests {
     }
 
     #[test]
+    fn proxy_options_are_checked_naming_the_field() {
+        let o = configure(r#"{"trusted_proxies": ["10.0.0.0/8"], "proxy_profile": "cloudfront"}"#)
+            .unwrap();
+        let hop = o.hop().unwrap();
+        assert_eq!(hop.profile(), Profile::Cloudfront);
+        // The profile's fingerprint header is stripped with the score header.
+        assert_eq!(
+            o.stripped_names(),
+            "X-Bot-Score\ncloudfront-viewer-ja4-fingerprint"
+        );
+        let own = o
+            .with_access(
+                "edgeguard.access",
+                br#"{"proxy_profile": "fastly", "tls_fingerprint_header": "X-JA4"}"#,
+            )
+            .unwrap();
+        assert_eq!(own.hop().unwrap().ja4_header(), Some("x-ja4"));
+        assert_eq!(own.stripped_names(), "X-Bot-Score\nx-ja4");
+        // Per location, back to direct: nobody relayed.
+        let direct = o
+            .with_access("edgeguard.access", br#"{"proxy_profile": "direct"}"#)
+            .unwrap();
+        assert!(direct.hop().is_none());
+        for (json, key, message) in [
+            (
+                r#"{"proxy_profile": "nginx"}"#,
+                "proxy_profile",
+                "needs trusted_proxies",
+            ),
+            (
+                r#"{"trusted_proxies": ["10.0.0.0/8"], "proxy_profile": "akamai"}"#,
+                "proxy_profile",
+                "must be one of \"direct\", \"nginx\"",
+            ),
+            (
+                r#"{"trusted_proxies": ["10.0.0.0/33"]}"#,
+                "trusted_proxies[0]",
+                "too long",
+            ),
+            (
+                r#"{"tls_fingerprint_header": "X JA4"}"#,
+                "tls_fingerprint_header",
+                "is not a header name",
+            ),
+        ] {
+            let e = configure(json).unwrap_err();
+            assert_eq!(e.key(), Some(key), "{json}");
+            assert!(e.to_string().contains(message), "{e}");
+        }
+    }
+
+    #[test]
     fn empty_lua_tables_are_empty_lists_and_maps() {
         // lua-cjson encodes an empty table as `{}`.
         let o = configure(r#"{"allow": {}, "thresholds": []}"#).unwrap();
@@ -1186,7 +1309,8 @@ mod tests {
             v,
             serde_json::json!({
                 "models": [{"name": "bot", "path": "b.json"}, {"name": "spoof", "path": "s.json"}],
-                "mode": "log", "status": 403, "allow": ["10.0.0.0/8"], "fail_closed": false,
+                "mode": "log", "status": 403, "allow": ["10.0.0.0/8"],
+                "proxy_profile": "direct", "fail_closed": false,
                 "score_header": "X-Bot-Score", "vars": false, "engine": "rust",
                 "models_wanted": true,
             })

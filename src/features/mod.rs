@@ -17,6 +17,13 @@
 //! 1 or 0; NaN means "the request has nothing to measure" (no User-Agent, no
 //! `accept`, ...), which CatBoost treats as its own value.
 //!
+//! A request a trusted L7 hop relayed ([`Request::relayed`], `src/hop/`)
+//! is read as the client sent it to the hop: the hop's headers are not in
+//! it, the evidence that reads the HTTP version (`connection` over
+//! HTTP/1, Firefox's `te` over HTTP/2) is off ([`Kept::version`]), and
+//! where the hop reorders headers ([`Kept::order`]) the order features are
+//! 0: nothing seen, never evidence.
+//!
 //! # Float features
 //!
 //! | name | how it is computed |
@@ -130,7 +137,7 @@ pub use schema::{
 use orders::{Engine, OrderTable};
 use user_agent::{Family, UserAgent};
 use vector::{flag, CatValue, Seen};
-pub use vector::{FeatureVector, Request, TlsFacts, HEADER_ORDER_CAP};
+pub use vector::{FeatureVector, Kept, Request, TlsFacts, HEADER_ORDER_CAP};
 
 /// Fills `out` with the features of `req`, without a learnt order table
 /// (`order_reversed_pairs` is NaN). Allocates nothing.
@@ -158,7 +165,7 @@ pub fn extract_with<'a>(
     // One pass over `sec-ch-ua` for both readings (schemas 1-3, 4).
     let brands = seen.ch_ua.map(client_hints::BrandList::read);
     client_hint_checks(&seen, &ua, brands.as_ref(), out);
-    order_features(&seen, &ua, orders, out);
+    order_features(&seen, &ua, req.kept().order.then_some(orders), out);
     header_values(&seen, out);
     tls::extract(req.tls(), &ua, out);
     evidence::extract(req, &seen, &ua, brands.as_ref(), out);
@@ -303,12 +310,23 @@ fn client_hint_checks<'a>(
 
 /// The header order against the claimed browser's: the hand-written order
 /// (schema 1) and the learnt table (schema 2).
+/// `orders` is `None` when the headers did not arrive in the client's
+/// order (a hop that sorts them): then no pair counts against it.
 fn order_features(
     seen: &Seen<'_>,
     ua: &UserAgent,
-    orders: Option<&OrderTable>,
+    orders: Option<Option<&OrderTable>>,
     out: &mut FeatureVector<'_>,
 ) {
+    let Some(orders) = orders else {
+        let claim = |known: bool| if known { 0.0 } else { f32::NAN };
+        out.set(
+            Float::OrderInversions,
+            claim(header_order::canonical_order(ua.family).is_some()),
+        );
+        out.set(Float::OrderReversedPairs, claim(Engine::of(ua).is_some()));
+        return;
+    };
     out.set(
         Float::OrderInversions,
         header_order::canonical_order(ua.family).map_or(f32::NAN, |order| {
