@@ -267,11 +267,12 @@ class H1Sender:
                 resp.begin()
                 resp.read()
                 action = resp.getheader(proxies.ACTION_HEADER) or ""
+                rule = resp.getheader(proxies.RULE_HEADER) or ""
                 status = resp.status
                 if resp.will_close or any(n.lower() == "connection" and "close" in v.lower()
                                           for n, v in row["headers"]):
                     self.close(where)
-                return status, action
+                return status, action, rule
             except (OSError, http.client.HTTPException):
                 self.close(where)
                 if fresh or attempt:
@@ -308,7 +309,7 @@ def frame(kind, flags, stream, payload):
 
 def send_h2(port, row):
     """One HTTP/2 row over h2c with prior knowledge: pseudo-headers, then the
-    headers in arrival order. Returns (status, action)."""
+    headers in arrival order. Returns (status, action, rule)."""
     import hpack
 
     headers = list(row["headers"])
@@ -354,11 +355,12 @@ def send_h2(port, row):
                 if flags & 0x4:
                     got = {k.decode() if isinstance(k, bytes) else k: v.decode() if isinstance(v, bytes) else v
                            for k, v in decoder.decode(block)}
-                    return int(got[":status"]), got.get(proxies.ACTION_HEADER.lower(), "")
+                    return (int(got[":status"]), got.get(proxies.ACTION_HEADER.lower(), ""),
+                            got.get(proxies.RULE_HEADER.lower(), ""))
 
 
 def send_rows(route, rows, threads=4):
-    """Every row through `route`: a list of (row, status, action)."""
+    """Every row through `route`: a list of (row, status, action, rule)."""
     if route.proxy:
         rows = [r for r in rows if not is_h2(r)]
     h1 = [r for r in rows if not is_h2(r)]
@@ -435,6 +437,8 @@ NODE_FETCH = """
 """
 
 PATHS = ["/", "/products/lamp?color=red", "/api/cart", "/search?q=chair"]
+# Live browsers: the echo, then a page with subresources (proxies.PAGE).
+BROWSER_PATHS = ["/", "/page"]
 
 
 def go_binary():
@@ -558,10 +562,10 @@ def data_url(text):
 
 
 class Chromium:
-    """Debian's Chromium over Selenium (flags as tests/e2e/test_challenge_browser.py),
-    with a PAC routing the Squid route through Squid."""
+    """Debian's Chromium over Selenium (flags as tests/e2e/test_challenge_browser.py);
+    with `proxy`, every request through that proxy (loopback included)."""
 
-    def __init__(self, headless, display, pac_text):
+    def __init__(self, headless, display, proxy=None):
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
 
@@ -570,9 +574,11 @@ class Chromium:
         opts.binary_location = CHROMIUM
         for a in ("--no-sandbox", "--disable-dev-shm-usage", "--no-first-run", "--disable-gpu",
                   "--disable-extensions", "--disable-background-networking", "--disable-sync",
-                  f"--user-data-dir={self.profile}", "--ignore-certificate-errors",
-                  f"--proxy-pac-url={data_url(pac_text)}", "--proxy-bypass-list=<-loopback>"):
+                  f"--user-data-dir={self.profile}", "--ignore-certificate-errors"):
             opts.add_argument(a)
+        if proxy:
+            opts.add_argument(f"--proxy-server=http://127.0.0.1:{proxy}")
+            opts.add_argument("--proxy-bypass-list=<-loopback>")
         if headless:
             opts.add_argument("--headless=new")
         env = dict(os.environ)
@@ -659,8 +665,8 @@ class Firefox:
 
 
 def reached_origin(text):
-    """The demo origin answers with the request head it received."""
-    return text.startswith(("GET ", "HEAD "))
+    """The demo origin's page, or its echo of the request head it received."""
+    return text.startswith(("GET ", "HEAD ")) or proxies.MARK in text
 
 
 def browse(browser, route, timeout):
@@ -672,7 +678,7 @@ def browse(browser, route, timeout):
 
     def run():
         nonlocal ok
-        for path in PATHS[:2]:
+        for path in BROWSER_PATHS:
             mark = len(edge.lines())
             try:
                 browser.navigate(route.base() + path)
@@ -696,15 +702,28 @@ def browse(browser, route, timeout):
 # ------------------------------------------------------------------- counting
 
 class Tally:
-    """Counts per (route, family, kind): requests, blocked, challenged,
-    sessions, challenged sessions, solved sessions."""
+    """Counts per (route, family, kind): requests, those a site rule decided
+    (the shipped presets pass favicons, robots.txt and feeds unscored: not
+    the model's call, left out of the rates), blocked, challenged, answers
+    from neither edgeguard nor the origin (a front's own error), and for
+    live browsers sessions, challenged sessions, solved sessions."""
 
     def __init__(self):
         self.rows = collections.defaultdict(collections.Counter)
+        # The TLS library families the edge saw through Squid: its own
+        # (OpenSSL), whatever the client.
+        self.squid_families = collections.Counter()
 
-    def add(self, route, family, kind, action):
+    def add(self, route, family, kind, action, rule, status):
         c = self.rows[(route, family, kind)]
         c["requests"] += 1
+        if not action:
+            c["unanswered"] += 1  # no edgeguard decision: the front answered itself
+            return
+        if rule:
+            c["ruled"] += 1
+            return
+        c["judged"] += 1
         c["blocked"] += action == "block"
         c["challenged"] += action == "challenge"
         c["flagged"] += action in FLAGGED
@@ -712,7 +731,7 @@ class Tally:
     def session(self, route, family, kind, lines, reached):
         c = self.rows[(route, family, kind)]
         for line in lines:
-            self.add(route, family, kind, line["action"])
+            self.add(route, family, kind, line["action"], line["rule"], int(line["status"]))
         challenged = any(line["action"] == "challenge" for line in lines)
         c["sessions"] += 1
         c["challenged_sessions"] += challenged
@@ -739,12 +758,17 @@ def forged_header_checks(deps):
     for name, (edge, header) in deps.forged.items():
         port = edge.port("h1")
         for who, (lines, ja4) in heads.items():
-            plain = untrusted_request(port, lines)
-            forged = untrusted_request(port, lines + [(header, ja4)])
+            got = {}
+            plain_log = log_window(edge, lambda: got.setdefault("plain", untrusted_request(port, lines)))
+            forged_log = log_window(edge, lambda: got.setdefault("forged", untrusted_request(
+                port, lines + [(header, ja4)])))
+            plain, forged = got["plain"], got["forged"]
             echoed = forged[2].decode("latin-1").lower()
             out.append({"edge": name, "header": header, "client": who,
                         "action": plain[1], "forged_action": forged[1],
-                        "score": bot_score(plain[2]), "forged_score": bot_score(forged[2]),
+                        "score": [line["bot"] for line in plain_log],
+                        "forged_score": [line["bot"] for line in forged_log],
+                        "client_seen": [line["client"] for line in forged_log],
                         "reached_origin": forged[0] == 200 and header.lower() + ":" in echoed,
                         "status": plain[0], "forged_status": forged[0]})
     return out
@@ -764,14 +788,6 @@ def untrusted_request(port, headers):
         return resp.status, resp.getheader(proxies.ACTION_HEADER) or "", body
 
 
-def bot_score(echo):
-    """The score the edge passed to the origin (X-Bot-Score), "" if none."""
-    for line in echo.decode("latin-1").split("\r\n"):
-        if line.lower().startswith("x-bot-score:"):
-            return line.split(":", 1)[1].strip()
-    return ""
-
-
 def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=print):
     """Runs everything; returns {"routes", "counts", "forged", "errors", "skipped", "documented"}."""
     rows = load_rows() if rows is None else rows
@@ -785,8 +801,8 @@ def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=prin
             if route.h1 is None and route.proxy is None:
                 continue  # the TLS-only route: live clients only
             t = time.monotonic()
-            for row, status, action in send_rows(route, rows):
-                tally.add(route.name, "corpus:" + row["family"], "people", action)
+            for row, status, action, rule in send_rows(route, rows):
+                tally.add(route.name, "corpus:" + row["family"], "people", action, rule, status)
             log(f"{route.name}: corpus rows in {time.monotonic() - t:.1f}s")
         t = time.monotonic()
         for route in deps.routes:
@@ -800,7 +816,9 @@ def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=prin
                     skipped.append(f"{name} via {route.name}: {e}")
                     continue
                 for line in lines:
-                    tally.add(route.name, name, "scripts", line["action"])
+                    tally.add(route.name, name, "scripts", line["action"], line["rule"], int(line["status"]))
+                if route.proxy:
+                    tally.squid_families.update(line["tls_family"] for line in lines)
         if "node-fetch" in SCRIPTS:
             skipped.append("node-fetch via squid: Node's fetch has no proxy setting")
         log(f"scripts in {time.monotonic() - t:.1f}s")
@@ -812,35 +830,45 @@ def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=prin
         deps.stop()
     log(f"measured in {time.monotonic() - t0:.1f}s")
     return {"documented": documented(), "routes": [r.name for r in deps.routes], "counts": tally.as_json(),
-            "forged": forged, "errors": errors, "skipped": skipped}
+            "forged": forged, "errors": errors, "skipped": skipped,
+            "squid_tls_families": dict(tally.squid_families)}
 
 
 def run_browsers(deps, tally, skipped, firefox, solve_timeout, log):
+    """Headless Chromium (a script: HeadlessChrome), headful Chromium and
+    Firefox ESR (people) under Xvfb, each through every route. Chromium
+    takes its proxy as a flag: a second instance goes through Squid.
+    Firefox reads a PAC that sends only the Squid route through Squid."""
     squid = next(r for r in deps.routes if r.proxy)
-    pac_text = pac(squid.proxy, squid.tls)
+    others = [r for r in deps.routes if not r.proxy]
     if not (CHROMIUM and CHROMEDRIVER and XVFB):
         skipped.append("browsers: chromium, chromedriver or Xvfb missing")
         return
     xvfb = Xvfb()
+    plan = [
+        ("chromium-headless", "scripts", lambda: Chromium(True, None), others),
+        ("chromium-headless", "scripts", lambda: Chromium(True, None, squid.proxy), [squid]),
+        ("chromium", "people", lambda: Chromium(False, xvfb.display), others),
+        ("chromium", "people", lambda: Chromium(False, xvfb.display, squid.proxy), [squid]),
+    ]
+    if firefox and FIREFOX:
+        plan.append(("firefox-esr", "people", lambda: Firefox(xvfb.display, pac(squid.proxy, squid.tls)),
+                     deps.routes))
+    else:
+        skipped.append("firefox-esr: not run")
     try:
-        t = time.monotonic()
-        for family, kind, make in (
-                ("chromium-headless", "scripts", lambda: Chromium(True, None, pac_text)),
-                ("chromium", "people", lambda: Chromium(False, xvfb.display, pac_text)),
-                ("firefox-esr", "people", lambda: Firefox(xvfb.display, pac_text) if firefox and FIREFOX
-                 else None)):
+        for family, kind, make, routes in plan:
+            t = time.monotonic()
             b = make()
-            if b is None:
-                skipped.append(f"{family}: not run")
-                continue
             try:
-                for route in deps.routes:
+                for route in routes:
                     lines, reached = browse(b, route, solve_timeout if kind == "people" else 8.0)
                     tally.session(route.name, family, kind, lines, reached)
+                    if route.proxy:
+                        tally.squid_families.update(line["tls_family"] for line in lines)
             finally:
                 b.quit()
-            log(f"{family} in {time.monotonic() - t:.1f}s")
-            t = time.monotonic()
+            log(f"{family} through {len(routes)} routes in {time.monotonic() - t:.1f}s")
     finally:
         xvfb.stop()
 
@@ -854,36 +882,42 @@ def rate(n, d):
 def table(result):
     """Markdown: per route and client family."""
     counts = result["counts"]
-    out = ["| front | clients | kind | requests | flagged | blocked | challenged | browsers solved |",
-           "|---|---|---|---:|---:|---:|---:|---:|"]
+    out = ["| front | clients | kind | requests | site rule | judged | flagged | blocked | challenged | solved |",
+           "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     order = {r: i for i, r in enumerate(result["routes"])}
     for c in sorted(counts, key=lambda c: (order.get(c["route"], 99), c["kind"], c["family"])):
         solved = f'{c.get("solved", 0)}/{c.get("challenged_sessions", 0)}' if c.get("sessions") else "-"
-        out.append(f'| {c["route"]} | {c["family"]} | {c["kind"]} | {c["requests"]} | '
-                   f'{c["flagged"]} ({rate(c["flagged"], c["requests"])}) | {c["blocked"]} | {c["challenged"]} | '
-                   f'{solved} |')
+        out.append(f'| {c["route"]} | {c["family"]} | {c["kind"]} | {c["requests"]} | {c.get("ruled", 0)} | '
+                   f'{c.get("judged", 0)} | {c.get("flagged", 0)} ({rate(c.get("flagged", 0), c.get("judged", 0))}) | '
+                   f'{c.get("blocked", 0)} | {c.get("challenged", 0)} | {solved} |')
     return "\n".join(out)
 
 
+KEYS = ("requests", "ruled", "judged", "unanswered", "flagged", "blocked", "challenged", "sessions",
+        "challenged_sessions", "solved", "reached")
+
+
 def summary(result):
-    """Per route and kind: requests, flagged, blocked, challenged."""
+    """Per (route, kind) and per (route, kind, live or corpus): the counts summed."""
     agg = collections.defaultdict(collections.Counter)
     for c in result["counts"]:
-        key = (c["route"], c["kind"])
-        for k in ("requests", "flagged", "blocked", "challenged", "sessions", "challenged_sessions", "solved"):
-            agg[key][k] += c.get(k, 0)
+        source = "corpus" if c["family"].startswith("corpus:") else "live"
+        for key in ((c["route"], c["kind"]), (c["route"], c["kind"], source)):
+            for k in KEYS:
+                agg[key][k] += c.get(k, 0)
     return agg
 
 
 def summary_table(result):
     agg = summary(result)
-    out = ["| front | people flagged | people blocked | people challenged | browsers solved | scripts flagged |",
-           "|---|---:|---:|---:|---:|---:|"]
+    out = ["| front | people judged | people flagged | blocked | challenged | live browsers solved | "
+           "scripts judged | scripts flagged |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for route in result["routes"]:
         p, s = agg[(route, "people")], agg[(route, "scripts")]
-        out.append(f'| {route} | {p["flagged"]}/{p["requests"]} ({rate(p["flagged"], p["requests"])}) | '
+        out.append(f'| {route} | {p["judged"]} | {p["flagged"]} ({rate(p["flagged"], p["judged"])}) | '
                    f'{p["blocked"]} | {p["challenged"]} | {p["solved"]}/{p["challenged_sessions"]} | '
-                   f'{s["flagged"]}/{s["requests"]} ({rate(s["flagged"], s["requests"])}) |')
+                   f'{s["judged"]} | {s["flagged"]} ({rate(s["flagged"], s["judged"])}) |')
     return "\n".join(out)
 
 

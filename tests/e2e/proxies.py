@@ -38,6 +38,21 @@ OPENSSL = shutil.which("openssl")
 
 # The response header the measuring edge adds: what edgeguard decided.
 ACTION_HEADER = "X-Measure-Action"
+# And the site rule that decided, if one did (the shipped presets pass
+# favicons, robots.txt and feeds to every client unscored).
+RULE_HEADER = "X-Measure-Rule"
+
+
+# A page at the demo origin for live browsers: its subresources (a
+# stylesheet, an image, a script, a fetch) are requests people make too.
+MARK = "edgeguard-measure-origin"
+PAGE = f"""        location = /page {{
+            default_type text/html;
+            return 200 '<!doctype html><title>origin</title><link rel=stylesheet href=/static/site.css>
+<p>{MARK}</p><img src=/img/product-1.png alt=""><script src=/static/app.js></script>
+<script>fetch("/api/cart").then(r => r.text())</script>';
+        }}
+"""
 
 
 def free_port():
@@ -142,7 +157,7 @@ class Edge:
         origin = free_port()
         conf = (ROOT / "nginx-conf" / "nginx.conf").read_text()
         for old, new in (('mode = "challenge"', 'mode = "block"'),
-                         ("listen 127.0.0.1:8081;", f"listen 127.0.0.1:{origin};"),
+                         ("listen 127.0.0.1:8081;", f"listen 127.0.0.1:{origin};\n{PAGE}"),
                          ("server 127.0.0.1:8081;", f"server 127.0.0.1:{origin};"),
                          ("worker_processes auto;", "worker_processes 2;")):
             assert old in conf, old
@@ -157,7 +172,8 @@ class Edge:
         reasons = has_reasons()
         fields = {"client": "$remote_addr", "peer": "$realip_remote_addr", "uri": "$request_uri",
                   "protocol": "$server_protocol", "status": "$status", "ua": "$http_user_agent",
-                  "action": "$edgeguard_action", "bot": "$edgeguard_bot", "ja4": "$measure_ja4"}
+                  "action": "$edgeguard_action", "bot": "$edgeguard_bot", "rule": "$edgeguard_rule",
+                  "ja4": "$measure_ja4", "tls_family": "$measure_tls_family"}
         if reasons:
             fields["reasons"] = "$edgeguard_reasons"
         fmt = "{" + ",".join(f'"{k}":"{v}"' for k, v in fields.items()) + "}"
@@ -172,6 +188,7 @@ class Edge:
         lines += f"""
         access_log {self.dir}/access.jsonl measure;
         add_header {ACTION_HEADER} $edgeguard_action always;
+        add_header {RULE_HEADER} $edgeguard_rule always;
 """
         if reasons and "set $edgeguard_reasons" not in conf:
             lines += '        set $edgeguard_reasons "";\n'
@@ -182,9 +199,10 @@ class Edge:
         ssl_protocols TLSv1.2 TLSv1.3;
         ssl_client_hello_by_lua_block {{ require("resty.edgeguard.tls").client_hello() }}
         set_by_lua_block $measure_ja4 {{ return require("resty.edgeguard.tls").ja4() or "" }}
+        set_by_lua_block $measure_tls_family {{ return require("resty.edgeguard.tls").family() or "" }}
 """
         else:
-            lines += '        set $measure_ja4 "";\n'
+            lines += '        set $measure_ja4 "";\n        set $measure_tls_family "";\n'
         lines += "".join(f"        {line}\n" for line in server.strip().splitlines())
         conf = conf.replace(listen, lines, 1)
         prefix = self.dir / "prefix"
@@ -337,7 +355,8 @@ backend be_{name}
 
 
 class CaddyFront:
-    """Caddy's `reverse_proxy`, HTTP/1.1 and h2c on one port."""
+    """Caddy's `reverse_proxy`, HTTP/1.1 and h2c on one port, for any Host
+    (a site address naming a host answers other hosts with an empty 200)."""
 
     name = "caddy"
 
@@ -352,7 +371,8 @@ class CaddyFront:
         protocols h1 h2c
     }}
 }}
-http://127.0.0.1:{self.h1} {{
+http://:{self.h1} {{
+    bind 127.0.0.1
     reverse_proxy 127.0.0.1:{edge_port}
 }}
 """
