@@ -599,6 +599,13 @@ typedef struct {
    or a problem document shows as its reference; empty: none shown.
    */
   edgeguard_str request_id;
+  /*
+   The connection's peer address (`$realip_remote_addr`: the address
+   nginx's realip module replaced with the client's; equal to
+   `client_addr` without it); empty: `client_addr`. Whom
+   `trusted_proxies` is asked about (docs/deployment.md).
+   */
+  edgeguard_str peer_addr;
 } edgeguard_request;
 
 /*
@@ -751,6 +758,13 @@ typedef struct {
    The claimed bot's name (empty for `None`): the location's memory.
    */
   edgeguard_str bot_name;
+  /*
+   A warning about the deployment, to log once per worker (a static
+   text); empty: none. A request from a `trusted_proxies` peer whose
+   client address is the peer's while it carries `X-Forwarded-For`:
+   nginx's realip module is not set up.
+   */
+  edgeguard_str warning;
 } edgeguard_effects;
 
 #ifdef __cplusplus

@@ -22,6 +22,7 @@ pub mod features;
 pub mod ffi;
 pub mod gate;
 pub mod headers;
+pub mod hop;
 #[cfg(feature = "kafka")]
 pub mod kafka;
 pub mod metrics;

@@ -209,6 +209,7 @@ fn per_request_work_does_not_allocate() {
         headers_len: c_headers[0].len(),
         tls: std::ptr::null(),
         request_id: edgeguard_str::EMPTY,
+        peer_addr: edgeguard_str::EMPTY,
     };
     // An answer whose nonce expired in the browser (a tab left open): a
     // fresh page, written by the same call.
@@ -384,6 +385,7 @@ fn per_request_work_does_not_allocate() {
                 headers_len: c_headers[i].len(),
                 tls: std::ptr::null(),
                 request_id: edgeguard_str::EMPTY,
+                peer_addr: edgeguard_str::EMPTY,
             };
             let rc = unsafe {
                 edgeguard_location_run(

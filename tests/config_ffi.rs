@@ -79,6 +79,7 @@ fn decide(p: *const edgeguard_location, scores: &[f64], addr: IpAddr) -> edgegua
         headers_len: 0,
         tls: null(),
         request_id: edgeguard::ffi::edgeguard_str::EMPTY,
+        peer_addr: edgeguard::ffi::edgeguard_str::EMPTY,
     };
     let given = edgeguard_given {
         scores: scores.as_ptr(),

@@ -1258,6 +1258,7 @@ fn c_req(
         headers_len: headers.len(),
         tls: std::ptr::null(),
         request_id: edgeguard::ffi::edgeguard_str::EMPTY,
+        peer_addr: edgeguard::ffi::edgeguard_str::EMPTY,
     }
 }
 
@@ -1369,6 +1370,7 @@ fn hostile_requests_are_scored_like_the_rust_api_scores_them() {
         headers_len: 0,
         tls: std::ptr::null(),
         request_id: edgeguard::ffi::edgeguard_str::EMPTY,
+        peer_addr: edgeguard::ffi::edgeguard_str::EMPTY,
     };
     score_both(s, &rust, &bad_strings);
     for version in [0, 9, 10, 11, 20, 30, 65535] {
@@ -1416,6 +1418,7 @@ fn scoring_refuses_impossible_lengths_and_versions_before_reading_anything() {
                 headers_len: len,
                 tls: std::ptr::null(),
                 request_id: edgeguard::ffi::edgeguard_str::EMPTY,
+                peer_addr: edgeguard::ffi::edgeguard_str::EMPTY,
                 ..req
             };
             assert_eq!(

@@ -80,6 +80,7 @@ fn deciding_does_not_allocate() {
             headers_len: 0,
             tls: null(),
             request_id: edgeguard::ffi::edgeguard_str::EMPTY,
+            peer_addr: edgeguard::ffi::edgeguard_str::EMPTY,
         })
         .collect();
     let mut scratch = null_mut();

@@ -92,6 +92,7 @@ fn c_request(r: &OwnedRequest, headers: &[Header<'_>]) -> edgeguard_request {
         headers_len: headers.len(),
         tls: std::ptr::null(),
         request_id: edgeguard::ffi::edgeguard_str::EMPTY,
+        peer_addr: edgeguard::ffi::edgeguard_str::EMPTY,
     }
 }
 
@@ -389,6 +390,7 @@ fn score_refuses_nulls_bad_counts_and_versions_writing_nothing() {
         headers_len: 0,
         tls: std::ptr::null(),
         request_id: edgeguard::ffi::edgeguard_str::EMPTY,
+        peer_addr: edgeguard::ffi::edgeguard_str::EMPTY,
     };
     unsafe {
         assert_eq!(

@@ -279,6 +279,41 @@ fn foxio_captures_give_the_published_fingerprints() {
     );
 }
 
+/// A JA4 alone (a trusted hop's report) gives the family of its cipher
+/// set only for the sets `Family::of_ja4` lists, and each listed set is
+/// the family every recorded ClientHello with that set was guessed to be.
+#[test]
+fn cipher_sets_name_the_family_their_client_hellos_show() {
+    let mut s = Scratch::default();
+    let mut checked = std::collections::HashSet::new();
+    for file in ["foxio-clienthellos.txt", "local-clienthellos.txt"] {
+        let path = format!("{}/tests/fixtures/tls/{file}", env!("CARGO_MANIFEST_DIR"));
+        for line in std::fs::read_to_string(path).unwrap().lines() {
+            if line.starts_with('#') || line.trim().is_empty() {
+                continue;
+            }
+            let bytes = hex(line.rsplit(' ').next().unwrap());
+            let hello =
+                ClientHello::parse_record(&bytes).or_else(|_| ClientHello::parse_handshake(&bytes));
+            let Ok(hello) = hello else { continue };
+            let fp = Fingerprint::compute(&hello, &mut s);
+            if let Some(f) = Family::of_ja4(fp.ja4().as_bytes()) {
+                assert_eq!(f, fp.family, "{line:.60}");
+                checked.insert(fp.ja4()[11..23].to_owned());
+            }
+        }
+    }
+    // Every listed set was seen in a recorded ClientHello.
+    for (hash, _) in edgeguard::tls::family::CIPHER_SETS {
+        assert!(checked.contains(*hash), "{hash} is in no fixture");
+    }
+    assert_eq!(
+        Family::of_ja4(b"t13d1516h2_000000000000_e5627efa2ab1"),
+        None
+    );
+    assert_eq!(Family::of_ja4(b"short"), None);
+}
+
 /// The family markers against the captures whose client is known.
 #[test]
 fn families_of_known_clients() {

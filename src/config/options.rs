@@ -16,6 +16,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::challenge::{self, Keys, Pages};
+use crate::hop::{Hop, Profile};
 use crate::net::Cidr;
 use crate::rules::{self, Part, Rules};
 use crate::signals::live::{self, Live};
@@ -188,6 +189,22 @@ options! {
     allow: Vec<Cidr>, FILE, Ctx::allow, |o| {
         let a = o.allow.as_ref()?;
         Some(Value::Array(a.iter().map(|c| c.to_string().into()).collect()))
+    };
+    // Deployment profiles (src/hop/, docs/deployment.md): whose requests
+    // are relayed, by what kind of hop, with the client's JA4 where.
+    /// `trusted_proxies`: the peers whose requests are relayed, in the
+    /// order given.
+    trusted_proxies: Vec<Cidr>, EVERYWHERE, Ctx::allow, |o| {
+        let a = o.trusted_proxies.as_ref()?;
+        Some(Value::Array(a.iter().map(|c| c.to_string().into()).collect()))
+    };
+    /// `proxy_profile`: the kind of hop they are.
+    proxy_profile: Profile, EVERYWHERE, Ctx::proxy_profile,
+        |o| Some(o.proxy_profile.unwrap_or(Profile::Direct).name().into());
+    /// `tls_fingerprint_header`: the header they report the client's JA4
+    /// in (default: the profile's, if it has one).
+    tls_fingerprint_header: String, EVERYWHERE, Ctx::header_name, |o| {
+        o.hop().and_then(|h| h.ja4_header().map(Value::from))
     };
     /// `fail_closed`.
     fail_closed: bool, EVERYWHERE, Ctx::boolean, |o| Some(o.fail_closed().into());
@@ -386,6 +403,7 @@ impl Options {
         o.load_pages(&ctx)?;
         o.check_models_named(&ctx)?;
         o.check_challenge(&ctx)?;
+        o.check_hop(&ctx)?;
         o.compile_rules(&ctx)?;
         Ok(o)
     }
@@ -441,6 +459,7 @@ impl Options {
         o.check_engines(&ctx)?;
         o.check_models_named(&ctx)?;
         o.check_challenge(&ctx)?;
+        o.check_hop(&ctx)?;
         if recompile {
             o.compile_rules(&ctx)?;
         }
@@ -500,6 +519,7 @@ impl Options {
         }
         o.check_models_named(&ctx)?;
         o.check_challenge(&ctx)?;
+        o.check_hop(&ctx)?;
         if own_rules {
             o.compile_rules(&ctx)?;
         }
@@ -802,6 +822,57 @@ impl Options {
             Some(base) if name.is_empty() => base.to_owned(),
             Some(base) => format!("{name}\n{base}"),
         }
+    }
+
+    /// The names a location strips besides its internal list, one a
+    /// line: the score header's spellings and the header trusted proxies
+    /// report the client's JA4 in (an internal header: from anyone else
+    /// it is a forgery, and the origin never needs it).
+    pub fn stripped_names(&self) -> String {
+        let mut names = self.score_header_spellings();
+        let ja4 = self
+            .tls_fingerprint_header
+            .as_deref()
+            .map(str::to_ascii_lowercase)
+            .or_else(|| {
+                let profile = self.proxy_profile.unwrap_or(Profile::Direct);
+                profile.spec().ja4_header.map(str::to_owned)
+            });
+        if let Some(h) = ja4 {
+            if !names.is_empty() {
+                names.push('\n');
+            }
+            names.push_str(&h);
+        }
+        names
+    }
+
+    /// The trusted hop these options describe: none for the `direct`
+    /// profile (the default).
+    pub fn hop(&self) -> Option<Hop> {
+        Hop::new(
+            self.proxy_profile.unwrap_or(Profile::Direct),
+            self.trusted_proxies.as_deref().unwrap_or_default(),
+            self.tls_fingerprint_header.as_deref(),
+        )
+    }
+
+    /// A profile other than `direct` needs the peers to trust: without
+    /// them it would relay nobody, silently.
+    fn check_hop(&self, ctx: &Ctx<'_>) -> Result<(), ConfigError> {
+        let profile = self.proxy_profile.unwrap_or(Profile::Direct);
+        let trusted = self.trusted_proxies.as_deref().unwrap_or_default();
+        if profile != Profile::Direct && trusted.is_empty() {
+            return Err(ctx.err(
+                "proxy_profile",
+                format!(
+                    "proxy_profile \"{}\" needs trusted_proxies (the CIDR blocks of the proxies \
+                     whose requests it relays; docs/deployment.md)",
+                    profile.name()
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// The `log_level` of the configuration these options were derived

@@ -10,6 +10,7 @@ use super::error::{ConfigError, ErrorOrigin};
 use super::kinds::{Engine, Mode};
 use crate::challenge;
 use crate::headers::HeaderSet;
+use crate::hop::Profile;
 use crate::net::Cidr;
 use crate::rules::{self, Part};
 
@@ -236,6 +237,32 @@ impl Ctx<'_> {
             allow.push(Cidr::parse(text).map_err(|m| self.err(&at, m))?);
         }
         Ok(allow)
+    }
+
+    /// `proxy_profile`: a profile's name (`crate::hop::PROFILES`).
+    pub(super) fn proxy_profile(&self, key: &str, v: &Value) -> Result<Profile, ConfigError> {
+        let names = || {
+            Profile::names()
+                .map(|n| format!("\"{n}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match v.as_str() {
+            Some(name) => Profile::from_name(name).ok_or_else(|| {
+                self.err(key, format!("must be one of {}, got \"{name}\"", names()))
+            }),
+            None => Err(self.type_err(key, "a profile name", v)),
+        }
+    }
+
+    /// `tls_fingerprint_header`: one header name (an RFC 9110 token).
+    pub(super) fn header_name(&self, key: &str, v: &Value) -> Result<String, ConfigError> {
+        let name = self.string(key, v)?;
+        let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+        if name.is_empty() || !name.bytes().all(token) || name.contains('*') {
+            return Err(self.err(key, format!("\"{name}\" is not a header name")));
+        }
+        Ok(name)
     }
 
     /// `log_level`: an nginx level, 0 (`ngx.STDERR`) to 8 (`ngx.DEBUG`).

@@ -92,7 +92,7 @@ impl Kind {
                 Engine::WebKit => apple,
                 Engine::Other => false,
             },
-            h1: req.http_version() < 20,
+            h1: req.client_version().is_some_and(|v| v < 20),
             preflight,
             websocket: seen.connection.is_some_and(has_upgrade),
             secure: req.tls().is_some() || (seen.fetch.any() && !preflight) || br_secure(),
@@ -211,7 +211,7 @@ fn missing_headers(
             }
             // `TE: trailers` on every HTTP/2 request (captured: Firefox 153,
             // and every browserforge Firefox set).
-            if req.http_version() == 20 && !seen.te {
+            if req.client_version() == Some(20) && !seen.te {
                 n += 1;
             }
         }

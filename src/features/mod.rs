@@ -130,7 +130,7 @@ pub use schema::{
 use orders::{Engine, OrderTable};
 use user_agent::{Family, UserAgent};
 use vector::{flag, CatValue, Seen};
-pub use vector::{FeatureVector, Request, TlsFacts, HEADER_ORDER_CAP};
+pub use vector::{FeatureVector, Kept, Request, TlsFacts, HEADER_ORDER_CAP};
 
 /// Fills `out` with the features of `req`, without a learnt order table
 /// (`order_reversed_pairs` is NaN). Allocates nothing.
@@ -158,7 +158,7 @@ pub fn extract_with<'a>(
     // One pass over `sec-ch-ua` for both readings (schemas 1-3, 4).
     let brands = seen.ch_ua.map(client_hints::BrandList::read);
     client_hint_checks(&seen, &ua, brands.as_ref(), out);
-    order_features(&seen, &ua, orders, out);
+    order_features(&seen, &ua, req.kept().order.then_some(orders), out);
     header_values(&seen, out);
     tls::extract(req.tls(), &ua, out);
     evidence::extract(req, &seen, &ua, brands.as_ref(), out);
@@ -303,12 +303,23 @@ fn client_hint_checks<'a>(
 
 /// The header order against the claimed browser's: the hand-written order
 /// (schema 1) and the learnt table (schema 2).
+/// `orders` is `None` when the headers did not arrive in the client's
+/// order (a hop that sorts them): then no pair counts against it.
 fn order_features(
     seen: &Seen<'_>,
     ua: &UserAgent,
-    orders: Option<&OrderTable>,
+    orders: Option<Option<&OrderTable>>,
     out: &mut FeatureVector<'_>,
 ) {
+    let Some(orders) = orders else {
+        let claim = |known: bool| if known { 0.0 } else { f32::NAN };
+        out.set(
+            Float::OrderInversions,
+            claim(header_order::canonical_order(ua.family).is_some()),
+        );
+        out.set(Float::OrderReversedPairs, claim(Engine::of(ua).is_some()));
+        return;
+    };
     out.set(
         Float::OrderInversions,
         header_order::canonical_order(ua.family).map_or(f32::NAN, |order| {

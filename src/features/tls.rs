@@ -62,9 +62,10 @@ pub(super) fn extract<'a>(tls: Option<TlsFacts<'a>>, ua: &UserAgent, out: &mut F
     out.set_flag(Float::TlsAlpnH2, t.alpn_h2());
     out.set_flag(
         Float::TlsFamilyMismatch,
-        engine
-            .and_then(|e| expected_family(e, ua))
-            .is_some_and(|f| f != t.family()),
+        t.family_is_evidence()
+            && engine
+                .and_then(|e| expected_family(e, ua))
+                .is_some_and(|f| f != t.family()),
     );
     out.set_flag(Float::TlsBrowserNoH2, engine.is_some() && !t.alpn_h2());
     out.set_cat(Cat::TlsJa4, t.ja4());

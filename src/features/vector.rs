@@ -24,6 +24,28 @@ pub struct Request<'a> {
     pub(super) client_addr: &'a [u8],
     pub(super) headers: &'a [Header<'a>],
     pub(super) tls: Option<TlsFacts<'a>>,
+    pub(super) kept: Kept,
+}
+
+/// What of the client's own request reached nginx: all of it when the
+/// client connected to nginx; behind an L7 hop (a load balancer, a CDN)
+/// that re-made the connection, neither its HTTP version nor (for some
+/// hops) its header order. Evidence that reads what was not kept is not
+/// evidence (`src/hop/` says what each hop keeps).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Kept {
+    /// The HTTP version nginx reports is the client's.
+    pub version: bool,
+    /// The headers arrived in the client's order.
+    pub order: bool,
+}
+
+impl Kept {
+    /// Everything: the client connected to nginx itself.
+    pub const ALL: Kept = Kept {
+        version: true,
+        order: true,
+    };
 }
 
 impl<'a> Request<'a> {
@@ -47,7 +69,35 @@ impl<'a> Request<'a> {
             client_addr,
             headers,
             tls: None,
+            kept: Kept::ALL,
         }
+    }
+
+    /// The same request as a trusted hop delivered it: `headers` (the
+    /// client's, the hop's own left out), `tls` (the client's TLS facts as
+    /// the hop reported them, if it did) and what the hop `kept`.
+    pub fn relayed(
+        mut self,
+        headers: &'a [Header<'a>],
+        tls: Option<TlsFacts<'a>>,
+        kept: Kept,
+    ) -> Self {
+        self.headers = headers;
+        self.tls = tls;
+        self.kept = kept;
+        self
+    }
+
+    /// What of the client's own request reached nginx ([`Kept::ALL`]
+    /// unless [`Request::relayed`]).
+    pub fn kept(&self) -> Kept {
+        self.kept
+    }
+
+    /// The client's HTTP version times 10; `None` behind a hop that made
+    /// its own connection to nginx (its version is the hop's).
+    pub fn client_version(&self) -> Option<u16> {
+        self.kept.version.then_some(self.http_version)
     }
 
     /// The same request with its connection's TLS facts (`None`: none
@@ -300,13 +350,40 @@ pub(super) fn flag(v: bool) -> f32 {
 pub struct TlsFacts<'a> {
     ja4: &'a [u8],
     family: Family,
+    /// The family was seen (in the ClientHello's cipher order), not
+    /// looked up from a JA4 that does not show it.
+    family_seen: bool,
 }
 
 impl<'a> TlsFacts<'a> {
     /// The facts of a connection whose JA4 is `ja4`; `None` unless `ja4`
     /// has the shape of one ([`is_ja4`]), so that its parts can be read.
     pub fn new(ja4: &'a [u8], family: Family) -> Option<Self> {
-        is_ja4(ja4).then_some(TlsFacts { ja4, family })
+        is_ja4(ja4).then_some(TlsFacts {
+            ja4,
+            family,
+            family_seen: true,
+        })
+    }
+
+    /// The facts of a client whose JA4 a trusted hop reported: the family
+    /// is the one [`Family::of_ja4`] knows for its cipher set, else
+    /// unknown, and an unknown family is no evidence
+    /// ([`TlsFacts::family_is_evidence`]): JA4 sorts the ciphers, so the
+    /// order the family guess reads is gone.
+    pub fn reported(ja4: &'a [u8]) -> Option<Self> {
+        let family = Family::of_ja4(ja4);
+        is_ja4(ja4).then_some(TlsFacts {
+            ja4,
+            family: family.unwrap_or(Family::Unknown),
+            family_seen: family.is_some(),
+        })
+    }
+
+    /// Whether the family may count against the client: seen in its
+    /// ClientHello, or known for its JA4's cipher set.
+    pub fn family_is_evidence(&self) -> bool {
+        self.family_seen
     }
 
     /// The JA4 string.

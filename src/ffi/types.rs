@@ -290,6 +290,11 @@ pub struct edgeguard_request {
     /// The request's id (nginx's `$request_id`), which a challenge page
     /// or a problem document shows as its reference; empty: none shown.
     pub request_id: edgeguard_str,
+    /// The connection's peer address (`$realip_remote_addr`: the address
+    /// nginx's realip module replaced with the client's; equal to
+    /// `client_addr` without it); empty: `client_addr`. Whom
+    /// `trusted_proxies` is asked about (docs/deployment.md).
+    pub peer_addr: edgeguard_str,
 }
 
 impl edgeguard_request {
@@ -339,7 +344,8 @@ impl edgeguard_request {
         );
         Ok(req
             .secure(info.is_some())
-            .with_request_id(self.request_id.as_bytes()))
+            .with_request_id(self.request_id.as_bytes())
+            .with_peer(self.peer_addr.as_bytes()))
     }
 }
 
@@ -619,6 +625,11 @@ pub struct edgeguard_effects {
     pub clearance: edgeguard_clearance,
     /// The claimed bot's name (empty for `None`): the location's memory.
     pub bot_name: edgeguard_str,
+    /// A warning about the deployment, to log once per worker (a static
+    /// text); empty: none. A request from a `trusted_proxies` peer whose
+    /// client address is the peer's while it carries `X-Forwarded-For`:
+    /// nginx's realip module is not set up.
+    pub warning: edgeguard_str,
 }
 
 /// Writes `e` into `out` field by field: the arrays only up to their
@@ -665,6 +676,7 @@ pub(crate) fn write_effects(e: &Effects<'_>, out: &mut edgeguard_effects) {
     };
     out.clearance = e.clearance.into();
     out.bot_name = edgeguard_str::from_slice(e.bot.map_or(&[][..], |(_, n)| n.as_bytes()));
+    out.warning = edgeguard_str::from_slice(e.warning.unwrap_or_default().as_bytes());
 }
 
 /// Fills the start of `slots` with `pairs`; returns how many.

@@ -260,4 +260,7 @@ pub struct Effects<'a> {
     /// The line to log, at this nginx level (0 `ngx.STDERR` .. 8
     /// `ngx.DEBUG`).
     pub line: Option<(&'a [u8], u8)>,
+    /// A warning about the deployment to log once per worker (the
+    /// caller's to ration): [`crate::hop::REALIP_WARNING`].
+    pub warning: Option<&'static str>,
 }

@@ -8,6 +8,7 @@ use super::policy::Policy;
 use crate::config::text::{line_room, MAX_G9};
 use crate::config::Options;
 use crate::headers::{HeaderSet, ListError};
+use crate::hop::Hop;
 use crate::rules::{self, Rules};
 use crate::scorer::Scorer;
 use crate::signals::live::Live;
@@ -66,6 +67,9 @@ pub struct Location {
     /// The fleet signals snapshot the location looks keys up in (none:
     /// no lookups, no `$edgeguard_fp_*`).
     pub(super) signals: Option<Arc<Live>>,
+    /// The trusted hop in front of nginx (none: every request is judged
+    /// as sent).
+    pub(super) hop: Option<Hop>,
 }
 
 /// ` rule=` and ` tag=` with the longest name and tag.
@@ -129,7 +133,7 @@ impl Location {
             screen: policy.challenge().is_some() || policy.verified_bots().is_some(),
             policy,
             scorer,
-            strip: strip_set(list, &options.score_header_spellings())?,
+            strip: strip_set(list, &options.stripped_names())?,
             list: list.map(HeaderSet::list_only),
             score_header: options.score_header_name().into(),
             var_names: names
@@ -144,6 +148,7 @@ impl Location {
             rules,
             rule_scores,
             signals: options.fleet.clone(),
+            hop: options.hop(),
         })
     }
 
@@ -190,6 +195,11 @@ impl Location {
     /// The fleet signals snapshot, when the location looks keys up.
     pub fn signals(&self) -> Option<&Arc<Live>> {
         self.signals.as_ref()
+    }
+
+    /// The trusted hop in front of nginx, when `proxy_profile` names one.
+    pub fn hop(&self) -> Option<&Hop> {
+        self.hop.as_ref()
     }
 
     /// The text room a request needs at most, besides its method, URI and

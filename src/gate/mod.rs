@@ -93,7 +93,20 @@ pub fn run<'a>(
     }
     scratch.fit(loc, req);
     let mut state = stages::strip(loc, req, job, scratch);
+    // A request a trusted hop relayed is judged as the client sent it to
+    // the hop; the buffer is the scratch's, lent for the run.
+    let mut hop = std::mem::take(&mut scratch.hop);
+    let relayed = match (&loc.hop, job) {
+        (Some(h), Job::Access) => h.relay(req.http(), req.headers(), req.peer(), &mut hop),
+        _ => None,
+    };
+    let judged = relayed.map(|r| req.judged(r.http));
+    let req_for_stages = judged.as_ref().unwrap_or(req);
+    let warning = relayed
+        .filter(|r| r.realip_missing)
+        .map(|_| crate::hop::REALIP_WARNING);
     if job == Job::Access {
+        let req = req_for_stages;
         // Extracted once, when the fleet lookup needs the features; the
         // scorer then reads the same vector.
         let mut features = None;
@@ -105,7 +118,10 @@ pub fn run<'a>(
         }
         stages::respond(loc, req, now, scratch, &mut state);
     }
-    Ok(stages::texts(loc, req, now, scratch, state))
+    scratch.hop = hop;
+    let mut effects = stages::texts(loc, req, now, scratch, state);
+    effects.warning = warning;
+    Ok(effects)
 }
 
 #[cfg(test)]

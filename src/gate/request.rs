@@ -16,6 +16,7 @@ pub struct Request<'a> {
     secure: bool,
     given: Option<Given<'a>>,
     request_id: &'a [u8],
+    peer: &'a [u8],
 }
 
 impl<'a> Request<'a> {
@@ -37,7 +38,28 @@ impl<'a> Request<'a> {
             secure: false,
             given: None,
             request_id: &[],
+            peer: &[],
         }
+    }
+
+    /// The same request with its connection's peer address (nginx's
+    /// `$realip_remote_addr`; empty: the client address, nginx without
+    /// the realip module): whom `trusted_proxies` is asked about.
+    pub fn with_peer(mut self, peer: &'a [u8]) -> Request<'a> {
+        self.peer = peer;
+        self
+    }
+
+    /// Its peer ([`Request::with_peer`]; empty: the client address).
+    pub fn peer(&self) -> &'a [u8] {
+        self.peer
+    }
+
+    /// The same request, judged as `http` (what a trusted hop relayed:
+    /// `crate::hop`); the headers nginx strips stay its own.
+    pub(super) fn judged(mut self, http: features::Request<'a>) -> Request<'a> {
+        self.http = http;
+        self
     }
 
     /// The same request, over TLS or not (a clearance cookie is then

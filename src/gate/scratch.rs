@@ -5,6 +5,7 @@ use super::location::Location;
 use super::request::Request;
 use crate::challenge::{self, PAGE_CAP, PROBLEM_CAP, SET_COOKIE_CAP};
 use crate::config::text::Span;
+use crate::headers::HeaderBuf;
 use crate::scorer::MAX_MODELS;
 
 /// The room of the answer's `Location`.
@@ -34,6 +35,9 @@ pub struct Scratch {
     /// Whether the site rules run (replay turns them off to see what the
     /// model would have done without them).
     pub(super) rules_on: bool,
+    /// The client's headers of a request a trusted hop relayed
+    /// (`crate::hop`).
+    pub(super) hop: HeaderBuf,
 }
 
 impl Default for Scratch {
@@ -57,6 +61,7 @@ impl Scratch {
             rules: crate::rules::Scratch::new(),
             rule_scores: [0.0; MAX_MODELS],
             rules_on: true,
+            hop: HeaderBuf::default(),
         }
     }
 

@@ -279,6 +279,7 @@ pub(super) fn texts<'a>(
         set_header: spans.header.map(|h| (&*loc.score_header, at(h))),
         vars,
         line: spans.line.map(|(l, level)| (at(l), level)),
+        warning: None,
     }
 }
 

@@ -14,7 +14,9 @@
 //!   unset), and the connection's TLS fingerprint in `edgeguard_ja4`
 //!   and `edgeguard_tls_family` (optional: older lines have none; `""` on
 //!   plain HTTP). A line with a JA4 but no family (written before the
-//!   family was logged) gets the family `unknown`.
+//!   family was logged) gets the family `unknown`. `peer`
+//!   (`$realip_remote_addr`, optional) is the connection's address, which
+//!   `trusted_proxies` is asked about (src/hop/).
 //!
 //! nginx's own `time` (`$time_iso8601`, `2026-12-04T16:15:19+00:00`) is read
 //! as the line's time when it is one ([`Parsed::logged`]: the event time the
@@ -94,6 +96,9 @@ pub(crate) struct Parsed<'s> {
     pub(crate) uri: &'s [u8],
     pub(crate) version: u16,
     pub(crate) client: &'s [u8],
+    /// The connection's peer (`peer`: `$realip_remote_addr`); empty:
+    /// the client.
+    pub(crate) peer: &'s [u8],
     /// Views of `line` and `Scratch`.
     pub(crate) headers: &'s [Header<'s>],
     /// What nginx decided, for log lines that carry it.
@@ -195,6 +200,7 @@ pub(crate) fn parse<'s>(
         uri: bufs.get(fields.uri.ok_or_else(|| missing("uri"))?),
         version: fields.version.ok_or_else(|| missing("version"))?,
         client: bufs.get(fields.client.unwrap_or(EMPTY)),
+        peer: bufs.get(fields.peer.unwrap_or(EMPTY)),
         headers,
         live_action: fields
             .live_action
@@ -356,6 +362,7 @@ fn resolved(line: &[u8], fast: bool) -> Option<Vec<Vec<u8>>> {
         span(f.method),
         span(f.uri),
         span(f.client),
+        span(f.peer),
         span(f.live_action),
         span(f.ja4),
         span(f.time),
@@ -448,6 +455,7 @@ struct Fields {
     uri: Option<Span>,
     version: Option<u16>,
     client: Option<Span>,
+    peer: Option<Span>,
     headers_text: Option<Span>,
     live_action: Option<Span>,
     ja4: Option<Span>,
@@ -588,6 +596,7 @@ enum Key<'de> {
     Uri,
     Version,
     Client,
+    Peer,
     Headers,
     LiveAction,
     Ja4,
@@ -627,6 +636,7 @@ impl<'de> de::Deserialize<'de> for Key<'de> {
                 b"uri" => Key::Uri,
                 b"version" => Key::Version,
                 b"client" => Key::Client,
+                b"peer" => Key::Peer,
                 b"headers" => Key::Headers,
                 b"edgeguard_action" => Key::LiveAction,
                 b"edgeguard_ja4" => Key::Ja4,
@@ -663,6 +673,7 @@ impl<'de> Visitor<'de> for RecordSeed<'_> {
                 Key::Method => fields.method = Some(map.next_value_seed(self.str_seed())?),
                 Key::Uri => fields.uri = Some(map.next_value_seed(self.str_seed())?),
                 Key::Client => fields.client = Some(map.next_value_seed(self.str_seed())?),
+                Key::Peer => fields.peer = Some(map.next_value_seed(self.str_seed())?),
                 Key::Version => fields.version = Some(map.next_value_seed(VersionSeed)?),
                 Key::Headers => {
                     self.pairs.clear();

@@ -70,6 +70,19 @@ impl Family {
         Self::Unknown
     }
 
+    /// The family of a client known by its JA4 alone (a trusted hop's
+    /// report): JA4's second part hashes the *sorted* cipher list, so the
+    /// order [`Family::guess`] reads is gone, but a library's default
+    /// cipher set has one hash. Only the sets recorded here from real
+    /// clients ([`CIPHER_SETS`]); `None` for any other.
+    pub fn of_ja4(ja4: &[u8]) -> Option<Self> {
+        let hash = ja4.get(11..23)?;
+        CIPHER_SETS
+            .iter()
+            .find(|(h, _)| h.as_bytes() == hash)
+            .map(|&(_, f)| f)
+    }
+
     /// The family's name as logged and listed (`"boringssl"`, ...).
     pub fn name(self) -> &'static str {
         self.c_name().to_str().unwrap_or("unknown")
@@ -109,6 +122,22 @@ impl Family {
             .unwrap_or(Self::Unknown)
     }
 }
+
+/// JA4 cipher hashes (its second part) of the clients whose ClientHellos
+/// `tests/fixtures/tls/` records, with the family [`Family::guess`] gives
+/// their ClientHellos (`tests/tls_ja4.rs` checks each against them).
+pub const CIPHER_SETS: &[(&str, Family)] = &[
+    // Chromium 156 here; Chrome in FoxIO's captures.
+    ("8daaf6152771", Family::Boringssl),
+    // Firefox (FoxIO's tls12.pcap).
+    ("5b57614c22b0", Family::Nss),
+    // Python 3.11 ssl and requests, Node 20, curl 7.88 (OpenSSL 3.0).
+    ("85036bcba153", Family::Openssl),
+    ("a33745022dd6", Family::Openssl),
+    ("e8f1e7e78f70", Family::Openssl),
+    // Go 1.19 crypto/tls.
+    ("9dc949149365", Family::Go),
+];
 
 /// Up to three values, zero-padded: a fixed-size prefix of an iterator.
 struct Vec3([u16; 3]);

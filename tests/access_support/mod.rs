@@ -271,6 +271,7 @@ impl Req {
             headers_len: self.headers.len(),
             tls: std::ptr::null(),
             request_id: edgeguard::ffi::edgeguard_str::EMPTY,
+            peer_addr: edgeguard::ffi::edgeguard_str::EMPTY,
         }
     }
 

@@ -878,6 +878,7 @@ static edgeguard_request request_of(const char *method, const char *uri, edgegua
     r.headers_len = n;
     r.tls = NULL;
     r.request_id = str_of("", 0);
+    r.peer_addr = str_of("", 0);
     return r;
 }
 

@@ -265,6 +265,8 @@ typedef struct {
   const edgeguard_tls_info *tls;
 
   edgeguard_str request_id;
+
+  edgeguard_str peer_addr;
 } edgeguard_request;
 
 typedef struct {
@@ -331,6 +333,8 @@ typedef struct {
   edgeguard_clearance clearance;
 
   edgeguard_str bot_name;
+
+  edgeguard_str warning;
 } edgeguard_effects;
 
 const char *edgeguard_version(void);

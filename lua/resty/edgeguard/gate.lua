@@ -28,6 +28,9 @@ local EXIT_STATUS = C.EDGEGUARD_EXIT_STATUS
 local EXIT_REDIRECT = C.EDGEGUARD_EXIT_REDIRECT
 local FFI_DECLINED = -5 -- lua-nginx-module's NGX_DECLINED, as resty.core.base names it
 
+-- Whether this worker logged the deployment warning (effects' `warning`).
+local warned = false
+
 local set_err = ffi_new("char *[1]")
 -- ngx_http_lua_ffi_var_set lower-cases a name into this buffer: grown
 -- (rarely) to the longest name set.
@@ -169,6 +172,12 @@ function _M.apply(lib, r, headers, e)
     end
     if e.line.len > 0 then
         ngx.log(e.log_level, ffi_string(e.line.data, e.line.len))
+    end
+    -- A deployment warning (realip not set up behind trusted_proxies):
+    -- once per worker, the fix is the same for every request.
+    if e.warning.len > 0 and not warned then
+        warned = true
+        ngx.log(ngx.WARN, ffi_string(e.warning.data, e.warning.len))
     end
     if e.exit ~= EXIT_CONTINUE then
         return respond(e)

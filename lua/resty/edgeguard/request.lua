@@ -103,6 +103,10 @@ function _M.current(r, request_id)
           method_len)
     var_into(r, "request_uri", req.uri)
     var_into(r, "remote_addr", req.client_addr)
+    -- The connection's peer (before realip replaced $remote_addr with the
+    -- client's): whom trusted_proxies is asked about. Empty without the
+    -- realip module: the client address.
+    var_into(r, "realip_remote_addr", req.peer_addr)
     if request_id then
         var_into(r, "request_id", req.request_id)
     else

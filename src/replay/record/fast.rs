@@ -404,6 +404,7 @@ pub(super) fn record(line: &[u8], scratch: &mut Scratch) -> Option<Fields> {
                 b"method" => f.method = Some(c.str_span(Base::Line, 0, owned)?),
                 b"uri" => f.uri = Some(c.str_span(Base::Line, 0, owned)?),
                 b"client" => f.client = Some(c.str_span(Base::Line, 0, owned)?),
+                b"peer" => f.peer = Some(c.str_span(Base::Line, 0, owned)?),
                 b"edgeguard_action" => f.live_action = Some(c.str_span(Base::Line, 0, owned)?),
                 b"edgeguard_ja4" => f.ja4 = Some(c.str_span(Base::Line, 0, owned)?),
                 b"edgeguard_time" => f.time = Some(c.str_span(Base::Line, 0, owned)?),

@@ -1,0 +1,1 @@
+//! The profiles against real heads as each hop delivers them.
