@@ -71,7 +71,9 @@ impl Engine {
         if !ua.family.is_browser() {
             return None;
         }
-        if ua.os == Os::Ios {
+        // Every iOS browser is Apple's WebKit, and says so by its token
+        // even in iPad's desktop (`Macintosh`) UA.
+        if ua.os == Os::Ios || ua.ios_app {
             return Some(Engine::WebKit);
         }
         Some(match ua.family {
