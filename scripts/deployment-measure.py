@@ -13,8 +13,8 @@ front of the edge's own TLS listener); plus the edge with no front
   browser sent it: HTTP/1.1 rows as raw bytes (order and letter case kept)
   on keep-alive connections, HTTP/2 rows over h2c with prior knowledge
   (the front speaks HTTP/2 to the client and HTTP/1.1 to the edge, as with
-  a browser over h2); Squid speaks only HTTP/1.1 to clients, so only the
-  HTTP/1.1 rows go through it;
+  a browser over h2); through Squid (HTTPS, HTTP/1.1 only) the rows
+  captured over TLS and HTTP/1.1 (SQUID_ORIGIN);
 - live browsers: Debian's Chromium and Firefox ESR, headful under Xvfb;
 - scripts: curl, python-requests, Go net/http, Node's fetch, headless
   Chromium (HeadlessChrome in its User-Agent) and a bare `Mozilla/5.0`.
@@ -268,11 +268,12 @@ class H1Sender:
                 resp.read()
                 action = resp.getheader(proxies.ACTION_HEADER) or ""
                 rule = resp.getheader(proxies.RULE_HEADER) or ""
+                verdict = (resp.getheader(proxies.GRADE_HEADER) or "", resp.getheader(proxies.REASONS_HEADER) or "")
                 status = resp.status
                 if resp.will_close or any(n.lower() == "connection" and "close" in v.lower()
                                           for n, v in row["headers"]):
                     self.close(where)
-                return status, action, rule
+                return status, action, rule, verdict
             except (OSError, http.client.HTTPException):
                 self.close(where)
                 if fresh or attempt:
@@ -309,7 +310,7 @@ def frame(kind, flags, stream, payload):
 
 def send_h2(port, row):
     """One HTTP/2 row over h2c with prior knowledge: pseudo-headers, then the
-    headers in arrival order. Returns (status, action, rule)."""
+    headers in arrival order. Returns (status, action, rule, (grade, reasons))."""
     import hpack
 
     headers = list(row["headers"])
@@ -356,13 +357,22 @@ def send_h2(port, row):
                     got = {k.decode() if isinstance(k, bytes) else k: v.decode() if isinstance(v, bytes) else v
                            for k, v in decoder.decode(block)}
                     return (int(got[":status"]), got.get(proxies.ACTION_HEADER.lower(), ""),
-                            got.get(proxies.RULE_HEADER.lower(), ""))
+                            got.get(proxies.RULE_HEADER.lower(), ""),
+                            (got.get(proxies.GRADE_HEADER.lower(), ""), got.get(proxies.REASONS_HEADER.lower(), "")))
+
+
+# The rows sent through Squid (HTTPS): those captured over TLS and
+# HTTP/1.1. A browser talks HTTP/1.1 to Squid (no h2 there), and a head
+# captured over plain HTTP to a hostname lacks what the same browser sends
+# over TLS (fetch metadata, client hints: Chromium and Firefox send them
+# only to secure contexts), so over TLS it would be a head no browser sends.
+SQUID_ORIGIN = "tls-h1"
 
 
 def send_rows(route, rows, threads=4):
-    """Every row through `route`: a list of (row, status, action, rule)."""
+    """Every row through `route`: a list of (row, status, action, rule, (grade, reasons))."""
     if route.proxy:
-        rows = [r for r in rows if not is_h2(r)]
+        rows = [r for r in rows if r["origin"] == SQUID_ORIGIN]
     h1 = [r for r in rows if not is_h2(r)]
     h2 = [r for r in rows if is_h2(r)] if route.h2 else []
     out = []
@@ -436,7 +446,8 @@ NODE_FETCH = """
 })().catch(e => { console.error(String(e)); process.exit(1); });
 """
 
-PATHS = ["/", "/products/lamp?color=red", "/api/cart", "/search?q=chair"]
+PATHS = ["/", "/products/lamp?color=red", "/api/cart", "/search?q=chair", "/account/login",
+         "/static/site.css", "/api/reviews?product=42", "/blog/spring-sale"]
 # Live browsers: the echo, then a page with subresources (proxies.PAGE).
 BROWSER_PATHS = ["/", "/page"]
 
@@ -701,6 +712,10 @@ def browse(browser, route, timeout):
 
 # ------------------------------------------------------------------- counting
 
+# Where the challenge page sends its answer (src/challenge/).
+CHALLENGE_PATH = "/.edgeguard/"
+
+
 class Tally:
     """Counts per (route, family, kind): requests, those a site rule decided
     (the shipped presets pass favicons, robots.txt and feeds unscored: not
@@ -713,8 +728,12 @@ class Tally:
         # The TLS library families the edge saw through Squid: its own
         # (OpenSSL), whatever the client.
         self.squid_families = collections.Counter()
+        # The detection IDs that fired, per (route, kind); a few blocked
+        # requests' reasons.
+        self.reasons = collections.defaultdict(collections.Counter)
+        self.examples = collections.defaultdict(list)
 
-    def add(self, route, family, kind, action, rule, status):
+    def add(self, route, family, kind, action, rule, grade="", reasons=""):
         c = self.rows[(route, family, kind)]
         c["requests"] += 1
         if not action:
@@ -724,14 +743,32 @@ class Tally:
             c["ruled"] += 1
             return
         c["judged"] += 1
-        c["blocked"] += action == "block"
-        c["challenged"] += action == "challenge"
+        # Mode block answers an ambiguous verdict with the challenge: the
+        # page for a navigation, and for anything else (a fetch, an image)
+        # a 403 problem document `challenge_required` pointing to it, which
+        # the action names `block`.
+        problem = action == "block" and grade == "ambiguous"
+        c["blocked"] += action == "block" and not problem
+        c["problem"] += problem
+        c["challenged"] += action == "challenge" or problem
         c["flagged"] += action in FLAGGED
+        if action in FLAGGED:
+            self.reasons[(route, kind)].update(r for r in reasons.split(",") if r)
+            if c["blocked"] and not problem and len(self.examples[(route, kind)]) < 5:
+                self.examples[(route, kind)].append(f"{family} {grade} {reasons}")
+
+    def add_line(self, route, family, kind, line):
+        if line["uri"].startswith(CHALLENGE_PATH):
+            # The challenge's own exchange (the page's answer, its
+            # redirects): edgeguard's endpoint, not a request it judges.
+            self.rows[(route, family, kind)]["protocol"] += 1
+            return
+        self.add(route, family, kind, line["action"], line["rule"], line.get("grade", ""), line.get("reasons", ""))
 
     def session(self, route, family, kind, lines, reached):
         c = self.rows[(route, family, kind)]
         for line in lines:
-            self.add(route, family, kind, line["action"], line["rule"], int(line["status"]))
+            self.add_line(route, family, kind, line)
         challenged = any(line["action"] == "challenge" for line in lines)
         c["sessions"] += 1
         c["challenged_sessions"] += challenged
@@ -801,8 +838,8 @@ def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=prin
             if route.h1 is None and route.proxy is None:
                 continue  # the TLS-only route: live clients only
             t = time.monotonic()
-            for row, status, action, rule in send_rows(route, rows):
-                tally.add(route.name, "corpus:" + row["family"], "people", action, rule, status)
+            for row, status, action, rule, verdict in send_rows(route, rows):
+                tally.add(route.name, "corpus:" + row["family"], "people", action, rule, *verdict)
             log(f"{route.name}: corpus rows in {time.monotonic() - t:.1f}s")
         t = time.monotonic()
         for route in deps.routes:
@@ -816,7 +853,7 @@ def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=prin
                     skipped.append(f"{name} via {route.name}: {e}")
                     continue
                 for line in lines:
-                    tally.add(route.name, name, "scripts", line["action"], line["rule"], int(line["status"]))
+                    tally.add_line(route.name, name, "scripts", line)
                 if route.proxy:
                     tally.squid_families.update(line["tls_family"] for line in lines)
         if "node-fetch" in SCRIPTS:
@@ -831,7 +868,9 @@ def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=prin
     log(f"measured in {time.monotonic() - t0:.1f}s")
     return {"documented": documented(), "routes": [r.name for r in deps.routes], "counts": tally.as_json(),
             "forged": forged, "errors": errors, "skipped": skipped,
-            "squid_tls_families": dict(tally.squid_families)}
+            "squid_tls_families": dict(tally.squid_families),
+            "reasons": [{"route": r, "kind": k, "ids": dict(c)} for (r, k), c in sorted(tally.reasons.items())],
+            "blocked_examples": {f"{r} {k}": v for (r, k), v in tally.examples.items()}}
 
 
 def run_browsers(deps, tally, skipped, firefox, solve_timeout, log):
@@ -879,6 +918,12 @@ def rate(n, d):
     return f"{100.0 * n / d:.2f} %" if d else "-"
 
 
+def challenged(c):
+    """Challenged, and how many of them got the problem document."""
+    n, problem = c.get("challenged", 0), c.get("problem", 0)
+    return f"{n} ({problem} problem)" if problem else str(n)
+
+
 def table(result):
     """Markdown: per route and client family."""
     counts = result["counts"]
@@ -889,11 +934,11 @@ def table(result):
         solved = f'{c.get("solved", 0)}/{c.get("challenged_sessions", 0)}' if c.get("sessions") else "-"
         out.append(f'| {c["route"]} | {c["family"]} | {c["kind"]} | {c["requests"]} | {c.get("ruled", 0)} | '
                    f'{c.get("judged", 0)} | {c.get("flagged", 0)} ({rate(c.get("flagged", 0), c.get("judged", 0))}) | '
-                   f'{c.get("blocked", 0)} | {c.get("challenged", 0)} | {solved} |')
+                   f'{c.get("blocked", 0)} | {challenged(c)} | {solved} |')
     return "\n".join(out)
 
 
-KEYS = ("requests", "ruled", "judged", "unanswered", "flagged", "blocked", "challenged", "sessions",
+KEYS = ("requests", "ruled", "judged", "unanswered", "flagged", "blocked", "challenged", "problem", "sessions",
         "challenged_sessions", "solved", "reached")
 
 
@@ -916,7 +961,7 @@ def summary_table(result):
     for route in result["routes"]:
         p, s = agg[(route, "people")], agg[(route, "scripts")]
         out.append(f'| {route} | {p["judged"]} | {p["flagged"]} ({rate(p["flagged"], p["judged"])}) | '
-                   f'{p["blocked"]} | {p["challenged"]} | {p["solved"]}/{p["challenged_sessions"]} | '
+                   f'{p["blocked"]} | {challenged(p)} | {p["solved"]}/{p["challenged_sessions"]} | '
                    f'{s["judged"]} | {s["flagged"]} ({rate(s["flagged"], s["judged"])}) |')
     return "\n".join(out)
 
@@ -944,6 +989,13 @@ def main():
         print(f'forged {f["header"]} ({f["edge"]}), {f["client"]} head: action {f["action"]} -> '
               f'{f["forged_action"]}, score {f["score"]} -> {f["forged_score"]}, '
               f'reached the origin: {f["reached_origin"]}')
+    print()
+    for r in result["reasons"]:
+        ids = ", ".join(f"{k} {v}" for k, v in sorted(r["ids"].items(), key=lambda kv: -kv[1]))
+        print(f'reasons, {r["route"]} {r["kind"]}: {ids}')
+    for where, examples in result["blocked_examples"].items():
+        for e in examples:
+            print(f"blocked, {where}: {e}")
     for s in result["skipped"]:
         print("not run:", s)
     for e in result["errors"]:

@@ -41,6 +41,9 @@ ACTION_HEADER = "X-Measure-Action"
 # And the site rule that decided, if one did (the shipped presets pass
 # favicons, robots.txt and feeds to every client unscored).
 RULE_HEADER = "X-Measure-Rule"
+# With graded verdicts: how sure, and why.
+GRADE_HEADER = "X-Measure-Grade"
+REASONS_HEADER = "X-Measure-Reasons"
 
 
 # A page at the demo origin for live browsers: its subresources (a
@@ -137,8 +140,10 @@ def has_option(name):
 
 
 def has_reasons():
-    """Whether the Lua shim sets $edgeguard_reasons (graded verdicts)."""
-    return any("edgeguard_reasons" in p.read_text(errors="replace") for p in (ROOT / "lua").rglob("*.lua"))
+    """Whether `vars` takes the "reasons" group ($edgeguard_reasons and
+    $edgeguard_grade: graded verdicts)."""
+    kinds = ROOT / "src" / "config" / "kinds.rs"
+    return kinds.exists() and 'GROUPS: [&\'static str; 1] = ["reasons"]' in kinds.read_text()
 
 
 class Edge:
@@ -176,6 +181,9 @@ class Edge:
                   "ja4": "$measure_ja4", "tls_family": "$measure_tls_family"}
         if reasons:
             fields["reasons"] = "$edgeguard_reasons"
+            fields["grade"] = "$edgeguard_grade"
+            assert "vars = true," in conf
+            conf = conf.replace("vars = true,", 'vars = { "reasons" },', 1)
         fmt = "{" + ",".join(f'"{k}":"{v}"' for k, v in fields.items()) + "}"
         http_lines = f"""
     log_format measure escape=json '{fmt}';
@@ -190,8 +198,12 @@ class Edge:
         add_header {ACTION_HEADER} $edgeguard_action always;
         add_header {RULE_HEADER} $edgeguard_rule always;
 """
-        if reasons and "set $edgeguard_reasons" not in conf:
-            lines += '        set $edgeguard_reasons "";\n'
+        if reasons:
+            lines += f"""        set $edgeguard_reasons "";
+        set $edgeguard_grade "";
+        add_header {GRADE_HEADER} $edgeguard_grade always;
+        add_header {REASONS_HEADER} $edgeguard_reasons always;
+"""
         if tls:
             lines += f"""
         ssl_certificate {tls.cert};
