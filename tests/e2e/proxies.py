@@ -127,7 +127,10 @@ class Pki:
             "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign")
         run("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1",
             "-keyout", str(self.key), "-out", str(d / "edge.csr"))
-        (d / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:127.0.0.1\nextendedKeyUsage=serverAuth\n")
+        # DNS:127.0.0.1 too: Squid matches the CONNECT's host against DNS
+        # names and the common name only.
+        (d / "ext.cnf").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:127.0.0.1\n"
+                                   "extendedKeyUsage=serverAuth\n")
         run("x509", "-req", "-in", str(d / "edge.csr"), "-CA", str(self.ca), "-CAkey", str(self.ca_key),
             "-CAcreateserial", "-days", "2", "-extfile", str(d / "ext.cnf"), "-out", str(self.cert))
         for f in (self.ca, self.ca_key, self.cert, self.key):
