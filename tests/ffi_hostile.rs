@@ -21,6 +21,9 @@ use edgeguard::ffi::model::*;
 use edgeguard::ffi::{edgeguard_header, edgeguard_str};
 use edgeguard::ffi::{edgeguard_result_text, edgeguard_version};
 
+#[path = "access_support/mod.rs"]
+mod access_support;
+
 /// Records the largest single allocation, so a model that claims 10^12 trees
 /// cannot pass by merely not crashing: it must also not try to reserve them.
 struct LargestAlloc;
@@ -1588,4 +1591,71 @@ fn hostile_client_hellos_give_facts_the_scorer_takes_or_none() {
         }
     }
     unsafe { edgeguard_scorer_free(s) };
+}
+
+/// A client that forges the fingerprint header a trusted CDN sets: from
+/// an address that is not a trusted proxy it changes no score and no
+/// decision, and it is on the clear list (never reaches the origin); from
+/// a trusted proxy the same header is read (the test can tell).
+#[test]
+fn a_forged_fingerprint_header_from_an_untrusted_address_changes_nothing() {
+    use access_support::*;
+    let list = list_set();
+    let sc = scorer();
+    let (_cfg, loc) = bound_location(
+        r#"{"mode": "block", "trusted_proxies": ["10.0.0.0/8"], "proxy_profile": "cloudfront"}"#,
+        sc,
+        list,
+    );
+    let scratch = scratch();
+    let chrome: &[(&[u8], &[u8])] = &[
+        (b"Host", b"shop.test"),
+        (b"User-Agent", b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"),
+        (b"Accept", b"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
+        (b"Accept-Language", b"en-US,en;q=0.9"),
+        (b"Accept-Encoding", b"gzip, deflate"),
+    ];
+    let forgeries: &[&[u8]] = &[
+        b"t13d1516h2_8daaf6152771_e5627efa2ab1",
+        b"t13d3112h2_e8f1e7e78f70_6bebaf5329ac",
+        b"not a fingerprint\x00\xff",
+        b"",
+    ];
+    for (spelling, forged) in [
+        (&b"CloudFront-Viewer-JA4-Fingerprint"[..], forgeries[0]),
+        (b"cloudfront-viewer-ja4-fingerprint", forgeries[1]),
+        (b"CLOUDFRONT-VIEWER-JA4-FINGERPRINT", forgeries[2]),
+        (b"cloudfront-viewer-ja4-fingerprint", forgeries[3]),
+    ] {
+        let mut with = chrome.to_vec();
+        with.insert(2, (spelling, forged));
+        for peer in [&b""[..], b"192.0.2.7", b"11.0.0.1", b"::ffff:192.0.2.7"] {
+            let mut plain = Req::new(chrome);
+            plain.peer = peer;
+            let mut forged_req = Req::new(&with);
+            forged_req.peer = peer;
+            let (rc, a) = run(loc, null(), &plain, 1_800_000_000, scratch);
+            assert_eq!(rc, R::Ok);
+            let (scores_a, action_a) = (scores_of(&a), a.action);
+            let (rc, b) = run(loc, null(), &forged_req, 1_800_000_000, scratch);
+            assert_eq!(rc, R::Ok);
+            assert_eq!(scores_of(&b), scores_a, "{forged:?} from {peer:?}");
+            assert_eq!(b.action, action_a);
+            assert_eq!(cleared(&b), [2], "the forged header is stripped");
+            assert_eq!(b.warning.len, 0);
+        }
+    }
+    // From a trusted proxy the report is read: curl's TLS under a Chrome
+    // UA is evidence there, so the test tells the two apart.
+    let mut plain = Req::new(chrome);
+    plain.peer = b"10.1.2.3";
+    let mut with = chrome.to_vec();
+    with.insert(2, (&b"CloudFront-Viewer-JA4-Fingerprint"[..], forgeries[1]));
+    let mut reported = Req::new(&with);
+    reported.peer = b"10.1.2.3";
+    let (_, a) = run(loc, null(), &plain, 1_800_000_000, scratch);
+    let a = scores_of(&a);
+    let (_, b) = run(loc, null(), &reported, 1_800_000_000, scratch);
+    assert!(scores_of(&b)[0] > a[0], "{:?} vs {a:?}", scores_of(&b));
+    assert_eq!(cleared(&b), [2]);
 }

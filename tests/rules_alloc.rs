@@ -21,7 +21,8 @@ fn main() {
     evaluating_does_not_allocate();
     gate_runs_with_rules_do_not_allocate();
     gate_runs_with_signals_do_not_allocate();
-    println!("rules_alloc: 3 passed, 0 failed");
+    gate_runs_behind_a_trusted_hop_do_not_allocate();
+    println!("rules_alloc: 4 passed, 0 failed");
 }
 
 /// Runs `run` once to warm every buffer, then 200 times under dhat: no
@@ -507,4 +508,74 @@ fn gate_runs_with_signals_do_not_allocate() {
     assert_eq!(keys, [1, 0, 1, 0, 9, 0, 9, 0], "{keys:?}");
     assert!(warm.chunks(3).all(|c| c[1] > 0), "variables written");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A request a trusted hop relayed (its own headers left out into the
+/// scratch's buffer, the client's JA4 read from the hop's header, scored
+/// by the shipped models), one from an untrusted peer with a forged
+/// fingerprint, and one whose realip is missing: no allocation once warm.
+fn gate_runs_behind_a_trusted_hop_do_not_allocate() {
+    use edgeguard::gate::{self, Action, Config, Job, Scratch};
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cfg = Config::parse(
+        "alloc",
+        root,
+        br#"{"internal_headers": "nginx-conf/internal-headers.txt",
+             "models": {"bot": "models/bot.json", "spoof": "models/spoof.json"}, "mode": "block",
+             "trusted_proxies": ["10.0.0.0/8", "2001:db8::/32"], "proxy_profile": "cloudfront"}"#,
+    )
+    .unwrap();
+    let head: &[(&[u8], &[u8])] = &[
+        (b"host", b"shop.test"),
+        (b"sec-ch-ua", b"\"Not:A-Brand\";v=\"8\", \"Chromium\";v=\"156\""),
+        (b"sec-ch-ua-mobile", b"?0"),
+        (b"sec-ch-ua-platform", b"\"Linux\""),
+        (b"upgrade-insecure-requests", b"1"),
+        (b"user-agent", b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"),
+        (b"accept", b"text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"),
+        (b"sec-fetch-site", b"none"),
+        (b"sec-fetch-mode", b"navigate"),
+        (b"sec-fetch-user", b"?1"),
+        (b"sec-fetch-dest", b"document"),
+        (b"accept-encoding", b"gzip, deflate, br, zstd"),
+        (b"accept-language", b"en-US,en;q=0.9"),
+        (b"x-forwarded-for", b"198.51.100.23"),
+        (b"via", b"2.0 abc.cloudfront.net (CloudFront)"),
+        (b"x-amz-cf-id", b"x1y2z3"),
+        (b"cloudfront-viewer-ja4-fingerprint", b"t13d1516h2_8daaf6152771_e5627efa2ab1"),
+        (b"connection", b"keep-alive"),
+    ];
+    let headers: Vec<Header<'_>> = head.iter().map(|(n, v)| Header::new(n, v)).collect();
+    // (client, peer, the action it must get)
+    let cases: &[(&[u8], &[u8], Action)] = &[
+        (b"198.51.100.23", b"10.1.2.3", Action::Pass),
+        (b"2001:db8:ffff::7", b"2001:db8::1", Action::Pass),
+        // Untrusted: judged as sent, as today (the hop's `Connection`
+        // last is order evidence); the forged fingerprint is stripped.
+        (b"203.0.113.9", b"203.0.113.9", Action::Block),
+        // Trusted, realip missing: relayed, with the warning.
+        (b"10.1.2.3", b"", Action::Pass),
+    ];
+    let mut scratch = Scratch::new();
+    let record = rounds_allocate_nothing("gate behind a trusted hop", |seen| {
+        for &(client, peer, want) in cases {
+            let req = gate::Request::new(b"GET", b"/", 11, client, &headers, None).with_peer(peer);
+            let e = gate::run(
+                cfg.location(),
+                &req,
+                Job::Access,
+                1_800_000_000,
+                &mut scratch,
+            )
+            .unwrap();
+            assert_eq!(e.action, want, "{:?}", std::str::from_utf8(client));
+            seen.push(e.clear.len());
+            seen.push(usize::from(e.warning.is_some()));
+        }
+    });
+    // The fingerprint header (and X-Amz-Cf-Id, an internal header of the
+    // shipped list) is stripped from every request; the warning only
+    // where realip is missing.
+    assert_eq!(record, [2, 0, 2, 0, 2, 0, 2, 1]);
 }

@@ -1277,6 +1277,58 @@ mod tests {
     }
 
     #[test]
+    fn proxy_options_are_checked_naming_the_field() {
+        let o = configure(r#"{"trusted_proxies": ["10.0.0.0/8"], "proxy_profile": "cloudfront"}"#)
+            .unwrap();
+        let hop = o.hop().unwrap();
+        assert_eq!(hop.profile(), Profile::Cloudfront);
+        // The profile's fingerprint header is stripped with the score header.
+        assert_eq!(
+            o.stripped_names(),
+            "X-Bot-Score\ncloudfront-viewer-ja4-fingerprint"
+        );
+        let own = o
+            .with_access(
+                "edgeguard.access",
+                br#"{"proxy_profile": "fastly", "tls_fingerprint_header": "X-JA4"}"#,
+            )
+            .unwrap();
+        assert_eq!(own.hop().unwrap().ja4_header(), Some("x-ja4"));
+        assert_eq!(own.stripped_names(), "X-Bot-Score\nx-ja4");
+        // Per location, back to direct: nobody relayed.
+        let direct = o
+            .with_access("edgeguard.access", br#"{"proxy_profile": "direct"}"#)
+            .unwrap();
+        assert!(direct.hop().is_none());
+        for (json, key, message) in [
+            (
+                r#"{"proxy_profile": "nginx"}"#,
+                "proxy_profile",
+                "needs trusted_proxies",
+            ),
+            (
+                r#"{"trusted_proxies": ["10.0.0.0/8"], "proxy_profile": "akamai"}"#,
+                "proxy_profile",
+                "must be one of \"direct\", \"nginx\"",
+            ),
+            (
+                r#"{"trusted_proxies": ["10.0.0.0/33"]}"#,
+                "trusted_proxies[0]",
+                "too long",
+            ),
+            (
+                r#"{"tls_fingerprint_header": "X JA4"}"#,
+                "tls_fingerprint_header",
+                "is not a header name",
+            ),
+        ] {
+            let e = configure(json).unwrap_err();
+            assert_eq!(e.key(), Some(key), "{json}");
+            assert!(e.to_string().contains(message), "{e}");
+        }
+    }
+
+    #[test]
     fn empty_lua_tables_are_empty_lists_and_maps() {
         // lua-cjson encodes an empty table as `{}`.
         let o = configure(r#"{"allow": {}, "thresholds": []}"#).unwrap();
@@ -1295,7 +1347,8 @@ mod tests {
             v,
             serde_json::json!({
                 "models": [{"name": "bot", "path": "b.json"}, {"name": "spoof", "path": "s.json"}],
-                "mode": "log", "status": 403, "allow": ["10.0.0.0/8"], "fail_closed": false,
+                "mode": "log", "status": 403, "allow": ["10.0.0.0/8"],
+                "proxy_profile": "direct", "fail_closed": false,
                 "score_header": "X-Bot-Score", "vars": false, "engine": "rust",
                 "models_wanted": true, "ambiguous": "challenge",
             })

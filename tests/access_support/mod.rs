@@ -240,6 +240,8 @@ pub struct Req {
     uri: &'static [u8],
     /// `client_addr`, the textual address (`$remote_addr`).
     pub client: &'static [u8],
+    /// `peer_addr` (`$realip_remote_addr`; empty: the client).
+    pub peer: &'static [u8],
 }
 
 impl Req {
@@ -258,6 +260,7 @@ impl Req {
             method: b"GET",
             uri: b"/login?next=/",
             client: b"192.0.2.7",
+            peer: b"",
         }
     }
 
@@ -271,7 +274,7 @@ impl Req {
             headers_len: self.headers.len(),
             tls: std::ptr::null(),
             request_id: edgeguard::ffi::edgeguard_str::EMPTY,
-            peer_addr: edgeguard::ffi::edgeguard_str::EMPTY,
+            peer_addr: edgeguard_str::from_slice(self.peer),
         }
     }
 
@@ -287,6 +290,7 @@ impl Req {
         r.method = self.method;
         r.uri = self.uri;
         r.client = self.client;
+        r.peer = self.peer;
         r
     }
 }
