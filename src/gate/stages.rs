@@ -592,6 +592,7 @@ pub fn count(m: &Registry, e: &Effects<'_>, engine: Engine, seconds: f64) {
     if let Some(a) = e.answer {
         m.answer(a);
     }
+    m.reasons(e.reasons);
 }
 
 /// The metrics' outcome of an action.
