@@ -76,7 +76,9 @@ def documented():
 
 
 def l7_edge(name, profile):
-    """An edge behind an HTTP reverse proxy that appends X-Forwarded-For."""
+    """An edge behind an HTTP reverse proxy that appends X-Forwarded-For:
+    docs/deployment.md's realip lines, `trusted_proxies` and the front's
+    `proxy_profile` (without profiles in the build, the realip lines only)."""
     configure = ""
     if documented():
         configure = f'            trusted_proxies = {{ "{TRUSTED}" }},\n            proxy_profile = "{profile}",'
@@ -90,10 +92,8 @@ real_ip_recursive on;
 
 def pp_edge(pki):
     """An edge behind an L4 balancer sending the PROXY protocol: it sees the
-    client's own bytes and TLS."""
-    configure = ""
-    if documented():
-        configure = f'            trusted_proxies = {{ "{TRUSTED}" }},\n            proxy_profile = "direct",'
+    client's own bytes and TLS. docs/deployment.md: realip from the PROXY
+    header, the profile `direct` (the default: no option)."""
     server = f"""
 set_real_ip_from {TRUSTED};
 real_ip_header proxy_protocol;
@@ -101,7 +101,7 @@ real_ip_header proxy_protocol;
     return proxies.Edge("haproxy-tcp", ["listen 127.0.0.1:{h1} proxy_protocol;",
                                         "listen 127.0.0.1:{h2} proxy_protocol http2;",
                                         "listen 127.0.0.1:{tls} ssl http2 proxy_protocol;"],
-                        ["h1", "h2", "tls"], configure=configure, server=server, tls=pki)
+                        ["h1", "h2", "tls"], server=server, tls=pki)
 
 
 def direct_edge(pki):

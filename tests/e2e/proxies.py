@@ -258,8 +258,9 @@ class Edge:
 
 
 class NginxFront:
-    """An nginx load balancer: HTTP/1.1 and h2c (prior knowledge) in,
-    HTTP/1.1 keep-alive to the edge, X-Forwarded-For appended."""
+    """An nginx load balancer as docs/deployment.md's front: HTTP/1.1 and h2c
+    (prior knowledge) in, HTTP/1.1 keep-alive to the edge, X-Real-IP,
+    X-Forwarded-For and -Proto set."""
 
     name = "nginx"
 
@@ -291,6 +292,7 @@ http {{
             proxy_http_version 1.1;
             proxy_set_header Connection "";
             proxy_set_header Host $host;
+            proxy_set_header X-Real-IP $remote_addr;
             proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
             proxy_set_header X-Forwarded-Proto $scheme;
         }}
