@@ -63,6 +63,14 @@ CORPUS = ROOT / "tests" / "fixtures" / "real_clients" / "corpus.jsonl"
 FLAGGED = ("block", "challenge")
 # The address the hostile client sends from: not a trusted hop.
 UNTRUSTED = "127.0.0.2"
+# The address people's corpus rows come from (the fronts' peer is
+# 127.0.0.1): realip set up as documented makes it the edge's client.
+CLIENT = "127.0.0.23"
+
+
+def connect(port):
+    """A TCP connection to 127.0.0.1:port from CLIENT."""
+    return socket.create_connection(("127.0.0.1", port), timeout=20, source_address=(CLIENT, 0))
 TRUSTED = "127.0.0.1/32"
 
 
@@ -210,7 +218,7 @@ def body_of(row):
 
 def tunnel(proxy_port, where):
     """A TLS connection to `where` (host:port) through Squid (CONNECT)."""
-    s = socket.create_connection(("127.0.0.1", proxy_port), timeout=20)
+    s = connect(proxy_port)
     s.sendall(f"CONNECT {where} HTTP/1.1\r\nHost: {where}\r\n\r\n".encode())
     data = b""
     while b"\r\n\r\n" not in data:
@@ -240,14 +248,15 @@ class H1Sender:
     """Raw HTTP/1.1 rows on keep-alive connections (reopened when the server
     or the row closes one); through Squid, in a CONNECT tunnel."""
 
-    def __init__(self, route):
+    def __init__(self, route, clients):
         self.route = route
         self.socks = {}
+        self.clients = clients
 
     def _connect(self, where):
         if self.route.proxy:
             return tunnel(self.route.proxy, where)
-        return socket.create_connection(("127.0.0.1", self.route.h1), timeout=20)
+        return connect(self.route.h1)
 
     def send(self, row):
         where = None
@@ -268,6 +277,7 @@ class H1Sender:
                 resp.read()
                 action = resp.getheader(proxies.ACTION_HEADER) or ""
                 rule = resp.getheader(proxies.RULE_HEADER) or ""
+                self.clients[resp.getheader(proxies.CLIENT_HEADER) or ""] += 1
                 verdict = (resp.getheader(proxies.GRADE_HEADER) or "", resp.getheader(proxies.REASONS_HEADER) or "")
                 status = resp.status
                 if resp.will_close or any(n.lower() == "connection" and "close" in v.lower()
@@ -308,7 +318,7 @@ def frame(kind, flags, stream, payload):
     return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
 
 
-def send_h2(port, row):
+def send_h2(port, row, clients):
     """One HTTP/2 row over h2c with prior knowledge: pseudo-headers, then the
     headers in arrival order. Returns (status, action, rule, (grade, reasons))."""
     import hpack
@@ -326,7 +336,7 @@ def send_h2(port, row):
     if body:
         out += frame(0, 0x1, 1, body)
     decoder = hpack.Decoder()
-    with socket.create_connection(("127.0.0.1", port), timeout=20) as s:
+    with connect(port) as s:
         s.sendall(out)
         buf, block = b"", b""
         while True:
@@ -356,6 +366,7 @@ def send_h2(port, row):
                 if flags & 0x4:
                     got = {k.decode() if isinstance(k, bytes) else k: v.decode() if isinstance(v, bytes) else v
                            for k, v in decoder.decode(block)}
+                    clients[got.get(proxies.CLIENT_HEADER.lower(), "")] += 1
                     return (int(got[":status"]), got.get(proxies.ACTION_HEADER.lower(), ""),
                             got.get(proxies.RULE_HEADER.lower(), ""),
                             (got.get(proxies.GRADE_HEADER.lower(), ""), got.get(proxies.REASONS_HEADER.lower(), "")))
@@ -369,7 +380,7 @@ def send_h2(port, row):
 SQUID_ORIGIN = "tls-h1"
 
 
-def send_rows(route, rows, threads=4):
+def send_rows(route, rows, clients, threads=4):
     """Every row through `route`: a list of (row, status, action, rule, (grade, reasons))."""
     if route.proxy:
         rows = [r for r in rows if r["origin"] == SQUID_ORIGIN]
@@ -379,7 +390,7 @@ def send_rows(route, rows, threads=4):
     lock = threading.Lock()
 
     def h1_worker(part):
-        sender = H1Sender(route)
+        sender = H1Sender(route, clients)
         got = []
         try:
             for r in part:
@@ -390,7 +401,7 @@ def send_rows(route, rows, threads=4):
             out.extend(got)
 
     def h2_worker(part):
-        got = [(r, *send_h2(route.h2, r)) for r in part]
+        got = [(r, *send_h2(route.h2, r, clients)) for r in part]
         with lock:
             out.extend(got)
 
@@ -830,6 +841,8 @@ def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=prin
     rows = load_rows() if rows is None else rows
     tally = Tally()
     skipped = []
+    # Per route, the client addresses the edge judged the rows as from.
+    clients = {}
     t0 = time.monotonic()
     deps = Deployments()
     try:
@@ -838,7 +851,8 @@ def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=prin
             if route.h1 is None and route.proxy is None:
                 continue  # the TLS-only route: live clients only
             t = time.monotonic()
-            for row, status, action, rule, verdict in send_rows(route, rows):
+            seen = clients[route.name] = collections.Counter()
+            for row, status, action, rule, verdict in send_rows(route, rows, seen):
                 tally.add(route.name, "corpus:" + row["family"], "people", action, rule, *verdict)
             log(f"{route.name}: corpus rows in {time.monotonic() - t:.1f}s")
         t = time.monotonic()
@@ -869,6 +883,7 @@ def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=prin
     return {"documented": documented(), "routes": [r.name for r in deps.routes], "counts": tally.as_json(),
             "forged": forged, "errors": errors, "skipped": skipped,
             "squid_tls_families": dict(tally.squid_families),
+            "row_clients": {r: dict(c) for r, c in clients.items()},
             "reasons": [{"route": r, "kind": k, "ids": dict(c)} for (r, k), c in sorted(tally.reasons.items())],
             "blocked_examples": {f"{r} {k}": v for (r, k), v in tally.examples.items()}}
 

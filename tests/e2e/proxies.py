@@ -41,6 +41,8 @@ ACTION_HEADER = "X-Measure-Action"
 # And the site rule that decided, if one did (the shipped presets pass
 # favicons, robots.txt and feeds to every client unscored).
 RULE_HEADER = "X-Measure-Rule"
+# The client address nginx settled on ($remote_addr, after realip).
+CLIENT_HEADER = "X-Measure-Client"
 # With graded verdicts: how sure, and why.
 GRADE_HEADER = "X-Measure-Grade"
 REASONS_HEADER = "X-Measure-Reasons"
@@ -200,6 +202,7 @@ class Edge:
         access_log {self.dir}/access.jsonl measure;
         add_header {ACTION_HEADER} $edgeguard_action always;
         add_header {RULE_HEADER} $edgeguard_rule always;
+        add_header {CLIENT_HEADER} $remote_addr always;
 """
         if reasons:
             lines += f"""        set $edgeguard_reasons "";
@@ -428,7 +431,8 @@ acl step1 at_step SslBump1
 ssl_bump peek step1
 ssl_bump bump all
 tls_outgoing_options cafile={pki.ca}
-http_access allow localhost
+acl loopback src 127.0.0.0/8
+http_access allow loopback
 http_access deny all
 cache deny all
 cache_mem 8 MB

@@ -93,6 +93,15 @@ def test_squid_reaches_the_edge_with_its_own_tls(result):
     assert set(result["squid_tls_families"]) == {"openssl"}, result["squid_tls_families"]
 
 
+def test_the_edge_judges_the_client_not_the_front(result):
+    """The documented realip lines make the rows' own address (they come
+    from measure.CLIENT) the edge's $remote_addr behind every front; behind
+    Squid, which nobody trusts, the client is Squid."""
+    for route, seen in result["row_clients"].items():
+        want = "127.0.0.1" if route == "squid" else measure.CLIENT
+        assert set(seen) == {want}, (route, seen)
+
+
 def test_straight_to_nginx_people_pass(result):
     direct = counts(result, "direct", "people")
     assert direct["flagged"] == 0, show(families(result, "direct", "people"))
