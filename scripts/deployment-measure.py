@@ -24,7 +24,7 @@ adds (rows) or from the edge's access log (browsers and scripts). Prints
 the table models/README.md shows ("Behind front proxies") and, with
 --json, writes the counts for tests/e2e/test_deployment.py.
 
-    python3 scripts/deployment-measure.py [--json out.json] [--no-browsers]
+    python3 scripts/deployment-measure.py [--json out.json] [--no-browsers] [--record DIR]
 """
 
 import argparse
@@ -83,7 +83,7 @@ def documented():
     return proxies.has_option("trusted_proxies") and proxies.has_option("proxy_profile")
 
 
-def l7_edge(name, profile):
+def l7_edge(name, profile, record=False):
     """An edge behind an HTTP reverse proxy that appends X-Forwarded-For:
     docs/deployment.md's realip lines, `trusted_proxies` and the front's
     `proxy_profile` (without profiles in the build, the realip lines only)."""
@@ -95,10 +95,11 @@ set_real_ip_from {TRUSTED};
 real_ip_header X-Forwarded-For;
 real_ip_recursive on;
 """
-    return proxies.Edge(name, ["listen 127.0.0.1:{h1};"], ["h1"], configure=configure, server=server)
+    return proxies.Edge(name, ["listen 127.0.0.1:{h1};"], ["h1"], configure=configure, server=server,
+                        record=record)
 
 
-def pp_edge(pki):
+def pp_edge(pki, record=False):
     """An edge behind an L4 balancer sending the PROXY protocol: it sees the
     client's own bytes and TLS. docs/deployment.md: realip from the PROXY
     header, the profile `direct` (the default: no option)."""
@@ -109,14 +110,14 @@ real_ip_header proxy_protocol;
     return proxies.Edge("haproxy-tcp", ["listen 127.0.0.1:{h1} proxy_protocol;",
                                         "listen 127.0.0.1:{h2} proxy_protocol http2;",
                                         "listen 127.0.0.1:{tls} ssl http2 proxy_protocol;"],
-                        ["h1", "h2", "tls"], server=server, tls=pki)
+                        ["h1", "h2", "tls"], server=server, tls=pki, record=record)
 
 
-def direct_edge(pki):
+def direct_edge(pki, record=False):
     """The edge with no front: plain, h2c and TLS listeners (Squid, on the
     client's side, connects to the TLS one like any client)."""
     return proxies.Edge("direct", ["listen 127.0.0.1:{h1};", "listen 127.0.0.1:{h2} http2;",
-                                   "listen 127.0.0.1:{tls} ssl http2;"], ["h1", "h2", "tls"], tls=pki)
+                                   "listen 127.0.0.1:{tls} ssl http2;"], ["h1", "h2", "tls"], tls=pki, record=record)
 
 
 def forged_edges():
@@ -150,7 +151,8 @@ class Route:
 class Deployments:
     """Every edge and front, started; `stop()` stops them all."""
 
-    def __init__(self):
+    def __init__(self, record=False):
+        self.record = record
         self.procs = []
         self.tmp = proxies.scratch("measure")
         self.pki = proxies.Pki(self.tmp)
@@ -166,14 +168,14 @@ class Deployments:
         return p
 
     def _start(self):
-        direct = self._keep(direct_edge(self.pki))
+        direct = self._keep(direct_edge(self.pki, self.record))
         self.routes.append(Route("direct", direct, h1=direct.port("h1"), h2=direct.port("h2")))
         for front_class, profile in ((proxies.NginxFront, "nginx"), (proxies.HaproxyHttp, "haproxy"),
                                      (proxies.CaddyFront, "caddy")):
-            edge = self._keep(l7_edge(front_class.name, profile))
+            edge = self._keep(l7_edge(front_class.name, profile, self.record))
             front = self._keep(front_class(edge.port("h1")))
             self.routes.append(Route(front.name, edge, h1=front.h1, h2=front.h2))
-        edge = self._keep(pp_edge(self.pki))
+        edge = self._keep(pp_edge(self.pki, self.record))
         front = self._keep(proxies.HaproxyTcp(edge.port("h1"), edge.port("h2"), edge.port("tls")))
         self.routes.append(Route("haproxy-tcp", edge, h1=front.h1, h2=front.h2))
         self.routes.append(Route("haproxy-tcp-tls", edge, tls=front.tls))
@@ -248,10 +250,12 @@ class H1Sender:
     """Raw HTTP/1.1 rows on keep-alive connections (reopened when the server
     or the row closes one); through Squid, in a CONNECT tunnel."""
 
-    def __init__(self, route, clients):
+    def __init__(self, route, clients, ids):
         self.route = route
         self.socks = {}
         self.clients = clients
+        # (corpus line, $request_id) of each row, with `--record`.
+        self.ids = ids
 
     def _connect(self, where):
         if self.route.proxy:
@@ -278,6 +282,8 @@ class H1Sender:
                 action = resp.getheader(proxies.ACTION_HEADER) or ""
                 rule = resp.getheader(proxies.RULE_HEADER) or ""
                 self.clients[resp.getheader(proxies.CLIENT_HEADER) or ""] += 1
+                if resp.getheader(proxies.ID_HEADER):
+                    self.ids.append((row["line"], resp.getheader(proxies.ID_HEADER)))
                 verdict = (resp.getheader(proxies.GRADE_HEADER) or "", resp.getheader(proxies.REASONS_HEADER) or "")
                 status = resp.status
                 if resp.will_close or any(n.lower() == "connection" and "close" in v.lower()
@@ -318,7 +324,7 @@ def frame(kind, flags, stream, payload):
     return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
 
 
-def send_h2(port, row, clients):
+def send_h2(port, row, clients, ids):
     """One HTTP/2 row over h2c with prior knowledge: pseudo-headers, then the
     headers in arrival order. Returns (status, action, rule, (grade, reasons))."""
     import hpack
@@ -367,6 +373,8 @@ def send_h2(port, row, clients):
                     got = {k.decode() if isinstance(k, bytes) else k: v.decode() if isinstance(v, bytes) else v
                            for k, v in decoder.decode(block)}
                     clients[got.get(proxies.CLIENT_HEADER.lower(), "")] += 1
+                    if got.get(proxies.ID_HEADER.lower()):
+                        ids.append((row["line"], got[proxies.ID_HEADER.lower()]))
                     return (int(got[":status"]), got.get(proxies.ACTION_HEADER.lower(), ""),
                             got.get(proxies.RULE_HEADER.lower(), ""),
                             (got.get(proxies.GRADE_HEADER.lower(), ""), got.get(proxies.REASONS_HEADER.lower(), "")))
@@ -380,7 +388,7 @@ def send_h2(port, row, clients):
 SQUID_ORIGIN = "tls-h1"
 
 
-def send_rows(route, rows, clients, threads=4):
+def send_rows(route, rows, clients, ids, threads=4):
     """Every row through `route`: a list of (row, status, action, rule, (grade, reasons))."""
     if route.proxy:
         rows = [r for r in rows if r["origin"] == SQUID_ORIGIN]
@@ -390,7 +398,7 @@ def send_rows(route, rows, clients, threads=4):
     lock = threading.Lock()
 
     def h1_worker(part):
-        sender = H1Sender(route, clients)
+        sender = H1Sender(route, clients, ids)
         got = []
         try:
             for r in part:
@@ -401,7 +409,7 @@ def send_rows(route, rows, clients, threads=4):
             out.extend(got)
 
     def h2_worker(part):
-        got = [(r, *send_h2(route.h2, r, clients)) for r in part]
+        got = [(r, *send_h2(route.h2, r, clients, ids)) for r in part]
         with lock:
             out.extend(got)
 
@@ -790,6 +798,42 @@ class Tally:
         return [{"route": r, "family": f, "kind": k, **c} for (r, f, k), c in sorted(self.rows.items())]
 
 
+# The corpus columns that describe the request, not its client: the
+# recorded line (what arrived after the front) supplies them.
+REQUEST_FIELDS = ("client", "method", "uri", "version", "status", "headers", "edgeguard_ja4",
+                  "edgeguard_tls_family", "edgeguard_bot", "edgeguard_spoof", "edgeguard_action", "time")
+
+
+def write_record(out_dir, route, ids):
+    """Writes `route`'s recorded heads, in the corpus' format, to
+    out_dir/<route>.jsonl: each corpus row as the edge received it after
+    the front (record.capture()'s header array, the TLS facts nginx saw),
+    with the row's labels, `front`, `source_line` (its corpus line), and
+    `family` "<family>+<front>": a family of its own. Returns the count."""
+    time.sleep(0.5)  # nginx writes the line after answering
+    recorded = {}
+    for line in (route.edge.dir / "record.jsonl").read_bytes().splitlines():
+        rec = json.loads(line.decode("utf-8", "replace"))
+        recorded[rec.pop("request_id")] = rec
+    raw = CORPUS.read_text(encoding="utf-8").splitlines()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with open(out_dir / f"{route.name}.jsonl", "w", encoding="utf-8") as f:
+        for line_no, request_id in sorted(ids):
+            rec = recorded.get(request_id)
+            if rec is None:
+                continue
+            source = json.loads(raw[line_no - 1])
+            got = {k: v for k, v in rec.items() if v not in ("", "-") or k == "headers"}
+            got["headers"] = json.loads(rec["headers"]) if rec["headers"] not in ("", "-") else []
+            got["status"] = int(rec["status"])
+            labels = {k: v for k, v in source.items() if k not in REQUEST_FIELDS}
+            labels.update(front=route.name, source_line=line_no, family=f'{source["family"]}+{route.name}')
+            f.write(json.dumps({**got, **labels}, separators=(",", ":")) + "\n")
+            n += 1
+    return n
+
+
 def forged_header_checks(deps):
     """From an untrusted address, straight to edges that trust 127.0.0.1 for
     a JA4 header: the same decision and score with and without a forged
@@ -836,7 +880,7 @@ def untrusted_request(port, headers):
         return resp.status, resp.getheader(proxies.ACTION_HEADER) or "", body
 
 
-def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=print):
+def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=print, record=None):
     """Runs everything; returns {"routes", "counts", "forged", "errors", "skipped", "documented"}."""
     rows = load_rows() if rows is None else rows
     tally = Tally()
@@ -844,7 +888,7 @@ def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=prin
     # Per route, the client addresses the edge judged the rows as from.
     clients = {}
     t0 = time.monotonic()
-    deps = Deployments()
+    deps = Deployments(record=bool(record))
     try:
         log(f"started {len(deps.procs)} servers in {time.monotonic() - t0:.1f}s")
         for route in deps.routes:
@@ -852,9 +896,13 @@ def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=prin
                 continue  # the TLS-only route: live clients only
             t = time.monotonic()
             seen = clients[route.name] = collections.Counter()
-            for row, status, action, rule, verdict in send_rows(route, rows, seen):
+            ids = []
+            for row, status, action, rule, verdict in send_rows(route, rows, seen, ids):
                 tally.add(route.name, "corpus:" + row["family"], "people", action, rule, *verdict)
             log(f"{route.name}: corpus rows in {time.monotonic() - t:.1f}s")
+            if record:
+                n = write_record(pathlib.Path(record), route, ids)
+                log(f"{route.name}: {n} heads as they arrived -> {record}/{route.name}.jsonl")
         t = time.monotonic()
         for route in deps.routes:
             urls = [route.base() + p for p in PATHS]
@@ -986,12 +1034,15 @@ def main():
     ap.add_argument("--json", help="write the counts here")
     ap.add_argument("--no-browsers", action="store_true", help="rows and scripts only")
     ap.add_argument("--no-firefox", action="store_true")
+    ap.add_argument("--record", metavar="DIR",
+                    help="write each front's corpus rows as they arrived at the edge to DIR/<front>.jsonl "
+                         "(corpus format, families <family>+<front>)")
     args = ap.parse_args()
     missing = proxies.available()
     if missing:
         sys.exit("missing: " + ", ".join(missing) + " (make deps-test)")
     result = measure(browsers=not args.no_browsers, firefox=not args.no_firefox,
-                     log=lambda m: print(m, file=sys.stderr))
+                     log=lambda m: print(m, file=sys.stderr), record=args.record)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(result, indent=1))
     print("configured as docs/deployment.md says" if result["documented"] else

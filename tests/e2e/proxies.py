@@ -41,6 +41,8 @@ ACTION_HEADER = "X-Measure-Action"
 # And the site rule that decided, if one did (the shipped presets pass
 # favicons, robots.txt and feeds to every client unscored).
 RULE_HEADER = "X-Measure-Rule"
+# With `record`: the request's $request_id, the key of its recorded line.
+ID_HEADER = "X-Measure-Id"
 # The client address nginx settled on ($remote_addr, after realip).
 CLIENT_HEADER = "X-Measure-Client"
 # With graded verdicts: how sure, and why.
@@ -158,9 +160,12 @@ class Edge:
     `ports` (each gets a free port); `configure`: lines added to
     configure{}; `server`: lines added at the top of the edgeguard server
     (realip, TLS). Each request's decision goes to `access.jsonl` and to the
-    X-Measure-Action response header."""
+    X-Measure-Action response header. With `record`, every request's head
+    as it arrived (after the front) goes to `record.jsonl` in the corpus'
+    format (nginx-conf/log-format.conf) with its `$request_id`, which the
+    X-Measure-Id response header names."""
 
-    def __init__(self, name, listens, ports, configure="", server="", tls=None, http=""):
+    def __init__(self, name, listens, ports, configure="", server="", tls=None, http="", record=False):
         self.name = name
         self.dir = scratch(f"edge-{name}")
         self.ports = {p: free_port() for p in ports}
@@ -179,6 +184,18 @@ class Edge:
         if tls:
             anchor = 'local edgeguard = require "resty.edgeguard"\n'
             conf = conf.replace(anchor, anchor + '        require "resty.edgeguard.tls"\n')
+        if record:
+            anchor = 'local edgeguard = require "resty.edgeguard"\n'
+            conf = conf.replace(anchor, anchor + '        require "resty.edgeguard.record"\n')
+            access = 'require("resty.edgeguard").access()'
+            assert access in conf
+            conf = conf.replace(access, 'require("resty.edgeguard.record").capture()\n            ' + access, 1)
+            fmt_text = (ROOT / "nginx-conf" / "log-format.conf").read_text()
+            fmt_text = fmt_text[fmt_text.index("log_format edgeguard_json"):]
+            fmt_text = fmt_text.replace("edgeguard_json", "measure_record", 1).replace(
+                "'{\"time\":\"$time_iso8601\",'", "'{\"request_id\":\"$request_id\",\"time\":\"$time_iso8601\",'", 1)
+            assert "$request_id" in fmt_text
+            http += "\n" + fmt_text
         reasons = has_reasons()
         fields = {"client": "$remote_addr", "peer": "$realip_remote_addr", "uri": "$request_uri",
                   "protocol": "$server_protocol", "status": "$status", "ua": "$http_user_agent",
@@ -221,6 +238,15 @@ class Edge:
 """
         else:
             lines += '        set $measure_ja4 "";\n        set $measure_tls_family "";\n'
+        if record:
+            # After the TLS lines: `set` runs in order, and these read them.
+            lines += f"""
+        set $edgeguard_request_headers "";
+        set $edgeguard_ja4 $measure_ja4;
+        set $edgeguard_tls_family $measure_tls_family;
+        access_log {self.dir}/record.jsonl measure_record;
+        add_header {ID_HEADER} $request_id always;
+"""
         lines += "".join(f"        {line}\n" for line in server.strip().splitlines())
         conf = conf.replace(listen, lines, 1)
         prefix = self.dir / "prefix"
