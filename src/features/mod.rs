@@ -17,6 +17,13 @@
 //! 1 or 0; NaN means "the request has nothing to measure" (no User-Agent, no
 //! `accept`, ...), which CatBoost treats as its own value.
 //!
+//! A request a trusted L7 hop relayed ([`Request::relayed`], `src/hop/`)
+//! is read as the client sent it to the hop: the hop's headers are not in
+//! it, the evidence that reads the HTTP version (`connection` over
+//! HTTP/1, Firefox's `te` over HTTP/2) is off ([`Kept::version`]), and
+//! where the hop reorders headers ([`Kept::order`]) the order features are
+//! 0: nothing seen, never evidence.
+//!
 //! # Float features
 //!
 //! | name | how it is computed |

@@ -767,3 +767,20 @@ fn reasons_without_the_scorer_and_without_evidence() {
         assert_eq!(r.join(","), reasons);
     }
 }
+
+#[test]
+fn a_request_whose_tls_a_hop_reported_is_secure() {
+    let h = [Header::new(b"user-agent", CHROME)];
+    let req = Request::new(b"GET", b"/", 11, b"192.0.2.10", &h, None);
+    assert!(!req.is_secure());
+    let kept = crate::features::Kept {
+        version: false,
+        order: true,
+    };
+    let reported = crate::features::TlsFacts::reported(b"t13d1516h2_8daaf6152771_e5627efa2ab1");
+    assert!(req
+        .judged(req.http().relayed(&h, reported, kept))
+        .is_secure());
+    // Relayed without a report: as nginx saw it.
+    assert!(!req.judged(req.http().relayed(&h, None, kept)).is_secure());
+}

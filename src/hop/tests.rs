@@ -412,8 +412,10 @@ fn profiles_are_named_once_in_lower_case() {
         for n in s.adds.iter().chain(s.prefixes).chain(&s.ja4_header) {
             assert_eq!(*n, n.to_ascii_lowercase(), "{}", s.name);
         }
-        // Only a hop that keeps the order may leave order evidence on.
-        assert!(s.keeps_order || s.folds_case, "{}", s.name);
+        // Direct is no hop: nothing added, everything kept.
+        let direct = s.profile == Profile::Direct;
+        assert_eq!(s.adds.is_empty(), direct, "{}", s.name);
+        assert!(!direct || (s.keeps_order && !s.folds_case && s.ja4_header.is_none()));
     }
 }
 
@@ -435,5 +437,88 @@ fn the_features_read_no_header_name_case() {
             judged(&cfg, &b, PEER, None, &mut b2),
         );
         assert_eq!(va.floats().map(f32::to_bits), vb.floats().map(f32::to_bits));
+    }
+}
+
+#[test]
+fn allow_and_verified_bots_read_the_client_not_the_hop() {
+    // realip made $remote_addr the client's; the peer is the hop.
+    let bot = [
+        Header::new(b"host", b"shop.test"),
+        Header::new(
+            b"user-agent",
+            b"Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)",
+        ),
+        Header::new(b"x-forwarded-for", b"198.51.100.23"),
+    ];
+    let curl = [
+        Header::new(b"host", b"shop.test"),
+        Header::new(b"user-agent", b"curl/8.0"),
+        Header::new(b"x-forwarded-for", b"198.51.100.23"),
+    ];
+    let bots = r#", "verified_bots": "tests/fixtures/verified/bots.json""#;
+    let trusted = r#", "trusted_proxies": ["10.0.0.0/24"], "proxy_profile": "nginx""#;
+    let cfg = config(&format!(r#"{bots}{trusted}, "allow": ["198.51.100.0/24"]"#));
+    // bingbot's prefixes hold the client (198.51.100.0/24), not the hop.
+    assert_eq!(decide(&cfg, &bot, PEER).0, Action::Verified);
+    assert_eq!(decide(&cfg, &curl, PEER).0, Action::Allow);
+    // An allow list of the hop's addresses allows nobody behind it.
+    let cfg = config(&format!(r#"{bots}{trusted}, "allow": ["10.0.0.0/24"]"#));
+    assert_eq!(decide(&cfg, &curl, PEER).0, Action::Block);
+    // A bot claim from a client outside its prefixes is fake, wherever
+    // the hop is.
+    let req = gate::Request::new(b"GET", b"/", 11, b"203.0.113.9", &bot, None)
+        .with_peer(CLIENT.as_bytes());
+    let mut scratch = Scratch::decisions_only();
+    let e = gate::run(cfg.location(), &req, Job::Access, NOW, &mut scratch).unwrap();
+    assert!(matches!(
+        e.bot,
+        Some((crate::verified::Verdict::Fake(_), _))
+    ));
+}
+
+#[test]
+fn the_clearance_binds_the_client_and_its_reported_tls_not_the_hop() {
+    use crate::challenge::{Clearance, Proof};
+    let cfg = config(
+        r#", "challenge_secret": "tests/fixtures/challenge/secret", "mode": "challenge",
+           "trusted_proxies": ["10.0.0.0/24"], "proxy_profile": "cloudfront""#,
+    );
+    let ch = cfg.location().policy().challenge().unwrap();
+    let ua: &[u8] = b"python-requests/2.31";
+    let client: std::net::IpAddr = CLIENT.parse().unwrap();
+    let reported = TlsFacts::reported(CHROME_JA4.as_bytes());
+    let cookie = ch.mint_cookie(
+        &ch.binding(Some(client), ua, reported),
+        Proof::Work,
+        12,
+        NOW,
+    );
+    let cookie = format!("{}={}", ch.cookie, std::str::from_utf8(&cookie).unwrap());
+    let head = [
+        Header::new(b"host", b"shop.test"),
+        Header::new(b"user-agent", ua),
+        Header::new(b"cookie", cookie.as_bytes()),
+        Header::new(b"cloudfront-viewer-ja4-fingerprint", CHROME_JA4.as_bytes()),
+    ];
+    // nginx's own TLS facts are the hop's (OpenSSL): not what was bound.
+    let hop_tls = TlsFacts::new(CURL_JA4.as_bytes(), crate::tls::Family::Openssl);
+    let run = |client: &[u8], peer: &[u8]| {
+        let req = gate::Request::new(b"GET", b"/", 11, client, &head, hop_tls).with_peer(peer);
+        let mut scratch = Scratch::decisions_only();
+        let e = gate::run(cfg.location(), &req, Job::Access, NOW, &mut scratch).unwrap();
+        (e.action, e.clearance)
+    };
+    // The client, through the trusted hop: its clearance holds.
+    assert_eq!(
+        run(CLIENT.as_bytes(), PEER.as_bytes()),
+        (Action::Cleared, Clearance::Accepted(Proof::Work))
+    );
+    // The same cookie from another client prefix, or straight to nginx
+    // (where the TLS is its own and the header is not believed): refused.
+    for (client, peer) in [("198.51.200.9", PEER), (CLIENT, CLIENT)] {
+        let (action, clearance) = run(client.as_bytes(), peer.as_bytes());
+        assert_ne!(action, Action::Cleared, "{client} via {peer}");
+        assert!(matches!(clearance, Clearance::Rejected(_)), "{clearance:?}");
     }
 }

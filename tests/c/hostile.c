@@ -1378,7 +1378,7 @@ static void test_access_hostile(void) {
     CHECK_CODE(edgeguard_scratch_new(&sc), EDGEGUARD_RESULT_OK, "scratch");
 
     edgeguard_header h[150];
-    edgeguard_request req = {str_of("GET", 3), str_of("/", 1), str_of("192.0.2.1", 9), 11, h, 0, NULL, {0, NULL}};
+    edgeguard_request req = {str_of("GET", 3), str_of("/", 1), str_of("192.0.2.1", 9), 11, h, 0, NULL, {0, NULL}, {0, NULL}};
     h[0] = (edgeguard_header){str_of("User-Agent", 10), str_of("curl/8.0", 8)};
     h[1] = (edgeguard_header){str_of("X-Bot-Score", 11), str_of("bot=0", 5)};
     h[2] = (edgeguard_header){str_of("x-user-id", 9), str_of("7", 1)};

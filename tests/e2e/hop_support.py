@@ -10,6 +10,7 @@ deliver and how replay scores it:
 
 import http.client
 import json
+import os
 import pathlib
 import shutil
 import socket
@@ -65,10 +66,21 @@ class RawOrigin:
                     buf += chunk
                 head, buf = buf.split(b"\r\n\r\n", 1)
                 length = 0
+                chunked = False
                 for line in head.split(b"\r\n")[1:]:
                     name, _, value = line.partition(b":")
                     if name.strip().lower() == b"content-length":
                         length = int(value.strip() or 0)
+                    if name.strip().lower() == b"transfer-encoding":
+                        chunked = b"chunked" in value.lower()
+                # Go's client (Caddy) sends a body it streams chunked.
+                while chunked and b"0\r\n\r\n" not in buf:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        return
+                    buf += chunk
+                if chunked:
+                    buf = buf.split(b"0\r\n\r\n", 1)[1]
                 while len(buf) < length:
                     chunk = conn.recv(65536)
                     if not chunk:
@@ -172,13 +184,34 @@ backend edge
 """
 
 
+def haproxy_tcp_conf(port, upstream_port):
+    """HAProxy as an L4 balancer: the bytes passed through, the client's
+    address in a PROXY protocol v2 header."""
+    return f"""
+global
+    maxconn 256
+defaults
+    mode tcp
+    timeout connect 5s
+    timeout client 10s
+    timeout server 10s
+frontend front
+    bind 127.0.0.1:{port}
+    default_backend edge
+backend edge
+    server edge 127.0.0.1:{upstream_port} send-proxy-v2
+"""
+
+
 def caddy_conf(port, upstream_port):
     """Caddy 2's reverse_proxy with its defaults (Go's net/http)."""
     return f"""{{
     admin off
     auto_https off
 }}
-http://127.0.0.1:{port} {{
+# Any Host (a site address with a host answers others with an empty 200).
+http://:{port} {{
+    bind 127.0.0.1
     reverse_proxy 127.0.0.1:{upstream_port}
 }}
 """
@@ -201,12 +234,17 @@ class Front:
         elif kind == "caddy":
             (self.dir / "Caddyfile").write_text(caddy_conf(self.port, upstream_port))
             cmd = [CADDY, "run", "--adapter", "caddyfile", "--config", str(self.dir / "Caddyfile")]
+        elif kind == "haproxy-tcp":
+            (self.dir / "haproxy.cfg").write_text(haproxy_tcp_conf(self.port, upstream_port))
+            cmd = [HAPROXY, "-db", "-f", str(self.dir / "haproxy.cfg")]
         elif kind == "haproxy":
             (self.dir / "haproxy.cfg").write_text(haproxy_conf(self.port, upstream_port))
             cmd = [HAPROXY, "-db", "-f", str(self.dir / "haproxy.cfg")]
         else:
             raise ValueError(kind)
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        # Caddy keeps its state under $HOME and the XDG directories: this one.
+        env = dict(os.environ, HOME=str(self.dir), XDG_DATA_HOME=str(self.dir), XDG_CONFIG_HOME=str(self.dir))
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
         if not wait_for_port(self.port, self.proc):
             out = self.proc.stdout.read().decode(errors="replace") if self.proc.poll() is not None else ""
             self.stop()

@@ -1,8 +1,8 @@
 """People behind a real front proxy pass; scripts behind it do not.
 
 A front nginx load balancer (`proxy_http_version 1.1; proxy_set_header
-Connection ""; X-Forwarded-For`) and HAProxy 2.6 in http mode (`option
-forwardfor`) on 127.0.0.1 forward to an edgeguard nginx in block mode set
+Connection ""; X-Forwarded-For`), HAProxy 2.6 in http mode (`option
+forwardfor`) and Caddy 2.6 (`reverse_proxy`) on 127.0.0.1 forward to an edgeguard nginx in block mode set
 up as docs/deployment.md says: nginx's realip module (`set_real_ip_from
 127.0.0.1; real_ip_header X-Forwarded-For;`) and edgeguard's
 `trusted_proxies` + `proxy_profile`. Real people's heads from the corpus
@@ -38,12 +38,12 @@ ACCESS = """
 """
 
 
-def options(profile):
+def options(profile, vars=True):
     """The options of docs/deployment.md for a front proxy on 127.0.0.1."""
     return {
         "models": MODELS,
         "mode": "block",
-        "vars": True,
+        "vars": vars,
         "trusted_proxies": ["127.0.0.1/32"],
         "proxy_profile": profile,
         "tls_fingerprint_header": JA4_HEADER,
@@ -107,7 +107,7 @@ def scripts():
     return corpus("automated", 8, families={"curl", "python-requests"})
 
 
-@pytest.mark.parametrize("kind", ["nginx", "haproxy"])
+@pytest.mark.parametrize("kind", ["nginx", "haproxy", "caddy"])
 def test_people_behind_a_front_proxy_pass_and_scripts_do_not(origin, tmp_path, kind):
     port = free_port()
     edge = edge_with(kind, port, origin.port)
@@ -164,3 +164,77 @@ def test_people_behind_a_front_proxy_pass_and_scripts_do_not(origin, tmp_path, k
     )
     replayed = [json.loads(line)["action"] for line in out.stdout.decode().splitlines()]
     assert replayed == [x["edgeguard_action"] for x in log]
+
+
+def test_a_trusted_front_without_realip_is_warned_about_once(origin):
+    """The profile without nginx's realip lines: the client address is the
+    front's, which allow, bots, rules and the challenge would read; the
+    worker says so once, naming the fix, and people still pass."""
+    port = free_port()
+    conf = edge_conf(
+        port, origin.port, TEST_LIST, configure=lua_table(options("nginx", vars=False)),
+        access='require("resty.edgeguard").access()',
+    )
+    assert "real_ip_header" not in conf
+    edge = Nginx(conf)
+    edge.start(port)
+    front = None
+    try:
+        front = Front("nginx", port)
+        statuses = [send_from(front.port, r) for r in people()[:10]]
+    finally:
+        if front:
+            front.stop()
+        edge.stop()
+    log = edge.error_log
+    edge.cleanup()
+    assert statuses == [200] * 10
+    warnings = [line for line in log.splitlines() if "realip module is not set up" in line]
+    assert len(warnings) == 1, warnings
+    assert "[warn]" in warnings[0] and "set_real_ip_from" in warnings[0]
+    assert not bad_log_lines(log)
+
+
+def test_behind_an_l4_balancer_with_the_proxy_protocol_nothing_is_relayed(origin, tmp_path):
+    """docs/deployment.md's second placement: HAProxy `mode tcp` with
+    `send-proxy-v2` into `listen ... proxy_protocol; real_ip_header
+    proxy_protocol;`, profile direct. nginx gets the browser's own bytes:
+    people pass, scripts are blocked, the client is the client."""
+    port = free_port()
+    conf = edge_conf(
+        port, origin.port, TEST_LIST,
+        configure=lua_table({"models": MODELS, "mode": "block"}),
+        access=ACCESS, init='require "resty.edgeguard.record"',
+        http_extra="set_real_ip_from 127.0.0.1;\n    real_ip_header proxy_protocol;",
+    )
+    conf = conf.replace(f"listen 127.0.0.1:{port};", f"listen 127.0.0.1:{port} proxy_protocol;", 1)
+    conf = conf.replace(
+        "    access_log off;\n",
+        f"    include {LOG_FORMAT};\n    access_log logs/record.jsonl edgeguard_json;\n",
+        1,
+    ).replace(
+        "        location / {",
+        '        set $edgeguard_request_headers "";\n'
+        '        set $edgeguard_bot "";\n        set $edgeguard_spoof "";\n        set $edgeguard_action "";\n'
+        '        set $edgeguard_ja4 "";\n        set $edgeguard_tls_family "";\n'
+        "        location / {",
+        1,
+    )
+    assert "proxy_protocol;" in conf
+    edge = Nginx(conf)
+    front = Front("haproxy-tcp", port)
+    try:
+        edge.start(port)
+        humans, bots = people(), scripts()
+        human_status = [send_from(front.port, r) for r in humans]
+        bot_status = [send_from(front.port, r) for r in bots]
+    finally:
+        front.stop()
+        edge.stop()
+    log = [json.loads(line) for line in (edge.prefix / "logs" / "record.jsonl").read_text().splitlines()]
+    bad = bad_log_lines(edge.error_log)
+    edge.cleanup()
+    assert not bad, "error log has errors:\n" + "\n".join(bad)
+    assert human_status == [200] * len(humans), human_status
+    assert bot_status == [403] * len(bots), bot_status
+    assert {(x["client"], x["peer"]) for x in log} == {(CLIENT, "127.0.0.1")}

@@ -847,9 +847,14 @@ fn the_peer_is_an_optional_field_both_paths_read() {
     let mut s = Scratch::default();
     let line = br#"{"client":"198.51.100.23","peer":"10.0.0.5","method":"GET","uri":"/","version":"HTTP/1.1","headers":"[]"}"#;
     let p = parse(line, &mut s).unwrap();
-    assert_eq!((p.client, p.peer), (&b"198.51.100.23"[..], &b"10.0.0.5"[..]));
+    assert_eq!(
+        (p.client, p.peer),
+        (&b"198.51.100.23"[..], &b"10.0.0.5"[..])
+    );
     assert_eq!(resolved(line, true), resolved(line, false));
-    assert!(resolved(line, true).unwrap().contains(&b"10.0.0.5".to_vec()));
+    assert!(resolved(line, true)
+        .unwrap()
+        .contains(&b"10.0.0.5".to_vec()));
     // Older lines have none: the peer is then the client's (empty).
     let old = br#"{"client":"198.51.100.23","method":"GET","uri":"/","version":"1.1"}"#;
     assert_eq!(parse(old, &mut s).unwrap().peer, b"");
