@@ -52,7 +52,7 @@
 //! |---|---|
 //! | `ch_missing` | (schema 1) the UA claims a Chromium engine >= 90 off iOS (client hints are on by default since 90) and `sec-ch-ua` is absent. Chromium sends no hints to plain-HTTP origins: behind TLS termination this is what is wanted |
 //! | `ch_version_mismatch` | `sec-ch-ua` comes with a Chromium UA and its Chromium version differs from the UA's `Chrome/` version, or names none |
-//! | `ch_non_chromium` | client hints come with a UA that is not Chromium (Firefox, Safari and every iOS browser, `CriOS` included, send none) |
+//! | `ch_non_chromium` | client hints come with a UA that is not Chromium (Firefox and Safari send none) |
 //! | `ch_platform_mismatch` | `sec-ch-ua-platform` names another OS than the UA |
 //! | `ch_mobile_mismatch` | `sec-ch-ua-mobile` disagrees with the UA's `Mobile`, or is not `?0`/`?1` |
 //! | `fetch_non_browser` | `sec-fetch-*` headers come with a UA that claims no browser |
@@ -99,7 +99,7 @@
 //! | `method` | request method as sent |
 //! | `uri_ext` | extension of the last path segment, lower-cased; `~` if longer than 8 or not alphanumeric; empty if none |
 //! | `header_order` | header-order fingerprint: one code per known header name in arrival order, runs collapsed, unknown names skipped, at most 32 bytes (`+` marks truncation). Chrome over HTTP/2 gives `hCMPiuaSOUDel` |
-//! | `ua_family` | (a browser names its product's version, or for `other-browser` its engine's: `AppleWebKit/N`, `Gecko/N`) `chrome`, `headless-chrome`, `edge`, `opera`, `samsung`, `firefox`, `safari`, `other-browser`, `curl`, `wget`, `python-requests`, `python-aiohttp`, `python-httpx`, `python-urllib`, `go`, `java`, `okhttp`, `node`, `axios`, `bot` (declares itself a crawler), `other`, `none` |
+//! | `ua_family` | `chrome`, `headless-chrome`, `edge`, `opera`, `samsung`, `firefox`, `safari`, `other-browser`, `curl`, `wget`, `python-requests`, `python-aiohttp`, `python-httpx`, `python-urllib`, `go`, `java`, `okhttp`, `node`, `axios`, `bot` (declares itself a crawler), `other`, `none` |
 //! | `ua_os` | `windows`, `macos`, `linux`, `android`, `ios`, `chromeos`, `other`, `none` |
 //! | `ch_brand` | first `sec-ch-ua` brand that is neither GREASE nor `Chromium` (`Google Chrome`, `Microsoft Edge`, `Brave`, `HeadlessChrome`), as sent; empty if none |
 //! | `accept_language_primary` | primary subtag of the first `accept-language` item, lower-cased (`en`); `*`; `~` if malformed; empty if absent |
@@ -107,7 +107,7 @@
 //! | `tls_ja4` | (schema 3) the connection's JA4; empty without TLS facts |
 //! | `tls_ja4_a` | (schema 3) its first part (`t13d1516h2`); empty without TLS facts |
 //! | `tls_family` | (schema 3) `boringssl`, `nss`, `openssl`, `go`, `unknown`; `none` without TLS facts |
-//! | `ua_claim` | (schema 4) `browser` for every `ua_family` that claims a browser (whatever the product: Chrome, Edge, Safari, an in-app browser, `HeadlessChrome`), else `ua_family`'s value |
+//! | `ua_claim` | (schema 4) `browser` for every User-Agent that claims a browser (whatever the product: Chrome, Edge, Safari, an in-app browser, `HeadlessChrome`), which takes a product's version or an engine's (`AppleWebKit/N`, `Gecko/N`): `Mozilla/5.0` alone is `other`; else the family's value, a bot word counted as a whole word and not in an Android UA's device name (`CUBOT`) |
 //!
 //! An absent header and a header with an empty value give the same empty
 //! categorical value: browsers send neither, so the difference carries little.
@@ -219,10 +219,10 @@ fn user_agent_features(seen: &Seen<'_>, out: &mut FeatureVector<'_>) -> UserAgen
     out.set_cat(Cat::UaFamily, ua.family.name().as_bytes());
     out.set_cat(
         Cat::UaClaim,
-        if ua.family.is_browser() {
+        if ua.claim.is_browser() {
             b"browser"
         } else {
-            ua.family.name().as_bytes()
+            ua.claim.name().as_bytes()
         },
     );
     out.set_cat(Cat::UaOs, ua.os.name().as_bytes());
@@ -278,7 +278,7 @@ fn client_hint_checks<'a>(
     );
     out.set_flag(
         Float::ChNonChromium,
-        seen.client_hints > 0 && !ua.chromium_engine(),
+        seen.client_hints > 0 && !ua.family.is_chromium(),
     );
     out.set_flag(
         Float::ChPlatformMismatch,

@@ -391,7 +391,9 @@ mod tests {
                 replace(&without(CHROME_HEAD, &["sec-ch-ua", "sec-ch-ua-mobile", "sec-ch-ua-platform"]), "user-agent", "Mozilla/5.0"),
                 h2,
                 None,
-                vec![UaUnknown, FetchNonBrowser],
+                // `fetch_non_browser` keeps schema 1's reading of the UA
+                // (any `Mozilla/` claims a browser): `ua_claim` says `other`.
+                vec![UaUnknown],
             ),
             (
                 "headless",
