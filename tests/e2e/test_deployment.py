@@ -32,7 +32,13 @@ measure = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(measure)
 proxies = measure.proxies
 
-MISSING = proxies.available()
+MISSING = proxies.available() + [name for name, path in (
+    ("chromium", measure.CHROMIUM), ("chromium-driver", measure.CHROMEDRIVER), ("xvfb", measure.XVFB),
+    ("firefox-esr", measure.FIREFOX)) if not path]
+try:
+    import selenium  # noqa: F401
+except ImportError:
+    MISSING.append("selenium")
 pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} (make deps-test)")
 
 # The fronts people reach edgeguard through with a documented profile.
