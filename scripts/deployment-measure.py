@@ -620,6 +620,9 @@ class Chromium:
     def navigate(self, url):
         self.wd.get(url)
 
+    def clear_cookies(self):
+        self.wd.delete_all_cookies()
+
     def body(self):
         try:
             return self.wd.execute_script("return document.body ? document.body.innerText : ''") or ""
@@ -669,6 +672,9 @@ class Firefox:
 
     def navigate(self, url):
         self.m.call("WebDriver:Navigate", {"url": url})
+
+    def clear_cookies(self):
+        self.m.call("WebDriver:DeleteAllCookies")
 
     def body(self):
         try:
@@ -936,6 +942,10 @@ def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=prin
             "blocked_examples": {f"{r} {k}": v for (r, k), v in tally.examples.items()}}
 
 
+# Sessions per live browser through Squid, each challenged afresh.
+SQUID_ROUNDS = 3
+
+
 def run_browsers(deps, tally, skipped, firefox, solve_timeout, log):
     """Headless Chromium (a script: HeadlessChrome), headful Chromium and
     Firefox ESR (people) under Xvfb, each through every route. Chromium
@@ -964,10 +974,15 @@ def run_browsers(deps, tally, skipped, firefox, solve_timeout, log):
             b = make()
             try:
                 for route in routes:
-                    lines, reached = browse(b, route, solve_timeout if kind == "people" else 8.0)
-                    tally.session(route.name, family, kind, lines, reached)
-                    if route.proxy:
-                        tally.squid_families.update(line["tls_family"] for line in lines)
+                    # Behind Squid each round starts without the clearance
+                    # cookie: a new challenge to solve.
+                    for i in range(SQUID_ROUNDS if route.proxy else 1):
+                        if i:
+                            b.clear_cookies()
+                        lines, reached = browse(b, route, solve_timeout if kind == "people" else 8.0)
+                        tally.session(route.name, family, kind, lines, reached)
+                        if route.proxy:
+                            tally.squid_families.update(line["tls_family"] for line in lines)
             finally:
                 b.quit()
             log(f"{family} through {len(routes)} routes in {time.monotonic() - t:.1f}s")
