@@ -206,7 +206,8 @@ def test_replay_of_an_nginx_log_gives_nginx_scores_and_decisions(origin, tmp_pat
         assert rec["edgeguard_action"] in ("pass", "block")
 
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({"internal_headers": str(TEST_LIST), "models": MODELS, "mode": "block"}))
+    config.write_text(json.dumps({"internal_headers": str(TEST_LIST), "models": MODELS, "mode": "block",
+                                  "ambiguous": "block"}))
     log = tmp_path / "record.jsonl"
     log.write_bytes(log_text)
     out = tmp_path / "replay.jsonl"
