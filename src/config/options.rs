@@ -1153,6 +1153,44 @@ mod tests {
         assert!(rust.with_access("x", br#"{"engine": "rust"}"#).is_ok());
     }
 
+    /// `ambiguous` defaults to the challenge, and warns at load in mode
+    /// `block` without one; `vars` takes `true` or the groups.
+    #[test]
+    fn ambiguous_and_vars_groups() {
+        let o = configure(r#"{"mode": "block"}"#).unwrap();
+        assert_eq!(o.ambiguous(), Ambiguous::Challenge);
+        assert!(o
+            .warnings()
+            .iter()
+            .any(|w| w.contains("ambiguous verdicts")));
+        let o = configure(r#"{"mode": "block", "ambiguous": "block"}"#).unwrap();
+        assert!(!o
+            .warnings()
+            .iter()
+            .any(|w| w.contains("ambiguous verdicts")));
+        let o = configure(r#"{"mode": "log"}"#).unwrap();
+        assert!(o.warnings().is_empty());
+        let o = configure(r#"{"vars": ["reasons"]}"#).unwrap();
+        assert_eq!(
+            o.vars_set(),
+            VarSet {
+                on: true,
+                reasons: true
+            }
+        );
+        assert!(o.vars());
+        let v: Value = serde_json::from_str(&o.resolved_json()).unwrap();
+        assert_eq!(v["vars"], serde_json::json!(["reasons"]));
+        let o = configure(r#"{"vars": true}"#).unwrap();
+        assert_eq!(
+            o.vars_set(),
+            VarSet {
+                on: true,
+                reasons: false
+            }
+        );
+    }
+
     #[test]
     fn caller_errors_name_the_option() {
         let cases: &[(&str, &str)] = &[
@@ -1167,6 +1205,22 @@ mod tests {
             (
                 r#"{"mode": "deny"}"#,
                 r#"mode: must be "block", "log", "off" or "challenge", got "deny""#,
+            ),
+            (
+                r#"{"ambiguous": "deny"}"#,
+                r#"ambiguous: must be "challenge", "block" or "log", got "deny""#,
+            ),
+            (
+                r#"{"ambiguous": true}"#,
+                r#"ambiguous: must be "challenge", "block" or "log", got boolean"#,
+            ),
+            (
+                r#"{"vars": ["reasons", "why"]}"#,
+                r#"vars[2]: must be a boolean or a list of variable groups ("reasons")"#,
+            ),
+            (
+                r#"{"vars": "reasons"}"#,
+                r#"vars: must be a boolean or a list of variable groups ("reasons"), got string"#,
             ),
             (
                 r#"{"engine": "python"}"#,

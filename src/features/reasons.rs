@@ -360,7 +360,15 @@ mod tests {
         use crate::tls::Family::{Boringssl, Openssl};
         use Id::*;
         let h2 = 20;
-        let cases: Vec<(&str, Vec<(&str, &str)>, u16, Option<(&str, _)>, Vec<Id>)> = vec![
+        /// What, the head, the HTTP version, the TLS facts, the IDs.
+        type Case<'a> = (
+            &'a str,
+            Vec<(&'a str, &'a str)>,
+            u16,
+            Option<(&'a str, crate::tls::Family)>,
+            Vec<Id>,
+        );
+        let cases: Vec<Case<'_>> = vec![
             ("real", CHROME_HEAD.to_vec(), h2, Some((BORINGSSL, Boringssl)), vec![]),
             ("no connection", CHROME_HEAD.to_vec(), 11, None, vec![EngineHeaderMissing]),
             ("tls proxy", CHROME_HEAD.to_vec(), h2, Some((OPENSSL, Openssl)), vec![TlsFamilyMismatch]),

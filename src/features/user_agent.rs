@@ -522,7 +522,7 @@ impl Products {
                 if found == Found::Word {
                     // Every delimiter of this chunk is seen: `open` and
                     // `close` are known up to here.
-                    let in_comment = open.is_some_and(|o| i >= o) && close.map_or(true, |c| i < c);
+                    let in_comment = open.is_some_and(|o| i >= o) && close.is_none_or(|c| i < c);
                     if in_comment {
                         bot_in_comment = true;
                     } else {

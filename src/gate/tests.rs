@@ -647,7 +647,16 @@ fn ambiguous_verdicts_are_challenged_and_certain_ones_blocked() {
         (b"user-agent", b"curl/8.5.0"),
         (b"accept", b"*/*"),
     ];
-    let table: &[(&str, &[(&[u8], &[u8])], (&[u8], _), Action, Grade, &str)] = &[
+    /// Options, the head, the TLS facts, what it gets, the grade, the IDs.
+    type Case<'a> = (
+        &'a str,
+        &'a [(&'a [u8], &'a [u8])],
+        (&'a [u8], crate::tls::Family),
+        Action,
+        Grade,
+        &'a str,
+    );
+    let table: &[Case<'_>] = &[
         (
             "",
             CHROME_147,
