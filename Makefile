@@ -31,6 +31,11 @@ APT_TEST += firefox-esr lynx
 # newsboat: tests/e2e/test_rules.py captures a real feed reader's request head.
 APT_TEST += newsboat
 PIP_TEST += selenium
+# tests/e2e/test_deployment.py (scripts/deployment-measure.py): the front
+# proxies it puts before edgeguard (HAProxy 2.6, Caddy 2.6, Squid with
+# ssl-bump, which needs the OpenSSL build), and Go's net/http as one of the
+# scripts sent through them (Node's fetch comes with npm's nodejs below).
+APT_TEST += haproxy caddy squid-openssl golang-go
 # tests/e2e/test_challenge_page.py: axe-core in headless Chromium on every
 # challenge page and locale (npm, into target/npm: nothing global). Debian's
 # npm only where there is no npm: NodeSource's nodejs carries its own and
