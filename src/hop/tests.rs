@@ -24,11 +24,14 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A configuration of the shipped models with `extra` options.
+/// A configuration of the shipped models with `extra` options. Ambiguous
+/// verdicts block too: these tests pin what the evidence is (a person
+/// behind an untrusted hop shows some), not how sure it is.
 fn config(extra: &str) -> Config {
     let json = format!(
         r#"{{"internal_headers": "nginx-conf/internal-headers.txt",
-            "models": {{"bot": "models/bot.json"}}, "mode": "block"{extra}}}"#
+            "models": {{"bot": "models/bot.json"}}, "mode": "block",
+            "ambiguous": "block"{extra}}}"#
     );
     Config::parse("t.json", root(), json.as_bytes()).unwrap()
 }
