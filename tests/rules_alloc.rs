@@ -552,8 +552,9 @@ fn gate_runs_behind_a_trusted_hop_do_not_allocate() {
         (b"198.51.100.23", b"10.1.2.3", Action::Pass),
         (b"2001:db8:ffff::7", b"2001:db8::1", Action::Pass),
         // Untrusted: judged as sent, as today (the hop's `Connection`
-        // last is order evidence); the forged fingerprint is stripped.
-        (b"203.0.113.9", b"203.0.113.9", Action::Block),
+        // last is order evidence, ambiguous: logged, as no challenge is
+        // configured); the forged fingerprint is stripped.
+        (b"203.0.113.9", b"203.0.113.9", Action::Log),
         // Trusted, realip missing: relayed, with the warning.
         (b"10.1.2.3", b"", Action::Pass),
     ];
