@@ -85,7 +85,11 @@ fn from_dest(dest: &[u8]) -> Option<Fetch> {
 /// says nothing (`*/*`, empty).
 fn from_accept(accept: &[u8]) -> Option<Fetch> {
     let first = accept.split(|&c| c == b',').next().unwrap_or_default();
-    let first = first.split(|&c| c == b';').next().unwrap_or_default().trim_ascii();
+    let first = first
+        .split(|&c| c == b';')
+        .next()
+        .unwrap_or_default()
+        .trim_ascii();
     let lower = |prefix: &[u8]| {
         first.len() >= prefix.len() && first[..prefix.len()].eq_ignore_ascii_case(prefix)
     };
@@ -123,7 +127,9 @@ fn from_extension(path: &[u8]) -> Fetch {
         Fetch::Style
     } else if is(&[b"woff2", b"woff", b"ttf", b"otf", b"eot"]) {
         Fetch::Font
-    } else if is(&[b"png", b"jpg", b"jpeg", b"gif", b"webp", b"avif", b"svg", b"ico"]) {
+    } else if is(&[
+        b"png", b"jpg", b"jpeg", b"gif", b"webp", b"avif", b"svg", b"ico",
+    ]) {
         Fetch::Image
     } else if is(&[b"json"]) {
         Fetch::Api
@@ -136,16 +142,35 @@ fn from_extension(path: &[u8]) -> Fetch {
 mod tests {
     use super::*;
 
-    const CHROME_NAV: &[u8] = b"text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8";
+    const CHROME_NAV: &[u8] =
+        b"text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8";
     const FIREFOX_IMG: &[u8] = b"image/avif,image/webp,*/*";
+
+    /// `Sec-Fetch-Dest`, `Accept`, path, and the class they make.
+    type Case = (
+        Option<&'static [u8]>,
+        Option<&'static [u8]>,
+        &'static [u8],
+        Fetch,
+    );
 
     #[test]
     fn classes_from_dest_then_accept_then_extension() {
-        let table: &[(Option<&[u8]>, Option<&[u8]>, &[u8], Fetch)] = &[
+        let table: &[Case] = &[
             (Some(b"document"), Some(CHROME_NAV), b"/", Fetch::Navigation),
-            (Some(b"style"), Some(b"text/css,*/*;q=0.1"), b"/a.css", Fetch::Style),
+            (
+                Some(b"style"),
+                Some(b"text/css,*/*;q=0.1"),
+                b"/a.css",
+                Fetch::Style,
+            ),
             (Some(b"script"), Some(b"*/*"), b"/app.js", Fetch::Script),
-            (Some(b"image"), Some(FIREFOX_IMG), b"/favicon.ico", Fetch::Image),
+            (
+                Some(b"image"),
+                Some(FIREFOX_IMG),
+                b"/favicon.ico",
+                Fetch::Image,
+            ),
             (Some(b"font"), Some(b"*/*"), b"/f.woff2", Fetch::Font),
             (Some(b"empty"), Some(b"*/*"), b"/api/items", Fetch::Api),
             (Some(b"iframe"), Some(CHROME_NAV), b"/embed", Fetch::Other),

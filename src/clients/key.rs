@@ -141,11 +141,23 @@ mod tests {
             ("192.0.2.77", Width::Host, &[192, 0, 2, 77]),
             ("192.0.2.77", Width::Network, &[192, 0, 2]),
             ("::ffff:192.0.2.77", Width::Network, &[192, 0, 2]),
-            ("2001:db8:1:2:3:4:5:6", Width::Host, &[0x20, 1, 0xd, 0xb8, 0, 1, 0, 2]),
-            ("2001:db8:1:2:3:4:5:6", Width::Network, &[0x20, 1, 0xd, 0xb8, 0, 1]),
+            (
+                "2001:db8:1:2:3:4:5:6",
+                Width::Host,
+                &[0x20, 1, 0xd, 0xb8, 0, 1, 0, 2],
+            ),
+            (
+                "2001:db8:1:2:3:4:5:6",
+                Width::Network,
+                &[0x20, 1, 0xd, 0xb8, 0, 1],
+            ),
         ];
         for &(addr, width, want) in table {
-            assert_eq!(Prefix::of(addr.parse().unwrap(), width).as_bytes(), want, "{addr}");
+            assert_eq!(
+                Prefix::of(addr.parse().unwrap(), width).as_bytes(),
+                want,
+                "{addr}"
+            );
         }
     }
 

@@ -35,7 +35,7 @@ pub mod view;
 pub use fetch::Fetch;
 pub use key::{ClientKey, HashKey, Prefix, Width};
 pub use record::{Challenge, Event, Snapshot, Window};
-pub use table::Config;
 pub use sketch::PathSketch;
+pub use table::Config;
 pub use table::{ClientMemory, Gauges, Slot};
 pub use view::ClientView;

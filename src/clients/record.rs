@@ -328,7 +328,11 @@ impl Snapshot {
             gaps: self.gaps.count,
             gap_mean_ms: self.gaps.mean_ms,
             gap_sd_ms: self.gaps.var.max(0.0).sqrt(),
-            rate: if self.is_empty() { 0.0 } else { requests as f32 / span_s },
+            rate: if self.is_empty() {
+                0.0
+            } else {
+                requests as f32 / span_s
+            },
         }
     }
 
@@ -436,23 +440,60 @@ mod tests {
     fn a_page_visit_and_a_crawl_read_as_documented() {
         let sub = |f| Event::request(f, b"/asset");
         let browser = fed(&[
-            (0, Event { cookie_issued: true, ..nav(b"/") }),
+            (
+                0,
+                Event {
+                    cookie_issued: true,
+                    ..nav(b"/")
+                },
+            ),
             (40, sub(Fetch::Style)),
             (45, sub(Fetch::Script)),
             (60, sub(Fetch::Image)),
             (61, sub(Fetch::Image)),
             (70, sub(Fetch::Font)),
-            (30_000, Event { cookie_returned: true, ..nav(b"/about") }),
-            (30_050, Event { cookie_returned: true, ..sub(Fetch::Api) }),
-            (31_000, Event { challenge: Some(Challenge::Served), ..nav(b"/about") }),
-            (33_000, Event { challenge: Some(Challenge::Solved), ..sub(Fetch::Other) }),
+            (
+                30_000,
+                Event {
+                    cookie_returned: true,
+                    ..nav(b"/about")
+                },
+            ),
+            (
+                30_050,
+                Event {
+                    cookie_returned: true,
+                    ..sub(Fetch::Api)
+                },
+            ),
+            (
+                31_000,
+                Event {
+                    challenge: Some(Challenge::Served),
+                    ..nav(b"/about")
+                },
+            ),
+            (
+                33_000,
+                Event {
+                    challenge: Some(Challenge::Solved),
+                    ..sub(Fetch::Other)
+                },
+            ),
         ]);
         let v = browser.view(T0 + 33_000, W, true);
         assert_eq!(v.navigations, 3);
         assert_eq!(v.subresources_by_class, [1, 1, 2, 1, 1, 1]);
         assert_eq!(v.paths, 2);
         assert_eq!((v.cookies_issued, v.cookies_returned), (1, 2));
-        assert_eq!((v.challenges_served, v.challenges_solved, v.challenges_failed), (1, 1, 0));
+        assert_eq!(
+            (
+                v.challenges_served,
+                v.challenges_solved,
+                v.challenges_failed
+            ),
+            (1, 1, 0)
+        );
         assert_eq!(v.first_seen_s as u64, T0 / 1000);
         assert_eq!(v.last_seen_ms, T0 + 33_000);
         assert_eq!(v.gaps, 2);
@@ -465,7 +506,10 @@ mod tests {
             crawl.observe(&nav(p), PATHS.path(p), T0 + i as u64 * 2000, W);
         }
         let v = crawl.view(T0 + 38_000, W, true);
-        assert_eq!((v.navigations, v.subresource_ratio(), v.cookie_returned()), (20, 0.0, false));
+        assert_eq!(
+            (v.navigations, v.subresource_ratio(), v.cookie_returned()),
+            (20, 0.0, false)
+        );
         assert!((18..=22).contains(&v.paths), "{}", v.paths);
         assert_eq!((v.gaps, v.gap_mean_ms), (19, 2000.0));
         assert_eq!(v.gap_cv(), 0.0);
@@ -494,7 +538,11 @@ mod tests {
         for &(times, at, want) in table {
             let events: Vec<(u64, Event)> = times.iter().map(|&t| (t, nav(b"/"))).collect();
             let s = fed(&events);
-            assert_eq!(s.view(T0 + at, W, true).navigations, want, "{times:?} at {at}");
+            assert_eq!(
+                s.view(T0 + at, W, true).navigations,
+                want,
+                "{times:?} at {at}"
+            );
         }
     }
 
@@ -521,15 +569,31 @@ mod tests {
         let s = fed(&[
             (0, nav(b"/")),
             (1, Event::request(Fetch::Font, b"/f")),
-            (900_000, Event { cookie_returned: true, ..nav(b"/x") }),
-            (900_500, Event { challenge: Some(Challenge::Failed), ..nav(b"/y") }),
+            (
+                900_000,
+                Event {
+                    cookie_returned: true,
+                    ..nav(b"/x")
+                },
+            ),
+            (
+                900_500,
+                Event {
+                    challenge: Some(Challenge::Failed),
+                    ..nav(b"/y")
+                },
+            ),
         ]);
         assert_eq!(Snapshot::from_words(&s.to_words()), s);
         let full = Snapshot {
             last_seen_ms: u64::MAX,
             first_seen_s: u32::MAX,
             last_navigation_ms: u64::MAX - 1,
-            gaps: Gaps { count: u32::MAX, mean_ms: 1.5, var: f32::MAX },
+            gaps: Gaps {
+                count: u32::MAX,
+                mean_ms: 1.5,
+                var: f32::MAX,
+            },
             current: Counts([u16::MAX; 12]),
             previous: Counts(std::array::from_fn(|i| i as u16 * 5000)),
             paths_current: PathSketch(u128::MAX),
@@ -541,12 +605,35 @@ mod tests {
     fn partials() -> Vec<Snapshot> {
         vec![
             Snapshot::default(),
-            fed(&[(0, nav(b"/a")), (3_000, nav(b"/b")), (3_001, Event::request(Fetch::Image, b"/i"))]),
-            fed(&[(1_000, nav(b"/b")), (9_000, Event { cookie_returned: true, ..nav(b"/c") })]),
+            fed(&[
+                (0, nav(b"/a")),
+                (3_000, nav(b"/b")),
+                (3_001, Event::request(Fetch::Image, b"/i")),
+            ]),
+            fed(&[
+                (1_000, nav(b"/b")),
+                (
+                    9_000,
+                    Event {
+                        cookie_returned: true,
+                        ..nav(b"/c")
+                    },
+                ),
+            ]),
             // One epoch later: the others' current counts become previous.
-            fed(&[(310_000, nav(b"/d")), (330_000, nav(b"/e")), (331_000, nav(b"/e"))]),
+            fed(&[
+                (310_000, nav(b"/d")),
+                (330_000, nav(b"/e")),
+                (331_000, nav(b"/e")),
+            ]),
             // Three epochs later: the others fall out of the window.
-            fed(&[(950_000, Event { challenge: Some(Challenge::Served), ..nav(b"/f") })]),
+            fed(&[(
+                950_000,
+                Event {
+                    challenge: Some(Challenge::Served),
+                    ..nav(b"/f")
+                },
+            )]),
         ]
     }
 
@@ -568,15 +655,27 @@ mod tests {
         let (a, b, c) = (all[1], all[2], all[3]);
         let ab = a.merge(&b, W);
         let v = ab.view(T0 + 9_000, W, true);
-        assert_eq!((v.navigations, v.subresources(), v.cookies_returned, v.paths), (4, 1, 1, 3));
-        assert_eq!((ab.first_seen_s as u64, ab.last_seen_ms), (T0 / 1000, T0 + 9_000));
+        assert_eq!(
+            (v.navigations, v.subresources(), v.cookies_returned, v.paths),
+            (4, 1, 1, 3)
+        );
+        assert_eq!(
+            (ab.first_seen_s as u64, ab.last_seen_ms),
+            (T0 / 1000, T0 + 9_000)
+        );
         // Counts equal one stream's: the same five requests in time order.
         let one = fed(&[
             (0, nav(b"/a")),
             (1_000, nav(b"/b")),
             (3_000, nav(b"/b")),
             (3_001, Event::request(Fetch::Image, b"/i")),
-            (9_000, Event { cookie_returned: true, ..nav(b"/c") }),
+            (
+                9_000,
+                Event {
+                    cookie_returned: true,
+                    ..nav(b"/c")
+                },
+            ),
         ]);
         assert_eq!((ab.current, ab.previous), (one.current, one.previous));
         assert_eq!(ab.paths_current, one.paths_current);
@@ -588,7 +687,10 @@ mod tests {
         // Associative in everything but the floating-point gap pooling.
         let other = a.merge(&b.merge(&c, W), W);
         assert_eq!((other.current, other.previous), (abc.current, abc.previous));
-        assert_eq!((other.paths_current, other.first_seen_s), (abc.paths_current, abc.first_seen_s));
+        assert_eq!(
+            (other.paths_current, other.first_seen_s),
+            (abc.paths_current, abc.first_seen_s)
+        );
         assert!((other.gaps.mean_ms - abc.gaps.mean_ms).abs() < 1e-2);
         assert_eq!(other.gaps.count, abc.gaps.count);
 
@@ -601,8 +703,14 @@ mod tests {
     fn merging_a_record_with_itself_keeps_sketches_and_times_and_doubles_counts() {
         for a in partials().iter().filter(|a| !a.is_empty()) {
             let aa = a.merge(a, W);
-            assert_eq!((aa.paths_current, aa.paths_previous), (a.paths_current, a.paths_previous));
-            assert_eq!((aa.first_seen_s, aa.last_seen_ms), (a.first_seen_s, a.last_seen_ms));
+            assert_eq!(
+                (aa.paths_current, aa.paths_previous),
+                (a.paths_current, a.paths_previous)
+            );
+            assert_eq!(
+                (aa.first_seen_s, aa.last_seen_ms),
+                (a.first_seen_s, a.last_seen_ms)
+            );
             assert_eq!(aa.last_navigation_ms, a.last_navigation_ms);
             assert_eq!(aa.current, a.current.plus(a.current));
             assert_eq!(aa.gaps.mean_ms, a.gaps.mean_ms);
@@ -612,8 +720,16 @@ mod tests {
 
     #[test]
     fn pooled_gaps_are_the_mixture() {
-        let a = Gaps { count: 3, mean_ms: 1000.0, var: 0.0 };
-        let b = Gaps { count: 1, mean_ms: 5000.0, var: 0.0 };
+        let a = Gaps {
+            count: 3,
+            mean_ms: 1000.0,
+            var: 0.0,
+        };
+        let b = Gaps {
+            count: 1,
+            mean_ms: 5000.0,
+            var: 0.0,
+        };
         let p = Gaps::pooled(a, b);
         assert_eq!((p.count, p.mean_ms), (4, 2000.0));
         // (3·1000² + 1·3000²) / 4

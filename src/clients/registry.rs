@@ -53,20 +53,41 @@ mod tests {
             fingerprint: b"fp",
         };
         let first = open("registry-test", &config).unwrap();
-        first.observe(&key, &Event::request(Fetch::Navigation, b"/"), 1_000_000).unwrap();
+        first
+            .observe(&key, &Event::request(Fetch::Navigation, b"/"), 1_000_000)
+            .unwrap();
         // A reload's new configuration asks again.
         let again = open("registry-test", &config).unwrap();
         assert!(again.same_memory(&first));
         assert_eq!(again.view(&key, 1_000_000).unwrap().navigations, 1);
         for (name, other) in [
             ("registry-test-2", config),
-            ("registry-test", Config { bytes: 2 << 20, ..config }),
-            ("registry-test", Config { epoch_secs: 60, ..config }),
+            (
+                "registry-test",
+                Config {
+                    bytes: 2 << 20,
+                    ..config
+                },
+            ),
+            (
+                "registry-test",
+                Config {
+                    epoch_secs: 60,
+                    ..config
+                },
+            ),
         ] {
             let m = open(name, &other).unwrap();
             assert!(!m.same_memory(&first), "{name} {other:?}");
             assert!(!m.view(&key, 1_000_000).unwrap().known);
         }
-        assert!(open("registry-test", &Config { bytes: 10, ..config }).is_err());
+        assert!(open(
+            "registry-test",
+            &Config {
+                bytes: 10,
+                ..config
+            }
+        )
+        .is_err());
     }
 }

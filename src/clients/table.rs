@@ -12,12 +12,12 @@
 //!
 //! # Concurrency
 //! One lock per bucket (striped: 131 071 locks in 64 MiB), a word the
-//! workers take with a compare-and-swap, holding the caller's time so a
-//! lock whose holder died (a worker killed mid-update) is taken over
-//! [`STALE_LOCK_SECS`] later. A lock is held for a copy in, an update and
-//! a copy out: tens of nanoseconds. A waiter spins, then yields, and gives
-//! up after [`MAX_WAIT`] (the request goes on without the memory, counted
-//! in [`Gauges::busy`]). Only atomics live in the region, no pointers: each
+//! workers take with a compare-and-swap, holding the caller's time. A
+//! lock is held for a copy in, an update and a copy out: tens of
+//! nanoseconds. A waiter spins, then yields; after [`MAX_WAIT`] it takes
+//! the lock over if its stamp is [`STALE_LOCK_SECS`] old (its holder died:
+//! a worker killed mid-update), else gives up (the request goes on without
+//! the memory, counted in [`Gauges::busy`]). Only atomics live in the region, no pointers: each
 //! process maps it at its own address.
 //!
 //! # Eviction
@@ -29,10 +29,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::fetch::Fetch;
 use super::key::{ClientKey, HashKey};
 use super::record::{Event, Snapshot, Window, RECORD_WORDS};
 use super::view::ClientView;
-use super::Fetch;
 
 /// Slots per bucket.
 pub const WAYS: usize = 4;
@@ -43,8 +43,9 @@ pub const BUCKET_WORDS: usize = 8 + WAYS * RECORD_WORDS;
 /// Bytes one client costs in the table (its record and its share of the
 /// bucket's lock, tags and ages).
 pub const BYTES_PER_CLIENT: usize = BUCKET_WORDS * 8 / WAYS;
-/// How long a lock may be held, by the holder's clock against the
-/// waiter's, before a waiter takes it over (its holder is presumed dead).
+/// How old a lock's stamp must be, against the waiter's clock, for a
+/// waiter that waited [`MAX_WAIT`] to take it over (its holder is presumed
+/// dead).
 pub const STALE_LOCK_SECS: u64 = 5;
 /// How long a request waits for a bucket's lock before going on without
 /// the memory.
@@ -213,7 +214,10 @@ impl ClientMemory {
             Words::Private(w) => &w[..],
         };
         if all.len() != config.words()? {
-            return Err(format!("client memory of {} words for {config:?}", all.len()));
+            return Err(format!(
+                "client memory of {} words for {config:?}",
+                all.len()
+            ));
         }
         let buckets = (all.len() - HEADER_WORDS) / BUCKET_WORDS;
         let layout = [
@@ -274,7 +278,12 @@ impl ClientMemory {
     /// Takes in one request of `key` at `now_ms` (milliseconds since the
     /// Unix epoch) and returns the client's numbers after it. `None`: the
     /// bucket stayed locked past [`MAX_WAIT`]; nothing was recorded.
-    pub fn observe(&self, key: &ClientKey<'_>, event: &Event<'_>, now_ms: u64) -> Option<ClientView> {
+    pub fn observe(
+        &self,
+        key: &ClientKey<'_>,
+        event: &Event<'_>,
+        now_ms: u64,
+    ) -> Option<ClientView> {
         let path_hash = match event.fetch {
             Fetch::Navigation => self.key.path(event.path),
             _ => 0,
@@ -291,7 +300,9 @@ impl ClientMemory {
         if other.is_empty() {
             return self.view(key, now_ms);
         }
-        self.update(self.key.client(key), now_ms, |rec| *rec = rec.merge(other, self.window))
+        self.update(self.key.client(key), now_ms, |rec| {
+            *rec = rec.merge(other, self.window)
+        })
     }
 
     /// The client's numbers at `now_ms`, unchanged; all zero (and not
@@ -305,7 +316,8 @@ impl ClientMemory {
     /// The record of `key` as plain numbers (empty when not held), for a
     /// merge elsewhere. `None`: the bucket stayed locked past [`MAX_WAIT`].
     pub fn snapshot(&self, key: &ClientKey<'_>, now_ms: u64) -> Option<Snapshot> {
-        self.snapshot_of(self.key.client(key), now_ms).map(|(_, s)| s)
+        self.snapshot_of(self.key.client(key), now_ms)
+            .map(|(_, s)| s)
     }
 
     fn snapshot_of(&self, tag: u64, now_ms: u64) -> Option<(bool, Snapshot)> {
@@ -319,7 +331,12 @@ impl ClientMemory {
 
     /// Finds or claims `tag`'s slot under its bucket's lock, lets `change`
     /// update the record, stores it, and returns the view after it.
-    fn update(&self, tag: u64, now_ms: u64, change: impl FnOnce(&mut Snapshot)) -> Option<ClientView> {
+    fn update(
+        &self,
+        tag: u64,
+        now_ms: u64,
+        change: impl FnOnce(&mut Snapshot),
+    ) -> Option<ClientView> {
         let b = self.bucket_of(tag);
         let held = self.lock(b, now_ms / 1000)?;
         let (way, known) = match self.find(b, tag) {
@@ -388,8 +405,14 @@ impl ClientMemory {
         self.all()[gauge].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Takes bucket `b`'s lock, stamped with `now_s`.
+    /// Takes bucket `b`'s lock, stamped with `now_s`. A waiter spins,
+    /// then yields; after [`MAX_WAIT`] it takes over a lock stamped
+    /// [`STALE_LOCK_SECS`] before its own time (the holder died), or gives
+    /// up. Both conditions: a live holder releases within nanoseconds of
+    /// running, so a long wait alone may be a holder the scheduler paused,
+    /// and an old stamp alone may be a worker whose cached clock lags.
     fn lock(&self, b: usize, now_s: u64) -> Option<Held<'_>> {
+        self.touch(b);
         let word = self.word(b, B_LOCK);
         // The low bit marks the lock held even at time 0.
         let mine = (now_s.min(u64::MAX >> 1) << 1) | 1;
@@ -406,16 +429,6 @@ impl ClientMemory {
                 }
                 continue;
             }
-            if now_s.saturating_sub(held >> 1) >= STALE_LOCK_SECS {
-                if word
-                    .compare_exchange(held, mine, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    self.bump(H_STEALS);
-                    return Some(Held(word));
-                }
-                continue;
-            }
             spins += 1;
             if spins < SPINS {
                 std::hint::spin_loop();
@@ -423,11 +436,33 @@ impl ClientMemory {
             }
             // The holder was likely preempted: let it run.
             std::thread::yield_now();
-            if since.get_or_insert_with(Instant::now).elapsed() >= MAX_WAIT {
+            if since.get_or_insert_with(Instant::now).elapsed() < MAX_WAIT {
+                continue;
+            }
+            if now_s.saturating_sub(held >> 1) < STALE_LOCK_SECS {
                 self.bump(H_BUSY);
                 return None;
             }
+            if word
+                .compare_exchange(held, mine, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+            {
+                self.bump(H_STEALS);
+                return Some(Held(word));
+            }
         }
+    }
+
+    /// Loads one word of each of the bucket's cache lines, so the lines
+    /// come from memory together (the loads are independent) instead of
+    /// one after the other: the lock's, then the tags' answer, then the
+    /// record's. In a table larger than the caches each is a trip to
+    /// memory; the bench (benches/clients.rs) measures the difference.
+    fn touch(&self, b: usize) {
+        let lines = (0..BUCKET_WORDS)
+            .step_by(8)
+            .fold(0u64, |acc, i| acc ^ self.word(b, i).load(Ordering::Relaxed));
+        std::hint::black_box(lines);
     }
 
     fn find(&self, b: usize, tag: u64) -> Option<usize> {
@@ -528,7 +563,11 @@ mod tests {
             (1 << 20, 86_401, false),
         ];
         for &(bytes, epoch_secs, ok) in table {
-            let c = Config { bytes, epoch_secs, hash_key: None };
+            let c = Config {
+                bytes,
+                epoch_secs,
+                hash_key: None,
+            };
             assert_eq!(c.words().is_ok(), ok, "{c:?}");
         }
     }
@@ -564,7 +603,8 @@ mod tests {
     fn a_miss_takes_an_empty_slot_then_the_oldest() {
         let m = tiny();
         for host in 1..=4 {
-            m.observe(&key(host), &nav(), T0 + u64::from(host) * 1000).unwrap();
+            m.observe(&key(host), &nav(), T0 + u64::from(host) * 1000)
+                .unwrap();
         }
         assert_eq!((m.gauges().used, m.gauges().evictions), (4, 0));
         // Host 1 comes back: now host 2 is the oldest.
@@ -584,7 +624,12 @@ mod tests {
         assert_eq!((g.evictions, g.evicted_live), (2, 1));
         assert!(!m.view(&key(3), T0 + 3_600_000).unwrap().known);
         // A returning evicted client starts over.
-        assert_eq!(m.observe(&key(2), &nav(), T0 + 3_600_001).unwrap().navigations, 1);
+        assert_eq!(
+            m.observe(&key(2), &nav(), T0 + 3_600_001)
+                .unwrap()
+                .navigations,
+            1
+        );
     }
 
     #[test]
@@ -598,9 +643,12 @@ mod tests {
         assert!(t.elapsed() >= MAX_WAIT);
         assert_eq!(m.view(&key(1), T0 + 1000), None);
         assert_eq!((m.gauges().busy, m.gauges().used), (2, 0));
-        // The same lock seen STALE_LOCK_SECS later: taken over.
+        // The same lock seen STALE_LOCK_SECS later: taken over, after
+        // the same wait.
         let later = T0 + STALE_LOCK_SECS * 1000;
+        let t = Instant::now();
         assert_eq!(m.observe(&key(1), &nav(), later).unwrap().navigations, 1);
+        assert!(t.elapsed() >= MAX_WAIT);
         assert_eq!(m.gauges().steals, 1);
         assert_eq!(lock.load(Ordering::Relaxed), 0);
     }
@@ -612,18 +660,41 @@ mod tests {
             epoch_secs: 300,
             hash_key: Some(HashKey([1, 2])),
         };
-        let words: &'static [AtomicU64] =
-            Box::leak((0..config.words().unwrap()).map(|_| AtomicU64::new(0)).collect());
+        let words: &'static [AtomicU64] = Box::leak(
+            (0..config.words().unwrap())
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+        );
         let a = ClientMemory::attach(words, &config).unwrap();
         a.observe(&key(1), &nav(), T0).unwrap();
-        let b = ClientMemory::attach(words, &Config { hash_key: None, ..config }).unwrap();
+        let b = ClientMemory::attach(
+            words,
+            &Config {
+                hash_key: None,
+                ..config
+            },
+        )
+        .unwrap();
         assert!(b.same_memory(&a));
         assert_eq!(b.view(&key(1), T0).unwrap().navigations, 1);
-        let other_key = Config { hash_key: Some(HashKey([1, 3])), ..config };
-        assert!(ClientMemory::attach(words, &other_key).unwrap_err().contains("hash key"));
-        let other_epoch = Config { epoch_secs: 60, ..config };
-        assert!(ClientMemory::attach(words, &other_epoch).unwrap_err().contains("layout"));
-        let bigger = Config { bytes: MIN_BYTES * 2, ..config };
+        let other_key = Config {
+            hash_key: Some(HashKey([1, 3])),
+            ..config
+        };
+        assert!(ClientMemory::attach(words, &other_key)
+            .unwrap_err()
+            .contains("hash key"));
+        let other_epoch = Config {
+            epoch_secs: 60,
+            ..config
+        };
+        assert!(ClientMemory::attach(words, &other_epoch)
+            .unwrap_err()
+            .contains("layout"));
+        let bigger = Config {
+            bytes: MIN_BYTES * 2,
+            ..config
+        };
         assert!(ClientMemory::attach(words, &bigger).is_err());
     }
 

@@ -45,7 +45,9 @@ pub struct ClientView {
 impl ClientView {
     /// Sub-resource fetches in the window, every class.
     pub fn subresources(&self) -> u32 {
-        self.subresources_by_class.iter().fold(0u32, |a, &n| a.saturating_add(n))
+        self.subresources_by_class
+            .iter()
+            .fold(0u32, |a, &n| a.saturating_add(n))
     }
 
     /// Requests in the window: navigations and sub-resources.

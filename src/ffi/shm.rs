@@ -61,7 +61,10 @@ mod tests {
         assert!(w.iter().all(|x| x.load(Ordering::Relaxed) == 0));
         w[1023].store(7, Ordering::Relaxed);
         assert_eq!(w[1023].load(Ordering::Relaxed), 7);
-        assert_eq!(shared_words(0).unwrap_err().kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(
+            shared_words(0).unwrap_err().kind(),
+            io::ErrorKind::InvalidInput
+        );
         assert!(shared_words(usize::MAX / 4).is_err());
     }
 }
