@@ -7,7 +7,12 @@
 //! - `observe/miss`: a new client each call, evicting the oldest;
 //! - `view/hit_random`: reading a random known client;
 //! - `request/both_widths`: what the gate will do per request: classify,
-//!   then observe the host key and the network key of a known client.
+//!   then observe the host key and the network key of a known client;
+//! - `gate/*`: the same among other work, as in the gate: `work` alone
+//!   (a dependent chain of multiplies standing in for feature extraction
+//!   and scoring, which take 1.5 to 2 µs: BENCHMARKS.md), `work_then_observe` (both widths after
+//!   it), `prefetch_work_observe` (both buckets prefetched before it). The
+//!   memory's added cost is each minus `work`.
 //!
 //! Target (issue 39): at most 300 ns added per request at the gate.
 //!
@@ -34,6 +39,19 @@ fn key(n: u32, width: Width) -> ClientKey<'static> {
         prefix: Prefix::of(Ipv4Addr::from(n).into(), width),
         fingerprint: FP,
     }
+}
+
+/// A dependent chain of 1 500 multiply-adds through `black_box` (so the
+/// compiler cannot fold it; no table memory): the gate's other work per
+/// request, for the `gate` group.
+fn work(seed: u32) -> u64 {
+    let mut x = u64::from(seed);
+    for i in 0..1500 {
+        x = black_box(x)
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(i);
+    }
+    x
 }
 
 /// This thread's CPU time so far.
@@ -135,6 +153,35 @@ fn main() {
             })
         })
     });
+    let mut group = c.benchmark_group("gate");
+    group.bench_function("work", |b| b.iter_custom(|n| on_cpu(n, || work(next()))));
+    group.bench_function("work_then_observe", |b| {
+        b.iter_custom(|n| {
+            on_cpu(n, || {
+                let a = next();
+                let now = tick();
+                let w = work(a);
+                let host = memory.observe(&key(a, Width::Host), &page, now);
+                let net = memory.observe(&key(a, Width::Network), &page, now);
+                (w, host, net)
+            })
+        })
+    });
+    group.bench_function("prefetch_work_observe", |b| {
+        b.iter_custom(|n| {
+            on_cpu(n, || {
+                let a = next();
+                let now = tick();
+                memory.prefetch(&key(a, Width::Host));
+                memory.prefetch(&key(a, Width::Network));
+                let w = work(a);
+                let host = memory.observe(&key(a, Width::Host), &page, now);
+                let net = memory.observe(&key(a, Width::Network), &page, now);
+                (w, host, net)
+            })
+        })
+    });
+    group.finish();
     c.final_summary();
     let g = memory.gauges();
     println!(

@@ -1,4 +1,4 @@
-//! The client memory allocates nothing per request: `observe` on a known
+//! The client memory allocates nothing per request: `prefetch`, `observe` on a known
 //! client and on a new one (evicting), `view`, and the classification of
 //! a request, in memory shared as nginx's workers share it. dhat counts
 //! every heap block while they run.
@@ -43,6 +43,7 @@ fn main() {
     for i in 0..2000u32 {
         let now = T0 + u64::from(i) * 50;
         // A known client: a navigation, then a sub-resource it classifies.
+        memory.prefetch(&key(1, fp));
         let v = memory.observe(&key(1, fp), &page, now).unwrap();
         navigations = u64::from(v.navigations);
         let fetch = Fetch::classify(Some(b"image"), Some(b"image/avif,*/*"), b"/logo.png");

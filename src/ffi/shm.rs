@@ -49,6 +49,22 @@ pub fn shared_words(words: usize) -> io::Result<&'static [AtomicU64]> {
     Ok(unsafe { std::slice::from_raw_parts(p.cast::<AtomicU64>(), words) })
 }
 
+/// Asks the CPU to start loading the cache line holding `word`, without
+/// waiting for it: a hint, never a fault. (`model::simd` has the same hint
+/// for the model's tables; this one serves the shared words.)
+#[inline(always)]
+pub fn prefetch(word: &AtomicU64) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is only a hint and never faults; the address
+    // comes from a reference.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(word.as_ptr().cast::<i8>().cast_const());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = word;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
