@@ -310,7 +310,7 @@ stop:
 	@if [ -f $(RUN_DIR)/nginx.pid ]; then nginx -p $(CURDIR)/ -c nginx-conf/nginx.conf -s quit; fi
 
 bench:
-	$(CARGO) bench --locked --bench headers --bench model --bench features --bench scorer
+	$(CARGO) bench --locked --bench headers --bench model --bench features --bench scorer --bench clients
 
 clean:
 	$(CARGO) clean

@@ -16,6 +16,7 @@
 #![deny(unsafe_code)]
 
 pub mod challenge;
+pub mod clients;
 pub mod config;
 pub mod features;
 #[allow(unsafe_code)]
