@@ -16,10 +16,10 @@ use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use edgeguard::clients::shm;
 use edgeguard::clients::{
     registry, Challenge, ClientKey, ClientMemory, Config, Event, Fetch, Prefix, Width,
 };
-use edgeguard::ffi::shm;
 
 const T0: u64 = 1_796_601_600_000;
 const PROCESSES: usize = 16;

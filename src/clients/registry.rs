@@ -8,15 +8,15 @@
 //! the window or the hash key gets a new, empty memory (the old one stays
 //! mapped in the master until it exits: a changed size costs both sizes
 //! until a restart). A restart starts empty: the memory is anonymous, not
-//! a file (`ffi::shm` says why).
+//! a file (`shm` says why).
 //!
 //! Open it in the master (`init_by_lua`), before the workers fork: a
 //! memory opened in a worker is that worker's alone.
 
 use std::sync::Mutex;
 
+use super::shm;
 use super::table::{ClientMemory, Config};
-use crate::ffi::shm;
 
 /// The memories opened in this process, by name and configuration.
 static OPEN: Mutex<Vec<(String, Config, ClientMemory)>> = Mutex::new(Vec::new());

@@ -32,8 +32,8 @@ use std::time::{Duration, Instant};
 use super::fetch::Fetch;
 use super::key::{ClientKey, HashKey};
 use super::record::{Event, Snapshot, Window, RECORD_WORDS};
+use super::shm;
 use super::view::ClientView;
-use crate::ffi::shm;
 
 /// Slots per bucket.
 pub const WAYS: usize = 4;

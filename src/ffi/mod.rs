@@ -31,7 +31,6 @@ pub mod model;
 pub mod process;
 pub mod record;
 pub mod scorer;
-pub mod shm;
 pub mod tls;
 
 pub use boundary::PanicValue;

@@ -9,7 +9,7 @@
 //! cost: a restart (not a reload) starts with empty memory
 //! (docs/behaviour.md).
 //!
-//! The safe side (`clients::table`) receives the words as atomics and
+//! The safe side (`table`) receives the words as atomics and
 //! never sees a pointer.
 
 use std::io;
