@@ -7,6 +7,40 @@
 #include <stdint.h>
 
 /*
+ The version of this C ABI: what a caller built against
+ include/edgeguard.h compares with [`edgeguard_abi_version`] before
+ calling anything else.
+
+ Bumped whenever a declaration of the header changes (a function's
+ signature, a type's layout, a constant, an enum's numbers). The Lua
+ shim's cdefs carry the number of the header they were generated from
+ (scripts/gen-cdefs.lua), and lib.lua refuses a library of another: an
+ nginx reload after an upgrade runs the new Lua against the old library,
+ which LuaJIT cannot unload.
+ */
+#define EDGEGUARD_ABI_VERSION 1
+
+/*
+ The crate version this header was generated from (Cargo.toml's),
+ major part. The shim refuses a library of another version even when the
+ ABI agrees: the Lua modules and the library are one release, and the
+ options and texts they exchange change between releases without the ABI
+ changing. (Numbers, not a string: cbindgen writes no string constant,
+ and LuaJIT's cdef declares none.)
+ */
+#define EDGEGUARD_VERSION_MAJOR 0
+
+/*
+ The crate version's minor part ([`EDGEGUARD_VERSION_MAJOR`]).
+ */
+#define EDGEGUARD_VERSION_MINOR 1
+
+/*
+ The crate version's patch part ([`EDGEGUARD_VERSION_MAJOR`]).
+ */
+#define EDGEGUARD_VERSION_PATCH 0
+
+/*
  The `errbuf` length every message of edgeguard fits in (a shorter
  buffer gets the message cut at a character boundary).
  */
@@ -758,7 +792,16 @@ extern "C" {
 #endif // __cplusplus
 
 /*
- The library version, e.g. `"0.1.0"`. Static storage: never free it.
+ [`EDGEGUARD_ABI_VERSION`] of this library. A caller compares it with the
+ number of the header it was built against and refuses to go on when
+ they differ.
+ */
+uint32_t edgeguard_abi_version(void);
+
+/*
+ The library version (Cargo.toml's, [`EDGEGUARD_VERSION_MAJOR`] and the
+ next two with any pre-release suffix), e.g. `"0.1.0"`. Static
+ storage: never free it.
  */
 const char *edgeguard_version(void);
 

@@ -14,6 +14,14 @@ if pcall(ffi.typeof, "edgeguard_header_set") then
 end
 
 ffi.cdef[[
+static const int EDGEGUARD_ABI_VERSION = 1;
+
+static const int EDGEGUARD_VERSION_MAJOR = 0;
+
+static const int EDGEGUARD_VERSION_MINOR = 1;
+
+static const int EDGEGUARD_VERSION_PATCH = 0;
+
 static const int EDGEGUARD_ERRBUF_LEN = 512;
 
 static const int EDGEGUARD_MAX_MODELS = 64;
@@ -332,6 +340,8 @@ typedef struct {
 
   edgeguard_str bot_name;
 } edgeguard_effects;
+
+uint32_t edgeguard_abi_version(void);
 
 const char *edgeguard_version(void);
 
