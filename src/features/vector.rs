@@ -24,6 +24,7 @@ pub struct Request<'a> {
     pub(super) client_addr: &'a [u8],
     pub(super) headers: &'a [Header<'a>],
     pub(super) tls: Option<TlsFacts<'a>>,
+    pub(super) from_log: bool,
 }
 
 impl<'a> Request<'a> {
@@ -47,7 +48,23 @@ impl<'a> Request<'a> {
             client_addr,
             headers,
             tls: None,
+            from_log: false,
         }
+    }
+
+    /// The same request, read back from a log (`edgeguard replay`) or not
+    /// (nginx). Only a request from a log has its clearance cookie judged
+    /// from the verdict the recorder logged in its place
+    /// (`challenge::Recorded`): a client that sends that text gets no such
+    /// reading.
+    pub fn from_log(mut self, from_log: bool) -> Self {
+        self.from_log = from_log;
+        self
+    }
+
+    /// Whether it was read back from a log ([`Request::from_log`]).
+    pub fn is_from_log(&self) -> bool {
+        self.from_log
     }
 
     /// The same request with its connection's TLS facts (`None`: none

@@ -306,7 +306,8 @@ impl<'c> Worker<'c> {
         line: u64,
         observe: Option<&mut Observer<'_>>,
     ) -> (Outcome, Option<Outcome>) {
-        let req = gate::Request::new(p.method, p.uri, p.version, p.client, p.headers, p.tls);
+        let req =
+            gate::Request::new(p.method, p.uri, p.version, p.client, p.headers, p.tls).from_log();
         let tally = &mut self.tally;
         let now = p.time.unwrap_or(self.now);
         // The line's own time: what access() judged at, else nginx's.

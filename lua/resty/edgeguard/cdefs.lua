@@ -559,6 +559,12 @@ void edgeguard_process_set_models_in_force(int in_force);
 
 int edgeguard_process_models_in_force(void);
 
+edgeguard_result edgeguard_config_record(const edgeguard_config *config,
+                                         const edgeguard_request *request,
+                                         uint8_t *buf,
+                                         size_t cap,
+                                         size_t *out_len);
+
 edgeguard_result edgeguard_headers_record(const edgeguard_header *headers,
                                           size_t headers_len,
                                           uint8_t *buf,
