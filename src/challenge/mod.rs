@@ -62,8 +62,11 @@ pub use endpoint::{
     is_endpoint, is_return_path, return_or_root, return_path, Endpoint, MAX_RETURN,
 };
 pub use keys::{KeyError, Keys, MAX_KEYS, MAX_KEY_BYTES, MIN_KEY_BYTES};
-pub use page::{PageError, PageInput, Pages, State, MAX_SITE, PAGE_CAP};
-pub use problem::{is_problem_base, Problem, ProblemInput, MAX_BASE, PROBLEM_CAP};
+pub use page::{is_request_id, PageError, PageInput, Pages, State, MAX_SITE, PAGE_CAP};
+pub use problem::{
+    is_problem_base, render as render_problem, status_phrase, Problem, ProblemInput, MAX_BASE,
+    PROBLEM_CAP,
+};
 pub use recorded::Recorded;
 pub use token::{Binding, Proof, Rejection, TOKEN_TEXT};
 pub use types::{header, user_agent, Clearance, TooSmall, ENDPOINT};

@@ -3,6 +3,7 @@
 //! [`texts`], turns the state into [`Effects`].
 
 use super::action::Action;
+use super::blocked::{blocked, REFERENCE_HEADER};
 use super::effects::{Effects, Exit, RuleEffect, Vars};
 use super::location::Location;
 use super::policy::Decision;
@@ -174,9 +175,9 @@ pub(super) fn respond(
             Some(Hit {
                 action: crate::rules::Action::Block(status),
                 ..
-            }) => Exit::Status(status),
+            }) => blocked(loc, req, status, scratch, s),
             _ if respond::problem_for_block(loc) => respond::challenge(loc, req, now, scratch, s),
-            _ => Exit::Status(loc.policy.status()),
+            _ => blocked(loc, req, loc.policy.status(), scratch, s),
         },
         Action::Unavailable if respond::problem_for_block(loc) => {
             respond::challenge(loc, req, now, scratch, s)
@@ -483,6 +484,19 @@ fn exit<'a>(s: &State, body: &'a [u8], csp: Option<&'a str>) -> Exit<'a> {
             status,
             location: at(location),
             set_cookie: at(set_cookie),
+        },
+        (
+            Exit::Status(status),
+            BodyParts::Blocked {
+                body: b,
+                problem,
+                reference,
+            },
+        ) => Exit::Page {
+            status,
+            content_type: if problem { PROBLEM_TYPE } else { PAGE_TYPE },
+            body: at(b),
+            extra: Some((REFERENCE_HEADER, at(reference))),
         },
         (Exit::Status(status), BodyParts::None) => Exit::Status(status),
         _ => Exit::Continue,

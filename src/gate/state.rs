@@ -59,4 +59,11 @@ pub(super) enum BodyParts {
     },
     /// A redirect's `Location` and `Set-Cookie` (empty: none).
     Answer { set_cookie: Span, location: Span },
+    /// A blocked request's page, or (`problem`) problem document, and its
+    /// `Edgeguard-Reference` (`blocked.rs`).
+    Blocked {
+        body: Span,
+        problem: bool,
+        reference: Span,
+    },
 }
