@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import time
@@ -272,14 +273,33 @@ def build_next_deb(work):
     bump(src / "lua" / "resty" / "edgeguard" / "cdefs.lua", f"static const int EDGEGUARD_VERSION_PATCH = {patch};",
          f"static const int EDGEGUARD_VERSION_PATCH = {patch + 1};")
     env = dict(os.environ, CARGO_TARGET_DIR=str(ROOT / "target"), DEB_MAINTAINER="edgeguard test-deb <root@localhost>")
+    # The crate's outputs without a hash in their names (the cdylib, in
+    # deps/ too, and everything cargo copies up into target/release/) are
+    # overwritten by N+1's, and cargo would take them for this checkout's
+    # (their mtimes are newer than its sources): kept aside and put back,
+    # mtimes included, whatever happens.
+    release = ROOT / "target" / "release"
+    kept = [p for p in release.iterdir() if p.is_file()] + [release / "deps" / "libedgeguard.so"]
+    keep = work / "keep"
+    keep.mkdir()
+    for i, p in enumerate(kept):
+        shutil.copy2(p, keep / str(i))
     started = time.monotonic()
-    run("make", "-s", "-C", str(src), "deb", env=env)
+    try:
+        run("make", "-s", "-C", str(src), "deb", env=env)
+    finally:
+        for i, p in enumerate(kept):
+            p.unlink(missing_ok=True)
+            shutil.copy2(keep / str(i), p)
+    # This checkout's own build is back.
+    assert run(str(release / "edgeguard"), "version").stdout.split()[1] == version
+    out = run("python3", "-c", "import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); "
+              "lib.edgeguard_version.restype = ctypes.c_char_p; print(lib.edgeguard_version().decode())",
+              str(release / "libedgeguard.so")).stdout.strip()
+    assert out == version, out
     debs = sorted((src / "target" / "deb").glob(f"edgeguard_{nxt}-1_*.deb"))
     assert len(debs) == 1, debs
     say(f"built N+1 ({nxt}) in {time.monotonic() - started:.0f} s: {debs[0].name}")
-    # target/release holds N+1's artifacts now; N's own come back with the
-    # next `make build` of this checkout (cargo relinks them, nothing recompiles).
-    run("cargo", "build", "--release", "--locked", "--manifest-path", str(ROOT / "Cargo.toml"))
     return debs[0], version, nxt
 
 
