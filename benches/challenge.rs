@@ -98,7 +98,15 @@ fn main() {
         let p = cfg.policy();
         let s: &[f64] = if cfg.model_count() == 0 { &[] } else { &scores };
         g.bench_function(name, |b| {
-            b.iter(|| black_box(p.decide_request(Some(black_box(s)), &req, Some(addr), NOW)))
+            b.iter(|| {
+                black_box(p.decide_request(
+                    Some(black_box(s)),
+                    &req,
+                    Some(addr),
+                    NOW,
+                    Default::default,
+                ))
+            })
         });
     }
     g.finish();

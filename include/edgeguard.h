@@ -55,9 +55,16 @@
  The most variables `edgeguard_effects` lists: one per model, then
  `edgeguard_action`, `edgeguard_time`, `edgeguard_verified_bot`,
  `edgeguard_rule`, `edgeguard_tag`, `edgeguard_bot_category`, and the
- seven `edgeguard_fp_*` (fleet signals).
+ seven `edgeguard_fp_*` (fleet signals), `edgeguard_reasons` and
+ `edgeguard_grade`.
  */
-#define EDGEGUARD_MAX_VARS 77
+#define EDGEGUARD_MAX_VARS 79
+
+/*
+ How many detection IDs there are: the bits of `edgeguard_effects.reasons`
+ (`edgeguard_detection_name` names each).
+ */
+#define EDGEGUARD_DETECTION_COUNT 23
 
 /*
  The most response headers `edgeguard_effects` lists.
@@ -268,6 +275,24 @@ typedef enum {
    */
   EDGEGUARD_CLEARANCE_ACCEPTED_WAIT = 10,
 } edgeguard_clearance;
+
+/*
+ How sure a flagged request's verdict is. Stable numbers.
+ */
+typedef enum {
+  /*
+   Not flagged.
+   */
+  EDGEGUARD_GRADE_NONE = 0,
+  /*
+   Only reasons a hop in front of a person can cause.
+   */
+  EDGEGUARD_GRADE_AMBIGUOUS = 1,
+  /*
+   At least one reason no person's browser gives.
+   */
+  EDGEGUARD_GRADE_CERTAIN = 2,
+} edgeguard_grade;
 
 /*
  What `edgeguard_model_predict` reports, as the official C API's
@@ -785,6 +810,20 @@ typedef struct {
    The claimed bot's name (empty for `None`): the location's memory.
    */
   edgeguard_str bot_name;
+  /*
+   How sure the verdict is (`None`: not flagged).
+   */
+  edgeguard_grade grade;
+  /*
+   Why it was flagged: bit `i` set for detection ID `i`
+   (`edgeguard_detection_name`); 0: not flagged.
+   */
+  uint32_t reasons;
+  /*
+   Where in `line` nginx's `$request_id` goes (after `request_id=`),
+   when the request gave none; 0: nowhere (the line has it, or no line).
+   */
+  size_t line_request_id_at;
 } edgeguard_effects;
 
 #ifdef __cplusplus
@@ -1216,6 +1255,14 @@ edgeguard_result edgeguard_location_run(const edgeguard_location *location,
  is none. Static storage.
  */
 const char *edgeguard_action_name(int action);
+
+/*
+ The name of detection ID `index` (bit `index` of
+ `edgeguard_effects.reasons`: `"ua_library"`, `"tls_family_mismatch"`,
+ ...; docs/detections.md); null from `EDGEGUARD_DETECTION_COUNT` on.
+ Static storage.
+ */
+const char *edgeguard_detection_name(size_t index);
 
 /*
  The name of a clearance result, for logs and metric labels

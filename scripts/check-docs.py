@@ -16,7 +16,10 @@ the repository this script is in):
   `cargo bench --bench NAME` a bench of Cargo.toml and `cargo test --test
   NAME` a file tests/NAME.rs;
 - every page in docs/ is linked from docs/index.md;
-- README.md has at most 400 lines.
+- README.md has at most 400 lines;
+- docs/detections.md's table of detection IDs is the one table in
+  src/features/reasons.rs: the same IDs in the same order, each with its
+  strength and its text (`check_detections`).
 
 Exit status 0 when everything holds, 1 with one line per problem
 (FILE:LINE: what) otherwise. Python 3 standard library only.
@@ -185,6 +188,7 @@ class Checker:
                     self.problem(page, 0, "not linked from docs/index.md")
         elif docs:
             self.problem(self.root / "docs", 0, "docs/index.md is missing")
+        self.check_detections()
         readme = self.root / "README.md"
         if readme.exists():
             n = len(readme.read_text(encoding="utf-8").splitlines())
@@ -192,6 +196,47 @@ class Checker:
                 self.problem(readme, n, f"{n} lines; keep it within {README_MAX_LINES} "
                              "and move the detail to docs/")
         return self.problems
+
+    def check_detections(self):
+        """docs/detections.md's `| `id` | strength | text |` rows against the
+        `detections!` table of src/features/reasons.rs (skipped in a tree
+        without that file)."""
+        table = self.root / "src" / "features" / "reasons.rs"
+        page = self.root / "docs" / "detections.md"
+        if not table.exists():
+            return
+        src = table.read_text(encoding="utf-8")
+        start = src.find("detections! {")
+        body = src[start:src.find("\n}\n", start)] if start >= 0 else ""
+        want = [(name, grade.lower(), doc.replace('\\"', '"'))
+                for name, grade, doc in DETECTION.findall(body)]
+        if not want:
+            self.problem(table, 0, "no detections! table found")
+            return
+        if not page.exists():
+            self.problem(page, 0, "missing: it documents src/features/reasons.rs's detection IDs")
+            return
+        got = []
+        for number, line, code in split_lines(page.read_text(encoding="utf-8")):
+            m = DETECTION_ROW.match(line)
+            if m and not code:
+                got.append((number, (m.group(1), m.group(2), m.group(3).strip())))
+        rows = [r for _, r in got]
+        # The documented rows are the first table of IDs: the table's own
+        # rows in order (the "Measured" table has no strength column).
+        for i, w in enumerate(want):
+            if i >= len(rows):
+                self.problem(page, 0, f"detection ID `{w[0]}` is not in the table (src/features/reasons.rs)")
+                continue
+            if rows[i] != w:
+                self.problem(page, got[i][0], f"row {rows[i]} differs from src/features/reasons.rs: {w}")
+        for number, r in got[len(want):]:
+            self.problem(page, number, f"detection ID `{r[0]}` is not in src/features/reasons.rs")
+
+
+DETECTION = re.compile(r'\w+ = "([a-z0-9_]+)", (Certain|Ambiguous),\s*"((?:[^"\\]|\\.)*)";')
+DETECTION_ROW = re.compile(r"^\|\s*`([a-z0-9_]+)`\s*\|\s*(certain|ambiguous)\s*\|(.*)\|\s*$")
+
 
 def main(argv):
     root = pathlib.Path(argv[1] if len(argv) > 1 else pathlib.Path(__file__).resolve().parents[1])

@@ -30,7 +30,7 @@ fn access_does_not_allocate() {
     let scorer = scorer();
     let (cfg, policy) = bound_location(
         r#"{"models": {"bot": "b.json", "spoof": "s.json"}, "mode": "block",
-            "allow": ["10.0.0.0/8", "2001:db8::/32"], "vars": true}"#,
+            "allow": ["10.0.0.0/8", "2001:db8::/32"], "vars": ["reasons"]}"#,
         scorer,
         list,
     );
@@ -77,6 +77,19 @@ fn access_does_not_allocate() {
             r
         })
         .collect();
+    // Firefox's head with a proxy's `Connection: close`: ambiguous, so
+    // mode `block` without a challenge logs it (grade, reasons, host and
+    // the request id's place in the line).
+    let mut requests = requests;
+    for _ in 0..3 {
+        let pairs: Vec<(&[u8], &[u8])> = browser
+            .strings()
+            .map(|(k, v)| (k, if k == b"Connection" { &b"close"[..] } else { v }))
+            .collect();
+        let mut r = Req::new(&pairs);
+        r.client = addrs[0];
+        requests.push(r);
+    }
     // The score header's value, the variables and the decision line:
     // written with no allocation either.
     let mut lines = 0usize;
@@ -106,7 +119,7 @@ fn access_does_not_allocate() {
 
     let before = dhat::HeapStats::get();
     for i in 0..200 {
-        let r = requests[i % 6].c();
+        let r = requests[i % requests.len()].c();
         let p = if i % 5 == 4 { policy0 } else { policy };
         let rc = unsafe {
             edgeguard_location_run(p, metrics, &r, null(), 0, 1_800_000_000, scratch, &mut out)
@@ -156,13 +169,18 @@ fn access_does_not_allocate() {
     assert!(lines > 0, "decision lines were written");
     assert!(vars > 0, "variables were listed");
     // Real work: pass, allow, block and unavailable all came up.
-    let [pass, allow, _, block, unavailable] = actions;
+    let [pass, allow, log, block, unavailable] = actions;
     assert!(
-        pass > 0 && allow > 0 && block > 0 && unavailable == 40,
+        pass > 0 && allow > 0 && log > 0 && block > 0 && unavailable == 40,
         "{actions:?}"
     );
+
     // Every request was counted, by its action.
     let text = std::str::from_utf8(&exposition[..text_len]).unwrap();
+    assert!(
+        text.contains("edgeguard_reasons_total{reason=\"ua_library\",strength=\"certain\"}"),
+        "{text}"
+    );
     assert!(
         text.contains("edgeguard_requests_total{engine=\"rust\"} 200\n"),
         "{text}"

@@ -16,6 +16,7 @@ use edgeguard::ffi::edgeguard_result as R;
 use edgeguard::ffi::headers::*;
 use edgeguard::ffi::location::*;
 use edgeguard::ffi::scorer::*;
+use edgeguard::ffi::{edgeguard_grade, EDGEGUARD_DETECTION_COUNT};
 
 const BLOCK: &str = r#"{"models": {"bot": "b.json", "spoof": "s.json"}, "mode": "block", "status": 429,
     "allow": ["10.0.0.0/8"]}"#;
@@ -83,11 +84,28 @@ fn one_call_agrees_with_find_score_and_decide() {
     assert_eq!(
         text(out.line),
         format!(
-            "edgeguard action=block model={name} score={} threshold={} client=192.0.2.7 method=GET uri=\"/login?next=/\"",
+            "edgeguard action=block grade=certain reasons=ua_library model={name} score={} threshold={} request_id= host=edge.test client=192.0.2.7 method=GET uri=\"/login?next=/\"",
             c_format(c"%.6f", scores[out.model as usize]),
             c_format(c"%.6f", out.threshold)
         )
     );
+    // The shim inserts nginx's `$request_id` after `request_id=`; the
+    // grade and reasons are the effects' too.
+    let at = out.line_request_id_at;
+    assert!(text(out.line)[..at].ends_with(" request_id="));
+    assert_eq!(
+        (out.grade, out.reasons.count_ones()),
+        (edgeguard_grade::Certain, 1)
+    );
+    assert_eq!(
+        unsafe {
+            std::ffi::CStr::from_ptr(edgeguard_detection_name(
+                out.reasons.trailing_zeros() as usize
+            ))
+        },
+        c"ua_library"
+    );
+    assert!(edgeguard_detection_name(EDGEGUARD_DETECTION_COUNT).is_null());
     assert_eq!(out.log_level, 7, "ngx.INFO without log_level");
     assert_eq!((out.exit, out.status), (edgeguard_exit::Status, 429));
 

@@ -364,7 +364,7 @@ fn per_request_work_does_not_allocate() {
             let later = ch.clearance(&req, Some(*a), NOW + 86_401);
             assert!(matches!(later, Clearance::Rejected(_)));
             let d = policy
-                .decide_request(Some(&scores), &req, Some(*a), NOW)
+                .decide_request(Some(&scores), &req, Some(*a), NOW, Default::default)
                 .unwrap();
             let want_action = match (h[0].value(), want) {
                 (GOOGLEBOT, _) => Action::Verified,

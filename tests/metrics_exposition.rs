@@ -106,6 +106,7 @@ fn run(name: &str, answers: bool) -> (String, String) {
         challenge: c.challenge,
         bots: &bots,
         signals: None,
+        reasons: false,
     });
     let mut dict = vec![0.0f64; r.len()];
     let flush = |dict: &mut Vec<f64>| {

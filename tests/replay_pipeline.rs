@@ -41,8 +41,11 @@ fn config(extra: &str) -> Config {
     ));
     std::fs::create_dir_all(&dir).unwrap();
     let m = manifest();
+    // `ambiguous = "block"`: these tests hold replay to the threshold rule
+    // (every flagged request gets the mode's action); the grades have
+    // their own tests (src/gate/tests.rs, tests/e2e/test_verdicts.py).
     let text = format!(
-        r#"{{"models": {{"bot": "{}", "spoof": "{}"}},
+        r#"{{"models": {{"bot": "{}", "spoof": "{}"}}, "ambiguous": "block",
             "internal_headers": "{}"{extra}}}"#,
         m.join("models/bot.json").display(),
         m.join("models/spoof.json").display(),

@@ -125,7 +125,7 @@ fn block_takes_the_rules_status_and_logs_name_and_tag() {
     assert_eq!(e.scores, None);
     let l = line(&e);
     assert!(
-        l.starts_with("edgeguard action=block client=192.0.2.10"),
+        l.starts_with("edgeguard action=block request_id= host=example.com client=192.0.2.10"),
         "{l}"
     );
     assert!(l.ends_with(" rule=no-admin tag=admin"), "{l}");
@@ -163,7 +163,9 @@ fn allow_is_scored_and_logged_never_acted_on() {
     );
     let l = line(&e);
     assert!(
-        l.starts_with("edgeguard action=allow model=bot score=0.900000"),
+        l.starts_with(
+            "edgeguard action=allow grade=certain reasons=ua_library model=bot score=0.900000"
+        ),
         "{l}"
     );
     assert!(l.ends_with(" rule=api tag=api"), "{l}");

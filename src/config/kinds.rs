@@ -29,6 +29,49 @@ impl Mode {
     }
 }
 
+/// What mode `block` does with an ambiguous verdict: a flagged request
+/// whose only reasons are ones a hop in front of a person can cause
+/// (`src/features/reasons.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ambiguous {
+    /// The challenge, as mode `challenge` does (a person behind a
+    /// TLS-inspecting proxy solves it); logged when no challenge is
+    /// configured.
+    Challenge,
+    /// The status, as a certain verdict.
+    Block,
+    /// Logged and let through.
+    Log,
+}
+
+impl Ambiguous {
+    /// The name in the options.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Ambiguous::Challenge => "challenge",
+            Ambiguous::Block => "block",
+            Ambiguous::Log => "log",
+        }
+    }
+}
+
+/// What `vars` sets: nothing (`false`), the variables of what is
+/// configured (`true`), and with `["reasons"]` also `$edgeguard_reasons`
+/// and `$edgeguard_grade`: a group asked for by name, so that a server
+/// written for `true` needs no new `set` line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VarSet {
+    /// Any variables at all.
+    pub on: bool,
+    /// `$edgeguard_reasons` and `$edgeguard_grade`.
+    pub reasons: bool,
+}
+
+impl VarSet {
+    /// The groups a list may name.
+    pub const GROUPS: [&'static str; 1] = ["reasons"];
+}
+
 /// The engine that strips and scores (`engine`, `shadow_primary`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Engine {

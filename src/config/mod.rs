@@ -45,5 +45,5 @@ pub mod text;
 mod values;
 
 pub use error::{ConfigError, ErrorOrigin};
-pub use kinds::{Engine, Mode};
+pub use kinds::{Ambiguous, Engine, Mode, VarSet};
 pub use options::{Options, Scope};

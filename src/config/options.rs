@@ -23,7 +23,7 @@ use crate::verified::VerifiedBots;
 
 use super::error::{ConfigError, ErrorOrigin};
 use super::files;
-use super::kinds::{Engine, Mode};
+use super::kinds::{Ambiguous, Engine, Mode, VarSet};
 use super::values::Ctx;
 
 /// Where a set of options comes from.
@@ -177,6 +177,8 @@ options! {
     models: Vec<(String, PathBuf)>, FILE, Ctx::models, |o| models(&o.models);
     /// `mode`.
     mode: Mode, EVERYWHERE, Ctx::mode, |o| Some(o.mode().as_str().into());
+    /// `ambiguous`: what mode `block` does with an ambiguous verdict.
+    ambiguous: Ambiguous, EVERYWHERE, Ctx::ambiguous, |o| Some(o.ambiguous().as_str().into());
     /// `thresholds`, by model name, sorted by name.
     thresholds: Vec<(String, f64)>, EVERYWHERE, Ctx::thresholds, |o| {
         let t = o.thresholds.as_ref()?;
@@ -195,7 +197,7 @@ options! {
     score_header: String, EVERYWHERE, Ctx::score_header,
         |o| Some(o.score_header.as_deref().unwrap_or(DEFAULT_SCORE_HEADER).into());
     /// `vars`.
-    vars: bool, EVERYWHERE, Ctx::boolean, |o| Some(o.vars().into());
+    vars: VarSet, EVERYWHERE, Ctx::vars, |o| Some(vars_json(o.vars_set()));
     /// `log_level`: an nginx level, 0 (`ngx.STDERR`) to 8 (`ngx.DEBUG`).
     log_level: u8, EVERYWHERE, Ctx::log_level, |o| o.log_level.map(Value::from);
     /// `lib_path`.
@@ -313,6 +315,15 @@ fn rules_json(parts: &[Part]) -> Value {
             })
             .collect(),
     )
+}
+
+/// `vars` as given: a boolean, or the list of groups.
+fn vars_json(v: VarSet) -> Value {
+    if v.reasons {
+        Value::Array(vec!["reasons".into()])
+    } else {
+        v.on.into()
+    }
 }
 
 fn path(p: &Option<PathBuf>) -> Option<Value> {
@@ -614,7 +625,8 @@ impl Options {
         Ok(())
     }
 
-    /// Warnings for the operator, logged at load: the public demo key.
+    /// Warnings for the operator, logged at load: the public demo key, a
+    /// stale snapshot, ambiguous verdicts that mode `block` only logs.
     pub fn warnings(&self) -> Vec<String> {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -623,7 +635,23 @@ impl Options {
             .iter()
             .filter_map(|k| k.demo_key_warning())
             .chain(self.fleet.iter().filter_map(|f| f.stale_warning(now)))
+            .chain(self.ambiguous_warning())
             .collect()
+    }
+
+    /// Mode `block` with `ambiguous = "challenge"` and no challenge: the
+    /// ambiguous verdicts are logged and let through, not blocked.
+    fn ambiguous_warning(&self) -> Option<String> {
+        (self.mode() == Mode::Block
+            && self.ambiguous() == Ambiguous::Challenge
+            && self.keys.is_none())
+        .then(|| {
+            "mode \"block\" with ambiguous = \"challenge\" and no challenge_secret: \
+             ambiguous verdicts (only reasons a proxy in front of a person can cause) \
+             are logged and let through, not blocked; configure challenge_secret, \
+             or ambiguous = \"block\" (docs/detections.md)"
+                .to_string()
+        })
     }
 
     /// Compiles `rules` against the models these options score with
@@ -848,6 +876,11 @@ impl Options {
         self.status.unwrap_or(DEFAULT_STATUS)
     }
 
+    /// `ambiguous`, default `challenge`.
+    pub fn ambiguous(&self) -> Ambiguous {
+        self.ambiguous.unwrap_or(Ambiguous::Challenge)
+    }
+
     /// `fail_closed`, default false.
     pub fn fail_closed(&self) -> bool {
         self.fail_closed.unwrap_or(false)
@@ -855,7 +888,12 @@ impl Options {
 
     /// `vars`, default false.
     pub fn vars(&self) -> bool {
-        self.vars.unwrap_or(false)
+        self.vars_set().on
+    }
+
+    /// `vars` with its groups, default none.
+    pub fn vars_set(&self) -> VarSet {
+        self.vars.unwrap_or_default()
     }
 
     /// Whether any models are configured, for either engine: requests that
@@ -1064,6 +1102,44 @@ mod tests {
         assert!(rust.with_access("x", br#"{"engine": "rust"}"#).is_ok());
     }
 
+    /// `ambiguous` defaults to the challenge, and warns at load in mode
+    /// `block` without one; `vars` takes `true` or the groups.
+    #[test]
+    fn ambiguous_and_vars_groups() {
+        let o = configure(r#"{"mode": "block"}"#).unwrap();
+        assert_eq!(o.ambiguous(), Ambiguous::Challenge);
+        assert!(o
+            .warnings()
+            .iter()
+            .any(|w| w.contains("ambiguous verdicts")));
+        let o = configure(r#"{"mode": "block", "ambiguous": "block"}"#).unwrap();
+        assert!(!o
+            .warnings()
+            .iter()
+            .any(|w| w.contains("ambiguous verdicts")));
+        let o = configure(r#"{"mode": "log"}"#).unwrap();
+        assert!(o.warnings().is_empty());
+        let o = configure(r#"{"vars": ["reasons"]}"#).unwrap();
+        assert_eq!(
+            o.vars_set(),
+            VarSet {
+                on: true,
+                reasons: true
+            }
+        );
+        assert!(o.vars());
+        let v: Value = serde_json::from_str(&o.resolved_json()).unwrap();
+        assert_eq!(v["vars"], serde_json::json!(["reasons"]));
+        let o = configure(r#"{"vars": true}"#).unwrap();
+        assert_eq!(
+            o.vars_set(),
+            VarSet {
+                on: true,
+                reasons: false
+            }
+        );
+    }
+
     #[test]
     fn caller_errors_name_the_option() {
         let cases: &[(&str, &str)] = &[
@@ -1078,6 +1154,22 @@ mod tests {
             (
                 r#"{"mode": "deny"}"#,
                 r#"mode: must be "block", "log", "off" or "challenge", got "deny""#,
+            ),
+            (
+                r#"{"ambiguous": "deny"}"#,
+                r#"ambiguous: must be "challenge", "block" or "log", got "deny""#,
+            ),
+            (
+                r#"{"ambiguous": true}"#,
+                r#"ambiguous: must be "challenge", "block" or "log", got boolean"#,
+            ),
+            (
+                r#"{"vars": ["reasons", "why"]}"#,
+                r#"vars[2]: must be a boolean or a list of variable groups ("reasons")"#,
+            ),
+            (
+                r#"{"vars": "reasons"}"#,
+                r#"vars: must be a boolean or a list of variable groups ("reasons"), got string"#,
             ),
             (
                 r#"{"engine": "python"}"#,
@@ -1264,7 +1356,7 @@ mod tests {
                 "models": [{"name": "bot", "path": "b.json"}, {"name": "spoof", "path": "s.json"}],
                 "mode": "log", "status": 403, "allow": ["10.0.0.0/8"], "fail_closed": false,
                 "score_header": "X-Bot-Score", "vars": false, "engine": "rust",
-                "models_wanted": true,
+                "models_wanted": true, "ambiguous": "challenge",
             })
         );
         let o = configure(r#"{"engine": "shadow", "log_level": 4}"#).unwrap();

@@ -13,6 +13,8 @@
 //! path of the same rounding done in integers (`fast_g`, `write_f`);
 //! `tests/text_printf.rs` compares both with libc's `snprintf`.
 
+use crate::features::reasons::DETECTIONS;
+use crate::features::{Grade, Reasons};
 use std::fmt::{self, Write};
 
 /// A part of the caller's buffer: `len` bytes from `offset`.
@@ -393,28 +395,78 @@ pub struct Line<'a> {
     pub clearance: Option<&'a str>,
     /// The site rule that decided the request: its name and tag.
     pub rule: Option<(&'a str, &'a str)>,
+    /// Why it was flagged and how surely (none: not flagged).
+    pub verdict: Option<(Grade, Reasons)>,
+    /// The request's id (`$request_id`); empty: left for the caller to
+    /// insert where [`write_line`] says.
+    pub request_id: &'a [u8],
+    /// The `Host` header as sent (empty: none).
+    pub host: &'a [u8],
 }
+
+/// The longest `host=` value a line writes: a DNS name (253) and a port.
+pub const MAX_HOST: usize = 260;
+
+/// The longest `request_id=` value a line writes.
+pub const MAX_REQUEST_ID: usize = 64;
 
 /// The room a decision line needs besides its client, method and URI,
 /// for a model name of `max_name` bytes and a bot name of `max_bot`.
 pub fn line_room(max_name: usize, max_bot: usize) -> usize {
-    const WORDS: usize =
-        "edgeguard action= model= score= threshold= client= method= uri=\"\" bot= verdict= clearance=".len();
+    const WORDS: usize = "edgeguard action= grade= reasons= model= score= threshold= request_id= host= client= method= uri=\"\" bot= verdict= clearance=".len();
     // The longest clearance name.
     const CLEARANCE: usize = "accepted_wait".len();
-    WORDS + "unavailable".len() + max_name + 2 * MAX_F6 + max_bot + "verified".len() + CLEARANCE
+    let reasons: usize = DETECTIONS.iter().map(|d| d.name.len() + 1).sum();
+    WORDS
+        + "unavailable".len()
+        + "ambiguous".len()
+        + reasons
+        + max_name
+        + 2 * MAX_F6
+        + MAX_REQUEST_ID
+        + MAX_HOST
+        + max_bot
+        + "verified".len()
+        + CLEARANCE
+}
+
+/// Writes the comma-separated names of `reasons` (`ua_library,accept_non_browser`).
+pub fn write_reasons(w: &mut Cursor<'_>, reasons: Reasons) -> fmt::Result {
+    for (i, id) in reasons.iter().enumerate() {
+        if i > 0 {
+            w.write_str(",")?;
+        }
+        w.write_str(id.detection().name)?;
+    }
+    Ok(())
 }
 
 /// Writes the decision line:
-/// `edgeguard action=A model=M score=%.6f threshold=%.6f client=C method=M uri="U"`
-/// (without the model part when no model flagged), then ` bot=B verdict=V`
-/// for a bot claim, ` clearance=R` when a clearance cookie was seen,
-/// then ` rule=NAME tag=TAG` for the site rule that decided it (without
-/// the tag when it has none). Returns its span.
-pub fn write_line(w: &mut Cursor<'_>, line: &Line<'_>) -> Result<Span, fmt::Error> {
-    w.span(|w| {
+/// `edgeguard action=A grade=G reasons=R,R model=M score=%.6f threshold=%.6f
+/// request_id=ID host=H client=C method=M uri="U"` (without the grade and
+/// reasons when not flagged, the model part when no model flagged, the
+/// host without one), then ` bot=B verdict=V` for a bot claim,
+/// ` clearance=R` when a clearance cookie was seen, then
+/// ` rule=NAME tag=TAG` for the site rule that decided it (without the tag
+/// when it has none). Returns its span and, when the line has no request
+/// id, the offset in it where the caller inserts one (after
+/// `request_id=`): nginx makes `$request_id` on its first read, which only
+/// a logged line then pays for.
+pub fn write_line(
+    w: &mut Cursor<'_>,
+    line: &Line<'_>,
+) -> Result<(Span, Option<usize>), fmt::Error> {
+    let mut id_at = None;
+    let span = w.span(|w| {
+        let start = w.len();
         w.write_str("edgeguard action=")?;
         w.write_str(line.action)?;
+        if let Some((grade, reasons)) = line.verdict {
+            w.write_str(" grade=")?;
+            w.write_str(grade.as_str())?;
+            w.write_str(" reasons=")?;
+            write_reasons(w, reasons)?;
+        }
         if let Some((model, score, threshold)) = line.flagged {
             w.write_str(" model=")?;
             w.write_str(model)?;
@@ -422,6 +474,16 @@ pub fn write_line(w: &mut Cursor<'_>, line: &Line<'_>) -> Result<Span, fmt::Erro
             write_f(w, score, 6)?;
             w.write_str(" threshold=")?;
             write_f(w, threshold, 6)?;
+        }
+        w.write_str(" request_id=")?;
+        if line.request_id.is_empty() {
+            id_at = Some(w.len() - start);
+        } else {
+            w.bytes(&line.request_id[..line.request_id.len().min(MAX_REQUEST_ID)])?;
+        }
+        if !line.host.is_empty() {
+            w.write_str(" host=")?;
+            write_host(w, line.host)?;
         }
         write_request(w, line)?;
         if let Some((bot, verdict)) = line.bot {
@@ -443,7 +505,19 @@ pub fn write_line(w: &mut Cursor<'_>, line: &Line<'_>) -> Result<Span, fmt::Erro
             }
         }
         Ok(())
-    })
+    })?;
+    Ok((span, id_at))
+}
+
+/// A `Host` value, at most [`MAX_HOST`] bytes, each byte a host name,
+/// an IP literal or a port may hold (`A-Z a-z 0-9 . - _ : [ ]`); any other
+/// is written `?`, so that a client's `Host` cannot forge a field.
+fn write_host(w: &mut Cursor<'_>, host: &[u8]) -> fmt::Result {
+    for &b in &host[..host.len().min(MAX_HOST)] {
+        let ok = b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_' | b':' | b'[' | b']');
+        w.bytes(if ok { std::slice::from_ref(&b) } else { b"?" })?;
+    }
+    Ok(())
 }
 
 /// ` client=C method=M uri="U"`: the request a line is about.
@@ -568,19 +642,62 @@ mod tests {
             bot: Some((b"Googlebot", "fake")),
             clearance: Some("accepted_wait"),
             rule: None,
+            verdict: Some((Grade::Ambiguous, all_reasons())),
+            request_id: &[b'f'; 80],
+            host: &[b'"'; 300],
         };
-        let l = write_line(&mut w, &line).unwrap();
+        let (l, id_at) = write_line(&mut w, &line).unwrap();
+        assert_eq!(id_at, None);
         let text = w.written();
         let at = |s: Span| &text[s.offset..s.offset + s.len];
         assert_eq!(at(h), b"bot=0.25; spoof=1e-07");
         assert_eq!(at(values[1]), b"1e-07");
         let l = at(l);
-        assert!(l.starts_with(b"edgeguard action=block model=spoof score=1797"));
+        assert!(
+            l.starts_with(b"edgeguard action=block grade=ambiguous reasons=ua_missing,ua_library,")
+        );
         assert!(l.ends_with(
             b" method=GET uri=\"/x\xff\" bot=Googlebot verdict=fake clearance=accepted_wait"
         ));
+        let host = format!(" host={} client=", "?".repeat(MAX_HOST));
+        assert!(String::from_utf8_lossy(l).contains(&host));
         assert!(l.len() <= line_room(5, 9) + 9 + 3 + 3);
         let mut small = [0u8; 8];
         assert!(write_line(&mut Cursor::new(&mut small), &line).is_err());
+    }
+
+    fn all_reasons() -> Reasons {
+        crate::features::reasons::Id::ALL
+            .into_iter()
+            .fold(Reasons::NONE, Reasons::with)
+    }
+
+    /// A line without an id leaves room where nginx's goes, and names
+    /// nothing a request without a verdict does not have.
+    #[test]
+    fn a_line_without_an_id_says_where_it_goes() {
+        let mut buf = [0u8; 512];
+        let mut w = Cursor::new(&mut buf);
+        let line = Line {
+            action: "log",
+            flagged: None,
+            client: b"192.0.2.1",
+            method: b"GET",
+            uri: b"/",
+            bot: None,
+            clearance: None,
+            rule: None,
+            verdict: None,
+            request_id: b"",
+            host: b"shop.test:8443",
+        };
+        let (l, at) = write_line(&mut w, &line).unwrap();
+        let text = w.written();
+        let l = &text[l.offset..l.offset + l.len];
+        assert_eq!(
+            l,
+            b"edgeguard action=log request_id= host=shop.test:8443 client=192.0.2.1 method=GET uri=\"/\""
+        );
+        assert_eq!(&l[..at.unwrap()], b"edgeguard action=log request_id=");
     }
 }

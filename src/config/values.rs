@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::error::{ConfigError, ErrorOrigin};
-use super::kinds::{Engine, Mode};
+use super::kinds::{Ambiguous, Engine, Mode, VarSet};
 use crate::challenge;
 use crate::headers::HeaderSet;
 use crate::net::Cidr;
@@ -72,6 +72,29 @@ impl Ctx<'_> {
     pub(super) fn boolean(&self, key: &str, v: &Value) -> Result<bool, ConfigError> {
         v.as_bool()
             .ok_or_else(|| self.type_err(key, "a boolean", v))
+    }
+
+    /// `vars`: a boolean, or a list of the variable groups to set besides
+    /// the others (`["reasons"]`).
+    pub(super) fn vars(&self, key: &str, v: &Value) -> Result<VarSet, ConfigError> {
+        const WANT: &str = "a boolean or a list of variable groups (\"reasons\")";
+        if let Some(on) = v.as_bool() {
+            return Ok(VarSet { on, reasons: false });
+        }
+        let Some(list) = v.as_array() else {
+            return Err(self.type_err(key, WANT, v));
+        };
+        let mut set = VarSet {
+            on: true,
+            reasons: false,
+        };
+        for (i, g) in list.iter().enumerate() {
+            match g.as_str() {
+                Some("reasons") => set.reasons = true,
+                _ => return Err(self.err(&format!("{key}[{}]", i + 1), format!("must be {WANT}"))),
+            }
+        }
+        Ok(set)
     }
 
     /// An object, or the empty array lua-cjson may encode an empty table as.
@@ -147,6 +170,18 @@ impl Ctx<'_> {
             Some("challenge") => Ok(Mode::Challenge),
             Some(other) => Err(self.err(key, format!("must be {MODES}, got \"{other}\""))),
             None => Err(self.type_err(key, MODES, v)),
+        }
+    }
+
+    /// `ambiguous`: what mode `block` does with an ambiguous verdict.
+    pub(super) fn ambiguous(&self, key: &str, v: &Value) -> Result<Ambiguous, ConfigError> {
+        const KINDS: &str = "\"challenge\", \"block\" or \"log\"";
+        match v.as_str() {
+            Some("challenge") => Ok(Ambiguous::Challenge),
+            Some("block") => Ok(Ambiguous::Block),
+            Some("log") => Ok(Ambiguous::Log),
+            Some(other) => Err(self.err(key, format!("must be {KINDS}, got \"{other}\""))),
+            None => Err(self.type_err(key, KINDS, v)),
         }
     }
 

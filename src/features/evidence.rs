@@ -220,7 +220,7 @@ fn missing_headers(
             // numbering, and other iOS browsers do not say which Safari.
             if kind.secure
                 && kind.known_stack
-                && ua.family == Family::Safari
+                && ua.claim == Family::Safari
                 && ua.major.unwrap_or(0) >= SAFARI_FETCH_SINCE
             {
                 n += fetch();

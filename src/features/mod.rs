@@ -100,7 +100,7 @@
 //! | `tls_ja4` | (schema 3) the connection's JA4; empty without TLS facts |
 //! | `tls_ja4_a` | (schema 3) its first part (`t13d1516h2`); empty without TLS facts |
 //! | `tls_family` | (schema 3) `boringssl`, `nss`, `openssl`, `go`, `unknown`; `none` without TLS facts |
-//! | `ua_claim` | (schema 4) `browser` for every `ua_family` that claims a browser (whatever the product: Chrome, Edge, Safari, an in-app browser, `HeadlessChrome`), else `ua_family`'s value |
+//! | `ua_claim` | (schema 4) `browser` for every User-Agent that claims a browser (whatever the product: Chrome, Edge, Safari, an in-app browser, `HeadlessChrome`), which takes a product's version or an engine's (`AppleWebKit/N`, `Gecko/N`): `Mozilla/5.0` alone is `other`; else the family's value, a bot word counted as a whole word and not in an Android UA's device name (`CUBOT`) |
 //!
 //! An absent header and a header with an empty value give the same empty
 //! categorical value: browsers send neither, so the difference carries little.
@@ -116,12 +116,14 @@ pub mod fetch_metadata;
 pub mod header_order;
 pub mod language;
 pub mod orders;
+pub mod reasons;
 mod schema;
 pub mod tls;
 pub mod uri;
 pub mod user_agent;
 mod vector;
 
+pub use reasons::{Grade, Reasons};
 pub use schema::{
     Cat, FeatureSpec, Float, CAT_COUNT, CAT_FEATURES, EVIDENCE, FLOAT_COUNT, FLOAT_FEATURES,
     SCHEMA_KEY, SCHEMA_VERSION, SCHEMA_VERSIONS,
@@ -210,10 +212,10 @@ fn user_agent_features(seen: &Seen<'_>, out: &mut FeatureVector<'_>) -> UserAgen
     out.set_cat(Cat::UaFamily, ua.family.name().as_bytes());
     out.set_cat(
         Cat::UaClaim,
-        if ua.family.is_browser() {
+        if ua.claim.is_browser() {
             b"browser"
         } else {
-            ua.family.name().as_bytes()
+            ua.claim.name().as_bytes()
         },
     );
     out.set_cat(Cat::UaOs, ua.os.name().as_bytes());

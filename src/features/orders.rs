@@ -68,13 +68,15 @@ impl Engine {
     /// The engine the User-Agent claims; `None` for clients that claim no
     /// browser (their orders are their library's, and `ua_family` says which).
     pub fn of(ua: &UserAgent) -> Option<Engine> {
-        if !ua.family.is_browser() {
+        if !ua.claim.is_browser() {
             return None;
         }
-        if ua.os == Os::Ios {
+        // Every iOS browser is Apple's WebKit, and says so by its token
+        // even in iPad's desktop (`Macintosh`) UA.
+        if ua.os == Os::Ios || ua.ios_app {
             return Some(Engine::WebKit);
         }
-        Some(match ua.family {
+        Some(match ua.claim {
             Family::Firefox => Engine::Gecko,
             Family::Safari => Engine::WebKit,
             f if f.is_chromium() => Engine::Chromium,

@@ -167,8 +167,17 @@ impl Os {
 /// The claims of one User-Agent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct UserAgent {
-    /// Claimed client family.
+    /// Claimed client family, as schemas 1 to 3 read it (`ua_family`; the
+    /// frozen legacy Lua engine computes the same): any `Mozilla/` UA
+    /// claims a browser, a product token needs no version, a bot word may
+    /// sit inside a word.
     pub family: Family,
+    /// Claimed client family, as schema 4's `ua_claim`, the engines and the
+    /// evidence read it: a browser names its product's version, or an
+    /// engine's (`AppleWebKit/605.1.15`, `Gecko/20100101`); `OPiOS` is
+    /// Opera; `bot` ends a word and an Android UA's device name (CUBOT) is
+    /// no bot word.
+    pub claim: Family,
     /// Major version of that family, when the UA spells one.
     pub major: Option<u32>,
     /// For Chromium families, the engine's major (`Chrome/`, `CriOS/` or
@@ -183,6 +192,19 @@ pub struct UserAgent {
     /// an app's embedded browser, which sent no client hints before
     /// Chromium 116.
     pub webview: bool,
+    /// Whether the UA names an iOS browser (`CriOS`, `FxiOS`, `EdgiOS`,
+    /// `OPiOS`): Apple's WebKit whatever the product and the OS it says,
+    /// iPad's desktop `Macintosh` UA included (no client hints, Apple's
+    /// network stack).
+    pub ios_app: bool,
+}
+
+impl UserAgent {
+    /// Whether the claimed browser runs Chromium's engine (and may send
+    /// client hints): a Chromium claim that is not an iOS app.
+    pub fn chromium_engine(&self) -> bool {
+        self.claim.is_chromium() && !self.ios_app
+    }
 }
 
 /// HTTP libraries announce themselves at the start of the UA, `name/version`.
@@ -333,7 +355,7 @@ fn classify(window: &[u8; CHUNK + 1]) -> (u32, u32) {
 }
 
 /// Product tokens (`Name/version`) the family decision looks at.
-const PRODUCTS: [&[u8]; 13] = [
+const PRODUCTS: [&[u8]; 16] = [
     b"HeadlessChrome",
     b"Edg",
     b"EdgA",
@@ -347,6 +369,9 @@ const PRODUCTS: [&[u8]; 13] = [
     b"Version",
     b"Safari",
     b"aiohttp",
+    b"OPiOS",
+    b"AppleWebKit",
+    b"Gecko",
 ];
 const HEADLESS: usize = 0;
 const EDGE: [usize; 3] = [1, 2, 3];
@@ -358,6 +383,12 @@ const CHROME: usize = 9;
 const VERSION: usize = 10;
 const SAFARI: usize = 11;
 const AIOHTTP: usize = 12;
+const OPIOS: usize = 13;
+/// The engines a browser claim of no known product must name, with a
+/// version (`AppleWebKit/605.1.15`, `Gecko/20100101`).
+const ENGINES: [usize; 2] = [14, 15];
+/// The iOS browsers' tokens: Apple's WebKit on any OS they claim.
+const IOS_APPS: [usize; 4] = [CRIOS, FIREFOX[1], EDGE[2], OPIOS];
 
 /// The index in [`PRODUCTS`] of `token`, if it is one: the length and the
 /// first byte pick the one candidate (distinct for every product, see the
@@ -385,6 +416,9 @@ fn product(token: &[u8]) -> Option<usize> {
         (7, b'V') => is(token, VERSION),
         (6, b'S') => is(token, SAFARI),
         (7, b'a') => is(token, AIOHTTP),
+        (5, b'O') => is(token, OPIOS),
+        (11, b'A') => is(token, ENGINES[0]),
+        (5, b'G') => is(token, ENGINES[1]),
         _ => None,
     }
 }
@@ -397,8 +431,15 @@ struct Products {
     mobile: bool,
     /// A `wv` token: Android's WebView.
     webview: bool,
-    /// The UA contains one of [`BOT_WORDS`] (ASCII case-insensitive).
+    /// The UA contains one of [`BOT_WORDS`] (ASCII case-insensitive),
+    /// anywhere, inside a word too: what schemas 1 to 3 read.
+    bot_any: bool,
+    /// The same as whole words ([`bot_word_at`]) outside the first
+    /// comment.
     bot: bool,
+    /// The same inside the first comment, where an Android UA names the
+    /// device (`CUBOT_X19`, `Cubot KINGKONG`: phones, not crawlers).
+    bot_in_comment: bool,
     /// Where the first comment's bytes start and end ([`Products::comment`]).
     comment: Option<(usize, usize)>,
 }
@@ -425,7 +466,9 @@ impl Products {
         // pointer on every delimiter cost more than the comparisons.
         let mut mobile = false;
         let mut webview = false;
+        let mut bot_any = false;
         let mut bot = false;
+        let mut bot_in_comment = false;
         // The first comment: after the first `(`, up to the next `)`.
         let mut open = None;
         let mut close = None;
@@ -462,7 +505,7 @@ impl Products {
                 }
                 start = i + 1;
             }
-            while pairs != 0 && !bot {
+            while pairs != 0 && !(bot_any && bot) {
                 let i = base + pairs.trailing_zeros() as usize;
                 pairs &= pairs - 1;
                 // The filter compared the first byte without its case bit
@@ -470,7 +513,22 @@ impl Products {
                 let words = BOT_START[usize::from(ua[i])]
                     & ua.get(i + 1)
                         .map_or(0, |&next| BOT_SECOND[usize::from(next)]);
-                bot = words != 0 && bot_word_at(ua, i, words);
+                let found = if words == 0 {
+                    Found::None
+                } else {
+                    bot_word_at(ua, i, words)
+                };
+                bot_any |= found != Found::None;
+                if found == Found::Word {
+                    // Every delimiter of this chunk is seen: `open` and
+                    // `close` are known up to here.
+                    let in_comment = open.is_some_and(|o| i >= o) && close.is_none_or(|c| i < c);
+                    if in_comment {
+                        bot_in_comment = true;
+                    } else {
+                        bot = true;
+                    }
+                }
             }
             base += CHUNK;
         }
@@ -481,7 +539,9 @@ impl Products {
             major,
             mobile,
             webview,
+            bot_any,
             bot,
+            bot_in_comment,
             comment: open.map(|open| (open, close.unwrap_or(ua.len()))),
         }
     }
@@ -498,11 +558,14 @@ impl Products {
 }
 
 /// Whether one of the bot words in `words` (bits of [`BOT_WORDS`], those
-/// starting with `ua[i]`) starts at `i`, ASCII case-insensitive. The rest
+/// starting with `ua[i]`) starts at `i`, ASCII case-insensitive; as a
+/// word, `bot` only where a word ends (`Googlebot/`, `SEBot-WA`, not
+/// `Bottle`). The rest
 /// of a word is compared only when its second byte matches too (`c`, `s`
 /// and `h` start words and are common in browser UAs: `Chrome`, `Safari`,
 /// `KHTML`).
-fn bot_word_at(ua: &[u8], i: usize, mut words: u16) -> bool {
+fn bot_word_at(ua: &[u8], i: usize, mut words: u16) -> Found {
+    let mut found = Found::None;
     while words != 0 {
         let w = BOT_WORDS[words.trailing_zeros() as usize];
         // `w[1]` is a lower-case letter (checked below), so setting bit
@@ -511,11 +574,25 @@ fn bot_word_at(ua: &[u8], i: usize, mut words: u16) -> bool {
             && (ua[i + 1] | 0x20) == w[1]
             && ua[i + 2..i + w.len()].eq_ignore_ascii_case(&w[2..])
         {
-            return true;
+            if w != BOT_WORDS[0] || !ua.get(i + w.len()).is_some_and(u8::is_ascii_alphabetic) {
+                return Found::Word;
+            }
+            found = Found::InWord;
         }
         words &= words - 1;
     }
-    false
+    found
+}
+
+/// What [`bot_word_at`] found.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Found {
+    None,
+    /// `bot` with a letter after it (`Bottle`, `CUBOTx`): a bot word for
+    /// schemas 1 to 3 only.
+    InWord,
+    /// A bot word.
+    Word,
 }
 
 const _: () = {
@@ -535,15 +612,23 @@ pub fn parse(ua: &[u8]) -> UserAgent {
     if ua.is_empty() {
         return UserAgent {
             family: Family::None,
+            claim: Family::None,
             major: None,
             chromium: None,
             os: Os::None,
             mobile: false,
             webview: false,
+            ios_app: false,
         };
     }
     let products = Products::scan(ua);
-    let (family, major) = family_and_major(ua, &products);
+    let os = os(products.comment(ua));
+    let (family, major) = family_and_major(ua, &products, Reading::Legacy);
+    // An Android UA's first comment names the device, which may be a
+    // CUBOT phone; elsewhere it is where crawlers say `compatible; XBot`.
+    let bot = products.bot || (products.bot_in_comment && os != Os::Android);
+    let (claim, _) = family_and_major(ua, &products, Reading::Claim { bot });
+    let ios_app = IOS_APPS.iter().any(|&k| products.found[k]);
     let chromium = if family.is_chromium() {
         [HEADLESS, CHROME, CRIOS]
             .iter()
@@ -554,15 +639,26 @@ pub fn parse(ua: &[u8]) -> UserAgent {
     };
     UserAgent {
         family,
+        claim,
         major,
         chromium,
-        os: os(products.comment(ua)),
+        os,
         mobile: products.mobile,
         webview: products.webview,
+        ios_app,
     }
 }
 
-fn family_and_major(ua: &[u8], products: &Products) -> (Family, Option<u32>) {
+/// How [`family_and_major`] reads the products: as schemas 1 to 3 do, or
+/// as the claim (with whether a bot word, as a whole word, was found).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reading {
+    Legacy,
+    Claim { bot: bool },
+}
+
+fn family_and_major(ua: &[u8], products: &Products, reading: Reading) -> (Family, Option<u32>) {
+    let claim = reading != Reading::Legacy;
     // `ua` is not empty; most UAs start with `M` and skip every prefix on
     // the first byte.
     let first = ua[0].to_ascii_lowercase();
@@ -584,7 +680,11 @@ fn family_and_major(ua: &[u8], products: &Products) -> (Family, Option<u32>) {
     }
     // Crawlers usually embed a browser UA (Googlebot's smartphone UA says
     // Chrome), so the declaration wins over the engine tokens.
-    if products.bot {
+    let bot = match reading {
+        Reading::Legacy => products.bot_any,
+        Reading::Claim { bot } => bot,
+    };
+    if bot {
         return (Family::Bot, None);
     }
     // Branded Chromium browsers also carry `Chrome/`: they come first.
@@ -596,16 +696,28 @@ fn family_and_major(ua: &[u8], products: &Products) -> (Family, Option<u32>) {
     .into_iter()
     .chain([(OPERA, Family::Opera), (SAMSUNG, Family::Samsung)])
     .chain(FIREFOX.map(|k| (k, Family::Firefox)))
+    .chain(claim.then_some((OPIOS, Family::Opera)))
     .chain([(CRIOS, Family::Chrome), (CHROME, Family::Chrome)]);
+    // A browser claim names its product's version: `Chrome/` alone says
+    // nothing a script could not.
     for (k, family) in branded {
-        if let Some(v) = products.get(k) {
-            return (family, v);
+        match products.get(k) {
+            Some(Some(v)) => return (family, Some(v)),
+            Some(None) if !claim => return (family, None),
+            _ => {}
         }
     }
     if let (Some(_), Some(Some(v))) = (products.get(SAFARI), products.get(VERSION)) {
         return (Family::Safari, Some(v));
     }
-    if starts_with_ci(ua, b"mozilla/") {
+    // An unnamed browser (an in-app one, WebKitGTK without `Version/`)
+    // still names its engine and version; `Mozilla/5.0`,
+    // `Mozilla/5.0 (compatible)` or `Mozilla/5.0 (X11; Linux x86_64)`
+    // alone claims nothing.
+    let engine = ENGINES
+        .iter()
+        .any(|&k| matches!(products.get(k), Some(Some(_))));
+    if (engine || !claim) && starts_with_ci(ua, b"mozilla/") {
         return (Family::OtherBrowser, None);
     }
     (Family::Other, None)
@@ -707,6 +819,63 @@ mod tests {
         }
     }
 
+    /// Issue 38's cheap evasions and the people they must not catch: a
+    /// browser claim names an engine and a version; every iOS browser is
+    /// WebKit (iPad's desktop UA included); bot words are whole words and
+    /// an Android device name (CUBOT) is none.
+    #[test]
+    fn browser_claims_engines_and_bot_words() {
+        use super::super::orders::Engine;
+        use Family as F;
+        // (UA, the claim, its engine, whether Chromium's engine: client hints)
+        let table: &[(&str, Family, Option<Engine>, bool)] = &[
+            ("Mozilla/5.0", F::Other, None, false),
+            ("Mozilla/5.0 (compatible)", F::Other, None, false),
+            ("Mozilla/5.0 (X11; Linux x86_64)", F::Other, None, false),
+            ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) Chrome/ Safari/", F::Other, None, false),
+            ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/x Chrome/x", F::Other, None, false),
+            ("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/605.1.15 (KHTML, like Gecko)", F::OtherBrowser, Some(Engine::Other), false),
+            ("Mozilla/5.0 (X11; Linux x86_64) Gecko/20100101", F::OtherBrowser, Some(Engine::Other), false),
+            // iPad's desktop mode: Chrome, Firefox, Edge and Opera are WebKit.
+            ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/131.0.6778.73 Safari/604.1", F::Chrome, Some(Engine::WebKit), false),
+            ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) FxiOS/133.0 Safari/605.1.15", F::Firefox, Some(Engine::WebKit), false),
+            ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.0 EdgiOS/131.2903.86 Safari/605.1.15", F::Edge, Some(Engine::WebKit), false),
+            ("Mozilla/5.0 (iPhone; CPU iPhone OS 18_1 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/18.0 Mobile/15E148 Safari/604.1 OPiOS/16.0.15", F::Opera, Some(Engine::WebKit), false),
+            ("Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/126.0.6478.54 Mobile/15E148 Safari/604.1", F::Chrome, Some(Engine::WebKit), false),
+            ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/147.0.0.0 Safari/537.36", F::Chrome, Some(Engine::Chromium), true),
+            // CUBOT phones are people.
+            ("Mozilla/5.0 (Linux; Android 10; CUBOT_X30) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36", F::Chrome, Some(Engine::Chromium), true),
+            ("Mozilla/5.0 (Linux; Android 9; Cubot KINGKONG 5 Pro Build/PPR1.180610.011) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.6099.144 Mobile Safari/537.36", F::Chrome, Some(Engine::Chromium), true),
+            ("Mozilla/5.0 (Linux; Android 11; CUBOT) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36", F::Chrome, Some(Engine::Chromium), true),
+            // Crawlers still are, wherever they say so.
+            ("Mozilla/5.0 (Linux; Android 6.0.1; Nexus 5X Build/MMB29P) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)", F::Bot, None, false),
+            ("Mozilla/5.0 (compatible; bingbot/2.0)", F::Bot, None, false),
+            ("SEBot-WA", F::Bot, None, false),
+            ("UT-Dorkbot/1.0", F::Bot, None, false),
+            ("MirrorWebCrawler", F::Bot, None, false),
+            ("crawl4ai-adapter/1.0", F::Bot, None, false),
+            ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 SomeBot", F::Bot, None, false),
+            // `bot` inside a word is not the word.
+            ("Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36 Bottle/1", F::Chrome, Some(Engine::Chromium), true),
+        ];
+        for &(ua, claim, engine, chromium) in table {
+            let got = parse(ua.as_bytes());
+            assert_eq!(
+                (got.claim, Engine::of(&got), got.chromium_engine()),
+                (claim, engine, chromium),
+                "{ua}"
+            );
+        }
+        // Schemas 1 to 3 read the family as the legacy Lua engine does.
+        for (ua, family) in [
+            ("Mozilla/5.0", F::OtherBrowser),
+            ("Mozilla/5.0 (Linux; Android 10; CUBOT_X30) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Mobile Safari/537.36", F::Bot),
+            ("Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/605.1.15 (KHTML, like Gecko) CriOS/131.0.6778.73 Safari/604.1", F::Chrome),
+        ] {
+            assert_eq!(parse(ua.as_bytes()).family, family, "{ua}");
+        }
+    }
+
     #[test]
     fn chromium_engine_versions() {
         let table: &[(&str, Option<u32>)] = &[
@@ -735,7 +904,7 @@ mod tests {
         assert!(Products::scan(b"Mozilla/5.0 (Android 16; Mobile; rv:150.0)").mobile);
         assert!(Products::scan(b"x Mobile").mobile);
         assert!(!Products::scan(b"x Mobiles IEMobile/9").mobile);
-        let bot = |ua: &[u8]| Products::scan(ua).bot;
+        let bot = |ua: &[u8]| parse(ua).claim == Family::Bot;
         assert!(bot(b"Mozilla/5.0 (compatible; YandexBot/3.0)"));
         assert!(bot(b"x +HTTPS://a"));
         assert!(!bot(b"Mozilla/5.0 (Windows NT 10.0) Chrome/1 Safari/1"));
@@ -851,12 +1020,7 @@ mod tests {
 
     #[test]
     fn bot_words_agree_with_a_naive_search() {
-        let naive = |ua: &[u8]| {
-            let lower = ua.to_ascii_lowercase();
-            BOT_WORDS
-                .iter()
-                .any(|w| lower.windows(w.len()).any(|win| win == *w))
-        };
+        let naive = |ua: &[u8]| oracle::declares_bot(ua).0;
         let mut pieces: Vec<Vec<u8>> = vec![b"x".to_vec(), b" ".to_vec(), b"Mozilla/5.0".to_vec()];
         for w in BOT_WORDS {
             pieces.push(w.to_vec());
@@ -893,7 +1057,9 @@ mod tests {
             pub(super) major: [Option<u32>; PRODUCTS.len()],
             pub(super) mobile: bool,
             pub(super) webview: bool,
+            pub(super) bot_any: bool,
             pub(super) bot: bool,
+            pub(super) bot_in_comment: bool,
         }
 
         pub(super) fn scan(ua: &[u8]) -> Scan {
@@ -902,8 +1068,14 @@ mod tests {
                 major: [None; PRODUCTS.len()],
                 mobile: false,
                 webview: false,
-                bot: declares_bot(ua),
+                bot_any: false,
+                bot: false,
+                bot_in_comment: false,
             };
+            (p.bot, p.bot_in_comment) = declares_bot(ua);
+            p.bot_any = BOT_WORDS
+                .iter()
+                .any(|w| ua.windows(w.len()).any(|win| win.eq_ignore_ascii_case(w)));
             let mut start = 0;
             for (i, &b) in ua.iter().enumerate() {
                 if !b" ();,/".contains(&b) {
@@ -927,12 +1099,35 @@ mod tests {
             p
         }
 
-        // Every bot word at every position, ASCII case-insensitive: what
-        // the BOT_START/BOT_SECOND tables and `bot_word_at` must agree with.
-        fn declares_bot(ua: &[u8]) -> bool {
-            BOT_WORDS
-                .iter()
-                .any(|w| ua.windows(w.len()).any(|win| win.eq_ignore_ascii_case(w)))
+        // Every bot word at every position, ASCII case-insensitive (`bot`
+        // not followed by a letter), outside and inside the first comment:
+        // what the BOT_START/BOT_SECOND tables and `bot_word_at` must
+        // agree with.
+        pub(super) fn declares_bot(ua: &[u8]) -> (bool, bool) {
+            let open = ua.iter().position(|&b| b == b'(').map(|o| o + 1);
+            let close = open.map(|o| {
+                o + ua[o..]
+                    .iter()
+                    .position(|&b| b == b')')
+                    .unwrap_or(ua.len() - o)
+            });
+            let (mut outside, mut inside) = (false, false);
+            for w in BOT_WORDS {
+                for i in 0..ua.len().saturating_sub(w.len() - 1) {
+                    let end = i + w.len();
+                    if !ua[i..end].eq_ignore_ascii_case(w) {
+                        continue;
+                    }
+                    if *w == b"bot" && ua.get(end).is_some_and(u8::is_ascii_alphabetic) {
+                        continue;
+                    }
+                    match (open, close) {
+                        (Some(o), Some(c)) if i >= o && i < c => inside = true,
+                        _ => outside = true,
+                    }
+                }
+            }
+            (outside, inside)
         }
     }
 
@@ -943,7 +1138,12 @@ mod tests {
         assert_eq!(new.major, old.major, "{}", show());
         assert_eq!(new.mobile, old.mobile, "{}", show());
         assert_eq!(new.webview, old.webview, "{}", show());
+        assert_eq!(new.bot_any, old.bot_any, "{}", show());
         assert_eq!(new.bot, old.bot, "{}", show());
+        // The scan stops looking once a word outside the comment decides.
+        if !old.bot {
+            assert_eq!(new.bot_in_comment, old.bot_in_comment, "{}", show());
+        }
         // The comment as the OS lookup found it before the scan did.
         let comment = ua.iter().position(|&b| b == b'(').map(|open| {
             let rest = &ua[open + 1..];

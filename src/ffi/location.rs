@@ -245,6 +245,19 @@ pub extern "C" fn edgeguard_action_name(action: c_int) -> *const c_char {
     }
 }
 
+/// The name of detection ID `index` (bit `index` of
+/// `edgeguard_effects.reasons`: `"ua_library"`, `"tls_family_mismatch"`,
+/// ...; docs/detections.md); null from `EDGEGUARD_DETECTION_COUNT` on.
+/// Static storage.
+#[no_mangle]
+pub extern "C" fn edgeguard_detection_name(index: usize) -> *const c_char {
+    ffi_panic_boundary! {
+        crate::features::reasons::DETECTIONS
+            .get(index)
+            .map_or(std::ptr::null(), |d| d.c_name.as_ptr())
+    }
+}
+
 /// The name of a clearance result, for logs and metric labels
 /// (`"absent"`, `"accepted"`, `"malformed"`, `"mac"`, `"expired"`,
 /// `"address"`, `"user_agent"`, `"work"`, `"tls"`, `"early"`,

@@ -91,6 +91,7 @@ pub unsafe extern "C" fn edgeguard_metrics_new(
             challenge: options.keys.is_some(),
             bots: &bots,
             signals: options.fleet.as_ref(),
+            reasons: true,
         });
         edgeguard_metrics { registry }.publish(out)
     }

@@ -29,8 +29,12 @@ pub const EDGEGUARD_MAX_MODELS: usize = 64;
 /// The most variables `edgeguard_effects` lists: one per model, then
 /// `edgeguard_action`, `edgeguard_time`, `edgeguard_verified_bot`,
 /// `edgeguard_rule`, `edgeguard_tag`, `edgeguard_bot_category`, and the
-/// seven `edgeguard_fp_*` (fleet signals).
-pub const EDGEGUARD_MAX_VARS: usize = 77;
+/// seven `edgeguard_fp_*` (fleet signals), `edgeguard_reasons` and
+/// `edgeguard_grade`.
+pub const EDGEGUARD_MAX_VARS: usize = 79;
+/// How many detection IDs there are: the bits of `edgeguard_effects.reasons`
+/// (`edgeguard_detection_name` names each).
+pub const EDGEGUARD_DETECTION_COUNT: usize = 23;
 /// The most response headers `edgeguard_effects` lists.
 pub const EDGEGUARD_MAX_RESPONSE_HEADERS: usize = 4;
 /// The length of a JA4 string (`edgeguard_tls_info.ja4`).
@@ -39,7 +43,8 @@ pub const EDGEGUARD_JA4_LEN: usize = 36;
 pub const EDGEGUARD_ALPN_MAX: usize = 16;
 
 const _: () = assert!(EDGEGUARD_MAX_MODELS == crate::scorer::MAX_MODELS);
-const _: () = assert!(EDGEGUARD_MAX_VARS == EDGEGUARD_MAX_MODELS + 13);
+const _: () = assert!(EDGEGUARD_MAX_VARS == EDGEGUARD_MAX_MODELS + 15);
+const _: () = assert!(EDGEGUARD_DETECTION_COUNT == crate::features::reasons::DETECTION_COUNT);
 const _: () = assert!(
     EDGEGUARD_JA4_LEN == crate::tls::ja4::JA4_LEN
         && EDGEGUARD_ALPN_MAX == crate::tls::ja4::ALPN_MAX
@@ -619,6 +624,37 @@ pub struct edgeguard_effects {
     pub clearance: edgeguard_clearance,
     /// The claimed bot's name (empty for `None`): the location's memory.
     pub bot_name: edgeguard_str,
+    /// How sure the verdict is (`None`: not flagged).
+    pub grade: edgeguard_grade,
+    /// Why it was flagged: bit `i` set for detection ID `i`
+    /// (`edgeguard_detection_name`); 0: not flagged.
+    pub reasons: u32,
+    /// Where in `line` nginx's `$request_id` goes (after `request_id=`),
+    /// when the request gave none; 0: nowhere (the line has it, or no line).
+    pub line_request_id_at: usize,
+}
+
+/// How sure a flagged request's verdict is. Stable numbers.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum edgeguard_grade {
+    /// Not flagged.
+    None = 0,
+    /// Only reasons a hop in front of a person can cause.
+    Ambiguous = 1,
+    /// At least one reason no person's browser gives.
+    Certain = 2,
+}
+
+impl From<crate::features::Grade> for edgeguard_grade {
+    fn from(g: crate::features::Grade) -> Self {
+        use crate::features::Grade;
+        match g {
+            Grade::None => edgeguard_grade::None,
+            Grade::Ambiguous => edgeguard_grade::Ambiguous,
+            Grade::Certain => edgeguard_grade::Certain,
+        }
+    }
 }
 
 /// Writes `e` into `out` field by field: the arrays only up to their
@@ -665,6 +701,9 @@ pub(crate) fn write_effects(e: &Effects<'_>, out: &mut edgeguard_effects) {
     };
     out.clearance = e.clearance.into();
     out.bot_name = edgeguard_str::from_slice(e.bot.map_or(&[][..], |(_, n)| n.as_bytes()));
+    out.grade = e.grade.into();
+    out.reasons = e.reasons.0;
+    out.line_request_id_at = e.line_id_at.unwrap_or(0);
 }
 
 /// Fills the start of `slots` with `pairs`; returns how many.

@@ -232,7 +232,13 @@ mod challenge_tests {
         let h: Vec<Header<'_>> = headers.iter().map(|(n, v)| Header::new(n, v)).collect();
         let req = Request::new(b"GET", b"/", 11, addr.as_bytes(), &h);
         c.policy()
-            .decide_request(Some(&[score]), &req, addr.parse().ok(), NOW)
+            .decide_request(
+                Some(&[score]),
+                &req,
+                addr.parse().ok(),
+                NOW,
+                Default::default,
+            )
             .unwrap()
     }
 
@@ -296,7 +302,7 @@ mod challenge_tests {
         let req = Request::new(b"GET", b"/", 11, b"192.0.2.70", &h);
         let p = fc.policy();
         assert_eq!(
-            p.decide_request(None, &req, "192.0.2.70".parse().ok(), NOW)
+            p.decide_request(None, &req, "192.0.2.70".parse().ok(), NOW, Default::default)
                 .unwrap()
                 .action,
             Verified
@@ -304,7 +310,7 @@ mod challenge_tests {
         let h = [Header::new(b"user-agent", CHROME)];
         let req = Request::new(b"GET", b"/", 11, b"192.0.2.70", &h);
         assert!(p
-            .decide_request(None, &req, "192.0.2.70".parse().ok(), NOW)
+            .decide_request(None, &req, "192.0.2.70".parse().ok(), NOW, Default::default)
             .is_none());
     }
 

@@ -5,6 +5,7 @@ use super::action::Action;
 use super::location::Location;
 use crate::challenge::Clearance;
 use crate::config::text::Span;
+use crate::features::{Grade, Reasons};
 use crate::metrics::AnswerResult;
 use crate::scorer::ScoreError;
 use crate::signals::live::Lookup;
@@ -84,7 +85,8 @@ impl<'a> Exit<'a> {
 /// verified bots, `$edgeguard_time` and `$edgeguard_verified_bot`; with
 /// site rules, `$edgeguard_rule`, `$edgeguard_tag` and
 /// `$edgeguard_bot_category`; with fleet signals, `$edgeguard_fp_key` and
-/// [`FP_VARS`].
+/// [`FP_VARS`]; with `vars = ["reasons"]`, `$edgeguard_reasons` (the
+/// detection IDs, comma-separated) and `$edgeguard_grade`.
 #[derive(Clone, Copy, Debug)]
 pub struct Vars<'a> {
     pub(super) loc: Option<&'a Location>,
@@ -107,6 +109,9 @@ pub struct Vars<'a> {
     pub(super) fleet: bool,
     pub(super) fp_key: &'static str,
     pub(super) fp: [Span; 6],
+    /// `vars = ["reasons"]`: `$edgeguard_reasons` (its value) and
+    /// `$edgeguard_grade` are set too.
+    pub(super) reasons: Option<(Span, Grade)>,
 }
 
 /// `$edgeguard_fp_*` but `$edgeguard_fp_key`, in the order of [`Vars`]'
@@ -136,6 +141,7 @@ impl<'a> Vars<'a> {
             fleet: false,
             fp_key: "",
             fp: [Span::default(); 6],
+            reasons: None,
         }
     }
 
@@ -180,12 +186,19 @@ impl<'a> Vars<'a> {
                 .zip(self.fp)
                 .map(move |(n, v)| (n.as_bytes(), at(v)))
         });
+        let reasons = self.reasons.into_iter().flat_map(move |(r, g)| {
+            [
+                (&b"edgeguard_reasons"[..], at(r)),
+                (&b"edgeguard_grade"[..], g.as_str().as_bytes()),
+            ]
+        });
         models
             .chain(action)
             .chain(screen)
             .chain(rules.into_iter().flatten())
             .chain(fp_key)
             .chain(fp.into_iter().flatten())
+            .chain(reasons)
     }
 
     /// How many there are.
@@ -260,4 +273,11 @@ pub struct Effects<'a> {
     /// The line to log, at this nginx level (0 `ngx.STDERR` .. 8
     /// `ngx.DEBUG`).
     pub line: Option<(&'a [u8], u8)>,
+    /// Where in the line the caller inserts `$request_id` (the request
+    /// gave none): after `request_id=`.
+    pub line_id_at: Option<usize>,
+    /// Why the request was flagged (empty: it was not).
+    pub reasons: Reasons,
+    /// How surely ([`Grade::None`]: not flagged).
+    pub grade: Grade,
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use super::policy::Policy;
 use crate::config::text::{line_room, MAX_G9};
 use crate::config::Options;
+use crate::features::reasons::DETECTIONS;
 use crate::headers::{HeaderSet, ListError};
 use crate::rules::{self, Rules};
 use crate::scorer::Scorer;
@@ -48,6 +49,8 @@ pub struct Location {
     /// `edgeguard_<name>` for each model.
     pub(super) var_names: Box<[Box<str>]>,
     pub(super) vars: bool,
+    /// `vars = ["reasons"]`: `$edgeguard_reasons` and `$edgeguard_grade`.
+    pub(super) reason_vars: bool,
     /// The challenge or the verified bots are on: `$edgeguard_time` and
     /// `$edgeguard_verified_bot` are set too.
     pub(super) screen: bool,
@@ -114,6 +117,12 @@ impl Location {
                 FLEET_ROOM
             } else {
                 0
+            }
+            + if options.vars_set().reasons {
+                // `$edgeguard_reasons`: every ID and its comma.
+                DETECTIONS.iter().map(|d| d.name.len() + 1).sum()
+            } else {
+                0
             };
         let rules = options.compiled_rules.clone();
         let rule_scores = rules.as_deref().and_then(|r| {
@@ -138,6 +147,7 @@ impl Location {
                 .collect(),
             names,
             vars: options.vars(),
+            reason_vars: options.vars_set().reasons,
             log_level: options.log_level.unwrap_or(DEFAULT_LOG_LEVEL),
             refuse_level: options.refuse_log_level().unwrap_or(DEFAULT_LOG_LEVEL),
             text_room,

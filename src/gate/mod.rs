@@ -95,13 +95,13 @@ pub fn run<'a>(
     scratch.fit(loc, req);
     let mut state = stages::strip(loc, req, job, scratch);
     if job == Job::Access {
-        // Extracted once, when the fleet lookup needs the features; the
-        // scorer then reads the same vector.
+        // Extracted once, when the fleet lookup or the scorer needs the
+        // features; the scorer and the reasons read the same vector.
         let mut features = None;
         stages::fleet(loc, req, now, &mut features, &mut state);
         if rules::before(loc, req, now, scratch, &mut state) {
-            stages::score(loc, req, features.as_ref(), scratch, &mut state);
-            stages::decide(loc, req, now, scratch, &mut state);
+            stages::score(loc, req, &mut features, scratch, &mut state);
+            stages::decide(loc, req, now, scratch, &mut features, &mut state);
             rules::after(loc, req, now, scratch, &mut state);
         }
         stages::respond(loc, req, now, scratch, &mut state);

@@ -26,14 +26,24 @@
 //! The cookie is checked on every request that carries one while a
 //! challenge is configured, flagged or not, so that [`Decision::clearance`]
 //! counts every clearance seen.
+//!
+//! A flagged request is graded by its reasons (the detection IDs of
+//! `features::reasons`): *certain* when one of them is, or a fake bot
+//! claim, or a model flagged it with no ID to name (`model_only`);
+//! *ambiguous* when every reason is one a hop in front of a person can
+//! cause. Mode `block` gives a certain verdict the status; an ambiguous
+//! one gets what `ambiguous` says ([`Policy::mode_for`]): by default the
+//! challenge, as in mode `challenge` (the page for a navigation, a problem
+//! document for the rest), or a log line when no challenge is configured.
 
 use std::net::IpAddr;
 use std::sync::Arc;
 
 use super::action::Action;
 use crate::challenge::{self, Challenge, Clearance};
-use crate::config::{Mode, Options};
-use crate::features::Request;
+use crate::config::{Ambiguous, Mode, Options};
+use crate::features::reasons::Id;
+use crate::features::{Grade, Reasons, Request};
 use crate::net::{addr_from_text, Cidr};
 use crate::verified::{Verdict, VerifiedBots};
 
@@ -51,6 +61,10 @@ pub struct Decision {
     /// What the clearance cookie said ([`Clearance::Absent`] without a
     /// challenge configured).
     pub clearance: Clearance,
+    /// Why it was flagged (empty: not flagged).
+    pub reasons: Reasons,
+    /// How sure the verdict is ([`Grade::None`]: not flagged).
+    pub grade: Grade,
 }
 
 impl Decision {
@@ -61,6 +75,8 @@ impl Decision {
             flagged_by,
             bot: None,
             clearance: Clearance::Absent,
+            reasons: Reasons::NONE,
+            grade: Grade::None,
         }
     }
 }
@@ -70,6 +86,7 @@ impl Decision {
 #[derive(Clone, Debug)]
 pub struct Policy {
     mode: Mode,
+    ambiguous: Ambiguous,
     /// One per model, in scoring order: the configured threshold, else the
     /// model's own.
     thresholds: Vec<Option<f64>>,
@@ -89,6 +106,7 @@ impl Policy {
     pub fn new(options: &Options, models: &[(&str, Option<f64>)]) -> Policy {
         Policy {
             mode: options.mode(),
+            ambiguous: options.ambiguous(),
             thresholds: models
                 .iter()
                 .map(|&(name, own)| options.threshold(name).or(own))
@@ -120,30 +138,51 @@ impl Policy {
             .position(|(s, t)| matches!(t, Some(t) if s >= t));
         let action = match flagged_by {
             None => Action::Pass,
-            Some(_) => match self.mode {
-                Mode::Off => Action::Pass,
-                _ if self.allows_addr(client()) => Action::Allow,
-                // Without the request, no page can be chosen: the status.
-                Mode::Block | Mode::Challenge => Action::Block,
-                Mode::Log => Action::Log,
-            },
+            Some(_) => self.act(self.mode, client),
         };
         Decision::new(action, flagged_by)
+    }
+
+    /// What a flagged request gets under `mode`. Without the request, no
+    /// page can be chosen: the status.
+    fn act(&self, mode: Mode, client: impl FnOnce() -> Option<IpAddr>) -> Action {
+        match mode {
+            Mode::Off => Action::Pass,
+            _ if self.allows_addr(client()) => Action::Allow,
+            Mode::Block | Mode::Challenge => Action::Block,
+            Mode::Log => Action::Log,
+        }
+    }
+
+    /// The mode a flagged request of `grade` is handled in: the configured
+    /// one, except for an ambiguous verdict in mode `block`, which gets
+    /// what `ambiguous` says (the challenge; logged without one).
+    pub fn mode_for(&self, grade: Grade) -> Mode {
+        match (self.mode, grade) {
+            (Mode::Block, Grade::Ambiguous) => match self.ambiguous {
+                Ambiguous::Block => Mode::Block,
+                Ambiguous::Challenge if self.challenge.is_some() => Mode::Challenge,
+                Ambiguous::Challenge | Ambiguous::Log => Mode::Log,
+            },
+            (mode, _) => mode,
+        }
     }
 
     /// Decides one request from its scores (in scoring order; `None`: not
     /// scored), the request itself (User-Agent, cookies, navigation), its
     /// parsed client address and the current Unix time, which the caller
     /// gives (nginx's `ngx.time()`, replay's recorded time) so that a
-    /// replayed request is judged as nginx judged it. Returns `None` for an
-    /// unscored request that [`Policy::refuses_unscored`] and claims no
-    /// bot. Never allocates.
+    /// replayed request is judged as nginx judged it. `reasons` gives the
+    /// request's detection IDs, asked for only when it is flagged. Returns
+    /// `None` for an unscored request that [`Policy::refuses_unscored`]
+    /// and claims no bot. Never allocates.
     pub fn decide_request(
         &self,
         scores: Option<&[f64]>,
         req: &Request<'_>,
         client: Option<IpAddr>,
         now: u64,
+        reasons: impl FnOnce() -> Reasons,
     ) -> Option<Decision> {
         let bot = self
             .bots
@@ -160,21 +199,26 @@ impl Policy {
         };
         d.bot = bot;
         d.clearance = clearance;
-        d.action = match bot {
-            Some(Verdict::Verified(_)) => Action::Verified,
-            // Flagged whatever the models said; the mode applies.
-            Some(Verdict::Fake(_)) if d.flagged_by.is_none() => match self.mode {
-                Mode::Off => Action::Pass,
-                _ if self.allows_addr(client) => Action::Allow,
-                Mode::Block | Mode::Challenge => Action::Block,
-                Mode::Log => Action::Log,
-            },
-            _ => d.action,
-        };
+        let fake = matches!(bot, Some(Verdict::Fake(_)));
+        if matches!(bot, Some(Verdict::Verified(_))) {
+            d.action = Action::Verified;
+        } else if fake || d.flagged_by.is_some() {
+            let mut r = reasons();
+            if fake {
+                r = r.with(Id::BotClaimFake);
+            }
+            if r.is_empty() {
+                r = r.with(Id::ModelOnly);
+            }
+            d.reasons = r;
+            d.grade = r.grade();
+            // Flagged whatever the models said; the grade's mode applies.
+            d.action = self.act(self.mode_for(d.grade), || client);
+        }
         if matches!(d.action, Action::Block | Action::Log) && clearance.is_accepted() {
             d.action = Action::Cleared;
         } else if d.action == Action::Block
-            && self.mode == Mode::Challenge
+            && self.mode_for(d.grade) == Mode::Challenge
             && self
                 .challenge
                 .as_ref()
@@ -255,6 +299,7 @@ mod tests {
     fn policy(mode: Mode, thresholds: &[Option<f64>], allow: &[&str]) -> Policy {
         Policy {
             mode,
+            ambiguous: Ambiguous::Challenge,
             thresholds: thresholds.to_vec(),
             allow: allow.iter().map(|a| Cidr::parse(a).unwrap()).collect(),
             status: 403,
@@ -305,8 +350,8 @@ mod tests {
             assert!(!p.reads_client());
             for scores in [None, Some(&[0.9][..]), Some(&[0.1][..])] {
                 assert_eq!(
-                    p.decide_request(scores, &req, None, 0),
-                    p.decide_request(scores, &req, addr, 0),
+                    p.decide_request(scores, &req, None, 0, Reasons::default),
+                    p.decide_request(scores, &req, addr, 0, Reasons::default),
                     "{mode:?} {scores:?}"
                 );
             }
@@ -315,8 +360,8 @@ mod tests {
         }
         let p = policy(Mode::Block, &[Some(0.5)], &["10.0.0.0/8"]);
         assert_ne!(
-            p.decide_request(Some(&[0.9]), &req, None, 0),
-            p.decide_request(Some(&[0.9]), &req, addr, 0)
+            p.decide_request(Some(&[0.9]), &req, None, 0, Reasons::default),
+            p.decide_request(Some(&[0.9]), &req, addr, 0, Reasons::default)
         );
     }
 }

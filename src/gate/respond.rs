@@ -35,6 +35,7 @@ use crate::challenge::{
 };
 use crate::config::text::Span;
 use crate::config::Mode;
+use crate::features::Grade;
 use crate::metrics::AnswerResult;
 use crate::net::addr_from_text;
 
@@ -49,11 +50,12 @@ pub(super) const PAGE_TYPE: &str = "text/html; charset=utf-8";
 /// every few tens of seconds sees it soon enough and does not pile on.
 pub(super) const RETRY_UNAVAILABLE: u32 = 30;
 
-/// Whether a blocked (or, `fail_closed`, unavailable) request may get a
-/// problem document instead of a bare status: in mode `challenge`, a
+/// Whether a blocked (or, `fail_closed`, unavailable) request of `grade`
+/// may get a problem document instead of a bare status: in mode
+/// `challenge` (or an ambiguous verdict that mode `block` challenges), a
 /// request that must not get a page (a body, a `fetch()`, an API call).
-pub(super) fn problem_for_block(loc: &Location) -> bool {
-    loc.policy.mode() == Mode::Challenge && loc.policy.challenge().is_some()
+pub(super) fn problem_for_block(loc: &Location, grade: Grade) -> bool {
+    loc.policy.mode_for(grade) == Mode::Challenge && loc.policy.challenge().is_some()
 }
 
 /// The exit of a request the challenge handles: [`Action::Challenge`]

@@ -14,7 +14,7 @@ use super::state::{BodyParts, Hit, State};
 use crate::challenge::Clearance;
 use crate::config::text::{self, Cursor, Line, Span};
 use crate::config::Engine;
-use crate::features::{self, FeatureVector};
+use crate::features::{self, FeatureVector, Grade, Reasons};
 use crate::metrics::{AnswerResult, BotVerdict, Outcome, Registry, Seen};
 use crate::net::addr_from_text;
 use crate::signals::live::Lookup;
@@ -98,13 +98,14 @@ pub(super) fn fleet<'r>(
 }
 
 /// 4: the scores, the location's scorer's or the ones another engine gave
-/// (from `features` when the fleet stage extracted them). A refused
-/// request is scored too: the metrics count its scores, as they did when
-/// nginx scored before it looked at the strip.
-pub(super) fn score(
+/// (from `features`, extracted here unless the fleet stage did; the
+/// decide stage reads the reasons from them). A refused request is scored
+/// too: the metrics count its scores, as they did when nginx scored
+/// before it looked at the strip.
+pub(super) fn score<'r>(
     loc: &Location,
-    req: &Request<'_>,
-    features: Option<&FeatureVector<'_>>,
+    req: &Request<'r>,
+    features: &mut Option<FeatureVector<'r>>,
     scratch: &mut Scratch,
     s: &mut State,
 ) {
@@ -117,11 +118,12 @@ pub(super) fn score(
         return;
     }
     if let Some(scorer) = &loc.scorer {
-        let scored = match features {
-            Some(v) => scorer.score_features(v, out),
-            None => scorer.score(req.http(), out),
-        };
-        match scored {
+        let v = features.get_or_insert_with(|| {
+            let mut v = FeatureVector::new();
+            scorer.extract(req.http(), &mut v);
+            v
+        });
+        match scorer.score_features(v, out) {
             Ok(()) => s.scored = true,
             Err(e) => s.score_error = Some(e),
         }
@@ -129,12 +131,15 @@ pub(super) fn score(
 }
 
 /// 5: refused (by the strip), an answer to the challenge, or the policy's
-/// decision; unscored under `fail_closed`: unavailable.
-pub(super) fn decide(
+/// decision with its reasons (read from `features`, extracted here for a
+/// flagged request another engine scored); unscored under `fail_closed`:
+/// unavailable.
+pub(super) fn decide<'r>(
     loc: &Location,
-    req: &Request<'_>,
+    req: &Request<'r>,
     now: u64,
     scratch: &Scratch,
+    features: &mut Option<FeatureVector<'r>>,
     s: &mut State,
 ) {
     if s.action == Action::Refused {
@@ -151,7 +156,17 @@ pub(super) fn decide(
         s.client = addr_from_text(req.http().client_addr());
     }
     let scores = s.scored.then(|| &scratch.scores[..loc.model_count()]);
-    match policy.decide_request(scores, req.http(), s.client, now) {
+    let reasons = || {
+        Reasons::of(features.get_or_insert_with(|| {
+            let mut v = FeatureVector::new();
+            match &loc.scorer {
+                Some(scorer) => scorer.extract(req.http(), &mut v),
+                None => features::extract(req.http(), &mut v),
+            }
+            v
+        }))
+    };
+    match policy.decide_request(scores, req.http(), s.client, now, reasons) {
         Some(d) => {
             s.action = d.action;
             s.decision = d;
@@ -176,10 +191,12 @@ pub(super) fn respond(
                 action: crate::rules::Action::Block(status),
                 ..
             }) => blocked(loc, req, status, scratch, s),
-            _ if respond::problem_for_block(loc) => respond::challenge(loc, req, now, scratch, s),
+            _ if respond::problem_for_block(loc, s.decision.grade) => {
+                respond::challenge(loc, req, now, scratch, s)
+            }
             _ => blocked(loc, req, loc.policy.status(), scratch, s),
         },
-        Action::Unavailable if respond::problem_for_block(loc) => {
+        Action::Unavailable if respond::problem_for_block(loc, s.decision.grade) => {
             respond::challenge(loc, req, now, scratch, s)
         }
         Action::Unavailable => Exit::Status(503),
@@ -247,6 +264,7 @@ pub(super) fn texts<'a>(
                 .and_then(|f| f.answer())
                 .map_or("", |(k, _)| k.as_str()),
             fp: spans.fp,
+            reasons: loc.reason_vars.then_some((spans.reasons, s.decision.grade)),
         }
     } else {
         Vars::none()
@@ -280,6 +298,9 @@ pub(super) fn texts<'a>(
         set_header: spans.header.map(|h| (&*loc.score_header, at(h))),
         vars,
         line: spans.line.map(|(l, level)| (at(l), level)),
+        line_id_at: spans.line_id_at,
+        reasons: s.decision.reasons,
+        grade: s.decision.grade,
     }
 }
 
@@ -313,8 +334,21 @@ struct Spans {
     time: Option<Span>,
     /// `$edgeguard_fp_*`'s values (empty spans: unknown).
     fp: [Span; 6],
+    /// `$edgeguard_reasons`' value.
+    reasons: Span,
     line: Option<(Span, u8)>,
+    /// Where in the line the caller inserts `$request_id`.
+    line_id_at: Option<usize>,
     len: usize,
+}
+
+/// The first `Host` header's value (HTTP/2's `:authority` arrives as
+/// one), empty without one. Read only for a logged line.
+fn host_of<'a>(headers: &[crate::headers::Header<'a>]) -> &'a [u8] {
+    headers
+        .iter()
+        .find(|h| h.name().eq_ignore_ascii_case(b"host"))
+        .map_or(b"", |h| h.value())
 }
 
 /// Writes a request's texts into the scratch: the refusal's or the
@@ -342,6 +376,9 @@ fn write_texts(
             c => Some(c.as_str()),
         },
         rule: None,
+        verdict: None,
+        request_id: req.request_id(),
+        host: b"",
     };
     let Scratch {
         text,
@@ -385,6 +422,11 @@ fn write_texts(
                     out.fp = write_fleet(&mut w, c);
                 }
             }
+            if loc.reason_vars {
+                out.reasons = w
+                    .span(|w| text::write_reasons(w, s.decision.reasons))
+                    .unwrap_or_default();
+            }
             if s.action.flagged() || bot.is_some() || rule_logs(s) {
                 let flagged = s
                     .decision
@@ -395,11 +437,15 @@ fn write_texts(
                     flagged,
                     bot: bot.map(|(v, name)| (name.as_bytes(), verdict(v))),
                     rule: rule_of(loc, s.rule).map(|r| (r.name, r.tag)),
+                    verdict: (s.decision.grade != Grade::None)
+                        .then_some((s.decision.grade, s.decision.reasons)),
+                    host: host_of(req.headers()),
                     ..about
                 };
-                out.line = text::write_line(&mut w, &line)
-                    .ok()
-                    .map(|l| (l, loc.log_level));
+                if let Ok((l, id_at)) = text::write_line(&mut w, &line) {
+                    out.line = Some((l, loc.log_level));
+                    out.line_id_at = id_at;
+                }
             }
         }
         _ => {}
@@ -559,6 +605,7 @@ pub fn count(m: &Registry, e: &Effects<'_>, engine: Engine, seconds: f64) {
     if let Some(a) = e.answer {
         m.answer(a);
     }
+    m.reasons(e.reasons);
 }
 
 /// The metrics' outcome of an action.

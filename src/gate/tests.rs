@@ -92,9 +92,15 @@ fn a_flagged_request_gets_every_effect() {
     assert_eq!(level, 5);
     assert_eq!(
         text(line),
-        "edgeguard action=block model=bot score=0.750000 threshold=0.500000 client=192.0.2.10 method=GET uri=\"/p?q\""
+        "edgeguard action=block grade=certain reasons=ua_library model=bot score=0.750000 threshold=0.500000 request_id= client=192.0.2.10 method=GET uri=\"/p?q\""
+    );
+    // No `$request_id` given: nginx's goes after `request_id=`.
+    assert_eq!(
+        &text(line)[..e.line_id_at.unwrap()],
+        "edgeguard action=block grade=certain reasons=ua_library model=bot score=0.750000 threshold=0.500000 request_id="
     );
     assert_eq!(e.flagged, Some((0, 0.5)));
+    assert_eq!(e.grade, crate::features::Grade::Certain);
 }
 
 #[test]
@@ -583,4 +589,190 @@ fn a_stale_snapshot_is_unknown_and_locations_may_turn_lookups_off() {
         "{err}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Chrome 147's navigation over HTTP/2, as captured (the corpus's
+/// `chromium-linux` family has the same shape).
+const CHROME_147: &[(&[u8], &[u8])] = &[
+    (b"host", b"shop.test"),
+    (
+        b"sec-ch-ua",
+        b"\"Google Chrome\";v=\"147\", \"Not.A/Brand\";v=\"8\", \"Chromium\";v=\"147\"",
+    ),
+    (b"sec-ch-ua-mobile", b"?0"),
+    (b"sec-ch-ua-platform", b"\"Windows\""),
+    (b"upgrade-insecure-requests", b"1"),
+    (b"user-agent", b"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/147.0.0.0 Safari/537.36"),
+    (b"accept", b"text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8"),
+    (b"sec-fetch-site", b"none"),
+    (b"sec-fetch-mode", b"navigate"),
+    (b"sec-fetch-user", b"?1"),
+    (b"sec-fetch-dest", b"document"),
+    (b"accept-encoding", b"gzip, deflate, br, zstd"),
+    (b"accept-language", b"en-US,en;q=0.9"),
+];
+/// An OpenSSL ClientHello (a TLS-inspecting proxy's), and BoringSSL's.
+const OPENSSL: &[u8] = b"t13d3112h2_e8f1e7e78f70_6bebaf5329ac";
+const BORINGSSL: &[u8] = b"t13d1516h2_8daaf6152771_d8a2da3f94cd";
+
+/// Runs `headers` over HTTP/2 with the TLS facts of `ja4` (`family`).
+fn run_tls<'a>(
+    loc: &'a Location,
+    headers: &[(&[u8], &[u8])],
+    tls: (&[u8], crate::tls::Family),
+    scratch: &'a mut Scratch,
+) -> Effects<'a> {
+    let h: Vec<Header<'_>> = headers.iter().map(|(n, v)| Header::new(n, v)).collect();
+    let facts = crate::features::TlsFacts::new(tls.0, tls.1);
+    let req = Request::new(b"GET", b"/", 20, b"192.0.2.10", &h, facts).with_request_id(b"0123abcd");
+    run(loc, &req, Job::Access, NOW, scratch).unwrap()
+}
+
+fn shipped(extra: &str) -> Config {
+    config(&format!(
+        r#"{{"models": {{"bot": "models/bot.json"}}, "mode": "block", "vars": ["reasons"] {extra}}}"#
+    ))
+}
+
+/// Issue 38: a perfect browser head over a TLS-inspecting proxy's hello
+/// is ambiguous: challenged in mode `block` (logged without a challenge,
+/// blocked when the operator says so); curl's head is certain: blocked.
+#[test]
+fn ambiguous_verdicts_are_challenged_and_certain_ones_blocked() {
+    use crate::features::Grade;
+    use crate::tls::Family::{Boringssl, Openssl};
+    let secret = r#", "challenge_secret": "tests/fixtures/challenge/secret""#;
+    let curl: &[(&[u8], &[u8])] = &[
+        (b"host", b"shop.test"),
+        (b"user-agent", b"curl/8.5.0"),
+        (b"accept", b"*/*"),
+    ];
+    /// Options, the head, the TLS facts, what it gets, the grade, the IDs.
+    type Case<'a> = (
+        &'a str,
+        &'a [(&'a [u8], &'a [u8])],
+        (&'a [u8], crate::tls::Family),
+        Action,
+        Grade,
+        &'a str,
+    );
+    let table: &[Case<'_>] = &[
+        (
+            "",
+            CHROME_147,
+            (BORINGSSL, Boringssl),
+            Action::Pass,
+            Grade::None,
+            "",
+        ),
+        (
+            secret,
+            CHROME_147,
+            (OPENSSL, Openssl),
+            Action::Challenge,
+            Grade::Ambiguous,
+            "tls_family_mismatch",
+        ),
+        (
+            "",
+            CHROME_147,
+            (OPENSSL, Openssl),
+            Action::Log,
+            Grade::Ambiguous,
+            "tls_family_mismatch",
+        ),
+        (
+            r#", "ambiguous": "block""#,
+            CHROME_147,
+            (OPENSSL, Openssl),
+            Action::Block,
+            Grade::Ambiguous,
+            "tls_family_mismatch",
+        ),
+        (
+            r#", "ambiguous": "log""#,
+            CHROME_147,
+            (OPENSSL, Openssl),
+            Action::Log,
+            Grade::Ambiguous,
+            "tls_family_mismatch",
+        ),
+        (
+            secret,
+            curl,
+            (OPENSSL, Openssl),
+            Action::Block,
+            Grade::Certain,
+            "ua_library",
+        ),
+        (
+            "",
+            curl,
+            (OPENSSL, Openssl),
+            Action::Block,
+            Grade::Certain,
+            "ua_library",
+        ),
+    ];
+    for &(extra, head, tls, action, grade, reasons) in table {
+        let cfg = shipped(extra);
+        let mut scratch = Scratch::new();
+        let e = run_tls(cfg.location(), head, tls, &mut scratch);
+        let what = format!("{extra} {:?}", e.line.map(|(l, _)| text(l)));
+        assert_eq!((e.action, e.grade), (action, grade), "{what}");
+        let vars: Vec<(&str, &str)> = e.vars.iter().map(|(n, v)| (text(n), text(v))).collect();
+        if grade == Grade::None {
+            assert!(e.line.is_none(), "{what}");
+            continue;
+        }
+        assert!(vars.contains(&("edgeguard_reasons", reasons)), "{vars:?}");
+        assert!(
+            vars.contains(&("edgeguard_grade", grade.as_str())),
+            "{vars:?}"
+        );
+        let line = text(e.line.unwrap().0);
+        let want = format!(
+            "edgeguard action={} grade={} reasons={reasons} model=bot score=",
+            action.as_str(),
+            grade.as_str()
+        );
+        assert!(line.starts_with(&want), "{line}");
+        assert!(
+            line.contains(" request_id=0123abcd host=shop.test client=192.0.2.10 "),
+            "{line}"
+        );
+        assert_eq!(e.line_id_at, None);
+    }
+}
+
+/// A flagged request another engine scored has its reasons read from the
+/// features all the same; a model flagging with no ID to name is certain.
+#[test]
+fn reasons_without_the_scorer_and_without_evidence() {
+    use crate::features::Grade;
+    let loc = given_location(r#"{"mode": "block", "vars": ["reasons"]}"#);
+    let g = Given {
+        scores: Some(&[0.75, 0.25]),
+        ..Given::default()
+    };
+    // Over HTTP/1.1 Chrome sends `Connection`.
+    let h1: Vec<(&[u8], &[u8])> = CHROME_147
+        .iter()
+        .copied()
+        .chain([(&b"connection"[..], &b"keep-alive"[..])])
+        .collect();
+    for (head, grade, reasons) in [
+        (&h1[..], Grade::Certain, "model_only"),
+        (
+            &[(&b"user-agent"[..], &b"Mozilla/5.0"[..])][..],
+            Grade::Certain,
+            "ua_unknown",
+        ),
+    ] {
+        let mut scratch = Scratch::new();
+        let e = run_one(&loc, head, b"/", Some(g), Job::Access, &mut scratch);
+        assert_eq!((e.action, e.grade), (Action::Block, grade));
+        let r: Vec<&str> = e.reasons.iter().map(|i| i.detection().name).collect();
+        assert_eq!(r.join(","), reasons);
+    }
 }

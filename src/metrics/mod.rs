@@ -23,6 +23,8 @@ use std::sync::Arc;
 use crate::challenge::{Clearance, Proof, Rejection};
 use crate::config::text::{write_g, Sink};
 use crate::config::Engine;
+use crate::features::reasons::{DETECTIONS, DETECTION_COUNT};
+use crate::features::Reasons;
 use crate::signals::live::Live;
 
 /// Score histogram buckets: probabilities; raw-score models land in the
@@ -216,6 +218,9 @@ pub struct Spec<'a> {
     /// The fleet signals snapshot (`signals`): its loads and the snapshot
     /// in force.
     pub signals: Option<&'a Arc<Live>>,
+    /// The detection-ID series (every configuration nginx makes; the Lua
+    /// module's fixtures predate them).
+    pub reasons: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -252,6 +257,7 @@ const FAILURES: usize = 8;
 const CLEARANCES: usize = 9;
 const BOTS: usize = 10;
 const SIGNAL_LOADS: usize = 11;
+const REASONS: usize = 12;
 
 fn families() -> Vec<Family> {
     let f = |name, kind, help| Family {
@@ -323,6 +329,11 @@ fn families() -> Vec<Family> {
             "edgeguard_signals_loads_total",
             Kind::Counter,
             "Signals snapshot files the workers' refresh threads loaded (ok) or refused (failed).",
+        ),
+        f(
+            "edgeguard_reasons_total",
+            Kind::Counter,
+            "Flagged requests per detection ID that fired (docs/detections.md), with the ID's strength.",
         ),
     ]
 }
@@ -401,6 +412,8 @@ pub struct Registry {
     /// Name, verified slot, fake slot.
     bots: Vec<(Box<[u8]>, usize, usize)>,
     signals: Option<SignalSlots>,
+    /// One counter per detection ID, in bit order.
+    reasons: Option<[usize; DETECTION_COUNT]>,
     text_room: usize,
 }
 
@@ -580,6 +593,15 @@ impl Registry {
                 seen_failed: AtomicU64::new(st.loads_failed),
             }
         });
+        let reasons = spec.reasons.then(|| {
+            std::array::from_fn(|i| {
+                let d = DETECTIONS[i];
+                b.counter(
+                    REASONS,
+                    &[("reason", d.name), ("strength", d.grade.as_str())],
+                )
+            })
+        });
         let mut registry = Registry {
             slots: b.keys.iter().map(|_| AtomicU64::new(0)).collect(),
             keys: b.keys.into_boxed_slice(),
@@ -596,6 +618,7 @@ impl Registry {
             failures,
             bots,
             signals,
+            reasons,
             text_room: 0,
         };
         registry.text_room = registry.room();
@@ -693,6 +716,15 @@ impl Registry {
         if outcome == Outcome::Challenge {
             if let Some(ch) = self.challenges {
                 self.add(ch[0], 1.0);
+            }
+        }
+    }
+
+    /// The detection IDs a flagged request fired, one count each.
+    pub fn reasons(&self, reasons: Reasons) {
+        if let Some(slots) = &self.reasons {
+            for id in reasons.iter() {
+                self.add(slots[id as usize], 1.0);
             }
         }
     }
@@ -898,6 +930,7 @@ mod tests {
             challenge,
             bots,
             signals: None,
+            reasons: false,
         }
     }
 
@@ -1034,6 +1067,7 @@ mod tests {
         let live = Arc::new(Live::open(&path, 0, 60).unwrap());
         let r = Registry::new(&Spec {
             signals: Some(&live),
+            reasons: false,
             ..spec(Engine::Rust, &[], false, &[])
         });
         let drained = |r: &Registry| {

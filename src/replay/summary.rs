@@ -6,6 +6,7 @@
 //! stops collecting once it holds enough, and the merge keeps the lowest of
 //! all workers' — the report is the same whatever the thread count.
 
+use crate::features::reasons::{DETECTIONS, DETECTION_COUNT};
 use std::fmt::{self, Write as _};
 use std::time::Duration;
 
@@ -103,6 +104,11 @@ pub struct ConfigSummary {
     pub score_errors: u64,
     /// Per site rule, in the order they run (presets expanded).
     pub rules: Vec<RuleSummary>,
+    /// Flagged requests by grade (indexed by [`Grade`] as a number:
+    /// none, ambiguous, certain).
+    pub grades: [u64; 3],
+    /// Flagged requests per detection ID (indexed by its bit).
+    pub reasons: [u64; DETECTION_COUNT],
 }
 
 /// What one site rule decided, and what the configuration without rules
@@ -139,6 +145,8 @@ impl ConfigSummary {
             headers_stripped: 0,
             requests_stripped: 0,
             score_errors: 0,
+            grades: [0; 3],
+            reasons: [0; DETECTION_COUNT],
             rules: config.location().rules().map_or(Vec::new(), |r| {
                 (0..r.len())
                     .filter_map(|i| r.describe(i))
@@ -167,6 +175,8 @@ impl ConfigSummary {
         self.headers_stripped += other.headers_stripped;
         self.requests_stripped += other.requests_stripped;
         self.score_errors += other.score_errors;
+        add_counts(&mut self.grades, &other.grades);
+        add_counts(&mut self.reasons, &other.reasons);
         for (a, b) in self.rules.iter_mut().zip(&other.rules) {
             a.decided += b.decided;
             add_counts(&mut a.without, &b.without);
@@ -463,6 +473,7 @@ fn render_config(s: &mut String, label: &str, c: &ConfigSummary, requests: u64) 
     if c.score_errors > 0 {
         writeln!(s, "  SCORING ERRORS: {}", c.score_errors)?;
     }
+    render_reasons(s, c)?;
     for m in &c.models {
         let t = m
             .threshold
@@ -475,6 +486,30 @@ fn render_config(s: &mut String, label: &str, c: &ConfigSummary, requests: u64) 
         render_histogram(s, &m.histogram, m.threshold)?;
     }
     render_rules(s, &c.rules)
+}
+
+/// Flagged requests by grade, and per detection ID (most first): what
+/// docs/detections.md names.
+fn render_reasons(s: &mut String, c: &ConfigSummary) -> fmt::Result {
+    let [_, ambiguous, certain] = c.grades;
+    if ambiguous + certain == 0 {
+        return Ok(());
+    }
+    write!(
+        s,
+        "  flagged: certain {certain}, ambiguous {ambiguous}; reasons:"
+    )?;
+    let mut ids: Vec<(u64, &str)> = DETECTIONS
+        .iter()
+        .zip(&c.reasons)
+        .filter(|(_, &n)| n > 0)
+        .map(|(d, &n)| (n, d.name))
+        .collect();
+    ids.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    for (n, name) in ids {
+        write!(s, " {name} {n}")?;
+    }
+    writeln!(s)
 }
 
 /// Per rule that decided a request: how many, and what they would have
@@ -557,7 +592,7 @@ fn percent(n: u64, of: u64) -> String {
     format!("{:.2}%", n as f64 * 100.0 / of as f64)
 }
 
-fn add_counts(a: &mut [u64; ACTIONS], b: &[u64; ACTIONS]) {
+fn add_counts<const N: usize>(a: &mut [u64; N], b: &[u64; N]) {
     for (x, y) in a.iter_mut().zip(b) {
         *x += y;
     }

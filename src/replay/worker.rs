@@ -10,6 +10,7 @@
 use std::io::Write;
 
 use crate::challenge::Clearance;
+use crate::features::{Grade, Reasons};
 use crate::gate::{self, Action, Config, Job, Scratch};
 use crate::signals::live::Lookup;
 use crate::verified::Verdict;
@@ -55,6 +56,9 @@ struct Outcome {
     /// What the fleet signals snapshot knew of its keys (none: no snapshot
     /// in force).
     fleet: Option<Lookup>,
+    /// How surely it was flagged, and why.
+    grade: Grade,
+    reasons: Reasons,
 }
 
 impl Side<'_> {
@@ -99,6 +103,12 @@ impl Side<'_> {
         if let Some(i) = flagged_by {
             tally.models[i].flagged[e.action.index()] += 1;
         }
+        if e.grade != Grade::None {
+            tally.grades[e.grade as usize] += 1;
+            for id in e.reasons.iter() {
+                tally.reasons[id as usize] += 1;
+            }
+        }
         let mut o = Outcome {
             action: e.action,
             flagged_by,
@@ -108,6 +118,8 @@ impl Side<'_> {
             scored: e.scores.is_some(),
             rule: None,
             fleet: e.fleet,
+            grade: e.grade,
+            reasons: e.reasons,
         };
         if let Some(r) = e.rule.map(|r| r.index) {
             // What the model (and the policy) would have done without the
@@ -420,6 +432,21 @@ fn write_side(out: &mut Vec<u8>, side: &Side<'_>, o: Outcome) -> std::io::Result
         }
     }
     out.push(b'}');
+    // A flagged request's grade and detection IDs (docs/detections.md).
+    if o.grade != Grade::None {
+        out.extend_from_slice(b",\"grade\":\"");
+        out.extend_from_slice(o.grade.as_str().as_bytes());
+        out.extend_from_slice(b"\",\"reasons\":[");
+        for (i, id) in o.reasons.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.push(b'"');
+            out.extend_from_slice(id.detection().name.as_bytes());
+            out.push(b'"');
+        }
+        out.push(b']');
+    }
     if let (Some((i, without)), Some(rules)) = (o.rule, side.config.location().rules()) {
         out.extend_from_slice(b",\"rule\":");
         write_json_str(out, rules.describe(i).map_or("", |d| d.name))?;

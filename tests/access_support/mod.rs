@@ -278,6 +278,11 @@ impl Req {
         self.headers.len()
     }
 
+    /// The headers, in order.
+    pub fn strings(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        self.strings.iter().map(|(k, v)| (&k[..], &v[..]))
+    }
+
     /// A copy owning its own bytes.
     pub fn clone_req(&self) -> Req {
         let pairs: Vec<(&[u8], &[u8])> =

@@ -95,3 +95,34 @@ def test_a_long_readme_is_refused(tmp_path):
     assert rc == 0, err
     rc, err = check(tree(tmp_path, GOOD + "\n" * (401 - GOOD.count("\n"))))
     assert rc == 1 and "README.md:401: 401 lines" in err, err
+
+
+REASONS_RS = '''detections! {
+    UaLibrary = "ua_library", Certain,
+        "an HTTP library's `User-Agent`";
+    TlsFamilyMismatch = "tls_family_mismatch", Ambiguous,
+        "the ClientHello is not the browser's";
+}
+'''
+
+
+def test_the_detection_ids_are_checked_against_the_rust_table(tmp_path):
+    """docs/detections.md's table is the `detections!` table: a missing,
+    extra or changed row (a strength, a text) is reported."""
+    good = ("# IDs\n\n| ID | strength | fires on |\n|---|---|---|\n"
+            "| `ua_library` | certain | an HTTP library's `User-Agent` |\n"
+            "| `tls_family_mismatch` | ambiguous | the ClientHello is not the browser's |\n")
+    index = "[a](a.md) [d](detections.md)\n"
+    pages = {"docs/a.md": "# A page\n\n## Its `first` part\n", "docs/detections.md": good,
+             "src/features/reasons.rs": REASONS_RS}
+    rc, err = check(tree(tmp_path, GOOD, index=index, pages=pages))
+    assert rc == 0, err
+    drifted = good.replace("| ambiguous |", "| certain |") + "| `ua_gone` | certain | x |\n"
+    pages["docs/detections.md"] = drifted
+    rc, err = check(tree(tmp_path, GOOD, index=index, pages=pages))
+    assert rc == 1
+    assert "docs/detections.md:6: row ('tls_family_mismatch', 'certain'" in err, err
+    assert "docs/detections.md:7: detection ID `ua_gone` is not in src/features/reasons.rs" in err, err
+    pages["docs/detections.md"] = good.split("| `tls")[0]
+    rc, err = check(tree(tmp_path, GOOD, index=index, pages=pages))
+    assert rc == 1 and "detection ID `tls_family_mismatch` is not in the table" in err, err

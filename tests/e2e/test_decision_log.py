@@ -40,7 +40,7 @@ def test_the_format_logs_every_variable_that_decision_vars_declares():
 def test_a_line_per_request_parses_and_the_reference_agrees(origin, tmp_path):
     port = free_port()
     configure = (
-        'models = { bot = "%s", spoof = "%s" }, mode = "block", vars = true, '
+        'models = { bot = "%s", spoof = "%s" }, mode = "block", vars = { "reasons" }, '
         'rules = { { name = "slow", when = { path = { exact = "/limited" } }, action = "block", status = 429 } },'
         % (MODELS["bot"], MODELS["spoof"])
     )
@@ -78,6 +78,8 @@ def test_a_line_per_request_parses_and_the_reference_agrees(origin, tmp_path):
     rec = by_uri["api"]
     assert (rec["request_id"], rec["status"], rec["edgeguard_action"]) == (ref, 403, "block")
     assert float(rec["edgeguard_bot"]) >= 0.5 and rec["host"] == "edge.test" and rec["uri"] == "/api/cart"
+    # Why, and how sure (vars = { "reasons" }).
+    assert rec["edgeguard_grade"], rec
 
     # A navigation: a short page naming it.
     status, headers, body = answers["page"]

@@ -103,7 +103,8 @@ def test_lua_engine_logs_the_decision_line_the_rust_engine_logs(lua_edge, rust_e
     """Both engines' decision lines are written by Rust (edgeguard_location_run,
     given the Lua engine's scores for its decision): the same words,
     scores and thresholds as C's %.6f."""
-    line = re.compile(r'edgeguard action=block model=(\w+) score=(\d+\.\d{6}) threshold=(\d+\.\d{6}) '
+    line = re.compile(r'edgeguard action=block grade=certain reasons=ua_library model=(\w+) score=(\d+\.\d{6}) '
+                      r'threshold=(\d+\.\d{6}) request_id=[0-9a-f]{32} host=edge\.test '
                       r'client=127\.0\.0\.1 method=GET uri="/decision-line\?x=1"')
     got = {}
     for engine, (port, nginx) in (("lua", lua_edge), ("rust", rust_edge)):

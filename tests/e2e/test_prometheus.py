@@ -250,11 +250,13 @@ def scraped(origin, challenged):
     (prometheus, statuses, nginx metrics port)."""
     assert PROMETHEUS, "prometheus missing: make deps-test installs Debian's package"
     port, mport = free_port(), free_port()
+    # ambiguous = "block": every flagged request gets the mode's action, the
+    # threshold rule this test holds nginx to (graded verdicts: test_verdicts.py).
     conf = edge_conf(
         port, origin.port, TEST_LIST, workers=2, http_extra=METRICS_DICT,
         configure=f'''models = {{ bot = "{MODELS['bot']}", spoof = "{MODELS['spoof']}" }},
             lua_models = {{ bot = "{MODELS['spoof']}", spoof = "{MODELS['bot']}" }},
-            engine = "shadow", mode = "block", metrics_dict = "edgeguard_metrics",''',
+            engine = "shadow", mode = "block", ambiguous = "block", metrics_dict = "edgeguard_metrics",''',
         access='require("resty.edgeguard").access()',
         extra_servers=f"server {{ listen 127.0.0.1:{mport}; {METRICS_LOCATION} }}")
     nginx = Nginx(conf)

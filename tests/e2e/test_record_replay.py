@@ -196,8 +196,10 @@ def as_bytes(s):
 
 def test_replay_of_an_nginx_log_gives_nginx_scores_and_decisions(origin, tmp_path):
     port = free_port()
+    # ambiguous = "block": every flagged request gets the mode's action, the
+    # threshold rule this test holds nginx to (graded verdicts: test_verdicts.py).
     conf = edge_conf(port, origin.port, TEST_LIST, configure='models = { bot = "%s", spoof = "%s" }, '
-                     'mode = "block", vars = true,' % (MODELS["bot"], MODELS["spoof"]), access=ACCESS,
+                     'mode = "block", ambiguous = "block", vars = true,' % (MODELS["bot"], MODELS["spoof"]), access=ACCESS,
                      init='require "resty.edgeguard.record"')
     # The shipped format, logged for every request of the server (also those
     # nginx rejects before any location); `set` declares the variables.
@@ -254,7 +256,8 @@ def test_replay_of_an_nginx_log_gives_nginx_scores_and_decisions(origin, tmp_pat
     assert not leaked, leaked
 
     config = tmp_path / "config.json"
-    config.write_text(json.dumps({"internal_headers": str(TEST_LIST), "models": MODELS, "mode": "block"}))
+    config.write_text(json.dumps({"internal_headers": str(TEST_LIST), "models": MODELS, "mode": "block",
+                                  "ambiguous": "block"}))
     log = tmp_path / "record.jsonl"
     log.write_bytes(log_text)
     out = tmp_path / "replay.jsonl"

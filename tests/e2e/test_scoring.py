@@ -48,7 +48,9 @@ def access(opts):
 
 @pytest.fixture(scope="module")
 def blocking(origin):
-    yield from running_edge(origin, configure=MODELS, access=access('mode = "block", status = 429'))
+    # ambiguous = "block": every flagged request gets the mode's action, the
+    # threshold rule this test holds nginx to (graded verdicts: test_verdicts.py).
+    yield from running_edge(origin, configure=MODELS, access=access('mode = "block", ambiguous = "block", status = 429'))
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +107,7 @@ def test_log_mode_never_blocks_and_logs_one_line_per_flagged_request(logging_onl
 
 def test_allowlisted_client_passes(origin):
     conf = MODELS + ' allow = { "127.0.0.0/8" },'
-    for port, _ in running_edge(origin, configure=conf, access=access('mode = "block"')):
+    for port, _ in running_edge(origin, configure=conf, access=access('mode = "block", ambiguous = "block"')):
         row = sample("curl")[0]
         status, _, _ = send_row(port, row)
         assert status == 200
@@ -121,7 +123,7 @@ def test_allow_list_holds_ipv4_clients_of_a_dual_stack_listener(origin, allow, s
     peer = ('add_header X-Peer "$remote_addr" always; header_filter_by_lua_block '
             '{ ngx.header["X-Peer-Bytes"] = #ngx.var.binary_remote_addr }')
     conf = edge_conf(port, origin.port, TEST_LIST, configure=MODELS + f' allow = {{ "{allow}" }},',
-                     access=access('mode = "block"'), location_extra=peer)
+                     access=access('mode = "block", ambiguous = "block"'), location_extra=peer)
     nginx = Nginx(conf.replace(f"listen 127.0.0.1:{port};", f"listen [::]:{port} ipv6only=off;"))
     nginx.start(port)
     try:

@@ -92,8 +92,10 @@ def altered_bot(tmp_path_factory):
 
 def shadow_edge(origin, primary, lua_bot):
     mport = free_port()
+    # ambiguous = "block": every flagged request gets the mode's action, the
+    # threshold rule this test holds nginx to (graded verdicts: test_verdicts.py).
     configure = f"""
-            engine = "shadow", shadow_primary = "{primary}", mode = "block",
+            engine = "shadow", shadow_primary = "{primary}", mode = "block", ambiguous = "block",
             models = {{ bot = "{ROOT}/models/legacy/bot.json", spoof = "{ROOT}/models/legacy/spoof.json" }},
             lua_models = {{ bot = "{lua_bot}", spoof = "{ROOT}/models/legacy/spoof.json" }},
             metrics_dict = "edgeguard_metrics",

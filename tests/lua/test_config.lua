@@ -271,8 +271,12 @@ T.test("edgeguard_location_run from LuaJIT: the shim's handles, Lua strings, one
     T.eq(at(o.set_header.key), "X-Bot-Score")
     T.eq(at(o.set_header.value), string.format("bot=%.9g; spoof=%.9g", scores.bot, scores.spoof))
     local name = scorer.names[o.model + 1]
-    T.eq(at(o.line), string.format('edgeguard action=block model=%s score=%.6f threshold=%.6f client=192.0.2.1 '
-                                   .. 'method=GET uri="/"', name, scores[name], o.threshold))
+    T.eq(at(o.line), string.format('edgeguard action=block grade=certain reasons=ua_library model=%s score=%.6f '
+                                   .. 'threshold=%.6f request_id= client=192.0.2.1 method=GET uri="/"',
+                                   name, scores[name], o.threshold))
+    -- No $request_id given: the shim inserts nginx's after `request_id=`.
+    T.eq(at(o.line):sub(1, tonumber(o.line_request_id_at)):match(" request_id=$"), " request_id=")
+    T.eq(o.grade, C.EDGEGUARD_GRADE_CERTAIN)
     -- Refused: scores given to a location of the scorer's two models, one short.
     local g = ffi.new("edgeguard_given[1]")
     g[0].scores, g[0].scores_len = ffi.new("double[1]", 0.5), 1

@@ -26,7 +26,9 @@ static const int EDGEGUARD_ERRBUF_LEN = 512;
 
 static const int EDGEGUARD_MAX_MODELS = 64;
 
-static const int EDGEGUARD_MAX_VARS = 77;
+static const int EDGEGUARD_MAX_VARS = 79;
+
+static const int EDGEGUARD_DETECTION_COUNT = 23;
 
 static const int EDGEGUARD_MAX_RESPONSE_HEADERS = 4;
 
@@ -126,6 +128,15 @@ typedef enum {
 
   EDGEGUARD_CLEARANCE_ACCEPTED_WAIT = 10,
 } edgeguard_clearance;
+
+typedef enum {
+
+  EDGEGUARD_GRADE_NONE = 0,
+
+  EDGEGUARD_GRADE_AMBIGUOUS = 1,
+
+  EDGEGUARD_GRADE_CERTAIN = 2,
+} edgeguard_grade;
 
 typedef enum {
 
@@ -339,6 +350,12 @@ typedef struct {
   edgeguard_clearance clearance;
 
   edgeguard_str bot_name;
+
+  edgeguard_grade grade;
+
+  uint32_t reasons;
+
+  size_t line_request_id_at;
 } edgeguard_effects;
 
 uint32_t edgeguard_abi_version(void);
@@ -457,6 +474,8 @@ edgeguard_result edgeguard_location_run(const edgeguard_location *location,
                                         edgeguard_effects *out);
 
 const char *edgeguard_action_name(int action);
+
+const char *edgeguard_detection_name(size_t index);
 
 const char *edgeguard_clearance_name(int clearance);
 

@@ -154,6 +154,18 @@ local function respond(e)
     return ngx.exit(ngx.HTTP_OK)
 end
 
+-- Logs the decision line, with $request_id where the line leaves room for
+-- it: nginx makes the id (16 random bytes) on its first read, so only a
+-- request that logs a line pays for it.
+local function log_line(e)
+    local at = tonumber(e.line_request_id_at)
+    if at == 0 then
+        return ngx.log(e.log_level, ffi_string(e.line.data, e.line.len))
+    end
+    ngx.log(e.log_level, ffi_string(e.line.data, at), ngx.var.request_id,
+            ffi_string(e.line.data + at, e.line.len - at))
+end
+
 --- Applies effects `e` to request `r`, whose header array (as the run
 -- read it) is `headers`: clears, sets the score header and the variables,
 -- logs the line, and ends the request when the exit says so. Returns the
@@ -168,7 +180,7 @@ function _M.apply(lib, r, headers, e)
         set_vars(r, e)
     end
     if e.line.len > 0 then
-        ngx.log(e.log_level, ffi_string(e.line.data, e.line.len))
+        log_line(e)
     end
     if e.exit ~= EXIT_CONTINUE then
         return respond(e)
