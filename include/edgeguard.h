@@ -824,6 +824,12 @@ typedef struct {
    when the request gave none; 0: nowhere (the line has it, or no line).
    */
   size_t line_request_id_at;
+  /*
+   Where in `body` nginx's `$request_id` goes, for a blocked request
+   that gave none: the caller inserts it there and sets the
+   `Edgeguard-Reference` response header to it. 0: nowhere.
+   */
+  size_t body_request_id_at;
 } edgeguard_effects;
 
 #ifdef __cplusplus

@@ -11,9 +11,14 @@
 //! a navigation (challenge::Response::wants_page) -> a short HTML page naming the reference
 //! anything else (a fetch, an API call, a body)   -> application/problem+json, reason "blocked",
 //!                                                   "reference" member
-//! no usable request id (challenge::is_request_id) -> the bare status, as before
+//! an id that cannot be shown (challenge::is_request_id) -> the bare status, as before
 //! ```
 //!
+//! nginx makes `$request_id` (16 random bytes from OpenSSL) on its first
+//! read, so the shim reads it only for a request that needs it: a request
+//! that comes without one gets a body with a gap where the id goes
+//! ([`Effects::body_id_at`](super::Effects)), and the shim inserts the id
+//! there and sets the header (as it inserts it into the decision line).
 //! Written into the scratch's body; nothing allocates.
 
 use std::io::Write as _;
@@ -39,32 +44,45 @@ pub(super) fn blocked(
     s: &mut State,
 ) -> Exit<'static> {
     let id = req.request_id();
-    if !challenge::is_request_id(id) {
+    // Empty: the caller inserts it later (`id_at`).
+    if !id.is_empty() && !challenge::is_request_id(id) {
         return Exit::Status(status);
     }
     let ch = loc.policy.challenge();
     let response = ch.map_or(Response::Auto, |c| c.response);
     let problem = !response.wants_page(req.http());
     let out = &mut scratch.body[..];
+    // Without an id, a stand-in of a valid id's shape marks the gap, then
+    // is cut out of the body.
+    let shown: &[u8] = if id.is_empty() { GAP } else { id };
     let written = if problem {
         let input = ProblemInput {
             problem: Problem::Blocked,
             status,
             clearance: s.decision.clearance,
-            request_id: id,
+            request_id: shown,
             return_to: b"/",
             retry_after: None,
             base: ch.map_or("", |c| c.problem_base.as_str()),
         };
         challenge::render_problem(&input, out).ok()
     } else {
-        page(status, id, out)
+        page(status, shown, out)
     };
     // The header's value after the body.
     let Some(n) = written.filter(|&n| n + id.len() <= out.len()) else {
         return Exit::Status(status); // not reached: the body holds a page
     };
-    out[n..n + id.len()].copy_from_slice(id);
+    let (n, id_at) = if id.is_empty() {
+        let Some(at) = out[..n].windows(GAP.len()).position(|w| w == GAP) else {
+            return Exit::Status(status); // not reached: the body names it
+        };
+        out.copy_within(at + GAP.len()..n, at);
+        (n - GAP.len(), Some(at))
+    } else {
+        out[n..n + id.len()].copy_from_slice(id);
+        (n, None)
+    };
     s.body = BodyParts::Blocked {
         body: Span { offset: 0, len: n },
         problem,
@@ -72,9 +90,14 @@ pub(super) fn blocked(
             offset: n,
             len: id.len(),
         },
+        id_at,
     };
     Exit::Status(status)
 }
+
+/// What stands for a request id the caller inserts later: the shape of
+/// one (`is_request_id`), found nowhere else in a page or a problem.
+const GAP: &[u8] = b"edgeguard-request-id-gap";
 
 /// The page a person's browser shows: the status and the reference, in
 /// plain words. English only (the challenge's locales are for the check a

@@ -647,13 +647,51 @@ fn a_block_rules_own_status_carries_the_reference_too() {
     );
 }
 
+/// A block of a request that came without an id: the body has a gap where
+/// the caller inserts `$request_id` (and then sets the header itself).
 #[test]
-fn a_block_without_a_usable_request_id_is_the_bare_status() {
+fn a_block_without_an_id_leaves_the_caller_a_gap() {
+    let loc = block_location("");
+    let mut scratch = Scratch::new();
+    let h: Vec<Header<'_>> = NAV.iter().map(|(n, v)| Header::new(n, v)).collect();
+    let api: Vec<Header<'_>> = [(&b"user-agent"[..], &b"curl/8.5.0"[..])]
+        .iter()
+        .map(|(n, v)| Header::new(n, v))
+        .collect();
+    let scores = [0.9];
+    for (headers, open, close) in [(&h, "<code>", "</code>"), (&api, "\"reference\":\"", "\"")] {
+        let req = Request::new(b"GET", b"/", 11, b"192.0.2.10", headers, None).given(Given {
+            scores: Some(&scores),
+            ..Given::default()
+        });
+        let e = run(&loc, &req, Job::Access, NOW, &mut scratch).unwrap();
+        let at = e.body_id_at.expect("a gap");
+        let (_, _, body) = page_of(&e);
+        assert!(
+            body[..at].ends_with(open) && body[at..].starts_with(close),
+            "{body}"
+        );
+        assert!(!body.contains("gap"), "{body}");
+        assert!(e.exit.headers().all(|(n, _)| n != "Edgeguard-Reference"));
+        // What the caller makes of it is a valid document.
+        if open.starts_with('"') {
+            let full = format!("{}0123abcd{}", &body[..at], &body[at..]);
+            let v: serde_json::Value = serde_json::from_str(&full).unwrap();
+            assert_eq!(v["reference"], "0123abcd");
+        }
+    }
+    // With an id, no gap.
+    let e = Call::new(b"/", NAV).run(&loc, &mut scratch);
+    assert_eq!(e.body_id_at, None);
+}
+
+#[test]
+fn a_block_with_an_id_that_cannot_be_shown_is_the_bare_status() {
     let loc = block_location("");
     let mut scratch = Scratch::new();
     let h: Vec<Header<'_>> = NAV.iter().map(|(n, v)| Header::new(n, v)).collect();
     let scores = [0.9];
-    for id in [&b""[..], b"has space", b"<script>", &[b'a'; 65]] {
+    for id in [&b"has space"[..], b"<script>", &[b'a'; 65]] {
         let req = Request::new(b"GET", b"/", 11, b"192.0.2.10", &h, None)
             .with_request_id(id)
             .given(Given {

@@ -299,6 +299,10 @@ pub(super) fn texts<'a>(
         vars,
         line: spans.line.map(|(l, level)| (at(l), level)),
         line_id_at: spans.line_id_at,
+        body_id_at: match s.body {
+            BodyParts::Blocked { id_at, .. } => id_at,
+            _ => None,
+        },
         reasons: s.decision.reasons,
         grade: s.decision.grade,
     }
@@ -537,12 +541,14 @@ fn exit<'a>(s: &State, body: &'a [u8], csp: Option<&'a str>) -> Exit<'a> {
                 body: b,
                 problem,
                 reference,
+                id_at,
             },
         ) => Exit::Page {
             status,
             content_type: if problem { PROBLEM_TYPE } else { PAGE_TYPE },
             body: at(b),
-            extra: Some((REFERENCE_HEADER, at(reference))),
+            // The caller sets it with the id it inserts.
+            extra: id_at.is_none().then(|| (REFERENCE_HEADER, at(reference))),
         },
         (Exit::Status(status), BodyParts::None) => Exit::Status(status),
         _ => Exit::Continue,

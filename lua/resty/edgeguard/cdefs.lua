@@ -356,6 +356,8 @@ typedef struct {
   uint32_t reasons;
 
   size_t line_request_id_at;
+
+  size_t body_request_id_at;
 } edgeguard_effects;
 
 uint32_t edgeguard_abi_version(void);

@@ -177,10 +177,10 @@ function _M.state(opts, level)
         generation = format("%s-%s-%d", ngx and ngx.now and ngx.now() or os.time(),
                             ngx and ngx.worker and ngx.worker.pid() or 0, generation_seq),
         locations = locations.new(),
-        -- $request_id (nginx makes it on first read): the reference a
-        -- challenge page, a problem document and a block's
-        -- Edgeguard-Reference show, which the decision logs carry too.
-        request_ids = true,
+        -- Only a challenge's pages show $request_id up front (nginx makes
+        -- it on first read); a block's reference and the decision line
+        -- get it from gate.lua, only when they are written.
+        request_ids = o.challenge_secret ~= nil,
     }
     st.shadow = st.engine == "shadow" and legacy.judge(st) or nil
     st.base = _M.bind(st, cfg)
