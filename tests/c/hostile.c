@@ -1117,8 +1117,11 @@ static void test_config_hostile(void) {
                EDGEGUARD_RESULT_NULL_PARAMETER, "n SIZE_MAX");
     CHECK_CODE(edgeguard_location_run(p, NULL, &rq, &g, EDGEGUARD_JOB_ACCESS, 0, sc, &d), EDGEGUARD_RESULT_OK,
                "decide");
+    /* A block answers with a body naming its reference; the request gave no
+     * $request_id, so the caller inserts one at the gap. */
     CHECK(d.action == EDGEGUARD_ACTION_BLOCK && d.model == 0 && d.threshold == 0.5 && d.status == 403 &&
-              d.exit == EDGEGUARD_EXIT_STATUS,
+              d.exit == EDGEGUARD_EXIT_BODY && d.body_request_id_at > 0 &&
+              d.body_request_id_at < (size_t)d.body.len,
           "block by model 0: %d %d %g %d", d.action, d.model, d.threshold, d.status);
     const char *clients[][2] = {
         {"10.1.2.3", "10.1.2.3 is allowed"},
