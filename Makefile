@@ -348,7 +348,8 @@ LUA_MODULES := $(shell cd lua && find resty -name '*.lua' | LC_ALL=C sort)
 RULE_PRESETS := $(notdir $(wildcard nginx-conf/rules/*.json))
 DATA_FILES := edgeguard.json internal-headers.txt models/bot.json models/spoof.json \
               nginx/edgeguard.conf nginx/edgeguard-metrics.conf nginx/log-format.conf \
-              nginx/log-format-challenge.conf verified-bots.example.json \
+              nginx/log-format-challenge.conf nginx/log-format-decisions.conf nginx/decision-vars.conf \
+              verified-bots.example.json \
               verified-bots-sources.json $(addprefix rules/,$(RULE_PRESETS)) \
               challenge/page.html $(addprefix challenge/locales/,$(CHALLENGE_LOCALES))
 # The recording snippet for a server{} (docs/install.md, "The first week").
@@ -373,6 +374,7 @@ install: build
 	$(INSTALL) -m 644 nginx-conf/verified-bots-sources.json $(DESTDIR)$(DATADIR)/verified-bots-sources.json
 	$(INSTALL) -m 644 $(addprefix nginx-conf/rules/,$(RULE_PRESETS)) $(DESTDIR)$(DATADIR)/rules/
 	$(INSTALL) -m 644 nginx-conf/log-format.conf nginx-conf/log-format-challenge.conf \
+	  nginx-conf/log-format-decisions.conf nginx-conf/decision-vars.conf \
 	  packaging/nginx/edgeguard-metrics.conf $(DESTDIR)$(DATADIR)/nginx/
 	$(INSTALL) -d $(DESTDIR)$(DATADIR)/challenge/locales
 	$(INSTALL) -m 644 src/challenge/page/page.html $(DESTDIR)$(DATADIR)/challenge/page.html

@@ -7,6 +7,40 @@
 #include <stdint.h>
 
 /*
+ The version of this C ABI: what a caller built against
+ include/edgeguard.h compares with [`edgeguard_abi_version`] before
+ calling anything else.
+
+ Bumped whenever a declaration of the header changes (a function's
+ signature, a type's layout, a constant, an enum's numbers). The Lua
+ shim's cdefs carry the number of the header they were generated from
+ (scripts/gen-cdefs.lua), and lib.lua refuses a library of another: an
+ nginx reload after an upgrade runs the new Lua against the old library,
+ which LuaJIT cannot unload.
+ */
+#define EDGEGUARD_ABI_VERSION 1
+
+/*
+ The crate version this header was generated from (Cargo.toml's),
+ major part. The shim refuses a library of another version even when the
+ ABI agrees: the Lua modules and the library are one release, and the
+ options and texts they exchange change between releases without the ABI
+ changing. (Numbers, not a string: cbindgen writes no string constant,
+ and LuaJIT's cdef declares none.)
+ */
+#define EDGEGUARD_VERSION_MAJOR 0
+
+/*
+ The crate version's minor part ([`EDGEGUARD_VERSION_MAJOR`]).
+ */
+#define EDGEGUARD_VERSION_MINOR 1
+
+/*
+ The crate version's patch part ([`EDGEGUARD_VERSION_MAJOR`]).
+ */
+#define EDGEGUARD_VERSION_PATCH 0
+
+/*
  The `errbuf` length every message of edgeguard fits in (a shorter
  buffer gets the message cut at a character boundary).
  */
@@ -804,6 +838,12 @@ typedef struct {
    when the request gave none; 0: nowhere (the line has it, or no line).
    */
   size_t line_request_id_at;
+  /*
+   Where in `body` nginx's `$request_id` goes, for a blocked request
+   that gave none: the caller inserts it there and sets the
+   `Edgeguard-Reference` response header to it. 0: nowhere.
+   */
+  size_t body_request_id_at;
 } edgeguard_effects;
 
 #ifdef __cplusplus
@@ -811,7 +851,16 @@ extern "C" {
 #endif // __cplusplus
 
 /*
- The library version, e.g. `"0.1.0"`. Static storage: never free it.
+ [`EDGEGUARD_ABI_VERSION`] of this library. A caller compares it with the
+ number of the header it was built against and refuses to go on when
+ they differ.
+ */
+uint32_t edgeguard_abi_version(void);
+
+/*
+ The library version (Cargo.toml's, [`EDGEGUARD_VERSION_MAJOR`] and the
+ next two with any pre-release suffix), e.g. `"0.1.0"`. Static
+ storage: never free it.
  */
 const char *edgeguard_version(void);
 
@@ -1579,10 +1628,47 @@ void edgeguard_process_set_models_in_force(int in_force);
 int edgeguard_process_models_in_force(void);
 
 /*
+ Writes the text of `$edgeguard_request_headers` for `request`: its
+ headers as `edgeguard_headers_record` writes them, with the secrets
+ redacted as `config` says (null: the defaults, without a challenge).
+
+ Redacted by default (docs/replay.md, "What the log keeps"): `Cookie`
+ keeps each cookie's name and its value's length, the challenge's
+ clearance cookie becomes the verdict on it (`[clearance ok work
+ 1765000000]`), `Authorization` and `Proxy-Authorization` keep their
+ scheme and the credentials' length, and the headers the `redact` option
+ names their length; `redact: false` writes every byte. The request's
+ client address and TLS facts bind the clearance check; its method, URI
+ and request id are not read.
+
+ On success writes the text into `buf` (not NUL-terminated) and its
+ length to `*out_len`. When `cap` is too small, returns `BufferTooSmall`
+ and writes the length needed to `*out_len` (what `buf` then holds is
+ unspecified), so a caller can grow its buffer to it and call again.
+ `NullParameter` for a null `request` or `out_len`, null headers with a
+ count or a null `buf` with a nonzero `cap`; `InvalidArgument` for a
+ request `edgeguard_location_run` refuses the same way. Allocates
+ nothing.
+
+ # Safety
+ `config` is null or a live handle; `request` points to a valid struct
+ whose pointers point to their stated lengths; `buf` points to `cap`
+ writable bytes that overlap none of them (or `cap` is 0); `out_len` is
+ writable.
+ */
+edgeguard_result edgeguard_config_record(const edgeguard_config *config,
+                                         const edgeguard_request *request,
+                                         uint8_t *buf,
+                                         size_t cap,
+                                         size_t *out_len);
+
+/*
  Writes the JSON text of a request's headers, `[["name","value"],...]`
  in array order, as `edgeguard replay` reads the `headers` field of a log
  line: only `"`, `\` and bytes below 0x20 are escaped (`\"`, `\\`,
  `\u00XX`), every other byte is written as it is. Allocates nothing.
+ Byte for byte, secrets included: what `resty.edgeguard.record` logs is
+ `edgeguard_config_record`'s redacted text.
 
  `headers` is `headers_len` elements in the layout
  `ngx_http_lua_ffi_req_get_headers` fills (names as fetched: with

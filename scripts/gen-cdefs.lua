@@ -4,6 +4,10 @@
 -- integer #defines (EDGEGUARD_MAX_VARS, ...) as `static const int`, which
 -- LuaJIT reads as constants (ffi.C.EDGEGUARD_MAX_VARS). `make header` runs
 -- it after cbindgen; tests/lua/test_cdefs.lua checks the two still agree.
+-- Among those constants, EDGEGUARD_ABI_VERSION and EDGEGUARD_VERSION_* say
+-- which release the cdefs were generated from: lib.lua compares them with
+-- the loaded library's and refuses another release (so the number crosses
+-- the ABI once, from src/ffi/mod.rs through the header to here).
 
 local HEADER = "include/edgeguard.h"
 local CDEFS = "lua/resty/edgeguard/cdefs.lua"

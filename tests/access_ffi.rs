@@ -107,7 +107,10 @@ fn one_call_agrees_with_find_score_and_decide() {
     );
     assert!(edgeguard_detection_name(EDGEGUARD_DETECTION_COUNT).is_null());
     assert_eq!(out.log_level, 7, "ngx.INFO without log_level");
-    assert_eq!((out.exit, out.status), (edgeguard_exit::Status, 429));
+    // A block answers with a body naming its reference; the request gave
+    // no `$request_id`, so the shim inserts it at the gap.
+    assert_eq!((out.exit, out.status), (edgeguard_exit::Body, 429));
+    assert!(out.body_request_id_at > 0 && out.body_request_id_at < out.body.len as usize);
 
     // The separate exports on the same request.
     let set = strip_set(list);

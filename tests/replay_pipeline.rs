@@ -620,3 +620,151 @@ fn replay_looks_fingerprints_up_in_the_same_snapshot() {
     assert!(out.iter().all(|o| o.get("fp").is_none()));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The log the recorder writes by default (cookie values, credentials and
+/// the clearance token redacted: `replay::Redactor`) replays to the very
+/// decisions, clearances and scores of the same requests logged byte for
+/// byte, under the challenge, with the lifetime nginx had and with a
+/// shorter one; and the redacted log holds no token, cookie value or
+/// credential.
+#[test]
+fn a_redacted_log_replays_as_its_original() {
+    use edgeguard::challenge::{Challenge, Keys, Proof};
+    use std::sync::Arc;
+
+    const NOW: u64 = 1_800_000_000;
+    let secret = manifest().join("tests/fixtures/challenge/secret");
+    let keys = Keys::parse(&secret, &std::fs::read(&secret).unwrap()).unwrap();
+    let other = "c3".repeat(32);
+    let other = Keys::parse(Path::new("other"), other.as_bytes()).unwrap();
+    let (ch, forger) = (
+        Challenge::new(Arc::new(keys)),
+        Challenge::new(Arc::new(other)),
+    );
+    let recorder = replay::Redactor::new(true, &[], Some(ch.clone()));
+    let day = u64::from(ch.ttl);
+
+    let mut rng = fastrand::Rng::with_seed(0x41);
+    let (mut plain, mut redacted) = (String::new(), String::new());
+    let mut secrets = Vec::new();
+    for row in fixture_rows() {
+        let mut pairs: Vec<(String, String)> = row["headers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| (h[0].as_str().unwrap().into(), h[1].as_str().unwrap().into()))
+            .collect();
+        let client = row["client"].as_str().unwrap();
+        let ua = pairs
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("user-agent"))
+            .map_or("", |(_, v)| v.as_str())
+            .to_owned();
+        let (ja4, family) = (
+            row["edgeguard_ja4"].as_str().unwrap_or(""),
+            row["edgeguard_tls_family"].as_str().unwrap_or(""),
+        );
+        let tls = (!ja4.is_empty()).then(|| {
+            let family = Family::from_name(if family.is_empty() {
+                b"unknown"
+            } else {
+                family.as_bytes()
+            });
+            TlsFacts::new(ja4.as_bytes(), family.unwrap()).unwrap()
+        });
+        let addr = client.parse().ok();
+        let mint = |c: &Challenge, ua: &str, at: u64| {
+            let t = c.mint_cookie(&c.binding(addr, ua.as_bytes(), tls), Proof::Work, 16, at);
+            String::from_utf8(t.to_vec()).unwrap()
+        };
+        let token = match rng.u8(0..6) {
+            0 => None,
+            1 => Some(mint(&ch, &ua, NOW - rng.u64(0..day / 2))),
+            2 => Some(mint(&ch, &ua, NOW - day - rng.u64(1..100))),
+            3 => Some(mint(&ch, "curl/8.5.0", NOW)),
+            4 => Some(mint(&forger, &ua, NOW)),
+            _ => Some(mint(&ch, &ua, NOW - rng.u64(day / 2..day))),
+        };
+        let session = format!("s3cr3t{}", rng.u64(..));
+        let mut cookie = format!("sid={session}; lang=en");
+        if let Some(t) = &token {
+            cookie += &format!("; edgeguard_clearance={t}");
+            secrets.push(t.clone());
+        }
+        secrets.push(session);
+        pairs.push(("Cookie".into(), cookie));
+        if rng.bool() {
+            let credential = format!("tok{}", rng.u64(..));
+            pairs.push(("Authorization".into(), format!("Bearer {credential}")));
+            secrets.push(credential);
+        }
+        let headers: Vec<Header<'_>> = pairs
+            .iter()
+            .map(|(k, v)| Header::new(k.as_bytes(), v.as_bytes()))
+            .collect();
+        let version = row["version"].as_str().unwrap();
+        let req = edgeguard::gate::Request::new(
+            row["method"].as_str().unwrap().as_bytes(),
+            row["uri"].as_str().unwrap().as_bytes(),
+            (version.parse::<f64>().unwrap() * 10.0).round() as u16,
+            client.as_bytes(),
+            &headers,
+            tls,
+        );
+        let mut buf = vec![0u8; 1 << 16];
+        let n = recorder.write(&req, &mut buf).unwrap();
+        let line = |headers_text: String| {
+            serde_json::json!({
+                "client": client, "method": row["method"], "uri": row["uri"],
+                "version": format!("HTTP/{version}"), "headers": headers_text,
+                "edgeguard_time": NOW.to_string(), "edgeguard_ja4": ja4, "edgeguard_tls_family": family,
+            })
+            .to_string()
+                + "\n"
+        };
+        plain += &line(
+            serde_json::to_string(&pairs.iter().map(|(k, v)| [k, v]).collect::<Vec<_>>()).unwrap(),
+        );
+        redacted += &line(String::from_utf8(buf[..n].to_vec()).unwrap());
+    }
+    let leaked: Vec<&String> = secrets
+        .iter()
+        .filter(|s| redacted.contains(s.as_str()))
+        .collect();
+    assert!(leaked.is_empty(), "{leaked:?}");
+    assert!(secrets.len() > 200);
+
+    for ttl in ["", r#", "challenge_ttl": 30000"#] {
+        let cfg = config(&format!(
+            r#", "mode": "challenge", "challenge_secret": "{}"{ttl}"#,
+            secret.display()
+        ));
+        let (s1, a) = replay_text(plain.clone().into_bytes(), &cfg, None, &options(2, true));
+        let (s2, b) = replay_text(redacted.clone().into_bytes(), &cfg, None, &options(2, true));
+        assert_eq!((s1.parse_errors, s2.parse_errors), (0, 0));
+        assert_eq!(a.len(), b.len());
+        let mut clearances = std::collections::BTreeSet::new();
+        for (x, y) in a.iter().zip(&b) {
+            for key in ["action", "clearance", "scores", "line"] {
+                assert_eq!(x[key], y[key], "{key}: {x} vs {y}");
+            }
+            clearances.insert(x["clearance"].as_str().unwrap_or("none").to_owned());
+        }
+        // With the shorter lifetime, every token expiring later than it
+        // allows is expired, whoever it was issued to.
+        let wants: &[&str] = if ttl.is_empty() {
+            &["accepted", "expired", "user_agent", "mac"]
+        } else {
+            &["accepted", "expired", "mac"]
+        };
+        for want in wants {
+            assert!(
+                clearances.contains(*want),
+                "{want} not among {clearances:?}"
+            );
+        }
+        let actions: std::collections::BTreeSet<_> =
+            a.iter().map(|x| x["action"].to_string()).collect();
+        assert!(actions.len() >= 3, "{actions:?}");
+    }
+}

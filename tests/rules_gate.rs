@@ -121,7 +121,8 @@ fn block_takes_the_rules_status_and_logs_name_and_tag() {
     let loc = location(&o, MODELS);
     let mut s = Scratch::new();
     let e = run(&loc, &get(b"/admin/x", CHROME), HUMAN, &mut s);
-    assert_eq!((e.action, e.exit), (Action::Block, Exit::Status(451)));
+    // A block answers its status with a body naming its reference.
+    assert_eq!((e.action, e.exit.status()), (Action::Block, 451));
     assert_eq!(e.scores, None);
     let l = line(&e);
     assert!(
@@ -132,7 +133,7 @@ fn block_takes_the_rules_status_and_logs_name_and_tag() {
     // After scoring: the model alone would log (mode log); the rule blocks
     // with its default status.
     let e = run(&loc, &get(b"/", CHROME), &[0.1, 0.85], &mut s);
-    assert_eq!((e.action, e.exit), (Action::Block, Exit::Status(403)));
+    assert_eq!((e.action, e.exit.status()), (Action::Block, 403));
     let r = e.rule.unwrap();
     assert_eq!((r.name, r.before_scoring), ("sure", false));
     assert!(e.scores.is_some());
@@ -212,7 +213,7 @@ fn scores_reach_rules_in_their_order_whatever_the_locations() {
     let loc = location(&o, REVERSED);
     let mut s = Scratch::new();
     let e = run(&loc, &get(b"/", CHROME), &[0.1, 0.9], &mut s);
-    assert_eq!(e.exit, Exit::Status(418), "bot is 0.9");
+    assert_eq!(e.exit.status(), 418, "bot is 0.9");
     let e = run(&loc, &get(b"/", CHROME), &[0.9, 0.1], &mut s);
     assert_eq!(e.rule, None, "spoof is 0.9, bot 0.1");
 }

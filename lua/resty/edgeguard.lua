@@ -124,6 +124,13 @@ function _M.library_version()
     return lib and ffi_string(lib.edgeguard_version())
 end
 
+--- The configuration in force (an edgeguard_config handle), or nil before
+-- configure(): what resty.edgeguard.record redacts by.
+function _M.config_handle()
+    local cfg = state.cfg
+    return cfg and cfg.handle
+end
+
 --- The internal header set in force (for introspection and tests).
 function _M.internal_headers()
     return state.headers

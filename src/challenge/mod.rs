@@ -49,6 +49,7 @@ mod endpoint;
 mod keys;
 pub mod page;
 mod problem;
+mod recorded;
 mod token;
 mod types;
 pub mod work;
@@ -61,8 +62,12 @@ pub use endpoint::{
     is_endpoint, is_return_path, return_or_root, return_path, Endpoint, MAX_RETURN,
 };
 pub use keys::{KeyError, Keys, MAX_KEYS, MAX_KEY_BYTES, MIN_KEY_BYTES};
-pub use page::{PageError, PageInput, Pages, State, MAX_SITE, PAGE_CAP};
-pub use problem::{is_problem_base, Problem, ProblemInput, MAX_BASE, PROBLEM_CAP};
+pub use page::{is_request_id, PageError, PageInput, Pages, State, MAX_SITE, PAGE_CAP};
+pub use problem::{
+    is_problem_base, render as render_problem, status_phrase, Problem, ProblemInput, MAX_BASE,
+    PROBLEM_CAP,
+};
+pub use recorded::Recorded;
 pub use token::{Binding, Proof, Rejection, TOKEN_TEXT};
 pub use types::{header, user_agent, Clearance, TooSmall, ENDPOINT};
 pub use work::{leading_zero_bits, MAX_DIFFICULTY};
@@ -365,20 +370,35 @@ impl Challenge {
         client: &Binding,
         now: u64,
     ) -> Result<Proof, Rejection> {
-        let opened = token::open(value, Kind::Cookie, &self.keys)?;
-        let proof = opened.proof.ok_or(Rejection::Malformed)?;
-        if opened.time <= now || opened.time - now > u64::from(self.ttl_of(proof)) {
-            return Err(Rejection::Expired);
+        self.record_cookie(value, client)
+            .judge(now, |p| self.ttl_of(p))
+    }
+
+    /// What checking one cookie value with the keys finds, before the
+    /// time is looked at: what the request recorder logs instead of the
+    /// token ([`Recorded`]), and the first half of [`Challenge::verify_cookie`].
+    pub fn record_cookie(&self, value: &[u8], client: &Binding) -> Recorded {
+        let opened = match token::open(value, Kind::Cookie, &self.keys) {
+            Ok(o) => o,
+            Err(r) => return Recorded::Refused(r),
+        };
+        let Some(proof) = opened.proof else {
+            return Recorded::Refused(Rejection::Malformed);
+        };
+        Recorded::Opened {
+            proof,
+            expires: opened.time,
+            binding: opened.check_binding(client),
         }
-        opened.check_binding(client)?;
-        Ok(proof)
     }
 
     /// The clearance of a request: its cookies of the configured name (at
     /// most [`MAX_CANDIDATES`], from every `Cookie` header), checked until
     /// one is valid. The binding (a SHA-256 of the User-Agent, one of the
-    /// TLS facts) is computed only when there is a cookie. Allocates
-    /// nothing.
+    /// TLS facts) is computed only when there is a cookie. A request read
+    /// back from a log ([`Request::is_from_log`]) has the verdicts the
+    /// recorder logged in place of its tokens judged instead
+    /// ([`Recorded`]). Allocates nothing.
     pub fn clearance(&self, req: &Request<'_>, addr: Option<IpAddr>, now: u64) -> Clearance {
         let mut binding = None;
         let mut result = Clearance::Absent;
@@ -389,7 +409,12 @@ impl Challenge {
             }
             for v in cookie_values(value, self.cookie.as_bytes()) {
                 let b = *binding.get_or_insert_with(|| self.binding_of(req, addr));
-                match self.verify_cookie(v, &b, now) {
+                let logged = req.is_from_log().then(|| Recorded::parse(v)).flatten();
+                let verdict = match logged {
+                    Some(r) => r.judge(now, |p| self.ttl_of(p)),
+                    None => self.verify_cookie(v, &b, now),
+                };
+                match verdict {
                     Ok(proof) => return Clearance::Accepted(proof),
                     Err(r) => result = Clearance::Rejected(r),
                 }

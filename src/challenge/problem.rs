@@ -128,7 +128,9 @@ pub fn is_problem_base(base: &str) -> bool {
             .all(|b| (0x21..0x7f).contains(&b) && !matches!(b, b'"' | b'\\' | b'<' | b'>'))
 }
 
-fn status_phrase(status: u16) -> &'static str {
+/// The reason phrase of `status` (a problem's title under `about:blank`,
+/// a blocked request's page).
+pub fn status_phrase(status: u16) -> &'static str {
     match status {
         400 => "Bad Request",
         401 => "Unauthorized",
@@ -141,8 +143,8 @@ fn status_phrase(status: u16) -> &'static str {
     }
 }
 
-/// Writes the document into `out`; returns its length.
-pub(crate) fn render(p: &ProblemInput<'_>, out: &mut [u8]) -> Result<usize, TooSmall> {
+/// Writes the document into `out`; returns its length. Allocates nothing.
+pub fn render(p: &ProblemInput<'_>, out: &mut [u8]) -> Result<usize, TooSmall> {
     let cap = out.len();
     let mut w = &mut out[..];
     let kind = p.problem;
@@ -174,12 +176,7 @@ pub(crate) fn render(p: &ProblemInput<'_>, out: &mut [u8]) -> Result<usize, TooS
             write!(w, ",\"clearance\":\"{}\"", p.clearance.as_str())?;
         }
         let id = p.request_id;
-        if !id.is_empty()
-            && id.len() <= super::page::MAX_REQUEST_ID
-            && id
-                .iter()
-                .all(|&b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        {
+        if super::page::is_request_id(id) {
             w.write_all(b",\"reference\":\"")?;
             w.write_all(id)?;
             w.write_all(b"\"")?;

@@ -295,6 +295,26 @@ options! {
     /// `signals_max_age`: the oldest snapshot used, seconds.
     signals_max_age: u64, FILE, Ctx::max_age,
         |o| o.fleet.as_ref().map(|l| l.max_age().into());
+    /// `redact`: header names the request recorder logs as their length,
+    /// beside the `Cookie` and credentials it always redacts; `false`
+    /// (None): every byte logged (`replay::Redactor`).
+    redact: Option<Vec<String>>, FILE, Ctx::redact, |o| {
+        o.redact.as_ref().map(|r| match r {
+            None => Value::Bool(false),
+            Some(names) => Value::Array(names.iter().map(|n| Value::from(n.as_str())).collect()),
+        })
+    };
+}
+
+impl Options {
+    /// `redact` resolved: the extra names (none given: none), or None when
+    /// the recorder logs every byte (`false`).
+    pub fn redact(&self) -> Option<&[String]> {
+        match &self.redact {
+            None => Some(&[]),
+            Some(r) => r.as_deref(),
+        }
+    }
 }
 
 /// `rules` as given (paths resolved): `false`, or the list.
@@ -1399,6 +1419,62 @@ mod tests {
             assert_eq!(e.key(), Some(key), "{json}");
             assert!(e.to_string().contains(message), "{e}");
         }
+    }
+
+    #[test]
+    fn redact_is_a_list_of_header_names_or_false() {
+        let o = configure(r#"{"redact": ["X-Api-Key", "x-session"]}"#).unwrap();
+        assert_eq!(
+            o.redact(),
+            Some(&["x-api-key".to_owned(), "x-session".to_owned()][..])
+        );
+        let v: Value = serde_json::from_str(&o.resolved_json()).unwrap();
+        assert_eq!(v["redact"], serde_json::json!(["x-api-key", "x-session"]));
+        let o = configure(r#"{"redact": false}"#).unwrap();
+        assert_eq!(o.redact(), None);
+        assert_eq!(configure("{}").unwrap().redact(), Some(&[][..]));
+        assert_eq!(
+            configure(r#"{"redact": {}}"#).unwrap().redact(),
+            Some(&[][..])
+        );
+        for (bad, msg) in [
+            (
+                r#"{"redact": true}"#,
+                "redact: must be a list of header names, or false",
+            ),
+            (
+                r#"{"redact": "cookie"}"#,
+                "redact: must be a list of header names, or false",
+            ),
+            (
+                r#"{"redact": ["ok", 3]}"#,
+                "redact[1]: must be a header name string",
+            ),
+            (
+                r#"{"redact": ["x y"]}"#,
+                r#"redact[0]: "x y" is not a header name"#,
+            ),
+            (
+                r#"{"redact": [""]}"#,
+                r#"redact[0]: "" is not a header name"#,
+            ),
+        ] {
+            let e = configure(bad).unwrap_err().to_string();
+            assert!(e.contains(msg), "{bad}: {e}");
+        }
+        let many: Vec<String> = (0..65).map(|i| format!("\"x-{i}\"")).collect();
+        let e = configure(&format!(r#"{{"redact": [{}]}}"#, many.join(","))).unwrap_err();
+        assert!(e.to_string().contains("at most 64 names, got 65"), "{e}");
+        // Not per location.
+        let e = configure("{}")
+            .unwrap()
+            .with_access("edgeguard.access", br#"{"redact": false}"#)
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("unknown option 'redact' per location"),
+            "{e}"
+        );
     }
 
     #[test]

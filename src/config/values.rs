@@ -251,6 +251,31 @@ impl Ctx<'_> {
         }
     }
 
+    /// `redact`: header names (RFC 9110 tokens, at most 64), or `false`.
+    pub(super) fn redact(&self, key: &str, v: &Value) -> Result<Option<Vec<String>>, ConfigError> {
+        if v == &Value::Bool(false) {
+            return Ok(None);
+        }
+        let want = "a list of header names, or false";
+        let list = self.array(key, v, want)?;
+        if list.len() > 64 {
+            return Err(self.err(key, format!("at most 64 names, got {}", list.len())));
+        }
+        let mut names = Vec::with_capacity(list.len());
+        for (i, entry) in list.iter().enumerate() {
+            let at = format!("{key}[{i}]");
+            let name = entry
+                .as_str()
+                .ok_or_else(|| self.type_err(&at, "a header name string", entry))?;
+            let token = |b: u8| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b);
+            if name.is_empty() || name.len() > 256 || !name.bytes().all(token) {
+                return Err(self.err(&at, format!("{name:?} is not a header name")));
+            }
+            names.push(name.to_ascii_lowercase());
+        }
+        Ok(Some(names))
+    }
+
     /// `signals_refresh`: seconds, 0 (only at reload) to a day.
     pub(super) fn refresh(&self, key: &str, v: &Value) -> Result<u64, ConfigError> {
         self.int(key, v, 0, 86_400)

@@ -25,6 +25,7 @@ pub struct Request<'a> {
     pub(super) headers: &'a [Header<'a>],
     pub(super) tls: Option<TlsFacts<'a>>,
     pub(super) kept: Kept,
+    pub(super) from_log: bool,
 }
 
 /// What of the client's own request reached nginx: all of it when the
@@ -70,6 +71,7 @@ impl<'a> Request<'a> {
             headers,
             tls: None,
             kept: Kept::ALL,
+            from_log: false,
         }
     }
 
@@ -98,6 +100,21 @@ impl<'a> Request<'a> {
     /// its own connection to nginx (its version is the hop's).
     pub fn client_version(&self) -> Option<u16> {
         self.kept.version.then_some(self.http_version)
+    }
+
+    /// The same request, read back from a log (`edgeguard replay`) or not
+    /// (nginx). Only a request from a log has its clearance cookie judged
+    /// from the verdict the recorder logged in its place
+    /// (`challenge::Recorded`): a client that sends that text gets no such
+    /// reading.
+    pub fn from_log(mut self, from_log: bool) -> Self {
+        self.from_log = from_log;
+        self
+    }
+
+    /// Whether it was read back from a log ([`Request::from_log`]).
+    pub fn is_from_log(&self) -> bool {
+        self.from_log
     }
 
     /// The same request with its connection's TLS facts (`None`: none

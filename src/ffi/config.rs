@@ -18,6 +18,7 @@ use super::raw::{bytes, c_bytes};
 use super::types::edgeguard_result;
 use crate::config::table::{Put, Table};
 use crate::config::{ConfigError, ErrorOrigin, Options};
+use crate::replay::Redactor;
 
 pub use super::types::edgeguard_value;
 
@@ -28,6 +29,8 @@ pub struct edgeguard_config {
     pub(super) options: Options,
     /// `options` resolved, as NUL-terminated JSON, handed out to C.
     json: CString,
+    /// The request recorder these options make (`edgeguard_config_record`).
+    pub(super) recorder: Redactor,
 }
 
 impl Handle for edgeguard_config {}
@@ -67,7 +70,17 @@ unsafe fn refuse(e: &ConfigError, errbuf: *mut c_char, errbuf_len: usize) -> edg
 unsafe fn publish(options: Options, out: *mut *mut edgeguard_config) -> edgeguard_result {
     // serde_json escapes control characters, so the text holds no NUL.
     let json = CString::new(options.resolved_json()).unwrap_or_default();
-    edgeguard_config { options, json }.publish(out)
+    let recorder = Redactor::new(
+        options.redact().is_some(),
+        options.redact().unwrap_or_default(),
+        options.challenge(),
+    );
+    edgeguard_config {
+        options,
+        json,
+        recorder,
+    }
+    .publish(out)
 }
 
 /// `source_name` as text, or `default` for null.

@@ -643,6 +643,10 @@ pub struct edgeguard_effects {
     /// Where in `line` nginx's `$request_id` goes (after `request_id=`),
     /// when the request gave none; 0: nowhere (the line has it, or no line).
     pub line_request_id_at: usize,
+    /// Where in `body` nginx's `$request_id` goes, for a blocked request
+    /// that gave none: the caller inserts it there and sets the
+    /// `Edgeguard-Reference` response header to it. 0: nowhere.
+    pub body_request_id_at: usize,
 }
 
 /// How sure a flagged request's verdict is. Stable numbers.
@@ -716,6 +720,7 @@ pub(crate) fn write_effects(e: &Effects<'_>, out: &mut edgeguard_effects) {
     out.grade = e.grade.into();
     out.reasons = e.reasons.0;
     out.line_request_id_at = e.line_id_at.unwrap_or(0);
+    out.body_request_id_at = e.body_id_at.unwrap_or(0);
 }
 
 /// Fills the start of `slots` with `pairs`; returns how many.

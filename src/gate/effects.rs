@@ -279,6 +279,9 @@ pub struct Effects<'a> {
     /// Where in the line the caller inserts `$request_id` (the request
     /// gave none): after `request_id=`.
     pub line_id_at: Option<usize>,
+    /// Where in a blocked request's body the caller inserts `$request_id`
+    /// (the request gave none), and sets `Edgeguard-Reference` to it.
+    pub body_id_at: Option<usize>,
     /// Why the request was flagged (empty: it was not).
     pub reasons: Reasons,
     /// How surely ([`Grade::None`]: not flagged).

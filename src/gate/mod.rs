@@ -53,6 +53,7 @@
 #![forbid(unsafe_code)]
 
 mod action;
+mod blocked;
 mod config;
 mod effects;
 mod location;

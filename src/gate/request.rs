@@ -65,6 +65,13 @@ impl<'a> Request<'a> {
         self
     }
 
+    /// The same request, read back from a log (`edgeguard replay`):
+    /// [`features::Request::from_log`].
+    pub fn from_log(mut self) -> Request<'a> {
+        self.http = self.http.from_log(true);
+        self
+    }
+
     /// The same request, over TLS or not (a clearance cookie is then
     /// `Secure`).
     pub fn secure(mut self, secure: bool) -> Request<'a> {

@@ -573,3 +573,136 @@ fn an_expired_no_javascript_ticket_gets_a_fresh_page() {
     assert!(body.contains("/.edgeguard/challenge?t="), "a fresh ticket");
     assert!(!body.contains(&ticket[..60]), "not the old one");
 }
+
+/// A block location (no challenge) of one given model, "bot", threshold
+/// 0.5, with `extra` options.
+fn block_location(extra: &str) -> Location {
+    let json = format!(r#"{{"mode": "block" {extra}}}"#);
+    let o = Options::configure("t", None, json.as_bytes()).unwrap();
+    Location::new(&o, Models::Given(&[("bot", Some(0.5))]), None).unwrap()
+}
+
+#[test]
+fn a_block_carries_its_reference_in_a_header_and_a_body() {
+    const ID: &str = "0123456789abcdef0123456789abcdef";
+    let loc = block_location("");
+    let mut scratch = Scratch::new();
+    // A person's navigation: a short page naming the reference.
+    let e = Call::new(b"/", NAV).run(&loc, &mut scratch);
+    assert_eq!(e.action, Action::Block);
+    let (status, ty, body) = page_of(&e);
+    assert_eq!((status, ty), (403, "text/html; charset=utf-8"));
+    assert!(body.contains(&format!("<code>{ID}</code>")), "{body}");
+    assert!(body.contains("<title>403 Forbidden</title>"), "{body}");
+    let headers: Vec<(&str, &str)> = e.exit.headers().map(|(n, v)| (n, text(v))).collect();
+    assert_eq!(
+        headers,
+        [
+            ("Content-Type", "text/html; charset=utf-8"),
+            ("Cache-Control", "no-store"),
+            ("X-Robots-Tag", "noindex"),
+            ("Edgeguard-Reference", ID)
+        ]
+    );
+    // A program: a problem document, reason "blocked", the same reference.
+    let api: &[(&[u8], &[u8])] = &[(b"user-agent", b"curl/8.5.0"), (b"accept", b"*/*")];
+    let e = Call::new(b"/api", api).run(&loc, &mut scratch);
+    let (status, ty, body) = page_of(&e);
+    assert_eq!((status, ty), (403, "application/problem+json"));
+    let v: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(
+        (v["reason"].as_str(), v["reference"].as_str()),
+        (Some("blocked"), Some(ID))
+    );
+    assert_eq!(v["status"], 403);
+    assert!(v.get("clear").is_none(), "no check to pass: {v}");
+    assert_eq!(
+        e.exit.headers().last().map(|(n, v)| (n, text(v))),
+        Some(("Edgeguard-Reference", ID))
+    );
+    // Not flagged: no answer at all.
+    let mut low = Call::new(b"/", NAV);
+    low.score = Some(0.1);
+    assert_eq!(low.run(&loc, &mut scratch).exit, Exit::Continue);
+}
+
+#[test]
+fn a_block_rules_own_status_carries_the_reference_too() {
+    let loc = block_location(
+        r#", "rules": [{"name": "slow", "when": {"path": {"exact": "/limited"}}, "action": "block", "status": 429}]"#,
+    );
+    let mut scratch = Scratch::new();
+    let mut call = Call::new(b"/limited", NAV);
+    call.score = Some(0.1);
+    let e = call.run(&loc, &mut scratch);
+    let (status, ty, body) = page_of(&e);
+    assert_eq!((status, ty), (429, "text/html; charset=utf-8"));
+    assert!(
+        body.contains("<title>429 Too Many Requests</title>"),
+        "{body}"
+    );
+    assert_eq!(
+        e.exit.headers().last().map(|(n, _)| n),
+        Some("Edgeguard-Reference")
+    );
+}
+
+/// A block of a request that came without an id: the body has a gap where
+/// the caller inserts `$request_id` (and then sets the header itself).
+#[test]
+fn a_block_without_an_id_leaves_the_caller_a_gap() {
+    let loc = block_location("");
+    let mut scratch = Scratch::new();
+    let h: Vec<Header<'_>> = NAV.iter().map(|(n, v)| Header::new(n, v)).collect();
+    let api: Vec<Header<'_>> = [(&b"user-agent"[..], &b"curl/8.5.0"[..])]
+        .iter()
+        .map(|(n, v)| Header::new(n, v))
+        .collect();
+    let scores = [0.9];
+    for (headers, open, close) in [(&h, "<code>", "</code>"), (&api, "\"reference\":\"", "\"")] {
+        let req = Request::new(b"GET", b"/", 11, b"192.0.2.10", headers, None).given(Given {
+            scores: Some(&scores),
+            ..Given::default()
+        });
+        let e = run(&loc, &req, Job::Access, NOW, &mut scratch).unwrap();
+        let at = e.body_id_at.expect("a gap");
+        let (_, _, body) = page_of(&e);
+        assert!(
+            body[..at].ends_with(open) && body[at..].starts_with(close),
+            "{body}"
+        );
+        assert!(!body.contains("gap"), "{body}");
+        assert!(e.exit.headers().all(|(n, _)| n != "Edgeguard-Reference"));
+        // What the caller makes of it is a valid document.
+        if open.starts_with('"') {
+            let full = format!("{}0123abcd{}", &body[..at], &body[at..]);
+            let v: serde_json::Value = serde_json::from_str(&full).unwrap();
+            assert_eq!(v["reference"], "0123abcd");
+        }
+    }
+    // With an id, no gap.
+    let e = Call::new(b"/", NAV).run(&loc, &mut scratch);
+    assert_eq!(e.body_id_at, None);
+}
+
+#[test]
+fn a_block_with_an_id_that_cannot_be_shown_is_the_bare_status() {
+    let loc = block_location("");
+    let mut scratch = Scratch::new();
+    let h: Vec<Header<'_>> = NAV.iter().map(|(n, v)| Header::new(n, v)).collect();
+    let scores = [0.9];
+    for id in [&b"has space"[..], b"<script>", &[b'a'; 65]] {
+        let req = Request::new(b"GET", b"/", 11, b"192.0.2.10", &h, None)
+            .with_request_id(id)
+            .given(Given {
+                scores: Some(&scores),
+                ..Given::default()
+            });
+        let e = run(&loc, &req, Job::Access, NOW, &mut scratch).unwrap();
+        assert_eq!(
+            (e.action, e.exit),
+            (Action::Block, Exit::Status(403)),
+            "{id:?}"
+        );
+    }
+}

@@ -3,6 +3,7 @@
 //! [`texts`], turns the state into [`Effects`].
 
 use super::action::Action;
+use super::blocked::{blocked, REFERENCE_HEADER};
 use super::effects::{Effects, Exit, RuleEffect, Vars};
 use super::location::Location;
 use super::policy::Decision;
@@ -189,11 +190,11 @@ pub(super) fn respond(
             Some(Hit {
                 action: crate::rules::Action::Block(status),
                 ..
-            }) => Exit::Status(status),
+            }) => blocked(loc, req, status, scratch, s),
             _ if respond::problem_for_block(loc, s.decision.grade) => {
                 respond::challenge(loc, req, now, scratch, s)
             }
-            _ => Exit::Status(loc.policy.status()),
+            _ => blocked(loc, req, loc.policy.status(), scratch, s),
         },
         Action::Unavailable if respond::problem_for_block(loc, s.decision.grade) => {
             respond::challenge(loc, req, now, scratch, s)
@@ -299,6 +300,10 @@ pub(super) fn texts<'a>(
         line: spans.line.map(|(l, level)| (at(l), level)),
         warning: None,
         line_id_at: spans.line_id_at,
+        body_id_at: match s.body {
+            BodyParts::Blocked { id_at, .. } => id_at,
+            _ => None,
+        },
         reasons: s.decision.reasons,
         grade: s.decision.grade,
     }
@@ -530,6 +535,21 @@ fn exit<'a>(s: &State, body: &'a [u8], csp: Option<&'a str>) -> Exit<'a> {
             status,
             location: at(location),
             set_cookie: at(set_cookie),
+        },
+        (
+            Exit::Status(status),
+            BodyParts::Blocked {
+                body: b,
+                problem,
+                reference,
+                id_at,
+            },
+        ) => Exit::Page {
+            status,
+            content_type: if problem { PROBLEM_TYPE } else { PAGE_TYPE },
+            body: at(b),
+            // The caller sets it with the id it inserts.
+            extra: id_at.is_none().then(|| (REFERENCE_HEADER, at(reference))),
         },
         (Exit::Status(status), BodyParts::None) => Exit::Status(status),
         _ => Exit::Continue,

@@ -59,4 +59,13 @@ pub(super) enum BodyParts {
     },
     /// A redirect's `Location` and `Set-Cookie` (empty: none).
     Answer { set_cookie: Span, location: Span },
+    /// A blocked request's page, or (`problem`) problem document, and its
+    /// `Edgeguard-Reference` (`blocked.rs`); or, when the request gave no
+    /// id, where in the body the caller inserts one (`id_at`).
+    Blocked {
+        body: Span,
+        problem: bool,
+        reference: Span,
+        id_at: Option<usize>,
+    },
 }

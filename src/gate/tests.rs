@@ -72,7 +72,17 @@ fn a_flagged_request_gets_every_effect() {
     };
     let e = run_one(&loc, headers, b"/p?q", Some(g), Job::Access, &mut scratch);
     assert_eq!(e.action, Action::Block);
-    assert_eq!(e.exit, Exit::Status(429));
+    // The status with a body naming the reference: the caller inserts
+    // `$request_id` at the gap (blocked.rs).
+    assert_eq!(e.exit.status(), 429);
+    assert!(matches!(
+        e.exit,
+        Exit::Page {
+            content_type: "application/problem+json",
+            ..
+        }
+    ));
+    assert!(e.body_id_at.is_some());
     // The internal name once, the other spelling of the score header; the
     // exact spelling is left to the score header's setting.
     assert_eq!(e.clear, [1, 3]);

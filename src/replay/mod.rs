@@ -54,6 +54,7 @@ pub use worker::Worker;
 
 pub use record::ParseError;
 // The writer of the `headers` text, for `edgeguard_headers_record`.
+pub use record::redact::Redactor;
 pub(crate) use record::write::write_headers_text;
 
 /// The one reader of request lines (the shapes `record.rs` describes): what

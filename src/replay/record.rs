@@ -1064,6 +1064,7 @@ impl<'de> Visitor<'de> for PairSeed<'_> {
 }
 
 mod fast;
+pub(crate) mod redact;
 pub(crate) mod write;
 
 #[cfg(test)]

@@ -319,7 +319,8 @@ impl<'c> Worker<'c> {
         observe: Option<&mut Observer<'_>>,
     ) -> (Outcome, Option<Outcome>) {
         let req = gate::Request::new(p.method, p.uri, p.version, p.client, p.headers, p.tls)
-            .with_peer(p.peer);
+            .with_peer(p.peer)
+            .from_log();
         let tally = &mut self.tally;
         let now = p.time.unwrap_or(self.now);
         // The line's own time: what access() judged at, else nginx's.

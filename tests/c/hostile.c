@@ -1118,8 +1118,11 @@ static void test_config_hostile(void) {
                EDGEGUARD_RESULT_NULL_PARAMETER, "n SIZE_MAX");
     CHECK_CODE(edgeguard_location_run(p, NULL, &rq, &g, EDGEGUARD_JOB_ACCESS, 0, sc, &d), EDGEGUARD_RESULT_OK,
                "decide");
+    /* A block answers with a body naming its reference; the request gave no
+     * $request_id, so the caller inserts one at the gap. */
     CHECK(d.action == EDGEGUARD_ACTION_BLOCK && d.model == 0 && d.threshold == 0.5 && d.status == 403 &&
-              d.exit == EDGEGUARD_EXIT_STATUS,
+              d.exit == EDGEGUARD_EXIT_BODY && d.body_request_id_at > 0 &&
+              d.body_request_id_at < (size_t)d.body.len,
           "block by model 0: %d %d %g %d", d.action, d.model, d.threshold, d.status);
     const char *clients[][2] = {
         {"10.1.2.3", "10.1.2.3 is allowed"},
@@ -2156,6 +2159,47 @@ static size_t reference_record(const edgeguard_header *h, size_t n, uint8_t *out
     return pos;
 }
 
+/* edgeguard_config_record: nulls refused with nothing written; the default
+ * (null config) and a configured recorder redact; every short cap asks for
+ * the length, and an exactly-sized heap buffer (ASan sees past it) fits. */
+static void test_config_record(void) {
+    edgeguard_header h[3] = {{str_of("Cookie", 6), str_of("sid=s3cr3t; lang=en", 19)},
+                             {str_of("Authorization", 13), str_of("Bearer abc.def", 14)},
+                             {str_of("X-Api-Key", 9), str_of("k-1", 3)}};
+    edgeguard_request req = request_of("GET", "/", h, 3);
+    uint8_t buf[256];
+    size_t len = 12345;
+    CHECK_CODE(edgeguard_config_record(NULL, NULL, buf, sizeof buf, &len), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "null request");
+    CHECK_CODE(edgeguard_config_record(NULL, &req, buf, sizeof buf, NULL), EDGEGUARD_RESULT_NULL_PARAMETER,
+               "null out_len");
+    CHECK_CODE(edgeguard_config_record(NULL, &req, NULL, 8, &len), EDGEGUARD_RESULT_NULL_PARAMETER, "null buf");
+    CHECK(len == 12345, "nothing written on a null: %zu", len);
+    const char want_default[] =
+        "[[\"Cookie\",\"sid=[redacted 6]; lang=[redacted 2]\"],[\"Authorization\",\"Bearer [redacted 7]\"],"
+        "[\"X-Api-Key\",\"k-1\"]]";
+    CHECK_CODE(edgeguard_config_record(NULL, &req, buf, sizeof buf, &len), EDGEGUARD_RESULT_OK, "default");
+    CHECK(len == sizeof want_default - 1 && memcmp(buf, want_default, len) == 0, "default: %.*s", (int)len, buf);
+
+    char err[512];
+    edgeguard_config *c = NULL;
+    CHECK_CODE(config_of("{\"redact\": [\"x-api-key\"]}", &c, err, sizeof err), EDGEGUARD_RESULT_OK, err);
+    const char want[] =
+        "[[\"Cookie\",\"sid=[redacted 6]; lang=[redacted 2]\"],[\"Authorization\",\"Bearer [redacted 7]\"],"
+        "[\"X-Api-Key\",\"[redacted 3]\"]]";
+    for (size_t cap = 0; cap < sizeof want - 1; cap += 7) {
+        size_t need = 0;
+        CHECK_CODE(edgeguard_config_record(c, &req, cap ? buf : NULL, cap, &need), EDGEGUARD_RESULT_BUFFER_TOO_SMALL,
+                   "short cap");
+        CHECK(need == sizeof want - 1, "cap %zu: need %zu", cap, need);
+    }
+    uint8_t *exact = malloc(sizeof want - 1);
+    CHECK_CODE(edgeguard_config_record(c, &req, exact, sizeof want - 1, &len), EDGEGUARD_RESULT_OK, "exact cap");
+    CHECK(len == sizeof want - 1 && memcmp(exact, want, len) == 0, "configured: %.*s", (int)len, exact);
+    free(exact);
+    edgeguard_config_free(c);
+}
+
 /* edgeguard_headers_record: nulls and impossible lengths refused with
  * nothing written; every buffer shorter than the text refused untouched with
  * the length it needs; exactly-sized heap buffers (ASan sees one byte past
@@ -2252,6 +2296,7 @@ int main(int argc, char **argv) {
     test_tls_hostile();
     test_score_with_tls_hostile();
     test_headers_record();
+    test_config_record();
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;
 }

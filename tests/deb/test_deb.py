@@ -13,6 +13,7 @@ import os
 import pathlib
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import threading
@@ -364,3 +365,130 @@ server {{
     time.sleep(0.1)
     bad = [line for line in new_log_lines(log_start) if any(b in line for b in BAD)]
     assert not bad, bad
+
+
+def build_next_deb(work):
+    """The .deb of the next patch version (N+1), built from a copy of this
+    checkout with Cargo.toml's version, the header's and the cdefs' bumped
+    (what `make header` writes for them), into `work`. The copy shares
+    target/release (cargo reuses the dependencies; the crate is rebuilt under
+    its own hash), so it takes one release build of the crate."""
+    src = work / "src"
+    src.mkdir()
+    run("sh", "-c", f"tar -C '{ROOT}' --exclude=./target --exclude=./.git --exclude=./.run -cf - . "
+                    f"| tar -C '{src}' -xf -")
+    (src / "target").mkdir()
+    (src / "target" / "release").symlink_to(ROOT / "target" / "release")
+    version = run("sed", "-n", 's/^version = "\\(.*\\)"/\\1/p', str(ROOT / "Cargo.toml")).stdout.splitlines()[0]
+    major, minor, patch = (int(x) for x in version.split("."))
+    nxt = f"{major}.{minor}.{patch + 1}"
+
+    def bump(path, old, new, count=1):
+        text = path.read_text()
+        assert text.count(old) >= count, (path, old)
+        path.write_text(text.replace(old, new, count))
+
+    bump(src / "Cargo.toml", f'version = "{version}"', f'version = "{nxt}"')
+    bump(src / "Cargo.lock", f'name = "edgeguard"\nversion = "{version}"', f'name = "edgeguard"\nversion = "{nxt}"')
+    bump(src / "src" / "ffi" / "mod.rs", f"pub const EDGEGUARD_VERSION_PATCH: u32 = {patch};",
+         f"pub const EDGEGUARD_VERSION_PATCH: u32 = {patch + 1};")
+    bump(src / "include" / "edgeguard.h", f"#define EDGEGUARD_VERSION_PATCH {patch}",
+         f"#define EDGEGUARD_VERSION_PATCH {patch + 1}")
+    bump(src / "lua" / "resty" / "edgeguard" / "cdefs.lua", f"static const int EDGEGUARD_VERSION_PATCH = {patch};",
+         f"static const int EDGEGUARD_VERSION_PATCH = {patch + 1};")
+    env = dict(os.environ, CARGO_TARGET_DIR=str(ROOT / "target"), DEB_MAINTAINER="edgeguard test-deb <root@localhost>")
+    # The crate's outputs without a hash in their names (the cdylib, in
+    # deps/ too, and everything cargo copies up into target/release/) are
+    # overwritten by N+1's, and cargo would take them for this checkout's
+    # (their mtimes are newer than its sources): kept aside and put back,
+    # mtimes included, whatever happens.
+    release = ROOT / "target" / "release"
+    kept = [p for p in release.iterdir() if p.is_file()] + [release / "deps" / "libedgeguard.so"]
+    keep = work / "keep"
+    keep.mkdir()
+    for i, p in enumerate(kept):
+        shutil.copy2(p, keep / str(i))
+    started = time.monotonic()
+    try:
+        run("make", "-s", "-C", str(src), "deb", env=env)
+    finally:
+        for i, p in enumerate(kept):
+            p.unlink(missing_ok=True)
+            shutil.copy2(keep / str(i), p)
+    # This checkout's own build is back.
+    assert run(str(release / "edgeguard"), "version").stdout.split()[1] == version
+    out = run("python3", "-c", "import ctypes, sys; lib = ctypes.CDLL(sys.argv[1]); "
+              "lib.edgeguard_version.restype = ctypes.c_char_p; print(lib.edgeguard_version().decode())",
+              str(release / "libedgeguard.so")).stdout.strip()
+    assert out == version, out
+    debs = sorted((src / "target" / "deb").glob(f"edgeguard_{nxt}-1_*.deb"))
+    assert len(debs) == 1, debs
+    say(f"built N+1 ({nxt}) in {time.monotonic() - started:.0f} s: {debs[0].name}")
+    return debs[0], version, nxt
+
+
+def test_deb_upgrade_reload_is_refused_and_restart_serves_the_new_release(system, tmp_path):
+    """Install N, serve; upgrade the package to N+1 (another version); `nginx
+    -s reload` is refused with one error naming both versions and the fix, the
+    old workers keep serving N; a restart serves N+1 (docs/install.md,
+    "Upgrading")."""
+    deb, origin = system
+    started = time.monotonic()
+    os.chmod(tmp_path, 0o755)
+    next_deb, version, nxt = build_next_deb(tmp_path)
+    log_start = ERROR_LOG.stat().st_size if ERROR_LOG.exists() else 0
+
+    run("apt-get", "install", "-y", "-qq", "-o", "DPkg::Lock::Timeout=300", f"./{deb.relative_to(ROOT)}", env=APT_ENV)
+    port = free_port()
+    TEST_CONF.write_text(f"""# written by edgeguard's make test-deb; removed when it ends
+include snippets/edgeguard.conf;
+server {{
+    listen 127.0.0.1:{port};
+    location = /edgeguard/version {{
+        allow 127.0.0.1;
+        deny all;
+        rewrite_by_lua_block {{ }}
+        content_by_lua_block {{ ngx.print(require("resty.edgeguard").library_version()) }}
+    }}
+    location / {{
+        proxy_pass http://127.0.0.1:{origin.port};
+    }}
+}}
+""")
+    run("nginx", "-t")
+    run("nginx")
+    assert wait_for_port(port), "the system nginx does not listen"
+    base = f"http://127.0.0.1:{port}"
+    assert curl(base + "/edgeguard/version") == (200, version)
+    assert curl(base + "/hello")[0] == 200
+    say(f"N = {version} installed and serving on :{port}")
+
+    # The upgrade, then the reload an operator (or a logrotate hook) does.
+    run("apt-get", "install", "-y", "-qq", "-o", "DPkg::Lock::Timeout=300", str(next_deb), env=APT_ENV)
+    assert run("dpkg-query", "-W", "-f=${Version}", "edgeguard").stdout == f"{nxt}-1"
+    offset = ERROR_LOG.stat().st_size
+    run("nginx", "-s", "reload")
+    want = f"is edgeguard {version} (C ABI "
+    line = wait_until("the reload refused in error.log", lambda: next(
+        (l for l in new_log_lines(offset) if want in l and f"the edgeguard Lua modules are {nxt}" in l), None))
+    assert "Restart nginx (systemctl restart nginx)" in line and "binary upgrade" in line, line
+    say("nginx -s reload after the upgrade:", line[line.index("libedgeguard.so"):][:160] + " ...")
+    # The old master and workers serve N, unchanged.
+    for _ in range(5):
+        assert curl(base + "/edgeguard/version") == (200, version)
+        assert curl(base + "/hello")[0] == 200
+    say(f"the running workers keep serving {version}")
+
+    # A restart: a new master loads N+1's library.
+    stop_nginx()
+    run("nginx")
+    assert wait_for_port(port), "the system nginx does not restart"
+    assert curl(base + "/edgeguard/version") == (200, nxt)
+    assert curl(base + "/hello")[0] == 200
+    say(f"after a restart: serving {nxt}")
+    stop_nginx()
+    bad = [l for l in new_log_lines(log_start) if any(b in l for b in BAD) and want not in l]
+    assert not bad, bad
+    TEST_CONF.unlink()
+    run("apt-get", "purge", "-y", "-qq", "edgeguard", env=APT_ENV)
+    say(f"upgrade case: {time.monotonic() - started:.0f} s (N+1 build included)")

@@ -590,8 +590,24 @@ def test_replay_judges_as_nginx_did(edge):
     assert edge.get([("Host", "edge.test"), ("User-Agent", "curl/8.5.0")], "/replayed", "198.51.100.30")[0] == 403
     assert edge.get(with_cookie(HEADLESS, "edgeguard_clearance=" + cookie.split("=", 1)[1][:-1] + "A"),
                     "/replayed", "198.51.100.30")[0] == 403
-    wait_until("log lines", lambda: len(edge.log_lines()) >= first + 7)
+    # Clearances the recorder logs as verdicts (docs/replay.md, "What the
+    # log keeps"): expired, another User-Agent's, another /24's, and a
+    # valid one beside other cookies.
+    now = int(time.time())
+    tokens = [cookie.split("=", 1)[1],
+              mint(KEY_NEW, now - 5, "198.51.100.31", HEADLESS_UA),
+              mint(KEY_NEW, now + 3600, "198.51.100.31", "curl/8.5.0"),
+              mint(KEY_NEW, now + 3600, "203.0.113.31", HEADLESS_UA),
+              mint(KEY_OLD, now + 3600, "198.51.100.31", HEADLESS_UA)]
+    for t in tokens[1:]:
+        assert edge.get(with_cookie(HEADLESS, "sid=s3cret-session; edgeguard_clearance=" + t),
+                        "/replayed", "198.51.100.31")[0] in (200, 403)
+    wait_until("log lines", lambda: len(edge.log_lines()) >= first + 11)
     lines = edge.log_lines()[first:]
+    text = "".join(json.dumps(l) for l in lines)
+    leaked = [t for t in tokens + [cookie.split("=", 1)[1][:-1], "s3cret-session"] if t in text]
+    assert not leaked, leaked
+    assert "[clearance ok work " in text and "[clearance user_agent work " in text
     cfg = edge.dir / "replay.json"
     cfg.write_text(json.dumps({
         "models": {"bot": str(BOT_MODEL)}, "mode": "challenge",
@@ -611,7 +627,7 @@ def test_replay_judges_as_nginx_did(edge):
     for g, live in zip(got, replayable):
         assert g["action"] == live["edgeguard_action"], (live["uri"], live["client"], g)
     assert any(g.get("verified_bot") == "Googlebot" for g in got)
-    assert any(g.get("clearance") == "accepted" for g in got)
+    assert {"accepted", "expired", "user_agent", "address", "mac"} <= {g.get("clearance") for g in got}
     # The same cleared requests without their cookie: challenged.
     stripped = []
     for l in replayable:

@@ -41,8 +41,9 @@ def expected_tree(prefix):
         tree[f"{prefix}/share/lua/5.1/{m}"] = 0o644
     for f in ("edgeguard.json", "internal-headers.txt", "models/bot.json", "models/spoof.json",
               "nginx/edgeguard.conf", "nginx/edgeguard-metrics.conf", "nginx/edgeguard-record.conf",
-              "nginx/log-format.conf",
-              "nginx/log-format-challenge.conf", "verified-bots.example.json", "challenge/page.html",
+              "nginx/log-format.conf", "nginx/log-format-challenge.conf",
+              "nginx/log-format-decisions.conf", "nginx/decision-vars.conf",
+              "verified-bots.example.json", "challenge/page.html",
               "verified-bots-sources.json",
               *(f"challenge/locales/{p.name}" for p in (ROOT / "src/challenge/page/locales").glob("*.json"))):
         tree[f"{prefix}/share/edgeguard/{f}"] = 0o644

@@ -42,6 +42,39 @@ def is_internal(name):
     )
 
 
+WS = b" \t\n\x0b\x0c\r"
+
+
+def redacted(name, value):
+    """What the recorder logs of a header (docs/replay.md, "What the log
+    keeps"), written apart from src/replay/record/redact.rs: a cookie's
+    name and its value's length, a credential's scheme."""
+    def length(v):
+        return b"[redacted %d]" % len(v) if v else b""
+
+    n = name.lower()
+    if n == b"cookie":
+        items = []
+        for item in value.split(b";"):
+            if b"=" not in item:
+                core = item.strip(WS)
+                lead = item[: len(item) - len(item.lstrip(WS))]
+                items.append(lead + length(core) + item[len(lead) + len(core):])
+                continue
+            k, _, v = item.partition(b"=")
+            core = v.strip(WS)
+            lead = v[: len(v) - len(v.lstrip(WS))]
+            items.append(k + b"=" + lead + length(core) + v[len(lead) + len(core):])
+        return b";".join(items)
+    if n in (b"authorization", b"proxy-authorization"):
+        scheme, sp, rest = value.partition(b" ")
+        if sp and scheme and len(scheme) <= 32 and all(chr(c).isalnum() or chr(c) in "!#$%&'*+-.^_`|~" for c in scheme):
+            spaces = rest[: len(rest) - len(rest.lstrip(b" "))]
+            return scheme + b" " + spaces + length(rest[len(spaces):])
+        return length(value)
+    return value
+
+
 def valid_name(name):
     """Names nginx keeps (with underscores_in_headers on); others it ignores."""
     return all(c in b"-_" or chr(c).isalnum() for c in name) and all(c < 0x80 for c in name)
@@ -61,6 +94,10 @@ class Req:
         """The headers as nginx keeps them: invalid names dropped, values
         stripped of surrounding spaces and tabs."""
         return [(n, v.strip(b" \t")) for n, v in self.headers if valid_name(n)]
+
+    def logged_headers(self):
+        """The headers as the recorder logs them: kept, then redacted."""
+        return [(n, redacted(n, v)) for n, v in self.kept_headers()]
 
     def internal(self):
         return sum(1 for n, _ in self.kept_headers() if is_internal(n))
@@ -90,11 +127,14 @@ def requests():
         if kind == 0:  # internal headers, in every spelling the list covers
             for extra in [(b"X-Internal-User-Id", b"42"), (b"x-edge-debug", b"1"), (b"X_Internal_Trace", b"t")]:
                 h.insert(rng.randrange(1, len(h) + 1), extra)
-        elif kind == 1:  # repeated headers
-            h.insert(rng.randrange(1, len(h) + 1), (b"Cookie", b"a=1"))
-            h.insert(rng.randrange(1, len(h) + 1), (b"Cookie", b"b=2"))
+        elif kind == 1:  # repeated headers, secrets
+            h.insert(rng.randrange(1, len(h) + 1), (b"Cookie", b"a=1; session=s3cr3t-%d" % i))
+            h.insert(rng.randrange(1, len(h) + 1), (b"Cookie", b"b=2;theme= \"dark\" ;bare"))
+            h.insert(rng.randrange(1, len(h) + 1), (b"Authorization", b"Bearer tok-%d.secret" % i))
+            h.append((b"proxy-authorization", b"Basic dXNlcjpzZWNyZXQ%d" % i))
             # A repeated Content-Length (or Host) is nginx's 400, not a repeat.
-            h.append(next(p for p in h[1:] if p[0].lower() not in (b"content-length", b"host")))
+            h.append(next(p for p in h[1:]
+                          if p[0].lower() not in (b"content-length", b"host", b"authorization", b"proxy-authorization")))
             h.append((b"X-Debug-Token", b"one"))
             h.append((b"x-debug-token", b"two"))
         elif kind == 2:  # bytes: UTF-8, not UTF-8, quotes, backslashes, control bytes
@@ -196,14 +236,24 @@ def test_replay_of_an_nginx_log_gives_nginx_scores_and_decisions(origin, tmp_pat
     assert len(log_lines) == len(sent) + len(REJECTED)
     records = [log_record(line) for line in log_lines]
 
-    # What record.capture() logged is what was sent, as nginx keeps it.
+    # What record.capture() logged is what was sent, as nginx keeps it,
+    # secrets redacted.
     for r, rec in zip(sent, records):
         assert as_bytes(rec["uri"]) == r.uri
         assert rec["version"] == "HTTP/" + r.version.decode()
         assert rec["headers"], (rec["status"], rec["edgeguard_action"], rec["edgeguard_bot"], rec["version"])
         logged = [(as_bytes(n), as_bytes(v)) for n, v in json.loads(rec["headers"])]
-        assert logged == r.kept_headers(), r.wire()
+        assert logged == r.logged_headers(), r.wire()
         assert rec["edgeguard_action"] in ("pass", "block")
+    # No cookie value and no credential of any request is in the log.
+    secrets = {v for r in sent for n, v in r.kept_headers()
+               if n.lower() in (b"authorization", b"proxy-authorization")}
+    secrets |= {item.partition(b"=")[2].strip(WS) for r in sent for n, v in r.kept_headers()
+                if n.lower() == b"cookie" for item in v.split(b";")}
+    secrets = {s for s in secrets if len(s) >= 4}
+    assert len(secrets) > 30, secrets
+    leaked = [s for s in secrets if s in log_text or s.split(b" ")[-1] in log_text]
+    assert not leaked, leaked
 
     config = tmp_path / "config.json"
     config.write_text(json.dumps({"internal_headers": str(TEST_LIST), "models": MODELS, "mode": "block",

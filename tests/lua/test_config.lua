@@ -260,7 +260,10 @@ T.test("edgeguard_location_run from LuaJIT: the shim's handles, Lua strings, one
     T.eq(tonumber(o.scores_len), 2)
     T.eq(ffi.string(lib.edgeguard_action_name(o.action)), "block")
     T.eq(o.status, 403)
-    T.eq(o.exit, C.EDGEGUARD_EXIT_STATUS)
+    -- A block answers with a body; without $request_id given, the shim
+    -- inserts it at the gap (gate.lua).
+    T.eq(o.exit, C.EDGEGUARD_EXIT_BODY)
+    T.ok(tonumber(o.body_request_id_at) > 0 and tonumber(o.body_request_id_at) < o.body.len, "a gap in the body")
     T.eq(o.bot_name.len, 0)
     local scores = { bot = o.scores[0], spoof = o.scores[1] }
     T.eq(scores.bot, scorer:score(r).bot, "the same score as edgeguard_scorer_score")

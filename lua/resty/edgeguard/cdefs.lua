@@ -14,6 +14,14 @@ if pcall(ffi.typeof, "edgeguard_header_set") then
 end
 
 ffi.cdef[[
+static const int EDGEGUARD_ABI_VERSION = 1;
+
+static const int EDGEGUARD_VERSION_MAJOR = 0;
+
+static const int EDGEGUARD_VERSION_MINOR = 1;
+
+static const int EDGEGUARD_VERSION_PATCH = 0;
+
 static const int EDGEGUARD_ERRBUF_LEN = 512;
 
 static const int EDGEGUARD_MAX_MODELS = 64;
@@ -352,7 +360,11 @@ typedef struct {
   uint32_t reasons;
 
   size_t line_request_id_at;
+
+  size_t body_request_id_at;
 } edgeguard_effects;
+
+uint32_t edgeguard_abi_version(void);
 
 const char *edgeguard_version(void);
 
@@ -571,6 +583,12 @@ int32_t edgeguard_cat_hash(const uint8_t *data, size_t len);
 void edgeguard_process_set_models_in_force(int in_force);
 
 int edgeguard_process_models_in_force(void);
+
+edgeguard_result edgeguard_config_record(const edgeguard_config *config,
+                                         const edgeguard_request *request,
+                                         uint8_t *buf,
+                                         size_t cap,
+                                         size_t *out_len);
 
 edgeguard_result edgeguard_headers_record(const edgeguard_header *headers,
                                           size_t headers_len,

@@ -1,7 +1,11 @@
 -- Records each request's headers for `edgeguard replay`: fills
 -- $edgeguard_request_headers, which nginx-conf/log-format.conf logs, with the
--- headers exactly as the client sent them (arrival order, repeats, the
--- client's letter case, every byte), before anything strips them.
+-- headers as the client sent them (arrival order, repeats, the client's
+-- letter case, every byte but the secrets), before anything strips them.
+-- The secrets are redacted in Rust (edgeguard_config_record, by the
+-- configuration in force: docs/replay.md, "What the log keeps"): cookie
+-- values and credentials become their length, the clearance cookie the
+-- verdict on it; `redact = false` in configure{} logs every byte.
 --
 --   set $edgeguard_request_headers "";
 --   rewrite_by_lua_block {   -- server level: docs/placement.md
@@ -10,7 +14,7 @@
 --   }
 --
 -- The value is the JSON text of [[name, value], ...], written by
--- edgeguard_headers_record next to the reader replay uses
+-- edgeguard_config_record next to the reader replay uses
 -- (src/replay/record/write.rs says which bytes are escaped and why).
 --
 -- A request costs no Lua allocation: the headers come as pointers into
@@ -39,9 +43,9 @@ local out_len = ffi_new("size_t[1]")
 local lib -- loaded on first use: configure{ lib_path = } may come first
 
 --- Writes the JSON text of `n` headers (an edgeguard_header array, or
--- nginx's identical ngx_http_lua_ffi_table_elt_t) into a per-worker buffer.
--- Returns a pointer to it and the length, valid until the next call, or nil
--- and an error.
+-- nginx's identical ngx_http_lua_ffi_table_elt_t) into a per-worker buffer,
+-- byte for byte (no redaction: capture() redacts). Returns a pointer to it
+-- and the length, valid until the next call, or nil and an error.
 function _M.encode(headers, n)
     if not lib then
         local err
@@ -88,8 +92,35 @@ require "resty.core.var" -- declares ngx_http_lua_ffi_var_set
 local request = require "resty.edgeguard.request"
 local C = ffi.C
 local get_request = request.get
-local request_headers = request.headers
-local encode = _M.encode
+local request_current = request.current
+
+-- The configuration in force (configure{}'s), whose redaction applies;
+-- none before configure(): the default redaction.
+local edgeguard -- resty.edgeguard, required on first use (it requires no record)
+
+-- Writes the redacted text of the request `req` (an edgeguard_request) into
+-- the per-worker buffer; the pointer and length, or nil and an error.
+local function encode_request(req)
+    if not lib then
+        local err
+        lib, err = edgeguard_lib.load()
+        if not lib then
+            return nil, err
+        end
+    end
+    edgeguard = edgeguard or require "resty.edgeguard"
+    local cfg = edgeguard.config_handle()
+    local rc = lib.edgeguard_config_record(cfg, req, out, out_cap, out_len)
+    if rc == BUFFER_TOO_SMALL then
+        out_cap = tonumber(out_len[0])
+        out = ffi_new("uint8_t[?]", out_cap)
+        rc = lib.edgeguard_config_record(cfg, req, out, out_cap, out_len)
+    end
+    if rc ~= 0 then
+        return nil, "edgeguard_config_record: " .. edgeguard_lib.result_text(lib, rc)
+    end
+    return out, tonumber(out_len[0])
+end
 
 local VAR = "edgeguard_request_headers"
 local ERRBUF_LEN = 256
@@ -98,17 +129,19 @@ local errbuf = ffi_new("unsigned char[?]", ERRBUF_LEN)
 local errlen = ffi_new("size_t[1]")
 
 --- Sets $edgeguard_request_headers to the current request's headers, as the
--- client sent them. Call it in rewrite_by_lua* before anything changes the
--- headers (before edgeguard.access()). Returns the number of headers, or nil
--- and an error (the variable not declared with `set`, headers unreadable).
+-- client sent them, secrets redacted. Call it in rewrite_by_lua* before
+-- anything changes the headers (before edgeguard.access()), after
+-- configure{} (whose `redact` and challenge it follows). Returns the number
+-- of headers, or nil and an error (the variable not declared with `set`,
+-- headers unreadable).
 function _M.capture()
     local r = get_request(2)
     -- raw: names in the client's letter case, not lower-cased.
-    local headers, n = request_headers(r, true)
-    if not headers then
-        return nil, n
+    local req, err, n = request_current(r, nil, true)
+    if not req then
+        return nil, err
     end
-    local p, len = encode(headers, n)
+    local p, len = encode_request(req)
     if not p then
         return nil, len
     end

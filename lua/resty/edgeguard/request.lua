@@ -90,8 +90,9 @@ end
 -- overwritten by the next call), its header array, or nil and an error.
 -- `request_id`: pass $request_id too (a challenge shows it; nginx makes
 -- it, 16 random bytes, on the first read, so it is not read otherwise).
-function _M.current(r, request_id)
-    local headers, n = _M.headers(r)
+-- `raw`: header names as the client sent them (record.capture()).
+function _M.current(r, request_id, raw)
+    local headers, n = _M.headers(r, raw)
     if not headers then
         return nil, n
     end

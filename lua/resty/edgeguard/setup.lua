@@ -177,7 +177,9 @@ function _M.state(opts, level)
         generation = format("%s-%s-%d", ngx and ngx.now and ngx.now() or os.time(),
                             ngx and ngx.worker and ngx.worker.pid() or 0, generation_seq),
         locations = locations.new(),
-        -- Only a challenge shows $request_id (nginx makes it on first read).
+        -- Only a challenge's pages show $request_id up front (nginx makes
+        -- it on first read); a block's reference and the decision line
+        -- get it from gate.lua, only when they are written.
         request_ids = o.challenge_secret ~= nil,
     }
     st.shadow = st.engine == "shadow" and legacy.judge(st) or nil

@@ -530,7 +530,9 @@ impl Pages {
 
 /// Whether `id` may be shown as a request id: 1 to [`MAX_REQUEST_ID`]
 /// letters, digits, `-`, `_` or `.` (nginx's `$request_id` is 32 hex).
-fn is_request_id(id: &[u8]) -> bool {
+/// The page, the problem document and a block's `Edgeguard-Reference`
+/// show only such an id, so none of them needs escaping.
+pub fn is_request_id(id: &[u8]) -> bool {
     !id.is_empty()
         && id.len() <= MAX_REQUEST_ID
         && id

@@ -74,6 +74,75 @@ pub(crate) fn write_headers_text(headers: &[Header<'_>], out: &mut [u8]) -> Resu
     Ok(need)
 }
 
+/// Writes the text of `headers` as [`write_headers_text`] does, each value
+/// given by `value` in pieces (raw bytes, escaped here: the recorder's
+/// redacted values, `replay::record::redact`). Returns the length, or,
+/// when `out` is shorter than that, the length it needs (what `out` then
+/// holds is unspecified). Allocates nothing.
+pub(crate) fn write_headers_text_with<F>(
+    headers: &[Header<'_>],
+    out: &mut [u8],
+    mut value: F,
+) -> Result<usize, usize>
+where
+    F: FnMut(&Header<'_>, &mut dyn FnMut(&[u8])),
+{
+    let mut s = Sink { out, pos: 0 };
+    s.raw(b"[");
+    for (i, h) in headers.iter().enumerate() {
+        s.raw(if i > 0 { b",[\"" } else { b"[\"" });
+        s.escaped(h.name());
+        s.raw(b"\",\"");
+        value(h, &mut |piece| s.escaped(piece));
+        s.raw(b"\"]");
+    }
+    s.raw(b"]");
+    if s.pos <= s.out.len() {
+        Ok(s.pos)
+    } else {
+        Err(s.pos)
+    }
+}
+
+/// Appends to a buffer that may be too short: past its end, only counts.
+struct Sink<'a> {
+    out: &'a mut [u8],
+    pos: usize,
+}
+
+impl Sink<'_> {
+    #[inline]
+    fn raw(&mut self, bytes: &[u8]) {
+        let end = self.pos.saturating_add(bytes.len());
+        if let Some(dst) = self.out.get_mut(self.pos..end) {
+            dst.copy_from_slice(bytes);
+        }
+        self.pos = end;
+    }
+
+    /// `s` escaped as in a JSON string, without the quotes.
+    fn escaped(&mut self, s: &[u8]) {
+        if extra(s) == 0 {
+            return self.raw(s);
+        }
+        let mut run = 0;
+        for (i, &b) in s.iter().enumerate() {
+            if extra_of(b) == 0 {
+                continue;
+            }
+            self.raw(&s[run..i]);
+            if b < 0x20 {
+                let hex = [HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]];
+                self.raw(&[b'\\', b'u', b'0', b'0', hex[0], hex[1]]);
+            } else {
+                self.raw(&[b'\\', b]);
+            }
+            run = i + 1;
+        }
+        self.raw(&s[run..]);
+    }
+}
+
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Appends to a buffer already known to be long enough.
@@ -208,6 +277,36 @@ mod tests {
                 _ => rng.u8(..),
             })
             .collect()
+    }
+
+    /// Values given whole to the piecewise writer make the same text,
+    /// and a short buffer is told the length.
+    #[test]
+    fn the_piecewise_writer_agrees_with_the_whole_one() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        for _ in 0..200 {
+            let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..rng.u64(..8))
+                .map(|_| (random_bytes(&mut rng, 12), random_bytes(&mut rng, 80)))
+                .collect();
+            let views: Vec<(&[u8], &[u8])> = pairs.iter().map(|(k, v)| (&k[..], &v[..])).collect();
+            let want = text(&views);
+            let headers: Vec<Header<'_>> = views.iter().map(|&(k, v)| Header::new(k, v)).collect();
+            let mut out = vec![0u8; want.len() + 5];
+            let split = rng.usize(..=4);
+            let n = write_headers_text_with(&headers, &mut out, |h, put| {
+                let v = h.value();
+                let at = split.min(v.len());
+                put(&v[..at]);
+                put(&v[at..]);
+            })
+            .unwrap();
+            assert_eq!(&out[..n], &want[..]);
+            let mut short = vec![0u8; want.len().saturating_sub(1)];
+            assert_eq!(
+                write_headers_text_with(&headers, &mut short, |h, put| put(h.value())),
+                Err(want.len())
+            );
+        }
     }
 
     /// Every byte value, and random headers, come back from both of
