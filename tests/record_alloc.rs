@@ -73,6 +73,7 @@ fn redacting_does_not_allocate() {
         headers_len: headers.len(),
         tls: null(),
         request_id: edgeguard_str::EMPTY,
+        peer_addr: edgeguard_str::EMPTY,
     };
     let json = format!(r#"{{"challenge_secret": "{SECRET}", "redact": ["x-api-key"]}}"#);
     let mut config: *mut edgeguard_config = null_mut();

@@ -299,7 +299,7 @@ options! {
     /// beside the `Cookie` and credentials it always redacts; `false`
     /// (None): every byte logged (`replay::Redactor`).
     redact: Option<Vec<String>>, FILE, Ctx::redact, |o| {
-        o.redact.as_ref().map(|r| match r {
+        Some(match o.redact() {
             None => Value::Bool(false),
             Some(names) => Value::Array(names.iter().map(|n| Value::from(n.as_str())).collect()),
         })
@@ -1499,7 +1499,7 @@ mod tests {
                 "mode": "log", "status": 403, "allow": ["10.0.0.0/8"],
                 "proxy_profile": "direct", "fail_closed": false,
                 "score_header": "X-Bot-Score", "vars": false, "engine": "rust",
-                "models_wanted": true, "ambiguous": "challenge",
+                "models_wanted": true, "ambiguous": "challenge", "redact": [],
             })
         );
         let o = configure(r#"{"engine": "shadow", "log_level": 4}"#).unwrap();
