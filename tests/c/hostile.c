@@ -1559,7 +1559,8 @@ static void test_access_hostile(void) {
     CHECK(pd.action == EDGEGUARD_ACTION_BLOCK && pd.model >= 0, "a flagged decision: %d %d", pd.action, pd.model);
     if (pd.model >= 0 && pd.model < 2) {
         snprintf(want_text, sizeof want_text,
-                 "edgeguard action=block model=%s score=%.6f threshold=%.6f client=192.0.2.1 method=GET uri=\"/\"",
+                 "edgeguard action=block grade=certain reasons=ua_missing model=%s score=%.6f threshold=%.6f "
+                 "request_id= client=192.0.2.1 method=GET uri=\"/\"",
                  names[pd.model], ps[pd.model], pd.threshold);
         CHECK(pd.line.len == (int)strlen(want_text) && memcmp(pd.line.data, want_text, strlen(want_text)) == 0,
               "given text line: %.*s", pd.line.len, (const char *)pd.line.data);
