@@ -415,6 +415,7 @@ impl Options {
         o.check_models_named(&ctx)?;
         o.check_challenge(&ctx)?;
         o.check_hop(&ctx)?;
+        o.check_vars(&ctx)?;
         o.compile_rules(&ctx)?;
         Ok(o)
     }
@@ -471,6 +472,7 @@ impl Options {
         o.check_models_named(&ctx)?;
         o.check_challenge(&ctx)?;
         o.check_hop(&ctx)?;
+        o.check_vars(&ctx)?;
         if recompile {
             o.compile_rules(&ctx)?;
         }
@@ -531,6 +533,7 @@ impl Options {
         o.check_models_named(&ctx)?;
         o.check_challenge(&ctx)?;
         o.check_hop(&ctx)?;
+        o.check_vars(&ctx)?;
         if own_rules {
             o.compile_rules(&ctx)?;
         }
@@ -729,6 +732,22 @@ impl Options {
         names.sort();
         names.dedup();
         names
+    }
+
+    /// `vars = ["reasons"]` sets `$edgeguard_reasons` and
+    /// `$edgeguard_grade`, which a model named `reasons` or `grade` would
+    /// set too (`$edgeguard_<model>`): refused rather than overwritten.
+    fn check_vars(&self, ctx: &Ctx<'_>) -> Result<(), ConfigError> {
+        if !self.vars_set().reasons {
+            return Ok(());
+        }
+        match self.rule_models().into_iter().find(|n| n == "reasons" || n == "grade") {
+            Some(name) => Err(ctx.err(
+                "vars",
+                format!("\"reasons\" sets $edgeguard_{name}, which the model \"{name}\" sets too: rename the model"),
+            )),
+            None => Ok(()),
+        }
     }
 
     /// `mode = "challenge"` needs the keys that sign its cookies; a
