@@ -12,6 +12,10 @@
 # - /usr/sbin/policy-rc.d answering 101: package scripts inside a chroot must
 #   not start daemons (Debian's nginx and prometheus would listen on :80 and
 #   :9090 of the host's network), the usual rule for a chroot.
+# - the host's local CA certificates (/usr/local/share/ca-certificates), when
+#   it has any, and the variables that point Python, pip and node at the
+#   system bundle: a network whose egress goes through a TLS-inspecting proxy
+#   needs them on any machine in it, fresh or not.
 # Everything else (apt packages, the venv's pip installs, crates, npm) the
 # two commands fetch themselves, from the package registries.
 #
@@ -73,14 +77,26 @@ report() {
     printf '    %s\n' "${step_times[@]}"
 }
 
+local_cas=(/usr/local/share/ca-certificates/*.crt)
+ca_env=()
+if [ -e "${local_cas[0]}" ]; then
+    bundle=/etc/ssl/certs/ca-certificates.crt
+    ca_env=(SSL_CERT_FILE=$bundle PIP_CERT=$bundle REQUESTS_CA_BUNDLE=$bundle NODE_EXTRA_CA_CERTS=$bundle)
+fi
+
 in_root() {
-    chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive \
+    chroot "$root" /usr/bin/env -i HOME=/root TERM=dumb LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "${ca_env[@]}" \
         PATH=/opt/rust/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
         /bin/bash -c "$1"
 }
 
 setup_root() {
     cp /etc/resolv.conf "$root/etc/resolv.conf"
+    if [ ${#ca_env[@]} -gt 0 ]; then
+        mkdir -p "$root/usr/local/share/ca-certificates" "$root/etc/ssl/certs"
+        cp "${local_cas[@]}" "$root/usr/local/share/ca-certificates/"
+        cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
+    fi
     cat > "$root/etc/apt/sources.list" <<EOF
 deb $mirror bookworm main
 deb $mirror bookworm-updates main
