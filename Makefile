@@ -364,7 +364,7 @@ LUA_MODULES := $(shell cd lua && find resty -name '*.lua' | LC_ALL=C sort)
 # copied) and the catalog of verified-bot sources for the updater.
 RULE_PRESETS := $(notdir $(wildcard nginx-conf/rules/*.json))
 DATA_FILES := edgeguard.json internal-headers.txt models/bot.json models/spoof.json \
-              nginx/edgeguard.conf nginx/edgeguard-metrics.conf nginx/log-format.conf \
+              nginx/edgeguard.conf nginx/edgeguard-no-init.conf nginx/edgeguard-metrics.conf nginx/log-format.conf \
               nginx/log-format-challenge.conf verified-bots.example.json \
               verified-bots-sources.json $(addprefix rules/,$(RULE_PRESETS)) \
               challenge/page.html $(addprefix challenge/locales/,$(CHALLENGE_LOCALES))
@@ -395,7 +395,10 @@ install: build
 	  $(DESTDIR)$(DATADIR)/challenge/locales/
 	sed 's|@MODELS@|$(EDGEGUARD_MODELS)|g' packaging/edgeguard.json.in > $(DESTDIR)$(DATADIR)/edgeguard.json
 	sed 's|@CONFIG@|$(EDGEGUARD_CONFIG)|g' packaging/nginx/edgeguard.conf.in > $(DESTDIR)$(DATADIR)/nginx/edgeguard.conf
-	chmod 644 $(DESTDIR)$(DATADIR)/edgeguard.json $(DESTDIR)$(DATADIR)/nginx/edgeguard.conf
+	sed 's|@CONFIG@|$(EDGEGUARD_CONFIG)|g' packaging/nginx/edgeguard-no-init.conf.in \
+	  > $(DESTDIR)$(DATADIR)/nginx/edgeguard-no-init.conf
+	chmod 644 $(DESTDIR)$(DATADIR)/edgeguard.json $(DESTDIR)$(DATADIR)/nginx/edgeguard.conf \
+	  $(DESTDIR)$(DATADIR)/nginx/edgeguard-no-init.conf
 
 # Removes what install put there, and then its own directories if empty.
 uninstall:
