@@ -8,7 +8,8 @@ CARGO ?= cargo
 # --system-site-packages so Debian's python3-* packages and a developer's own
 # installs count without a download. Recipes, and the scripts and tests they
 # start as `python3`, find the venv's python first.
-SYS_PYTHON := $(shell command -v python3)
+# A fresh Debian has no python3 until python3-venv brings it: then Debian's.
+SYS_PYTHON := $(or $(shell command -v python3),/usr/bin/python3)
 VENV := $(CURDIR)/target/venv
 PYTHON ?= $(VENV)/bin/python
 export PATH := $(VENV)/bin:$(PATH)
