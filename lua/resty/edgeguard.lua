@@ -84,14 +84,13 @@ end
 -- docs/install.md, "Alongside other Lua modules"). Starts this worker's
 -- refresh thread of the signals snapshot (option signals). With metrics,
 -- starts the timer that moves this worker's counts into the shared dict
--- every metrics.FLUSH_SECONDS, and counts the load errors once.
+-- every metrics.FLUSH_SECONDS.
 function _M.init_worker()
     if state.cfg then -- the signals snapshot's refresh thread: one per worker, never in the master
         state.lib.edgeguard_config_start_signals(state.cfg.handle)
     end
     local mx = state.metrics
     if mx and ngx and ngx.timer then
-        mx:count_load_errors(state.generation, state.load_errors)
         local ok, err = ngx.timer.every(metrics.FLUSH_SECONDS, flush_metrics)
         if not ok then
             ngx.log(ngx.ERR, "edgeguard: cannot start the metrics timer: ", err)

@@ -12,7 +12,6 @@ local scorer_mod = require "resty.edgeguard.scorer"
 
 local concat = table.concat
 local error = error
-local format = string.format
 local type = type
 
 local _M = {}
@@ -133,8 +132,6 @@ function _M.bind(st, cfg)
     return loc
 end
 
-local generation_seq = 0
-
 --- The state of the configuration `opts` (configure{}'s table), or nil
 -- and an error. Raises misuse at `level`.
 function _M.state(opts, level)
@@ -159,14 +156,10 @@ function _M.state(opts, level)
             return nil, err
         end
     end
-    generation_seq = generation_seq + 1
     local st = {
         lib = lib, cfg = cfg, engine = o.engine, primary = o.shadow_primary or o.engine,
         headers = got.headers, scorer = got.scorer, lua = got.lua, models_wanted = o.models_wanted,
-        load_errors = #got.model_errors, metrics = mx or nil,
-        -- Unique per configure() call across master restarts and reloads.
-        generation = format("%s-%s-%d", ngx and ngx.now and ngx.now() or os.time(),
-                            ngx and ngx.worker and ngx.worker.pid() or 0, generation_seq),
+        metrics = mx or nil,
         locations = locations.new(),
         -- Only a challenge shows $request_id (nginx makes it on first read).
         request_ids = o.challenge_secret ~= nil,
