@@ -8,7 +8,7 @@ import time
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import (METRICS_DICT, ROOT, Nginx, bad_log_lines, edge_conf, free_port, get_text, metrics_server,
+from conftest import (METRICS_DICT, ROOT, Nginx, edge_conf, free_port, get_text, metrics_server,
                       running_edge, send_exact, TEST_LIST)
 
 MODELS = f'models = {{ bot = "{ROOT}/models/bot.json", spoof = "{ROOT}/models/spoof.json" }},'
