@@ -181,3 +181,42 @@ def test_vars_nginx_does_not_know_are_skipped_and_reported_once_per_worker(origi
     assert "not found for writing" in log, "nginx's own reason is quoted"
     others = [line for line in bad_log_lines(log) if "edgeguard: vars: $" not in line]
     assert not others, others
+
+
+def test_server_rewrite_placement_is_not_replaced_by_a_locations_rewrite_handler(origin):
+    """server_rewrite_by_lua* runs before nginx picks the location, so a
+    location's own rewrite_by_lua* (that does not call edgeguard) does not
+    replace it: the placement for servers whose locations bring their own
+    rewrite handlers and need no per-location options."""
+    port = free_port()
+    conf = nginx_preamble() + f"""
+    init_by_lua_block {{
+        assert(require("resty.edgeguard").configure{{
+            internal_headers = "{TEST_LIST}", lib_path = "{LIB}",
+            models = {{ bot = "{ROOT}/models/bot.json" }}, mode = "block",
+        }})
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        server_rewrite_by_lua_block {{ require("resty.edgeguard").access() }}
+        location / {{
+            rewrite_by_lua_block {{ ngx.req.set_header("X-Site", "own rewrite") }}
+            proxy_pass http://127.0.0.1:{origin.port};
+        }}
+    }}
+}}
+"""
+    nginx = Nginx(conf)
+    try:
+        nginx.start(port)
+        assert raw_request(port, CURL)[0] == 403
+        status, _, _ = send_exact(port, "GET", "/", CHROME + [SECRET])
+        assert status == 200
+        seen = {k.lower(): v for k, v in origin.last_headers()}
+        assert seen["x-site"] == "own rewrite" and seen["x-bot-score"].startswith("bot=")
+        assert "x-internal-user-id" not in seen
+    finally:
+        nginx.stop()
+        bad = bad_log_lines(nginx.error_log)
+        nginx.cleanup()
+    assert not bad, bad
