@@ -55,8 +55,8 @@ local JOB_ACCESS, JOB_STRIP, JOB_STRIP_LIST = C.EDGEGUARD_JOB_ACCESS, C.EDGEGUAR
 -- naming the file, the option and, in a list, the entry (counted from 0).
 -- Every file is held to one policy: a list or a model that is missing or
 -- invalid returns nil, err naming the file and the field, so the shipped
--- assert() refuses the start, `nginx -t` and a reload (nginx keeps the
--- running workers, with the list and models they loaded).
+-- assert() refuses the start and a reload (nginx keeps the running workers,
+-- with the list and models they loaded). `nginx -t` runs no Lua.
 --
 -- Returns true, or nil and an error; a failure leaves the previous
 -- configuration serving.

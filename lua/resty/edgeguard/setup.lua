@@ -93,11 +93,11 @@ local function load_engines(lib, o)
     return got
 end
 
--- Models that failed to load refuse the configuration, like a bad list:
--- at the first start (and in `nginx -t`, which runs init_by_lua too) nginx
--- stops with the file and the field; on a reload nginx keeps the running
--- workers and the models they scored with. One policy for every file
--- configure() reads. Returns the error, or nil when all loaded.
+-- Models that failed to load refuse the configuration, like a bad list: at
+-- the first start nginx stops with the file and the field; on a reload it
+-- keeps the running workers and the models they scored with. One policy
+-- for every file configure() reads. Returns the error, or nil when all
+-- loaded.
 local function model_failure(model_errors)
     if #model_errors == 0 then
         return nil
