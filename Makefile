@@ -3,13 +3,24 @@
 
 SHELL := /bin/bash
 CARGO ?= cargo
-PYTHON ?= python3
+# Python: what pip installs goes into a venv under target/ (Debian 12's
+# python3 has no pip and refuses system installs, PEP 668), made with
+# --system-site-packages so Debian's python3-* packages and a developer's own
+# installs count without a download. Recipes, and the scripts and tests they
+# start as `python3`, find the venv's python first.
+# A fresh Debian has no python3 until python3-venv brings it: then Debian's.
+SYS_PYTHON := $(or $(shell command -v python3),/usr/bin/python3)
+VENV := $(CURDIR)/target/venv
+PYTHON ?= $(VENV)/bin/python
+export PATH := $(VENV)/bin:$(PATH)
 LUAJIT ?= luajit
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Debian's nginx + lua-nginx-module + lua-resty-core + OpenResty's LuaJIT
 # (luajit2). Debian's plain `luajit` conflicts with the lua module: never it.
 APT_RUNTIME := nginx libnginx-mod-http-lua lua-resty-core luajit2 lua-cjson curl
+# gcc + libc6-dev: the linker rustc calls (`cc`); a fresh Debian has none.
+APT_RUNTIME += gcc libc6-dev
 # clang + compiler-rt: the C ABI test under ASan/UBSan; g++: libfuzzer-sys
 # builds libFuzzer when `make lint` checks the fuzz crate.
 APT_TEST := $(APT_RUNTIME) clang libclang-rt-14-dev g++
@@ -45,7 +56,7 @@ AXE_CORE := axe-core@4.14.1
 RELEASE_LIB := target/release/libedgeguard.so
 RUN_DIR := .run
 
-.PHONY: all build deps deps-test header test test-rust test-lua test-c test-e2e lint shim-lines circles \
+.PHONY: all build deps deps-test header test test-rust test-lua test-c test-e2e lint shim-lines circles test-fresh \
         run stop bench bench-replay valgrind fuzz stress libcatboostmodel test-official clean
 
 all: build
@@ -62,7 +73,20 @@ endef
 deps:
 	$(call apt_install,$(APT_RUNTIME))
 
-deps-test:
+# The venv (see PYTHON above). Debian's python3 needs python3-venv for it:
+# installed when `python3 -m venv` fails, which is never on a python3 that
+# carries its own (pyenv, python.org builds).
+.PHONY: venv
+venv: $(VENV)/bin/python
+
+$(VENV)/bin/python:
+	@$(SYS_PYTHON) -m venv --system-site-packages $(VENV) >/dev/null 2>&1 || { \
+	  rm -rf $(VENV); echo "==> apt-get install python3-venv"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends python3-venv && \
+	  $(SYS_PYTHON) -m venv --system-site-packages $(VENV); }
+
+deps-test: venv
 	$(call apt_install,$(APT_TEST))
 	@for m in $(PIP_TEST); do \
 	  $(PYTHON) -c "import $$m" 2>/dev/null || $(PYTHON) -m pip install -q $$m; \
@@ -80,7 +104,7 @@ header:
 	EDGEGUARD_UPDATE_HEADER=1 $(CARGO) test --locked --test c_header
 	$(LUAJIT) scripts/gen-cdefs.lua
 
-lint:
+lint: venv
 	$(CARGO) fmt --check
 	$(CARGO) clippy --locked --all-targets -- -D warnings
 	@# The fuzz targets are their own crate; a change in the API they call
@@ -127,10 +151,18 @@ legacy-fixtures: build
 test-c:
 	sh scripts/c-abi-test.sh
 
-test-e2e: build
+test-e2e: venv build
 	$(PYTHON) -m pytest -q tests/e2e
 
 test: deps-test lint test-rust test-lua test-c test-e2e
+
+# `make run` then `make test` as root in a clean Debian 12 root built with
+# debootstrap, on a clean clone of HEAD (scripts/test-fresh.sh says what the
+# root gets first: make, and the host's Rust toolchain). Not part of `make
+# test`: it downloads a Debian system and builds everything from nothing.
+test-fresh:
+	$(call apt_install,debootstrap git)
+	scripts/test-fresh.sh
 
 # edgeguard replay on >= 1M generated requests vs a serde_json::Value baseline.
 bench-replay:
@@ -144,7 +176,7 @@ PIP_BENCH := matplotlib
 BENCH_E2E_ARGS ?=
 .PHONY: bench-deps bench-e2e
 
-bench-deps:
+bench-deps: venv
 	$(call apt_install,$(APT_BENCH))
 	@for m in $(PIP_BENCH); do \
 	  $(PYTHON) -c "import $$m" 2>/dev/null || $(PYTHON) -m pip install -q $$m; \
@@ -171,7 +203,7 @@ bench-tls: deps build
 # the scorer's small parity models on the new sample (tests/fixtures/scorer/).
 # About 10 minutes on two busy cores. `make test` never trains.
 .PHONY: train train-deps
-train-deps:
+train-deps: venv
 	$(PYTHON) -m pip install -q -r models/requirements.txt
 
 train: train-deps build
@@ -183,7 +215,7 @@ train: train-deps build
 # flow, and the targets of models/README.md. Not part of `make test`, whose
 # tests/e2e/test_real_clients.py sends the same corpus through nginx.
 .PHONY: eval-real
-eval-real: build
+eval-real: venv build
 	$(PYTHON) models/eval_real.py --detail
 
 # Instructions per single-document prediction of the native evaluator on the
@@ -281,7 +313,7 @@ APT_TEST += openssl
 CAPTURE_REPORT_ARGS ?= --by origin
 .PHONY: capture capture-deps capture-report
 
-capture-deps:
+capture-deps: venv
 	$(call apt_install,$(APT_CAPTURE))
 	@for m in $(PIP_CAPTURE); do \
 	  $(PYTHON) -c "import $$m" 2>/dev/null || $(PYTHON) -m pip install -q $$m; \
@@ -291,7 +323,7 @@ capture-deps:
 capture: capture-deps build
 	$(PYTHON) models/capture/capture.py $(CAPTURE_ARGS)
 
-capture-report: build
+capture-report: venv build
 	$(PYTHON) models/capture/replay_report.py $(CAPTURE_REPORT_ARGS)
 
 run: deps build
@@ -347,7 +379,7 @@ LUA_MODULES := $(shell cd lua && find resty -name '*.lua' | LC_ALL=C sort)
 # copied) and the catalog of verified-bot sources for the updater.
 RULE_PRESETS := $(notdir $(wildcard nginx-conf/rules/*.json))
 DATA_FILES := edgeguard.json internal-headers.txt models/bot.json models/spoof.json \
-              nginx/edgeguard.conf nginx/edgeguard-metrics.conf nginx/log-format.conf \
+              nginx/edgeguard.conf nginx/edgeguard-no-init.conf nginx/edgeguard-metrics.conf nginx/log-format.conf \
               nginx/log-format-challenge.conf nginx/log-format-decisions.conf nginx/decision-vars.conf \
               verified-bots.example.json \
               verified-bots-sources.json $(addprefix rules/,$(RULE_PRESETS)) \
@@ -382,12 +414,12 @@ install: build
 	  $(DESTDIR)$(DATADIR)/challenge/locales/
 	sed -e 's|@MODELS@|$(EDGEGUARD_MODELS)|g' -e 's|@VERIFIED_BOTS@|$(EDGEGUARD_VERIFIED_BOTS)|g' \
 	  packaging/edgeguard.json.in > $(DESTDIR)$(DATADIR)/edgeguard.json
-	@set -e; for f in edgeguard edgeguard-record; do \
+	@set -e; for f in edgeguard edgeguard-record edgeguard-no-init; do \
 	  sed -e 's|@CONFIG@|$(EDGEGUARD_CONFIG)|g' -e 's|@DATADIR@|$(DATADIR)|g' \
 	    packaging/nginx/$$f.conf.in > $(DESTDIR)$(DATADIR)/nginx/$$f.conf; \
 	done
 	chmod 644 $(DESTDIR)$(DATADIR)/edgeguard.json $(DESTDIR)$(DATADIR)/nginx/edgeguard.conf \
-	  $(DESTDIR)$(DATADIR)/nginx/edgeguard-record.conf
+	  $(DESTDIR)$(DATADIR)/nginx/edgeguard-record.conf $(DESTDIR)$(DATADIR)/nginx/edgeguard-no-init.conf
 
 # Removes what install put there, and then its own directories if empty.
 uninstall:
@@ -412,5 +444,5 @@ test-deb: deps-test deb
 
 # luarocks make of the rockspec into a temporary tree, then require from it
 # (seconds once the release build exists; also part of test-e2e).
-test-rockspec: build
+test-rockspec: venv build
 	$(PYTHON) -m pytest -q tests/e2e/test_rockspec.py

@@ -46,29 +46,28 @@ local state = {}
 local JOB_ACCESS, JOB_STRIP, JOB_STRIP_LIST = C.EDGEGUARD_JOB_ACCESS, C.EDGEGUARD_JOB_STRIP,
                                               C.EDGEGUARD_JOB_STRIP_LIST
 
---- Loads the library and the configured data. Call in init_by_lua*. The
+--- Loads the library and the configured data. Call in init_by_lua* (the
+-- site's own, beside other modules' init: docs/install.md). The
 -- options are docs/configuration.md's table; `config = FILE` reads
 -- them from the JSON file `edgeguard replay --config` reads, the options
 -- beside it overriding the file's. Misspelt options and wrong types raise;
 -- a file that cannot be read or holds a bad option returns nil and an error
 -- naming the file, the option and, in a list, the entry (counted from 0).
--- A missing or invalid internal header list returns nil, err (fail
--- closed). Models that fail to load while models loaded by an earlier
--- configure() in this process are in force (an nginx reload) return nil,
--- err, so the shipped assert() refuses the reload; otherwise (first start)
--- the error is logged once and requests pass unscored (fail open) unless
--- fail_closed = true.
+-- Every file is held to one policy: a list or a model that is missing or
+-- invalid returns nil, err naming the file and the field, so the shipped
+-- assert() refuses the start and a reload (nginx keeps the running workers,
+-- with the list and models they loaded). `nginx -t` runs no Lua.
 --
--- Returns true (and, if models failed to load, the error as a second value),
--- or nil and an error; a failure leaves the previous configuration serving.
+-- Returns true, or nil and an error; a failure leaves the previous
+-- configuration serving.
 function _M.configure(opts)
     local new, err = setup.state(opts, 2)
     if not new then
         return nil, err
     end
     state = new
-    new.lib.edgeguard_process_set_models_in_force(new.models_wanted and new.load_errors == 0 and 1 or 0)
-    return true, new.model_error
+    new.lib.edgeguard_process_set_models_in_force(new.models_wanted and 1 or 0)
+    return true
 end
 
 local function flush_metrics(premature)
@@ -81,22 +80,17 @@ local function flush_metrics(premature)
     end
 end
 
---- Call in init_worker_by_lua*. Logs a configuration problem that configure()
--- could only print to nginx's console (init_by_lua runs before the error log
--- is open) into the error log, once per (re)load, from worker 0. Starts
--- this worker's refresh thread of the signals snapshot (option signals). With
--- metrics, starts the timer that moves this worker's counts into the shared
--- dict every metrics.FLUSH_SECONDS, and counts the load errors once.
+--- Call in init_worker_by_lua* (the site's own, beside other modules' calls:
+-- docs/install.md, "Alongside other Lua modules"). Starts this worker's
+-- refresh thread of the signals snapshot (option signals). With metrics,
+-- starts the timer that moves this worker's counts into the shared dict
+-- every metrics.FLUSH_SECONDS.
 function _M.init_worker()
-    if state.model_error and ngx and ngx.worker and ngx.worker.id() == 0 then
-        ngx.log(ngx.ERR, "edgeguard: ", state.model_error)
-    end
     if state.cfg then -- the signals snapshot's refresh thread: one per worker, never in the master
         state.lib.edgeguard_config_start_signals(state.cfg.handle)
     end
     local mx = state.metrics
     if mx and ngx and ngx.timer then
-        mx:count_load_errors(state.generation, state.load_errors)
         local ok, err = ngx.timer.every(metrics.FLUSH_SECONDS, flush_metrics)
         if not ok then
             ngx.log(ngx.ERR, "edgeguard: cannot start the metrics timer: ", err)
@@ -231,9 +225,6 @@ end
 function _M.score()
     local names = _M.models()
     if not names then
-        if state.models_wanted then
-            return nil, state.model_error
-        end
         error("edgeguard: no models configured; call "
               .. "edgeguard.configure{ models = { ... } } in init_by_lua", 2)
     end

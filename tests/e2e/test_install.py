@@ -40,7 +40,7 @@ def expected_tree(prefix):
     for m in LUA_MODULES:
         tree[f"{prefix}/share/lua/5.1/{m}"] = 0o644
     for f in ("edgeguard.json", "internal-headers.txt", "models/bot.json", "models/spoof.json",
-              "nginx/edgeguard.conf", "nginx/edgeguard-metrics.conf", "nginx/edgeguard-record.conf",
+              "nginx/edgeguard.conf", "nginx/edgeguard-no-init.conf", "nginx/edgeguard-metrics.conf", "nginx/edgeguard-record.conf",
               "nginx/log-format.conf", "nginx/log-format-challenge.conf",
               "nginx/log-format-decisions.conf", "nginx/decision-vars.conf",
               "verified-bots.example.json", "challenge/page.html",
@@ -86,6 +86,9 @@ def test_make_install_lays_out_the_readme_tree_and_uninstall_removes_it(tmpdir_7
     # The snippet names the config where it will be at run time (no DESTDIR).
     snippet = (dest / "usr/local/share/edgeguard/nginx/edgeguard.conf").read_text()
     assert 'config = "/usr/local/share/edgeguard/edgeguard.json"' in snippet
+    no_init = (dest / "usr/local/share/edgeguard/nginx/edgeguard-no-init.conf").read_text()
+    assert 'config = "/usr/local/share/edgeguard/edgeguard.json"' in no_init
+    assert not [line for line in no_init.splitlines() if line.startswith("init")], "the no-init snippet has an init block"
     assert "@" not in snippet and "lib_path" not in snippet
 
     # Where LuaJIT looks by default is where install put them.

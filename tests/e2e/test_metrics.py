@@ -8,7 +8,7 @@ import time
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import (METRICS_DICT, ROOT, Nginx, bad_log_lines, edge_conf, free_port, get_text, metrics_server,
+from conftest import (METRICS_DICT, ROOT, Nginx, edge_conf, free_port, get_text, metrics_server,
                       running_edge, send_exact, TEST_LIST)
 
 MODELS = f'models = {{ bot = "{ROOT}/models/bot.json", spoof = "{ROOT}/models/spoof.json" }},'
@@ -112,25 +112,34 @@ def test_histogram_buckets_are_cumulative_and_end_at_count(two_workers):
         assert buckets[-1][0] == float("inf")
 
 
-def test_load_errors_counted_once_per_generation_across_workers(origin):
+def test_a_model_that_does_not_load_is_refused_and_counts_no_load_error(origin, tmp_path):
+    """A model that does not load refuses the configuration (issue 41): it
+    used to serve unscored and count edgeguard_load_errors_total. A reload to
+    a broken model is refused; the workers in force keep scoring and the
+    counter stays 0."""
     mport = free_port()
     port = free_port()
+    model = tmp_path / "bot.json"
+    model.write_bytes((ROOT / "models" / "bot.json").read_bytes())
+    tmp_path.chmod(0o755)
     conf = edge_conf(port, origin.port, TEST_LIST,
-                     configure='models = { bot = "/nonexistent/bot.json" }, metrics_dict = "edgeguard_metrics",',
+                     configure=f'models = {{ bot = "{model}" }}, metrics_dict = "edgeguard_metrics",',
                      access='require("resty.edgeguard").access()', workers=2, http_extra=METRICS_DICT,
                      extra_servers=metrics_server(mport))
     nginx = Nginx(conf)
     nginx.start(port)
     try:
-        assert settle(mport, ("edgeguard_load_errors_total", ()), 1)[("edgeguard_load_errors_total", ())] == 1
-        time.sleep(0.5)  # both workers' init_worker have long run: still one
-        assert scrape(mport)[("edgeguard_load_errors_total", ())] == 1
-        errors = bad_log_lines(nginx.error_log)
-        assert errors and all("/nonexistent/bot.json" in line for line in errors), errors
-        # A reload is a new generation: its failed model counts once more.
+        assert scrape(mport)[("edgeguard_load_errors_total", ())] == 0
+        model.write_bytes(model.read_bytes()[:1000])
+        offset = len(nginx.error_log)
         nginx.proc.send_signal(signal.SIGHUP)
-        m = settle(mport, ("edgeguard_load_errors_total", ()), 2)
-        assert m[("edgeguard_load_errors_total", ())] == 2
+        deadline = time.monotonic() + 10
+        while "models not loaded, so this configuration is refused" not in nginx.error_log[offset:]:
+            assert time.monotonic() < deadline, nginx.error_log[offset:]
+            time.sleep(0.05)
+        assert str(model) in nginx.error_log[offset:]
+        time.sleep(0.5)
+        assert scrape(mport)[("edgeguard_load_errors_total", ())] == 0
     finally:
         nginx.stop()
         nginx.cleanup()

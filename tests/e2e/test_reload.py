@@ -35,8 +35,11 @@ class Edge:
             replace(self.dir / "bot.json", bot)
         self.port = free_port()
         paths = ", ".join(f'{name} = "{self.dir}/{name}.json"' for name in models)
+        self.conf = lambda paths: edge_conf(self.port, origin.port, self.dir / "internal-headers.txt",
+                                            configure=f"models = {{ {paths} }}," if paths else "", access=ACCESS,
+                                            location_extra="add_header X-Edge-Pid $pid always;")
         self.nginx = Nginx(edge_conf(self.port, origin.port, self.dir / "internal-headers.txt",
-                                     configure=f"models = {{ {paths} }},", access=ACCESS,
+                                     configure=f"models = {{ {paths} }}," if paths else "", access=ACCESS,
                                      location_extra="add_header X-Edge-Pid $pid always;"))
         self.nginx.start(self.port)
 
@@ -83,7 +86,7 @@ def test_new_files_take_effect_and_broken_ones_are_refused(edge):
     good = (edge.dir / "bot.json").read_bytes()
     replace(edge.dir / "bot.json", good[: len(good) // 2])
     line = refused(edge, edge.hup(), r"bot\.json: .*EOF while parsing")
-    assert "models in force keep scoring" in line
+    assert "so this configuration is refused (on a reload, nginx keeps the running workers" in line
     time.sleep(0.5)
     assert edge.probe()[:2] == (pid, score)
 
@@ -106,25 +109,25 @@ def test_new_files_take_effect_and_broken_ones_are_refused(edge):
     assert "init_by_lua" not in edge.log_since(offset)
 
 
-def test_without_models_in_force_a_broken_model_fails_open_on_reload(origin, tmp_path):
-    """First start with a broken model: unscored (fail open). A reload that
-    stays broken changes nothing; one that fixes it puts scoring in force."""
+def test_without_models_a_reload_to_a_broken_model_is_refused_too(origin, tmp_path):
+    """One policy (issue 41): a configuration serving without models that is
+    reloaded with a broken one is refused as well (it used to fail open
+    and serve unscored); once the model is fixed, the reload scores."""
     good = (ROOT / "models" / "bot.json").read_bytes()
-    e = Edge(origin, tmp_path, models=("bot",), bot=good[:1000])
+    e = Edge(origin, tmp_path, models=(), bot=good[:1000])
     try:
         pid, score, _ = e.probe()
         assert score is None
-        assert "requests pass unscored" in e.nginx.error_log
-
-        offset = e.hup()
-        new_pid, score, _ = wait_until("a new worker", lambda: (p := e.probe())[0] != pid and p)
-        assert score is None
-        assert "requests pass unscored" in e.log_since(offset)
+        (e.nginx.prefix / "nginx.conf").write_text(e.conf(f'bot = "{e.dir}/bot.json"'))
+        line = refused(e, e.hup(), r"bot\.json: .*EOF while parsing")
+        assert "so this configuration is refused" in line
+        time.sleep(0.5)
+        assert e.probe()[:2] == (pid, None)
 
         replace(e.dir / "bot.json", good)
         e.hup()
         # An old worker may still answer until it sees the master's QUIT.
-        _, score, _ = wait_until("a new worker", lambda: (p := e.probe())[0] not in (pid, new_pid) and p)
+        _, score, _ = wait_until("a new worker", lambda: (p := e.probe())[0] != pid and p)
         assert score.startswith("bot=")
     finally:
         e.stop()

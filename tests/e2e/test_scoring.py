@@ -136,25 +136,19 @@ def test_allow_list_holds_ipv4_clients_of_a_dual_stack_listener(origin, allow, s
         nginx.cleanup()
 
 
-def start_expecting_model_failure(origin, configure, mode="block"):
-    port = free_port()
-    nginx = Nginx(edge_conf(port, origin.port, ROOT / "tests/e2e/data/internal-headers.txt",
-                            configure=configure, access=access(f'mode = "{mode}"')))
-    nginx.start(port)
-    return port, nginx
-
-
 @pytest.mark.parametrize("fail_closed", [False, True])
-def test_missing_model_fails_open_or_closed_with_one_error_line(origin, fail_closed):
+def test_missing_model_refuses_the_start_naming_the_file(origin, fail_closed):
+    """One policy for models and lists (issue 41): a model that does not load
+    refuses the start whatever fail_closed says (it used to fail open)."""
     configure = 'models = { bot = "/nonexistent/bot.json" },' + (" fail_closed = true," if fail_closed else "")
-    port, nginx = start_expecting_model_failure(origin, configure)
+    port = free_port()
+    nginx = Nginx(edge_conf(port, origin.port, TEST_LIST, configure=configure, access=access('mode = "block"')))
     try:
-        row = sample("curl")[0]
-        status, _, _ = send_row(port, row)
-        assert status == (503 if fail_closed else 200)
-        errors = bad_log_lines(nginx.error_log)
-        assert len(errors) == 1, errors
-        assert "/nonexistent/bot.json" in errors[0] and "models not loaded" in errors[0]
+        assert not nginx.start(port, expect_failure=True), "nginx served with a model that does not load"
+        code, console = nginx.exit_output()
+        assert code != 0
+        text = console + nginx.error_log
+        assert "/nonexistent/bot.json" in text and "models not loaded, so this configuration is refused" in text
     finally:
         nginx.stop()
         nginx.cleanup()

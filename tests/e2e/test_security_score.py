@@ -4,9 +4,10 @@ origin gets exactly one, edgeguard's, or none.
 nginx passes `X_Bot_Score` on with `underscores_in_headers on`, and
 ngx.req.set_header replaces only the names equal to its own ignoring case,
 so a client's `X_Bot_Score` used to reach the origin next to the real
-`X-Bot-Score`; CGI/WSGI backends merge `_` and `-`. Unscored requests (the
-models failed to load: fail open) used to pass the client's `X-Bot-Score`
-untouched. Both configurations run here with the shipped placement, over
+`X-Bot-Score`; CGI/WSGI backends merge `_` and `-`. Unscored requests
+(models that failed to load, when that failed open) used to pass the
+client's `X-Bot-Score` untouched; a model that fails to load now refuses
+the start, so the unscored case here is a configuration without models. Both configurations run here with the shipped placement, over
 HTTP/1.1 and h2c, with underscores_in_headers on and off; the origin's
 received bytes decide.
 """
@@ -58,13 +59,12 @@ def scored():
 
 
 @pytest.fixture(scope="module")
-def fail_open(tmp_path_factory):
-    # A model path that does not exist: at first start configure() logs the
-    # error and requests pass unscored (the shipped fail-open behaviour).
-    missing = tmp_path_factory.mktemp("models") / "missing.json"
-    edge, origin, ports = start(f'models = {{ bot = "{missing}" }},')
+def unscored():
+    # No models: every request passes unscored (a model that fails to load
+    # refuses the start instead, test_startup.py).
+    edge, origin, ports = start("")
     yield origin, ports
-    edge.stop(allowed=("models not loaded",))
+    edge.stop()
     origin.stop()
 
 
@@ -115,8 +115,8 @@ def test_a_location_with_its_own_score_header_removes_both_names(scored, undersc
 @pytest.mark.parametrize("proto", ["HTTP/1.1", "h2c"])
 @pytest.mark.parametrize("underscores", ["on", "off"])
 @pytest.mark.parametrize("target", ["/", "/strip"])
-def test_unscored_requests_carry_no_score_header(fail_open, underscores, proto, target):
-    origin, ports = fail_open
+def test_unscored_requests_carry_no_score_header(unscored, underscores, proto, target):
+    origin, ports = unscored
     origin.take()
     for forged in CASES:
         assert send(ports, underscores, proto, target, forged) == 200

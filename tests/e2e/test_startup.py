@@ -6,7 +6,7 @@ import re
 import shutil
 import subprocess
 
-from conftest import CHROME, LIB, ROOT, Nginx, edge_conf, free_port, raw_request, send_exact
+from conftest import CHROME, LIB, NGINX, ROOT, TEST_LIST, Nginx, edge_conf, free_port, raw_request, send_exact
 
 
 def start_with_list(origin, list_path):
@@ -145,3 +145,79 @@ def test_shipped_record_configuration_replays_to_the_same_decisions(tmp_path):
     assert done.returncode == 0, report
     assert "3 lines with $edgeguard_action, 3 agree (100.00%)" in report, report
     assert "live scores compared: 6, differing beyond the logged precision: 0" in report, report
+
+
+# One policy for every file configure() reads (issue 41): a model that does
+# not load refuses the start like a list, naming the file and the field, and
+# `nginx -t` (which runs init_by_lua) reports it.
+
+
+def broken_model(tmp_path):
+    """bot.json with one field of the wrong type: (path, the field's name)."""
+    model = json.loads((ROOT / "models" / "bot.json").read_text())
+    model["oblivious_trees"][3]["leaf_values"] = "x"
+    path = tmp_path / "bot.json"
+    path.write_text(json.dumps(model))
+    return path, "oblivious_trees[3].leaf_values"
+
+
+def nginx_t(conf):
+    """`nginx -t` on `conf` in a scratch prefix: (exit code, its output)."""
+    nginx = Nginx(conf)
+    try:
+        done = subprocess.run([NGINX, "-t", "-p", f"{nginx.prefix}/", "-c", "nginx.conf"],
+                              capture_output=True, text=True, timeout=60)
+        return done.returncode, done.stdout + done.stderr
+    finally:
+        nginx.cleanup()
+
+
+def test_broken_model_refuses_the_start_with_file_and_field(origin, tmp_path):
+    path, field = broken_model(tmp_path)
+    port = free_port()
+    for fail_closed in ("", "fail_closed = true,"):
+        nginx = Nginx(edge_conf(port, origin.port, TEST_LIST, configure=f'models = {{ bot = "{path}" }}, {fail_closed}'))
+        try:
+            assert not nginx.start(port, expect_failure=True), "nginx served with a model that does not load"
+            code, console = nginx.exit_output()
+            assert code != 0
+            text = console + nginx.error_log
+            assert "init_by_lua" in text and "models not loaded, so this configuration is refused" in text
+            assert f"{path}: {field}: invalid type" in text
+        finally:
+            nginx.stop()
+            nginx.cleanup()
+
+
+def test_nginx_t_runs_no_lua_so_the_check_is_edgeguard_replay(origin, tmp_path):
+    """lua-nginx-module 0.10.23 returns from its postconfiguration before it
+    makes the Lua VM when nginx runs with -t (ngx_http_lua_init: `if
+    (ngx_process == NGX_PROCESS_SIGNALLER || ngx_test_config) return
+    NGX_OK`), so `nginx -t` cannot see a broken model or list: it says "test
+    is successful". The check before a reload is `edgeguard replay --config
+    FILE /dev/null`, which loads the same files through the same code
+    (docs/troubleshooting.md). If a later lua module runs init_by_lua under
+    -t, this test fails and the docs can say `nginx -t` instead."""
+    path, field = broken_model(tmp_path)
+    code, out = nginx_t(edge_conf(free_port(), origin.port, TEST_LIST, configure=f'models = {{ bot = "{path}" }},'))
+    assert code == 0 and "test is successful" in out, out
+    bad_list = tmp_path / "bad.txt"
+    bad_list.write_text("x-internal-user-id\nx internal\n")
+    code, out = nginx_t(edge_conf(free_port(), origin.port, bad_list))
+    assert code == 0 and "test is successful" in out, out
+
+    edgeguard = ROOT / "target" / "release" / "edgeguard"
+    config = tmp_path / "edgeguard.json"
+
+    def check(cfg):
+        config.write_text(json.dumps(cfg))
+        done = subprocess.run([edgeguard, "replay", "--config", config, "/dev/null"],
+                              capture_output=True, text=True, timeout=60)
+        return done.returncode, done.stderr
+
+    code, err = check({"internal_headers": str(TEST_LIST), "models": {"bot": str(ROOT / "models" / "bot.json")}})
+    assert code == 0, err
+    code, err = check({"internal_headers": str(TEST_LIST), "models": {"bot": str(path)}})
+    assert code != 0 and f"{path}: {field}: invalid type" in err, err
+    code, err = check({"internal_headers": str(bad_list)})
+    assert code != 0 and re.search(re.escape(str(bad_list)) + r":2\b", err), err

@@ -428,6 +428,15 @@ def test_each_client_gets_the_ja4_the_capture_recorded(tls_nginx, client):
     recorded = recorded_ja4s(RECORDED_AS[client])
     if not recorded:
         pytest.skip("the corpus has no TLS rows of " + RECORDED_AS[client])
+    if client != "chromium":
+        # Another build of the client sends another ClientHello: Debian's
+        # python3 keeps OpenSSL's default cipher list (t13d31..), the
+        # python.org build the corpus was captured with its own (t13d18..).
+        # nginx == the client's own ClientHello is test_each_client_gets_its_own_stable_ja4's.
+        local = independent_ja4(client)["ja4"]
+        if local not in recorded:
+            pytest.skip(f"this machine's {client} sends {local}, a ClientHello the corpus did not record "
+                        f"({', '.join(sorted(recorded))})")
     nginx, tls_port, _ = tls_nginx
     since = logged_count(nginx)
     if client == "chromium":

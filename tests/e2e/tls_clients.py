@@ -116,7 +116,11 @@ def go(urls):
 
 
 def node(urls):
+    # Debian 12's node 18 resolves localhost to ::1 first and does not fall
+    # back to 127.0.0.1 (no autoSelectFamily before node 20), where the
+    # listeners are: ask for IPv4 first (the ClientHello is the same).
     script = """
+require('dns').setDefaultResultOrder('ipv4first');
 const https = require('https');
 const agent = new https.Agent({keepAlive: true, rejectUnauthorized: false});
 (async () => {

@@ -134,37 +134,34 @@ T.test("with models in force, a model that fails to load is refused; the old sta
     os.remove(list)
     T.eq(ok, nil)
     T.contains(err, "/nonexistent/bot.json")
-    T.contains(err, "configuration is refused and the models in force keep scoring")
+    T.contains(err, "models not loaded, so this configuration is refused")
     T.eq(edgeguard.models()[1], "bot", "the previous models stay in force")
 end)
 
-T.test("without models in force, a model that fails to load fails open and says why", function()
+T.test("without models in force, a model that fails to load is refused all the same", function()
     local list = tmpfile("x-internal-user-id\n")
-    -- A configuration without models is in force: nothing to keep.
+    -- A configuration without models is in force: nothing to keep, still refused.
     assert(edgeguard.configure{ internal_headers = list })
-    local ok, model_err = edgeguard.configure{ internal_headers = list, models = { bot = "/nonexistent/bot.json" } }
-    T.eq(ok, true)
-    T.contains(model_err, "/nonexistent/bot.json")
-    T.contains(model_err, "models not loaded, requests pass unscored: ")
-    T.eq(edgeguard.models(), nil)
-    -- Serving unscored is not "models in force": a second broken load still fails open.
-    ok = edgeguard.configure{ internal_headers = list, models = { bot = "/nonexistent/bot.json" } }
-    T.eq(ok, true)
-    -- A good load puts models in force again, and the next broken one is refused.
-    assert(edgeguard.configure{ internal_headers = list, models = { bot = "models/bot.json" } })
-    T.eq(edgeguard.configure{ internal_headers = list, models = { bot = "/nonexistent/bot.json" } }, nil)
+    local ok, err = edgeguard.configure{ internal_headers = list, models = { bot = "/nonexistent/bot.json" } }
+    T.eq(ok, nil)
+    T.contains(err, "/nonexistent/bot.json")
+    T.contains(err, "models not loaded, so this configuration is refused")
+    T.eq(edgeguard.models(), nil, "the configuration in force (no models) stays")
+    -- fail_closed changes nothing: a file that does not load never serves.
+    T.eq(edgeguard.configure{ internal_headers = list, models = { bot = "/nonexistent/bot.json" },
+                              fail_closed = true }, nil)
     os.remove(list)
 end)
 
-T.test("a fresh process fails open on a model that fails to load (nginx's first start)", function()
+T.test("a fresh process refuses a model that fails to load (nginx's first start, nginx -t)", function()
     local list = tmpfile("x-internal-user-id\n")
     local out = fresh_vm(
         'local eg = require "resty.edgeguard"\n'
             .. 'print(eg.configure{ internal_headers = "' .. list .. '", lib_path = "' .. LIB
-            .. '", models = { bot = "/nonexistent/bot.json" }, fail_closed = true })'
+            .. '", models = { bot = "/nonexistent/bot.json" } })'
     )
     os.remove(list)
-    T.contains(out, "true\tmodels not loaded, requests pass unscored and are refused (fail_closed): ")
+    T.contains(out, "nil\tmodels not loaded, so this configuration is refused")
     T.contains(out, "/nonexistent/bot.json")
 end)
 
@@ -236,7 +233,8 @@ T.test("a bad config file is refused with its name; the previous state stays", f
     local ok, err = edgeguard.configure{ config = "/nonexistent/edgeguard.json", lib_path = LIB }
     T.eq(ok, nil)
     T.contains(err, "/nonexistent/edgeguard.json")
-    T.eq(edgeguard.models()[1], before and before[1], "previous configuration still in force")
+    local after = edgeguard.models()
+    T.eq(after and after[1], before and before[1], "previous configuration still in force")
 end)
 
 T.test("score and access outside nginx are misuse", function()
@@ -317,7 +315,7 @@ T.test("engine = lua with a bad list fails closed and names the line", function(
     T.eq(edgeguard.engine(), before, "previous configuration still in force")
 end)
 
-T.test("a Lua-only model that fails to load is refused or fails open, like the Rust one", function()
+T.test("a Lua-only model that fails to load is refused, like the Rust one", function()
     local list = tmpfile("x-internal-user-id\n")
     local opts = {
         internal_headers = list, lib_path = LIB, engine = "shadow",
@@ -326,17 +324,16 @@ T.test("a Lua-only model that fails to load is refused or fails open, like the R
     -- Models are in force from the previous test: refused.
     local ok, err = edgeguard.configure(opts)
     T.eq(ok, nil)
-    T.contains(err, "keep scoring (on a reload, nginx keeps the running workers): lua engine: ")
+    T.contains(err, "(on a reload, nginx keeps the running workers and their models): lua engine: ")
     T.contains(err, "/nonexistent/lua-bot.json")
-    -- None in force: fails open, the Rust engine still scores.
+    -- None in force: refused too.
     assert(edgeguard.configure{ internal_headers = list, lib_path = LIB })
-    local model_err
-    ok, model_err = edgeguard.configure(opts)
+    ok, err = edgeguard.configure(opts)
     os.remove(list)
-    T.eq(ok, true)
-    T.contains(model_err, "models not loaded, requests pass unscored: lua engine: ")
-    T.contains(model_err, "/nonexistent/lua-bot.json")
-    T.eq(edgeguard.models()[1], "bot", "the Rust engine still scores")
+    T.eq(ok, nil)
+    T.contains(err, "lua engine: ")
+    T.contains(err, "/nonexistent/lua-bot.json")
+    T.eq(edgeguard.models(), nil, "the configuration in force stays")
 end)
 
 T.test("metrics without metrics_dict is misuse", function()
@@ -398,7 +395,8 @@ T.test("a config file's bad entry is nil, err naming the file, the option and th
         T.eq(err, path .. ": " .. case[2], case[1])
         os.execute("rm -rf " .. dir)
     end
-    T.eq(edgeguard.models()[1], before and before[1], "previous configuration still in force")
+    local after = edgeguard.models()
+    T.eq(after and after[1], before and before[1], "previous configuration still in force")
     -- The same entry in the table itself is misuse, numbered the same way.
     local err = T.raises(function() edgeguard.configure{ allow = { "10.0.0.0/8", "10.0.0.0/33" } } end)
     T.contains(err, "test_shim.lua:")

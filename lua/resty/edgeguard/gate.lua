@@ -113,9 +113,24 @@ local function clear_listed(r, headers, e)
     end
 end
 
+-- Variables nginx does not know (no `set $edgeguard_x "";` anywhere in
+-- nginx.conf), by name: skipped, not fatal (an option must not turn into
+-- 500s), and reported once per worker. Off the hot path: only a failed set
+-- reaches it.
+local unknown_vars = {}
+
+local function skip_var(name, err, errlen)
+    local n = ffi_string(name.data, name.len)
+    if not unknown_vars[n] then
+        unknown_vars[n] = true
+        ngx.log(ngx.ERR, "edgeguard: vars: $", n, " is not set (", ffi_string(err, errlen),
+                "); declare it in any server{}: set $", n, " \"\"; ",
+                "(reported once per worker, skipped on every request)")
+    end
+end
+
 -- Sets the variables the effects list (declared with `set` in
--- nginx.conf, as `vars = true` requires). Raises as ngx.var does for one
--- that is not declared.
+-- nginx.conf, as `vars = true` asks); one nginx cannot set is skipped.
 local function set_vars(r, e)
     for i = 0, tonumber(e.vars_len) - 1 do
         local v = e.vars[i]
@@ -127,7 +142,7 @@ local function set_vars(r, e)
         var_errlen[0] = 256
         if C.ngx_http_lua_ffi_var_set(r, name.data, name.len, var_lowcase, v.value.data, v.value.len, var_err,
                                       var_errlen) ~= 0 then
-            error(ffi_string(var_err, var_errlen[0]), 3)
+            skip_var(name, var_err, var_errlen[0])
         end
     end
 end

@@ -119,6 +119,9 @@ end
 
 --- Counts `n` load errors of configuration generation `generation` once,
 -- whichever worker calls first (workers restarted later do not recount).
+-- The shim no longer calls it: a model that does not load refuses the
+-- configuration (issue 41), so edgeguard_load_errors_total stays 0 in
+-- nginx; removing the series is an ABI change left to a versioned release.
 function _M.count_load_errors(self, generation, n)
     local dict = self.dict
     if dict and n > 0 and dict:add("load_errors_counted:" .. generation, true) then

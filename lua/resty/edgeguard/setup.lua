@@ -1,5 +1,5 @@
 -- configure()'s work: the library, the options (parsed by Rust), the
--- engines' data, what a failed model load means, the metrics, and the
+-- engines' data (a file that fails to load refuses it all), the metrics, and the
 -- locations, bound into the state a configuration serves with. It
 -- allocates; nothing here runs per request.
 
@@ -12,7 +12,6 @@ local scorer_mod = require "resty.edgeguard.scorer"
 
 local concat = table.concat
 local error = error
-local format = string.format
 local type = type
 
 local _M = {}
@@ -94,25 +93,17 @@ local function load_engines(lib, o)
     return got
 end
 
--- Models that failed to load: nil and an error when models are in force in
--- this process (a reload must not swap working models for none); else the
--- message to log and return beside true (fail open), or false when all
+-- Models that failed to load refuse the configuration, like a bad list: at
+-- the first start nginx stops with the file and the field; on a reload it
+-- keeps the running workers and the models they scored with. One policy
+-- for every file configure() reads. Returns the error, or nil when all
 -- loaded.
-local function model_failure(lib, o, model_errors)
+local function model_failure(model_errors)
     if #model_errors == 0 then
-        return false
+        return nil
     end
-    -- The process flag outlives the Lua VM that nginx replaces on reload.
-    if lib.edgeguard_process_models_in_force() ~= 0 then
-        return nil, "models not loaded, so this configuration is refused and the models "
-            .. "in force keep scoring (on a reload, nginx keeps the running workers): "
-            .. concat(model_errors, "; ")
-    end
-    local msg = "models not loaded, requests pass unscored"
-        .. (o.fail_closed and " and are refused (fail_closed)" or "") .. ": "
-        .. concat(model_errors, "; ")
-    log(ngx and ngx.ERR, "edgeguard: ", msg)
-    return msg
+    return "models not loaded, so this configuration is refused (on a reload, nginx keeps "
+        .. "the running workers and their models): " .. concat(model_errors, "; ")
 end
 
 -- The metrics dict the options name (nil outside nginx); misuse when
@@ -141,8 +132,6 @@ function _M.bind(st, cfg)
     return loc
 end
 
-local generation_seq = 0
-
 --- The state of the configuration `opts` (configure{}'s table), or nil
 -- and an error. Raises misuse at `level`.
 function _M.state(opts, level)
@@ -156,9 +145,8 @@ function _M.state(opts, level)
     if not got then
         return nil, err
     end
-    local model_err
-    model_err, err = model_failure(lib, o, got.model_errors)
-    if model_err == nil then
+    err = model_failure(got.model_errors)
+    if err then
         return nil, err
     end
     local mx = false
@@ -168,14 +156,10 @@ function _M.state(opts, level)
             return nil, err
         end
     end
-    generation_seq = generation_seq + 1
     local st = {
         lib = lib, cfg = cfg, engine = o.engine, primary = o.shadow_primary or o.engine,
         headers = got.headers, scorer = got.scorer, lua = got.lua, models_wanted = o.models_wanted,
-        model_error = model_err or nil, load_errors = #got.model_errors, metrics = mx or nil,
-        -- Unique per configure() call across master restarts and reloads.
-        generation = format("%s-%s-%d", ngx and ngx.now and ngx.now() or os.time(),
-                            ngx and ngx.worker and ngx.worker.pid() or 0, generation_seq),
+        metrics = mx or nil,
         locations = locations.new(),
         -- Only a challenge's pages show $request_id up front (nginx makes
         -- it on first read); a block's reference and the decision line

@@ -64,7 +64,7 @@ local rust_scores = {}
 
 --- The Lua engine for the resolved options `o`. Returns the engine, or nil
 -- and the list's error; and, third, the models' error when they failed but
--- the list loaded (fail open, like the Rust scorer).
+-- the list loaded (configure() refuses them, like the Rust scorer's).
 function _M.load(lib, o)
     local models
     for _, m in ipairs(o.lua_models or o.models or {}) do
