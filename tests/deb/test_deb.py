@@ -239,7 +239,7 @@ server {{
     seen = {n.lower(): v for n, v in origin.last_headers()}
     assert seen["x-bot-score"].startswith("bot=") and "spoof" not in seen["x-bot-score"]
     decided = lambda: [line for line in new_log_lines(log_start)  # noqa: E731
-                       if "[error]" in line and 'edgeguard action=log model=bot' in line and 'uri="/hello"' in line]
+                       if "[error]" in line and 'edgeguard action=log grade=certain reasons=ua_library model=bot' in line and 'uri="/hello"' in line]
     assert wait_until("the decision line in /var/log/nginx/error.log", decided, timeout=5)
     say(f"mode log: curl /hello -> {status}, origin saw X-Bot-Score: {seen['x-bot-score']}; "
         f"error.log: {decided()[0].split('edgeguard ', 1)[1][:80]}")

@@ -153,7 +153,7 @@ http {{
                                                           ("Accept", "*/*")])
         assert status == 200
         assert wait_until("the decision line", lambda: any(
-            "[error]" in line and "edgeguard action=log model=bot" in line
+            "[error]" in line and "edgeguard action=log grade=certain reasons=ua_library model=bot" in line
             for line in nginx.error_log.splitlines()), timeout=5)
         # The well-known preset: robots.txt passes unscored, never logged.
         status, _, _ = send_exact(port, "GET", "/robots.txt", [("Host", "edge.test"),
