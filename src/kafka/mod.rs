@@ -46,6 +46,7 @@
 
 mod batch;
 pub mod client;
+mod lag;
 mod meters;
 mod offsets;
 mod replay;

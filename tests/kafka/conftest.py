@@ -45,9 +45,10 @@ TANSU = pathlib.Path(os.environ.get("EDGEGUARD_TANSU", CACHE / "tansu-0.6.0" / "
 CONFIG = ROOT / "nginx-conf" / "record.json"
 SAMPLE = ROOT / "tests" / "fixtures" / "traffic" / "sample.jsonl"
 
-# Group membership moves within seconds, not librdkafka's 45 s: a killed
-# member's partitions go to the survivor once its session times out.
-FAST_GROUP = ["-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=500"]
+# Group membership moves within seconds (edgeguard's default session is
+# 10 s): a killed member's partitions go to the survivor once its session
+# times out. Prefixed: consumer properties, kept from the producers.
+FAST_GROUP = ["-X", "consumer.session.timeout.ms=6000", "-X", "consumer.heartbeat.interval.ms=500"]
 
 
 def pytest_sessionstart(session):
