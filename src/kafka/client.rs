@@ -95,7 +95,7 @@ impl Client {
     /// would undo the commit discipline.
     pub(crate) fn consumer(&self, group: &str) -> Result<ClientConfig, String> {
         for (k, _) in self.of(Role::Consumer) {
-            if k == "group.id" || CONSUMER_FIXED.iter().any(|(f, _)| f == k) {
+            if k == "group.id" || CONSUMER_FIXED.iter().any(|(f, _)| *f == k) {
                 return Err(format!(
                     "-X {k}: edgeguard sets it (offsets are committed once results are written; \
                      the group is --group)"
@@ -215,18 +215,27 @@ mod tests {
         assert_eq!(producer.get("acks"), Some("1"));
         for config in [&consumer, &producer] {
             assert_eq!(config.get("security.protocol"), Some("ssl"));
-            assert!(config.config_map().keys().all(|k| !k.contains("consumer.")
-                && !k.contains("producer.")));
+            assert!(config
+                .config_map()
+                .keys()
+                .all(|k| !k.contains("consumer.") && !k.contains("producer.")));
         }
         assert_eq!(c.producer_message_max(), 2_000_000);
-        assert_eq!(client(&[]).producer_message_max(), DEFAULT_MESSAGE_MAX_BYTES);
+        assert_eq!(
+            client(&[]).producer_message_max(),
+            DEFAULT_MESSAGE_MAX_BYTES
+        );
     }
 
     #[test]
     fn the_default_session_moves_a_dead_members_partitions_within_seconds() {
         let consumer = client(&[]).consumer("g").unwrap();
         let session: u64 = consumer.get("session.timeout.ms").unwrap().parse().unwrap();
-        let heartbeat: u64 = consumer.get("heartbeat.interval.ms").unwrap().parse().unwrap();
+        let heartbeat: u64 = consumer
+            .get("heartbeat.interval.ms")
+            .unwrap()
+            .parse()
+            .unwrap();
         assert!((6000..=10_000).contains(&session) && heartbeat * 3 <= session);
         assert_eq!(client(&[]).producer().get("session.timeout.ms"), None);
     }

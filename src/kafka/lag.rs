@@ -106,7 +106,11 @@ mod tests {
         assert_eq!(lag_of(0, 100, Some(40)), 60);
         assert_eq!(lag_of(0, 100, None), 100);
         assert_eq!(lag_of(30, 100, None), 70, "deleted messages are not owed");
-        assert_eq!(lag_of(30, 100, Some(10)), 70, "a commit before the log's start");
+        assert_eq!(
+            lag_of(30, 100, Some(10)),
+            70,
+            "a commit before the log's start"
+        );
         assert_eq!(lag_of(0, 100, Some(100)), 0);
         assert_eq!(lag_of(0, 5, Some(9)), 0, "never negative");
     }

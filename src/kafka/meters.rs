@@ -571,6 +571,19 @@ mod tests {
             line(&m, Duration::from_secs(2)),
             "1234 messages  617 msg/s  lag 2 (1 partitions)  block 7  paused"
         );
+        // The group's lag is published once known, and then even while
+        // this member owns nothing (a rebalance).
+        assert!(!text.contains("edgeguard_replay_group_lag"), "{text}");
+        m.revoked(&[3]);
+        m.group_observed(4, 16849);
+        let text = m.text();
+        assert!(!text.contains("edgeguard_replay_lag{"), "{text}");
+        assert!(text.contains("edgeguard_replay_partitions{topic=\"req\\\"s\"} 0\n"));
+        assert!(text.contains("edgeguard_replay_topic_partitions{topic=\"req\\\"s\"} 4\n"));
+        assert!(
+            text.contains("# TYPE edgeguard_replay_group_lag gauge\nedgeguard_replay_group_lag{topic=\"req\\\"s\"} 16849\n"),
+            "{text}"
+        );
     }
 
     #[test]

@@ -687,7 +687,9 @@ impl Writer<'_, '_> {
             let fit = fit_dead_letter(
                 self.message_max,
                 m.key.map_or(0, <[u8]>::len),
-                b.headers(i).map(|(n, v)| n.len() + v.map_or(0, <[u8]>::len)).sum(),
+                b.headers(i)
+                    .map(|(n, v)| n.len() + v.map_or(0, <[u8]>::len))
+                    .sum(),
                 error.len() + self.kafka.topic.len(),
                 m.payload,
             );
@@ -903,7 +905,14 @@ mod tests {
     fn dead_letters_are_cut_to_fit_the_producers_limit() {
         let small = b"{\"not\":\"a request\"}";
         let fit = fit_dead_letter(1_000_000, 10, 20, 50, small);
-        assert_eq!(fit, Fit { payload: small, whole_key: true, whole_headers: true });
+        assert_eq!(
+            fit,
+            Fit {
+                payload: small,
+                whole_key: true,
+                whole_headers: true
+            }
+        );
 
         let big = vec![b'x'; 1_500_000];
         let fit = fit_dead_letter(1_000_000, 10, 20, 50, &big);

@@ -233,7 +233,9 @@ impl Producer {
                         break;
                     }
                     Err((e, _)) => {
-                        self.inner.context().one(ticket, Some((false, e.to_string())));
+                        self.inner
+                            .context()
+                            .one(ticket, Some((false, e.to_string())));
                         break;
                     }
                 }
@@ -258,10 +260,12 @@ mod tests {
         assert!(refused_for_good(&production(
             RDKafkaErrorCode::MessageSizeTooLarge
         )));
-        assert!(refused_for_good(&production(RDKafkaErrorCode::InvalidRecord)));
+        assert!(refused_for_good(&production(
+            RDKafkaErrorCode::InvalidRecord
+        )));
         for transient in [
             RDKafkaErrorCode::MessageTimedOut,
-            RDKafkaErrorCode::UnknownServerError,
+            RDKafkaErrorCode::Unknown,
             RDKafkaErrorCode::BrokerTransportFailure,
             RDKafkaErrorCode::UnknownTopicOrPartition,
         ] {

@@ -306,3 +306,54 @@ def test_a_member_restarted_within_the_session_stalls_the_group_and_the_alert_fi
     for m in (members[1], restarted):
         m.signal(signal.SIGTERM)
         assert m.wait(60) == 0, m.stderr()
+
+
+def test_the_shipped_alerts_fire_on_a_stall_and_not_on_a_routine_rebalance(tmp_path):
+    """promtool's rule tests over series a stall leaves: two members owning
+    nothing for 3 minutes while 500 messages wait fire
+    EdgeguardReplayStalled after its minute; a rebalance of one scrape does
+    not; a killed member's partitions waiting do."""
+    promtool = shutil.which("promtool")
+    assert promtool, "promtool missing: Debian's prometheus package ships it"
+    tests = {
+        "rule_files": [str(RULES)],
+        "evaluation_interval": "1m",
+        "tests": [{
+            "interval": "1m",
+            "input_series": [
+                {"series": 'edgeguard_replay_partitions{instance="a",topic="requests"}',
+                 "values": "2 2 0 0 0 2 2 0 2 2 2 2 stale"},
+                {"series": 'edgeguard_replay_partitions{instance="b",topic="requests"}',
+                 "values": "2 2 0 0 0 2 2 0 2 2 2 2 2 2 2 4"},
+                {"series": 'edgeguard_replay_topic_partitions{instance="a",topic="requests"}',
+                 "values": "4x11 stale"},
+                {"series": 'edgeguard_replay_topic_partitions{instance="b",topic="requests"}',
+                 "values": "4x15"},
+                {"series": 'edgeguard_replay_group_lag{instance="b",topic="requests"}',
+                 "values": "0 0 500 500 500 0 0 30 0 0 0 0 700 700 700 0"},
+            ],
+            "alert_rule_test": [
+                {"eval_time": "1m", "alertname": "EdgeguardReplayStalled", "exp_alerts": []},
+                {"eval_time": "2m", "alertname": "EdgeguardReplayStalled", "exp_alerts": []},
+                {"eval_time": "4m", "alertname": "EdgeguardReplayStalled", "exp_alerts": [{
+                    "exp_labels": {"topic": "requests"},
+                    "exp_annotations": {"summary": "edgeguard replay: partitions of requests owned by no member "
+                                                   "while 500 messages wait"}}]},
+                {"eval_time": "6m", "alertname": "EdgeguardReplayStalled", "exp_alerts": []},
+                # One scrape of a rebalance: pending, never firing.
+                {"eval_time": "8m", "alertname": "EdgeguardReplayStalled", "exp_alerts": []},
+                # Member a is gone (a failed scrape marks its series
+                # stale), its 2 partitions wait.
+                {"eval_time": "14m", "alertname": "EdgeguardReplayStalled", "exp_alerts": [{
+                    "exp_labels": {"topic": "requests"},
+                    "exp_annotations": {"summary": "edgeguard replay: partitions of requests owned by no member "
+                                                   "while 700 messages wait"}}]},
+                {"eval_time": "15m", "alertname": "EdgeguardReplayStalled", "exp_alerts": []},
+                {"eval_time": "14m", "alertname": "EdgeguardReplayBehind", "exp_alerts": []},
+            ],
+        }],
+    }
+    path = tmp_path / "rules-test.yml"
+    path.write_text(yaml.safe_dump(tests))
+    done = subprocess.run([promtool, "test", "rules", path], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
