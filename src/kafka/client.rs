@@ -103,6 +103,15 @@ impl Client {
             }
         }
         let mut c = self.base(&CONSUMER_DEFAULTS, Role::Consumer);
+        // KIP-848's protocol sets the session and the heartbeat on the
+        // broker: librdkafka refuses a client that sets either.
+        if c.get("group.protocol") == Some("consumer") {
+            for key in ["session.timeout.ms", "heartbeat.interval.ms"] {
+                if !self.of(Role::Consumer).any(|(k, _)| k == key) {
+                    c.remove(key);
+                }
+            }
+        }
         c.set("group.id", group);
         for (k, v) in CONSUMER_FIXED {
             c.set(k, v);
@@ -238,5 +247,10 @@ mod tests {
             .unwrap();
         assert!((6000..=10_000).contains(&session) && heartbeat * 3 <= session);
         assert_eq!(client(&[]).producer().get("session.timeout.ms"), None);
+        // Under KIP-848's protocol the broker sets them.
+        let c = client(&[("consumer.group.protocol", "consumer")]);
+        let consumer = c.consumer("g").unwrap();
+        assert_eq!(consumer.get("session.timeout.ms"), None);
+        assert_eq!(consumer.get("heartbeat.interval.ms"), None);
     }
 }

@@ -774,7 +774,13 @@ impl Writer<'_, '_> {
         // again, and stopping would stop the group at them for good.
         // Skipped, counted and named; the request itself stays in its
         // topic at the offset the summary names.
-        for why in outcome.refused {
+        let (mut results, mut dead) = (results, dead);
+        for (topic, why) in outcome.refused {
+            if self.kafka.results_topic.as_deref() == Some(topic.as_str()) {
+                results = results.saturating_sub(1);
+            } else {
+                dead = dead.saturating_sub(1);
+            }
             self.refused += 1;
             self.meters.refused.fetch_add(1, Ordering::Relaxed);
             eprintln!("edgeguard replay: skipped: {why}");

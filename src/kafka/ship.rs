@@ -273,7 +273,7 @@ impl Flight<'_> {
                     };
                     let n = kept.lines.len() as u64;
                     let refused = outcome.refused.len() as u64;
-                    for why in outcome.refused {
+                    for (_, why) in outcome.refused {
                         if self.summary.refusals.len() < REFUSALS_KEPT {
                             self.summary.refusals.push(why);
                         }

@@ -29,9 +29,10 @@ pub(crate) struct Outcome {
     /// The first failure that sending again may cure (the broker away, a
     /// timeout): the batch is not delivered.
     pub(crate) failure: Option<String>,
-    /// Messages refused for what they are, each described: the rest of
-    /// the batch is delivered unless `failure` says otherwise.
-    pub(crate) refused: Vec<String>,
+    /// Messages refused for what they are, each with its topic and
+    /// described: the rest of the batch is delivered unless `failure`
+    /// says otherwise.
+    pub(crate) refused: Vec<(String, String)>,
 }
 
 /// A batch's deliveries are over: its ticket, and how.
@@ -73,6 +74,14 @@ pub(crate) struct Producer {
     inner: ThreadedProducer<Deliveries>,
 }
 
+/// How one message failed.
+enum End {
+    /// Refused for what it is: its topic, and why.
+    Refused(String, String),
+    /// Failed otherwise (sending again may cure it).
+    Failed(String),
+}
+
 struct Pending {
     left: usize,
     outcome: Outcome,
@@ -90,8 +99,8 @@ impl Deliveries {
     }
 
     /// One message of `ticket` is over: delivered (`None`), failed, or
-    /// refused for good (`Some((true, why))`).
-    fn one(&self, ticket: u64, end: Option<(bool, String)>) {
+    /// refused for good.
+    fn one(&self, ticket: u64, end: Option<End>) {
         let finished = {
             let mut pending = self.lock();
             let Some(p) = pending.get_mut(&ticket) else {
@@ -99,8 +108,8 @@ impl Deliveries {
             };
             p.left -= 1;
             match end {
-                Some((true, why)) => p.outcome.refused.push(why),
-                Some((false, why)) => {
+                Some(End::Refused(topic, why)) => p.outcome.refused.push((topic, why)),
+                Some(End::Failed(why)) => {
                     p.outcome.failure.get_or_insert(why);
                 }
                 None => {}
@@ -140,9 +149,10 @@ impl ProducerContext for Deliveries {
                         .and_then(|h| h.value)
                 });
                 let size = m.payload_len();
-                (true, describe(m.topic(), source, m.key(), size, e))
+                let why = describe(m.topic(), source, m.key(), size, e);
+                End::Refused(m.topic().to_owned(), why)
             } else {
-                (false, e.to_string())
+                End::Failed(e.to_string())
             }
         });
         self.one(ticket as u64, end);
@@ -229,13 +239,14 @@ impl Producer {
                     }
                     Err((e, _)) if refused_for_good(&e) => {
                         let why = describe(m.topic, source, m.key, m.payload.len(), &e);
-                        self.inner.context().one(ticket, Some((true, why)));
+                        let end = End::Refused(m.topic.to_owned(), why);
+                        self.inner.context().one(ticket, Some(end));
                         break;
                     }
                     Err((e, _)) => {
                         self.inner
                             .context()
-                            .one(ticket, Some((false, e.to_string())));
+                            .one(ticket, Some(End::Failed(e.to_string())));
                         break;
                     }
                 }

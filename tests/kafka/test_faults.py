@@ -108,6 +108,32 @@ def test_an_oversized_line_is_skipped_by_ship_and_dead_lettered_by_replay(broker
     assert "50 messages, 0 invalid" in again.summary(), again.summary()
 
 
+def test_a_result_kafka_refuses_is_skipped_and_counted_not_fatal(broker, tmp_path):
+    """Results keyed by a message key too long for the producer's limit:
+    each is refused at once; the run skips and counts them, writes every
+    row, commits everything and exits 0 (before: STOPPED, uncommitted, and
+    the same stop on every restart)."""
+    lines = []
+    for i, line in enumerate(sample_lines(200, seed=60)):
+        r = json.loads(line)
+        r["tag"] = ("t" * 3000 + str(i)) if i % 50 == 7 else f"t{i}"
+        lines.append(json.dumps(r, separators=(",", ":")))
+    write_lines(tmp_path / "a.jsonl", lines)
+    broker.create_topic("requests", 2)
+    broker.create_topic("results", 2)
+    ship(broker, "requests", tmp_path / "a.jsonl", "--key", "tag")
+    member = Replay(tmp_path, broker, "requests", "g", "m", "--exit-at-end", "--results-topic", "results",
+                    "-X", "producer.message.max.bytes=2000")
+    assert member.run() == 0, member.stderr()
+    summary = member.summary()
+    assert "STOPPED" not in summary, summary
+    assert "refused by Kafka and skipped: 4 (results or dead letters)" in summary, summary
+    assert "results: 196 to topic results" in summary, summary
+    assert summary.count("results: a message for tttt") == 4, summary
+    assert len(member.rows()) == 200 and sum(committed(summary).values()) == 200, summary
+    assert "edgeguard replay: skipped: results: a message for" in member.stderr()
+
+
 def test_ship_stops_on_the_first_sigterm(broker, tmp_path):
     """On a pipe that stays open (`tail -F | edgeguard ship`): what was
     read is delivered and ship exits 0. With the broker gone: ship exits
