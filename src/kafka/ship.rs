@@ -329,6 +329,43 @@ fn key_of(line: &[u8], field: &str, out: &mut Vec<u8>) -> bool {
 mod tests {
     use super::*;
 
+    /// A pipe nobody writes to: every read waits until the test ends.
+    struct Quiet(std::sync::mpsc::Receiver<()>);
+
+    impl std::io::Read for Quiet {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            let _ = self.0.recv();
+            Ok(0)
+        }
+    }
+
+    #[test]
+    fn a_stop_is_not_held_up_by_a_read_waiting_on_a_quiet_pipe() {
+        let (_writer, quiet) = std::sync::mpsc::channel();
+        let input = Input::from_reader("quiet", Box::new(Quiet(quiet)), None);
+        // No broker: nothing is read, so nothing is sent.
+        let client = Client {
+            brokers: "127.0.0.1:9".into(),
+            properties: Vec::new(),
+        };
+        let stop = AtomicBool::new(false);
+        let started = Instant::now();
+        let done = thread::scope(|s| {
+            s.spawn(|| {
+                thread::sleep(Duration::from_millis(300));
+                stop.store(true, Ordering::Relaxed);
+            });
+            ship(&client, "t", None, vec![input], 1 << 20, &stop).unwrap()
+        });
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(done.stopped && done.errors.is_empty(), "{done:?}");
+        assert_eq!((done.delivered, done.undelivered), (0, 0));
+    }
+
     #[test]
     fn keys_by_a_field() {
         let key = |line: &str, field| {
