@@ -24,7 +24,8 @@ pub struct KafkaArgs {
     #[arg(long, value_name = "GROUP")]
     pub(crate) group: Option<String>,
     /// A librdkafka property for every client (repeatable), e.g.
-    /// -X security.protocol=ssl -X session.timeout.ms=10000
+    /// -X security.protocol=ssl; prefixed consumer. or producer. for
+    /// those only, e.g. -X consumer.session.timeout.ms=6000
     #[arg(short = 'X', value_name = "KEY=VALUE", value_parser = property, requires = "kafka_brokers")]
     pub(crate) properties: Vec<(String, String)>,
     /// Also write each result to TOPIC, keyed like its request (its

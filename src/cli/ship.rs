@@ -8,7 +8,12 @@ use std::process::ExitCode;
 pub const LONG_ABOUT: &str = "Sends every line of the FILEs (or stdin; gzip is detected) to a Kafka
 topic, one message per line, and exits once the broker has acknowledged
 each one (exit status 1 if any could not be delivered). Blank lines and
-lines longer than --max-line are skipped and counted.
+lines longer than --max-line are skipped and counted, and so are lines
+Kafka refuses for what they are (larger than the producer's
+message.max.bytes, 1 000 000 unless -X producer.message.max.bytes says
+otherwise): they are not sent again. SIGTERM or SIGINT stops reading,
+waits up to 10 s for what is out, and reports what was not acknowledged;
+a second one exits at once.
 
 For backfills (rotated access logs into the topic a replay group reads),
 benchmarks, and `tail -F access.log | edgeguard ship ...` where no log
@@ -27,6 +32,7 @@ pub struct Args {
     #[arg(long, value_name = "TOPIC", required = true)]
     topic: String,
     /// A librdkafka property (repeatable), e.g. -X compression.type=zstd
+    /// (`producer.` prefixed ones too: the same client)
     #[arg(short = 'X', value_name = "KEY=VALUE", value_parser = super::kafka::property)]
     properties: Vec<(String, String)>,
     /// Key each message by this top-level field of its line (e.g. client:
@@ -90,13 +96,18 @@ fn ship(args: Args) -> Result<(), String> {
     )?;
     let secs = done.elapsed.as_secs_f64();
     eprintln!(
-        "edgeguard ship: {} lines delivered to {} in {secs:.2} s ({:.0} lines/s), {} skipped, {} sent again",
+        "edgeguard ship: {} lines delivered to {} in {secs:.2} s ({:.0} lines/s), {} skipped, {} refused by Kafka, {} sent again{}",
         done.delivered,
         args.topic,
         done.delivered as f64 / secs.max(1e-9),
         done.skipped,
-        done.resent
+        done.refused,
+        done.resent,
+        if done.stopped { ", stopped by a signal" } else { "" }
     );
+    for r in &done.refusals {
+        eprintln!("edgeguard ship: skipped: {r}");
+    }
     for e in &done.errors {
         eprintln!("edgeguard ship: {e}");
     }

@@ -143,7 +143,8 @@ pub struct KafkaArgs {
     /// Stop once the topics are read to their end (backfills, tests)
     #[arg(long, requires = "kafka_brokers")]
     exit_at_end: bool,
-    /// A librdkafka property for every client (repeatable)
+    /// A librdkafka property for every client (repeatable); prefixed
+    /// consumer. or producer. for those only
     #[arg(short = 'X', value_name = "KEY=VALUE", value_parser = super::kafka::property, requires = "kafka_brokers")]
     properties: Vec<(String, String)>,
 }

@@ -20,7 +20,8 @@ pub(crate) struct Counts {
 /// One partition's messages in offset order.
 #[derive(Debug, Default)]
 pub(crate) struct MessageBatch {
-    /// The lines: `lines.input` is unused, each line's `number` is its
+    /// The lines: `lines.input` is the partition (the summary's errors
+    /// name `topic-partition:offset`), each line's `number` is its
     /// message's offset, `lines.out` gets the workers' output rows.
     pub(crate) lines: Batch,
     pub(crate) partition: i32,
@@ -53,6 +54,8 @@ impl MessageBatch {
         self.headers.clear();
         self.header_spans.clear();
         self.partition = partition;
+        // Partitions are never negative on a fetched message.
+        self.lines.input = usize::try_from(partition).unwrap_or(0);
         self.end = 0;
         self.ok = true;
         self.counts = Counts::default();
@@ -172,6 +175,7 @@ mod tests {
         b.push(42, None, headers.into_iter(), b"{\"b\":2}\r\n", 100);
         b.push(44, Some(b""), no_headers, b"0123456789", 5);
         assert_eq!((b.len(), b.partition, b.end), (3, 3, 45));
+        assert_eq!(b.lines.input, 3, "the summary's errors name the partition");
         let m = b.message(0);
         assert_eq!(
             (m.offset, m.key, m.payload, m.too_long),

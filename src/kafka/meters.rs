@@ -49,6 +49,8 @@ pub(crate) struct Meters {
     pub(crate) invalid: AtomicU64,
     pub(crate) dead_letters: AtomicU64,
     pub(crate) results: AtomicU64,
+    pub(crate) truncated: AtomicU64,
+    pub(crate) refused: AtomicU64,
     pub(crate) actions: [AtomicU64; ACTIONS],
     pub(crate) commits: AtomicU64,
     pub(crate) commit_failures: AtomicU64,
@@ -59,6 +61,9 @@ pub(crate) struct Meters {
     pub(crate) in_flight: AtomicU64,
     /// The assigned partitions.
     partitions: Mutex<BTreeMap<i32, Position>>,
+    /// The topic's partition count and the group's lag over all of them
+    /// ([`super::lag`]), once known.
+    group: Mutex<Option<(usize, i64)>>,
     /// When the first message came, and when a batch was last written:
     /// the rate of the work itself, without joining the group or leaving it.
     span: Mutex<(Option<Instant>, Option<Instant>)>,
@@ -74,6 +79,8 @@ impl Meters {
             invalid: AtomicU64::new(0),
             dead_letters: AtomicU64::new(0),
             results: AtomicU64::new(0),
+            truncated: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
             actions: std::array::from_fn(|_| AtomicU64::new(0)),
             commits: AtomicU64::new(0),
             commit_failures: AtomicU64::new(0),
@@ -83,6 +90,7 @@ impl Meters {
             paused: AtomicBool::new(false),
             in_flight: AtomicU64::new(0),
             partitions: Mutex::new(BTreeMap::new()),
+            group: Mutex::new(None),
             span: Mutex::new((None, None)),
         }
     }
@@ -151,6 +159,11 @@ impl Meters {
         }
     }
 
+    /// The group's lag over the topic's `partitions`, whoever owns them.
+    pub(crate) fn group_observed(&self, partitions: usize, lag: i64) {
+        *self.group.lock().unwrap_or_else(|e| e.into_inner()) = Some((partitions, lag));
+    }
+
     /// The assigned partitions and where they stand.
     pub(crate) fn partitions(&self) -> Vec<(i32, Position)> {
         self.positions().iter().map(|(&p, &pos)| (p, pos)).collect()
@@ -184,7 +197,7 @@ impl Meters {
     fn write_text(&self, s: &mut String) -> fmt::Result {
         let topic = labels_text(&[("topic", &self.topic)]);
         let get = |a: &AtomicU64| a.load(Ordering::Relaxed) as f64;
-        let counters: [(&str, &str, f64); 11] = [
+        let counters: [(&str, &str, f64); 13] = [
             (
                 "edgeguard_replay_messages_total",
                 "Kafka messages consumed.",
@@ -214,6 +227,16 @@ impl Meters {
                 "edgeguard_replay_results_total",
                 "Results delivered to the results topic.",
                 get(&self.results),
+            ),
+            (
+                "edgeguard_replay_dead_letters_truncated_total",
+                "Dead letters cut to fit the producer's message.max.bytes.",
+                get(&self.truncated),
+            ),
+            (
+                "edgeguard_replay_refused_total",
+                "Results and dead letters Kafka refused for what they are (too large): skipped.",
+                get(&self.refused),
             ),
             (
                 "edgeguard_replay_commits_total",
@@ -276,6 +299,25 @@ impl Meters {
         for (name, help, v) in gauges {
             family(s, name, "gauge", help)?;
             series(s, name, &topic, v)?;
+        }
+        let group = *self.group.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((partitions, lag)) = group {
+            let gauges: [(&str, &str, f64); 2] = [
+                (
+                    "edgeguard_replay_topic_partitions",
+                    "Partitions of the topic, owned by any member or none.",
+                    partitions as f64,
+                ),
+                (
+                    "edgeguard_replay_group_lag",
+                    "Messages of the topic past the group's committed offsets, all partitions, owned or not.",
+                    lag as f64,
+                ),
+            ];
+            for (name, help, v) in gauges {
+                family(s, name, "gauge", help)?;
+                series(s, name, &topic, v)?;
+            }
         }
         let parts = self.partitions();
         type Field = fn(&Position) -> Option<i64>;
@@ -528,6 +570,19 @@ mod tests {
         assert_eq!(
             line(&m, Duration::from_secs(2)),
             "1234 messages  617 msg/s  lag 2 (1 partitions)  block 7  paused"
+        );
+        // The group's lag is published once known, and then even while
+        // this member owns nothing (a rebalance).
+        assert!(!text.contains("edgeguard_replay_group_lag"), "{text}");
+        m.revoked(&[3]);
+        m.group_observed(4, 16849);
+        let text = m.text();
+        assert!(!text.contains("edgeguard_replay_lag{"), "{text}");
+        assert!(text.contains("edgeguard_replay_partitions{topic=\"req\\\"s\"} 0\n"));
+        assert!(text.contains("edgeguard_replay_topic_partitions{topic=\"req\\\"s\"} 4\n"));
+        assert!(
+            text.contains("# TYPE edgeguard_replay_group_lag gauge\nedgeguard_replay_group_lag{topic=\"req\\\"s\"} 16849\n"),
+            "{text}"
         );
     }
 

@@ -26,12 +26,16 @@
 //!   last commit (a second) to be done again by the next owner.
 //! - **Nothing lost, never fatal.** A message that is not a request line
 //!   is counted and written to a dead-letter topic (with headers
-//!   `edgeguard-error` and `edgeguard-source`) or file; only a result that
-//!   cannot be written stops the run (uncommitted).
+//!   `edgeguard-error` and `edgeguard-source`, cut to fit the producer's
+//!   `message.max.bytes`) or file. A result or dead letter Kafka refuses
+//!   for what it is (too large) is skipped and counted: sent again, it
+//!   would be refused again. Only a result that cannot be written (the
+//!   broker away, a full disk) stops the run (uncommitted).
 //! - **Bounded memory.** Batches come from a fixed pool; when the writer
 //!   falls behind, the pool runs out and the partitions are paused.
 //! - **Metrics.** Lag, throughput and decisions as Prometheus text
-//!   ([`meters`]) and in the progress line.
+//!   ([`meters`]) and in the progress line; the group's lag over every
+//!   partition, owned or not ([`lag`]), so that a stalled rebalance shows.
 //!
 //! The consumer ([`source`]), the commit bookkeeping ([`offsets`]), the
 //! producer that knows when a batch is delivered ([`sink`]) and the client
@@ -46,6 +50,7 @@
 
 mod batch;
 pub mod client;
+mod lag;
 mod meters;
 mod offsets;
 mod replay;

@@ -22,11 +22,24 @@ use crate::replay::{LineReader, Options, Summary, Worker};
 use super::batch::{Counts, Message, MessageBatch};
 use super::client::Client;
 use super::meters::{self, Meters, Progress};
-use super::sink::{Outgoing, Producer};
+use super::sink::{Outcome, Outgoing, Producer, SOURCE_HEADER};
 use super::source::{self, Settings, Ways};
 
 /// Lines per batch at most (as file replay).
 const BATCH_LINES: usize = 4096;
+
+/// Refusals the summary names (all are counted, and each goes to stderr).
+const REFUSALS_KEPT: usize = 10;
+
+/// What a dead letter for the topic leaves to librdkafka's record
+/// framing and to edgeguard's own headers beyond what is counted: the
+/// framing is under 100 bytes (`RD_KAFKAP_MESSAGE_V2_MAX_OVERHEAD`), each
+/// header's a few.
+const DEAD_LETTER_SLACK: usize = 1024;
+
+/// The header of a dead letter whose message was cut to fit the
+/// producer's `message.max.bytes`: the message's size before.
+const TRUNCATED_HEADER: &str = "edgeguard-truncated";
 
 /// Where a replay reads and writes in Kafka.
 #[derive(Debug, Clone)]
@@ -88,6 +101,13 @@ pub struct KafkaSummary {
     pub dead_letters: u64,
     /// Results delivered to the results topic.
     pub results: u64,
+    /// Dead letters cut to fit the producer's `message.max.bytes`.
+    pub truncated: u64,
+    /// Results and dead letters the broker or librdkafka refused for what
+    /// they are (skipped: sent again, they are refused again).
+    pub refused: u64,
+    /// The first of those refusals, each described.
+    pub refusals: Vec<String>,
     /// The last offset this member committed, per partition.
     pub committed: Vec<(i32, i64)>,
     /// Assignments and revocations seen.
@@ -134,7 +154,15 @@ impl KafkaSummary {
             )?;
         }
         if let Some(t) = &self.dead_letter_topic {
-            writeln!(s, "  dead letters: {} to topic {t}", self.dead_letters)?;
+            write!(s, "  dead letters: {} to topic {t}", self.dead_letters)?;
+            if self.truncated > 0 {
+                write!(
+                    s,
+                    " ({} cut to fit message.max.bytes, header {TRUNCATED_HEADER})",
+                    self.truncated
+                )?;
+            }
+            writeln!(s)?;
         } else if self.dead_letters > 0 {
             writeln!(
                 s,
@@ -144,6 +172,16 @@ impl KafkaSummary {
         }
         if let Some(t) = &self.results_topic {
             writeln!(s, "  results: {} to topic {t}", self.results)?;
+        }
+        if self.refused > 0 {
+            writeln!(
+                s,
+                "  refused by Kafka and skipped: {} (results or dead letters)",
+                self.refused
+            )?;
+            for r in &self.refusals {
+                writeln!(s, "    {r}")?;
+            }
         }
         write!(s, "  committed:")?;
         if self.committed.is_empty() {
@@ -239,6 +277,10 @@ pub fn run(
         reader: LineReader::new(),
         results: 0,
         dead_letters: 0,
+        message_max: kafka.client.producer_message_max(),
+        truncated: 0,
+        refused: 0,
+        refusals: Vec::new(),
     };
     let halted = || stop.load(Ordering::Relaxed) || halt.load(Ordering::Relaxed);
     let (consumed, tallies) = thread::scope(|scope| {
@@ -257,6 +299,13 @@ pub fn run(
                 })
                 .map_err(|e| format!("starting the consumer: {e}"))
         };
+        // The group's lag, for the metrics only.
+        let watcher = kafka.metrics.map(|_| {
+            let (meters, halted) = (&meters, &halted);
+            scope.spawn(move || {
+                super::lag::watch(&kafka.client, &kafka.topic, &kafka.group, meters, halted)
+            })
+        });
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 let (tx, rx) = (events_tx.clone(), &work_rx);
@@ -291,6 +340,12 @@ pub fn run(
             rx.take();
         }
         let tallies: Vec<Summary> = workers.into_iter().filter_map(|w| w.join().ok()).collect();
+        // `halted` holds once the consumer is done (stop, or a failure);
+        // at the end of the input (--exit-at-end), too.
+        halt.store(true, Ordering::Relaxed);
+        if let Some(w) = watcher {
+            let _ = w.join();
+        }
         (consumed, tallies)
     });
     halt.store(true, Ordering::Relaxed);
@@ -310,7 +365,15 @@ pub fn run(
     for t in tallies {
         summary.merge(t);
     }
-    let highest = report.committed.keys().copied().max().unwrap_or(0).max(0);
+    // Each error names its partition as its input: every partition up to
+    // the highest seen (committed, or named by an error) has its name.
+    let highest = report
+        .committed
+        .keys()
+        .map(|&p| usize::try_from(p).unwrap_or(0))
+        .chain(summary.first_errors.iter().map(|e| e.input))
+        .max()
+        .unwrap_or(0);
     summary.inputs = (0..=highest)
         .map(|p| format!("{}-{p}", kafka.topic))
         .collect();
@@ -322,6 +385,9 @@ pub fn run(
         messages: meters.messages.load(Ordering::Relaxed),
         dead_letters: writer.dead_letters,
         results: writer.results,
+        truncated: writer.truncated,
+        refused: writer.refused,
+        refusals: std::mem::take(&mut writer.refusals),
         committed: report.committed.into_iter().collect(),
         rebalances: report.rebalances,
         pauses: meters.pauses.load(Ordering::Relaxed),
@@ -346,8 +412,8 @@ fn unix_now() -> u64 {
 enum Event {
     /// A batch the workers are done with.
     Worked(Box<MessageBatch>),
-    /// Every message a batch sent is delivered (or one failed).
-    Delivered(u64, Option<String>),
+    /// Every message a batch sent is over: delivered, failed, refused.
+    Delivered(u64, Outcome),
 }
 
 /// A worker thread: batches in, worked batches to the writer, until the
@@ -413,6 +479,11 @@ struct Writer<'a, 'o> {
     reader: LineReader,
     results: u64,
     dead_letters: u64,
+    /// The producers' `message.max.bytes`: dead letters are cut to fit.
+    message_max: usize,
+    truncated: u64,
+    refused: u64,
+    refusals: Vec<String>,
 }
 
 /// One message for Kafka, as ranges of the writer's `send_bytes`.
@@ -431,7 +502,7 @@ impl Writer<'_, '_> {
         loop {
             match events.recv_timeout(Duration::from_millis(50)) {
                 Ok(Event::Worked(b)) => self.write(b),
-                Ok(Event::Delivered(ticket, failure)) => self.delivered(ticket, failure),
+                Ok(Event::Delivered(ticket, outcome)) => self.delivered(ticket, outcome),
                 Err(RecvTimeoutError::Timeout) if consumer.is_finished() => return,
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return,
@@ -613,22 +684,43 @@ impl Writer<'_, '_> {
             d.extend_from_slice(b"}\n");
         }
         if self.kafka.dead_letter_topic.is_some() {
+            let fit = fit_dead_letter(
+                self.message_max,
+                m.key.map_or(0, <[u8]>::len),
+                b.headers(i)
+                    .map(|(n, v)| n.len() + v.map_or(0, <[u8]>::len))
+                    .sum(),
+                error.len() + self.kafka.topic.len(),
+                m.payload,
+            );
+            if fit.payload.len() < m.payload.len() {
+                self.truncated += 1;
+                self.meters.truncated.fetch_add(1, Ordering::Relaxed);
+            }
             let buf = &mut self.send_bytes;
-            let key = m.key.map(|k| keep(buf, k));
-            let payload = keep(buf, m.payload);
+            let key = m.key.filter(|_| fit.whole_key).map(|k| keep(buf, k));
+            let payload = keep(buf, fit.payload);
             let first = self.send_headers.len();
-            for (name, value) in b.headers(i) {
-                let name = keep(buf, name);
-                let value = value.map(|v| keep(buf, v));
-                self.send_headers.push((name, value));
+            if fit.whole_headers {
+                for (name, value) in b.headers(i) {
+                    let name = keep(buf, name);
+                    let value = value.map(|v| keep(buf, v));
+                    self.send_headers.push((name, value));
+                }
             }
             let name = keep(buf, b"edgeguard-error");
             let value = keep(buf, error.as_bytes());
             self.send_headers.push((name, Some(value)));
-            let name = keep(buf, b"edgeguard-source");
+            let name = keep(buf, SOURCE_HEADER.as_bytes());
             let start = buf.len();
             let _ = write!(buf, "{}:{partition}:{}", self.kafka.topic, m.offset);
             self.send_headers.push((name, Some(start..buf.len())));
+            if fit.payload.len() < m.payload.len() {
+                let name = keep(buf, TRUNCATED_HEADER.as_bytes());
+                let start = buf.len();
+                let _ = write!(buf, "{}", m.payload.len());
+                self.send_headers.push((name, Some(start..buf.len())));
+            }
             self.sends.push(Send {
                 key,
                 payload,
@@ -670,13 +762,31 @@ impl Writer<'_, '_> {
         Ok(())
     }
 
-    fn delivered(&mut self, ticket: u64, failure: Option<String>) {
+    fn delivered(&mut self, ticket: u64, outcome: Outcome) {
         let Some((mut b, results, dead)) = self.waiting.remove(&ticket) else {
             return;
         };
-        if let Some(why) = failure {
+        if let Some(why) = outcome.failure {
             b.ok = false;
             self.fail(format!("delivering to Kafka: {why}"));
+        }
+        // Refused for what they are: sent again, they would be refused
+        // again, and stopping would stop the group at them for good.
+        // Skipped, counted and named; the request itself stays in its
+        // topic at the offset the summary names.
+        let (mut results, mut dead) = (results, dead);
+        for (topic, why) in outcome.refused {
+            if self.kafka.results_topic.as_deref() == Some(topic.as_str()) {
+                results = results.saturating_sub(1);
+            } else {
+                dead = dead.saturating_sub(1);
+            }
+            self.refused += 1;
+            self.meters.refused.fetch_add(1, Ordering::Relaxed);
+            eprintln!("edgeguard replay: skipped: {why}");
+            if self.refusals.len() < REFUSALS_KEPT {
+                self.refusals.push(why);
+            }
         }
         self.finish(b, results, dead);
     }
@@ -695,6 +805,47 @@ impl Writer<'_, '_> {
         }
         // The consumer is gone only if it failed; then nothing is committed.
         let _ = self.done.send(b);
+    }
+}
+
+/// What of an invalid message goes to the dead-letter topic.
+#[derive(Debug, PartialEq, Eq)]
+struct Fit<'m> {
+    /// The payload, or its start.
+    payload: &'m [u8],
+    /// Whether the message's key and headers go too (dropped only if
+    /// they alone take half the room: the source header still says where
+    /// the message is).
+    whole_key: bool,
+    whole_headers: bool,
+}
+
+/// Cuts a dead letter to fit the producer's `message.max.bytes` (`max`):
+/// a message the producer refuses would stop the group at it, and every
+/// restart would replay up to it and stop again. `key`, `headers` (the
+/// message's own, names and values) and `ours` (the error and source
+/// headers' text) are byte counts. A cut payload keeps its start, ending
+/// before a UTF-8 sequence it would split.
+fn fit_dead_letter(max: usize, key: usize, headers: usize, ours: usize, payload: &[u8]) -> Fit<'_> {
+    let room = max.saturating_sub(DEAD_LETTER_SLACK + ours);
+    let whole = key + headers <= room / 2;
+    let used = if whole { key + headers } else { 0 };
+    let left = room.saturating_sub(used);
+    let mut cut = payload.len().min(left);
+    if cut < payload.len() {
+        // Back to the first byte of a UTF-8 sequence (at most 3 back).
+        let back = payload[..=cut]
+            .iter()
+            .rev()
+            .take(4)
+            .take_while(|&&c| c & 0xC0 == 0x80)
+            .count();
+        cut -= back.min(cut);
+    }
+    Fit {
+        payload: &payload[..cut],
+        whole_key: whole,
+        whole_headers: whole,
     }
 }
 
@@ -754,6 +905,40 @@ mod tests {
         );
         assert_eq!(row_line(b"{\"input\":\"a\",\"line\":1,"), None);
         assert_eq!(row_line(b"{\"line\":,"), None);
+    }
+
+    #[test]
+    fn dead_letters_are_cut_to_fit_the_producers_limit() {
+        let small = b"{\"not\":\"a request\"}";
+        let fit = fit_dead_letter(1_000_000, 10, 20, 50, small);
+        assert_eq!(
+            fit,
+            Fit {
+                payload: small,
+                whole_key: true,
+                whole_headers: true
+            }
+        );
+
+        let big = vec![b'x'; 1_500_000];
+        let fit = fit_dead_letter(1_000_000, 10, 20, 50, &big);
+        let sent = fit.payload.len() + 10 + 20 + 50 + DEAD_LETTER_SLACK;
+        assert!(sent <= 1_000_000 && sent > 999_000, "{sent}");
+        assert!(fit.whole_key && fit.whole_headers);
+
+        // A key and headers that alone fill the room go; the payload's
+        // start stays.
+        let fit = fit_dead_letter(1_000_000, 400_000, 400_000, 50, &big);
+        assert!(!fit.whole_key && !fit.whole_headers);
+        assert!(fit.payload.len() + 50 + DEAD_LETTER_SLACK <= 1_000_000);
+
+        // A cut never splits a UTF-8 sequence ("é" is 2 bytes).
+        let text = "é".repeat(600_000);
+        let fit = fit_dead_letter(1_000_000, 0, 0, 0, text.as_bytes());
+        assert!(std::str::from_utf8(fit.payload).is_ok());
+        assert!(fit.payload.len() < text.len());
+        // A limit below the slack leaves an empty payload, not a panic.
+        assert!(fit_dead_letter(10, 0, 0, 0, &big).payload.is_empty());
     }
 
     #[test]

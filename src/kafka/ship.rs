@@ -8,8 +8,9 @@
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{sync_channel, Receiver, RecvTimeoutError, SyncSender};
 use std::sync::Arc;
+use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::replay::{Batch, Input, LineSpan, Lines};
@@ -26,9 +27,15 @@ const BATCH_LINES: usize = 4096;
 /// before it counts as an error. librdkafka retries what it knows to be
 /// transient; a broker that answers a produce with an error it calls
 /// permanent while it shuts down (tansu 0.6 answers UNKNOWN_SERVER_ERROR)
-/// must not cost the lines.
+/// must not cost the lines. A line refused for what it is (larger than
+/// `message.max.bytes`) is not sent again: it is skipped and counted.
 const RESEND_FOR: Duration = Duration::from_secs(300);
 const RESEND_AFTER: Duration = Duration::from_secs(1);
+/// After a stop (SIGTERM), how long what is out may take to be
+/// acknowledged before it is reported undelivered and ship exits.
+const STOP_GRACE: Duration = Duration::from_secs(10);
+/// Refusals the summary names (all are counted).
+const REFUSALS_KEPT: usize = 10;
 
 /// What was shipped.
 #[derive(Debug, Default)]
@@ -37,9 +44,19 @@ pub struct ShipSummary {
     pub delivered: u64,
     /// Lines not shipped: blank, or longer than the limit.
     pub skipped: u64,
+    /// Lines Kafka refused for what they are (over the producer's
+    /// `message.max.bytes`): skipped, not sent again.
+    pub refused: u64,
+    /// The first of those refusals, each described.
+    pub refusals: Vec<String>,
     /// Lines sent again after a failed delivery (they may be in the topic
     /// twice).
     pub resent: u64,
+    /// Lines read but not acknowledged when the run stopped (a signal) or
+    /// gave up: they may or may not be in the topic.
+    pub undelivered: u64,
+    /// Whether a signal stopped it before the inputs ended.
+    pub stopped: bool,
     /// Read errors (each ends its input) and delivery failures.
     pub errors: Vec<String>,
     /// Wall time.
@@ -48,7 +65,8 @@ pub struct ShipSummary {
 
 /// Ships every line of `inputs` to `topic`, until the inputs end or
 /// `stop` is set; returns once every message sent is acknowledged or
-/// failed. Blank lines and lines longer than `max_line` are skipped.
+/// failed (after a stop, within [`STOP_GRACE`]). Blank lines and lines
+/// longer than `max_line` are skipped, lines Kafka refuses are counted.
 /// With `key_field`, each message is keyed by that top-level field of its
 /// line (a string as is, another value as JSON text; none: no key), so
 /// that one client's requests, say, stay in one partition.
@@ -72,61 +90,114 @@ pub fn ship(
         summary: ShipSummary::default(),
         topic,
         ticket: 0,
+        stop,
+        stopping_since: None,
     };
+    // Read on a thread of its own: a read blocked on a quiet pipe (`tail
+    // -F | edgeguard ship`) must not hold up a stop. The thread is left
+    // blocked if so; the process exits from under it.
+    let (read_tx, read_rx) = sync_channel(1);
+    let key_field = key_field.map(str::to_owned);
+    thread::Builder::new()
+        .name("edgeguard-ship-reader".into())
+        .spawn(move || read_all(inputs, key_field.as_deref(), max_line, &read_tx))
+        .map_err(|e| format!("starting the reader: {e}"))?;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            flight.summary.stopped = true;
+            break;
+        }
+        match read_rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(Read::Lines(kept, skipped)) => {
+                flight.summary.skipped += skipped;
+                if !kept.lines.is_empty() {
+                    flight.wait(IN_FLIGHT - 1);
+                    if flight.stopping_since.is_some() {
+                        flight.summary.undelivered += kept.lines.len() as u64;
+                    } else {
+                        flight.send(kept);
+                    }
+                }
+            }
+            Ok(Read::Error(e)) => flight.summary.errors.push(e),
+            // Deliveries meanwhile: a failed batch is sent again on time.
+            Err(RecvTimeoutError::Timeout) => flight.wait(IN_FLIGHT),
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    flight.wait(0);
+    let mut summary = flight.summary;
+    if summary.undelivered > 0 {
+        summary.errors.push(format!(
+            "{} lines read but not acknowledged by the broker before the stop",
+            summary.undelivered
+        ));
+    }
+    summary.elapsed = started.elapsed();
+    Ok(summary)
+}
+
+/// What the reader hands on.
+enum Read {
+    /// A batch of lines to send, and how many lines it skipped.
+    Lines(Kept, u64),
+    /// A read error (it ends its input).
+    Error(String),
+}
+
+/// Reads every input into batches of lines for `out`, until the inputs
+/// end or `out` is gone.
+fn read_all(inputs: Vec<Input>, key_field: Option<&str>, max_line: usize, out: &SyncSender<Read>) {
     let mut batch = Batch::default();
     let consumed = Arc::new(AtomicU64::new(0));
-    'inputs: for input in inputs {
+    for input in inputs {
         let name = input.name().to_owned();
         // Eager: a line from a pipe goes out as soon as it is read.
         let lines = input.into_lines(Arc::clone(&consumed), max_line);
         let mut lines = match lines.map(Lines::eager) {
             Ok(l) => l,
             Err(e) => {
-                flight.summary.errors.push(format!("{name}: {e}"));
+                if out.send(Read::Error(format!("{name}: {e}"))).is_err() {
+                    return;
+                }
                 continue;
             }
         };
         loop {
-            if stop.load(Ordering::Relaxed) {
-                break 'inputs;
-            }
             let more = match lines.fill(&mut batch, BATCH_BYTES, BATCH_LINES) {
                 Ok(more) => more,
                 Err(e) => {
-                    flight.summary.errors.push(format!("{name}: {e}"));
+                    if out.send(Read::Error(format!("{name}: {e}"))).is_err() {
+                        return;
+                    }
                     false
                 }
             };
             let data = &batch.data;
             let keep = |l: &&LineSpan| !l.too_long && !data[l.start..l.end].trim_ascii().is_empty();
-            let n = batch.lines.iter().filter(keep).count();
-            flight.summary.skipped += (batch.lines.len() - n) as u64;
-            if n > 0 {
-                flight.wait(IN_FLIGHT - 1);
-                // Kept until delivered: a failed batch is sent again.
-                let mut kept = Kept::default();
-                for l in batch.lines.iter().filter(keep) {
-                    let line = &data[l.start..l.end];
-                    let key = key_field.and_then(|field| {
-                        let start = kept.keys.len();
-                        key_of(line, field, &mut kept.keys).then_some(start..kept.keys.len())
-                    });
-                    let start = kept.data.len();
-                    kept.data.extend_from_slice(line);
-                    kept.lines.push((start..kept.data.len(), key));
-                }
-                flight.send(kept);
+            // Kept until delivered: a failed batch is sent again.
+            let mut kept = Kept::default();
+            for l in batch.lines.iter().filter(keep) {
+                let line = &data[l.start..l.end];
+                let key = key_field.and_then(|field| {
+                    let start = kept.keys.len();
+                    key_of(line, field, &mut kept.keys).then_some(start..kept.keys.len())
+                });
+                let start = kept.data.len();
+                kept.data.extend_from_slice(line);
+                kept.lines.push((start..kept.data.len(), key));
+            }
+            let skipped = (batch.lines.len() - kept.lines.len()) as u64;
+            if (skipped > 0 || !kept.lines.is_empty())
+                && out.send(Read::Lines(kept, skipped)).is_err()
+            {
+                return;
             }
             if !more {
                 break;
             }
         }
     }
-    producer.flush(Duration::from_secs(600));
-    flight.wait(0);
-    let mut summary = flight.summary;
-    summary.elapsed = started.elapsed();
-    Ok(summary)
 }
 
 /// A batch's lines, owned until the broker has them all.
@@ -148,6 +219,10 @@ struct Flight<'t> {
     summary: ShipSummary,
     topic: &'t str,
     ticket: u64,
+    stop: &'t AtomicBool,
+    /// When the stop was first seen: from then on nothing is sent again,
+    /// and what is out gets [`STOP_GRACE`].
+    stopping_since: Option<Instant>,
 }
 
 impl Flight<'_> {
@@ -165,28 +240,58 @@ impl Flight<'_> {
         self.out.insert(ticket, kept);
     }
 
-    /// Until at most `left` batches are out; a failed batch is sent again
-    /// for `RESEND_FOR` (its lines may then be in the topic twice: at
-    /// least once, as everywhere else).
+    /// Until at most `left` batches are out (`left` = [`IN_FLIGHT`]: only
+    /// what is already over); a failed batch is sent again for
+    /// `RESEND_FOR` (its lines may then be in the topic twice: at least
+    /// once, as everywhere else). After a stop, nothing is sent again, and
+    /// what is still out after [`STOP_GRACE`] counts as undelivered.
     fn wait(&mut self, left: usize) {
-        while self.out.len() > left {
-            match self.rx.recv_timeout(Duration::from_millis(200)) {
-                Ok((t, failure)) => {
+        let timeout = |left| {
+            if left >= IN_FLIGHT {
+                Duration::ZERO
+            } else {
+                Duration::from_millis(200)
+            }
+        };
+        loop {
+            if self.stop.load(Ordering::Relaxed) {
+                let since = *self.stopping_since.get_or_insert_with(Instant::now);
+                if since.elapsed() >= STOP_GRACE {
+                    for (_, kept) in self.out.drain() {
+                        self.summary.undelivered += kept.lines.len() as u64;
+                    }
+                    return;
+                }
+            }
+            if self.out.len() <= left && left < IN_FLIGHT {
+                return;
+            }
+            match self.rx.recv_timeout(timeout(left)) {
+                Ok((t, outcome)) => {
                     let Some(mut kept) = self.out.remove(&t) else {
                         continue;
                     };
                     let n = kept.lines.len() as u64;
-                    match failure {
-                        None => self.summary.delivered += n,
+                    let refused = outcome.refused.len() as u64;
+                    for (_, why) in outcome.refused {
+                        if self.summary.refusals.len() < REFUSALS_KEPT {
+                            self.summary.refusals.push(why);
+                        }
+                    }
+                    self.summary.refused += refused;
+                    match outcome.failure {
+                        None => self.summary.delivered += n - refused,
                         Some(why) => {
                             let first = *kept.failed_at.get_or_insert_with(Instant::now);
-                            if first.elapsed() < RESEND_FOR {
+                            if self.stopping_since.is_some() {
+                                self.summary.undelivered += n - refused;
+                            } else if first.elapsed() < RESEND_FOR {
                                 eprintln!(
                                     "edgeguard ship: {n} lines not delivered to {} ({why}): sending them again",
                                     self.topic
                                 );
                                 self.summary.resent += n;
-                                std::thread::sleep(RESEND_AFTER);
+                                thread::sleep(RESEND_AFTER);
                                 self.send(kept);
                             } else {
                                 self.summary
@@ -196,6 +301,7 @@ impl Flight<'_> {
                         }
                     }
                 }
+                Err(RecvTimeoutError::Timeout) if left >= IN_FLIGHT => return,
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => return,
             }
@@ -222,6 +328,43 @@ fn key_of(line: &[u8], field: &str, out: &mut Vec<u8>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A pipe nobody writes to: every read waits until the test ends.
+    struct Quiet(std::sync::mpsc::Receiver<()>);
+
+    impl std::io::Read for Quiet {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            let _ = self.0.recv();
+            Ok(0)
+        }
+    }
+
+    #[test]
+    fn a_stop_is_not_held_up_by_a_read_waiting_on_a_quiet_pipe() {
+        let (_writer, quiet) = std::sync::mpsc::channel();
+        let input = Input::from_reader("quiet", Box::new(Quiet(quiet)), None);
+        // No broker: nothing is read, so nothing is sent.
+        let client = Client {
+            brokers: "127.0.0.1:9".into(),
+            properties: Vec::new(),
+        };
+        let stop = AtomicBool::new(false);
+        let started = Instant::now();
+        let done = thread::scope(|s| {
+            s.spawn(|| {
+                thread::sleep(Duration::from_millis(300));
+                stop.store(true, Ordering::Relaxed);
+            });
+            ship(&client, "t", None, vec![input], 1 << 20, &stop).unwrap()
+        });
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(done.stopped && done.errors.is_empty(), "{done:?}");
+        assert_eq!((done.delivered, done.undelivered), (0, 0));
+    }
 
     #[test]
     fn keys_by_a_field() {

@@ -1,6 +1,12 @@
 //! Messages out (results, dead letters), and knowing when every message of
 //! a batch is delivered: a batch counts as written only then, so its
 //! offsets are committed only then.
+//!
+//! A message the broker or librdkafka refuses for what it is (too large,
+//! an invalid record) is refused again however often it is sent: it is
+//! reported with the batch's outcome, apart from failures (a broker away,
+//! a timeout), so that the caller skips and counts it instead of stopping
+//! or sending it for ever.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
@@ -9,7 +15,7 @@ use std::time::Duration;
 
 use rdkafka::config::RDKafkaLogLevel;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::message::{Header, Headers as _, Message as _, OwnedHeaders};
 use rdkafka::producer::{
     BaseRecord, DeliveryResult, Producer as _, ProducerContext, ThreadedProducer,
 };
@@ -17,8 +23,50 @@ use rdkafka::ClientContext;
 
 use super::client::Client;
 
-/// A batch's deliveries are over: its ticket, and the first failure.
-pub(crate) type Delivered = (u64, Option<String>);
+/// How a batch's deliveries ended.
+#[derive(Debug, Default)]
+pub(crate) struct Outcome {
+    /// The first failure that sending again may cure (the broker away, a
+    /// timeout): the batch is not delivered.
+    pub(crate) failure: Option<String>,
+    /// Messages refused for what they are, each with its topic and
+    /// described: the rest of the batch is delivered unless `failure`
+    /// says otherwise.
+    pub(crate) refused: Vec<(String, String)>,
+}
+
+/// A batch's deliveries are over: its ticket, and how.
+pub(crate) type Delivered = (u64, Outcome);
+
+/// Whether librdkafka's or the broker's refusal is about the message
+/// itself: sent again, it is refused again.
+pub(crate) fn refused_for_good(e: &KafkaError) -> bool {
+    matches!(
+        e.rdkafka_error_code(),
+        Some(
+            RDKafkaErrorCode::MessageSizeTooLarge
+                | RDKafkaErrorCode::InvalidMessageSize
+                | RDKafkaErrorCode::InvalidMessage
+                | RDKafkaErrorCode::InvalidRecord
+        )
+    )
+}
+
+/// A refused message in a few words: its topic, where it came from (the
+/// `edgeguard-source` header, else its key), its size, and why.
+fn describe(
+    topic: &str,
+    source: Option<&[u8]>,
+    key: Option<&[u8]>,
+    size: usize,
+    why: &KafkaError,
+) -> String {
+    let from = source
+        .or(key)
+        .map(|s| format!(" for {}", String::from_utf8_lossy(&s[..s.len().min(200)])))
+        .unwrap_or_default();
+    format!("{topic}: a message{from} of {size} bytes refused: {why}")
+}
 
 /// A producer that reports, per ticket, when all of its messages are
 /// delivered (or one failed after librdkafka's retries).
@@ -26,9 +74,17 @@ pub(crate) struct Producer {
     inner: ThreadedProducer<Deliveries>,
 }
 
+/// How one message failed.
+enum End {
+    /// Refused for what it is: its topic, and why.
+    Refused(String, String),
+    /// Failed otherwise (sending again may cure it).
+    Failed(String),
+}
+
 struct Pending {
     left: usize,
-    failure: Option<String>,
+    outcome: Outcome,
 }
 
 /// The producer's context: deliveries still awaited, per ticket.
@@ -42,25 +98,30 @@ impl Deliveries {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// One message of `ticket` is over.
-    fn one(&self, ticket: u64, failure: Option<String>) {
+    /// One message of `ticket` is over: delivered (`None`), failed, or
+    /// refused for good.
+    fn one(&self, ticket: u64, end: Option<End>) {
         let finished = {
             let mut pending = self.lock();
             let Some(p) = pending.get_mut(&ticket) else {
                 return;
             };
             p.left -= 1;
-            if p.failure.is_none() {
-                p.failure = failure;
+            match end {
+                Some(End::Refused(topic, why)) => p.outcome.refused.push((topic, why)),
+                Some(End::Failed(why)) => {
+                    p.outcome.failure.get_or_insert(why);
+                }
+                None => {}
             }
             if p.left == 0 {
-                pending.remove(&ticket).map(|p| p.failure)
+                pending.remove(&ticket).map(|p| p.outcome)
             } else {
                 None
             }
         };
-        if let Some(failure) = finished {
-            (self.done)((ticket, failure));
+        if let Some(outcome) = finished {
+            (self.done)((ticket, outcome));
         }
     }
 }
@@ -80,10 +141,26 @@ impl ProducerContext for Deliveries {
     type DeliveryOpaque = usize;
 
     fn delivery(&self, result: &DeliveryResult<'_>, ticket: usize) {
-        let failure = result.as_ref().err().map(|(e, _)| e.to_string());
-        self.one(ticket as u64, failure);
+        let end = result.as_ref().err().map(|(e, m)| {
+            if refused_for_good(e) {
+                let source = m.headers().and_then(|h| {
+                    h.iter()
+                        .find(|h| h.key == SOURCE_HEADER)
+                        .and_then(|h| h.value)
+                });
+                let size = m.payload_len();
+                let why = describe(m.topic(), source, m.key(), size, e);
+                End::Refused(m.topic().to_owned(), why)
+            } else {
+                End::Failed(e.to_string())
+            }
+        });
+        self.one(ticket as u64, end);
     }
 }
+
+/// The header naming where a dead letter came from.
+pub(crate) const SOURCE_HEADER: &str = "edgeguard-source";
 
 /// One message to send.
 pub(crate) struct Outgoing<'a> {
@@ -115,7 +192,8 @@ impl Producer {
     /// Sends `messages` under `ticket` (which must not have messages out).
     /// Waits while librdkafka's queue is full (a slow broker: the writer
     /// waits, and the consumer pauses). A message librdkafka refuses at
-    /// once fails the ticket.
+    /// once (too large) is reported refused; another error fails the
+    /// ticket.
     pub(crate) fn send_all<'a>(
         &self,
         ticket: u64,
@@ -123,7 +201,7 @@ impl Producer {
     ) {
         let n = messages.len();
         if n == 0 {
-            (self.inner.context().done)((ticket, None));
+            (self.inner.context().done)((ticket, Outcome::default()));
             return;
         }
         // Registered first: deliveries may come before the last send.
@@ -131,10 +209,15 @@ impl Producer {
             ticket,
             Pending {
                 left: n,
-                failure: None,
+                outcome: Outcome::default(),
             },
         );
         for m in messages {
+            let source = m
+                .headers
+                .iter()
+                .find(|(k, _)| *k == SOURCE_HEADER)
+                .and_then(|(_, v)| *v);
             let mut headers = OwnedHeaders::new_with_capacity(m.headers.len());
             for &(key, value) in &m.headers {
                 headers = headers.insert(Header { key, value });
@@ -154,8 +237,16 @@ impl Producer {
                         record = r;
                         thread::sleep(Duration::from_millis(5));
                     }
+                    Err((e, _)) if refused_for_good(&e) => {
+                        let why = describe(m.topic, source, m.key, m.payload.len(), &e);
+                        let end = End::Refused(m.topic.to_owned(), why);
+                        self.inner.context().one(ticket, Some(end));
+                        break;
+                    }
                     Err((e, _)) => {
-                        self.inner.context().one(ticket, Some(e.to_string()));
+                        self.inner
+                            .context()
+                            .one(ticket, Some(End::Failed(e.to_string())));
                         break;
                     }
                 }
@@ -167,5 +258,36 @@ impl Producer {
     pub(crate) fn flush(&self, timeout: Duration) {
         // What is not delivered by then is reported per ticket.
         let _ = self.inner.flush(timeout);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_refusals_of_the_message_itself_are_for_good() {
+        let production = |c| KafkaError::MessageProduction(c);
+        assert!(refused_for_good(&production(
+            RDKafkaErrorCode::MessageSizeTooLarge
+        )));
+        assert!(refused_for_good(&production(
+            RDKafkaErrorCode::InvalidRecord
+        )));
+        for transient in [
+            RDKafkaErrorCode::MessageTimedOut,
+            RDKafkaErrorCode::Unknown,
+            RDKafkaErrorCode::BrokerTransportFailure,
+            RDKafkaErrorCode::UnknownTopicOrPartition,
+        ] {
+            assert!(!refused_for_good(&production(transient)), "{transient:?}");
+        }
+        let why = production(RDKafkaErrorCode::MessageSizeTooLarge);
+        let d = describe("dead", Some(b"requests:1:7"), Some(b"k"), 1_500_000, &why);
+        assert!(
+            d.starts_with("dead: a message for requests:1:7 of 1500000 bytes refused: "),
+            "{d}"
+        );
+        assert!(describe("t", None, None, 3, &why).starts_with("t: a message of 3 bytes"));
     }
 }

@@ -39,15 +39,17 @@ TEST_LIST, Nginx, bad_log_lines, edge_conf = e2e.TEST_LIST, e2e.Nginx, e2e.bad_l
 LIB, METRICS_DICT, get_text, metrics_server = e2e.LIB, e2e.METRICS_DICT, e2e.get_text, e2e.metrics_server
 nginx_preamble, replace = e2e.nginx_preamble, e2e.replace
 
-EDGEGUARD = ROOT / "target" / "release" / "edgeguard"
+# EDGEGUARD_BIN: another build of the binary (a debug one while working).
+EDGEGUARD = pathlib.Path(os.environ.get("EDGEGUARD_BIN", ROOT / "target" / "release" / "edgeguard"))
 CACHE = pathlib.Path(os.environ.get("EDGEGUARD_CACHE", pathlib.Path.home() / ".cache" / "edgeguard"))
 TANSU = pathlib.Path(os.environ.get("EDGEGUARD_TANSU", CACHE / "tansu-0.6.0" / "bin" / "tansu"))
 CONFIG = ROOT / "nginx-conf" / "record.json"
 SAMPLE = ROOT / "tests" / "fixtures" / "traffic" / "sample.jsonl"
 
-# Group membership moves within seconds, not librdkafka's 45 s: a killed
-# member's partitions go to the survivor once its session times out.
-FAST_GROUP = ["-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=500"]
+# Group membership moves within seconds (edgeguard's default session is
+# 10 s): a killed member's partitions go to the survivor once its session
+# times out. Prefixed: consumer properties, kept from the producers.
+FAST_GROUP = ["-X", "consumer.session.timeout.ms=6000", "-X", "consumer.heartbeat.interval.ms=500"]
 
 
 def pytest_sessionstart(session):

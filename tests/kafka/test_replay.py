@@ -321,7 +321,7 @@ def test_undeliverable_results_stop_the_run_uncommitted(tmp_path):
         reader = SlowReader(fifo, chunk=4 << 10, every=0.05)
         reader.start()
         member = Replay(tmp_path, broker, "requests", "g", "m", "--results-topic", "results",
-                        "-X", "message.timeout.ms=3000", "-X", "socket.timeout.ms=1000")
+                        "-X", "producer.message.timeout.ms=3000", "-X", "socket.timeout.ms=1000")
         member.args[member.args.index("--output") + 1] = fifo
         member.start()
         wait_until("some rows", lambda: len(reader.data) > 20000, timeout=60)
