@@ -95,8 +95,10 @@ local get_request = request.get
 local request_current = request.current
 
 -- The configuration in force (configure{}'s), whose redaction applies;
--- none before configure(): the default redaction.
-local edgeguard -- resty.edgeguard, required on first use (it requires no record)
+-- none before configure(): the default redaction. Required here, in
+-- init_by_lua (the master, as root), not on a worker's first request: the
+-- worker's user may not read the module's directory (it requires no record).
+local edgeguard = require "resty.edgeguard"
 
 -- Writes the redacted text of the request `req` (an edgeguard_request) into
 -- the per-worker buffer; the pointer and length, or nil and an error.
@@ -108,7 +110,6 @@ local function encode_request(req)
             return nil, err
         end
     end
-    edgeguard = edgeguard or require "resty.edgeguard"
     local cfg = edgeguard.config_handle()
     local rc = lib.edgeguard_config_record(cfg, req, out, out_cap, out_len)
     if rc == BUFFER_TOO_SMALL then
