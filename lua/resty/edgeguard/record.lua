@@ -42,11 +42,11 @@ local out_len = ffi_new("size_t[1]")
 
 local lib -- loaded on first use: configure{ lib_path = } may come first
 
---- Writes the JSON text of `n` headers (an edgeguard_header array, or
--- nginx's identical ngx_http_lua_ffi_table_elt_t) into a per-worker buffer,
--- byte for byte (no redaction: capture() redacts). Returns a pointer to it
--- and the length, valid until the next call, or nil and an error.
-function _M.encode(headers, n)
+-- Calls the export `name` (edgeguard_headers_record or
+-- edgeguard_config_record) with (a, b) into the per-worker buffer, grown once
+-- when it is too small. Returns the pointer and the length, valid until the
+-- next call, or nil and an error.
+local function into_buffer(name, a, b)
     if not lib then
         local err
         lib, err = edgeguard_lib.load()
@@ -54,16 +54,25 @@ function _M.encode(headers, n)
             return nil, err
         end
     end
-    local rc = lib.edgeguard_headers_record(headers, n, out, out_cap, out_len)
+    local f = lib[name]
+    local rc = f(a, b, out, out_cap, out_len)
     if rc == BUFFER_TOO_SMALL then
         out_cap = tonumber(out_len[0])
         out = ffi_new("uint8_t[?]", out_cap)
-        rc = lib.edgeguard_headers_record(headers, n, out, out_cap, out_len)
+        rc = f(a, b, out, out_cap, out_len)
     end
     if rc ~= 0 then
-        return nil, "edgeguard_headers_record: " .. edgeguard_lib.result_text(lib, rc)
+        return nil, name .. ": " .. edgeguard_lib.result_text(lib, rc)
     end
     return out, tonumber(out_len[0])
+end
+
+--- Writes the JSON text of `n` headers (an edgeguard_header array, or
+-- nginx's identical ngx_http_lua_ffi_table_elt_t) into a per-worker buffer,
+-- byte for byte (no redaction: capture() redacts). Returns a pointer to it
+-- and the length, valid until the next call, or nil and an error.
+function _M.encode(headers, n)
+    return into_buffer("edgeguard_headers_record", headers, n)
 end
 
 --- The JSON text of `n` headers as a Lua string, or nil and an error (for
@@ -103,24 +112,7 @@ local edgeguard = require "resty.edgeguard"
 -- Writes the redacted text of the request `req` (an edgeguard_request) into
 -- the per-worker buffer; the pointer and length, or nil and an error.
 local function encode_request(req)
-    if not lib then
-        local err
-        lib, err = edgeguard_lib.load()
-        if not lib then
-            return nil, err
-        end
-    end
-    local cfg = edgeguard.config_handle()
-    local rc = lib.edgeguard_config_record(cfg, req, out, out_cap, out_len)
-    if rc == BUFFER_TOO_SMALL then
-        out_cap = tonumber(out_len[0])
-        out = ffi_new("uint8_t[?]", out_cap)
-        rc = lib.edgeguard_config_record(cfg, req, out, out_cap, out_len)
-    end
-    if rc ~= 0 then
-        return nil, "edgeguard_config_record: " .. edgeguard_lib.result_text(lib, rc)
-    end
-    return out, tonumber(out_len[0])
+    return into_buffer("edgeguard_config_record", edgeguard.config_handle(), req)
 end
 
 local VAR = "edgeguard_request_headers"
