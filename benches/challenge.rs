@@ -21,8 +21,8 @@ use std::path::Path;
 use criterion::Criterion;
 use edgeguard::challenge::Proof;
 use edgeguard::features::Request;
-use edgeguard::gate::Config;
 use edgeguard::headers::Header;
+use edgeguard::load::Config;
 
 const CHROME: &[u8] = b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
 const GOOGLEBOT: &[u8] =

@@ -30,8 +30,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use edgeguard::features::Request;
-use edgeguard::gate::Config;
 use edgeguard::headers::Header;
+use edgeguard::load::Config;
 use serde_json::{json, Value};
 
 fn manifest() -> PathBuf {

@@ -18,7 +18,7 @@
  nginx reload after an upgrade runs the new Lua against the old library,
  which LuaJIT cannot unload.
  */
-#define EDGEGUARD_ABI_VERSION 1
+#define EDGEGUARD_ABI_VERSION 2
 
 /*
  The crate version this header was generated from (Cargo.toml's),
@@ -132,6 +132,25 @@ typedef enum {
    */
   EDGEGUARD_RESULT_TLS_UNAVAILABLE = 10,
 } edgeguard_result;
+
+/*
+ An engine setting, for the metrics' `engine` label. Stable numbers;
+ passed as a plain int.
+ */
+typedef enum {
+  /*
+   This library.
+   */
+  EDGEGUARD_ENGINE_RUST = 0,
+  /*
+   The legacy Lua engine.
+   */
+  EDGEGUARD_ENGINE_LUA = 1,
+  /*
+   Both, acting on the primary's result (requests only).
+   */
+  EDGEGUARD_ENGINE_SHADOW = 2,
+} edgeguard_engine;
 
 /*
  What a request comes to (`$edgeguard_action`). Stable numbers:
@@ -318,25 +337,6 @@ typedef enum {
 } edgeguard_prediction_type;
 
 /*
- An engine setting, for the metrics' `engine` label. Stable numbers;
- passed as a plain int.
- */
-typedef enum {
-  /*
-   This library.
-   */
-  EDGEGUARD_ENGINE_RUST = 0,
-  /*
-   The legacy Lua engine.
-   */
-  EDGEGUARD_ENGINE_LUA = 1,
-  /*
-   Both, acting on the primary's result (requests only).
-   */
-  EDGEGUARD_ENGINE_SHADOW = 2,
-} edgeguard_engine;
-
-/*
  What a request came to, for `edgeguard_decisions_total`: an
  `edgeguard_action` (the same numbers) or the caller's own `Error`.
  Stable numbers; passed as a plain int.
@@ -468,22 +468,6 @@ typedef enum {
 typedef struct edgeguard_config edgeguard_config;
 
 /*
- An immutable set of internal header names and prefixes.
-
- Made by `edgeguard_header_set_new_from_file` or `..._from_buffer`, released
- by `edgeguard_header_set_free`. Read-only after construction, so one set may
- be shared by any number of threads.
- */
-typedef struct edgeguard_header_set edgeguard_header_set;
-
-/*
- Everything one `access{}` resolves to. Opaque: made by
- `edgeguard_location_new`, released by `edgeguard_location_free`.
- Immutable, so one handle may be shared by threads.
- */
-typedef struct edgeguard_location edgeguard_location;
-
-/*
  A worker process's metrics: the series of one configuration and its
  deltas since the last drain. Opaque: made by `edgeguard_metrics_new`,
  released by `edgeguard_metrics_free`. The counting calls take it
@@ -520,6 +504,22 @@ typedef struct edgeguard_scorer edgeguard_scorer;
  one thread at a time; it grows to the largest request seen.
  */
 typedef struct edgeguard_scratch edgeguard_scratch;
+
+/*
+ Everything one `access{}` resolves to. Opaque: made by
+ `edgeguard_location_new`, released by `edgeguard_location_free`.
+ Immutable, so one handle may be shared by threads.
+ */
+typedef Location edgeguard_location;
+
+/*
+ An immutable set of internal header names and prefixes.
+
+ Made by `edgeguard_header_set_new_from_file` or `..._from_buffer`, released
+ by `edgeguard_header_set_free`. Read-only after construction, so one set may
+ be shared by any number of threads.
+ */
+typedef HeaderSet edgeguard_header_set;
 
 /*
  A borrowed byte string: `{ int len; const unsigned char *data; }`.
@@ -1022,6 +1022,132 @@ edgeguard_result edgeguard_options_json(edgeguard_options *options,
                                         size_t *out_len,
                                         char *errbuf,
                                         size_t errbuf_len);
+
+/*
+ Loads what the options in `options` (a table filled with
+ `edgeguard_options_put`) name, as `configure{}`: a `config` file they
+ name is read, the options given beside it override its own; relative
+ paths of the table's are kept as given, a file's are resolved against
+ its directory. `source_name` (NUL-terminated; null: `"options"`) names
+ the table in errors. The internal header list and the models are
+ loaded when the Rust engine runs (`engine` "rust" or "shadow").
+
+ One failure policy: a list or a model that does not load refuses the
+ whole configuration (the message of a model starts `models not
+ loaded, so this configuration is refused`), whatever `fail_closed`
+ says. On success writes the engine to `*out` (release it with
+ `edgeguard_engine_free`); its report is `edgeguard_engine_report`. On
+ failure `*out` is untouched and `errbuf` names the file and the field:
+ - `InvalidArgument`: the table's options are wrong (an unknown option, a
+   wrong type, a value out of range, a value with no JSON form);
+ - `ConfigInvalid`: a file (the `config` file, a list, a model, a key)
+   is bad;
+ - `Io`: the `config` file cannot be read;
+ - `NullParameter`: `options` or `out` is null.
+
+ # Safety
+ `options` is a live table; `source_name` is null or NUL-terminated;
+ `out` is writable; `errbuf` is null or points to `errbuf_len` writable
+ bytes.
+ */
+edgeguard_result edgeguard_engine_new(edgeguard_options *options,
+                                      const char *source_name,
+                                      edgeguard_engine **out,
+                                      char *errbuf,
+                                      size_t errbuf_len);
+
+/*
+ Releases an engine. Null is a no-op. Locations made by
+ `edgeguard_engine_location_new` stay valid; what the engine lent
+ (`edgeguard_engine_config`, `_location`, `_scorer`, `_header_set`)
+ does not.
+
+ # Safety
+ `engine` is null or a live engine not used afterwards.
+ */
+void edgeguard_engine_free(edgeguard_engine *engine);
+
+/*
+ The load report, a NUL-terminated JSON object: the options resolved
+ (as `edgeguard_config_json`, with `warnings` when there are any) and
+ `loaded`: `internal_headers` (the list's rule count; absent when none
+ loaded) and `models` (`{"name", "threshold"}` in scoring order, the
+ model's own threshold or null). Owned by the engine; null for a null
+ engine.
+
+ # Safety
+ `engine` is null or a live engine.
+ */
+const char *edgeguard_engine_report(const edgeguard_engine *engine);
+
+/*
+ The engine's options as a configuration handle (for the record and
+ metrics exports and `edgeguard_config_start_signals`), lent: valid
+ while the engine lives, never freed by the caller. Null for a null
+ engine.
+
+ # Safety
+ `engine` is null or a live engine.
+ */
+const edgeguard_config *edgeguard_engine_config(const edgeguard_engine *engine);
+
+/*
+ The base location (what a request runs under without `access{}`
+ options), lent: valid while the engine lives, never freed by the
+ caller. Null for a null engine.
+
+ # Safety
+ `engine` is null or a live engine.
+ */
+const edgeguard_location *edgeguard_engine_location(const edgeguard_engine *engine);
+
+/*
+ The scorer (for `edgeguard_scorer_*`), lent: valid while the engine
+ lives, never freed by the caller. Null for a null engine or when no
+ models were loaded.
+
+ # Safety
+ `engine` is null or a live engine.
+ */
+const edgeguard_scorer *edgeguard_engine_scorer(const edgeguard_engine *engine);
+
+/*
+ The internal header list (for `edgeguard_header_set_*`), lent: valid
+ while the engine lives, never freed by the caller. Null for a null
+ engine or when no list was loaded.
+
+ # Safety
+ `engine` is null or a live engine.
+ */
+const edgeguard_header_set *edgeguard_engine_header_set(const edgeguard_engine *engine);
+
+/*
+ A location's `access{}` options (a table filled with
+ `edgeguard_options_put`) over the engine's, bound to its list and
+ scorer. Only the per-location options are accepted (docs/
+ configuration.md); `engine` must be one `edgeguard_engine_new` loaded.
+ `source_name` (null: `"options"`) names the table in errors.
+
+ On success writes the location to `*out` (release it with
+ `edgeguard_location_free`) and, when `config_out` is not null, the
+ location's options as a configuration to `*config_out` (release it
+ with `edgeguard_config_free`: the legacy engine binds its own location
+ from it). On failure nothing is written and `errbuf` says why:
+ `InvalidArgument` for a bad option, `NullParameter` for a null
+ `engine`, `options` or `out`.
+
+ # Safety
+ `engine` is a live engine and `options` a live table; `source_name` is
+ null or NUL-terminated; `out` and `config_out` (or null) are writable;
+ `errbuf` is null or points to `errbuf_len` writable bytes.
+ */
+edgeguard_result edgeguard_engine_location_new(const edgeguard_engine *engine,
+                                               edgeguard_options *options,
+                                               const char *source_name,
+                                               edgeguard_location **out,
+                                               edgeguard_config **config_out,
+                                               char *errbuf,
+                                               size_t errbuf_len);
 
 /*
  Loads an internal header list from the file at `path` (NUL-terminated).

@@ -26,6 +26,7 @@ pub mod headers;
 pub mod hop;
 #[cfg(feature = "kafka")]
 pub mod kafka;
+pub mod load;
 pub mod metrics;
 pub mod model;
 pub mod net;

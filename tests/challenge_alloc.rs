@@ -21,8 +21,9 @@ use edgeguard::ffi::location::*;
 use edgeguard::ffi::metrics::*;
 use edgeguard::ffi::scorer::edgeguard_request;
 use edgeguard::ffi::{edgeguard_header, edgeguard_str};
-use edgeguard::gate::{Action, Config};
+use edgeguard::gate::Action;
 use edgeguard::headers::Header;
+use edgeguard::load::Config;
 use edgeguard::tls::Family;
 use edgeguard::verified::{PrefixSetBuilder, Verdict};
 

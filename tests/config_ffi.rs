@@ -12,7 +12,8 @@ use edgeguard::ffi::edgeguard_result as R;
 use edgeguard::ffi::edgeguard_str;
 use edgeguard::ffi::location::*;
 use edgeguard::ffi::scorer::edgeguard_request;
-use edgeguard::gate::{Action, Config};
+use edgeguard::gate::Action;
+use edgeguard::load::Config;
 
 fn manifest() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

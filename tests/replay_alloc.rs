@@ -9,7 +9,7 @@
 
 use std::path::PathBuf;
 
-use edgeguard::gate::Config;
+use edgeguard::load::Config;
 use edgeguard::replay::Worker;
 
 #[global_allocator]

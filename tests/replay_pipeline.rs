@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use edgeguard::features::{Request, TlsFacts};
-use edgeguard::gate::{Action, Config};
+use edgeguard::gate::Action;
 use edgeguard::headers::Header;
+use edgeguard::load::Config;
 use edgeguard::replay::{self, Input, Options, Summary};
 use edgeguard::tls::Family;
 use serde_json::Value;

@@ -515,7 +515,8 @@ fn gate_runs_with_signals_do_not_allocate() {
 /// by the shipped models), one from an untrusted peer with a forged
 /// fingerprint, and one whose realip is missing: no allocation once warm.
 fn gate_runs_behind_a_trusted_hop_do_not_allocate() {
-    use edgeguard::gate::{self, Action, Config, Job, Scratch};
+    use edgeguard::gate::{self, Action, Job, Scratch};
+    use edgeguard::load::Config;
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let cfg = Config::parse(

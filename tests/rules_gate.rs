@@ -400,7 +400,7 @@ fn a_configuration_file_takes_rules_relative_to_itself() {
         r#"{"mode": "block", "rules": ["preset:well-known", "site-rules.json"]}"#,
     )
     .unwrap();
-    let cfg = gate::Config::load(&d.join("edgeguard.json")).unwrap();
+    let cfg = edgeguard::load::Config::load(&d.join("edgeguard.json")).unwrap();
     let rules = cfg.location().rules().unwrap();
     // 5 well-known rules, then the file's unnamed rule named after it.
     let last = rules.describe(rules.len() - 1).unwrap();
@@ -439,7 +439,7 @@ fn replay_reports_each_rule_against_the_model_alone() {
             ),
         )
         .unwrap();
-        gate::Config::load(&path).unwrap()
+        edgeguard::load::Config::load(&path).unwrap()
     };
     let with = write(
         "with.json",
@@ -448,7 +448,7 @@ fn replay_reports_each_rule_against_the_model_alone() {
     );
     let without = write("without.json", "");
     let text = std::fs::read(m.join("tests/fixtures/traffic/sample.jsonl")).unwrap();
-    let run = |cfg: &gate::Config| {
+    let run = |cfg: &edgeguard::load::Config| {
         let mut out = Vec::new();
         let input = replay::Input::from_reader("t", Box::new(Cursor::new(text.clone())), None);
         let opts = replay::Options {

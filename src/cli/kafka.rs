@@ -78,8 +78,8 @@ mod run {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use edgeguard::gate::Config;
     use edgeguard::kafka::{self, Client, KafkaOptions, Outputs};
+    use edgeguard::load::Config;
     use edgeguard::replay::Options;
 
     use super::KafkaArgs;
@@ -145,8 +145,8 @@ pub(crate) use run::replay;
 #[cfg(not(feature = "kafka"))]
 pub(crate) fn replay(
     _: &KafkaArgs,
-    _: &edgeguard::gate::Config,
-    _: Option<&edgeguard::gate::Config>,
+    _: &edgeguard::load::Config,
+    _: Option<&edgeguard::load::Config>,
     _: Option<&mut dyn std::io::Write>,
     _: &edgeguard::replay::Options,
 ) -> Result<(String, bool), String> {

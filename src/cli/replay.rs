@@ -6,7 +6,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use edgeguard::gate::Config;
+use edgeguard::load::Config;
 use edgeguard::replay::{self, Input, Options};
 
 /// Scores every request of the JSON Lines FILEs (or stdin; gzip is detected)

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use edgeguard::gate::Config;
+use edgeguard::load::Config;
 use edgeguard::replay::{self, Input, Options};
 use edgeguard::signals::{Observer, Settings, Window};
 
@@ -252,8 +252,8 @@ mod kafka {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use edgeguard::gate::Config;
     use edgeguard::kafka::{self, Client, SignalsOptions};
+    use edgeguard::load::Config;
     use edgeguard::replay::Options;
 
     use super::{Args, ExportArgs};

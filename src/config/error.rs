@@ -43,6 +43,12 @@ impl ConfigError {
         }
     }
 
+    /// An error whose message says it all (a list's own message, which
+    /// names its file and line): shown as it is, with no source or option.
+    pub(crate) fn whole(message: impl Into<String>, origin: ErrorOrigin) -> ConfigError {
+        ConfigError::new("", None, message, origin)
+    }
+
     /// The option at fault (`thresholds.bot`, `allow[2]`), if one is.
     pub fn key(&self) -> Option<&str> {
         self.key.as_deref()
@@ -62,6 +68,7 @@ impl ConfigError {
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.key {
+            None if self.source.is_empty() => f.write_str(&self.message),
             Some(key) => write!(f, "{}: {key}: {}", self.source, self.message),
             None => write!(f, "{}: {}", self.source, self.message),
         }

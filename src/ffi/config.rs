@@ -54,7 +54,11 @@ impl Handle for edgeguard_options {}
 ///
 /// # Safety
 /// `errbuf` is null or points to `errbuf_len` writable bytes.
-unsafe fn refuse(e: &ConfigError, errbuf: *mut c_char, errbuf_len: usize) -> edgeguard_result {
+pub(super) unsafe fn refuse(
+    e: &ConfigError,
+    errbuf: *mut c_char,
+    errbuf_len: usize,
+) -> edgeguard_result {
     write_error(errbuf, errbuf_len, e);
     match e.origin() {
         ErrorOrigin::Caller => edgeguard_result::InvalidArgument,
@@ -63,24 +67,38 @@ unsafe fn refuse(e: &ConfigError, errbuf: *mut c_char, errbuf_len: usize) -> edg
     }
 }
 
+impl edgeguard_config {
+    /// The handle of `options`, with their resolved JSON and recorder.
+    pub(super) fn new(options: Options) -> edgeguard_config {
+        // serde_json escapes control characters, so the text holds no NUL.
+        let json = CString::new(options.resolved_json()).unwrap_or_default();
+        let recorder = Redactor::new(
+            options.redact().is_some(),
+            options.redact().unwrap_or_default(),
+            options.challenge(),
+        );
+        edgeguard_config {
+            options,
+            json,
+            recorder,
+        }
+    }
+}
+
+impl edgeguard_options {
+    /// The table's options as JSON text, or the message naming the
+    /// option whose value has no JSON form.
+    pub(super) fn json_text(&mut self) -> Result<String, String> {
+        self.table.json()
+    }
+}
+
 /// Publishes `options` to `*out`, with their resolved JSON.
 ///
 /// # Safety
 /// `out` is writable.
 unsafe fn publish(options: Options, out: *mut *mut edgeguard_config) -> edgeguard_result {
-    // serde_json escapes control characters, so the text holds no NUL.
-    let json = CString::new(options.resolved_json()).unwrap_or_default();
-    let recorder = Redactor::new(
-        options.redact().is_some(),
-        options.redact().unwrap_or_default(),
-        options.challenge(),
-    );
-    edgeguard_config {
-        options,
-        json,
-        recorder,
-    }
-    .publish(out)
+    edgeguard_config::new(options).publish(out)
 }
 
 /// `source_name` as text, or `default` for null.

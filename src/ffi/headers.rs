@@ -15,6 +15,8 @@ use crate::headers::{HeaderSet, ListError, Matches};
 /// Made by `edgeguard_header_set_new_from_file` or `..._from_buffer`, released
 /// by `edgeguard_header_set_free`. Read-only after construction, so one set may
 /// be shared by any number of threads.
+// Transparent: a set the engine owns is lent as this handle.
+#[repr(transparent)]
 pub struct edgeguard_header_set(HeaderSet);
 
 impl Handle for edgeguard_header_set {}
@@ -23,6 +25,13 @@ impl edgeguard_header_set {
     /// The set behind the handle.
     pub(super) fn set(&self) -> &HeaderSet {
         &self.0
+    }
+
+    /// `set`, lent as a handle (never freed through it).
+    pub(super) fn lent(set: &HeaderSet) -> *const edgeguard_header_set {
+        // The handle is `repr(transparent)` over `HeaderSet`: the same
+        // layout, so the pointer is the handle's.
+        (set as *const HeaderSet).cast()
     }
 }
 

@@ -34,9 +34,25 @@ pub use super::types::{
 /// Everything one `access{}` resolves to. Opaque: made by
 /// `edgeguard_location_new`, released by `edgeguard_location_free`.
 /// Immutable, so one handle may be shared by threads.
+// Transparent: a location the engine owns is lent as this handle.
+#[repr(transparent)]
 pub struct edgeguard_location(Location);
 
 impl Handle for edgeguard_location {}
+
+impl edgeguard_location {
+    /// The handle of `location`.
+    pub(super) fn new(location: Location) -> edgeguard_location {
+        edgeguard_location(location)
+    }
+
+    /// `location`, lent as a handle (never freed through it).
+    pub(super) fn lent(location: &Location) -> *const edgeguard_location {
+        // The handle is `repr(transparent)` over `Location`: the same
+        // layout, so the pointer is the handle's.
+        (location as *const Location).cast()
+    }
+}
 
 /// One thread's buffers for `edgeguard_location_run`. Opaque: made by
 /// `edgeguard_scratch_new`, released by `edgeguard_scratch_free`. Used by

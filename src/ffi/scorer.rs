@@ -30,6 +30,19 @@ pub struct edgeguard_scorer {
 
 impl Handle for edgeguard_scorer {}
 
+impl edgeguard_scorer {
+    /// The handle of a loaded scorer, sharing its models.
+    pub(super) fn shared(scorer: Arc<Scorer>) -> edgeguard_scorer {
+        // Names hold no control characters (checked at load), so no NUL.
+        let names = scorer
+            .models()
+            .iter()
+            .map(|m| CString::new(m.name()).unwrap_or_default())
+            .collect();
+        edgeguard_scorer { scorer, names }
+    }
+}
+
 /// The result code for a scorer that could not be built.
 fn load_error_result(e: &LoadError) -> edgeguard_result {
     match e {
@@ -88,11 +101,7 @@ pub unsafe extern "C" fn edgeguard_scorer_new(
         let paths = paths.iter().map(|&p| Path::new(OsStr::from_bytes(c_bytes(p))));
         let models: Vec<(&str, &Path)> = names.into_iter().zip(paths).collect();
         match Scorer::load(&models) {
-            Ok(scorer) => {
-                // Names hold no control characters (checked at load), so no NUL.
-                let names = scorer.models().iter().map(|m| CString::new(m.name()).unwrap_or_default()).collect();
-                edgeguard_scorer { scorer: Arc::new(scorer), names }.publish(out)
-            }
+            Ok(scorer) => edgeguard_scorer::shared(Arc::new(scorer)).publish(out),
             Err(e) => {
                 write_error(errbuf, errbuf_len, &e);
                 load_error_result(&e)

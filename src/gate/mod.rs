@@ -54,7 +54,6 @@
 
 mod action;
 mod blocked;
-mod config;
 mod effects;
 mod location;
 mod policy;
@@ -66,7 +65,6 @@ mod stages;
 mod state;
 
 pub use action::Action;
-pub use config::Config;
 pub use effects::{Effects, Exit, RuleEffect, Vars, FP_VARS};
 pub use location::{Location, Models, DEFAULT_LOG_LEVEL};
 pub use policy::{Decision, Policy};

@@ -6,6 +6,7 @@ use std::path::Path;
 use super::*;
 use crate::config::Options;
 use crate::headers::{Header, HeaderSet};
+use crate::load::Config;
 
 const NOW: u64 = 1_800_000_000;
 const CHROME: &[u8] = b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";

@@ -8,7 +8,8 @@ use std::path::Path;
 
 use super::*;
 use crate::features::{FeatureVector, Float, EVIDENCE};
-use crate::gate::{self, Action, Config, Job, Scratch};
+use crate::gate::{self, Action, Job, Scratch};
+use crate::load::Config;
 
 const NOW: u64 = 1_800_000_000;
 /// Chromium's JA4 (its cipher set is BoringSSL's).

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 
-use crate::gate::Config;
+use crate::load::Config;
 use crate::replay::{LineReader, Options, Summary, Worker};
 
 use super::batch::{Counts, Message, MessageBatch};

@@ -43,7 +43,7 @@ use rdkafka::producer::{
 use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::ClientContext;
 
-use crate::gate::Config;
+use crate::load::Config;
 use crate::replay::{Options, Worker};
 use crate::signals::file::write_atomically;
 use crate::signals::partials::{parse_topic_key, topic_key, Partial, Partials, TOPIC_KEY_CAP};

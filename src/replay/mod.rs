@@ -93,7 +93,7 @@ pub fn line_parsers_agree(line: &[u8]) -> Result<bool, String> {
 }
 
 use crate::features::Request;
-use crate::gate::Config;
+use crate::load::Config;
 
 /// Replays `inputs` under `primary` (and `compare`, if given), writing one
 /// output line per request to `output` if given. Returns the counts; fails

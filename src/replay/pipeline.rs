@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::Instant;
 
-use crate::gate::Config;
+use crate::load::Config;
 
 use super::input::{Batch, Input};
 use super::options::{unix_now, Options};

@@ -10,7 +10,8 @@ use crate::features::reasons::{DETECTIONS, DETECTION_COUNT};
 use std::fmt::{self, Write as _};
 use std::time::Duration;
 
-use crate::gate::{Action, Config};
+use crate::gate::Action;
+use crate::load::Config;
 
 /// How many actions there are: the size of the tables of counts.
 const ACTIONS: usize = Action::ALL.len();

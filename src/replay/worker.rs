@@ -11,7 +11,8 @@ use std::io::Write;
 
 use crate::challenge::Clearance;
 use crate::features::{Grade, Reasons};
-use crate::gate::{self, Action, Config, Job, Scratch};
+use crate::gate::{self, Action, Job, Scratch};
+use crate::load::Config;
 use crate::signals::live::Lookup;
 use crate::verified::Verdict;
 

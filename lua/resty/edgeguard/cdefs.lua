@@ -14,7 +14,7 @@ if pcall(ffi.typeof, "edgeguard_header_set") then
 end
 
 ffi.cdef[[
-static const int EDGEGUARD_ABI_VERSION = 1;
+static const int EDGEGUARD_ABI_VERSION = 2;
 
 static const int EDGEGUARD_VERSION_MAJOR = 0;
 
@@ -60,6 +60,15 @@ typedef enum {
 
   EDGEGUARD_RESULT_TLS_UNAVAILABLE = 10,
 } edgeguard_result;
+
+typedef enum {
+
+  EDGEGUARD_ENGINE_RUST = 0,
+
+  EDGEGUARD_ENGINE_LUA = 1,
+
+  EDGEGUARD_ENGINE_SHADOW = 2,
+} edgeguard_engine;
 
 typedef enum {
 
@@ -149,15 +158,6 @@ typedef enum {
 
 typedef enum {
 
-  EDGEGUARD_ENGINE_RUST = 0,
-
-  EDGEGUARD_ENGINE_LUA = 1,
-
-  EDGEGUARD_ENGINE_SHADOW = 2,
-} edgeguard_engine;
-
-typedef enum {
-
   EDGEGUARD_OUTCOME_PASS = 0,
 
   EDGEGUARD_OUTCOME_ALLOW = 1,
@@ -216,10 +216,6 @@ typedef enum {
 
 typedef struct edgeguard_config edgeguard_config;
 
-typedef struct edgeguard_header_set edgeguard_header_set;
-
-typedef struct edgeguard_location edgeguard_location;
-
 typedef struct edgeguard_metrics edgeguard_metrics;
 
 typedef struct edgeguard_model edgeguard_model;
@@ -229,6 +225,10 @@ typedef struct edgeguard_options edgeguard_options;
 typedef struct edgeguard_scorer edgeguard_scorer;
 
 typedef struct edgeguard_scratch edgeguard_scratch;
+
+typedef Location edgeguard_location;
+
+typedef HeaderSet edgeguard_header_set;
 
 typedef struct {
 
@@ -410,6 +410,32 @@ edgeguard_result edgeguard_options_json(edgeguard_options *options,
                                         size_t *out_len,
                                         char *errbuf,
                                         size_t errbuf_len);
+
+edgeguard_result edgeguard_engine_new(edgeguard_options *options,
+                                      const char *source_name,
+                                      edgeguard_engine **out,
+                                      char *errbuf,
+                                      size_t errbuf_len);
+
+void edgeguard_engine_free(edgeguard_engine *engine);
+
+const char *edgeguard_engine_report(const edgeguard_engine *engine);
+
+const edgeguard_config *edgeguard_engine_config(const edgeguard_engine *engine);
+
+const edgeguard_location *edgeguard_engine_location(const edgeguard_engine *engine);
+
+const edgeguard_scorer *edgeguard_engine_scorer(const edgeguard_engine *engine);
+
+const edgeguard_header_set *edgeguard_engine_header_set(const edgeguard_engine *engine);
+
+edgeguard_result edgeguard_engine_location_new(const edgeguard_engine *engine,
+                                               edgeguard_options *options,
+                                               const char *source_name,
+                                               edgeguard_location **out,
+                                               edgeguard_config **config_out,
+                                               char *errbuf,
+                                               size_t errbuf_len);
 
 edgeguard_result edgeguard_header_set_new_from_file(const char *path,
                                                     edgeguard_header_set **out,

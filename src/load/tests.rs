@@ -1,119 +1,7 @@
-//! A configuration file loaded for the offline tools (`edgeguard replay`):
-//! what its options name, bound into one [`Location`] as nginx binds a
-//! location's.
+//! The load path through a configuration file, as replay loads it.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-use super::location::{Location, Models};
-use super::policy::Policy;
-use crate::config::{ConfigError, ErrorOrigin, Options};
-use crate::headers::HeaderSet;
-use crate::scorer::Scorer;
-
-/// A loaded configuration: the header set, the scorer, and the location
-/// they and the options make.
-#[derive(Debug)]
-pub struct Config {
-    path: PathBuf,
-    headers: Option<HeaderSet>,
-    location: Location,
-}
-
-impl Config {
-    /// Reads the file at `path` and loads what it names.
-    pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let source = path.display().to_string();
-        Self::from_options(&source, Options::load_file(path)?)
-    }
-
-    /// [`Config::load`] with the signals snapshot at `signals` (none: the
-    /// file's own `signals`, if any) in place of the file's.
-    pub fn load_with_signals(path: &Path, signals: Option<&Path>) -> Result<Config, ConfigError> {
-        let source = path.display().to_string();
-        let mut options = Options::load_file(path)?;
-        if let Some(s) = signals {
-            options.set_signals(&source, s)?;
-        }
-        Self::from_options(&source, options)
-    }
-
-    /// Parses configuration text; relative paths are resolved against
-    /// `base`, `source` names the text in errors.
-    pub fn parse(source: &str, base: &Path, text: &[u8]) -> Result<Config, ConfigError> {
-        Self::from_options(source, Options::parse_file(source, base, text)?)
-    }
-
-    /// Loads what the options name: the list, the models, in that order.
-    fn from_options(source: &str, mut options: Options) -> Result<Config, ConfigError> {
-        // Offline, the snapshot the file names is read once: the answers
-        // of one run never change under it.
-        if let Some(f) = &options.fleet {
-            options.fleet = Some(Arc::new(f.frozen()));
-        }
-        let err =
-            |key: &str, msg: String| ConfigError::new(source, Some(key), msg, ErrorOrigin::File);
-        let headers = match &options.internal_headers {
-            Some(path) => Some(
-                HeaderSet::load(path)
-                    .map_err(|e| err("internal_headers", format!("cannot load: {e}")))?,
-            ),
-            None => None,
-        };
-        let models = match &options.models {
-            Some(models) => {
-                let named: Vec<(&str, &Path)> = models
-                    .iter()
-                    .map(|(n, p)| (n.as_str(), p.as_path()))
-                    .collect();
-                let scorer = Scorer::load(&named).map_err(|e| err("models", e.to_string()))?;
-                Models::Scorer(Arc::new(scorer))
-            }
-            None => Models::Given(&[]),
-        };
-        let location = Location::new(&options, models, headers.as_ref())
-            .map_err(|e| err("score_header", e.to_string()))?;
-        Ok(Config {
-            path: PathBuf::from(source),
-            headers,
-            location,
-        })
-    }
-
-    /// Where the configuration came from.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The internal header set, if configured.
-    pub fn headers(&self) -> Option<&HeaderSet> {
-        self.headers.as_ref()
-    }
-
-    /// The scorer, if models are configured.
-    pub fn scorer(&self) -> Option<&Scorer> {
-        self.location.scorer()
-    }
-
-    /// The number of models (0 without a scorer).
-    pub fn model_count(&self) -> usize {
-        self.location.model_count()
-    }
-
-    /// The decision rule.
-    pub fn policy(&self) -> &Policy {
-        self.location.policy()
-    }
-
-    /// What the gate runs requests under.
-    pub fn location(&self) -> &Location {
-        &self.location
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
+mod files {
+    use super::super::*;
 
     fn manifest() -> PathBuf {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -195,9 +83,8 @@ mod tests {
 
 /// The challenge and the verified bots through a configuration, as replay
 /// and nginx load it.
-#[cfg(test)]
-mod challenge_tests {
-    use super::*;
+mod challenge {
+    use super::super::*;
     use crate::challenge::{Clearance, Proof, Rejection};
     use crate::config::Options;
     use crate::features::Request;
@@ -443,5 +330,91 @@ mod challenge_tests {
                 .contains("unknown option 'challenge_ttl' per location"),
             "{e}"
         );
+    }
+}
+
+/// The load as nginx runs it: what loads under each engine, the refusal's
+/// text, the report.
+mod nginx {
+    use super::super::*;
+
+    fn configure(text: &str) -> Result<Config, ConfigError> {
+        let base = Path::new(env!("CARGO_MANIFEST_DIR"));
+        Config::configure("edgeguard.configure", Some(base), text.as_bytes())
+    }
+
+    #[test]
+    fn loads_the_rust_parts_only_when_that_engine_runs() {
+        let both = r#""internal_headers": "nginx-conf/internal-headers.txt",
+                      "models": {"bot": "models/bot.json"}"#;
+        let rust = configure(&format!("{{{both}}}")).unwrap();
+        assert!(rust.headers().is_some() && rust.scorer().is_some());
+        assert_eq!(rust.report().models.len(), 1);
+        let lua = configure(&format!(r#"{{{both}, "engine": "lua"}}"#)).unwrap();
+        assert!(lua.headers().is_none() && lua.scorer().is_none());
+        assert!(lua.report().models.is_empty() && lua.report().headers.is_none());
+    }
+
+    #[test]
+    fn a_model_that_does_not_load_refuses_the_configuration() {
+        let e = configure(r#"{"models": {"bot": "/nonexistent/bot.json"}}"#).unwrap_err();
+        let text = e.to_string();
+        assert!(text.starts_with(REFUSED), "{text}");
+        assert!(text.contains("/nonexistent/bot.json"), "{text}");
+        // fail_closed is about unscored requests, not broken files.
+        let closed = r#"{"models": {"bot": "/nonexistent/bot.json"}, "fail_closed": true}"#;
+        assert!(configure(closed)
+            .unwrap_err()
+            .to_string()
+            .starts_with(REFUSED));
+        let e = configure(
+            r#"{"engine": "shadow", "lua_models": {"bot": "models/bot.json"},
+                "models": {"bot": "/nonexistent/bot.json"}}"#,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("): rust engine: "), "{e}");
+        let e = configure(r#"{"internal_headers": "/nonexistent/list.txt"}"#).unwrap_err();
+        assert!(e.to_string().starts_with("/nonexistent/list.txt"), "{e}");
+    }
+
+    #[test]
+    fn the_report_says_what_loaded() {
+        let c = configure(
+            r#"{"internal_headers": "nginx-conf/internal-headers.txt",
+                "models": {"spoof": "models/spoof.json", "bot": "models/bot.json"},
+                "thresholds": {"spoof": 0.25}}"#,
+        )
+        .unwrap();
+        let json: serde_json::Value = serde_json::from_str(&c.report().json()).unwrap();
+        let loaded = &json["loaded"];
+        let n = c.headers().unwrap().len();
+        assert_eq!(loaded["internal_headers"], serde_json::Value::from(n));
+        let names: Vec<&str> = loaded["models"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["bot", "spoof"]);
+        assert_eq!(
+            loaded["models"][0]["threshold"].as_f64(),
+            c.scorer().unwrap().threshold(0)
+        );
+        assert_eq!(json["mode"], "log", "the resolved options come along");
+        let text = c.report().to_string();
+        assert!(
+            text.contains("model bot: ") && text.contains("internal_headers: "),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_location_binds_the_same_parts() {
+        let c = configure(r#"{"models": {"bot": "models/bot.json"}}"#).unwrap();
+        let (o, loc) = c.location_for("access", br#"{"mode": "block"}"#).unwrap();
+        assert_eq!(o.mode(), crate::config::Mode::Block);
+        assert!(std::ptr::eq(loc.scorer().unwrap(), c.scorer().unwrap()));
+        let e = c.location_for("access", br#"{"models": {}}"#).unwrap_err();
+        assert!(e.to_string().contains("per location"), "{e}");
     }
 }
