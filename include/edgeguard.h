@@ -468,6 +468,22 @@ typedef enum {
 typedef struct edgeguard_config edgeguard_config;
 
 /*
+ An immutable set of internal header names and prefixes.
+
+ Made by `edgeguard_header_set_new_from_file` or `..._from_buffer`, released
+ by `edgeguard_header_set_free`. Read-only after construction, so one set may
+ be shared by any number of threads.
+ */
+typedef struct edgeguard_header_set edgeguard_header_set;
+
+/*
+ Everything one `access{}` resolves to. Opaque: made by
+ `edgeguard_location_new`, released by `edgeguard_location_free`.
+ Immutable, so one handle may be shared by threads.
+ */
+typedef struct edgeguard_location edgeguard_location;
+
+/*
  A worker process's metrics: the series of one configuration and its
  deltas since the last drain. Opaque: made by `edgeguard_metrics_new`,
  released by `edgeguard_metrics_free`. The counting calls take it
@@ -504,22 +520,6 @@ typedef struct edgeguard_scorer edgeguard_scorer;
  one thread at a time; it grows to the largest request seen.
  */
 typedef struct edgeguard_scratch edgeguard_scratch;
-
-/*
- Everything one `access{}` resolves to. Opaque: made by
- `edgeguard_location_new`, released by `edgeguard_location_free`.
- Immutable, so one handle may be shared by threads.
- */
-typedef Location edgeguard_location;
-
-/*
- An immutable set of internal header names and prefixes.
-
- Made by `edgeguard_header_set_new_from_file` or `..._from_buffer`, released
- by `edgeguard_header_set_free`. Read-only after construction, so one set may
- be shared by any number of threads.
- */
-typedef HeaderSet edgeguard_header_set;
 
 /*
  A borrowed byte string: `{ int len; const unsigned char *data; }`.

@@ -241,19 +241,18 @@ function _M.score()
 end
 
 -- The location of access{} options `opts`, made on first use: Rust derives
--- the configuration (a bad option raises, as misuse, at the caller's line)
--- and binds it; cached by the table's content.
+-- and binds it through the engine (a bad option raises, as misuse, at the
+-- caller's line); cached by the table's content.
 local function location(st, opts, level)
     local cache = st.locations
     if cache.n >= cache.MAX then
         error("edgeguard.access: more than " .. cache.MAX .. " distinct access{} option tables; "
               .. "build them once, not per request", level + 1)
     end
-    local cfg, err = st.cfg:derive(opts, "edgeguard.access")
-    if not cfg then
+    local loc, err = setup.bind(st, opts)
+    if not loc then
         error(err, level + 1)
     end
-    local loc = setup.bind(st, cfg)
     cache:insert(opts, loc)
     return loc
 end

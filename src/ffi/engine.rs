@@ -12,6 +12,7 @@
 //! long as it lives.
 
 use std::ffi::{c_char, CString};
+use std::sync::Arc;
 
 use super::boundary::write_error;
 use super::config::{edgeguard_config, edgeguard_options, refuse};
@@ -32,8 +33,12 @@ pub struct edgeguard_engine {
     /// The options as a configuration handle, lent to the record and
     /// metrics exports and to `edgeguard_config_start_signals`.
     config: edgeguard_config,
+    /// The base location as a location handle.
+    location: edgeguard_location,
     /// The scorer as a scorer handle (null when none loaded).
     scorer: Option<edgeguard_scorer>,
+    /// The internal header list as a set handle (null when none loaded).
+    headers: Option<edgeguard_header_set>,
     /// `Report::json`, NUL-terminated, handed out to C.
     report: CString,
 }
@@ -104,7 +109,9 @@ pub unsafe extern "C" fn edgeguard_engine_new(
         let report = CString::new(loaded.report().json()).unwrap_or_default();
         edgeguard_engine {
             config: edgeguard_config::new(loaded.options().clone()),
+            location: edgeguard_location::shared(Arc::clone(loaded.shared_location())),
             scorer: loaded.shared_scorer().cloned().map(edgeguard_scorer::shared),
+            headers: loaded.shared_headers().cloned().map(edgeguard_header_set::shared),
             loaded,
             report,
         }
@@ -169,7 +176,7 @@ pub unsafe extern "C" fn edgeguard_engine_location(
     engine: *const edgeguard_engine,
 ) -> *const edgeguard_location {
     ffi_panic_boundary! {
-        engine.as_ref().map_or(std::ptr::null(), |e| edgeguard_location::lent(e.loaded.location()))
+        engine.as_ref().map_or(std::ptr::null(), |e| &e.location as *const edgeguard_location)
     }
 }
 
@@ -199,7 +206,7 @@ pub unsafe extern "C" fn edgeguard_engine_header_set(
     engine: *const edgeguard_engine,
 ) -> *const edgeguard_header_set {
     ffi_panic_boundary! {
-        engine.as_ref().and_then(|e| e.loaded.headers()).map_or(std::ptr::null(), edgeguard_header_set::lent)
+        engine.as_ref().and_then(|e| e.headers.as_ref()).map_or(std::ptr::null(), |h| h as *const edgeguard_header_set)
     }
 }
 
@@ -248,7 +255,7 @@ pub unsafe extern "C" fn edgeguard_engine_location_new(
                 if !config_out.is_null() {
                     let _ = edgeguard_config::new(options).publish(config_out);
                 }
-                edgeguard_location::new(location).publish(out)
+                edgeguard_location::shared(Arc::new(location)).publish(out)
             }
             Err(e) => refuse(&e, errbuf, errbuf_len),
         }

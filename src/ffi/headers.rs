@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::ffi::c_char;
 use std::path::Path;
+use std::sync::Arc;
 
 use super::boundary::write_error;
 use super::handle::Handle;
@@ -15,9 +16,8 @@ use crate::headers::{HeaderSet, ListError, Matches};
 /// Made by `edgeguard_header_set_new_from_file` or `..._from_buffer`, released
 /// by `edgeguard_header_set_free`. Read-only after construction, so one set may
 /// be shared by any number of threads.
-// Transparent: a set the engine owns is lent as this handle.
-#[repr(transparent)]
-pub struct edgeguard_header_set(HeaderSet);
+// Shared: an engine's set is lent as a handle of its own.
+pub struct edgeguard_header_set(Arc<HeaderSet>);
 
 impl Handle for edgeguard_header_set {}
 
@@ -27,11 +27,9 @@ impl edgeguard_header_set {
         &self.0
     }
 
-    /// `set`, lent as a handle (never freed through it).
-    pub(super) fn lent(set: &HeaderSet) -> *const edgeguard_header_set {
-        // The handle is `repr(transparent)` over `HeaderSet`: the same
-        // layout, so the pointer is the handle's.
-        (set as *const HeaderSet).cast()
+    /// The handle of a loaded set, shared.
+    pub(super) fn shared(set: Arc<HeaderSet>) -> edgeguard_header_set {
+        edgeguard_header_set(set)
     }
 }
 
@@ -43,7 +41,7 @@ fn publish(
 ) -> edgeguard_result {
     match parsed {
         // SAFETY: the caller checked `out` for null and promises it is writable.
-        Ok(set) => unsafe { edgeguard_header_set(set).publish(out) },
+        Ok(set) => unsafe { edgeguard_header_set(Arc::new(set)).publish(out) },
         Err(e) => {
             // SAFETY: errbuf is null or `errbuf_len` writable bytes (caller contract).
             unsafe { write_error(errbuf, errbuf_len, &e) };

@@ -9,7 +9,7 @@
 //! buffers, which the effects point into.
 
 use std::ffi::{c_char, c_int, CString};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use super::boundary::{utf8_names, write_error};
@@ -34,23 +34,15 @@ pub use super::types::{
 /// Everything one `access{}` resolves to. Opaque: made by
 /// `edgeguard_location_new`, released by `edgeguard_location_free`.
 /// Immutable, so one handle may be shared by threads.
-// Transparent: a location the engine owns is lent as this handle.
-#[repr(transparent)]
-pub struct edgeguard_location(Location);
+// Shared: an engine's base location is lent as a handle of its own.
+pub struct edgeguard_location(Arc<Location>);
 
 impl Handle for edgeguard_location {}
 
 impl edgeguard_location {
-    /// The handle of `location`.
-    pub(super) fn new(location: Location) -> edgeguard_location {
+    /// The handle of `location`, shared.
+    pub(super) fn shared(location: Arc<Location>) -> edgeguard_location {
         edgeguard_location(location)
-    }
-
-    /// `location`, lent as a handle (never freed through it).
-    pub(super) fn lent(location: &Location) -> *const edgeguard_location {
-        // The handle is `repr(transparent)` over `Location`: the same
-        // layout, so the pointer is the handle's.
-        (location as *const Location).cast()
     }
 }
 
@@ -119,7 +111,7 @@ pub unsafe extern "C" fn edgeguard_location_new(
             None => Models::Given(&given),
         };
         match Location::new(&config.options, models, headers.as_ref().map(|h| h.set())) {
-            Ok(loc) => edgeguard_location(loc).publish(out),
+            Ok(loc) => edgeguard_location(Arc::new(loc)).publish(out),
             Err(e) => {
                 // Not reached: the names were checked when the options were parsed.
                 write_error(errbuf, errbuf_len, &e);

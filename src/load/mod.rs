@@ -46,9 +46,9 @@ pub use report::Report;
 pub struct Config {
     path: PathBuf,
     options: Options,
-    headers: Option<HeaderSet>,
+    headers: Option<Arc<HeaderSet>>,
     scorer: Option<Arc<Scorer>>,
-    location: Location,
+    location: Arc<Location>,
     report: Report,
 }
 
@@ -108,10 +108,10 @@ impl Config {
                 options.fleet = Some(Arc::new(f.frozen()));
             }
         }
-        let headers = parts::header_set(source, &options, target)?;
+        let headers = parts::header_set(source, &options, target)?.map(Arc::new);
         let scorer = parts::scorer(source, &options, target)?;
-        let location = bind(source, &options, scorer.as_ref(), headers.as_ref())?;
-        let report = Report::new(&options, headers.as_ref(), scorer.as_deref());
+        let location = Arc::new(bind(source, &options, scorer.as_ref(), headers.as_deref())?);
+        let report = Report::new(&options, headers.as_deref(), scorer.as_deref());
         Ok(Config {
             path: PathBuf::from(source),
             options,
@@ -135,7 +135,7 @@ impl Config {
             source,
             &options,
             self.scorer.as_ref(),
-            self.headers.as_ref(),
+            self.headers.as_deref(),
         )?;
         Ok((options, location))
     }
@@ -152,6 +152,11 @@ impl Config {
 
     /// The internal header set, if configured.
     pub fn headers(&self) -> Option<&HeaderSet> {
+        self.headers.as_deref()
+    }
+
+    /// The internal header set, shared.
+    pub fn shared_headers(&self) -> Option<&Arc<HeaderSet>> {
         self.headers.as_ref()
     }
 
@@ -177,6 +182,11 @@ impl Config {
 
     /// What the gate runs requests under when no `access{}` options are given.
     pub fn location(&self) -> &Location {
+        &self.location
+    }
+
+    /// The base location, shared.
+    pub fn shared_location(&self) -> &Arc<Location> {
         &self.location
     }
 

@@ -216,6 +216,10 @@ typedef enum {
 
 typedef struct edgeguard_config edgeguard_config;
 
+typedef struct edgeguard_header_set edgeguard_header_set;
+
+typedef struct edgeguard_location edgeguard_location;
+
 typedef struct edgeguard_metrics edgeguard_metrics;
 
 typedef struct edgeguard_model edgeguard_model;
@@ -225,10 +229,6 @@ typedef struct edgeguard_options edgeguard_options;
 typedef struct edgeguard_scorer edgeguard_scorer;
 
 typedef struct edgeguard_scratch edgeguard_scratch;
-
-typedef Location edgeguard_location;
-
-typedef HeaderSet edgeguard_header_set;
 
 typedef struct {
 

@@ -1,5 +1,6 @@
--- The options, owned by Rust (src/config/): a Lua handle around
--- edgeguard_config, and the locations it binds (edgeguard_location).
+-- The options, owned by Rust (src/config/, loaded by src/load/): the
+-- engine configure{} loads (edgeguard_engine), a Lua handle around
+-- edgeguard_config, and the locations they bind (edgeguard_location).
 --
 -- configure{} and each access{} table are handed to Rust value by value
 -- (edgeguard_options_put: numbers as doubles, so a threshold arrives
@@ -31,6 +32,7 @@ local STRING, NUMBER, BOOLEAN = C.EDGEGUARD_VALUE_STRING, C.EDGEGUARD_VALUE_NUMB
 local OBJECT, ARRAY, OTHER = C.EDGEGUARD_VALUE_OBJECT, C.EDGEGUARD_VALUE_ARRAY, C.EDGEGUARD_VALUE_OTHER
 local config_out = ffi_new("edgeguard_config *[1]")
 local location_out = ffi_new("edgeguard_location *[1]")
+local engine_out = ffi_new("edgeguard_engine *[1]")
 local options_out = ffi_new("edgeguard_options *[1]")
 local json_out, json_len = ffi_new("const uint8_t *[1]"), ffi_new("size_t[1]")
 
@@ -65,14 +67,20 @@ local function put(lib, o, depth, key, v)
     end
 end
 
---- The JSON text Rust makes of an option table (for the configuration
--- exports), or nil and an error naming the option that has none.
-function _M.json(lib, opts)
+-- The Rust table of options `opts`, filled value by value.
+local function fill(lib, opts)
     assert(lib.edgeguard_options_new(options_out) == 0)
     local o = ffi_gc(options_out[0], function(p) lib.edgeguard_options_free(p) end)
     for k, v in pairs(opts) do
         put(lib, o, 0, tostring(k), v)
     end
+    return o
+end
+
+--- The JSON text Rust makes of an option table (for the configuration
+-- exports), or nil and an error naming the option that has none.
+function _M.json(lib, opts)
+    local o = fill(lib, opts)
     if lib.edgeguard_options_json(o, json_out, json_len, errbuf, ERRBUF_LEN) ~= 0 then
         return nil, ffi_string(errbuf)
     end
@@ -87,6 +95,38 @@ local function wrap(lib, rc)
     local handle = ffi_gc(config_out[0], function(p) lib.edgeguard_config_free(p) end)
     local options = cjson.decode(ffi_string(lib.edgeguard_config_json(handle)))
     return setmetatable({ handle = handle, lib = lib, options = options }, mt)
+end
+
+--- Loads everything configure{}'s options `opts` name, in Rust
+-- (src/load/: the options, the files they name, the internal list, the
+-- models; a file that does not load refuses it all). Returns the
+-- configuration: `options` is the load report (the resolved options and
+-- what `loaded`), `engine` the handle that owns the lent `handle`; or
+-- nil, an error and true when the table itself is wrong (misuse).
+function _M.engine(lib, opts, what)
+    local rc = lib.edgeguard_engine_new(fill(lib, opts), what, engine_out, errbuf, ERRBUF_LEN)
+    if rc ~= 0 then
+        return nil, ffi_string(errbuf), rc == RESULT_INVALID_ARGUMENT
+    end
+    local engine = ffi_gc(engine_out[0], function(p) lib.edgeguard_engine_free(p) end)
+    local options = cjson.decode(ffi_string(lib.edgeguard_engine_report(engine)))
+    return setmetatable({ engine = engine, handle = lib.edgeguard_engine_config(engine), lib = lib,
+                          options = options }, mt)
+end
+
+--- A location of this engine's (a configuration from _M.engine) for the
+-- access{} options `opts`: the Rust location, bound to the engine's list
+-- and scorer, and its configuration; or nil and the error of a bad option
+-- (misuse: the caller raises it).
+function _M.bind(self, opts, what)
+    local lib = self.lib
+    local rc = lib.edgeguard_engine_location_new(self.engine, fill(lib, opts), what, location_out, config_out,
+                                                 errbuf, ERRBUF_LEN)
+    if rc ~= 0 then
+        return nil, ffi_string(errbuf)
+    end
+    local loc = ffi_gc(location_out[0], function(p) lib.edgeguard_location_free(p) end)
+    return loc, wrap(lib, 0)
 end
 
 --- Parses configure{}'s options (a `config` file they name is read in

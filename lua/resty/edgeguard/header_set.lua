@@ -54,6 +54,16 @@ function _M.load(lib, path)
     return wrap(lib, rc, set_out)
 end
 
+-- The set an engine lends (`handle`, null: none loaded, then nil), kept
+-- alive with its `owner`.
+function _M.lent(lib, handle, owner)
+    if handle == nil then
+        return nil
+    end
+    return setmetatable({ handle = handle, lib = lib, owner = owner,
+                          find_checked = lib.edgeguard_header_set_find_checked }, mt)
+end
+
 -- Parses a list held in a Lua string; `name` labels it in error messages.
 function _M.parse(lib, text, name)
     if type(text) ~= "string" then

@@ -23,6 +23,7 @@ local scorer_out = ffi_new("edgeguard_scorer *[1]")
 
 local _M = {}
 local mt = { __index = _M }
+local wrap
 
 --- Loads models given as a list of { name = , path = } in scoring order
 -- (the order the resolved options give: the configuration owns it).
@@ -46,10 +47,22 @@ function _M.load(lib, models)
     if rc ~= 0 then
         return nil, ffi_string(errbuf)
     end
-    local handle = ffi_gc(scorer_out[0], function(p)
-        lib.edgeguard_scorer_free(p)
-    end)
+    return wrap(lib, ffi_gc(scorer_out[0], function(p) lib.edgeguard_scorer_free(p) end))
+end
 
+--- The scorer an engine lends (`handle`, null: none loaded, then nil),
+-- kept alive with its `owner`.
+function _M.lent(lib, handle, owner)
+    if handle == nil then
+        return nil
+    end
+    local self = wrap(lib, handle)
+    self.owner = owner
+    return self
+end
+
+-- The Lua object of a scorer handle: its names, thresholds and buffers.
+function wrap(lib, handle)
     local count = tonumber(lib.edgeguard_scorer_model_count(handle))
     local self = {
         handle = handle,

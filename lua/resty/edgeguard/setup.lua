@@ -1,7 +1,9 @@
--- configure()'s work: the library, the options (parsed by Rust), the
--- engines' data (a file that fails to load refuses it all), the metrics, and the
--- locations, bound into the state a configuration serves with. It
--- allocates; nothing here runs per request.
+-- configure()'s work: the library, the engine Rust loads from the options
+-- (src/load/: the options, the files they name, the internal list, the
+-- models, the base location; a file that fails to load refuses it all),
+-- the legacy engine when configured, the metrics, and the locations,
+-- bound into the state a configuration serves with. It allocates;
+-- nothing here runs per request.
 
 local edgeguard_lib = require "resty.edgeguard.lib"
 local config = require "resty.edgeguard.config"
@@ -10,7 +12,6 @@ local locations = require "resty.edgeguard.locations"
 local metrics = require "resty.edgeguard.metrics"
 local scorer_mod = require "resty.edgeguard.scorer"
 
-local concat = table.concat
 local error = error
 local type = type
 
@@ -28,9 +29,9 @@ local function log(level, ...)
 end
 
 -- The library (found by the Lua-side lib_path, as it is needed before
--- anything can be handed to it) and the options, parsed by Rust. Raises
--- on misuse; returns the library and the configuration, or nil and an
--- error for a file that cannot be read or holds a bad option.
+-- anything can be handed to it) and the engine Rust loads from the
+-- options. Raises on misuse; returns the library and the configuration,
+-- or nil and an error for a file that cannot be read or loaded.
 local function parse(opts, level)
     if type(opts) ~= "table" then
         error("edgeguard.configure expects a table of options", level + 1)
@@ -44,7 +45,7 @@ local function parse(opts, level)
         return nil, err
     end
     local cfg, misuse
-    cfg, err, misuse = config.new(lib, opts, "edgeguard.configure")
+    cfg, err, misuse = config.engine(lib, opts, "edgeguard.configure")
     if not cfg then
         if misuse then
             error(err, level + 1)
@@ -58,52 +59,18 @@ local function parse(opts, level)
     return lib, cfg
 end
 
--- The engines' data, from the resolved options `o`: a table of what
--- loaded (headers, scorer, lua) and the model errors, or nil and an error
--- when an internal header list is bad (fail closed).
-local function load_engines(lib, o)
-    local engine = o.engine
-    local got = { model_errors = {} }
-    local err
-    if engine ~= "lua" then
-        if o.internal_headers then
-            got.headers, err = header_set.load(lib, o.internal_headers)
-            if not got.headers then
-                return nil, err
-            end
-        end
-        if o.models then
-            got.scorer, err = scorer_mod.load(lib, o.models)
-            if not got.scorer then
-                got.model_errors[#got.model_errors + 1] = (engine == "shadow" and "rust engine: " or "") .. err
-            end
-        end
+-- The legacy Lua engine for the resolved options `o`, or nil and an
+-- error: its list or its models did not load. Its models are held to the
+-- policy Rust's are (src/load/parts.rs, whose words this refusal uses).
+local function load_legacy(lib, o)
+    legacy = legacy or require "resty.edgeguard.legacy.driver"
+    local eng, list_err, model_err = legacy.load(lib, o)
+    if model_err then
+        return nil, "models not loaded, so this configuration is refused (on a reload, nginx keeps "
+            .. "the running workers and their models): " .. (o.engine == "shadow" and "lua engine: " or "")
+            .. model_err
     end
-    if engine ~= "rust" then
-        legacy = legacy or require "resty.edgeguard.legacy.driver"
-        local list_err, lua_model_err
-        got.lua, list_err, lua_model_err = legacy.load(lib, o)
-        if not got.lua then
-            return nil, list_err
-        end
-        if lua_model_err then
-            got.model_errors[#got.model_errors + 1] = (engine == "shadow" and "lua engine: " or "") .. lua_model_err
-        end
-    end
-    return got
-end
-
--- Models that failed to load refuse the configuration, like a bad list: at
--- the first start nginx stops with the file and the field; on a reload it
--- keeps the running workers and the models they scored with. One policy
--- for every file configure() reads. Returns the error, or nil when all
--- loaded.
-local function model_failure(model_errors)
-    if #model_errors == 0 then
-        return nil
-    end
-    return "models not loaded, so this configuration is refused (on a reload, nginx keeps "
-        .. "the running workers and their models): " .. concat(model_errors, "; ")
+    return eng, list_err
 end
 
 -- The metrics dict the options name (nil outside nginx); misuse when
@@ -117,14 +84,22 @@ local function dict_of(name, level)
     return dict
 end
 
---- What the configuration `cfg` (configure()'s, or an access{} over it)
--- resolves to in the state `st`: its engine and one location handle per
--- engine loaded (the Rust engine's, bound to its scorer and the internal
--- list; the legacy engine's, bound to its models).
-function _M.bind(st, cfg)
+--- The location of access{} options `opts` (nil: configure()'s own) in
+-- the state `st`: its engine and one location handle per engine loaded
+-- (the Rust engine's, bound by Rust to its scorer and the internal list;
+-- the legacy engine's, bound to its models). Returns nil and the error
+-- of a bad option (misuse: the caller raises it).
+function _M.bind(st, opts)
+    local cfg, rust = st.cfg, st.lib.edgeguard_engine_location(st.cfg.engine)
+    if opts then
+        rust, cfg = st.cfg:bind(opts, "edgeguard.access")
+        if not rust then
+            return nil, cfg
+        end
+    end
     local loc = { engine = cfg.options.engine }
     if st.engine ~= "lua" then
-        loc.rust = cfg:location(st.scorer, st.headers)
+        loc.rust = rust
     end
     if st.lua then
         loc.lua = legacy.location(st, cfg)
@@ -141,24 +116,26 @@ function _M.state(opts, level)
     end
     local o = cfg.options
     local dict = dict_of(o.metrics_dict, level + 1)
-    local got, err = load_engines(lib, o)
-    if not got then
-        return nil, err
+    local engine = cfg.engine
+    local lua, err
+    if o.engine ~= "rust" then
+        lua, err = load_legacy(lib, o)
+        if not lua then
+            return nil, err
+        end
     end
-    err = model_failure(got.model_errors)
-    if err then
-        return nil, err
-    end
+    local scorer = scorer_mod.lent(lib, lib.edgeguard_engine_scorer(engine), engine)
     local mx = false
     if o.metrics_dict then
-        mx, err = metrics.new(lib, cfg, dict, got.scorer and got.scorer.names, got.lua and got.lua.names)
+        mx, err = metrics.new(lib, cfg, dict, scorer and scorer.names, lua and lua.names)
         if not mx then
             return nil, err
         end
     end
     local st = {
         lib = lib, cfg = cfg, engine = o.engine, primary = o.shadow_primary or o.engine,
-        headers = got.headers, scorer = got.scorer, lua = got.lua, models_wanted = o.models_wanted,
+        headers = header_set.lent(lib, lib.edgeguard_engine_header_set(engine), engine),
+        scorer = scorer, lua = lua, models_wanted = o.models_wanted,
         metrics = mx or nil,
         locations = locations.new(),
         -- Only a challenge's pages show $request_id up front (nginx makes
@@ -167,7 +144,7 @@ function _M.state(opts, level)
         request_ids = o.challenge_secret ~= nil,
     }
     st.shadow = st.engine == "shadow" and legacy.judge(st) or nil
-    st.base = _M.bind(st, cfg)
+    st.base = _M.bind(st)
     return st
 end
 
