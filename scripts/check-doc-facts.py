@@ -30,6 +30,8 @@ a stage added tomorrow is checked too:
 - the gate's stages: src/gate/mod.rs's numbered diagram against the order
   `run()` calls them in, and every numbered stage diagram in the docs
   against it (same stages, same order, none "empty today");
+- modules: docs/architecture.md's module table lists every module
+  src/lib.rs declares, no other;
 - metrics: every family src/metrics/ exposes is in docs/metrics.md, and
   every metric name a doc or the Grafana dashboard uses exists;
 - references: `FILE:LINE` exists (`FILE:LINE@COMMIT` in that commit), and
@@ -629,8 +631,30 @@ class Checker:
             number = max(n for o, n in offsets if o <= sentence.start())
             self.check_schemas(page, number, "", sentence.group(0))
 
+    def check_modules(self):
+        """docs/architecture.md's "The modules" table against src/lib.rs."""
+        lib = (self.root / "src/lib.rs").read_text()
+        declared = set(re.findall(r"^pub mod (\w+);", lib, re.M))
+        page = self.root / "docs/architecture.md"
+        text = page.read_text()
+        section = re.search(r"^## The modules\n(.*?)(?=^## |\Z)", text, re.M | re.S)
+        if not section:
+            self.problem(page, 0, 'no "## The modules" section (the modules of src/lib.rs)')
+            return
+        first = text[: section.start()].count("\n") + 1
+        listed = {}
+        for i, line in enumerate(section.group(1).splitlines()):
+            m = re.match(r"^\|\s*`src/(\w+)/?`", line)
+            if m:
+                listed[m.group(1)] = first + 1 + i
+        for name in sorted(declared - set(listed)):
+            self.problem(page, first, f"module `src/{name}/` (src/lib.rs) is missing from the table")
+        for name in sorted(set(listed) - declared):
+            self.problem(page, listed[name], f"`src/{name}/` is no module of src/lib.rs")
+
     def run(self):
         self.check_model_files()
+        self.check_modules()
         self.check_stage_code()
         for page in pages(self.root):
             self.check_page(page)

@@ -190,3 +190,17 @@ def test_a_wrong_default_fails_through_the_rust_resolver(tree):
     line = line_of(tree, "docs/configuration.md", "| `status` |")
     assert f"docs/configuration.md:{line}: option `status`: default 404, but it resolves to 403" in err, err
     assert "option `challenge_prefix_v6`: default 48, but it resolves to 64" in err, err
+
+
+def test_a_module_missing_from_the_architecture_fails(tree):
+    # A module added to src/lib.rs and not to the table, and a row the
+    # code no longer has: both named.
+    edit(tree, "src/lib.rs", "pub mod load;\n", "pub mod load;\npub mod memory;\n")
+    edit(tree, "docs/architecture.md", "| `src/net/` |", "| `src/nets/` |")
+    code, err = check(tree)
+    assert code == 1
+    first = line_of(tree, "docs/architecture.md", "## The modules")
+    assert f"docs/architecture.md:{first}: module `src/memory/` (src/lib.rs) is missing from the table" in err
+    assert f"docs/architecture.md:{first}: module `src/net/` (src/lib.rs) is missing from the table" in err
+    row = line_of(tree, "docs/architecture.md", "| `src/nets/` |")
+    assert f"docs/architecture.md:{row}: `src/nets/` is no module of src/lib.rs" in err
