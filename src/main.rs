@@ -20,6 +20,9 @@ pub(crate) struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub(crate) enum Command {
+    /// Load a configuration file as nginx would, print what loaded
+    #[command(long_about = cli::check::LONG_ABOUT)]
+    Check(cli::check::Args),
     /// Score JSON Lines documents with a CatBoost model
     #[command(long_about = cli::predict::LONG_ABOUT)]
     Predict(cli::predict::Args),
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
         Err(e) => return cli::usage_error(&e, Cli::command()),
     };
     match cli.command {
+        Command::Check(args) => cli::check::run(args),
         Command::Predict(args) => cli::predict::run(args),
         Command::Features(args) => cli::features::run(args),
         Command::Replay(args) => cli::replay::run(*args),

@@ -37,7 +37,7 @@ local error = error
 local tonumber = tonumber
 local type = type
 
-local _M = { _VERSION = "0.1.0" }
+local _M = { _VERSION = require("resty.edgeguard.lib").VERSION }
 
 -- The configuration in force. Replaced whole by a successful configure(), so
 -- a failed one leaves the previous state serving.

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
 
+pub mod check;
 pub mod features;
 pub mod kafka;
 pub mod predict;

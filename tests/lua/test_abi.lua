@@ -57,6 +57,13 @@ T.test("the modules know the release their cdefs come from", function()
     T.ok(lib_mod.ABI_VERSION >= 1, "ABI version")
 end)
 
+T.test("every module's _VERSION is the release's", function()
+    for _, name in ipairs{ "resty.edgeguard", "resty.edgeguard.config", "resty.edgeguard.metrics",
+                           "resty.edgeguard.record", "resty.edgeguard.tls" } do
+        T.eq(require(name)._VERSION, lib_mod.VERSION, name)
+    end
+end)
+
 T.test("a library of the same release loads", function()
     local out = load_fresh(LIB)
     T.eq(out, "LOADED " .. LIB)

@@ -22,7 +22,7 @@ local setmetatable = setmetatable
 local tostring = tostring
 local type = type
 
-local _M = { _VERSION = "0.2.0" }
+local _M = { _VERSION = require("resty.edgeguard.lib").VERSION }
 local mt = { __index = _M }
 
 local ERRBUF_LEN = C.EDGEGUARD_ERRBUF_LEN

@@ -74,18 +74,6 @@ function _M.parse(lib, text, name)
     return wrap(lib, rc, set_out)
 end
 
--- A new set with this set's rules and those of the list in `text` (for
--- the score header: one search finds both); `name` labels `text` in errors.
--- Returns the set, or nil and the error.
-function _M.extend(self, text, name)
-    if type(text) ~= "string" then
-        error("internal header list must be a string", 2)
-    end
-    local lib = self.lib
-    local rc = lib.edgeguard_header_set_extend(self.handle, text, #text, name, set_out, errbuf, ERRBUF_LEN)
-    return wrap(lib, rc, set_out)
-end
-
 -- Number of rules in the set.
 function _M.len(self)
     return tonumber(self.lib.edgeguard_header_set_len(self.handle))

@@ -22,7 +22,7 @@ local setmetatable = setmetatable
 local tonumber = tonumber
 local upper = string.upper
 
-local _M = { _VERSION = "0.2.0" }
+local _M = { _VERSION = require("resty.edgeguard.lib").VERSION }
 local mt = { __index = _M }
 
 _M.FLUSH_SECONDS = 1

@@ -31,7 +31,7 @@ local error = error
 local tonumber = tonumber
 local type = type
 
-local _M = { _VERSION = "0.1.0" }
+local _M = { _VERSION = edgeguard_lib.VERSION }
 
 local BUFFER_TOO_SMALL = ffi.C.EDGEGUARD_RESULT_BUFFER_TOO_SMALL
 

@@ -91,13 +91,7 @@ function _M.score(self, req)
     if rc ~= 0 then
         return nil, edgeguard_lib.result_text(self.lib, rc)
     end
-    return self:scores_of_out()
-end
-
---- The reused table of scores by model name, from the output buffer
--- `self.out`.
-function _M.scores_of_out(self)
-    local out, scores, names = self.out, self.scores, self.names
+    local scores, names = self.scores, self.names
     for i = 1, self.n do
         scores[names[i]] = out[i - 1]
     end

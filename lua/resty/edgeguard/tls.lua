@@ -36,7 +36,7 @@ local ffi_new = ffi.new
 local ffi_string = ffi.string
 local tonumber = tonumber
 
-local _M = { _VERSION = "0.1.0" }
+local _M = { _VERSION = edgeguard_lib.VERSION }
 
 local TLS_UNAVAILABLE = ffi.C.EDGEGUARD_RESULT_TLS_UNAVAILABLE
 local JA4_LEN = ffi.C.EDGEGUARD_JA4_LEN
