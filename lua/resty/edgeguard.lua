@@ -11,8 +11,9 @@
 --
 -- This module applies what Rust decides. The options, the model order, the
 -- decision rule and every text are the library's (src/gate/, docs/
--- architecture.md): configure() has Rust parse the options and bind a
--- location per access{} table; each request is one FFI call
+-- architecture.md): configure() hands the options to Rust, which loads
+-- the engine (src/load/: the list, the models, the base location) and
+-- binds a location per access{} table; each request is one FFI call
 -- (edgeguard_location_run) whose effects resty.edgeguard.gate applies:
 -- headers cleared, the score header, the variables, the log line, the
 -- exit. The metrics are counted in the same call (resty.edgeguard.metrics
