@@ -7,6 +7,73 @@
 #include <stdint.h>
 
 /*
+ What happens to one request. Its word is `$edgeguard_action`, the
+ decision line's `action=` and the metrics' `action` label. The
+ numbers are in the metrics' exposition order.
+ */
+typedef enum {
+  /*
+   Not flagged (or mode `off`): proxied.
+   */
+  EDGEGUARD_OUTCOME_PASS = 0,
+  /*
+   Flagged, but the client lies in an `allow` block: proxied.
+   */
+  EDGEGUARD_OUTCOME_ALLOW = 1,
+  /*
+   Flagged and logged (mode `log`): proxied.
+   */
+  EDGEGUARD_OUTCOME_LOG = 2,
+  /*
+   Flagged and refused with the configured status (mode `block`,
+   a block rule).
+   */
+  EDGEGUARD_OUTCOME_BLOCK = 3,
+  /*
+   Not scored while models are configured and `fail_closed` is
+   set: 503.
+   */
+  EDGEGUARD_OUTCOME_UNAVAILABLE = 4,
+  /*
+   A call failed: the shim answered 500. Never the gate's.
+   */
+  EDGEGUARD_OUTCOME_ERROR = 5,
+  /*
+   Internal headers that nginx's Lua API cannot remove (names that
+   are not RFC 9110 tokens): 400, rather than strip some and
+   forward the rest.
+   */
+  EDGEGUARD_OUTCOME_REFUSED = 6,
+  /*
+   Flagged, but a valid clearance cookie lets it through.
+   */
+  EDGEGUARD_OUTCOME_CLEARED = 7,
+  /*
+   A flagged navigation in mode `challenge`: served the challenge
+   page.
+   */
+  EDGEGUARD_OUTCOME_CHALLENGE = 8,
+  /*
+   A verified bot (User-Agent and address agree): proxied.
+   */
+  EDGEGUARD_OUTCOME_VERIFIED = 9,
+  /*
+   A request to the challenge's endpoint while a challenge is
+   configured: answered (a clearance cookie and a redirect, or the
+   status), never proxied.
+   */
+  EDGEGUARD_OUTCOME_ANSWER = 10,
+  /*
+   A flagged request that must not get the page (a body, a
+   `fetch()`, an API call) in mode `challenge`, or with only
+   ambiguous evidence in mode `block`: answered 403 with an
+   `application/problem+json` `challenge_required` document that
+   points to the challenge. Nobody was blocked outright.
+   */
+  EDGEGUARD_OUTCOME_CHALLENGE_REQUIRED = 11,
+} edgeguard_outcome;
+
+/*
  The version of this C ABI: what a caller built against
  include/edgeguard.h compares with [`edgeguard_abi_version`] before
  calling anything else.
@@ -18,7 +85,7 @@
  nginx reload after an upgrade runs the new Lua against the old library,
  which LuaJIT cannot unload.
  */
-#define EDGEGUARD_ABI_VERSION 1
+#define EDGEGUARD_ABI_VERSION 2
 
 /*
  The crate version this header was generated from (Cargo.toml's),
@@ -132,56 +199,6 @@ typedef enum {
    */
   EDGEGUARD_RESULT_TLS_UNAVAILABLE = 10,
 } edgeguard_result;
-
-/*
- What a request comes to (`$edgeguard_action`). Stable numbers:
- `edgeguard_outcome` gives every action the same number.
- */
-typedef enum {
-  /*
-   Not flagged, or mode `off`: proxied.
-   */
-  EDGEGUARD_ACTION_PASS = 0,
-  /*
-   Flagged, but the client lies in an `allow` block: proxied.
-   */
-  EDGEGUARD_ACTION_ALLOW = 1,
-  /*
-   Flagged in mode `log`: proxied, logged.
-   */
-  EDGEGUARD_ACTION_LOG = 2,
-  /*
-   Flagged in mode `block`: answered with the configured `status`.
-   */
-  EDGEGUARD_ACTION_BLOCK = 3,
-  /*
-   Not scored while models are configured and `fail_closed` is set:
-   503.
-   */
-  EDGEGUARD_ACTION_UNAVAILABLE = 4,
-  /*
-   Flagged, but a valid clearance cookie lets it through.
-   */
-  EDGEGUARD_ACTION_CLEARED = 5,
-  /*
-   A flagged navigation in mode `challenge`: the challenge page.
-   */
-  EDGEGUARD_ACTION_CHALLENGE = 6,
-  /*
-   A verified bot: proxied.
-   */
-  EDGEGUARD_ACTION_VERIFIED = 7,
-  /*
-   A request to the challenge's endpoint (`/.edgeguard/challenge`)
-   while a challenge is configured: answered, never proxied.
-   */
-  EDGEGUARD_ACTION_ANSWER = 8,
-  /*
-   Internal headers nginx's Lua API cannot remove: 400. (9 is
-   `edgeguard_outcome`'s `Error`, which is no action.)
-   */
-  EDGEGUARD_ACTION_REFUSED = 10,
-} edgeguard_action;
 
 /*
  How a request ends. Stable numbers.
@@ -335,58 +352,6 @@ typedef enum {
    */
   EDGEGUARD_ENGINE_SHADOW = 2,
 } edgeguard_engine;
-
-/*
- What a request came to, for `edgeguard_decisions_total`: an
- `edgeguard_action` (the same numbers) or the caller's own `Error`.
- Stable numbers; passed as a plain int.
- */
-typedef enum {
-  /*
-   `edgeguard_action`'s `Pass`.
-   */
-  EDGEGUARD_OUTCOME_PASS = 0,
-  /*
-   `Allow`.
-   */
-  EDGEGUARD_OUTCOME_ALLOW = 1,
-  /*
-   `Log`.
-   */
-  EDGEGUARD_OUTCOME_LOG = 2,
-  /*
-   `Block`.
-   */
-  EDGEGUARD_OUTCOME_BLOCK = 3,
-  /*
-   `Unavailable`.
-   */
-  EDGEGUARD_OUTCOME_UNAVAILABLE = 4,
-  /*
-   `Cleared`.
-   */
-  EDGEGUARD_OUTCOME_CLEARED = 5,
-  /*
-   `Challenge` (a page served).
-   */
-  EDGEGUARD_OUTCOME_CHALLENGE = 6,
-  /*
-   `Verified`.
-   */
-  EDGEGUARD_OUTCOME_VERIFIED = 7,
-  /*
-   `Answer`.
-   */
-  EDGEGUARD_OUTCOME_ANSWER = 8,
-  /*
-   A call failed: the request got 500.
-   */
-  EDGEGUARD_OUTCOME_ERROR = 9,
-  /*
-   `Refused`: internal headers nginx's Lua API cannot remove, 400.
-   */
-  EDGEGUARD_OUTCOME_REFUSED = 10,
-} edgeguard_outcome;
 
 /*
  Shadow mode's kinds of disagreement. Stable numbers; passed as a plain
@@ -706,9 +671,9 @@ typedef edgeguard_header edgeguard_var;
  */
 typedef struct {
   /*
-   What the request came to.
+   What the request came to (`edgeguard_outcome_name` names it).
    */
-  edgeguard_action action;
+  edgeguard_outcome action;
   /*
    How it ends.
    */
@@ -1270,11 +1235,11 @@ edgeguard_result edgeguard_location_run(const edgeguard_location *location,
                                         edgeguard_effects *out);
 
 /*
- The name of an `edgeguard_action` (`"pass"`, `"block"`, ...): what
+ The name of an `edgeguard_outcome` (`"pass"`, `"block"`, ...): what
  `$edgeguard_action` holds and `access()` returns. Null for a number that
  is none. Static storage.
  */
-const char *edgeguard_action_name(int action);
+const char *edgeguard_outcome_name(int outcome);
 
 /*
  The name of detection ID `index` (bit `index` of

@@ -20,13 +20,14 @@ use super::handle::Handle;
 use super::raw::{bytes_mut, slice};
 use super::types::{
     disagreement_from_int, edgeguard_effects, edgeguard_result, edgeguard_str, engine_from_int,
-    outcome_from_int, seen_of_raw,
+    seen_of_raw,
 };
 use crate::config::text::Cursor;
 use crate::config::Engine;
 use crate::metrics::{Registry, Spec};
+use crate::outcome::Outcome;
 
-pub use super::types::{edgeguard_disagreement, edgeguard_engine, edgeguard_outcome};
+pub use super::types::{edgeguard_disagreement, edgeguard_engine};
 
 /// A worker process's metrics: the series of one configuration and its
 /// deltas since the last drain. Opaque: made by `edgeguard_metrics_new`,
@@ -290,7 +291,7 @@ pub unsafe extern "C" fn edgeguard_metrics_request(
 ) -> edgeguard_result {
     ffi_panic_boundary! {
         try_non_null!(metrics);
-        let (Some(engine), Some(outcome)) = (engine_from_int(engine), outcome_from_int(outcome)) else {
+        let (Some(engine), Some(outcome)) = (engine_from_int(engine), Outcome::from_int(outcome)) else {
             return edgeguard_result::InvalidArgument;
         };
         let seen = if out.is_null() {

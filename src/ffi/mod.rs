@@ -46,7 +46,7 @@ pub use types::*;
 /// (scripts/gen-cdefs.lua), and lib.lua refuses a library of another: an
 /// nginx reload after an upgrade runs the new Lua against the old library,
 /// which LuaJIT cannot unload.
-pub const EDGEGUARD_ABI_VERSION: u32 = 1;
+pub const EDGEGUARD_ABI_VERSION: u32 = 2;
 
 /// The crate version this header was generated from (Cargo.toml's),
 /// major part. The shim refuses a library of another version even when the

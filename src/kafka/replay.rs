@@ -22,7 +22,7 @@ use crate::replay::{LineReader, Options, Summary, Worker};
 use super::batch::{Counts, Message, MessageBatch};
 use super::client::Client;
 use super::meters::{self, Meters, Progress};
-use super::sink::{Outcome, Outgoing, Producer, SOURCE_HEADER};
+use super::sink::{Outgoing, Producer, Settled, SOURCE_HEADER};
 use super::source::{self, Settings, Ways};
 
 /// Lines per batch at most (as file replay).
@@ -413,7 +413,7 @@ enum Event {
     /// A batch the workers are done with.
     Worked(Box<MessageBatch>),
     /// Every message a batch sent is over: delivered, failed, refused.
-    Delivered(u64, Outcome),
+    Delivered(u64, Settled),
 }
 
 /// A worker thread: batches in, worked batches to the writer, until the
@@ -762,7 +762,7 @@ impl Writer<'_, '_> {
         Ok(())
     }
 
-    fn delivered(&mut self, ticket: u64, outcome: Outcome) {
+    fn delivered(&mut self, ticket: u64, outcome: Settled) {
         let Some((mut b, results, dead)) = self.waiting.remove(&ticket) else {
             return;
         };

@@ -25,6 +25,7 @@ use crate::config::text::{write_g, Sink};
 use crate::config::Engine;
 use crate::features::reasons::{DETECTIONS, DETECTION_COUNT};
 use crate::features::Reasons;
+use crate::outcome::Outcome;
 use crate::signals::live::Live;
 
 /// Score histogram buckets: probabilities; raw-score models land in the
@@ -43,79 +44,6 @@ pub const SECONDS_BUCKETS: [f64; 13] = [
 /// (`-1.2345678901234567e-308`); integers below 1e15 and `nan`/`inf` are
 /// shorter.
 const MAX_NUMBER: usize = 24;
-
-/// What one request came to: a policy's action, or one of the shim's own
-/// outcomes (`Error`: a call failed, 500; `Refused`: internal headers nginx
-/// cannot remove, 400). In exposition order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// Not flagged.
-    Pass,
-    /// Flagged, from an allowed address.
-    Allow,
-    /// Flagged in mode `log`.
-    Log,
-    /// Flagged in mode `block`.
-    Block,
-    /// Unscored under `fail_closed`: 503.
-    Unavailable,
-    /// A call failed: 500.
-    Error,
-    /// Internal headers nginx's Lua API cannot remove: 400.
-    Refused,
-    /// Flagged, with a valid clearance cookie.
-    Cleared,
-    /// Flagged navigation, challenge page served.
-    Challenge,
-    /// A verified bot.
-    Verified,
-    /// A request to the challenge's endpoint.
-    Answer,
-}
-
-impl Outcome {
-    /// Every outcome, in exposition order.
-    pub const ALL: [Outcome; 11] = [
-        Outcome::Pass,
-        Outcome::Allow,
-        Outcome::Log,
-        Outcome::Block,
-        Outcome::Unavailable,
-        Outcome::Error,
-        Outcome::Refused,
-        Outcome::Cleared,
-        Outcome::Challenge,
-        Outcome::Verified,
-        Outcome::Answer,
-    ];
-
-    /// The `action` label.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Pass => "pass",
-            Outcome::Allow => "allow",
-            Outcome::Log => "log",
-            Outcome::Block => "block",
-            Outcome::Unavailable => "unavailable",
-            Outcome::Error => "error",
-            Outcome::Refused => "refused",
-            Outcome::Cleared => "cleared",
-            Outcome::Challenge => "challenge",
-            Outcome::Verified => "verified",
-            Outcome::Answer => "answer",
-        }
-    }
-
-    /// Whether the request reached the point where its bot claim and
-    /// clearance cookie are counted: not for a 503, an answer (judged on
-    /// its own), a failure or a refusal.
-    fn screened(self) -> bool {
-        !matches!(
-            self,
-            Outcome::Unavailable | Outcome::Answer | Outcome::Error | Outcome::Refused
-        )
-    }
-}
 
 /// Shadow mode's kinds of disagreement between the engines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -158,7 +86,7 @@ pub enum BotVerdict {
 /// What a request showed besides its decision: its clearance cookie and
 /// the verified bot it claims (name, verdict).
 #[derive(Clone, Copy, Debug)]
-pub struct Seen<'a> {
+pub struct Screening<'a> {
     /// The clearance cookie's verdict.
     pub clearance: Clearance,
     /// The bot the User-Agent claims.
@@ -397,7 +325,7 @@ pub struct Registry {
     families: Vec<Family>,
     requests: [Option<usize>; 3],
     stripped: usize,
-    decisions: [usize; 11],
+    decisions: [usize; Outcome::ALL.len()],
     /// Per engine (Rust, Lua; none: not configured): the first slot of its
     /// first model's score histogram, and how many models.
     scores: [Option<(usize, usize)>; 2],
@@ -524,7 +452,7 @@ impl Registry {
             requests[engine_index(e)] = Some(b.counter(REQUESTS, &[("engine", e.as_str())]));
         }
         let stripped = b.counter(STRIPPED, &[]);
-        let mut decisions = [0; 11];
+        let mut decisions = [0; Outcome::ALL.len()];
         for (i, o) in Outcome::ALL.iter().enumerate() {
             decisions[i] = b.counter(DECISIONS, &[("action", o.as_str())]);
         }
@@ -686,12 +614,12 @@ impl Registry {
         engine: Engine,
         outcome: Outcome,
         removed: usize,
-        seen: Option<Seen<'_>>,
+        seen: Option<Screening<'_>>,
     ) {
         if let Some(s) = self.requests[engine_index(engine)] {
             self.add(s, 1.0);
         }
-        let i = Outcome::ALL.iter().position(|&o| o == outcome).unwrap_or(0);
+        let i = outcome.index();
         self.add(self.decisions[i], 1.0);
         if removed > 0 {
             self.add(self.stripped, removed as f64);
@@ -978,7 +906,7 @@ mod tests {
     #[test]
     fn bot_and_clearance_count_only_for_requests_that_got_to_act() {
         let r = Registry::new(&spec(Engine::Rust, &[], true, &["googlebot"]));
-        let seen = Seen {
+        let seen = Screening {
             clearance: Clearance::Rejected(Rejection::Mac),
             bot: Some((b"googlebot", BotVerdict::Fake)),
         };
