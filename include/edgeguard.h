@@ -66,12 +66,100 @@ typedef enum {
   /*
    A flagged request that must not get the page (a body, a
    `fetch()`, an API call) in mode `challenge`, or with only
-   ambiguous evidence in mode `block`: answered 403 with an
-   `application/problem+json` `challenge_required` document that
-   points to the challenge. Nobody was blocked outright.
+   ambiguous evidence in mode `block`: answered with the configured
+   `status` and an `application/problem+json` `challenge_required`
+   document that points to the challenge. Nobody was blocked outright.
    */
   EDGEGUARD_OUTCOME_CHALLENGE_REQUIRED = 11,
 } edgeguard_outcome;
+
+/*
+ What the caller wants done (`edgeguard_location_run`'s job, passed
+ as a plain int).
+ */
+typedef enum {
+  /*
+   The whole pipeline: strip, score, decide, respond (`access()`).
+   */
+  EDGEGUARD_JOB_ACCESS = 0,
+  /*
+   Only strip: the internal headers and the score header's
+   spellings (`clear_internal_headers()`).
+   */
+  EDGEGUARD_JOB_STRIP = 1,
+  /*
+   Only strip the internal headers, keeping the score header (a
+   subrequest, whose score header its parent's run set).
+   */
+  EDGEGUARD_JOB_STRIP_LIST = 2,
+} edgeguard_job;
+
+/*
+ The engine that strips and scores (`engine`, `shadow_primary`); its
+ word is the option's value and the metrics' `engine` label. Passed
+ to the metrics exports as a plain int.
+ */
+typedef enum {
+  /*
+   This library, one FFI call per job.
+   */
+  EDGEGUARD_ENGINE_RUST = 0,
+  /*
+   The pure-Lua engine, the "before" of a migration.
+   */
+  EDGEGUARD_ENGINE_LUA = 1,
+  /*
+   Both on every request, acting on the primary's result (requests
+   only).
+   */
+  EDGEGUARD_ENGINE_SHADOW = 2,
+} edgeguard_engine;
+
+/*
+ Shadow mode's kinds of disagreement between the engines; the word
+ is the `kind` label. Passed to `edgeguard_metrics_disagreement` as
+ a plain int.
+ */
+typedef enum {
+  /*
+   A score differs.
+   */
+  EDGEGUARD_DISAGREEMENT_SCORE = 0,
+  /*
+   The action differs.
+   */
+  EDGEGUARD_DISAGREEMENT_DECISION = 1,
+  /*
+   The internal header counts differ.
+   */
+  EDGEGUARD_DISAGREEMENT_HEADERS = 2,
+} edgeguard_disagreement;
+
+/*
+ The kind of value a prediction writes, as the official C API's
+ `SetPredictionType`. Passed to the predict exports as a plain `int`,
+ so an out-of-range number is an `InvalidArgument` result rather
+ than undefined behaviour.
+ */
+typedef enum {
+  /*
+   `RawFormulaVal`: the sum of leaf values after `scale_and_bias`,
+   one value per model dimension.
+   */
+  EDGEGUARD_PREDICTION_TYPE_RAW = 0,
+  /*
+   Binary classifiers: `1 / (1 + exp(-raw))`, one value.
+   MultiClass: softmax over the raw values, one value per class.
+   */
+  EDGEGUARD_PREDICTION_TYPE_PROBABILITY = 1,
+  /*
+   Binary classifiers: `1.0` if `raw > 0` else `0.0` (the 0.5
+   probability threshold). Multi-dimensional models: the index of
+   the largest raw value (the first one on ties). Always one value;
+   it is the class *index*, not the training label.
+   */
+  EDGEGUARD_PREDICTION_TYPE_CLASS = 2,
+} edgeguard_prediction_type;
 
 /*
  The version of this C ABI: what a caller built against
@@ -310,88 +398,6 @@ typedef enum {
    */
   EDGEGUARD_GRADE_CERTAIN = 2,
 } edgeguard_grade;
-
-/*
- What `edgeguard_model_predict` reports, as the official C API's
- `SetPredictionType`. Passed to the predict functions as a plain `int`, so
- an out-of-range number is an `InvalidArgument` result rather than
- undefined behaviour.
- */
-typedef enum {
-  /*
-   The raw formula value: one value per model dimension.
-   */
-  EDGEGUARD_PREDICTION_TYPE_RAW = 0,
-  /*
-   Sigmoid of the raw value (binary) or softmax over classes
-   (MultiClass): one value per dimension.
-   */
-  EDGEGUARD_PREDICTION_TYPE_PROBABILITY = 1,
-  /*
-   `1`/`0` for `raw > 0` (binary) or the index of the largest raw value
-   (MultiClass): one value.
-   */
-  EDGEGUARD_PREDICTION_TYPE_CLASS = 2,
-} edgeguard_prediction_type;
-
-/*
- An engine setting, for the metrics' `engine` label. Stable numbers;
- passed as a plain int.
- */
-typedef enum {
-  /*
-   This library.
-   */
-  EDGEGUARD_ENGINE_RUST = 0,
-  /*
-   The legacy Lua engine.
-   */
-  EDGEGUARD_ENGINE_LUA = 1,
-  /*
-   Both, acting on the primary's result (requests only).
-   */
-  EDGEGUARD_ENGINE_SHADOW = 2,
-} edgeguard_engine;
-
-/*
- Shadow mode's kinds of disagreement. Stable numbers; passed as a plain
- int.
- */
-typedef enum {
-  /*
-   A score differs.
-   */
-  EDGEGUARD_DISAGREEMENT_SCORE = 0,
-  /*
-   The action differs.
-   */
-  EDGEGUARD_DISAGREEMENT_DECISION = 1,
-  /*
-   The internal header counts differ.
-   */
-  EDGEGUARD_DISAGREEMENT_HEADERS = 2,
-} edgeguard_disagreement;
-
-/*
- What `edgeguard_location_run` does. Stable numbers; passed as a plain
- int.
- */
-typedef enum {
-  /*
-   The whole pipeline: strip, score, decide, respond (`access()`).
-   */
-  EDGEGUARD_JOB_ACCESS = 0,
-  /*
-   Only strip the internal headers and the score header's spellings
-   (`clear_internal_headers()`).
-   */
-  EDGEGUARD_JOB_STRIP = 1,
-  /*
-   Only strip the internal headers, keeping the score header (a
-   subrequest: its parent's run set it).
-   */
-  EDGEGUARD_JOB_STRIP_LIST = 2,
-} edgeguard_job;
 
 /*
  The kind of a value `edgeguard_options_put` hands over. Stable numbers;

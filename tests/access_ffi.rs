@@ -17,6 +17,7 @@ use edgeguard::ffi::headers::*;
 use edgeguard::ffi::location::*;
 use edgeguard::ffi::scorer::*;
 use edgeguard::ffi::{edgeguard_grade, EDGEGUARD_DETECTION_COUNT};
+use edgeguard::gate::Job;
 use edgeguard::outcome::Outcome;
 
 const BLOCK: &str = r#"{"models": {"bot": "b.json", "spoof": "s.json"}, "mode": "block", "status": 429,
@@ -465,15 +466,7 @@ fn strip_jobs_list_what_they_strip() {
     let (cfg, loc) = bound_location(BLOCK, scorer, list);
     let scratch = scratch();
     let req = bot_request();
-    let (rc, out) = run_given(
-        loc,
-        null(),
-        &req,
-        null(),
-        edgeguard_job::Strip as i32,
-        NOW,
-        scratch,
-    );
+    let (rc, out) = run_given(loc, null(), &req, null(), Job::Strip as i32, NOW, scratch);
     assert_eq!(rc, R::Ok);
     assert_eq!((cleared(&out), out.matched), (vec![2, 4, 5, 6], 3));
     assert_eq!(
@@ -485,7 +478,7 @@ fn strip_jobs_list_what_they_strip() {
         null(),
         &req,
         null(),
-        edgeguard_job::StripList as i32,
+        Job::StripList as i32,
         NOW,
         scratch,
     );

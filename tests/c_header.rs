@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use edgeguard::outcome::Outcome;
+use edgeguard::ffi::c_enum_declarations;
 
 #[test]
 fn committed_header_is_current() {
@@ -13,7 +13,7 @@ fn committed_header_is_current() {
     // The enums `c_enum!` declares (cbindgen does not expand macros): their
     // declarations come from the enums themselves, ahead of the items that
     // use them.
-    config.after_includes = Some(format!("\n{}", Outcome::c_declaration().trim_end()));
+    config.after_includes = Some(format!("\n{}", c_enum_declarations().trim_end()));
     let mut generated = Vec::new();
     cbindgen::Builder::new()
         .with_src(root.join("src/ffi/mod.rs"))

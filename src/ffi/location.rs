@@ -19,8 +19,7 @@ use super::headers::edgeguard_header_set;
 use super::metrics::edgeguard_metrics;
 use super::scorer::edgeguard_scorer;
 use super::types::{
-    clearance_from_int, edgeguard_request, edgeguard_result, job_from_int, write_effects,
-    EDGEGUARD_MAX_MODELS,
+    clearance_from_int, edgeguard_request, edgeguard_result, write_effects, EDGEGUARD_MAX_MODELS,
 };
 use crate::challenge::{Clearance, Proof, Rejection};
 use crate::config::Engine;
@@ -29,7 +28,7 @@ use crate::outcome::Outcome;
 
 pub use super::types::{
     edgeguard_bot, edgeguard_clearance, edgeguard_effects, edgeguard_exit, edgeguard_given,
-    edgeguard_job, edgeguard_var,
+    edgeguard_var,
 };
 
 /// Everything one `access{}` resolves to. Opaque: made by
@@ -210,7 +209,7 @@ pub unsafe extern "C" fn edgeguard_location_run(
     ffi_panic_boundary! {
         let started = Instant::now();
         let (loc, request, scratch, out) = (try_ref!(location), try_ref!(request), try_mut!(scratch), try_mut!(out));
-        let Some(job) = job_from_int(job) else {
+        let Some(job) = Job::from_int(job) else {
             return edgeguard_result::InvalidArgument;
         };
         let mut req = match request.view() {

@@ -10,12 +10,10 @@ use std::ffi::{c_int, CStr};
 use std::slice;
 
 use crate::challenge::{Clearance, Proof, Rejection};
-use crate::config::Engine;
 use crate::features::TlsFacts;
-use crate::gate::{self, Effects, Exit, Given, Job};
+use crate::gate::{self, Effects, Exit, Given};
 use crate::headers::Header;
-use crate::metrics::{BotVerdict, Disagreement, Screening};
-use crate::model::PredictionType;
+use crate::metrics::{BotVerdict, Screening};
 use crate::outcome::Outcome;
 use crate::tls::Family;
 use crate::verified::Verdict;
@@ -387,33 +385,6 @@ impl edgeguard_given {
     }
 }
 
-/// What `edgeguard_location_run` does. Stable numbers; passed as a plain
-/// int.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum edgeguard_job {
-    /// The whole pipeline: strip, score, decide, respond (`access()`).
-    Access = 0,
-    /// Only strip the internal headers and the score header's spellings
-    /// (`clear_internal_headers()`).
-    Strip = 1,
-    /// Only strip the internal headers, keeping the score header (a
-    /// subrequest: its parent's run set it).
-    StripList = 2,
-}
-
-/// The job of a number, if it is one.
-pub(crate) fn job_from_int(n: c_int) -> Option<Job> {
-    [
-        (edgeguard_job::Access, Job::Access),
-        (edgeguard_job::Strip, Job::Strip),
-        (edgeguard_job::StripList, Job::StripList),
-    ]
-    .into_iter()
-    .find(|(c, _)| *c as c_int == n)
-    .map(|(_, j)| j)
-}
-
 // ------------------------------------------------------------- effects
 
 /// How a request ends. Stable numbers.
@@ -722,90 +693,6 @@ pub(crate) unsafe fn seen_of_raw<'a>(out: *const edgeguard_effects) -> Option<Sc
 
 // ------------------------------------------------------------- metrics
 
-/// An engine setting, for the metrics' `engine` label. Stable numbers;
-/// passed as a plain int.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum edgeguard_engine {
-    /// This library.
-    Rust = 0,
-    /// The legacy Lua engine.
-    Lua = 1,
-    /// Both, acting on the primary's result (requests only).
-    Shadow = 2,
-}
-
-/// The engine of a number, if it is one.
-pub(crate) fn engine_from_int(n: c_int) -> Option<Engine> {
-    [
-        (edgeguard_engine::Rust, Engine::Rust),
-        (edgeguard_engine::Lua, Engine::Lua),
-        (edgeguard_engine::Shadow, Engine::Shadow),
-    ]
-    .into_iter()
-    .find(|(c, _)| *c as c_int == n)
-    .map(|(_, e)| e)
-}
-
-/// Shadow mode's kinds of disagreement. Stable numbers; passed as a plain
-/// int.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum edgeguard_disagreement {
-    /// A score differs.
-    Score = 0,
-    /// The action differs.
-    Decision = 1,
-    /// The internal header counts differ.
-    Headers = 2,
-}
-
-/// The kind of a number, if it is one.
-pub(crate) fn disagreement_from_int(n: c_int) -> Option<Disagreement> {
-    [
-        (edgeguard_disagreement::Score, Disagreement::Score),
-        (edgeguard_disagreement::Decision, Disagreement::Decision),
-        (edgeguard_disagreement::Headers, Disagreement::Headers),
-    ]
-    .into_iter()
-    .find(|(c, _)| *c as c_int == n)
-    .map(|(_, d)| d)
-}
-
-// ------------------------------------------------------------- models
-
-/// What `edgeguard_model_predict` reports, as the official C API's
-/// `SetPredictionType`. Passed to the predict functions as a plain `int`, so
-/// an out-of-range number is an `InvalidArgument` result rather than
-/// undefined behaviour.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum edgeguard_prediction_type {
-    /// The raw formula value: one value per model dimension.
-    Raw = 0,
-    /// Sigmoid of the raw value (binary) or softmax over classes
-    /// (MultiClass): one value per dimension.
-    Probability = 1,
-    /// `1`/`0` for `raw > 0` (binary) or the index of the largest raw value
-    /// (MultiClass): one value.
-    Class = 2,
-}
-
-/// The prediction type of a number, if it is one.
-pub(crate) fn prediction_type_from_int(n: c_int) -> Option<PredictionType> {
-    [
-        (edgeguard_prediction_type::Raw, PredictionType::Raw),
-        (
-            edgeguard_prediction_type::Probability,
-            PredictionType::Probability,
-        ),
-        (edgeguard_prediction_type::Class, PredictionType::Class),
-    ]
-    .into_iter()
-    .find(|(c, _)| *c as c_int == n)
-    .map(|(_, t)| t)
-}
-
 // ------------------------------------------------------------- options
 
 /// The kind of a value `edgeguard_options_put` hands over. Stable numbers;
@@ -894,10 +781,31 @@ mod tests {
             assert_eq!(edgeguard_clearance::from(c) as c_int, n);
         }
         assert_eq!(clearance_from_int(11), None);
-        assert_eq!(job_from_int(2), Some(Job::StripList));
-        assert_eq!(job_from_int(3), None);
-        assert_eq!(engine_from_int(2), Some(Engine::Shadow));
-        assert_eq!(disagreement_from_int(3), None);
-        assert_eq!(prediction_type_from_int(2), Some(PredictionType::Class));
+        // The enums `c_enum!` declares: dense from 0, each number its
+        // variant's, and the header declares every one.
+        let header = super::super::c_enum_declarations();
+        macro_rules! dense {
+            ($($t:ty),+) => {$(
+                for (i, v) in <$t>::ALL.into_iter().enumerate() {
+                    assert_eq!(<$t>::from_int(i as c_int), Some(v));
+                    assert_eq!(v.index(), i);
+                    let c = format!(
+                        "  {}_{} = {i},\n",
+                        <$t>::C_TYPE.to_ascii_uppercase(),
+                        v.as_str().to_ascii_uppercase()
+                    );
+                    assert!(header.contains(&c), "{c}");
+                }
+                assert_eq!(<$t>::from_int(<$t>::ALL.len() as c_int), None);
+                assert_eq!(<$t>::from_int(-1), None);
+            )+};
+        }
+        dense!(
+            Outcome,
+            crate::gate::Job,
+            crate::config::Engine,
+            crate::metrics::Disagreement,
+            crate::model::PredictionType
+        );
     }
 }

@@ -132,17 +132,19 @@ pub struct Given<'a> {
     pub unremovable: usize,
 }
 
-/// What the caller wants done.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Job {
-    /// The whole pipeline: `access()`.
-    Access,
-    /// Only strip: the internal headers and the score header's spellings
-    /// (`clear_internal_headers()`).
-    Strip,
-    /// Only strip the internal headers, keeping the score header (a
-    /// subrequest, whose score header its parent's run set).
-    StripList,
+c_enum! {
+    /// What the caller wants done (`edgeguard_location_run`'s job, passed
+    /// as a plain int).
+    pub enum Job as "edgeguard_job" {
+        /// The whole pipeline: strip, score, decide, respond (`access()`).
+        Access = 0 => "access",
+        /// Only strip: the internal headers and the score header's
+        /// spellings (`clear_internal_headers()`).
+        Strip = 1 => "strip",
+        /// Only strip the internal headers, keeping the score header (a
+        /// subrequest, whose score header its parent's run set).
+        StripList = 2 => "strip_list",
+    }
 }
 
 /// Why [`super::run`] refused a request: the caller's mistake, nothing done.

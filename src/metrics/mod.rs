@@ -45,32 +45,17 @@ pub const SECONDS_BUCKETS: [f64; 13] = [
 /// shorter.
 const MAX_NUMBER: usize = 24;
 
-/// Shadow mode's kinds of disagreement between the engines.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Disagreement {
-    /// A score differs.
-    Score,
-    /// The action differs.
-    Decision,
-    /// The internal header counts differ.
-    Headers,
-}
-
-impl Disagreement {
-    /// Every kind, in exposition order.
-    pub const ALL: [Disagreement; 3] = [
-        Disagreement::Score,
-        Disagreement::Decision,
-        Disagreement::Headers,
-    ];
-
-    /// The `kind` label.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Disagreement::Score => "score",
-            Disagreement::Decision => "decision",
-            Disagreement::Headers => "headers",
-        }
+c_enum! {
+    /// Shadow mode's kinds of disagreement between the engines; the word
+    /// is the `kind` label. Passed to `edgeguard_metrics_disagreement` as
+    /// a plain int.
+    pub enum Disagreement as "edgeguard_disagreement" {
+        /// A score differs.
+        Score = 0 => "score",
+        /// The action differs.
+        Decision = 1 => "decision",
+        /// The internal header counts differ.
+        Headers = 2 => "headers",
     }
 }
 

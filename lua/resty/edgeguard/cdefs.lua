@@ -41,6 +41,42 @@ typedef enum {
   EDGEGUARD_OUTCOME_CHALLENGE_REQUIRED = 11,
 } edgeguard_outcome;
 
+typedef enum {
+
+  EDGEGUARD_JOB_ACCESS = 0,
+
+  EDGEGUARD_JOB_STRIP = 1,
+
+  EDGEGUARD_JOB_STRIP_LIST = 2,
+} edgeguard_job;
+
+typedef enum {
+
+  EDGEGUARD_ENGINE_RUST = 0,
+
+  EDGEGUARD_ENGINE_LUA = 1,
+
+  EDGEGUARD_ENGINE_SHADOW = 2,
+} edgeguard_engine;
+
+typedef enum {
+
+  EDGEGUARD_DISAGREEMENT_SCORE = 0,
+
+  EDGEGUARD_DISAGREEMENT_DECISION = 1,
+
+  EDGEGUARD_DISAGREEMENT_HEADERS = 2,
+} edgeguard_disagreement;
+
+typedef enum {
+
+  EDGEGUARD_PREDICTION_TYPE_RAW = 0,
+
+  EDGEGUARD_PREDICTION_TYPE_PROBABILITY = 1,
+
+  EDGEGUARD_PREDICTION_TYPE_CLASS = 2,
+} edgeguard_prediction_type;
+
 static const int EDGEGUARD_ABI_VERSION = 2;
 
 static const int EDGEGUARD_VERSION_MAJOR = 0;
@@ -141,42 +177,6 @@ typedef enum {
 
   EDGEGUARD_GRADE_CERTAIN = 2,
 } edgeguard_grade;
-
-typedef enum {
-
-  EDGEGUARD_PREDICTION_TYPE_RAW = 0,
-
-  EDGEGUARD_PREDICTION_TYPE_PROBABILITY = 1,
-
-  EDGEGUARD_PREDICTION_TYPE_CLASS = 2,
-} edgeguard_prediction_type;
-
-typedef enum {
-
-  EDGEGUARD_ENGINE_RUST = 0,
-
-  EDGEGUARD_ENGINE_LUA = 1,
-
-  EDGEGUARD_ENGINE_SHADOW = 2,
-} edgeguard_engine;
-
-typedef enum {
-
-  EDGEGUARD_DISAGREEMENT_SCORE = 0,
-
-  EDGEGUARD_DISAGREEMENT_DECISION = 1,
-
-  EDGEGUARD_DISAGREEMENT_HEADERS = 2,
-} edgeguard_disagreement;
-
-typedef enum {
-
-  EDGEGUARD_JOB_ACCESS = 0,
-
-  EDGEGUARD_JOB_STRIP = 1,
-
-  EDGEGUARD_JOB_STRIP_LIST = 2,
-} edgeguard_job;
 
 typedef enum {
 
