@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 
 use crate::gate::Config;
+use crate::replay::batches::drain;
 use crate::replay::{LineReader, Options, Summary, Worker};
 
 use super::batch::{Counts, Message, MessageBatch};
@@ -423,24 +424,20 @@ fn work(
     rx: &Mutex<Option<Receiver<Box<MessageBatch>>>>,
     tx: SyncSender<Event>,
 ) -> Summary {
-    loop {
-        let next = match rx.lock() {
-            Ok(rx) => rx.as_ref().and_then(|rx| rx.recv().ok()),
-            Err(_) => None,
-        };
-        let Some(mut batch) = next else { break };
-        let before = counts(&worker.tally);
-        worker.process(&mut batch.lines);
-        let after = counts(&worker.tally);
-        batch.counts = Counts {
-            requests: after.requests - before.requests,
-            invalid: after.invalid - before.invalid,
-            actions: std::array::from_fn(|i| after.actions[i] - before.actions[i]),
-        };
-        if tx.send(Event::Worked(batch)).is_err() {
-            break;
-        }
-    }
+    drain(
+        rx,
+        |batch: &mut Box<MessageBatch>| {
+            let before = counts(&worker.tally);
+            worker.process(&mut batch.lines);
+            let after = counts(&worker.tally);
+            batch.counts = Counts {
+                requests: after.requests - before.requests,
+                invalid: after.invalid - before.invalid,
+                actions: std::array::from_fn(|i| after.actions[i] - before.actions[i]),
+            };
+        },
+        |batch| tx.send(Event::Worked(batch)).is_ok(),
+    );
     worker.tally
 }
 

@@ -27,6 +27,7 @@
 
 #![forbid(unsafe_code)]
 
+pub(crate) mod batches;
 mod feed;
 mod input;
 mod number;
