@@ -8,9 +8,10 @@
 
 use std::path::Path;
 
+use edgeguard::challenge::AnswerResult;
 use edgeguard::challenge::{Clearance, Proof, Rejection};
 use edgeguard::config::Engine;
-use edgeguard::metrics::{AnswerResult, BotVerdict, Disagreement, Registry, Screening, Spec};
+use edgeguard::metrics::{BotVerdict, Disagreement, Registry, Screening, Spec};
 use edgeguard::outcome::Outcome;
 
 fn fixture(name: &str) -> String {

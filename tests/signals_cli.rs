@@ -8,12 +8,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use edgeguard::challenge::AnswerResult;
 use edgeguard::challenge::{self, Clearance};
 use edgeguard::features::TlsFacts;
 use edgeguard::features::{extract, FeatureVector};
 use edgeguard::gate::{self, Config, Exit, Job, Scratch};
 use edgeguard::headers::Header;
-use edgeguard::metrics::AnswerResult;
 use edgeguard::outcome::Outcome;
 use edgeguard::signals::key::headers_key_of;
 use edgeguard::signals::{Kind, Snapshot, KEY_CAP};

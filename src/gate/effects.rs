@@ -2,10 +2,10 @@
 //! what replay reports of it), borrowed from the location and the scratch.
 
 use super::location::Location;
+use crate::challenge::AnswerResult;
 use crate::challenge::Clearance;
 use crate::config::text::Span;
 use crate::features::{Grade, Reasons};
-use crate::metrics::AnswerResult;
 use crate::outcome::Outcome;
 use crate::scorer::ScoreError;
 use crate::signals::live::Lookup;

@@ -28,6 +28,7 @@ use super::location::Location;
 use super::request::Incoming;
 use super::scratch::{Scratch, LOCATION_CAP};
 use super::state::{BodyParts, State};
+use crate::challenge::AnswerResult;
 use crate::challenge::{
     self, return_path, Answer, Binding, Challenge, Endpoint, PageInput, Problem, ProblemInput,
     Proof, Rejection, Returned, MAX_RETURN, SET_COOKIE_CAP,
@@ -35,7 +36,6 @@ use crate::challenge::{
 use crate::config::text::Span;
 use crate::config::Mode;
 use crate::features::Grade;
-use crate::metrics::AnswerResult;
 use crate::net::addr_from_text;
 use crate::outcome::Outcome;
 

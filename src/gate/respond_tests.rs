@@ -6,11 +6,11 @@
 use std::path::Path;
 
 use super::super::*;
+use crate::challenge::AnswerResult;
 use crate::challenge::{self, Clearance, Proof, Rejection};
 use crate::config::Options;
 use crate::features::TlsFacts;
 use crate::headers::Header;
-use crate::metrics::AnswerResult;
 use crate::outcome::Outcome;
 use crate::tls::Family;
 

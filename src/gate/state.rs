@@ -6,8 +6,8 @@ use std::net::IpAddr;
 
 use super::effects::Exit;
 use super::policy::Decision;
+use crate::challenge::AnswerResult;
 use crate::config::text::Span;
-use crate::metrics::AnswerResult;
 use crate::outcome::Outcome;
 use crate::scorer::ScoreError;
 use crate::signals::live::Lookup;

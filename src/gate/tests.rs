@@ -375,7 +375,7 @@ fn replay_reads_decisions_without_texts() {
 }
 
 use crate::challenge;
-use crate::metrics::AnswerResult;
+use crate::challenge::AnswerResult;
 
 /// A snapshot file in a fresh directory: `curl`'s headers key spread over
 /// many prefixes that never solve, and a TLS stack people solve with.
@@ -747,7 +747,7 @@ fn ambiguous_verdicts_are_challenged_and_certain_ones_blocked() {
         let what = format!("{extra} {:?}", e.line.map(|(l, _)| text(l)));
         assert_eq!((e.action, e.grade), (action, grade), "{what}");
         if action == Outcome::ChallengeRequired {
-            assert_eq!(e.answer, Some(crate::metrics::AnswerResult::Problem));
+            assert_eq!(e.answer, Some(crate::challenge::AnswerResult::Problem));
             assert!(matches!(e.exit, Exit::Page { status: 403, .. }), "{what}");
         }
         let vars: Vec<(&str, &str)> = e.vars.iter().map(|(n, v)| (text(n), text(v))).collect();

@@ -20,7 +20,7 @@ use std::fmt::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::challenge::{Clearance, Proof, Rejection};
+use crate::challenge::{AnswerResult, Clearance, Proof, Rejection};
 use crate::config::text::{write_g, Sink};
 use crate::config::Engine;
 use crate::features::reasons::{DETECTIONS, DETECTION_COUNT};
@@ -78,38 +78,17 @@ pub struct Screening<'a> {
     pub bot: Option<(&'a [u8], BotVerdict)>,
 }
 
-/// What the challenge did with a request besides serving its page: an
-/// answer, a no-JavaScript wait redeemed, the "cookies are needed" page,
-/// or a problem document instead of the page.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AnswerResult {
-    /// The work was done: a clearance cookie was issued.
-    Solved,
-    /// A no-JavaScript wait was redeemed: the weaker clearance was issued.
-    Waited,
-    /// Refused, and why (`early`: a no-JavaScript ticket followed before
-    /// its wait was over).
-    Failed(Rejection),
-    /// Solves came back without the cookie: the "cookies are needed"
-    /// page (or problem) was served instead of another challenge.
-    CookiesNeeded,
-    /// A request that must not get the page (a body, a fetch or an API
-    /// call) got `application/problem+json` instead.
-    Problem,
-}
+/// The `result` label of `edgeguard_challenges_total`, after `served`, by
+/// [`answer_label_index`].
+const ANSWER_LABELS: [&str; 5] = ["solved", "failed", "waited", "cookies_needed", "problem"];
 
-impl AnswerResult {
-    /// The `result` label of `edgeguard_challenges_total`, after `served`.
-    const LABELS: [&'static str; 5] = ["solved", "failed", "waited", "cookies_needed", "problem"];
-
-    fn label_index(self) -> usize {
-        match self {
-            AnswerResult::Solved => 0,
-            AnswerResult::Failed(_) => 1,
-            AnswerResult::Waited => 2,
-            AnswerResult::CookiesNeeded => 3,
-            AnswerResult::Problem => 4,
-        }
+fn answer_label_index(a: AnswerResult) -> usize {
+    match a {
+        AnswerResult::Solved => 0,
+        AnswerResult::Failed(_) => 1,
+        AnswerResult::Waited => 2,
+        AnswerResult::CookiesNeeded => 3,
+        AnswerResult::Problem => 4,
     }
 }
 
@@ -317,7 +296,7 @@ pub struct Registry {
     seconds: [Option<usize>; 2],
     disagreements: [usize; 3],
     load_errors: usize,
-    /// Served, then [`AnswerResult::LABELS`].
+    /// Served, then [`ANSWER_LABELS`].
     challenges: Option<[usize; 6]>,
     /// By clearance code.
     clearances: [Option<usize>; CLEARANCE_CODES],
@@ -468,7 +447,7 @@ impl Registry {
             (None, [None; CLEARANCE_CODES], [None; CLEARANCE_CODES]);
         if spec.challenge {
             let mut ch = [0; 6];
-            let labels = std::iter::once("served").chain(AnswerResult::LABELS);
+            let labels = std::iter::once("served").chain(ANSWER_LABELS);
             for (i, r) in labels.enumerate() {
                 ch[i] = b.counter(CHALLENGES, &[("result", r)]);
             }
@@ -691,7 +670,7 @@ impl Registry {
     /// An answer to the challenge (nothing without a challenge configured).
     pub fn answer(&self, result: AnswerResult) {
         let Some(ch) = self.challenges else { return };
-        self.add(ch[1 + result.label_index()], 1.0);
+        self.add(ch[1 + answer_label_index(result)], 1.0);
         if let AnswerResult::Failed(r) = result {
             if let Some(s) = self.failures[2 + r.index()] {
                 self.add(s, 1.0);

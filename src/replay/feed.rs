@@ -17,9 +17,9 @@
 //! features [`crate::features::extract`] gives (the extraction the scorer
 //! runs; the header order does not depend on a model's order table).
 
+use crate::challenge::AnswerResult;
 use crate::features::{extract, FeatureVector};
 use crate::gate::Effects;
-use crate::metrics::AnswerResult;
 use crate::net::addr_from_text;
 use crate::outcome::Outcome;
 use crate::signals::key::{headers_key_of, Kind, KEY_CAP};
