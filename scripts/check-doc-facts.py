@@ -154,7 +154,8 @@ class Facts:
         names = {}
         for d in METRIC_HOMES:
             for path in sorted((self.root / d).rglob("*.rs")) if (self.root / d).is_dir() else []:
-                for m in re.finditer(r"\"(edgeguard_[a-z0-9_]*[a-z0-9])\"", path.read_text(encoding="utf-8")):
+                # `enum X as "edgeguard_x"` is a C type's name (c_enum!), no family.
+                for m in re.finditer(r"(?<!as )\"(edgeguard_[a-z0-9_]*[a-z0-9])\"", path.read_text(encoding="utf-8")):
                     names.setdefault(m.group(1), d)
         return names
 
