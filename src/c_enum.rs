@@ -22,6 +22,8 @@ macro_rules! c_enum {
         }
     ) => {
         $(#[doc = $doc])*
+        // A C enum's size (an `int`): the boundary's structs hold them.
+        #[repr(C)]
         #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
         $vis enum $name {
             $(
@@ -29,6 +31,10 @@ macro_rules! c_enum {
                 $variant = $num,
             )+
         }
+
+        const _: () = assert!(
+            std::mem::size_of::<$name>() == std::mem::size_of::<std::ffi::c_int>()
+        );
 
         impl $name {
             /// Every variant, in number order.

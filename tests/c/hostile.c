@@ -1671,7 +1671,8 @@ static void test_metrics_hostile(void) {
     /* Counting calls: bad numbers refused, nothing counted. */
     CHECK_CODE(edgeguard_metrics_request(NULL, 0, 0, 0, NULL), EDGEGUARD_RESULT_NULL_PARAMETER, "request: null");
     CHECK_CODE(edgeguard_metrics_request(m, 3, 0, 0, NULL), EDGEGUARD_RESULT_INVALID_ARGUMENT, "request: engine 3");
-    CHECK_CODE(edgeguard_metrics_request(m, 0, 11, 0, NULL), EDGEGUARD_RESULT_INVALID_ARGUMENT, "request: outcome 11");
+    CHECK_CODE(edgeguard_metrics_request(m, 0, EDGEGUARD_OUTCOME_CHALLENGE_REQUIRED + 1, 0, NULL), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "request: outcome past the last");
     CHECK_CODE(edgeguard_metrics_request(m, 0, -1, 0, NULL), EDGEGUARD_RESULT_INVALID_ARGUMENT, "request: outcome -1");
     edgeguard_effects out;
     memset(&out, 0, sizeof out);
@@ -1868,7 +1869,7 @@ static void test_challenge_hostile(void) {
     CHECK(edgeguard_clearance_name(11) == NULL && edgeguard_clearance_name(-1) == NULL &&
               edgeguard_clearance_name(1 << 30) == NULL, "names out of range");
     CHECK(strcmp(edgeguard_outcome_name(EDGEGUARD_OUTCOME_REFUSED), "refused") == 0 &&
-              strcmp(edgeguard_outcome_name(0), "pass") == 0 && edgeguard_outcome_name(9) == NULL &&
+              strcmp(edgeguard_outcome_name(0), "pass") == 0 && edgeguard_outcome_name(EDGEGUARD_OUTCOME_CHALLENGE_REQUIRED + 1) == NULL &&
               edgeguard_outcome_name(-1) == NULL, "action names");
 
     edgeguard_effects d;
