@@ -20,8 +20,8 @@
 //! - in mode `challenge` a flagged request that may get the page
 //!   (`challenge_response`: by default a navigation) gets
 //!   [`Outcome::Challenge`] (the page), any other flagged request
-//!   [`Outcome::Block`] (the respond stage answers it with a problem
-//!   document).
+//!   [`Outcome::Block`], which the respond stage turns into
+//!   [`Outcome::ChallengeRequired`] and a problem document.
 //!
 //! The cookie is checked on every request that carries one while a
 //! challenge is configured, flagged or not, so that [`Decision::clearance`]

@@ -6,8 +6,8 @@
 //!
 //! - flagged: a model flagged it (`Effects::flagged`);
 //! - challenge: it was served the challenge page (`Outcome::Challenge`) or,
-//!   not a navigation, the `challenge_required` problem document (a block
-//!   answered with it) — what a client that wants in has to solve;
+//!   not a navigation, the `challenge_required` problem document
+//!   (`Outcome::ChallengeRequired`) — what a client that wants in has to solve;
 //! - solved: its answer earned a clearance (`AnswerResult::Solved`), or a
 //!   no-JavaScript wait was redeemed (`Waited`, the weaker clearance a
 //!   person without JavaScript gets: counted as solved);
