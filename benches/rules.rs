@@ -26,7 +26,7 @@ use std::path::Path;
 use criterion::Criterion;
 use edgeguard::features::TlsFacts;
 use edgeguard::headers::Header;
-use edgeguard::rules::{split_target, Context, Rules, Scratch, View};
+use edgeguard::rules::{split_target, Context, NormalPath, Rules, View};
 use edgeguard::tls::Family;
 
 const MODELS: &[&str] = &["bot", "spoof"];
@@ -96,7 +96,7 @@ fn view<'a>(method: &'a [u8], target: &'a [u8], headers: &'a [Header<'a>]) -> Vi
 
 /// Both stages, as the gate runs them: before scoring, then after with
 /// the scores if nothing matched.
-fn evaluate(rules: &Rules, v: &View<'_>, scratch: &mut Scratch) -> usize {
+fn evaluate(rules: &Rules, v: &View<'_>, scratch: &mut NormalPath) -> usize {
     if let Some(m) = rules.before_scoring(v, scratch) {
         return m.index;
     }
@@ -139,7 +139,7 @@ fn main() {
 
     // The claims the numbers rest on: the page meets no rule, the feed
     // reader meets the 7th.
-    let mut scratch = Scratch::new();
+    let mut scratch = NormalPath::new();
     for r in [&plain, &regex, &presets] {
         assert_eq!(
             evaluate(r, &view(page.0, page.1, &chrome), &mut scratch),
@@ -315,7 +315,7 @@ fn gate_group(
     ];
     let mut scratch = gate::Scratch::new();
     let mut one = |loc: &Location| {
-        let req = gate::Request::new(
+        let req = gate::Incoming::new(
             black_box(page.0),
             black_box(page.1),
             20,
@@ -375,7 +375,7 @@ fn gate_group(
     for (name, loc) in &scored_cases {
         g.bench_function(format!("{name}/page"), |b| {
             b.iter(|| {
-                let req = gate::Request::new(
+                let req = gate::Incoming::new(
                     black_box(page.0),
                     black_box(page.1),
                     20,

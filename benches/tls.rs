@@ -4,7 +4,7 @@
 //! most ciphers a ClientHello can carry). ns per ClientHello.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
-use edgeguard::tls::{ClientHello, Fingerprint, Scratch};
+use edgeguard::tls::{ClientHello, Fingerprint, SortRoom};
 
 fn hex(s: &str) -> Vec<u8> {
     (0..s.len())
@@ -30,7 +30,7 @@ fn load() -> Vec<(String, Vec<u8>)> {
 
 fn bench(c: &mut Criterion) {
     let hellos = load();
-    let mut scratch = Scratch::default();
+    let mut scratch = SortRoom::default();
     let mut g = c.benchmark_group("tls");
     for (client, bytes) in &hellos {
         g.bench_function(format!("parse/{client}"), |b| {

@@ -7,6 +7,161 @@
 #include <stdint.h>
 
 /*
+ What happens to one request. Its word is `$edgeguard_action`, the
+ decision line's `action=` and the metrics' `action` label. The
+ numbers are in the metrics' exposition order.
+ */
+typedef enum {
+  /*
+   Not flagged (or mode `off`): proxied.
+   */
+  EDGEGUARD_OUTCOME_PASS = 0,
+  /*
+   Flagged, but the client lies in an `allow` block: proxied.
+   */
+  EDGEGUARD_OUTCOME_ALLOW = 1,
+  /*
+   Flagged and logged (mode `log`): proxied.
+   */
+  EDGEGUARD_OUTCOME_LOG = 2,
+  /*
+   Flagged and refused with the configured status (mode `block`,
+   a block rule).
+   */
+  EDGEGUARD_OUTCOME_BLOCK = 3,
+  /*
+   Not scored while models are configured and `fail_closed` is
+   set: 503.
+   */
+  EDGEGUARD_OUTCOME_UNAVAILABLE = 4,
+  /*
+   A call failed: the shim answered 500. Never the gate's.
+   */
+  EDGEGUARD_OUTCOME_ERROR = 5,
+  /*
+   Internal headers that nginx's Lua API cannot remove (names that
+   are not RFC 9110 tokens): 400, rather than strip some and
+   forward the rest.
+   */
+  EDGEGUARD_OUTCOME_REFUSED = 6,
+  /*
+   Flagged, but a valid clearance cookie lets it through.
+   */
+  EDGEGUARD_OUTCOME_CLEARED = 7,
+  /*
+   A flagged navigation in mode `challenge`: served the challenge
+   page.
+   */
+  EDGEGUARD_OUTCOME_CHALLENGE = 8,
+  /*
+   A verified bot (User-Agent and address agree): proxied.
+   */
+  EDGEGUARD_OUTCOME_VERIFIED = 9,
+  /*
+   A request to the challenge's endpoint while a challenge is
+   configured: answered (a clearance cookie and a redirect, or the
+   status), never proxied.
+   */
+  EDGEGUARD_OUTCOME_ANSWER = 10,
+  /*
+   A flagged request that must not get the page (a body, a
+   `fetch()`, an API call) in mode `challenge`, or with only
+   ambiguous evidence in mode `block`: answered with the configured
+   `status` and an `application/problem+json` `challenge_required`
+   document that points to the challenge. Nobody was blocked outright.
+   */
+  EDGEGUARD_OUTCOME_CHALLENGE_REQUIRED = 11,
+} edgeguard_outcome;
+
+/*
+ What the caller wants done (`edgeguard_location_run`'s job, passed
+ as a plain int).
+ */
+typedef enum {
+  /*
+   The whole pipeline: strip, score, decide, respond (`access()`).
+   */
+  EDGEGUARD_JOB_ACCESS = 0,
+  /*
+   Only strip: the internal headers and the score header's
+   spellings (`clear_internal_headers()`).
+   */
+  EDGEGUARD_JOB_STRIP = 1,
+  /*
+   Only strip the internal headers, keeping the score header (a
+   subrequest, whose score header its parent's run set).
+   */
+  EDGEGUARD_JOB_STRIP_LIST = 2,
+} edgeguard_job;
+
+/*
+ The engine that strips and scores (`engine`, `shadow_primary`); its
+ word is the option's value and the metrics' `engine` label. Passed
+ to the metrics exports as a plain int.
+ */
+typedef enum {
+  /*
+   This library, one FFI call per job.
+   */
+  EDGEGUARD_ENGINE_RUST = 0,
+  /*
+   The pure-Lua engine, the "before" of a migration.
+   */
+  EDGEGUARD_ENGINE_LUA = 1,
+  /*
+   Both on every request, acting on the primary's result (requests
+   only).
+   */
+  EDGEGUARD_ENGINE_SHADOW = 2,
+} edgeguard_engine;
+
+/*
+ Shadow mode's kinds of disagreement between the engines; the word
+ is the `kind` label. Passed to `edgeguard_metrics_disagreement` as
+ a plain int.
+ */
+typedef enum {
+  /*
+   A score differs.
+   */
+  EDGEGUARD_DISAGREEMENT_SCORE = 0,
+  /*
+   The action differs.
+   */
+  EDGEGUARD_DISAGREEMENT_DECISION = 1,
+  /*
+   The internal header counts differ.
+   */
+  EDGEGUARD_DISAGREEMENT_HEADERS = 2,
+} edgeguard_disagreement;
+
+/*
+ The kind of value a prediction writes, as the official C API's
+ `SetPredictionType`. Passed to the predict exports as a plain `int`,
+ so an out-of-range number is an `InvalidArgument` result rather
+ than undefined behaviour.
+ */
+typedef enum {
+  /*
+   `RawFormulaVal`: the sum of leaf values after `scale_and_bias`,
+   one value per model dimension.
+   */
+  EDGEGUARD_PREDICTION_TYPE_RAW = 0,
+  /*
+   Binary classifiers: `1 / (1 + exp(-raw))`, one value.
+   MultiClass: softmax over the raw values, one value per class.
+   */
+  EDGEGUARD_PREDICTION_TYPE_PROBABILITY = 1,
+  /*
+   Binary classifiers: `1.0` if `raw > 0` else `0.0` (the 0.5
+   probability threshold). Multi-dimensional models: the index of
+   the largest raw value (the first one on ties). Always one value;
+   it is the class *index*, not the training label.
+   */
+  EDGEGUARD_PREDICTION_TYPE_CLASS = 2,
+} edgeguard_prediction_type;
+
+/*
  The version of this C ABI: what a caller built against
  include/edgeguard.h compares with [`edgeguard_abi_version`] before
  calling anything else.
@@ -134,75 +289,6 @@ typedef enum {
 } edgeguard_result;
 
 /*
- An engine setting, for the metrics' `engine` label. Stable numbers;
- passed as a plain int.
- */
-typedef enum {
-  /*
-   This library.
-   */
-  EDGEGUARD_ENGINE_RUST = 0,
-  /*
-   The legacy Lua engine.
-   */
-  EDGEGUARD_ENGINE_LUA = 1,
-  /*
-   Both, acting on the primary's result (requests only).
-   */
-  EDGEGUARD_ENGINE_SHADOW = 2,
-} edgeguard_engine;
-
-/*
- What a request comes to (`$edgeguard_action`). Stable numbers:
- `edgeguard_outcome` gives every action the same number.
- */
-typedef enum {
-  /*
-   Not flagged, or mode `off`: proxied.
-   */
-  EDGEGUARD_ACTION_PASS = 0,
-  /*
-   Flagged, but the client lies in an `allow` block: proxied.
-   */
-  EDGEGUARD_ACTION_ALLOW = 1,
-  /*
-   Flagged in mode `log`: proxied, logged.
-   */
-  EDGEGUARD_ACTION_LOG = 2,
-  /*
-   Flagged in mode `block`: answered with the configured `status`.
-   */
-  EDGEGUARD_ACTION_BLOCK = 3,
-  /*
-   Not scored while models are configured and `fail_closed` is set:
-   503.
-   */
-  EDGEGUARD_ACTION_UNAVAILABLE = 4,
-  /*
-   Flagged, but a valid clearance cookie lets it through.
-   */
-  EDGEGUARD_ACTION_CLEARED = 5,
-  /*
-   A flagged navigation in mode `challenge`: the challenge page.
-   */
-  EDGEGUARD_ACTION_CHALLENGE = 6,
-  /*
-   A verified bot: proxied.
-   */
-  EDGEGUARD_ACTION_VERIFIED = 7,
-  /*
-   A request to the challenge's endpoint (`/.edgeguard/challenge`)
-   while a challenge is configured: answered, never proxied.
-   */
-  EDGEGUARD_ACTION_ANSWER = 8,
-  /*
-   Internal headers nginx's Lua API cannot remove: 400. (9 is
-   `edgeguard_outcome`'s `Error`, which is no action.)
-   */
-  EDGEGUARD_ACTION_REFUSED = 10,
-} edgeguard_action;
-
-/*
  How a request ends. Stable numbers.
  */
 typedef enum {
@@ -314,121 +400,6 @@ typedef enum {
 } edgeguard_grade;
 
 /*
- What `edgeguard_model_predict` reports, as the official C API's
- `SetPredictionType`. Passed to the predict functions as a plain `int`, so
- an out-of-range number is an `InvalidArgument` result rather than
- undefined behaviour.
- */
-typedef enum {
-  /*
-   The raw formula value: one value per model dimension.
-   */
-  EDGEGUARD_PREDICTION_TYPE_RAW = 0,
-  /*
-   Sigmoid of the raw value (binary) or softmax over classes
-   (MultiClass): one value per dimension.
-   */
-  EDGEGUARD_PREDICTION_TYPE_PROBABILITY = 1,
-  /*
-   `1`/`0` for `raw > 0` (binary) or the index of the largest raw value
-   (MultiClass): one value.
-   */
-  EDGEGUARD_PREDICTION_TYPE_CLASS = 2,
-} edgeguard_prediction_type;
-
-/*
- What a request came to, for `edgeguard_decisions_total`: an
- `edgeguard_action` (the same numbers) or the caller's own `Error`.
- Stable numbers; passed as a plain int.
- */
-typedef enum {
-  /*
-   `edgeguard_action`'s `Pass`.
-   */
-  EDGEGUARD_OUTCOME_PASS = 0,
-  /*
-   `Allow`.
-   */
-  EDGEGUARD_OUTCOME_ALLOW = 1,
-  /*
-   `Log`.
-   */
-  EDGEGUARD_OUTCOME_LOG = 2,
-  /*
-   `Block`.
-   */
-  EDGEGUARD_OUTCOME_BLOCK = 3,
-  /*
-   `Unavailable`.
-   */
-  EDGEGUARD_OUTCOME_UNAVAILABLE = 4,
-  /*
-   `Cleared`.
-   */
-  EDGEGUARD_OUTCOME_CLEARED = 5,
-  /*
-   `Challenge` (a page served).
-   */
-  EDGEGUARD_OUTCOME_CHALLENGE = 6,
-  /*
-   `Verified`.
-   */
-  EDGEGUARD_OUTCOME_VERIFIED = 7,
-  /*
-   `Answer`.
-   */
-  EDGEGUARD_OUTCOME_ANSWER = 8,
-  /*
-   A call failed: the request got 500.
-   */
-  EDGEGUARD_OUTCOME_ERROR = 9,
-  /*
-   `Refused`: internal headers nginx's Lua API cannot remove, 400.
-   */
-  EDGEGUARD_OUTCOME_REFUSED = 10,
-} edgeguard_outcome;
-
-/*
- Shadow mode's kinds of disagreement. Stable numbers; passed as a plain
- int.
- */
-typedef enum {
-  /*
-   A score differs.
-   */
-  EDGEGUARD_DISAGREEMENT_SCORE = 0,
-  /*
-   The action differs.
-   */
-  EDGEGUARD_DISAGREEMENT_DECISION = 1,
-  /*
-   The internal header counts differ.
-   */
-  EDGEGUARD_DISAGREEMENT_HEADERS = 2,
-} edgeguard_disagreement;
-
-/*
- What `edgeguard_location_run` does. Stable numbers; passed as a plain
- int.
- */
-typedef enum {
-  /*
-   The whole pipeline: strip, score, decide, respond (`access()`).
-   */
-  EDGEGUARD_JOB_ACCESS = 0,
-  /*
-   Only strip the internal headers and the score header's spellings
-   (`clear_internal_headers()`).
-   */
-  EDGEGUARD_JOB_STRIP = 1,
-  /*
-   Only strip the internal headers, keeping the score header (a
-   subrequest: its parent's run set it).
-   */
-  EDGEGUARD_JOB_STRIP_LIST = 2,
-} edgeguard_job;
-
-/*
  The kind of a value `edgeguard_options_put` hands over. Stable numbers;
  passed as a plain int.
  */
@@ -466,6 +437,14 @@ typedef enum {
  Immutable, so one handle may be shared by threads.
  */
 typedef struct edgeguard_config edgeguard_config;
+
+/*
+ A loaded configuration: options, internal header list, scorer, base
+ location and the report of the load. Opaque: made by
+ `edgeguard_engine_new`, released by `edgeguard_engine_free`. Immutable,
+ so one handle may be shared by threads.
+ */
+typedef struct edgeguard_engine edgeguard_engine;
 
 /*
  An immutable set of internal header names and prefixes.
@@ -706,9 +685,9 @@ typedef edgeguard_header edgeguard_var;
  */
 typedef struct {
   /*
-   What the request came to.
+   What the request came to (`edgeguard_outcome_name` names it).
    */
-  edgeguard_action action;
+  edgeguard_outcome action;
   /*
    How it ends.
    */
@@ -1396,11 +1375,11 @@ edgeguard_result edgeguard_location_run(const edgeguard_location *location,
                                         edgeguard_effects *out);
 
 /*
- The name of an `edgeguard_action` (`"pass"`, `"block"`, ...): what
+ The name of an `edgeguard_outcome` (`"pass"`, `"block"`, ...): what
  `$edgeguard_action` holds and `access()` returns. Null for a number that
  is none. Static storage.
  */
-const char *edgeguard_action_name(int action);
+const char *edgeguard_outcome_name(int outcome);
 
 /*
  The name of detection ID `index` (bit `index` of

@@ -26,7 +26,7 @@ a stage added tomorrow is checked too:
   allowed there;
 - actions: every action name in a doc table's `action` column, and every
   one of them in docs/configuration.md's table and in docs/metrics.md's
-  `edgeguard_decisions_total` row (src/gate/action.rs);
+  `edgeguard_decisions_total` row (src/outcome.rs);
 - the gate's stages: src/gate/mod.rs's numbered diagram against the order
   `run()` calls them in, and every numbered stage diagram in the docs
   against it (same stages, same order, none "empty today");
@@ -137,8 +137,8 @@ class Facts:
         return names, where
 
     def read_actions(self):
-        text = (self.root / "src/gate/action.rs").read_text(encoding="utf-8")
-        return re.findall(r"Action::\w+ => c\"(\w+)\"", text)
+        text = (self.root / "src/outcome.rs").read_text(encoding="utf-8")
+        return re.findall(r"^\s+\w+ = \d+ => \"(\w+)\",$", text, re.M)
 
     def read_stages(self):
         """The numbered stages of src/gate/mod.rs's diagram, and the stages
@@ -156,7 +156,8 @@ class Facts:
         names = {}
         for d in METRIC_HOMES:
             for path in sorted((self.root / d).rglob("*.rs")) if (self.root / d).is_dir() else []:
-                for m in re.finditer(r"\"(edgeguard_[a-z0-9_]*[a-z0-9])\"", path.read_text(encoding="utf-8")):
+                # `enum X as "edgeguard_x"` is a C type's name (c_enum!), no family.
+                for m in re.finditer(r"(?<!as )\"(edgeguard_[a-z0-9_]*[a-z0-9])\"", path.read_text(encoding="utf-8")):
                     names.setdefault(m.group(1), d)
         return names
 
@@ -411,11 +412,11 @@ class Checker:
                     continue
                 seen.add(name)
                 if name not in actions:
-                    self.problem(page, number, f"action `{name}` is not an action of src/gate/action.rs")
+                    self.problem(page, number, f"action `{name}` is not an action of src/outcome.rs")
         if page == self.root / "docs/configuration.md":
             for name in self.facts.actions:
                 if name not in seen:
-                    self.problem(page, 0, f"action `{name}` (src/gate/action.rs) is missing "
+                    self.problem(page, 0, f"action `{name}` (src/outcome.rs) is missing "
                                  "from the table of what a request gets")
         if page == self.root / "docs/metrics.md":
             row = next((l for l in text.splitlines() if l.startswith("| `edgeguard_decisions_total")), None)

@@ -9,13 +9,39 @@ resolved to the deepest file module it names, so `super::sibling::T` is
 an edge to the sibling and `super::T` an edge to the parent's mod.rs.
 `main.rs` and `cli/` are the binary crate; `crate::` there is the binary.
 
-Prints every circle with its edges; exits 1 when there is one.
+Then the folders (the top-level modules) against LAYERS: an import from a
+folder to one of a higher layer is an arrow running back up (issue 40),
+and so is a circle between folders of one layer.
+
+Prints every circle and back-arrow with its edges; exits 1 when there is
+one.
 """
 import os
 import re
 import sys
 
 ROOT = sys.argv[1] if len(sys.argv) > 1 else "src"
+
+# The layers of src/, lowest first: a folder imports only from layers below
+# its own (or, without a circle, from its own). The request path (ffi ->
+# gate -> config, rules, signals::live, scorer ...) then never pulls in the
+# offline tools (replay, kafka), and each layer is testable with only what
+# lies under it. A new top-level module is refused until it is placed here.
+LAYERS = [
+    ["c_enum", "outcome", "net", "tls", "headers", "model"],  # leaves
+    ["features", "clients", "verified"],  # what one request shows
+    ["scorer", "challenge", "hop"],  # judging it
+    ["signals"],  # what the fleet saw (looked up per request)
+    ["rules"],  # what the site owner decides
+    ["config"],  # the options, resolved
+    ["metrics"],  # the counts
+    ["gate"],  # one request's whole job
+    ["load"],  # options in, the engine out (nginx and the offline tools)
+    ["replay"],  # the gate offline
+    ["ffi", "kafka"],  # the C ABI; replay from Kafka
+    ["lib", "bin"],  # the crate root; the `edgeguard` binary (main.rs, cli/)
+]
+LAYER = {folder: i for i, names in enumerate(LAYERS) for folder in names}
 
 
 def module_of(rel):
@@ -162,4 +188,37 @@ for comp in circles:
             if b in comp:
                 print(f"    {name(a)} -> {name(b)}")
 print(f"{len(circles)} circle(s) among {len(files)} files of {ROOT}/")
-sys.exit(1 if circles else 0)
+
+
+def folder(m):
+    if not m:
+        return "lib"
+    return "bin" if m[0] == "<bin>" else m[0]
+
+
+unplaced = sorted({folder(m) for m in files} - set(LAYER))
+for f in unplaced:
+    print(f"folder {f}/ has no layer: add it to LAYERS in {sys.argv[0]}")
+def is_test_file(m):
+    """A test module in a file of its own (`#[cfg(test)] mod tests;`): it
+    may drive a lower layer through a higher one."""
+    return bool(m) and (m[-1] == "tests" or m[-1].endswith("_tests"))
+
+
+folder_edges = {}
+for a, targets in edges.items():
+    if is_test_file(a):
+        continue
+    for b in targets:
+        fa, fb = folder(a), folder(b)
+        if fa != fb:
+            folder_edges.setdefault((fa, fb), []).append((a, b))
+back = [(fa, fb) for (fa, fb) in folder_edges
+        if fa in LAYER and fb in LAYER and (LAYER[fa] < LAYER[fb]
+                                            or (LAYER[fa] == LAYER[fb] and (fb, fa) in folder_edges))]
+for fa, fb in sorted(back):
+    print(f"back-arrow: {fa}/ (layer {LAYER[fa]}) imports {fb}/ (layer {LAYER[fb]})")
+    for a, b in sorted(folder_edges[(fa, fb)]):
+        print(f"    {name(a) if a else 'lib.rs'} -> {name(b) if b else 'lib.rs'}")
+print(f"{len(back)} back-arrow(s) among the folders of {ROOT}/")
+sys.exit(1 if circles or back or unplaced else 0)

@@ -15,6 +15,10 @@
 // allow it locally.
 #![deny(unsafe_code)]
 
+// First: the macro is in scope for the modules declared after it.
+#[macro_use]
+mod c_enum;
+
 pub mod challenge;
 pub mod clients;
 pub mod config;
@@ -30,6 +34,7 @@ pub mod load;
 pub mod metrics;
 pub mod model;
 pub mod net;
+pub mod outcome;
 pub mod replay;
 pub mod rules;
 pub mod scorer;

@@ -17,6 +17,8 @@ use edgeguard::ffi::headers::*;
 use edgeguard::ffi::location::*;
 use edgeguard::ffi::scorer::*;
 use edgeguard::ffi::{edgeguard_grade, EDGEGUARD_DETECTION_COUNT};
+use edgeguard::gate::Job;
+use edgeguard::outcome::Outcome;
 
 const BLOCK: &str = r#"{"models": {"bot": "b.json", "spoof": "s.json"}, "mode": "block", "status": 429,
     "allow": ["10.0.0.0/8"]}"#;
@@ -157,7 +159,7 @@ fn one_call_agrees_with_find_score_and_decide() {
         (out.action, out.model, out.status),
         (d.action, d.model, d.status)
     );
-    assert_eq!(out.action, edgeguard_action::Block);
+    assert_eq!(out.action, Outcome::Block);
     assert_eq!(out.status, 429);
     assert_eq!(out.threshold.to_bits(), d.threshold.to_bits());
     assert_eq!((out.matched, out.unremovable), (matched, unremovable));
@@ -178,11 +180,11 @@ fn one_call_agrees_with_find_score_and_decide() {
     // The allow list reads the request's textual client_addr, IPv4 and
     // IPv6 alike.
     for (client, want) in [
-        (&b"192.0.2.7"[..], edgeguard_action::Block),
-        (b"10.1.2.3", edgeguard_action::Allow),
-        (b"10.255.0.1", edgeguard_action::Allow),
-        (b"2001:db8::1", edgeguard_action::Block),
-        (b"unix:", edgeguard_action::Block),
+        (&b"192.0.2.7"[..], Outcome::Block),
+        (b"10.1.2.3", Outcome::Allow),
+        (b"10.255.0.1", Outcome::Allow),
+        (b"2001:db8::1", Outcome::Block),
+        (b"unix:", Outcome::Block),
     ] {
         let mut other = bot_request();
         other.client = client;
@@ -214,9 +216,9 @@ fn unscored_requests_keep_every_spelling_on_the_clear_list_and_fail_as_configure
     for (json, want) in [
         (
             r#"{"models": {"bot": "b.json"}, "fail_closed": true}"#,
-            edgeguard_action::Unavailable,
+            Outcome::Unavailable,
         ),
-        (r#"{"models": {"bot": "b.json"}}"#, edgeguard_action::Pass),
+        (r#"{"models": {"bot": "b.json"}}"#, Outcome::Pass),
     ] {
         // Models configured but not loaded: no scorer to bind.
         let (cfg, loc) = bound_location(json, null(), list);
@@ -229,11 +231,7 @@ fn unscored_requests_keep_every_spelling_on_the_clear_list_and_fail_as_configure
             [2, 4, 5, 6],
             "no score header will be set: all go"
         );
-        let status = if want == edgeguard_action::Unavailable {
-            503
-        } else {
-            0
-        };
+        let status = if want == Outcome::Unavailable { 503 } else { 0 };
         assert_eq!(out.status, status);
         unsafe {
             edgeguard_location_free(loc);
@@ -249,7 +247,7 @@ fn unscored_requests_keep_every_spelling_on_the_clear_list_and_fail_as_configure
         (rc, out.clear_len, out.matched, out.scores_len),
         (R::Ok, 0, 0, 2)
     );
-    assert_eq!(out.action, edgeguard_action::Block);
+    assert_eq!(out.action, Outcome::Block);
     assert_eq!(out.set_header.key.len, 0, "no score header");
     unsafe {
         edgeguard_location_free(loc);
@@ -278,7 +276,7 @@ fn names_nginx_cannot_remove_are_counted() {
     // Refused: nothing cleared, 400, the refusal's line.
     assert_eq!(
         (out.action, out.status, out.clear_len),
-        (edgeguard_action::Refused, 400, 0)
+        (Outcome::Refused, 400, 0)
     );
     assert!(text(out.line).starts_with("edgeguard action=refused status=400 internal_left=2 "));
     unsafe {
@@ -468,27 +466,19 @@ fn strip_jobs_list_what_they_strip() {
     let (cfg, loc) = bound_location(BLOCK, scorer, list);
     let scratch = scratch();
     let req = bot_request();
-    let (rc, out) = run_given(
-        loc,
-        null(),
-        &req,
-        null(),
-        edgeguard_job::Strip as i32,
-        NOW,
-        scratch,
-    );
+    let (rc, out) = run_given(loc, null(), &req, null(), Job::Strip as i32, NOW, scratch);
     assert_eq!(rc, R::Ok);
     assert_eq!((cleared(&out), out.matched), (vec![2, 4, 5, 6], 3));
     assert_eq!(
         (out.action, out.scores_len, out.exit),
-        (edgeguard_action::Pass, 0, edgeguard_exit::Continue)
+        (Outcome::Pass, 0, edgeguard_exit::Continue)
     );
     let (rc, out) = run_given(
         loc,
         null(),
         &req,
         null(),
-        edgeguard_job::StripList as i32,
+        Job::StripList as i32,
         NOW,
         scratch,
     );

@@ -21,9 +21,9 @@ use edgeguard::ffi::location::*;
 use edgeguard::ffi::metrics::*;
 use edgeguard::ffi::scorer::edgeguard_request;
 use edgeguard::ffi::{edgeguard_header, edgeguard_str};
-use edgeguard::gate::Action;
 use edgeguard::headers::Header;
 use edgeguard::load::Config;
+use edgeguard::outcome::Outcome;
 use edgeguard::tls::Family;
 use edgeguard::verified::{PrefixSetBuilder, Verdict};
 
@@ -369,9 +369,9 @@ fn per_request_work_does_not_allocate() {
                 .decide_request(Some(&scores), &req, Some(*a), NOW, Default::default)
                 .unwrap();
             let want_action = match (h[0].value(), want) {
-                (GOOGLEBOT, _) => Action::Verified,
-                (_, Clearance::Accepted(_)) => Action::Cleared,
-                _ => Action::Challenge,
+                (GOOGLEBOT, _) => Outcome::Verified,
+                (_, Clearance::Accepted(_)) => Outcome::Cleared,
+                _ => Outcome::Challenge,
             };
             assert_eq!(d.action, want_action);
             seen += 1;
@@ -418,7 +418,7 @@ fn per_request_work_does_not_allocate() {
             )
         };
         assert_eq!(rc, R::Ok);
-        assert_eq!((out.action, out.status), (edgeguard_action::Answer, 403));
+        assert_eq!((out.action, out.status), (Outcome::Answer, 403));
         assert!(unsafe { out.line.as_bytes() }
             .starts_with(b"edgeguard challenge=failed reason=malformed "));
         let rc = unsafe {
@@ -434,7 +434,7 @@ fn per_request_work_does_not_allocate() {
             )
         };
         assert_eq!(rc, R::Ok);
-        assert_eq!((out.action, out.status), (edgeguard_action::Answer, 403));
+        assert_eq!((out.action, out.status), (Outcome::Answer, 403));
         assert!(unsafe { out.line.as_bytes() }
             .starts_with(b"edgeguard challenge=failed reason=expired "));
         assert!(unsafe { out.body.as_bytes() }
@@ -453,7 +453,7 @@ fn per_request_work_does_not_allocate() {
             )
         };
         assert_eq!(rc, R::Ok);
-        assert_eq!((out.action, out.status), (edgeguard_action::Block, 403));
+        assert_eq!((out.action, out.status), (Outcome::ChallengeRequired, 403));
         let body = unsafe { out.body.as_bytes() };
         assert!(body.starts_with(b"{\"type\":\"about:blank\""), "{body:?}");
         assert!(body

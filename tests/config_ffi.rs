@@ -12,8 +12,8 @@ use edgeguard::ffi::edgeguard_result as R;
 use edgeguard::ffi::edgeguard_str;
 use edgeguard::ffi::location::*;
 use edgeguard::ffi::scorer::edgeguard_request;
-use edgeguard::gate::Action;
 use edgeguard::load::Config;
+use edgeguard::outcome::Outcome;
 
 fn manifest() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -126,11 +126,11 @@ fn the_c_abi_decides_as_replay_does() {
                 let want = replay.policy().decide(&scores, addr.to_string().as_bytes());
                 let got = decide(p, &scores, addr);
                 let action = match got.action {
-                    edgeguard_action::Pass => Action::Pass,
-                    edgeguard_action::Allow => Action::Allow,
-                    edgeguard_action::Log => Action::Log,
-                    edgeguard_action::Block => Action::Block,
-                    edgeguard_action::Unavailable => {
+                    Outcome::Pass => Outcome::Pass,
+                    Outcome::Allow => Outcome::Allow,
+                    Outcome::Log => Outcome::Log,
+                    Outcome::Block => Outcome::Block,
+                    Outcome::Unavailable => {
                         panic!("scored requests are never unavailable")
                     }
                     other => panic!("{other:?}: needs a challenge or verified bots"),
@@ -142,15 +142,15 @@ fn the_c_abi_decides_as_replay_does() {
                     assert_eq!(Some(got.threshold), replay.policy().threshold(m));
                 }
                 // The status of a blocked request is the configured one.
-                let status = if action == Action::Block { 403 } else { 0 };
+                let status = if action == Outcome::Block { 403 } else { 0 };
                 assert_eq!(got.status, status);
             }
         }
     }
     assert!(
-        seen[Action::Pass.index()] > 0
-            && seen[Action::Allow.index()] > 0
-            && seen[Action::Block.index()] > 0,
+        seen[Outcome::Pass.index()] > 0
+            && seen[Outcome::Allow.index()] > 0
+            && seen[Outcome::Block.index()] > 0,
         "{seen:?}"
     );
     unsafe {
@@ -188,17 +188,14 @@ fn a_location_overrides_mode_and_one_threshold_only() {
     );
     let p = policy(loc, &["bot", "spoof"], &[0.1, 0.1]);
     let here: IpAddr = "192.0.2.1".parse().unwrap();
-    assert_eq!(decide(p, &[0.95, 0.0], here).action, edgeguard_action::Log);
+    assert_eq!(decide(p, &[0.95, 0.0], here).action, Outcome::Log);
     assert_eq!(
         decide(p, &[0.5, 0.0], here).action,
-        edgeguard_action::Pass,
+        Outcome::Pass,
         "bot keeps 0.9"
     );
     let d = decide(p, &[0.0, 0.5], here);
-    assert_eq!(
-        (d.action, d.model, d.threshold),
-        (edgeguard_action::Log, 1, 0.5)
-    );
+    assert_eq!((d.action, d.model, d.threshold), (Outcome::Log, 1, 0.5));
     unsafe {
         edgeguard_location_free(p);
         edgeguard_config_free(loc);

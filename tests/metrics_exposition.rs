@@ -8,9 +8,11 @@
 
 use std::path::Path;
 
+use edgeguard::challenge::AnswerResult;
 use edgeguard::challenge::{Clearance, Proof, Rejection};
 use edgeguard::config::Engine;
-use edgeguard::metrics::{AnswerResult, BotVerdict, Disagreement, Outcome, Registry, Seen, Spec};
+use edgeguard::metrics::{BotVerdict, Disagreement, Registry, Screening, Spec};
+use edgeguard::outcome::Outcome;
 
 fn fixture(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -120,7 +122,7 @@ fn run(name: &str, answers: bool) -> (String, String) {
         let f: Vec<&str> = line.split(' ').collect();
         match f[0] {
             "request" => {
-                let mut seen = Seen {
+                let mut seen = Screening {
                     clearance: Clearance::Absent,
                     bot: None,
                 };

@@ -98,9 +98,9 @@ fn load_from_file_reports_counts_and_predicts_like_the_rust_api() {
 
 #[test]
 fn prediction_type_numbers_are_the_enum_values() {
-    assert_eq!(edgeguard_prediction_type::Raw as i32, 0);
-    assert_eq!(edgeguard_prediction_type::Probability as i32, 1);
-    assert_eq!(edgeguard_prediction_type::Class as i32, 2);
+    assert_eq!(PredictionType::Raw as i32, 0);
+    assert_eq!(PredictionType::Probability as i32, 1);
+    assert_eq!(PredictionType::Class as i32, 2);
 }
 
 #[test]

@@ -11,7 +11,7 @@ use edgeguard::ffi::edgeguard_result as R;
 use edgeguard::ffi::edgeguard_str;
 use edgeguard::ffi::location::*;
 use edgeguard::ffi::scorer::edgeguard_request;
-use edgeguard::gate::Action;
+use edgeguard::outcome::Outcome;
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
@@ -139,9 +139,9 @@ fn deciding_does_not_allocate() {
     assert_eq!(after.total_bytes, before.total_bytes);
     // Real work: every action but log came up, from both paths.
     assert!(
-        counts[Action::Pass.index()] > 0
-            && counts[Action::Allow.index()] > 0
-            && counts[Action::Block.index()] > 0
+        counts[Outcome::Pass.index()] > 0
+            && counts[Outcome::Allow.index()] > 0
+            && counts[Outcome::Block.index()] > 0
     );
     assert_eq!(c_counts[0] + c_counts[1] + c_counts[3], 400);
     assert!(c_counts[1] > 0 && c_counts[3] > 0);

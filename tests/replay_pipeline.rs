@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use edgeguard::features::{Request, TlsFacts};
-use edgeguard::gate::Action;
 use edgeguard::headers::Header;
 use edgeguard::load::Config;
+use edgeguard::outcome::Outcome;
 use edgeguard::replay::{self, Input, Options, Summary};
 use edgeguard::tls::Family;
 use serde_json::Value;
@@ -152,11 +152,11 @@ fn direct_scores(cfg: &Config, row: &Value) -> Vec<f64> {
 }
 
 /// The decision rule written out once more, independently of `Policy`.
-fn expected_action(scores: &[f64], thresholds: &[f64], mode: Action, allowed: bool) -> Action {
+fn expected_action(scores: &[f64], thresholds: &[f64], mode: Outcome, allowed: bool) -> Outcome {
     let flagged = scores.iter().zip(thresholds).any(|(s, t)| s >= t);
     match (flagged, allowed) {
-        (false, _) => Action::Pass,
-        (true, true) => Action::Allow,
+        (false, _) => Outcome::Pass,
+        (true, true) => Outcome::Allow,
         (true, false) => mode,
     }
 }
@@ -222,7 +222,7 @@ fn scores_equal_the_scorer_and_official_catboost() {
     assert_eq!(out.len(), rows.len());
     let scorer = cfg.scorer().unwrap();
     let thresholds: Vec<f64> = (0..2).map(|i| cfg.policy().threshold(i).unwrap()).collect();
-    let mut actions = [0u64; Action::ALL.len()];
+    let mut actions = [0u64; Outcome::ALL.len()];
     for (i, (row, line)) in rows.iter().zip(&out).enumerate() {
         assert_eq!(line["line"].as_u64(), Some(i as u64 + 1));
         let direct = direct_scores(&cfg, row);
@@ -239,12 +239,12 @@ fn scores_equal_the_scorer_and_official_catboost() {
                 i + 1
             );
         }
-        let want = expected_action(&direct, &thresholds, Action::Log, false);
+        let want = expected_action(&direct, &thresholds, Outcome::Log, false);
         assert_eq!(line["action"], want.as_str(), "line {}", i + 1);
         actions[want.index()] += 1;
     }
     assert_eq!(summary.primary.actions, actions);
-    assert!(actions[Action::Log.index()] > 0 && actions[Action::Pass.index()] > 0);
+    assert!(actions[Outcome::Log.index()] > 0 && actions[Outcome::Pass.index()] > 0);
     for m in &summary.primary.models {
         assert_eq!(m.histogram.total(), rows.len() as u64);
     }
@@ -292,11 +292,11 @@ fn a_lower_threshold_flips_exactly_the_requests_between_the_thresholds() {
         r#", "mode": "block", "thresholds": {{"bot": {}, "spoof": {}}}"#,
         cuts[0], cuts[1]
     ));
-    let mut expected = [[0u64; Action::ALL.len()]; Action::ALL.len()];
+    let mut expected = [[0u64; Outcome::ALL.len()]; Outcome::ALL.len()];
     let mut flipped_lines = Vec::new();
     for (i, s) in scores.iter().enumerate() {
-        let a = expected_action(s, &own, Action::Block, false);
-        let b = expected_action(s, &cuts, Action::Block, false);
+        let a = expected_action(s, &own, Outcome::Block, false);
+        let b = expected_action(s, &cuts, Outcome::Block, false);
         expected[a.index()][b.index()] += 1;
         if a != b {
             flipped_lines.push(i as u64 + 1);
@@ -314,7 +314,7 @@ fn a_lower_threshold_flips_exactly_the_requests_between_the_thresholds() {
     let n = flipped_lines.len().min(10);
     assert_eq!(sampled, flipped_lines[..n]);
     for f in &summary.flip_samples {
-        assert_eq!((f.from, f.to), (Action::Pass, Action::Block));
+        assert_eq!((f.from, f.to), (Outcome::Pass, Outcome::Block));
     }
     let out_flipped: Vec<u64> = out
         .iter()
@@ -334,10 +334,10 @@ fn allowlisted_clients_flip_to_allow() {
     let cfg = config(r#", "mode": "block""#);
     let everyone = config(r#", "mode": "block", "allow": ["0.0.0.0/0", "::/0"]"#);
     let (summary, _) = replay_text(fixture_text(), &cfg, Some(&everyone), &options(1, false));
-    let blocked = summary.primary.actions[Action::Block.index()];
+    let blocked = summary.primary.actions[Outcome::Block.index()];
     assert!(blocked > 0);
     assert_eq!(
-        summary.flips[Action::Block.index()][Action::Allow.index()],
+        summary.flips[Outcome::Block.index()][Outcome::Allow.index()],
         blocked
     );
     assert_eq!(summary.flipped(), blocked);
@@ -345,7 +345,7 @@ fn allowlisted_clients_flip_to_allow() {
     let allowed_by_model: u64 = c
         .models
         .iter()
-        .map(|m| m.flagged[Action::Allow.index()])
+        .map(|m| m.flagged[Outcome::Allow.index()])
         .sum();
     assert_eq!(allowed_by_model, blocked);
 }
@@ -407,7 +407,7 @@ fn access_log_lines_are_compared_with_the_live_decisions() {
     let mut log = String::new();
     for row in &rows {
         let s = direct_scores(&cfg, row);
-        let action = expected_action(&s, &thresholds, Action::Block, false);
+        let action = expected_action(&s, &thresholds, Outcome::Block, false);
         let headers_text = serde_json::to_string(&row["headers"]).unwrap();
         let line = serde_json::json!({
             "time": "2026-11-30T18:00:00+00:00",
@@ -704,7 +704,7 @@ fn a_redacted_log_replays_as_its_original() {
             .map(|(k, v)| Header::new(k.as_bytes(), v.as_bytes()))
             .collect();
         let version = row["version"].as_str().unwrap();
-        let req = edgeguard::gate::Request::new(
+        let req = edgeguard::gate::Incoming::new(
             row["method"].as_str().unwrap().as_bytes(),
             row["uri"].as_str().unwrap().as_bytes(),
             (version.parse::<f64>().unwrap() * 10.0).round() as u16,

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use edgeguard::features::TlsFacts;
 use edgeguard::headers::Header;
-use edgeguard::rules::{split_target, Action, BotView, Context, Rules, Scratch, View};
+use edgeguard::rules::{split_target, Action, BotView, Context, NormalPath, Rules, View};
 use edgeguard::signals::{Counts, Lookup};
 use edgeguard::tls::Family;
 use edgeguard::verified::Category;
@@ -223,7 +223,7 @@ fn evaluating_does_not_allocate() {
         })
         .collect();
     let clients: Vec<IpAddr> = CASES.iter().map(|c| c.client.parse().unwrap()).collect();
-    let mut scratch = Scratch::new();
+    let mut scratch = NormalPath::new();
     let mut run = |counts: &mut [usize; 6]| {
         for (i, c) in CASES.iter().enumerate() {
             let h = &headers[i];
@@ -394,7 +394,7 @@ fn gate_runs_with_rules_do_not_allocate() {
     let run = |seen: &mut Vec<usize>| {
         for (i, c) in cases.iter().enumerate() {
             let req =
-                gate::Request::new(c.0, c.1, 11, b"66.249.66.1", &headers[i], None).given(Given {
+                gate::Incoming::new(c.0, c.1, 11, b"66.249.66.1", &headers[i], None).given(Given {
                     scores: Some(&c.3),
                     ..Given::default()
                 });
@@ -485,7 +485,7 @@ fn gate_runs_with_signals_do_not_allocate() {
     let run = |seen: &mut Vec<usize>| {
         for h in &headers {
             for t in [None, tls] {
-                let req = gate::Request::new(b"GET", b"/", 11, b"192.0.2.1", h, t);
+                let req = gate::Incoming::new(b"GET", b"/", 11, b"192.0.2.1", h, t);
                 let e = gate::run(&loc, &req, Job::Access, 1_800_000_100, &mut scratch).unwrap();
                 seen.push(e.rule.map_or(99, |r| r.index));
                 seen.push(e.vars.iter().map(|(n, v)| n.len() + v.len()).sum());
@@ -515,8 +515,9 @@ fn gate_runs_with_signals_do_not_allocate() {
 /// by the shipped models), one from an untrusted peer with a forged
 /// fingerprint, and one whose realip is missing: no allocation once warm.
 fn gate_runs_behind_a_trusted_hop_do_not_allocate() {
-    use edgeguard::gate::{self, Action, Job, Scratch};
+    use edgeguard::gate::{self, Job, Scratch};
     use edgeguard::load::Config;
+    use edgeguard::outcome::Outcome;
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let cfg = Config::parse(
@@ -549,20 +550,20 @@ fn gate_runs_behind_a_trusted_hop_do_not_allocate() {
     ];
     let headers: Vec<Header<'_>> = head.iter().map(|(n, v)| Header::new(n, v)).collect();
     // (client, peer, the action it must get)
-    let cases: &[(&[u8], &[u8], Action)] = &[
-        (b"198.51.100.23", b"10.1.2.3", Action::Pass),
-        (b"2001:db8:ffff::7", b"2001:db8::1", Action::Pass),
+    let cases: &[(&[u8], &[u8], Outcome)] = &[
+        (b"198.51.100.23", b"10.1.2.3", Outcome::Pass),
+        (b"2001:db8:ffff::7", b"2001:db8::1", Outcome::Pass),
         // Untrusted: judged as sent, as today (the hop's `Connection`
         // last is order evidence, ambiguous: logged, as no challenge is
         // configured); the forged fingerprint is stripped.
-        (b"203.0.113.9", b"203.0.113.9", Action::Log),
+        (b"203.0.113.9", b"203.0.113.9", Outcome::Log),
         // Trusted, realip missing: relayed, with the warning.
-        (b"10.1.2.3", b"", Action::Pass),
+        (b"10.1.2.3", b"", Outcome::Pass),
     ];
     let mut scratch = Scratch::new();
     let record = rounds_allocate_nothing("gate behind a trusted hop", |seen| {
         for &(client, peer, want) in cases {
-            let req = gate::Request::new(b"GET", b"/", 11, client, &headers, None).with_peer(peer);
+            let req = gate::Incoming::new(b"GET", b"/", 11, client, &headers, None).with_peer(peer);
             let e = gate::run(
                 cfg.location(),
                 &req,

@@ -5,8 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use edgeguard::config::{ErrorOrigin, Options};
-use edgeguard::gate::{self, Action, Effects, Exit, Given, Job, Location, Models, Scratch};
+use edgeguard::gate::{self, Effects, Exit, Given, Job, Location, Models, Scratch};
 use edgeguard::headers::Header;
+use edgeguard::outcome::Outcome;
 use edgeguard::rules;
 
 const NOW: u64 = 1_800_000_000;
@@ -47,7 +48,7 @@ fn get(uri: &'static [u8], ua: &'static [u8]) -> Req {
 
 fn run<'a>(loc: &'a Location, r: &Req, scores: &[f64], scratch: &'a mut Scratch) -> Effects<'a> {
     let h: Vec<Header<'_>> = r.headers.iter().map(|(n, v)| Header::new(n, v)).collect();
-    let req = gate::Request::new(r.method, r.uri, 11, b"192.0.2.10", &h, None).given(Given {
+    let req = gate::Incoming::new(r.method, r.uri, 11, b"192.0.2.10", &h, None).given(Given {
         scores: Some(scores),
         ..Given::default()
     });
@@ -83,7 +84,7 @@ fn a_pass_before_scoring_is_not_scored_and_names_its_rule() {
         FLAGGED,
         &mut s,
     );
-    assert_eq!(e.action, Action::Pass);
+    assert_eq!(e.action, Outcome::Pass);
     assert_eq!(e.exit, Exit::Continue);
     assert_eq!(e.scores, None, "a pass before scoring is not scored");
     let r = e.rule.unwrap();
@@ -102,13 +103,13 @@ fn a_pass_before_scoring_is_not_scored_and_names_its_rule() {
         FLAGGED,
         &mut s,
     );
-    assert_eq!(e.action, Action::Block);
+    assert_eq!(e.action, Outcome::Block);
     assert_eq!(e.rule, None);
     assert_eq!(var(&e, "edgeguard_rule").as_deref(), Some(""));
     // robots.txt, normalized as nginx matches locations.
     let e = run(&loc, &get(b"/a/..//robots.txt", b"curl/8"), FLAGGED, &mut s);
     assert_eq!(e.rule.map(|r| r.name), Some("well-known/robots-txt"));
-    assert_eq!(e.action, Action::Pass);
+    assert_eq!(e.action, Outcome::Pass);
 }
 
 #[test]
@@ -122,7 +123,7 @@ fn block_takes_the_rules_status_and_logs_name_and_tag() {
     let mut s = Scratch::new();
     let e = run(&loc, &get(b"/admin/x", CHROME), HUMAN, &mut s);
     // A block answers its status with a body naming its reference.
-    assert_eq!((e.action, e.exit.status()), (Action::Block, 451));
+    assert_eq!((e.action, e.exit.status()), (Outcome::Block, 451));
     assert_eq!(e.scores, None);
     let l = line(&e);
     assert!(
@@ -133,14 +134,14 @@ fn block_takes_the_rules_status_and_logs_name_and_tag() {
     // After scoring: the model alone would log (mode log); the rule blocks
     // with its default status.
     let e = run(&loc, &get(b"/", CHROME), &[0.1, 0.85], &mut s);
-    assert_eq!((e.action, e.exit.status()), (Action::Block, 403));
+    assert_eq!((e.action, e.exit.status()), (Outcome::Block, 403));
     let r = e.rule.unwrap();
     assert_eq!((r.name, r.before_scoring), ("sure", false));
     assert!(e.scores.is_some());
     assert!(line(&e).ends_with(" rule=sure"), "{}", line(&e));
     // Below the range: the default decision.
     let e = run(&loc, &get(b"/", CHROME), &[0.9, 0.5], &mut s);
-    assert_eq!(e.action, Action::Log);
+    assert_eq!(e.action, Outcome::Log);
     assert_eq!(e.rule, None);
 }
 
@@ -155,7 +156,7 @@ fn allow_is_scored_and_logged_never_acted_on() {
     let mut r = get(b"/api/v1/items", b"okhttp/4.12");
     r.headers.push((b"Authorization", b"Bearer abc"));
     let e = run(&loc, &r, FLAGGED, &mut s);
-    assert_eq!((e.action, e.exit), (Action::Allow, Exit::Continue));
+    assert_eq!((e.action, e.exit), (Outcome::Allow, Exit::Continue));
     assert!(e.scores.is_some(), "allow scores");
     assert_eq!(
         e.flagged.map(|f| f.0),
@@ -172,7 +173,7 @@ fn allow_is_scored_and_logged_never_acted_on() {
     assert!(l.ends_with(" rule=api tag=api"), "{l}");
     // Not flagged: passed, and no line.
     let e = run(&loc, &r, HUMAN, &mut s);
-    assert_eq!(e.action, Action::Pass);
+    assert_eq!(e.action, Outcome::Pass);
     assert_eq!(e.rule.map(|r| r.name), Some("api"));
     assert_eq!(line(&e), "");
     // Without the token the rule does not hold.
@@ -182,7 +183,7 @@ fn allow_is_scored_and_logged_never_acted_on() {
         FLAGGED,
         &mut s,
     );
-    assert_eq!(e.action, Action::Block);
+    assert_eq!(e.action, Outcome::Block);
 }
 
 #[test]
@@ -196,7 +197,7 @@ fn log_keeps_the_decision_and_writes_the_line() {
     let mut r = get(b"/form", CHROME);
     r.method = b"POST";
     let e = run(&loc, &r, HUMAN, &mut s);
-    assert_eq!(e.action, Action::Pass);
+    assert_eq!(e.action, Outcome::Pass);
     assert!(e.scores.is_some());
     assert!(line(&e).ends_with(" rule=watch tag=w"), "{}", line(&e));
 }
@@ -237,11 +238,11 @@ fn a_location_replaces_the_rules_or_turns_them_off() {
         let loc = location(o, MODELS);
         run(&loc, r, FLAGGED, s).action
     };
-    assert_eq!(act(&inherited, &feed, &mut s), Action::Pass);
-    assert_eq!(act(&off, &feed, &mut s), Action::Block);
-    assert_eq!(act(&other, &feed, &mut s), Action::Block);
-    assert_eq!(act(&other, &robots, &mut s), Action::Pass);
-    assert_eq!(act(&inherited, &robots, &mut s), Action::Block);
+    assert_eq!(act(&inherited, &feed, &mut s), Outcome::Pass);
+    assert_eq!(act(&off, &feed, &mut s), Outcome::Block);
+    assert_eq!(act(&other, &feed, &mut s), Outcome::Block);
+    assert_eq!(act(&other, &robots, &mut s), Outcome::Pass);
+    assert_eq!(act(&inherited, &robots, &mut s), Outcome::Block);
     assert!(Location::new(&off, Models::Given(MODELS), None)
         .unwrap()
         .rules()
@@ -257,11 +258,11 @@ fn replay_can_run_without_the_rules() {
     let mut s = Scratch::decisions_only();
     assert_eq!(
         run(&loc, &get(b"/feed", b"curl/8"), FLAGGED, &mut s).action,
-        Action::Pass
+        Outcome::Pass
     );
     s.set_rules(false);
     let e = run(&loc, &get(b"/feed", b"curl/8"), FLAGGED, &mut s);
-    assert_eq!((e.action, e.rule), (Action::Block, None));
+    assert_eq!((e.action, e.rule), (Outcome::Block, None));
 }
 
 #[test]
@@ -289,10 +290,10 @@ fn a_challenging_rule_needs_the_challenge_and_serves_it() {
         (b"sec-fetch-dest", b"document"),
     ]);
     let e = run(&loc, &nav, HUMAN, &mut s);
-    assert_eq!(e.action, Action::Challenge);
+    assert_eq!(e.action, Outcome::Challenge);
     assert!(matches!(e.exit, Exit::Page { .. }), "{:?}", e.exit);
     let e = run(&loc, &get(b"/login", b"curl/8"), HUMAN, &mut s);
-    assert_eq!(e.action, Action::Block, "a request that cannot run a page");
+    assert_eq!(e.action, Outcome::Block, "a request that cannot run a page");
 }
 
 fn dir(tag: &str) -> PathBuf {
@@ -499,7 +500,7 @@ fn replay_reports_each_rule_against_the_model_alone() {
         (r[1].name.as_str(), r[1].action.as_str(), r[1].decided),
         ("unused", "block 403", 0)
     );
-    for a in Action::ALL {
+    for a in Outcome::ALL {
         let n = want.get(a.as_str()).copied().unwrap_or(0);
         assert_eq!(r[0].without[a.index()], n, "{}", a.as_str());
     }

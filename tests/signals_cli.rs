@@ -8,13 +8,14 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use edgeguard::challenge::AnswerResult;
 use edgeguard::challenge::{self, Clearance};
 use edgeguard::features::TlsFacts;
 use edgeguard::features::{extract, FeatureVector};
-use edgeguard::gate::{self, Action, Exit, Job, Scratch};
+use edgeguard::gate::{self, Exit, Job, Scratch};
 use edgeguard::headers::Header;
 use edgeguard::load::Config;
-use edgeguard::metrics::AnswerResult;
+use edgeguard::outcome::Outcome;
 use edgeguard::signals::key::headers_key_of;
 use edgeguard::signals::{Kind, Snapshot, KEY_CAP};
 use edgeguard::tls::Family;
@@ -66,7 +67,7 @@ struct Req<'a> {
 
 /// What the gate did with a request that the test reads on.
 struct Done {
-    action: Action,
+    action: Outcome,
     answer: Option<AnswerResult>,
     clearance: Clearance,
     flagged: bool,
@@ -82,7 +83,7 @@ impl Req<'_> {
             .map(|(n, v)| Header::new(n.as_bytes(), v.as_bytes()))
             .collect();
         let tls = TlsFacts::new(self.ja4.as_bytes(), Family::Boringssl);
-        let req = gate::Request::new(
+        let req = gate::Incoming::new(
             b"GET",
             self.uri.as_bytes(),
             11,
@@ -212,7 +213,7 @@ fn crafted(config: &Config) -> (String, Expected) {
         let d = r.run(config, &mut scratch, &mut log);
         bot[0] += 1;
         // Not a navigation: the challenge_required problem document.
-        assert_eq!(d.action, Action::Block);
+        assert_eq!(d.action, Outcome::ChallengeRequired);
         assert_eq!(d.answer, Some(AnswerResult::Problem));
         bot[1] += 1;
         flagged_bot += u64::from(d.flagged);
@@ -230,7 +231,7 @@ fn crafted(config: &Config) -> (String, Expected) {
             time: t,
         }
         .run(config, &mut scratch, &mut log);
-        assert_eq!(page.action, Action::Challenge, "person {p}");
+        assert_eq!(page.action, Outcome::Challenge, "person {p}");
         let uri = answer(&page.body);
         let solved = Req {
             client: &client,

@@ -1,11 +1,11 @@
-//! Fingerprinting a ClientHello allocates nothing once a Scratch exists: it
+//! Fingerprinting a ClientHello allocates nothing once a SortRoom exists: it
 //! runs inside nginx's handshake, once per connection. Both sources are
 //! covered: bytes (parse + JA4) and the C ABI that nginx's path shares
 //! (`edgeguard_tls_parse`, whose thread-local scratch is made on the first
 //! call). One dhat profiler per binary, no libtest harness.
 
 use edgeguard::ffi::tls::{edgeguard_tls_info, edgeguard_tls_parse};
-use edgeguard::tls::{ClientHello, Fingerprint, Scratch};
+use edgeguard::tls::{ClientHello, Fingerprint, SortRoom};
 
 #[global_allocator]
 static ALLOC: dhat::Alloc = dhat::Alloc;
@@ -33,7 +33,7 @@ fn fingerprinting_allocates_nothing() {
         }
     }
     assert!(hellos.len() > 40);
-    let mut scratch = Scratch::default();
+    let mut scratch = SortRoom::default();
     let mut info = std::mem::MaybeUninit::<edgeguard_tls_info>::uninit();
     let mut err = [0 as std::ffi::c_char; 128];
     // Warm: the C ABI's per-thread scratch.

@@ -11,7 +11,7 @@
 //!   (`tests/fixtures/tls/foxio-clienthellos.txt`, made by
 //!   `scripts/ja4-fixtures.py`).
 
-use edgeguard::tls::{ClientHello, ExtensionTypes, Family, Fingerprint, Scratch, U16List};
+use edgeguard::tls::{ClientHello, ExtensionTypes, Family, Fingerprint, SortRoom, U16List};
 
 /// A ClientHello handshake message from its parts.
 fn hello_bytes(legacy: u16, ciphers: &[u16], exts: &[(u16, Vec<u8>)]) -> Vec<u8> {
@@ -121,7 +121,7 @@ fn spec_example(grease: bool, sigs: bool) -> Vec<u8> {
 
 #[test]
 fn the_specifications_worked_example() {
-    let mut s = Scratch::default();
+    let mut s = SortRoom::default();
     for grease in [false, true] {
         let msg = spec_example(grease, true);
         let hello = ClientHello::parse_handshake(&msg).unwrap();
@@ -157,7 +157,7 @@ fn the_specifications_worked_example() {
 
 #[test]
 fn alpn_examples_of_the_specification() {
-    let mut s = Scratch::default();
+    let mut s = SortRoom::default();
     let cases: &[(&[u8], &str)] = &[
         (b"h2", "h2"),
         (b"http/1.1", "h1"),
@@ -190,8 +190,8 @@ fn alpn_examples_of_the_specification() {
 
 #[test]
 fn versions_sni_counts_and_empty_lists() {
-    let mut s = Scratch::default();
-    let ja4 = |msg: &[u8], s: &mut Scratch| {
+    let mut s = SortRoom::default();
+    let ja4 = |msg: &[u8], s: &mut SortRoom| {
         Fingerprint::compute(&ClientHello::parse_handshake(msg).unwrap(), s)
             .ja4()
             .to_owned()
@@ -245,7 +245,7 @@ fn foxio_captures_give_the_published_fingerprints() {
         "/tests/fixtures/tls/foxio-clienthellos.txt"
     ))
     .unwrap();
-    let mut s = Scratch::default();
+    let mut s = SortRoom::default();
     let (mut checked, mut distinct) = (0, std::collections::BTreeSet::new());
     for line in text.lines().filter(|l| !l.starts_with('#')) {
         let f: Vec<&str> = line.split(' ').collect();
@@ -284,7 +284,7 @@ fn foxio_captures_give_the_published_fingerprints() {
 /// the family every recorded ClientHello with that set was guessed to be.
 #[test]
 fn cipher_sets_name_the_family_their_client_hellos_show() {
-    let mut s = Scratch::default();
+    let mut s = SortRoom::default();
     let mut checked = std::collections::HashSet::new();
     for file in ["foxio-clienthellos.txt", "local-clienthellos.txt"] {
         let path = format!("{}/tests/fixtures/tls/{file}", env!("CARGO_MANIFEST_DIR"));
@@ -322,8 +322,8 @@ fn families_of_known_clients() {
         "/tests/fixtures/tls/foxio-clienthellos.txt"
     ))
     .unwrap();
-    let mut s = Scratch::default();
-    let family = |ja4_prefix: &str, s: &mut Scratch| {
+    let mut s = SortRoom::default();
+    let family = |ja4_prefix: &str, s: &mut SortRoom| {
         let line = text
             .lines()
             .find(|l| {
@@ -373,7 +373,7 @@ fn families_of_known_clients() {
 fn openssl_style_extension_lists_give_the_same_fingerprint() {
     // The live path gets the extension types as ints (OpenSSL's list) and
     // their data by lookup: the same ClientHello must give the same JA4.
-    let mut s = Scratch::default();
+    let mut s = SortRoom::default();
     let msg = spec_example(true, true);
     let wire = ClientHello::parse_handshake(&msg).unwrap();
     let types: Vec<i32> = wire.extensions.iter().map(i32::from).collect();
@@ -459,7 +459,7 @@ fn lengths_that_disagree_are_refused() {
 
 #[test]
 fn malformed_contents_of_the_read_extensions_count_as_absent() {
-    let mut s = Scratch::default();
+    let mut s = SortRoom::default();
     let exts = vec![
         (0x0010, vec![0, 9, 2, b'h']), // ALPN list longer than its data
         (0x002b, vec![5, 3, 4]),       // versions list longer than its data
@@ -476,7 +476,7 @@ fn malformed_contents_of_the_read_extensions_count_as_absent() {
 
 #[test]
 fn the_largest_lists_a_client_hello_can_hold() {
-    let mut s = Scratch::default();
+    let mut s = SortRoom::default();
     // 32 767 ciphers (the vector's maximum), duplicates and GREASE included.
     let ciphers: Vec<u16> = (0..32_767u32).map(|i| (i * 7919 % 65_536) as u16).collect();
     let msg = hello_bytes(0x0303, &ciphers, &[]);
@@ -500,7 +500,7 @@ fn the_largest_lists_a_client_hello_can_hold() {
     // The same fingerprint from a fresh scratch: nothing leaks between calls.
     let again = Fingerprint::compute(
         &ClientHello::parse_handshake(&msg).unwrap(),
-        &mut Scratch::default(),
+        &mut SortRoom::default(),
     );
     assert_eq!(again, fp);
 }
@@ -508,7 +508,7 @@ fn the_largest_lists_a_client_hello_can_hold() {
 #[test]
 fn random_mutations_never_panic() {
     let base = record(&spec_example(true, true));
-    let mut s = Scratch::default();
+    let mut s = SortRoom::default();
     let mut rng = fastrand::Rng::with_seed(0x9e37_79b9_7f4a_7c15);
     let mut next = || rng.u64(..);
     let mut parsed = 0;

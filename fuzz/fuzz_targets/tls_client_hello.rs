@@ -4,12 +4,12 @@
 //! or as OpenSSL's list of ints.
 #![no_main]
 
-use edgeguard::tls::{ClientHello, ExtensionTypes, Fingerprint, Scratch};
+use edgeguard::tls::{ClientHello, ExtensionTypes, Fingerprint, SortRoom};
 use libfuzzer_sys::fuzz_target;
 use std::cell::RefCell;
 
 thread_local! {
-    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+    static SCRATCH: RefCell<SortRoom> = RefCell::new(SortRoom::default());
 }
 
 fuzz_target!(|data: &[u8]| {

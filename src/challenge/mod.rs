@@ -69,7 +69,7 @@ pub use problem::{
 };
 pub use recorded::Recorded;
 pub use token::{Binding, Proof, Rejection, TOKEN_TEXT};
-pub use types::{header, user_agent, Clearance, TooSmall, ENDPOINT};
+pub use types::{header, user_agent, AnswerResult, Clearance, TooSmall, ENDPOINT};
 pub use work::{leading_zero_bits, MAX_DIFFICULTY};
 
 use endpoint::{http_date, write_token_url};

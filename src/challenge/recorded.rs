@@ -19,7 +19,7 @@
 //! fallback turned off replays as nginx would have decided), then the
 //! binding. What it cannot do is re-check the MAC under other keys or the
 //! binding under other prefix lengths: those stay as the recorder found
-//! them. Only replay reads this form (`gate::Request::from_log`): in nginx
+//! them. Only replay reads this form (`gate::Incoming::from_log`): in nginx
 //! a client sending `[clearance ok ...]` sends a malformed token.
 
 use super::token::{Proof, Rejection};

@@ -9,6 +9,26 @@ use crate::features::Request;
 /// pipeline itself (never proxied) whenever a challenge is configured.
 pub const ENDPOINT: &str = "/.edgeguard/challenge";
 
+/// What the challenge did with a request besides serving its page: an
+/// answer, a no-JavaScript wait redeemed, the "cookies are needed" page,
+/// or a problem document instead of the page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnswerResult {
+    /// The work was done: a clearance cookie was issued.
+    Solved,
+    /// A no-JavaScript wait was redeemed: the weaker clearance was issued.
+    Waited,
+    /// Refused, and why (`early`: a no-JavaScript ticket followed before
+    /// its wait was over).
+    Failed(Rejection),
+    /// Solves came back without the cookie: the "cookies are needed"
+    /// page (or problem) was served instead of another challenge.
+    CookiesNeeded,
+    /// A request that must not get the page (a body, a fetch or an API
+    /// call) got `application/problem+json` instead.
+    Problem,
+}
+
 /// What a request's clearance cookie says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Clearance {

@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use edgeguard::features::{extract, FeatureVector};
 use edgeguard::headers::Header;
 use edgeguard::replay::LineReader;
-use edgeguard::rules::{Action, BotView, Context, Matched, Rules, Scratch, Stage, View};
+use edgeguard::rules::{Action, BotView, Context, Matched, NormalPath, Rules, Stage, View};
 use edgeguard::signals::{Lookup, Snapshot};
 use edgeguard::verified::VerifiedBots;
 
@@ -243,7 +243,7 @@ fn eval(
 ) -> io::Result<usize> {
     let mut out = BufWriter::new(output);
     let mut reader = LineReader::new();
-    let mut scratch = Scratch::new();
+    let mut scratch = NormalPath::new();
     let mut bad = 0;
     for (n, raw) in input.split(b'\n').enumerate() {
         let raw = raw?;

@@ -10,8 +10,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use edgeguard::load::Config;
+use edgeguard::replay::WindowFeed;
 use edgeguard::replay::{self, Input, Options};
-use edgeguard::signals::{Observer, Settings, Window};
+use edgeguard::signals::{Settings, Window};
 
 /// The long description of `--help`.
 pub const LONG_ABOUT: &str =
@@ -209,7 +210,7 @@ fn signals(args: Args) -> Result<(), String> {
     if let Some(n) = args.max_line {
         options.max_line = n;
     }
-    let mut observer = Observer::new(&mut window, unix_now);
+    let mut observer = WindowFeed::new(&mut window, unix_now);
     let summary = replay::observe(inputs, &config, &options, &mut |seen| observer.add(seen))
         .map_err(|e| e.to_string())?;
     let (snapshot, refused) = window.snapshot();

@@ -4,7 +4,7 @@
 use std::io::{self, BufRead, BufWriter, Write};
 use std::process::ExitCode;
 
-use edgeguard::tls::{ClientHello, Fingerprint, Scratch};
+use edgeguard::tls::{ClientHello, Fingerprint, SortRoom};
 
 /// The long description of `--help`.
 pub const LONG_ABOUT: &str = "Reads one ClientHello per line, in hex: a TLS record (16 03 ..) or a
@@ -37,7 +37,7 @@ fn unhex(s: &str) -> Result<Vec<u8>, String> {
 }
 
 /// The fingerprint of one line's bytes, as a JSON object.
-fn describe(bytes: &[u8], scratch: &mut Scratch) -> Result<serde_json::Value, String> {
+fn describe(bytes: &[u8], scratch: &mut SortRoom) -> Result<serde_json::Value, String> {
     let hello = match bytes.first() {
         Some(1) => ClientHello::parse_handshake(bytes),
         _ => ClientHello::parse_record(bytes),
@@ -58,7 +58,7 @@ fn describe(bytes: &[u8], scratch: &mut Scratch) -> Result<serde_json::Value, St
 
 /// Runs the subcommand.
 pub fn run(_args: Args) -> ExitCode {
-    let mut scratch = Scratch::default();
+    let mut scratch = SortRoom::default();
     let stdin = io::stdin();
     let mut out = BufWriter::new(io::stdout().lock());
     let mut failed = false;

@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::options::{Options, OPTIONS};
-use crate::gate::DEFAULT_LOG_LEVEL;
+use super::options::{Options, DEFAULT_LOG_LEVEL, OPTIONS};
 
 /// The default of an option its resolved value leaves out, from where the
 /// code keeps it.

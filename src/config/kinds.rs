@@ -72,24 +72,17 @@ impl VarSet {
     pub const GROUPS: [&'static str; 1] = ["reasons"];
 }
 
-/// The engine that strips and scores (`engine`, `shadow_primary`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Engine {
-    /// This library, one FFI call per job.
-    Rust,
-    /// The pure-Lua engine, the "before" of a migration.
-    Lua,
-    /// Both on every request, acting on the primary's result.
-    Shadow,
-}
-
-impl Engine {
-    /// The name in the options.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Engine::Rust => "rust",
-            Engine::Lua => "lua",
-            Engine::Shadow => "shadow",
-        }
+c_enum! {
+    /// The engine that strips and scores (`engine`, `shadow_primary`); its
+    /// word is the option's value and the metrics' `engine` label. Passed
+    /// to the metrics exports as a plain int.
+    pub enum Engine as "edgeguard_engine" {
+        /// This library, one FFI call per job.
+        Rust = 0 => "rust",
+        /// The pure-Lua engine, the "before" of a migration.
+        Lua = 1 => "lua",
+        /// Both on every request, acting on the primary's result (requests
+        /// only).
+        Shadow = 2 => "shadow",
     }
 }

@@ -48,4 +48,4 @@ mod values;
 
 pub use error::{ConfigError, ErrorOrigin};
 pub use kinds::{Ambiguous, Engine, Mode, VarSet};
-pub use options::{Options, Scope};
+pub use options::{Options, Scope, DEFAULT_LOG_LEVEL};

@@ -27,6 +27,10 @@ use super::files;
 use super::kinds::{Ambiguous, Engine, Mode, VarSet};
 use super::values::Ctx;
 
+/// nginx's `ngx.INFO`: the level of the decision line when `log_level` is
+/// not set.
+pub const DEFAULT_LOG_LEVEL: u8 = 7;
+
 /// Where a set of options comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scope {

@@ -27,9 +27,10 @@
 use super::bytes::find;
 use super::client_hints::BrandList;
 use super::orders::Engine;
+use super::request::Request;
 use super::schema::Float;
 use super::user_agent::{Family, Os, UserAgent};
-use super::vector::{flag, FeatureVector, Request, Seen};
+use super::vector::{flag, FeatureVector, HeaderWalk};
 
 /// Chromium sends `sec-ch-ua`, `-mobile` and `-platform` to secure contexts
 /// by default from 89 (`-platform` from 93); with a margin.
@@ -71,7 +72,7 @@ struct Kind {
 }
 
 impl Kind {
-    fn of(req: &Request<'_>, seen: &Seen<'_>, ua: &UserAgent, engine: Engine) -> Kind {
+    fn of(req: &Request<'_>, seen: &HeaderWalk<'_>, ua: &UserAgent, engine: Engine) -> Kind {
         let apple = matches!(ua.os, Os::MacOs | Os::Ios);
         let preflight = req.method() == b"OPTIONS";
         // Looked for only when nothing else shows the context.
@@ -118,7 +119,7 @@ fn has_upgrade(value: &[u8]) -> bool {
 /// Sets the schema-4 evidence features of `out`.
 pub(super) fn extract<'a>(
     req: &Request<'a>,
-    seen: &Seen<'a>,
+    seen: &HeaderWalk<'a>,
     ua: &UserAgent,
     brands: Option<&BrandList<'_>>,
     out: &mut FeatureVector<'a>,
@@ -167,7 +168,7 @@ pub(super) fn extract<'a>(
 /// that are missing.
 fn missing_headers(
     req: &Request<'_>,
-    seen: &Seen<'_>,
+    seen: &HeaderWalk<'_>,
     ua: &UserAgent,
     engine: Engine,
     kind: &Kind,
@@ -235,7 +236,7 @@ fn missing_headers(
 /// does not ask for `text/html`, a stylesheet that does not ask for
 /// `text/css`, an image that asks for no `image/` type, or q-values
 /// without their leading zero (`q=.2`, Java's default).
-fn accept_non_browser(seen: &Seen<'_>, kind: &Kind) -> bool {
+fn accept_non_browser(seen: &HeaderWalk<'_>, kind: &Kind) -> bool {
     let Some(accept) = seen.accept else {
         return false;
     };
@@ -264,7 +265,7 @@ fn accept_non_browser(seen: &Seen<'_>, kind: &Kind) -> bool {
 /// proxies send `gzip, deflate` (with or without `zstd`) over HTTPS
 /// (browserforge's real-traffic sets: 15 % of Chrome on Windows over
 /// HTTP/1.1).
-fn encoding_non_browser(seen: &Seen<'_>) -> bool {
+fn encoding_non_browser(seen: &HeaderWalk<'_>) -> bool {
     seen.accept_encoding
         .is_some_and(|e| !seen.range && find(e, b"gzip").is_none())
 }

@@ -124,6 +124,7 @@ pub mod header_order;
 pub mod language;
 pub mod orders;
 pub mod reasons;
+mod request;
 mod schema;
 pub mod tls;
 pub mod uri;
@@ -137,9 +138,10 @@ pub use schema::{
 };
 
 use orders::{Engine, OrderTable};
+pub use request::{Kept, Request, TlsFacts};
 use user_agent::{Family, UserAgent};
-use vector::{flag, CatValue, Seen};
-pub use vector::{FeatureVector, Kept, Request, TlsFacts, HEADER_ORDER_CAP};
+use vector::{flag, CatValue, HeaderWalk};
+pub use vector::{FeatureVector, HEADER_ORDER_CAP};
 
 /// Fills `out` with the features of `req`, without a learnt order table
 /// (`order_reversed_pairs` is NaN). Allocates nothing.
@@ -159,7 +161,7 @@ pub fn extract_with<'a>(
     out: &mut FeatureVector<'a>,
 ) {
     // Filled in place: returned from the walk, the 330 bytes were copied.
-    let mut seen = Seen::new();
+    let mut seen = HeaderWalk::new();
     walk_headers(req, &mut seen, out);
     request_line(req, out);
     let ua = user_agent_features(&seen, out);
@@ -179,7 +181,7 @@ const RUN: usize = 16;
 
 /// The one pass over the headers: the `header_order` fingerprint, and what
 /// the other phases read.
-fn walk_headers<'a>(req: &Request<'a>, seen: &mut Seen<'a>, out: &mut FeatureVector<'a>) {
+fn walk_headers<'a>(req: &Request<'a>, seen: &mut HeaderWalk<'a>, out: &mut FeatureVector<'a>) {
     out.order.clear();
     for run in req.headers.chunks(RUN) {
         let mut entries = [0u8; RUN];
@@ -199,7 +201,7 @@ fn walk_headers<'a>(req: &Request<'a>, seen: &mut Seen<'a>, out: &mut FeatureVec
 
 /// What the User-Agent claims; returns the parse for the checks that
 /// compare it with the other headers.
-fn user_agent_features(seen: &Seen<'_>, out: &mut FeatureVector<'_>) -> UserAgent {
+fn user_agent_features(seen: &HeaderWalk<'_>, out: &mut FeatureVector<'_>) -> UserAgent {
     let ua_bytes = seen.user_agent.unwrap_or(b"");
     let ua = user_agent::parse(ua_bytes);
     let has_ua = ua.family != Family::None;
@@ -230,7 +232,7 @@ fn user_agent_features(seen: &Seen<'_>, out: &mut FeatureVector<'_>) -> UserAgen
 }
 
 /// Presence flags, lengths and counts of the headers themselves.
-fn header_presence(seen: &Seen<'_>, out: &mut FeatureVector<'_>) {
+fn header_presence(seen: &HeaderWalk<'_>, out: &mut FeatureVector<'_>) {
     out.set_flag(Float::HasAccept, seen.accept.is_some());
     out.set(
         Float::AcceptLen,
@@ -256,7 +258,7 @@ fn header_presence(seen: &Seen<'_>, out: &mut FeatureVector<'_>) {
 /// Client hints and fetch metadata against the UA's claims, and the brand
 /// `sec-ch-ua` names (read in the same pass as its version).
 fn client_hint_checks<'a>(
-    seen: &Seen<'a>,
+    seen: &HeaderWalk<'a>,
     ua: &UserAgent,
     brands: Option<&client_hints::BrandList<'a>>,
     out: &mut FeatureVector<'a>,
@@ -315,7 +317,7 @@ fn client_hint_checks<'a>(
 /// `orders` is `None` when the headers did not arrive in the client's
 /// order (a hop that sorts them): then no pair counts against it.
 fn order_features(
-    seen: &Seen<'_>,
+    seen: &HeaderWalk<'_>,
     ua: &UserAgent,
     orders: Option<Option<&OrderTable>>,
     out: &mut FeatureVector<'_>,
@@ -346,7 +348,7 @@ fn order_features(
 
 /// Categorical values taken from the headers as sent (or reduced to a
 /// small buffer: the primary language).
-fn header_values<'a>(seen: &Seen<'a>, out: &mut FeatureVector<'a>) {
+fn header_values<'a>(seen: &HeaderWalk<'a>, out: &mut FeatureVector<'a>) {
     out.language_len =
         language::write_primary(seen.accept_language.unwrap_or(b""), &mut out.language);
     out.cats[Cat::AcceptLanguagePrimary.index()] = CatValue::Language;
@@ -597,7 +599,7 @@ mod tests {
             let headers: Vec<Header<'_>> = pairs.iter().map(|(n, v)| Header::new(n, v)).collect();
             let req = Request::new(b"GET", b"/", 11, b"", &headers);
             let mut out = FeatureVector::new();
-            let mut seen = Seen::new();
+            let mut seen = HeaderWalk::new();
             walk_headers(&req, &mut seen, &mut out);
             let firstv = |name: &str| {
                 pairs

@@ -17,9 +17,10 @@
 //! its own (its JA4 counts the pre_shared_key extension).
 
 use super::orders::Engine;
+use super::request::TlsFacts;
 use super::schema::{Cat, Float};
 use super::user_agent::{Os, UserAgent};
-use super::vector::{FeatureVector, TlsFacts};
+use super::vector::FeatureVector;
 use crate::tls::Family;
 
 /// The family whose ClientHello a browser engine sends: Chromium's

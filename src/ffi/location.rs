@@ -19,16 +19,16 @@ use super::headers::edgeguard_header_set;
 use super::metrics::edgeguard_metrics;
 use super::scorer::edgeguard_scorer;
 use super::types::{
-    action_from_int, clearance_from_int, edgeguard_request, edgeguard_result, job_from_int,
-    write_effects, EDGEGUARD_MAX_MODELS,
+    clearance_from_int, edgeguard_request, edgeguard_result, write_effects, EDGEGUARD_MAX_MODELS,
 };
 use crate::challenge::{Clearance, Proof, Rejection};
 use crate::config::Engine;
 use crate::gate::{self, Job, Location, Models, Scratch};
+use crate::outcome::Outcome;
 
 pub use super::types::{
-    edgeguard_action, edgeguard_bot, edgeguard_clearance, edgeguard_effects, edgeguard_exit,
-    edgeguard_given, edgeguard_job, edgeguard_var,
+    edgeguard_bot, edgeguard_clearance, edgeguard_effects, edgeguard_exit, edgeguard_given,
+    edgeguard_var,
 };
 
 /// Everything one `access{}` resolves to. Opaque: made by
@@ -217,7 +217,7 @@ pub unsafe extern "C" fn edgeguard_location_run(
     ffi_panic_boundary! {
         let started = Instant::now();
         let (loc, request, scratch, out) = (try_ref!(location), try_ref!(request), try_mut!(scratch), try_mut!(out));
-        let Some(job) = job_from_int(job) else {
+        let Some(job) = Job::from_int(job) else {
             return edgeguard_result::InvalidArgument;
         };
         let mut req = match request.view() {
@@ -243,13 +243,13 @@ pub unsafe extern "C" fn edgeguard_location_run(
     }
 }
 
-/// The name of an `edgeguard_action` (`"pass"`, `"block"`, ...): what
+/// The name of an `edgeguard_outcome` (`"pass"`, `"block"`, ...): what
 /// `$edgeguard_action` holds and `access()` returns. Null for a number that
 /// is none. Static storage.
 #[no_mangle]
-pub extern "C" fn edgeguard_action_name(action: c_int) -> *const c_char {
+pub extern "C" fn edgeguard_outcome_name(outcome: c_int) -> *const c_char {
     ffi_panic_boundary! {
-        action_from_int(action).map_or(std::ptr::null(), |a| a.c_name().as_ptr())
+        Outcome::from_int(outcome).map_or(std::ptr::null(), |a| a.c_name().as_ptr())
     }
 }
 

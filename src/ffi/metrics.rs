@@ -18,15 +18,11 @@ use super::boundary::utf8_names;
 use super::config::edgeguard_config;
 use super::handle::Handle;
 use super::raw::{bytes_mut, slice};
-use super::types::{
-    disagreement_from_int, edgeguard_effects, edgeguard_result, edgeguard_str, engine_from_int,
-    outcome_from_int, seen_of_raw,
-};
+use super::types::{edgeguard_effects, edgeguard_result, edgeguard_str, seen_of_raw};
 use crate::config::text::Cursor;
 use crate::config::Engine;
-use crate::metrics::{Registry, Spec};
-
-pub use super::types::{edgeguard_disagreement, edgeguard_engine, edgeguard_outcome};
+use crate::metrics::{Disagreement, Registry, Spec};
+use crate::outcome::Outcome;
 
 /// A worker process's metrics: the series of one configuration and its
 /// deltas since the last drain. Opaque: made by `edgeguard_metrics_new`,
@@ -290,7 +286,7 @@ pub unsafe extern "C" fn edgeguard_metrics_request(
 ) -> edgeguard_result {
     ffi_panic_boundary! {
         try_non_null!(metrics);
-        let (Some(engine), Some(outcome)) = (engine_from_int(engine), outcome_from_int(outcome)) else {
+        let (Some(engine), Some(outcome)) = (Engine::from_int(engine), Outcome::from_int(outcome)) else {
             return edgeguard_result::InvalidArgument;
         };
         let seen = if out.is_null() {
@@ -325,7 +321,7 @@ pub unsafe extern "C" fn edgeguard_metrics_scores(
         let Some(scores) = slice(scores, n) else {
             return edgeguard_result::NullParameter;
         };
-        match engine_from_int(engine) {
+        match Engine::from_int(engine) {
             Some(e) if e != Engine::Shadow && (*metrics).registry.scores(e, scores) => edgeguard_result::Ok,
             _ => edgeguard_result::InvalidArgument,
         }
@@ -346,7 +342,7 @@ pub unsafe extern "C" fn edgeguard_metrics_engine_time(
 ) -> edgeguard_result {
     ffi_panic_boundary! {
         try_non_null!(metrics);
-        match engine_from_int(engine) {
+        match Engine::from_int(engine) {
             Some(e) if e != Engine::Shadow && (*metrics).registry.engine_time(e, seconds) => edgeguard_result::Ok,
             _ => edgeguard_result::InvalidArgument,
         }
@@ -366,7 +362,7 @@ pub unsafe extern "C" fn edgeguard_metrics_disagreement(
 ) -> edgeguard_result {
     ffi_panic_boundary! {
         try_non_null!(metrics);
-        let Some(kind) = disagreement_from_int(kind) else {
+        let Some(kind) = Disagreement::from_int(kind) else {
             return edgeguard_result::InvalidArgument;
         };
         (*metrics).registry.disagreement(kind);

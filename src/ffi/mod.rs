@@ -49,6 +49,21 @@ pub use types::*;
 /// which LuaJIT cannot unload.
 pub const EDGEGUARD_ABI_VERSION: u32 = 2;
 
+/// The C declarations of the enums `c_enum!` declares, for
+/// include/edgeguard.h (tests/c_header.rs writes them ahead of cbindgen's
+/// items; cbindgen does not expand macros). An enum `c_enum!` declares that
+/// crosses the ABI is listed here once.
+pub fn c_enum_declarations() -> String {
+    [
+        crate::outcome::Outcome::c_declaration(),
+        crate::gate::Job::c_declaration(),
+        crate::config::Engine::c_declaration(),
+        crate::metrics::Disagreement::c_declaration(),
+        crate::model::PredictionType::c_declaration(),
+    ]
+    .join("\n")
+}
+
 /// The crate version this header was generated from (Cargo.toml's),
 /// major part. The shim refuses a library of another version even when the
 /// ABI agrees: the Lua modules and the library are one release, and the

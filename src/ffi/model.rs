@@ -12,10 +12,10 @@ use std::path::Path;
 use super::boundary::write_error;
 use super::handle::Handle;
 use super::raw::{bytes, c_bytes, slice};
-use super::types::{edgeguard_result, edgeguard_str, prediction_type_from_int};
-use crate::model::{cat_hash, CatSource, Evaluator, Model, ModelError, PredictionError};
-
-pub use super::types::edgeguard_prediction_type;
+use super::types::{edgeguard_result, edgeguard_str};
+use crate::model::{
+    cat_hash, CatSource, Evaluator, Model, ModelError, PredictionError, PredictionType,
+};
 
 /// A loaded CatBoost model. Opaque: made by `edgeguard_model_new_from_*`,
 /// released by `edgeguard_model_free`. Immutable after loading, so one handle
@@ -204,7 +204,7 @@ pub unsafe extern "C" fn edgeguard_model_predict(
         let (Some(floats), Some(cats)) = (slice(floats, n_floats), slice(cat_hashes, n_cats)) else {
             return edgeguard_result::NullParameter;
         };
-        let Some(ty) = prediction_type_from_int(prediction_type) else {
+        let Some(ty) = PredictionType::from_int(prediction_type) else {
             return edgeguard_result::InvalidArgument;
         };
         let out = std::slice::from_raw_parts_mut(out, out_len);
@@ -246,7 +246,7 @@ pub unsafe extern "C" fn edgeguard_model_predict_strings(
         let (Some(floats), Some(cats)) = (slice(floats, n_floats), slice(cats, n_cats)) else {
             return edgeguard_result::NullParameter;
         };
-        let Some(ty) = prediction_type_from_int(prediction_type) else {
+        let Some(ty) = PredictionType::from_int(prediction_type) else {
             return edgeguard_result::InvalidArgument;
         };
         let out = std::slice::from_raw_parts_mut(out, out_len);

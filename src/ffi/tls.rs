@@ -17,7 +17,7 @@ use super::openssl::{ex_index, openssl, ossl_ext, OpenSsl, OsslInts};
 use super::raw::bytes;
 use super::types::edgeguard_result;
 use crate::tls::client_hello::ExtensionsBlock;
-use crate::tls::{ClientHello, ExtensionTypes, Fingerprint, Scratch, U16List};
+use crate::tls::{ClientHello, ExtensionTypes, Fingerprint, SortRoom, U16List};
 
 pub use super::types::edgeguard_tls_info;
 
@@ -64,7 +64,7 @@ impl edgeguard_tls_info {
 thread_local! {
     // Sorting room for the handshakes of this thread (an nginx worker has
     // one): made once, reused by every ClientHello.
-    static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+    static SCRATCH: std::cell::RefCell<SortRoom> = std::cell::RefCell::new(SortRoom::default());
 }
 
 fn fingerprint(hello: &ClientHello<'_>) -> Fingerprint {
@@ -490,7 +490,7 @@ mod tests {
     fn from_bytes(record: &[u8]) -> Fingerprint {
         Fingerprint::compute(
             &ClientHello::parse_record(record).unwrap(),
-            &mut Scratch::default(),
+            &mut SortRoom::default(),
         )
     }
 
@@ -515,7 +515,7 @@ mod tests {
                 extensions: ExtensionTypes::List(&known),
                 ..h
             };
-            Fingerprint::compute(&h, &mut Scratch::default())
+            Fingerprint::compute(&h, &mut SortRoom::default())
         };
         assert!(
             listed.extensions < whole.extensions,

@@ -10,12 +10,11 @@ use std::ffi::{c_int, CStr};
 use std::slice;
 
 use crate::challenge::{Clearance, Proof, Rejection};
-use crate::config::Engine;
 use crate::features::TlsFacts;
-use crate::gate::{self, Action, Effects, Exit, Given, Job};
+use crate::gate::{self, Effects, Exit, Given};
 use crate::headers::Header;
-use crate::metrics::{BotVerdict, Disagreement, Outcome, Seen};
-use crate::model::PredictionType;
+use crate::metrics::{BotVerdict, Screening};
+use crate::outcome::Outcome;
 use crate::tls::Family;
 use crate::verified::Verdict;
 
@@ -312,7 +311,7 @@ impl edgeguard_request {
     /// # Safety
     /// The strings, headers and `tls` point to their stated number of
     /// readable bytes for `'a`.
-    pub(crate) unsafe fn view<'a>(&'a self) -> Result<gate::Request<'a>, edgeguard_result> {
+    pub(crate) unsafe fn view<'a>(&'a self) -> Result<gate::Incoming<'a>, edgeguard_result> {
         if self.headers.is_null() && self.headers_len != 0 {
             return Err(edgeguard_result::NullParameter);
         }
@@ -339,7 +338,7 @@ impl edgeguard_request {
         } else {
             slice::from_raw_parts(self.headers, self.headers_len)
         };
-        let req = gate::Request::new(
+        let req = gate::Incoming::new(
             self.method.as_bytes(),
             self.uri.as_bytes(),
             http_version,
@@ -386,88 +385,7 @@ impl edgeguard_given {
     }
 }
 
-/// What `edgeguard_location_run` does. Stable numbers; passed as a plain
-/// int.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum edgeguard_job {
-    /// The whole pipeline: strip, score, decide, respond (`access()`).
-    Access = 0,
-    /// Only strip the internal headers and the score header's spellings
-    /// (`clear_internal_headers()`).
-    Strip = 1,
-    /// Only strip the internal headers, keeping the score header (a
-    /// subrequest: its parent's run set it).
-    StripList = 2,
-}
-
-/// The job of a number, if it is one.
-pub(crate) fn job_from_int(n: c_int) -> Option<Job> {
-    [
-        (edgeguard_job::Access, Job::Access),
-        (edgeguard_job::Strip, Job::Strip),
-        (edgeguard_job::StripList, Job::StripList),
-    ]
-    .into_iter()
-    .find(|(c, _)| *c as c_int == n)
-    .map(|(_, j)| j)
-}
-
 // ------------------------------------------------------------- effects
-
-/// What a request comes to (`$edgeguard_action`). Stable numbers:
-/// `edgeguard_outcome` gives every action the same number.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum edgeguard_action {
-    /// Not flagged, or mode `off`: proxied.
-    Pass = 0,
-    /// Flagged, but the client lies in an `allow` block: proxied.
-    Allow = 1,
-    /// Flagged in mode `log`: proxied, logged.
-    Log = 2,
-    /// Flagged in mode `block`: answered with the configured `status`.
-    Block = 3,
-    /// Not scored while models are configured and `fail_closed` is set:
-    /// 503.
-    Unavailable = 4,
-    /// Flagged, but a valid clearance cookie lets it through.
-    Cleared = 5,
-    /// A flagged navigation in mode `challenge`: the challenge page.
-    Challenge = 6,
-    /// A verified bot: proxied.
-    Verified = 7,
-    /// A request to the challenge's endpoint (`/.edgeguard/challenge`)
-    /// while a challenge is configured: answered, never proxied.
-    Answer = 8,
-    /// Internal headers nginx's Lua API cannot remove: 400. (9 is
-    /// `edgeguard_outcome`'s `Error`, which is no action.)
-    Refused = 10,
-}
-
-impl From<Action> for edgeguard_action {
-    fn from(a: Action) -> Self {
-        match a {
-            Action::Pass => edgeguard_action::Pass,
-            Action::Allow => edgeguard_action::Allow,
-            Action::Log => edgeguard_action::Log,
-            Action::Block => edgeguard_action::Block,
-            Action::Unavailable => edgeguard_action::Unavailable,
-            Action::Cleared => edgeguard_action::Cleared,
-            Action::Challenge => edgeguard_action::Challenge,
-            Action::Verified => edgeguard_action::Verified,
-            Action::Answer => edgeguard_action::Answer,
-            Action::Refused => edgeguard_action::Refused,
-        }
-    }
-}
-
-/// The action of a number, if it is one.
-pub(crate) fn action_from_int(n: c_int) -> Option<Action> {
-    Action::ALL
-        .into_iter()
-        .find(|&a| edgeguard_action::from(a) as c_int == n)
-}
 
 /// How a request ends. Stable numbers.
 #[repr(C)]
@@ -568,8 +486,8 @@ pub(crate) fn clearance_from_int(n: c_int) -> Option<Clearance> {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct edgeguard_effects {
-    /// What the request came to.
-    pub action: edgeguard_action,
+    /// What the request came to (`edgeguard_outcome_name` names it).
+    pub action: Outcome,
     /// How it ends.
     pub exit: edgeguard_exit,
     /// The response status (0 with `Continue`).
@@ -681,7 +599,7 @@ pub(crate) fn write_effects(e: &Effects<'_>, out: &mut edgeguard_effects) {
         Exit::Page { body, .. } => (edgeguard_exit::Body, body, &[][..]),
         Exit::Redirect { location, .. } => (edgeguard_exit::Redirect, &[][..], location),
     };
-    out.action = e.action.into();
+    out.action = e.action;
     out.exit = exit;
     out.status = i32::from(e.exit.status());
     out.log_level = e.line.map_or(0, |(_, level)| i32::from(level));
@@ -756,7 +674,7 @@ pub(crate) fn score_error(e: crate::scorer::ScoreError) -> edgeguard_result {
 /// # Safety
 /// `out` points to a readable `edgeguard_effects`, its `bot_name` to its
 /// length.
-pub(crate) unsafe fn seen_of_raw<'a>(out: *const edgeguard_effects) -> Option<Seen<'a>> {
+pub(crate) unsafe fn seen_of_raw<'a>(out: *const edgeguard_effects) -> Option<Screening<'a>> {
     // Both enums are C ints (`#[repr(C)]` fieldless enums).
     let bot = std::ptr::addr_of!((*out).bot).cast::<c_int>().read();
     let clearance = std::ptr::addr_of!((*out).clearance).cast::<c_int>().read();
@@ -767,135 +685,13 @@ pub(crate) unsafe fn seen_of_raw<'a>(out: *const edgeguard_effects) -> Option<Se
         2 => Some((name.as_bytes(), BotVerdict::Fake)),
         _ => return None,
     };
-    Some(Seen {
+    Some(Screening {
         clearance: clearance_from_int(clearance)?,
         bot,
     })
 }
 
 // ------------------------------------------------------------- metrics
-
-/// An engine setting, for the metrics' `engine` label. Stable numbers;
-/// passed as a plain int.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum edgeguard_engine {
-    /// This library.
-    Rust = 0,
-    /// The legacy Lua engine.
-    Lua = 1,
-    /// Both, acting on the primary's result (requests only).
-    Shadow = 2,
-}
-
-/// The engine of a number, if it is one.
-pub(crate) fn engine_from_int(n: c_int) -> Option<Engine> {
-    [
-        (edgeguard_engine::Rust, Engine::Rust),
-        (edgeguard_engine::Lua, Engine::Lua),
-        (edgeguard_engine::Shadow, Engine::Shadow),
-    ]
-    .into_iter()
-    .find(|(c, _)| *c as c_int == n)
-    .map(|(_, e)| e)
-}
-
-/// What a request came to, for `edgeguard_decisions_total`: an
-/// `edgeguard_action` (the same numbers) or the caller's own `Error`.
-/// Stable numbers; passed as a plain int.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum edgeguard_outcome {
-    /// `edgeguard_action`'s `Pass`.
-    Pass = 0,
-    /// `Allow`.
-    Allow = 1,
-    /// `Log`.
-    Log = 2,
-    /// `Block`.
-    Block = 3,
-    /// `Unavailable`.
-    Unavailable = 4,
-    /// `Cleared`.
-    Cleared = 5,
-    /// `Challenge` (a page served).
-    Challenge = 6,
-    /// `Verified`.
-    Verified = 7,
-    /// `Answer`.
-    Answer = 8,
-    /// A call failed: the request got 500.
-    Error = 9,
-    /// `Refused`: internal headers nginx's Lua API cannot remove, 400.
-    Refused = 10,
-}
-
-/// The outcome of a number: an action's, or `Error`.
-pub(crate) fn outcome_from_int(n: c_int) -> Option<Outcome> {
-    if n == edgeguard_outcome::Error as c_int {
-        return Some(Outcome::Error);
-    }
-    action_from_int(n).map(gate::outcome)
-}
-
-/// Shadow mode's kinds of disagreement. Stable numbers; passed as a plain
-/// int.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum edgeguard_disagreement {
-    /// A score differs.
-    Score = 0,
-    /// The action differs.
-    Decision = 1,
-    /// The internal header counts differ.
-    Headers = 2,
-}
-
-/// The kind of a number, if it is one.
-pub(crate) fn disagreement_from_int(n: c_int) -> Option<Disagreement> {
-    [
-        (edgeguard_disagreement::Score, Disagreement::Score),
-        (edgeguard_disagreement::Decision, Disagreement::Decision),
-        (edgeguard_disagreement::Headers, Disagreement::Headers),
-    ]
-    .into_iter()
-    .find(|(c, _)| *c as c_int == n)
-    .map(|(_, d)| d)
-}
-
-// ------------------------------------------------------------- models
-
-/// What `edgeguard_model_predict` reports, as the official C API's
-/// `SetPredictionType`. Passed to the predict functions as a plain `int`, so
-/// an out-of-range number is an `InvalidArgument` result rather than
-/// undefined behaviour.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum edgeguard_prediction_type {
-    /// The raw formula value: one value per model dimension.
-    Raw = 0,
-    /// Sigmoid of the raw value (binary) or softmax over classes
-    /// (MultiClass): one value per dimension.
-    Probability = 1,
-    /// `1`/`0` for `raw > 0` (binary) or the index of the largest raw value
-    /// (MultiClass): one value.
-    Class = 2,
-}
-
-/// The prediction type of a number, if it is one.
-pub(crate) fn prediction_type_from_int(n: c_int) -> Option<PredictionType> {
-    [
-        (edgeguard_prediction_type::Raw, PredictionType::Raw),
-        (
-            edgeguard_prediction_type::Probability,
-            PredictionType::Probability,
-        ),
-        (edgeguard_prediction_type::Class, PredictionType::Class),
-    ]
-    .into_iter()
-    .find(|(c, _)| *c as c_int == n)
-    .map(|(_, t)| t)
-}
 
 // ------------------------------------------------------------- options
 
@@ -980,22 +776,36 @@ mod tests {
             assert_eq!(r as c_int, n);
         }
         assert!(edgeguard_result::from_int(11).is_none());
-        for a in Action::ALL {
-            let n = edgeguard_action::from(a) as c_int;
-            assert_eq!(action_from_int(n), Some(a));
-            assert_eq!(outcome_from_int(n), Some(gate::outcome(a)), "same numbers");
-        }
-        assert_eq!(action_from_int(9), None);
-        assert_eq!(outcome_from_int(9), Some(Outcome::Error));
         for n in 0..11 {
             let c = clearance_from_int(n).unwrap();
             assert_eq!(edgeguard_clearance::from(c) as c_int, n);
         }
         assert_eq!(clearance_from_int(11), None);
-        assert_eq!(job_from_int(2), Some(Job::StripList));
-        assert_eq!(job_from_int(3), None);
-        assert_eq!(engine_from_int(2), Some(Engine::Shadow));
-        assert_eq!(disagreement_from_int(3), None);
-        assert_eq!(prediction_type_from_int(2), Some(PredictionType::Class));
+        // The enums `c_enum!` declares: dense from 0, each number its
+        // variant's, and the header declares every one.
+        let header = super::super::c_enum_declarations();
+        macro_rules! dense {
+            ($($t:ty),+) => {$(
+                for (i, v) in <$t>::ALL.into_iter().enumerate() {
+                    assert_eq!(<$t>::from_int(i as c_int), Some(v));
+                    assert_eq!(v.index(), i);
+                    let c = format!(
+                        "  {}_{} = {i},\n",
+                        <$t>::C_TYPE.to_ascii_uppercase(),
+                        v.as_str().to_ascii_uppercase()
+                    );
+                    assert!(header.contains(&c), "{c}");
+                }
+                assert_eq!(<$t>::from_int(<$t>::ALL.len() as c_int), None);
+                assert_eq!(<$t>::from_int(-1), None);
+            )+};
+        }
+        dense!(
+            Outcome,
+            crate::gate::Job,
+            crate::config::Engine,
+            crate::metrics::Disagreement,
+            crate::model::PredictionType
+        );
     }
 }

@@ -25,7 +25,7 @@ use std::io::Write as _;
 
 use super::effects::Exit;
 use super::location::Location;
-use super::request::Request;
+use super::request::Incoming;
 use super::scratch::Scratch;
 use super::state::{BodyParts, State};
 use crate::challenge::{self, Problem, ProblemInput, Response};
@@ -38,7 +38,7 @@ pub(super) const REFERENCE_HEADER: &str = "Edgeguard-Reference";
 /// reference header when the request has an id, else the bare status.
 pub(super) fn blocked(
     loc: &Location,
-    req: &Request<'_>,
+    req: &Incoming<'_>,
     status: u16,
     scratch: &mut Scratch,
     s: &mut State,

@@ -1,12 +1,12 @@
 //! What the gate made of a request: everything nginx must do with it (and
 //! what replay reports of it), borrowed from the location and the scratch.
 
-use super::action::Action;
 use super::location::Location;
+use crate::challenge::AnswerResult;
 use crate::challenge::Clearance;
 use crate::config::text::Span;
 use crate::features::{Grade, Reasons};
-use crate::metrics::AnswerResult;
+use crate::outcome::Outcome;
 use crate::scorer::ScoreError;
 use crate::signals::live::Lookup;
 use crate::verified::Verdict;
@@ -92,7 +92,7 @@ pub struct Vars<'a> {
     pub(super) loc: Option<&'a Location>,
     pub(super) text: &'a [u8],
     pub(super) values: &'a [Span],
-    pub(super) action: Action,
+    pub(super) action: Outcome,
     pub(super) time: Option<Span>,
     pub(super) verified_bot: &'a [u8],
     /// The location has rules: `$edgeguard_rule`, `$edgeguard_tag` and
@@ -132,7 +132,7 @@ impl<'a> Vars<'a> {
             loc: None,
             text: &[],
             values: &[],
-            action: Action::Pass,
+            action: Outcome::Pass,
             time: None,
             verified_bot: &[],
             rules: false,
@@ -231,7 +231,7 @@ pub struct RuleEffect<'a> {
 #[derive(Clone, Copy, Debug)]
 pub struct Effects<'a> {
     /// What it came to.
-    pub action: Action,
+    pub action: Outcome,
     /// How it ends.
     pub exit: Exit<'a>,
     /// Indices (into the request's headers) of the headers to remove: the
@@ -246,7 +246,7 @@ pub struct Effects<'a> {
     /// refusal only those another engine removed before it found the rest.
     pub removed: usize,
     /// Internal entries nginx cannot remove (the request is then
-    /// [`Action::Refused`]).
+    /// [`Outcome::Refused`]).
     pub unremovable: usize,
     /// The scores, in the location's model order; none: not scored.
     pub scores: Option<&'a [f64]>,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::policy::Policy;
 use crate::config::text::{line_room, MAX_G9};
-use crate::config::Options;
+use crate::config::{Options, DEFAULT_LOG_LEVEL};
 use crate::features::reasons::DETECTIONS;
 use crate::headers::{HeaderSet, ListError};
 use crate::hop::Hop;
@@ -14,10 +14,6 @@ use crate::rules::{self, Rules};
 use crate::scorer::Scorer;
 use crate::signals::live::Live;
 use crate::verified;
-
-/// nginx's `ngx.INFO`: the level of the decision line when `log_level` is
-/// not set.
-pub const DEFAULT_LOG_LEVEL: u8 = 7;
 
 /// Whose models a location scores with.
 #[derive(Clone, Debug)]

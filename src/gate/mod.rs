@@ -2,7 +2,7 @@
 //! the C ABI) and by replay alike.
 //!
 //! ```text
-//!            Request (method, URI, client, headers, TLS facts)
+//!            Incoming (method, URI, client, headers, TLS facts)
 //!               │
 //!   Location ──►│ 1 strip     the strip set over the headers: indices to
 //!   (one per    │             clear, entries matched, entries nginx cannot
@@ -27,7 +27,7 @@
 //! ```
 //!
 //! [`run`] is the pipeline; `stages.rs` holds one function per stage, each
-//! reading the [`Location`] and the [`Request`] and adding to the state the
+//! reading the [`Location`] and the [`Incoming`] and adding to the state the
 //! next stage reads. Where the later work slots in:
 //! - **Site rules** (issue 32): the location's compiled rules, run by
 //!   `rules::before` (before scoring: a rule may end the request without
@@ -40,7 +40,7 @@
 //!   one that must not (a body, a `fetch()`, an API call), the answer's
 //!   cookie and the signed return hop that counts attempts, the
 //!   "cookies are needed" and no-JS wait pages. A clearance is bound to
-//!   the connection's TLS facts ([`Request::http`]'s `tls()`: JA4 and
+//!   the connection's TLS facts ([`Incoming::http`]'s `tls()`: JA4 and
 //!   family), the address prefix and the User-Agent.
 //! - **Fleet signals** (issue 33): `stages::fleet`, before the rules (a
 //!   rule before scoring may read the signals), looks the request's JA4
@@ -52,7 +52,6 @@
 
 #![forbid(unsafe_code)]
 
-mod action;
 mod blocked;
 mod effects;
 mod location;
@@ -64,13 +63,12 @@ mod scratch;
 mod stages;
 mod state;
 
-pub use action::Action;
 pub use effects::{Effects, Exit, RuleEffect, Vars, FP_VARS};
-pub use location::{Location, Models, DEFAULT_LOG_LEVEL};
+pub use location::{Location, Models};
 pub use policy::{Decision, Policy};
-pub use request::{Given, Job, Misuse, Request};
+pub use request::{Given, Incoming, Job, Misuse};
 pub use scratch::{Scratch, LOCATION_CAP};
-pub use stages::{count, outcome};
+pub use stages::count;
 
 /// Runs `job` on `req` under `loc` at `now` (Unix seconds: nginx's
 /// `ngx.time()`, replay's recorded time), in `scratch`'s buffers. Never
@@ -78,7 +76,7 @@ pub use stages::{count, outcome};
 /// request seen).
 pub fn run<'a>(
     loc: &'a Location,
-    req: &Request<'_>,
+    req: &Incoming<'_>,
     job: Job,
     now: u64,
     scratch: &'a mut Scratch,

@@ -4,7 +4,7 @@
 //! The models are taken in scorer order; the first whose score is at least
 //! its threshold (the configured one, else the model's own; a model with
 //! neither never flags) flags the request. A flagged request, unless the
-//! mode is `off`, gets [`Action::Allow`] when the client address lies in
+//! mode is `off`, gets [`Outcome::Allow`] when the client address lies in
 //! `allow`, otherwise the mode's action. Everything else passes. A request
 //! that could not be scored passes, or is refused when `fail_closed` is set
 //! and models are configured ([`Policy::refuses_unscored`]).
@@ -12,16 +12,16 @@
 //! [`Policy::decide_request`] adds what the request itself shows, for the
 //! challenge and the verified bots:
 //! - a request claiming a verified bot from one of its prefixes gets
-//!   [`Action::Verified`] (it passes, whatever its scores); the same claim
+//!   [`Outcome::Verified`] (it passes, whatever its scores); the same claim
 //!   from elsewhere is a fake and flagged whatever the models say
 //!   ([`Decision::bot`] says which), and the mode then applies;
 //! - a flagged request (not allowlisted, mode not `off`) with a valid
-//!   clearance cookie gets [`Action::Cleared`];
+//!   clearance cookie gets [`Outcome::Cleared`];
 //! - in mode `challenge` a flagged request that may get the page
 //!   (`challenge_response`: by default a navigation) gets
-//!   [`Action::Challenge`] (the page), any other flagged request
-//!   [`Action::Block`] (the respond stage answers it with a problem
-//!   document).
+//!   [`Outcome::Challenge`] (the page), any other flagged request
+//!   [`Outcome::Block`], which the respond stage turns into
+//!   [`Outcome::ChallengeRequired`] and a problem document.
 //!
 //! The cookie is checked on every request that carries one while a
 //! challenge is configured, flagged or not, so that [`Decision::clearance`]
@@ -39,19 +39,19 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use super::action::Action;
 use crate::challenge::{self, Challenge, Clearance};
 use crate::config::{Ambiguous, Mode, Options};
 use crate::features::reasons::Id;
 use crate::features::{Grade, Reasons, Request};
 use crate::net::{addr_from_text, Cidr};
+use crate::outcome::Outcome;
 use crate::verified::{Verdict, VerifiedBots};
 
 /// The outcome of [`Policy::decide`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Decision {
     /// What the request gets.
-    pub action: Action,
+    pub action: Outcome,
     /// The model that flagged it, by scorer index (also set when the mode
     /// is `off` and the action is `pass`).
     pub flagged_by: Option<usize>,
@@ -69,7 +69,7 @@ pub struct Decision {
 
 impl Decision {
     /// A decision from the models alone.
-    pub fn new(action: Action, flagged_by: Option<usize>) -> Decision {
+    pub fn new(action: Outcome, flagged_by: Option<usize>) -> Decision {
         Decision {
             action,
             flagged_by,
@@ -137,7 +137,7 @@ impl Policy {
             .zip(&self.thresholds)
             .position(|(s, t)| matches!(t, Some(t) if s >= t));
         let action = match flagged_by {
-            None => Action::Pass,
+            None => Outcome::Pass,
             Some(_) => self.act(self.mode, client),
         };
         Decision::new(action, flagged_by)
@@ -145,12 +145,12 @@ impl Policy {
 
     /// What a flagged request gets under `mode`. Without the request, no
     /// page can be chosen: the status.
-    fn act(&self, mode: Mode, client: impl FnOnce() -> Option<IpAddr>) -> Action {
+    fn act(&self, mode: Mode, client: impl FnOnce() -> Option<IpAddr>) -> Outcome {
         match mode {
-            Mode::Off => Action::Pass,
-            _ if self.allows_addr(client()) => Action::Allow,
-            Mode::Block | Mode::Challenge => Action::Block,
-            Mode::Log => Action::Log,
+            Mode::Off => Outcome::Pass,
+            _ if self.allows_addr(client()) => Outcome::Allow,
+            Mode::Block | Mode::Challenge => Outcome::Block,
+            Mode::Log => Outcome::Log,
         }
     }
 
@@ -195,13 +195,13 @@ impl Policy {
         let mut d = match scores {
             Some(s) => self.decide_addr(s, client),
             None if self.refuses_unscored && bot.is_none() => return None,
-            None => Decision::new(Action::Pass, None),
+            None => Decision::new(Outcome::Pass, None),
         };
         d.bot = bot;
         d.clearance = clearance;
         let fake = matches!(bot, Some(Verdict::Fake(_)));
         if matches!(bot, Some(Verdict::Verified(_))) {
-            d.action = Action::Verified;
+            d.action = Outcome::Verified;
         } else if fake || d.flagged_by.is_some() {
             let mut r = reasons();
             if fake {
@@ -215,16 +215,16 @@ impl Policy {
             // Flagged whatever the models said; the grade's mode applies.
             d.action = self.act(self.mode_for(d.grade), || client);
         }
-        if matches!(d.action, Action::Block | Action::Log) && clearance.is_accepted() {
-            d.action = Action::Cleared;
-        } else if d.action == Action::Block
+        if matches!(d.action, Outcome::Block | Outcome::Log) && clearance.is_accepted() {
+            d.action = Outcome::Cleared;
+        } else if d.action == Outcome::Block
             && self.mode_for(d.grade) == Mode::Challenge
             && self
                 .challenge
                 .as_ref()
                 .is_some_and(|c| c.response.wants_page(req))
         {
-            d.action = Action::Challenge;
+            d.action = Outcome::Challenge;
         }
         Some(d)
     }
@@ -314,26 +314,26 @@ mod tests {
         let p = policy(Mode::Block, &[None, Some(0.5), Some(0.2)], &["10.0.0.0/8"]);
         let d = |scores: &[f64], client: &str| p.decide(scores, client.as_bytes());
         // A model without a threshold never flags; the first flagging model wins.
-        assert_eq!(d(&[1.0, 0.4, 0.1], "192.0.2.1").action, Action::Pass);
+        assert_eq!(d(&[1.0, 0.4, 0.1], "192.0.2.1").action, Outcome::Pass);
         assert_eq!(
             d(&[1.0, 0.5, 0.9], "192.0.2.1"),
-            Decision::new(Action::Block, Some(1))
+            Decision::new(Outcome::Block, Some(1))
         );
         assert_eq!(d(&[0.0, 0.1, 0.2], "192.0.2.1").flagged_by, Some(2));
-        assert_eq!(d(&[0.0, 0.9, 0.0], "10.1.1.1").action, Action::Allow);
-        assert_eq!(d(&[0.0, 0.9, 0.0], "not-an-ip").action, Action::Block);
+        assert_eq!(d(&[0.0, 0.9, 0.0], "10.1.1.1").action, Outcome::Allow);
+        assert_eq!(d(&[0.0, 0.9, 0.0], "not-an-ip").action, Outcome::Block);
         assert_eq!(
             p.decide_addr(&[0.0, 0.9, 0.0], Some("10.2.3.4".parse().unwrap()))
                 .action,
-            Action::Allow
+            Outcome::Allow
         );
-        assert_eq!(p.decide_addr(&[0.0, 0.9, 0.0], None).action, Action::Block);
+        assert_eq!(p.decide_addr(&[0.0, 0.9, 0.0], None).action, Outcome::Block);
         let log = policy(Mode::Log, &[Some(0.5)], &[]);
-        assert_eq!(log.decide(&[0.7], b"10.1.1.1").action, Action::Log);
+        assert_eq!(log.decide(&[0.7], b"10.1.1.1").action, Outcome::Log);
         let off = policy(Mode::Off, &[Some(0.5)], &["10.0.0.0/8"]);
         assert_eq!(
             off.decide(&[0.7], b"10.1.1.1"),
-            Decision::new(Action::Pass, Some(0))
+            Decision::new(Outcome::Pass, Some(0))
         );
     }
 

@@ -1,4 +1,4 @@
-//! What the gate is asked: one request ([`Request`]: what the client sent,
+//! What the gate is asked: one request ([`Incoming`]: what the client sent,
 //! what its connection showed, another engine's work on it) and the job
 //! ([`Job`]); and the caller's mistakes it refuses ([`Misuse`]).
 
@@ -10,7 +10,7 @@ use crate::headers::Header;
 /// fingerprint when nginx has one), and another engine's work on it when
 /// that engine stripped and scored it.
 #[derive(Clone, Copy, Debug)]
-pub struct Request<'a> {
+pub struct Incoming<'a> {
     http: features::Request<'a>,
     headers: &'a [Header<'a>],
     secure: bool,
@@ -19,7 +19,7 @@ pub struct Request<'a> {
     peer: &'a [u8],
 }
 
-impl<'a> Request<'a> {
+impl<'a> Incoming<'a> {
     /// A request viewing the caller's bytes (as [`features::Request::new`]
     /// reads them), with its connection's TLS facts (none: plain HTTP, or
     /// no fingerprint).
@@ -30,8 +30,8 @@ impl<'a> Request<'a> {
         client_addr: &'a [u8],
         headers: &'a [Header<'a>],
         tls: Option<TlsFacts<'a>>,
-    ) -> Request<'a> {
-        Request {
+    ) -> Incoming<'a> {
+        Incoming {
             http: features::Request::new(method, uri, http_version, client_addr, headers)
                 .with_tls(tls),
             headers,
@@ -45,12 +45,12 @@ impl<'a> Request<'a> {
     /// The same request with its connection's peer address (nginx's
     /// `$realip_remote_addr`; empty: the client address, nginx without
     /// the realip module): whom `trusted_proxies` is asked about.
-    pub fn with_peer(mut self, peer: &'a [u8]) -> Request<'a> {
+    pub fn with_peer(mut self, peer: &'a [u8]) -> Incoming<'a> {
         self.peer = peer;
         self
     }
 
-    /// Its peer ([`Request::with_peer`]; empty: the client address).
+    /// Its peer ([`Incoming::with_peer`]; empty: the client address).
     pub fn peer(&self) -> &'a [u8] {
         self.peer
     }
@@ -59,7 +59,7 @@ impl<'a> Request<'a> {
     /// `crate::hop`); the headers nginx strips stay its own. A client
     /// whose TLS the hop reported came over TLS: its clearance cookie is
     /// `Secure`, whatever the hop's connection to nginx.
-    pub(super) fn judged(mut self, http: features::Request<'a>) -> Request<'a> {
+    pub(super) fn judged(mut self, http: features::Request<'a>) -> Incoming<'a> {
         self.secure |= http.tls().is_some();
         self.http = http;
         self
@@ -67,14 +67,14 @@ impl<'a> Request<'a> {
 
     /// The same request, read back from a log (`edgeguard replay`):
     /// [`features::Request::from_log`].
-    pub fn from_log(mut self) -> Request<'a> {
+    pub fn from_log(mut self) -> Incoming<'a> {
         self.http = self.http.from_log(true);
         self
     }
 
     /// The same request, over TLS or not (a clearance cookie is then
     /// `Secure`).
-    pub fn secure(mut self, secure: bool) -> Request<'a> {
+    pub fn secure(mut self, secure: bool) -> Incoming<'a> {
         self.secure = secure;
         self
     }
@@ -82,7 +82,7 @@ impl<'a> Request<'a> {
     /// The same request with another engine's work on it (the legacy Lua
     /// engine's strip and scores): the location neither strips the
     /// internal headers nor scores it then.
-    pub fn given(mut self, given: Given<'a>) -> Request<'a> {
+    pub fn given(mut self, given: Given<'a>) -> Incoming<'a> {
         self.given = Some(given);
         self
     }
@@ -90,22 +90,22 @@ impl<'a> Request<'a> {
     /// The same request with its id (nginx's `$request_id`): the
     /// reference a challenge page or a problem document shows, for
     /// support to find the request in the logs.
-    pub fn with_request_id(mut self, id: &'a [u8]) -> Request<'a> {
+    pub fn with_request_id(mut self, id: &'a [u8]) -> Incoming<'a> {
         self.request_id = id;
         self
     }
 
-    /// Its id ([`Request::with_request_id`]; empty: none).
+    /// Its id ([`Incoming::with_request_id`]; empty: none).
     pub fn request_id(&self) -> &'a [u8] {
         self.request_id
     }
 
-    /// Another engine's work on it ([`Request::given`]).
+    /// Another engine's work on it ([`Incoming::given`]).
     pub fn work(&self) -> Option<Given<'a>> {
         self.given
     }
 
-    /// Whether it came over TLS ([`Request::secure`]).
+    /// Whether it came over TLS ([`Incoming::secure`]).
     pub fn is_secure(&self) -> bool {
         self.secure
     }
@@ -132,17 +132,19 @@ pub struct Given<'a> {
     pub unremovable: usize,
 }
 
-/// What the caller wants done.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Job {
-    /// The whole pipeline: `access()`.
-    Access,
-    /// Only strip: the internal headers and the score header's spellings
-    /// (`clear_internal_headers()`).
-    Strip,
-    /// Only strip the internal headers, keeping the score header (a
-    /// subrequest, whose score header its parent's run set).
-    StripList,
+c_enum! {
+    /// What the caller wants done (`edgeguard_location_run`'s job, passed
+    /// as a plain int).
+    pub enum Job as "edgeguard_job" {
+        /// The whole pipeline: strip, score, decide, respond (`access()`).
+        Access = 0 => "access",
+        /// Only strip: the internal headers and the score header's
+        /// spellings (`clear_internal_headers()`).
+        Strip = 1 => "strip",
+        /// Only strip the internal headers, keeping the score header (a
+        /// subrequest, whose score header its parent's run set).
+        StripList = 2 => "strip_list",
+    }
 }
 
 /// Why [`super::run`] refused a request: the caller's mistake, nothing done.

@@ -23,12 +23,12 @@
 use std::io::Write as _;
 use std::net::IpAddr;
 
-use super::action::Action;
 use super::effects::Exit;
 use super::location::Location;
-use super::request::Request;
+use super::request::Incoming;
 use super::scratch::{Scratch, LOCATION_CAP};
 use super::state::{BodyParts, State};
+use crate::challenge::AnswerResult;
 use crate::challenge::{
     self, return_path, Answer, Binding, Challenge, Endpoint, PageInput, Problem, ProblemInput,
     Proof, Rejection, Returned, MAX_RETURN, SET_COOKIE_CAP,
@@ -36,8 +36,8 @@ use crate::challenge::{
 use crate::config::text::Span;
 use crate::config::Mode;
 use crate::features::Grade;
-use crate::metrics::AnswerResult;
 use crate::net::addr_from_text;
+use crate::outcome::Outcome;
 
 /// The `Content-Type` of a problem document (RFC 9457).
 pub(super) const PROBLEM_TYPE: &str = "application/problem+json";
@@ -58,12 +58,12 @@ pub(super) fn problem_for_block(loc: &Location, grade: Grade) -> bool {
     loc.policy.mode_for(grade) == Mode::Challenge && loc.policy.challenge().is_some()
 }
 
-/// The exit of a request the challenge handles: [`Action::Challenge`]
-/// (the page), [`Action::Answer`] (the endpoint), or [`Action::Block`]
-/// under [`problem_for_block`] (the problem document).
+/// The exit of a request the challenge handles: [`Outcome::Challenge`]
+/// (the page), [`Outcome::Answer`] (the endpoint), or
+/// [`Outcome::ChallengeRequired`] (the problem document).
 pub(super) fn challenge(
     loc: &Location,
-    req: &Request<'_>,
+    req: &Incoming<'_>,
     now: u64,
     scratch: &mut Scratch,
     s: &mut State,
@@ -84,23 +84,23 @@ pub(super) fn challenge(
         now,
     };
     match s.action {
-        Action::Challenge => {
+        Outcome::Challenge => {
             let difficulty = ctx.difficulty(scratch, s);
             ctx.page(scratch, s, Page::challenge(req.http().uri(), difficulty, 0))
         }
-        Action::Block => {
+        Outcome::ChallengeRequired => {
             let at = referer_path(req);
             s.answer = Some(AnswerResult::Problem);
             ctx.problem(scratch, s, Problem::ChallengeRequired, at)
         }
         // A person's navigation gets nginx's page; a program something it
         // can read, and when to come back.
-        Action::Unavailable if ch.response.wants_page(req.http()) => Exit::Status(503),
-        Action::Unavailable => {
+        Outcome::Unavailable if ch.response.wants_page(req.http()) => Exit::Status(503),
+        Outcome::Unavailable => {
             s.answer = Some(AnswerResult::Problem);
             ctx.problem(scratch, s, Problem::Unavailable, b"/")
         }
-        Action::Answer => match challenge::Endpoint::parse(req.http().uri()) {
+        Outcome::Answer => match challenge::Endpoint::parse(req.http().uri()) {
             Endpoint::Answer { .. } | Endpoint::Ticket { .. } => ctx.answer(scratch, s),
             Endpoint::Return { .. } => ctx.returning(scratch, s),
             Endpoint::Start { ret } => ctx.start(scratch, s, ret),
@@ -113,7 +113,7 @@ pub(super) fn challenge(
 struct Ctx<'l, 'r> {
     loc: &'l Location,
     ch: &'l Challenge,
-    req: &'l Request<'r>,
+    req: &'l Incoming<'r>,
     binding: Binding,
     client: Option<IpAddr>,
     now: u64,
@@ -361,7 +361,7 @@ impl Ctx<'_, '_> {
             // A refused return token: the page, as for a start.
             Ok(Returned::Failed(_)) | Err(_) => {
                 let difficulty = self.start_difficulty(scratch, s);
-                s.action = Action::Challenge;
+                s.action = Outcome::Challenge;
                 return self.page(scratch, s, Page::challenge(b"/", difficulty, 0));
             }
         };
@@ -378,7 +378,7 @@ impl Ctx<'_, '_> {
             return self.page(scratch, s, page);
         }
         let difficulty = self.start_difficulty(scratch, s);
-        s.action = Action::Challenge;
+        s.action = Outcome::Challenge;
         self.page(
             scratch,
             s,
@@ -396,7 +396,7 @@ impl Ctx<'_, '_> {
             return self.redirect(scratch, s, &back[..n]);
         }
         let difficulty = self.start_difficulty(scratch, s);
-        s.action = Action::Challenge;
+        s.action = Outcome::Challenge;
         self.page(scratch, s, Page::challenge(&back[..n], difficulty, 0))
     }
 
@@ -419,7 +419,7 @@ impl Ctx<'_, '_> {
 /// Where a person returns after clearing, for a request that got a
 /// problem document: the path of its `Referer` when that names this host
 /// (the page the call came from), else `/`.
-fn referer_path<'a>(req: &Request<'a>) -> &'a [u8] {
+fn referer_path<'a>(req: &Incoming<'a>) -> &'a [u8] {
     let http = req.http();
     let (Some(referer), Some(host)) = (
         challenge::header(http, b"referer"),

@@ -6,11 +6,12 @@
 use std::path::Path;
 
 use super::super::*;
+use crate::challenge::AnswerResult;
 use crate::challenge::{self, Clearance, Proof, Rejection};
 use crate::config::Options;
 use crate::features::TlsFacts;
 use crate::headers::Header;
-use crate::metrics::AnswerResult;
+use crate::outcome::Outcome;
 use crate::tls::Family;
 
 const NOW: u64 = 1_800_000_000;
@@ -67,7 +68,7 @@ impl<'a> Call<'a> {
             .ja4
             .map(|j| TlsFacts::new(j, Family::Boringssl).unwrap());
         let scores = [self.score.unwrap_or_default()];
-        let req = Request::new(self.method, self.uri, 11, b"192.0.2.10", &h, tls)
+        let req = Incoming::new(self.method, self.uri, 11, b"192.0.2.10", &h, tls)
             .secure(tls.is_some())
             .with_request_id(b"0123456789abcdef0123456789abcdef")
             .given(Given {
@@ -149,7 +150,7 @@ fn requests_that_must_not_get_the_page_get_a_problem_document() {
         (b"referer", b"https://shop.example/cart?x=1#top"),
     ];
     let e = Call::new(b"/api/cart", fetch).run(&loc, &mut scratch);
-    assert_eq!(e.action, Action::Block);
+    assert_eq!(e.action, Outcome::ChallengeRequired);
     assert_eq!(e.answer, Some(AnswerResult::Problem));
     let (status, ty, body) = page_of(&e);
     assert_eq!((status, ty), (403, "application/problem+json"));
@@ -170,7 +171,10 @@ fn requests_that_must_not_get_the_page_get_a_problem_document() {
         .push((b"referer", b"https://pay.example/return"));
     let e = post.run(&loc, &mut scratch);
     let (_, ty, body) = page_of(&e);
-    assert_eq!((e.action, ty), (Action::Block, "application/problem+json"));
+    assert_eq!(
+        (e.action, ty),
+        (Outcome::ChallengeRequired, "application/problem+json")
+    );
     let v: serde_json::Value = serde_json::from_str(body).unwrap();
     assert_eq!(v["clear"], "/.edgeguard/challenge?r=%2F");
 
@@ -186,7 +190,7 @@ fn requests_that_must_not_get_the_page_get_a_problem_document() {
     let e = Call::new(b"/", bare).run(&pages, &mut scratch);
     assert_eq!(
         (e.action, page_of(&e).1),
-        (Action::Challenge, "text/html; charset=utf-8")
+        (Outcome::Challenge, "text/html; charset=utf-8")
     );
     let mut post = Call::new(b"/", bare);
     post.method = b"POST";
@@ -234,7 +238,7 @@ fn the_return_hop_counts_solves_that_come_back_without_the_cookie() {
     let mut back = Call::new(hop.as_bytes(), NAV);
     back.headers.push((b"cookie", cookie.as_bytes()));
     let e = back.run(&loc, &mut scratch);
-    assert_eq!(e.action, Action::Answer);
+    assert_eq!(e.action, Outcome::Answer);
     assert_eq!(redirect_of(&e), ("/doc", ""));
     assert_eq!(e.exit.headers().count(), 1, "no Set-Cookie");
     assert_eq!(e.clearance, Clearance::Accepted(Proof::Work));
@@ -244,12 +248,12 @@ fn the_return_hop_counts_solves_that_come_back_without_the_cookie() {
     // It did not: the page again, one attempt counted; after the second
     // solve, the "cookies are needed" page.
     let e = Call::new(hop.as_bytes(), NAV).run(&loc, &mut scratch);
-    assert_eq!(e.action, Action::Challenge);
+    assert_eq!(e.action, Outcome::Challenge);
     let uri = answer_uri(page_of(&e).2);
     let e = Call::new(uri.as_bytes(), NAV).run(&loc, &mut scratch);
     let hop2 = redirect_of(&e).0.to_owned();
     let e = Call::new(hop2.as_bytes(), NAV).run(&loc, &mut scratch);
-    assert_eq!(e.action, Action::Answer);
+    assert_eq!(e.action, Outcome::Answer);
     assert_eq!(e.answer, Some(AnswerResult::CookiesNeeded));
     let (_, ty, body) = page_of(&e);
     assert_eq!(ty, "text/html; charset=utf-8");
@@ -289,14 +293,14 @@ fn the_no_javascript_fallback_waits_then_gives_a_weaker_clearance() {
     let e = next.run(&loc, &mut scratch);
     assert_eq!(
         (e.action, e.clearance),
-        (Action::Cleared, Clearance::Accepted(Proof::Wait))
+        (Outcome::Cleared, Clearance::Accepted(Proof::Wait))
     );
     assert!(text(e.line.unwrap().0).ends_with(" clearance=accepted_wait"));
     // A location without the fallback does not take that clearance.
     let strict = location("");
     let e = next.run(&strict, &mut scratch);
     assert_eq!(e.clearance, Clearance::Rejected(Rejection::Expired));
-    assert_eq!(e.action, Action::Challenge);
+    assert_eq!(e.action, Outcome::Challenge);
 }
 
 #[test]
@@ -316,12 +320,12 @@ fn a_cookie_replayed_from_another_tls_stack_is_refused_and_logged() {
     let mut same = Call::new(b"/doc", NAV);
     same.headers.push((b"cookie", cookie.as_bytes()));
     same.ja4 = Some(CHROME_JA4);
-    assert_eq!(same.run(&loc, &mut scratch).action, Action::Cleared);
+    assert_eq!(same.run(&loc, &mut scratch).action, Outcome::Cleared);
     // The same cookie, User-Agent and address from Python's TLS stack.
     same.ja4 = Some(PYTHON_JA4);
     let e = same.run(&loc, &mut scratch);
     assert_eq!(e.clearance, Clearance::Rejected(Rejection::Tls));
-    assert_eq!(e.action, Action::Challenge);
+    assert_eq!(e.action, Outcome::Challenge);
     assert!(text(e.line.unwrap().0).ends_with(" clearance=tls"));
     // Or over plain HTTP, where there is no stack to compare.
     same.ja4 = None;
@@ -337,7 +341,7 @@ fn a_problem_documents_clear_url_starts_the_page_or_returns_a_cleared_person() {
     let mut call = Call::new(start, NAV);
     call.score = Some(0.0);
     let e = call.run(&loc, &mut scratch);
-    assert_eq!(e.action, Action::Challenge);
+    assert_eq!(e.action, Outcome::Challenge);
     let body = page_of(&e).2;
     assert_eq!(nonce_of(body).1, 4, "not flagged itself: the base");
     let (nonce, d) = nonce_of(body);
@@ -388,7 +392,7 @@ fn an_unscored_program_under_fail_closed_gets_a_503_problem_with_retry_after() {
     let mut call = Call::new(b"/api", fetch);
     call.score = None;
     let e = call.run(&loc, &mut scratch);
-    assert_eq!(e.action, Action::Unavailable);
+    assert_eq!(e.action, Outcome::Unavailable);
     let (status, ty, body) = page_of(&e);
     assert_eq!((status, ty), (503, "application/problem+json"));
     let v: serde_json::Value = serde_json::from_str(body).unwrap();
@@ -437,7 +441,7 @@ fn an_answer_that_expired_in_the_browser_gets_a_fresh_page() {
     answer.now = late;
     answer.score = Some(0.0);
     let e = answer.run(&loc, &mut scratch);
-    assert_eq!(e.action, Action::Answer);
+    assert_eq!(e.action, Outcome::Answer);
     assert_eq!(e.answer, Some(AnswerResult::Failed(Rejection::Expired)));
     let (line, _) = e.line.unwrap();
     assert!(
@@ -589,7 +593,7 @@ fn a_block_carries_its_reference_in_a_header_and_a_body() {
     let mut scratch = Scratch::new();
     // A person's navigation: a short page naming the reference.
     let e = Call::new(b"/", NAV).run(&loc, &mut scratch);
-    assert_eq!(e.action, Action::Block);
+    assert_eq!(e.action, Outcome::Block);
     let (status, ty, body) = page_of(&e);
     assert_eq!((status, ty), (403, "text/html; charset=utf-8"));
     assert!(body.contains(&format!("<code>{ID}</code>")), "{body}");
@@ -660,7 +664,7 @@ fn a_block_without_an_id_leaves_the_caller_a_gap() {
         .collect();
     let scores = [0.9];
     for (headers, open, close) in [(&h, "<code>", "</code>"), (&api, "\"reference\":\"", "\"")] {
-        let req = Request::new(b"GET", b"/", 11, b"192.0.2.10", headers, None).given(Given {
+        let req = Incoming::new(b"GET", b"/", 11, b"192.0.2.10", headers, None).given(Given {
             scores: Some(&scores),
             ..Given::default()
         });
@@ -692,7 +696,7 @@ fn a_block_with_an_id_that_cannot_be_shown_is_the_bare_status() {
     let h: Vec<Header<'_>> = NAV.iter().map(|(n, v)| Header::new(n, v)).collect();
     let scores = [0.9];
     for id in [&b"has space"[..], b"<script>", &[b'a'; 65]] {
-        let req = Request::new(b"GET", b"/", 11, b"192.0.2.10", &h, None)
+        let req = Incoming::new(b"GET", b"/", 11, b"192.0.2.10", &h, None)
             .with_request_id(id)
             .given(Given {
                 scores: Some(&scores),
@@ -701,7 +705,7 @@ fn a_block_with_an_id_that_cannot_be_shown_is_the_bare_status() {
         let e = run(&loc, &req, Job::Access, NOW, &mut scratch).unwrap();
         assert_eq!(
             (e.action, e.exit),
-            (Action::Block, Exit::Status(403)),
+            (Outcome::Block, Exit::Status(403)),
             "{id:?}"
         );
     }

@@ -17,13 +17,13 @@
 
 use std::net::IpAddr;
 
-use super::action::Action;
 use super::location::Location;
-use super::request::Request;
+use super::request::Incoming;
 use super::scratch::Scratch;
 use super::state::{Hit, State};
 use crate::challenge;
 use crate::net::addr_from_text;
+use crate::outcome::Outcome;
 use crate::rules::{self, BotView, View};
 use crate::scorer::MAX_MODELS;
 
@@ -31,7 +31,7 @@ use crate::scorer::MAX_MODELS;
 /// meets. Returns whether the request goes on to be scored and decided.
 pub(super) fn before(
     loc: &Location,
-    req: &Request<'_>,
+    req: &Incoming<'_>,
     now: u64,
     scratch: &mut Scratch,
     s: &mut State,
@@ -39,7 +39,7 @@ pub(super) fn before(
     let Some(rules) = loc.rules.as_deref() else {
         return true;
     };
-    if !scratch.rules_on || s.action == Action::Refused || loc.policy.answers(req.http()) {
+    if !scratch.rules_on || s.action == Outcome::Refused || loc.policy.answers(req.http()) {
         return true;
     }
     let reads = rules.reads_before();
@@ -69,11 +69,11 @@ pub(super) fn before(
     match m.action {
         rules::Action::Allow | rules::Action::Log => true,
         rules::Action::Pass => {
-            s.action = Action::Pass;
+            s.action = Outcome::Pass;
             false
         }
         rules::Action::Block(_) => {
-            s.action = Action::Block;
+            s.action = Outcome::Block;
             false
         }
         rules::Action::Challenge => {
@@ -88,7 +88,7 @@ pub(super) fn before(
 /// rule with a score condition the scored request meets.
 pub(super) fn after(
     loc: &Location,
-    req: &Request<'_>,
+    req: &Incoming<'_>,
     now: u64,
     scratch: &mut Scratch,
     s: &mut State,
@@ -107,7 +107,7 @@ pub(super) fn after(
     }
     if !s.scored
         || !rules.has_after_scoring()
-        || matches!(s.action, Action::Refused | Action::Answer)
+        || matches!(s.action, Outcome::Refused | Outcome::Answer)
     {
         return;
     }
@@ -143,14 +143,14 @@ pub(super) fn after(
     });
     match m.action {
         rules::Action::Pass => {
-            if s.action != Action::Verified {
-                s.action = Action::Pass;
+            if s.action != Outcome::Verified {
+                s.action = Outcome::Pass;
             }
         }
         rules::Action::Allow => allow(s),
         rules::Action::Log => {}
         rules::Action::Challenge => challenge_or_block(loc, req, client, now, s),
-        rules::Action::Block(_) => s.action = Action::Block,
+        rules::Action::Block(_) => s.action = Outcome::Block,
     }
 }
 
@@ -159,9 +159,9 @@ pub(super) fn after(
 fn allow(s: &mut State) {
     if !matches!(
         s.action,
-        Action::Pass | Action::Verified | Action::Answer | Action::Refused
+        Outcome::Pass | Outcome::Verified | Outcome::Answer | Outcome::Refused
     ) {
-        s.action = Action::Allow;
+        s.action = Outcome::Allow;
     }
 }
 
@@ -171,30 +171,30 @@ fn allow(s: &mut State) {
 /// a flagged request in mode `challenge`.
 fn challenge_or_block(
     loc: &Location,
-    req: &Request<'_>,
+    req: &Incoming<'_>,
     client: Option<IpAddr>,
     now: u64,
     s: &mut State,
 ) {
     // The options refuse a challenging rule without the challenge's keys.
     let Some(ch) = loc.policy.challenge() else {
-        s.action = Action::Block;
+        s.action = Outcome::Block;
         return;
     };
     let clearance = ch.clearance(req.http(), client, now);
     s.decision.clearance = clearance;
     s.action = if clearance.is_accepted() {
-        Action::Cleared
+        Outcome::Cleared
     } else if ch.response.wants_page(req.http()) {
-        Action::Challenge
+        Outcome::Challenge
     } else {
-        Action::Block
+        Outcome::Block
     };
 }
 
 /// The request as rules read it; no copy.
 fn view<'a>(
-    req: &Request<'a>,
+    req: &Incoming<'a>,
     client: Option<IpAddr>,
     bot: Option<BotView<'a>>,
     scores: &'a [f64],

@@ -2,7 +2,7 @@
 //! effects of a run borrow them until the next.
 
 use super::location::Location;
-use super::request::Request;
+use super::request::Incoming;
 use crate::challenge::{self, PAGE_CAP, PROBLEM_CAP, SET_COOKIE_CAP};
 use crate::config::text::Span;
 use crate::headers::HeaderBuf;
@@ -28,7 +28,7 @@ pub struct Scratch {
     /// Whether the texts are written (nginx); replay wants decisions only.
     pub(super) texts: bool,
     /// What evaluating rules writes (a normalized path, folded text).
-    pub(super) rules: crate::rules::Scratch,
+    pub(super) rules: crate::rules::NormalPath,
     /// The scores in the order the location's rules name the models,
     /// when it differs from the location's.
     pub(super) rule_scores: [f64; MAX_MODELS],
@@ -58,7 +58,7 @@ impl Scratch {
             body: vec![0; PAGE_CAP.max(PROBLEM_CAP).max(SET_COOKIE_CAP + LOCATION_CAP)]
                 .into_boxed_slice(),
             texts: true,
-            rules: crate::rules::Scratch::new(),
+            rules: crate::rules::NormalPath::new(),
             rule_scores: [0.0; MAX_MODELS],
             rules_on: true,
             hop: HeaderBuf::default(),
@@ -82,7 +82,7 @@ impl Scratch {
     }
 
     /// Grows the buffers to fit `req` under `loc`.
-    pub(super) fn fit(&mut self, loc: &Location, req: &Request<'_>) {
+    pub(super) fn fit(&mut self, loc: &Location, req: &Incoming<'_>) {
         let n = req.headers().len();
         let req = req.http();
         if self.clear.len() < n {

@@ -2,29 +2,30 @@
 //! the location and the request and adds to the [`State`]; the last,
 //! [`texts`], turns the state into [`Effects`].
 
-use super::action::Action;
 use super::blocked::{blocked, REFERENCE_HEADER};
 use super::effects::{Effects, Exit, RuleEffect, Vars};
 use super::location::Location;
 use super::policy::Decision;
-use super::request::{Job, Request};
+use super::request::{Incoming, Job};
 use super::respond::{self, PAGE_TYPE, PROBLEM_TYPE};
 use super::scratch::Scratch;
 use super::state::{BodyParts, Hit, State};
+use crate::challenge::AnswerResult;
 use crate::challenge::Clearance;
 use crate::config::text::{self, Cursor, Line, Span};
 use crate::config::Engine;
 use crate::features::{self, FeatureVector, Grade, Reasons};
-use crate::metrics::{AnswerResult, BotVerdict, Outcome, Registry, Seen};
+use crate::metrics::{BotVerdict, Registry, Screening};
 use crate::net::addr_from_text;
+use crate::outcome::Outcome;
 use crate::signals::live::Lookup;
 use crate::verified::Verdict;
 
 /// 1: the strip set over the headers (another engine's strip counted
 /// first). Entries nginx cannot remove refuse the request.
-pub(super) fn strip(loc: &Location, req: &Request<'_>, job: Job, scratch: &mut Scratch) -> State {
+pub(super) fn strip(loc: &Location, req: &Incoming<'_>, job: Job, scratch: &mut Scratch) -> State {
     let mut s = State {
-        action: Action::Pass,
+        action: Outcome::Pass,
         clear_len: 0,
         matched: 0,
         removed: 0,
@@ -32,7 +33,7 @@ pub(super) fn strip(loc: &Location, req: &Request<'_>, job: Job, scratch: &mut S
         scored: false,
         score_error: None,
         client: None,
-        decision: Decision::new(Action::Pass, None),
+        decision: Decision::new(Outcome::Pass, None),
         rule: None,
         answer: None,
         exit: Exit::Continue,
@@ -44,7 +45,7 @@ pub(super) fn strip(loc: &Location, req: &Request<'_>, job: Job, scratch: &mut S
         s.removed = g.removed;
         s.unremovable = g.unremovable;
         if g.unremovable > 0 {
-            s.action = Action::Refused;
+            s.action = Outcome::Refused;
             s.exit = Exit::Status(400);
             return s;
         }
@@ -59,7 +60,7 @@ pub(super) fn strip(loc: &Location, req: &Request<'_>, job: Job, scratch: &mut S
         if found.unremovable > 0 {
             // Nothing is removed: the removed count stays the other engine's.
             s.unremovable = found.unremovable;
-            s.action = Action::Refused;
+            s.action = Outcome::Refused;
             s.exit = Exit::Status(400);
             return s;
         }
@@ -76,13 +77,13 @@ pub(super) fn strip(loc: &Location, req: &Request<'_>, job: Job, scratch: &mut S
 /// worker's refresh thread starts here, on its first request.
 pub(super) fn fleet<'r>(
     loc: &Location,
-    req: &Request<'r>,
+    req: &Incoming<'r>,
     now: u64,
     features: &mut Option<FeatureVector<'r>>,
     s: &mut State,
 ) {
     let Some(live) = &loc.signals else { return };
-    if s.action == Action::Refused {
+    if s.action == Outcome::Refused {
         return;
     }
     live.start();
@@ -104,7 +105,7 @@ pub(super) fn fleet<'r>(
 /// before it looked at the strip.
 pub(super) fn score<'r>(
     loc: &Location,
-    req: &Request<'r>,
+    req: &Incoming<'r>,
     features: &mut Option<FeatureVector<'r>>,
     scratch: &mut Scratch,
     s: &mut State,
@@ -136,18 +137,18 @@ pub(super) fn score<'r>(
 /// unavailable.
 pub(super) fn decide<'r>(
     loc: &Location,
-    req: &Request<'r>,
+    req: &Incoming<'r>,
     now: u64,
     scratch: &Scratch,
     features: &mut Option<FeatureVector<'r>>,
     s: &mut State,
 ) {
-    if s.action == Action::Refused {
+    if s.action == Outcome::Refused {
         return;
     }
     let policy = &loc.policy;
     if policy.answers(req.http()) {
-        s.action = Action::Answer;
+        s.action = Outcome::Answer;
         return;
     }
     // Parsed only when the policy reads it (an allow list, the bots, the
@@ -171,7 +172,7 @@ pub(super) fn decide<'r>(
             s.action = d.action;
             s.decision = d;
         }
-        None => s.action = Action::Unavailable,
+        None => s.action = Outcome::Unavailable,
     }
 }
 
@@ -180,28 +181,32 @@ pub(super) fn decide<'r>(
 /// request that must not get it, the answer's redirect and cookie.
 pub(super) fn respond(
     loc: &Location,
-    req: &Request<'_>,
+    req: &Incoming<'_>,
     now: u64,
     scratch: &mut Scratch,
     s: &mut State,
 ) {
     s.exit = match s.action {
-        Action::Block => match s.rule {
+        Outcome::Block => match s.rule {
             Some(Hit {
                 action: crate::rules::Action::Block(status),
                 ..
             }) => blocked(loc, req, status, scratch, s),
+            // Not blocked after all: pointed to the challenge, which it
+            // cannot run here, by a problem document. Its own outcome, so
+            // the decision line and the counts say a person may pass.
             _ if respond::problem_for_block(loc, s.decision.grade) => {
+                s.action = Outcome::ChallengeRequired;
                 respond::challenge(loc, req, now, scratch, s)
             }
             _ => blocked(loc, req, loc.policy.status(), scratch, s),
         },
-        Action::Unavailable if respond::problem_for_block(loc, s.decision.grade) => {
+        Outcome::Unavailable if respond::problem_for_block(loc, s.decision.grade) => {
             respond::challenge(loc, req, now, scratch, s)
         }
-        Action::Unavailable => Exit::Status(503),
-        Action::Refused => Exit::Status(400),
-        Action::Challenge | Action::Answer => respond::challenge(loc, req, now, scratch, s),
+        Outcome::Unavailable => Exit::Status(503),
+        Outcome::Refused => Exit::Status(400),
+        Outcome::Challenge | Outcome::Answer => respond::challenge(loc, req, now, scratch, s),
         _ => Exit::Continue,
     };
 }
@@ -211,7 +216,7 @@ pub(super) fn respond(
 /// the variables; a flagged one or a bot claim the decision line.
 pub(super) fn texts<'a>(
     loc: &'a Location,
-    req: &Request<'_>,
+    req: &Incoming<'_>,
     now: u64,
     scratch: &'a mut Scratch,
     s: State,
@@ -230,7 +235,7 @@ pub(super) fn texts<'a>(
     };
     let acts = !matches!(
         s.action,
-        Action::Refused | Action::Unavailable | Action::Answer
+        Outcome::Refused | Outcome::Unavailable | Outcome::Answer
     ) && (s.scored || s.action.flagged() || bot.is_some() || s.rule.is_some());
     let spans = if scratch.texts {
         write_texts(loc, req, now, scratch, &s, bot, acts)
@@ -276,7 +281,7 @@ pub(super) fn texts<'a>(
             &scratch.body,
             loc.policy.challenge().map(|c| c.pages().csp()),
         ),
-        clear: if s.action == Action::Refused {
+        clear: if s.action == Outcome::Refused {
             &[]
         } else {
             &scratch.clear[..clear_len]
@@ -361,7 +366,7 @@ fn host_of<'a>(headers: &[crate::headers::Header<'a>]) -> &'a [u8] {
 /// within it, `$edgeguard_time`, and the decision line.
 fn write_texts(
     loc: &Location,
-    req: &Request<'_>,
+    req: &Incoming<'_>,
     now: u64,
     scratch: &mut Scratch,
     s: &State,
@@ -397,11 +402,11 @@ fn write_texts(
     // `Scratch::fit` made the room: a failed write (a wrong bound) leaves
     // its text out rather than cut it.
     match s.action {
-        Action::Refused => {
+        Outcome::Refused => {
             let l = text::write_refused(&mut w, s.unremovable, &about);
             out.line = l.ok().map(|l| (l, loc.refuse_level));
         }
-        Action::Answer => {
+        Outcome::Answer => {
             let (result, reason) = match s.answer {
                 Some(AnswerResult::Failed(r)) => ("failed", Some(r.as_str())),
                 Some(AnswerResult::Waited) => ("waited", None),
@@ -591,7 +596,7 @@ pub fn count(m: &Registry, e: &Effects<'_>, engine: Engine, seconds: f64) {
             m.scores(Engine::Rust, s);
         }
     }
-    let seen = Seen {
+    let seen = Screening {
         clearance: e.clearance,
         bot: e.bot.map(|(v, name)| {
             let verdict = match v {
@@ -605,7 +610,7 @@ pub fn count(m: &Registry, e: &Effects<'_>, engine: Engine, seconds: f64) {
     // got as far as acting; the legacy engine judges neither.
     m.request(
         engine,
-        outcome(e.action),
+        e.action,
         e.removed,
         (engine == Engine::Rust).then_some(seen),
     );
@@ -613,20 +618,4 @@ pub fn count(m: &Registry, e: &Effects<'_>, engine: Engine, seconds: f64) {
         m.answer(a);
     }
     m.reasons(e.reasons);
-}
-
-/// The metrics' outcome of an action.
-pub fn outcome(a: Action) -> Outcome {
-    match a {
-        Action::Pass => Outcome::Pass,
-        Action::Allow => Outcome::Allow,
-        Action::Log => Outcome::Log,
-        Action::Block => Outcome::Block,
-        Action::Unavailable => Outcome::Unavailable,
-        Action::Cleared => Outcome::Cleared,
-        Action::Challenge => Outcome::Challenge,
-        Action::Verified => Outcome::Verified,
-        Action::Answer => Outcome::Answer,
-        Action::Refused => Outcome::Refused,
-    }
 }

@@ -4,17 +4,17 @@
 
 use std::net::IpAddr;
 
-use super::action::Action;
 use super::effects::Exit;
 use super::policy::Decision;
+use crate::challenge::AnswerResult;
 use crate::config::text::Span;
-use crate::metrics::AnswerResult;
+use crate::outcome::Outcome;
 use crate::scorer::ScoreError;
 use crate::signals::live::Lookup;
 
 /// What the stages found so far.
 pub(super) struct State {
-    pub(super) action: Action,
+    pub(super) action: Outcome,
     pub(super) clear_len: usize,
     pub(super) matched: usize,
     /// What the metrics count as removed: the matched entries, or on a

@@ -7,6 +7,7 @@ use super::*;
 use crate::config::Options;
 use crate::headers::{Header, HeaderSet};
 use crate::load::Config;
+use crate::outcome::Outcome;
 
 const NOW: u64 = 1_800_000_000;
 const CHROME: &[u8] = b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
@@ -49,7 +50,7 @@ fn run_one<'a>(
     scratch: &'a mut Scratch,
 ) -> Effects<'a> {
     let h: Vec<Header<'_>> = headers.iter().map(|(n, v)| Header::new(n, v)).collect();
-    let mut req = Request::new(b"GET", uri, 11, b"192.0.2.10", &h, None);
+    let mut req = Incoming::new(b"GET", uri, 11, b"192.0.2.10", &h, None);
     if let Some(g) = given {
         req = req.given(g);
     }
@@ -72,7 +73,7 @@ fn a_flagged_request_gets_every_effect() {
         ..Given::default()
     };
     let e = run_one(&loc, headers, b"/p?q", Some(g), Job::Access, &mut scratch);
-    assert_eq!(e.action, Action::Block);
+    assert_eq!(e.action, Outcome::Block);
     // The status with a body naming the reference: the caller inserts
     // `$request_id` at the gap (blocked.rs).
     assert_eq!(e.exit.status(), 429);
@@ -127,7 +128,7 @@ fn an_unflagged_unscored_request_only_strips() {
         Job::Access,
         &mut scratch,
     );
-    assert_eq!(e.action, Action::Pass);
+    assert_eq!(e.action, Outcome::Pass);
     assert_eq!(e.exit, Exit::Continue);
     assert_eq!(e.clear, [0, 1], "unscored: every spelling is removed");
     assert!(e.set_header.is_none() && e.vars.is_empty() && e.line.is_none());
@@ -146,21 +147,24 @@ fn unscored_under_fail_closed_is_unavailable_in_every_caller() {
         Job::Access,
         &mut scratch,
     );
-    assert_eq!((e.action, e.exit), (Action::Unavailable, Exit::Status(503)));
+    assert_eq!(
+        (e.action, e.exit),
+        (Outcome::Unavailable, Exit::Status(503))
+    );
     assert!(e.vars.is_empty() && e.line.is_none());
     // Replay's configuration, whose scorer is asked and fails: the same.
     let cfg = config(r#"{"models": {"bot": "models/bot.json"}, "fail_closed": true}"#);
     let mut scratch = Scratch::decisions_only();
     let e = run_one(cfg.location(), &[], b"/", None, Job::Access, &mut scratch);
     assert!(
-        e.scores.is_some() && e.action != Action::Unavailable,
+        e.scores.is_some() && e.action != Outcome::Unavailable,
         "scored: the scorer works"
     );
     let none = config(r#"{"fail_closed": true}"#);
     let e = run_one(none.location(), &[], b"/", None, Job::Access, &mut scratch);
     assert_eq!(
         e.action,
-        Action::Pass,
+        Outcome::Pass,
         "no models configured: nothing failed"
     );
 }
@@ -174,7 +178,7 @@ fn names_nginx_cannot_remove_refuse_the_request() {
         let e = run_one(&loc, headers, b"/u", None, job, &mut scratch);
         assert_eq!(
             (e.action, e.exit),
-            (Action::Refused, Exit::Status(400)),
+            (Outcome::Refused, Exit::Status(400)),
             "{job:?}"
         );
         assert!(e.clear.is_empty(), "nothing is removed");
@@ -195,7 +199,7 @@ fn names_nginx_cannot_remove_refuse_the_request() {
     let e = run_one(&loc, &[], b"/u", Some(g), Job::Access, &mut scratch);
     assert_eq!(
         (e.action, e.matched, e.unremovable),
-        (Action::Refused, 3, 2)
+        (Outcome::Refused, 3, 2)
     );
 }
 
@@ -207,7 +211,7 @@ fn strip_jobs_strip_and_decide_nothing() {
     let e = run_one(&loc, headers, b"/", None, Job::Strip, &mut scratch);
     assert_eq!(
         (e.action, e.clear, e.matched),
-        (Action::Pass, &[0, 1][..], 1)
+        (Outcome::Pass, &[0, 1][..], 1)
     );
     let e = run_one(&loc, headers, b"/", None, Job::StripList, &mut scratch);
     assert_eq!(e.clear, [0], "a subrequest keeps its parent's score header");
@@ -218,7 +222,7 @@ fn strip_jobs_strip_and_decide_nothing() {
 fn given_scores_must_be_one_per_model() {
     let loc = given_location("{}");
     let mut scratch = Scratch::new();
-    let req = Request::new(b"GET", b"/", 11, b"", &[], None).given(Given {
+    let req = Incoming::new(b"GET", b"/", 11, b"", &[], None).given(Given {
         scores: Some(&[0.1]),
         ..Given::default()
     });
@@ -243,7 +247,7 @@ fn a_flagged_navigation_gets_the_page_and_an_answer_its_cookie() {
     let mut scratch = Scratch::new();
     let nav: &[(&[u8], &[u8])] = &[(b"user-agent", CHROME), (b"sec-fetch-mode", b"navigate")];
     let e = run_one(loc, nav, b"/doc", None, Job::Access, &mut scratch);
-    assert_eq!(e.action, Action::Challenge);
+    assert_eq!(e.action, Outcome::Challenge);
     let Exit::Page {
         status,
         content_type,
@@ -293,7 +297,7 @@ fn a_flagged_navigation_gets_the_page_and_an_answer_its_cookie() {
         Job::Access,
         &mut scratch,
     );
-    assert_eq!((e.action, e.exit), (Action::Answer, Exit::Status(403)));
+    assert_eq!((e.action, e.exit), (Outcome::Answer, Exit::Status(403)));
     assert!(e.vars.is_empty() && e.set_header.is_none());
     let (line, _) = e.line.unwrap();
     assert!(text(line).starts_with("edgeguard challenge=failed reason=malformed client=192.0.2.10"));
@@ -347,9 +351,9 @@ fn a_verified_bot_gets_its_variables_and_line() {
     let cfg = challenge_config("");
     let mut scratch = Scratch::new();
     let h = [Header::new(b"user-agent", GOOGLEBOT)];
-    let req = Request::new(b"GET", b"/", 11, b"192.0.2.70", &h, None);
+    let req = Incoming::new(b"GET", b"/", 11, b"192.0.2.70", &h, None);
     let e = run(cfg.location(), &req, Job::Access, NOW, &mut scratch).unwrap();
-    assert_eq!(e.action, Action::Verified);
+    assert_eq!(e.action, Outcome::Verified);
     let bot = e
         .vars
         .iter()
@@ -366,13 +370,13 @@ fn replay_reads_decisions_without_texts() {
     let mut scratch = Scratch::decisions_only();
     let nav: &[(&[u8], &[u8])] = &[(b"user-agent", CHROME), (b"sec-fetch-mode", b"navigate")];
     let e = run_one(cfg.location(), nav, b"/", None, Job::Access, &mut scratch);
-    assert_eq!(e.action, Action::Challenge);
+    assert_eq!(e.action, Outcome::Challenge);
     assert!(e.line.is_none() && e.set_header.is_none() && e.vars.is_empty());
     assert!(e.scores.is_some());
 }
 
 use crate::challenge;
-use crate::metrics::AnswerResult;
+use crate::challenge::AnswerResult;
 
 /// A snapshot file in a fresh directory: `curl`'s headers key spread over
 /// many prefixes that never solve, and a TLS stack people solve with.
@@ -440,7 +444,7 @@ fn fleet_signals_reach_variables_and_rules() {
         (b"accept", b"*/*"),
     ];
     let e = run_one(&loc, curl, b"/", Some(g), Job::Access, &mut scratch);
-    assert_eq!(e.action, Action::Block);
+    assert_eq!(e.action, Outcome::Block);
     assert_eq!(e.rule.unwrap().name, "spread");
     assert!(e.rule.unwrap().before_scoring);
     let want: Vec<(String, String)> = [
@@ -466,7 +470,7 @@ fn fleet_signals_reach_variables_and_rules() {
     .map(|(n, v)| Header::new(n, v))
     .collect();
     let tls = crate::features::TlsFacts::new(SIGNAL_JA4.as_bytes(), crate::tls::Family::Boringssl);
-    let req = Request::new(b"GET", b"/", 11, b"192.0.2.10", &h, tls).given(g);
+    let req = Incoming::new(b"GET", b"/", 11, b"192.0.2.10", &h, tls).given(g);
     let e = run(&loc, &req, Job::Access, NOW, &mut scratch).unwrap();
     // The headers key is still curl's spread one: `any` holds for it.
     assert_eq!(e.rule.unwrap().name, "spread");
@@ -635,7 +639,8 @@ fn run_tls<'a>(
 ) -> Effects<'a> {
     let h: Vec<Header<'_>> = headers.iter().map(|(n, v)| Header::new(n, v)).collect();
     let facts = crate::features::TlsFacts::new(tls.0, tls.1);
-    let req = Request::new(b"GET", b"/", 20, b"192.0.2.10", &h, facts).with_request_id(b"0123abcd");
+    let req =
+        Incoming::new(b"GET", b"/", 20, b"192.0.2.10", &h, facts).with_request_id(b"0123abcd");
     run(loc, &req, Job::Access, NOW, scratch).unwrap()
 }
 
@@ -663,7 +668,7 @@ fn ambiguous_verdicts_are_challenged_and_certain_ones_blocked() {
         &'a str,
         &'a [(&'a [u8], &'a [u8])],
         (&'a [u8], crate::tls::Family),
-        Action,
+        Outcome,
         Grade,
         &'a str,
     );
@@ -672,7 +677,7 @@ fn ambiguous_verdicts_are_challenged_and_certain_ones_blocked() {
             "",
             CHROME_147,
             (BORINGSSL, Boringssl),
-            Action::Pass,
+            Outcome::Pass,
             Grade::None,
             "",
         ),
@@ -680,7 +685,7 @@ fn ambiguous_verdicts_are_challenged_and_certain_ones_blocked() {
             secret,
             CHROME_147,
             (OPENSSL, Openssl),
-            Action::Challenge,
+            Outcome::Challenge,
             Grade::Ambiguous,
             "tls_family_mismatch",
         ),
@@ -688,7 +693,18 @@ fn ambiguous_verdicts_are_challenged_and_certain_ones_blocked() {
             "",
             CHROME_147,
             (OPENSSL, Openssl),
-            Action::Log,
+            Outcome::Log,
+            Grade::Ambiguous,
+            "tls_family_mismatch",
+        ),
+        // A request that must not get the page (here, by configuration)
+        // is pointed to the challenge by a problem document: its own
+        // outcome, not `block` (issue 38: a person was not blocked).
+        (
+            r#", "challenge_secret": "tests/fixtures/challenge/secret", "challenge_response": "problem""#,
+            CHROME_147,
+            (OPENSSL, Openssl),
+            Outcome::ChallengeRequired,
             Grade::Ambiguous,
             "tls_family_mismatch",
         ),
@@ -696,7 +712,7 @@ fn ambiguous_verdicts_are_challenged_and_certain_ones_blocked() {
             r#", "ambiguous": "block""#,
             CHROME_147,
             (OPENSSL, Openssl),
-            Action::Block,
+            Outcome::Block,
             Grade::Ambiguous,
             "tls_family_mismatch",
         ),
@@ -704,7 +720,7 @@ fn ambiguous_verdicts_are_challenged_and_certain_ones_blocked() {
             r#", "ambiguous": "log""#,
             CHROME_147,
             (OPENSSL, Openssl),
-            Action::Log,
+            Outcome::Log,
             Grade::Ambiguous,
             "tls_family_mismatch",
         ),
@@ -712,7 +728,7 @@ fn ambiguous_verdicts_are_challenged_and_certain_ones_blocked() {
             secret,
             curl,
             (OPENSSL, Openssl),
-            Action::Block,
+            Outcome::Block,
             Grade::Certain,
             "ua_library",
         ),
@@ -720,7 +736,7 @@ fn ambiguous_verdicts_are_challenged_and_certain_ones_blocked() {
             "",
             curl,
             (OPENSSL, Openssl),
-            Action::Block,
+            Outcome::Block,
             Grade::Certain,
             "ua_library",
         ),
@@ -731,6 +747,10 @@ fn ambiguous_verdicts_are_challenged_and_certain_ones_blocked() {
         let e = run_tls(cfg.location(), head, tls, &mut scratch);
         let what = format!("{extra} {:?}", e.line.map(|(l, _)| text(l)));
         assert_eq!((e.action, e.grade), (action, grade), "{what}");
+        if action == Outcome::ChallengeRequired {
+            assert_eq!(e.answer, Some(crate::challenge::AnswerResult::Problem));
+            assert!(matches!(e.exit, Exit::Page { status: 403, .. }), "{what}");
+        }
         let vars: Vec<(&str, &str)> = e.vars.iter().map(|(n, v)| (text(n), text(v))).collect();
         if grade == Grade::None {
             assert!(e.line.is_none(), "{what}");
@@ -782,7 +802,7 @@ fn reasons_without_the_scorer_and_without_evidence() {
     ] {
         let mut scratch = Scratch::new();
         let e = run_one(&loc, head, b"/", Some(g), Job::Access, &mut scratch);
-        assert_eq!((e.action, e.grade), (Action::Block, grade));
+        assert_eq!((e.action, e.grade), (Outcome::Block, grade));
         let r: Vec<&str> = e.reasons.iter().map(|i| i.detection().name).collect();
         assert_eq!(r.join(","), reasons);
     }
@@ -791,7 +811,7 @@ fn reasons_without_the_scorer_and_without_evidence() {
 #[test]
 fn a_request_whose_tls_a_hop_reported_is_secure() {
     let h = [Header::new(b"user-agent", CHROME)];
-    let req = Request::new(b"GET", b"/", 11, b"192.0.2.10", &h, None);
+    let req = Incoming::new(b"GET", b"/", 11, b"192.0.2.10", &h, None);
     assert!(!req.is_secure());
     let kept = crate::features::Kept {
         version: false,

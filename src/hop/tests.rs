@@ -8,8 +8,9 @@ use std::path::Path;
 
 use super::*;
 use crate::features::{FeatureVector, Float, EVIDENCE};
-use crate::gate::{self, Action, Job, Scratch};
+use crate::gate::{self, Job, Scratch};
 use crate::load::Config;
+use crate::outcome::Outcome;
 
 const NOW: u64 = 1_800_000_000;
 /// Chromium's JA4 (its cipher set is BoringSSL's).
@@ -115,8 +116,8 @@ fn judged<'a>(
 }
 
 /// The gate's whole run: action and bot score.
-fn decide(cfg: &Config, headers: &[Header<'_>], peer: &str) -> (Action, f64) {
-    let req = gate::Request::new(b"GET", b"/", 11, CLIENT.as_bytes(), headers, None)
+fn decide(cfg: &Config, headers: &[Header<'_>], peer: &str) -> (Outcome, f64) {
+    let req = gate::Incoming::new(b"GET", b"/", 11, CLIENT.as_bytes(), headers, None)
         .with_peer(peer.as_bytes());
     let mut scratch = Scratch::decisions_only();
     let e = gate::run(cfg.location(), &req, Job::Access, NOW, &mut scratch).unwrap();
@@ -136,11 +137,11 @@ fn people_through_each_real_hop_show_no_evidence_with_its_profile() {
             let v = judged(&cfg, &hv, PEER, None, &mut buf);
             assert!(fired(&v).is_empty(), "{hop} {}: {:?}", h.family, fired(&v));
             let (action, score) = decide(&cfg, &hv, PEER);
-            assert_eq!(action, Action::Pass, "{hop} {} {score}", h.family);
+            assert_eq!(action, Outcome::Pass, "{hop} {} {score}", h.family);
             people += 1;
             // Without the profile the hop's head is what nginx judged
             // before: the hop's missing `Connection` blocks people.
-            if decide(&direct, &hv, PEER).0 == Action::Block {
+            if decide(&direct, &hv, PEER).0 == Outcome::Block {
                 flagged_before += 1;
             }
         }
@@ -161,7 +162,7 @@ fn scripts_through_each_real_hop_are_still_blocked() {
         {
             let hv = views(&h.headers);
             let (action, score) = decide(&cfg, &hv, PEER);
-            assert_eq!(action, Action::Block, "{hop} {} {score}", h.family);
+            assert_eq!(action, Outcome::Block, "{hop} {} {score}", h.family);
             n += 1;
         }
         assert!(n >= 2, "{hop}: {n} script heads");
@@ -261,7 +262,7 @@ fn vendor_profiles_leave_out_what_their_documentation_says_they_add() {
         let mut buf = HeaderBuf::default();
         let v = judged(&cfg, &hv, PEER, None, &mut buf);
         assert!(fired(&v).is_empty(), "{profile}: {:?}", fired(&v));
-        assert_eq!(decide(&cfg, &hv, PEER).0, Action::Pass, "{profile}");
+        assert_eq!(decide(&cfg, &hv, PEER).0, Outcome::Pass, "{profile}");
         // CloudFront's report is the client's TLS: Chromium's, as the UA
         // says; nginx's own (the hop's OpenSSL) is not read.
         if *profile == "cloudfront" {
@@ -330,7 +331,7 @@ fn an_untrusted_peer_is_judged_as_today_and_its_forged_fingerprint_ignored() {
     }
     // The gate strips the header (an internal header) and decides as
     // without it.
-    let req = gate::Request::new(b"GET", b"/", 11, CLIENT.as_bytes(), &hv, curl_tls)
+    let req = gate::Incoming::new(b"GET", b"/", 11, CLIENT.as_bytes(), &hv, curl_tls)
         .with_peer(CLIENT.as_bytes());
     let mut scratch = Scratch::new();
     let e = gate::run(cfg.location(), &req, Job::Access, NOW, &mut scratch).unwrap();
@@ -339,7 +340,7 @@ fn an_untrusted_peer_is_judged_as_today_and_its_forged_fingerprint_ignored() {
         .position(|(n, _)| n == "cloudfront-viewer-ja4-fingerprint")
         .unwrap();
     assert!(e.clear.contains(&(forged as u32)));
-    assert_eq!(e.action, Action::Block);
+    assert_eq!(e.action, Outcome::Block);
     assert!(e.warning.is_none());
 }
 
@@ -366,7 +367,7 @@ fn a_trusted_peer_without_realip_is_warned_about() {
         Header::new(b"x-forwarded-for", b"198.51.100.23"),
     ];
     // realip set up: the client is the client, the peer the proxy.
-    let req = gate::Request::new(b"GET", b"/", 11, CLIENT.as_bytes(), &head, None)
+    let req = gate::Incoming::new(b"GET", b"/", 11, CLIENT.as_bytes(), &head, None)
         .with_peer(PEER.as_bytes());
     let mut scratch = Scratch::new();
     let e = gate::run(cfg.location(), &req, Job::Access, NOW, &mut scratch).unwrap();
@@ -374,7 +375,7 @@ fn a_trusted_peer_without_realip_is_warned_about() {
     // Not set up: $remote_addr is the proxy's (and $realip_remote_addr
     // equal, or absent without the module).
     for peer in [PEER, ""] {
-        let req = gate::Request::new(b"GET", b"/", 11, PEER.as_bytes(), &head, None)
+        let req = gate::Incoming::new(b"GET", b"/", 11, PEER.as_bytes(), &head, None)
             .with_peer(peer.as_bytes());
         let e = gate::run(cfg.location(), &req, Job::Access, NOW, &mut scratch).unwrap();
         assert_eq!(e.warning, Some(REALIP_WARNING), "{peer:?}");
@@ -464,14 +465,14 @@ fn allow_and_verified_bots_read_the_client_not_the_hop() {
     let trusted = r#", "trusted_proxies": ["10.0.0.0/24"], "proxy_profile": "nginx""#;
     let cfg = config(&format!(r#"{bots}{trusted}, "allow": ["198.51.100.0/24"]"#));
     // bingbot's prefixes hold the client (198.51.100.0/24), not the hop.
-    assert_eq!(decide(&cfg, &bot, PEER).0, Action::Verified);
-    assert_eq!(decide(&cfg, &curl, PEER).0, Action::Allow);
+    assert_eq!(decide(&cfg, &bot, PEER).0, Outcome::Verified);
+    assert_eq!(decide(&cfg, &curl, PEER).0, Outcome::Allow);
     // An allow list of the hop's addresses allows nobody behind it.
     let cfg = config(&format!(r#"{bots}{trusted}, "allow": ["10.0.0.0/24"]"#));
-    assert_eq!(decide(&cfg, &curl, PEER).0, Action::Block);
+    assert_eq!(decide(&cfg, &curl, PEER).0, Outcome::Block);
     // A bot claim from a client outside its prefixes is fake, wherever
     // the hop is.
-    let req = gate::Request::new(b"GET", b"/", 11, b"203.0.113.9", &bot, None)
+    let req = gate::Incoming::new(b"GET", b"/", 11, b"203.0.113.9", &bot, None)
         .with_peer(CLIENT.as_bytes());
     let mut scratch = Scratch::decisions_only();
     let e = gate::run(cfg.location(), &req, Job::Access, NOW, &mut scratch).unwrap();
@@ -508,7 +509,7 @@ fn the_clearance_binds_the_client_and_its_reported_tls_not_the_hop() {
     // nginx's own TLS facts are the hop's (OpenSSL): not what was bound.
     let hop_tls = TlsFacts::new(CURL_JA4.as_bytes(), crate::tls::Family::Openssl);
     let run = |client: &[u8], peer: &[u8]| {
-        let req = gate::Request::new(b"GET", b"/", 11, client, &head, hop_tls).with_peer(peer);
+        let req = gate::Incoming::new(b"GET", b"/", 11, client, &head, hop_tls).with_peer(peer);
         let mut scratch = Scratch::decisions_only();
         let e = gate::run(cfg.location(), &req, Job::Access, NOW, &mut scratch).unwrap();
         (e.action, e.clearance)
@@ -516,13 +517,13 @@ fn the_clearance_binds_the_client_and_its_reported_tls_not_the_hop() {
     // The client, through the trusted hop: its clearance holds.
     assert_eq!(
         run(CLIENT.as_bytes(), PEER.as_bytes()),
-        (Action::Cleared, Clearance::Accepted(Proof::Work))
+        (Outcome::Cleared, Clearance::Accepted(Proof::Work))
     );
     // The same cookie from another client prefix, or straight to nginx
     // (where the TLS is its own and the header is not believed): refused.
     for (client, peer) in [("198.51.200.9", PEER), (CLIENT, CLIENT)] {
         let (action, clearance) = run(client.as_bytes(), peer.as_bytes());
-        assert_ne!(action, Action::Cleared, "{client} via {peer}");
+        assert_ne!(action, Outcome::Cleared, "{client} via {peer}");
         assert!(matches!(clearance, Clearance::Rejected(_)), "{clearance:?}");
     }
 }

@@ -14,7 +14,7 @@ pub(crate) struct Counts {
     /// Lines that are not requests (not JSON, blank, too long).
     pub(crate) invalid: u64,
     /// Primary decisions, by [`crate::config::Action::index`].
-    pub(crate) actions: [u64; crate::gate::Action::ALL.len()],
+    pub(crate) actions: [u64; crate::outcome::Outcome::ALL.len()],
 }
 
 /// One partition's messages in offset order.

@@ -12,10 +12,10 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::gate::Action;
 use crate::metrics::{labels_text, number};
+use crate::outcome::Outcome;
 
-const ACTIONS: usize = Action::ALL.len();
+const ACTIONS: usize = Outcome::ALL.len();
 
 /// Where a partition stands.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -275,9 +275,9 @@ impl Meters {
             "counter",
             "Decisions of the (first) configuration, by action.",
         )?;
-        for (a, n) in Action::ALL.iter().zip(&self.actions) {
+        for a in Outcome::of_gate() {
             let labels = labels_text(&[("topic", &self.topic), ("action", a.as_str())]);
-            series(s, name, &labels, get(n))?;
+            series(s, name, &labels, get(&self.actions[a.index()]))?;
         }
         let gauges: [(&str, &str, f64); 3] = [
             (
@@ -489,7 +489,7 @@ pub(crate) fn line(meters: &Meters, elapsed: Duration) -> String {
         Some(lag) => s += &format!("  lag {lag} ({} partitions)", parts.len()),
         None => s += &format!("  ({} partitions)", parts.len()),
     }
-    for (a, n) in Action::ALL.iter().zip(&meters.actions) {
+    for (a, n) in Outcome::ALL.iter().zip(&meters.actions) {
         let n = n.load(Ordering::Relaxed);
         if n > 0 {
             s += &format!("  {} {n}", a.as_str());
@@ -538,7 +538,7 @@ mod tests {
         m.assigned(&[3]);
         m.observed(3, 42, 40);
         m.messages.store(1234, Ordering::Relaxed);
-        m.actions[Action::Block.index()].store(7, Ordering::Relaxed);
+        m.actions[Outcome::Block.index()].store(7, Ordering::Relaxed);
         m.paused.store(true, Ordering::Relaxed);
         let text = m.text();
         assert!(

@@ -17,12 +17,13 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 
 use crate::load::Config;
+use crate::replay::batches::drain;
 use crate::replay::{LineReader, Options, Summary, Worker};
 
 use super::batch::{Counts, Message, MessageBatch};
 use super::client::Client;
 use super::meters::{self, Meters, Progress};
-use super::sink::{Outcome, Outgoing, Producer, SOURCE_HEADER};
+use super::sink::{Outgoing, Producer, Settled, SOURCE_HEADER};
 use super::source::{self, Settings, Ways};
 
 /// Lines per batch at most (as file replay).
@@ -413,7 +414,7 @@ enum Event {
     /// A batch the workers are done with.
     Worked(Box<MessageBatch>),
     /// Every message a batch sent is over: delivered, failed, refused.
-    Delivered(u64, Outcome),
+    Delivered(u64, Settled),
 }
 
 /// A worker thread: batches in, worked batches to the writer, until the
@@ -423,24 +424,20 @@ fn work(
     rx: &Mutex<Option<Receiver<Box<MessageBatch>>>>,
     tx: SyncSender<Event>,
 ) -> Summary {
-    loop {
-        let next = match rx.lock() {
-            Ok(rx) => rx.as_ref().and_then(|rx| rx.recv().ok()),
-            Err(_) => None,
-        };
-        let Some(mut batch) = next else { break };
-        let before = counts(&worker.tally);
-        worker.process(&mut batch.lines);
-        let after = counts(&worker.tally);
-        batch.counts = Counts {
-            requests: after.requests - before.requests,
-            invalid: after.invalid - before.invalid,
-            actions: std::array::from_fn(|i| after.actions[i] - before.actions[i]),
-        };
-        if tx.send(Event::Worked(batch)).is_err() {
-            break;
-        }
-    }
+    drain(
+        rx,
+        |batch: &mut Box<MessageBatch>| {
+            let before = counts(&worker.tally);
+            worker.process(&mut batch.lines);
+            let after = counts(&worker.tally);
+            batch.counts = Counts {
+                requests: after.requests - before.requests,
+                invalid: after.invalid - before.invalid,
+                actions: std::array::from_fn(|i| after.actions[i] - before.actions[i]),
+            };
+        },
+        |batch| tx.send(Event::Worked(batch)).is_ok(),
+    );
     worker.tally
 }
 
@@ -762,7 +759,7 @@ impl Writer<'_, '_> {
         Ok(())
     }
 
-    fn delivered(&mut self, ticket: u64, outcome: Outcome) {
+    fn delivered(&mut self, ticket: u64, outcome: Settled) {
         let Some((mut b, results, dead)) = self.waiting.remove(&ticket) else {
             return;
         };

@@ -44,11 +44,12 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::ClientContext;
 
 use crate::load::Config;
+use crate::replay::WindowFeed;
 use crate::replay::{Options, Worker};
 use crate::signals::file::write_atomically;
 use crate::signals::partials::{parse_topic_key, topic_key, Partial, Partials, TOPIC_KEY_CAP};
 use crate::signals::snapshot::Record;
-use crate::signals::{Counts, Observer, Settings, Snapshot, Window};
+use crate::signals::{Counts, Settings, Snapshot, Window};
 
 use super::client::Client;
 use super::meters::Meters;
@@ -308,7 +309,7 @@ fn stage_one(
         loop {
             match work_rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(mut b) => {
-                    let mut observer = Observer::new(&mut partials, unix_now);
+                    let mut observer = WindowFeed::new(&mut partials, unix_now);
                     worker.observe(&mut b.lines, &mut |seen| observer.add(seen));
                     held.push(b);
                 }

@@ -25,7 +25,7 @@ use super::client::Client;
 
 /// How a batch's deliveries ended.
 #[derive(Debug, Default)]
-pub(crate) struct Outcome {
+pub(crate) struct Settled {
     /// The first failure that sending again may cure (the broker away, a
     /// timeout): the batch is not delivered.
     pub(crate) failure: Option<String>,
@@ -36,7 +36,7 @@ pub(crate) struct Outcome {
 }
 
 /// A batch's deliveries are over: its ticket, and how.
-pub(crate) type Delivered = (u64, Outcome);
+pub(crate) type Delivered = (u64, Settled);
 
 /// Whether librdkafka's or the broker's refusal is about the message
 /// itself: sent again, it is refused again.
@@ -84,7 +84,7 @@ enum End {
 
 struct Pending {
     left: usize,
-    outcome: Outcome,
+    outcome: Settled,
 }
 
 /// The producer's context: deliveries still awaited, per ticket.
@@ -201,7 +201,7 @@ impl Producer {
     ) {
         let n = messages.len();
         if n == 0 {
-            (self.inner.context().done)((ticket, Outcome::default()));
+            (self.inner.context().done)((ticket, Settled::default()));
             return;
         }
         // Registered first: deliveries may come before the last send.
@@ -209,7 +209,7 @@ impl Producer {
             ticket,
             Pending {
                 left: n,
-                outcome: Outcome::default(),
+                outcome: Settled::default(),
             },
         );
         for m in messages {

@@ -149,7 +149,7 @@ mod challenge {
             (b"sec-fetch-mode", b"navigate"),
             (b"cookie", cookie.as_bytes()),
         ];
-        use crate::gate::Action::*;
+        use crate::outcome::Outcome::*;
         assert_eq!(decide(&c, 0.9, "192.0.2.10", nav).action, Challenge);
         assert_eq!(decide(&c, 0.9, "192.0.2.10", xhr).action, Block);
         assert_eq!(decide(&c, 0.1, "192.0.2.10", nav).action, Pass);
@@ -203,7 +203,7 @@ mod challenge {
 
     #[test]
     fn other_modes_with_the_bots_and_cookie() {
-        use crate::gate::Action::*;
+        use crate::outcome::Outcome::*;
         let bot: &[(&[u8], &[u8])] = &[(b"user-agent", GOOGLEBOT)];
         let log = config(r#", "mode": "log""#);
         assert_eq!(decide(&log, 0.0, "203.0.113.70", bot).action, Log);

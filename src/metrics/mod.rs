@@ -20,11 +20,12 @@ use std::fmt::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use crate::challenge::{Clearance, Proof, Rejection};
+use crate::challenge::{AnswerResult, Clearance, Proof, Rejection};
 use crate::config::text::{write_g, Sink};
 use crate::config::Engine;
 use crate::features::reasons::{DETECTIONS, DETECTION_COUNT};
 use crate::features::Reasons;
+use crate::outcome::Outcome;
 use crate::signals::live::Live;
 
 /// Score histogram buckets: probabilities; raw-score models land in the
@@ -44,105 +45,17 @@ pub const SECONDS_BUCKETS: [f64; 13] = [
 /// shorter.
 const MAX_NUMBER: usize = 24;
 
-/// What one request came to: a policy's action, or one of the shim's own
-/// outcomes (`Error`: a call failed, 500; `Refused`: internal headers nginx
-/// cannot remove, 400). In exposition order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// Not flagged.
-    Pass,
-    /// Flagged, from an allowed address.
-    Allow,
-    /// Flagged in mode `log`.
-    Log,
-    /// Flagged in mode `block`.
-    Block,
-    /// Unscored under `fail_closed`: 503.
-    Unavailable,
-    /// A call failed: 500.
-    Error,
-    /// Internal headers nginx's Lua API cannot remove: 400.
-    Refused,
-    /// Flagged, with a valid clearance cookie.
-    Cleared,
-    /// Flagged navigation, challenge page served.
-    Challenge,
-    /// A verified bot.
-    Verified,
-    /// A request to the challenge's endpoint.
-    Answer,
-}
-
-impl Outcome {
-    /// Every outcome, in exposition order.
-    pub const ALL: [Outcome; 11] = [
-        Outcome::Pass,
-        Outcome::Allow,
-        Outcome::Log,
-        Outcome::Block,
-        Outcome::Unavailable,
-        Outcome::Error,
-        Outcome::Refused,
-        Outcome::Cleared,
-        Outcome::Challenge,
-        Outcome::Verified,
-        Outcome::Answer,
-    ];
-
-    /// The `action` label.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Pass => "pass",
-            Outcome::Allow => "allow",
-            Outcome::Log => "log",
-            Outcome::Block => "block",
-            Outcome::Unavailable => "unavailable",
-            Outcome::Error => "error",
-            Outcome::Refused => "refused",
-            Outcome::Cleared => "cleared",
-            Outcome::Challenge => "challenge",
-            Outcome::Verified => "verified",
-            Outcome::Answer => "answer",
-        }
-    }
-
-    /// Whether the request reached the point where its bot claim and
-    /// clearance cookie are counted: not for a 503, an answer (judged on
-    /// its own), a failure or a refusal.
-    fn screened(self) -> bool {
-        !matches!(
-            self,
-            Outcome::Unavailable | Outcome::Answer | Outcome::Error | Outcome::Refused
-        )
-    }
-}
-
-/// Shadow mode's kinds of disagreement between the engines.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Disagreement {
-    /// A score differs.
-    Score,
-    /// The action differs.
-    Decision,
-    /// The internal header counts differ.
-    Headers,
-}
-
-impl Disagreement {
-    /// Every kind, in exposition order.
-    pub const ALL: [Disagreement; 3] = [
-        Disagreement::Score,
-        Disagreement::Decision,
-        Disagreement::Headers,
-    ];
-
-    /// The `kind` label.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Disagreement::Score => "score",
-            Disagreement::Decision => "decision",
-            Disagreement::Headers => "headers",
-        }
+c_enum! {
+    /// Shadow mode's kinds of disagreement between the engines; the word
+    /// is the `kind` label. Passed to `edgeguard_metrics_disagreement` as
+    /// a plain int.
+    pub enum Disagreement as "edgeguard_disagreement" {
+        /// A score differs.
+        Score = 0 => "score",
+        /// The action differs.
+        Decision = 1 => "decision",
+        /// The internal header counts differ.
+        Headers = 2 => "headers",
     }
 }
 
@@ -158,45 +71,24 @@ pub enum BotVerdict {
 /// What a request showed besides its decision: its clearance cookie and
 /// the verified bot it claims (name, verdict).
 #[derive(Clone, Copy, Debug)]
-pub struct Seen<'a> {
+pub struct Screening<'a> {
     /// The clearance cookie's verdict.
     pub clearance: Clearance,
     /// The bot the User-Agent claims.
     pub bot: Option<(&'a [u8], BotVerdict)>,
 }
 
-/// What the challenge did with a request besides serving its page: an
-/// answer, a no-JavaScript wait redeemed, the "cookies are needed" page,
-/// or a problem document instead of the page.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AnswerResult {
-    /// The work was done: a clearance cookie was issued.
-    Solved,
-    /// A no-JavaScript wait was redeemed: the weaker clearance was issued.
-    Waited,
-    /// Refused, and why (`early`: a no-JavaScript ticket followed before
-    /// its wait was over).
-    Failed(Rejection),
-    /// Solves came back without the cookie: the "cookies are needed"
-    /// page (or problem) was served instead of another challenge.
-    CookiesNeeded,
-    /// A request that must not get the page (a body, a fetch or an API
-    /// call) got `application/problem+json` instead.
-    Problem,
-}
+/// The `result` label of `edgeguard_challenges_total`, after `served`, by
+/// [`answer_label_index`].
+const ANSWER_LABELS: [&str; 5] = ["solved", "failed", "waited", "cookies_needed", "problem"];
 
-impl AnswerResult {
-    /// The `result` label of `edgeguard_challenges_total`, after `served`.
-    const LABELS: [&'static str; 5] = ["solved", "failed", "waited", "cookies_needed", "problem"];
-
-    fn label_index(self) -> usize {
-        match self {
-            AnswerResult::Solved => 0,
-            AnswerResult::Failed(_) => 1,
-            AnswerResult::Waited => 2,
-            AnswerResult::CookiesNeeded => 3,
-            AnswerResult::Problem => 4,
-        }
+fn answer_label_index(a: AnswerResult) -> usize {
+    match a {
+        AnswerResult::Solved => 0,
+        AnswerResult::Failed(_) => 1,
+        AnswerResult::Waited => 2,
+        AnswerResult::CookiesNeeded => 3,
+        AnswerResult::Problem => 4,
     }
 }
 
@@ -397,14 +289,14 @@ pub struct Registry {
     families: Vec<Family>,
     requests: [Option<usize>; 3],
     stripped: usize,
-    decisions: [usize; 11],
+    decisions: [usize; Outcome::ALL.len()],
     /// Per engine (Rust, Lua; none: not configured): the first slot of its
     /// first model's score histogram, and how many models.
     scores: [Option<(usize, usize)>; 2],
     seconds: [Option<usize>; 2],
     disagreements: [usize; 3],
     load_errors: usize,
-    /// Served, then [`AnswerResult::LABELS`].
+    /// Served, then [`ANSWER_LABELS`].
     challenges: Option<[usize; 6]>,
     /// By clearance code.
     clearances: [Option<usize>; CLEARANCE_CODES],
@@ -524,7 +416,7 @@ impl Registry {
             requests[engine_index(e)] = Some(b.counter(REQUESTS, &[("engine", e.as_str())]));
         }
         let stripped = b.counter(STRIPPED, &[]);
-        let mut decisions = [0; 11];
+        let mut decisions = [0; Outcome::ALL.len()];
         for (i, o) in Outcome::ALL.iter().enumerate() {
             decisions[i] = b.counter(DECISIONS, &[("action", o.as_str())]);
         }
@@ -555,7 +447,7 @@ impl Registry {
             (None, [None; CLEARANCE_CODES], [None; CLEARANCE_CODES]);
         if spec.challenge {
             let mut ch = [0; 6];
-            let labels = std::iter::once("served").chain(AnswerResult::LABELS);
+            let labels = std::iter::once("served").chain(ANSWER_LABELS);
             for (i, r) in labels.enumerate() {
                 ch[i] = b.counter(CHALLENGES, &[("result", r)]);
             }
@@ -686,12 +578,12 @@ impl Registry {
         engine: Engine,
         outcome: Outcome,
         removed: usize,
-        seen: Option<Seen<'_>>,
+        seen: Option<Screening<'_>>,
     ) {
         if let Some(s) = self.requests[engine_index(engine)] {
             self.add(s, 1.0);
         }
-        let i = Outcome::ALL.iter().position(|&o| o == outcome).unwrap_or(0);
+        let i = outcome.index();
         self.add(self.decisions[i], 1.0);
         if removed > 0 {
             self.add(self.stripped, removed as f64);
@@ -778,7 +670,7 @@ impl Registry {
     /// An answer to the challenge (nothing without a challenge configured).
     pub fn answer(&self, result: AnswerResult) {
         let Some(ch) = self.challenges else { return };
-        self.add(ch[1 + result.label_index()], 1.0);
+        self.add(ch[1 + answer_label_index(result)], 1.0);
         if let AnswerResult::Failed(r) = result {
             if let Some(s) = self.failures[2 + r.index()] {
                 self.add(s, 1.0);
@@ -978,7 +870,7 @@ mod tests {
     #[test]
     fn bot_and_clearance_count_only_for_requests_that_got_to_act() {
         let r = Registry::new(&spec(Engine::Rust, &[], true, &["googlebot"]));
-        let seen = Seen {
+        let seen = Screening {
             clearance: Clearance::Rejected(Rejection::Mac),
             bot: Some((b"googlebot", BotVerdict::Fake)),
         };

@@ -5,20 +5,24 @@ use std::fmt;
 
 use super::error::ShapeError;
 
-/// The kind of value a prediction writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum PredictionType {
-    /// `RawFormulaVal`: the sum of leaf values after `scale_and_bias`, one
-    /// value per model dimension.
-    Raw,
-    /// Binary classifiers: `1 / (1 + exp(-raw))`, one value. MultiClass:
-    /// softmax over the raw values, one value per class.
-    Probability,
-    /// Binary classifiers: `1.0` if `raw > 0` else `0.0` (the 0.5 probability
-    /// threshold). Multi-dimensional models: the index of the largest raw
-    /// value (the first one on ties). Always one value; it is the class
-    /// *index*, not the training label.
-    Class,
+c_enum! {
+    /// The kind of value a prediction writes, as the official C API's
+    /// `SetPredictionType`. Passed to the predict exports as a plain `int`,
+    /// so an out-of-range number is an `InvalidArgument` result rather
+    /// than undefined behaviour.
+    pub enum PredictionType as "edgeguard_prediction_type" {
+        /// `RawFormulaVal`: the sum of leaf values after `scale_and_bias`,
+        /// one value per model dimension.
+        Raw = 0 => "raw",
+        /// Binary classifiers: `1 / (1 + exp(-raw))`, one value.
+        /// MultiClass: softmax over the raw values, one value per class.
+        Probability = 1 => "probability",
+        /// Binary classifiers: `1.0` if `raw > 0` else `0.0` (the 0.5
+        /// probability threshold). Multi-dimensional models: the index of
+        /// the largest raw value (the first one on ties). Always one value;
+        /// it is the class *index*, not the training label.
+        Class = 2 => "class",
+    }
 }
 
 impl PredictionType {

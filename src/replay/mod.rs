@@ -27,6 +27,8 @@
 
 #![forbid(unsafe_code)]
 
+pub(crate) mod batches;
+mod feed;
 mod input;
 mod number;
 mod observe;
@@ -40,6 +42,7 @@ mod worker;
 
 use std::io::{self, Write};
 
+pub use feed::{Marks, WindowFeed};
 pub use input::Input;
 pub use observe::observe;
 pub use options::Options;
@@ -62,7 +65,7 @@ pub(crate) use record::write::write_headers_text;
 /// buffers from line to line, so a good line costs no allocation.
 #[derive(Debug, Default)]
 pub struct LineReader {
-    scratch: record::Scratch,
+    scratch: record::LineBufs,
 }
 
 impl LineReader {
@@ -87,7 +90,7 @@ impl LineReader {
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub fn line_parsers_agree(line: &[u8]) -> Result<bool, String> {
-    let mut scratch = record::Scratch::default();
+    let mut scratch = record::LineBufs::default();
     let _ = record::parse(line, &mut scratch);
     record::paths_agree(line)
 }

@@ -4,20 +4,18 @@
 //! itself, so what it counts is what replay (and nginx) decided.
 
 use std::io;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
 use std::time::Instant;
 
 use crate::load::Config;
 
+use super::batches::{read_all, Exchange};
 use super::input::{Batch, Input};
 use super::options::{unix_now, Options};
 use super::seen::Observer;
 use super::summary::Summary;
 use super::worker::Worker;
-
-/// Lines per batch at most (as the pipeline's).
-const MAX_LINES: usize = 4096;
 
 /// Reads `inputs` (files, stdin; gzip detected) and runs the gate on each
 /// request line under `config`, as `edgeguard replay` does, on this
@@ -33,7 +31,7 @@ pub fn observe(
     let started = Instant::now();
     let names: Vec<String> = inputs.iter().map(|i| i.name().to_owned()).collect();
     let now = options.now.unwrap_or_else(unix_now);
-    let mut worker = Worker::with(
+    let worker = Worker::with(
         config,
         None,
         false,
@@ -42,37 +40,46 @@ pub fn observe(
         options.samples,
         now,
     );
-    let mut errors = Vec::new();
-    let mut batch = Batch::default();
+    // The replay's reader, with this thread's worker as its exchange: a
+    // batch is observed as soon as it is full, and is then the next one.
+    let mut inline = Observing {
+        worker,
+        observe,
+        batch: Some(Batch::default()),
+    };
     let consumed = Arc::new(AtomicU64::new(0));
-    for (index, input) in inputs.into_iter().enumerate() {
-        let name = input.name().to_owned();
-        let mut lines = match input.into_lines(Arc::clone(&consumed), options.max_line) {
-            Ok(l) => l,
-            Err(e) => {
-                errors.push(format!("{name}: {e}"));
-                continue;
-            }
-        };
-        loop {
-            let more = match lines.fill(&mut batch, options.batch_bytes, MAX_LINES) {
-                Ok(more) => more,
-                Err(e) => {
-                    errors.push(format!("{name}: {e}"));
-                    false
-                }
-            };
-            batch.input = index;
-            worker.observe(&mut batch, observe);
-            if !more {
-                break;
-            }
-        }
-    }
+    let errors = read_all(
+        inputs,
+        &mut inline,
+        consumed,
+        &AtomicBool::new(false),
+        options,
+    );
+    let worker = inline.worker;
     let mut summary = worker.tally;
     summary.inputs = names;
     summary.input_errors = errors;
     summary.threads = 1;
     summary.elapsed = started.elapsed();
     Ok(summary)
+}
+
+/// The exchange of [`observe`]: each full batch observed at once, then
+/// reused.
+struct Observing<'a, 'o, 'p> {
+    worker: Worker<'a>,
+    observe: &'o mut Observer<'p>,
+    batch: Option<Batch>,
+}
+
+impl Exchange for Observing<'_, '_, '_> {
+    fn empty(&mut self) -> Option<Batch> {
+        self.batch.take()
+    }
+
+    fn full(&mut self, mut batch: Batch) -> bool {
+        self.worker.observe(&mut batch, self.observe);
+        self.batch = Some(batch);
+        true
+    }
 }

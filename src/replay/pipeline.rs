@@ -10,14 +10,12 @@ use std::time::Instant;
 
 use crate::load::Config;
 
+use super::batches::{drain, read_all, Exchange};
 use super::input::{Batch, Input};
 use super::options::{unix_now, Options};
 use super::progress::Progress;
 use super::summary::Summary;
 use super::worker::Worker;
-
-/// Lines per batch at most, so batches of tiny lines still spread evenly.
-const MAX_LINES_PER_BATCH: usize = 4096;
 
 /// Runs a replay: one reader thread fills batches, `threads` workers parse
 /// and decide them, and this thread writes them out (in input order if asked)
@@ -242,18 +240,11 @@ fn work(
     work_rx: &Mutex<Option<Receiver<Batch>>>,
     done_tx: &SyncSender<Batch>,
 ) -> Summary {
-    loop {
-        // The lock is held only to take one batch.
-        let next = match work_rx.lock() {
-            Ok(rx) => rx.as_ref().and_then(|rx| rx.recv().ok()),
-            Err(_) => None,
-        };
-        let Some(mut batch) = next else { break };
-        worker.process(&mut batch);
-        if done_tx.send(batch).is_err() {
-            break;
-        }
-    }
+    drain(
+        work_rx,
+        |batch| worker.process(batch),
+        |batch| done_tx.send(batch).is_ok(),
+    );
     worker.tally
 }
 
@@ -318,14 +309,6 @@ impl Writer<'_, '_> {
     }
 }
 
-/// Where the reader gets empty batches and puts full ones.
-trait Exchange {
-    /// An empty batch to fill; None ends the reading.
-    fn empty(&mut self) -> Option<Batch>;
-    /// A batch of lines, handed on; false ends the reading.
-    fn full(&mut self, batch: Batch) -> bool;
-}
-
 /// The threads' exchange: free batches from the writer, full ones to the
 /// workers.
 struct Channels {
@@ -363,62 +346,4 @@ impl Exchange for Inline<'_, '_, '_, '_> {
         self.batch = Some(batch);
         true
     }
-}
-
-/// The reader: fills empty batches with lines of each input in turn.
-/// Returns the read errors met (each ends its input, not the run).
-fn read_all(
-    inputs: Vec<Input>,
-    exchange: &mut impl Exchange,
-    consumed: Arc<AtomicU64>,
-    stop: &AtomicBool,
-    options: &Options,
-) -> Vec<String> {
-    let mut errors = Vec::new();
-    let mut seq = 0u64;
-    let mut spare: Option<Batch> = None;
-    'inputs: for (index, input) in inputs.into_iter().enumerate() {
-        let name = input.name().to_owned();
-        let mut lines = match input.into_lines(Arc::clone(&consumed), options.max_line) {
-            Ok(l) => l,
-            Err(e) => {
-                errors.push(format!("{name}: {e}"));
-                continue;
-            }
-        };
-        loop {
-            if stop.load(Ordering::Relaxed) {
-                break 'inputs;
-            }
-            let mut batch = match spare.take() {
-                Some(b) => b,
-                None => match exchange.empty() {
-                    Some(b) => b,
-                    None => break 'inputs,
-                },
-            };
-            let result = lines.fill(&mut batch, options.batch_bytes, MAX_LINES_PER_BATCH);
-            let more = match result {
-                Ok(more) => more,
-                Err(e) => {
-                    errors.push(format!("{name}: {e}"));
-                    false
-                }
-            };
-            if batch.lines.is_empty() {
-                spare = Some(batch);
-            } else {
-                batch.seq = seq;
-                batch.input = index;
-                seq += 1;
-                if !exchange.full(batch) {
-                    break 'inputs;
-                }
-            }
-            if !more {
-                break;
-            }
-        }
-    }
-    errors
 }

@@ -31,7 +31,7 @@
 //!
 //! Two paths fill the same spans. A hand-written scanner (`record/fast.rs`)
 //! reads every line first: strings without escapes are views of the line,
-//! escaped ones are unescaped into the worker's [`Scratch`], which keeps its
+//! escaped ones are unescaped into the worker's [`LineBufs`], which keeps its
 //! capacity from line to line, so a good line costs no allocation at all.
 //! A log line's `headers` text is read in place, both layers of escaping at
 //! once, when it is laid out as record.lua writes it; else it is unescaped
@@ -48,8 +48,8 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use crate::features::TlsFacts;
-use crate::gate::Action;
 use crate::headers::{Header, HeaderBuf};
+use crate::outcome::Outcome;
 use crate::tls::Family;
 
 /// Which buffer a [`Span`] points into.
@@ -57,9 +57,9 @@ use crate::tls::Family;
 enum Base {
     /// The input line.
     Line,
-    /// `Scratch::text`: the unescaped `headers` string of a log line.
+    /// `LineBufs::text`: the unescaped `headers` string of a log line.
     Text,
-    /// `Scratch::owned`: unescaped strings.
+    /// `LineBufs::owned`: unescaped strings.
     Owned,
 }
 
@@ -78,7 +78,7 @@ const EMPTY: Span = Span {
 
 /// A worker's reusable parsing buffers.
 #[derive(Debug, Default)]
-pub(crate) struct Scratch {
+pub(crate) struct LineBufs {
     owned: Vec<u8>,
     text: Vec<u8>,
     pairs: Vec<(Span, Span)>,
@@ -99,10 +99,10 @@ pub(crate) struct Parsed<'s> {
     /// The connection's peer (`peer`: `$realip_remote_addr`); empty:
     /// the client.
     pub(crate) peer: &'s [u8],
-    /// Views of `line` and `Scratch`.
+    /// Views of `line` and `LineBufs`.
     pub(crate) headers: &'s [Header<'s>],
     /// What nginx decided, for log lines that carry it.
-    pub(crate) live_action: Option<Action>,
+    pub(crate) live_action: Option<Outcome>,
     /// The connection's JA4 (`edgeguard_ja4`), for log lines that carry one.
     pub(crate) ja4: Option<&'s [u8]>,
     /// The Unix time access() decided with (`edgeguard_time`), for log
@@ -166,7 +166,7 @@ impl fmt::Display for ParseError {
 /// Parses one line (without its newline).
 pub(crate) fn parse<'s>(
     line: &'s [u8],
-    scratch: &'s mut Scratch,
+    scratch: &'s mut LineBufs,
 ) -> Result<Parsed<'s>, ParseError> {
     scratch.owned.clear();
     scratch.text.clear();
@@ -204,7 +204,7 @@ pub(crate) fn parse<'s>(
         headers,
         live_action: fields
             .live_action
-            .and_then(|s| Action::from_name(bufs.get(s))),
+            .and_then(|s| Outcome::from_name(bufs.get(s))),
         ja4,
         time: time_of(&fields, &bufs)?,
         logged: fields.logged.and_then(|s| iso_time(bufs.get(s))),
@@ -217,7 +217,7 @@ pub(crate) fn parse<'s>(
 /// The `headers` field's pairs into `scratch.pairs`: the array text sits
 /// in the line (no escapes) or in `scratch.text`.
 #[inline]
-fn header_pairs(line: &[u8], text: Span, scratch: &mut Scratch) -> Result<(), ParseError> {
+fn header_pairs(line: &[u8], text: Span, scratch: &mut LineBufs) -> Result<(), ParseError> {
     let (base, buf) = match text.base {
         Base::Line => (Base::Line, &line[text.start..text.start + text.len]),
         _ => (Base::Text, &scratch.text[..]),
@@ -320,7 +320,7 @@ pub(crate) fn iso_time(v: &[u8]) -> Option<u64> {
 
 /// The serde path: the line again from scratch, for its error if it has
 /// one.
-fn serde_record(line: &[u8], scratch: &mut Scratch) -> Result<Fields, ParseError> {
+fn serde_record(line: &[u8], scratch: &mut LineBufs) -> Result<Fields, ParseError> {
     scratch.owned.clear();
     scratch.text.clear();
     scratch.pairs.clear();
@@ -346,7 +346,7 @@ fn serde_record(line: &[u8], scratch: &mut Scratch) -> Result<Fields, ParseError
 /// or by serde: what the two paths are compared on.
 #[cfg(any(test, feature = "fuzzing"))]
 fn resolved(line: &[u8], fast: bool) -> Option<Vec<Vec<u8>>> {
-    let mut s = Scratch::default();
+    let mut s = LineBufs::default();
     let f = if fast {
         fast::record(line, &mut s)
     } else {

@@ -12,7 +12,7 @@ pub struct Seen<'a> {
     pub time: Option<u64>,
     /// The request as the gate read it (method, URI, client, headers, TLS
     /// facts).
-    pub request: &'a gate::Request<'a>,
+    pub request: &'a gate::Incoming<'a>,
     /// The connection's JA4, when the line has one.
     pub ja4: Option<&'a [u8]>,
     /// What the gate made of it.

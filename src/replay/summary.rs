@@ -10,11 +10,11 @@ use crate::features::reasons::{DETECTIONS, DETECTION_COUNT};
 use std::fmt::{self, Write as _};
 use std::time::Duration;
 
-use crate::gate::Action;
 use crate::load::Config;
+use crate::outcome::Outcome;
 
 /// How many actions there are: the size of the tables of counts.
-const ACTIONS: usize = Action::ALL.len();
+const ACTIONS: usize = Outcome::ALL.len();
 
 /// Bins of a score histogram over [0, 1].
 pub const HISTOGRAM_BINS: usize = 20;
@@ -82,7 +82,7 @@ pub struct ModelSummary {
     /// The threshold in force.
     pub threshold: Option<f64>,
     /// Requests this model flagged, by the action they got (indexed by
-    /// [`Action::index`]; `pass` counts flags under mode `off`).
+    /// [`Outcome::index`]; `pass` counts flags under mode `off`).
     pub flagged: [u64; ACTIONS],
     /// Its scores.
     pub histogram: Histogram,
@@ -95,7 +95,7 @@ pub struct ConfigSummary {
     pub path: String,
     /// Per model, in scorer order.
     pub models: Vec<ModelSummary>,
-    /// Requests per action (indexed by [`Action::index`]).
+    /// Requests per action (indexed by [`Outcome::index`]).
     pub actions: [u64; ACTIONS],
     /// Internal header entries that would have been stripped.
     pub headers_stripped: u64,
@@ -123,7 +123,7 @@ pub struct RuleSummary {
     /// Requests it decided (the first rule they met).
     pub decided: u64,
     /// Those requests by the action they get without any rule (indexed by
-    /// [`Action::index`]).
+    /// [`Outcome::index`]).
     pub without: [u64; ACTIONS],
 }
 
@@ -192,10 +192,10 @@ pub struct Flip {
     pub input: usize,
     /// 1-based line number.
     pub line: u64,
-    /// Action under the first configuration.
-    pub from: Action,
-    /// Action under the `--compare` configuration.
-    pub to: Action,
+    /// Outcome under the first configuration.
+    pub from: Outcome,
+    /// Outcome under the `--compare` configuration.
+    pub to: Outcome,
     /// Scores under the first configuration.
     pub scores: Vec<f64>,
     /// Scores under the `--compare` configuration.
@@ -395,15 +395,25 @@ impl Summary {
             "  rows: {}, columns: {}",
             self.primary.path, compare.path
         )?;
-        write!(s, "  {:>10}", "")?;
-        for a in Action::ALL {
-            write!(s, " {:>10}", a.as_str())?;
+        // Rows are as wide as the longest word; a column as its own.
+        let rows = Outcome::of_gate()
+            .map(|a| a.as_str().len())
+            .max()
+            .unwrap_or(10);
+        write!(s, "  {:>rows$}", "")?;
+        for a in Outcome::of_gate() {
+            write!(s, " {:>w$}", a.as_str(), w = a.column())?;
         }
         writeln!(s)?;
-        for a in Action::ALL {
-            write!(s, "  {:>10}", a.as_str())?;
-            for b in Action::ALL {
-                write!(s, " {:>10}", self.flips[a.index()][b.index()])?;
+        for a in Outcome::of_gate() {
+            write!(s, "  {:>rows$}", a.as_str())?;
+            for b in Outcome::of_gate() {
+                write!(
+                    s,
+                    " {:>w$}",
+                    self.flips[a.index()][b.index()],
+                    w = b.column()
+                )?;
             }
             writeln!(s)?;
         }
@@ -438,15 +448,25 @@ impl Summary {
             percent(agree, live.with_action)
         )?;
         writeln!(s, "  rows: live, columns: replayed")?;
-        write!(s, "  {:>10}", "")?;
-        for a in Action::ALL {
-            write!(s, " {:>10}", a.as_str())?;
+        // Rows are as wide as the longest word; a column as its own.
+        let rows = Outcome::of_gate()
+            .map(|a| a.as_str().len())
+            .max()
+            .unwrap_or(10);
+        write!(s, "  {:>rows$}", "")?;
+        for a in Outcome::of_gate() {
+            write!(s, " {:>w$}", a.as_str(), w = a.column())?;
         }
         writeln!(s)?;
-        for a in Action::ALL {
-            write!(s, "  {:>10}", a.as_str())?;
-            for b in Action::ALL {
-                write!(s, " {:>10}", live.actions[a.index()][b.index()])?;
+        for a in Outcome::of_gate() {
+            write!(s, "  {:>rows$}", a.as_str())?;
+            for b in Outcome::of_gate() {
+                write!(
+                    s,
+                    " {:>w$}",
+                    live.actions[a.index()][b.index()],
+                    w = b.column()
+                )?;
             }
             writeln!(s)?;
         }
@@ -461,7 +481,7 @@ impl Summary {
 fn render_config(s: &mut String, label: &str, c: &ConfigSummary, requests: u64) -> fmt::Result {
     writeln!(s, "\n{label}: {}", c.path)?;
     write!(s, "  actions:")?;
-    for a in Action::ALL {
+    for a in Outcome::of_gate() {
         let n = c.actions[a.index()];
         write!(s, "  {} {n} ({})", a.as_str(), percent(n, requests))?;
     }
@@ -480,7 +500,7 @@ fn render_config(s: &mut String, label: &str, c: &ConfigSummary, requests: u64) 
             .threshold
             .map_or_else(|| "none".to_owned(), |t| format!("{t}"));
         write!(s, "  model {} (threshold {t}): flagged", m.name)?;
-        for a in [Action::Block, Action::Log, Action::Allow, Action::Pass] {
+        for a in [Outcome::Block, Outcome::Log, Outcome::Allow, Outcome::Pass] {
             write!(s, " {} {}", a.as_str(), m.flagged[a.index()])?;
         }
         writeln!(s)?;
@@ -532,7 +552,7 @@ fn render_rules(s: &mut String, rules: &[RuleSummary]) -> fmt::Result {
             "    {} ({}): {} requests; without rules:",
             r.name, r.action, r.decided
         )?;
-        for a in Action::ALL {
+        for a in Outcome::ALL {
             let n = r.without[a.index()];
             if n > 0 {
                 write!(s, " {} {n}", a.as_str())?;

@@ -11,8 +11,9 @@ use std::io::Write;
 
 use crate::challenge::Clearance;
 use crate::features::{Grade, Reasons};
-use crate::gate::{self, Action, Job, Scratch};
+use crate::gate::{self, Job, Scratch};
 use crate::load::Config;
+use crate::outcome::Outcome;
 use crate::signals::live::Lookup;
 use crate::verified::Verdict;
 
@@ -45,15 +46,15 @@ struct Watch<'w, 'o, 'p> {
 
 /// The result of one side for one request.
 #[derive(Clone, Copy)]
-struct Outcome {
-    action: Action,
+struct Judged {
+    action: Outcome,
     flagged_by: Option<usize>,
     bot: Option<Verdict>,
     clearance: Clearance,
     stripped: usize,
     scored: bool,
     /// The site rule that decided it, and the action it gets without rules.
-    rule: Option<(usize, Action)>,
+    rule: Option<(usize, Outcome)>,
     /// What the fleet signals snapshot knew of its keys (none: no snapshot
     /// in force).
     fleet: Option<Lookup>,
@@ -67,11 +68,11 @@ impl Side<'_> {
     /// it came to.
     fn evaluate(
         &mut self,
-        req: &gate::Request<'_>,
+        req: &gate::Incoming<'_>,
         now: u64,
         tally: &mut ConfigSummary,
         watch: Option<Watch<'_, '_, '_>>,
-    ) -> Outcome {
+    ) -> Judged {
         let loc = self.config.location();
         // Nothing given: the location strips and scores itself.
         let Ok(e) = gate::run(loc, req, Job::Access, now, &mut self.scratch) else {
@@ -110,7 +111,7 @@ impl Side<'_> {
                 tally.reasons[id as usize] += 1;
             }
         }
-        let mut o = Outcome {
+        let mut o = Judged {
             action: e.action,
             flagged_by,
             bot: e.bot.map(|(v, _)| v),
@@ -146,7 +147,7 @@ impl Side<'_> {
 pub struct Worker<'c> {
     primary: Side<'c>,
     compare: Option<Side<'c>>,
-    scratch: record::Scratch,
+    scratch: record::LineBufs,
     /// Whether to write per-request output lines.
     output: bool,
     /// Input names as JSON strings, when there are several.
@@ -203,7 +204,7 @@ impl<'c> Worker<'c> {
         Worker {
             primary: side(primary),
             compare: compare.map(side),
-            scratch: record::Scratch::default(),
+            scratch: record::LineBufs::default(),
             output,
             input_names,
             max_line,
@@ -318,8 +319,8 @@ impl<'c> Worker<'c> {
         input: usize,
         line: u64,
         observe: Option<&mut Observer<'_>>,
-    ) -> (Outcome, Option<Outcome>) {
-        let req = gate::Request::new(p.method, p.uri, p.version, p.client, p.headers, p.tls)
+    ) -> (Judged, Option<Judged>) {
+        let req = gate::Incoming::new(p.method, p.uri, p.version, p.client, p.headers, p.tls)
             .with_peer(p.peer)
             .from_log();
         let tally = &mut self.tally;
@@ -378,8 +379,8 @@ impl<'c> Worker<'c> {
         p: &Parsed<'_>,
         input: usize,
         line: u64,
-        primary: Outcome,
-        compare: Option<Outcome>,
+        primary: Judged,
+        compare: Option<Judged>,
     ) -> std::io::Result<()> {
         out.push(b'{');
         if self.input_names.len() > 1 {
@@ -410,7 +411,7 @@ impl<'c> Worker<'c> {
     }
 }
 
-fn write_side(out: &mut Vec<u8>, side: &Side<'_>, o: Outcome) -> std::io::Result<()> {
+fn write_side(out: &mut Vec<u8>, side: &Side<'_>, o: Judged) -> std::io::Result<()> {
     out.extend_from_slice(b"\"stripped\":");
     push_u64(out, o.stripped as u64);
     out.extend_from_slice(b",\"action\":\"");

@@ -110,17 +110,17 @@ pub enum Stage {
 /// What one evaluation may write: the normalized path, when it differs
 /// from the path as sent. One per thread (or per worker), reused.
 #[derive(Debug)]
-pub struct Scratch {
+pub struct NormalPath {
     path: Vec<u8>,
     fold: Vec<u8>,
 }
 
-impl Scratch {
+impl NormalPath {
     /// Room for a path as long as nginx's default request line allows
     /// (`large_client_header_buffers` 8k), so that evaluation never
     /// allocates; a longer one grows it once.
-    pub fn new() -> Scratch {
-        Scratch {
+    pub fn new() -> NormalPath {
+        NormalPath {
             path: Vec::with_capacity(8192),
             fold: Vec::with_capacity(8192),
         }
@@ -130,7 +130,7 @@ impl Scratch {
     /// the method's bit, the bare host, and (`needs_path`: a rule of the
     /// stage reads it) the normalized path, written into this scratch.
     fn facts<'a>(&'a mut self, view: &'a View<'a>, needs_path: bool) -> Facts<'a> {
-        let Scratch { path, fold } = self;
+        let NormalPath { path, fold } = self;
         Facts {
             view,
             method: match cond::method_bit(view.method) {
@@ -148,9 +148,9 @@ impl Scratch {
     }
 }
 
-impl Default for Scratch {
+impl Default for NormalPath {
     fn default() -> Self {
-        Scratch::new()
+        NormalPath::new()
     }
 }
 
@@ -305,7 +305,7 @@ impl Rules {
     pub fn before_scoring<'r>(
         &'r self,
         view: &View<'_>,
-        scratch: &mut Scratch,
+        scratch: &mut NormalPath,
     ) -> Option<Matched<'r>> {
         self.first(&self.index_before, self.path_before, view, scratch)
     }
@@ -316,7 +316,7 @@ impl Rules {
     pub fn after_scoring<'r>(
         &'r self,
         view: &View<'_>,
-        scratch: &mut Scratch,
+        scratch: &mut NormalPath,
     ) -> Option<Matched<'r>> {
         self.first(&self.index_after, self.path_after, view, scratch)
     }
@@ -326,7 +326,7 @@ impl Rules {
         index: &Index,
         needs_path: bool,
         view: &View<'_>,
-        scratch: &mut Scratch,
+        scratch: &mut NormalPath,
     ) -> Option<Matched<'r>> {
         if index.is_empty() {
             return None;
@@ -345,7 +345,7 @@ impl Rules {
         &self,
         stage: Stage,
         view: &View<'_>,
-        scratch: &mut Scratch,
+        scratch: &mut NormalPath,
     ) -> Option<usize> {
         let (from, to, needs_path) = match stage {
             Stage::BeforeScoring => (0, self.split, self.path_before),

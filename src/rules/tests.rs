@@ -135,7 +135,7 @@ impl Req {
             scores: &[],
             fleet: self.fleet,
         };
-        let mut scratch = Scratch::new();
+        let mut scratch = NormalPath::new();
         if let Some(m) = r.before_scoring(&view, &mut scratch) {
             return Some((m.name, m.action));
         }
@@ -1209,7 +1209,7 @@ fn index_agrees_with_visiting_every_rule() {
         "/x%zz",
     ];
     let mut rng = fastrand::Rng::with_seed(32);
-    let mut scratch = Scratch::new();
+    let mut scratch = NormalPath::new();
     for _ in 0..300 {
         let n = rng.usize(1..150);
         let scored = rng.usize(0..=n.min(20));

@@ -17,7 +17,6 @@
 pub mod file;
 pub mod key;
 pub mod live;
-pub mod observe;
 pub mod partials;
 pub mod sketch;
 pub mod snapshot;
@@ -25,6 +24,5 @@ pub mod window;
 
 pub use key::{Kind, KEY_CAP};
 pub use live::{Live, Lookup};
-pub use observe::Observer;
 pub use snapshot::{Counts, Snapshot, SnapshotError};
 pub use window::{Settings, Window};

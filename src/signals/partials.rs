@@ -11,8 +11,7 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use super::key::{Kind, KEY_CAP};
-use super::observe::Fold;
-use super::window::{Cell, Obs};
+use super::window::{Cell, Fold, Obs};
 
 /// The longest `kind:key` text.
 pub const TOPIC_KEY_CAP: usize = 8 + KEY_CAP;

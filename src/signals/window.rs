@@ -80,6 +80,19 @@ impl Settings {
     }
 }
 
+/// Where observations go: a [`Window`] (file mode, the fleet's second
+/// stage), or the first stage's [`super::partials::Partials`].
+pub trait Fold {
+    /// Adds one request of `key` of `kind`.
+    fn fold(&mut self, kind: Kind, key: &[u8], o: &Obs<'_>);
+}
+
+impl Fold for Window {
+    fn fold(&mut self, kind: Kind, key: &[u8], o: &Obs<'_>) {
+        self.add(kind, key, o);
+    }
+}
+
 /// A client address's prefix: IPv4 /24 or IPv6 /48.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Prefix {

@@ -19,7 +19,7 @@
 //! FoxIO's own implementations keep GREASE in the signature algorithms; no
 //! published example has one there, and browsers do not send any.
 //!
-//! Sorting needs room for the lists. [`Scratch`] holds it once, sized for
+//! Sorting needs room for the lists. [`SortRoom`] holds it once, sized for
 //! the largest lists a ClientHello can carry (its cipher_suites vector is at
 //! most 65 534 bytes, its extensions block at most 65 535), so any
 //! ClientHello is fingerprinted exactly and none allocates.
@@ -65,12 +65,12 @@ pub fn is_ja4(v: &[u8]) -> bool {
 
 /// Reusable sorting room; one per thread that fingerprints.
 #[derive(Debug)]
-pub struct Scratch {
+pub struct SortRoom {
     ciphers: Box<[u16]>,
     extensions: Box<[u16]>,
 }
 
-impl Default for Scratch {
+impl Default for SortRoom {
     fn default() -> Self {
         Self {
             ciphers: vec![0; MAX_CIPHERS].into_boxed_slice(),
@@ -142,7 +142,7 @@ struct Sorted<'s> {
     grease: bool,
 }
 
-fn sorted<'s>(hello: &ClientHello<'_>, scratch: &'s mut Scratch) -> Sorted<'s> {
+fn sorted<'s>(hello: &ClientHello<'_>, scratch: &'s mut SortRoom) -> Sorted<'s> {
     let mut grease = false;
     let mut nc = 0;
     for c in hello.ciphers.iter() {
@@ -262,7 +262,7 @@ fn hash12(h: Sha256) -> [u8; 12] {
 
 impl Fingerprint {
     /// Fingerprints one ClientHello. Allocates nothing.
-    pub fn compute(hello: &ClientHello<'_>, scratch: &mut Scratch) -> Self {
+    pub fn compute(hello: &ClientHello<'_>, scratch: &mut SortRoom) -> Self {
         let s = sorted(hello, scratch);
         let mut ja4 = [b'_'; JA4_LEN];
         ja4[..10].copy_from_slice(&part_a(hello, &s));
@@ -318,7 +318,7 @@ impl Fingerprint {
 
     /// JA4_r, the specification's raw form: part a, then the sorted cipher
     /// list and part c's text unhashed. Allocates; for tools and tests.
-    pub fn raw(hello: &ClientHello<'_>, scratch: &mut Scratch) -> String {
+    pub fn raw(hello: &ClientHello<'_>, scratch: &mut SortRoom) -> String {
         let s = sorted(hello, scratch);
         let mut out = String::new();
         out.push_str(std::str::from_utf8(&part_a(hello, &s)).unwrap_or_default());

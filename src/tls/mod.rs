@@ -15,7 +15,7 @@
 //! (FoxIO's specification, `technical_details/JA4.md` of FoxIO-LLC/ja4) and a
 //! few raw facts (counts, ALPN, a coarse [`family::Family`]). Everything here
 //! is safe Rust over borrowed byte slices; nothing allocates per ClientHello
-//! once a [`ja4::Scratch`] exists.
+//! once a [`ja4::SortRoom`] exists.
 
 #![deny(unsafe_code)]
 
@@ -27,4 +27,4 @@ pub mod ja4;
 pub use client_hello::{ClientHello, ExtensionTypes, ParseError, U16List};
 pub use codepoints::{ext, is_grease};
 pub use family::Family;
-pub use ja4::{Fingerprint, Scratch};
+pub use ja4::{Fingerprint, SortRoom};

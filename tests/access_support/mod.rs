@@ -14,6 +14,7 @@ use edgeguard::ffi::location::*;
 use edgeguard::ffi::metrics::edgeguard_metrics;
 use edgeguard::ffi::scorer::*;
 use edgeguard::ffi::{edgeguard_header, edgeguard_str};
+use edgeguard::outcome::Outcome;
 
 pub const LIST: &str = "x-internal-user-id\nx-debug-*\n";
 
@@ -318,7 +319,7 @@ pub fn bot_request() -> Req {
 /// An effects struct filled with a pattern that no call writes.
 pub fn sentinel() -> edgeguard_effects {
     let mut e: edgeguard_effects = unsafe { std::mem::zeroed() };
-    e.action = edgeguard_action::Allow;
+    e.action = Outcome::Allow;
     e.exit = edgeguard_exit::Redirect;
     e.status = 7;
     e.clear_len = 777;

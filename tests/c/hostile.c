@@ -1120,7 +1120,7 @@ static void test_config_hostile(void) {
                "decide");
     /* A block answers with a body naming its reference; the request gave no
      * $request_id, so the caller inserts one at the gap. */
-    CHECK(d.action == EDGEGUARD_ACTION_BLOCK && d.model == 0 && d.threshold == 0.5 && d.status == 403 &&
+    CHECK(d.action == EDGEGUARD_OUTCOME_BLOCK && d.model == 0 && d.threshold == 0.5 && d.status == 403 &&
               d.exit == EDGEGUARD_EXIT_BODY && d.body_request_id_at > 0 &&
               d.body_request_id_at < (size_t)d.body.len,
           "block by model 0: %d %d %g %d", d.action, d.model, d.threshold, d.status);
@@ -1132,32 +1132,32 @@ static void test_config_hostile(void) {
         rq.client_addr = str_of(clients[i][0], strlen(clients[i][0]));
         CHECK_CODE(edgeguard_location_run(p, NULL, &rq, &g, EDGEGUARD_JOB_ACCESS, 0, sc, &d), EDGEGUARD_RESULT_OK,
                    clients[i][0]);
-        CHECK(d.action == EDGEGUARD_ACTION_ALLOW, "%s: %d", clients[i][1], d.action);
+        CHECK(d.action == EDGEGUARD_OUTCOME_ALLOW, "%s: %d", clients[i][1], d.action);
     }
     rq.client_addr = str_of("2001:db8", 8);
     CHECK_CODE(edgeguard_location_run(p, NULL, &rq, &g, EDGEGUARD_JOB_ACCESS, 0, sc, &d), EDGEGUARD_RESULT_OK,
                "decide odd addr");
-    CHECK(d.action == EDGEGUARD_ACTION_BLOCK, "an address that does not parse is in no block: %d", d.action);
+    CHECK(d.action == EDGEGUARD_OUTCOME_BLOCK, "an address that does not parse is in no block: %d", d.action);
     rq.client_addr = str_of(NULL, 0);
     CHECK_CODE(edgeguard_location_run(p, NULL, &rq, &g, EDGEGUARD_JOB_ACCESS, 0, sc, &d), EDGEGUARD_RESULT_OK,
                "decide no addr");
-    CHECK(d.action == EDGEGUARD_ACTION_BLOCK, "no address is in no block: %d", d.action);
+    CHECK(d.action == EDGEGUARD_OUTCOME_BLOCK, "no address is in no block: %d", d.action);
     rq.client_addr = str_of("192.0.2.1", 9);
     double low[] = {0.1, 0.99};
     g.scores = low;
     CHECK_CODE(edgeguard_location_run(p, NULL, &rq, &g, EDGEGUARD_JOB_ACCESS, 0, sc, &d), EDGEGUARD_RESULT_OK,
                "decide low");
-    CHECK(d.action == EDGEGUARD_ACTION_PASS && d.model == -1 && isnan(d.threshold) && d.exit == EDGEGUARD_EXIT_CONTINUE,
+    CHECK(d.action == EDGEGUARD_OUTCOME_PASS && d.model == -1 && isnan(d.threshold) && d.exit == EDGEGUARD_EXIT_CONTINUE,
           "spoof has no threshold, bot is low: %d %d", d.action, d.model);
     double nan_scores[] = {NAN, NAN};
     g.scores = nan_scores;
     CHECK_CODE(edgeguard_location_run(p, NULL, &rq, &g, EDGEGUARD_JOB_ACCESS, 0, sc, &d), EDGEGUARD_RESULT_OK,
                "decide NaN");
-    CHECK(d.action == EDGEGUARD_ACTION_PASS, "NaN never flags: %d", d.action);
+    CHECK(d.action == EDGEGUARD_OUTCOME_PASS, "NaN never flags: %d", d.action);
     edgeguard_given unscored = {NULL, 0, 0, 0};
     CHECK_CODE(edgeguard_location_run(p, NULL, &rq, &unscored, EDGEGUARD_JOB_ACCESS, 0, sc, &d), EDGEGUARD_RESULT_OK,
                "unscored");
-    CHECK(d.action == EDGEGUARD_ACTION_PASS, "unscored passes without fail_closed: %d", d.action);
+    CHECK(d.action == EDGEGUARD_OUTCOME_PASS, "unscored passes without fail_closed: %d", d.action);
     edgeguard_location_free(p);
 
     edgeguard_location *lp = NULL;
@@ -1165,7 +1165,7 @@ static void test_config_hostile(void) {
     CHECK_CODE(edgeguard_location_new(loc, NULL, names, NULL, 2, NULL, &lp, err, sizeof err), EDGEGUARD_RESULT_OK, err);
     CHECK_CODE(edgeguard_location_run(lp, NULL, &rq, &g, EDGEGUARD_JOB_ACCESS, 0, sc, &d), EDGEGUARD_RESULT_OK,
                "location decide");
-    CHECK(d.action == EDGEGUARD_ACTION_PASS, "no thresholds without own ones: %d", d.action);
+    CHECK(d.action == EDGEGUARD_OUTCOME_PASS, "no thresholds without own ones: %d", d.action);
     edgeguard_location_free(lp);
     edgeguard_config_free(loc);
 
@@ -1212,7 +1212,7 @@ static void test_config_hostile(void) {
                "location, 0 models");
     CHECK_CODE(edgeguard_location_run(p, NULL, &rq, NULL, EDGEGUARD_JOB_ACCESS, 0, sc, &d), EDGEGUARD_RESULT_OK,
                "unscored fail_closed");
-    CHECK(d.action == EDGEGUARD_ACTION_UNAVAILABLE && d.status == 503, "fail_closed: %d", d.action);
+    CHECK(d.action == EDGEGUARD_OUTCOME_UNAVAILABLE && d.status == 503, "fail_closed: %d", d.action);
     edgeguard_location_free(p);
     edgeguard_config_free(c);
     edgeguard_config_free(NULL);
@@ -1521,7 +1521,7 @@ static void test_access_hostile(void) {
                    out.score_result == EDGEGUARD_RESULT_OK && out.action == d.action && out.model == d.model &&
                    out.status == d.status && out.bot_name.len == 0 &&
                    (!with_scorer || memcmp(scores, scores2, sizeof scores) == 0) &&
-                   (out.action == EDGEGUARD_ACTION_REFUSED) == refused;
+                   (out.action == EDGEGUARD_OUTCOME_REFUSED) == refused;
         /* The score header's value, as the shim's string.format wrote it. */
         if (with_scorer && !refused) {
             char want_text[128];
@@ -1532,14 +1532,14 @@ static void test_access_hostile(void) {
         } else {
             same = same && out.set_header.value.len == 0;
         }
-        int lined = d.action == EDGEGUARD_ACTION_BLOCK || d.action == EDGEGUARD_ACTION_LOG || refused;
+        int lined = d.action == EDGEGUARD_OUTCOME_BLOCK || d.action == EDGEGUARD_OUTCOME_LOG || refused;
         same = same && (d.line.len > 0) == lined;
         CHECK(same, "round %d: the run and the separate exports disagree (clear %zu/%zu, action %d/%d)", round,
               out.clear_len, want_len, out.action, d.action);
         agree += same;
         scored += with_scorer;
-        allowed += out.action == EDGEGUARD_ACTION_ALLOW;
-        blocked += out.action == EDGEGUARD_ACTION_BLOCK;
+        allowed += out.action == EDGEGUARD_OUTCOME_ALLOW;
+        blocked += out.action == EDGEGUARD_OUTCOME_BLOCK;
         unremovable += out.unremovable > 0;
     }
 
@@ -1556,7 +1556,7 @@ static void test_access_hostile(void) {
     CHECK(pd.set_header.value.len == (int)strlen(want_text) &&
               memcmp(pd.set_header.value.data, want_text, strlen(want_text)) == 0,
           "given text scores: %.*s", pd.set_header.value.len, (const char *)pd.set_header.value.data);
-    CHECK(pd.action == EDGEGUARD_ACTION_BLOCK && pd.model >= 0, "a flagged decision: %d %d", pd.action, pd.model);
+    CHECK(pd.action == EDGEGUARD_OUTCOME_BLOCK && pd.model >= 0, "a flagged decision: %d %d", pd.action, pd.model);
     if (pd.model >= 0 && pd.model < 2) {
         snprintf(want_text, sizeof want_text,
                  "edgeguard action=block grade=certain reasons=ua_missing model=%s score=%.6f threshold=%.6f "
@@ -1671,7 +1671,8 @@ static void test_metrics_hostile(void) {
     /* Counting calls: bad numbers refused, nothing counted. */
     CHECK_CODE(edgeguard_metrics_request(NULL, 0, 0, 0, NULL), EDGEGUARD_RESULT_NULL_PARAMETER, "request: null");
     CHECK_CODE(edgeguard_metrics_request(m, 3, 0, 0, NULL), EDGEGUARD_RESULT_INVALID_ARGUMENT, "request: engine 3");
-    CHECK_CODE(edgeguard_metrics_request(m, 0, 11, 0, NULL), EDGEGUARD_RESULT_INVALID_ARGUMENT, "request: outcome 11");
+    CHECK_CODE(edgeguard_metrics_request(m, 0, EDGEGUARD_OUTCOME_CHALLENGE_REQUIRED + 1, 0, NULL), EDGEGUARD_RESULT_INVALID_ARGUMENT,
+               "request: outcome past the last");
     CHECK_CODE(edgeguard_metrics_request(m, 0, -1, 0, NULL), EDGEGUARD_RESULT_INVALID_ARGUMENT, "request: outcome -1");
     edgeguard_effects out;
     memset(&out, 0, sizeof out);
@@ -1867,9 +1868,9 @@ static void test_challenge_hostile(void) {
     CHECK(strcmp(edgeguard_clearance_name(7), "work") == 0, "name 7");
     CHECK(edgeguard_clearance_name(11) == NULL && edgeguard_clearance_name(-1) == NULL &&
               edgeguard_clearance_name(1 << 30) == NULL, "names out of range");
-    CHECK(strcmp(edgeguard_action_name(EDGEGUARD_ACTION_REFUSED), "refused") == 0 &&
-              strcmp(edgeguard_action_name(0), "pass") == 0 && edgeguard_action_name(9) == NULL &&
-              edgeguard_action_name(-1) == NULL, "action names");
+    CHECK(strcmp(edgeguard_outcome_name(EDGEGUARD_OUTCOME_REFUSED), "refused") == 0 &&
+              strcmp(edgeguard_outcome_name(0), "pass") == 0 && edgeguard_outcome_name(EDGEGUARD_OUTCOME_CHALLENGE_REQUIRED + 1) == NULL &&
+              edgeguard_outcome_name(-1) == NULL, "action names");
 
     edgeguard_effects d;
     const char *fake_addr = "203.0.113.1", *bot_addr = "192.0.2.70";
@@ -1898,11 +1899,11 @@ static void test_challenge_hostile(void) {
 
     /* A fake Googlebot navigation is challenged; from its prefix, verified. */
     CHECK_CODE(run_from(p, NULL, req, fake_addr, now, sc, &d), EDGEGUARD_RESULT_OK, "fake");
-    CHECK(d.action == EDGEGUARD_ACTION_CHALLENGE && d.bot == EDGEGUARD_BOT_FAKE && d.bot_name.len == 9 &&
+    CHECK(d.action == EDGEGUARD_OUTCOME_CHALLENGE && d.bot == EDGEGUARD_BOT_FAKE && d.bot_name.len == 9 &&
               memcmp(d.bot_name.data, "Googlebot", 9) == 0 && d.status == 403 && d.exit == EDGEGUARD_EXIT_BODY,
           "fake: action %d bot %d", (int)d.action, (int)d.bot);
     CHECK_CODE(run_from(p, NULL, req, bot_addr, now, sc, &d), EDGEGUARD_RESULT_OK, "real");
-    CHECK(d.action == EDGEGUARD_ACTION_VERIFIED && d.bot == EDGEGUARD_BOT_VERIFIED && d.exit == EDGEGUARD_EXIT_CONTINUE,
+    CHECK(d.action == EDGEGUARD_OUTCOME_VERIFIED && d.bot == EDGEGUARD_BOT_VERIFIED && d.exit == EDGEGUARD_EXIT_CONTINUE,
           "verified: %d", (int)d.action);
     /* Addresses that do not parse are no address: a claim from none is a fake. */
     const char *odd[] = {"", "192.0.2", "192.0.2.70x", "192.0.2.70 ", "::ffff:192.0.2.70", "unix:", "\xff"};
@@ -1933,7 +1934,7 @@ static void test_challenge_hostile(void) {
         edgeguard_header ch[] = {hdr("User-Agent", googlebot), hdr("Accept", "text/html"), hdr("Cookie", cookies[i])};
         edgeguard_request r = request_of("GET", "/", ch, 3);
         CHECK_CODE(run_from(p, NULL, r, fake_addr, now, sc, &d), EDGEGUARD_RESULT_OK, "hostile cookie");
-        CHECK(d.clearance != EDGEGUARD_CLEARANCE_ACCEPTED && d.action == EDGEGUARD_ACTION_CHALLENGE,
+        CHECK(d.clearance != EDGEGUARD_CLEARANCE_ACCEPTED && d.action == EDGEGUARD_OUTCOME_CHALLENGE,
               "hostile cookie %zu: clearance %d", i, (int)d.clearance);
     }
     /* A NUL inside the value is a byte like any other (lengths, not NULs). */
@@ -1962,7 +1963,7 @@ static void test_challenge_hostile(void) {
     memset(&no_fingerprint, 0, sizeof no_fingerprint);
     ar.tls = &no_fingerprint; /* a TLS connection: the cookie is Secure */
     CHECK_CODE(run_from(p, cm, ar, fake_addr, now, sc, &d), EDGEGUARD_RESULT_OK, "answer");
-    CHECK(d.action == EDGEGUARD_ACTION_ANSWER && d.exit == EDGEGUARD_EXIT_REDIRECT && d.status == 303,
+    CHECK(d.action == EDGEGUARD_OUTCOME_ANSWER && d.exit == EDGEGUARD_EXIT_REDIRECT && d.status == 303,
           "answer action %d exit %d", (int)d.action, (int)d.exit);
     const edgeguard_str *set_cookie = response_header(&d, "Set-Cookie");
     /* Through the return hop, which counts the attempt. */
@@ -1984,7 +1985,7 @@ static void test_challenge_hostile(void) {
     edgeguard_header kh[] = {hdr("User-Agent", googlebot), hdr("Accept", "text/html"), hdr("Cookie", cookie_hdr)};
     edgeguard_request kr = request_of("GET", "/", kh, 3);
     CHECK_CODE(run_from(p, NULL, kr, fake_addr, now + 60, sc, &d), EDGEGUARD_RESULT_OK, "cleared");
-    CHECK(d.action == EDGEGUARD_ACTION_CLEARED && d.clearance == EDGEGUARD_CLEARANCE_ACCEPTED, "cleared: %d %d",
+    CHECK(d.action == EDGEGUARD_OUTCOME_CLEARED && d.clearance == EDGEGUARD_CLEARANCE_ACCEPTED, "cleared: %d %d",
           (int)d.action, (int)d.clearance);
     CHECK_CODE(run_from(p, NULL, kr, fake_addr, now + 86400 * 2, sc, &d), EDGEGUARD_RESULT_OK, "expired");
     CHECK(d.clearance == EDGEGUARD_CLEARANCE_EXPIRED, "expired: %d", (int)d.clearance);
@@ -1996,7 +1997,7 @@ static void test_challenge_hostile(void) {
     for (size_t i = 0; i < sizeof starts / sizeof *starts; i++) {
         edgeguard_request hr = request_of("GET", starts[i], gh, 2);
         CHECK_CODE(run_from(p, cm, hr, fake_addr, now, sc, &d), EDGEGUARD_RESULT_OK, starts[i]);
-        CHECK(d.action == EDGEGUARD_ACTION_CHALLENGE && d.exit == EDGEGUARD_EXIT_BODY && d.status == 403 &&
+        CHECK(d.action == EDGEGUARD_OUTCOME_CHALLENGE && d.exit == EDGEGUARD_EXIT_BODY && d.status == 403 &&
                   d.body.len > 1000 && memmem(d.body.data, (size_t)d.body.len, "evil.example", 12) == NULL,
               "%s: %d", starts[i], (int)d.exit);
     }
@@ -2028,7 +2029,7 @@ static void test_challenge_hostile(void) {
     for (size_t i = 0; i < sizeof answers / sizeof *answers; i++) {
         edgeguard_request hr = request_of("GET", answers[i], gh, 2);
         CHECK_CODE(run_from(p, cm, hr, fake_addr, now, sc, &d), EDGEGUARD_RESULT_OK, answers[i]);
-        CHECK(d.action == EDGEGUARD_ACTION_ANSWER && d.exit == EDGEGUARD_EXIT_STATUS && d.status == 403 &&
+        CHECK(d.action == EDGEGUARD_OUTCOME_ANSWER && d.exit == EDGEGUARD_EXIT_STATUS && d.status == 403 &&
                   d.response_headers_len == 0 && d.location.len == 0 && d.line.len > 0 &&
                   memmem(d.line.data, (size_t)d.line.len, "reason=malformed", 16) != NULL,
               "%s: %d", answers[i], (int)d.exit);
@@ -2043,7 +2044,7 @@ static void test_challenge_hostile(void) {
     /* A location without a challenge has no endpoint: proxied. */
     edgeguard_location *plain = challenge_location("{\"mode\": \"block\"}", err, sizeof err);
     CHECK_CODE(run_from(plain, cm, ar, fake_addr, now, sc, &d), EDGEGUARD_RESULT_OK, "endpoint without a challenge");
-    CHECK(d.action == EDGEGUARD_ACTION_PASS && d.status == 0 && d.exit == EDGEGUARD_EXIT_CONTINUE,
+    CHECK(d.action == EDGEGUARD_OUTCOME_PASS && d.status == 0 && d.exit == EDGEGUARD_EXIT_CONTINUE,
           "endpoint proxied: %d", (int)d.action);
     edgeguard_location_free(plain);
     /* One solved; three hostile answers and the junk URI failed, all as

@@ -579,7 +579,7 @@ def test_bots_reload_refuses_a_malformed_file_and_keeps_the_previous(edge):
 
 def test_replay_judges_as_nginx_did(edge):
     """The access log replayed with the same secret and bots: every line gets
-    nginx's action (cleared, challenge, verified, block, pass); the cleared
+    nginx's action (cleared, challenge, verified, challenge_required, pass); the cleared
     requests without their cookie do not pass."""
     # Lines from before (a reload changed the keys meanwhile) are not replayed.
     first = len(edge.log_lines(wait=False))
@@ -623,7 +623,7 @@ def test_replay_judges_as_nginx_did(edge):
     got = [json.loads(l) for l in out.stdout.splitlines()]
     assert len(got) == len(replayable)
     actions = {g["live_action"] for g in got}
-    assert {"cleared", "challenge", "verified", "block"} <= actions, actions
+    assert {"cleared", "challenge", "verified", "challenge_required"} <= actions, actions
     for g, live in zip(got, replayable):
         assert g["action"] == live["edgeguard_action"], (live["uri"], live["client"], g)
     assert any(g.get("verified_bot") == "Googlebot" for g in got)

@@ -367,7 +367,7 @@ def test_replay_decides_every_outcome_as_nginx_did(origin, tmp_path):
     records = [log_record(line) for line in log_text.split(b"\n")[:-1]]
     assert len(records) == len(sent)
     seen = {outcome(rec) for rec in records}
-    for want in ("pass", "challenge", "block", "answer", "refused"):
+    for want in ("pass", "challenge", "challenge_required", "answer", "refused"):
         assert want in seen, (want, seen, statuses)
 
     config = tmp_path / "config.json"

@@ -153,7 +153,7 @@ def test_its_subresource_before_a_clearance_gets_the_problem_document(edge):
     assert h["content-type"] == "application/problem+json", (status, h, body[:300])
     assert h["x-grade"] == "ambiguous" and h["x-reasons"] == "tls_family_mismatch"
     [line] = edge.lines(offset)
-    assert " action=block grade=ambiguous reasons=tls_family_mismatch " in line, line
+    assert " action=challenge_required grade=ambiguous reasons=tls_family_mismatch " in line, line
 
 
 def test_curls_default_head_is_certain_and_blocked(edge):

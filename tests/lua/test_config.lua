@@ -53,7 +53,7 @@ local function decide(loc, scores, n, client)
     end
     local e = out[0]
     local number = tonumber(e.action) -- an enum field reads as a cdata
-    local action = names_of[number] or ffi.string(lib.edgeguard_action_name(number))
+    local action = names_of[number] or ffi.string(lib.edgeguard_outcome_name(number))
     names_of[number] = action
     if e.model >= 0 then
         return action, e.model, e.threshold, e.status
@@ -258,7 +258,7 @@ T.test("edgeguard_location_run from LuaJIT: the shim's handles, Lua strings, one
     T.eq(o.clear[1], 3)
     T.eq(tonumber(o.matched), 1)
     T.eq(tonumber(o.scores_len), 2)
-    T.eq(ffi.string(lib.edgeguard_action_name(o.action)), "block")
+    T.eq(ffi.string(lib.edgeguard_outcome_name(o.action)), "block")
     T.eq(o.status, 403)
     -- A block answers with a body; without $request_id given, the shim
     -- inserts it at the gap (gate.lua).

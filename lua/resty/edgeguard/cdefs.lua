@@ -14,6 +14,69 @@ if pcall(ffi.typeof, "edgeguard_header_set") then
 end
 
 ffi.cdef[[
+typedef enum {
+
+  EDGEGUARD_OUTCOME_PASS = 0,
+
+  EDGEGUARD_OUTCOME_ALLOW = 1,
+
+  EDGEGUARD_OUTCOME_LOG = 2,
+
+  EDGEGUARD_OUTCOME_BLOCK = 3,
+
+  EDGEGUARD_OUTCOME_UNAVAILABLE = 4,
+
+  EDGEGUARD_OUTCOME_ERROR = 5,
+
+  EDGEGUARD_OUTCOME_REFUSED = 6,
+
+  EDGEGUARD_OUTCOME_CLEARED = 7,
+
+  EDGEGUARD_OUTCOME_CHALLENGE = 8,
+
+  EDGEGUARD_OUTCOME_VERIFIED = 9,
+
+  EDGEGUARD_OUTCOME_ANSWER = 10,
+
+  EDGEGUARD_OUTCOME_CHALLENGE_REQUIRED = 11,
+} edgeguard_outcome;
+
+typedef enum {
+
+  EDGEGUARD_JOB_ACCESS = 0,
+
+  EDGEGUARD_JOB_STRIP = 1,
+
+  EDGEGUARD_JOB_STRIP_LIST = 2,
+} edgeguard_job;
+
+typedef enum {
+
+  EDGEGUARD_ENGINE_RUST = 0,
+
+  EDGEGUARD_ENGINE_LUA = 1,
+
+  EDGEGUARD_ENGINE_SHADOW = 2,
+} edgeguard_engine;
+
+typedef enum {
+
+  EDGEGUARD_DISAGREEMENT_SCORE = 0,
+
+  EDGEGUARD_DISAGREEMENT_DECISION = 1,
+
+  EDGEGUARD_DISAGREEMENT_HEADERS = 2,
+} edgeguard_disagreement;
+
+typedef enum {
+
+  EDGEGUARD_PREDICTION_TYPE_RAW = 0,
+
+  EDGEGUARD_PREDICTION_TYPE_PROBABILITY = 1,
+
+  EDGEGUARD_PREDICTION_TYPE_CLASS = 2,
+} edgeguard_prediction_type;
+
 static const int EDGEGUARD_ABI_VERSION = 2;
 
 static const int EDGEGUARD_VERSION_MAJOR = 0;
@@ -60,38 +123,6 @@ typedef enum {
 
   EDGEGUARD_RESULT_TLS_UNAVAILABLE = 10,
 } edgeguard_result;
-
-typedef enum {
-
-  EDGEGUARD_ENGINE_RUST = 0,
-
-  EDGEGUARD_ENGINE_LUA = 1,
-
-  EDGEGUARD_ENGINE_SHADOW = 2,
-} edgeguard_engine;
-
-typedef enum {
-
-  EDGEGUARD_ACTION_PASS = 0,
-
-  EDGEGUARD_ACTION_ALLOW = 1,
-
-  EDGEGUARD_ACTION_LOG = 2,
-
-  EDGEGUARD_ACTION_BLOCK = 3,
-
-  EDGEGUARD_ACTION_UNAVAILABLE = 4,
-
-  EDGEGUARD_ACTION_CLEARED = 5,
-
-  EDGEGUARD_ACTION_CHALLENGE = 6,
-
-  EDGEGUARD_ACTION_VERIFIED = 7,
-
-  EDGEGUARD_ACTION_ANSWER = 8,
-
-  EDGEGUARD_ACTION_REFUSED = 10,
-} edgeguard_action;
 
 typedef enum {
 
@@ -149,58 +180,6 @@ typedef enum {
 
 typedef enum {
 
-  EDGEGUARD_PREDICTION_TYPE_RAW = 0,
-
-  EDGEGUARD_PREDICTION_TYPE_PROBABILITY = 1,
-
-  EDGEGUARD_PREDICTION_TYPE_CLASS = 2,
-} edgeguard_prediction_type;
-
-typedef enum {
-
-  EDGEGUARD_OUTCOME_PASS = 0,
-
-  EDGEGUARD_OUTCOME_ALLOW = 1,
-
-  EDGEGUARD_OUTCOME_LOG = 2,
-
-  EDGEGUARD_OUTCOME_BLOCK = 3,
-
-  EDGEGUARD_OUTCOME_UNAVAILABLE = 4,
-
-  EDGEGUARD_OUTCOME_CLEARED = 5,
-
-  EDGEGUARD_OUTCOME_CHALLENGE = 6,
-
-  EDGEGUARD_OUTCOME_VERIFIED = 7,
-
-  EDGEGUARD_OUTCOME_ANSWER = 8,
-
-  EDGEGUARD_OUTCOME_ERROR = 9,
-
-  EDGEGUARD_OUTCOME_REFUSED = 10,
-} edgeguard_outcome;
-
-typedef enum {
-
-  EDGEGUARD_DISAGREEMENT_SCORE = 0,
-
-  EDGEGUARD_DISAGREEMENT_DECISION = 1,
-
-  EDGEGUARD_DISAGREEMENT_HEADERS = 2,
-} edgeguard_disagreement;
-
-typedef enum {
-
-  EDGEGUARD_JOB_ACCESS = 0,
-
-  EDGEGUARD_JOB_STRIP = 1,
-
-  EDGEGUARD_JOB_STRIP_LIST = 2,
-} edgeguard_job;
-
-typedef enum {
-
   EDGEGUARD_VALUE_STRING = 0,
 
   EDGEGUARD_VALUE_NUMBER = 1,
@@ -215,6 +194,8 @@ typedef enum {
 } edgeguard_value;
 
 typedef struct edgeguard_config edgeguard_config;
+
+typedef struct edgeguard_engine edgeguard_engine;
 
 typedef struct edgeguard_header_set edgeguard_header_set;
 
@@ -303,7 +284,7 @@ typedef edgeguard_header edgeguard_var;
 
 typedef struct {
 
-  edgeguard_action action;
+  edgeguard_outcome action;
 
   edgeguard_exit exit;
 
@@ -505,7 +486,7 @@ edgeguard_result edgeguard_location_run(const edgeguard_location *location,
                                         edgeguard_scratch *scratch,
                                         edgeguard_effects *out);
 
-const char *edgeguard_action_name(int action);
+const char *edgeguard_outcome_name(int outcome);
 
 const char *edgeguard_detection_name(size_t index);
 

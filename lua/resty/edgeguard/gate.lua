@@ -78,7 +78,7 @@ function _M.action_name(lib, action)
     action = tonumber(action) -- an enum field reads as a cdata: no table key
     local name = names[action]
     if not name then
-        name = ffi_string(lib.edgeguard_action_name(action))
+        name = ffi_string(lib.edgeguard_outcome_name(action))
         names[action] = name
     end
     return name

@@ -1,12 +1,12 @@
 //! The fast path of [`parse`](super::parse): a scanner for the JSON that
 //! replay reads, with no serde machinery between the bytes and the spans.
-//! It fills the same [`Scratch`] with the same spans as the serde path. On
+//! It fills the same [`LineBufs`] with the same spans as the serde path. On
 //! anything it does not expect (a syntax error, a type mismatch, an escaped
 //! field name, a lone surrogate) it gives up and the serde path parses the
 //! line again, so that every error and its message come from one place.
 
 use super::{
-    scaled_version, version_text, Base, Fields, LiveScore, LiveScoreSeed, Scratch, Span,
+    scaled_version, version_text, Base, Fields, LineBufs, LiveScore, LiveScoreSeed, Span,
     LIVE_PREFIX,
 };
 use serde::de::Visitor;
@@ -380,7 +380,7 @@ impl<'a> Cursor<'a> {
 }
 
 /// The fields of a whole line, or None to leave it to serde.
-pub(super) fn record(line: &[u8], scratch: &mut Scratch) -> Option<Fields> {
+pub(super) fn record(line: &[u8], scratch: &mut LineBufs) -> Option<Fields> {
     // A CRLF file's lines end in CR: white space, fine after the record.
     if !no_controls(line.strip_suffix(b"\r").unwrap_or(line)) {
         return None;

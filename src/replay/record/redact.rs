@@ -74,7 +74,7 @@ impl Redactor {
     /// into `out`. Returns its length, or, when `out` is too short, the
     /// length it needs (what `out` holds is then unspecified). Allocates
     /// nothing.
-    pub fn write(&self, req: &gate::Request<'_>, out: &mut [u8]) -> Result<usize, usize> {
+    pub fn write(&self, req: &gate::Incoming<'_>, out: &mut [u8]) -> Result<usize, usize> {
         let mut clearance = Clearances {
             challenge: self.challenge.as_ref(),
             req: req.http(),

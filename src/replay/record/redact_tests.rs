@@ -31,7 +31,7 @@ type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 /// (as replay reads them).
 fn redacted(r: &Redactor, pairs: &[(&[u8], &[u8])], addr: &str) -> (String, Pairs) {
     let headers: Vec<Header<'_>> = pairs.iter().map(|&(k, v)| Header::new(k, v)).collect();
-    let req = gate::Request::new(b"GET", b"/", 11, addr.as_bytes(), &headers, None);
+    let req = gate::Incoming::new(b"GET", b"/", 11, addr.as_bytes(), &headers, None);
     let mut out = vec![0u8; 64];
     let n = match r.write(&req, &mut out) {
         Ok(n) => n,

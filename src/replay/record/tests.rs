@@ -21,7 +21,7 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
 
 #[test]
 fn request_lines() {
-    let mut s = Scratch::default();
+    let mut s = LineBufs::default();
     let line = br#"{"method":"GET","uri":"/a?b=1","version":"1.1","client":"203.0.113.7","headers":[["host","x"],["user-agent","curl/8"]],"label":{"deep":[1,2,{"x":null}]}}"#;
     let p = parse(line, &mut s).unwrap();
     assert_eq!(p.method, b"GET");
@@ -37,7 +37,7 @@ fn request_lines() {
 
 #[test]
 fn versions_and_defaults() {
-    let mut s = Scratch::default();
+    let mut s = LineBufs::default();
     for (v, want) in [
         ("2", 20),
         ("1.0", 10),
@@ -56,7 +56,7 @@ fn versions_and_defaults() {
 
 #[test]
 fn escapes_are_unescaped_into_the_scratch() {
-    let mut s = Scratch::default();
+    let mut s = LineBufs::default();
     let line = br#"{"method":"GET","uri":"/a\"b\\c\u00e9","version":"1.1","headers":[["x-q","say \"hi\""],["plain","v"],["t\tab","\ud83d\ude00"]]}"#;
     let p = parse(line, &mut s).unwrap();
     assert_eq!(p.uri, "/a\"b\\cé".as_bytes());
@@ -78,7 +78,7 @@ const LOG_LINE: &str = concat!(
 
 #[test]
 fn access_log_lines() {
-    let mut s = Scratch::default();
+    let mut s = LineBufs::default();
     let p = parse(LOG_LINE.as_bytes(), &mut s).unwrap();
     assert_eq!(p.method, b"GET");
     assert_eq!(p.uri, b"/search?q=a%20b");
@@ -91,7 +91,7 @@ fn access_log_lines() {
             ("user-agent", "Mozilla/5.0 \"x\"")
         ])
     );
-    assert_eq!(p.live_action, Some(Action::Block));
+    assert_eq!(p.live_action, Some(Outcome::Block));
     let bot = p.live_score("bot").unwrap();
     assert_eq!(bot.value, 0.912345);
     assert!((bot.tolerance - 5e-7).abs() < 1e-18, "six decimals");
@@ -104,7 +104,7 @@ fn access_log_lines() {
 #[test]
 fn access_log_lines_without_edgeguard_values() {
     // Before access{} ran (e.g. a 400 from nginx itself) every variable is empty.
-    let mut s = Scratch::default();
+    let mut s = LineBufs::default();
     let line = br#"{"client":"::1","method":"GET","uri":"/","version":"HTTP/2.0","headers":"","edgeguard_bot":"-","edgeguard_action":""}"#;
     let p = parse(line, &mut s).unwrap();
     assert_eq!(p.version, 20);
@@ -115,11 +115,11 @@ fn access_log_lines_without_edgeguard_values() {
 
 #[test]
 fn the_tls_fingerprint_is_an_optional_field() {
-    let mut s = Scratch::default();
+    let mut s = LineBufs::default();
     let with = br#"{"client":"::1","method":"GET","uri":"/","version":"HTTP/2.0","headers":"[]","edgeguard_action":"pass","edgeguard_ja4":"t13d1516h2_8daaf6152771_e5627efa2ab1"}"#;
     let p = parse(with, &mut s).unwrap();
     assert_eq!(p.ja4, Some(&b"t13d1516h2_8daaf6152771_e5627efa2ab1"[..]));
-    assert_eq!(p.live_action, Some(Action::Pass));
+    assert_eq!(p.live_action, Some(Outcome::Pass));
     assert_eq!(p.live_score("ja4"), None, "not read as a model's score");
     assert!(paths_agree(with).unwrap(), "the scanner reads it");
     // Plain HTTP logs "", older lines have no field at all: both are None.
@@ -150,11 +150,11 @@ fn the_tls_fingerprint_is_an_optional_field() {
 
 #[test]
 fn the_challenge_fields_are_optional() {
-    let mut s = Scratch::default();
+    let mut s = LineBufs::default();
     let with = br#"{"client":"192.0.2.7","method":"GET","uri":"/","version":"HTTP/1.1","headers":"[]","edgeguard_action":"cleared","edgeguard_time":"1796127936","edgeguard_verified_bot":"Googlebot"}"#;
     let p = parse(with, &mut s).unwrap();
     assert_eq!(p.time, Some(1_796_127_936));
-    assert_eq!(p.live_action, Some(Action::Cleared));
+    assert_eq!(p.live_action, Some(Outcome::Cleared));
     assert_eq!(p.live_score("time"), None, "not read as a model's score");
     assert_eq!(p.live_score("verified_bot"), None);
     assert!(paths_agree(with).unwrap(), "the scanner reads it");
@@ -181,7 +181,7 @@ fn the_challenge_fields_are_optional() {
 
 #[test]
 fn the_scratch_is_reused_across_lines() {
-    let mut s = Scratch::default();
+    let mut s = LineBufs::default();
     let first = parse(LOG_LINE.as_bytes(), &mut s)
         .map(|p| headers(&p))
         .unwrap();
@@ -194,7 +194,7 @@ fn the_scratch_is_reused_across_lines() {
 
 #[test]
 fn bad_lines_are_errors() {
-    let mut s = Scratch::default();
+    let mut s = LineBufs::default();
     let cases: &[(&[u8], &str)] = &[
         (b"not json", "expected"),
         (br#"{"method":"GET","uri":"/""#, "EOF"),
@@ -287,7 +287,7 @@ fn nginx_escape_json(v: &[u8]) -> Vec<u8> {
 /// headers text `record.lua` writes with the same escapes.
 #[test]
 fn eight_bit_and_control_bytes_are_kept() {
-    let mut s = Scratch::default();
+    let mut s = LineBufs::default();
     let method = b"G\xffT";
     let uri = b"/caf\xe9?\x80\x7f";
     let name = b"X-L\xe1tin";
@@ -375,7 +375,7 @@ fn the_fast_path_agrees_with_serde() {
         match paths_agree(line) {
             Ok(true) => answered += 1,
             Ok(false) => assert!(
-                serde_record(line, &mut Scratch::default()).is_err(),
+                serde_record(line, &mut LineBufs::default()).is_err(),
                 "the scanner gave up on a good line {i}: {text}"
             ),
             Err(e) => panic!("line {i}: {text}: {e}"),
@@ -447,7 +447,7 @@ fn crlf_lines_stay_on_the_fast_path() {
     let tab = b"{\"method\":\"GET\",\t\"uri\":\"/\",\"version\":\"1.1\"}";
     assert_eq!(paths_agree(tab), Ok(false));
     assert!(
-        parse(tab, &mut Scratch::default()).is_ok(),
+        parse(tab, &mut LineBufs::default()).is_ok(),
         "a tab between tokens is JSON"
     );
 }
@@ -487,7 +487,7 @@ fn version_spellings() {
 #[test]
 fn the_tls_family_comes_with_the_fingerprint() {
     use crate::tls::Family;
-    let mut s = Scratch::default();
+    let mut s = LineBufs::default();
     let line = br#"{"method":"GET","uri":"/","version":"HTTP/1.1","edgeguard_ja4":"t13d1812h1_85036bcba153_b26ce05bbdd6","edgeguard_tls_family":"openssl"}"#;
     let p = parse(line, &mut s).unwrap();
     let tls = p.tls.expect("TLS facts");
@@ -641,7 +641,7 @@ fn log_line_headers_are_read_in_place_when_they_can_be() {
         };
         let line = log_line_with(&pairs, sep);
         let text = String::from_utf8_lossy(&line).into_owned();
-        let mut s = Scratch::default();
+        let mut s = LineBufs::default();
         let fields = fast::record(&line, &mut s).unwrap_or_else(|| panic!("refused {text}"));
         let in_place = fields.headers_text.is_none();
         assert_eq!(in_place, n > 0 && (sep == b"," || n == 1), "{text}");
@@ -717,7 +717,7 @@ fn odd_log_line_headers_are_read_as_serde_reads_them() {
         let text = String::from_utf8_lossy(&line).into_owned();
         assert!(paths_agree(&line).is_ok(), "{text}");
         assert_eq!(
-            parse(&line, &mut Scratch::default()).is_ok(),
+            parse(&line, &mut LineBufs::default()).is_ok(),
             serde_headers(&line).is_some(),
             "{text}"
         );
@@ -727,7 +727,7 @@ fn odd_log_line_headers_are_read_as_serde_reads_them() {
 /// Whether `line` parses, and to what headers, when serde reads it: the
 /// record, then its `headers` text.
 fn serde_headers(line: &[u8]) -> Option<Vec<Vec<u8>>> {
-    let mut s = Scratch::default();
+    let mut s = LineBufs::default();
     let f = serde_record(line, &mut s).ok()?;
     let t = f.headers_text.expect("a text");
     let buf = match t.base {
@@ -799,7 +799,7 @@ fn token_soup_headers_are_read_as_serde_reads_them() {
         let agree = paths_agree(&line);
         assert!(agree.is_ok(), "{shown}: {agree:?}");
         let want = serde_headers(&line);
-        let got = parse(&line, &mut Scratch::default()).ok().map(|p| {
+        let got = parse(&line, &mut LineBufs::default()).ok().map(|p| {
             p.headers
                 .iter()
                 .flat_map(|h| [h.name().to_vec(), h.value().to_vec()])
@@ -814,7 +814,7 @@ fn token_soup_headers_are_read_as_serde_reads_them() {
 
 #[test]
 fn nginx_time_is_the_lines_time_when_it_is_iso_8601() {
-    let mut s = Scratch::default();
+    let mut s = LineBufs::default();
     let line = |time: &str| {
         format!(r#"{{"time":{time},"method":"GET","uri":"/","version":"HTTP/1.1","headers":"[]"}}"#)
     };
@@ -844,7 +844,7 @@ fn nginx_time_is_the_lines_time_when_it_is_iso_8601() {
 
 #[test]
 fn the_peer_is_an_optional_field_both_paths_read() {
-    let mut s = Scratch::default();
+    let mut s = LineBufs::default();
     let line = br#"{"client":"198.51.100.23","peer":"10.0.0.5","method":"GET","uri":"/","version":"HTTP/1.1","headers":"[]"}"#;
     let p = parse(line, &mut s).unwrap();
     assert_eq!(

@@ -1,11 +1,13 @@
-//! What one judged request adds to the window: its keys and its
-//! observation, read from the gate's [`Effects`] as replay ran them (never
-//! judged again here).
+//! What one judged request adds to a fleet signals window: its keys and
+//! its observation, read from the gate's [`Effects`] as replay ran them
+//! (never judged again here). Offline only (`edgeguard signals`, the
+//! Kafka fleet), so it lives with replay, and `signals`, which the hot
+//! path reads, imports nothing of the gate, metrics or replay.
 //!
 //! - flagged: a model flagged it (`Effects::flagged`);
-//! - challenge: it was served the challenge page (`Action::Challenge`) or,
-//!   not a navigation, the `challenge_required` problem document (a block
-//!   answered with it) — what a client that wants in has to solve;
+//! - challenge: it was served the challenge page (`Outcome::Challenge`) or,
+//!   not a navigation, the `challenge_required` problem document
+//!   (`Outcome::ChallengeRequired`) — what a client that wants in has to solve;
 //! - solved: its answer earned a clearance (`AnswerResult::Solved`), or a
 //!   no-JavaScript wait was redeemed (`Waited`, the weaker clearance a
 //!   person without JavaScript gets: counted as solved);
@@ -15,31 +17,19 @@
 //! features [`crate::features::extract`] gives (the extraction the scorer
 //! runs; the header order does not depend on a model's order table).
 
+use crate::challenge::AnswerResult;
 use crate::features::{extract, FeatureVector};
-use crate::gate::{Action, Effects};
-use crate::metrics::AnswerResult;
+use crate::gate::Effects;
 use crate::net::addr_from_text;
-use crate::replay::Seen;
+use crate::outcome::Outcome;
+use crate::signals::key::{headers_key_of, Kind, KEY_CAP};
+use crate::signals::window::{Fold, Obs, Prefix, Window};
 
-use super::key::{headers_key_of, Kind, KEY_CAP};
-use super::window::{Obs, Prefix, Window};
-
-/// Where observations go: a [`Window`] (file mode, the fleet's second
-/// stage), or the first stage's [`super::partials::Partials`].
-pub trait Fold {
-    /// Adds one request of `key` of `kind`.
-    fn fold(&mut self, kind: Kind, key: &[u8], o: &Obs<'_>);
-}
-
-impl Fold for Window {
-    fn fold(&mut self, kind: Kind, key: &[u8], o: &Obs<'_>) {
-        self.add(kind, key, o);
-    }
-}
+use super::seen::Seen;
 
 /// What the effects say of one request, apart from its time and client.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Outcome {
+pub struct Marks {
     /// A model flagged it.
     pub flagged: bool,
     /// A challenge was served.
@@ -50,13 +40,12 @@ pub struct Outcome {
     pub cleared: bool,
 }
 
-impl Outcome {
+impl Marks {
     /// What `e` comes to.
-    pub fn of(e: &Effects<'_>) -> Outcome {
-        Outcome {
+    pub fn of(e: &Effects<'_>) -> Marks {
+        Marks {
             flagged: e.flagged.is_some(),
-            challenge: e.action == Action::Challenge
-                || (e.action == Action::Block && e.answer == Some(AnswerResult::Problem)),
+            challenge: matches!(e.action, Outcome::Challenge | Outcome::ChallengeRequired),
             solved: matches!(e.answer, Some(AnswerResult::Solved | AnswerResult::Waited)),
             cleared: e.clearance.is_accepted(),
         }
@@ -65,7 +54,7 @@ impl Outcome {
 
 /// Adds judged requests to a window (or partials). A request of a known
 /// key allocates nothing: the features and the key are built on the stack.
-pub struct Observer<'w, F: Fold = Window> {
+pub struct WindowFeed<'w, F: Fold = Window> {
     window: &'w mut F,
     /// The time of a request whose line has none (arrival time).
     clock: fn() -> u64,
@@ -73,11 +62,11 @@ pub struct Observer<'w, F: Fold = Window> {
     pub requests: u64,
 }
 
-impl<'w, F: Fold> Observer<'w, F> {
+impl<'w, F: Fold> WindowFeed<'w, F> {
     /// Adds to `window`; a request without a time of its own is given
     /// `clock()`.
-    pub fn new(window: &'w mut F, clock: fn() -> u64) -> Observer<'w, F> {
-        Observer {
+    pub fn new(window: &'w mut F, clock: fn() -> u64) -> WindowFeed<'w, F> {
+        WindowFeed {
             window,
             clock,
             requests: 0,
@@ -87,7 +76,7 @@ impl<'w, F: Fold> Observer<'w, F> {
     /// Adds one judged request under each of its keys.
     pub fn add(&mut self, seen: &Seen<'_>) {
         let http = seen.request.http();
-        let o = Outcome::of(seen.effects);
+        let o = Marks::of(seen.effects);
         let obs = Obs {
             time: seen.time.unwrap_or_else(self.clock),
             prefix: addr_from_text(http.client_addr()).map(Prefix::of),
