@@ -10,7 +10,7 @@ use super::policy::Decision;
 use super::request::{Job, Request};
 use super::respond::{self, PAGE_TYPE, PROBLEM_TYPE};
 use super::scratch::Scratch;
-use super::state::{BodyParts, Hit, State};
+use super::state::{BodyParts, Cookie, Hit, State};
 use crate::challenge::Clearance;
 use crate::config::text::{self, Cursor, Line, Span};
 use crate::config::Engine;
@@ -38,6 +38,7 @@ pub(super) fn strip(loc: &Location, req: &Request<'_>, job: Job, scratch: &mut S
         exit: Exit::Continue,
         body: BodyParts::None,
         fleet: None,
+        cookie: Cookie::default(),
     };
     if let Some(g) = req.work() {
         s.matched = g.removed;
@@ -166,7 +167,10 @@ pub(super) fn decide<'r>(
             v
         }))
     };
-    match policy.decide_request(scores, req.http(), s.client, now, reasons) {
+    let clearance = policy.challenge().map_or(Clearance::Absent, |ch| {
+        s.cookie.clearance(ch, req.http(), s.client, now)
+    });
+    match policy.decide_judged(scores, req.http(), s.client, clearance, reasons) {
         Some(d) => {
             s.action = d.action;
             s.decision = d;
