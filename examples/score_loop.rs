@@ -4,7 +4,10 @@
 //! `scripts/callgrind-model.sh scorer` runs it under callgrind and reports
 //! instructions per request for extraction, the models, and both.
 //!
-//! `cargo run --release --example score_loop -- ROUNDS`
+//! `cargo run --release --example score_loop -- ROUNDS [shipped|legacy]`:
+//! `legacy` scores with the schema-1 models of `models/legacy/` instead,
+//! which read the features schema 4 left out (the request target, the
+//! hand-written header order, the language).
 
 use std::hint::black_box;
 
@@ -64,7 +67,14 @@ fn main() {
     let rounds: usize = std::env::args()
         .nth(1)
         .map_or(1, |r| r.parse().expect("ROUNDS is a number"));
-    let files = shipped();
+    let files = match std::env::args().nth(2).as_deref() {
+        None | Some("shipped") => shipped(),
+        Some("legacy") => vec![
+            ("bot", scorer_support::root("models/legacy/bot.json")),
+            ("spoof", scorer_support::root("models/legacy/spoof.json")),
+        ],
+        Some(other) => panic!("unknown model set {other:?}: shipped or legacy"),
+    };
     let files: Vec<(&str, &std::path::Path)> =
         files.iter().map(|(n, p)| (*n, p.as_path())).collect();
     let scorer = Scorer::load(&files).unwrap_or_else(|e| panic!("{e}"));

@@ -285,3 +285,76 @@ fn models_scored_in_pairs_score_as_alone() {
         }
     }
 }
+
+/// A scorer extracts only the optional feature groups its models read
+/// (`Needs`): on every fixture request, with the shipped models (schema 4),
+/// the legacy ones (schema 1) and both together, its vector agrees with
+/// the full extraction on every feature a model reads, on all of schema
+/// 4 (the reasons) and on the fleet's key, its scores are the ones the
+/// full vector gives, and what no model reads is left NaN or empty.
+#[test]
+fn extraction_skips_only_what_no_model_reads() {
+    use edgeguard::features::{
+        extract_with, Cat, FeatureVector, Float, Needs, CAT_FEATURES, FLOAT_FEATURES,
+        SCHEMA_VERSION,
+    };
+    let legacy = [
+        ("legacy_bot", root("models/legacy/bot.json")),
+        ("legacy_spoof", root("models/legacy/spoof.json")),
+    ];
+    let both: Vec<_> = shipped().into_iter().chain(legacy.clone()).collect();
+    let requests = fixture_requests();
+    for (set, files, needs) in [
+        ("shipped", shipped(), Needs::NONE),
+        ("legacy", legacy.to_vec(), Needs::ALL),
+        ("both", both, Needs::ALL),
+    ] {
+        let scorer = load(&files);
+        assert_eq!(scorer.needs(), needs, "{set}");
+        let read_f = |f: Float| {
+            FLOAT_FEATURES[f.index()].in_schema(SCHEMA_VERSION)
+                || scorer
+                    .models()
+                    .iter()
+                    .any(|m| m.float_inputs().contains(&f))
+        };
+        let read_c = |c: Cat| {
+            CAT_FEATURES[c.index()].in_schema(SCHEMA_VERSION)
+                || matches!(c, Cat::UaFamily | Cat::HeaderOrder)
+                || scorer.models().iter().any(|m| m.cat_inputs().contains(&c))
+        };
+        let mut skipped = 0;
+        for r in &requests {
+            let headers = r.ffi_headers();
+            let req = r.view(&headers);
+            let (mut got, mut full) = (FeatureVector::new(), FeatureVector::new());
+            scorer.extract(&req, &mut got);
+            extract_with(&req, scorer.orders(), &mut full);
+            // A feature differs from the full extraction only when it was
+            // left out: no model reads it, and it is NaN or empty.
+            for f in Float::ALL {
+                let (g, w) = (got.float(f), full.float(f));
+                if g.to_bits() != w.to_bits() {
+                    assert!(!read_f(f) && g.is_nan(), "{set} line {}: {f:?}", r.line);
+                    skipped += 1;
+                }
+            }
+            for c in Cat::ALL {
+                if got.cat(c) != full.cat(c) {
+                    assert!(
+                        !read_c(c) && got.cat(c).is_empty(),
+                        "{set} line {}: {c:?}",
+                        r.line
+                    );
+                    skipped += 1;
+                }
+            }
+            let (mut a, mut b) = (vec![0.0; files.len()], vec![0.0; files.len()]);
+            scorer.score_features(&got, &mut a).unwrap();
+            scorer.score_features(&full, &mut b).unwrap();
+            assert_eq!(a, b, "{set} line {}", r.line);
+        }
+        // The shipped scorer does leave work out.
+        assert_eq!(skipped > 0, needs == Needs::NONE, "{set}");
+    }
+}

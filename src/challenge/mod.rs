@@ -401,6 +401,20 @@ impl Challenge {
     /// ([`Recorded`]). Allocates nothing.
     pub fn clearance(&self, req: &Request<'_>, addr: Option<IpAddr>, now: u64) -> Clearance {
         let mut binding = None;
+        self.clearance_bound(req, now, || {
+            *binding.get_or_insert_with(|| self.binding_of(req, addr))
+        })
+    }
+
+    /// [`Challenge::clearance`] with the request's binding given by the
+    /// caller, asked for only when there is a cookie: the gate computes it
+    /// once per request and shares it with the page it may write.
+    pub fn clearance_bound(
+        &self,
+        req: &Request<'_>,
+        now: u64,
+        mut binding: impl FnMut() -> Binding,
+    ) -> Clearance {
         let mut result = Clearance::Absent;
         let mut checked = 0;
         for (name, value) in req.headers() {
@@ -408,7 +422,7 @@ impl Challenge {
                 continue;
             }
             for v in cookie_values(value, self.cookie.as_bytes()) {
-                let b = *binding.get_or_insert_with(|| self.binding_of(req, addr));
+                let b = binding();
                 let logged = req.is_from_log().then(|| Recorded::parse(v)).flatten();
                 let verdict = match logged {
                     Some(r) => r.judge(now, |p| self.ttl_of(p)),

@@ -122,6 +122,7 @@ mod evidence;
 pub mod fetch_metadata;
 pub mod header_order;
 pub mod language;
+mod needs;
 pub mod orders;
 pub mod reasons;
 mod request;
@@ -131,6 +132,7 @@ pub mod uri;
 pub mod user_agent;
 mod vector;
 
+pub use needs::Needs;
 pub use reasons::{Grade, Reasons};
 pub use schema::{
     Cat, FeatureSpec, Float, CAT_COUNT, CAT_FEATURES, EVIDENCE, FLOAT_COUNT, FLOAT_FEATURES,
@@ -160,17 +162,29 @@ pub fn extract_with<'a>(
     orders: Option<&OrderTable>,
     out: &mut FeatureVector<'a>,
 ) {
+    extract_needed(req, orders, Needs::ALL, out);
+}
+
+/// [`extract_with`] computing only the optional groups `needs` names (a
+/// scorer's models' [`Needs`]); the features left out keep a fresh
+/// vector's values. Allocates nothing.
+pub fn extract_needed<'a>(
+    req: &Request<'a>,
+    orders: Option<&OrderTable>,
+    needs: Needs,
+    out: &mut FeatureVector<'a>,
+) {
     // Filled in place: returned from the walk, the 330 bytes were copied.
     let mut seen = HeaderWalk::new();
-    walk_headers(req, &mut seen, out);
-    request_line(req, out);
+    walk_headers(req, &mut seen, needs, out);
+    request_line(req, needs, out);
     let ua = user_agent_features(&seen, out);
-    header_presence(&seen, out);
+    header_presence(&seen, needs, out);
     // One pass over `sec-ch-ua` for both readings (schemas 1-3, 4).
     let brands = seen.ch_ua.map(client_hints::BrandList::read);
     client_hint_checks(&seen, &ua, brands.as_ref(), out);
-    order_features(&seen, &ua, req.kept().order.then_some(orders), out);
-    header_values(&seen, out);
+    order_features(&seen, &ua, req.kept().order.then_some(orders), needs, out);
+    header_values(&seen, needs, out);
     tls::extract(req.tls(), &ua, out);
     evidence::extract(req, &seen, &ua, brands.as_ref(), out);
 }
@@ -181,7 +195,12 @@ const RUN: usize = 16;
 
 /// The one pass over the headers: the `header_order` fingerprint, and what
 /// the other phases read.
-fn walk_headers<'a>(req: &Request<'a>, seen: &mut HeaderWalk<'a>, out: &mut FeatureVector<'a>) {
+fn walk_headers<'a>(
+    req: &Request<'a>,
+    seen: &mut HeaderWalk<'a>,
+    needs: Needs,
+    out: &mut FeatureVector<'a>,
+) {
     out.order.clear();
     for run in req.headers.chunks(RUN) {
         let mut entries = [0u8; RUN];
@@ -196,7 +215,12 @@ fn walk_headers<'a>(req: &Request<'a>, seen: &mut HeaderWalk<'a>, out: &mut Feat
     }
     out.cats[Cat::HeaderOrder.index()] = CatValue::HeaderOrder;
     out.set(Float::HeaderCount, seen.headers as f32);
-    out.set(Float::ClientIpv6, ip_family(req.client_addr()));
+    let family = if needs.address {
+        ip_family(req.client_addr())
+    } else {
+        f32::NAN
+    };
+    out.set(Float::ClientIpv6, family);
 }
 
 /// What the User-Agent claims; returns the parse for the checks that
@@ -232,16 +256,17 @@ fn user_agent_features(seen: &HeaderWalk<'_>, out: &mut FeatureVector<'_>) -> Us
 }
 
 /// Presence flags, lengths and counts of the headers themselves.
-fn header_presence(seen: &HeaderWalk<'_>, out: &mut FeatureVector<'_>) {
+fn header_presence(seen: &HeaderWalk<'_>, needs: Needs, out: &mut FeatureVector<'_>) {
     out.set_flag(Float::HasAccept, seen.accept.is_some());
     out.set(
         Float::AcceptLen,
         seen.accept.map_or(f32::NAN, |v| v.len() as f32),
     );
     out.set_flag(Float::HasAcceptLanguage, seen.accept_language.is_some());
-    out.set(Float::AcceptLanguageCount, list_len(seen.accept_language));
     out.set_flag(Float::HasAcceptEncoding, seen.accept_encoding.is_some());
-    out.set(Float::AcceptEncodingCount, list_len(seen.accept_encoding));
+    let lists = |v| if needs.lists { list_len(v) } else { f32::NAN };
+    out.set(Float::AcceptLanguageCount, lists(seen.accept_language));
+    out.set(Float::AcceptEncodingCount, lists(seen.accept_encoding));
     out.set(Float::ClientHintCount, seen.client_hints as f32);
     out.set(Float::FetchMetadataCount, seen.fetch_headers as f32);
     out.set_flag(
@@ -320,20 +345,26 @@ fn order_features(
     seen: &HeaderWalk<'_>,
     ua: &UserAgent,
     orders: Option<Option<&OrderTable>>,
+    needs: Needs,
     out: &mut FeatureVector<'_>,
 ) {
     let Some(orders) = orders else {
         let claim = |known: bool| if known { 0.0 } else { f32::NAN };
-        out.set(
-            Float::OrderInversions,
-            claim(header_order::canonical_order(ua.family).is_some()),
-        );
+        let inversions = match needs.inversions {
+            true => claim(header_order::canonical_order(ua.family).is_some()),
+            false => f32::NAN,
+        };
+        out.set(Float::OrderInversions, inversions);
         out.set(Float::OrderReversedPairs, claim(Engine::of(ua).is_some()));
         return;
     };
+    let order = needs
+        .inversions
+        .then(|| header_order::canonical_order(ua.family))
+        .flatten();
     out.set(
         Float::OrderInversions,
-        header_order::canonical_order(ua.family).map_or(f32::NAN, |order| {
+        order.map_or(f32::NAN, |order| {
             header_order::inversions(seen.codes().iter().copied(), order) as f32
         }),
     );
@@ -348,10 +379,14 @@ fn order_features(
 
 /// Categorical values taken from the headers as sent (or reduced to a
 /// small buffer: the primary language).
-fn header_values<'a>(seen: &HeaderWalk<'a>, out: &mut FeatureVector<'a>) {
-    out.language_len =
-        language::write_primary(seen.accept_language.unwrap_or(b""), &mut out.language);
-    out.cats[Cat::AcceptLanguagePrimary.index()] = CatValue::Language;
+fn header_values<'a>(seen: &HeaderWalk<'a>, needs: Needs, out: &mut FeatureVector<'a>) {
+    if needs.language {
+        out.language_len =
+            language::write_primary(seen.accept_language.unwrap_or(b""), &mut out.language);
+        out.cats[Cat::AcceptLanguagePrimary.index()] = CatValue::Language;
+    } else {
+        out.set_cat(Cat::AcceptLanguagePrimary, b"");
+    }
     out.set_cat(Cat::Accept, seen.accept.unwrap_or(b""));
     out.set_cat(Cat::AcceptEncoding, seen.accept_encoding.unwrap_or(b""));
     out.set_cat(Cat::FetchSite, seen.fetch.site.unwrap_or(b""));
@@ -360,15 +395,21 @@ fn header_values<'a>(seen: &HeaderWalk<'a>, out: &mut FeatureVector<'a>) {
 }
 
 /// Features of the request line: method, version, target.
-fn request_line<'a>(req: &Request<'a>, out: &mut FeatureVector<'a>) {
+fn request_line<'a>(req: &Request<'a>, needs: Needs, out: &mut FeatureVector<'a>) {
     out.set(Float::HttpVersion, f32::from(req.http_version()) / 10.0);
-    let target = uri::split(req.uri());
     out.set(Float::UriLen, req.uri().len() as f32);
-    out.set(Float::PathDepth, uri::depth(target.path) as f32);
-    out.set(Float::QueryArgCount, uri::arg_count(target.query) as f32);
     out.set_cat(Cat::Method, req.method());
-    out.ext_len = uri::write_ext(uri::extension(target.path), &mut out.ext);
-    out.cats[Cat::UriExt.index()] = CatValue::UriExt;
+    if needs.target {
+        let target = uri::split(req.uri());
+        out.set(Float::PathDepth, uri::depth(target.path) as f32);
+        out.set(Float::QueryArgCount, uri::arg_count(target.query) as f32);
+        out.ext_len = uri::write_ext(uri::extension(target.path), &mut out.ext);
+        out.cats[Cat::UriExt.index()] = CatValue::UriExt;
+    } else {
+        out.set(Float::PathDepth, f32::NAN);
+        out.set(Float::QueryArgCount, f32::NAN);
+        out.set_cat(Cat::UriExt, b"");
+    }
 }
 
 fn list_len(value: Option<&[u8]>) -> f32 {
@@ -600,7 +641,7 @@ mod tests {
             let req = Request::new(b"GET", b"/", 11, b"", &headers);
             let mut out = FeatureVector::new();
             let mut seen = HeaderWalk::new();
-            walk_headers(&req, &mut seen, &mut out);
+            walk_headers(&req, &mut seen, Needs::ALL, &mut out);
             let firstv = |name: &str| {
                 pairs
                     .iter()

@@ -41,7 +41,10 @@
 //!   cookie and the signed return hop that counts attempts, the
 //!   "cookies are needed" and no-JS wait pages. A clearance is bound to
 //!   the connection's TLS facts ([`Incoming::http`]'s `tls()`: JA4 and
-//!   family), the address prefix and the User-Agent.
+//!   family), the address prefix and the User-Agent. The cookie is
+//!   judged once per request, on first need, into the state
+//!   (`state::Cookie`): the policy, a challenging rule and the exits read
+//!   that verdict and its binding instead of opening the cookie again.
 //! - **Fleet signals** (issue 33): `stages::fleet`, before the rules (a
 //!   rule before scoring may read the signals), looks the request's JA4
 //!   and headers key up in the location's snapshot (`signals::Live`: one

@@ -184,14 +184,29 @@ impl Policy {
         now: u64,
         reasons: impl FnOnce() -> Reasons,
     ) -> Option<Decision> {
-        let bot = self
-            .bots
-            .as_ref()
-            .and_then(|b| b.judge(challenge::user_agent(req), client));
         let clearance = self
             .challenge
             .as_ref()
             .map_or(Clearance::Absent, |c| c.clearance(req, client, now));
+        self.decide_judged(scores, req, client, clearance, reasons)
+    }
+
+    /// [`Policy::decide_request`] for a request whose clearance cookie the
+    /// caller judged already ([`Clearance::Absent`] without a challenge
+    /// configured): the gate judges it once per request and shares the
+    /// verdict with the rules and the challenge's exits.
+    pub fn decide_judged(
+        &self,
+        scores: Option<&[f64]>,
+        req: &Request<'_>,
+        client: Option<IpAddr>,
+        clearance: Clearance,
+        reasons: impl FnOnce() -> Reasons,
+    ) -> Option<Decision> {
+        let bot = self
+            .bots
+            .as_ref()
+            .and_then(|b| b.judge(challenge::user_agent(req), client));
         let mut d = match scores {
             Some(s) => self.decide_addr(s, client),
             None if self.refuses_unscored && bot.is_none() => return None,

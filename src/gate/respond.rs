@@ -74,7 +74,7 @@ pub(super) fn challenge(
     let client = s
         .client
         .or_else(|| addr_from_text(req.http().client_addr()));
-    let binding = ch.binding_of(req.http(), client);
+    let binding = s.cookie.binding(ch, req.http(), client);
     let ctx = Ctx {
         loc,
         ch,
@@ -365,7 +365,9 @@ impl Ctx<'_, '_> {
                 return self.page(scratch, s, Page::challenge(b"/", difficulty, 0));
             }
         };
-        s.decision.clearance = self.ch.clearance(self.req.http(), self.client, self.now);
+        s.decision.clearance = s
+            .cookie
+            .clearance(self.ch, self.req.http(), self.client, self.now);
         if s.decision.clearance.is_accepted() {
             return self.redirect(scratch, s, &back[..n]);
         }
@@ -391,7 +393,9 @@ impl Ctx<'_, '_> {
     fn start(&self, scratch: &mut Scratch, s: &mut State, ret: &[u8]) -> Exit<'static> {
         let mut back = [0u8; MAX_RETURN];
         let n = return_path(ret, &mut back).unwrap_or(0);
-        s.decision.clearance = self.ch.clearance(self.req.http(), self.client, self.now);
+        s.decision.clearance = s
+            .cookie
+            .clearance(self.ch, self.req.http(), self.client, self.now);
         if s.decision.clearance.is_accepted() {
             return self.redirect(scratch, s, &back[..n]);
         }

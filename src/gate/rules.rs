@@ -181,7 +181,7 @@ fn challenge_or_block(
         s.action = Outcome::Block;
         return;
     };
-    let clearance = ch.clearance(req.http(), client, now);
+    let clearance = s.cookie.clearance(ch, req.http(), client, now);
     s.decision.clearance = clearance;
     s.action = if clearance.is_accepted() {
         Outcome::Cleared

@@ -9,7 +9,7 @@ use super::policy::Decision;
 use super::request::{Incoming, Job};
 use super::respond::{self, PAGE_TYPE, PROBLEM_TYPE};
 use super::scratch::Scratch;
-use super::state::{BodyParts, Hit, State};
+use super::state::{BodyParts, Cookie, Hit, State};
 use crate::challenge::AnswerResult;
 use crate::challenge::Clearance;
 use crate::config::text::{self, Cursor, Line, Span};
@@ -39,6 +39,7 @@ pub(super) fn strip(loc: &Location, req: &Incoming<'_>, job: Job, scratch: &mut 
         exit: Exit::Continue,
         body: BodyParts::None,
         fleet: None,
+        cookie: Cookie::default(),
     };
     if let Some(g) = req.work() {
         s.matched = g.removed;
@@ -167,7 +168,10 @@ pub(super) fn decide<'r>(
             v
         }))
     };
-    match policy.decide_request(scores, req.http(), s.client, now, reasons) {
+    let clearance = policy.challenge().map_or(Clearance::Absent, |ch| {
+        s.cookie.clearance(ch, req.http(), s.client, now)
+    });
+    match policy.decide_judged(scores, req.http(), s.client, clearance, reasons) {
         Some(d) => {
             s.action = d.action;
             s.decision = d;

@@ -6,8 +6,9 @@ use std::net::IpAddr;
 
 use super::effects::Exit;
 use super::policy::Decision;
-use crate::challenge::AnswerResult;
+use crate::challenge::{AnswerResult, Binding, Challenge, Clearance};
 use crate::config::text::Span;
+use crate::features::Request;
 use crate::outcome::Outcome;
 use crate::scorer::ScoreError;
 use crate::signals::live::Lookup;
@@ -35,6 +36,57 @@ pub(super) struct State {
     /// What the fleet's snapshot knows of the request's keys (none: no
     /// snapshot in force for the location).
     pub(super) fleet: Option<Lookup>,
+    /// The clearance cookie, judged once for every stage that reads it.
+    pub(super) cookie: Cookie,
+}
+
+/// The request's clearance cookie and binding, each worked out at most
+/// once per run: the policy, a challenging rule and the challenge's exits
+/// all read them, and judging a cookie costs a SHA-256 of the User-Agent
+/// and an HMAC. Judged on first need, not before: a request a rule or the
+/// strip ends first never pays for it.
+///
+/// Every caller gives the same client address (the request's, parsed), so
+/// the first answer holds for the whole run.
+#[derive(Default)]
+pub(super) struct Cookie {
+    clearance: Option<Clearance>,
+    binding: Option<Binding>,
+}
+
+impl Cookie {
+    /// What binds a token to this request's client.
+    pub(super) fn binding(
+        &mut self,
+        ch: &Challenge,
+        req: &Request<'_>,
+        client: Option<IpAddr>,
+    ) -> Binding {
+        *self
+            .binding
+            .get_or_insert_with(|| ch.binding_of(req, client))
+    }
+
+    /// What the request's clearance cookie says: absent, valid (and what
+    /// it proves), or why it was refused (malformed, forged, expired,
+    /// another client's).
+    pub(super) fn clearance(
+        &mut self,
+        ch: &Challenge,
+        req: &Request<'_>,
+        client: Option<IpAddr>,
+        now: u64,
+    ) -> Clearance {
+        if let Some(c) = self.clearance {
+            return c;
+        }
+        let binding = &mut self.binding;
+        let c = ch.clearance_bound(req, now, || {
+            *binding.get_or_insert_with(|| ch.binding_of(req, client))
+        });
+        self.clearance = Some(c);
+        c
+    }
 }
 
 /// The site rule that decided a request, and the stage it ran in

@@ -28,7 +28,8 @@
 //! A model also says which feature schema it was trained on
 //! (`edgeguard.schema`, see [`crate::features`]): a version this build does
 //! not read, or an input outside the model's version, is refused at load.
-//! Features are extracted once for every model, so data the extractor
+//! Features are extracted once for every model, and only the optional
+//! groups some model reads ([`Needs`], worked out at load), so data the extractor
 //! learns from a model's metadata (the header-order table,
 //! `edgeguard.order_pairs`) must be the same in every model that has it.
 
@@ -40,7 +41,7 @@ mod error;
 use std::path::Path;
 
 use crate::features::orders::{OrderTable, ORDERS_KEY};
-use crate::features::{extract_with, Cat, FeatureVector, Request, CAT_COUNT, FLOAT_COUNT};
+use crate::features::{extract_needed, Cat, FeatureVector, Needs, Request, CAT_COUNT, FLOAT_COUNT};
 use crate::model::{
     apply_prediction_type, cat_hash, GroupInput, Model, ModelGroup, PredictionError,
 };
@@ -111,6 +112,9 @@ pub struct Scorer {
     hashed: Vec<Cat>,
     /// The learnt header-order table every model that has one shares.
     orders: Option<OrderTable>,
+    /// The optional feature groups some model reads: only these are
+    /// extracted per request.
+    needs: Needs,
     /// The models in groups scored together, in load order.
     groups: Vec<Grouped>,
 }
@@ -169,10 +173,14 @@ impl Scorer {
             .collect();
         let orders = shared_orders(&scored)?;
         let groups = group_models(&scored)?;
+        let needs = scored.iter().fold(Needs::NONE, |n, m| {
+            n.or(Needs::of(&m.binding.floats, &m.binding.cats))
+        });
         Ok(Scorer {
             models: scored,
             hashed,
             orders,
+            needs,
             groups,
         })
     }
@@ -183,9 +191,18 @@ impl Scorer {
     }
 
     /// Extracts `req`'s features as this scorer's models read them (with
-    /// their learnt order table). Allocates nothing.
+    /// their learnt order table): every feature of schema 4 (what the
+    /// reasons and the fleet's key read too), and of the older schemas'
+    /// features those the models read ([`Scorer::needs`]); the rest are
+    /// NaN or empty. Allocates nothing.
     pub fn extract<'a>(&self, req: &Request<'a>, out: &mut FeatureVector<'a>) {
-        extract_with(req, self.orders.as_ref(), out);
+        extract_needed(req, self.orders.as_ref(), self.needs, out);
+    }
+
+    /// The optional feature groups [`Scorer::extract`] computes: those
+    /// some model reads.
+    pub fn needs(&self) -> Needs {
+        self.needs
     }
 
     /// How many models score each request (the length `score` expects).
