@@ -140,8 +140,11 @@ def forged_edges():
 class Route:
     """How a client reaches one edge through one front."""
 
-    def __init__(self, name, edge, h1=None, h2=None, tls=None, proxy=None):
+    def __init__(self, name, edge, h1=None, h2=None, tls=None, proxy=None, profile="direct"):
         self.name, self.edge, self.h1, self.h2, self.tls, self.proxy = name, edge, h1, h2, tls, proxy
+        # The edge's proxy_profile (docs/deployment.md): what replay judges
+        # the route's recorded rows with.
+        self.profile = profile
 
     def base(self):
         """The URL browsers and scripts use (TLS where the route has it)."""
@@ -174,7 +177,7 @@ class Deployments:
                                      (proxies.CaddyFront, "caddy")):
             edge = self._keep(l7_edge(front_class.name, profile, self.record))
             front = self._keep(front_class(edge.port("h1")))
-            self.routes.append(Route(front.name, edge, h1=front.h1, h2=front.h2))
+            self.routes.append(Route(front.name, edge, h1=front.h1, h2=front.h2, profile=profile))
         edge = self._keep(pp_edge(self.pki, self.record))
         front = self._keep(proxies.HaproxyTcp(edge.port("h1"), edge.port("h2"), edge.port("tls")))
         self.routes.append(Route("haproxy-tcp", edge, h1=front.h1, h2=front.h2))
@@ -810,12 +813,16 @@ REQUEST_FIELDS = ("client", "method", "uri", "version", "status", "headers", "ed
                   "edgeguard_tls_family", "edgeguard_bot", "edgeguard_spoof", "edgeguard_action", "time")
 
 
-def write_record(out_dir, route, ids):
+def write_record(out_dir, route, ids, every=1):
     """Writes `route`'s recorded heads, in the corpus' format, to
     out_dir/<route>.jsonl: each corpus row as the edge received it after
-    the front (record.capture()'s header array, the TLS facts nginx saw),
-    with the row's labels, `front`, `source_line` (its corpus line), and
-    `family` "<family>+<front>": a family of its own. Returns the count."""
+    the front (record.capture()'s header array, the TLS facts nginx saw,
+    the peer), with the row's labels, `front`, `profile` (the edge's
+    proxy_profile, which replay judges it with), `source_line` (its corpus
+    line), and `family` "<family>+<front>": a family of its own. With
+    `every` K, the first row of each source family and every K-th after
+    (the sample tests/fixtures/real_clients/through/ keeps). Returns the
+    count."""
     time.sleep(0.5)  # nginx writes the line after answering
     recorded = {}
     for line in (route.edge.dir / "record.jsonl").read_bytes().splitlines():
@@ -824,17 +831,22 @@ def write_record(out_dir, route, ids):
     raw = CORPUS.read_text(encoding="utf-8").splitlines()
     out_dir.mkdir(parents=True, exist_ok=True)
     n = 0
+    per_family = collections.Counter()
     with open(out_dir / f"{route.name}.jsonl", "w", encoding="utf-8") as f:
         for line_no, request_id in sorted(ids):
             rec = recorded.get(request_id)
             if rec is None:
                 continue
             source = json.loads(raw[line_no - 1])
+            per_family[source["family"]] += 1
+            if (per_family[source["family"]] - 1) % every:
+                continue
             got = {k: v for k, v in rec.items() if v not in ("", "-") or k == "headers"}
             got["headers"] = json.loads(rec["headers"]) if rec["headers"] not in ("", "-") else []
             got["status"] = int(rec["status"])
             labels = {k: v for k, v in source.items() if k not in REQUEST_FIELDS}
-            labels.update(front=route.name, source_line=line_no, family=f'{source["family"]}+{route.name}')
+            labels.update(front=route.name, profile=route.profile, source_line=line_no,
+                          family=f'{source["family"]}+{route.name}')
             f.write(json.dumps({**got, **labels}, separators=(",", ":")) + "\n")
             n += 1
     return n
@@ -887,7 +899,7 @@ def untrusted_request(port, headers):
 
 
 def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=print, record=None,
-            squid_rounds=None):
+            squid_rounds=None, record_every=1):
     """Runs everything; returns {"routes", "counts", "forged", "errors", "skipped", "documented"}."""
     rows = load_rows() if rows is None else rows
     tally = Tally()
@@ -907,8 +919,8 @@ def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=prin
             for row, status, action, rule, verdict in send_rows(route, rows, seen, ids):
                 tally.add(route.name, "corpus:" + row["family"], "people", action, rule, *verdict)
             log(f"{route.name}: corpus rows in {time.monotonic() - t:.1f}s")
-            if record:
-                n = write_record(pathlib.Path(record), route, ids)
+            if record and route.name != "direct":  # direct: the corpus itself
+                n = write_record(pathlib.Path(record), route, ids, record_every)
                 log(f"{route.name}: {n} heads as they arrived -> {record}/{route.name}.jsonl")
         t = time.monotonic()
         for route in deps.routes:
@@ -1053,6 +1065,8 @@ def main():
     ap.add_argument("--no-firefox", action="store_true")
     ap.add_argument("--squid-sessions", type=int, default=SQUID_ROUNDS, metavar="N",
                     help=f"sessions per live browser through Squid, each a fresh challenge (default {SQUID_ROUNDS})")
+    ap.add_argument("--record-every", type=int, default=1, metavar="K",
+                    help="with --record: each family's first row and every K-th after")
     ap.add_argument("--record", metavar="DIR",
                     help="write each front's corpus rows as they arrived at the edge to DIR/<front>.jsonl "
                          "(corpus format, families <family>+<front>)")
@@ -1062,7 +1076,7 @@ def main():
         sys.exit("missing: " + ", ".join(missing) + " (make deps-test)")
     result = measure(browsers=not args.no_browsers, firefox=not args.no_firefox,
                      log=lambda m: print(m, file=sys.stderr), record=args.record,
-                     squid_rounds=args.squid_sessions)
+                     squid_rounds=args.squid_sessions, record_every=args.record_every)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(result, indent=1))
     print("configured as docs/deployment.md says" if result["documented"] else

@@ -247,3 +247,54 @@ def test_byte_identical_automation_gets_an_answer(statuses):
     for r, st in zip(ROWS, statuses):
         if r["class"] in corpus.UNJUDGED or r["class"] == corpus.COPIED:
             assert st in (200, 204, 206, 301, 302, 304, 403, 404), (r["line"], st)
+
+
+# The corpus' people as real fronts delivered them (corpus.THROUGH, written
+# by scripts/deployment-measure.py --record): families "<family>+<front>",
+# held out (never trained on). Judged by replay with each edge's documented
+# profile, as nginx judges them live (tests/e2e/test_deployment.py).
+THROUGH = corpus.load_through()
+PROFILED_FRONTS = ("nginx", "haproxy-http", "caddy", "haproxy-tcp")
+PEOPLE_MAX_FLAGGED = 0.001
+
+
+@pytest.fixture(scope="module")
+def through():
+    if not THROUGH:
+        pytest.skip("no through-proxy rows (scripts/deployment-measure.py --record)")
+    import eval_real
+    edgeguard = str(ROOT / "target" / "release" / "edgeguard")
+    models = eval_real.models_in(str(ROOT / "models"), ["bot"])
+    judged = eval_real.replay_through(edgeguard, models, THROUGH)
+    as_sent = eval_real.replay(edgeguard, models, THROUGH)
+    return [(r, eval_real.verdict(j), eval_real.flagged(d)) for r, j, d in zip(THROUGH, judged, as_sent)
+            if r["human"] and corpus.judged(r)]
+
+
+def test_the_through_families_are_every_front_and_family(through):
+    fronts = {r["front"] for r, _, _ in through}
+    assert fronts == set(PROFILED_FRONTS) | {"squid"}, fronts
+    for front in fronts:
+        families = {r["family"] for r, _, _ in through if r["front"] == front}
+        assert len(families) >= 6 and all(f.endswith("+" + front) for f in families), families
+
+
+@pytest.mark.parametrize("front", PROFILED_FRONTS)
+def test_people_through_a_profiled_front_pass(through, front):
+    rows = [(r, v) for r, v, _ in through if r["front"] == front]
+    flagged = [(r["family"], r["line"], v) for r, v in rows if v != "passed"]
+    assert len(flagged) <= PEOPLE_MAX_FLAGGED * len(rows), "%d of %d flagged through %s: %s" % (
+        len(flagged), len(rows), front, flagged[:5])
+
+
+def test_without_their_profile_people_behind_an_l7_front_are_flagged(through):
+    """The recorded rows carry what the hops did: judged as sent, most of
+    them are evidence (the issue measured 100 % blocked)."""
+    for front in ("nginx", "haproxy-http", "caddy"):
+        rows = [as_sent for r, _, as_sent in through if r["front"] == front]
+        assert sum(rows) > 0.5 * len(rows), (front, sum(rows), len(rows))
+
+
+def test_people_behind_a_tls_inspecting_proxy_are_challenged_never_blocked(through):
+    rows = [v for r, v, _ in through if r["front"] == "squid"]
+    assert rows and "blocked" not in rows, collections.Counter(rows)
