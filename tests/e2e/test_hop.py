@@ -64,13 +64,10 @@ def lua_table(opts):
     return " ".join(f"{k} = {value(v)}," for k, v in opts.items())
 
 
-def edge_with(profile, port, origin_port, extra=None):
-    conf = edge_conf(
-        port, origin_port, TEST_LIST, configure=lua_table({**options(profile), **(extra or {})}), access=ACCESS,
-        init='require "resty.edgeguard.record"',
-        http_extra="set_real_ip_from 127.0.0.1;\n    real_ip_header X-Forwarded-For;",
-    )
-    conf = conf.replace(
+def recording(conf):
+    """`conf` writing logs/record.jsonl in the access-log format replay
+    reads, with the variables it names declared."""
+    return conf.replace(
         "    access_log off;\n",
         f"    include {LOG_FORMAT};\n    access_log logs/record.jsonl edgeguard_json;\n",
         1,
@@ -82,6 +79,15 @@ def edge_with(profile, port, origin_port, extra=None):
         "        location / {",
         1,
     )
+
+
+def edge_with(profile, port, origin_port, extra=None):
+    conf = edge_conf(
+        port, origin_port, TEST_LIST, configure=lua_table({**options(profile), **(extra or {})}), access=ACCESS,
+        init='require "resty.edgeguard.record"',
+        http_extra="set_real_ip_from 127.0.0.1;\n    real_ip_header X-Forwarded-For;",
+    )
+    conf = recording(conf)
     assert "real_ip_header" in conf and "edgeguard_json;" in conf
     return Nginx(conf)
 
@@ -214,18 +220,7 @@ def test_behind_an_l4_balancer_with_the_proxy_protocol_nothing_is_relayed(origin
         http_extra="set_real_ip_from 127.0.0.1;\n    real_ip_header proxy_protocol;",
     )
     conf = conf.replace(f"listen 127.0.0.1:{port};", f"listen 127.0.0.1:{port} proxy_protocol;", 1)
-    conf = conf.replace(
-        "    access_log off;\n",
-        f"    include {LOG_FORMAT};\n    access_log logs/record.jsonl edgeguard_json;\n",
-        1,
-    ).replace(
-        "        location / {",
-        '        set $edgeguard_request_headers "";\n'
-        '        set $edgeguard_bot "";\n        set $edgeguard_spoof "";\n        set $edgeguard_action "";\n'
-        '        set $edgeguard_ja4 "";\n        set $edgeguard_tls_family "";\n'
-        "        location / {",
-        1,
-    )
+    conf = recording(conf)
     assert "proxy_protocol;" in conf
     edge = Nginx(conf)
     front = Front("haproxy-tcp", port)
