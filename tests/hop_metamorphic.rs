@@ -61,7 +61,7 @@ fn rows() -> Vec<Row> {
         let s = |k: &str| v[k].as_str().unwrap().to_owned();
         let n = seen.entry(s("family") + &s("label")).or_default();
         *n += 1;
-        if (*n - 1) % STRIDE != 0 {
+        if !(*n - 1).is_multiple_of(STRIDE) {
             continue;
         }
         out.push(Row {
@@ -110,28 +110,28 @@ struct Verdict {
     score: u64,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn verdict(
-    cfg: &Config,
-    method: &str,
-    uri: &str,
+/// A head as it reaches nginx: the HTTP version, the headers in order,
+/// the TLS facts of the connection (the hop's own, behind a hop).
+struct Head {
     version: u16,
-    headers: &[(String, String)],
-    peer: &str,
-    tls: Option<TlsFacts<'_>>,
-    scratch: &mut Scratch,
-) -> Verdict {
-    let views: Vec<Header<'_>> = headers
+    headers: Vec<(String, String)>,
+    tls: Option<TlsFacts<'static>>,
+}
+
+/// The row's request with `head`, from `peer`, through the gate.
+fn verdict(cfg: &Config, row: &Row, head: &Head, peer: &str, scratch: &mut Scratch) -> Verdict {
+    let views: Vec<Header<'_>> = head
+        .headers
         .iter()
         .map(|(n, v)| Header::new(n.as_bytes(), v.as_bytes()))
         .collect();
     let req = gate::Request::new(
-        method.as_bytes(),
-        uri.as_bytes(),
-        version,
+        row.method.as_bytes(),
+        row.uri.as_bytes(),
+        head.version,
         CLIENT.as_bytes(),
         &views,
-        tls,
+        head.tls,
     )
     .with_peer(peer.as_bytes());
     let e = gate::run(cfg.location(), &req, Job::Access, NOW, scratch).unwrap();
@@ -219,11 +219,7 @@ fn hop_headers(spec: &Spec, rng: &mut Rng) -> Vec<(String, String)> {
 /// at the end or among the client's, hop-by-hop headers its own, names
 /// folded where it folds them, the order its own where it does not keep
 /// the client's, its HTTP version, and its own TLS to nginx, if any.
-fn delivered(
-    spec: &Spec,
-    row: &Row,
-    rng: &mut Rng,
-) -> (u16, Vec<(String, String)>, Option<TlsFacts<'static>>) {
+fn delivered(spec: &Spec, row: &Row, rng: &mut Rng) -> Head {
     let mut client: Vec<(String, String)> = row
         .headers
         .iter()
@@ -260,7 +256,11 @@ fn delivered(
         .coin()
         .then(|| TlsFacts::new(CURL_JA4.as_bytes(), Family::Openssl))
         .flatten();
-    (version, headers, tls)
+    Head {
+        version,
+        headers,
+        tls,
+    }
 }
 
 #[test]
@@ -275,46 +275,19 @@ fn what_a_trusted_hop_owns_never_changes_the_verdict() {
         let direct = config(&PROFILES[0]);
         for row in &rows {
             let mut rng = Rng(row.line as u64 * 0x9e37_79b9 + spec.name.len() as u64 + 1);
-            let (version, headers, tls) = delivered(spec, row, &mut rng);
-            let first = verdict(
-                &cfg,
-                &row.method,
-                &row.uri,
-                version,
-                &headers,
-                PEER,
-                tls,
-                &mut scratch,
-            );
+            let head = delivered(spec, row, &mut rng);
+            let first = verdict(&cfg, row, &head, PEER, &mut scratch);
             // The variant is evidence judged as sent: the test varies
             // what would count.
-            let as_sent = verdict(
-                &direct,
-                &row.method,
-                &row.uri,
-                version,
-                &headers,
-                PEER,
-                tls,
-                &mut scratch,
-            );
+            let as_sent = verdict(&direct, row, &head, PEER, &mut scratch);
             changed_direct += usize::from(as_sent != first);
             for k in 1..VARIANTS {
-                let (version, headers, tls) = delivered(spec, row, &mut rng);
-                let got = verdict(
-                    &cfg,
-                    &row.method,
-                    &row.uri,
-                    version,
-                    &headers,
-                    PEER,
-                    tls,
-                    &mut scratch,
-                );
+                let head = delivered(spec, row, &mut rng);
+                let got = verdict(&cfg, row, &head, PEER, &mut scratch);
                 assert_eq!(
                     got, first,
-                    "{} profile, corpus line {} ({} {}), variant {k}: {headers:?}",
-                    spec.name, row.line, row.label, row.family
+                    "{} profile, corpus line {} ({} {}), variant {k}: {:?}",
+                    spec.name, row.line, row.label, row.family, head.headers
                 );
                 checked += 1;
             }
@@ -338,18 +311,12 @@ fn the_direct_profile_judges_every_peer_alike() {
     let cfg = config(&PROFILES[0]);
     let mut scratch = Scratch::decisions_only();
     for row in rows() {
-        let of = |peer: &str, scratch: &mut Scratch| {
-            verdict(
-                &cfg,
-                &row.method,
-                &row.uri,
-                row.version,
-                &row.headers,
-                peer,
-                None,
-                scratch,
-            )
+        let head = Head {
+            version: row.version,
+            headers: row.headers.clone(),
+            tls: None,
         };
+        let of = |peer: &str, scratch: &mut Scratch| verdict(&cfg, &row, &head, peer, scratch);
         let first = of(CLIENT, &mut scratch);
         for peer in [PEER, UNTRUSTED, ""] {
             assert_eq!(
@@ -379,37 +346,26 @@ fn a_fingerprint_header_from_an_untrusted_peer_changes_nothing() {
                 TlsFacts::new(CURL_JA4.as_bytes(), Family::Openssl)
             };
             for peer in [UNTRUSTED, CLIENT] {
-                let plain = verdict(
-                    &cfg,
-                    &row.method,
-                    &row.uri,
-                    row.version,
-                    &row.headers,
-                    peer,
-                    own,
-                    &mut scratch,
-                );
+                let mut head = Head {
+                    version: row.version,
+                    headers: row.headers.clone(),
+                    tls: own,
+                };
+                let plain = verdict(&cfg, row, &head, peer, &mut scratch);
                 for value in [CHROME_JA4, CURL_JA4, "garbage", ""] {
-                    let mut forged = row.headers.clone();
-                    let at = [0, forged.len(), rng.below(forged.len() + 1)][rng.below(3)];
-                    forged.insert(at, (spelled(name, &mut rng), value.into()));
+                    head.headers = row.headers.clone();
+                    let at =
+                        [0, head.headers.len(), rng.below(head.headers.len() + 1)][rng.below(3)];
+                    head.headers
+                        .insert(at, (spelled(name, &mut rng), value.into()));
                     if rng.coin() {
-                        forged.push((name.into(), CHROME_JA4.into()));
+                        head.headers.push((name.into(), CHROME_JA4.into()));
                     }
-                    let got = verdict(
-                        &cfg,
-                        &row.method,
-                        &row.uri,
-                        row.version,
-                        &forged,
-                        peer,
-                        own,
-                        &mut scratch,
-                    );
+                    let got = verdict(&cfg, row, &head, peer, &mut scratch);
                     assert_eq!(
                         got, plain,
-                        "{} profile, corpus line {} from {peer}: {forged:?}",
-                        spec.name, row.line
+                        "{} profile, corpus line {} from {peer}: {:?}",
+                        spec.name, row.line, head.headers
                     );
                 }
             }
