@@ -216,7 +216,7 @@ train: train-deps build
 # tests/e2e/test_real_clients.py sends the same corpus through nginx.
 .PHONY: eval-real
 eval-real: venv build
-	$(PYTHON) models/eval_real.py --detail
+	$(PYTHON) models/eval_real.py --detail --through
 
 # Instructions per single-document prediction of the native evaluator on the
 # bench models (stable on a loaded machine, unlike time); CALLGRIND_MODE=official

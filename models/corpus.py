@@ -30,6 +30,11 @@ import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CORPUS = os.path.join(ROOT, "tests", "fixtures", "real_clients", "corpus.jsonl")
+# The corpus' people as real front proxies delivered them to the edge
+# (scripts/deployment-measure.py --record): one file per front, each row's
+# family "<family>+<front>", its `peer` and the `profile` the edge judged it
+# with. Never trained on: held out by family by construction.
+THROUGH = os.path.join(ROOT, "tests", "fixtures", "real_clients", "through")
 
 # Classes a head can be judged on. Byte-identical automation (Selenium driving
 # a headful browser, headless Firefox) and exact impersonation (curl_cffi)
@@ -117,6 +122,11 @@ def load(path=CORPUS):
                 "dest": rec.get("dest", ""),
                 "url_kind": rec.get("url_kind", ""),
                 "scope": rec.get("scope", "base"),
+                # Behind a front (THROUGH): the connection's address and the
+                # edge's proxy_profile; the corpus itself came direct.
+                "peer": rec.get("peer") or None,
+                "profile": rec.get("profile", "direct"),
+                "front": rec.get("front", "direct"),
             })
     return rows
 
@@ -140,7 +150,17 @@ def request_line(row):
     """The row as an `edgeguard features` / `edgeguard replay` input line,
     with its TLS facts when it has some."""
     line = {k: row[k] for k in ("method", "uri", "version", "client", "headers")}
+    if row.get("peer"):
+        line["peer"] = row["peer"]
     if row.get("ja4"):
         line["edgeguard_ja4"] = row["ja4"]
         line["edgeguard_tls_family"] = row.get("tls_family") or ""
     return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+
+
+def load_through(directory=THROUGH):
+    """The rows of every front's file in `directory` ([] without one)."""
+    if not os.path.isdir(directory):
+        return []
+    return [r for name in sorted(os.listdir(directory)) if name.endswith(".jsonl")
+            for r in load(os.path.join(directory, name))]

@@ -37,12 +37,13 @@ SCRIPTED = corpus.SCRIPTED
 DIFFERING = (corpus.HEADLESS,)
 
 
-def replay(edgeguard, models, rows):
-    """The replay's output line of every row, in order."""
+def replay(edgeguard, models, rows, extra=None):
+    """The replay's output line of every row, in order (`extra`: more
+    options of the configuration)."""
     with tempfile.TemporaryDirectory() as tmp:
         config = os.path.join(tmp, "config.json")
         with open(config, "w") as f:
-            json.dump({"models": models, "mode": "block"}, f)
+            json.dump({"models": models, "mode": "block", **(extra or {})}, f)
         inp = os.path.join(tmp, "requests.jsonl")
         with open(inp, "w") as f:
             for r in rows:
@@ -56,6 +57,65 @@ def replay(edgeguard, models, rows):
     if len(out) != len(rows):
         sys.exit("edgeguard replay printed %d lines for %d requests" % (len(out), len(rows)))
     return out
+
+
+# The address of every front in scripts/deployment-measure.py: what each
+# edge's trusted_proxies holds.
+FRONT_PEERS = ["127.0.0.1/32"]
+
+
+def replay_through(edgeguard, models, rows):
+    """Replay's output line of every row, each judged with its own
+    deployment: the edge's `profile` (trusting the fronts' address) or, for
+    `direct`, as sent."""
+    out = [None] * len(rows)
+    for profile in sorted({r["profile"] for r in rows}):
+        idx = [i for i, r in enumerate(rows) if r["profile"] == profile]
+        extra = {} if profile == "direct" else {"trusted_proxies": FRONT_PEERS, "proxy_profile": profile}
+        for i, o in zip(idx, replay(edgeguard, models, [rows[i] for i in idx], extra)):
+            out[i] = o
+    return out
+
+
+def verdict(out):
+    """blocked, challenged or passed, as mode block answers: certain
+    automation is blocked; an ambiguous verdict gets the challenge when
+    challenge_secret is set (the page for a navigation, the
+    `challenge_required` problem document otherwise), is logged without
+    (as in this replay's configuration)."""
+    if not flagged(out):
+        return "passed"
+    return "blocked" if out.get("grade") == "certain" else "challenged"
+
+
+def through_table(rows, outs, as_sent=None):
+    """Markdown: people per front and family, held out (never trained on),
+    flagged, blocked and challenged in block mode, and (`as_sent`: the
+    same rows judged without their profile) flagged without the profile.
+    Returns per front (judged, flagged, blocked)."""
+    groups = collections.OrderedDict()
+    as_sent = as_sent or [None] * len(rows)
+    for r, o, d in sorted(zip(rows, outs, as_sent), key=lambda x: (x[0]["front"], x[0]["family"])):
+        if not corpus.judged(r) or not r["human"]:
+            continue
+        g = groups.setdefault((r["front"], r["profile"], r["family"]), collections.Counter())
+        g["n"] += 1
+        g[verdict(o)] += 1
+        g["as_sent"] += bool(d and flagged(d))
+    print("| front | profile | family | people | flagged | blocked | challenged | flagged without the profile |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
+    fronts = collections.OrderedDict()
+    for (front, profile, fam), g in groups.items():
+        flagged_n = g["blocked"] + g["challenged"]
+        without = "-" if profile == "direct" else "%d (%s)" % (g["as_sent"], pct(g["as_sent"], g["n"]))
+        print("| %s | %s | %s | %d | %d (%s) | %d (%s) | %d (%s) | %s |" % (
+            front, profile, fam, g["n"], flagged_n, pct(flagged_n, g["n"]), g["blocked"],
+            pct(g["blocked"], g["n"]), g["challenged"], pct(g["challenged"], g["n"]), without))
+        f = fronts.setdefault(front, collections.Counter())
+        f["judged"] += g["n"]
+        f["flagged"] += flagged_n
+        f["blocked"] += g["blocked"]
+    return fronts
 
 
 def models_in(directory, names):
@@ -176,6 +236,9 @@ def main():
     # What nginx-conf/nginx.conf loads now, and what it loaded before.
     ap.add_argument("--after-models", default="bot", help="models after, comma-separated (default: %(default)s)")
     ap.add_argument("--before-models", default="bot,spoof", help="legacy models (default: %(default)s)")
+    ap.add_argument("--through", nargs="?", const=corpus.THROUGH, metavar="DIR",
+                    help="also the people front proxies delivered (default: %s), each judged with its "
+                         "edge's profile" % os.path.relpath(corpus.THROUGH, ROOT))
     ap.add_argument("--compare-rev", help="also score with the models/ of this git revision (e.g. the last "
                                           "schema-2 models, 357f6ce), in their own column")
     args = ap.parse_args()
@@ -201,6 +264,14 @@ def main():
         detail(rows, after)
     print("\n### Targets (shipped models, their own thresholds)\n")
     ok = targets(rows, after)
+    if args.through:
+        through = corpus.load_through(args.through)
+        if not through:
+            sys.exit("no through-proxy rows in %s (scripts/deployment-measure.py --record)" % args.through)
+        print("\n### Behind front proxies, held out by family (%d requests)\n" % len(through))
+        models = models_in(args.models, args.after_models.split(","))
+        as_sent = replay(edgeguard, models, through)
+        through_table(through, replay_through(edgeguard, models, through), as_sent)
     return 0 if ok else 1
 
 

@@ -37,7 +37,6 @@ import pathlib
 import shutil
 import socket
 import ssl
-import struct
 import subprocess
 import sys
 import tempfile
@@ -49,6 +48,8 @@ sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 sys.path.insert(0, str(ROOT / "models"))
 sys.path.insert(0, str(ROOT / "models" / "capture"))
 
+import display  # noqa: E402  (models/capture: the capture's X server)
+import h2c  # noqa: E402
 import proxies  # noqa: E402
 
 CHROMIUM = shutil.which("chromium")
@@ -140,8 +141,11 @@ def forged_edges():
 class Route:
     """How a client reaches one edge through one front."""
 
-    def __init__(self, name, edge, h1=None, h2=None, tls=None, proxy=None):
+    def __init__(self, name, edge, h1=None, h2=None, tls=None, proxy=None, profile="direct"):
         self.name, self.edge, self.h1, self.h2, self.tls, self.proxy = name, edge, h1, h2, tls, proxy
+        # The edge's proxy_profile (docs/deployment.md): what replay judges
+        # the route's recorded rows with.
+        self.profile = profile
 
     def base(self):
         """The URL browsers and scripts use (TLS where the route has it)."""
@@ -174,7 +178,7 @@ class Deployments:
                                      (proxies.CaddyFront, "caddy")):
             edge = self._keep(l7_edge(front_class.name, profile, self.record))
             front = self._keep(front_class(edge.port("h1")))
-            self.routes.append(Route(front.name, edge, h1=front.h1, h2=front.h2))
+            self.routes.append(Route(front.name, edge, h1=front.h1, h2=front.h2, profile=profile))
         edge = self._keep(pp_edge(self.pki, self.record))
         front = self._keep(proxies.HaproxyTcp(edge.port("h1"), edge.port("h2"), edge.port("tls")))
         self.routes.append(Route("haproxy-tcp", edge, h1=front.h1, h2=front.h2))
@@ -205,17 +209,6 @@ class Deployments:
 def load_rows():
     import corpus
     return [r for r in corpus.load() if r["human"]]
-
-
-def is_h2(row):
-    return row["version"].upper() in ("HTTP/2.0", "HTTP/2", "2", "2.0")
-
-
-def body_of(row):
-    for name, value in row["headers"]:
-        if name.lower() == "content-length" and value.strip().isdigit():
-            return b"x" * int(value)
-    return b""
 
 
 def tunnel(proxy_port, where):
@@ -268,7 +261,7 @@ class H1Sender:
             row, where = through_squid(row, self.route.tls)
         head = "%s %s %s\r\n" % (row["method"], row["uri"], row["version"])
         head += "".join("%s: %s\r\n" % (n, v) for n, v in row["headers"]) + "\r\n"
-        data = head.encode("utf-8") + body_of(row)
+        data = head.encode("utf-8") + h2c.body_of(row)
         for attempt in (0, 1):
             fresh = where not in self.socks
             if fresh:
@@ -301,83 +294,30 @@ class H1Sender:
             self.socks.pop(key).close()
 
 
-def hpack_int(value, prefix_bits, first=0):
-    limit = (1 << prefix_bits) - 1
-    if value < limit:
-        return bytes([first | value])
-    out = [first | limit]
-    value -= limit
-    while value >= 128:
-        out.append((value & 127) | 128)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def hpack_literal(name, value):
-    """Literal without indexing, no Huffman: the bytes carry name and value."""
-    n, v = name.encode("utf-8"), value.encode("utf-8")
-    return b"\x00" + hpack_int(len(n), 7) + n + hpack_int(len(v), 7) + v
-
-
-def frame(kind, flags, stream, payload):
-    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
-
-
 def send_h2(port, row, clients, ids):
-    """One HTTP/2 row over h2c with prior knowledge: pseudo-headers, then the
-    headers in arrival order. Returns (status, action, rule, (grade, reasons))."""
+    """One HTTP/2 row over h2c with prior knowledge (h2c.py): pseudo-headers,
+    then the headers in arrival order. Returns (status, action, rule,
+    (grade, reasons))."""
     import hpack
 
-    headers = list(row["headers"])
-    block = hpack_literal(":method", row["method"]) + hpack_literal(":scheme", "http") + \
-        hpack_literal(":path", row["uri"])
-    if headers and headers[0][0] == "host":
-        block += hpack_literal(":authority", headers.pop(0)[1])
-    for name, value in headers:
-        block += hpack_literal(name, value)
-    body = body_of(row)
-    out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"")
-    out += frame(1, 0x4 | (0 if body else 0x1), 1, block)
-    if body:
-        out += frame(0, 0x1, 1, body)
     decoder = hpack.Decoder()
     with connect(port) as s:
-        s.sendall(out)
-        buf, block = b"", b""
-        while True:
-            while len(buf) < 9:
-                chunk = s.recv(65536)
-                if not chunk:
-                    raise OSError("the HTTP/2 connection closed without an answer")
-                buf += chunk
-            length = int.from_bytes(buf[:3], "big")
-            kind, flags, stream = buf[3], buf[4], int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF
-            while len(buf) < 9 + length:
-                chunk = s.recv(65536)
-                if not chunk:
-                    raise OSError("truncated HTTP/2 frame")
-                buf += chunk
-            payload, buf = buf[9:9 + length], buf[9 + length:]
-            if kind == 4 and not flags & 0x1:
-                s.sendall(frame(4, 0x1, 0, b""))
-            if kind == 7:
-                raise OSError(f"GOAWAY {payload!r}")
-            if kind in (1, 9) and stream == 1:
-                if kind == 1 and flags & 0x8:
-                    payload = payload[1:len(payload) - payload[0]]
-                if kind == 1 and flags & 0x20:
-                    payload = payload[5:]
-                block += payload
-                if flags & 0x4:
-                    got = {k.decode() if isinstance(k, bytes) else k: v.decode() if isinstance(v, bytes) else v
-                           for k, v in decoder.decode(block)}
-                    clients[got.get(proxies.CLIENT_HEADER.lower(), "")] += 1
-                    if got.get(proxies.ID_HEADER.lower()):
-                        ids.append((row["line"], got[proxies.ID_HEADER.lower()]))
-                    return (int(got[":status"]), got.get(proxies.ACTION_HEADER.lower(), ""),
-                            got.get(proxies.RULE_HEADER.lower(), ""),
-                            (got.get(proxies.GRADE_HEADER.lower(), ""), got.get(proxies.REASONS_HEADER.lower(), "")))
+        s.sendall(h2c.request_bytes(row))
+        block = b""
+        for kind, flags, stream, payload in h2c.frames(s):
+            if kind not in (h2c.HEADERS, h2c.CONTINUATION) or stream != 1:
+                continue
+            block += payload
+            if flags & h2c.END_HEADERS:
+                got = {k.decode() if isinstance(k, bytes) else k: v.decode() if isinstance(v, bytes) else v
+                       for k, v in decoder.decode(block)}
+                clients[got.get(proxies.CLIENT_HEADER.lower(), "")] += 1
+                if got.get(proxies.ID_HEADER.lower()):
+                    ids.append((row["line"], got[proxies.ID_HEADER.lower()]))
+                return (int(got[":status"]), got.get(proxies.ACTION_HEADER.lower(), ""),
+                        got.get(proxies.RULE_HEADER.lower(), ""),
+                        (got.get(proxies.GRADE_HEADER.lower(), ""), got.get(proxies.REASONS_HEADER.lower(), "")))
+    raise AssertionError("unreachable")
 
 
 # The rows sent through Squid (HTTPS): those captured over TLS and
@@ -392,8 +332,8 @@ def send_rows(route, rows, clients, ids, threads=4):
     """Every row through `route`: a list of (row, status, action, rule, (grade, reasons))."""
     if route.proxy:
         rows = [r for r in rows if r["origin"] == SQUID_ORIGIN]
-    h1 = [r for r in rows if not is_h2(r)]
-    h2 = [r for r in rows if is_h2(r)] if route.h2 else []
+    h1 = [r for r in rows if not h2c.is_h2(r)]
+    h2 = [r for r in rows if h2c.is_h2(r)] if route.h2 else []
     out = []
     lock = threading.Lock()
 
@@ -560,25 +500,6 @@ def log_window(edge, run):
 
 
 # -------------------------------------------------------------------- browsers
-
-class Xvfb:
-    def __init__(self):
-        n = 140
-        while os.path.exists(f"/tmp/.X11-unix/X{n}") or os.path.exists(f"/tmp/.X{n}-lock"):
-            n += 1
-        self.display = f":{n}"
-        self.proc = subprocess.Popen([XVFB, self.display, "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 15
-        while not os.path.exists(f"/tmp/.X11-unix/X{n}"):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("Xvfb did not start")
-            time.sleep(0.1)
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
-
 
 def pac(proxy_port, tls_port):
     """A PAC script sending only the Squid route's origin through Squid."""
@@ -810,12 +731,16 @@ REQUEST_FIELDS = ("client", "method", "uri", "version", "status", "headers", "ed
                   "edgeguard_tls_family", "edgeguard_bot", "edgeguard_spoof", "edgeguard_action", "time")
 
 
-def write_record(out_dir, route, ids):
+def write_record(out_dir, route, ids, every=1):
     """Writes `route`'s recorded heads, in the corpus' format, to
     out_dir/<route>.jsonl: each corpus row as the edge received it after
-    the front (record.capture()'s header array, the TLS facts nginx saw),
-    with the row's labels, `front`, `source_line` (its corpus line), and
-    `family` "<family>+<front>": a family of its own. Returns the count."""
+    the front (record.capture()'s header array, the TLS facts nginx saw,
+    the peer), with the row's labels, `front`, `profile` (the edge's
+    proxy_profile, which replay judges it with), `source_line` (its corpus
+    line), and `family` "<family>+<front>": a family of its own. With
+    `every` K, the first row of each source family and every K-th after
+    (the sample tests/fixtures/real_clients/through/ keeps). Returns the
+    count."""
     time.sleep(0.5)  # nginx writes the line after answering
     recorded = {}
     for line in (route.edge.dir / "record.jsonl").read_bytes().splitlines():
@@ -824,17 +749,22 @@ def write_record(out_dir, route, ids):
     raw = CORPUS.read_text(encoding="utf-8").splitlines()
     out_dir.mkdir(parents=True, exist_ok=True)
     n = 0
+    per_family = collections.Counter()
     with open(out_dir / f"{route.name}.jsonl", "w", encoding="utf-8") as f:
         for line_no, request_id in sorted(ids):
             rec = recorded.get(request_id)
             if rec is None:
                 continue
             source = json.loads(raw[line_no - 1])
+            per_family[source["family"]] += 1
+            if (per_family[source["family"]] - 1) % every:
+                continue
             got = {k: v for k, v in rec.items() if v not in ("", "-") or k == "headers"}
             got["headers"] = json.loads(rec["headers"]) if rec["headers"] not in ("", "-") else []
             got["status"] = int(rec["status"])
             labels = {k: v for k, v in source.items() if k not in REQUEST_FIELDS}
-            labels.update(front=route.name, source_line=line_no, family=f'{source["family"]}+{route.name}')
+            labels.update(front=route.name, profile=route.profile, source_line=line_no,
+                          family=f'{source["family"]}+{route.name}')
             f.write(json.dumps({**got, **labels}, separators=(",", ":")) + "\n")
             n += 1
     return n
@@ -847,7 +777,7 @@ def forged_header_checks(deps):
     chrome_ja4 = "t13d1516h2_8daaf6152771_02713d6af862"
     curl_ja4 = "t13d4907h2_0d8feac7bc37_7395dae3b2f3"
     person = next(r for r in load_rows() if r["family"] == "chromium-linux" and r["uri"] == "/"
-                  and not is_h2(r))
+                  and not h2c.is_h2(r))
     heads = {
         "curl": ([("Host", "127.0.0.1"), ("User-Agent", "curl/8.5.0"), ("Accept", "*/*")], chrome_ja4),
         "chromium": (person["headers"], curl_ja4),
@@ -886,7 +816,8 @@ def untrusted_request(port, headers):
         return resp.status, resp.getheader(proxies.ACTION_HEADER) or "", body
 
 
-def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=print, record=None):
+def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=print, record=None,
+            squid_rounds=None, record_every=1):
     """Runs everything; returns {"routes", "counts", "forged", "errors", "skipped", "documented"}."""
     rows = load_rows() if rows is None else rows
     tally = Tally()
@@ -906,8 +837,8 @@ def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=prin
             for row, status, action, rule, verdict in send_rows(route, rows, seen, ids):
                 tally.add(route.name, "corpus:" + row["family"], "people", action, rule, *verdict)
             log(f"{route.name}: corpus rows in {time.monotonic() - t:.1f}s")
-            if record:
-                n = write_record(pathlib.Path(record), route, ids)
+            if record and route.name != "direct":  # direct: the corpus itself
+                n = write_record(pathlib.Path(record), route, ids, record_every)
                 log(f"{route.name}: {n} heads as they arrived -> {record}/{route.name}.jsonl")
         t = time.monotonic()
         for route in deps.routes:
@@ -928,7 +859,7 @@ def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=prin
             skipped.append("node-fetch via squid: Node's fetch has no proxy setting")
         log(f"scripts in {time.monotonic() - t:.1f}s")
         if browsers:
-            run_browsers(deps, tally, skipped, firefox, solve_timeout, log)
+            run_browsers(deps, tally, skipped, firefox, solve_timeout, log, squid_rounds or SQUID_ROUNDS)
         forged = forged_header_checks(deps)
         errors = deps.errors()
     finally:
@@ -942,11 +873,12 @@ def measure(browsers=True, firefox=True, rows=None, solve_timeout=45.0, log=prin
             "blocked_examples": {f"{r} {k}": v for (r, k), v in tally.examples.items()}}
 
 
-# Sessions per live browser through Squid, each challenged afresh.
+# Sessions per live browser through Squid, each challenged afresh, in
+# `make test` (--squid-sessions sets more for the pass rate's table).
 SQUID_ROUNDS = 3
 
 
-def run_browsers(deps, tally, skipped, firefox, solve_timeout, log):
+def run_browsers(deps, tally, skipped, firefox, solve_timeout, log, squid_rounds):
     """Headless Chromium (a script: HeadlessChrome), headful Chromium and
     Firefox ESR (people) under Xvfb, each through every route. Chromium
     takes its proxy as a flag: a second instance goes through Squid.
@@ -956,15 +888,16 @@ def run_browsers(deps, tally, skipped, firefox, solve_timeout, log):
     if not (CHROMIUM and CHROMEDRIVER and XVFB):
         skipped.append("browsers: chromium, chromedriver or Xvfb missing")
         return
-    xvfb = Xvfb()
+    xvfb = display.Xvfb()
+    screen = xvfb.ensure()
     plan = [
         ("chromium-headless", "scripts", lambda: Chromium(True, None), others),
         ("chromium-headless", "scripts", lambda: Chromium(True, None, squid.proxy), [squid]),
-        ("chromium", "people", lambda: Chromium(False, xvfb.display), others),
-        ("chromium", "people", lambda: Chromium(False, xvfb.display, squid.proxy), [squid]),
+        ("chromium", "people", lambda: Chromium(False, screen), others),
+        ("chromium", "people", lambda: Chromium(False, screen, squid.proxy), [squid]),
     ]
     if firefox and FIREFOX:
-        plan.append(("firefox-esr", "people", lambda: Firefox(xvfb.display, pac(squid.proxy, squid.tls)),
+        plan.append(("firefox-esr", "people", lambda: Firefox(screen, pac(squid.proxy, squid.tls)),
                      deps.routes))
     else:
         skipped.append("firefox-esr: not run")
@@ -976,7 +909,7 @@ def run_browsers(deps, tally, skipped, firefox, solve_timeout, log):
                 for route in routes:
                     # Behind Squid each round starts without the clearance
                     # cookie: a new challenge to solve.
-                    for i in range(SQUID_ROUNDS if route.proxy else 1):
+                    for i in range(squid_rounds if route.proxy else 1):
                         if i:
                             b.clear_cookies()
                         lines, reached = browse(b, route, solve_timeout if kind == "people" else 8.0)
@@ -1049,6 +982,10 @@ def main():
     ap.add_argument("--json", help="write the counts here")
     ap.add_argument("--no-browsers", action="store_true", help="rows and scripts only")
     ap.add_argument("--no-firefox", action="store_true")
+    ap.add_argument("--squid-sessions", type=int, default=SQUID_ROUNDS, metavar="N",
+                    help=f"sessions per live browser through Squid, each a fresh challenge (default {SQUID_ROUNDS})")
+    ap.add_argument("--record-every", type=int, default=1, metavar="K",
+                    help="with --record: each family's first row and every K-th after")
     ap.add_argument("--record", metavar="DIR",
                     help="write each front's corpus rows as they arrived at the edge to DIR/<front>.jsonl "
                          "(corpus format, families <family>+<front>)")
@@ -1057,7 +994,8 @@ def main():
     if missing:
         sys.exit("missing: " + ", ".join(missing) + " (make deps-test)")
     result = measure(browsers=not args.no_browsers, firefox=not args.no_firefox,
-                     log=lambda m: print(m, file=sys.stderr), record=args.record)
+                     log=lambda m: print(m, file=sys.stderr), record=args.record,
+                     squid_rounds=args.squid_sessions, record_every=args.record_every)
     if args.json:
         pathlib.Path(args.json).write_text(json.dumps(result, indent=1))
     print("configured as docs/deployment.md says" if result["documented"] else

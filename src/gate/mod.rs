@@ -96,8 +96,8 @@ pub fn run<'a>(
     // A request a trusted hop relayed is judged as the client sent it to
     // the hop; the buffer is the scratch's, lent for the run.
     let mut hop = std::mem::take(&mut scratch.hop);
-    let relayed = match (&loc.hop, job) {
-        (Some(h), Job::Access) => h.relay(req.http(), req.headers(), req.peer(), &mut hop),
+    let relayed = match job {
+        Job::Access => relay(loc, req, &mut hop),
         _ => None,
     };
     let judged = relayed.map(|r| req.judged(r.http));
@@ -122,6 +122,19 @@ pub fn run<'a>(
     let mut effects = stages::texts(loc, req, now, scratch, state);
     effects.warning = warning;
     Ok(effects)
+}
+
+/// `req` as a trusted hop relayed it, when the location has a hop that
+/// `req`'s peer is (the client's headers copied into `buf`): what the
+/// access job judges, and what the fleet signals count (replay).
+pub fn relay<'b>(
+    loc: &Location,
+    req: &Incoming<'b>,
+    buf: &'b mut crate::headers::HeaderBuf,
+) -> Option<crate::hop::Relayed<'b>> {
+    loc.hop
+        .as_ref()?
+        .relay(req.http(), req.headers(), req.peer(), buf)
 }
 
 #[cfg(test)]

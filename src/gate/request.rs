@@ -59,7 +59,7 @@ impl<'a> Incoming<'a> {
     /// `crate::hop`); the headers nginx strips stay its own. A client
     /// whose TLS the hop reported came over TLS: its clearance cookie is
     /// `Secure`, whatever the hop's connection to nginx.
-    pub(super) fn judged(mut self, http: features::Request<'a>) -> Incoming<'a> {
+    pub fn judged(mut self, http: features::Request<'a>) -> Incoming<'a> {
         self.secure |= http.tls().is_some();
         self.http = http;
         self

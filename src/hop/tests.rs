@@ -527,3 +527,91 @@ fn the_clearance_binds_the_client_and_its_reported_tls_not_the_hop() {
         assert!(matches!(clearance, Clearance::Rejected(_)), "{clearance:?}");
     }
 }
+
+#[test]
+fn rule_cidrs_read_the_client_not_the_hop() {
+    // realip made $remote_addr the client's; a rule on the client's list
+    // decides for it, a rule on the hop's list for nobody behind it.
+    let trusted = r#", "trusted_proxies": ["10.0.0.0/24"], "proxy_profile": "nginx""#;
+    let file =
+        std::env::temp_dir().join(format!("edgeguard-hop-rules-{}.json", std::process::id()));
+    std::fs::write(
+        &file,
+        r#"{"lists": {"office": ["198.51.100.0/24"], "hops": ["10.0.0.0/24"]},
+            "rules": [{"name": "office", "when": {"client": "office"}, "action": "allow"},
+                      {"name": "hops", "when": {"client": "hops"}, "action": "allow"}]}"#,
+    )
+    .unwrap();
+    let cfg = config(&format!(r#"{trusted}, "rules": ["{}"]"#, file.display()));
+    std::fs::remove_file(&file).unwrap();
+    let curl = [
+        Header::new(b"host", b"shop.test"),
+        Header::new(b"user-agent", b"curl/8.0"),
+        Header::new(b"x-forwarded-for", b"198.51.100.23"),
+    ];
+    let run = |client: &str| {
+        let req = gate::Incoming::new(b"GET", b"/", 11, client.as_bytes(), &curl, None)
+            .with_peer(PEER.as_bytes());
+        let mut scratch = Scratch::decisions_only();
+        let e = gate::run(cfg.location(), &req, Job::Access, NOW, &mut scratch).unwrap();
+        (e.action, e.rule.map(|r| r.name.to_owned()))
+    };
+    assert_eq!(run(CLIENT), (Outcome::Allow, Some("office".to_owned())));
+    // Another client behind the same hop: no rule is its, the model's call.
+    assert_eq!(run("203.0.113.9"), (Outcome::Block, None));
+}
+
+#[test]
+fn signals_count_the_client_and_the_key_the_gate_looks_up() {
+    use crate::replay::{observe, Input, Options, WindowFeed};
+    use crate::signals::{key::headers_key_of, Kind, Settings, Window, KEY_CAP};
+    // A person's head as the nginx hop delivered it, over the hop's own
+    // TLS connection (OpenSSL's), logged from three clients: what
+    // `edgeguard signals` reads.
+    let cfg = profile_config("nginx");
+    let heads = heads();
+    let h = heads
+        .iter()
+        .find(|h| h.hop == "nginx" && h.label == "human")
+        .unwrap();
+    let log: String = [CLIENT, "198.51.100.99", "203.0.113.9"]
+        .iter()
+        .map(|client| {
+            let line = serde_json::json!({
+                "client": client, "peer": PEER, "method": "GET", "uri": "/",
+                "version": "1.1", "headers": h.headers, "edgeguard_ja4": CURL_JA4,
+                "edgeguard_tls_family": "openssl", "edgeguard_time": NOW.to_string(),
+            });
+            format!("{line}\n")
+        })
+        .collect();
+    let mut window = Window::new(Settings::default()).unwrap();
+    let mut observer = WindowFeed::new(&mut window, || NOW);
+    let input = Input::from_reader("t", Box::new(std::io::Cursor::new(log)), None);
+    let options = Options {
+        threads: 1,
+        now: Some(NOW),
+        ..Options::default()
+    };
+    let summary = observe(vec![input], &cfg, &options, &mut |seen| observer.add(seen)).unwrap();
+    assert_eq!((summary.requests, summary.parse_errors), (3, 0));
+    // The key the gate looks a relayed request up under: the client's
+    // headers only.
+    let hv = views(&h.headers);
+    let hop_tls = TlsFacts::new(CURL_JA4.as_bytes(), crate::tls::Family::Openssl);
+    let mut buf = HeaderBuf::default();
+    let v = judged(&cfg, &hv, PEER, hop_tls, &mut buf);
+    let mut kb = [0; KEY_CAP];
+    let key = headers_key_of(&v, &mut kb).to_vec();
+    let c = window.counts(Kind::Headers, &key).unwrap_or_else(|| {
+        panic!(
+            "no counts under the gate's key {}",
+            String::from_utf8_lossy(&key)
+        )
+    });
+    // Two client /24s, none of them the hop's.
+    assert_eq!((c.requests, c.prefixes24, c.prefixes48), (3, 2, 0));
+    // The hop's TLS is no client's: nothing is counted under its JA4
+    // (a direct curl would be looked up there and read people's counts).
+    assert!(window.counts(Kind::Ja4, CURL_JA4.as_bytes()).is_none());
+}

@@ -12,6 +12,7 @@ use std::io::Write;
 use crate::challenge::Clearance;
 use crate::features::{Grade, Reasons};
 use crate::gate::{self, Job, Scratch};
+use crate::headers::HeaderBuf;
 use crate::load::Config;
 use crate::outcome::Outcome;
 use crate::signals::live::Lookup;
@@ -34,6 +35,9 @@ struct Side<'c> {
     /// Each model's name as a JSON string, written once here rather than
     /// checked and quoted on every output line.
     quoted: Vec<Vec<u8>>,
+    /// The client's headers of a request a trusted hop relayed, for the
+    /// observer.
+    relayed: HeaderBuf,
 }
 
 /// Who is handed the primary side's effects of one request, and the
@@ -79,12 +83,22 @@ impl Side<'_> {
             unreachable!("no scores are given")
         };
         if let Some(w) = watch {
-            (w.observe)(&Seen {
-                time: w.time,
-                request: req,
-                ja4: w.ja4,
-                effects: &e,
-            });
+            // Behind a trusted hop, the request as the client sent it and
+            // the TLS it reported: the line's JA4 is the hop's connection.
+            match gate::relay(loc, req, &mut self.relayed) {
+                Some(r) => (w.observe)(&Seen {
+                    time: w.time,
+                    request: &req.judged(r.http),
+                    ja4: r.http.tls().map(|t| t.ja4()),
+                    effects: &e,
+                }),
+                None => (w.observe)(&Seen {
+                    time: w.time,
+                    request: req,
+                    ja4: w.ja4,
+                    effects: &e,
+                }),
+            }
         }
         let stripped = e.matched;
         tally.headers_stripped += stripped as u64;
@@ -188,6 +202,7 @@ impl<'c> Worker<'c> {
         let side = |config: &'c Config| Side {
             config,
             scratch: Scratch::decisions_only(),
+            relayed: HeaderBuf::default(),
             scores: vec![0.0; config.model_count()],
             quoted: config.scorer().map_or(Vec::new(), |s| {
                 s.models()

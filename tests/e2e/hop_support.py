@@ -1,5 +1,5 @@
-"""Front proxies on loopback (an nginx load balancer, HAProxy in http mode)
-and a raw origin that records the request heads exactly as they arrive:
+"""Front proxies on loopback (tests/e2e/proxies.py's nginx load balancer,
+HAProxy in http and tcp mode, Caddy) and a raw origin that records the request heads exactly as they arrive:
 what a hop really makes of a browser's head.
 
 Used by tests/e2e/test_hop.py and, as a script, to measure what the hops
@@ -10,22 +10,19 @@ deliver and how replay scores it:
 
 import http.client
 import json
-import os
 import pathlib
 import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from conftest import NGINX, ROOT, free_port, nginx_preamble, wait_for_port  # noqa: E402
+from conftest import ROOT  # noqa: E402
+import proxies  # noqa: E402
 
 CORPUS = ROOT / "tests" / "fixtures" / "real_clients" / "corpus.jsonl"
-HAPROXY = shutil.which("haproxy") or "/usr/sbin/haproxy"
-CADDY = shutil.which("caddy") or "/usr/bin/caddy"
 EDGEGUARD = ROOT / "target" / "release" / "edgeguard"
 # The client address the front proxies are told (X-Forwarded-For's first
 # hop): a documentation address, never the loopback the test runs on.
@@ -142,124 +139,24 @@ def send(port, record, timeout=5):
         return resp.status
 
 
-def nginx_lb_conf(port, upstream_port, extra=""):
-    """A front nginx as a load balancer is usually configured: HTTP/1.1 and
-    keep-alive to the upstream, the client's address in X-Forwarded-For."""
-    return nginx_preamble() + f"""
-    upstream edge {{ server 127.0.0.1:{upstream_port}; keepalive 8; }}
-    server {{
-        listen 127.0.0.1:{port};
-        location / {{
-            proxy_http_version 1.1;
-            proxy_set_header Connection "";
-            proxy_set_header Host $host;
-            proxy_set_header X-Real-IP $remote_addr;
-            proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
-            proxy_set_header X-Forwarded-Proto $scheme;
-            {extra}
-            proxy_pass http://edge;
-        }}
-    }}
-}}
-"""
-
-
-def haproxy_conf(port, upstream_port):
-    """HAProxy 2.6 in http mode with `option forwardfor`, its defaults
-    otherwise."""
-    return f"""
-global
-    maxconn 256
-defaults
-    mode http
-    timeout connect 5s
-    timeout client 10s
-    timeout server 10s
-    option forwardfor
-frontend front
-    bind 127.0.0.1:{port}
-    default_backend edge
-backend edge
-    server edge 127.0.0.1:{upstream_port}
-"""
-
-
-def haproxy_tcp_conf(port, upstream_port):
-    """HAProxy as an L4 balancer: the bytes passed through, the client's
-    address in a PROXY protocol v2 header."""
-    return f"""
-global
-    maxconn 256
-defaults
-    mode tcp
-    timeout connect 5s
-    timeout client 10s
-    timeout server 10s
-frontend front
-    bind 127.0.0.1:{port}
-    default_backend edge
-backend edge
-    server edge 127.0.0.1:{upstream_port} send-proxy-v2
-"""
-
-
-def caddy_conf(port, upstream_port):
-    """Caddy 2's reverse_proxy with its defaults (Go's net/http)."""
-    return f"""{{
-    admin off
-    auto_https off
-}}
-# Any Host (a site address with a host answers others with an empty 200).
-http://:{port} {{
-    bind 127.0.0.1
-    reverse_proxy 127.0.0.1:{upstream_port}
-}}
-"""
+# The front proxies' own kinds (tests/e2e/proxies.py, which
+# scripts/deployment-measure.py starts too).
+FRONTS = {"nginx": proxies.NginxFront, "haproxy": proxies.HaproxyHttp, "caddy": proxies.CaddyFront,
+          "haproxy-tcp": proxies.HaproxyTcp}
 
 
 class Front:
-    """A front proxy process (nginx or HAProxy) in its own directory."""
+    """A front proxy of `kind` forwarding to 127.0.0.1:upstream_port; its
+    HTTP/1.1 listener is `port`."""
 
-    def __init__(self, kind, upstream_port, port=None, forwarded_for=None):
+    def __init__(self, kind, upstream_port):
         self.kind = kind
-        self.port = port or free_port()
-        self.dir = pathlib.Path(tempfile.mkdtemp(prefix=f"edgeguard-front-{kind}-"))
-        # The address the front proxy says it got the request from: nginx
-        # sets it from a header the sender adds (the loopback sender would
-        # otherwise be the client).
-        if kind == "nginx":
-            (self.dir / "logs").mkdir()
-            (self.dir / "nginx.conf").write_text(nginx_lb_conf(self.port, upstream_port))
-            cmd = [NGINX, "-p", f"{self.dir}/", "-c", "nginx.conf", "-g", "daemon off;"]
-        elif kind == "caddy":
-            (self.dir / "Caddyfile").write_text(caddy_conf(self.port, upstream_port))
-            cmd = [CADDY, "run", "--adapter", "caddyfile", "--config", str(self.dir / "Caddyfile")]
-        elif kind == "haproxy-tcp":
-            (self.dir / "haproxy.cfg").write_text(haproxy_tcp_conf(self.port, upstream_port))
-            cmd = [HAPROXY, "-db", "-f", str(self.dir / "haproxy.cfg")]
-        elif kind == "haproxy":
-            (self.dir / "haproxy.cfg").write_text(haproxy_conf(self.port, upstream_port))
-            cmd = [HAPROXY, "-db", "-f", str(self.dir / "haproxy.cfg")]
-        else:
-            raise ValueError(kind)
-        # Caddy keeps its state under $HOME and the XDG directories: this one.
-        env = dict(os.environ, HOME=str(self.dir), XDG_DATA_HOME=str(self.dir), XDG_CONFIG_HOME=str(self.dir))
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
-        if not wait_for_port(self.port, self.proc):
-            out = self.proc.stdout.read().decode(errors="replace") if self.proc.poll() is not None else ""
-            self.stop()
-            raise AssertionError(f"{kind} did not start:\n{out}")
+        self.front = FRONTS[kind](upstream_port)
+        self.port = self.front.h1
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.proc.stdout.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
+        self.front.stop()
+        shutil.rmtree(self.front.dir, ignore_errors=True)
 
 
 def corpus(label, limit=None, families=None):

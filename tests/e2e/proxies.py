@@ -21,12 +21,13 @@ import os
 import pathlib
 import shutil
 import signal
-import socket
 import subprocess
+import sys
 import tempfile
-import time
 
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from conftest import free_port, wait_for_port  # noqa: E402  (also for scripts/deployment-measure.py)
 ROOT = HERE.parents[1]
 LIB = ROOT / "target" / "release" / "libedgeguard.so"
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -62,25 +63,6 @@ PAGE = f"""        location = /page {{
 """
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for_port(port, proc, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            return False
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return True
-        except OSError:
-            time.sleep(0.05)
-    return False
-
-
 class Process:
     """A foreground server process with its console in `dir/console.log`."""
 
@@ -92,7 +74,7 @@ class Process:
             self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=self.dir,
                                          start_new_session=True)
         for port in ports:
-            if not wait_for_port(port, self.proc):
+            if not wait_for_port(port, self.proc, timeout=20.0):
                 text = self.console.read_text(errors="replace")
                 self.stop()
                 raise RuntimeError(f"{name} did not listen on {port}:\n{text[-3000:]}")
@@ -379,12 +361,14 @@ class HaproxyTcp:
 
     name = "haproxy-tcp"
 
-    def __init__(self, edge_plain, edge_h2, edge_tls):
+    def __init__(self, edge_plain, edge_h2=None, edge_tls=None):
         self.dir = scratch("front-haproxy-tcp")
-        self.h1, self.h2, self.tls = free_port(), free_port(), free_port()
+        self.h1, self.h2, self.tls = free_port(), edge_h2 and free_port(), edge_tls and free_port()
         conf = HAPROXY_DEFAULTS + "    mode tcp\n"
         for name, port, dest in (("plain", self.h1, edge_plain), ("h2c", self.h2, edge_h2),
                                  ("tls", self.tls, edge_tls)):
+            if dest is None:
+                continue
             conf += f"""
 frontend fe_{name}
     bind 127.0.0.1:{port}
@@ -394,7 +378,7 @@ backend be_{name}
 """
         (self.dir / "haproxy.cfg").write_text(conf)
         self.proc = Process("front-haproxy-tcp", [HAPROXY, "-db", "-f", str(self.dir / "haproxy.cfg")],
-                            [self.h1, self.h2, self.tls], self.dir)
+                            [p for p in (self.h1, self.h2, self.tls) if p], self.dir)
 
     def stop(self):
         self.proc.stop(signal.SIGUSR1)

@@ -17,6 +17,7 @@ import os
 import pathlib
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -24,6 +25,9 @@ import pytest
 
 from conftest import ROOT, TEST_LIST, Nginx, bad_log_lines, free_port, get_text, metrics_server
 from test_challenge import challenge_http, logged_server
+
+sys.path.insert(0, str(ROOT / "models" / "capture"))
+import display  # noqa: E402  (the capture's X server)
 
 CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -71,25 +75,6 @@ def conf(port, metrics_port, log):
 """
 
 
-class Xvfb:
-    def __init__(self):
-        n = 120
-        while os.path.exists(f"/tmp/.X11-unix/X{n}") or os.path.exists(f"/tmp/.X{n}-lock"):
-            n += 1
-        self.display = f":{n}"
-        self.proc = subprocess.Popen([XVFB, self.display, "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 15
-        while not os.path.exists(f"/tmp/.X11-unix/X{n}"):
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("Xvfb did not start")
-            time.sleep(0.1)
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
-
-
 class Browser:
     def __init__(self, headless, display=None, extra=()):
         from selenium import webdriver
@@ -134,7 +119,8 @@ def edge():
     port, mport = free_port(), free_port()
     nginx = Nginx(conf(port, mport, log))
     nginx.start(port)
-    xvfb = Xvfb()
+    xvfb = display.Xvfb()
+    xvfb.ensure()
     yield port, mport, nginx, log, xvfb
     xvfb.stop()
     nginx.stop()

@@ -30,7 +30,7 @@ import pytest
 
 from conftest import ROOT, Nginx, bad_log_lines, free_port
 from test_challenge import challenge_http, logged_server
-from test_challenge_browser import CHROMIUM, CHROMEDRIVER, HAVE_SELENIUM, XVFB, Xvfb
+from test_challenge_browser import CHROMIUM, CHROMEDRIVER, HAVE_SELENIUM, XVFB, display
 
 sys.path.insert(0, str(ROOT / "models" / "capture"))
 from marionette import Marionette  # noqa: E402
@@ -171,10 +171,10 @@ class Firefox:
 @pytest.mark.parametrize("headless", [True, False], ids=["headless", "headful"])
 def test_firefox_solves_the_page_and_stays_cleared(edge, headless):
     port = edge[0]
-    xvfb = None if headless else Xvfb()
+    xvfb = None if headless else display.Xvfb()
     b = None
     try:
-        b = Firefox(None if headless else xvfb.display)
+        b = Firefox(None if headless else xvfb.ensure())
         t0 = time.monotonic()
         assert b.open(f"http://127.0.0.1:{port}/strict/page?x=1") == "cleared"
         print(f"firefox solved in {time.monotonic() - t0:.2f}s")

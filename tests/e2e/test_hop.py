@@ -24,6 +24,7 @@ import pytest
 
 from conftest import ROOT, TEST_LIST, Nginx, bad_log_lines, edge_conf, free_port
 from hop_support import EDGEGUARD, Front, corpus, raw_request
+from test_challenge import HEADLESS, page_nonce, solve
 
 LOG_FORMAT = ROOT / "nginx-conf" / "log-format.conf"
 MODELS = {"bot": str(ROOT / "models" / "bot.json"), "spoof": str(ROOT / "models" / "spoof.json")}
@@ -63,13 +64,10 @@ def lua_table(opts):
     return " ".join(f"{k} = {value(v)}," for k, v in opts.items())
 
 
-def edge_with(profile, port, origin_port):
-    conf = edge_conf(
-        port, origin_port, TEST_LIST, configure=lua_table(options(profile)), access=ACCESS,
-        init='require "resty.edgeguard.record"',
-        http_extra="set_real_ip_from 127.0.0.1;\n    real_ip_header X-Forwarded-For;",
-    )
-    conf = conf.replace(
+def recording(conf):
+    """`conf` writing logs/record.jsonl in the access-log format replay
+    reads, with the variables it names declared."""
+    return conf.replace(
         "    access_log off;\n",
         f"    include {LOG_FORMAT};\n    access_log logs/record.jsonl edgeguard_json;\n",
         1,
@@ -81,22 +79,36 @@ def edge_with(profile, port, origin_port):
         "        location / {",
         1,
     )
+
+
+def edge_with(profile, port, origin_port, extra=None):
+    conf = edge_conf(
+        port, origin_port, TEST_LIST, configure=lua_table({**options(profile), **(extra or {})}), access=ACCESS,
+        init='require "resty.edgeguard.record"',
+        http_extra="set_real_ip_from 127.0.0.1;\n    real_ip_header X-Forwarded-For;",
+    )
+    conf = recording(conf)
     assert "real_ip_header" in conf and "edgeguard_json;" in conf
     return Nginx(conf)
 
 
-def send_from(port, record, extra=()):
-    """The record's head from CLIENT to 127.0.0.1:port; the status."""
-    r = dict(record, headers=list(record["headers"]) + list(extra))
+def exchange(port, record, extra=(), client=CLIENT, uri=None):
+    """The record's head (plus `extra`, at `uri`) from `client` to
+    127.0.0.1:port; (status, response headers, body)."""
+    r = dict(record, headers=list(record["headers"]) + list(extra), uri=uri or record["uri"])
     with socket.socket() as s:
         s.settimeout(10)
-        s.bind((CLIENT, 0))
+        s.bind((client, 0))
         s.connect(("127.0.0.1", port))
         s.sendall(raw_request(r))
         resp = http.client.HTTPResponse(s, method=r["method"])
         resp.begin()
-        resp.read()
-        return resp.status
+        return resp.status, resp.getheaders(), resp.read()
+
+
+def send_from(port, record, extra=()):
+    """The record's head from CLIENT to 127.0.0.1:port; the status."""
+    return exchange(port, record, extra)[0]
 
 
 def people():
@@ -208,18 +220,7 @@ def test_behind_an_l4_balancer_with_the_proxy_protocol_nothing_is_relayed(origin
         http_extra="set_real_ip_from 127.0.0.1;\n    real_ip_header proxy_protocol;",
     )
     conf = conf.replace(f"listen 127.0.0.1:{port};", f"listen 127.0.0.1:{port} proxy_protocol;", 1)
-    conf = conf.replace(
-        "    access_log off;\n",
-        f"    include {LOG_FORMAT};\n    access_log logs/record.jsonl edgeguard_json;\n",
-        1,
-    ).replace(
-        "        location / {",
-        '        set $edgeguard_request_headers "";\n'
-        '        set $edgeguard_bot "";\n        set $edgeguard_spoof "";\n        set $edgeguard_action "";\n'
-        '        set $edgeguard_ja4 "";\n        set $edgeguard_tls_family "";\n'
-        "        location / {",
-        1,
-    )
+    conf = recording(conf)
     assert "proxy_protocol;" in conf
     edge = Nginx(conf)
     front = Front("haproxy-tcp", port)
@@ -238,3 +239,98 @@ def test_behind_an_l4_balancer_with_the_proxy_protocol_nothing_is_relayed(origin
     assert human_status == [200] * len(humans), human_status
     assert bot_status == [403] * len(bots), bot_status
     assert {(x["client"], x["peer"]) for x in log} == {(CLIENT, "127.0.0.1")}
+
+
+def curl_head(ua="curl/8.0"):
+    return {"method": "GET", "uri": "/", "headers": [["Host", "shop.test"], ["User-Agent", ua], ["Accept", "*/*"]]}
+
+
+BINGBOT = "Mozilla/5.0 (compatible; bingbot/2.0; +http://www.bing.com/bingbot.htm)"
+# Client addresses behind the front: realip makes each the edge's client
+# ($remote_addr), the front (127.0.0.1) stays the peer. 127.0.1.0/24 is
+# another /24, for the clearance's prefix binding and the signals' prefixes.
+BOT_CLIENT, OFFICE, ALLOWED, OTHER, SAME_24, FAR = (
+    CLIENT, "127.0.0.24", "127.0.0.25", "127.0.0.26", "127.0.0.27", "127.0.1.26")
+
+
+@pytest.mark.parametrize("kind", ["nginx", "haproxy"])
+def test_behind_a_front_every_address_check_reads_the_client(origin, tmp_path, kind):
+    """Through a real nginx load balancer and HAProxy: `allow`, a rule's client list,
+    the verified-bot address check, the clearance's prefix binding and the
+    fleet signals' prefixes all read the client realip set, never the
+    front's address (which every request shares: any check reading it
+    would decide the same for all)."""
+    (tmp_path / "bots.json").write_text(json.dumps({"bots": [{
+        "name": "bingbot", "tokens": ["bingbot"],
+        "prefixes": {"prefixes": [{"ipv4Prefix": f"{BOT_CLIENT}/32"}]}}]}))
+    (tmp_path / "rules.json").write_text(json.dumps({
+        "lists": {"office": [f"{OFFICE}/32"], "hops": ["127.0.0.1/32"]},
+        "rules": [{"name": "office", "when": {"client": "office"}, "action": "allow"},
+                  {"name": "hops", "when": {"client": "hops"}, "action": "block"}]}))
+    # vars off: a challenge location sets more variables than the edge declares.
+    extra = {"mode": "challenge", "vars": False, "allow": [f"{ALLOWED}/32"], "verified_bots": str(tmp_path / "bots.json"),
+             "rules": [str(tmp_path / "rules.json")],
+             "challenge_secret": str(ROOT / "tests" / "fixtures" / "challenge" / "secret")}
+    port = free_port()
+    edge = edge_with(kind, port, origin.port, extra)
+    edge.start(port)
+    front = None
+    try:
+        front = Front(kind, port)
+        via = front.port
+        got = {
+            "office curl": exchange(via, curl_head(), client=OFFICE)[0],
+            "allowed curl": exchange(via, curl_head(), client=ALLOWED)[0],
+            "other curl": exchange(via, curl_head(), client=OTHER)[0],
+            "bingbot in its prefix": exchange(via, curl_head(BINGBOT), client=BOT_CLIENT)[0],
+            "bingbot outside": exchange(via, curl_head(BINGBOT), client=OTHER)[0],
+        }
+        # The real challenge flow through the front, from OTHER: the page,
+        # the work, the answer, the return hop; the cookie then holds for
+        # OTHER's /24 and not for FAR's.
+        page = {"method": "GET", "uri": "/", "headers": [list(h) for h in HEADLESS]}
+        status, _, body = exchange(via, page, client=OTHER)
+        nonce, difficulty = page_nonce(body)
+        answer = f"/.edgeguard/challenge?n={nonce}&c={solve(nonce, difficulty)}&r=%2F"
+        status, headers, _ = exchange(via, page, client=OTHER, uri=answer)
+        assert status == 303, status
+        cookie = [v for k, v in headers if k.lower() == "set-cookie"][0].split(";")[0]
+        got["cleared, same client"] = exchange(via, page, [("Cookie", cookie)], client=OTHER)[0]
+        got["cleared, same /24"] = exchange(via, page, [("Cookie", cookie)], client=SAME_24)[0]
+        got["cleared, other /24"] = exchange(via, page, [("Cookie", cookie)], client=FAR)[0]
+        # A person's head from two /24s, for the signals.
+        person = people()[0]
+        for client in (OTHER, FAR):
+            for _ in range(4):
+                assert exchange(via, person, client=client)[0] == 200
+    finally:
+        if front:
+            front.stop()
+        edge.stop()
+    log_path = tmp_path / "record.jsonl"
+    log_path.write_text((edge.prefix / "logs" / "record.jsonl").read_text())
+    log = [json.loads(line) for line in log_path.read_text().splitlines()]
+    bad = bad_log_lines(edge.error_log)
+    edge.cleanup()
+    assert not bad, "error log has errors:\n" + "\n".join(bad)
+    assert got == {
+        "office curl": 200, "allowed curl": 200, "other curl": 403,
+        "bingbot in its prefix": 200, "bingbot outside": 403,
+        "cleared, same client": 200, "cleared, same /24": 200, "cleared, other /24": 403,
+    }, got
+    assert {x["peer"] for x in log} == {"127.0.0.1"}
+    assert {x["client"] for x in log} == {OFFICE, ALLOWED, OTHER, BOT_CLIENT, SAME_24, FAR}
+
+    # `edgeguard signals` on that log, judged as nginx did: the people's
+    # keys count the clients' two /24s, not the front's one.
+    config = tmp_path / "edgeguard.json"
+    opts = {**options(kind), **extra, "internal_headers": str(TEST_LIST)}
+    config.write_text(json.dumps(opts))
+    snap = tmp_path / "signals.json"
+    out = subprocess.run([str(EDGEGUARD), "signals", "--config", str(config), "--out", str(snap), str(log_path)],
+                         capture_output=True)
+    assert out.returncode == 0, out.stderr.decode()
+    entries = json.loads(snap.read_text())["entries"]
+    person_keys = [e for e in entries if e["kind"] == "headers" and e["requests"] == 8]
+    assert len(person_keys) == 1, entries
+    assert (person_keys[0]["prefixes24"], person_keys[0]["prefixes48"]) == (2, 0), person_keys

@@ -29,6 +29,7 @@ import tempfile
 import pytest
 
 from conftest import ROOT, free_port
+from h2c import body_of, frame, header_block, is_h2, status_of
 from sitemap import KINDS, kind_of
 from test_startup import shipped, stop_and_check_log
 
@@ -127,17 +128,6 @@ def connect(port):
     return sock
 
 
-def body_of(row):
-    for name, value in row["headers"]:
-        if name.lower() == "content-length" and value.strip().isdigit():
-            return b"x" * int(value)
-    return b""
-
-
-def is_h2(row):
-    return str(row["version"]).upper() in ("HTTP/2.0", "HTTP/2", "2", "2.0")
-
-
 class H1:
     """One kept-alive HTTP/1.1 connection sending raw request heads."""
 
@@ -216,34 +206,6 @@ class H1:
         self.sock = None
 
 
-def hpack_int(value, prefix_bits, first=0):
-    limit = (1 << prefix_bits) - 1
-    if value < limit:
-        return bytes([first | value])
-    out = [first | limit]
-    value -= limit
-    while value >= 128:
-        out.append((value & 127) | 128)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def hpack_literal(name, value):
-    """Literal without indexing, new name, no Huffman: the exact bytes."""
-    n, v = name.encode("utf-8"), value.encode("utf-8")
-    return b"\x00" + hpack_int(len(n), 7) + n + hpack_int(len(v), 7) + v
-
-
-def frame(kind, flags, stream, payload):
-    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
-
-
-# nginx encodes :status as an indexed static entry or as a literal with the
-# :status name index and three digits (test_real_clients.py).
-STATIC_STATUS = {0x88: 200, 0x89: 204, 0x8A: 206, 0x8B: 304, 0x8C: 400, 0x8D: 404, 0x8E: 500}
-
-
 class H2:
     """One cleartext HTTP/2 connection (prior knowledge), one stream per
     request, reopened when nginx ends it (GOAWAY after its request limit)."""
@@ -296,13 +258,7 @@ class H2:
     def _exchange(self, row, target):
         sid = self.stream
         self.stream += 2
-        headers = list(row["headers"])
-        block = hpack_literal(":method", row["method"]) + hpack_literal(":scheme", "http") + \
-            hpack_literal(":path", target)
-        if headers and headers[0][0].lower() == "host":
-            block += hpack_literal(":authority", headers.pop(0)[1])
-        for name, value in headers:
-            block += hpack_literal(name, value)
+        block = header_block(row, target)
         body = body_of(row)
         out = frame(1, 0x4 | (0 if body else 0x1), sid, block)
         if body:
@@ -329,12 +285,7 @@ class H2:
                     payload = payload[1:len(payload) - payload[0]]
                 if flags & 0x20:
                     payload = payload[5:]
-                first = payload[0]
-                if first in STATIC_STATUS:
-                    status = STATIC_STATUS[first]
-                else:
-                    assert first == 0x48 and payload[1] == 3, payload[:8]
-                    status = int(payload[2:5])
+                status = status_of(payload)
             if stream == sid and kind == 3:
                 return status
             if stream == sid and kind in (0, 1) and flags & 0x1:

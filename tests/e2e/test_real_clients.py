@@ -26,12 +26,12 @@ import collections
 import hashlib
 import re
 import socket
-import struct
 import sys
 
 import pytest
 
 from conftest import ROOT, free_port
+from h2c import HEADERS, body_of, frames, is_h2, request_bytes, status_of
 from test_startup import shipped, stop_and_check_log
 
 sys.path.insert(0, str(ROOT / "models"))
@@ -62,13 +62,6 @@ SCOPES = ("base", "wider")
 DIFFERING_MIN = 0.95
 
 
-def body_of(row):
-    for name, value in row["headers"]:
-        if name.lower() == "content-length" and value.strip().isdigit():
-            return b"x" * int(value)
-    return b""
-
-
 def send_h1(port, row):
     """The row's request line and headers as raw bytes; returns the status."""
     version = row["version"] if row["version"].startswith("HTTP/") else "HTTP/" + row["version"]
@@ -85,83 +78,13 @@ def send_h1(port, row):
     return int(data.split(b" ", 2)[1])
 
 
-def hpack_int(value, prefix_bits, first=0):
-    limit = (1 << prefix_bits) - 1
-    if value < limit:
-        return bytes([first | value])
-    out = [first | limit]
-    value -= limit
-    while value >= 128:
-        out.append((value & 127) | 128)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def hpack_literal(name, value):
-    """Literal header field without indexing, new name, no Huffman coding:
-    the bytes carry the name and value exactly."""
-    n, v = name.encode("utf-8"), value.encode("utf-8")
-    return b"\x00" + hpack_int(len(n), 7) + n + hpack_int(len(v), 7) + v
-
-
-def frame(kind, flags, stream, payload):
-    return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
-
-
-# nginx encodes :status as an indexed static entry (RFC 7541 appendix A)
-# or as a literal with the :status name index and three raw digits.
-STATIC_STATUS = {0x88: 200, 0x89: 204, 0x8A: 206, 0x8B: 304, 0x8C: 400, 0x8D: 404, 0x8E: 500}
-
-
 def send_h2(port, row):
-    """The row over cleartext HTTP/2: pseudo-headers, then the headers in
-    arrival order (nginx lists `host`, made from :authority, first)."""
-    headers = list(row["headers"])
-    block = hpack_literal(":method", row["method"]) + hpack_literal(":scheme", "http") + \
-        hpack_literal(":path", row["uri"])
-    if headers and headers[0][0] == "host":
-        block += hpack_literal(":authority", headers.pop(0)[1])
-    for name, value in headers:
-        block += hpack_literal(name, value)
-    body = body_of(row)
-    out = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b"")
-    # END_HEADERS, and END_STREAM when there is no body.
-    out += frame(1, 0x4 | (0 if body else 0x1), 1, block)
-    if body:
-        out += frame(0, 0x1, 1, body)
+    """The row over cleartext HTTP/2 (h2c.py): its status."""
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(out)
-        buf = b""
-        while True:
-            while len(buf) < 9:
-                chunk = s.recv(65536)
-                assert chunk, "nginx closed the HTTP/2 connection without answering"
-                buf += chunk
-            length = int.from_bytes(buf[:3], "big")
-            kind, flags, stream = buf[3], buf[4], int.from_bytes(buf[5:9], "big") & 0x7FFFFFFF
-            while len(buf) < 9 + length:
-                chunk = s.recv(65536)
-                assert chunk, "truncated HTTP/2 frame"
-                buf += chunk
-            payload, buf = buf[9:9 + length], buf[9 + length:]
-            if kind == 4 and not flags & 0x1:
-                s.sendall(frame(4, 0x1, 0, b""))  # SETTINGS ACK
-            assert kind != 7, "nginx sent GOAWAY: %r" % payload
-            if kind == 1 and stream == 1:
-                if flags & 0x8:  # PADDED
-                    payload = payload[1:len(payload) - payload[0]]
-                if flags & 0x20:  # PRIORITY
-                    payload = payload[5:]
-                first = payload[0]
-                if first in STATIC_STATUS:
-                    return STATIC_STATUS[first]
-                assert first == 0x48 and payload[1] == 3, "unexpected :status encoding %r" % payload[:8]
-                return int(payload[2:5])
-
-
-def is_h2(row):
-    return row["version"].upper() in ("HTTP/2.0", "HTTP/2", "2", "2.0")
+        s.sendall(request_bytes(row))
+        for kind, _, stream, payload in frames(s):
+            if kind == HEADERS and stream == 1:
+                return status_of(payload)
 
 
 @pytest.fixture(scope="module")
@@ -247,3 +170,54 @@ def test_byte_identical_automation_gets_an_answer(statuses):
     for r, st in zip(ROWS, statuses):
         if r["class"] in corpus.UNJUDGED or r["class"] == corpus.COPIED:
             assert st in (200, 204, 206, 301, 302, 304, 403, 404), (r["line"], st)
+
+
+# The corpus' people as real fronts delivered them (corpus.THROUGH, written
+# by scripts/deployment-measure.py --record): families "<family>+<front>",
+# held out (never trained on). Judged by replay with each edge's documented
+# profile, as nginx judges them live (tests/e2e/test_deployment.py).
+THROUGH = corpus.load_through()
+PROFILED_FRONTS = ("nginx", "haproxy-http", "caddy", "haproxy-tcp")
+PEOPLE_MAX_FLAGGED = 0.001
+
+
+@pytest.fixture(scope="module")
+def through():
+    if not THROUGH:
+        pytest.skip("no through-proxy rows (scripts/deployment-measure.py --record)")
+    import eval_real
+    edgeguard = str(ROOT / "target" / "release" / "edgeguard")
+    models = eval_real.models_in(str(ROOT / "models"), ["bot"])
+    judged = eval_real.replay_through(edgeguard, models, THROUGH)
+    as_sent = eval_real.replay(edgeguard, models, THROUGH)
+    return [(r, eval_real.verdict(j), eval_real.flagged(d)) for r, j, d in zip(THROUGH, judged, as_sent)
+            if r["human"] and corpus.judged(r)]
+
+
+def test_the_through_families_are_every_front_and_family(through):
+    fronts = {r["front"] for r, _, _ in through}
+    assert fronts == set(PROFILED_FRONTS) | {"squid"}, fronts
+    for front in fronts:
+        families = {r["family"] for r, _, _ in through if r["front"] == front}
+        assert len(families) >= 6 and all(f.endswith("+" + front) for f in families), families
+
+
+@pytest.mark.parametrize("front", PROFILED_FRONTS)
+def test_people_through_a_profiled_front_pass(through, front):
+    rows = [(r, v) for r, v, _ in through if r["front"] == front]
+    flagged = [(r["family"], r["line"], v) for r, v in rows if v != "passed"]
+    assert len(flagged) <= PEOPLE_MAX_FLAGGED * len(rows), "%d of %d flagged through %s: %s" % (
+        len(flagged), len(rows), front, flagged[:5])
+
+
+def test_without_their_profile_people_behind_an_l7_front_are_flagged(through):
+    """The recorded rows carry what the hops did: judged as sent, most of
+    them are evidence (the issue measured 100 % blocked)."""
+    for front in ("nginx", "haproxy-http", "caddy"):
+        rows = [as_sent for r, _, as_sent in through if r["front"] == front]
+        assert sum(rows) > 0.5 * len(rows), (front, sum(rows), len(rows))
+
+
+def test_people_behind_a_tls_inspecting_proxy_are_challenged_never_blocked(through):
+    rows = [v for r, v, _ in through if r["front"] == "squid"]
+    assert rows and "blocked" not in rows, collections.Counter(rows)
