@@ -10,7 +10,7 @@ package.path = "./tests/lua/?.lua;./lua/?.lua;" .. package.path
 local T = require "harness"
 local ffi = require "ffi"
 local metrics = require "resty.edgeguard.metrics"
-local config = require "resty.edgeguard.config"
+local config = require "handles.config"
 local C = ffi.C
 
 local lib = T.lib()

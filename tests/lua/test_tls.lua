@@ -114,7 +114,7 @@ local function get_request(ua)
 end
 
 T.test("edgeguard_request.tls: a fingerprint the scorer reads, or null", function()
-    local scorer = require "resty.edgeguard.scorer"
+    local scorer = require "handles.scorer"
     local s = assert(scorer.load(lib, { { name = "bot", path = "models/bot.json" } }))
     local ua = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"
     local req, headers = get_request(ua) -- luacheck: no unused
@@ -138,7 +138,7 @@ T.test("edgeguard_request.tls: a fingerprint the scorer reads, or null", functio
 end)
 
 T.test("the library still scores without TLS", function()
-    local scorer = require "resty.edgeguard.scorer"
+    local scorer = require "handles.scorer"
     local s = assert(scorer.load(lib, { { name = "bot", path = "models/bot.json" } }))
     local ua = "curl/7.88.1"
     local req, headers = get_request(ua) -- luacheck: no unused

@@ -1,5 +1,7 @@
 -- A bot scorer: a Lua handle around edgeguard_scorer (several CatBoost models
--- sharing one feature extraction and one round of categorical hashing).
+-- sharing one feature extraction and one round of categorical hashing), for
+-- the tests that load models directly (the shim scores through the engine
+-- configure() loads: resty.edgeguard.setup).
 --
 -- Loading allocates; `score` reuses the output buffer and the result table
 -- made at load, so a request creates no Lua tables and no C memory.
@@ -48,17 +50,6 @@ function _M.load(lib, models)
         return nil, ffi_string(errbuf)
     end
     return wrap(lib, ffi_gc(scorer_out[0], function(p) lib.edgeguard_scorer_free(p) end))
-end
-
---- The scorer an engine lends (`handle`, null: none loaded, then nil),
--- kept alive with its `owner`.
-function _M.lent(lib, handle, owner)
-    if handle == nil then
-        return nil
-    end
-    local self = wrap(lib, handle)
-    self.owner = owner
-    return self
 end
 
 -- The Lua object of a scorer handle: its names, thresholds and buffers.

@@ -1,4 +1,6 @@
--- An internal header set: a Lua handle around edgeguard_header_set.
+-- An internal header set: a Lua handle around edgeguard_header_set, for the
+-- tests that ask the Rust matcher directly (the shim hands the engine's set
+-- to edgeguard_location_run and keeps no handle of its own).
 --
 -- Loading allocates (Rust builds the matcher); `find` does not: it hands a
 -- header array to Rust and reads back indices from buffers this module
@@ -52,16 +54,6 @@ function _M.load(lib, path)
     end
     local rc = lib.edgeguard_header_set_new_from_file(path, set_out, errbuf, ERRBUF_LEN)
     return wrap(lib, rc, set_out)
-end
-
--- The set an engine lends (`handle`, null: none loaded, then nil), kept
--- alive with its `owner`.
-function _M.lent(lib, handle, owner)
-    if handle == nil then
-        return nil
-    end
-    return setmetatable({ handle = handle, lib = lib, owner = owner,
-                          find_checked = lib.edgeguard_header_set_find_checked }, mt)
 end
 
 -- Parses a list held in a Lua string; `name` labels it in error messages.
