@@ -2,6 +2,7 @@
 -- Run from the repository root with EDGEGUARD_LIB pointing at the library.
 package.path = "./tests/lua/?.lua;" .. package.path
 local T = require "harness"
+local load_errors = require "handles.metrics"
 local ffi = require "ffi"
 
 local LIB = assert(os.getenv("EDGEGUARD_LIB"), "set EDGEGUARD_LIB to libedgeguard.so")
@@ -360,8 +361,8 @@ T.test("metrics text: cumulative buckets, count from +Inf, escaped labels", func
     lib.edgeguard_metrics_scores(mx.handle, 0, ffi.new("double[1]", 0.25), 1)
     lib.edgeguard_metrics_scores(mx.handle, 0, ffi.new("double[1]", 2), 1)
     lib.edgeguard_metrics_engine_time(mx.handle, 0, 3e-6)
-    mx:count_load_errors("g1", 2)
-    mx:count_load_errors("g1", 2)
+    load_errors.count_load_errors(mx, "g1", 2)
+    load_errors.count_load_errors(mx, "g1", 2)
     local text = mx:text()
     T.contains(text, 'edgeguard_requests_total{engine="rust"} 2\n')
     T.contains(text, "edgeguard_headers_stripped_total 3\n")

@@ -133,9 +133,4 @@ function _M.load(explicit)
     return nil, "cannot load libedgeguard.so; tried: " .. concat(tried, ", ")
 end
 
--- The text of a result code, for error messages.
-function _M.result_text(lib, rc)
-    return ffi_string(lib.edgeguard_result_text(rc))
-end
-
 return _M

@@ -8,7 +8,6 @@
 
 local ffi = require "ffi"
 require "resty.edgeguard.cdefs"
-local edgeguard_lib = require "resty.edgeguard.lib"
 
 local ffi_gc = ffi.gc
 local ffi_new = ffi.new
@@ -85,7 +84,7 @@ function _M.find(self, headers, n)
     local rc = self.find_checked(self.handle, headers, n, clear_buf, clear_cap, clear_len, matched,
                                  unremovable)
     if rc ~= 0 then
-        return nil, edgeguard_lib.result_text(self.lib, rc)
+        return nil, ffi_string(self.lib.edgeguard_result_text(rc))
     end
     return clear_buf, tonumber(clear_len[0]), tonumber(matched[0]), tonumber(unremovable[0])
 end

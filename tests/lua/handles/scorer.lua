@@ -8,7 +8,6 @@
 
 local ffi = require "ffi"
 require "resty.edgeguard.cdefs"
-local edgeguard_lib = require "resty.edgeguard.lib"
 
 local ffi_gc = ffi.gc
 local ffi_new = ffi.new
@@ -80,7 +79,7 @@ function _M.score(self, req)
     local out = self.out
     local rc = self.lib.edgeguard_scorer_score(self.handle, req, out, self.n)
     if rc ~= 0 then
-        return nil, edgeguard_lib.result_text(self.lib, rc)
+        return nil, ffi_string(self.lib.edgeguard_result_text(rc))
     end
     local scores, names = self.scores, self.names
     for i = 1, self.n do
