@@ -178,15 +178,6 @@ local function facts(r, buf)
     return buf
 end
 
--- The fingerprint of request r's connection in `buf`, or nil.
-local function fingerprint(r, buf)
-    local found = facts(r, buf)
-    if found and found[0].present ~= 0 then
-        return found
-    end
-    return nil
-end
-
 --- The current request's connection fingerprint as an edgeguard_tls_info
 -- (a buffer this module reuses: read it before the next call), or nil.
 -- Allocates nothing.
@@ -195,8 +186,8 @@ function _M.get()
     if not r then
         error("no request found", 2)
     end
-    local found = fingerprint(r, info)
-    return found and found[0]
+    local found = facts(r, info)
+    return found and found[0].present ~= 0 and found[0] or nil
 end
 
 -- request.current()'s own buffer: nothing a caller of get() keeps is
