@@ -565,6 +565,8 @@ class Checker:
         for m in re.finditer(r"(?<![\w(])([\w./-]+\.(?:lua|rs|py|sh|conf|c|h)):(\d+)(?:@([0-9a-f]{7,40}))?", line):
             name, n, commit = m.group(1), int(m.group(2)), m.group(3)
             path = self.resolve(name)
+            if path is None and commit and "/" in name:
+                path = self.root / name  # moved or removed since: read in that commit
             if path is None:
                 self.problem(page, number, f"{name}:{n}: no such file (or more than one)")
                 continue

@@ -126,7 +126,8 @@ function _M.config_handle()
     return cfg and cfg.handle
 end
 
---- The internal header set in force (for introspection and tests).
+--- The internal header set in force (an edgeguard_header_set handle the
+-- engine lends), or nil: for introspection and tests.
 function _M.internal_headers()
     return state.headers
 end
@@ -238,7 +239,16 @@ function _M.score()
     if not req then
         return nil, err
     end
-    return state.scorer:score(req)
+    local sc = state.scorer
+    local rc = state.lib.edgeguard_scorer_score(sc.handle, req, sc.out, sc.n)
+    if rc ~= 0 then
+        return nil, ffi_string(state.lib.edgeguard_result_text(rc))
+    end
+    local scores, out = sc.scores, sc.out
+    for i = 1, sc.n do
+        scores[names[i]] = out[i - 1]
+    end
+    return scores
 end
 
 -- The location of access{} options `opts`, made on first use: Rust derives

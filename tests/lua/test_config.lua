@@ -5,7 +5,7 @@
 package.path = "./tests/lua/?.lua;" .. package.path
 local T = require "harness"
 local ffi = require "ffi"
-local config = require "resty.edgeguard.config"
+local config = require "handles.config"
 local locations = require "resty.edgeguard.locations"
 local cjson = require "cjson.safe"
 
@@ -233,8 +233,8 @@ T.test("the request call allocates nothing on the Lua heap once compiled", funct
 end)
 
 T.test("edgeguard_location_run from LuaJIT: the shim's handles, Lua strings, one call", function()
-    local header_set = require "resty.edgeguard.header_set"
-    local scorer_mod = require "resty.edgeguard.scorer"
+    local header_set = require "handles.header_set"
+    local scorer_mod = require "handles.scorer"
     local list = assert(header_set.parse(lib, "x-internal-user-id\n", "t"))
     local cfg = assert(new{ models = { bot = "models/bot.json", spoof = "models/spoof.json" }, mode = "block" })
     local scorer = assert(scorer_mod.load(lib, cfg.options.models))

@@ -10,7 +10,7 @@ local cjson = require "cjson"
 
 local lib = T.lib()
 local lua_engine = require "resty.edgeguard.legacy.engine"
-local scorer = require "resty.edgeguard.scorer"
+local scorer = require "handles.scorer"
 
 -- The Lua engine computes feature schema 1: the legacy models, and the
 -- fixture made with them (models/README.md: schema versions).
@@ -79,7 +79,7 @@ end
 -- The Rust scorer of { name = path }, in the order the configuration
 -- resolves (it owns the model order).
 local function rust_scorer(models)
-    local cfg = assert(require("resty.edgeguard.config").new(lib, { models = models }, "test"))
+    local cfg = assert(require("handles.config").new(lib, { models = models }, "test"))
     return scorer.load(lib, cfg.options.models)
 end
 
@@ -145,7 +145,7 @@ end)
 T.test("shadow judge: the engines never disagree on the corpus and the fixture traffic", function()
     local cases = require "legacy_cases"
     local shadow = require "resty.edgeguard.legacy.shadow"
-    local header_set = require "resty.edgeguard.header_set"
+    local header_set = require "handles.header_set"
     local lheaders = require "resty.edgeguard.legacy.headers"
     local logged = {}
     local ngx_was = rawget(_G, "ngx")
@@ -278,7 +278,7 @@ T.test("internal header list: loaded, counted as the Rust header set, bad lists 
     local list_path = "nginx-conf/internal-headers.txt"
     local eng = assert(lua_engine.new{ internal_headers = list_path, models = SHIPPED, lib = lib })
     T.ok(eng.headers and eng.headers.n > 10, "the shipped list is loaded")
-    local header_set = require "resty.edgeguard.header_set"
+    local header_set = require "handles.header_set"
     local set = assert(header_set.load(lib, list_path))
     local lheaders = require "resty.edgeguard.legacy.headers"
     -- Fixture requests plus internal headers in every spelling the rules allow.

@@ -1,7 +1,7 @@
 -- The Lua engine's header list and matching against the Rust header set.
 --
 -- The Rust side answers through the shim's FFI handle
--- (resty.edgeguard.header_set), in the same process: every name is asked of
+-- (tests/lua/handles/header_set.lua), in the same process: every name is asked of
 -- both, every list is parsed by both, and the answers must be the same: the
 -- same rules, and a list refused by one is refused by the other at the same
 -- line. The messages are each engine's own wording (the legacy engine's are
@@ -13,7 +13,7 @@ local T = require "harness"
 local ffi = require "ffi"
 local cjson = require "cjson"
 local lheaders = require "resty.edgeguard.legacy.headers"
-local header_set = require "resty.edgeguard.header_set"
+local header_set = require "handles.header_set"
 local cases = require "legacy_cases"
 
 local lib = T.lib()

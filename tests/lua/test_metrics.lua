@@ -8,9 +8,10 @@
 -- with EDGEGUARD_LIB pointing at the library.
 package.path = "./tests/lua/?.lua;./lua/?.lua;" .. package.path
 local T = require "harness"
+local load_errors = require "handles.metrics"
 local ffi = require "ffi"
 local metrics = require "resty.edgeguard.metrics"
-local config = require "resty.edgeguard.config"
+local config = require "handles.config"
 local C = ffi.C
 
 local lib = T.lib()
@@ -138,7 +139,7 @@ local function run(name)
             T.eq(lib.edgeguard_metrics_disagreement(h, KINDS[f[2]]), 0, l)
         elseif op == "load_errors" then
             generation = generation + 1
-            T.eq(mx:count_load_errors("g" .. generation, tonumber(f[2])), true)
+            T.eq(load_errors.count_load_errors(mx, "g" .. generation, tonumber(f[2])), true)
         elseif op == "flush" then
             T.eq(mx:flush(), true)
         end
@@ -185,8 +186,8 @@ T.test("a refused incr stays pending for the next flush; load errors count once 
     T.eq(ok, nil)
     T.eq(err, "edgeguard metrics: shared dict: no memory")
     dict.fail_incr = false
-    T.eq(mx:count_load_errors("g1", 2), true)
-    T.eq(mx:count_load_errors("g1", 2), nil, "the generation is counted")
+    T.eq(load_errors.count_load_errors(mx, "g1", 2), true)
+    T.eq(load_errors.count_load_errors(mx, "g1", 2), nil, "the generation is counted")
     local text = mx:text()
     T.contains(text, 'edgeguard_requests_total{engine="rust"} 1\n')
     T.contains(text, "edgeguard_headers_stripped_total 3\n")

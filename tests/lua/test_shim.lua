@@ -2,6 +2,7 @@
 -- Run from the repository root with EDGEGUARD_LIB pointing at the library.
 package.path = "./tests/lua/?.lua;" .. package.path
 local T = require "harness"
+local load_errors = require "handles.metrics"
 local ffi = require "ffi"
 
 local LIB = assert(os.getenv("EDGEGUARD_LIB"), "set EDGEGUARD_LIB to libedgeguard.so")
@@ -21,7 +22,7 @@ end
 local header_array = T.header_array
 
 local edgeguard = require "resty.edgeguard"
-local header_set = require "resty.edgeguard.header_set"
+local header_set = require "handles.header_set"
 
 T.test("module has a version, and the library reports the same one", function()
     T.eq(type(edgeguard._VERSION), "string")
@@ -201,7 +202,9 @@ T.test("config = a JSON file: the options replay reads, paths relative to it", f
     T.eq(err, nil)
     T.eq(ok, true)
     T.eq(edgeguard.models()[1], "bot")
-    T.eq(edgeguard.internal_headers():len(), 2, "the list the file names, relative to it")
+    local lib = require("resty.edgeguard.lib").load(LIB)
+    T.eq(tonumber(lib.edgeguard_header_set_len(edgeguard.internal_headers())), 2,
+         "the list the file names, relative to it")
     T.ok(replay_accepts(path), "edgeguard replay reads the same file")
     os.execute("rm -rf " .. dir)
 end)
@@ -351,15 +354,15 @@ T.test("metrics text: cumulative buckets, count from +Inf, escaped labels", func
     }
     -- The registry is Rust's: the legacy engine's exports count scores and
     -- time (edgeguard_location_run counts the Rust engine's itself).
-    local cfg = assert(require("resty.edgeguard.config").new(lib, { engine = "rust" }, "test"))
+    local cfg = assert(require("handles.config").new(lib, { engine = "rust" }, "test"))
     local mx = assert(metrics.new(lib, cfg, dict, { 'a"b' }))
     mx:request("rust", "block", 3)
     mx:request("rust", "pass", 0)
     lib.edgeguard_metrics_scores(mx.handle, 0, ffi.new("double[1]", 0.25), 1)
     lib.edgeguard_metrics_scores(mx.handle, 0, ffi.new("double[1]", 2), 1)
     lib.edgeguard_metrics_engine_time(mx.handle, 0, 3e-6)
-    mx:count_load_errors("g1", 2)
-    mx:count_load_errors("g1", 2)
+    load_errors.count_load_errors(mx, "g1", 2)
+    load_errors.count_load_errors(mx, "g1", 2)
     local text = mx:text()
     T.contains(text, 'edgeguard_requests_total{engine="rust"} 2\n')
     T.contains(text, "edgeguard_headers_stripped_total 3\n")

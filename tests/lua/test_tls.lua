@@ -8,6 +8,7 @@ local ffi = require "ffi"
 
 local lib, path = T.lib()
 local tls = require "resty.edgeguard.tls"
+local tls_bytes = require "handles.tls"
 
 local function unhex(s)
     return (s:gsub("%x%x", function(h) return string.char(tonumber(h, 16)) end))
@@ -42,7 +43,7 @@ T.test("without OpenSSL the live calls report it and touch nothing", function()
     local rc = lib.edgeguard_tls_client_hello(fake, errbuf, 256)
     T.eq(tonumber(rc), tonumber(ffi.new("edgeguard_result", "EDGEGUARD_RESULT_TLS_UNAVAILABLE")))
     T.contains(ffi.string(errbuf), "not in this process")
-    T.contains(require("resty.edgeguard.lib").result_text(lib, rc), "TLS library")
+    T.contains(ffi.string(lib.edgeguard_result_text(rc)), "TLS library")
     local info = ffi.new("edgeguard_tls_info[1]")
     info[0].present = 7
     T.eq(tonumber(lib.edgeguard_tls_get(fake, info)), 0)
@@ -55,10 +56,10 @@ T.test("recorded ClientHellos: JA4 and raw parts", function()
     local hellos = local_hellos()
     T.ok(#hellos >= 3, "fixture has clients")
     for _, h in ipairs(hellos) do
-        local i = assert(tls.parse(h.bytes))
-        local ja4 = tls.ja4_of(i)
+        local i = assert(tls_bytes.parse(h.bytes))
+        local ja4 = tls_bytes.ja4_of(i)
         T.ok(ja4:match("^t1[23][di]%d%d%d%d%w%w_%x+_%x+$") and #ja4 == 36, h.client .. ": " .. ja4)
-        T.eq(tls.family_of(i), h.family, h.client)
+        T.eq(tls_bytes.family_of(i), h.family, h.client)
         T.eq(tonumber(i.ciphers), tonumber(ja4:sub(5, 6)) > 98 and tonumber(i.ciphers) or tonumber(ja4:sub(5, 6)))
         T.eq(i.source, 1)
     end
@@ -67,7 +68,7 @@ T.test("recorded ClientHellos: JA4 and raw parts", function()
     local n = 0
     for line in p:lines() do
         n = n + 1
-        T.eq(line:match('"ja4":"([^"]+)"'), tls.ja4_of(assert(tls.parse(hellos[n].bytes))), hellos[n].client)
+        T.eq(line:match('"ja4":"([^"]+)"'), tls_bytes.ja4_of(assert(tls_bytes.parse(hellos[n].bytes))), hellos[n].client)
     end
     p:close()
     T.eq(n, #hellos)
@@ -75,16 +76,16 @@ end)
 
 T.test("malformed ClientHellos: nil and the field at fault", function()
     local good = local_hellos()[1].bytes
-    local i, err = tls.parse(good:sub(1, 60))
+    local i, err = tls_bytes.parse(good:sub(1, 60))
     T.eq(i, nil)
     T.contains(err, "truncated")
-    i, err = tls.parse("\23\3\3\0\0")
+    i, err = tls_bytes.parse("\23\3\3\0\0")
     T.eq(i, nil)
     T.contains(err, "not a handshake")
-    T.contains(T.raises(function() tls.parse(nil) end), "ClientHello bytes")
+    T.contains(T.raises(function() tls_bytes.parse(nil) end), "ClientHello bytes")
     -- Any prefix: an answer or an error, never a crash.
     for cut = 0, #good do
-        local ok = tls.parse(good:sub(1, cut))
+        local ok = tls_bytes.parse(good:sub(1, cut))
         T.ok(cut == #good or not ok, "prefix " .. cut .. " parsed")
     end
 end)
@@ -114,7 +115,7 @@ local function get_request(ua)
 end
 
 T.test("edgeguard_request.tls: a fingerprint the scorer reads, or null", function()
-    local scorer = require "resty.edgeguard.scorer"
+    local scorer = require "handles.scorer"
     local s = assert(scorer.load(lib, { { name = "bot", path = "models/bot.json" } }))
     local ua = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"
     local req, headers = get_request(ua) -- luacheck: no unused
@@ -124,7 +125,7 @@ T.test("edgeguard_request.tls: a fingerprint the scorer reads, or null", functio
     local seen = {}
     for _, h in ipairs(local_hellos()) do
         local info = ffi.new("edgeguard_tls_info[1]")
-        ffi.copy(info, assert(tls.parse(h.bytes)), ffi.sizeof("edgeguard_tls_info"))
+        ffi.copy(info, assert(tls_bytes.parse(h.bytes)), ffi.sizeof("edgeguard_tls_info"))
         req.tls = info
         seen[h.client] = assert(s:score(req)).bot
         -- present = 0 is no fingerprint.
@@ -138,7 +139,7 @@ T.test("edgeguard_request.tls: a fingerprint the scorer reads, or null", functio
 end)
 
 T.test("the library still scores without TLS", function()
-    local scorer = require "resty.edgeguard.scorer"
+    local scorer = require "handles.scorer"
     local s = assert(scorer.load(lib, { { name = "bot", path = "models/bot.json" } }))
     local ua = "curl/7.88.1"
     local req, headers = get_request(ua) -- luacheck: no unused

@@ -34,7 +34,6 @@ local config_out = ffi_new("edgeguard_config *[1]")
 local location_out = ffi_new("edgeguard_location *[1]")
 local engine_out = ffi_new("edgeguard_engine *[1]")
 local options_out = ffi_new("edgeguard_options *[1]")
-local json_out, json_len = ffi_new("const uint8_t *[1]"), ffi_new("size_t[1]")
 
 -- Hands value `v` of option `key` (nil: a list's next item) to the table
 -- open at `depth`.
@@ -67,7 +66,8 @@ local function put(lib, o, depth, key, v)
     end
 end
 
--- The Rust table of options `opts`, filled value by value.
+--- The Rust table of options `opts`, filled value by value (an
+-- edgeguard_options, freed with its last reference).
 local function fill(lib, opts)
     assert(lib.edgeguard_options_new(options_out) == 0)
     local o = ffi_gc(options_out[0], function(p) lib.edgeguard_options_free(p) end)
@@ -76,26 +76,7 @@ local function fill(lib, opts)
     end
     return o
 end
-
---- The JSON text Rust makes of an option table (for the configuration
--- exports), or nil and an error naming the option that has none.
-function _M.json(lib, opts)
-    local o = fill(lib, opts)
-    if lib.edgeguard_options_json(o, json_out, json_len, errbuf, ERRBUF_LEN) ~= 0 then
-        return nil, ffi_string(errbuf)
-    end
-    return ffi_string(json_out[0], json_len[0])
-end
-
--- A configuration handle's Lua object, with its resolved options.
-local function wrap(lib, rc)
-    if rc ~= 0 then
-        return nil, ffi_string(errbuf), rc == RESULT_INVALID_ARGUMENT
-    end
-    local handle = ffi_gc(config_out[0], function(p) lib.edgeguard_config_free(p) end)
-    local options = cjson.decode(ffi_string(lib.edgeguard_config_json(handle)))
-    return setmetatable({ handle = handle, lib = lib, options = options }, mt)
-end
+_M.options = fill
 
 --- Loads everything configure{}'s options `opts` name, in Rust
 -- (src/load/: the options, the files they name, the internal list, the
@@ -126,55 +107,8 @@ function _M.bind(self, opts, what)
         return nil, ffi_string(errbuf)
     end
     local loc = ffi_gc(location_out[0], function(p) lib.edgeguard_location_free(p) end)
-    return loc, wrap(lib, 0)
-end
-
---- Parses configure{}'s options (a `config` file they name is read in
--- Rust). `what` names the table in messages ("edgeguard.configure").
--- Returns the configuration, whose `options` field is the resolved table;
--- or nil, an error and true when the table itself is wrong (misuse: raise
--- it), nil and an error when a file is bad or unreadable.
-function _M.new(lib, opts, what)
-    local json, err = _M.json(lib, opts)
-    if not json then
-        return nil, what .. ": " .. err, true
-    end
-    return wrap(lib, lib.edgeguard_config_new(json, #json, what, nil, config_out, errbuf, ERRBUF_LEN))
-end
-
---- The configuration of a location's access{} options `opts` over this
--- one. Returns it, or nil, an error and true (misuse) for a bad option.
-function _M.derive(self, opts, what)
-    local json, err = _M.json(self.lib, opts)
-    if not json then
-        return nil, what .. ": " .. err, true
-    end
-    local lib = self.lib
-    return wrap(lib, lib.edgeguard_config_new_for_location(self.handle, json, #json, what, config_out, errbuf,
-                                                           ERRBUF_LEN))
-end
-
---- Binds this configuration into a location handle: the models of
--- `scorer` (a resty.edgeguard.scorer; nil: this library scores nothing),
--- or, for an engine that hands over its own scores, `names` (1-based, in
--- its scoring order) with their own thresholds `own` (name -> threshold,
--- may be nil); the internal list `headers` (a resty.edgeguard.header_set,
--- or nil). Raises on a malformed name (the shim's come from Rust).
-function _M.location(self, scorer, headers, names, own)
-    local lib = self.lib
-    local n = names and #names or 0
-    local c_names = ffi_new("const char *[?]", n + 1)
-    local c_own = ffi_new("double[?]", n + 1)
-    for i = 1, n do
-        c_names[i - 1] = names[i] -- `names` keeps the strings alive
-        c_own[i - 1] = own and own[names[i]] or 0 / 0
-    end
-    local rc = lib.edgeguard_location_new(self.handle, scorer and scorer.handle, c_names, c_own, n,
-                                          headers and headers.handle, location_out, errbuf, ERRBUF_LEN)
-    if rc ~= 0 then
-        error("edgeguard: " .. ffi_string(errbuf), 2)
-    end
-    return ffi_gc(location_out[0], function(p) lib.edgeguard_location_free(p) end)
+    local handle = ffi_gc(config_out[0], function(p) lib.edgeguard_config_free(p) end)
+    return loc, { handle = handle, options = cjson.decode(ffi_string(lib.edgeguard_config_json(handle))) }
 end
 
 return _M

@@ -64,20 +64,9 @@ local function mismatch(clib, path)
         .. "-QUIT the old one), to load the new library; the running workers keep serving until then"
 end
 
-local function readable(path)
-    local f = io_open(path, "rb")
-    if f then
-        f:close()
-        return true
-    end
-    return false
-end
-
+-- The paths to try, in the order the header says.
 local function candidates(explicit)
-    local list = {}
-    if explicit then
-        list[#list + 1] = explicit
-    end
+    local list = { explicit }
     local env = os_getenv("EDGEGUARD_LIB")
     if env and env ~= "" then
         list[#list + 1] = env
@@ -116,12 +105,11 @@ function _M.load(explicit)
     end
 
     for _, path in ipairs(candidates(explicit)) do
-        if readable(path) then
-            if try(path, path) then
-                return loaded, loaded_from
-            end
-        else
+        local f = io_open(path, "rb")
+        if not f then
             tried[#tried + 1] = path .. " (not found)"
+        elseif f:close() and try(path, path) then
+            return loaded, loaded_from
         end
     end
     if try("edgeguard", "libedgeguard.so (system search path)") then
@@ -131,11 +119,6 @@ function _M.load(explicit)
         return nil, refused
     end
     return nil, "cannot load libedgeguard.so; tried: " .. concat(tried, ", ")
-end
-
--- The text of a result code, for error messages.
-function _M.result_text(lib, rc)
-    return ffi_string(lib.edgeguard_result_text(rc))
 end
 
 return _M

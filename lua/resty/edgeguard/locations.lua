@@ -19,6 +19,32 @@ _M.MAX = 1024
 
 local END = {}
 
+-- The child of `node` under `key`: made when `make`, else nil when absent.
+local function step(node, key, make)
+    local child = node and node[key]
+    if not child and make then
+        child = {}
+        node[key] = child
+    end
+    return child
+end
+
+-- The trie node of `opts`' content (see step() for `make`).
+local function walk(node, opts, make)
+    for k, v in pairs(opts) do
+        node = step(node, k, make)
+        if type(v) == "table" then
+            for k2, v2 in pairs(v) do
+                node = step(step(node, k2, make), v2, make)
+            end
+            node = step(node, END, make)
+        else
+            node = step(node, v, make)
+        end
+    end
+    return node
+end
+
 --- An empty cache.
 function _M.new()
     return setmetatable({ root = {}, n = 0 }, mt)
@@ -26,38 +52,8 @@ end
 
 --- The location cached for a table of `opts`' content, or nil.
 function _M.find(self, opts)
-    local node = self.root
-    for k, v in pairs(opts) do
-        node = node[k]
-        if not node then
-            return nil
-        end
-        if type(v) == "table" then
-            for k2, v2 in pairs(v) do
-                node = node[k2]
-                node = node and node[v2]
-                if not node then
-                    return nil
-                end
-            end
-            node = node[END]
-        else
-            node = node[v]
-        end
-        if not node then
-            return nil
-        end
-    end
-    return node.location
-end
-
-local function step(node, key)
-    local next_node = node[key]
-    if not next_node then
-        next_node = {}
-        node[key] = next_node
-    end
-    return next_node
+    local node = walk(self.root, opts, false)
+    return node and node.location
 end
 
 --- Caches `loc` for `opts`' content. Returns false when the cache is full.
@@ -65,19 +61,7 @@ function _M.insert(self, opts, loc)
     if self.n >= _M.MAX then
         return false
     end
-    local node = self.root
-    for k, v in pairs(opts) do
-        node = step(node, k)
-        if type(v) == "table" then
-            for k2, v2 in pairs(v) do
-                node = step(step(node, k2), v2)
-            end
-            node = step(node, END)
-        else
-            node = step(node, v)
-        end
-    end
-    node.location = loc
+    walk(self.root, opts, true).location = loc
     self.n = self.n + 1
     return true
 end

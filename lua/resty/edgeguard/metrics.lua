@@ -117,19 +117,6 @@ function _M.flush(self)
     return true
 end
 
---- Counts `n` load errors of configuration generation `generation` once,
--- whichever worker calls first (workers restarted later do not recount).
--- The shim no longer calls it: a model that does not load refuses the
--- configuration (issue 41), so edgeguard_load_errors_total stays 0 in
--- nginx; removing the series is an ABI change left to a versioned release.
-function _M.count_load_errors(self, generation, n)
-    local dict = self.dict
-    if dict and n > 0 and dict:add("load_errors_counted:" .. generation, true) then
-        self.lib.edgeguard_metrics_load_errors(self.handle, n)
-        return self:flush()
-    end
-end
-
 --- The Prometheus text exposition (format 0.0.4) of the shared dict's
 -- totals, after flushing this worker's deltas.
 function _M.text(self)

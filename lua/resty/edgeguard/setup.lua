@@ -5,14 +5,14 @@
 -- bound into the state a configuration serves with. It allocates;
 -- nothing here runs per request.
 
+local ffi = require "ffi"
 local edgeguard_lib = require "resty.edgeguard.lib"
 local config = require "resty.edgeguard.config"
-local header_set = require "resty.edgeguard.header_set"
 local locations = require "resty.edgeguard.locations"
 local metrics = require "resty.edgeguard.metrics"
-local scorer_mod = require "resty.edgeguard.scorer"
 
 local error = error
+local ipairs = ipairs
 local type = type
 
 local _M = {}
@@ -59,18 +59,18 @@ local function parse(opts, level)
     return lib, cfg
 end
 
--- The legacy Lua engine for the resolved options `o`, or nil and an
--- error: its list or its models did not load. Its models are held to the
--- policy Rust's are (src/load/parts.rs, whose words this refusal uses).
-local function load_legacy(lib, o)
-    legacy = legacy or require "resty.edgeguard.legacy.driver"
-    local eng, list_err, model_err = legacy.load(lib, o)
-    if model_err then
-        return nil, "models not loaded, so this configuration is refused (on a reload, nginx keeps "
-            .. "the running workers and their models): " .. (o.engine == "shadow" and "lua engine: " or "")
-            .. model_err
+-- The engine's scorer (nil: no models): its handle, the model names in
+-- scoring order (the load report's) and score()'s buffers, reused.
+local function scorer_of(lib, cfg)
+    local handle = lib.edgeguard_engine_scorer(cfg.engine)
+    if handle == nil then
+        return nil
     end
-    return eng, list_err
+    local names, scores = {}, {}
+    for i, m in ipairs(cfg.options.loaded.models) do
+        names[i], scores[m.name] = m.name, 0
+    end
+    return { handle = handle, names = names, n = #names, out = ffi.new("double[?]", #names), scores = scores }
 end
 
 -- The metrics dict the options name (nil outside nginx); misuse when
@@ -116,15 +116,16 @@ function _M.state(opts, level)
     end
     local o = cfg.options
     local dict = dict_of(o.metrics_dict, level + 1)
-    local engine = cfg.engine
     local lua, err
     if o.engine ~= "rust" then
-        lua, err = load_legacy(lib, o)
+        legacy = legacy or require "resty.edgeguard.legacy.driver"
+        lua, err = legacy.load(lib, o)
         if not lua then
             return nil, err
         end
     end
-    local scorer = scorer_mod.lent(lib, lib.edgeguard_engine_scorer(engine), engine)
+    local scorer = scorer_of(lib, cfg)
+    local list = lib.edgeguard_engine_header_set(cfg.engine)
     local mx = false
     if o.metrics_dict then
         mx, err = metrics.new(lib, cfg, dict, scorer and scorer.names, lua and lua.names)
@@ -134,7 +135,7 @@ function _M.state(opts, level)
     end
     local st = {
         lib = lib, cfg = cfg, engine = o.engine, primary = o.shadow_primary or o.engine,
-        headers = header_set.lent(lib, lib.edgeguard_engine_header_set(engine), engine),
+        headers = list ~= nil and list or nil, -- lent: cfg.engine owns it
         scorer = scorer, lua = lua, models_wanted = o.models_wanted,
         metrics = mx or nil,
         locations = locations.new(),

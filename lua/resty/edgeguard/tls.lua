@@ -42,7 +42,6 @@ local TLS_UNAVAILABLE = ffi.C.EDGEGUARD_RESULT_TLS_UNAVAILABLE
 local JA4_LEN = ffi.C.EDGEGUARD_JA4_LEN
 local ERRBUF_LEN = ffi.C.EDGEGUARD_ERRBUF_LEN
 local errbuf = ffi_new("char[?]", ERRBUF_LEN)
-local info = ffi_new("edgeguard_tls_info[1]")
 
 -- Loaded on first use (configure{ lib_path = } may come first) and kept in
 -- an upvalue: the request path tests it instead of calling lib.load(), which
@@ -60,37 +59,14 @@ local function get_lib()
     return lib
 end
 
---- Fingerprints the bytes of one ClientHello (a TLS record or a handshake
--- message, as a Lua string). Returns the edgeguard_tls_info (a buffer this
--- module reuses: read it before the next call), or nil and an error naming
--- the field at fault.
-function _M.parse(hello)
-    if type(hello) ~= "string" then
-        error("tls.parse expects the ClientHello bytes as a string", 2)
-    end
-    local l, err = get_lib()
-    if not l then
-        return nil, err
-    end
-    local rc = l.edgeguard_tls_parse(hello, #hello, info, errbuf, ERRBUF_LEN)
-    if rc ~= 0 then
-        return nil, ffi_string(errbuf)
-    end
-    return info[0]
-end
-
---- The JA4 of an edgeguard_tls_info as a Lua string.
+-- The JA4 and the family name of an edgeguard_tls_info, as Lua strings.
 local function ja4_of(i)
     return ffi_string(i.ja4, JA4_LEN)
 end
-_M.ja4_of = ja4_of
 
---- The name of an edgeguard_tls_info's family ("boringssl", "nss", ...).
 local function family_of(i)
-    local l = assert(get_lib())
-    return ffi_string(l.edgeguard_tls_family_name(i.family))
+    return ffi_string(assert(get_lib()).edgeguard_tls_family_name(i.family))
 end
-_M.family_of = family_of
 
 -- The nginx part: present only inside nginx's http subsystem.
 local in_nginx = ngx and ngx.config and ngx.config.subsystem == "http"
@@ -103,6 +79,7 @@ if not in_nginx then
 end
 
 local base = require "resty.core.base"
+local info = ffi_new("edgeguard_tls_info[1]")
 local C = ffi.C
 local get_request = base.get_request
 local ngx_log = ngx.log
@@ -167,7 +144,7 @@ local function client_hello()
     if rc == TLS_UNAVAILABLE then
         return unavailable(msg)
     end
-    ngx_log(ngx_ERR, "edgeguard tls: ", edgeguard_lib.result_text(l, rc), ": ", msg)
+    ngx_log(ngx_ERR, "edgeguard tls: ", ffi_string(l.edgeguard_result_text(rc)), ": ", msg)
     return nil, msg
 end
 
@@ -201,15 +178,6 @@ local function facts(r, buf)
     return buf
 end
 
--- The fingerprint of request r's connection in `buf`, or nil.
-local function fingerprint(r, buf)
-    local found = facts(r, buf)
-    if found and found[0].present ~= 0 then
-        return found
-    end
-    return nil
-end
-
 --- The current request's connection fingerprint as an edgeguard_tls_info
 -- (a buffer this module reuses: read it before the next call), or nil.
 -- Allocates nothing.
@@ -218,8 +186,8 @@ function _M.get()
     if not r then
         error("no request found", 2)
     end
-    local found = fingerprint(r, info)
-    return found and found[0]
+    local found = facts(r, info)
+    return found and found[0].present ~= 0 and found[0] or nil
 end
 
 -- request.current()'s own buffer: nothing a caller of get() keeps is

@@ -7,7 +7,7 @@
 -- The interface (what resty.edgeguard calls; nothing of the shim is handed
 -- in, the state it passes is data):
 --
---   load(lib, options)         -> engine | nil, list_err | engine, nil, model_err
+--   load(lib, options)         -> engine | nil, err (the list's, or the models' refusal)
 --   judge(st)                  -> shadow mode's judge (st.shadow)
 --   location(st, cfg)          -> the Lua engine's location handle for cfg
 --   run(st, loc, r, job)       -> effects, headers | nil, err, engine label
@@ -61,11 +61,13 @@ local score_buf = ffi_new("double[?]", C.EDGEGUARD_MAX_MODELS)
 local given = ffi_new("edgeguard_given[1]")
 -- The Rust engine's scores by name, for shadow mode's comparison (reused).
 local rust_scores = {}
+local location_out = ffi_new("edgeguard_location *[1]")
+local errbuf = ffi_new("char[?]", C.EDGEGUARD_ERRBUF_LEN)
 
---- The Lua engine for the resolved options `o`. Returns the engine, or nil
+-- The Lua engine for the resolved options `o`. Returns the engine, or nil
 -- and the list's error; and, third, the models' error when they failed but
--- the list loaded (configure() refuses them, like the Rust scorer's).
-function _M.load(lib, o)
+-- the list loaded.
+local function load(lib, o)
     local models
     for _, m in ipairs(o.lua_models or o.models or {}) do
         models = models or {}
@@ -83,6 +85,19 @@ function _M.load(lib, o)
     return list_only, nil, err
 end
 
+--- The Lua engine for the resolved options `o`, or nil and an error: its
+-- list or its models did not load. Its models are held to the policy
+-- Rust's are (src/load/parts.rs, whose words this refusal uses).
+function _M.load(lib, o)
+    local eng, list_err, model_err = load(lib, o)
+    if model_err then
+        return nil, "models not loaded, so this configuration is refused (on a reload, nginx keeps "
+            .. "the running workers and their models): " .. (o.engine == "shadow" and "lua engine: " or "")
+            .. model_err
+    end
+    return eng, list_err
+end
+
 --- Shadow mode's judge for the configuration `st` (engine "shadow").
 function _M.judge(st)
     local lib, h = st.lib, st.metrics and st.metrics.handle
@@ -98,8 +113,20 @@ end
 -- models (their own thresholds), given its scores; it strips only the
 -- score header's spellings (the engine strips the internal headers).
 function _M.location(st, cfg)
-    local leng = st.lua
-    return cfg:location(nil, nil, leng.names, leng.thresholds)
+    local lib, names, own = st.lib, st.lua.names, st.lua.thresholds
+    local n = #names
+    local c_names = ffi_new("const char *[?]", n + 1)
+    local c_own = ffi_new("double[?]", n + 1)
+    for i = 1, n do
+        c_names[i - 1] = names[i] -- `names` keeps the strings alive
+        c_own[i - 1] = own and own[names[i]] or 0 / 0
+    end
+    local rc = lib.edgeguard_location_new(cfg.handle, nil, c_names, c_own, n, nil, location_out, errbuf,
+                                          C.EDGEGUARD_ERRBUF_LEN)
+    if rc ~= 0 then
+        error("edgeguard: " .. ffi.string(errbuf), 2)
+    end
+    return ffi.gc(location_out[0], function(p) lib.edgeguard_location_free(p) end)
 end
 
 -- The Lua engine's request table, reused by every request of this worker.

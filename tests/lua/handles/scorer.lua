@@ -1,12 +1,13 @@
 -- A bot scorer: a Lua handle around edgeguard_scorer (several CatBoost models
--- sharing one feature extraction and one round of categorical hashing).
+-- sharing one feature extraction and one round of categorical hashing), for
+-- the tests that load models directly (the shim scores through the engine
+-- configure() loads: resty.edgeguard.setup).
 --
 -- Loading allocates; `score` reuses the output buffer and the result table
 -- made at load, so a request creates no Lua tables and no C memory.
 
 local ffi = require "ffi"
 require "resty.edgeguard.cdefs"
-local edgeguard_lib = require "resty.edgeguard.lib"
 
 local ffi_gc = ffi.gc
 local ffi_new = ffi.new
@@ -50,17 +51,6 @@ function _M.load(lib, models)
     return wrap(lib, ffi_gc(scorer_out[0], function(p) lib.edgeguard_scorer_free(p) end))
 end
 
---- The scorer an engine lends (`handle`, null: none loaded, then nil),
--- kept alive with its `owner`.
-function _M.lent(lib, handle, owner)
-    if handle == nil then
-        return nil
-    end
-    local self = wrap(lib, handle)
-    self.owner = owner
-    return self
-end
-
 -- The Lua object of a scorer handle: its names, thresholds and buffers.
 function wrap(lib, handle)
     local count = tonumber(lib.edgeguard_scorer_model_count(handle))
@@ -89,7 +79,7 @@ function _M.score(self, req)
     local out = self.out
     local rc = self.lib.edgeguard_scorer_score(self.handle, req, out, self.n)
     if rc ~= 0 then
-        return nil, edgeguard_lib.result_text(self.lib, rc)
+        return nil, ffi_string(self.lib.edgeguard_result_text(rc))
     end
     local scores, names = self.scores, self.names
     for i = 1, self.n do

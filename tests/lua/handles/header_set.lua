@@ -1,4 +1,6 @@
--- An internal header set: a Lua handle around edgeguard_header_set.
+-- An internal header set: a Lua handle around edgeguard_header_set, for the
+-- tests that ask the Rust matcher directly (the shim hands the engine's set
+-- to edgeguard_location_run and keeps no handle of its own).
 --
 -- Loading allocates (Rust builds the matcher); `find` does not: it hands a
 -- header array to Rust and reads back indices from buffers this module
@@ -6,7 +8,6 @@
 
 local ffi = require "ffi"
 require "resty.edgeguard.cdefs"
-local edgeguard_lib = require "resty.edgeguard.lib"
 
 local ffi_gc = ffi.gc
 local ffi_new = ffi.new
@@ -54,16 +55,6 @@ function _M.load(lib, path)
     return wrap(lib, rc, set_out)
 end
 
--- The set an engine lends (`handle`, null: none loaded, then nil), kept
--- alive with its `owner`.
-function _M.lent(lib, handle, owner)
-    if handle == nil then
-        return nil
-    end
-    return setmetatable({ handle = handle, lib = lib, owner = owner,
-                          find_checked = lib.edgeguard_header_set_find_checked }, mt)
-end
-
 -- Parses a list held in a Lua string; `name` labels it in error messages.
 function _M.parse(lib, text, name)
     if type(text) ~= "string" then
@@ -93,7 +84,7 @@ function _M.find(self, headers, n)
     local rc = self.find_checked(self.handle, headers, n, clear_buf, clear_cap, clear_len, matched,
                                  unremovable)
     if rc ~= 0 then
-        return nil, edgeguard_lib.result_text(self.lib, rc)
+        return nil, ffi_string(self.lib.edgeguard_result_text(rc))
     end
     return clear_buf, tonumber(clear_len[0]), tonumber(matched[0]), tonumber(unremovable[0])
 end
