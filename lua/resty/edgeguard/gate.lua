@@ -73,7 +73,7 @@ function _M.run(lib, loc, metrics, req, given, job, engine)
     return out[0]
 end
 
---- The name of an action (an edgeguard_action; access() returns it).
+--- The name of an action (an edgeguard_outcome; access() returns it).
 function _M.action_name(lib, action)
     action = tonumber(action) -- an enum field reads as a cdata: no table key
     local name = names[action]
