@@ -56,10 +56,10 @@ const _: () = assert!(BUCKET_WORDS == 64, "a bucket is eight cache lines");
 const MAGIC: u64 = u64::from_le_bytes(*b"egclient");
 const VERSION: u64 = 1;
 /// The smallest memory: the header and one bucket.
-const MIN_BYTES: usize = (HEADER_WORDS + BUCKET_WORDS) * 8;
+pub const MIN_BYTES: usize = (HEADER_WORDS + BUCKET_WORDS) * 8;
 /// The largest: 64 GiB, well past any sensible size, short of any mistake
 /// that would map all of RAM.
-const MAX_BYTES: usize = 64 << 30;
+pub const MAX_BYTES: usize = 64 << 30;
 const SPINS: u32 = 128;
 
 // Header words.
@@ -190,6 +190,13 @@ struct Held<'a>(&'a AtomicU64);
 impl Drop for Held<'_> {
     fn drop(&mut self) {
         self.0.store(0, Ordering::Release);
+    }
+}
+
+/// Two handles are equal when they name the same memory.
+impl PartialEq for ClientMemory {
+    fn eq(&self, other: &ClientMemory) -> bool {
+        self.same_memory(other)
     }
 }
 

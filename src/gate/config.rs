@@ -45,7 +45,8 @@ impl Config {
     }
 
     /// Loads what the options name: the list, the models, in that order.
-    fn from_options(source: &str, mut options: Options) -> Result<Config, ConfigError> {
+    fn from_options(source: &str, options: Options) -> Result<Config, ConfigError> {
+        let mut options = options.with_private_memory(source)?;
         // Offline, the snapshot the file names is read once: the answers
         // of one run never change under it.
         if let Some(f) = &options.fleet {
