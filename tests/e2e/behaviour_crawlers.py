@@ -1,0 +1,267 @@
+"""Crawlers with a browser's head, as today's scrapers are: the head copied
+(or impersonated, TLS included), documents only, no JavaScript.
+
+Kinds (KINDS):
+- `curl_cffi-h2`, `curl_cffi-h1`: curl_cffi impersonating Chrome over TLS
+  (its ClientHello, HTTP/2 SETTINGS and head are Chrome's), HTTP/2 and
+  HTTP/1.1;
+- `requests-chrome`: python-requests with a Chrome head copied from the
+  capture (tests/fixtures/real_clients/), plain HTTP;
+- `go-chrome`: the same copied head as Go's net/http writes it (Host, then
+  User-Agent, then the other headers sorted by canonical name), over a raw
+  socket: Go-like, not Go's own binary;
+- `bare-mozilla`: python-requests with `User-Agent: Mozilla/5.0` and its
+  other defaults, plain HTTP.
+
+Each crawl session has its own source address on loopback (127.1.x.y), as
+crawlers on separate hosts, reads /sitemap.xml, then walks the site
+breadth first from `/` (links in pages, then the sitemap's pages), and
+either keeps the cookies it is given (a cookie jar, as requests.Session
+and curl_cffi do by default) or drops them.
+
+A navigation is flagged when its answer says the gate challenged or
+blocked it (X-Edgeguard-Action, set by the harness's header filter), or it
+is the challenge page. The reasons say whether the model or the behaviour
+flagged it.
+"""
+
+import http.client
+import re
+import socket
+import threading
+import time
+
+import requests
+import requests.adapters
+
+try:
+    from curl_cffi import requests as cffi_requests
+    from curl_cffi.const import CurlHttpVersion
+except ImportError:  # make deps-test installs it
+    cffi_requests = None
+
+KINDS = ("curl_cffi-h2", "curl_cffi-h1", "requests-chrome", "go-chrome", "bare-mozilla")
+
+# Chromium 156 on Linux following a link on the capture site over plain
+# HTTP (the capture's `link` flow), as a scraper copies it from devtools:
+# everything but Host, which the client library writes first.
+CHROME_HEAD = [
+    ("Connection", "keep-alive"),
+    ("sec-ch-ua", '"Not:A-Brand";v="8", "Chromium";v="156"'),
+    ("sec-ch-ua-mobile", "?0"),
+    ("sec-ch-ua-platform", '"Linux"'),
+    ("Upgrade-Insecure-Requests", "1"),
+    ("User-Agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) "
+                   "Chrome/156.0.0.0 Safari/537.36"),
+    ("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,image/jxl,image/avif,image/webp,"
+               "image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7"),
+    ("Sec-Fetch-Site", "same-origin"),
+    ("Sec-Fetch-Mode", "navigate"),
+    ("Sec-Fetch-User", "?1"),
+    ("Sec-Fetch-Dest", "document"),
+    ("Referer", "http://127.0.0.1/"),
+    ("Accept-Encoding", "gzip, deflate, br, zstd"),
+    ("Accept-Language", "en-US,en;q=0.9"),
+]
+
+LINK = re.compile(r'href="(/[^"#]*)"')
+LOC = re.compile(r"<loc>https?://[^/<]+(/[^<]*)</loc>")
+NOT_PAGES = re.compile(r"\.(css|js|mjs|png|svg|ico|ttf|woff2?|pdf|zip|webm|ogg|json|xml)(\?|$)")
+
+
+def flagged(status, headers, body):
+    action = headers.get("x-edgeguard-action", "")
+    return action in ("challenge", "block") or (status == 403 and b"edgeguard-heading" in body)
+
+
+class Answer:
+    __slots__ = ("status", "headers", "body")
+
+    def __init__(self, status, headers, body):
+        self.status = status
+        self.headers = {k.lower(): v for k, v in headers.items()}
+        self.body = body
+
+
+class SourceAdapter(requests.adapters.HTTPAdapter):
+    """requests from a chosen source address."""
+
+    def __init__(self, source, **kw):
+        self.source = source
+        super().__init__(**kw)
+
+    def init_poolmanager(self, *args, **kw):
+        kw["source_address"] = (self.source, 0)
+        super().init_poolmanager(*args, **kw)
+
+
+class Client:
+    """One crawler's transport: get(path) -> Answer; keeps or drops cookies."""
+
+    def __init__(self, kind, site, source, keep_cookies):
+        self.kind = kind
+        self.keep = keep_cookies
+        self.source = source
+        self.base = f"http://127.0.0.1:{site.port}"
+        self.tls_base = f"https://127.0.0.1:{site.tls_port}"
+        self.cookies = {}
+        self.conn = None
+        if kind.startswith("curl_cffi"):
+            if cffi_requests is None:
+                raise AssertionError("curl_cffi is needed (make deps-test installs it)")
+            version = CurlHttpVersion.V2_0 if kind.endswith("h2") else CurlHttpVersion.V1_1
+            self.session = cffi_requests.Session(impersonate="chrome", verify=False, http_version=version,
+                                                 interface=source)
+        elif kind in ("requests-chrome", "bare-mozilla"):
+            self.session = requests.Session()
+            self.session.mount("http://", SourceAdapter(source))
+            if kind == "requests-chrome":
+                self.session.headers.clear()
+                self.session.headers.update(CHROME_HEAD)
+            else:
+                self.session.headers["User-Agent"] = "Mozilla/5.0"
+        elif kind == "go-chrome":
+            self.session = None
+        else:
+            raise ValueError(kind)
+
+    def get(self, path):
+        if self.kind == "go-chrome":
+            return self._go(path)
+        base = self.tls_base if self.kind.startswith("curl_cffi") else self.base
+        r = self.session.get(base + path, allow_redirects=False, timeout=20)
+        answer = Answer(r.status_code, dict(r.headers), r.content)
+        if not self.keep:
+            self.session.cookies.clear()
+        return answer
+
+    def _go(self, path):
+        """Go's net/http: Host, User-Agent, then the rest sorted by their
+        canonical names (Header.Write), Cookie from its jar if kept."""
+        head = dict(CHROME_HEAD)
+        if self.keep and self.cookies:
+            head["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        canon = {"-".join(p.capitalize() for p in k.split("-")): v for k, v in head.items()}
+        lines = [f"GET {path} HTTP/1.1", "Host: 127.0.0.1", f"User-Agent: {canon.pop('User-Agent')}"]
+        lines += [f"{k}: {v}" for k, v in sorted(canon.items())]
+        for attempt in range(2):
+            if self.conn is None:
+                self.conn = http.client.HTTPConnection("127.0.0.1", int(self.base.rsplit(":", 1)[1]), timeout=20,
+                                                       source_address=(self.source, 0))
+                self.conn.connect()
+            try:
+                self.conn.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+                resp = http.client.HTTPResponse(self.conn.sock, method="GET")
+                resp.begin()
+                body = resp.read()
+                break
+            except (OSError, http.client.HTTPException):
+                self.conn.close()
+                self.conn = None
+                if attempt:
+                    raise
+        for name, value in resp.getheaders():
+            if name.lower() == "set-cookie" and self.keep:
+                k, _, v = value.split(";", 1)[0].partition("=")
+                self.cookies[k.strip()] = v.strip()
+        if resp.getheader("Connection", "").lower() == "close":
+            self.conn.close()
+            self.conn = None
+        return Answer(resp.status, dict(resp.getheaders()), body)
+
+    def close(self):
+        if self.session is not None:
+            self.session.close()
+        if self.conn is not None:
+            self.conn.close()
+
+
+def crawl(site, kind, keep_cookies, rate, source, navigations=30, stop_when_flagged=True):
+    """One crawl session at `rate` requests per second as nginx's clock sees
+    it (site.speed times faster in real time). Returns a dict: the 1-based
+    navigation first flagged (None if none), requests sent up to it, its
+    time in nginx's seconds since the first request, its reasons, and every
+    navigation's (path, status, action, reasons, client variables)."""
+    client = Client(kind, site, source, keep_cookies)
+    interval = 1.0 / (rate * site.speed)
+    out = {"kind": kind, "cookies": "keep" if keep_cookies else "drop", "rate": rate, "source": source,
+           "flagged_at": None, "requests_to_flag": None, "seconds_to_flag": None, "reasons": "", "navs": []}
+    sent = 0
+    start = time.monotonic()
+
+    def pace():
+        nonlocal sent
+        due = start + sent * interval
+        delay = due - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        sent += 1
+
+    try:
+        pace()
+        a = client.get("/sitemap.xml")
+        sitemap_pages = LOC.findall(a.body.decode(errors="replace"))
+        frontier, seen = ["/"], {"/"}
+        while frontier and len(out["navs"]) < navigations:
+            path = frontier.pop(0)
+            pace()
+            a = client.get(path)
+            hit = flagged(a.status, a.headers, a.body)
+            out["navs"].append((path, a.status, a.headers.get("x-edgeguard-action", ""),
+                                a.headers.get("x-edgeguard-reasons", ""), a.headers.get("x-edgeguard-client", "")))
+            if hit and out["flagged_at"] is None:
+                out["flagged_at"] = len(out["navs"])
+                out["requests_to_flag"] = sent
+                out["seconds_to_flag"] = round((sent - 1) / rate, 1)
+                out["reasons"] = a.headers.get("x-edgeguard-reasons", "")
+                if stop_when_flagged:
+                    break
+            if a.status == 200:
+                for link in LINK.findall(a.body.decode(errors="replace")):
+                    link = link.replace("&amp;", "&")
+                    if link not in seen and not NOT_PAGES.search(link):
+                        seen.add(link)
+                        frontier.append(link)
+            if not frontier:
+                for p in sitemap_pages:
+                    if p not in seen:
+                        seen.add(p)
+                        frontier.append(p.replace("&amp;", "&"))
+    finally:
+        client.close()
+    return out
+
+
+def crawl_many(site, cases, navigations=30, first_source=(1, 0)):
+    """Runs the (kind, keep_cookies, rate) cases at once, one thread and one
+    source address each. Returns the results in the cases' order."""
+    results = [None] * len(cases)
+    errors = []
+
+    def run(i, case):
+        kind, keep, rate = case
+        n = first_source[1] + i
+        source = f"127.{first_source[0]}.{n // 250}.{n % 250 + 1}"
+        try:
+            results[i] = crawl(site, kind, keep, rate, source, navigations)
+        except Exception as e:  # reported, not swallowed: the caller asserts on errors
+            errors.append(f"{case} from {source}: {e!r}")
+
+    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(cases)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise AssertionError("crawl sessions failed:\n" + "\n".join(errors))
+    return results
+
+
+def local_sources_work():
+    """Whether this machine lets a socket bind 127.1.0.1 (Linux does)."""
+    try:
+        with socket.socket() as s:
+            s.bind(("127.1.0.1", 0))
+        return True
+    except OSError:
+        return False
