@@ -21,8 +21,11 @@ and curl_cffi do by default) or drops them.
 
 A navigation is flagged when its answer says the gate challenged or
 blocked it (X-Edgeguard-Action, set by the harness's header filter), or it
-is the challenge page. The reasons say whether the model or the behaviour
-flagged it.
+is the challenge page; flagged by the behaviour when its reasons
+(X-Edgeguard-Reasons) name behaviour_crawl. Crawlers the one-request
+model already flags (Go's sorted header order, curl_cffi over HTTP/1.1,
+a bare Mozilla/5.0) go on crawling, challenged, so the behaviour is
+measured for them too.
 """
 
 import http.client
@@ -40,6 +43,7 @@ try:
 except ImportError:  # make deps-test installs it
     cffi_requests = None
 
+BEHAVIOUR = "behaviour_crawl"
 KINDS = ("curl_cffi-h2", "curl_cffi-h1", "requests-chrome", "go-chrome", "bare-mozilla")
 
 # Chromium 156 on Linux following a link on the capture site over plain
@@ -176,16 +180,20 @@ class Client:
             self.conn.close()
 
 
-def crawl(site, kind, keep_cookies, rate, source, navigations=30, stop_when_flagged=True):
+def crawl(site, kind, keep_cookies, rate, source, navigations=30):
     """One crawl session at `rate` requests per second as nginx's clock sees
-    it (site.speed times faster in real time). Returns a dict: the 1-based
-    navigation first flagged (None if none), requests sent up to it, its
-    time in nginx's seconds since the first request, its reasons, and every
-    navigation's (path, status, action, reasons, client variables)."""
+    it (site.speed times faster in real time), until the behaviour flags it
+    or `navigations` pages are fetched. Returns a dict: `flagged_at`, the
+    1-based navigation first challenged or blocked for any reason (the
+    one-request model included); `behaviour_at`, the first whose reasons
+    name behaviour_crawl, with the requests sent up to it and its time on
+    nginx's clock since the first request; every navigation's (path,
+    status, action, reasons, client variables)."""
     client = Client(kind, site, source, keep_cookies)
     interval = 1.0 / (rate * site.speed)
     out = {"kind": kind, "cookies": "keep" if keep_cookies else "drop", "rate": rate, "source": source,
-           "flagged_at": None, "requests_to_flag": None, "seconds_to_flag": None, "reasons": "", "navs": []}
+           "flagged_at": None, "reasons": "", "behaviour_at": None, "requests_to_flag": None,
+           "seconds_to_flag": None, "navs": []}
     sent = 0
     start = time.monotonic()
 
@@ -206,16 +214,17 @@ def crawl(site, kind, keep_cookies, rate, source, navigations=30, stop_when_flag
             path = frontier.pop(0)
             pace()
             a = client.get(path)
-            hit = flagged(a.status, a.headers, a.body)
-            out["navs"].append((path, a.status, a.headers.get("x-edgeguard-action", ""),
-                                a.headers.get("x-edgeguard-reasons", ""), a.headers.get("x-edgeguard-client", "")))
-            if hit and out["flagged_at"] is None:
+            reasons = a.headers.get("x-edgeguard-reasons", "")
+            out["navs"].append((path, a.status, a.headers.get("x-edgeguard-action", ""), reasons,
+                                a.headers.get("x-edgeguard-client", "")))
+            if flagged(a.status, a.headers, a.body) and out["flagged_at"] is None:
                 out["flagged_at"] = len(out["navs"])
+                out["reasons"] = reasons
+            if BEHAVIOUR in reasons.split(","):
+                out["behaviour_at"] = len(out["navs"])
                 out["requests_to_flag"] = sent
                 out["seconds_to_flag"] = round((sent - 1) / rate, 1)
-                out["reasons"] = a.headers.get("x-edgeguard-reasons", "")
-                if stop_when_flagged:
-                    break
+                break
             if a.status == 200:
                 for link in LINK.findall(a.body.decode(errors="replace")):
                     link = link.replace("&amp;", "&")

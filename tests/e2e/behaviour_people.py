@@ -23,14 +23,19 @@ cookies sends its jar (everything the site set in this replay, the memory's
 cookie included); one recorded with cookies blocked sends none.
 """
 
+import hashlib
 import json
 import math
+import os
 import pathlib
 import random
+import re
 import socket
 import sys
+import tempfile
 import threading
 import time
+import urllib.parse
 
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -122,7 +127,7 @@ class Recorder:
         return marks
 
 
-def session_of(log_rows, marks, name, browser, cookies):
+def session_of(log_rows, marks, name, browser, variant):
     """The recorded session: each step's requests, times relative to the
     step's start; heads as nginx saw them."""
     steps = []
@@ -133,7 +138,8 @@ def session_of(log_rows, marks, name, browser, cookies):
                 reqs.append({"dt": round(r["t"] - t0, 3), "method": r["method"], "target": r["uri"],
                              "version": r["version"], "headers": r["headers"], "status": r["status"]})
         steps.append({"what": what, "arg": arg, "requests": reqs})
-    return {"name": name, "browser": browser, "cookies": cookies, "steps": steps}
+    cookies = "blocked" if variant == "cookies-blocked" else "allowed"
+    return {"name": name, "browser": browser, "variant": variant, "cookies": cookies, "steps": steps}
 
 
 def record(out=DATA):
@@ -151,21 +157,18 @@ def record(out=DATA):
     plans = []
     for browser in ("chromium", "firefox"):
         for name in ("cold", "backforward", "tabs", "spa"):
-            plans.append((browser, name, "allowed"))
-        plans.append((browser, "cold", "blocked"))
-    for browser, name, cookies in plans:
+            plans.append((browser, name, "default"))
+        for variant in VARIANTS:
+            if variant != "default":
+                plans.append((browser, "cold", variant))
+    for browser, name, variant in plans:
         site = behaviour_site.Site(options="", mode="log", record=True, workers=1).start()
         try:
-            if browser == "chromium":
-                driver = (_chromium_cookies_blocked(browsers) if cookies == "blocked"
-                          else browsers.ChromiumDriver(headless=False, private=False))
-            else:
-                driver = (_firefox_cookies_blocked(browsers) if cookies == "blocked"
-                          else browsers.FirefoxDriver(headless=False, private=False, hosts=None))
+            driver = _driver(browsers, browser, variant)
             rec = Recorder(site, driver, browser)
             try:
                 marks = rec.run(name, _steps(name))
-                if name == "cold" and cookies == "allowed":
+                if (name, variant) == ("cold", "default"):
                     # The same person comes back: the same profile, its
                     # cache and cookies warm.
                     time.sleep(0.5)
@@ -178,11 +181,11 @@ def record(out=DATA):
             site.stop()
         rows = site.log()
         site.cleanup()
-        sessions = [session_of(rows, marks, name, browser, cookies)]
+        sessions = [session_of(rows, marks, name, browser, variant)]
         if warm:
-            sessions.append(session_of(rows, warm, "warm", browser, cookies))
+            sessions.append(session_of(rows, warm, "warm", browser, variant))
         for s in sessions:
-            tag = f"{browser}-{s['name']}" + ("-cookies-blocked" if cookies == "blocked" else "")
+            tag = f"{browser}-{s['name']}" + ("" if variant == "default" else f"-{variant}")
             base = f"127.0.0.1:{site.port}"
             text = json.dumps(s, indent=None).replace(base, "{host}")
             (out / f"{tag}.json").write_text(text + "\n")
@@ -190,13 +193,36 @@ def record(out=DATA):
             print(f"{tag}: {len(s['steps'])} steps, {n} requests")
 
 
-def _chromium_cookies_blocked(browsers):
-    """Chromium with Settings > Privacy > Cookies: block all (the content
-    setting), on a fresh profile."""
+# A person's settings: cookies blocked (all, or third-party only: the same
+# for this first-party site, recorded to show it), or a reader's browser
+# that loads neither images nor scripts (documents, stylesheets, fonts).
+VARIANTS = {
+    "default": ({}, {}),
+    "cookies-blocked": ({"profile.default_content_setting_values.cookies": 2},
+                        {"network.cookie.cookieBehavior": 2}),
+    "third-party-blocked": ({"profile.block_third_party_cookies": True},
+                            {"network.cookie.cookieBehavior": 1}),
+    "no-images-no-js": ({"profile.managed_default_content_settings.images": 2,
+                         "profile.managed_default_content_settings.javascript": 2},
+                        {"permissions.default.image": 2, "javascript.enabled": False}),
+}
+
+
+def _driver(browsers, browser, variant):
+    chromium_prefs, firefox_prefs = VARIANTS[variant]
+    if browser == "firefox":
+        saved = dict(browsers.FIREFOX_PREFS)
+        browsers.FIREFOX_PREFS.update(firefox_prefs)
+        try:
+            return browsers.FirefoxDriver(headless=False, private=False, hosts=None)
+        finally:
+            browsers.FIREFOX_PREFS.clear()
+            browsers.FIREFOX_PREFS.update(saved)
+    if not chromium_prefs:
+        return browsers.ChromiumDriver(headless=False, private=False)
+    # ChromiumDriver's start with these settings in the profile's prefs.
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
-    import os
-    import tempfile
 
     d = browsers.ChromiumDriver.__new__(browsers.ChromiumDriver)
     d.profile = tempfile.mkdtemp(prefix="edgeguard-chromium-")
@@ -204,7 +230,7 @@ def _chromium_cookies_blocked(browsers):
     opts.binary_location = browsers.CHROMIUM
     for a in browsers.chromium_flags(d.profile):
         opts.add_argument(a)
-    opts.add_experimental_option("prefs", {"profile.default_content_setting_values.cookies": 2})
+    opts.add_experimental_option("prefs", chromium_prefs)
     opts.accept_insecure_certs = True
     env = dict(os.environ, DISPLAY=browsers.XSERVER.ensure())
     d.wd = webdriver.Chrome(service=Service(executable_path=browsers.CHROMEDRIVER, env=env), options=opts)
@@ -212,18 +238,20 @@ def _chromium_cookies_blocked(browsers):
     return d
 
 
-def _firefox_cookies_blocked(browsers):
-    """Firefox with cookies blocked (network.cookie.cookieBehavior 2)."""
-    saved = dict(browsers.FIREFOX_PREFS)
-    browsers.FIREFOX_PREFS["network.cookie.cookieBehavior"] = 2
-    try:
-        return browsers.FirefoxDriver(headless=False, private=False, hosts=None)
-    finally:
-        browsers.FIREFOX_PREFS.clear()
-        browsers.FIREFOX_PREFS.update(saved)
-
-
 # --- replay --------------------------------------------------------------
+
+NONCE = re.compile(rb'\{"n":"([A-Za-z0-9_-]{104})","d":(\d+)')
+
+
+def leading_zero_bits(data):
+    n = 0
+    for b in hashlib.sha256(data).digest():
+        if b == 0:
+            n += 8
+            continue
+        return n + 8 - b.bit_length()
+    return n
+
 
 def load_sessions(data=DATA):
     return [json.loads(p.read_text()) for p in sorted(data.glob("*.json"))]
@@ -252,7 +280,6 @@ def variant(session, i, rng):
         def edit(name, value):
             low = name.lower()
             if low == "user-agent":
-                import re
                 return re.sub(r"(rv:|Firefox/)\d+\.0", lambda m: f"{m.group(1)}{v}.0", value)
             if low == "accept-language":
                 return lang
@@ -274,6 +301,9 @@ class Person:
         self.source = source
         self.host = f"127.0.0.1:{site.port}"
         self.answers = []  # (step, target, status, action, reasons)
+        self.solved = []  # (target, the status after solving)
+        self.set_cookies = []  # every Set-Cookie the person was sent, as sent
+        self.client = []  # X-Edgeguard-Client of each answer (the memory's variables)
 
     def connect(self):
         self.sock = socket.create_connection(("127.0.0.1", self.site.port), timeout=20,
@@ -359,6 +389,8 @@ class Person:
             self.sock = None
             self.buf = b""
         for k, v in headers:
+            if k == "set-cookie":
+                self.set_cookies.append(v)
             if k == "set-cookie" and self.session["cookies"] != "blocked":
                 name, _, value = v.split(";", 1)[0].partition("=")
                 self.jar[name.strip()] = value.strip()
@@ -366,6 +398,27 @@ class Person:
             self.sock.close()
             self.sock = None
         return status, h, body
+
+    def solve(self, req, body):
+        """What the challenge page's script does in the browser: the work,
+        the answer, the hops back to the page (tests/e2e/test_challenge.py's
+        flow). Adds (target, final status) to self.solved."""
+        m = NONCE.search(body)
+        nonce, difficulty = m.group(1).decode(), int(m.group(2))
+        counter = 0
+        while leading_zero_bits(f"{nonce}:{counter}".encode()) < difficulty:
+            counter += 1
+        target = "/.edgeguard/challenge?n=%s&c=%d&r=%s" % (nonce, counter,
+                                                           urllib.parse.quote(req["target"], safe=""))
+        status = None
+        for _ in range(4):
+            status, h, _ = self.exchange(dict(req, target=target, method="GET"))
+            if status not in (301, 302, 303, 307) or "location" not in h:
+                break
+            target = h["location"]
+            if target.startswith("http"):
+                target = "/" + target.split("/", 3)[3]
+        self.solved.append((req["target"], status))
 
     def run(self, start_delay):
         speed = self.site.speed
@@ -386,6 +439,9 @@ class Person:
                 status, h, body = self.exchange(req)
                 self.answers.append((n, req["target"], status, h.get("x-edgeguard-action", ""),
                                      h.get("x-edgeguard-reasons", "")))
+                self.client.append(h.get("x-edgeguard-client", ""))
+                if status == 403 and h.get("x-edgeguard-action") == "challenge" and NONCE.search(body):
+                    self.solve(req, body)
         if self.sock is not None:
             self.sock.close()
 
@@ -419,13 +475,20 @@ def replay_people(site, count=200, seed=39, arrivals=120.0, source="127.0.0.1", 
 
 
 def outcome(person):
-    """'blocked', 'challenged' or 'passed': the worst answer a person got."""
+    """'blocked', 'challenged' (solved or not) or 'passed': the worst
+    answer a person got."""
     actions = {a for _, _, _, a, _ in person.answers}
     if "block" in actions:
         return "blocked"
     if "challenge" in actions:
         return "challenged"
     return "passed"
+
+
+def solved_all(person):
+    """Every challenge the person met was solved (the page came back)."""
+    challenged = [a for a in person.answers if a[3] == "challenge"]
+    return len(person.solved) == len(challenged) and all(st in (200, 304) for _, st in person.solved)
 
 
 if __name__ == "__main__":
