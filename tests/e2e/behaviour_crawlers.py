@@ -7,9 +7,9 @@ Kinds (KINDS):
   HTTP/1.1;
 - `requests-chrome`: python-requests with a Chrome head copied from the
   capture (tests/fixtures/real_clients/), plain HTTP;
-- `go-chrome`: the same copied head as Go's net/http writes it (Host, then
-  User-Agent, then the other headers sorted by canonical name), over a raw
-  socket: Go-like, not Go's own binary;
+- `go-chrome`: Go's net/http (a small program built once into target/,
+  GO_CRAWLER) with the same copied head, plain HTTP: Go writes Host, then
+  User-Agent, then the other headers sorted by name;
 - `bare-mozilla`: python-requests with `User-Agent: Mozilla/5.0` and its
   other defaults, plain HTTP.
 
@@ -28,9 +28,13 @@ a bare Mozilla/5.0) go on crawling, challenged, so the behaviour is
 measured for them too.
 """
 
-import http.client
+import json
+import os
+import pathlib
 import re
+import shutil
 import socket
+import subprocess
 import threading
 import time
 
@@ -43,6 +47,8 @@ try:
 except ImportError:  # make deps-test installs it
     cffi_requests = None
 
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+GO = shutil.which("go")
 BEHAVIOUR = "behaviour_crawl"
 KINDS = ("curl_cffi-h2", "curl_cffi-h1", "requests-chrome", "go-chrome", "bare-mozilla")
 
@@ -71,6 +77,86 @@ CHROME_HEAD = [
 LINK = re.compile(r'href="(/[^"#]*)"')
 LOC = re.compile(r"<loc>https?://[^/<]+(/[^<]*)</loc>")
 NOT_PAGES = re.compile(r"\.(css|js|mjs|png|svg|ico|ttf|woff2?|pdf|zip|webm|ogg|json|xml)(\?|$)")
+
+
+# Go's net/http with a copied head: reads paths on stdin, writes each
+# answer (status, headers, body as Latin-1) as a JSON line.
+GO_CRAWLER = """package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"os"
+	"strings"
+	"time"
+)
+
+func main() {
+	base, source, keep := os.Args[1], os.Args[2], os.Args[3] == "keep"
+	var head [][2]string
+	if err := json.Unmarshal([]byte(os.Args[4]), &head); err != nil {
+		panic(err)
+	}
+	dialer := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(source)}, Timeout: 20 * time.Second}
+	client := &http.Client{
+		Transport: &http.Transport{DialContext: dialer.DialContext, MaxIdleConnsPerHost: 1},
+		Timeout:   20 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	if keep {
+		client.Jar, _ = cookiejar.New(nil)
+	}
+	in := bufio.NewScanner(os.Stdin)
+	out := json.NewEncoder(os.Stdout)
+	for in.Scan() {
+		req, err := http.NewRequest("GET", base+in.Text(), nil)
+		if err != nil {
+			out.Encode(map[string]string{"error": err.Error()})
+			continue
+		}
+		for _, h := range head {
+			req.Header.Set(h[0], h[1])
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			out.Encode(map[string]string{"error": err.Error()})
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		latin1 := make([]rune, len(body))
+		for i, b := range body {
+			latin1[i] = rune(b)
+		}
+		headers := map[string]string{}
+		for k, v := range resp.Header {
+			headers[strings.ToLower(k)] = strings.Join(v, ", ")
+		}
+		out.Encode(map[string]interface{}{"status": resp.StatusCode, "headers": headers, "body": string(latin1)})
+	}
+}
+"""
+
+
+def go_crawler():
+    """The Go crawler, built once into target/behaviour-go/ (its build
+    cache too)."""
+    if GO is None:
+        raise AssertionError("go is needed for the Go crawler (make deps-test installs golang-go)")
+    d = ROOT / "target" / "behaviour-go"
+    binary, src = d / "crawler", d / "main.go"
+    if binary.exists() and src.exists() and src.read_text() == GO_CRAWLER:
+        return binary
+    d.mkdir(parents=True, exist_ok=True)
+    src.write_text(GO_CRAWLER)
+    env = dict(os.environ, GOCACHE=str(d / "cache"), GO111MODULE="off", GOFLAGS="", HOME=str(d))
+    subprocess.run([GO, "build", "-o", str(binary), "main.go"], cwd=d, env=env, check=True, timeout=600,
+                   capture_output=True)
+    return binary
 
 
 def flagged(status, headers, body):
@@ -108,8 +194,7 @@ class Client:
         self.source = source
         self.base = f"http://127.0.0.1:{site.port}"
         self.tls_base = f"https://127.0.0.1:{site.tls_port}"
-        self.cookies = {}
-        self.conn = None
+        self.go = None
         if kind.startswith("curl_cffi"):
             if cffi_requests is None:
                 raise AssertionError("curl_cffi is needed (make deps-test installs it)")
@@ -126,6 +211,9 @@ class Client:
                 self.session.headers["User-Agent"] = "Mozilla/5.0"
         elif kind == "go-chrome":
             self.session = None
+            self.go = subprocess.Popen([str(go_crawler()), self.base, source, "keep" if keep_cookies else "drop",
+                                        json.dumps(CHROME_HEAD)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True, encoding="latin-1")
         else:
             raise ValueError(kind)
 
@@ -140,44 +228,26 @@ class Client:
         return answer
 
     def _go(self, path):
-        """Go's net/http: Host, User-Agent, then the rest sorted by their
-        canonical names (Header.Write), Cookie from its jar if kept."""
-        head = dict(CHROME_HEAD)
-        if self.keep and self.cookies:
-            head["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
-        canon = {"-".join(p.capitalize() for p in k.split("-")): v for k, v in head.items()}
-        lines = [f"GET {path} HTTP/1.1", "Host: 127.0.0.1", f"User-Agent: {canon.pop('User-Agent')}"]
-        lines += [f"{k}: {v}" for k, v in sorted(canon.items())]
-        for attempt in range(2):
-            if self.conn is None:
-                self.conn = http.client.HTTPConnection("127.0.0.1", int(self.base.rsplit(":", 1)[1]), timeout=20,
-                                                       source_address=(self.source, 0))
-                self.conn.connect()
-            try:
-                self.conn.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
-                resp = http.client.HTTPResponse(self.conn.sock, method="GET")
-                resp.begin()
-                body = resp.read()
-                break
-            except (OSError, http.client.HTTPException):
-                self.conn.close()
-                self.conn = None
-                if attempt:
-                    raise
-        for name, value in resp.getheaders():
-            if name.lower() == "set-cookie" and self.keep:
-                k, _, v = value.split(";", 1)[0].partition("=")
-                self.cookies[k.strip()] = v.strip()
-        if resp.getheader("Connection", "").lower() == "close":
-            self.conn.close()
-            self.conn = None
-        return Answer(resp.status, dict(resp.getheaders()), body)
+        """Go's net/http (go_crawler(): a copied head set on each request,
+        its cookie jar when cookies are kept), driven one path a line."""
+        self.go.stdin.write(path + "\n")
+        self.go.stdin.flush()
+        line = self.go.stdout.readline()
+        if not line:
+            raise AssertionError("the Go crawler exited: " + self.go.stderr.read())
+        got = json.loads(line)
+        if "error" in got:
+            raise AssertionError(f"Go: {got['error']}")
+        return Answer(got["status"], got["headers"], got["body"].encode("latin-1"))
 
     def close(self):
         if self.session is not None:
             self.session.close()
-        if self.conn is not None:
-            self.conn.close()
+        if self.go is not None:
+            self.go.stdin.close()
+            self.go.wait(timeout=20)
+            self.go.stdout.close()
+            self.go.stderr.close()
 
 
 def crawl(site, kind, keep_cookies, rate, source, navigations=30):

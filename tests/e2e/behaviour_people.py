@@ -17,8 +17,9 @@ keep-alive connection, from one address (127.0.0.1: everyone behind one
 NAT), in the recorded order, with the recorded delays inside a step. The
 gap between a person's steps (reading) is not in the recording (a driver
 does not read): it is drawn from a log-normal (median READ_MEDIAN s,
-sigma READ_SIGMA, clipped to 2 s .. 300 s), on nginx's clock (the site's
-speed). Cookies follow the recorded browser: a session whose browser sent
+sigma READ_SIGMA, clipped to 2 s .. 300 s; tabs are opened 0.5 to 3 s
+apart, an app's API calls come at most 10 s apart), on nginx's clock (the
+site's speed). Cookies follow the recorded browser: a session whose browser sent
 cookies sends its jar (everything the site set in this replay, the memory's
 cookie included); one recorded with cookies blocked sends none.
 """
@@ -430,6 +431,8 @@ class Person:
                 gap = min(300.0, max(2.0, math.exp(math.log(READ_MEDIAN) + READ_SIGMA * self.rng.gauss(0, 1))))
                 if step["what"] == "api":
                     gap = min(gap, 10.0)  # an app's calls follow the person's clicks in it
+                elif step["what"] == "tab":
+                    gap = self.rng.uniform(0.5, 3.0)  # links opened in tabs in a burst, read later
                 time.sleep(gap / speed)
             t0 = time.monotonic()
             for req in step["requests"]:
