@@ -64,7 +64,7 @@
  How many detection IDs there are: the bits of `edgeguard_effects.reasons`
  (`edgeguard_detection_name` names each).
  */
-#define EDGEGUARD_DETECTION_COUNT 23
+#define EDGEGUARD_DETECTION_COUNT 24
 
 /*
  The most response headers `edgeguard_effects` lists.
@@ -767,7 +767,8 @@ typedef struct {
    */
   edgeguard_str location;
   /*
-   Response headers to add (`Body`, `Redirect`).
+   Response headers to add (`Body`, `Redirect`; on `Continue`, the
+   client memory's `Set-Cookie` for the upstream's answer).
    */
   edgeguard_header response_headers[EDGEGUARD_MAX_RESPONSE_HEADERS];
   /*

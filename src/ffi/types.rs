@@ -34,7 +34,7 @@ pub const EDGEGUARD_MAX_MODELS: usize = 64;
 pub const EDGEGUARD_MAX_VARS: usize = 79;
 /// How many detection IDs there are: the bits of `edgeguard_effects.reasons`
 /// (`edgeguard_detection_name` names each).
-pub const EDGEGUARD_DETECTION_COUNT: usize = 23;
+pub const EDGEGUARD_DETECTION_COUNT: usize = 24;
 /// The most response headers `edgeguard_effects` lists.
 pub const EDGEGUARD_MAX_RESPONSE_HEADERS: usize = 4;
 /// The length of a JA4 string (`edgeguard_tls_info.ja4`).
@@ -603,7 +603,8 @@ pub struct edgeguard_effects {
     pub body: edgeguard_str,
     /// Where to redirect (`Redirect`): a same-site path.
     pub location: edgeguard_str,
-    /// Response headers to add (`Body`, `Redirect`).
+    /// Response headers to add (`Body`, `Redirect`; on `Continue`, the
+    /// client memory's `Set-Cookie` for the upstream's answer).
     pub response_headers: [edgeguard_header; EDGEGUARD_MAX_RESPONSE_HEADERS],
     /// How many `response_headers` holds.
     pub response_headers_len: usize,
@@ -697,9 +698,15 @@ pub(crate) fn write_effects(e: &Effects<'_>, out: &mut edgeguard_effects) {
     out.line = edgeguard_str::from_slice(e.line.map_or(&[][..], |(l, _)| l));
     out.body = edgeguard_str::from_slice(body);
     out.location = edgeguard_str::from_slice(location);
+    // The client memory's cookie rides on a request that goes on (its
+    // exit has no headers of its own).
+    let cookie = (!e.set_cookie.is_empty()).then_some((&b"Set-Cookie"[..], e.set_cookie));
     out.response_headers_len = fill(
         &mut out.response_headers,
-        e.exit.headers().map(|(n, v)| (n.as_bytes(), v)),
+        e.exit
+            .headers()
+            .map(|(n, v)| (n.as_bytes(), v))
+            .chain(cookie),
     );
     out.vars_len = fill(&mut out.vars, e.vars.iter());
     let scores = e.scores.unwrap_or_default();

@@ -2,6 +2,7 @@
 //! what replay reports of it), borrowed from the location and the scratch.
 
 use super::action::Action;
+use super::clients::Seen;
 use super::location::Location;
 use crate::challenge::Clearance;
 use crate::config::text::Span;
@@ -286,4 +287,11 @@ pub struct Effects<'a> {
     pub reasons: Reasons,
     /// How surely ([`Grade::None`]: not flagged).
     pub grade: Grade,
+    /// What the client memory holds of the client after this request
+    /// (none: no memory, or it went on without it).
+    pub clients: Option<Seen>,
+    /// The client memory's cookie to set on the answer (a `Set-Cookie`
+    /// value; empty: none): only on a request that goes on to the
+    /// upstream ([`Exit::Continue`]).
+    pub set_cookie: &'a [u8],
 }

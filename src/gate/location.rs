@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::clients::Clients;
 use super::policy::Policy;
 use crate::config::text::{line_room, MAX_G9};
 use crate::config::Options;
@@ -73,6 +74,8 @@ pub struct Location {
     /// The trusted hop in front of nginx (none: every request is judged
     /// as sent).
     pub(super) hop: Option<Hop>,
+    /// The client memory and what the location does with it (none: off).
+    pub(super) clients: Option<Clients>,
 }
 
 /// ` rule=` and ` tag=` with the longest name and tag.
@@ -159,6 +162,7 @@ impl Location {
             rule_scores,
             signals: options.fleet.clone(),
             hop: options.hop(),
+            clients: Clients::of(options),
         })
     }
 
@@ -210,6 +214,11 @@ impl Location {
     /// The trusted hop in front of nginx, when `proxy_profile` names one.
     pub fn hop(&self) -> Option<&Hop> {
         self.hop.as_ref()
+    }
+
+    /// The client memory, when the location has one.
+    pub fn client_memory(&self) -> Option<&crate::clients::ClientMemory> {
+        self.clients.as_ref().map(Clients::memory)
     }
 
     /// The text room a request needs at most, besides its method, URI and

@@ -38,6 +38,8 @@ pub(super) fn strip(loc: &Location, req: &Request<'_>, job: Job, scratch: &mut S
         exit: Exit::Continue,
         body: BodyParts::None,
         fleet: None,
+        clients: None,
+        set_cookie_len: 0,
     };
     if let Some(g) = req.work() {
         s.matched = g.removed;
@@ -306,6 +308,11 @@ pub(super) fn texts<'a>(
         },
         reasons: s.decision.reasons,
         grade: s.decision.grade,
+        clients: s.clients,
+        set_cookie: match s.exit {
+            Exit::Continue => &scratch.set_cookie[..s.set_cookie_len],
+            _ => &[],
+        },
     }
 }
 

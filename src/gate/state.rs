@@ -5,6 +5,7 @@
 use std::net::IpAddr;
 
 use super::action::Action;
+use super::clients::Seen;
 use super::effects::Exit;
 use super::policy::Decision;
 use crate::config::text::Span;
@@ -35,6 +36,11 @@ pub(super) struct State {
     /// What the fleet's snapshot knows of the request's keys (none: no
     /// snapshot in force for the location).
     pub(super) fleet: Option<Lookup>,
+    /// What the client memory holds of the client (none: no memory, or
+    /// the request went on without it).
+    pub(super) clients: Option<Seen>,
+    /// The memory's `Set-Cookie` in the scratch's `set_cookie` (0: none).
+    pub(super) set_cookie_len: usize,
 }
 
 /// The site rule that decided a request, and the stage it ran in

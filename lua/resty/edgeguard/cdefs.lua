@@ -28,7 +28,7 @@ static const int EDGEGUARD_MAX_MODELS = 64;
 
 static const int EDGEGUARD_MAX_VARS = 79;
 
-static const int EDGEGUARD_DETECTION_COUNT = 23;
+static const int EDGEGUARD_DETECTION_COUNT = 24;
 
 static const int EDGEGUARD_MAX_RESPONSE_HEADERS = 4;
 

@@ -1,0 +1,263 @@
+//! The client memory in the gate: the `clients` stage observes each
+//! request in the memory and reads back what its client did across
+//! requests (for rules, variables and the decision); `judge` turns a
+//! crawl's behaviour into the `behaviour_crawl` reason; `outcome` counts
+//! what became of a challenge (docs/behaviour.md).
+//!
+//! A client is the request's (real: a trusted hop's relayed) address at
+//! two widths, crossed with a fingerprint of its head: the `User-Agent`
+//! and, over TLS, the JA4. Both records live in one bucket
+//! (`ClientMemory::observe_pair`): one trip to memory a request.
+
+use std::hash::Hasher;
+use std::net::IpAddr;
+
+use siphasher::sip::SipHasher13;
+
+use super::action::Action;
+use super::location::Location;
+use super::request::Request;
+use super::scratch::Scratch;
+use super::state::State;
+use crate::challenge::cookie_values;
+use crate::clients::{
+    cookie, Challenge, ClientKey, ClientMemory, ClientView, Event, Fetch, Prefix, Width,
+};
+use crate::config::{Behaviour, Options};
+use crate::features::reasons::Id;
+use crate::features::Grade;
+use crate::metrics::AnswerResult;
+use crate::net::addr_from_text;
+
+/// What a location does with the client memory.
+#[derive(Clone, Debug)]
+pub(super) struct Clients {
+    memory: ClientMemory,
+    /// `client_cookie`: the memory's cookie is set on navigations.
+    cookie: bool,
+    behaviour: Behaviour,
+    /// `behaviour_navigations`.
+    navigations: u32,
+}
+
+impl Clients {
+    /// What `o` asks of the memory it opened; none when it opened none.
+    pub(super) fn of(o: &Options) -> Option<Clients> {
+        Some(Clients {
+            memory: o.clients.clone()?,
+            cookie: o.cookie_on(),
+            behaviour: o.behaviour_action(),
+            navigations: o.crawl_navigations(),
+        })
+    }
+
+    /// The memory.
+    pub(super) fn memory(&self) -> &ClientMemory {
+        &self.memory
+    }
+}
+
+/// The memory's cookie in one request.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CookieSeen {
+    /// Neither sent back nor set.
+    #[default]
+    None,
+    /// A valid one came back.
+    Returned,
+    /// The answer sets one.
+    Issued,
+}
+
+impl CookieSeen {
+    /// `$edgeguard_client_cookie`'s value.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CookieSeen::None => "none",
+            CookieSeen::Returned => "returned",
+            CookieSeen::Issued => "issued",
+        }
+    }
+}
+
+/// What the memory holds of a request's client, after the request.
+#[derive(Clone, Copy, Debug)]
+pub struct Seen {
+    /// The host's record (/32, /64 × fingerprint).
+    pub host: ClientView,
+    /// The network's (/24, /48 × fingerprint).
+    pub network: ClientView,
+    /// The memory's cookie in this request.
+    pub cookie: CookieSeen,
+    addr: IpAddr,
+    fingerprint: [u8; 8],
+}
+
+impl Seen {
+    fn keys(&self) -> [ClientKey<'_>; 2] {
+        [Width::Host, Width::Network].map(|w| ClientKey {
+            prefix: Prefix::of(self.addr, w),
+            fingerprint: &self.fingerprint,
+        })
+    }
+}
+
+/// The client's fingerprint: the `User-Agent` and the JA4, hashed (the
+/// memory hashes it again with its secret key; this hash only makes one
+/// slice of two).
+fn fingerprint(user_agent: &[u8], ja4: &[u8]) -> [u8; 8] {
+    let mut h = SipHasher13::new_with_keys(0, 0);
+    h.write(user_agent);
+    h.write_u8(0xff);
+    h.write(ja4);
+    h.finish().to_le_bytes()
+}
+
+/// The `clients` stage: observes the request in the memory at `now_ms`
+/// and keeps both views in the state; on a navigation without the
+/// memory's cookie (with `client_cookie`), writes the cookie to set.
+pub(super) fn observe(
+    loc: &Location,
+    req: &Request<'_>,
+    now_ms: u64,
+    scratch: &mut Scratch,
+    s: &mut State,
+) {
+    let Some(c) = &loc.clients else { return };
+    if s.action == Action::Refused {
+        return;
+    }
+    let http = req.http();
+    let Some(addr) = addr_from_text(http.client_addr()) else {
+        return;
+    };
+    let (mut ua, mut dest, mut accept) = (None, None, None);
+    let mut returned = false;
+    let key = c.memory.cookie_key();
+    for (name, value) in http.headers() {
+        if name.eq_ignore_ascii_case(b"user-agent") {
+            ua.get_or_insert(value);
+        } else if name.eq_ignore_ascii_case(b"sec-fetch-dest") {
+            dest.get_or_insert(value);
+        } else if name.eq_ignore_ascii_case(b"accept") {
+            accept.get_or_insert(value);
+        } else if !returned && name.eq_ignore_ascii_case(b"cookie") {
+            returned = cookie_values(value, cookie::NAME.as_bytes()).any(|v| {
+                // A recorded request's value is redacted to its length:
+                // replay takes it as the verdict nginx reached.
+                (http.is_from_log() && v.starts_with(b"[redacted "))
+                    || cookie::valid(&key, v, now_ms / 1000)
+            });
+        }
+    }
+    let fetch = Fetch::classify(dest, accept, http.uri());
+    let issued = c.cookie && fetch == Fetch::Navigation && !returned;
+    let seen = Seen {
+        host: ClientView::default(),
+        network: ClientView::default(),
+        cookie: match (returned, issued) {
+            (true, _) => CookieSeen::Returned,
+            (false, true) => CookieSeen::Issued,
+            (false, false) => CookieSeen::None,
+        },
+        addr,
+        fingerprint: fingerprint(ua.unwrap_or_default(), http.tls().map_or(&[], |t| t.ja4())),
+    };
+    let event = Event {
+        fetch,
+        path: http.uri(),
+        cookie_returned: returned,
+        cookie_issued: issued,
+        challenge: None,
+    };
+    let [host, network] = seen.keys();
+    // Replay's second run of a request a rule decided (rules off: what
+    // the model alone would have done) reads what the first observed.
+    let views = if scratch.rules_on {
+        c.memory.observe_pair(&host, &network, &event, now_ms)
+    } else {
+        c.memory.view_pair(&host, &network, now_ms)
+    };
+    // Busy (the bucket stayed locked): the request goes on unobserved.
+    let Some([h, n]) = views else {
+        return;
+    };
+    if issued && scratch.rules_on {
+        s.set_cookie_len = cookie::set_cookie(
+            &key,
+            now_ms / 1000,
+            req.is_secure(),
+            &mut scratch.set_cookie,
+        );
+    }
+    s.client = Some(addr);
+    s.clients = Some(Seen {
+        host: h,
+        network: n,
+        ..seen
+    });
+}
+
+/// Whether a view looks like a crawl: at least `navigations` pages in the
+/// window, and not one sub-resource fetched, cookie sent back or challenge
+/// solved on the way.
+pub(super) fn crawls(v: &ClientView, navigations: u32) -> bool {
+    v.navigations >= navigations
+        && v.subresources() == 0
+        && v.cookies_returned == 0
+        && v.challenges_solved == 0
+}
+
+/// After the policy: a client whose host or network record looks like a
+/// crawl gets the `behaviour_crawl` reason (ambiguous: behaviour alone
+/// never blocks). A request nothing else flagged is then challenged (a
+/// navigation, with a challenge configured, under `behaviour =
+/// "challenge"`) or logged. Verified bots, a valid clearance, the allow
+/// list and what the policy did not judge are left alone.
+pub(super) fn judge(loc: &Location, req: &Request<'_>, s: &mut State) {
+    let Some(c) = &loc.clients else { return };
+    let Some(seen) = &s.clients else { return };
+    if c.behaviour == Behaviour::Off
+        || s.decision.clearance.is_accepted()
+        || !matches!(
+            s.action,
+            Action::Pass | Action::Log | Action::Challenge | Action::Block
+        )
+        || !(crawls(&seen.host, c.navigations) || crawls(&seen.network, c.navigations))
+    {
+        return;
+    }
+    s.decision.reasons = s.decision.reasons.with(Id::BehaviourCrawl);
+    s.decision.grade = s.decision.grade.max(Grade::Ambiguous);
+    if s.action == Action::Pass {
+        let page = loc
+            .policy
+            .challenge()
+            .is_some_and(|ch| ch.response.wants_page(req.http()));
+        s.action = match c.behaviour {
+            Behaviour::Challenge if page => Action::Challenge,
+            _ => Action::Log,
+        };
+        s.decision.action = s.action;
+    }
+}
+
+/// After the exit: counts a challenge served, solved or failed in the
+/// client's records.
+pub(super) fn outcome(loc: &Location, now_ms: u64, s: &State) {
+    let (Some(c), Some(seen)) = (&loc.clients, &s.clients) else {
+        return;
+    };
+    let what = match (s.action, s.answer) {
+        (Action::Challenge, _) => Challenge::Served,
+        (_, Some(AnswerResult::Solved)) => Challenge::Solved,
+        (_, Some(AnswerResult::Failed(_))) => Challenge::Failed,
+        _ => return,
+    };
+    let [host, network] = seen.keys();
+    let _ = c.memory.challenge_pair(&host, &network, what, now_ms);
+}
+
+#[cfg(test)]
+#[path = "clients_tests.rs"]
+mod tests;
