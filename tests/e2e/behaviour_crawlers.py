@@ -13,8 +13,8 @@ Kinds (KINDS):
 - `bare-mozilla`: python-requests with `User-Agent: Mozilla/5.0` and its
   other defaults, plain HTTP.
 
-Each crawl session has its own source address on loopback (127.1.x.y), as
-crawlers on separate hosts, reads /sitemap.xml, then walks the site
+Each crawl session has its own source address on loopback, in a /24 of
+its own (127.G.N.1), as crawlers on separate networks, reads /sitemap.xml, then walks the site
 breadth first from `/` (links in pages, then the sitemap's pages), and
 either keeps the cookies it is given (a cookie jar, as requests.Session
 and curl_cffi do by default) or drops them.
@@ -313,14 +313,17 @@ def crawl(site, kind, keep_cookies, rate, source, navigations=30):
 
 def crawl_many(site, cases, navigations=30, first_source=(1, 0)):
     """Runs the (kind, keep_cookies, rate) cases at once, one thread and one
-    source address each. Returns the results in the cases' order."""
+    source address each (127.G.N.1: G from first_source[0], N counting
+    from first_source[1]). Returns the results in the cases' order."""
     results = [None] * len(cases)
     errors = []
 
     def run(i, case):
         kind, keep, rate = case
+        # Each session in a /24 of its own: the memory's network record
+        # (a /24) must not carry one session's crawl into the next.
         n = first_source[1] + i
-        source = f"127.{first_source[0]}.{n // 250}.{n % 250 + 1}"
+        source = f"127.{first_source[0] + n // 250}.{n % 250 + 1}.1"
         try:
             results[i] = crawl(site, kind, keep, rate, source, navigations)
         except Exception as e:  # reported, not swallowed: the caller asserts on errors
