@@ -55,10 +55,10 @@
  The most variables `edgeguard_effects` lists: one per model, then
  `edgeguard_action`, `edgeguard_time`, `edgeguard_verified_bot`,
  `edgeguard_rule`, `edgeguard_tag`, `edgeguard_bot_category`, and the
- seven `edgeguard_fp_*` (fleet signals), `edgeguard_reasons` and
- `edgeguard_grade`.
+ seven `edgeguard_fp_*` (fleet signals), `edgeguard_reasons`,
+ `edgeguard_grade` and the five `edgeguard_client_*` (client memory).
  */
-#define EDGEGUARD_MAX_VARS 79
+#define EDGEGUARD_MAX_VARS 84
 
 /*
  How many detection IDs there are: the bits of `edgeguard_effects.reasons`

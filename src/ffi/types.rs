@@ -29,9 +29,9 @@ pub const EDGEGUARD_MAX_MODELS: usize = 64;
 /// The most variables `edgeguard_effects` lists: one per model, then
 /// `edgeguard_action`, `edgeguard_time`, `edgeguard_verified_bot`,
 /// `edgeguard_rule`, `edgeguard_tag`, `edgeguard_bot_category`, and the
-/// seven `edgeguard_fp_*` (fleet signals), `edgeguard_reasons` and
-/// `edgeguard_grade`.
-pub const EDGEGUARD_MAX_VARS: usize = 79;
+/// seven `edgeguard_fp_*` (fleet signals), `edgeguard_reasons`,
+/// `edgeguard_grade` and the five `edgeguard_client_*` (client memory).
+pub const EDGEGUARD_MAX_VARS: usize = 84;
 /// How many detection IDs there are: the bits of `edgeguard_effects.reasons`
 /// (`edgeguard_detection_name` names each).
 pub const EDGEGUARD_DETECTION_COUNT: usize = 24;
@@ -43,7 +43,7 @@ pub const EDGEGUARD_JA4_LEN: usize = 36;
 pub const EDGEGUARD_ALPN_MAX: usize = 16;
 
 const _: () = assert!(EDGEGUARD_MAX_MODELS == crate::scorer::MAX_MODELS);
-const _: () = assert!(EDGEGUARD_MAX_VARS == EDGEGUARD_MAX_MODELS + 15);
+const _: () = assert!(EDGEGUARD_MAX_VARS == EDGEGUARD_MAX_MODELS + 20);
 const _: () = assert!(EDGEGUARD_DETECTION_COUNT == crate::features::reasons::DETECTION_COUNT);
 const _: () = assert!(
     EDGEGUARD_JA4_LEN == crate::tls::ja4::JA4_LEN

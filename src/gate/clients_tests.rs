@@ -362,3 +362,52 @@ fn a_served_challenge_is_counted_in_the_record() {
     assert_eq!(e.clients.unwrap().host.challenges_served, 2);
     assert_eq!(e.action, Action::Challenge);
 }
+
+#[test]
+fn the_client_variables_carry_the_host_record_and_the_cookie() {
+    let loc = location(r#", "vars": true, "client_cookie": true"#);
+    let mut scratch = Scratch::new();
+    run_at(
+        &loc,
+        &mut scratch,
+        b"203.0.113.7",
+        CHROME,
+        b"/a.css",
+        b"text/css",
+        None,
+        0,
+    );
+    let e = run_at(
+        &loc,
+        &mut scratch,
+        b"203.0.113.7",
+        CHROME,
+        b"/",
+        HTML,
+        None,
+        1500,
+    );
+    let vars: Vec<(String, String)> = e
+        .vars
+        .iter()
+        .map(|(n, v)| (text(n), text(v)))
+        .filter(|(n, _)| n.starts_with("edgeguard_client_"))
+        .collect();
+    let want = [
+        ("edgeguard_client_navigations", "1"),
+        ("edgeguard_client_subresources", "1"),
+        ("edgeguard_client_paths", "1"),
+        ("edgeguard_client_rate", "1.33"), // 2 requests in 1.5 s
+        ("edgeguard_client_cookie", "issued"),
+    ];
+    let want: Vec<(String, String)> = want
+        .iter()
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect();
+    assert_eq!(vars, want);
+    assert!(e.vars.len() <= crate::ffi::EDGEGUARD_MAX_VARS);
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8(b.to_vec()).unwrap()
+}

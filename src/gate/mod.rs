@@ -76,7 +76,7 @@ mod state;
 pub use action::Action;
 pub use clients::{CookieSeen, Seen};
 pub use config::Config;
-pub use effects::{Effects, Exit, RuleEffect, Vars, FP_VARS};
+pub use effects::{Effects, Exit, RuleEffect, Vars, CLIENT_VARS, FP_VARS};
 pub use location::{Location, Models, DEFAULT_LOG_LEVEL};
 pub use policy::{Decision, Policy};
 pub use request::{Given, Job, Misuse, Request};

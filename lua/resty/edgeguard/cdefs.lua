@@ -26,7 +26,7 @@ static const int EDGEGUARD_ERRBUF_LEN = 512;
 
 static const int EDGEGUARD_MAX_MODELS = 64;
 
-static const int EDGEGUARD_MAX_VARS = 79;
+static const int EDGEGUARD_MAX_VARS = 84;
 
 static const int EDGEGUARD_DETECTION_COUNT = 24;
 
