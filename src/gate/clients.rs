@@ -10,7 +10,6 @@
 //! (`ClientMemory::observe_pair`): one trip to memory a request.
 
 use std::hash::Hasher;
-use std::net::IpAddr;
 
 use siphasher::sip::SipHasher13;
 
@@ -18,89 +17,15 @@ use super::action::Action;
 use super::location::Location;
 use super::request::Request;
 use super::scratch::Scratch;
+use super::seen::{CookieSeen, Seen};
 use super::state::State;
 use crate::challenge::cookie_values;
-use crate::clients::{
-    cookie, Challenge, ClientKey, ClientMemory, ClientView, Event, Fetch, Prefix, Width,
-};
-use crate::config::{Behaviour, Options};
+use crate::clients::{cookie, Challenge, ClientView, Event, Fetch};
+use crate::config::Behaviour;
 use crate::features::reasons::Id;
 use crate::features::Grade;
 use crate::metrics::AnswerResult;
 use crate::net::addr_from_text;
-
-/// What a location does with the client memory.
-#[derive(Clone, Debug)]
-pub(super) struct Clients {
-    memory: ClientMemory,
-    /// `client_cookie`: the memory's cookie is set on navigations.
-    cookie: bool,
-    behaviour: Behaviour,
-    /// `behaviour_navigations`.
-    navigations: u32,
-}
-
-impl Clients {
-    /// What `o` asks of the memory it opened; none when it opened none.
-    pub(super) fn of(o: &Options) -> Option<Clients> {
-        Some(Clients {
-            memory: o.clients.clone()?,
-            cookie: o.cookie_on(),
-            behaviour: o.behaviour_action(),
-            navigations: o.crawl_navigations(),
-        })
-    }
-
-    /// The memory.
-    pub(super) fn memory(&self) -> &ClientMemory {
-        &self.memory
-    }
-}
-
-/// The memory's cookie in one request.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum CookieSeen {
-    /// Neither sent back nor set.
-    #[default]
-    None,
-    /// A valid one came back.
-    Returned,
-    /// The answer sets one.
-    Issued,
-}
-
-impl CookieSeen {
-    /// `$edgeguard_client_cookie`'s value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CookieSeen::None => "none",
-            CookieSeen::Returned => "returned",
-            CookieSeen::Issued => "issued",
-        }
-    }
-}
-
-/// What the memory holds of a request's client, after the request.
-#[derive(Clone, Copy, Debug)]
-pub struct Seen {
-    /// The host's record (/32, /64 × fingerprint).
-    pub host: ClientView,
-    /// The network's (/24, /48 × fingerprint).
-    pub network: ClientView,
-    /// The memory's cookie in this request.
-    pub cookie: CookieSeen,
-    addr: IpAddr,
-    fingerprint: [u8; 8],
-}
-
-impl Seen {
-    fn keys(&self) -> [ClientKey<'_>; 2] {
-        [Width::Host, Width::Network].map(|w| ClientKey {
-            prefix: Prefix::of(self.addr, w),
-            fingerprint: &self.fingerprint,
-        })
-    }
-}
 
 /// The client's fingerprint: the `User-Agent` and the JA4, hashed (the
 /// memory hashes it again with its secret key; this hash only makes one

@@ -2,8 +2,8 @@
 //! what replay reports of it), borrowed from the location and the scratch.
 
 use super::action::Action;
-use super::clients::Seen;
 use super::location::Location;
+use super::seen::Seen;
 use crate::challenge::Clearance;
 use crate::config::text::Span;
 use crate::features::{Grade, Reasons};

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use super::clients::Clients;
 use super::policy::Policy;
+use super::seen::Clients;
 use crate::config::text::{line_room, MAX_G9};
 use crate::config::Options;
 use crate::features::reasons::DETECTIONS;

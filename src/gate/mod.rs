@@ -70,17 +70,18 @@ mod request;
 mod respond;
 mod rules;
 mod scratch;
+mod seen;
 mod stages;
 mod state;
 
 pub use action::Action;
-pub use clients::{CookieSeen, Seen};
 pub use config::Config;
 pub use effects::{Effects, Exit, RuleEffect, Vars, CLIENT_VARS, FP_VARS};
 pub use location::{Location, Models, DEFAULT_LOG_LEVEL};
 pub use policy::{Decision, Policy};
 pub use request::{Given, Job, Misuse, Request};
 pub use scratch::{Scratch, LOCATION_CAP};
+pub use seen::{CookieSeen, Seen};
 pub use stages::{count, outcome};
 
 /// Runs `job` on `req` under `loc` at `now` (Unix seconds: nginx's

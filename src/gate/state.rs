@@ -5,9 +5,9 @@
 use std::net::IpAddr;
 
 use super::action::Action;
-use super::clients::Seen;
 use super::effects::Exit;
 use super::policy::Decision;
+use super::seen::Seen;
 use crate::config::text::Span;
 use crate::metrics::AnswerResult;
 use crate::scorer::ScoreError;
