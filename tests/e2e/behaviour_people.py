@@ -443,7 +443,10 @@ class Person:
                 self.answers.append((n, req["target"], status, h.get("x-edgeguard-action", ""),
                                      h.get("x-edgeguard-reasons", "")))
                 self.client.append(h.get("x-edgeguard-client", ""))
-                if status == 403 and h.get("x-edgeguard-action") == "challenge" and NONCE.search(body):
+                # The page's script solves it; a browser with JavaScript off
+                # cannot (the no-JS fallback is not configured here).
+                if (status == 403 and h.get("x-edgeguard-action") == "challenge" and NONCE.search(body)
+                        and self.session["variant"] != "no-images-no-js"):
                     self.solve(req, body)
         if self.sock is not None:
             self.sock.close()

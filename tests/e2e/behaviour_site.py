@@ -212,6 +212,7 @@ http {{
         location = /edgeguard/metrics {{
             allow 127.0.0.1;
             deny all;
+            rewrite_by_lua_block {{ return }}  # the scraper is not scored
             content_by_lua_block {{ ngx.print(require("resty.edgeguard").metrics()) }}
         }}
         {site_locations(site)}
