@@ -27,7 +27,7 @@ import pytest
 
 import behaviour_crawlers as crawlers
 import behaviour_people as people
-from behaviour_site import FAKETIME_LIB, Site
+from behaviour_site import FAKETIME_LIB, Site, memory_options
 from conftest import get_text, wait_until
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning")
@@ -156,6 +156,21 @@ def test_crawlers_that_keep_cookies(site):
     cookie they are given, as scrapers do by default."""
     results = crawlers.crawl_many(site, crawl_cases(1.0, cookies=(True,)), first_source=(5, 0))
     check_crawls(results)
+
+
+DOCUMENTS_ONLY = """rules = { "preset:well-known", "preset:feeds", { name = "documents-only", when = {
+    ["client.navigations"] = { min = 10 }, ["client.subresources"] = { max = 0 } }, action = "challenge" } },"""
+
+
+def test_documents_only_rule():
+    """A site rule on the memory without the cookie condition catches the
+    crawlers that keep cookies (docs/behaviour.md, Measured)."""
+    with Site(options=memory_options(extra=DOCUMENTS_ONLY), speed=10) as shop:
+        results = crawlers.crawl_many(shop, [(k, True, 1.0) for k in ("curl_cffi-h2", "requests-chrome")
+                                             for _ in range(2)], first_source=(6, 0))
+        assert not shop.bad_log_lines()
+    assert all(r["flagged_at"] is not None and r["flagged_at"] <= 10 for r in results), \
+        [(r["kind"], r["flagged_at"], r["navs"][-1]) for r in results]
 
 
 def not_behaviour(p):
