@@ -109,6 +109,7 @@ fn main() {
                 &key(addr(i), Width::Host),
                 &key(addr(i), Width::Network),
                 &page,
+                b"",
                 T0,
             )
             .unwrap();
@@ -174,7 +175,13 @@ fn main() {
                 let fetch = Fetch::classify(Some(b"document"), Some(b"text/html"), b"/articles/42");
                 let e = Event::request(fetch, b"/articles/42");
                 let a = next();
-                pairs.observe_pair(&key(a, Width::Host), &key(a, Width::Network), &e, tick())
+                pairs.observe_pair(
+                    &key(a, Width::Host),
+                    &key(a, Width::Network),
+                    &e,
+                    b"",
+                    tick(),
+                )
             })
         })
     });
@@ -212,8 +219,13 @@ fn main() {
                 let a = next();
                 let now = tick();
                 let w = work(a);
-                let v =
-                    pairs.observe_pair(&key(a, Width::Host), &key(a, Width::Network), &page, now);
+                let v = pairs.observe_pair(
+                    &key(a, Width::Host),
+                    &key(a, Width::Network),
+                    &page,
+                    b"",
+                    now,
+                );
                 (w, v)
             })
         })

@@ -39,7 +39,7 @@ use super::view::ClientView;
 pub const WAYS: usize = 4;
 /// Words of the region's header.
 pub const HEADER_WORDS: usize = 16;
-/// Words per bucket: lock, tags, ages, one spare word, records.
+/// Words per bucket: lock, tags, ages, the last request's id, records.
 pub const BUCKET_WORDS: usize = 8 + WAYS * RECORD_WORDS;
 /// Bytes one client costs in the table (its record and its share of the
 /// bucket's lock, tags and ages).
@@ -80,7 +80,12 @@ const H_STEALS: usize = 12;
 const B_LOCK: usize = 0;
 const B_TAGS: usize = 1;
 const B_AGES: usize = 1 + WAYS;
+const B_REQUEST: usize = B_AGES + WAYS / 2;
 const B_RECORDS: usize = 8;
+const _: () = assert!(
+    B_REQUEST < B_RECORDS,
+    "the request word fits before the records"
+);
 
 /// What a memory is made with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -307,19 +312,27 @@ impl ClientMemory {
     /// key's bucket, updated under one lock: one trip to memory a request
     /// instead of two. A host record is therefore only found through this
     /// call (or [`view_pair`](Self::view_pair)), never by its own key.
+    ///
+    /// `request_id` (nginx's `$request_id`; empty: none) counts a request
+    /// once however often the gate runs for it: nginx runs the rewrite and
+    /// access phases again after an internal redirect (a directory's
+    /// `index`, `try_files`, `error_page`), with the same id. The bucket
+    /// keeps the last id it observed: the same id again returns the views
+    /// unchanged. An empty id is never taken for a repeat.
     /// `None`: the bucket stayed locked past [`MAX_WAIT`].
     pub fn observe_pair(
         &self,
         host: &ClientKey<'_>,
         network: &ClientKey<'_>,
         event: &Event<'_>,
+        request_id: &[u8],
         now_ms: u64,
     ) -> Option<[ClientView; 2]> {
         let path_hash = match event.fetch {
             Fetch::Navigation => self.key.path(event.path),
             _ => 0,
         };
-        self.pair(host, network, now_ms, |rec| {
+        self.pair(host, network, now_ms, self.key.request(request_id), |rec| {
             rec.observe(event, path_hash, now_ms, self.window)
         })
     }
@@ -334,7 +347,7 @@ impl ClientMemory {
         c: Challenge,
         now_ms: u64,
     ) -> Option<[ClientView; 2]> {
-        self.pair(host, network, now_ms, |rec| {
+        self.pair(host, network, now_ms, 0, |rec| {
             rec.challenge(c, now_ms, self.window)
         })
     }
@@ -351,10 +364,15 @@ impl ClientMemory {
         let tags = [self.key.client(host), self.key.client(network)];
         let b = self.bucket_of(tags[1]);
         let _held = self.lock(b, now_ms / 1000)?;
-        Some(tags.map(|tag| match self.find(b, tag) {
+        Some(self.views_in(b, tags, now_ms))
+    }
+
+    /// The views of `tags` in bucket `b` (its lock held), unchanged.
+    fn views_in(&self, b: usize, tags: [u64; 2], now_ms: u64) -> [ClientView; 2] {
+        tags.map(|tag| match self.find(b, tag) {
             Some(way) => self.read(b, way).view(now_ms, self.window, true),
             None => Snapshot::default().view(now_ms, self.window, false),
-        }))
+        })
     }
 
     /// Starts loading the bucket of `network` (a client's both records:
@@ -368,11 +386,24 @@ impl ClientMemory {
         host: &ClientKey<'_>,
         network: &ClientKey<'_>,
         now_ms: u64,
+        request: u64,
         change: impl Fn(&mut Snapshot),
     ) -> Option<[ClientView; 2]> {
         let tags = [self.key.client(host), self.key.client(network)];
         let b = self.bucket_of(tags[1]);
         let held = self.lock(b, now_ms / 1000)?;
+        if request != 0 {
+            let last = self.word(b, B_REQUEST);
+            // The gate ran again for a request it observed (an internal
+            // redirect): its counts are in already. Only the bucket's last
+            // id is kept: a redirect follows its request within the same
+            // worker's event, before another of this bucket's clients is
+            // likely to come between.
+            if last.load(Ordering::Relaxed) == request {
+                return Some(self.views_in(b, tags, now_ms));
+            }
+            last.store(request, Ordering::Relaxed);
+        }
         let mut views = [ClientView::default(); 2];
         // The host's slot, which the network's claim must not take.
         let mut kept = None;
@@ -680,7 +711,13 @@ mod tests {
         // the three hosts seen last.
         for host in 1..=6u8 {
             let [h, n] = m
-                .observe_pair(&key(host), &net(host), &nav(), T0 + u64::from(host) * 1000)
+                .observe_pair(
+                    &key(host),
+                    &net(host),
+                    &nav(),
+                    b"",
+                    T0 + u64::from(host) * 1000,
+                )
                 .unwrap();
             assert_eq!((h.navigations, h.known), (1, false));
             assert_eq!(n.navigations, u32::from(host));
@@ -697,6 +734,35 @@ mod tests {
             .unwrap();
         assert_eq!((h.challenges_solved, n.challenges_solved), (1, 1));
         assert_eq!((h.navigations, n.navigations), (1, 6), "no fetch counted");
+    }
+
+    #[test]
+    fn a_request_id_seen_again_is_not_counted_again() {
+        let m = tiny();
+        let net = ClientKey {
+            prefix: Prefix::of([192, 0, 2, 1].into(), Width::Network),
+            fingerprint: b"fp",
+        };
+        let page = |id: &[u8], now| m.observe_pair(&key(1), &net, &nav(), id, now).unwrap();
+        // The gate twice for one request (an internal redirect): once.
+        let id = b"5f3ca1b2c3d4e5f60718293a4b5c6d7e";
+        assert_eq!(page(id, T0)[0].navigations, 1);
+        let [h, n] = page(id, T0 + 1);
+        assert_eq!((h.navigations, n.navigations, h.known), (1, 1, true));
+        // Another request: counted.
+        let [h, n] = page(b"5f3ca1b2c3d4e5f60718293a4b5c6d7f", T0 + 2);
+        assert_eq!((h.navigations, n.navigations), (2, 2));
+        // No id: every run counts.
+        assert_eq!(page(b"", T0 + 3)[0].navigations, 3);
+        assert_eq!(page(b"", T0 + 4)[0].navigations, 4);
+        // The first id again, no longer the bucket's last: counted.
+        assert_eq!(page(id, T0 + 5)[0].navigations, 5);
+        assert_eq!(page(id, T0 + 6)[0].navigations, 5);
+        // A challenge's outcome is never taken for a repeat.
+        let [h, _] = m
+            .challenge_pair(&key(1), &net, Challenge::Solved, T0 + 7)
+            .unwrap();
+        assert_eq!((h.navigations, h.challenges_solved), (5, 1));
     }
 
     #[test]

@@ -99,7 +99,8 @@ pub(super) fn observe(
     // Replay's second run of a request a rule decided (rules off: what
     // the model alone would have done) reads what the first observed.
     let views = if scratch.rules_on {
-        c.memory.observe_pair(&host, &network, &event, now_ms)
+        c.memory
+            .observe_pair(&host, &network, &event, req.request_id(), now_ms)
     } else {
         c.memory.view_pair(&host, &network, now_ms)
     };

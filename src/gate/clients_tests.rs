@@ -411,3 +411,34 @@ fn the_client_variables_carry_the_host_record_and_the_cookie() {
 fn text(b: &[u8]) -> String {
     String::from_utf8(b.to_vec()).unwrap()
 }
+
+#[test]
+fn a_request_the_gate_runs_twice_for_counts_once() {
+    let loc = location(r#", "mode": "block""#);
+    let mut scratch = Scratch::new();
+    let h = [
+        Header::new(b"user-agent", CHROME),
+        Header::new(b"accept", HTML),
+    ];
+    let mut navigations = |id: &[u8], ms: u64| {
+        let now_ms = NOW * 1000 + ms;
+        let req = Request::new(b"GET", b"/en-us/products/", 11, b"203.0.113.9", &h, None)
+            .given(Given {
+                scores: Some(&[0.1]),
+                ..Given::default()
+            })
+            .with_time_ms(now_ms)
+            .with_request_id(id);
+        let e = run(&loc, &req, Job::Access, now_ms / 1000, &mut scratch).unwrap();
+        let seen = e.clients.unwrap();
+        (seen.host.navigations, seen.network.navigations)
+    };
+    // nginx's internal redirect to the directory's index.html: the same
+    // $request_id twice.
+    assert_eq!(navigations(b"0123456789abcdef0123456789abcdef", 0), (1, 1));
+    assert_eq!(navigations(b"0123456789abcdef0123456789abcdef", 1), (1, 1));
+    assert_eq!(navigations(b"fedcba9876543210fedcba9876543210", 2), (2, 2));
+    // No id (a caller that passes none): each run counts.
+    assert_eq!(navigations(b"", 3), (3, 3));
+    assert_eq!(navigations(b"", 4), (4, 4));
+}

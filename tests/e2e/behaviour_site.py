@@ -152,6 +152,9 @@ def conf(prefix, port, tls_port, site, options, mode="challenge", workers=4, rec
     declared = "\n".join(f'        set $edgeguard_{v} "";' for v in (
         "request_headers", "bot", "action", "reasons", "grade", "time", "verified_bot", "rule", "tag", "bot_category",
         *(f"client_{c}" for c in CLIENT_VARS)))
+    # As nginx-conf/decision-vars.conf: named, $request_id is kept across
+    # an internal redirect, and the memory counts such a page once.
+    declared += "\n        set $edgeguard_request_id $request_id;"
     return f"""
 load_module {MODULES}/ndk_http_module.so;
 load_module {MODULES}/ngx_http_lua_module.so;
