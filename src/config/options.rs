@@ -315,8 +315,9 @@ options! {
     /// `behaviour`: what a crawl's behaviour leads to.
     behaviour: Behaviour, EVERYWHERE, Ctx::behaviour,
         |o| o.memory().map(|_| o.behaviour_action().as_str().into());
-    /// `behaviour_navigations`: navigations in the window before a crawl
-    /// is judged.
+    /// `behaviour_navigations`: documents-only navigations in the window
+    /// before a crawl is judged (twice as many for a client that sent the
+    /// memory's cookie back).
     behaviour_navigations: u32, EVERYWHERE, Ctx::navigations,
         |o| o.memory().map(|_| o.crawl_navigations().into());
     /// `redact`: header names the request recorder logs as their length,
@@ -452,9 +453,10 @@ pub struct Inherited {
 /// The default of `score_header`.
 pub const DEFAULT_SCORE_HEADER: &str = "X-Bot-Score";
 /// The default of `behaviour_navigations`: a browser opening ten pages
-/// in five to ten minutes has fetched some sub-resource (or sent back the
-/// cookie) on the way; a crawler is judged within its first ten pages
-/// (issue 39: flagged within 10 navigations).
+/// in five to ten minutes has fetched some sub-resource on the way (one
+/// that sent back the cookie gets twenty); a crawler is judged within its
+/// first ten pages, twenty with a cookie jar (issue 39: flagged within 10
+/// navigations, all within 30).
 pub const DEFAULT_BEHAVIOUR_NAVIGATIONS: u32 = 10;
 /// The default of `status`.
 pub const DEFAULT_STATUS: u16 = 403;

@@ -124,14 +124,21 @@ pub(super) fn observe(
     });
 }
 
-/// Whether a view looks like a crawl: at least `navigations` pages in the
-/// window, and not one sub-resource fetched, cookie sent back or challenge
-/// solved on the way.
+/// Whether a view looks like a crawl: documents only (not one
+/// sub-resource fetched, nor a challenge solved) for at least
+/// `navigations` pages in the window, or twice as many when the client
+/// sent the memory's cookie back. The cookie is evidence, not a pass: a
+/// person with a warm cache and long-lived assets may fetch documents only
+/// for a while, and keeping the cookie buys that room; a crawler's cookie
+/// jar keeps it too, so past it the challenge (which a person solves) is
+/// the price.
 pub(super) fn crawls(v: &ClientView, navigations: u32) -> bool {
-    v.navigations >= navigations
-        && v.subresources() == 0
-        && v.cookies_returned == 0
-        && v.challenges_solved == 0
+    let needed = if v.cookies_returned == 0 {
+        navigations
+    } else {
+        navigations.saturating_mul(2)
+    };
+    v.navigations >= needed && v.subresources() == 0 && v.challenges_solved == 0
 }
 
 /// After the policy: a client whose host or network record looks like a

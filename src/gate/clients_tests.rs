@@ -442,3 +442,58 @@ fn a_request_the_gate_runs_twice_for_counts_once() {
     assert_eq!(navigations(b"", 3), (3, 3));
     assert_eq!(navigations(b"", 4), (4, 4));
 }
+
+#[test]
+fn a_crawler_that_keeps_the_cookie_is_challenged_at_twice_the_count() {
+    let loc = location(r#", "mode": "block", "client_cookie": true"#);
+    let mut scratch = Scratch::new();
+    let client: &[u8] = b"198.51.100.77";
+    let e = run_at(&loc, &mut scratch, client, CHROME, b"/", HTML, None, 0);
+    let set = String::from_utf8(e.set_cookie.to_vec()).unwrap();
+    let cookie = set.split(';').next().unwrap().to_owned();
+    // Documents only, the cookie sent back: no crawl before 20 pages.
+    for i in 1..25 {
+        let e = run_at(
+            &loc,
+            &mut scratch,
+            client,
+            CHROME,
+            &page(i),
+            HTML,
+            Some(cookie.as_bytes()),
+            i as u64 * 2000,
+        );
+        let seen = e.clients.unwrap();
+        assert_eq!(seen.host.navigations, i as u32 + 1);
+        assert_eq!(seen.cookie, CookieSeen::Returned);
+        let flagged = i + 1 >= 20;
+        assert_eq!(e.reasons.has(Id::BehaviourCrawl), flagged, "page {}", i + 1);
+        let want = if flagged {
+            Action::Challenge
+        } else {
+            Action::Pass
+        };
+        assert_eq!(e.action, want, "page {}", i + 1);
+    }
+    // The rule on views: the cookie doubles the count; one sub-resource
+    // or solved challenge keeps any count out.
+    let mut v = crate::clients::ClientView {
+        navigations: 40,
+        cookies_returned: 40,
+        ..crate::clients::ClientView::default()
+    };
+    assert!(super::crawls(&v, 10));
+    v.navigations = 19;
+    assert!(!super::crawls(&v, 10));
+    v.cookies_returned = 0;
+    assert!(super::crawls(&v, 10));
+    v.navigations = 9;
+    assert!(!super::crawls(&v, 10));
+    assert!(super::crawls(&v, 9));
+    v.navigations = 1000;
+    v.challenges_solved = 1;
+    assert!(!super::crawls(&v, 10));
+    v.challenges_solved = 0;
+    v.subresources_by_class[0] = 1;
+    assert!(!super::crawls(&v, 10));
+}
