@@ -139,7 +139,7 @@ detections! {
     OrderReversedPairs = "order_reversed_pairs", Ambiguous,
         "header pairs in an order people's browsers of the engine never sent (a hop may reorder)";
     BehaviourCrawl = "behaviour_crawl", Ambiguous,
-        "the client (address prefix × head fingerprint, in the client memory) navigated `behaviour_navigations` pages in the window without fetching a sub-resource, sending back a cookie or solving a challenge (a person with a warm cache and cookies blocked can look so: challenged, never blocked on it alone)";
+        "the client (address prefix × head fingerprint, in the client memory) navigated `behaviour_navigations` pages in the window (twice as many when it sent the memory's cookie back) without fetching a sub-resource or solving a challenge (a person with a warm cache can look so: challenged, never blocked on it alone)";
 }
 
 /// How many detection IDs there are (at most 32: a [`Reasons`] mask).
