@@ -101,6 +101,24 @@ def test_a_directory_page_counts_once(site):
     assert counts == ["1", "2"], counts
 
 
+def test_an_unnamed_request_id_is_said_once():
+    """Without a configuration line naming $request_id nginx makes a new
+    one on each read: the worker says so once, and a directory's page
+    counts twice (docs/behaviour.md, "Counted once")."""
+    bare = Site(speed=1, workers=1)
+    conf = bare.prefix / "nginx.conf"
+    conf.write_text(conf.read_text().replace("set $edgeguard_request_id $request_id;", ""))
+    with bare:
+        client = crawlers.Client("requests-chrome", bare, "127.9.1.2", keep_cookies=False)
+        try:
+            answers = [client.get("/en-us/products/shoes/") for _ in range(2)]
+        finally:
+            client.close()
+        said = [line for line in bare.error_log.splitlines() if "$request_id changes on each read" in line]
+    assert [a.headers["x-edgeguard-client"].split(" ")[0] for a in answers] == ["2", "4"]
+    assert len(said) == 1 and "[warn]" in said[0], said
+
+
 def crawl_cases(rate, sessions=2, cookies=(False,)):
     return [(k, keep, rate) for k in crawlers.KINDS for keep in cookies for _ in range(sessions)]
 
