@@ -396,9 +396,10 @@ impl ClientMemory {
             let last = self.word(b, B_REQUEST);
             // The gate ran again for a request it observed (an internal
             // redirect): its counts are in already. Only the bucket's last
-            // id is kept: a redirect follows its request within the same
-            // worker's event, before another of this bucket's clients is
-            // likely to come between.
+            // id is kept: `index` and `try_files` redirect in the same
+            // call as the first run, before another of this bucket's
+            // clients can come between (an `error_page` after a slow
+            // upstream may let one in: then counted again).
             if last.load(Ordering::Relaxed) == request {
                 return Some(self.views_in(b, tags, now_ms));
             }
