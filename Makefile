@@ -47,6 +47,10 @@ PIP_TEST += selenium
 # ssl-bump, which needs the OpenSSL build), and Go's net/http as one of the
 # scripts sent through them (Node's fetch comes with npm's nodejs below).
 APT_TEST += haproxy caddy squid-openssl golang-go
+# tests/e2e/test_behaviour.py: curl_cffi (Chrome's TLS and HTTP/2, impersonated)
+# is one of its crawlers; faketime runs nginx's clock faster for slow rates.
+APT_TEST += faketime
+PIP_TEST += curl_cffi
 # tests/e2e/test_challenge_page.py: axe-core in headless Chromium on every
 # challenge page and locale (npm, into target/npm: nothing global). Debian's
 # npm only where there is no npm: NodeSource's nodejs carries its own and

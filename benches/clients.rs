@@ -12,7 +12,11 @@
 //!   (a dependent chain of multiplies standing in for feature extraction
 //!   and scoring, which take 1.5 to 2 µs: BENCHMARKS.md), `work_then_observe` (both widths after
 //!   it), `prefetch_work_observe` (both buckets prefetched before it). The
-//!   memory's added cost is each minus `work`.
+//!   memory's added cost is each minus `work`;
+//! - `request/pair` and `gate/work_then_pair`: the same two widths as the
+//!   gate keeps them (`ClientMemory::observe_pair`: both records in the
+//!   network key's bucket, one lock, one trip to memory), in a second
+//!   64 MiB memory filled alike with 200 000 clients.
 //!
 //! Target (issue 39): at most 300 ns added per request at the gate.
 //!
@@ -98,6 +102,18 @@ fn main() {
         g.used,
         g.evictions
     );
+    let pairs = registry::open("bench-pair", &Config::default()).unwrap();
+    for i in 0..CLIENTS {
+        pairs
+            .observe_pair(
+                &key(addr(i), Width::Host),
+                &key(addr(i), Width::Network),
+                &page,
+                b"",
+                T0,
+            )
+            .unwrap();
+    }
     let order: Vec<u32> = {
         let mut rng = fastrand::Rng::with_seed(7);
         (0..1 << 20).map(|_| addr(rng.u32(0..CLIENTS))).collect()
@@ -153,6 +169,22 @@ fn main() {
             })
         })
     });
+    c.bench_function("request/pair", |b| {
+        b.iter_custom(|n| {
+            on_cpu(n, || {
+                let fetch = Fetch::classify(Some(b"document"), Some(b"text/html"), b"/articles/42");
+                let e = Event::request(fetch, b"/articles/42");
+                let a = next();
+                pairs.observe_pair(
+                    &key(a, Width::Host),
+                    &key(a, Width::Network),
+                    &e,
+                    b"",
+                    tick(),
+                )
+            })
+        })
+    });
     let mut group = c.benchmark_group("gate");
     group.bench_function("work", |b| b.iter_custom(|n| on_cpu(n, || work(next()))));
     group.bench_function("work_then_observe", |b| {
@@ -178,6 +210,23 @@ fn main() {
                 let host = memory.observe(&key(a, Width::Host), &page, now);
                 let net = memory.observe(&key(a, Width::Network), &page, now);
                 (w, host, net)
+            })
+        })
+    });
+    group.bench_function("work_then_pair", |b| {
+        b.iter_custom(|n| {
+            on_cpu(n, || {
+                let a = next();
+                let now = tick();
+                let w = work(a);
+                let v = pairs.observe_pair(
+                    &key(a, Width::Host),
+                    &key(a, Width::Network),
+                    &page,
+                    b"",
+                    now,
+                );
+                (w, v)
             })
         })
     });

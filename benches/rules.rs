@@ -91,6 +91,7 @@ fn view<'a>(method: &'a [u8], target: &'a [u8], headers: &'a [Header<'a>]) -> Vi
         tls: TlsFacts::new(JA4, Family::Boringssl),
         scores: &[],
         fleet: None,
+        clients: None,
     }
 }
 

@@ -210,16 +210,16 @@ typedef enum {
  The most variables `edgeguard_effects` lists: one per model, then
  `edgeguard_action`, `edgeguard_time`, `edgeguard_verified_bot`,
  `edgeguard_rule`, `edgeguard_tag`, `edgeguard_bot_category`, and the
- seven `edgeguard_fp_*` (fleet signals), `edgeguard_reasons` and
- `edgeguard_grade`.
+ seven `edgeguard_fp_*` (fleet signals), `edgeguard_reasons`,
+ `edgeguard_grade` and the five `edgeguard_client_*` (client memory).
  */
-#define EDGEGUARD_MAX_VARS 79
+#define EDGEGUARD_MAX_VARS 84
 
 /*
  How many detection IDs there are: the bits of `edgeguard_effects.reasons`
  (`edgeguard_detection_name` names each).
  */
-#define EDGEGUARD_DETECTION_COUNT 23
+#define EDGEGUARD_DETECTION_COUNT 24
 
 /*
  The most response headers `edgeguard_effects` lists.
@@ -746,7 +746,8 @@ typedef struct {
    */
   edgeguard_str location;
   /*
-   Response headers to add (`Body`, `Redirect`).
+   Response headers to add (`Body`, `Redirect`; on `Continue`, the
+   client memory's `Set-Cookie` for the upstream's answer).
    */
   edgeguard_header response_headers[EDGEGUARD_MAX_RESPONSE_HEADERS];
   /*

@@ -142,12 +142,16 @@ class Facts:
 
     def read_stages(self):
         """The numbered stages of src/gate/mod.rs's diagram, and the stages
-        in the order `run()` calls them (`rules::before` is `rules`)."""
+        in the order `run()` calls them (`rules::before` is `rules`,
+        `clients::observe` is `clients`; the clients module's other calls
+        belong to the decide and respond stages)."""
         text = (self.root / "src/gate/mod.rs").read_text(encoding="utf-8")
         stages = [(int(n), name) for n, name in re.findall(r"^//!.*│\s+(\d+)\s+(\w+)\s", text, re.M)]
         body = text[text.index("pub fn run"):]
         body = body[:body.index("\n}\n")]
-        order = [("rules" if mod == "rules" else fn) for mod, fn in re.findall(r"\b(stages|rules)::(\w+)\(", body)]
+        calls = re.findall(r"\b(stages|rules|clients)::(\w+)\(", body)
+        order = [{"rules": "rules", "clients": "clients"}.get(mod, fn) for mod, fn in calls
+                 if mod != "clients" or fn == "observe"]
         return stages, order
 
     def read_metrics(self):

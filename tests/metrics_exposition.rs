@@ -109,6 +109,7 @@ fn run(name: &str, answers: bool) -> (String, String) {
         bots: &bots,
         signals: None,
         reasons: false,
+        clients: None,
     });
     let mut dict = vec![0.0f64; r.len()];
     let flush = |dict: &mut Vec<f64>| {

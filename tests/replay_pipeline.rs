@@ -769,3 +769,84 @@ fn a_redacted_log_replays_as_its_original() {
         assert!(actions.len() >= 3, "{actions:?}");
     }
 }
+
+/// The client memory is rebuilt from the log in its order: a recorded
+/// crawl (a Chrome head the models are set not to flag, documents only) is challenged from its
+/// tenth navigation, as nginx challenged it, whatever the threads asked
+/// for; a browser's visit in between (pages with their sub-resources, the
+/// memory's cookie sent back as the recorder logs it) is not.
+#[test]
+fn replay_rebuilds_the_client_memory_in_order() {
+    let chrome = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
+    let line = |client: &str, uri: &str, accept: &str, cookie: Option<&str>, t: u64| {
+        let mut headers = vec![
+            ["host", "shop.example"],
+            ["user-agent", chrome],
+            ["accept", accept],
+        ];
+        if let Some(c) = cookie {
+            headers.push(["cookie", c]);
+        }
+        serde_json::json!({
+            "client": client, "method": "GET", "uri": uri, "version": "HTTP/1.1",
+            "headers": headers, "edgeguard_time": t.to_string(),
+        })
+        .to_string()
+            + "\n"
+    };
+    const NOW: u64 = 1_800_000_000;
+    let html = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
+    let mut log = String::new();
+    let mut want = Vec::new();
+    for i in 0..14u64 {
+        log += &line(
+            "198.51.100.7",
+            &format!("/article/{i}"),
+            html,
+            None,
+            NOW + 2 * i,
+        );
+        want.push(if i < 9 { "pass" } else { "challenge" });
+        log += &line(
+            "203.0.113.5",
+            &format!("/page/{i}"),
+            html,
+            Some("edgeguard_v=[redacted 27]"),
+            NOW + 2 * i,
+        );
+        want.push("pass");
+        log += &line(
+            "203.0.113.5",
+            "/site.css",
+            "text/css,*/*;q=0.1",
+            Some("edgeguard_v=[redacted 27]"),
+            NOW + 2 * i,
+        );
+        want.push("pass");
+    }
+    for threads in [1, 4] {
+        // A configuration's memory is its own: a fresh one per run.
+        let cfg = config(&format!(
+            r#", "mode": "block", "client_memory": "1m", "client_cookie": true,
+                "thresholds": {{"bot": 1, "spoof": 1}}, "challenge_secret": "{}""#,
+            manifest().join("tests/fixtures/challenge/secret").display()
+        ));
+        let (summary, lines) = replay_text(
+            log.clone().into_bytes(),
+            &cfg,
+            None,
+            &options(threads, true),
+        );
+        let got: Vec<&str> = lines
+            .iter()
+            .map(|l| l["action"].as_str().unwrap())
+            .collect();
+        assert_eq!(got, want, "threads {threads}");
+        assert_eq!(summary.primary.actions[Outcome::Challenge.index()], 5);
+        assert!(lines[27]["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == "behaviour_crawl"));
+    }
+}

@@ -245,6 +245,7 @@ fn evaluating_does_not_allocate() {
                 tls: c.tls.and_then(|(j, f)| TlsFacts::new(j.as_bytes(), f)),
                 scores: &[],
                 fleet: c.fleet,
+                clients: None,
             };
             for rules in &sets {
                 let m = rules.before_scoring(&view, &mut scratch).or_else(|| {

@@ -113,6 +113,17 @@ impl HashKey {
         h.finish() | 1
     }
 
+    /// The 64-bit hash of a request's id (nginx's `$request_id`), with a
+    /// key derived from this one; 0 for the empty id (none to match).
+    pub fn request(&self, id: &[u8]) -> u64 {
+        if id.is_empty() {
+            return 0;
+        }
+        let mut h = SipHasher13::new_with_keys(self.0[0] ^ 0x7265_7175_6573_7431, self.0[1]);
+        h.write(id);
+        h.finish() | 1
+    }
+
     /// The 64-bit hash of a path for the distinct-paths sketch: the path
     /// before any `?`, hashed with a key derived from this one so path
     /// hashes and client hashes are unrelated.

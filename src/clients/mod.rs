@@ -13,19 +13,23 @@
 //!
 //! - [`record`]: one client's numbers, how a request updates them, the
 //!   window they age through, and the merge of two records;
+//! - [`cookie`]: the signed cookie whose return the record counts;
 //! - [`fetch`]: the request's class (navigation or sub-resource);
 //! - [`sketch`]: distinct paths in 128 bits;
 //! - [`view`]: the copy the gate reads;
 //! - [`table`]: the shared table (buckets, locks, eviction, gauges);
 //! - [`registry`]: one table per name and size for the process's life.
 //!
-//! Not yet wired into the gate: docs/behaviour.md says what is next.
+//! The gate's `clients` stage observes every request (`gate::clients`);
+//! docs/behaviour.md says how rules and the `behaviour_crawl` detection
+//! read it.
 //! Safe code but for [`shm`], the mapping and a prefetch hint, audited
 //! like `model::simd`: kept beside the table so the memory's owner imports
 //! nothing from the C boundary above it.
 
 #![deny(unsafe_code)]
 
+pub mod cookie;
 pub mod fetch;
 pub mod key;
 pub mod record;

@@ -280,6 +280,18 @@ impl Snapshot {
         }
     }
 
+    /// Counts what became of a challenge at `now_ms`, the request that
+    /// carried it already observed (no fetch is counted).
+    pub fn challenge(&mut self, c: Challenge, now_ms: u64, window: Window) {
+        let now = now_ms.max(self.last_seen_ms).max(1);
+        if self.is_empty() {
+            self.first_seen_s = u32::try_from(now / 1000).unwrap_or(u32::MAX);
+        }
+        self.age_to(now, window);
+        self.last_seen_ms = now;
+        self.current.bump(Count::Challenge(c));
+    }
+
     /// Moves the counts to the epoch of `now_ms` (not earlier than the
     /// current one): one epoch later, current becomes previous; two or
     /// more, both clear. Leaves `last_seen_ms` to the caller, which sets

@@ -37,6 +37,16 @@ pub fn open(name: &str, config: &Config) -> Result<ClientMemory, String> {
     Ok(memory)
 }
 
+/// The name nginx's memory is opened under: one per process.
+pub const NAME: &str = "edgeguard";
+
+/// The memory a configuration asks for (`config`, the resolved options'
+/// `client_memory`; none: off), opened under [`NAME`]: the loader's one
+/// call, in the master at configure time.
+pub fn configured(config: Option<&Config>) -> Result<Option<ClientMemory>, String> {
+    config.map(|c| open(NAME, c)).transpose()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use super::fetch::Fetch;
 use super::key::{ClientKey, HashKey};
-use super::record::{Event, Snapshot, Window, RECORD_WORDS};
+use super::record::{Challenge, Event, Snapshot, Window, RECORD_WORDS};
 use super::shm;
 use super::view::ClientView;
 
@@ -39,7 +39,7 @@ use super::view::ClientView;
 pub const WAYS: usize = 4;
 /// Words of the region's header.
 pub const HEADER_WORDS: usize = 16;
-/// Words per bucket: lock, tags, ages, one spare word, records.
+/// Words per bucket: lock, tags, ages, the last request's id, records.
 pub const BUCKET_WORDS: usize = 8 + WAYS * RECORD_WORDS;
 /// Bytes one client costs in the table (its record and its share of the
 /// bucket's lock, tags and ages).
@@ -56,10 +56,10 @@ const _: () = assert!(BUCKET_WORDS == 64, "a bucket is eight cache lines");
 const MAGIC: u64 = u64::from_le_bytes(*b"egclient");
 const VERSION: u64 = 1;
 /// The smallest memory: the header and one bucket.
-const MIN_BYTES: usize = (HEADER_WORDS + BUCKET_WORDS) * 8;
+pub const MIN_BYTES: usize = (HEADER_WORDS + BUCKET_WORDS) * 8;
 /// The largest: 64 GiB, well past any sensible size, short of any mistake
 /// that would map all of RAM.
-const MAX_BYTES: usize = 64 << 30;
+pub const MAX_BYTES: usize = 64 << 30;
 const SPINS: u32 = 128;
 
 // Header words.
@@ -80,7 +80,12 @@ const H_STEALS: usize = 12;
 const B_LOCK: usize = 0;
 const B_TAGS: usize = 1;
 const B_AGES: usize = 1 + WAYS;
+const B_REQUEST: usize = B_AGES + WAYS / 2;
 const B_RECORDS: usize = 8;
+const _: () = assert!(
+    B_REQUEST < B_RECORDS,
+    "the request word fits before the records"
+);
 
 /// What a memory is made with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -193,6 +198,13 @@ impl Drop for Held<'_> {
     }
 }
 
+/// Two handles are equal when they name the same memory.
+impl PartialEq for ClientMemory {
+    fn eq(&self, other: &ClientMemory) -> bool {
+        self.same_memory(other)
+    }
+}
+
 impl ClientMemory {
     /// A memory in `words` (all zero: made here; else made before by a
     /// memory of the same configuration, and found as it was left).
@@ -294,6 +306,134 @@ impl ClientMemory {
         })
     }
 
+    /// Takes in one request of a client at both widths (`host` and
+    /// `network`: [`Width::Host`](super::Width) and its network's key) and
+    /// returns both views, host first. Both records live in the network
+    /// key's bucket, updated under one lock: one trip to memory a request
+    /// instead of two. A host record is therefore only found through this
+    /// call (or [`view_pair`](Self::view_pair)), never by its own key.
+    ///
+    /// `request_id` (nginx's `$request_id`; empty: none) counts a request
+    /// once however often the gate runs for it: nginx runs the rewrite and
+    /// access phases again after an internal redirect (a directory's
+    /// `index`, `try_files`, `error_page`), with the same id. The bucket
+    /// keeps the last id it observed: the same id again returns the views
+    /// unchanged. An empty id is never taken for a repeat.
+    /// `None`: the bucket stayed locked past [`MAX_WAIT`].
+    pub fn observe_pair(
+        &self,
+        host: &ClientKey<'_>,
+        network: &ClientKey<'_>,
+        event: &Event<'_>,
+        request_id: &[u8],
+        now_ms: u64,
+    ) -> Option<[ClientView; 2]> {
+        let path_hash = match event.fetch {
+            Fetch::Navigation => self.key.path(event.path),
+            _ => 0,
+        };
+        self.pair(host, network, now_ms, self.key.request(request_id), |rec| {
+            rec.observe(event, path_hash, now_ms, self.window)
+        })
+    }
+
+    /// Counts what became of a challenge for a client at both widths, as
+    /// [`observe_pair`](Self::observe_pair) keeps it (its request was
+    /// observed already: no fetch is counted).
+    pub fn challenge_pair(
+        &self,
+        host: &ClientKey<'_>,
+        network: &ClientKey<'_>,
+        c: Challenge,
+        now_ms: u64,
+    ) -> Option<[ClientView; 2]> {
+        self.pair(host, network, now_ms, 0, |rec| {
+            rec.challenge(c, now_ms, self.window)
+        })
+    }
+
+    /// Both views of a client as [`observe_pair`](Self::observe_pair)
+    /// keeps it, unchanged (a record not held is all zero and not
+    /// `known`, and takes no slot).
+    pub fn view_pair(
+        &self,
+        host: &ClientKey<'_>,
+        network: &ClientKey<'_>,
+        now_ms: u64,
+    ) -> Option<[ClientView; 2]> {
+        let tags = [self.key.client(host), self.key.client(network)];
+        let b = self.bucket_of(tags[1]);
+        let _held = self.lock(b, now_ms / 1000)?;
+        Some(self.views_in(b, tags, now_ms))
+    }
+
+    /// The views of `tags` in bucket `b` (its lock held), unchanged.
+    fn views_in(&self, b: usize, tags: [u64; 2], now_ms: u64) -> [ClientView; 2] {
+        tags.map(|tag| match self.find(b, tag) {
+            Some(way) => self.read(b, way).view(now_ms, self.window, true),
+            None => Snapshot::default().view(now_ms, self.window, false),
+        })
+    }
+
+    /// Starts loading the bucket of `network` (a client's both records:
+    /// [`observe_pair`](Self::observe_pair)) and returns at once.
+    pub fn prefetch_pair(&self, network: &ClientKey<'_>) {
+        self.touch(self.bucket_of(self.key.client(network)));
+    }
+
+    fn pair(
+        &self,
+        host: &ClientKey<'_>,
+        network: &ClientKey<'_>,
+        now_ms: u64,
+        request: u64,
+        change: impl Fn(&mut Snapshot),
+    ) -> Option<[ClientView; 2]> {
+        let tags = [self.key.client(host), self.key.client(network)];
+        let b = self.bucket_of(tags[1]);
+        let held = self.lock(b, now_ms / 1000)?;
+        if request != 0 {
+            let last = self.word(b, B_REQUEST);
+            // The gate ran again for a request it observed (an internal
+            // redirect): its counts are in already. Only the bucket's last
+            // id is kept: `index` and `try_files` redirect in the same
+            // call as the first run, before another of this bucket's
+            // clients can come between (an `error_page` after a slow
+            // upstream may let one in: then counted again).
+            if last.load(Ordering::Relaxed) == request {
+                return Some(self.views_in(b, tags, now_ms));
+            }
+            last.store(request, Ordering::Relaxed);
+        }
+        let mut views = [ClientView::default(); 2];
+        // The host's slot, which the network's claim must not take.
+        let mut kept = None;
+        for (view, tag) in views.iter_mut().zip(tags) {
+            let (way, known) = match self.find(b, tag) {
+                Some(way) => (way, true),
+                None => (self.claim(b, tag, now_ms, kept), false),
+            };
+            let mut rec = if known {
+                self.read(b, way)
+            } else {
+                Snapshot::default()
+            };
+            change(&mut rec);
+            self.write(b, way, &rec);
+            *view = rec.view(now_ms, self.window, known);
+            kept = Some(way);
+        }
+        drop(held);
+        Some(views)
+    }
+
+    /// The key the memory's cookie is signed with: derived from the hash
+    /// key, so every worker (and a reload that keeps the memory) checks
+    /// what another issued, and nothing else need be configured.
+    pub fn cookie_key(&self) -> HashKey {
+        HashKey([self.key.0[0] ^ 0x636f_6f6b_6965_7631, self.key.0[1]])
+    }
+
     /// Merges `other` (another machine's record of `key`) into the
     /// memory's, as [`Snapshot::merge`] does. `None`: the bucket stayed
     /// locked past [`MAX_WAIT`].
@@ -342,7 +482,7 @@ impl ClientMemory {
         let held = self.lock(b, now_ms / 1000)?;
         let (way, known) = match self.find(b, tag) {
             Some(way) => (way, true),
-            None => (self.claim(b, tag, now_ms), false),
+            None => (self.claim(b, tag, now_ms, None), false),
         };
         let mut rec = if known {
             self.read(b, way)
@@ -477,8 +617,8 @@ impl ClientMemory {
     }
 
     /// Gives `tag` a slot of bucket `b`: an empty one, else the one seen
-    /// longest ago (its client evicted).
-    fn claim(&self, b: usize, tag: u64, now_ms: u64) -> usize {
+    /// longest ago (its client evicted) but `keep`.
+    fn claim(&self, b: usize, tag: u64, now_ms: u64, keep: Option<usize>) -> usize {
         let tags: [u64; WAYS] =
             std::array::from_fn(|w| self.word(b, B_TAGS + w).load(Ordering::Relaxed));
         let way = match tags.iter().position(|&t| t == 0) {
@@ -487,7 +627,10 @@ impl ClientMemory {
                 empty
             }
             None => {
-                let oldest = (0..WAYS).min_by_key(|&w| self.age(b, w)).unwrap_or(0);
+                let oldest = (0..WAYS)
+                    .filter(|&w| Some(w) != keep)
+                    .min_by_key(|&w| self.age(b, w))
+                    .unwrap_or(0);
                 self.bump(H_EVICTIONS);
                 let window_s = 2 * u64::from(self.window.epoch_secs());
                 if now_ms / 1000 < u64::from(self.age(b, oldest)) + window_s {
@@ -551,6 +694,76 @@ mod tests {
 
     fn nav() -> Event<'static> {
         Event::request(Fetch::Navigation, b"/")
+    }
+
+    #[test]
+    fn a_pair_lives_in_the_network_bucket_and_keeps_both_records() {
+        let m = ClientMemory::private(&Config {
+            bytes: 1 << 20,
+            epoch_secs: 300,
+            hash_key: Some(HashKey([3, 4])),
+        })
+        .unwrap();
+        let net = |host: u8| ClientKey {
+            prefix: Prefix::of([192, 0, 2, host].into(), Width::Network),
+            fingerprint: b"fp",
+        };
+        // Six hosts of one /24: the bucket holds the network record and
+        // the three hosts seen last.
+        for host in 1..=6u8 {
+            let [h, n] = m
+                .observe_pair(
+                    &key(host),
+                    &net(host),
+                    &nav(),
+                    b"",
+                    T0 + u64::from(host) * 1000,
+                )
+                .unwrap();
+            assert_eq!((h.navigations, h.known), (1, false));
+            assert_eq!(n.navigations, u32::from(host));
+        }
+        let [h, n] = m.view_pair(&key(6), &net(6), T0 + 7000).unwrap();
+        assert_eq!((h.navigations, n.navigations, h.known), (1, 6, true));
+        let [h, _] = m.view_pair(&key(1), &net(1), T0 + 7000).unwrap();
+        assert!(!h.known, "the oldest host was evicted, never the network");
+        let mut homes = 0;
+        m.scan(|s| homes += usize::from(s.tag != 0));
+        assert_eq!(homes, 4);
+        let [h, n] = m
+            .challenge_pair(&key(6), &net(6), Challenge::Solved, T0 + 8000)
+            .unwrap();
+        assert_eq!((h.challenges_solved, n.challenges_solved), (1, 1));
+        assert_eq!((h.navigations, n.navigations), (1, 6), "no fetch counted");
+    }
+
+    #[test]
+    fn a_request_id_seen_again_is_not_counted_again() {
+        let m = tiny();
+        let net = ClientKey {
+            prefix: Prefix::of([192, 0, 2, 1].into(), Width::Network),
+            fingerprint: b"fp",
+        };
+        let page = |id: &[u8], now| m.observe_pair(&key(1), &net, &nav(), id, now).unwrap();
+        // The gate twice for one request (an internal redirect): once.
+        let id = b"5f3ca1b2c3d4e5f60718293a4b5c6d7e";
+        assert_eq!(page(id, T0)[0].navigations, 1);
+        let [h, n] = page(id, T0 + 1);
+        assert_eq!((h.navigations, n.navigations, h.known), (1, 1, true));
+        // Another request: counted.
+        let [h, n] = page(b"5f3ca1b2c3d4e5f60718293a4b5c6d7f", T0 + 2);
+        assert_eq!((h.navigations, n.navigations), (2, 2));
+        // No id: every run counts.
+        assert_eq!(page(b"", T0 + 3)[0].navigations, 3);
+        assert_eq!(page(b"", T0 + 4)[0].navigations, 4);
+        // The first id again, no longer the bucket's last: counted.
+        assert_eq!(page(id, T0 + 5)[0].navigations, 5);
+        assert_eq!(page(id, T0 + 6)[0].navigations, 5);
+        // A challenge's outcome is never taken for a repeat.
+        let [h, _] = m
+            .challenge_pair(&key(1), &net, Challenge::Solved, T0 + 7)
+            .unwrap();
+        assert_eq!((h.navigations, h.challenges_solved), (5, 1));
     }
 
     #[test]

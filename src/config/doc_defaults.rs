@@ -76,8 +76,8 @@ fn rows(doc: &str) -> Vec<(usize, String, String)> {
 }
 
 /// What the options resolve to with every feature that has defaults
-/// turned on (a challenge, signals, verified bots; shadow mode for
-/// `shadow_primary`), and which options that took.
+/// turned on (a challenge, signals, verified bots, the client memory;
+/// shadow mode for `shadow_primary`), and which options that took.
 fn resolved(dir: &Path) -> (serde_json::Map<String, Value>, Options, Vec<&'static str>) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     std::fs::write(dir.join("keys"), format!("{}\n", "ab".repeat(32))).unwrap();
@@ -91,8 +91,15 @@ fn resolved(dir: &Path) -> (serde_json::Map<String, Value>, Options, Vec<&'stati
         "challenge_secret": dir.join("keys"),
         "signals": dir.join("signals.json"),
         "verified_bots": root.join("nginx-conf/verified-bots.json"),
+        "client_memory": "1m",
     });
-    let given = vec!["models", "challenge_secret", "signals", "verified_bots"];
+    let given = vec![
+        "models",
+        "challenge_secret",
+        "signals",
+        "verified_bots",
+        "client_memory",
+    ];
     let configure = |json: &Value| {
         Options::configure("doc_defaults", None, json.to_string().as_bytes())
             .unwrap_or_else(|e| panic!("{json}: {e}"))

@@ -55,6 +55,30 @@ impl Ambiguous {
     }
 }
 
+/// What the gate does with a client whose behaviour across requests
+/// looks like a crawl (`behaviour`, docs/behaviour.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Behaviour {
+    /// The challenge for a navigation, logged otherwise (logged when no
+    /// challenge is configured); never a block on behaviour alone.
+    Challenge,
+    /// Logged (the reason in the decision line) and let through.
+    Log,
+    /// Not judged (the memory still counts, for rules and variables).
+    Off,
+}
+
+impl Behaviour {
+    /// The name in the options.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Behaviour::Challenge => "challenge",
+            Behaviour::Log => "log",
+            Behaviour::Off => "off",
+        }
+    }
+}
+
 /// What `vars` sets: nothing (`false`), the variables of what is
 /// configured (`true`), and with `["reasons"]` also `$edgeguard_reasons`
 /// and `$edgeguard_grade`: a group asked for by name, so that a server

@@ -47,5 +47,5 @@ pub mod text;
 mod values;
 
 pub use error::{ConfigError, ErrorOrigin};
-pub use kinds::{Ambiguous, Engine, Mode, VarSet};
+pub use kinds::{Ambiguous, Behaviour, Engine, Mode, VarSet};
 pub use options::{Options, Scope, DEFAULT_LOG_LEVEL};

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::challenge::{self, Keys, Pages};
+use crate::clients::{self, ClientMemory};
 use crate::hop::{Hop, Profile};
 use crate::net::Cidr;
 use crate::rules::{self, Part, Rules};
@@ -24,7 +25,7 @@ use crate::verified::VerifiedBots;
 
 use super::error::{ConfigError, ErrorOrigin};
 use super::files;
-use super::kinds::{Ambiguous, Engine, Mode, VarSet};
+use super::kinds::{Ambiguous, Behaviour, Engine, Mode, VarSet};
 use super::values::Ctx;
 
 /// nginx's `ngx.INFO`: the level of the decision line when `log_level` is
@@ -135,6 +136,10 @@ macro_rules! options {
             /// The snapshot `signals` names, read when it was given (none:
             /// no lookups).
             pub fleet: Option<Arc<Live>>,
+            /// The client memory `client_memory` opens (none: off), made
+            /// by [`Options::with_shared_memory`] (nginx) or
+            /// [`Options::with_private_memory`] (replay, tests).
+            pub clients: Option<ClientMemory>,
             /// Not an option: for a location's options
             /// ([`Options::with_access`]), what it keeps of the
             /// configuration it was derived from.
@@ -169,6 +174,9 @@ macro_rules! options {
                 }
                 if other.pages.is_some() {
                     self.pages = other.pages;
+                }
+                if other.clients.is_some() {
+                    self.clients = other.clients;
                 }
             }
         }
@@ -299,6 +307,23 @@ options! {
     /// `signals_max_age`: the oldest snapshot used, seconds.
     signals_max_age: u64, FILE, Ctx::max_age,
         |o| o.fleet.as_ref().map(|l| l.max_age().into());
+    // The client memory (src/clients/, docs/behaviour.md): what each
+    // client did across requests, kept in memory every worker shares.
+    /// `client_memory`: its size in bytes (0, the default: off).
+    client_memory: u64, FILE, Ctx::memory_size, |o| o.memory().map(|c| c.bytes.into());
+    /// `client_memory_epoch`: seconds per epoch of its window.
+    client_memory_epoch: u32, FILE, Ctx::epoch,
+        |o| o.memory().map(|c| c.epoch_secs.into());
+    /// `client_cookie`: set the memory's cookie on answers to navigations.
+    client_cookie: bool, FILE, Ctx::boolean, |o| o.memory().map(|_| o.cookie_on().into());
+    /// `behaviour`: what a crawl's behaviour leads to.
+    behaviour: Behaviour, EVERYWHERE, Ctx::behaviour,
+        |o| o.memory().map(|_| o.behaviour_action().as_str().into());
+    /// `behaviour_navigations`: documents-only navigations in the window
+    /// before a crawl is judged (twice as many for a client that sent the
+    /// memory's cookie back).
+    behaviour_navigations: u32, EVERYWHERE, Ctx::navigations,
+        |o| o.memory().map(|_| o.crawl_navigations().into());
     /// `redact`: header names the request recorder logs as their length,
     /// beside the `Cookie` and credentials it always redacts; `false`
     /// (None): every byte logged (`replay::Redactor`).
@@ -311,6 +336,62 @@ options! {
 }
 
 impl Options {
+    /// The client memory these options make: its size and window, or none
+    /// (`client_memory` absent or 0).
+    pub fn memory(&self) -> Option<crate::clients::Config> {
+        let bytes = self.client_memory.filter(|&b| b > 0)?;
+        Some(crate::clients::Config {
+            // Checked by the parser: at most `clients::table::MAX_BYTES`.
+            bytes: usize::try_from(bytes).unwrap_or(usize::MAX),
+            epoch_secs: self
+                .client_memory_epoch
+                .unwrap_or(crate::clients::Window::DEFAULT_EPOCH_SECS),
+            hash_key: None,
+        })
+    }
+
+    /// These options with the client memory they ask for opened shared
+    /// ([`clients::registry::configured`]): in nginx's master, before the
+    /// workers fork, so that every worker sees it; a reload that asks for
+    /// the same memory gets it back. `source` names the options in errors.
+    pub fn with_shared_memory(mut self, source: &str) -> Result<Options, ConfigError> {
+        self.clients = clients::registry::configured(self.memory().as_ref())
+            .map_err(|e| ConfigError::new(source, Some("client_memory"), e, ErrorOrigin::Caller))?;
+        Ok(self)
+    }
+
+    /// These options with a new client memory of this process's own, as
+    /// they ask for one: replay rebuilds it from the log, in order.
+    pub fn with_private_memory(mut self, source: &str) -> Result<Options, ConfigError> {
+        self.clients = self
+            .memory()
+            .map(|c| ClientMemory::private(&c))
+            .transpose()
+            .map_err(|e| ConfigError::new(source, Some("client_memory"), e, ErrorOrigin::File))?;
+        Ok(self)
+    }
+
+    /// `client_cookie`, default false (off where a site needs consent for
+    /// it: docs/behaviour.md).
+    pub fn cookie_on(&self) -> bool {
+        self.client_cookie.unwrap_or(false) && self.memory().is_some()
+    }
+
+    /// `behaviour`: default `challenge` with the memory on, `off` without.
+    pub fn behaviour_action(&self) -> Behaviour {
+        match (self.behaviour, self.memory()) {
+            (_, None) => Behaviour::Off,
+            (Some(b), Some(_)) => b,
+            (None, Some(_)) => Behaviour::Challenge,
+        }
+    }
+
+    /// `behaviour_navigations`, default [`DEFAULT_BEHAVIOUR_NAVIGATIONS`].
+    pub fn crawl_navigations(&self) -> u32 {
+        self.behaviour_navigations
+            .unwrap_or(DEFAULT_BEHAVIOUR_NAVIGATIONS)
+    }
+
     /// `redact` resolved: the extra names (none given: none), or None when
     /// the recorder logs every byte (`false`).
     pub fn redact(&self) -> Option<&[String]> {
@@ -375,6 +456,12 @@ pub struct Inherited {
 
 /// The default of `score_header`.
 pub const DEFAULT_SCORE_HEADER: &str = "X-Bot-Score";
+/// The default of `behaviour_navigations`: a browser opening ten pages
+/// in five to ten minutes has fetched some sub-resource on the way (one
+/// that sent back the cookie gets twenty); a crawler is judged within its
+/// first ten pages, twenty with a cookie jar (issue 39: flagged within 10
+/// navigations, all within 30).
+pub const DEFAULT_BEHAVIOUR_NAVIGATIONS: u32 = 10;
 /// The default of `status`.
 pub const DEFAULT_STATUS: u16 = 403;
 
@@ -1630,5 +1717,54 @@ mod tests {
             e.contains("rules[0].when.signal: a signal condition needs signals"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn the_client_memory_options() {
+        let conf = |json: &str| Options::configure("o", None, json.as_bytes());
+        let off = conf("{}").unwrap();
+        assert_eq!(off.memory(), None);
+        assert_eq!(off.behaviour_action(), Behaviour::Off);
+        assert!(!off.cookie_on());
+        let on = conf(r#"{"client_memory": "64m", "client_cookie": true}"#).unwrap();
+        let m = on.memory().unwrap();
+        assert_eq!((m.bytes, m.epoch_secs), (64 << 20, 300));
+        assert_eq!(on.behaviour_action(), Behaviour::Challenge);
+        assert!(on.cookie_on());
+        assert_eq!(on.crawl_navigations(), DEFAULT_BEHAVIOUR_NAVIGATIONS);
+        let v: Value = serde_json::from_str(&on.resolved_json()).unwrap();
+        assert_eq!(v["client_memory"], 64 << 20);
+        assert_eq!(v["behaviour"], "challenge");
+        let small = conf(r#"{"client_memory": 1048576, "client_memory_epoch": 60, "behaviour": "log", "behaviour_navigations": 4}"#).unwrap();
+        assert_eq!(small.memory().unwrap().epoch_secs, 60);
+        assert_eq!(small.behaviour_action(), Behaviour::Log);
+        assert_eq!(small.crawl_navigations(), 4);
+        for (json, want) in [
+            (r#"{"client_memory": "0"}"#, None),
+            (
+                r#"{"client_memory": 512}"#,
+                Some("client_memory: 512 bytes is less than"),
+            ),
+            (
+                r#"{"client_memory": "64x"}"#,
+                Some("client_memory: \"64x\" is not a size"),
+            ),
+            (r#"{"client_memory": "99999999g"}"#, Some("is more than")),
+            (r#"{"client_memory": true}"#, Some("client_memory:")),
+            (
+                r#"{"behaviour": "block"}"#,
+                Some("behaviour: must be \"challenge\", \"log\" or \"off\""),
+            ),
+            (
+                r#"{"behaviour_navigations": 1}"#,
+                Some("behaviour_navigations: must be an integer from 2"),
+            ),
+        ] {
+            match (conf(json), want) {
+                (Ok(o), None) => assert_eq!(o.memory(), None, "{json}"),
+                (Err(e), Some(w)) => assert!(e.to_string().contains(w), "{json}: {e}"),
+                (r, w) => panic!("{json}: {:?} want {w:?}", r.map(|o| o.memory())),
+            }
+        }
     }
 }

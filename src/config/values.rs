@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::error::{ConfigError, ErrorOrigin};
-use super::kinds::{Ambiguous, Engine, Mode, VarSet};
+use super::kinds::{Ambiguous, Behaviour, Engine, Mode, VarSet};
 use crate::challenge;
 use crate::headers::HeaderSet;
 use crate::hop::Profile;
@@ -184,6 +184,60 @@ impl Ctx<'_> {
             Some(other) => Err(self.err(key, format!("must be {KINDS}, got \"{other}\""))),
             None => Err(self.type_err(key, KINDS, v)),
         }
+    }
+
+    /// `client_memory`: bytes, as an integer or a string with a `k`, `m`
+    /// or `g` suffix (powers of 1024: `"64m"`); 0 or `"0"`: off.
+    pub(super) fn memory_size(&self, key: &str, v: &Value) -> Result<u64, ConfigError> {
+        const WANT: &str = "a size in bytes (an integer, or a string such as \"64m\")";
+        let max = crate::clients::table::MAX_BYTES as u64;
+        let min = crate::clients::table::MIN_BYTES as u64;
+        let n = match v {
+            Value::Number(_) => self.int(key, v, 0, max)?,
+            Value::String(s) => {
+                let s = s.trim();
+                let (digits, shift) = match s.as_bytes().last().map(u8::to_ascii_lowercase) {
+                    Some(b'k') => (&s[..s.len() - 1], 10),
+                    Some(b'm') => (&s[..s.len() - 1], 20),
+                    Some(b'g') => (&s[..s.len() - 1], 30),
+                    _ => (s, 0),
+                };
+                let n: u64 = digits
+                    .parse()
+                    .map_err(|_| self.err(key, format!("\"{s}\" is not {WANT}")))?;
+                n.checked_shl(shift)
+                    .filter(|b| *b >> shift == n && *b <= max)
+                    .ok_or_else(|| self.err(key, format!("\"{s}\" is more than {max} bytes")))?
+            }
+            _ => return Err(self.type_err(key, WANT, v)),
+        };
+        if n != 0 && n < min {
+            return Err(self.err(key, format!("{n} bytes is less than {min} (0: off)")));
+        }
+        Ok(n)
+    }
+
+    /// `client_memory_epoch`: seconds, 1 to a day.
+    pub(super) fn epoch(&self, key: &str, v: &Value) -> Result<u32, ConfigError> {
+        Ok(self.int(key, v, 1, 86_400)? as u32)
+    }
+
+    /// `behaviour`: what a crawl's behaviour leads to.
+    pub(super) fn behaviour(&self, key: &str, v: &Value) -> Result<Behaviour, ConfigError> {
+        const KINDS: &str = "\"challenge\", \"log\" or \"off\"";
+        match v.as_str() {
+            Some("challenge") => Ok(Behaviour::Challenge),
+            Some("log") => Ok(Behaviour::Log),
+            Some("off") => Ok(Behaviour::Off),
+            Some(other) => Err(self.err(key, format!("must be {KINDS}, got \"{other}\""))),
+            None => Err(self.type_err(key, KINDS, v)),
+        }
+    }
+
+    /// `behaviour_navigations`: navigations in the window before a crawl
+    /// is judged, 2 to 65 535 (a record's counter).
+    pub(super) fn navigations(&self, key: &str, v: &Value) -> Result<u32, ConfigError> {
+        Ok(self.int(key, v, 2, 65_535)? as u32)
     }
 
     /// `status`: an HTTP error status.

@@ -138,6 +138,8 @@ detections! {
         "a `Connection` other than `keep-alive` or an upgrade over HTTP/1 (a hop-by-hop header a proxy rewrites)";
     OrderReversedPairs = "order_reversed_pairs", Ambiguous,
         "header pairs in an order people's browsers of the engine never sent (a hop may reorder)";
+    BehaviourCrawl = "behaviour_crawl", Ambiguous,
+        "the client (address prefix × head fingerprint, in the client memory) navigated `behaviour_navigations` pages in the window (twice as many when it sent the memory's cookie back) without fetching a sub-resource or solving a challenge (a person with a warm cache can look so: challenged, never blocked on it alone)";
 }
 
 /// How many detection IDs there are (at most 32: a [`Reasons`] mask).

@@ -163,7 +163,7 @@ pub unsafe extern "C" fn edgeguard_config_new(
                 }
             }
         };
-        match Options::configure(&source, base, text) {
+        match Options::configure(&source, base, text).and_then(|o| o.with_shared_memory(&source)) {
             Ok(options) => publish(options, out),
             Err(e) => refuse(&e, errbuf, errbuf_len),
         }

@@ -231,6 +231,12 @@ pub unsafe extern "C" fn edgeguard_location_run(
             }
         }
         let now = u64::try_from(now).unwrap_or(0);
+        // The client memory times gaps between navigations in ms; nginx's
+        // cached `now` has whole seconds.
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
+        let req = req.with_time_ms(ms);
         let Ok(effects) = gate::run(&loc.0, &req, job, now, &mut scratch.0) else {
             return edgeguard_result::InvalidArgument;
         };

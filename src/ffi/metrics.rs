@@ -88,6 +88,7 @@ pub unsafe extern "C" fn edgeguard_metrics_new(
             bots: &bots,
             signals: options.fleet.as_ref(),
             reasons: true,
+            clients: options.clients.as_ref(),
         });
         edgeguard_metrics { registry }.publish(out)
     }

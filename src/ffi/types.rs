@@ -28,12 +28,12 @@ pub const EDGEGUARD_MAX_MODELS: usize = 64;
 /// The most variables `edgeguard_effects` lists: one per model, then
 /// `edgeguard_action`, `edgeguard_time`, `edgeguard_verified_bot`,
 /// `edgeguard_rule`, `edgeguard_tag`, `edgeguard_bot_category`, and the
-/// seven `edgeguard_fp_*` (fleet signals), `edgeguard_reasons` and
-/// `edgeguard_grade`.
-pub const EDGEGUARD_MAX_VARS: usize = 79;
+/// seven `edgeguard_fp_*` (fleet signals), `edgeguard_reasons`,
+/// `edgeguard_grade` and the five `edgeguard_client_*` (client memory).
+pub const EDGEGUARD_MAX_VARS: usize = 84;
 /// How many detection IDs there are: the bits of `edgeguard_effects.reasons`
 /// (`edgeguard_detection_name` names each).
-pub const EDGEGUARD_DETECTION_COUNT: usize = 23;
+pub const EDGEGUARD_DETECTION_COUNT: usize = 24;
 /// The most response headers `edgeguard_effects` lists.
 pub const EDGEGUARD_MAX_RESPONSE_HEADERS: usize = 4;
 /// The length of a JA4 string (`edgeguard_tls_info.ja4`).
@@ -42,7 +42,7 @@ pub const EDGEGUARD_JA4_LEN: usize = 36;
 pub const EDGEGUARD_ALPN_MAX: usize = 16;
 
 const _: () = assert!(EDGEGUARD_MAX_MODELS == crate::scorer::MAX_MODELS);
-const _: () = assert!(EDGEGUARD_MAX_VARS == EDGEGUARD_MAX_MODELS + 15);
+const _: () = assert!(EDGEGUARD_MAX_VARS == EDGEGUARD_MAX_MODELS + 20);
 const _: () = assert!(EDGEGUARD_DETECTION_COUNT == crate::features::reasons::DETECTION_COUNT);
 const _: () = assert!(
     EDGEGUARD_JA4_LEN == crate::tls::ja4::JA4_LEN
@@ -521,7 +521,8 @@ pub struct edgeguard_effects {
     pub body: edgeguard_str,
     /// Where to redirect (`Redirect`): a same-site path.
     pub location: edgeguard_str,
-    /// Response headers to add (`Body`, `Redirect`).
+    /// Response headers to add (`Body`, `Redirect`; on `Continue`, the
+    /// client memory's `Set-Cookie` for the upstream's answer).
     pub response_headers: [edgeguard_header; EDGEGUARD_MAX_RESPONSE_HEADERS],
     /// How many `response_headers` holds.
     pub response_headers_len: usize,
@@ -615,9 +616,15 @@ pub(crate) fn write_effects(e: &Effects<'_>, out: &mut edgeguard_effects) {
     out.line = edgeguard_str::from_slice(e.line.map_or(&[][..], |(l, _)| l));
     out.body = edgeguard_str::from_slice(body);
     out.location = edgeguard_str::from_slice(location);
+    // The client memory's cookie rides on a request that goes on (its
+    // exit has no headers of its own).
+    let cookie = (!e.set_cookie.is_empty()).then_some((&b"Set-Cookie"[..], e.set_cookie));
     out.response_headers_len = fill(
         &mut out.response_headers,
-        e.exit.headers().map(|(n, v)| (n.as_bytes(), v)),
+        e.exit
+            .headers()
+            .map(|(n, v)| (n.as_bytes(), v))
+            .chain(cookie),
     );
     out.vars_len = fill(&mut out.vars, e.vars.iter());
     let scores = e.scores.unwrap_or_default();

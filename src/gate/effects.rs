@@ -2,6 +2,7 @@
 //! what replay reports of it), borrowed from the location and the scratch.
 
 use super::location::Location;
+use super::seen::ClientSeen;
 use crate::challenge::AnswerResult;
 use crate::challenge::Clearance;
 use crate::config::text::Span;
@@ -86,7 +87,8 @@ impl<'a> Exit<'a> {
 /// site rules, `$edgeguard_rule`, `$edgeguard_tag` and
 /// `$edgeguard_bot_category`; with fleet signals, `$edgeguard_fp_key` and
 /// [`FP_VARS`]; with `vars = ["reasons"]`, `$edgeguard_reasons` (the
-/// detection IDs, comma-separated) and `$edgeguard_grade`.
+/// detection IDs, comma-separated) and `$edgeguard_grade`; with a client
+/// memory, [`CLIENT_VARS`] and `$edgeguard_client_cookie`.
 #[derive(Clone, Copy, Debug)]
 pub struct Vars<'a> {
     pub(super) loc: Option<&'a Location>,
@@ -112,7 +114,21 @@ pub struct Vars<'a> {
     /// `vars = ["reasons"]`: `$edgeguard_reasons` (its value) and
     /// `$edgeguard_grade` are set too.
     pub(super) reasons: Option<(Span, Grade)>,
+    /// The location has a client memory: [`CLIENT_VARS`] are set, with
+    /// these values (navigations, sub-resources, paths, rate; empty: the
+    /// request went on without the memory) and the cookie's part.
+    pub(super) client: Option<([Span; 4], &'static str)>,
 }
+
+/// `$edgeguard_client_*` but `$edgeguard_client_cookie`, in the order of
+/// [`Vars`]' `client` values: the client's host record after this
+/// request (docs/behaviour.md).
+pub const CLIENT_VARS: [&str; 4] = [
+    "edgeguard_client_navigations",
+    "edgeguard_client_subresources",
+    "edgeguard_client_paths",
+    "edgeguard_client_rate",
+];
 
 /// `$edgeguard_fp_*` but `$edgeguard_fp_key`, in the order of [`Vars`]'
 /// `fp` values.
@@ -142,6 +158,7 @@ impl<'a> Vars<'a> {
             fp_key: "",
             fp: [Span::default(); 6],
             reasons: None,
+            client: None,
         }
     }
 
@@ -192,6 +209,13 @@ impl<'a> Vars<'a> {
                 (&b"edgeguard_grade"[..], g.as_str().as_bytes()),
             ]
         });
+        let client = self.client.into_iter().flat_map(move |(v, cookie)| {
+            CLIENT_VARS
+                .iter()
+                .zip(v)
+                .map(move |(n, v)| (n.as_bytes(), at(v)))
+                .chain([(&b"edgeguard_client_cookie"[..], cookie.as_bytes())])
+        });
         models
             .chain(action)
             .chain(screen)
@@ -199,6 +223,7 @@ impl<'a> Vars<'a> {
             .chain(fp_key)
             .chain(fp.into_iter().flatten())
             .chain(reasons)
+            .chain(client)
     }
 
     /// How many there are.
@@ -286,4 +311,11 @@ pub struct Effects<'a> {
     pub reasons: Reasons,
     /// How surely ([`Grade::None`]: not flagged).
     pub grade: Grade,
+    /// What the client memory holds of the client after this request
+    /// (none: no memory, or it went on without it).
+    pub clients: Option<ClientSeen>,
+    /// The client memory's cookie to set on the answer (a `Set-Cookie`
+    /// value; empty: none): only on a request that goes on to the
+    /// upstream ([`Exit::Continue`]).
+    pub set_cookie: &'a [u8],
 }

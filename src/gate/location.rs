@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use super::policy::Policy;
+use super::seen::Clients;
 use crate::config::text::{line_room, MAX_G9};
 use crate::config::{Options, DEFAULT_LOG_LEVEL};
 use crate::features::reasons::DETECTIONS;
@@ -69,6 +70,8 @@ pub struct Location {
     /// The trusted hop in front of nginx (none: every request is judged
     /// as sent).
     pub(super) hop: Option<Hop>,
+    /// The client memory and what the location does with it (none: off).
+    pub(super) clients: Option<Clients>,
 }
 
 /// ` rule=` and ` tag=` with the longest name and tag.
@@ -82,6 +85,9 @@ const TIME_ROOM: usize = 20;
 /// `$edgeguard_fp_*`'s values: three counts of up to 20 digits, three
 /// shares of up to 5 bytes (`0.125`).
 const FLEET_ROOM: usize = 3 * 20 + 3 * 5;
+/// `$edgeguard_client_*`'s values: three counts of up to 10 digits, a
+/// rate of up to 20 digits and two decimals.
+const CLIENT_ROOM: usize = 3 * 10 + 23;
 
 impl Location {
     /// Binds `options` to `models` and `list` (the internal header list;
@@ -115,6 +121,11 @@ impl Location {
             + RULE_ROOM
             + if options.fleet.is_some() {
                 FLEET_ROOM
+            } else {
+                0
+            }
+            + if options.clients.is_some() {
+                CLIENT_ROOM
             } else {
                 0
             }
@@ -155,6 +166,7 @@ impl Location {
             rule_scores,
             signals: options.fleet.clone(),
             hop: options.hop(),
+            clients: Clients::of(options),
         })
     }
 
@@ -206,6 +218,11 @@ impl Location {
     /// The trusted hop in front of nginx, when `proxy_profile` names one.
     pub fn hop(&self) -> Option<&Hop> {
         self.hop.as_ref()
+    }
+
+    /// The client memory, when the location has one.
+    pub fn client_memory(&self) -> Option<&crate::clients::ClientMemory> {
+        self.clients.as_ref().map(Clients::memory)
     }
 
     /// The text room a request needs at most, besides its method, URI and

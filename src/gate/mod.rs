@@ -7,21 +7,28 @@
 //!   Location ──►│ 1 strip     the strip set over the headers: indices to
 //!   (one per    │             clear, entries matched, entries nginx cannot
 //!   access{})   │             remove (-> Refused)
-//!               │ 2 fleet     the request's JA4 and headers key looked
+//!               │ 2 clients   the request observed in the client memory
+//!               │             (address prefix × head fingerprint): what
+//!               │             the client did across requests, the
+//!               │             memory's cookie (clients.rs)
+//!               │ 3 fleet     the request's JA4 and headers key looked
 //!               │             up in the fleet's signals snapshot
-//!               │ 3 rules     site rules before scoring (a match may
+//!               │ 4 rules     site rules before scoring (a match may
 //!               │             end the request unscored)
-//!               │ 4 score     the scorer's models (or another engine's
+//!               │ 5 score     the scorer's models (or another engine's
 //!               │             scores: the legacy Lua engine's)
-//!               │ 5 decide    refused, answer, or the policy: verified
+//!               │ 6 decide    refused, answer, or the policy: verified
 //!               │             bots, clearance, models, mode, allow list;
-//!               │             unscored under fail_closed -> Unavailable
-//!               │ 6 rules     site rules with the scores and the
+//!               │             unscored under fail_closed -> Unavailable;
+//!               │             then the client's behaviour (clients.rs:
+//!               │             `behaviour_crawl`, never a block alone)
+//!               │ 7 rules     site rules with the scores and the
 //!               │             decision
-//!               │ 7 respond   the exit: a status, the challenge page or a
+//!               │ 8 respond   the exit: a status, the challenge page or a
 //!               │             problem document, the answer's cookie and
-//!               │             redirect (respond.rs)
-//!               │ 8 texts     score header, variables, log line
+//!               │             redirect (respond.rs); a challenge's
+//!               │             outcome counted in the client's record
+//!               │ 9 texts     score header, variables, log line
 //!               ▼
 //!            Effects: everything nginx must do (and replay reports)
 //! ```
@@ -56,6 +63,7 @@
 #![forbid(unsafe_code)]
 
 mod blocked;
+mod clients;
 mod effects;
 mod location;
 mod policy;
@@ -63,14 +71,16 @@ mod request;
 mod respond;
 mod rules;
 mod scratch;
+mod seen;
 mod stages;
 mod state;
 
-pub use effects::{Effects, Exit, RuleEffect, Vars, FP_VARS};
+pub use effects::{Effects, Exit, RuleEffect, Vars, CLIENT_VARS, FP_VARS};
 pub use location::{Location, Models};
 pub use policy::{Decision, Policy};
 pub use request::{Given, Incoming, Job, Misuse};
 pub use scratch::{Scratch, LOCATION_CAP};
+pub use seen::{ClientSeen, CookieSeen};
 pub use stages::count;
 
 /// Runs `job` on `req` under `loc` at `now` (Unix seconds: nginx's
@@ -110,13 +120,17 @@ pub fn run<'a>(
         // Extracted once, when the fleet lookup or the scorer needs the
         // features; the scorer and the reasons read the same vector.
         let mut features = None;
+        let now_ms = req.time_ms(now);
+        clients::observe(loc, req, now_ms, scratch, &mut state);
         stages::fleet(loc, req, now, &mut features, &mut state);
         if rules::before(loc, req, now, scratch, &mut state) {
             stages::score(loc, req, &mut features, scratch, &mut state);
             stages::decide(loc, req, now, scratch, &mut features, &mut state);
+            clients::judge(loc, req, &mut state);
             rules::after(loc, req, now, scratch, &mut state);
         }
         stages::respond(loc, req, now, scratch, &mut state);
+        clients::outcome(loc, now_ms, &state);
     }
     scratch.hop = hop;
     let mut effects = stages::texts(loc, req, now, scratch, state);

@@ -17,6 +17,7 @@ pub struct Incoming<'a> {
     given: Option<Given<'a>>,
     request_id: &'a [u8],
     peer: &'a [u8],
+    time_ms: u64,
 }
 
 impl<'a> Incoming<'a> {
@@ -39,6 +40,7 @@ impl<'a> Incoming<'a> {
             given: None,
             request_id: &[],
             peer: &[],
+            time_ms: 0,
         }
     }
 
@@ -93,6 +95,25 @@ impl<'a> Incoming<'a> {
     pub fn with_request_id(mut self, id: &'a [u8]) -> Incoming<'a> {
         self.request_id = id;
         self
+    }
+
+    /// The same request with its arrival time in milliseconds since the
+    /// Unix epoch (0: unknown), which the client memory's gaps between
+    /// navigations read; used only within the second of the run's `now`.
+    pub fn with_time_ms(mut self, ms: u64) -> Incoming<'a> {
+        self.time_ms = ms;
+        self
+    }
+
+    /// Its time in milliseconds at `now` (Unix seconds): its own
+    /// ([`Incoming::with_time_ms`]) when within that second, else the
+    /// second's start.
+    pub fn time_ms(&self, now: u64) -> u64 {
+        if self.time_ms / 1000 == now {
+            self.time_ms
+        } else {
+            now.saturating_mul(1000)
+        }
     }
 
     /// Its id ([`Incoming::with_request_id`]; empty: none).

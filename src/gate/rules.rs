@@ -204,6 +204,7 @@ fn view<'a>(
         bot,
         scores,
         fleet: s.fleet,
+        clients: s.clients.map(|c| c.host),
         ..View::with_client(req.http(), req.headers(), client)
     }
 }

@@ -4,6 +4,7 @@
 use super::location::Location;
 use super::request::Incoming;
 use crate::challenge::{self, PAGE_CAP, PROBLEM_CAP, SET_COOKIE_CAP};
+use crate::clients::cookie;
 use crate::config::text::Span;
 use crate::headers::HeaderBuf;
 use crate::scorer::MAX_MODELS;
@@ -38,6 +39,8 @@ pub struct Scratch {
     /// The client's headers of a request a trusted hop relayed
     /// (`crate::hop`).
     pub(super) hop: HeaderBuf,
+    /// The client memory's `Set-Cookie` (`gate::clients`).
+    pub(super) set_cookie: [u8; cookie::SET_COOKIE_ROOM],
 }
 
 impl Default for Scratch {
@@ -62,6 +65,7 @@ impl Scratch {
             rule_scores: [0.0; MAX_MODELS],
             rules_on: true,
             hop: HeaderBuf::default(),
+            set_cookie: [0; cookie::SET_COOKIE_ROOM],
         }
     }
 

@@ -40,6 +40,8 @@ pub(super) fn strip(loc: &Location, req: &Incoming<'_>, job: Job, scratch: &mut 
         body: BodyParts::None,
         fleet: None,
         cookie: Cookie::default(),
+        clients: None,
+        set_cookie_len: 0,
     };
     if let Some(g) = req.work() {
         s.matched = g.removed;
@@ -274,6 +276,10 @@ pub(super) fn texts<'a>(
                 .map_or("", |(k, _)| k.as_str()),
             fp: spans.fp,
             reasons: loc.reason_vars.then_some((spans.reasons, s.decision.grade)),
+            client: loc
+                .clients
+                .as_ref()
+                .map(|_| (spans.client, s.clients.map_or("", |c| c.cookie.as_str()))),
         }
     } else {
         Vars::none()
@@ -315,6 +321,11 @@ pub(super) fn texts<'a>(
         },
         reasons: s.decision.reasons,
         grade: s.decision.grade,
+        clients: s.clients,
+        set_cookie: match s.exit {
+            Exit::Continue => &scratch.set_cookie[..s.set_cookie_len],
+            _ => &[],
+        },
     }
 }
 
@@ -350,6 +361,8 @@ struct Spans {
     fp: [Span; 6],
     /// `$edgeguard_reasons`' value.
     reasons: Span,
+    /// `$edgeguard_client_*`'s values ([`super::CLIENT_VARS`]' order).
+    client: [Span; 4],
     line: Option<(Span, u8)>,
     /// Where in the line the caller inserts `$request_id`.
     line_id_at: Option<usize>,
@@ -436,6 +449,9 @@ fn write_texts(
                     out.fp = write_fleet(&mut w, c);
                 }
             }
+            if let (true, Some(c)) = (loc.vars, &s.clients) {
+                out.client = write_client(&mut w, &c.host);
+            }
             if loc.reason_vars {
                 out.reasons = w
                     .span(|w| text::write_reasons(w, s.decision.reasons))
@@ -489,6 +505,34 @@ fn write_fleet(w: &mut Cursor<'_>, c: &crate::signals::snapshot::Counts) -> [Spa
             *slot = w.span(|w| write_share(w, x)).unwrap_or_default();
         }
     }
+    out
+}
+
+/// Writes the client's numbers as `$edgeguard_client_*` read them
+/// ([`super::CLIENT_VARS`]' order): counts in decimal, the rate to two
+/// decimals (`0.35`). A failed write (not reached: the location's text
+/// room holds them) leaves a value empty.
+fn write_client(w: &mut Cursor<'_>, v: &crate::clients::ClientView) -> [Span; 4] {
+    let mut out = [Span::default(); 4];
+    for (slot, n) in out
+        .iter_mut()
+        .zip([v.navigations, v.subresources(), v.paths])
+    {
+        *slot = w
+            .span(|w| text::write_decimal(w, n.into()))
+            .unwrap_or_default();
+    }
+    let hundredths = (f64::from(v.rate).max(0.0) * 100.0).round() as u64;
+    out[3] = w
+        .span(|w| {
+            text::write_decimal(w, hundredths / 100)?;
+            w.bytes(b".")?;
+            w.bytes(&[
+                b'0' + (hundredths / 10 % 10) as u8,
+                b'0' + (hundredths % 10) as u8,
+            ])
+        })
+        .unwrap_or_default();
     out
 }
 

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 
 use super::effects::Exit;
 use super::policy::Decision;
+use super::seen::ClientSeen;
 use crate::challenge::{AnswerResult, Binding, Challenge, Clearance};
 use crate::config::text::Span;
 use crate::features::Request;
@@ -36,6 +37,11 @@ pub(super) struct State {
     /// What the fleet's snapshot knows of the request's keys (none: no
     /// snapshot in force for the location).
     pub(super) fleet: Option<Lookup>,
+    /// What the client memory holds of the client (none: no memory, or
+    /// the request went on without it).
+    pub(super) clients: Option<ClientSeen>,
+    /// The memory's `Set-Cookie` in the scratch's `set_cookie` (0: none).
+    pub(super) set_cookie_len: usize,
     /// The clearance cookie, judged once for every stage that reads it.
     pub(super) cookie: Cookie,
 }

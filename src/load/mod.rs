@@ -101,6 +101,13 @@ impl Config {
         mut options: Options,
         target: Target,
     ) -> Result<Config, ConfigError> {
+        // The client memory: nginx's master opens it shared, before the
+        // workers fork (a reload asking for the same one gets it back);
+        // offline, a memory of the run's own, rebuilt from the log in order.
+        options = match target {
+            Target::Nginx => options.with_shared_memory(source)?,
+            Target::Offline => options.with_private_memory(source)?,
+        };
         if target == Target::Offline {
             // Offline, the snapshot the file names is read once: the
             // answers of one run never change under it.

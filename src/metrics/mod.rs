@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::challenge::{AnswerResult, Clearance, Proof, Rejection};
+use crate::clients::ClientMemory;
 use crate::config::text::{write_g, Sink};
 use crate::config::Engine;
 use crate::features::reasons::{DETECTIONS, DETECTION_COUNT};
@@ -113,6 +114,8 @@ pub struct Spec<'a> {
     /// The detection-ID series (every configuration nginx makes; the Lua
     /// module's fixtures predate them).
     pub reasons: bool,
+    /// The client memory (`client_memory`): its gauges.
+    pub clients: Option<&'a ClientMemory>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -306,8 +309,30 @@ pub struct Registry {
     signals: Option<SignalSlots>,
     /// One counter per detection ID, in bit order.
     reasons: Option<[usize; DETECTION_COUNT]>,
+    /// The client memory, whose gauges are read when the text is written.
+    clients: Option<ClientMemory>,
     text_room: usize,
 }
+
+/// The client memory's series, read from the memory every worker shares
+/// when the text is written (name, type, help).
+const CLIENT_GAUGES: [(&str, &str, &str); 3] = [
+    (
+        "edgeguard_client_memory_bytes",
+        "gauge",
+        "Size of the client memory, bytes (fixed when it is made).",
+    ),
+    (
+        "edgeguard_client_memory_clients",
+        "gauge",
+        "Client records the memory holds (host and network records of each client).",
+    ),
+    (
+        "edgeguard_client_memory_evictions_total",
+        "counter",
+        "Records evicted for a new client since the memory was made.",
+    ),
+];
 
 /// The signals snapshot's series: its loads counted into two slots as
 /// they happen since the registry was made (the load at configure is the
@@ -511,6 +536,7 @@ impl Registry {
             bots,
             signals,
             reasons,
+            clients: spec.clients.cloned(),
             text_room: 0,
         };
         registry.text_room = registry.room();
@@ -790,6 +816,16 @@ impl Registry {
                 numbers += 1;
             }
         }
+        if let Some(m) = &self.clients {
+            let g = m.gauges();
+            for ((name, kind, help), v) in CLIENT_GAUGES.iter().zip([g.bytes, g.used, g.evictions])
+            {
+                write!(w, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} ")?;
+                number(w, v as f64)?;
+                w.write_char('\n')?;
+                numbers += 1;
+            }
+        }
         Ok(numbers)
     }
 }
@@ -822,6 +858,7 @@ mod tests {
             challenge,
             bots,
             signals: None,
+            clients: None,
             reasons: false,
         }
     }
@@ -959,6 +996,7 @@ mod tests {
         let live = Arc::new(Live::open(&path, 0, 60).unwrap());
         let r = Registry::new(&Spec {
             signals: Some(&live),
+            clients: None,
             reasons: false,
             ..spec(Engine::Rust, &[], false, &[])
         });
@@ -1001,5 +1039,36 @@ mod tests {
         assert!(t.contains("edgeguard_signals_age_seconds "), "{t}");
         assert!(t.len() <= r.text_room());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_client_memory_is_three_series_read_from_the_memory() {
+        let m = ClientMemory::private(&crate::clients::Config {
+            bytes: 1 << 20,
+            ..Default::default()
+        })
+        .unwrap();
+        let r = Registry::new(&Spec {
+            clients: Some(&m),
+            ..spec(Engine::Rust, &[], false, &[])
+        });
+        let key = crate::clients::ClientKey {
+            prefix: crate::clients::Prefix::of([192, 0, 2, 1].into(), crate::clients::Width::Host),
+            fingerprint: b"f",
+        };
+        let e = crate::clients::Event::request(crate::clients::Fetch::Navigation, b"/");
+        m.observe(&key, &e, 1_800_000_000_000).unwrap();
+        let values = vec![0.0; r.len()];
+        let mut out = String::new();
+        r.write_text(&values, &mut out).unwrap();
+        assert!(out.contains(&format!(
+            "# TYPE edgeguard_client_memory_bytes gauge\nedgeguard_client_memory_bytes {}\n",
+            m.gauges().bytes
+        )));
+        assert!(out.contains("edgeguard_client_memory_clients 1\n"));
+        assert!(out.contains(
+            "# TYPE edgeguard_client_memory_evictions_total counter\nedgeguard_client_memory_evictions_total 0\n"
+        ));
+        assert!(out.len() <= r.text_room());
     }
 }

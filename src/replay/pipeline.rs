@@ -28,7 +28,11 @@ pub(super) fn run(
     options: &Options,
 ) -> io::Result<Summary> {
     let started = Instant::now();
-    let threads = options.threads.max(1);
+    // The client memory is rebuilt from the log in its order, as nginx
+    // built it: one worker.
+    let in_order = primary.location().client_memory().is_some()
+        || compare.is_some_and(|c| c.location().client_memory().is_some());
+    let threads = if in_order { 1 } else { options.threads.max(1) };
     let names: Vec<String> = inputs.iter().map(|i| i.name().to_owned()).collect();
     let total_size = inputs
         .iter()

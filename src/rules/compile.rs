@@ -12,8 +12,9 @@ use crate::tls::Family;
 use crate::verified::{Category, PrefixSetBuilder};
 
 use super::cond::{
-    fold, method_bit, BotCond, Cond, Contains, HeaderCond, HeaderTest, Hosts, KeySel, Measure,
-    Methods, ScoreCond, Search, Second, SignalCond, Text, TlsCond, Verdicts, NO_TLS,
+    fold, method_bit, BotCond, ClientCond, ClientMeasure, Cond, Contains, HeaderCond, HeaderTest,
+    Hosts, KeySel, Measure, Methods, ScoreCond, Search, Second, SignalCond, Text, TlsCond,
+    Verdicts, NO_TLS,
 };
 use super::error::{At, RulesError};
 use super::limits::*;
@@ -423,6 +424,39 @@ impl Compiler<'_> {
         }
         if let Some(sig) = &w.signal {
             conds.push(Cond::Signal(self.signal(sig, &at.field("signal"))?));
+        }
+        let mut ranges = Vec::new();
+        for (m, r) in ClientMeasure::ALL.into_iter().zip(w.client_ranges()) {
+            let Some(r) = r else { continue };
+            let f = at.field(m.name());
+            let (lo, hi) = (
+                r.min.unwrap_or(f64::NEG_INFINITY),
+                r.max.unwrap_or(f64::INFINITY),
+            );
+            if r.min.is_none() && r.max.is_none() {
+                return Err(self.err(&f, "give min, max or both"));
+            }
+            for (name, v) in [("min", r.min), ("max", r.max)] {
+                let Some(v) = v else { continue };
+                if !v.is_finite() || v < 0.0 {
+                    return Err(self.err(
+                        &f.field(name),
+                        format!("{v} must be a number of at least 0"),
+                    ));
+                }
+                if m.is_share() && v > 1.0 {
+                    return Err(self.err(&f.field(name), format!("{v} is a share: from 0 to 1")));
+                }
+            }
+            if lo > hi {
+                return Err(self.err(&f, format!("no value is at least {lo} and at most {hi}")));
+            }
+            ranges.push((m, lo, hi));
+        }
+        if !ranges.is_empty() {
+            conds.push(Cond::Behaviour(ClientCond {
+                ranges: ranges.into(),
+            }));
         }
         Ok(conds)
     }

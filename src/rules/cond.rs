@@ -1,6 +1,7 @@
 //! Compiled conditions and how each is tested against a request. Every test
 //! reads the request's bytes in place: no allocation, no regex compiled.
 
+use crate::clients::ClientView;
 use aho_corasick::AhoCorasick;
 use regex::bytes::Regex;
 
@@ -325,6 +326,96 @@ impl SignalCond {
     }
 }
 
+/// A number the client memory holds of a request's client (its host
+/// record: address /32 or /64 × head fingerprint), as `client.*`
+/// conditions name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ClientMeasure {
+    Navigations,
+    Subresources,
+    SubresourceRatio,
+    Paths,
+    Rate,
+    GapCv,
+    CookieIssued,
+    CookieReturned,
+    ChallengesSolved,
+    Age,
+}
+
+impl ClientMeasure {
+    /// Every measure, in `raw::When::client_ranges` order.
+    pub(crate) const ALL: [ClientMeasure; 10] = [
+        ClientMeasure::Navigations,
+        ClientMeasure::Subresources,
+        ClientMeasure::SubresourceRatio,
+        ClientMeasure::Paths,
+        ClientMeasure::Rate,
+        ClientMeasure::GapCv,
+        ClientMeasure::CookieIssued,
+        ClientMeasure::CookieReturned,
+        ClientMeasure::ChallengesSolved,
+        ClientMeasure::Age,
+    ];
+
+    /// The condition's name.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ClientMeasure::Navigations => "client.navigations",
+            ClientMeasure::Subresources => "client.subresources",
+            ClientMeasure::SubresourceRatio => "client.subresource_ratio",
+            ClientMeasure::Paths => "client.paths",
+            ClientMeasure::Rate => "client.rate",
+            ClientMeasure::GapCv => "client.gap_cv",
+            ClientMeasure::CookieIssued => "client.cookie_issued",
+            ClientMeasure::CookieReturned => "client.cookie_returned",
+            ClientMeasure::ChallengesSolved => "client.challenges_solved",
+            ClientMeasure::Age => "client.age",
+        }
+    }
+
+    /// Whether it is a share, 0 to 1.
+    pub(crate) fn is_share(self) -> bool {
+        self == ClientMeasure::SubresourceRatio
+    }
+
+    /// Its value in `v`, the view after this request.
+    fn of(self, v: &ClientView) -> f64 {
+        match self {
+            ClientMeasure::Navigations => v.navigations.into(),
+            ClientMeasure::Subresources => v.subresources().into(),
+            ClientMeasure::SubresourceRatio => v.subresource_ratio().into(),
+            ClientMeasure::Paths => v.paths.into(),
+            ClientMeasure::Rate => v.rate.into(),
+            ClientMeasure::GapCv => v.gap_cv().into(),
+            ClientMeasure::CookieIssued => v.cookies_issued.into(),
+            ClientMeasure::CookieReturned => v.cookies_returned.into(),
+            ClientMeasure::ChallengesSolved => v.challenges_solved.into(),
+            ClientMeasure::Age => {
+                (v.last_seen_ms / 1000).saturating_sub(v.first_seen_s.into()) as f64
+            }
+        }
+    }
+}
+
+/// A rule's `client.*` conditions: `min <= value <= max` for each.
+#[derive(Debug)]
+pub(crate) struct ClientCond {
+    pub(crate) ranges: Box<[(ClientMeasure, f64, f64)]>,
+}
+
+impl ClientCond {
+    /// Without a memory (or a request that went on without it) no
+    /// `client.*` condition holds.
+    fn test(&self, v: Option<&ClientView>) -> bool {
+        v.is_some_and(|v| {
+            self.ranges
+                .iter()
+                .all(|&(m, lo, hi)| (lo..=hi).contains(&m.of(v)))
+        })
+    }
+}
+
 /// One compiled condition.
 #[derive(Debug)]
 pub(crate) enum Cond {
@@ -339,6 +430,7 @@ pub(crate) enum Cond {
     Header(HeaderCond),
     UserAgent(Text),
     Signal(SignalCond),
+    Behaviour(ClientCond),
 }
 
 /// The bytes a path's second byte (the one after its leading `/`) can be
@@ -466,6 +558,7 @@ impl Cond {
             Cond::Header(h) => h.test(v, f.fold),
             Cond::UserAgent(t) => t.test(v.user_agent, f.fold),
             Cond::Signal(s) => s.test(v.fleet.as_ref()),
+            Cond::Behaviour(c) => c.test(v.clients.as_ref()),
         }
     }
 
@@ -480,6 +573,7 @@ impl Cond {
             Cond::Tls(t) => t.ja4.as_ref().map_or(2, |j| text(j, 2)),
             Cond::Score(_) => 3,
             Cond::Signal(_) => 3,
+            Cond::Behaviour(_) => 3,
             Cond::Host(_) => 4,
             Cond::Path(t, _) => text(t, 5),
             Cond::Client(_) => 6,

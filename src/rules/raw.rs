@@ -94,6 +94,62 @@ pub(crate) struct When {
     pub(crate) score: Option<OneOrMany<Score>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) signal: Option<Signal>,
+    // What the client memory holds of the client (docs/behaviour.md):
+    // each a range of one number.
+    #[serde(rename = "client.navigations", skip_serializing_if = "Option::is_none")]
+    pub(crate) client_navigations: Option<Range>,
+    #[serde(
+        rename = "client.subresources",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) client_subresources: Option<Range>,
+    #[serde(
+        rename = "client.subresource_ratio",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) client_subresource_ratio: Option<Range>,
+    #[serde(rename = "client.paths", skip_serializing_if = "Option::is_none")]
+    pub(crate) client_paths: Option<Range>,
+    #[serde(rename = "client.rate", skip_serializing_if = "Option::is_none")]
+    pub(crate) client_rate: Option<Range>,
+    #[serde(rename = "client.gap_cv", skip_serializing_if = "Option::is_none")]
+    pub(crate) client_gap_cv: Option<Range>,
+    #[serde(
+        rename = "client.cookie_issued",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) client_cookie_issued: Option<Range>,
+    #[serde(
+        rename = "client.cookie_returned",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) client_cookie_returned: Option<Range>,
+    #[serde(
+        rename = "client.challenges_solved",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) client_challenges_solved: Option<Range>,
+    #[serde(rename = "client.age", skip_serializing_if = "Option::is_none")]
+    pub(crate) client_age: Option<Range>,
+}
+
+impl When {
+    /// The `client.*` conditions given, in [`super::cond::ClientMeasure`]
+    /// order.
+    pub(crate) fn client_ranges(&self) -> [Option<&Range>; 10] {
+        [
+            self.client_navigations.as_ref(),
+            self.client_subresources.as_ref(),
+            self.client_subresource_ratio.as_ref(),
+            self.client_paths.as_ref(),
+            self.client_rate.as_ref(),
+            self.client_gap_cv.as_ref(),
+            self.client_cookie_issued.as_ref(),
+            self.client_cookie_returned.as_ref(),
+            self.client_challenges_solved.as_ref(),
+            self.client_age.as_ref(),
+        ]
+    }
 }
 
 /// A test of some text: exactly one of the forms, optionally ignoring

@@ -46,6 +46,7 @@ struct Req {
     tls: Option<(&'static str, Family)>,
     scores: Vec<f64>,
     fleet: Option<crate::signals::Lookup>,
+    clients: Option<crate::clients::ClientView>,
 }
 
 fn get(target: &'static str) -> Req {
@@ -59,6 +60,7 @@ fn get(target: &'static str) -> Req {
         tls: None,
         scores: vec![],
         fleet: None,
+        clients: None,
     }
 }
 
@@ -134,6 +136,7 @@ impl Req {
                 .map(|(j, f)| TlsFacts::new(j.as_bytes(), f).expect("a JA4")),
             scores: &[],
             fleet: self.fleet,
+            clients: self.clients,
         };
         let mut scratch = NormalPath::new();
         if let Some(m) = r.before_scoring(&view, &mut scratch) {
@@ -1277,6 +1280,7 @@ fn index_agrees_with_visiting_every_rule() {
                 tls: None,
                 scores: &scores,
                 fleet: None,
+                clients: None,
             };
             let indexed = r.before_scoring(&view, &mut scratch).map(|m| m.index);
             let all = r.first_visiting_all(Stage::BeforeScoring, &view, &mut scratch);
@@ -1285,5 +1289,72 @@ fn index_agrees_with_visiting_every_rule() {
             let all = r.first_visiting_all(Stage::AfterScoring, &view, &mut scratch);
             assert_eq!(indexed, all, "{} {} (scored)", q.method, q.target);
         }
+    }
+}
+
+#[test]
+fn client_conditions_read_the_memory_and_hold_without_it_never() {
+    let r = rules(
+        r#"{"rules": [{"name": "crawl", "when": {"client.navigations": {"min": 10}, "client.subresource_ratio": {"max": 0.05},
+              "client.cookie_returned": {"max": 0}}, "action": "challenge"},
+            {"name": "old", "when": {"client.age": {"min": 600}, "client.rate": {"max": 1}}, "action": "log"}]}"#,
+    );
+    let crawler = crate::clients::ClientView {
+        known: true,
+        navigations: 12,
+        paths: 12,
+        first_seen_s: 1_800_000_000,
+        last_seen_ms: 1_800_000_030_000,
+        rate: 0.4,
+        ..Default::default()
+    };
+    let with = |v| Req {
+        clients: Some(v),
+        ..get("/")
+    };
+    assert_eq!(with(crawler).decide(&r).map(|m| m.0), Some("crawl"));
+    let browser = crate::clients::ClientView {
+        subresources_by_class: [20, 10, 30, 0, 0, 0],
+        ..crawler
+    };
+    assert_eq!(with(browser).decide(&r), None);
+    let returned = crate::clients::ClientView {
+        cookies_returned: 1,
+        ..crawler
+    };
+    assert_eq!(with(returned).decide(&r), None);
+    let old = crate::clients::ClientView {
+        first_seen_s: 1_799_999_000,
+        ..browser
+    };
+    assert_eq!(with(old).decide(&r).map(|m| m.0), Some("old"));
+    assert_eq!(
+        get("/").decide(&r),
+        None,
+        "no memory: no client condition holds"
+    );
+    for (json, want) in [
+        (
+            r#"{"client.navigations": {}}"#,
+            "rules[0].when.client.navigations: give min, max or both",
+        ),
+        (
+            r#"{"client.subresource_ratio": {"min": 2}}"#,
+            "client.subresource_ratio.min: 2 is a share",
+        ),
+        (
+            r#"{"client.paths": {"min": -1}}"#,
+            "must be a number of at least 0",
+        ),
+        (
+            r#"{"client.rate": {"min": 3, "max": 2}}"#,
+            "no value is at least 3 and at most 2",
+        ),
+        (r#"{"client.visits": {"min": 3}}"#, "client.visits"),
+    ] {
+        let e = refused(&format!(
+            r#"{{"rules": [{{"name": "x", "when": {json}, "action": "log"}}]}}"#
+        ));
+        assert!(e.contains(want), "{json}: {e}");
     }
 }

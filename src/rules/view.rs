@@ -4,6 +4,7 @@
 
 use std::net::IpAddr;
 
+use crate::clients::ClientView;
 use crate::features::{Request, TlsFacts};
 use crate::headers::Header;
 use crate::signals::live::Lookup;
@@ -63,6 +64,10 @@ pub struct View<'a> {
     /// What the fleet's signals snapshot knows of the request's keys;
     /// none without a snapshot in force (then no signal condition holds).
     pub fleet: Option<Lookup>,
+    /// What the client memory holds of the client (its host record,
+    /// after this request); none without a memory (then no `client.*`
+    /// condition holds).
+    pub clients: Option<ClientView>,
 }
 
 /// Splits a request target into its path and query, as sent: `?` starts
@@ -136,6 +141,7 @@ impl<'a> View<'a> {
             tls: req.tls(),
             scores: &[],
             fleet: None,
+            clients: None,
         }
     }
 }

@@ -88,9 +88,9 @@ CASES = {
         "docs/models.md", "--schema 4 --orders models/bot.json", "--schema 3 --orders models/bot.json",
         "--schema 3 with a shipped model: the shipped models are schema 4"),
     "stage order": (
-        "docs/architecture.md", "│  2 fleet ", "│  2 fleek ",
-        "docs/architecture.md:23: stages strip fleek rules score decide rules respond texts; "
-        "src/gate/mod.rs has strip fleet rules score decide rules respond texts"),
+        "docs/architecture.md", "│  3 fleet ", "│  3 fleek ",
+        "docs/architecture.md:23: stages strip clients fleek rules score decide rules respond texts; "
+        "src/gate/mod.rs has strip clients fleet rules score decide rules respond texts"),
     "a stage said empty": (
         "docs/architecture.md", "site rules with the scores and the decision",
         "site rules after scoring (empty today)",
@@ -160,12 +160,12 @@ def test_a_changed_model_threshold_fails_the_docs(tree):
 def test_a_new_option_or_stage_in_the_code_fails_the_docs(tree):
     edit(tree, "src/config/options.rs", "    /// `vars`.\n",
          "    /// `newopt`.\n    newopt: bool, EVERYWHERE, Ctx::boolean, |o| None;\n    /// `vars`.\n")
-    edit(tree, "src/gate/mod.rs", "//!               │ 8 texts", "//!               │ 8 text")
+    edit(tree, "src/gate/mod.rs", "//!               │ 9 texts", "//!               │ 9 text")
     rc, err = check(tree)
     assert rc == 1
     assert "option `newopt` (src/config/options.rs) is not in the option table" in err, err
-    assert "src/gate/mod.rs:0: the stage diagram says strip fleet rules score decide rules respond text; " \
-        "run() calls strip fleet rules score decide rules respond texts" in err, err
+    assert "src/gate/mod.rs:0: the stage diagram says strip clients fleet rules score decide rules respond text; " \
+        "run() calls strip clients fleet rules score decide rules respond texts" in err, err
 
 
 def test_an_undocumented_metric_fails(tree):

@@ -33,7 +33,7 @@ def test_the_format_logs_every_variable_that_decision_vars_declares():
     assert declared == every_variable_in_the_format()
     # What access() sets with vars = true (src/gate/effects.rs) is all there.
     effects = (ROOT / "src" / "gate" / "effects.rs").read_text()
-    set_by_gate = set(re.findall(r'b"(edgeguard_\w+)"', effects)) | set(re.findall(r'"(edgeguard_fp_\w+)"', effects))
+    set_by_gate = set(re.findall(r'b"(edgeguard_\w+)"', effects)) | set(re.findall(r'"(edgeguard_(?:fp|client)_\w+)"', effects))
     assert set_by_gate <= declared, set_by_gate - declared
 
 

@@ -89,9 +89,9 @@ static const int EDGEGUARD_ERRBUF_LEN = 512;
 
 static const int EDGEGUARD_MAX_MODELS = 64;
 
-static const int EDGEGUARD_MAX_VARS = 79;
+static const int EDGEGUARD_MAX_VARS = 84;
 
-static const int EDGEGUARD_DETECTION_COUNT = 23;
+static const int EDGEGUARD_DETECTION_COUNT = 24;
 
 static const int EDGEGUARD_MAX_RESPONSE_HEADERS = 4;
 

@@ -217,6 +217,11 @@ function _M.apply(lib, r, headers, e)
     if e.exit ~= EXIT_CONTINUE then
         return respond(e)
     end
+    -- The client memory's cookie, on the upstream's answer.
+    if e.response_headers_len > 0 then
+        local x = e.response_headers[0]
+        ngx.header[str(x.key)] = str(x.value)
+    end
     return names[tonumber(e.action)] or _M.action_name(lib, e.action)
 end
 

@@ -140,9 +140,12 @@ function _M.state(opts, level)
         metrics = mx or nil,
         locations = locations.new(),
         -- Only a challenge's pages show $request_id up front (nginx makes
-        -- it on first read); a block's reference and the decision line
-        -- get it from gate.lua, only when they are written.
-        request_ids = o.challenge_secret ~= nil,
+        -- it on first read), and the client memory counts a request once
+        -- by it (an internal redirect runs the gate again); a block's
+        -- reference and the decision line get it from gate.lua, only when
+        -- they are written.
+        request_ids = o.challenge_secret ~= nil or o.client_memory ~= nil,
+        check_request_id = o.client_memory ~= nil,
     }
     st.shadow = st.engine == "shadow" and legacy.judge(st) or nil
     st.base = _M.bind(st)
