@@ -9,7 +9,9 @@
 # `make lint` runs it; it prints each module's count and fails over a limit.
 set -eu
 cd "$(dirname "$0")/.."
-TOTAL_LIMIT=1100
+# 1097 after the load path moved to Rust; the client memory (issue 39)
+# added its cookie and the $request_id check.
+TOTAL_LIMIT=1110
 status=0
 total=0
 for f in $(find lua -name '*.lua' -not -path '*/legacy/*' -not -name cdefs.lua | LC_ALL=C sort); do

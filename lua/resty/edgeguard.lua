@@ -177,16 +177,11 @@ local function run(st, loc, r, job, engine)
     if not req then
         return nil, headers, "rust"
     end
-    if st.check_request_id then
-        -- Once a worker: nginx keeps $request_id for the request (and its
-        -- internal redirects) only when the configuration names it; else
-        -- each read makes a new one and the memory counts a redirected
-        -- page twice.
+    if st.check_request_id then -- once a worker (docs/behaviour.md)
         st.check_request_id = nil
         if ffi_string(req.request_id.data, req.request_id.len) ~= ngx.var.request_id then
-            ngx.log(ngx.WARN, "edgeguard: $request_id changes on each read (nothing in the configuration ",
-                    "names it), so the client memory counts a page served through an internal redirect ",
-                    "twice: name it once, e.g. include nginx-conf/decision-vars.conf (docs/behaviour.md)")
+            ngx.log(ngx.WARN, "edgeguard: $request_id changes on each read: name it once (include ",
+                    "nginx-conf/decision-vars.conf), else the client memory counts a redirected page twice")
         end
     end
     local mx = st.metrics
