@@ -651,11 +651,12 @@ class Checker:
         first = text[: section.start()].count("\n") + 1
         listed = {}
         for i, line in enumerate(section.group(1).splitlines()):
-            m = re.match(r"^\|\s*`src/(\w+)/?`", line)
+            m = re.match(r"^\|\s*`src/(\w+)(?:/|\.rs)?`", line)
             if m:
                 listed[m.group(1)] = first + 1 + i
         for name in sorted(declared - set(listed)):
-            self.problem(page, first, f"module `src/{name}/` (src/lib.rs) is missing from the table")
+            path = f"src/{name}.rs" if (self.root / f"src/{name}.rs").exists() else f"src/{name}/"
+            self.problem(page, first, f"module `{path}` (src/lib.rs) is missing from the table")
         for name in sorted(set(listed) - declared):
             self.problem(page, listed[name], f"`src/{name}/` is no module of src/lib.rs")
 
