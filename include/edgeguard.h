@@ -103,17 +103,17 @@ typedef enum {
   /*
    This library, one FFI call per job.
    */
-  EDGEGUARD_ENGINE_RUST = 0,
+  EDGEGUARD_ENGINE_KIND_RUST = 0,
   /*
    The pure-Lua engine, the "before" of a migration.
    */
-  EDGEGUARD_ENGINE_LUA = 1,
+  EDGEGUARD_ENGINE_KIND_LUA = 1,
   /*
    Both on every request, acting on the primary's result (requests
    only).
    */
-  EDGEGUARD_ENGINE_SHADOW = 2,
-} edgeguard_engine;
+  EDGEGUARD_ENGINE_KIND_SHADOW = 2,
+} edgeguard_engine_kind;
 
 /*
  Shadow mode's kinds of disagreement between the engines; the word

@@ -100,7 +100,7 @@ c_enum! {
     /// The engine that strips and scores (`engine`, `shadow_primary`); its
     /// word is the option's value and the metrics' `engine` label. Passed
     /// to the metrics exports as a plain int.
-    pub enum Engine as "edgeguard_engine" {
+    pub enum Engine as "edgeguard_engine_kind" {
         /// This library, one FFI call per job.
         Rust = 0 => "rust",
         /// The pure-Lua engine, the "before" of a migration.

@@ -1697,7 +1697,7 @@ static void test_metrics_hostile(void) {
     out.bot_name.len = 9;
     CHECK_CODE(edgeguard_metrics_request(m, 0, EDGEGUARD_OUTCOME_CHALLENGE, 0, &out), EDGEGUARD_RESULT_OK,
                "request: challenge, a fake Googlebot");
-    CHECK_CODE(edgeguard_metrics_request(m, EDGEGUARD_ENGINE_LUA, EDGEGUARD_OUTCOME_REFUSED, 1, &out),
+    CHECK_CODE(edgeguard_metrics_request(m, EDGEGUARD_ENGINE_KIND_LUA, EDGEGUARD_OUTCOME_REFUSED, 1, &out),
                EDGEGUARD_RESULT_OK, "request: an engine without series counts the decision only");
     double sc[2] = {0.25, 2};
     CHECK_CODE(edgeguard_metrics_scores(NULL, 0, sc, 2), EDGEGUARD_RESULT_NULL_PARAMETER, "scores: null");
@@ -1776,7 +1776,7 @@ static void test_metrics_hostile(void) {
     edgeguard_config_free(cfg);
     out.bot_name.len = 9;
     edgeguard_metrics_request(m, 0, EDGEGUARD_OUTCOME_CHALLENGE, 3, &out);
-    edgeguard_metrics_request(m, EDGEGUARD_ENGINE_LUA, EDGEGUARD_OUTCOME_REFUSED, 1, &out);
+    edgeguard_metrics_request(m, EDGEGUARD_ENGINE_KIND_LUA, EDGEGUARD_OUTCOME_REFUSED, 1, &out);
     edgeguard_metrics_scores(m, 0, sc, 2);
     CHECK(metrics_text_has(m, "edgeguard_requests_total{engine=\"rust\"} 1\n"
                               "# HELP edgeguard_headers_stripped_total Internal header entries removed from requests "
@@ -1784,7 +1784,7 @@ static void test_metrics_hostile(void) {
                               "edgeguard_headers_stripped_total 4\n", NULL),
           "requests and stripped entries");
     edgeguard_metrics_request(m, 0, EDGEGUARD_OUTCOME_CHALLENGE, 3, &out);
-    edgeguard_metrics_request(m, EDGEGUARD_ENGINE_LUA, EDGEGUARD_OUTCOME_REFUSED, 1, &out);
+    edgeguard_metrics_request(m, EDGEGUARD_ENGINE_KIND_LUA, EDGEGUARD_OUTCOME_REFUSED, 1, &out);
     CHECK(metrics_text_has(m, "edgeguard_verified_bots_total{bot=\"Googlebot\",result=\"fake\"} 1\n", NULL),
           "a fake bot on a challenged request, not on a refused one");
     edgeguard_metrics_request(m, 0, EDGEGUARD_OUTCOME_CHALLENGE, 0, &out);

@@ -52,12 +52,12 @@ typedef enum {
 
 typedef enum {
 
-  EDGEGUARD_ENGINE_RUST = 0,
+  EDGEGUARD_ENGINE_KIND_RUST = 0,
 
-  EDGEGUARD_ENGINE_LUA = 1,
+  EDGEGUARD_ENGINE_KIND_LUA = 1,
 
-  EDGEGUARD_ENGINE_SHADOW = 2,
-} edgeguard_engine;
+  EDGEGUARD_ENGINE_KIND_SHADOW = 2,
+} edgeguard_engine_kind;
 
 typedef enum {
 

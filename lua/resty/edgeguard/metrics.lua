@@ -28,7 +28,7 @@ local mt = { __index = _M }
 _M.FLUSH_SECONDS = 1
 
 -- The numbers of the names ("rust", "block", ...) of an enum of the header,
--- read from the cdefs on first use (EDGEGUARD_ENGINE_RUST, ...).
+-- read from the cdefs on first use (EDGEGUARD_ENGINE_KIND_RUST, ...).
 local function numbers(prefix)
     return setmetatable({}, { __index = function(t, name)
         local n = C[prefix .. upper(name)]
@@ -36,7 +36,7 @@ local function numbers(prefix)
         return n
     end })
 end
-local ENGINES = numbers("EDGEGUARD_ENGINE_")
+local ENGINES = numbers("EDGEGUARD_ENGINE_KIND_")
 local OUTCOMES = numbers("EDGEGUARD_OUTCOME_")
 _M.ENGINES = ENGINES
 
