@@ -125,7 +125,7 @@ pub(super) fn extract<'a>(
     out: &mut FeatureVector<'a>,
 ) {
     let engine = Engine::of(ua);
-    let (missing, accept, encoding, connection) = match engine {
+    let ((missing, hints), accept, encoding, connection) = match engine {
         Some(engine) => {
             let kind = Kind::of(req, seen, ua, engine);
             (
@@ -137,9 +137,10 @@ pub(super) fn extract<'a>(
                     && seen.connection.is_some_and(|c| !browser_connection(c)),
             )
         }
-        None => (0, false, false, false),
+        None => ((0, 0), false, false, false),
     };
     out.set(Float::EngineHeadersMissing, missing as f32);
+    out.hints_missing = hints;
     out.set_flag(Float::AcceptNonBrowser, accept);
     out.set_flag(Float::EncodingNonBrowser, encoding);
     out.set_flag(Float::ConnectionNonBrowser, connection);
@@ -172,7 +173,8 @@ fn missing_headers(
     ua: &UserAgent,
     engine: Engine,
     kind: &Kind,
-) -> u32 {
+) -> (u32, u8) {
+    let mut hints = 0;
     let absent = |h: Option<&[u8]>| u32::from(h.is_none());
     let fetch = || absent(seen.fetch.site) + absent(seen.fetch.mode) + absent(seen.fetch.dest);
     let mut n = absent(seen.accept_language);
@@ -194,7 +196,8 @@ fn missing_headers(
         Engine::Chromium => {
             let v = ua.chromium.unwrap_or(0);
             if kind.secure && !kind.preflight && !ua.webview && v >= CHROMIUM_HINTS_SINCE {
-                n += absent(seen.ch_ua) + absent(seen.ch_mobile) + absent(seen.ch_platform);
+                hints = absent(seen.ch_ua) + absent(seen.ch_mobile) + absent(seen.ch_platform);
+                n += hints;
             }
             if kind.secure && v >= CHROMIUM_FETCH_SINCE {
                 n += fetch();
@@ -229,7 +232,7 @@ fn missing_headers(
         }
         Engine::Other => {}
     }
-    n
+    (n, hints as u8)
 }
 
 /// An `Accept` no browser sends on this kind of request: a navigation that

@@ -239,9 +239,13 @@ impl Reasons {
         set(Id::ChBrandMismatch, on(Float::ChBrandMismatch));
         set(Id::FetchNonBrowser, on(Float::FetchNonBrowser));
         set(Id::FetchContradiction, on(Float::FetchContradiction));
+        // The three client hints are one piece: Chromium sends none of
+        // them when JavaScript is off (captured: Chromium 156, its head
+        // otherwise byte for byte), so their absence alone is ambiguous.
         let missing = v.float(Float::EngineHeadersMissing);
-        set(Id::EngineHeadersMissing, missing >= 2.0);
-        set(Id::EngineHeaderMissing, missing == 1.0);
+        let pieces = missing - f32::from(v.hints_missing().saturating_sub(1));
+        set(Id::EngineHeadersMissing, pieces >= 2.0);
+        set(Id::EngineHeaderMissing, pieces == 1.0);
         set(Id::AcceptNonBrowser, on(Float::AcceptNonBrowser));
         set(Id::TlsFamilyMismatch, on(Float::TlsFamilyMismatch));
         set(Id::TlsBrowserNoTls13, on(Float::TlsBrowserNoTls13));
@@ -382,8 +386,20 @@ mod tests {
                 vec![EngineHeaderMissing],
             ),
             (
+                // Chromium with JavaScript off sends no client hints: a
+                // browser's own head, so one ambiguous piece, not three.
                 "no hints",
                 without(CHROME_HEAD, &["sec-ch-ua", "sec-ch-ua-mobile", "sec-ch-ua-platform"]),
+                h2,
+                Some((BORINGSSL, Boringssl)),
+                vec![EngineHeaderMissing],
+            ),
+            (
+                "no hints, no fetch metadata",
+                without(
+                    CHROME_HEAD,
+                    &["sec-ch-ua", "sec-ch-ua-mobile", "sec-ch-ua-platform", "sec-fetch-site", "sec-fetch-mode", "sec-fetch-dest", "sec-fetch-user"],
+                ),
                 h2,
                 Some((BORINGSSL, Boringssl)),
                 vec![EngineHeadersMissing],
