@@ -231,8 +231,9 @@ def test_two_hundred_people_behind_one_address(crowd):
     assert len(log) >= sum(len(p.answers) for p in ps)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 39 not met for Chromium with JavaScript off: the one-request "
-                   "model challenges and blocks it (engine_headers_missing), and it cannot solve the page")
+@pytest.mark.xfail(strict=True, reason="issue 39 not met for Chromium with JavaScript off: it sends no "
+                   "client hints, so the one-request model challenges it (engine_header_missing, ambiguous: "
+                   "never blocked), and it cannot solve the page")
 def test_people_with_javascript_off(crowd):
     ps, _ = crowd
     no_js = [p for p in ps if (p.session["browser"], p.session["variant"]) == NO_JS_CHROMIUM]
