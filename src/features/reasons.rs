@@ -117,7 +117,7 @@ detections! {
     FetchContradiction = "fetch_contradiction", Certain,
         "`sec-fetch-*` values no browser combines";
     EngineHeadersMissing = "engine_headers_missing", Certain,
-        "two or more of the headers the claimed engine always sends on this kind of request are missing";
+        "two or more of the headers the claimed engine always sends on this kind of request are missing (the three client hints count as one: Chromium sends none of them when JavaScript is off)";
     AcceptNonBrowser = "accept_non_browser", Certain,
         "an `Accept` no browser sends on this kind of request (a library's `*/*` on a navigation, Java's `q=.2`)";
     BotClaimFake = "bot_claim_fake", Certain,
@@ -125,7 +125,7 @@ detections! {
     ModelOnly = "model_only", Certain,
         "a model flagged the request and no other ID fired (a model reading more than the evidence: schema 1-3, `spoof`)";
     EngineHeaderMissing = "engine_header_missing", Ambiguous,
-        "one header the claimed engine always sends is missing (proxies and privacy extensions remove one)";
+        "one header the claimed engine always sends is missing (proxies and privacy extensions remove one), or only the client hints (Chromium with JavaScript off)";
     TlsFamilyMismatch = "tls_family_mismatch", Ambiguous,
         "the ClientHello is not the claimed browser's TLS library (TLS-inspecting proxies and antivirus re-make it)";
     TlsBrowserNoTls13 = "tls_browser_no_tls13", Ambiguous,
