@@ -6,7 +6,9 @@
 //!   evictions), every slot in its home bucket, no tag twice in a bucket,
 //!   no lock left held;
 //! - a reload (a second `open` of the same name and size) gets the same
-//!   memory, and processes forked after it see what the others recorded.
+//!   memory, and processes forked after it see what the others recorded;
+//! - ten million distinct clients: the memory stays the size it was made
+//!   (every miss evicts; no process grows by what it saw).
 //!
 //! No libtest harness: `fork` in a process with libtest's threads would
 //! copy only the forking thread. Children touch atomics only and `_exit`.
@@ -35,7 +37,8 @@ fn main() {
     hammering_one_key_loses_no_update();
     many_keys_keep_the_table_sound();
     a_reload_gets_the_same_memory_and_later_workers_see_it();
-    println!("clients_stress: 3 passed, 0 failed");
+    ten_million_clients_stay_in_fixed_memory();
+    println!("clients_stress: 4 passed, 0 failed");
 }
 
 /// Runs `work(i)` in `PROCESSES` forked children and waits for all; a
@@ -227,4 +230,64 @@ fn a_reload_gets_the_same_memory_and_later_workers_see_it() {
     );
     let own = open("stress-opened-in-a-worker", 1 << 20);
     assert!(!own.view(&key(7), T0 + 1).unwrap().known);
+}
+
+/// The resident set of this process, bytes (`/proc/self/statm`).
+fn resident_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    // SAFETY: sysconf reads a constant of the system.
+    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64
+}
+
+fn ten_million_clients_stay_in_fixed_memory() {
+    // 4 MiB: 8 191 buckets. 16 processes x 625 000 distinct clients each
+    // (10 M in all, none seen twice): each process's resident set grows by
+    // at most the table it touches (4 MiB) and a little slack, never by
+    // what it saw; every miss took a slot or evicted one.
+    const BYTES: usize = 4 << 20;
+    const EACH: usize = 625_000;
+    let memory = open("stress-ten-million", BYTES);
+    let grew = shm::shared_words(PROCESSES).unwrap();
+    let misses = shm::shared_words(PROCESSES).unwrap();
+    let started = Instant::now();
+    in_children(|child| {
+        let before = resident_bytes();
+        for i in 0..EACH {
+            let k = key((child * EACH + i) as u32 + 1);
+            let now = T0 + i as u64 / 100;
+            if let Some(v) = memory.observe(&k, &event(i), now) {
+                if !v.known {
+                    misses[child].fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        grew[child].store(resident_bytes().saturating_sub(before), Ordering::Relaxed);
+    });
+    let g = memory.gauges();
+    let sum = |w: &[AtomicU64]| w.iter().map(|x| x.load(Ordering::Relaxed)).sum::<u64>();
+    let most = grew
+        .iter()
+        .map(|x| x.load(Ordering::Relaxed))
+        .max()
+        .unwrap();
+    assert!(
+        most <= (BYTES + (1 << 20)) as u64,
+        "a process grew by {most} bytes"
+    );
+    assert_eq!(
+        sum(misses) + g.busy,
+        (PROCESSES * EACH) as u64,
+        "a client seen twice"
+    );
+    assert_eq!(sum(misses), g.used + g.evictions);
+    assert_eq!(g.used, g.slots);
+    println!(
+        "ten million clients: {} slots in {} bytes, {} evictions, the most a process grew {} KiB, {:.1} s",
+        g.slots,
+        BYTES,
+        g.evictions,
+        most >> 10,
+        started.elapsed().as_secs_f64()
+    );
 }
