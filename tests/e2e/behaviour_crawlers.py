@@ -161,7 +161,7 @@ def go_crawler():
 
 def flagged(status, headers, body):
     action = headers.get("x-edgeguard-action", "")
-    return action in ("challenge", "block") or (status == 403 and b"edgeguard-heading" in body)
+    return action in ("challenge", "challenge_required", "block") or (status == 403 and b"edgeguard-heading" in body)
 
 
 class Answer:

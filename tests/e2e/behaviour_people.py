@@ -486,7 +486,9 @@ def outcome(person):
     actions = {a for _, _, _, a, _ in person.answers}
     if "block" in actions:
         return "blocked"
-    if "challenge" in actions:
+    # challenge_required: a challenge served as a problem document (a
+    # stylesheet, a fetch()), not a block.
+    if actions & {"challenge", "challenge_required"}:
         return "challenged"
     return "passed"
 

@@ -116,7 +116,7 @@ CASES = {
         "access{ lib_path = … }: `lib_path` is not allowed in access{} (scopes C)"),
     "an action that does not exist": (
         "docs/configuration.md", "| flagged, mode `log` | `log` |", "| flagged, mode `log` | `deny` |",
-        "action `deny` is not an action of src/gate/action.rs"),
+        "action `deny` is not an action of src/outcome.rs"),
     "a metric that does not exist": (
         "docs/metrics.md", "`edgeguard_load_errors_total`", "`edgeguard_load_failures_total`",
         "no metric `edgeguard_load_failures_total`"),
