@@ -685,7 +685,7 @@ typedef edgeguard_header edgeguard_var;
  */
 typedef struct {
   /*
-   What the request came to (`edgeguard_outcome_name` names it).
+   What the request came to (`action_name` names it).
    */
   edgeguard_outcome action;
   /*
@@ -824,6 +824,12 @@ typedef struct {
    `Edgeguard-Reference` response header to it. 0: nowhere.
    */
   size_t body_request_id_at;
+  /*
+   The name of `action` (`"pass"`, `"block"`, ...; static storage):
+   what `$edgeguard_action` holds and `access()` returns, so a caller
+   needs no table from numbers to names.
+   */
+  edgeguard_str action_name;
 } edgeguard_effects;
 
 #ifdef __cplusplus

@@ -160,6 +160,8 @@ fn one_call_agrees_with_find_score_and_decide() {
         (d.action, d.model, d.status)
     );
     assert_eq!(out.action, Outcome::Block);
+    // The effects name their action (static storage).
+    assert_eq!(unsafe { out.action_name.as_bytes() }, b"block");
     assert_eq!(out.status, 429);
     assert_eq!(out.threshold.to_bits(), d.threshold.to_bits());
     assert_eq!((out.matched, out.unremovable), (matched, unremovable));

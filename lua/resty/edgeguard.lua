@@ -224,7 +224,7 @@ function _M.clear_internal_headers()
     if not e then
         return nil, headers
     end
-    gate.apply(st.lib, r, headers, e)
+    gate.apply(r, headers, e)
     return tonumber(e.matched)
 end
 
@@ -318,7 +318,7 @@ function _M.access(opts)
     if not e then
         return fail(label, headers)
     end
-    local action = gate.apply(st.lib, r, headers, e)
+    local action = gate.apply(r, headers, e)
     if sub then
         return "pass"
     end

@@ -486,7 +486,7 @@ pub(crate) fn clearance_from_int(n: c_int) -> Option<Clearance> {
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct edgeguard_effects {
-    /// What the request came to (`edgeguard_outcome_name` names it).
+    /// What the request came to (`action_name` names it).
     pub action: Outcome,
     /// How it ends.
     pub exit: edgeguard_exit,
@@ -566,6 +566,10 @@ pub struct edgeguard_effects {
     /// that gave none: the caller inserts it there and sets the
     /// `Edgeguard-Reference` response header to it. 0: nowhere.
     pub body_request_id_at: usize,
+    /// The name of `action` (`"pass"`, `"block"`, ...; static storage):
+    /// what `$edgeguard_action` holds and `access()` returns, so a caller
+    /// needs no table from numbers to names.
+    pub action_name: edgeguard_str,
 }
 
 /// How sure a flagged request's verdict is. Stable numbers.
@@ -646,6 +650,7 @@ pub(crate) fn write_effects(e: &Effects<'_>, out: &mut edgeguard_effects) {
     out.reasons = e.reasons.0;
     out.line_request_id_at = e.line_id_at.unwrap_or(0);
     out.body_request_id_at = e.body_id_at.unwrap_or(0);
+    out.action_name = edgeguard_str::from_slice(e.action.as_str().as_bytes());
 }
 
 /// Fills the start of `slots` with `pairs`; returns how many.

@@ -259,6 +259,7 @@ T.test("edgeguard_location_run from LuaJIT: the shim's handles, Lua strings, one
     T.eq(tonumber(o.matched), 1)
     T.eq(tonumber(o.scores_len), 2)
     T.eq(ffi.string(lib.edgeguard_outcome_name(o.action)), "block")
+    T.eq(ffi.string(o.action_name.data, o.action_name.len), "block", "the effects name their action")
     T.eq(o.status, 403)
     -- A block answers with a body; without $request_id given, the shim
     -- inserts it at the gap (gate.lua).

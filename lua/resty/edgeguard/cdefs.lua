@@ -343,6 +343,8 @@ typedef struct {
   size_t line_request_id_at;
 
   size_t body_request_id_at;
+
+  edgeguard_str action_name;
 } edgeguard_effects;
 
 uint32_t edgeguard_abi_version(void);

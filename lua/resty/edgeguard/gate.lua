@@ -10,7 +10,7 @@
 local ffi = require "ffi"
 require "resty.edgeguard.cdefs"
 -- request.lua declares ngx_http_lua_ffi_req_set_header and _var_set (through
--- resty.core); outside nginx only run() and action_name() work.
+-- resty.core); outside nginx only run() works.
 local in_nginx = ngx and ngx.config and ngx.config.subsystem == "http"
 local request = in_nginx and require "resty.edgeguard.request"
 
@@ -44,9 +44,6 @@ local var_errlen = ffi_new("size_t[1]")
 -- engine's, so that shadow mode holds both at once.
 local scratches, outs = {}, {}
 
--- The name of each action, from Rust, as access() returns it.
-local names = {}
-
 --- The effects struct of `engine` ("rust" or "lua"), for edgeguard_location_run.
 local function out_of(lib, engine)
     local out = outs[engine]
@@ -71,17 +68,6 @@ function _M.run(lib, loc, metrics, req, given, job, engine)
         return nil, "edgeguard_location_run: " .. ffi_string(lib.edgeguard_result_text(rc))
     end
     return out[0]
-end
-
---- The name of an action (an edgeguard_outcome; access() returns it).
-function _M.action_name(lib, action)
-    action = tonumber(action) -- an enum field reads as a cdata: no table key
-    local name = names[action]
-    if not name then
-        name = ffi_string(lib.edgeguard_outcome_name(action))
-        names[action] = name
-    end
-    return name
 end
 
 -- Sets (or, with a null value, removes in every letter case) request
@@ -195,8 +181,8 @@ end
 --- Applies effects `e` to request `r`, whose header array (as the run
 -- read it) is `headers`: clears, sets the score header and the variables,
 -- logs the line, and ends the request when the exit says so. Returns the
--- action's name otherwise.
-function _M.apply(lib, r, headers, e)
+-- action's name otherwise (Rust's text: LuaJIT finds the interned string).
+function _M.apply(r, headers, e)
     clear_listed(r, headers, e)
     local h = e.set_header
     if h.key.len > 0 then
@@ -222,7 +208,7 @@ function _M.apply(lib, r, headers, e)
         local x = e.response_headers[0]
         ngx.header[str(x.key)] = str(x.value)
     end
-    return names[tonumber(e.action)] or _M.action_name(lib, e.action)
+    return str(e.action_name)
 end
 
 --- The current request as an edgeguard_request, its header array, or nil

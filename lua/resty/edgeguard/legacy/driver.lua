@@ -33,6 +33,7 @@ require "resty.edgeguard.cdefs"
 
 local C = ffi.C
 local ffi_new = ffi.new
+local ffi_string = ffi.string
 local ipairs = ipairs
 local tonumber = tonumber
 
@@ -252,7 +253,8 @@ local function run_shadow(st, loc, r)
             lib.edgeguard_metrics_scores(mx.handle, LUA, score_buf, #leng.names)
         end
     end
-    local ra, la = gate.action_name(lib, re.action), gate.action_name(lib, le.action)
+    local ra = ffi_string(re.action_name.data, re.action_name.len)
+    local la = ffi_string(le.action_name.data, le.action_name.len)
     st.shadow:compare(rs, ls, ra, la, tonumber(re.matched), lcount)
     local e = primary == "rust" and re or le
     if mx then
