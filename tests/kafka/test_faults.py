@@ -14,6 +14,7 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -233,6 +234,18 @@ scrape_configs:
              f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
             stdout=self.log, stderr=subprocess.STDOUT)
         assert wait_for_port(self.port, self.proc, timeout=30), (self.dir / "prometheus.log").read_text()
+
+        # The port opens before the queries do: /-/ready answers 503 until
+        # Prometheus has loaded its storage and rules (seen on a loaded
+        # machine: the first query got 503).
+        def ready():
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/-/ready", timeout=5) as resp:
+                    return resp.status == 200
+            except urllib.error.HTTPError:
+                return False
+
+        wait_until("Prometheus ready", ready, timeout=60)
 
     def query(self, expr):
         url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
