@@ -105,7 +105,7 @@ unsafe fn publish(options: Options, out: *mut *mut edgeguard_config) -> edgeguar
 ///
 /// # Safety
 /// `name` is null or NUL-terminated.
-unsafe fn name_or(name: *const c_char, default: &str) -> String {
+pub(super) unsafe fn name_or(name: *const c_char, default: &str) -> String {
     if name.is_null() {
         default.to_owned()
     } else {

@@ -15,11 +15,10 @@ use std::ffi::{c_char, CString};
 use std::sync::Arc;
 
 use super::boundary::write_error;
-use super::config::{edgeguard_config, edgeguard_options, refuse};
+use super::config::{edgeguard_config, edgeguard_options, name_or, refuse};
 use super::handle::Handle;
 use super::headers::edgeguard_header_set;
 use super::location::edgeguard_location;
-use super::raw::c_bytes;
 use super::scorer::edgeguard_scorer;
 use super::types::edgeguard_result;
 use crate::load::Config;
@@ -44,18 +43,6 @@ pub struct edgeguard_engine {
 }
 
 impl Handle for edgeguard_engine {}
-
-/// `name` as text, or `default` for null.
-///
-/// # Safety
-/// `name` is null or NUL-terminated.
-unsafe fn name_or(name: *const c_char, default: &str) -> String {
-    if name.is_null() {
-        default.to_owned()
-    } else {
-        String::from_utf8_lossy(c_bytes(name)).into_owned()
-    }
-}
 
 /// Loads what the options in `options` (a table filled with
 /// `edgeguard_options_put`) name, as `configure{}`: a `config` file they
