@@ -395,28 +395,7 @@ impl Summary {
             "  rows: {}, columns: {}",
             self.primary.path, compare.path
         )?;
-        // Rows are as wide as the longest word; a column as its own.
-        let rows = Outcome::of_gate()
-            .map(|a| a.as_str().len())
-            .max()
-            .unwrap_or(10);
-        write!(s, "  {:>rows$}", "")?;
-        for a in Outcome::of_gate() {
-            write!(s, " {:>w$}", a.as_str(), w = a.column())?;
-        }
-        writeln!(s)?;
-        for a in Outcome::of_gate() {
-            write!(s, "  {:>rows$}", a.as_str())?;
-            for b in Outcome::of_gate() {
-                write!(
-                    s,
-                    " {:>w$}",
-                    self.flips[a.index()][b.index()],
-                    w = b.column()
-                )?;
-            }
-            writeln!(s)?;
-        }
+        write_matrix(s, &self.flips)?;
         if !self.flip_samples.is_empty() {
             writeln!(s, "  first flipped requests:")?;
         }
@@ -448,28 +427,7 @@ impl Summary {
             percent(agree, live.with_action)
         )?;
         writeln!(s, "  rows: live, columns: replayed")?;
-        // Rows are as wide as the longest word; a column as its own.
-        let rows = Outcome::of_gate()
-            .map(|a| a.as_str().len())
-            .max()
-            .unwrap_or(10);
-        write!(s, "  {:>rows$}", "")?;
-        for a in Outcome::of_gate() {
-            write!(s, " {:>w$}", a.as_str(), w = a.column())?;
-        }
-        writeln!(s)?;
-        for a in Outcome::of_gate() {
-            write!(s, "  {:>rows$}", a.as_str())?;
-            for b in Outcome::of_gate() {
-                write!(
-                    s,
-                    " {:>w$}",
-                    live.actions[a.index()][b.index()],
-                    w = b.column()
-                )?;
-            }
-            writeln!(s)?;
-        }
+        write_matrix(s, &live.actions)?;
         writeln!(
             s,
             "  live scores compared: {}, differing beyond the logged precision: {}, max difference {:.3e}",
@@ -617,6 +575,28 @@ fn add_counts<const N: usize>(a: &mut [u64; N], b: &[u64; N]) {
     for (x, y) in a.iter_mut().zip(b) {
         *x += y;
     }
+}
+
+/// An outcome-by-outcome table of counts (rows: one run, columns: the
+/// other), rows as wide as the longest word, a column as its own.
+fn write_matrix(s: &mut String, cells: &[[u64; ACTIONS]; ACTIONS]) -> fmt::Result {
+    let rows = Outcome::of_gate()
+        .map(|a| a.as_str().len())
+        .max()
+        .unwrap_or(10);
+    write!(s, "  {:>rows$}", "")?;
+    for a in Outcome::of_gate() {
+        write!(s, " {:>w$}", a.as_str(), w = a.column())?;
+    }
+    writeln!(s)?;
+    for a in Outcome::of_gate() {
+        write!(s, "  {:>rows$}", a.as_str())?;
+        for b in Outcome::of_gate() {
+            write!(s, " {:>w$}", cells[a.index()][b.index()], w = b.column())?;
+        }
+        writeln!(s)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
