@@ -224,7 +224,7 @@ typedef enum {
 /*
  The most response headers `edgeguard_effects` lists.
  */
-#define EDGEGUARD_MAX_RESPONSE_HEADERS 4
+#define EDGEGUARD_MAX_RESPONSE_HEADERS 5
 
 /*
  The length of a JA4 string (`edgeguard_tls_info.ja4`).

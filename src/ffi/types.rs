@@ -35,7 +35,7 @@ pub const EDGEGUARD_MAX_VARS: usize = 84;
 /// (`edgeguard_detection_name` names each).
 pub const EDGEGUARD_DETECTION_COUNT: usize = 24;
 /// The most response headers `edgeguard_effects` lists.
-pub const EDGEGUARD_MAX_RESPONSE_HEADERS: usize = 4;
+pub const EDGEGUARD_MAX_RESPONSE_HEADERS: usize = 5;
 /// The length of a JA4 string (`edgeguard_tls_info.ja4`).
 pub const EDGEGUARD_JA4_LEN: usize = 36;
 /// The room of `edgeguard_tls_info.alpn`.
@@ -620,8 +620,7 @@ pub(crate) fn write_effects(e: &Effects<'_>, out: &mut edgeguard_effects) {
     out.line = edgeguard_str::from_slice(e.line.map_or(&[][..], |(l, _)| l));
     out.body = edgeguard_str::from_slice(body);
     out.location = edgeguard_str::from_slice(location);
-    // The client memory's cookie rides on a request that goes on (its
-    // exit has no headers of its own).
+    // The client memory's cookie: after a page's four headers at most.
     let cookie = (!e.set_cookie.is_empty()).then_some((&b"Set-Cookie"[..], e.set_cookie));
     out.response_headers_len = fill(
         &mut out.response_headers,

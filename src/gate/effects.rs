@@ -315,7 +315,8 @@ pub struct Effects<'a> {
     /// (none: no memory, or it went on without it).
     pub clients: Option<ClientSeen>,
     /// The client memory's cookie to set on the answer (a `Set-Cookie`
-    /// value; empty: none): only on a request that goes on to the
-    /// upstream ([`Exit::Continue`]).
+    /// value; empty: none): on a request that goes on to the upstream
+    /// ([`Exit::Continue`]) or is answered with a page ([`Exit::Page`]),
+    /// so that a navigation counted as issued got the cookie.
     pub set_cookie: &'a [u8],
 }

@@ -284,13 +284,14 @@ pub(super) fn texts<'a>(
     } else {
         Vars::none()
     };
+    let exit = exit(
+        &s,
+        &scratch.body,
+        loc.policy.challenge().map(|c| c.pages().csp()),
+    );
     Effects {
         action: s.action,
-        exit: exit(
-            &s,
-            &scratch.body,
-            loc.policy.challenge().map(|c| c.pages().csp()),
-        ),
+        exit,
         clear: if s.action == Outcome::Refused {
             &[]
         } else {
@@ -322,8 +323,11 @@ pub(super) fn texts<'a>(
         reasons: s.decision.reasons,
         grade: s.decision.grade,
         clients: s.clients,
-        set_cookie: match s.exit {
-            Exit::Continue => &scratch.set_cookie[..s.set_cookie_len],
+        // The upstream's answer and a page edgeguard serves (the
+        // challenge, a block) carry it; a bare status and a redirect
+        // (which sets the clearance) do not.
+        set_cookie: match exit {
+            Exit::Continue | Exit::Page { .. } => &scratch.set_cookie[..s.set_cookie_len],
             _ => &[],
         },
     }

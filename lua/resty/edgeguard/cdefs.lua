@@ -93,7 +93,7 @@ static const int EDGEGUARD_MAX_VARS = 84;
 
 static const int EDGEGUARD_DETECTION_COUNT = 24;
 
-static const int EDGEGUARD_MAX_RESPONSE_HEADERS = 4;
+static const int EDGEGUARD_MAX_RESPONSE_HEADERS = 5;
 
 static const int EDGEGUARD_JA4_LEN = 36;
 
