@@ -72,6 +72,11 @@ pub fn set_cookie(
     len
 }
 
+/// What the request recorder logs in place of a cookie that checked
+/// ([`valid`]) when the request was recorded: the log keeps no value, and
+/// replay counts this one as returned, any other as not.
+pub const RECORDED_VALID: &[u8] = b"[client cookie ok]";
+
 /// Whether `value` (one `edgeguard_v` value a request sent) is a cookie
 /// this memory issued within [`MAX_AGE`] of `now_s`.
 pub fn valid(key: &HashKey, value: &[u8], now_s: u64) -> bool {

@@ -76,6 +76,7 @@ impl edgeguard_config {
             options.redact().is_some(),
             options.redact().unwrap_or_default(),
             options.challenge(),
+            options.clients.as_ref().map(|m| m.cookie_key()),
         );
         edgeguard_config {
             options,

@@ -79,7 +79,7 @@ pub unsafe extern "C" fn edgeguard_config_record(
 /// The recorder without a configuration: the default redaction.
 fn default_recorder() -> &'static Redactor {
     static DEFAULT: OnceLock<Redactor> = OnceLock::new();
-    DEFAULT.get_or_init(|| Redactor::new(true, &[], None))
+    DEFAULT.get_or_init(|| Redactor::new(true, &[], None, None))
 }
 
 /// Writes the JSON text of a request's headers, `[["name","value"],...]`

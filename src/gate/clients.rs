@@ -68,9 +68,9 @@ pub(super) fn observe(
             accept.get_or_insert(value);
         } else if !returned && name.eq_ignore_ascii_case(b"cookie") {
             returned = cookie_values(value, cookie::NAME.as_bytes()).any(|v| {
-                // A recorded request's value is redacted to its length:
-                // replay takes it as the verdict nginx reached.
-                (http.is_from_log() && v.starts_with(b"[redacted "))
+                // A recorded request's value is what the recorder found
+                // (the log keeps no value): replay takes that verdict.
+                (http.is_from_log() && v == cookie::RECORDED_VALID)
                     || cookie::valid(&key, v, now_ms / 1000)
             });
         }

@@ -499,3 +499,34 @@ fn a_crawler_that_keeps_the_cookie_is_challenged_at_twice_the_count() {
     v.subresources_by_class[0] = 1;
     assert!(!super::crawls(&v, 10));
 }
+
+#[test]
+fn a_logged_cookie_counts_as_returned_only_as_the_recorder_found_it() {
+    let loc = location(r#", "client_cookie": true"#);
+    let mut scratch = Scratch::new();
+    let seen = |scratch: &mut Scratch, cookie: &[u8], client: &[u8]| {
+        let h = [
+            Header::new(b"user-agent", CHROME),
+            Header::new(b"accept", HTML),
+            Header::new(b"cookie", cookie),
+        ];
+        let req = Incoming::new(b"GET", b"/", 11, client, &h, None)
+            .from_log()
+            .with_time_ms(NOW * 1000);
+        run(&loc, &req, Job::Access, NOW, scratch)
+            .unwrap()
+            .clients
+            .unwrap()
+            .cookie
+    };
+    let ok = seen(
+        &mut scratch,
+        b"edgeguard_v=[client cookie ok]",
+        b"192.0.2.1",
+    );
+    assert_eq!(ok, CookieSeen::Returned);
+    // A value the recorder did not find valid (forged, expired, another
+    // memory's) is logged as its length: not returned, as nginx judged.
+    let redacted = seen(&mut scratch, b"edgeguard_v=[redacted 27]", b"192.0.2.2");
+    assert_eq!(redacted, CookieSeen::Issued);
+}

@@ -19,17 +19,20 @@ nginx's wall clock faster (libfaketime): see behaviour_site.py.
 """
 
 import collections
+import json
 import os
 import random
 import re
+import subprocess
 import warnings
 
 import pytest
 
 import behaviour_crawlers as crawlers
 import behaviour_people as people
-from behaviour_site import FAKETIME_LIB, Site, memory_options
+from behaviour_site import BOT_MODEL, FAKETIME_LIB, SECRET, TEST_LIST, Site, memory_options
 from conftest import get_text, wait_until
+from hop_support import EDGEGUARD
 
 pytestmark = pytest.mark.filterwarnings("ignore::Warning")
 
@@ -253,3 +256,45 @@ def test_metrics(site):
     assert int(re.search(r"^edgeguard_client_memory_bytes (\d+)$", text, re.M).group(1)) > 0
     assert int(re.search(r"^edgeguard_client_memory_clients (\d+)$", text, re.M).group(1)) > 0
     assert re.search(r"^edgeguard_client_memory_evictions_total \d+$", text, re.M)
+
+
+def test_replay_decides_the_cookie_as_nginx_did(tmp_path):
+    """nginx's recorder logs the memory's cookie as the verdict it reached
+    (never the value); replay rebuilds the memory from that log and decides
+    every request as nginx did: a crawler that keeps the cookie gets twice
+    the room, one that sends a forged cookie none."""
+    forged = "edgeguard_v=1800000000.0123456789abcdef"
+    with Site(speed=10, record=True) as shop:
+        kept = crawlers.crawl_many(shop, [("requests-chrome", True, 1.0)], first_source=(7, 0))[0]
+        liar = crawlers.Client("requests-chrome", shop, "127.7.9.1", keep_cookies=False)
+        liar.session.headers["Cookie"] = forged
+        try:
+            lied = [liar.get(f"/products/{1000 + i}") for i in range(12)]
+        finally:
+            liar.close()
+        log = shop.log()
+        assert not shop.bad_log_lines()
+    assert kept["behaviour_at"] is not None and kept["behaviour_at"] > 10, kept["navs"]
+    lied_at = next(i for i, a in enumerate(lied, 1) if "behaviour_crawl" in a.headers.get("x-edgeguard-reasons", ""))
+    assert lied_at <= 10, [a.headers.get("x-edgeguard-client") for a in lied]
+    cookies = [v for row in log for k, v in row["headers"] if k.lower() == "cookie"]
+    assert any("edgeguard_v=[client cookie ok]" in c for c in cookies), cookies[:3]
+    assert not any(forged in c or re.search(r"edgeguard_v=\d+\.", c) for c in cookies), cookies[:3]
+    rows = [r for r in log if r["action"] and r["headers"]]
+    lines = tmp_path / "log.jsonl"
+    lines.write_text("".join(json.dumps({
+        "client": r["addr"], "method": r["method"], "uri": r["uri"], "version": r["version"],
+        "headers": json.dumps(r["headers"]), "edgeguard_time": str(int(r["t"])),
+        "edgeguard_action": r["action"]}) + "\n" for r in rows))
+    config = tmp_path / "replay.json"
+    config.write_text(json.dumps({
+        "models": {"bot": str(BOT_MODEL)}, "mode": "challenge", "challenge_secret": str(SECRET),
+        "internal_headers": str(TEST_LIST), "rules": ["preset:well-known", "preset:feeds"],
+        "client_memory": "64m", "client_cookie": True, "behaviour": "challenge"}))
+    out = subprocess.run([str(EDGEGUARD), "replay", "--config", str(config), "--output", "-", "--ordered",
+                          "--no-progress", str(lines)], capture_output=True, text=True, check=True, timeout=120)
+    got = [json.loads(line) for line in out.stdout.splitlines()]
+    assert len(got) == len(rows)
+    differ = [(r["addr"], r["uri"], r["action"], g["action"]) for r, g in zip(rows, got) if g["action"] != r["action"]]
+    assert not differ, differ
+    assert sum(g["action"] == "challenge" for g in got) >= 2

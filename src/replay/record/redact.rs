@@ -5,6 +5,7 @@
 //! | header | logged as |
 //! |---|---|
 //! | `Cookie` | each cookie's name and the length of its value: `sid=[redacted 32]; lang=[redacted 2]` |
+//! | the client memory's cookie (`edgeguard_v`, with `client_memory`) | whether it checked with the memory's key when the request was recorded, not the value: `edgeguard_v=[client cookie ok]`, else its length (`clients::cookie::RECORDED_VALID`) |
 //! | the challenge's clearance cookie (`challenge_cookie`) | what checking it with the keys found, not the token: `edgeguard_clearance=[clearance ok work 1765000000]` (`challenge::Recorded`) |
 //! | `Authorization`, `Proxy-Authorization` | the scheme and the credentials' length: `Bearer [redacted 180]` |
 //! | each name in `redact` | the value's length: `[redacted 40]` |
@@ -22,6 +23,7 @@
 //! point): every byte is logged, secrets included.
 
 use crate::challenge::{Binding, Challenge, MAX_CANDIDATES};
+use crate::clients::{cookie as memory_cookie, HashKey};
 use crate::features;
 use crate::gate;
 use crate::net::addr_from_text;
@@ -40,6 +42,9 @@ pub struct Redactor {
     /// The challenge, whose clearance cookies are logged as verdicts
     /// (none: a cookie like the others).
     challenge: Option<Challenge>,
+    /// The client memory's cookie key: its cookie is logged as whether it
+    /// checked (none: a cookie like the others).
+    memory_cookie: Option<HashKey>,
 }
 
 /// What a header's value becomes.
@@ -57,9 +62,16 @@ const MAX_SCHEME: usize = 32;
 
 impl Redactor {
     /// The recorder of a configuration: `on` (the `redact` option is not
-    /// `false`), its extra `names`, and its `challenge` if it has one.
-    pub fn new(on: bool, names: &[String], challenge: Option<Challenge>) -> Redactor {
+    /// `false`), its extra `names`, its `challenge` and the key of its
+    /// client memory's cookie (`memory_cookie`) if it has them.
+    pub fn new(
+        on: bool,
+        names: &[String],
+        challenge: Option<Challenge>,
+        memory_cookie: Option<HashKey>,
+    ) -> Redactor {
         Redactor {
+            memory_cookie,
             on,
             names: names
                 .iter()
@@ -77,6 +89,8 @@ impl Redactor {
     pub fn write(&self, req: &gate::Incoming<'_>, out: &mut [u8]) -> Result<usize, usize> {
         let mut clearance = Clearances {
             challenge: self.challenge.as_ref(),
+            memory_cookie: self.memory_cookie.as_ref(),
+            now_s: unix_now_s(),
             req: req.http(),
             binding: None,
             left: MAX_CANDIDATES,
@@ -112,6 +126,9 @@ impl Redactor {
 /// at most [`MAX_CANDIDATES`], the binding computed once, on the first.
 struct Clearances<'r, 'a> {
     challenge: Option<&'r Challenge>,
+    memory_cookie: Option<&'r HashKey>,
+    /// Now, seconds: the memory's cookie is checked then.
+    now_s: u64,
     req: &'r features::Request<'a>,
     binding: Option<Binding>,
     left: usize,
@@ -122,6 +139,14 @@ impl Clearances<'_, '_> {
     /// named `name`: a verdict for a clearance cookie within the count the
     /// gate checks, else its length.
     fn value(&mut self, name: &[u8], value: &[u8], put: &mut dyn FnMut(&[u8])) {
+        if let Some(key) = self.memory_cookie {
+            if name == memory_cookie::NAME.as_bytes() {
+                if memory_cookie::valid(key, unquoted(value), self.now_s) {
+                    return put(memory_cookie::RECORDED_VALID);
+                }
+                return length(value, put);
+            }
+        }
         let ch = match self.challenge {
             Some(ch) if self.left > 0 && name == ch.cookie.as_bytes() => ch,
             _ => return length(value, put),
@@ -132,6 +157,14 @@ impl Clearances<'_, '_> {
             *binding.get_or_insert_with(|| ch.binding_of(req, addr_from_text(req.client_addr())));
         ch.record_cookie(unquoted(value), &b).write(&mut |p| put(p));
     }
+}
+
+/// The wall clock, seconds since the epoch: the recorder runs as nginx
+/// answers, so this is the request's time.
+fn unix_now_s() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 /// A cookie value without the double quotes RFC 6265 allows around it (as

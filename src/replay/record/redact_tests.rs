@@ -51,7 +51,7 @@ fn redacted(r: &Redactor, pairs: &[(&[u8], &[u8])], addr: &str) -> (String, Pair
 
 fn on(names: &[&str], ch: Option<Challenge>) -> Redactor {
     let names: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-    Redactor::new(true, &names, ch)
+    Redactor::new(true, &names, ch, None)
 }
 
 #[test]
@@ -121,7 +121,7 @@ fn the_redact_list_logs_lengths_and_off_logs_every_byte() {
         text,
         r#"[["x-api-key","[redacted 8]"],["X-SESSION","[redacted 9]"],["X-Other","kept"],["Cookie","a=[redacted 1]"]]"#
     );
-    let off = Redactor::new(false, &["x-api-key".into()], Some(challenge(KEY)));
+    let off = Redactor::new(false, &["x-api-key".into()], Some(challenge(KEY)), None);
     let headers: Vec<Header<'_>> = pairs.iter().map(|&(k, v)| Header::new(k, v)).collect();
     let mut want = vec![0u8; 512];
     let n = crate::replay::write_headers_text(&headers, &mut want).unwrap();
@@ -258,4 +258,49 @@ fn replay_judges_a_redacted_clearance_as_the_gate_judged_the_token() {
         assert!(seen.contains(v), "no {v} among {seen:?}");
     }
     let _ = Clearance::Absent;
+}
+
+#[test]
+fn the_memory_cookie_is_logged_as_whether_it_checked() {
+    let key = HashKey([7, 9]);
+    let r = Redactor::new(true, &[], None, Some(key));
+    let now = unix_now_s();
+    let mut set = [0u8; memory_cookie::SET_COOKIE_ROOM];
+    let n = memory_cookie::set_cookie(&key, now, false, &mut set);
+    let value = std::str::from_utf8(&set[..n]).unwrap()["edgeguard_v=".len()..]
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let forged = format!("{}0000000000000000", &value[..value.len() - 16]);
+    let old = {
+        let n = memory_cookie::set_cookie(&key, now - 31 * 86_400, false, &mut set);
+        let v = std::str::from_utf8(&set[..n]).unwrap();
+        v["edgeguard_v=".len()..]
+            .split(';')
+            .next()
+            .unwrap()
+            .to_owned()
+    };
+    let header = format!("a=1; edgeguard_v={value}; edgeguard_v=\"{value}\"; edgeguard_v={forged}; edgeguard_v={old}");
+    let (text, _) = redacted(&r, &[(b"Cookie", header.as_bytes())], ADDR);
+    let (vlen, olen) = (value.len(), old.len());
+    assert_eq!(
+        text,
+        format!(
+            r#"[["Cookie","a=[redacted 1]; edgeguard_v=[client cookie ok]; edgeguard_v=[client cookie ok]; edgeguard_v=[redacted {vlen}]; edgeguard_v=[redacted {olen}]"]]"#
+        )
+    );
+    assert!(
+        !text.contains(&value[value.len() - 16..]),
+        "the MAC is not logged"
+    );
+    // Another memory's key (or none): a cookie like the others.
+    for other in [
+        Redactor::new(true, &[], None, Some(HashKey([7, 10]))),
+        Redactor::new(true, &[], None, None),
+    ] {
+        let (text, _) = redacted(&other, &[(b"Cookie", header.as_bytes())], ADDR);
+        assert!(!text.contains("[client cookie ok]"), "{text}");
+    }
 }
