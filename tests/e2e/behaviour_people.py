@@ -7,8 +7,9 @@ fresh profiles walk the site in the SESSIONS below, against the harness's
 nginx with the gate in log mode and resty.edgeguard.record capturing each
 request's header array as it arrived. Every request is kept with its
 step (what the person did), the time since the step began, and its head
-(method, target, header array in order and letter case). Epiphany: not
-recorded (see docs/behaviour.md `## Measured`).
+(method, target, header array in order and letter case). Epiphany
+(GNOME Web, WebKitGTK) through WebKitWebDriver, in its default settings
+only (`record epiphany` records it alone).
 
 Replay (`replay_people`): each simulated person takes a recorded session
 and a head variant (browser version and Accept-Language, as a population
@@ -143,7 +144,7 @@ def session_of(log_rows, marks, name, browser, variant):
     return {"name": name, "browser": browser, "variant": variant, "cookies": cookies, "steps": steps}
 
 
-def record(out=DATA):
+def record(out=DATA, browsers_wanted=("chromium", "firefox", "epiphany")):
     sys.path.insert(0, str(HERE))
     import behaviour_site
 
@@ -156,10 +157,12 @@ def record(out=DATA):
 
     out.mkdir(parents=True, exist_ok=True)
     plans = []
-    for browser in ("chromium", "firefox"):
+    for browser in browsers_wanted:
         for name in ("cold", "backforward", "tabs", "spa"):
             plans.append((browser, name, "default"))
-        for variant in VARIANTS:
+        # Epiphany's settings are GSettings keys WebKitWebDriver's
+        # automation mode does not take: its default settings only.
+        for variant in VARIANTS if browser != "epiphany" else ():
             if variant != "default":
                 plans.append((browser, "cold", variant))
     for browser, name, variant in plans:
@@ -211,6 +214,10 @@ VARIANTS = {
 
 def _driver(browsers, browser, variant):
     chromium_prefs, firefox_prefs = VARIANTS[variant]
+    if browser == "epiphany":
+        import desktop  # models/capture: Epiphany through WebKitWebDriver
+
+        return desktop.WebKitDriver()
     if browser == "firefox":
         saved = dict(browsers.FIREFOX_PREFS)
         browsers.FIREFOX_PREFS.update(firefox_prefs)
@@ -273,6 +280,12 @@ def variant(session, i, rng):
                 return value.replace('v="156"', f'v="{v}"')
             if low == "accept-language":
                 return lang
+            return value
+    elif session["browser"] == "epiphany":
+        # One recording, one WebKitGTK build: its head as it was (its
+        # version token follows the engine, its languages their own
+        # format).
+        def edit(name, value):
             return value
     else:
         v = rng.choice(FIREFOX_VERSIONS)
@@ -500,7 +513,7 @@ def solved_all(person):
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["record"]:
-        record()
+    if sys.argv[1:2] == ["record"]:
+        record(**({"browsers_wanted": tuple(sys.argv[2:])} if sys.argv[2:] else {}))
     else:
-        sys.exit("usage: behaviour_people.py record")
+        sys.exit("usage: behaviour_people.py record [chromium|firefox|epiphany ...]")
