@@ -245,12 +245,15 @@ fuzz:
 	sh scripts/fuzz.sh $(FUZZ_SECONDS)
 
 # nginx under wrk: reloads under load, worker RSS over STRESS_REQUESTS requests,
-# a worker killed mid-load (scripts/stress.py; a few minutes).
+# a worker killed mid-load, STRESS_CLIENTS clients never seen before through
+# a 16m client memory (scripts/stress.py; ten minutes or so).
 STRESS_RELOADS ?= 50
 STRESS_REQUESTS ?= 1000000
+STRESS_CLIENTS ?= 10000000
 stress: deps-test build
 	$(call apt_install,wrk)
-	$(PYTHON) scripts/stress.py --reloads $(STRESS_RELOADS) --requests $(STRESS_REQUESTS)
+	$(PYTHON) scripts/stress.py --reloads $(STRESS_RELOADS) --requests $(STRESS_REQUESTS) \
+		--clients $(STRESS_CLIENTS)
 
 # The official CatBoost model library, built from CatBoost's source
 # distribution into ~/.cache/edgeguard (slow the first time).

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """nginx under stress (issue 6): reloads under load, worker RSS over a million
-requests, and a worker killed mid-load. `make stress` runs it.
+requests, a worker killed mid-load, and the client memory (issue 39) under
+ten million clients it never saw before. `make stress` runs it.
 
 One nginx (the shipped configuration's edgeguard blocks, block mode, both
 models) proxies to an origin server block in the same nginx that echoes the
@@ -9,7 +10,15 @@ internal headers survived and the X-Bot-Score it was sent. wrk drives
 tests/stress/mix.lua (browser-like and bot-like requests with internal
 headers) and counts every response by class.
 
-    scripts/stress.py [--reloads 50] [--requests 1000000] [--json FILE]
+The client-memory phase runs a second nginx whose every request comes
+from a new address behind a trusted front (tests/stress/clients.lua sets
+X-Forwarded-For; realip and `trusted_proxies` read it), into a small
+memory (`--client-memory`, 16m), so the table fills and then evicts for
+most of the run: the memory's size stays what it was made with, its
+client count stops at its slots, and the workers' RSS stops growing.
+
+    scripts/stress.py [--reloads 50] [--requests 1000000] [--clients 10000000]
+                      [--client-memory 16m] [--json FILE]
 
 Exit status 0 only if every check held; a table of results is printed.
 """
@@ -30,6 +39,7 @@ sys.path.insert(0, str(ROOT / "tests" / "e2e"))
 from conftest import CHROME, LIB, MODULES, Nginx, free_port, replace, send_exact, wait_until  # noqa: E402
 
 MIX = ROOT / "tests" / "stress" / "mix.lua"
+CLIENTS = ROOT / "tests" / "stress" / "clients.lua"
 SHIPPED_LIST = ROOT / "nginx-conf" / "internal-headers.txt"
 MODELS = {"bot": ROOT / "models" / "bot.json", "spoof": ROOT / "models" / "spoof.json"}
 WRK_THREADS, WRK_CONNECTIONS = 2, 32
@@ -99,8 +109,59 @@ http {{
 """
 
 
+def clients_conf(port, d, memory):
+    """The client-memory phase's nginx: behind a trusted front on
+    127.0.0.1 (realip and `trusted_proxies`), the memory of `memory`
+    bytes, log mode, the metrics at /edgeguard/metrics; a page of its own
+    (no origin: the memory is what is measured)."""
+    return f"""
+load_module {MODULES}/ndk_http_module.so;
+load_module {MODULES}/ngx_http_lua_module.so;
+worker_processes 2;
+error_log logs/error.log notice;
+pid logs/nginx.pid;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path logs/body;
+    proxy_temp_path logs/proxy;
+    fastcgi_temp_path logs/fastcgi;
+    uwsgi_temp_path logs/uwsgi;
+    scgi_temp_path logs/scgi;
+    lua_package_path "{ROOT}/lua/?.lua;;";
+    lua_shared_dict edgeguard_metrics 1m;
+    init_by_lua_block {{
+        assert(require("resty.edgeguard").configure{{
+            internal_headers = "{d}/internal-headers.txt",
+            models = {{ bot = "{d}/bot.json" }},
+            mode = "log",
+            lib_path = "{LIB}",
+            metrics_dict = "edgeguard_metrics",
+            trusted_proxies = {{ "127.0.0.1/32" }},
+            proxy_profile = "nginx",
+            client_memory = "{memory}",
+        }})
+    }}
+    init_worker_by_lua_block {{ require("resty.edgeguard").init_worker() }}
+    server {{
+        listen 127.0.0.1:{port};
+        set_real_ip_from 127.0.0.1/32;
+        real_ip_header X-Forwarded-For;
+        set $edgeguard_request_id $request_id;
+        location / {{
+            rewrite_by_lua_block {{ require("resty.edgeguard").access() }}
+            content_by_lua_block {{ ngx.print("ok") }}
+        }}
+        location = /edgeguard/metrics {{
+            content_by_lua_block {{ ngx.print(require("resty.edgeguard").metrics()) }}
+        }}
+    }}
+}}
+"""
+
+
 class Edge:
-    def __init__(self, edgeguard=True):
+    def __init__(self, edgeguard=True, client_memory=None):
         self.edgeguard = edgeguard
         self.state = {"list": "A", "model": "bot"}
         self.port, self.origin_port = free_port(), free_port()
@@ -115,7 +176,9 @@ class Edge:
         replace(self.dir / "internal-headers.txt", self.lists["A"])
         replace(self.dir / "bot.json", self.models["bot"])
         replace(self.dir / "spoof.json", self.models["spoof"])
-        (self.nginx.prefix / "nginx.conf").write_text(conf(self.port, self.origin_port, self.dir, edgeguard))
+        text = (clients_conf(self.port, self.dir, client_memory) if client_memory
+                else conf(self.port, self.origin_port, self.dir, edgeguard))
+        (self.nginx.prefix / "nginx.conf").write_text(text)
         self.nginx.start(self.port)
 
     @property
@@ -156,10 +219,10 @@ class Edge:
 class Load:
     """wrk in the background against the edge; stats() after stop()."""
 
-    def __init__(self, port, seconds=3600, close=False):
+    def __init__(self, port, seconds=3600, close=False, script=MIX, arg=None):
         self.proc = subprocess.Popen(
-            ["wrk", f"-t{WRK_THREADS}", f"-c{WRK_CONNECTIONS}", f"-d{seconds}s", "-s", str(MIX),
-             f"http://127.0.0.1:{port}/", "--", "close" if close else "keep-alive"],
+            ["wrk", f"-t{WRK_THREADS}", f"-c{WRK_CONNECTIONS}", f"-d{seconds}s", "-s", str(script),
+             f"http://127.0.0.1:{port}/", "--", arg if arg is not None else "close" if close else "keep-alive"],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.started = time.monotonic()
 
@@ -314,6 +377,55 @@ def run_leak(edge, total, results):
     return growth < 1.0
 
 
+# ------------------------------------------------------------ client memory
+
+def gauges(port):
+    """The client memory's gauges from the metrics text."""
+    _, _, body = send_exact(port, "GET", "/edgeguard/metrics", [("Host", "edge.test")])
+    text = body.decode()
+    out = {}
+    for name in ("bytes", "clients", "evictions_total"):
+        m = re.search(rf"^edgeguard_client_memory_{name} (\d+)$", text, re.M)
+        if not m:
+            raise AssertionError(f"no edgeguard_client_memory_{name} in the metrics:\n{text[:2000]}")
+        out[name] = int(m.group(1))
+    return out
+
+
+def run_clients(edge, total, results):
+    """`total` requests, each from a client never seen before; samples the
+    gauges and the workers' RSS every few seconds."""
+    workers = sorted(edge.workers())
+    samples, done, last = [], 0, 0
+    while done < total:
+        load = Load(edge.port, seconds=10, script=CLIENTS, arg=str(last))
+        load.proc.wait()
+        stats = load.stop()
+        assert stats["socket_errors"] == 0 and stats["other"] == 0, stats
+        done, last = done + stats["requests"], stats["last"]
+        g = gauges(edge.port)
+        rss = sum(rss_kib(p) for p in workers)
+        samples.append((done, rss, g["bytes"], g["clients"], g["evictions_total"]))
+        print(f"  {done:>9} clients  worker RSS {rss} KiB  memory {g['bytes']} B, {g['clients']} records, "
+              f"{g['evictions_total']} evictions  ({stats['requests'] / load.seconds:.0f} req/s)", flush=True)
+    assert sorted(edge.workers()) == workers, "a worker was replaced during the client-memory run"
+    # A worker's RSS counts the pages of the shared table it touched: at
+    # most the table, per worker. Records of one /24 and one head share a
+    # bucket, so the table fills as new networks come, not new hosts; past
+    # half the run the RSS must be flat.
+    first, half, end = samples[0], next(smp for smp in samples if smp[0] >= done / 2), samples[-1]
+    table_kib = max(smp[2] for smp in samples) // 1024
+    r = {"clients": done, "samples": samples, "memory_bytes": sorted({smp[2] for smp in samples}),
+         "records_max": max(smp[3] for smp in samples), "evictions": end[4],
+         "rss_kib_first": first[1], "rss_kib_half": half[1], "rss_kib_end": end[1],
+         "rss_kib_max": max(smp[1] for smp in samples), "table_kib_per_worker": table_kib,
+         "growth_kib": end[1] - first[1],
+         "growth_second_half_pct": round((end[1] - half[1]) / half[1] * 100, 3)}
+    results["clients"] = r
+    return (len(r["memory_bytes"]) == 1 and r["growth_kib"] <= len(workers) * table_kib + 4096
+            and r["growth_second_half_pct"] < 1.0 and r["evictions"] + r["records_max"] >= done)
+
+
 # ------------------------------------------------------------- worker death
 
 def run_kill(edge, results):
@@ -351,6 +463,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reloads", type=int, default=50)
     ap.add_argument("--requests", type=int, default=1_000_000)
+    ap.add_argument("--clients", type=int, default=10_000_000,
+                    help="requests of the client-memory phase, each from a new client (0: skip it)")
+    ap.add_argument("--client-memory", default="16m", help="that phase's client_memory")
+    ap.add_argument("--clients-only", action="store_true", help="run the client-memory phase alone")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
     if not shutil.which("wrk"):
@@ -359,6 +475,9 @@ def main():
         sys.exit(f"{LIB} missing: run make build")
 
     results, held = {}, {}
+    if args.clients_only:
+        clients_phase(args, results, held)
+        return report([clients_row(args, results, held)], results, args)
     control = Edge(edgeguard=False)
     try:
         print(f"== control: {args.reloads} reloads of nginx without edgeguard, keep-alive load", flush=True)
@@ -394,6 +513,9 @@ def main():
             print(f"kept {edge.nginx.prefix}")
         else:
             edge.nginx.cleanup()
+
+    if args.clients:
+        clients_phase(args, results, held)
 
     l, k = results["leak"], results["kill"]
 
@@ -432,6 +554,35 @@ def main():
          f"stripping and score ({k['score']}); wrk: {k['wrk']['other']} other statuses, "
          f"{k['wrk']['socket_errors']} socket errors (in flight on the killed worker)"),
     ]
+    if args.clients:
+        rows.append(clients_row(args, results, held))
+    report(rows, results, args)
+
+
+def clients_phase(args, results, held):
+    mem = Edge(client_memory=args.client_memory)
+    try:
+        print(f"== {args.clients} clients never seen before into a {args.client_memory} client memory",
+              flush=True)
+        held["clients"] = run_clients(mem, args.clients, results)
+    finally:
+        mem.stop()
+        errors = [l for l in mem.nginx.error_log.splitlines() if "[emerg]" in l or "[crit]" in l]
+        results["log_emerg_crit"] = results.get("log_emerg_crit", []) + errors[:5]
+        mem.nginx.cleanup()
+
+
+def clients_row(args, results, held):
+    c = results["clients"]
+    return ("client memory, new clients", held["clients"],
+            f"{c['clients']} clients into {args.client_memory}: memory {c['memory_bytes']} B throughout, "
+            f"{c['records_max']} records at most, {c['evictions']} evictions; worker RSS "
+            f"{c['rss_kib_first']} -> {c['rss_kib_half']} (half) -> {c['rss_kib_end']} KiB: "
+            f"+{c['growth_kib']} KiB (table {c['table_kib_per_worker']} KiB per worker), "
+            f"{c['growth_second_half_pct']:+.3f} % over the second half")
+
+
+def report(rows, results, args):
     print()
     for what, ok, detail in rows:
         print(f"{'info' if ok is None else 'PASS' if ok else 'FAIL'}  {what:<34} {detail}")
