@@ -18,6 +18,12 @@
 //!   network key's bucket, one lock, one trip to memory), in a second
 //!   64 MiB memory filled alike with 200 000 clients.
 //!
+//! - `gate_run/*`: the real gate (`gate::run`, the shipped bot model, log
+//!   mode, a Chrome navigation) from a random one of 200 000 known client
+//!   addresses, through a location without the memory (`no_memory`) and
+//!   one with a 64 MiB memory of its own (`memory`) filled with those
+//!   clients: the difference is what the memory adds, as nginx runs it.
+//!
 //! Target (issue 39): at most 300 ns added per request at the gate.
 //!
 //! Times are the benchmarking thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`),
@@ -33,6 +39,11 @@ use std::time::Duration;
 
 use criterion::Criterion;
 use edgeguard::clients::{registry, ClientKey, Config, Event, Fetch, Prefix, Width};
+use edgeguard::config::Options;
+use edgeguard::features::TlsFacts;
+use edgeguard::gate::{self, Job, Location, Models, Scratch};
+use edgeguard::headers::Header;
+use edgeguard::tls::Family;
 
 const T0: u64 = 1_796_601_600_000;
 const CLIENTS: u32 = 200_000;
@@ -43,6 +54,66 @@ fn key(n: u32, width: Width) -> ClientKey<'static> {
         prefix: Prefix::of(Ipv4Addr::from(n).into(), width),
         fingerprint: FP,
     }
+}
+
+/// A Chrome navigation's head (the gate's `gate_run` group).
+const CHROME: &[(&str, &str)] = &[
+    ("host", "www.example.com"),
+    ("sec-ch-ua", "\"Not_A Brand\";v=\"8\", \"Chromium\";v=\"120\", \"Google Chrome\";v=\"120\""),
+    ("sec-ch-ua-mobile", "?0"),
+    ("sec-ch-ua-platform", "\"Linux\""),
+    ("upgrade-insecure-requests", "1"),
+    ("user-agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"),
+    ("accept", "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7"),
+    ("sec-fetch-site", "same-origin"),
+    ("sec-fetch-mode", "navigate"),
+    ("sec-fetch-user", "?1"),
+    ("sec-fetch-dest", "document"),
+    ("referer", "https://www.example.com/"),
+    ("accept-encoding", "gzip, deflate, br"),
+    ("accept-language", "en-GB,en;q=0.9"),
+];
+const JA4: &[u8] = b"t13d1516h2_8daaf6152771_02713d6af862";
+
+/// A scored location (the shipped bot model, log mode), with `extra`
+/// options; a memory they ask for is the location's own.
+fn scored(extra: &str) -> (Location, Option<edgeguard::clients::ClientMemory>) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let json = format!(r#"{{"models": {{"bot": "models/bot.json"}}, "mode": "log"{extra}}}"#);
+    let o = Options::configure("bench", Some(root), json.as_bytes())
+        .and_then(|o| o.with_private_memory("bench"))
+        .unwrap();
+    let scorer =
+        edgeguard::scorer::Scorer::load(&[("bot", &root.join("models/bot.json"))]).unwrap();
+    let memory = o.clients.clone();
+    (
+        Location::new(&o, Models::Scorer(std::sync::Arc::new(scorer)), None).unwrap(),
+        memory,
+    )
+}
+
+/// `a` as dotted-quad text in `out`; returns its length.
+fn dotted(a: u32, out: &mut [u8; 16]) -> usize {
+    let mut len = 0;
+    for (i, octet) in a.to_be_bytes().into_iter().enumerate() {
+        if i > 0 {
+            out[len] = b'.';
+            len += 1;
+        }
+        let digits = [octet / 100, octet / 10 % 10, octet % 10];
+        let skip = if octet >= 100 {
+            0
+        } else if octet >= 10 {
+            1
+        } else {
+            2
+        };
+        for d in &digits[skip..] {
+            out[len] = b'0' + d;
+            len += 1;
+        }
+    }
+    len
 }
 
 /// A dependent chain of 1 500 multiply-adds through `black_box` (so the
@@ -230,6 +301,64 @@ fn main() {
             })
         })
     });
+    group.finish();
+
+    // The real gate, with and without the memory, from random known
+    // clients (each address's text made once, before measuring).
+    let head: Vec<Header<'_>> = CHROME
+        .iter()
+        .map(|(n, v)| Header::new(n.as_bytes(), v.as_bytes()))
+        .collect();
+    // nginx hands the gate an address text in the request's own (hot)
+    // memory: each call writes its text into one small buffer, so neither
+    // case waits for a cold heap string.
+    let texts: Vec<String> = (0..CLIENTS)
+        .map(|i| Ipv4Addr::from(addr(i)).to_string())
+        .collect();
+    let mut text = [0u8; 16];
+    let (plain, _) = scored("");
+    // Behaviour off: these clients fetch documents only, and a flagged
+    // request would add the decision line's cost, not the memory's.
+    let (remembering, gate_memory) = scored(r#", "client_memory": "64m", "behaviour": "off""#);
+    let mut scratch = Scratch::new();
+    let run = |loc: &Location, client: &[u8], now_s: u64, scratch: &mut Scratch| {
+        let req = gate::Incoming::new(
+            b"GET",
+            b"/articles/42",
+            20,
+            client,
+            &head,
+            TlsFacts::new(JA4, Family::Boringssl),
+        );
+        gate::run(loc, &req, Job::Access, now_s, scratch)
+            .map(|e| e.action)
+            .unwrap()
+    };
+    for t in &texts {
+        run(&remembering, t.as_bytes(), T0 / 1000, &mut scratch);
+    }
+    let picks: Vec<u32> = {
+        let mut rng = fastrand::Rng::with_seed(11);
+        (0..1 << 20).map(|_| addr(rng.u32(0..CLIENTS))).collect()
+    };
+    let g = gate_memory.as_ref().map(|m| m.gauges()).unwrap();
+    println!(
+        "gate_run memory: {} bytes, {} slots, {} used, {} evictions, {} busy, {} steals",
+        g.bytes, g.slots, g.used, g.evictions, g.busy, g.steals
+    );
+    let mut group = c.benchmark_group("gate_run");
+    for (name, loc) in [("no_memory", &plain), ("memory", &remembering)] {
+        let mut j = 0usize;
+        group.bench_function(name, |b| {
+            b.iter_custom(|n| {
+                on_cpu(n, || {
+                    j = (j + 1) & (picks.len() - 1);
+                    let len = dotted(picks[j], &mut text);
+                    run(loc, &text[..len], T0 / 1000 + 1, &mut scratch)
+                })
+            })
+        });
+    }
     group.finish();
     c.final_summary();
     let g = memory.gauges();
