@@ -54,7 +54,9 @@ pub const MAX_WAIT: Duration = Duration::from_millis(20);
 
 const _: () = assert!(BUCKET_WORDS == 64, "a bucket is eight cache lines");
 const MAGIC: u64 = u64::from_le_bytes(*b"egclient");
-const VERSION: u64 = 1;
+// 2: the last navigation kept as a distance, beside the navigations from
+// nowhere (`record::Count::Direct`).
+const VERSION: u64 = 2;
 /// The smallest memory: the header and one bucket.
 pub const MIN_BYTES: usize = (HEADER_WORDS + BUCKET_WORDS) * 8;
 /// The largest: 64 GiB, well past any sensible size, short of any mistake
