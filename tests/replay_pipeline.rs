@@ -774,25 +774,40 @@ fn a_redacted_log_replays_as_its_original() {
 /// crawl (a Chrome head the models are set not to flag, documents only) is challenged from its
 /// tenth navigation, as nginx challenged it, whatever the threads asked
 /// for; a browser's visit in between (pages with their sub-resources, the
-/// memory's cookie sent back as the recorder logs it) is not.
+/// memory's cookie sent back as the recorder logs it) is not. Documents
+/// only with the cookie kept: a copied typed-URL head (`Sec-Fetch-Site:
+/// none` on every page) is challenged from its tenth navigation too, a
+/// client following the site's links (from another /24: a network record
+/// of its own) has twice the room (not reached in 14 pages).
 #[test]
 fn replay_rebuilds_the_client_memory_in_order() {
-    let chrome = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
-    let line = |client: &str, uri: &str, accept: &str, cookie: Option<&str>, t: u64| {
+    const CHROME: &str = "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
+    fn arriving(
+        client: &str,
+        uri: &str,
+        accept: &str,
+        cookie: Option<&str>,
+        extra: &[[&str; 2]],
+        t: u64,
+    ) -> String {
         let mut headers = vec![
             ["host", "shop.example"],
-            ["user-agent", chrome],
+            ["user-agent", CHROME],
             ["accept", accept],
         ];
         if let Some(c) = cookie {
             headers.push(["cookie", c]);
         }
+        headers.extend_from_slice(extra);
         serde_json::json!({
             "client": client, "method": "GET", "uri": uri, "version": "HTTP/1.1",
             "headers": headers, "edgeguard_time": t.to_string(),
         })
         .to_string()
             + "\n"
+    }
+    let line = |client: &str, uri: &str, accept: &str, cookie: Option<&str>, t: u64| {
+        arriving(client, uri, accept, cookie, &[], t)
     };
     const NOW: u64 = 1_800_000_000;
     let html = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8";
@@ -823,6 +838,30 @@ fn replay_rebuilds_the_client_memory_in_order() {
             NOW + 2 * i,
         );
         want.push("pass");
+        let kept = Some("edgeguard_v=[redacted 27]");
+        let typed = [["sec-fetch-site", "none"]];
+        log += &arriving(
+            "192.0.2.9",
+            &format!("/doc/{i}"),
+            html,
+            kept,
+            &typed,
+            NOW + 2 * i,
+        );
+        want.push(if i < 9 { "pass" } else { "challenge" });
+        let linked = [
+            ["sec-fetch-site", "same-origin"],
+            ["referer", "https://shop.example/doc/"],
+        ];
+        log += &arriving(
+            "198.18.7.10",
+            &format!("/doc/{i}"),
+            html,
+            kept,
+            &linked,
+            NOW + 2 * i,
+        );
+        want.push("pass");
     }
     for threads in [1, 4] {
         // A configuration's memory is its own: a fresh one per run.
@@ -842,8 +881,8 @@ fn replay_rebuilds_the_client_memory_in_order() {
             .map(|l| l["action"].as_str().unwrap())
             .collect();
         assert_eq!(got, want, "threads {threads}");
-        assert_eq!(summary.primary.actions[Outcome::Challenge.index()], 5);
-        assert!(lines[27]["reasons"]
+        assert_eq!(summary.primary.actions[Outcome::Challenge.index()], 10);
+        assert!(lines[45]["reasons"]
             .as_array()
             .unwrap()
             .iter()

@@ -15,6 +15,7 @@
 //!   window they age through, and the merge of two records;
 //! - [`cookie`]: the signed cookie whose return the record counts;
 //! - [`fetch`]: the request's class (navigation or sub-resource);
+//! - [`arrival`]: whether a navigation came from a link or from nowhere;
 //! - [`sketch`]: distinct paths in 128 bits;
 //! - [`view`]: the copy the gate reads;
 //! - [`table`]: the shared table (buckets, locks, eviction, gauges);
@@ -29,6 +30,7 @@
 
 #![deny(unsafe_code)]
 
+pub mod arrival;
 pub mod cookie;
 pub mod fetch;
 pub mod key;

@@ -16,6 +16,14 @@
 //! reports covers between one and two epochs: with 300 s, the last 5 to
 //! 10 minutes. Counts are exact within the window and saturate at 65535
 //! per epoch.
+//!
+//! # The words
+//! Fourteen ([`RECORD_WORDS`]): the last request; the first
+//! request and the gap count; the last navigation (as its distance before
+//! the last request, 32 bits) with both epochs' direct navigations (16
+//! bits each, [`Count::Direct`]); the gap statistics; each epoch's other
+//! twelve counters (three words each); each epoch's path sketch (two words
+//! each).
 
 use super::fetch::Fetch;
 use super::sketch::PathSketch;
@@ -23,6 +31,9 @@ use super::view::ClientView;
 
 /// Words one record takes in the shared table ([`Snapshot::to_words`]).
 pub const RECORD_WORDS: usize = 14;
+
+/// The stored distance of the last navigation that says there was none.
+const NO_NAVIGATION: u32 = u32::MAX;
 
 /// The epochs a record's counts are kept in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,6 +80,9 @@ pub enum Count {
     CookiesReturned,
     /// Challenge outcomes.
     Challenge(Challenge),
+    /// Navigations that arrived from nowhere: typed, bookmarked, or sent
+    /// by a script with a copied head ([`arrival`](super::arrival)).
+    Direct,
 }
 
 impl Count {
@@ -78,6 +92,7 @@ impl Count {
             Count::CookiesIssued => 7,
             Count::CookiesReturned => 8,
             Count::Challenge(c) => 9 + c as usize,
+            Count::Direct => 12,
         }
     }
 }
@@ -93,9 +108,14 @@ pub enum Challenge {
     Failed = 2,
 }
 
-/// One epoch's counters: 12 saturating u16 (three words).
+/// Counters per epoch.
+pub const COUNTERS: usize = 13;
+
+/// One epoch's counters: 13 saturating u16, in [`Count`]'s order. The
+/// first twelve fill three words; the thirteenth ([`Count::Direct`]) shares
+/// the last navigation's word ([`Snapshot::to_words`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counts(pub [u16; 12]);
+pub struct Counts(pub [u16; COUNTERS]);
 
 impl Counts {
     /// The counter `c`.
@@ -117,17 +137,21 @@ impl Counts {
         out
     }
 
-    fn to_words(self) -> [u64; 3] {
+    /// The first twelve counters in three words; the last one apart.
+    fn to_words(self) -> ([u64; 3], u16) {
         let mut w = [0u64; 3];
-        for (i, &n) in self.0.iter().enumerate() {
+        for (i, &n) in self.0[..12].iter().enumerate() {
             w[i / 4] |= u64::from(n) << (16 * (i % 4));
         }
-        w
+        (w, self.0[12])
     }
 
-    fn from_words(w: [u64; 3]) -> Counts {
+    fn from_words(w: [u64; 3], last: u16) -> Counts {
         // Each u16 is the 16 bits at its place: the casts keep exactly those.
-        Counts(std::array::from_fn(|i| (w[i / 4] >> (16 * (i % 4))) as u16))
+        Counts(std::array::from_fn(|i| match i {
+            12 => last,
+            _ => (w[i / 4] >> (16 * (i % 4))) as u16,
+        }))
     }
 }
 
@@ -203,6 +227,10 @@ pub struct Event<'a> {
     pub cookie_issued: bool,
     /// A challenge outcome it carried, if any.
     pub challenge: Option<Challenge>,
+    /// A navigation that arrived from nowhere rather than from a link
+    /// ([`arrival::direct`](super::arrival::direct)); ignored for a
+    /// sub-resource.
+    pub direct: bool,
 }
 
 impl<'a> Event<'a> {
@@ -215,6 +243,7 @@ impl<'a> Event<'a> {
             cookie_returned: false,
             cookie_issued: false,
             challenge: None,
+            direct: false,
         }
     }
 }
@@ -271,6 +300,9 @@ impl Snapshot {
             self.current.bump(Count::Challenge(c));
         }
         if event.fetch == Fetch::Navigation {
+            if event.direct {
+                self.current.bump(Count::Direct);
+            }
             self.paths_current.insert(path_hash);
             if self.last_navigation_ms != 0 {
                 let gap = now.saturating_sub(self.last_navigation_ms);
@@ -328,6 +360,7 @@ impl Snapshot {
         ClientView {
             known,
             navigations: get(Count::Fetch(Fetch::Navigation)),
+            direct_navigations: get(Count::Direct),
             subresources_by_class: std::array::from_fn(|i| get(Count::Fetch(Fetch::ALL[i + 1]))),
             paths: s.paths_current.union(s.paths_previous).estimate(),
             cookies_issued: get(Count::CookiesIssued),
@@ -380,16 +413,28 @@ impl Snapshot {
     }
 
     /// The record as the table stores it: [`RECORD_WORDS`] words.
+    ///
+    /// The last navigation is kept as its distance before the last
+    /// request, in 32 bits of milliseconds ([`NO_NAVIGATION`]: none): a
+    /// distance past 49 days is kept as 49 days, which changes nothing the
+    /// record says (a gap counts at most the window's length, 2 days at
+    /// most). The 32 bits this frees hold both epochs' direct navigations.
     pub fn to_words(&self) -> [u64; RECORD_WORDS] {
-        let c = self.current.to_words();
-        let p = self.previous.to_words();
+        let (c, c_direct) = self.current.to_words();
+        let (p, p_direct) = self.previous.to_words();
         let split = |s: PathSketch| [s.0 as u64, (s.0 >> 64) as u64];
         let [cl, ch] = split(self.paths_current);
         let [pl, ph] = split(self.paths_previous);
+        let before = match self.last_navigation_ms {
+            0 => NO_NAVIGATION,
+            at => u32::try_from(self.last_seen_ms.saturating_sub(at))
+                .unwrap_or(NO_NAVIGATION - 1)
+                .min(NO_NAVIGATION - 1),
+        };
         [
             self.last_seen_ms,
             u64::from(self.first_seen_s) | u64::from(self.gaps.count) << 32,
-            self.last_navigation_ms,
+            u64::from(before) | u64::from(c_direct) << 32 | u64::from(p_direct) << 48,
             u64::from(self.gaps.mean_ms.to_bits()) | u64::from(self.gaps.var.to_bits()) << 32,
             c[0],
             c[1],
@@ -409,17 +454,23 @@ impl Snapshot {
         let low = |x: u64| x as u32;
         let high = |x: u64| (x >> 32) as u32;
         let join = |l: u64, h: u64| PathSketch(u128::from(l) | u128::from(h) << 64);
+        // 16 bits at their place: the casts keep exactly those.
+        let direct = |shift: u32| (w[2] >> shift) as u16;
         Snapshot {
             last_seen_ms: w[0],
             first_seen_s: low(w[1]),
-            last_navigation_ms: w[2],
+            last_navigation_ms: match low(w[2]) {
+                NO_NAVIGATION => 0,
+                // Never 0 for a navigation: at least 1 ms (observe's floor).
+                before => w[0].saturating_sub(u64::from(before)).max(1),
+            },
             gaps: Gaps {
                 count: high(w[1]),
                 mean_ms: f32::from_bits(low(w[3])),
                 var: f32::from_bits(high(w[3])),
             },
-            current: Counts::from_words([w[4], w[5], w[6]]),
-            previous: Counts::from_words([w[7], w[8], w[9]]),
+            current: Counts::from_words([w[4], w[5], w[6]], direct(32)),
+            previous: Counts::from_words([w[7], w[8], w[9]], direct(48)),
             paths_current: join(w[10], w[11]),
             paths_previous: join(w[12], w[13]),
         }
@@ -606,12 +657,83 @@ mod tests {
                 mean_ms: 1.5,
                 var: f32::MAX,
             },
-            current: Counts([u16::MAX; 12]),
+            current: Counts([u16::MAX; COUNTERS]),
             previous: Counts(std::array::from_fn(|i| i as u16 * 5000)),
             paths_current: PathSketch(u128::MAX),
             paths_previous: PathSketch(1 << 127 | 1),
         };
         assert_eq!(Snapshot::from_words(&full.to_words()), full);
+        // No navigation yet; one as old as the last request.
+        let subs = fed(&[(0, Event::request(Fetch::Image, b"/i"))]);
+        assert_eq!(Snapshot::from_words(&subs.to_words()), subs);
+        let first = Snapshot {
+            last_navigation_ms: 1,
+            last_seen_ms: 1,
+            ..Snapshot::default()
+        };
+        assert_eq!(Snapshot::from_words(&first.to_words()), first);
+    }
+
+    #[test]
+    fn a_navigation_farther_than_49_days_is_kept_at_49_days() {
+        let far = Snapshot {
+            last_seen_ms: T0,
+            last_navigation_ms: T0 - 60 * 86_400_000,
+            ..fed(&[(0, nav(b"/"))])
+        };
+        let back = Snapshot::from_words(&far.to_words());
+        assert_eq!(
+            back.last_navigation_ms,
+            T0 - u64::from(NO_NAVIGATION - 1),
+            "49.7 days"
+        );
+        // What it says is the same: the next gap counts as the window.
+        let (mut a, mut b) = (far, back);
+        a.observe(&nav(b"/x"), 0, T0 + 1, W);
+        b.observe(&nav(b"/x"), 0, T0 + 1, W);
+        assert_eq!(a.gaps, b.gaps);
+    }
+
+    #[test]
+    fn navigations_from_nowhere_are_counted_per_epoch_and_merged() {
+        let typed = |path| Event {
+            direct: true,
+            ..nav(path)
+        };
+        let s = fed(&[
+            (0, typed(b"/")),
+            (1_000, nav(b"/a")),
+            // A sub-resource's flag is ignored.
+            (
+                1_100,
+                Event {
+                    direct: true,
+                    ..Event::request(Fetch::Image, b"/i")
+                },
+            ),
+            (2_000, nav(b"/b")),
+            (310_000, typed(b"/c")),
+            (311_000, typed(b"/d")),
+        ]);
+        assert_eq!(
+            (s.previous.get(Count::Direct), s.current.get(Count::Direct)),
+            (1, 2)
+        );
+        assert_eq!(Snapshot::from_words(&s.to_words()), s);
+        let v = s.view(T0 + 311_000, W, true);
+        assert_eq!((v.navigations, v.direct_navigations), (5, 3));
+        // Two epochs on, the first epoch's arrival is gone.
+        let v = s.view(T0 + 600_000, W, true);
+        assert_eq!((v.navigations, v.direct_navigations), (2, 2));
+        // Merged: added, as every other count.
+        let m = s.merge(&s, W);
+        assert_eq!(m.view(T0 + 311_000, W, true).direct_navigations, 6);
+        let saturated = Snapshot {
+            current: Counts([u16::MAX; COUNTERS]),
+            previous: Counts([u16::MAX; COUNTERS]),
+            ..s
+        };
+        assert_eq!(Snapshot::from_words(&saturated.to_words()), saturated);
     }
 
     fn partials() -> Vec<Snapshot> {

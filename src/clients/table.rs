@@ -54,7 +54,9 @@ pub const MAX_WAIT: Duration = Duration::from_millis(20);
 
 const _: () = assert!(BUCKET_WORDS == 64, "a bucket is eight cache lines");
 const MAGIC: u64 = u64::from_le_bytes(*b"egclient");
-const VERSION: u64 = 1;
+// 2: the last navigation kept as a distance, beside the navigations from
+// nowhere (`record::Count::Direct`).
+const VERSION: u64 = 2;
 /// The smallest memory: the header and one bucket.
 pub const MIN_BYTES: usize = (HEADER_WORDS + BUCKET_WORDS) * 8;
 /// The largest: 64 GiB, well past any sensible size, short of any mistake
@@ -409,22 +411,37 @@ impl ClientMemory {
         // The host's slot, which the network's claim must not take.
         let mut kept = None;
         for (view, tag) in views.iter_mut().zip(tags) {
-            let (way, known) = match self.find(b, tag) {
-                Some(way) => (way, true),
-                None => (self.claim(b, tag, now_ms, kept), false),
-            };
-            let mut rec = if known {
-                self.read(b, way)
-            } else {
-                Snapshot::default()
-            };
-            change(&mut rec);
-            self.write(b, way, &rec);
-            *view = rec.view(now_ms, self.window, known);
+            let way;
+            (way, *view) = self.update_slot(b, tag, now_ms, kept, &change);
             kept = Some(way);
         }
         drop(held);
         Some(views)
+    }
+
+    /// In bucket `b` (its lock held): finds or claims `tag`'s slot (never
+    /// the way `keep`), lets `change` update its record, stores it, and
+    /// returns the way and the view after it.
+    fn update_slot(
+        &self,
+        b: usize,
+        tag: u64,
+        now_ms: u64,
+        keep: Option<usize>,
+        change: impl FnOnce(&mut Snapshot),
+    ) -> (usize, ClientView) {
+        let (way, known) = match self.find(b, tag) {
+            Some(way) => (way, true),
+            None => (self.claim(b, tag, now_ms, keep), false),
+        };
+        let mut rec = if known {
+            self.read(b, way)
+        } else {
+            Snapshot::default()
+        };
+        change(&mut rec);
+        self.write(b, way, &rec);
+        (way, rec.view(now_ms, self.window, known))
     }
 
     /// The key the memory's cookie is signed with: derived from the hash
@@ -480,19 +497,9 @@ impl ClientMemory {
     ) -> Option<ClientView> {
         let b = self.bucket_of(tag);
         let held = self.lock(b, now_ms / 1000)?;
-        let (way, known) = match self.find(b, tag) {
-            Some(way) => (way, true),
-            None => (self.claim(b, tag, now_ms, None), false),
-        };
-        let mut rec = if known {
-            self.read(b, way)
-        } else {
-            Snapshot::default()
-        };
-        change(&mut rec);
-        self.write(b, way, &rec);
+        let (_, view) = self.update_slot(b, tag, now_ms, None, change);
         drop(held);
-        Some(rec.view(now_ms, self.window, known))
+        Some(view)
     }
 
     /// Starts loading `key`'s bucket from memory and returns at once: a

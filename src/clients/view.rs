@@ -9,6 +9,10 @@ pub struct ClientView {
     pub known: bool,
     /// Navigations in the window.
     pub navigations: u32,
+    /// Of those, the ones that arrived from nowhere (typed, bookmarked, or
+    /// a script's copied head) rather than from a link
+    /// ([`arrival`](super::arrival)).
+    pub direct_navigations: u32,
     /// Sub-resource fetches in the window, per class in
     /// [`Fetch`](super::Fetch) order after the navigation (style, script,
     /// image, font, api, other).
@@ -65,6 +69,24 @@ impl ClientView {
         }
     }
 
+    /// The share of the window's navigations that arrived from nowhere, 0
+    /// to 1 (0 with no navigation): one per visit for a person who clicks
+    /// through a site, every one for a crawler that copied the head of a
+    /// typed URL.
+    pub fn direct_ratio(&self) -> f32 {
+        match self.navigations {
+            0 => 0.0,
+            n => self.direct_navigations.min(n) as f32 / n as f32,
+        }
+    }
+
+    /// Whether most of the window's navigations (more than half) arrived
+    /// from a link. Monotone: one more navigation from nowhere never makes
+    /// it true.
+    pub fn mostly_linked(&self) -> bool {
+        u64::from(self.direct_navigations) * 2 < u64::from(self.navigations)
+    }
+
     /// Whether the client sent back a cookie the memory's answers set.
     pub fn cookie_returned(&self) -> bool {
         self.cookies_returned > 0
@@ -108,6 +130,31 @@ mod tests {
         assert!((browser.subresource_ratio() - 0.9).abs() < 1e-6);
         assert!(browser.cookie_returned());
         assert!((browser.gap_cv() - 1.5).abs() < 1e-6);
+        // A visit: typed once, then links; a copied typed-URL head: every
+        // page from nowhere.
+        let visit = ClientView {
+            navigations: 10,
+            direct_navigations: 1,
+            ..ClientView::default()
+        };
+        assert!((visit.direct_ratio() - 0.1).abs() < 1e-6 && visit.mostly_linked());
+        assert_eq!(crawler.direct_ratio(), 0.0);
+        let copied = ClientView {
+            direct_navigations: 30,
+            ..crawler
+        };
+        assert_eq!(
+            (copied.direct_ratio(), copied.mostly_linked()),
+            (1.0, false)
+        );
+        // Half and half is not "mostly".
+        let half = ClientView {
+            navigations: 10,
+            direct_navigations: 5,
+            ..ClientView::default()
+        };
+        assert!(!half.mostly_linked() && !ClientView::default().mostly_linked());
+        assert_eq!(ClientView::default().direct_ratio(), 0.0);
         assert_eq!(ClientView::default().subresource_ratio(), 0.0);
         assert_eq!(ClientView::default().gap_cv(), 0.0);
         let full = ClientView {

@@ -20,7 +20,7 @@ use super::seen::{ClientSeen, CookieSeen};
 use super::state::State;
 use crate::challenge::cookie_values;
 use crate::challenge::AnswerResult;
-use crate::clients::{cookie, Challenge, ClientView, Event, Fetch};
+use crate::clients::{arrival, cookie, Challenge, ClientView, Event, Fetch};
 use crate::config::Behaviour;
 use crate::features::reasons::Id;
 use crate::features::Grade;
@@ -57,6 +57,7 @@ pub(super) fn observe(
         return;
     };
     let (mut ua, mut dest, mut accept) = (None, None, None);
+    let (mut site, mut referer) = (None, None);
     let mut returned = false;
     let key = c.memory.cookie_key();
     for (name, value) in http.headers() {
@@ -66,6 +67,10 @@ pub(super) fn observe(
             dest.get_or_insert(value);
         } else if name.eq_ignore_ascii_case(b"accept") {
             accept.get_or_insert(value);
+        } else if name.eq_ignore_ascii_case(b"sec-fetch-site") {
+            site.get_or_insert(value);
+        } else if name.eq_ignore_ascii_case(b"referer") {
+            referer.get_or_insert(value);
         } else if !returned && name.eq_ignore_ascii_case(b"cookie") {
             returned = cookie_values(value, cookie::NAME.as_bytes()).any(|v| {
                 // A recorded request's value is what the recorder found
@@ -94,6 +99,7 @@ pub(super) fn observe(
         cookie_returned: returned,
         cookie_issued: issued,
         challenge: None,
+        direct: fetch == Fetch::Navigation && arrival::direct(site, referer),
     };
     let [host, network] = seen.keys();
     // Replay's second run of a request a rule decided (rules off: what
@@ -127,16 +133,19 @@ pub(super) fn observe(
 /// Whether a view looks like a crawl: documents only (not one
 /// sub-resource fetched, nor a challenge solved) for at least
 /// `navigations` pages in the window, or twice as many when the client
-/// sent the memory's cookie back. The cookie is evidence, not a pass: a
-/// person with a warm cache and long-lived assets may fetch documents only
-/// for a while, and keeping the cookie buys that room; a crawler's cookie
-/// jar keeps it too, so past it the challenge (which a person solves) is
-/// the price.
+/// sent the memory's cookie back and most of its navigations came from
+/// links. The room is for a person with a warm cache and long-lived
+/// assets, who may fetch documents only for a while, and who clicks
+/// through the site; a crawler's cookie jar keeps the cookie too, but a
+/// head copied from a typed URL arrives from nowhere on every page
+/// (`clients::arrival`). Past the count the challenge, which a person
+/// solves, is the price. Monotone: one more navigation from nowhere never
+/// raises the count a client is judged at.
 pub(super) fn crawls(v: &ClientView, navigations: u32) -> bool {
-    let needed = if v.cookies_returned == 0 {
-        navigations
-    } else {
+    let needed = if v.cookies_returned > 0 && v.mostly_linked() {
         navigations.saturating_mul(2)
+    } else {
+        navigations
     };
     v.navigations >= needed && v.subresources() == 0 && v.challenges_solved == 0
 }

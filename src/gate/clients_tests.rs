@@ -44,6 +44,22 @@ fn run_at<'s>(
     cookie: Option<&[u8]>,
     ms: u64,
 ) -> Effects<'s> {
+    run_with(loc, scratch, client, ua, uri, accept, cookie, &[], ms)
+}
+
+/// [`run_at`] with `extra` headers after the others.
+#[allow(clippy::too_many_arguments)]
+fn run_with<'s>(
+    loc: &'s Location,
+    scratch: &'s mut Scratch,
+    client: &[u8],
+    ua: &[u8],
+    uri: &[u8],
+    accept: &[u8],
+    cookie: Option<&[u8]>,
+    extra: &[Header<'_>],
+    ms: u64,
+) -> Effects<'s> {
     let mut h = vec![
         Header::new(b"host", b"shop.example"),
         Header::new(b"user-agent", ua),
@@ -52,6 +68,7 @@ fn run_at<'s>(
     if let Some(c) = cookie {
         h.push(Header::new(b"cookie", c));
     }
+    h.extend_from_slice(extra);
     let now_ms = NOW * 1000 + ms;
     let g = Given {
         scores: Some(&[0.1]),
@@ -399,6 +416,7 @@ fn the_client_variables_carry_the_host_record_and_the_cookie() {
         ("edgeguard_client_navigations", "1"),
         ("edgeguard_client_subresources", "1"),
         ("edgeguard_client_paths", "1"),
+        ("edgeguard_client_direct", "1"), // no Sec-Fetch-Site, no Referer
         ("edgeguard_client_rate", "1.33"), // 2 requests in 1.5 s
         ("edgeguard_client_cookie", "issued"),
     ];
@@ -445,17 +463,32 @@ fn a_request_the_gate_runs_twice_for_counts_once() {
     assert_eq!(navigations(b"", 4), (4, 4));
 }
 
-#[test]
-fn a_crawler_that_keeps_the_cookie_is_challenged_at_twice_the_count() {
+/// Documents only, the cookie sent back from the second page on, each
+/// page's `Sec-Fetch-Site` and `Referer` as `arrive` says (`ms` apart):
+/// the first page the behaviour flags, 1-based (`None`: none of `pages`).
+fn first_flag_keeping_the_cookie(
+    client: &[u8],
+    pages: usize,
+    arrive: impl Fn(usize) -> Vec<Header<'static>>,
+) -> Option<usize> {
     let loc = location(r#", "mode": "block", "client_cookie": true"#);
     let mut scratch = Scratch::new();
-    let client: &[u8] = b"198.51.100.77";
-    let e = run_at(&loc, &mut scratch, client, CHROME, b"/", HTML, None, 0);
+    let e = run_with(
+        &loc,
+        &mut scratch,
+        client,
+        CHROME,
+        b"/",
+        HTML,
+        None,
+        &arrive(0),
+        0,
+    );
+    assert!(!e.reasons.has(Id::BehaviourCrawl));
     let set = String::from_utf8(e.set_cookie.to_vec()).unwrap();
     let cookie = set.split(';').next().unwrap().to_owned();
-    // Documents only, the cookie sent back: no crawl before 20 pages.
-    for i in 1..25 {
-        let e = run_at(
+    for i in 1..pages {
+        let e = run_with(
             &loc,
             &mut scratch,
             client,
@@ -463,22 +496,68 @@ fn a_crawler_that_keeps_the_cookie_is_challenged_at_twice_the_count() {
             &page(i),
             HTML,
             Some(cookie.as_bytes()),
+            &arrive(i),
             i as u64 * 2000,
         );
         let seen = e.clients.unwrap();
         assert_eq!(seen.host.navigations, i as u32 + 1);
         assert_eq!(seen.cookie, CookieSeen::Returned);
-        let flagged = i + 1 >= 20;
-        assert_eq!(e.reasons.has(Id::BehaviourCrawl), flagged, "page {}", i + 1);
-        let want = if flagged {
-            Outcome::Challenge
-        } else {
-            Outcome::Pass
-        };
-        assert_eq!(e.action, want, "page {}", i + 1);
+        if e.reasons.has(Id::BehaviourCrawl) {
+            // Challenged, never blocked on behaviour alone.
+            assert_eq!(e.action, Outcome::Challenge, "page {}", i + 1);
+            return Some(i + 1);
+        }
+        assert_eq!(e.action, Outcome::Pass, "page {}", i + 1);
     }
-    // The rule on views: the cookie doubles the count; one sub-resource
-    // or solved challenge keeps any count out.
+    None
+}
+
+#[test]
+fn a_crawler_that_keeps_the_cookie_is_challenged_at_the_count_a_reader_at_twice_it() {
+    // A head copied from a typed URL: every page from nowhere, over https
+    // (`none`) or plain HTTP (no Sec-Fetch-Site, no Referer).
+    let typed = |_| vec![Header::new(b"sec-fetch-site", b"none")];
+    assert_eq!(
+        first_flag_keeping_the_cookie(b"198.51.100.77", 25, typed),
+        Some(10)
+    );
+    assert_eq!(
+        first_flag_keeping_the_cookie(b"198.51.100.78", 25, |_| vec![]),
+        Some(10)
+    );
+    // A reader with a warm cache: typed once, then links of the site.
+    let links = |i: usize| match i {
+        0 => vec![Header::new(b"sec-fetch-site", b"none")],
+        _ => vec![
+            Header::new(b"sec-fetch-site", b"same-origin"),
+            Header::new(b"referer", b"https://shop.example/article/"),
+        ],
+    };
+    assert_eq!(
+        first_flag_keeping_the_cookie(b"198.51.100.79", 25, links),
+        Some(20)
+    );
+    // Plain HTTP: the Referer alone says it.
+    let referred = |i: usize| match i {
+        0 => vec![],
+        _ => vec![Header::new(b"referer", b"http://shop.example/")],
+    };
+    assert_eq!(
+        first_flag_keeping_the_cookie(b"198.51.100.80", 25, referred),
+        Some(20)
+    );
+    // Half the pages from nowhere: not "mostly" links, no room.
+    let half = |i: usize| match i % 2 {
+        0 => vec![Header::new(b"sec-fetch-site", b"none")],
+        _ => vec![Header::new(b"sec-fetch-site", b"same-origin")],
+    };
+    assert_eq!(
+        first_flag_keeping_the_cookie(b"198.51.100.81", 25, half),
+        Some(10)
+    );
+    // The rule on views: the cookie doubles the count for a client whose
+    // navigations mostly came from links; one sub-resource or solved
+    // challenge keeps any count out.
     let mut v = crate::clients::ClientView {
         navigations: 40,
         cookies_returned: 40,
@@ -487,6 +566,12 @@ fn a_crawler_that_keeps_the_cookie_is_challenged_at_twice_the_count() {
     assert!(super::crawls(&v, 10));
     v.navigations = 19;
     assert!(!super::crawls(&v, 10));
+    // Monotone: more navigations from nowhere only take the room away.
+    for direct in 0..=19 {
+        v.direct_navigations = direct;
+        assert_eq!(super::crawls(&v, 10), direct >= 10, "{direct} from nowhere");
+    }
+    v.direct_navigations = 0;
     v.cookies_returned = 0;
     assert!(super::crawls(&v, 10));
     v.navigations = 9;

@@ -115,18 +115,20 @@ pub struct Vars<'a> {
     /// `$edgeguard_grade` are set too.
     pub(super) reasons: Option<(Span, Grade)>,
     /// The location has a client memory: [`CLIENT_VARS`] are set, with
-    /// these values (navigations, sub-resources, paths, rate; empty: the
-    /// request went on without the memory) and the cookie's part.
-    pub(super) client: Option<([Span; 4], &'static str)>,
+    /// these values (navigations, sub-resources, paths, navigations from
+    /// nowhere, rate; empty: the request went on without the memory) and
+    /// the cookie's part.
+    pub(super) client: Option<([Span; 5], &'static str)>,
 }
 
 /// `$edgeguard_client_*` but `$edgeguard_client_cookie`, in the order of
 /// [`Vars`]' `client` values: the client's host record after this
 /// request (docs/behaviour.md).
-pub const CLIENT_VARS: [&str; 4] = [
+pub const CLIENT_VARS: [&str; 5] = [
     "edgeguard_client_navigations",
     "edgeguard_client_subresources",
     "edgeguard_client_paths",
+    "edgeguard_client_direct",
     "edgeguard_client_rate",
 ];
 

@@ -85,9 +85,9 @@ const TIME_ROOM: usize = 20;
 /// `$edgeguard_fp_*`'s values: three counts of up to 20 digits, three
 /// shares of up to 5 bytes (`0.125`).
 const FLEET_ROOM: usize = 3 * 20 + 3 * 5;
-/// `$edgeguard_client_*`'s values: three counts of up to 10 digits, a
+/// `$edgeguard_client_*`'s values: four counts of up to 10 digits, a
 /// rate of up to 20 digits and two decimals.
-const CLIENT_ROOM: usize = 3 * 10 + 23;
+const CLIENT_ROOM: usize = 4 * 10 + 23;
 
 impl Location {
     /// Binds `options` to `models` and `list` (the internal header list;

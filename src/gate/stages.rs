@@ -366,7 +366,7 @@ struct Spans {
     /// `$edgeguard_reasons`' value.
     reasons: Span,
     /// `$edgeguard_client_*`'s values ([`super::CLIENT_VARS`]' order).
-    client: [Span; 4],
+    client: [Span; 5],
     line: Option<(Span, u8)>,
     /// Where in the line the caller inserts `$request_id`.
     line_id_at: Option<usize>,
@@ -516,18 +516,20 @@ fn write_fleet(w: &mut Cursor<'_>, c: &crate::signals::snapshot::Counts) -> [Spa
 /// ([`super::CLIENT_VARS`]' order): counts in decimal, the rate to two
 /// decimals (`0.35`). A failed write (not reached: the location's text
 /// room holds them) leaves a value empty.
-fn write_client(w: &mut Cursor<'_>, v: &crate::clients::ClientView) -> [Span; 4] {
-    let mut out = [Span::default(); 4];
-    for (slot, n) in out
-        .iter_mut()
-        .zip([v.navigations, v.subresources(), v.paths])
-    {
+fn write_client(w: &mut Cursor<'_>, v: &crate::clients::ClientView) -> [Span; 5] {
+    let mut out = [Span::default(); 5];
+    for (slot, n) in out.iter_mut().zip([
+        v.navigations,
+        v.subresources(),
+        v.paths,
+        v.direct_navigations,
+    ]) {
         *slot = w
             .span(|w| text::write_decimal(w, n.into()))
             .unwrap_or_default();
     }
     let hundredths = (f64::from(v.rate).max(0.0) * 100.0).round() as u64;
-    out[3] = w
+    out[4] = w
         .span(|w| {
             text::write_decimal(w, hundredths / 100)?;
             w.bytes(b".")?;

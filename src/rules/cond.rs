@@ -341,11 +341,13 @@ pub(crate) enum ClientMeasure {
     CookieReturned,
     ChallengesSolved,
     Age,
+    DirectNavigations,
+    DirectRatio,
 }
 
 impl ClientMeasure {
     /// Every measure, in `raw::When::client_ranges` order.
-    pub(crate) const ALL: [ClientMeasure; 10] = [
+    pub(crate) const ALL: [ClientMeasure; 12] = [
         ClientMeasure::Navigations,
         ClientMeasure::Subresources,
         ClientMeasure::SubresourceRatio,
@@ -356,6 +358,8 @@ impl ClientMeasure {
         ClientMeasure::CookieReturned,
         ClientMeasure::ChallengesSolved,
         ClientMeasure::Age,
+        ClientMeasure::DirectNavigations,
+        ClientMeasure::DirectRatio,
     ];
 
     /// The condition's name.
@@ -371,12 +375,17 @@ impl ClientMeasure {
             ClientMeasure::CookieReturned => "client.cookie_returned",
             ClientMeasure::ChallengesSolved => "client.challenges_solved",
             ClientMeasure::Age => "client.age",
+            ClientMeasure::DirectNavigations => "client.direct_navigations",
+            ClientMeasure::DirectRatio => "client.direct_ratio",
         }
     }
 
     /// Whether it is a share, 0 to 1.
     pub(crate) fn is_share(self) -> bool {
-        self == ClientMeasure::SubresourceRatio
+        matches!(
+            self,
+            ClientMeasure::SubresourceRatio | ClientMeasure::DirectRatio
+        )
     }
 
     /// Its value in `v`, the view after this request.
@@ -394,6 +403,8 @@ impl ClientMeasure {
             ClientMeasure::Age => {
                 (v.last_seen_ms / 1000).saturating_sub(v.first_seen_s.into()) as f64
             }
+            ClientMeasure::DirectNavigations => v.direct_navigations.into(),
+            ClientMeasure::DirectRatio => v.direct_ratio().into(),
         }
     }
 }

@@ -131,12 +131,22 @@ pub(crate) struct When {
     pub(crate) client_challenges_solved: Option<Range>,
     #[serde(rename = "client.age", skip_serializing_if = "Option::is_none")]
     pub(crate) client_age: Option<Range>,
+    #[serde(
+        rename = "client.direct_navigations",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) client_direct_navigations: Option<Range>,
+    #[serde(
+        rename = "client.direct_ratio",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) client_direct_ratio: Option<Range>,
 }
 
 impl When {
     /// The `client.*` conditions given, in [`super::cond::ClientMeasure`]
     /// order.
-    pub(crate) fn client_ranges(&self) -> [Option<&Range>; 10] {
+    pub(crate) fn client_ranges(&self) -> [Option<&Range>; 12] {
         [
             self.client_navigations.as_ref(),
             self.client_subresources.as_ref(),
@@ -148,6 +158,8 @@ impl When {
             self.client_cookie_returned.as_ref(),
             self.client_challenges_solved.as_ref(),
             self.client_age.as_ref(),
+            self.client_direct_navigations.as_ref(),
+            self.client_direct_ratio.as_ref(),
         ]
     }
 }

@@ -1351,10 +1351,45 @@ fn client_conditions_read_the_memory_and_hold_without_it_never() {
             "no value is at least 3 and at most 2",
         ),
         (r#"{"client.visits": {"min": 3}}"#, "client.visits"),
+        (
+            r#"{"client.direct_ratio": {"max": 1.5}}"#,
+            "client.direct_ratio.max: 1.5 is a share",
+        ),
     ] {
         let e = refused(&format!(
             r#"{{"rules": [{{"name": "x", "when": {json}, "action": "log"}}]}}"#
         ));
         assert!(e.contains(want), "{json}: {e}");
     }
+}
+
+#[test]
+fn direct_navigation_conditions_tell_a_copied_head_from_a_visit() {
+    let r = rules(
+        r#"{"rules": [{"name": "from-nowhere", "when": {"client.navigations": {"min": 10},
+              "client.direct_ratio": {"min": 0.5}}, "action": "challenge"},
+            {"name": "typed", "when": {"client.direct_navigations": {"min": 3}}, "action": "log"}]}"#,
+    );
+    let visit = crate::clients::ClientView {
+        known: true,
+        navigations: 10,
+        direct_navigations: 1,
+        ..Default::default()
+    };
+    let with = |v| Req {
+        clients: Some(v),
+        ..get("/")
+    };
+    assert_eq!(with(visit).decide(&r), None);
+    let copied = crate::clients::ClientView {
+        direct_navigations: 10,
+        ..visit
+    };
+    assert_eq!(with(copied).decide(&r).map(|m| m.0), Some("from-nowhere"));
+    let three = crate::clients::ClientView {
+        navigations: 9,
+        direct_navigations: 3,
+        ..visit
+    };
+    assert_eq!(with(three).decide(&r).map(|m| m.0), Some("typed"));
 }

@@ -11,7 +11,16 @@ Kinds (KINDS):
   GO_CRAWLER) with the same copied head, plain HTTP: Go writes Host, then
   User-Agent, then the other headers sorted by name;
 - `bare-mozilla`: python-requests with `User-Agent: Mozilla/5.0` and its
-  other defaults, plain HTTP.
+  other defaults, plain HTTP;
+- `requests-chrome-linked` (ADAPTIVE, not in KINDS): `requests-chrome`
+  that also forges a link's arrival: `Sec-Fetch-Site: same-origin` and a
+  `Referer` of the page it fetched before, as a crawler written against
+  the memory's `client.direct_navigations` would.
+
+How navigations arrive: a head copied from a browser's typed-URL
+navigation (what devtools shows for the first page of a visit, and what
+curl_cffi's Chrome impersonation sends) says `Sec-Fetch-Site: none` and
+carries no `Referer`, on every page the crawler fetches.
 
 Each crawl session has its own source address on loopback, in a /24 of
 its own (127.G.N.1), as crawlers on separate networks, reads /sitemap.xml, then walks the site
@@ -51,10 +60,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 GO = shutil.which("go")
 BEHAVIOUR = "behaviour_crawl"
 KINDS = ("curl_cffi-h2", "curl_cffi-h1", "requests-chrome", "go-chrome", "bare-mozilla")
+# The adaptive crawler: measured beside KINDS (scripts/crawl-measure.py).
+ADAPTIVE = "requests-chrome-linked"
 
-# Chromium 156 on Linux following a link on the capture site over plain
-# HTTP (the capture's `link` flow), as a scraper copies it from devtools:
-# everything but Host, which the client library writes first.
+# Chromium 156 on Linux opening the capture site's first page from the
+# address bar (tests/e2e/data/behaviour/chromium-cold.json, its first
+# request), as a scraper copies it from devtools: everything but Host,
+# which the client library writes first. A typed URL: `Sec-Fetch-Site:
+# none`, no Referer, sent so on every page.
 CHROME_HEAD = [
     ("Connection", "keep-alive"),
     ("sec-ch-ua", '"Not:A-Brand";v="8", "Chromium";v="156"'),
@@ -65,14 +78,27 @@ CHROME_HEAD = [
                    "Chrome/156.0.0.0 Safari/537.36"),
     ("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,image/jxl,image/avif,image/webp,"
                "image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7"),
-    ("Sec-Fetch-Site", "same-origin"),
+    ("Sec-Fetch-Site", "none"),
     ("Sec-Fetch-Mode", "navigate"),
     ("Sec-Fetch-User", "?1"),
     ("Sec-Fetch-Dest", "document"),
-    ("Referer", "http://127.0.0.1/"),
     ("Accept-Encoding", "gzip, deflate, br, zstd"),
     ("Accept-Language", "en-US,en;q=0.9"),
 ]
+
+
+
+def linked_head(referer):
+    """CHROME_HEAD as Chromium sends it following a link from `referer`
+    (tests/e2e/data/behaviour/chromium-cold.json, its clicks):
+    `Sec-Fetch-Site: same-origin`, the Referer after `Sec-Fetch-Dest`."""
+    head = []
+    for name, value in CHROME_HEAD:
+        head.append((name, "same-origin" if name == "Sec-Fetch-Site" else value))
+        if name == "Sec-Fetch-Dest":
+            head.append(("Referer", referer))
+    return head
+
 
 LINK = re.compile(r'href="(/[^"#]*)"')
 LOC = re.compile(r"<loc>https?://[^/<]+(/[^<]*)</loc>")
@@ -195,16 +221,17 @@ class Client:
         self.base = f"http://127.0.0.1:{site.port}"
         self.tls_base = f"https://127.0.0.1:{site.tls_port}"
         self.go = None
+        self.previous = None
         if kind.startswith("curl_cffi"):
             if cffi_requests is None:
                 raise AssertionError("curl_cffi is needed (make deps-test installs it)")
             version = CurlHttpVersion.V2_0 if kind.endswith("h2") else CurlHttpVersion.V1_1
             self.session = cffi_requests.Session(impersonate="chrome", verify=False, http_version=version,
                                                  interface=source)
-        elif kind in ("requests-chrome", "bare-mozilla"):
+        elif kind in ("requests-chrome", ADAPTIVE, "bare-mozilla"):
             self.session = requests.Session()
             self.session.mount("http://", SourceAdapter(source))
-            if kind == "requests-chrome":
+            if kind in ("requests-chrome", ADAPTIVE):
                 self.session.headers.clear()
                 self.session.headers.update(CHROME_HEAD)
             else:
@@ -221,7 +248,11 @@ class Client:
         if self.kind == "go-chrome":
             return self._go(path)
         base = self.tls_base if self.kind.startswith("curl_cffi") else self.base
+        if self.kind == ADAPTIVE and self.previous is not None:
+            self.session.headers.clear()
+            self.session.headers.update(linked_head(self.previous))
         r = self.session.get(base + path, allow_redirects=False, timeout=20)
+        self.previous = base + path
         answer = Answer(r.status_code, dict(r.headers), r.content)
         if not self.keep:
             self.session.cookies.clear()

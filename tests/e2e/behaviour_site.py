@@ -70,7 +70,7 @@ def _capture_site_conf():
 
 SITE_CONF = _capture_site_conf()
 
-CLIENT_VARS = ("navigations", "subresources", "paths", "cookie", "rate")
+CLIENT_VARS = ("navigations", "subresources", "paths", "cookie", "rate", "direct")
 
 LOG_FORMAT = (
     "log_format behave escape=json '{"
