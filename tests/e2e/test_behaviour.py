@@ -279,15 +279,17 @@ def test_metrics(site):
 def test_replay_decides_the_cookie_as_nginx_did(tmp_path):
     """nginx's recorder logs the memory's cookie as the verdict it reached
     (never the value); replay rebuilds the memory from that log and decides
-    every request as nginx did: a crawler that keeps the cookie gets twice
-    the room, one that sends a forged cookie none."""
-    forged = "edgeguard_v=1800000000.0123456789abcdef"
+    every request as nginx did: a crawler arriving by links that keeps the
+    cookie gets twice the room, one that sends a forged cookie none."""
+    forged = "1800000000.0123456789abcdef"
     with Site(speed=10, record=True) as shop:
-        kept = crawlers.crawl_many(shop, [("requests-chrome", True, 1.0)], first_source=(7, 0))[0]
-        liar = crawlers.Client("requests-chrome", shop, "127.7.9.1", keep_cookies=False)
-        liar.session.headers["Cookie"] = forged
+        kept = crawlers.crawl_many(shop, [(crawlers.ADAPTIVE, True, 1.0)], first_source=(7, 0))[0]
+        liar = crawlers.Client(crawlers.ADAPTIVE, shop, "127.7.9.1", keep_cookies=False)
+        lied = []
         try:
-            lied = [liar.get(f"/products/{1000 + i}") for i in range(12)]
+            for i in range(12):
+                liar.session.cookies.set("edgeguard_v", forged)
+                lied.append(liar.get(f"/products/{1000 + i}"))
         finally:
             liar.close()
         log = shop.log()
@@ -297,6 +299,7 @@ def test_replay_decides_the_cookie_as_nginx_did(tmp_path):
     assert lied_at <= 10, [a.headers.get("x-edgeguard-client") for a in lied]
     cookies = [v for row in log for k, v in row["headers"] if k.lower() == "cookie"]
     assert any("edgeguard_v=[client cookie ok]" in c for c in cookies), cookies[:3]
+    assert any("edgeguard_v=[redacted 27]" in c for c in cookies), cookies[:3]
     assert not any(forged in c or re.search(r"edgeguard_v=\d+\.", c) for c in cookies), cookies[:3]
     rows = [r for r in log if r["action"] and r["headers"]]
     lines = tmp_path / "log.jsonl"
