@@ -119,11 +119,11 @@ function _M.library_version()
     return lib and ffi_string(lib.edgeguard_version())
 end
 
---- The configuration in force (an edgeguard_config handle), or nil before
--- configure(): what resty.edgeguard.record redacts by.
-function _M.config_handle()
-    local cfg = state.cfg
-    return cfg and cfg.handle
+--- The library and the location a request head is recorded through
+-- (configure()'s, whose redaction applies), or nil before configure():
+-- for resty.edgeguard.record.
+function _M.recorder()
+    return state.lib, state.record
 end
 
 --- The internal header set in force (an edgeguard_header_set handle the

@@ -6,7 +6,9 @@
 //! list (`edgeguard_location_new`); every request is then one call,
 //! `edgeguard_location_run`: the request in, the gate's pipeline run, its
 //! effects out. A scratch (`edgeguard_scratch_new`) holds one thread's
-//! buffers, which the effects point into.
+//! buffers, which the effects point into. The same call records a
+//! request's head for replay (`EDGEGUARD_JOB_RECORD`: the configuration's
+//! recorder, `replay::Redactor`, writes `$edgeguard_request_headers`).
 
 use std::ffi::{c_char, c_int, CString};
 use std::sync::{Arc, OnceLock};
@@ -25,6 +27,7 @@ use crate::challenge::{Clearance, Proof, Rejection};
 use crate::config::Engine;
 use crate::gate::{self, Job, Location, Models, Scratch};
 use crate::outcome::Outcome;
+use crate::replay::Redactor;
 
 pub use super::types::{
     edgeguard_bot, edgeguard_clearance, edgeguard_effects, edgeguard_exit, edgeguard_given,
@@ -35,21 +38,32 @@ pub use super::types::{
 /// `edgeguard_location_new`, released by `edgeguard_location_free`.
 /// Immutable, so one handle may be shared by threads.
 // Shared: an engine's base location is lent as a handle of its own.
-pub struct edgeguard_location(Arc<Location>);
+pub struct edgeguard_location {
+    location: Arc<Location>,
+    /// Its configuration's request recorder (a record job's).
+    recorder: Arc<Redactor>,
+}
 
 impl Handle for edgeguard_location {}
 
 impl edgeguard_location {
-    /// The handle of `location`, shared.
-    pub(super) fn shared(location: Arc<Location>) -> edgeguard_location {
-        edgeguard_location(location)
+    /// The handle of `location`, recording by `recorder`, shared.
+    pub(super) fn shared(location: Arc<Location>, recorder: Arc<Redactor>) -> edgeguard_location {
+        edgeguard_location { location, recorder }
     }
 }
 
 /// One thread's buffers for `edgeguard_location_run`. Opaque: made by
 /// `edgeguard_scratch_new`, released by `edgeguard_scratch_free`. Used by
 /// one thread at a time; it grows to the largest request seen.
-pub struct edgeguard_scratch(Scratch);
+pub struct edgeguard_scratch {
+    gate: Scratch,
+    /// A record job's text, grown to the longest written.
+    recorded: Vec<u8>,
+}
+
+/// The room a scratch's record text starts with; a longer head grows it.
+const RECORD_ROOM: usize = 4096;
 
 impl Handle for edgeguard_scratch {}
 
@@ -111,7 +125,7 @@ pub unsafe extern "C" fn edgeguard_location_new(
             None => Models::Given(&given),
         };
         match Location::new(&config.options, models, headers.as_ref().map(|h| h.set())) {
-            Ok(loc) => edgeguard_location(Arc::new(loc)).publish(out),
+            Ok(loc) => edgeguard_location::shared(Arc::new(loc), Arc::clone(&config.recorder)).publish(out),
             Err(e) => {
                 // Not reached: the names were checked when the options were parsed.
                 write_error(errbuf, errbuf_len, &e);
@@ -142,7 +156,7 @@ pub unsafe extern "C" fn edgeguard_location_model_count(
     location: *const edgeguard_location,
 ) -> usize {
     ffi_panic_boundary! {
-        location.as_ref().map_or(0, |l| l.0.model_count())
+        location.as_ref().map_or(0, |l| l.location.model_count())
     }
 }
 
@@ -157,7 +171,7 @@ pub unsafe extern "C" fn edgeguard_scratch_new(
 ) -> edgeguard_result {
     ffi_panic_boundary! {
         try_non_null!(out);
-        edgeguard_scratch(Scratch::new()).publish(out)
+        edgeguard_scratch { gate: Scratch::new(), recorded: vec![0; RECORD_ROOM] }.publish(out)
     }
 }
 
@@ -174,7 +188,9 @@ pub unsafe extern "C" fn edgeguard_scratch_free(scratch: *mut edgeguard_scratch)
 }
 
 /// Runs one request through the location: the job (an `edgeguard_job`:
-/// the whole pipeline, or only the strip) on `request` at `now`, the
+/// the whole pipeline, only the strip, or the record: the request head
+/// as the location's configuration redacts it, in the variable
+/// `edgeguard_request_headers`, for `edgeguard replay`) on `request` at `now`, the
 /// caller's Unix time (nginx's `ngx.time()`, against which clearance
 /// cookies and answers are judged), and writes everything the request
 /// comes to into `*out` (see `edgeguard_effects`): the headers to clear,
@@ -237,9 +253,25 @@ pub unsafe extern "C" fn edgeguard_location_run(
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
         let req = req.with_time_ms(ms);
-        let Ok(effects) = gate::run(&loc.0, &req, job, now, &mut scratch.0) else {
+        let Ok(mut effects) = gate::run(&loc.location, &req, job, now, &mut scratch.gate) else {
             return edgeguard_result::InvalidArgument;
         };
+        if job == Job::Record {
+            let buf = &mut scratch.recorded;
+            let len = match loc.recorder.write(&req, buf) {
+                Ok(len) => len,
+                Err(need) => {
+                    // Grown once to the longest head seen; the second
+                    // write fits it.
+                    buf.resize(need, 0);
+                    match loc.recorder.write(&req, buf) {
+                        Ok(len) => len,
+                        Err(_) => return edgeguard_result::BufferTooSmall,
+                    }
+                }
+            };
+            effects = effects.with_recorded(&buf[..len]);
+        }
         write_effects(&effects, out);
         if let (Some(m), Job::Access) = (metrics.as_ref(), job) {
             let engine = if given.is_null() { Engine::Rust } else { Engine::Lua };

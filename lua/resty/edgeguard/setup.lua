@@ -139,6 +139,7 @@ function _M.state(opts, level)
         scorer = scorer, lua = lua, models_wanted = o.models_wanted,
         metrics = mx or nil,
         locations = locations.new(),
+        record = lib.edgeguard_engine_location(cfg.engine), -- lent: cfg.engine owns it
         -- Only a challenge's pages show $request_id up front (nginx makes
         -- it on first read), and the client memory counts a request once
         -- by it (an internal redirect runs the gate again); a block's
