@@ -98,6 +98,11 @@ typedef enum {
    the caller writes the text: see [`super::Effects::with_recorded`]).
    */
   EDGEGUARD_JOB_RECORD = 3,
+  /*
+   Only score, as the client sent the request: nothing stripped
+   or decided; the effects' scores (`score()`).
+   */
+  EDGEGUARD_JOB_SCORE = 4,
 } edgeguard_job;
 
 /*

@@ -132,6 +132,9 @@ pub fn run<'a>(
         stages::respond(loc, req, now, scratch, &mut state);
         clients::outcome(loc, now_ms, &state);
     }
+    if job == Job::Score {
+        stages::score(loc, req, &mut None, scratch, &mut state);
+    }
     scratch.hop = hop;
     let mut effects = stages::texts(loc, req, now, scratch, state);
     effects.warning = warning;

@@ -169,6 +169,9 @@ c_enum! {
         /// replay, as `$edgeguard_request_headers` (`record.capture()`;
         /// the caller writes the text: see [`super::Effects::with_recorded`]).
         Record = 3 => "record",
+        /// Only score, as the client sent the request: nothing stripped
+        /// or decided; the effects' scores (`score()`).
+        Score = 4 => "score",
     }
 }
 

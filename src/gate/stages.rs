@@ -56,7 +56,7 @@ pub(super) fn strip(loc: &Location, req: &Incoming<'_>, job: Job, scratch: &mut 
     let set = match job {
         Job::Access | Job::Strip => loc.strip.as_ref(),
         Job::StripList => loc.list.as_ref(),
-        Job::Record => None,
+        Job::Record | Job::Score => None,
     };
     if let Some(set) = set {
         let found = set.find_internal(req.headers(), &mut scratch.clear);

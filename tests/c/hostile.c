@@ -1183,7 +1183,7 @@ static void test_config_hostile(void) {
                "strip");
     CHECK(d.clear_len == 2 && d.clear[0] == 0 && d.clear[1] == 1 && d.matched == 0 && d.unremovable == 0,
           "both names: %zu %zu %zu", d.clear_len, d.matched, d.unremovable);
-    CHECK_CODE(edgeguard_location_run(lp, NULL, &sr, NULL, 4, 0, sc, &d), EDGEGUARD_RESULT_INVALID_ARGUMENT, "job 4");
+    CHECK_CODE(edgeguard_location_run(lp, NULL, &sr, NULL, 5, 0, sc, &d), EDGEGUARD_RESULT_INVALID_ARGUMENT, "job 5");
     edgeguard_location_free(lp);
     edgeguard_config_free(loc);
     edgeguard_config *none = NULL;

@@ -50,6 +50,8 @@ typedef enum {
   EDGEGUARD_JOB_STRIP_LIST = 2,
 
   EDGEGUARD_JOB_RECORD = 3,
+
+  EDGEGUARD_JOB_SCORE = 4,
 } edgeguard_job;
 
 typedef enum {
