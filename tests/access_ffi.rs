@@ -539,6 +539,43 @@ fn the_record_job_sets_the_request_head_alone() {
     assert!(
         text(out.vars[0].value).starts_with(r#"[["Host","edge.test"],["User-Agent","curl/8.1.2"]"#)
     );
+    // Without a location (before any configuration): the default
+    // redaction, as edgeguard_config_record's without a configuration.
+    let rc = unsafe {
+        edgeguard::ffi::record::edgeguard_config_record(
+            null(),
+            &r,
+            want.as_mut_ptr(),
+            want.len(),
+            &mut n,
+        )
+    };
+    assert_eq!(rc, R::Ok);
+    let (rc, out) = run_given(
+        null(),
+        null(),
+        &req,
+        null(),
+        Job::Record as i32,
+        NOW,
+        scratch,
+    );
+    assert_eq!(rc, R::Ok);
+    assert_eq!(text(out.vars[0].value), String::from_utf8_lossy(&want[..n]));
+    let (rc, _) = run_given(
+        null(),
+        null(),
+        &req,
+        null(),
+        Job::Access as i32,
+        NOW,
+        scratch,
+    );
+    assert_eq!(
+        rc,
+        R::NullParameter,
+        "only a record job goes without a location"
+    );
     unsafe {
         edgeguard_location_free(loc);
         edgeguard_scratch_free(scratch);

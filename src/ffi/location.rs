@@ -206,7 +206,10 @@ pub unsafe extern "C" fn edgeguard_scratch_free(scratch: *mut edgeguard_scratch)
 /// clearance, the bot claim and an answer, under the engine `Rust` (`Lua`
 /// with `given`).
 ///
-/// `NullParameter` for a null `location`, `request`, `scratch` or `out`,
+/// A record job may pass a null `location`: the default options' (the
+/// default redaction, without a challenge), as before any configuration.
+///
+/// `NullParameter` for a null `location` (but a record job's), `request`, `scratch` or `out`,
 /// null headers with a count, or null given scores with a count;
 /// `InvalidArgument` for a `job` that is none, given scores whose count is
 /// not the location's model count, an `http_version` outside `0..=65535`,
@@ -232,10 +235,17 @@ pub unsafe extern "C" fn edgeguard_location_run(
 ) -> edgeguard_result {
     ffi_panic_boundary! {
         let started = Instant::now();
-        let (loc, request, scratch, out) = (try_ref!(location), try_ref!(request), try_mut!(scratch), try_mut!(out));
         let Some(job) = Job::from_int(job) else {
             return edgeguard_result::InvalidArgument;
         };
+        let loc = match (location.is_null(), job) {
+            (true, Job::Record) => match default_location() {
+                Some(loc) => loc,
+                None => return edgeguard_result::Panic,
+            },
+            _ => try_ref!(location),
+        };
+        let (request, scratch, out) = (try_ref!(request), try_mut!(scratch), try_mut!(out));
         let mut req = match request.view() {
             Ok(req) => req,
             Err(code) => return code,
@@ -279,6 +289,24 @@ pub unsafe extern "C" fn edgeguard_location_run(
         }
         edgeguard_result::Ok
     }
+}
+
+/// The location of the default options, which a record job without a
+/// location records by (before any configuration: the default redaction,
+/// as `edgeguard_config_record` without one). Made once; none if the
+/// defaults did not load (they read no file).
+fn default_location() -> Option<&'static edgeguard_location> {
+    static DEFAULT: OnceLock<Option<edgeguard_location>> = OnceLock::new();
+    DEFAULT
+        .get_or_init(|| {
+            let loaded = crate::load::Config::configure("defaults", None, b"{}").ok()?;
+            let recorder = Arc::new(super::config::recorder_of(loaded.options()));
+            Some(edgeguard_location::shared(
+                Arc::clone(loaded.shared_location()),
+                recorder,
+            ))
+        })
+        .as_ref()
 }
 
 /// The name of an `edgeguard_outcome` (`"pass"`, `"block"`, ...): what

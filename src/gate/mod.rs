@@ -133,12 +133,23 @@ pub fn run<'a>(
         clients::outcome(loc, now_ms, &state);
     }
     if job == Job::Score {
-        stages::score(loc, req, &mut None, scratch, &mut state);
+        score_alone(loc, req, scratch, &mut state);
     }
     scratch.hop = hop;
     let mut effects = stages::texts(loc, req, now, scratch, state);
     effects.warning = warning;
     Ok(effects)
+}
+
+/// The score job (`score()`): the score stage alone, on the request as
+/// sent; nothing is decided.
+fn score_alone(
+    loc: &Location,
+    req: &Incoming<'_>,
+    scratch: &mut Scratch,
+    state: &mut state::State,
+) {
+    stages::score(loc, req, &mut None, scratch, state);
 }
 
 /// `req` as a trusted hop relayed it, when the location has a hop that

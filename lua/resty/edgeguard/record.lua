@@ -18,7 +18,8 @@
 -- which bytes are escaped and why).
 --
 -- A recording is the record job of the one request call
--- (edgeguard_location_run, through configure()'s location): Rust writes
+-- (edgeguard_location_run, through configure()'s location, or none
+-- before it: the default redaction): Rust writes
 -- the text into the worker's scratch and names the variable in the
 -- effects, which resty.edgeguard.gate applies like every variable. A
 -- request costs no Lua allocation: the headers come as pointers into
@@ -26,10 +27,11 @@
 
 local ffi = require "ffi"
 require "resty.edgeguard.cdefs"
+local edgeguard_lib = require "resty.edgeguard.lib"
 
 local error = error
 
-local _M = { _VERSION = require("resty.edgeguard.lib").VERSION }
+local _M = { _VERSION = edgeguard_lib.VERSION }
 
 -- The nginx part: present only inside nginx's http subsystem.
 local in_nginx = ngx and ngx.config and ngx.config.subsystem == "http"
@@ -53,16 +55,22 @@ local request_current = request.current
 --- Sets $edgeguard_request_headers to the current request's headers, as the
 -- client sent them, secrets redacted. Call it in rewrite_by_lua* before
 -- anything changes the headers (before edgeguard.access()), after
--- configure{} (whose `redact` and challenge it follows). Returns the number
--- of headers, or nil and an error (headers unreadable). A variable not
+-- configure{} (whose `redact` and challenge it follows; before it, or
+-- without it, the default redaction). Returns the number of headers, or
+-- nil and an error (headers unreadable, no library). A variable not
 -- declared with `set` is reported once per worker and skipped, as every
 -- variable the effects name.
 function _M.capture()
+    local r = get_request(2)
+    -- Without configure(): no location (Rust's default options').
     local lib, loc = edgeguard.recorder()
     if not lib then
-        error("edgeguard.record.capture: call edgeguard.configure{ ... } in init_by_lua first", 2)
+        local err
+        lib, err = edgeguard_lib.load()
+        if not lib then
+            return nil, err
+        end
     end
-    local r = get_request(2)
     -- raw: names in the client's letter case, not lower-cased.
     local req, err, n = request_current(r, nil, true)
     if not req then
