@@ -1372,7 +1372,10 @@ void edgeguard_scratch_free(edgeguard_scratch *scratch);
  clearance, the bot claim and an answer, under the engine `Rust` (`Lua`
  with `given`).
 
- `NullParameter` for a null `location`, `request`, `scratch` or `out`,
+ A record job may pass a null `location`: the default options' (the
+ default redaction, without a challenge), as before any configuration.
+
+ `NullParameter` for a null `location` (but a record job's), `request`, `scratch` or `out`,
  null headers with a count, or null given scores with a count;
  `InvalidArgument` for a `job` that is none, given scores whose count is
  not the location's model count, an `http_version` outside `0..=65535`,
