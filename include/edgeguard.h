@@ -92,6 +92,17 @@ typedef enum {
    subrequest, whose score header its parent's run set).
    */
   EDGEGUARD_JOB_STRIP_LIST = 2,
+  /*
+   Nothing stripped or decided: the request head recorded for
+   replay, as `$edgeguard_request_headers` (`record.capture()`;
+   the caller writes the text: see [`super::Effects::with_recorded`]).
+   */
+  EDGEGUARD_JOB_RECORD = 3,
+  /*
+   Only score, as the client sent the request: nothing stripped
+   or decided; the effects' scores (`score()`).
+   */
+  EDGEGUARD_JOB_SCORE = 4,
 } edgeguard_job;
 
 /*
@@ -756,7 +767,8 @@ typedef struct {
   size_t response_headers_len;
   /*
    The nginx variables to set, in order (`vars = true` on a request
-   that was scored, flagged or claims a verified bot).
+   that was scored, flagged or claims a verified bot; a record job's
+   `edgeguard_request_headers` alone).
    */
   edgeguard_var vars[EDGEGUARD_MAX_VARS];
   /*
@@ -1342,7 +1354,9 @@ void edgeguard_scratch_free(edgeguard_scratch *scratch);
 
 /*
  Runs one request through the location: the job (an `edgeguard_job`:
- the whole pipeline, or only the strip) on `request` at `now`, the
+ the whole pipeline, only the strip, or the record: the request head
+ as the location's configuration redacts it, in the variable
+ `edgeguard_request_headers`, for `edgeguard replay`) on `request` at `now`, the
  caller's Unix time (nginx's `ngx.time()`, against which clearance
  cookies and answers are judged), and writes everything the request
  comes to into `*out` (see `edgeguard_effects`): the headers to clear,
@@ -1358,7 +1372,10 @@ void edgeguard_scratch_free(edgeguard_scratch *scratch);
  clearance, the bot claim and an answer, under the engine `Rust` (`Lua`
  with `given`).
 
- `NullParameter` for a null `location`, `request`, `scratch` or `out`,
+ A record job may pass a null `location`: the default options' (the
+ default redaction, without a challenge), as before any configuration.
+
+ `NullParameter` for a null `location` (but a record job's), `request`, `scratch` or `out`,
  null headers with a count, or null given scores with a count;
  `InvalidArgument` for a `job` that is none, given scores whose count is
  not the location's model count, an `http_version` outside `0..=65535`,

@@ -351,7 +351,7 @@ fn bad_arguments_are_refused_and_nothing_is_written() {
         ),
         (
             "a job that is none",
-            go(loc, &r, null(), 3, scratch, o),
+            go(loc, &r, null(), 5, scratch, o),
             R::InvalidArgument,
         ),
         (
@@ -486,6 +486,136 @@ fn strip_jobs_list_what_they_strip() {
     );
     assert_eq!(rc, R::Ok);
     assert_eq!((cleared(&out), out.matched), (vec![4, 6], 3));
+    unsafe {
+        edgeguard_location_free(loc);
+        edgeguard_scratch_free(scratch);
+        edgeguard_config_free(cfg);
+        edgeguard_scorer_free(scorer);
+        edgeguard_header_set_free(list);
+    }
+}
+
+/// The record job (`record.capture()`): nothing stripped, scored or
+/// decided; one variable, `$edgeguard_request_headers`, holding what the
+/// configuration's recorder writes (`edgeguard_config_record`'s text).
+#[test]
+fn the_record_job_sets_the_request_head_alone() {
+    let list = list_set();
+    let scorer = scorer();
+    let (cfg, loc) = bound_location(BLOCK, scorer, list);
+    let scratch = scratch();
+    let req = bot_request();
+    let r = req.c();
+    let mut want = vec![0u8; 4096];
+    let mut n = 0;
+    // SAFETY: the request views `req`; the buffer is ours; `cfg` is live.
+    let rc = unsafe {
+        edgeguard::ffi::record::edgeguard_config_record(
+            cfg,
+            &r,
+            want.as_mut_ptr(),
+            want.len(),
+            &mut n,
+        )
+    };
+    assert_eq!(rc, R::Ok);
+    let (rc, out) = run_given(loc, null(), &req, null(), Job::Record as i32, NOW, scratch);
+    assert_eq!(rc, R::Ok);
+    assert_eq!(
+        (
+            cleared(&out),
+            out.matched,
+            out.action,
+            out.exit,
+            out.scores_len,
+            out.line.len
+        ),
+        (vec![], 0, Outcome::Pass, edgeguard_exit::Continue, 0, 0)
+    );
+    assert_eq!(out.set_header.key.len, 0);
+    assert_eq!(out.vars_len, 1);
+    assert_eq!(text(out.vars[0].key), "edgeguard_request_headers");
+    assert_eq!(text(out.vars[0].value), String::from_utf8_lossy(&want[..n]));
+    assert!(
+        text(out.vars[0].value).starts_with(r#"[["Host","edge.test"],["User-Agent","curl/8.1.2"]"#)
+    );
+    // Without a location (before any configuration): the default
+    // redaction, as edgeguard_config_record's without a configuration.
+    let rc = unsafe {
+        edgeguard::ffi::record::edgeguard_config_record(
+            null(),
+            &r,
+            want.as_mut_ptr(),
+            want.len(),
+            &mut n,
+        )
+    };
+    assert_eq!(rc, R::Ok);
+    let (rc, out) = run_given(
+        null(),
+        null(),
+        &req,
+        null(),
+        Job::Record as i32,
+        NOW,
+        scratch,
+    );
+    assert_eq!(rc, R::Ok);
+    assert_eq!(text(out.vars[0].value), String::from_utf8_lossy(&want[..n]));
+    let (rc, _) = run_given(
+        null(),
+        null(),
+        &req,
+        null(),
+        Job::Access as i32,
+        NOW,
+        scratch,
+    );
+    assert_eq!(
+        rc,
+        R::NullParameter,
+        "only a record job goes without a location"
+    );
+    unsafe {
+        edgeguard_location_free(loc);
+        edgeguard_scratch_free(scratch);
+        edgeguard_config_free(cfg);
+        edgeguard_scorer_free(scorer);
+        edgeguard_header_set_free(list);
+    }
+}
+
+/// The score job (`score()`): the scores the whole pipeline reads, of
+/// the request as sent; nothing stripped, decided or answered.
+#[test]
+fn the_score_job_scores_alone() {
+    let list = list_set();
+    let scorer = scorer();
+    let (cfg, loc) = bound_location(BLOCK, scorer, list);
+    let scratch = scratch();
+    let req = bot_request();
+    let (rc, access) = run_given(loc, null(), &req, null(), Job::Access as i32, NOW, scratch);
+    assert_eq!(rc, R::Ok);
+    let want: Vec<f64> = (0..access.scores_len)
+        .map(|i| unsafe { *access.scores.add(i) })
+        .collect();
+    assert_eq!(want.len(), 2);
+    let (rc, out) = run_given(loc, null(), &req, null(), Job::Score as i32, NOW, scratch);
+    assert_eq!(rc, R::Ok);
+    let got: Vec<f64> = (0..out.scores_len)
+        .map(|i| unsafe { *out.scores.add(i) })
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(
+        (
+            cleared(&out),
+            out.matched,
+            out.action,
+            out.exit,
+            out.score_result
+        ),
+        (vec![], 0, Outcome::Pass, edgeguard_exit::Continue, R::Ok)
+    );
     unsafe {
         edgeguard_location_free(loc);
         edgeguard_scratch_free(scratch);

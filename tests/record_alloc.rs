@@ -1,8 +1,9 @@
-//! `edgeguard_config_record`, which `resty.edgeguard.record` calls on every
-//! recorded request, and `edgeguard_headers_record` allocate nothing: dhat
-//! counts every heap block while they run (with a roomy buffer, and with
-//! one too short; redacting cookies, credentials and a clearance cookie,
-//! which is checked with the keys).
+//! `edgeguard_location_run`'s record job, which `resty.edgeguard.record`
+//! runs on every recorded request, `edgeguard_config_record` and
+//! `edgeguard_headers_record` allocate nothing: dhat counts every heap
+//! block while they run (with a roomy buffer, and with one too short;
+//! redacting cookies, credentials and a clearance cookie, which is checked
+//! with the keys; the record job once its scratch has grown to the head).
 
 use std::ffi::c_char;
 use std::path::Path;
@@ -11,6 +12,10 @@ use std::sync::Arc;
 
 use edgeguard::challenge::{Challenge, Keys, Proof};
 use edgeguard::ffi::config::{edgeguard_config, edgeguard_config_free, edgeguard_config_new};
+use edgeguard::ffi::location::{
+    edgeguard_effects, edgeguard_location_free, edgeguard_location_new, edgeguard_location_run,
+    edgeguard_scratch_free, edgeguard_scratch_new,
+};
 use edgeguard::ffi::record::{edgeguard_config_record, edgeguard_headers_record};
 use edgeguard::ffi::{edgeguard_header, edgeguard_request, edgeguard_result, edgeguard_str};
 
@@ -21,7 +26,8 @@ fn main() {
     let _profiler = dhat::Profiler::builder().testing().build();
     recording_does_not_allocate();
     redacting_does_not_allocate();
-    println!("record_alloc: 2 passed, 0 failed");
+    the_record_job_does_not_allocate();
+    println!("record_alloc: 3 passed, 0 failed");
 }
 
 const SECRET: &str = concat!(
@@ -223,4 +229,104 @@ fn recording_does_not_allocate() {
         br#"[["Host","shop.example"],["User-Agent","Mozilla/5.0 \"x\" \\ \u0001 caf"#
     ));
     assert!(roomy[..n].ends_with(br#"\""],["",""]]"#));
+}
+
+fn the_record_job_does_not_allocate() {
+    // Escaped, the long value alone is more than the scratch's first room.
+    let long = vec![b'"'; 3000];
+    let pairs: Vec<(&[u8], &[u8])> = vec![
+        (b"Host", b"shop.example"),
+        (b"X-Long", &long),
+        (b"Cookie", b"sid=s3cr3t"),
+    ];
+    let headers: Vec<edgeguard_header> = pairs
+        .iter()
+        .map(|&(k, v)| edgeguard_header::new(k, v))
+        .collect();
+    let request = edgeguard_request {
+        method: text(b"GET"),
+        uri: text(b"/"),
+        client_addr: text(b"192.0.2.10"),
+        http_version: 11,
+        headers: headers.as_ptr(),
+        headers_len: headers.len(),
+        tls: null(),
+        request_id: edgeguard_str::EMPTY,
+        peer_addr: edgeguard_str::EMPTY,
+    };
+    let json = "{}";
+    let (mut config, mut loc, mut scratch) = (null_mut(), null_mut(), null_mut());
+    let mut errbuf = [0 as c_char; 256];
+    // SAFETY: the JSON is ours; the outs and errbuf are writable.
+    unsafe {
+        assert_eq!(
+            edgeguard_config_new(
+                json.as_ptr(),
+                json.len(),
+                null(),
+                null(),
+                &mut config,
+                errbuf.as_mut_ptr(),
+                256
+            ),
+            edgeguard_result::Ok
+        );
+        assert_eq!(
+            edgeguard_location_new(
+                config,
+                null(),
+                null(),
+                null(),
+                0,
+                null(),
+                &mut loc,
+                errbuf.as_mut_ptr(),
+                256
+            ),
+            edgeguard_result::Ok
+        );
+        assert_eq!(edgeguard_scratch_new(&mut scratch), edgeguard_result::Ok);
+    }
+    // SAFETY: a zeroed effects struct is a valid one (null pointers, zero lengths).
+    let mut out: edgeguard_effects = unsafe { std::mem::zeroed() };
+    let record = edgeguard::gate::Job::Record as i32;
+    // SAFETY: the request views `pairs` and `long`; the handles are live.
+    let run = |out: &mut edgeguard_effects| unsafe {
+        edgeguard_location_run(
+            loc,
+            null(),
+            &request,
+            null(),
+            record,
+            1_800_000_000,
+            scratch,
+            out,
+        )
+    };
+    // The first run grows the scratch to the head.
+    assert_eq!(run(&mut out), edgeguard_result::Ok);
+
+    let before = dhat::HeapStats::get();
+    let rc = run(&mut out);
+    let after = dhat::HeapStats::get();
+    assert_eq!(
+        after.total_blocks, before.total_blocks,
+        "the record job allocated"
+    );
+    assert_eq!(rc, edgeguard_result::Ok);
+    assert_eq!(out.vars_len, 1);
+    // SAFETY: the effects point into the scratch, live until the next run.
+    let (name, value) = unsafe { (out.vars[0].key.as_bytes(), out.vars[0].value.as_bytes()) };
+    assert_eq!(name, b"edgeguard_request_headers");
+    let want = format!(
+        r#"[["Host","shop.example"],["X-Long","{}"],["Cookie","sid=[redacted 6]"]]"#,
+        "\\\"".repeat(3000)
+    );
+    assert_eq!(String::from_utf8_lossy(value), want);
+    // SAFETY: the handles are live and not used afterwards.
+    unsafe {
+        edgeguard_location_free(loc);
+        edgeguard_scratch_free(scratch);
+        edgeguard_config_free(config);
+    }
 }

@@ -46,6 +46,7 @@ local state = {}
 
 local JOB_ACCESS, JOB_STRIP, JOB_STRIP_LIST = C.EDGEGUARD_JOB_ACCESS, C.EDGEGUARD_JOB_STRIP,
                                               C.EDGEGUARD_JOB_STRIP_LIST
+local JOB_SCORE = C.EDGEGUARD_JOB_SCORE
 
 --- Loads the library and the configured data. Call in init_by_lua* (the
 -- site's own, beside other modules' init: docs/install.md). The
@@ -119,11 +120,11 @@ function _M.library_version()
     return lib and ffi_string(lib.edgeguard_version())
 end
 
---- The configuration in force (an edgeguard_config handle), or nil before
--- configure(): what resty.edgeguard.record redacts by.
-function _M.config_handle()
-    local cfg = state.cfg
-    return cfg and cfg.handle
+--- The library and the location a request head is recorded through
+-- (configure()'s, whose redaction applies), or nil before configure():
+-- for resty.edgeguard.record.
+function _M.recorder()
+    return state.lib, state.record
 end
 
 --- The internal header set in force (an edgeguard_header_set handle the
@@ -139,10 +140,7 @@ end
 
 --- The model names in scoring order, or nil when no models are loaded.
 function _M.models()
-    if state.scorer then
-        return state.scorer.names
-    end
-    local names = state.lua and state.lua.names
+    local names = state.names or state.lua and state.lua.names
     return names and #names > 0 and names or nil
 end
 
@@ -242,36 +240,30 @@ function _M.score()
         legacy = legacy or require "resty.edgeguard.legacy.driver"
         return legacy.score(state)
     end
-    local req, err = request.current(request.get(2))
-    if not req then
-        return nil, err
+    local st = state
+    local e, err = run(st, st.base, request.get(2), JOB_SCORE, "rust")
+    if not e or e.score_result ~= 0 then
+        return nil, err or ffi_string(st.lib.edgeguard_result_text(e.score_result))
     end
-    local sc = state.scorer
-    local rc = state.lib.edgeguard_scorer_score(sc.handle, req, sc.out, sc.n)
-    if rc ~= 0 then
-        return nil, ffi_string(state.lib.edgeguard_result_text(rc))
-    end
-    local scores, out = sc.scores, sc.out
-    for i = 1, sc.n do
-        scores[names[i]] = out[i - 1]
+    local scores = st.scores
+    for i = 1, tonumber(e.scores_len) do
+        scores[names[i]] = e.scores[i - 1]
     end
     return scores
 end
 
 -- The location of access{} options `opts`, made on first use: Rust derives
 -- and binds it through the engine (a bad option raises, as misuse, at the
--- caller's line); cached by the table's content.
+-- caller's line); cached by the table's content (a full cache raises).
 local function location(st, opts, level)
-    local cache = st.locations
-    if cache.n >= cache.MAX then
-        error("edgeguard.access: more than " .. cache.MAX .. " distinct access{} option tables; "
-              .. "build them once, not per request", level + 1)
-    end
     local loc, err = setup.bind(st, opts)
     if not loc then
         error(err, level + 1)
     end
-    cache:insert(opts, loc)
+    if not st.locations:insert(opts, loc) then
+        error("edgeguard.access: more than " .. st.locations.MAX .. " distinct access{} option tables; "
+              .. "build them once, not per request", level + 1)
+    end
     return loc
 end
 

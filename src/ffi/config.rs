@@ -11,6 +11,7 @@
 
 use std::ffi::{c_char, c_int, CString};
 use std::path::Path;
+use std::sync::Arc;
 
 use super::boundary::write_error;
 use super::handle::Handle;
@@ -29,8 +30,9 @@ pub struct edgeguard_config {
     pub(super) options: Options,
     /// `options` resolved, as NUL-terminated JSON, handed out to C.
     json: CString,
-    /// The request recorder these options make (`edgeguard_config_record`).
-    pub(super) recorder: Redactor,
+    /// The request recorder these options make (`edgeguard_config_record`),
+    /// shared with the locations bound from them (a record job's).
+    pub(super) recorder: Arc<Redactor>,
 }
 
 impl Handle for edgeguard_config {}
@@ -72,18 +74,23 @@ impl edgeguard_config {
     pub(super) fn new(options: Options) -> edgeguard_config {
         // serde_json escapes control characters, so the text holds no NUL.
         let json = CString::new(options.resolved_json()).unwrap_or_default();
-        let recorder = Redactor::new(
-            options.redact().is_some(),
-            options.redact().unwrap_or_default(),
-            options.challenge(),
-            options.clients.as_ref().map(|m| m.cookie_key()),
-        );
+        let recorder = Arc::new(recorder_of(&options));
         edgeguard_config {
             options,
             json,
             recorder,
         }
     }
+}
+
+/// The request recorder of `options`: their `redact` option and challenge.
+pub(super) fn recorder_of(options: &Options) -> Redactor {
+    Redactor::new(
+        options.redact().is_some(),
+        options.redact().unwrap_or_default(),
+        options.challenge(),
+        options.clients.as_ref().map(|m| m.cookie_key()),
+    )
 }
 
 impl edgeguard_options {

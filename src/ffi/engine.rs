@@ -15,7 +15,7 @@ use std::ffi::{c_char, CString};
 use std::sync::Arc;
 
 use super::boundary::write_error;
-use super::config::{edgeguard_config, edgeguard_options, name_or, refuse};
+use super::config::{edgeguard_config, edgeguard_options, name_or, recorder_of, refuse};
 use super::handle::Handle;
 use super::headers::edgeguard_header_set;
 use super::location::edgeguard_location;
@@ -94,9 +94,10 @@ pub unsafe extern "C" fn edgeguard_engine_new(
         };
         // serde_json escapes control characters, so the text holds no NUL.
         let report = CString::new(loaded.report().json()).unwrap_or_default();
+        let config = edgeguard_config::new(loaded.options().clone());
         edgeguard_engine {
-            config: edgeguard_config::new(loaded.options().clone()),
-            location: edgeguard_location::shared(Arc::clone(loaded.shared_location())),
+            location: edgeguard_location::shared(Arc::clone(loaded.shared_location()), Arc::clone(&config.recorder)),
+            config,
             scorer: loaded.shared_scorer().cloned().map(edgeguard_scorer::shared),
             headers: loaded.shared_headers().cloned().map(edgeguard_header_set::shared),
             loaded,
@@ -239,10 +240,11 @@ pub unsafe extern "C" fn edgeguard_engine_location_new(
         };
         match engine.loaded.location_for(&source, json.as_bytes()) {
             Ok((options, location)) => {
+                let recorder = Arc::new(recorder_of(&options));
                 if !config_out.is_null() {
                     let _ = edgeguard_config::new(options).publish(config_out);
                 }
-                edgeguard_location::shared(Arc::new(location)).publish(out)
+                edgeguard_location::shared(Arc::new(location), recorder).publish(out)
             }
             Err(e) => refuse(&e, errbuf, errbuf_len),
         }

@@ -6,7 +6,9 @@
 //! list (`edgeguard_location_new`); every request is then one call,
 //! `edgeguard_location_run`: the request in, the gate's pipeline run, its
 //! effects out. A scratch (`edgeguard_scratch_new`) holds one thread's
-//! buffers, which the effects point into.
+//! buffers, which the effects point into. The same call records a
+//! request's head for replay (`EDGEGUARD_JOB_RECORD`: the configuration's
+//! recorder, `replay::Redactor`, writes `$edgeguard_request_headers`).
 
 use std::ffi::{c_char, c_int, CString};
 use std::sync::{Arc, OnceLock};
@@ -25,6 +27,7 @@ use crate::challenge::{Clearance, Proof, Rejection};
 use crate::config::Engine;
 use crate::gate::{self, Job, Location, Models, Scratch};
 use crate::outcome::Outcome;
+use crate::replay::Redactor;
 
 pub use super::types::{
     edgeguard_bot, edgeguard_clearance, edgeguard_effects, edgeguard_exit, edgeguard_given,
@@ -35,21 +38,32 @@ pub use super::types::{
 /// `edgeguard_location_new`, released by `edgeguard_location_free`.
 /// Immutable, so one handle may be shared by threads.
 // Shared: an engine's base location is lent as a handle of its own.
-pub struct edgeguard_location(Arc<Location>);
+pub struct edgeguard_location {
+    location: Arc<Location>,
+    /// Its configuration's request recorder (a record job's).
+    recorder: Arc<Redactor>,
+}
 
 impl Handle for edgeguard_location {}
 
 impl edgeguard_location {
-    /// The handle of `location`, shared.
-    pub(super) fn shared(location: Arc<Location>) -> edgeguard_location {
-        edgeguard_location(location)
+    /// The handle of `location`, recording by `recorder`, shared.
+    pub(super) fn shared(location: Arc<Location>, recorder: Arc<Redactor>) -> edgeguard_location {
+        edgeguard_location { location, recorder }
     }
 }
 
 /// One thread's buffers for `edgeguard_location_run`. Opaque: made by
 /// `edgeguard_scratch_new`, released by `edgeguard_scratch_free`. Used by
 /// one thread at a time; it grows to the largest request seen.
-pub struct edgeguard_scratch(Scratch);
+pub struct edgeguard_scratch {
+    gate: Scratch,
+    /// A record job's text, grown to the longest written.
+    recorded: Vec<u8>,
+}
+
+/// The room a scratch's record text starts with; a longer head grows it.
+const RECORD_ROOM: usize = 4096;
 
 impl Handle for edgeguard_scratch {}
 
@@ -111,7 +125,7 @@ pub unsafe extern "C" fn edgeguard_location_new(
             None => Models::Given(&given),
         };
         match Location::new(&config.options, models, headers.as_ref().map(|h| h.set())) {
-            Ok(loc) => edgeguard_location(Arc::new(loc)).publish(out),
+            Ok(loc) => edgeguard_location::shared(Arc::new(loc), Arc::clone(&config.recorder)).publish(out),
             Err(e) => {
                 // Not reached: the names were checked when the options were parsed.
                 write_error(errbuf, errbuf_len, &e);
@@ -142,7 +156,7 @@ pub unsafe extern "C" fn edgeguard_location_model_count(
     location: *const edgeguard_location,
 ) -> usize {
     ffi_panic_boundary! {
-        location.as_ref().map_or(0, |l| l.0.model_count())
+        location.as_ref().map_or(0, |l| l.location.model_count())
     }
 }
 
@@ -157,7 +171,7 @@ pub unsafe extern "C" fn edgeguard_scratch_new(
 ) -> edgeguard_result {
     ffi_panic_boundary! {
         try_non_null!(out);
-        edgeguard_scratch(Scratch::new()).publish(out)
+        edgeguard_scratch { gate: Scratch::new(), recorded: vec![0; RECORD_ROOM] }.publish(out)
     }
 }
 
@@ -174,7 +188,9 @@ pub unsafe extern "C" fn edgeguard_scratch_free(scratch: *mut edgeguard_scratch)
 }
 
 /// Runs one request through the location: the job (an `edgeguard_job`:
-/// the whole pipeline, or only the strip) on `request` at `now`, the
+/// the whole pipeline, only the strip, or the record: the request head
+/// as the location's configuration redacts it, in the variable
+/// `edgeguard_request_headers`, for `edgeguard replay`) on `request` at `now`, the
 /// caller's Unix time (nginx's `ngx.time()`, against which clearance
 /// cookies and answers are judged), and writes everything the request
 /// comes to into `*out` (see `edgeguard_effects`): the headers to clear,
@@ -190,7 +206,10 @@ pub unsafe extern "C" fn edgeguard_scratch_free(scratch: *mut edgeguard_scratch)
 /// clearance, the bot claim and an answer, under the engine `Rust` (`Lua`
 /// with `given`).
 ///
-/// `NullParameter` for a null `location`, `request`, `scratch` or `out`,
+/// A record job may pass a null `location`: the default options' (the
+/// default redaction, without a challenge), as before any configuration.
+///
+/// `NullParameter` for a null `location` (but a record job's), `request`, `scratch` or `out`,
 /// null headers with a count, or null given scores with a count;
 /// `InvalidArgument` for a `job` that is none, given scores whose count is
 /// not the location's model count, an `http_version` outside `0..=65535`,
@@ -216,10 +235,17 @@ pub unsafe extern "C" fn edgeguard_location_run(
 ) -> edgeguard_result {
     ffi_panic_boundary! {
         let started = Instant::now();
-        let (loc, request, scratch, out) = (try_ref!(location), try_ref!(request), try_mut!(scratch), try_mut!(out));
         let Some(job) = Job::from_int(job) else {
             return edgeguard_result::InvalidArgument;
         };
+        let loc = match (location.is_null(), job) {
+            (true, Job::Record) => match default_location() {
+                Some(loc) => loc,
+                None => return edgeguard_result::Panic,
+            },
+            _ => try_ref!(location),
+        };
+        let (request, scratch, out) = (try_ref!(request), try_mut!(scratch), try_mut!(out));
         let mut req = match request.view() {
             Ok(req) => req,
             Err(code) => return code,
@@ -237,9 +263,25 @@ pub unsafe extern "C" fn edgeguard_location_run(
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0));
         let req = req.with_time_ms(ms);
-        let Ok(effects) = gate::run(&loc.0, &req, job, now, &mut scratch.0) else {
+        let Ok(mut effects) = gate::run(&loc.location, &req, job, now, &mut scratch.gate) else {
             return edgeguard_result::InvalidArgument;
         };
+        if job == Job::Record {
+            let buf = &mut scratch.recorded;
+            let len = match loc.recorder.write(&req, buf) {
+                Ok(len) => len,
+                Err(need) => {
+                    // Grown once to the longest head seen; the second
+                    // write fits it.
+                    buf.resize(need, 0);
+                    match loc.recorder.write(&req, buf) {
+                        Ok(len) => len,
+                        Err(_) => return edgeguard_result::BufferTooSmall,
+                    }
+                }
+            };
+            effects = effects.with_recorded(&buf[..len]);
+        }
         write_effects(&effects, out);
         if let (Some(m), Job::Access) = (metrics.as_ref(), job) {
             let engine = if given.is_null() { Engine::Rust } else { Engine::Lua };
@@ -247,6 +289,24 @@ pub unsafe extern "C" fn edgeguard_location_run(
         }
         edgeguard_result::Ok
     }
+}
+
+/// The location of the default options, which a record job without a
+/// location records by (before any configuration: the default redaction,
+/// as `edgeguard_config_record` without one). Made once; none if the
+/// defaults did not load (they read no file).
+fn default_location() -> Option<&'static edgeguard_location> {
+    static DEFAULT: OnceLock<Option<edgeguard_location>> = OnceLock::new();
+    DEFAULT
+        .get_or_init(|| {
+            let loaded = crate::load::Config::configure("defaults", None, b"{}").ok()?;
+            let recorder = Arc::new(super::config::recorder_of(loaded.options()));
+            Some(edgeguard_location::shared(
+                Arc::clone(loaded.shared_location()),
+                recorder,
+            ))
+        })
+        .as_ref()
 }
 
 /// The name of an `edgeguard_outcome` (`"pass"`, `"block"`, ...): what

@@ -60,7 +60,7 @@ pub unsafe extern "C" fn edgeguard_config_record(
             Err(code) => return code,
         };
         let recorder = match config.as_ref() {
-            Some(c) => &c.recorder,
+            Some(c) => &*c.recorder,
             None => default_recorder(),
         };
         match recorder.write(&req, out) {

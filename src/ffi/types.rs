@@ -527,7 +527,8 @@ pub struct edgeguard_effects {
     /// How many `response_headers` holds.
     pub response_headers_len: usize,
     /// The nginx variables to set, in order (`vars = true` on a request
-    /// that was scored, flagged or claims a verified bot).
+    /// that was scored, flagged or claims a verified bot; a record job's
+    /// `edgeguard_request_headers` alone).
     pub vars: [edgeguard_var; EDGEGUARD_MAX_VARS],
     /// How many `vars` holds.
     pub vars_len: usize,

@@ -88,7 +88,8 @@ impl<'a> Exit<'a> {
 /// `$edgeguard_bot_category`; with fleet signals, `$edgeguard_fp_key` and
 /// [`FP_VARS`]; with `vars = ["reasons"]`, `$edgeguard_reasons` (the
 /// detection IDs, comma-separated) and `$edgeguard_grade`; with a client
-/// memory, [`CLIENT_VARS`] and `$edgeguard_client_cookie`.
+/// memory, [`CLIENT_VARS`] and `$edgeguard_client_cookie`. A
+/// [`super::Job::Record`] run sets `$edgeguard_request_headers` alone.
 #[derive(Clone, Copy, Debug)]
 pub struct Vars<'a> {
     pub(super) loc: Option<&'a Location>,
@@ -119,6 +120,9 @@ pub struct Vars<'a> {
     /// nowhere, rate; empty: the request went on without the memory) and
     /// the cookie's part.
     pub(super) client: Option<([Span; 5], &'static str)>,
+    /// `$edgeguard_request_headers`' value: the request head as recorded
+    /// for replay (none: not recorded).
+    pub(super) recorded: Option<&'a [u8]>,
 }
 
 /// `$edgeguard_client_*` but `$edgeguard_client_cookie`, in the order of
@@ -161,6 +165,7 @@ impl<'a> Vars<'a> {
             fp: [Span::default(); 6],
             reasons: None,
             client: None,
+            recorded: None,
         }
     }
 
@@ -218,6 +223,9 @@ impl<'a> Vars<'a> {
                 .map(move |(n, v)| (n.as_bytes(), at(v)))
                 .chain([(&b"edgeguard_client_cookie"[..], cookie.as_bytes())])
         });
+        let recorded = self
+            .recorded
+            .map(|r| (&b"edgeguard_request_headers"[..], r));
         models
             .chain(action)
             .chain(screen)
@@ -226,6 +234,7 @@ impl<'a> Vars<'a> {
             .chain(fp.into_iter().flatten())
             .chain(reasons)
             .chain(client)
+            .chain(recorded)
     }
 
     /// How many there are.
@@ -235,7 +244,7 @@ impl<'a> Vars<'a> {
 
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
-        self.loc.is_none()
+        self.loc.is_none() && self.recorded.is_none()
     }
 }
 
@@ -321,4 +330,15 @@ pub struct Effects<'a> {
     /// ([`Exit::Continue`]) or is answered with a page ([`Exit::Page`]),
     /// so that a navigation counted as issued got the cookie.
     pub set_cookie: &'a [u8],
+}
+
+impl<'a> Effects<'a> {
+    /// These effects with `$edgeguard_request_headers` set to `text`, the
+    /// request head the caller's recorder wrote (`replay::Redactor`, which
+    /// the gate below it does not call): a [`super::Job::Record`] run's
+    /// one effect.
+    pub fn with_recorded(mut self, text: &'a [u8]) -> Effects<'a> {
+        self.vars.recorded = Some(text);
+        self
+    }
 }

@@ -132,10 +132,24 @@ pub fn run<'a>(
         stages::respond(loc, req, now, scratch, &mut state);
         clients::outcome(loc, now_ms, &state);
     }
+    if job == Job::Score {
+        score_alone(loc, req, scratch, &mut state);
+    }
     scratch.hop = hop;
     let mut effects = stages::texts(loc, req, now, scratch, state);
     effects.warning = warning;
     Ok(effects)
+}
+
+/// The score job (`score()`): the score stage alone, on the request as
+/// sent; nothing is decided.
+fn score_alone(
+    loc: &Location,
+    req: &Incoming<'_>,
+    scratch: &mut Scratch,
+    state: &mut state::State,
+) {
+    stages::score(loc, req, &mut None, scratch, state);
 }
 
 /// `req` as a trusted hop relayed it, when the location has a hop that

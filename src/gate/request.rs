@@ -165,6 +165,13 @@ c_enum! {
         /// Only strip the internal headers, keeping the score header (a
         /// subrequest, whose score header its parent's run set).
         StripList = 2 => "strip_list",
+        /// Nothing stripped or decided: the request head recorded for
+        /// replay, as `$edgeguard_request_headers` (`record.capture()`;
+        /// the caller writes the text: see [`super::Effects::with_recorded`]).
+        Record = 3 => "record",
+        /// Only score, as the client sent the request: nothing stripped
+        /// or decided; the effects' scores (`score()`).
+        Score = 4 => "score",
     }
 }
 

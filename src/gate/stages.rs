@@ -56,6 +56,7 @@ pub(super) fn strip(loc: &Location, req: &Incoming<'_>, job: Job, scratch: &mut 
     let set = match job {
         Job::Access | Job::Strip => loc.strip.as_ref(),
         Job::StripList => loc.list.as_ref(),
+        Job::Record | Job::Score => None,
     };
     if let Some(set) = set {
         let found = set.find_internal(req.headers(), &mut scratch.clear);
@@ -280,6 +281,7 @@ pub(super) fn texts<'a>(
                 .clients
                 .as_ref()
                 .map(|_| (spans.client, s.clients.map_or("", |c| c.cookie.as_str()))),
+            recorded: None,
         }
     } else {
         Vars::none()

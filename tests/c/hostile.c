@@ -1183,7 +1183,7 @@ static void test_config_hostile(void) {
                "strip");
     CHECK(d.clear_len == 2 && d.clear[0] == 0 && d.clear[1] == 1 && d.matched == 0 && d.unremovable == 0,
           "both names: %zu %zu %zu", d.clear_len, d.matched, d.unremovable);
-    CHECK_CODE(edgeguard_location_run(lp, NULL, &sr, NULL, 3, 0, sc, &d), EDGEGUARD_RESULT_INVALID_ARGUMENT, "job 3");
+    CHECK_CODE(edgeguard_location_run(lp, NULL, &sr, NULL, 5, 0, sc, &d), EDGEGUARD_RESULT_INVALID_ARGUMENT, "job 5");
     edgeguard_location_free(lp);
     edgeguard_config_free(loc);
     edgeguard_config *none = NULL;
@@ -1398,7 +1398,7 @@ static void test_access_hostile(void) {
         {EDGEGUARD_RESULT_NULL_PARAMETER, "null request"},
         {EDGEGUARD_RESULT_NULL_PARAMETER, "null scratch"},
         {EDGEGUARD_RESULT_INVALID_ARGUMENT, "job -1"},
-        {EDGEGUARD_RESULT_INVALID_ARGUMENT, "job 3"},
+        {EDGEGUARD_RESULT_INVALID_ARGUMENT, "job 5"},
         {EDGEGUARD_RESULT_INVALID_ARGUMENT, "1 given score of 2"},
         {EDGEGUARD_RESULT_INVALID_ARGUMENT, "given scores to a location without models"},
         {EDGEGUARD_RESULT_NULL_PARAMETER, "SIZE_MAX given scores"},
@@ -1408,7 +1408,7 @@ static void test_access_hostile(void) {
         RUN(p, NULL, NULL, EDGEGUARD_JOB_ACCESS, sc, &out),
         RUN(p, &req, NULL, EDGEGUARD_JOB_ACCESS, NULL, &out),
         RUN(p, &req, NULL, -1, sc, &out),
-        RUN(p, &req, NULL, 3, sc, &out),
+        RUN(p, &req, NULL, 5, sc, &out),
         RUN(pg, &req, &short_given, EDGEGUARD_JOB_ACCESS, sc, &out),
         RUN(p0, &req, &short_given, EDGEGUARD_JOB_ACCESS, sc, &out),
         RUN(pg, &req, &huge_given, EDGEGUARD_JOB_ACCESS, sc, &out),

@@ -48,6 +48,10 @@ typedef enum {
   EDGEGUARD_JOB_STRIP = 1,
 
   EDGEGUARD_JOB_STRIP_LIST = 2,
+
+  EDGEGUARD_JOB_RECORD = 3,
+
+  EDGEGUARD_JOB_SCORE = 4,
 } edgeguard_job;
 
 typedef enum {

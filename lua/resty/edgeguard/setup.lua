@@ -5,7 +5,6 @@
 -- bound into the state a configuration serves with. It allocates;
 -- nothing here runs per request.
 
-local ffi = require "ffi"
 local edgeguard_lib = require "resty.edgeguard.lib"
 local config = require "resty.edgeguard.config"
 local locations = require "resty.edgeguard.locations"
@@ -59,18 +58,17 @@ local function parse(opts, level)
     return lib, cfg
 end
 
--- The engine's scorer (nil: no models): its handle, the model names in
--- scoring order (the load report's) and score()'s buffers, reused.
-local function scorer_of(lib, cfg)
-    local handle = lib.edgeguard_engine_scorer(cfg.engine)
-    if handle == nil then
+-- The Rust engine's model names in scoring order (the load report's;
+-- nil: no models).
+local function names_of(lib, cfg)
+    if lib.edgeguard_engine_scorer(cfg.engine) == nil then
         return nil
     end
-    local names, scores = {}, {}
+    local names = {}
     for i, m in ipairs(cfg.options.loaded.models) do
-        names[i], scores[m.name] = m.name, 0
+        names[i] = m.name
     end
-    return { handle = handle, names = names, n = #names, out = ffi.new("double[?]", #names), scores = scores }
+    return names
 end
 
 -- The metrics dict the options name (nil outside nginx); misuse when
@@ -124,11 +122,11 @@ function _M.state(opts, level)
             return nil, err
         end
     end
-    local scorer = scorer_of(lib, cfg)
+    local names = names_of(lib, cfg)
     local list = lib.edgeguard_engine_header_set(cfg.engine)
     local mx = false
     if o.metrics_dict then
-        mx, err = metrics.new(lib, cfg, dict, scorer and scorer.names, lua and lua.names)
+        mx, err = metrics.new(lib, cfg, dict, names, lua and lua.names)
         if not mx then
             return nil, err
         end
@@ -136,9 +134,10 @@ function _M.state(opts, level)
     local st = {
         lib = lib, cfg = cfg, engine = o.engine, primary = o.shadow_primary or o.engine,
         headers = list ~= nil and list or nil, -- lent: cfg.engine owns it
-        scorer = scorer, lua = lua, models_wanted = o.models_wanted,
+        names = names, scores = {}, lua = lua, models_wanted = o.models_wanted,
         metrics = mx or nil,
         locations = locations.new(),
+        record = lib.edgeguard_engine_location(cfg.engine), -- lent: cfg.engine owns it
         -- Only a challenge's pages show $request_id up front (nginx makes
         -- it on first read), and the client memory counts a request once
         -- by it (an internal redirect runs the gate again); a block's

@@ -43,21 +43,9 @@ local JA4_LEN = ffi.C.EDGEGUARD_JA4_LEN
 local ERRBUF_LEN = ffi.C.EDGEGUARD_ERRBUF_LEN
 local errbuf = ffi_new("char[?]", ERRBUF_LEN)
 
--- Loaded on first use (configure{ lib_path = } may come first) and kept in
--- an upvalue: the request path tests it instead of calling lib.load(), which
--- keeps its trace short enough for the JIT (tests/e2e/test_jit.py).
-local lib
-
-local function get_lib()
-    if not lib then
-        local l, err = edgeguard_lib.load()
-        if not l then
-            return nil, err
-        end
-        lib = l
-    end
-    return lib
-end
+-- The library, loaded on first use (configure{ lib_path = } may come
+-- first); lib.load() returns the one loaded.
+local get_lib = edgeguard_lib.load
 
 -- The JA4 and the family name of an edgeguard_tls_info, as Lua strings.
 local function ja4_of(i)
@@ -169,7 +157,7 @@ local function facts(r, buf)
     if ssl == nil then
         return nil
     end
-    local l = lib or get_lib()
+    local l = get_lib()
     if not l then
         buf[0].present = 0
         return buf

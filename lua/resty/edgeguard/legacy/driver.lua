@@ -14,7 +14,7 @@
 --   score(st)                  -> the Lua engine's scores of the request
 --
 -- `st` is the configuration in force: st.lib, st.lua (this engine),
--- st.scorer and st.metrics (their handles), st.primary, st.shadow. `loc`
+-- st.names (the Rust models'), st.metrics (its handle), st.primary, st.shadow. `loc`
 -- is a location: loc.engine ("lua" or "shadow"), loc.rust and loc.lua (the
 -- Rust engine's and this engine's location handles). run() produces the
 -- same effects the Rust engine does (an edgeguard_effects, and the header
@@ -107,7 +107,7 @@ function _M.judge(st)
             lib.edgeguard_metrics_disagreement(h, C["EDGEGUARD_DISAGREEMENT_" .. kind:upper()])
         end,
     }
-    return shadow.new(st.scorer and st.scorer.names, st.lua.names, counts, st.primary)
+    return shadow.new(st.names, st.lua.names, counts, st.primary)
 end
 
 --- The Lua engine's location for the configuration `cfg`: bound to its
@@ -217,7 +217,7 @@ local function run_shadow(st, loc, r)
     end
     local rs = nil
     if re.scores_len > 0 then
-        for i, name in ipairs(st.scorer.names) do
+        for i, name in ipairs(st.names) do
             rust_scores[name] = re.scores[i - 1]
         end
         rs = rust_scores
