@@ -838,7 +838,7 @@ fn replay_rebuilds_the_client_memory_in_order() {
             NOW + 2 * i,
         );
         want.push("pass");
-        let kept = Some("edgeguard_v=[redacted 27]");
+        let kept = Some("edgeguard_v=[client cookie ok]");
         let typed = [["sec-fetch-site", "none"]];
         log += &arriving(
             "192.0.2.9",
