@@ -105,9 +105,9 @@ pub(crate) trait Work<B> {
     }
 
     /// Called once before the held batches go on: makes what they went
-    /// into durable and marks them with whether it is (a batch marked
-    /// failed is not committed: the consumer stops and its offsets stay
-    /// uncommitted). By default there is nothing to make durable.
+    /// into durable and marks them with whether it is (Kafka's consumer
+    /// commits no batch marked failed, and stops). By default there is
+    /// nothing to make durable.
     fn flush(&mut self, held: &mut [B]) {
         let _ = held;
     }
