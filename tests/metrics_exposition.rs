@@ -11,8 +11,9 @@ use std::path::Path;
 use edgeguard::challenge::AnswerResult;
 use edgeguard::challenge::{Clearance, Proof, Rejection};
 use edgeguard::config::Engine;
-use edgeguard::metrics::{BotVerdict, Disagreement, Registry, Screening, Spec};
+use edgeguard::metrics::{Disagreement, Registry, Screening, Spec};
 use edgeguard::outcome::Outcome;
+use edgeguard::verified::Verdict;
 
 fn fixture(name: &str) -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -127,19 +128,12 @@ fn run(name: &str, answers: bool) -> (String, String) {
                     clearance: Clearance::Absent,
                     bot: None,
                 };
-                let names: Vec<(String, BotVerdict)> = f[4..]
+                let names: Vec<(String, bool)> = f[4..]
                     .iter()
                     .filter_map(|t| t.strip_prefix("bot="))
                     .map(|t| {
                         let (n, v) = t.rsplit_once(':').unwrap();
-                        (
-                            dec(n),
-                            if v == "verified" {
-                                BotVerdict::Verified
-                            } else {
-                                BotVerdict::Fake
-                            },
-                        )
+                        (dec(n), v == "verified")
                     })
                     .collect();
                 let mut any = false;
@@ -149,8 +143,15 @@ fn run(name: &str, answers: bool) -> (String, String) {
                         any = true;
                     }
                 }
-                if let Some((n, v)) = names.first() {
-                    seen.bot = Some((n.as_bytes(), *v));
+                if let Some((n, verified)) = names.first() {
+                    // As C's shadow mode: by name (one the registry does
+                    // not list is no bot claim).
+                    let i = r.bot_index(n.as_bytes());
+                    seen.bot = i.map(if *verified {
+                        Verdict::Verified
+                    } else {
+                        Verdict::Fake
+                    });
                     any = true;
                 }
                 r.request(

@@ -293,7 +293,7 @@ pub unsafe extern "C" fn edgeguard_metrics_request(
         let seen = if out.is_null() {
             None
         } else {
-            match seen_of_raw(out) {
+            match seen_of_raw(out, &(*metrics).registry) {
                 Some(seen) => Some(seen),
                 None => return edgeguard_result::InvalidArgument,
             }

@@ -13,7 +13,7 @@ use crate::challenge::{Clearance, Proof, Rejection};
 use crate::features::TlsFacts;
 use crate::gate::{self, Effects, Exit, Given};
 use crate::headers::Header;
-use crate::metrics::{BotVerdict, Screening};
+use crate::metrics::{Registry, Screening};
 use crate::outcome::Outcome;
 use crate::tls::Family;
 use crate::verified::Verdict;
@@ -681,20 +681,26 @@ pub(crate) fn score_error(e: crate::scorer::ScoreError) -> edgeguard_result {
 
 /// What an effects struct says besides the action, read as the ints its
 /// enum fields are in C (a number no variant has must not become a Rust
-/// enum): `None` for such a number.
+/// enum): `None` for such a number. C has the bot's name only: `registry`
+/// (made from the same bots list) gives its index; a name it does not
+/// list is no bot claim.
 ///
 /// # Safety
 /// `out` points to a readable `edgeguard_effects`, its `bot_name` to its
 /// length.
-pub(crate) unsafe fn seen_of_raw<'a>(out: *const edgeguard_effects) -> Option<Screening<'a>> {
+pub(crate) unsafe fn seen_of_raw(
+    out: *const edgeguard_effects,
+    registry: &Registry,
+) -> Option<Screening> {
     // Both enums are C ints (`#[repr(C)]` fieldless enums).
     let bot = std::ptr::addr_of!((*out).bot).cast::<c_int>().read();
     let clearance = std::ptr::addr_of!((*out).clearance).cast::<c_int>().read();
     let name = std::ptr::addr_of!((*out).bot_name).read();
+    let index = || registry.bot_index(name.as_bytes());
     let bot = match bot {
         0 => None,
-        1 => Some((name.as_bytes(), BotVerdict::Verified)),
-        2 => Some((name.as_bytes(), BotVerdict::Fake)),
+        1 => index().map(Verdict::Verified),
+        2 => index().map(Verdict::Fake),
         _ => return None,
     };
     Some(Screening {

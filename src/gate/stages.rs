@@ -15,7 +15,7 @@ use crate::challenge::Clearance;
 use crate::config::text::{self, Cursor, Line, Span};
 use crate::config::Engine;
 use crate::features::{self, FeatureVector, Grade, Reasons};
-use crate::metrics::{BotVerdict, Registry, Screening};
+use crate::metrics::{Registry, Screening};
 use crate::net::addr_from_text;
 use crate::outcome::Outcome;
 use crate::signals::live::Lookup;
@@ -654,13 +654,13 @@ pub fn count(m: &Registry, e: &Effects<'_>, engine: Engine, seconds: f64) {
     }
     let seen = Screening {
         clearance: e.clearance,
-        bot: e.bot.map(|(v, name)| {
-            let verdict = match v {
-                Verdict::Verified(_) => BotVerdict::Verified,
-                Verdict::Fake(_) => BotVerdict::Fake,
-            };
-            (name.as_bytes(), verdict)
-        }),
+        // A registry made from the location's configuration lists the
+        // same bots in the same order; one of another list (a C caller's
+        // mix) counts no bot rather than another bot.
+        bot: e
+            .bot
+            .filter(|(v, name)| m.bot_name(v.bot()) == Some(name.as_bytes()))
+            .map(|(v, _)| v),
     };
     // The registry counts a bot claim and a clearance only for outcomes that
     // got as far as acting; the legacy engine judges neither.

@@ -426,7 +426,7 @@ fn work(
 ) -> Summary {
     drain(
         rx,
-        |batch: &mut Box<MessageBatch>| {
+        &mut |batch: &mut Box<MessageBatch>| {
             let before = counts(&worker.tally);
             worker.process(&mut batch.lines);
             let after = counts(&worker.tally);

@@ -28,7 +28,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{sync_channel, RecvTimeoutError};
+use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -44,6 +44,7 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use rdkafka::ClientContext;
 
 use crate::load::Config;
+use crate::replay::batches::{drain, Work};
 use crate::replay::WindowFeed;
 use crate::replay::{Options, Worker};
 use crate::signals::file::write_atomically;
@@ -51,6 +52,7 @@ use crate::signals::partials::{parse_topic_key, topic_key, Partial, Partials, TO
 use crate::signals::snapshot::Record;
 use crate::signals::{Counts, Settings, Snapshot, Window};
 
+use super::batch::MessageBatch;
 use super::client::Client;
 use super::meters::Meters;
 use super::source::{self, Ways};
@@ -294,7 +296,7 @@ fn stage_one(
                 })
                 .map_err(|e| format!("starting the consumer: {e}"))?
         };
-        let mut worker = Worker::with(
+        let worker = Worker::with(
             config,
             None,
             false,
@@ -303,51 +305,85 @@ fn stage_one(
             options.samples,
             now,
         );
-        let mut partials = Partials::new(settings.bucket_secs());
-        let mut held = Vec::new();
-        let mut last_flush = Instant::now();
-        loop {
-            match work_rx.recv_timeout(Duration::from_millis(50)) {
-                Ok(mut b) => {
-                    let mut observer = WindowFeed::new(&mut partials, unix_now);
-                    worker.observe(&mut b.lines, &mut |seen| observer.add(seen));
-                    held.push(b);
-                }
-                Err(RecvTimeoutError::Timeout) if held.is_empty() && consumer.is_finished() => {
-                    break
-                }
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) if held.is_empty() => break,
-                Err(RecvTimeoutError::Disconnected) => {}
-            }
-            let due = held.len() >= POOL - 1 || last_flush.elapsed() >= k.flush_every || halted();
-            if held.is_empty() || !due {
-                continue;
-            }
-            let sent = flush_partials(&out, &k.partials_topic, &mut partials);
-            let ok = sent.is_ok();
-            match sent {
-                Ok(n) => report.partials_sent += n,
-                Err(e) => {
-                    report.failure.get_or_insert(e);
-                    halt.store(true, Ordering::Relaxed);
-                }
-            }
-            for mut b in held.drain(..) {
-                b.ok = ok;
-                // The consumer is gone only once nothing is out.
-                let _ = done_tx.send(b);
-            }
-            last_flush = Instant::now();
-        }
-        report.requests = worker.summary().requests;
-        report.invalid = worker.summary().parse_errors + worker.summary().blank_lines;
+        let mut fold = Fold {
+            worker,
+            partials: Partials::new(settings.bucket_secs()),
+            out: &out,
+            topic: &k.partials_topic,
+            flush_every: k.flush_every,
+            last_flush: Instant::now(),
+            halted: &halted,
+            halt: &halt,
+            sent: 0,
+            failure: None,
+        };
+        drain(&Mutex::new(Some(work_rx)), &mut fold, |b| {
+            // The consumer is gone only once nothing is out.
+            done_tx.send(b).is_ok()
+        });
+        let summary = fold.worker.summary();
+        report.requests = summary.requests;
+        report.invalid = summary.parse_errors + summary.blank_lines;
+        report.partials_sent = fold.sent;
+        report.failure = fold.failure;
         consumer
             .join()
             .unwrap_or_else(|_| Err("the consumer panicked".into()))
     })?;
     report.failure = report.failure.or(consumed.failure);
     Ok(report)
+}
+
+/// Stage 1's worker: judges each batch's lines into the partials, and
+/// holds the batches until the partials they went into are delivered.
+struct Fold<'a, 'c> {
+    worker: Worker<'c>,
+    partials: Partials,
+    out: &'a Out,
+    topic: &'a str,
+    flush_every: Duration,
+    last_flush: Instant,
+    halted: &'a dyn Fn() -> bool,
+    /// Set on a failed flush: the consumer stops.
+    halt: &'a AtomicBool,
+    /// Partials delivered.
+    sent: u64,
+    /// The first failed flush.
+    failure: Option<String>,
+}
+
+impl Work<Box<MessageBatch>> for Fold<'_, '_> {
+    fn each(&mut self, b: &mut Box<MessageBatch>) {
+        let mut observer = WindowFeed::new(&mut self.partials, unix_now);
+        self.worker
+            .observe(&mut b.lines, &mut |seen| observer.add(seen));
+    }
+
+    fn tick(&self) -> Option<Duration> {
+        Some(Duration::from_millis(50))
+    }
+
+    /// The pool nearly full (the consumer has a batch left to fill), the
+    /// flush interval passed, or halting.
+    fn due(&mut self, held: usize) -> bool {
+        held >= POOL - 1 || self.last_flush.elapsed() >= self.flush_every || (self.halted)()
+    }
+
+    fn flush(&mut self, held: &mut [Box<MessageBatch>]) {
+        let sent = flush_partials(self.out, self.topic, &mut self.partials);
+        let ok = sent.is_ok();
+        match sent {
+            Ok(n) => self.sent += n,
+            Err(e) => {
+                self.failure.get_or_insert(e);
+                self.halt.store(true, Ordering::Relaxed);
+            }
+        }
+        for b in held {
+            b.ok = ok;
+        }
+        self.last_flush = Instant::now();
+    }
 }
 
 /// Sends every partial; how many, once all are delivered.

@@ -28,6 +28,7 @@ use crate::features::reasons::{DETECTIONS, DETECTION_COUNT};
 use crate::features::Reasons;
 use crate::outcome::Outcome;
 use crate::signals::live::Live;
+use crate::verified::Verdict;
 
 /// Score histogram buckets: probabilities; raw-score models land in the
 /// outer buckets.
@@ -60,23 +61,15 @@ c_enum! {
     }
 }
 
-/// What a verified bot claim came to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BotVerdict {
-    /// From one of the bot's prefixes.
-    Verified,
-    /// From another address.
-    Fake,
-}
-
 /// What a request showed besides its decision: its clearance cookie and
-/// the verified bot it claims (name, verdict).
+/// the verified bot it claims.
 #[derive(Clone, Copy, Debug)]
-pub struct Screening<'a> {
+pub struct Screening {
     /// The clearance cookie's verdict.
     pub clearance: Clearance,
-    /// The bot the User-Agent claims.
-    pub bot: Option<(&'a [u8], BotVerdict)>,
+    /// The bot the User-Agent claims, by its index in [`Spec::bots`] (the
+    /// verified bots file's order, which `VerifiedBots::judge` gives).
+    pub bot: Option<Verdict>,
 }
 
 /// The `result` label of `edgeguard_challenges_total`, after `served`, by
@@ -106,7 +99,8 @@ pub struct Spec<'a> {
     pub lua_models: &'a [&'a str],
     /// A challenge is configured: the challenge and clearance series.
     pub challenge: bool,
-    /// The verified bots' names (`verified_bots`).
+    /// The verified bots' names (`verified_bots`), in the file's order: a
+    /// [`Verdict`]'s index is a position in it.
     pub bots: &'a [&'a str],
     /// The fleet signals snapshot (`signals`): its loads and the snapshot
     /// in force.
@@ -304,7 +298,7 @@ pub struct Registry {
     /// By clearance code.
     clearances: [Option<usize>; CLEARANCE_CODES],
     failures: [Option<usize>; CLEARANCE_CODES],
-    /// Name, verified slot, fake slot.
+    /// By bot index ([`Spec::bots`]): name, verified slot, fake slot.
     bots: Vec<(Box<[u8]>, usize, usize)>,
     signals: Option<SignalSlots>,
     /// One counter per detection ID, in bit order.
@@ -564,6 +558,18 @@ impl Registry {
         self.slots.is_empty()
     }
 
+    /// The index of the bot named `name` in [`Spec::bots`], for a caller
+    /// that has only the name (C's shadow mode hands back the effects'
+    /// `bot_name`). A linear scan of the few bots; allocates nothing.
+    pub fn bot_index(&self, name: &[u8]) -> Option<usize> {
+        self.bots.iter().position(|(n, _, _)| **n == *name)
+    }
+
+    /// The name of bot `i` of [`Spec::bots`].
+    pub fn bot_name(&self, i: usize) -> Option<&[u8]> {
+        self.bots.get(i).map(|(n, _, _)| &**n)
+    }
+
     /// Slot `slot`'s key in the shared dict.
     pub fn key(&self, slot: usize) -> Option<&str> {
         self.keys.get(slot).map(|k| &**k)
@@ -604,7 +610,7 @@ impl Registry {
         engine: Engine,
         outcome: Outcome,
         removed: usize,
-        seen: Option<Screening<'_>>,
+        seen: Option<Screening>,
     ) {
         if let Some(s) = self.requests[engine_index(engine)] {
             self.add(s, 1.0);
@@ -615,17 +621,15 @@ impl Registry {
             self.add(self.stripped, removed as f64);
         }
         if let Some(seen) = seen.filter(|_| outcome.screened()) {
-            if let Some((name, verdict)) = seen.bot {
-                if let Some((_, v, f)) = self.bots.iter().find(|(n, _, _)| **n == *name) {
-                    self.add(
-                        if verdict == BotVerdict::Verified {
-                            *v
-                        } else {
-                            *f
-                        },
-                        1.0,
-                    );
-                }
+            let bot = seen.bot.and_then(|v| Some((v, self.bots.get(v.bot())?)));
+            if let Some((verdict, &(_, v, f))) = bot {
+                self.add(
+                    match verdict {
+                        Verdict::Verified(_) => v,
+                        Verdict::Fake(_) => f,
+                    },
+                    1.0,
+                );
             }
             if let Some(s) = self.clearances[clearance_code(seen.clearance)] {
                 self.add(s, 1.0);
@@ -905,11 +909,62 @@ mod tests {
     }
 
     #[test]
+    fn a_bot_is_counted_by_its_index_in_the_bots_list() {
+        let r = Registry::new(&spec(Engine::Rust, &[], false, &["googlebot", "bingbot"]));
+        assert_eq!(r.bot_index(b"bingbot"), Some(1));
+        assert_eq!(r.bot_index(b"Bingbot"), None, "names are exact");
+        assert_eq!(r.bot_name(1), Some(&b"bingbot"[..]));
+        assert_eq!(r.bot_name(2), None);
+        let seen = |bot| {
+            Some(Screening {
+                clearance: Clearance::Absent,
+                bot,
+            })
+        };
+        r.request(
+            Engine::Rust,
+            Outcome::Pass,
+            0,
+            seen(Some(Verdict::Verified(1))),
+        );
+        r.request(
+            Engine::Rust,
+            Outcome::Block,
+            0,
+            seen(Some(Verdict::Fake(1))),
+        );
+        r.request(
+            Engine::Rust,
+            Outcome::Block,
+            0,
+            seen(Some(Verdict::Fake(0))),
+        );
+        // An index past the list (another bots file): no bot counted.
+        r.request(
+            Engine::Rust,
+            Outcome::Block,
+            0,
+            seen(Some(Verdict::Fake(2))),
+        );
+        let t = text(&r);
+        for (labels, n) in [
+            ("bot=\"bingbot\",result=\"verified\"", 1),
+            ("bot=\"bingbot\",result=\"fake\"", 1),
+            ("bot=\"googlebot\",result=\"fake\"", 1),
+            ("bot=\"googlebot\",result=\"verified\"", 0),
+        ] {
+            let line = format!("edgeguard_verified_bots_total{{{labels}}} {n}\n");
+            assert!(t.contains(&line), "{line} in {t}");
+        }
+        assert!(t.contains("edgeguard_requests_total{engine=\"rust\"} 4\n"));
+    }
+
+    #[test]
     fn bot_and_clearance_count_only_for_requests_that_got_to_act() {
         let r = Registry::new(&spec(Engine::Rust, &[], true, &["googlebot"]));
         let seen = Screening {
             clearance: Clearance::Rejected(Rejection::Mac),
-            bot: Some((b"googlebot", BotVerdict::Fake)),
+            bot: Some(Verdict::Fake(0)),
         };
         r.request(Engine::Rust, Outcome::Challenge, 0, Some(seen));
         r.request(Engine::Rust, Outcome::Answer, 0, Some(seen));

@@ -246,7 +246,7 @@ fn work(
 ) -> Summary {
     drain(
         work_rx,
-        |batch| worker.process(batch),
+        &mut |batch: &mut Batch| worker.process(batch),
         |batch| done_tx.send(batch).is_ok(),
     );
     worker.tally
