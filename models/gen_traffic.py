@@ -213,7 +213,9 @@ def sane(browser, h):
     reason in REJECTED (gen_traffic.py --stats; models/metrics.json); every
     reason is a fact about the browser, not a rule of the model: Chromium
     sends the three low-entropy hints together, from the build that wrote
-    the UA, to every secure context, and Upgrade-Insecure-Requests on every
+    the UA, to every secure context (none at all with JavaScript off for
+    the site, a person the generator does not make: the captured one is in
+    tests/e2e/data/behaviour/), and Upgrade-Insecure-Requests on every
     navigation; every browser offers gzip. What middleboxes do to a
     person's head (no `br` behind a TLS-inspecting antivirus) is kept."""
     ua = h.get("user-agent", "")
@@ -491,10 +493,12 @@ def human(rng, browsers):
         headers = redirected(headers, http2)
         detail += "-redirected"
     # Noise that real traffic has. (No browser build sends fetch metadata
-    # without client hints, nor a header moved out of its engine's order:
-    # the first generator's "no hints", "privacy extension strips fetch
-    # metadata" and "drift" people were shapes only automation sends, and
-    # taught the models that a contradiction can be a person.)
+    # with part of the client hints, nor a header moved out of its engine's order:
+    # the first generator's "privacy extension strips fetch metadata" and
+    # "drift" people were shapes only automation sends, and taught the
+    # models that a contradiction can be a person. Its "no hints" people
+    # are Chromium with JavaScript off, a head the evidence does not count;
+    # not made, as sane() says.)
     noise = 1.0 if plain else rng.random()
     if noise < 0.04:
         # A privacy extension (or a Referrer-Policy) drops the Referer.

@@ -147,10 +147,12 @@ const CASES: &[Case] = &[
         tls: Some(("t13d1516h2_8daaf6152771_e5627efa2ab1", Family::Boringssl)),
         want: &[
             // A TLS connection is a secure context: Chromium would have
-            // sent Accept-Language, Accept-Encoding, three client hints,
-            // three fetch metadata headers and, on this navigation (its
-            // Accept asks for HTML), Upgrade-Insecure-Requests.
-            ("engine_headers_missing", F(9.0)),
+            // sent Accept-Language, Accept-Encoding, three fetch metadata
+            // headers and, on this navigation (its Accept asks for HTML),
+            // Upgrade-Insecure-Requests. Not the client hints: it sends
+            // none of them with JavaScript off, so none missing is no
+            // evidence.
+            ("engine_headers_missing", F(6.0)),
             ("tls_browser_no_tls13", F(0.0)),
             ("tls13", F(1.0)),
             ("tls_cipher_count", F(15.0)),

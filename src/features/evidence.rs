@@ -23,6 +23,11 @@
 //! CORS preflights carry no client hints), the context must be shown by
 //! the request itself: TLS facts nginx saw, fetch metadata, or Chromium's
 //! and Firefox's `br`, which they only offer to secure contexts.
+//!
+//! Where a browser sends a group of headers all or none, only a partial
+//! group counts: Chromium sends its three low-entropy client hints to every
+//! secure context, but none of them when JavaScript is off for the site
+//! (captured), and that head is a person's.
 
 use super::bytes::find;
 use super::client_hints::BrandList;
@@ -33,7 +38,8 @@ use super::user_agent::{Family, Os, UserAgent};
 use super::vector::{flag, FeatureVector, HeaderWalk};
 
 /// Chromium sends `sec-ch-ua`, `-mobile` and `-platform` to secure contexts
-/// by default from 89 (`-platform` from 93); with a margin.
+/// by default from 89 (`-platform` from 93); with a margin. It sends the
+/// three or none: none when JavaScript is off for the site.
 const CHROMIUM_HINTS_SINCE: u32 = 95;
 /// Chromium sends fetch metadata to secure contexts since 76; with a margin.
 const CHROMIUM_FETCH_SINCE: u32 = 80;
@@ -125,7 +131,7 @@ pub(super) fn extract<'a>(
     out: &mut FeatureVector<'a>,
 ) {
     let engine = Engine::of(ua);
-    let ((missing, hints), accept, encoding, connection) = match engine {
+    let (missing, accept, encoding, connection) = match engine {
         Some(engine) => {
             let kind = Kind::of(req, seen, ua, engine);
             (
@@ -137,10 +143,9 @@ pub(super) fn extract<'a>(
                     && seen.connection.is_some_and(|c| !browser_connection(c)),
             )
         }
-        None => ((0, 0), false, false, false),
+        None => (0, false, false, false),
     };
     out.set(Float::EngineHeadersMissing, missing as f32);
-    out.hints_missing = hints;
     out.set_flag(Float::AcceptNonBrowser, accept);
     out.set_flag(Float::EncodingNonBrowser, encoding);
     out.set_flag(Float::ConnectionNonBrowser, connection);
@@ -173,8 +178,7 @@ fn missing_headers(
     ua: &UserAgent,
     engine: Engine,
     kind: &Kind,
-) -> (u32, u8) {
-    let mut hints = 0;
+) -> u32 {
     let absent = |h: Option<&[u8]>| u32::from(h.is_none());
     let fetch = || absent(seen.fetch.site) + absent(seen.fetch.mode) + absent(seen.fetch.dest);
     let mut n = absent(seen.accept_language);
@@ -196,8 +200,7 @@ fn missing_headers(
         Engine::Chromium => {
             let v = ua.chromium.unwrap_or(0);
             if kind.secure && !kind.preflight && !ua.webview && v >= CHROMIUM_HINTS_SINCE {
-                hints = absent(seen.ch_ua) + absent(seen.ch_mobile) + absent(seen.ch_platform);
-                n += hints;
+                n += partial_hints(seen);
             }
             if kind.secure && v >= CHROMIUM_FETCH_SINCE {
                 n += fetch();
@@ -232,7 +235,20 @@ fn missing_headers(
         }
         Engine::Other => {}
     }
-    (n, hints as u8)
+    n
+}
+
+/// How many of Chromium's three low-entropy client hints are missing from
+/// a set that has the others: 1 or 2. All three missing is 0: Chromium with
+/// JavaScript off for the site sends none, its head otherwise byte for byte
+/// the same (captured: Chromium 156, tests/e2e/data/behaviour/), so only a
+/// partial set is something no browser sends.
+fn partial_hints(seen: &HeaderWalk<'_>) -> u32 {
+    let absent = |h: Option<&[u8]>| u32::from(h.is_none());
+    match absent(seen.ch_ua) + absent(seen.ch_mobile) + absent(seen.ch_platform) {
+        3 => 0,
+        n => n,
+    }
 }
 
 /// An `Accept` no browser sends on this kind of request: a navigation that
@@ -304,6 +320,61 @@ mod tests {
         assert!(!browser_connection(b"Keep-Alive"));
         assert!(!browser_connection(b"close"));
         assert!(!browser_connection(b""));
+    }
+
+    const CHROMIUM: &[u8] = b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
+    const HINTS: [&str; 3] = ["sec-ch-ua", "sec-ch-ua-mobile", "sec-ch-ua-platform"];
+
+    /// Chromium 156's stylesheet request over HTTP/1.1 (captured, in
+    /// tests/e2e/data/behaviour/chromium-cold.json) without the hints in
+    /// `dropped`: with JavaScript off it sends it with none of them.
+    fn chromium_style(dropped: &[&str]) -> Vec<crate::headers::Header<'static>> {
+        let all = [
+            ("Connection", "keep-alive"),
+            ("sec-ch-ua-platform", "\"Linux\""),
+            (
+                "sec-ch-ua",
+                "\"Not:A-Brand\";v=\"8\", \"Chromium\";v=\"156\"",
+            ),
+            ("sec-ch-ua-mobile", "?0"),
+            ("Accept", "text/css,*/*;q=0.1"),
+            ("Sec-Fetch-Site", "same-origin"),
+            ("Sec-Fetch-Mode", "no-cors"),
+            ("Sec-Fetch-Dest", "style"),
+            ("Accept-Encoding", "gzip, deflate, br, zstd"),
+        ];
+        let kept: Vec<_> = all
+            .into_iter()
+            .filter(|(k, _)| !dropped.contains(k))
+            .collect();
+        head(CHROMIUM, &kept)
+    }
+
+    /// Chromium sends its three low-entropy hints all or none: none is a
+    /// browser's head (JavaScript off), one or two missing is evidence, one
+    /// per header.
+    #[test]
+    fn client_hints_are_all_or_none() {
+        let cases: [(&[&str], f32); 8] = [
+            (&[], 0.0),
+            (&HINTS, 0.0),
+            (&HINTS[..1], 1.0),
+            (&HINTS[1..2], 1.0),
+            (&HINTS[2..], 1.0),
+            (&HINTS[..2], 2.0),
+            (&HINTS[1..], 2.0),
+            (&[HINTS[0], HINTS[2]], 2.0),
+        ];
+        for (dropped, want) in cases {
+            let headers = chromium_style(dropped);
+            let v = vector(&headers, None);
+            assert_eq!(v.float(Float::EngineHeadersMissing), want, "{dropped:?}");
+        }
+        // The other headers still count beside no hints at all.
+        let mut headers = chromium_style(&HINTS);
+        headers.retain(|h| !h.name().eq_ignore_ascii_case(b"accept-language"));
+        let v = vector(&headers, None);
+        assert_eq!(v.float(Float::EngineHeadersMissing), 1.0);
     }
 
     const WEBKITGTK: &[u8] = b"Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/60.5 Safari/605.1.15";

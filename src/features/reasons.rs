@@ -117,7 +117,7 @@ detections! {
     FetchContradiction = "fetch_contradiction", Certain,
         "`sec-fetch-*` values no browser combines";
     EngineHeadersMissing = "engine_headers_missing", Certain,
-        "two or more of the headers the claimed engine always sends on this kind of request are missing (the three client hints count as one: Chromium sends none of them when JavaScript is off)";
+        "two or more of the headers the claimed engine always sends on this kind of request are missing (client hints only when some are sent: Chromium sends none of them when JavaScript is off)";
     AcceptNonBrowser = "accept_non_browser", Certain,
         "an `Accept` no browser sends on this kind of request (a library's `*/*` on a navigation, Java's `q=.2`)";
     BotClaimFake = "bot_claim_fake", Certain,
@@ -125,7 +125,7 @@ detections! {
     ModelOnly = "model_only", Certain,
         "a model flagged the request and no other ID fired (a model reading more than the evidence: schema 1-3, `spoof`)";
     EngineHeaderMissing = "engine_header_missing", Ambiguous,
-        "one header the claimed engine always sends is missing (proxies and privacy extensions remove one), or only the client hints (Chromium with JavaScript off)";
+        "one header the claimed engine always sends is missing (proxies and privacy extensions remove one)";
     TlsFamilyMismatch = "tls_family_mismatch", Ambiguous,
         "the ClientHello is not the claimed browser's TLS library (TLS-inspecting proxies and antivirus re-make it)";
     TlsBrowserNoTls13 = "tls_browser_no_tls13", Ambiguous,
@@ -239,13 +239,9 @@ impl Reasons {
         set(Id::ChBrandMismatch, on(Float::ChBrandMismatch));
         set(Id::FetchNonBrowser, on(Float::FetchNonBrowser));
         set(Id::FetchContradiction, on(Float::FetchContradiction));
-        // The three client hints are one piece: Chromium sends none of
-        // them when JavaScript is off (captured: Chromium 156, its head
-        // otherwise byte for byte), so their absence alone is ambiguous.
         let missing = v.float(Float::EngineHeadersMissing);
-        let pieces = missing - f32::from(v.hints_missing().saturating_sub(1));
-        set(Id::EngineHeadersMissing, pieces >= 2.0);
-        set(Id::EngineHeaderMissing, pieces == 1.0);
+        set(Id::EngineHeadersMissing, missing >= 2.0);
+        set(Id::EngineHeaderMissing, missing == 1.0);
         set(Id::AcceptNonBrowser, on(Float::AcceptNonBrowser));
         set(Id::TlsFamilyMismatch, on(Float::TlsFamilyMismatch));
         set(Id::TlsBrowserNoTls13, on(Float::TlsBrowserNoTls13));
@@ -387,12 +383,27 @@ mod tests {
             ),
             (
                 // Chromium with JavaScript off sends no client hints: a
-                // browser's own head, so one ambiguous piece, not three.
+                // browser's own head, so no evidence.
                 "no hints",
                 without(CHROME_HEAD, &["sec-ch-ua", "sec-ch-ua-mobile", "sec-ch-ua-platform"]),
                 h2,
                 Some((BORINGSSL, Boringssl)),
+                vec![],
+            ),
+            (
+                // A partial set is no browser's.
+                "one hint gone",
+                without(CHROME_HEAD, &["sec-ch-ua-platform"]),
+                h2,
+                Some((BORINGSSL, Boringssl)),
                 vec![EngineHeaderMissing],
+            ),
+            (
+                "two hints gone",
+                without(CHROME_HEAD, &["sec-ch-ua", "sec-ch-ua-mobile"]),
+                h2,
+                Some((BORINGSSL, Boringssl)),
+                vec![EngineHeadersMissing],
             ),
             (
                 "no hints, no fetch metadata",

@@ -31,10 +31,6 @@ pub struct FeatureVector<'a> {
     pub(super) ext_len: usize,
     pub(super) language: [u8; language::MAX_PRIMARY],
     pub(super) language_len: usize,
-    /// How many of `engine_headers_missing`'s headers are the three client
-    /// hints (0 to 3). Not a model input: the reasons count the three as
-    /// one piece of evidence, since Chromium with JavaScript off sends none.
-    pub(super) hints_missing: u8,
 }
 
 impl<'a> FeatureVector<'a> {
@@ -48,19 +44,12 @@ impl<'a> FeatureVector<'a> {
             ext_len: 0,
             language: [0; language::MAX_PRIMARY],
             language_len: 0,
-            hints_missing: 0,
         }
     }
 
     /// The float features in [`FLOAT_FEATURES`] order.
     pub fn floats(&self) -> &[f32; FLOAT_COUNT] {
         &self.floats
-    }
-
-    /// How many of the headers `engine_headers_missing` counts are client
-    /// hints (0 to 3): one piece of evidence to the reasons, however many.
-    pub fn hints_missing(&self) -> u8 {
-        self.hints_missing
     }
 
     /// One float feature.
