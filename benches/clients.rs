@@ -45,6 +45,9 @@ use edgeguard::gate::{self, Job, Location, Models, Scratch};
 use edgeguard::headers::Header;
 use edgeguard::tls::Family;
 
+mod common;
+use common::{CHROME, JA4};
+
 const T0: u64 = 1_796_601_600_000;
 const CLIENTS: u32 = 200_000;
 const FP: &[u8] = b"chrome:hCMPuaSODel";
@@ -55,25 +58,6 @@ fn key(n: u32, width: Width) -> ClientKey<'static> {
         fingerprint: FP,
     }
 }
-
-/// A Chrome navigation's head (the gate's `gate_run` group).
-const CHROME: &[(&str, &str)] = &[
-    ("host", "www.example.com"),
-    ("sec-ch-ua", "\"Not_A Brand\";v=\"8\", \"Chromium\";v=\"120\", \"Google Chrome\";v=\"120\""),
-    ("sec-ch-ua-mobile", "?0"),
-    ("sec-ch-ua-platform", "\"Linux\""),
-    ("upgrade-insecure-requests", "1"),
-    ("user-agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"),
-    ("accept", "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7"),
-    ("sec-fetch-site", "same-origin"),
-    ("sec-fetch-mode", "navigate"),
-    ("sec-fetch-user", "?1"),
-    ("sec-fetch-dest", "document"),
-    ("referer", "https://www.example.com/"),
-    ("accept-encoding", "gzip, deflate, br"),
-    ("accept-language", "en-GB,en;q=0.9"),
-];
-const JA4: &[u8] = b"t13d1516h2_8daaf6152771_02713d6af862";
 
 /// A scored location (the shipped bot model, log mode), with `extra`
 /// options; a memory they ask for is the location's own.

@@ -29,27 +29,12 @@ use edgeguard::headers::Header;
 use edgeguard::rules::{split_target, Context, NormalPath, Rules, View};
 use edgeguard::tls::Family;
 
+mod common;
+use common::{CHROME, JA4};
+
 const MODELS: &[&str] = &["bot", "spoof"];
 
-/// Chrome 120 over HTTP/2 and TLS, as nginx hands its headers over.
-const CHROME: &[(&str, &str)] = &[
-    ("host", "www.example.com"),
-    ("sec-ch-ua", "\"Not_A Brand\";v=\"8\", \"Chromium\";v=\"120\", \"Google Chrome\";v=\"120\""),
-    ("sec-ch-ua-mobile", "?0"),
-    ("sec-ch-ua-platform", "\"Linux\""),
-    ("upgrade-insecure-requests", "1"),
-    ("user-agent", "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36"),
-    ("accept", "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7"),
-    ("sec-fetch-site", "same-origin"),
-    ("sec-fetch-mode", "navigate"),
-    ("sec-fetch-user", "?1"),
-    ("sec-fetch-dest", "document"),
-    ("referer", "https://www.example.com/"),
-    ("accept-encoding", "gzip, deflate, br"),
-    ("accept-language", "en-GB,en;q=0.9"),
-    ("cookie", "session=0123456789abcdef; theme=dark"),
-];
-
+/// A feed reader's request.
 const READER: &[(&str, &str)] = &[
     ("host", "www.example.com"),
     ("user-agent", "Miniflux/2.1.3 (+https://miniflux.app)"),
@@ -60,7 +45,6 @@ const READER: &[(&str, &str)] = &[
     ("accept-encoding", "gzip"),
 ];
 
-const JA4: &[u8] = b"t13d1516h2_8daaf6152771_02713d6af862";
 const SCORES: [f64; 2] = [0.12, 0.03];
 
 fn headers(h: &'static [(&'static str, &'static str)]) -> Vec<Header<'static>> {

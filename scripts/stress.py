@@ -53,6 +53,26 @@ PROBE = CHROME + [
 ]
 
 
+def top():
+    """Both configurations' start, up to inside http{}: two workers, the
+    modules, the temp paths in the prefix, the Lua path."""
+    return f"""
+load_module {MODULES}/ndk_http_module.so;
+load_module {MODULES}/ngx_http_lua_module.so;
+worker_processes 2;
+error_log logs/error.log notice;
+pid logs/nginx.pid;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path logs/body;
+    proxy_temp_path logs/proxy;
+    fastcgi_temp_path logs/fastcgi;
+    uwsgi_temp_path logs/uwsgi;
+    scgi_temp_path logs/scgi;
+    lua_package_path "{ROOT}/lua/?.lua;;";"""
+
+
 def conf(port, origin_port, d, edgeguard=True):
     """The shipped nginx.conf's edgeguard blocks with test paths and ports;
     without them (edgeguard=False) for the control run."""
@@ -68,21 +88,7 @@ def conf(port, origin_port, d, edgeguard=True):
     }}
     init_worker_by_lua_block {{ require("resty.edgeguard").init_worker() }}""" if edgeguard else ""
     access = 'rewrite_by_lua_block { require("resty.edgeguard").access() }' if edgeguard else ""
-    return f"""
-load_module {MODULES}/ndk_http_module.so;
-load_module {MODULES}/ngx_http_lua_module.so;
-worker_processes 2;
-error_log logs/error.log notice;
-pid logs/nginx.pid;
-events {{ worker_connections 1024; }}
-http {{
-    access_log off;
-    client_body_temp_path logs/body;
-    proxy_temp_path logs/proxy;
-    fastcgi_temp_path logs/fastcgi;
-    uwsgi_temp_path logs/uwsgi;
-    scgi_temp_path logs/scgi;
-    lua_package_path "{ROOT}/lua/?.lua;;";{init}
+    return f"""{top()}{init}
     upstream origin {{
         server 127.0.0.1:{origin_port};
         keepalive 32;
@@ -114,21 +120,7 @@ def clients_conf(port, d, memory):
     127.0.0.1 (realip and `trusted_proxies`), the memory of `memory`
     bytes, log mode, the metrics at /edgeguard/metrics; a page of its own
     (no origin: the memory is what is measured)."""
-    return f"""
-load_module {MODULES}/ndk_http_module.so;
-load_module {MODULES}/ngx_http_lua_module.so;
-worker_processes 2;
-error_log logs/error.log notice;
-pid logs/nginx.pid;
-events {{ worker_connections 1024; }}
-http {{
-    access_log off;
-    client_body_temp_path logs/body;
-    proxy_temp_path logs/proxy;
-    fastcgi_temp_path logs/fastcgi;
-    uwsgi_temp_path logs/uwsgi;
-    scgi_temp_path logs/scgi;
-    lua_package_path "{ROOT}/lua/?.lua;;";
+    return f"""{top()}
     lua_shared_dict edgeguard_metrics 1m;
     init_by_lua_block {{
         assert(require("resty.edgeguard").configure{{
