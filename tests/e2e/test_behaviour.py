@@ -91,7 +91,9 @@ def test_cookie_and_variables(site):
     second_nav = len(two["steps"][0]["requests"])
     assert person.answers[second_nav][1] == two["steps"][1]["requests"][0]["target"]
     navs, subs, paths, cookie, rate = person.client[second_nav].split(" ")
-    assert (int(navs), int(subs), int(paths), cookie) == (2, subs_first_page, 2, "returned"), person.client
+    # Paths are a 128-bit sketch: two paths share a bit one time in 128.
+    assert (int(navs), int(subs), cookie) == (2, subs_first_page, "returned"), person.client
+    assert int(paths) in (1, 2), person.client
     assert float(rate) > 0
     assert all(a[3] == "pass" for a in person.answers), person.answers
 
