@@ -615,3 +615,37 @@ fn a_logged_cookie_counts_as_returned_only_as_the_recorder_found_it() {
     let redacted = seen(&mut scratch, b"edgeguard_v=[redacted 27]", b"192.0.2.2");
     assert_eq!(redacted, CookieSeen::Issued);
 }
+
+#[test]
+fn a_rule_before_scoring_sees_this_request_counted() {
+    // The stage runs before the rules: a rule reads the counts with this
+    // request in them (the third navigation is the third).
+    let loc = location(
+        r#", "rules": [{"name": "third", "when": {"client.navigations": {"min": 3}}, "action": "challenge"}]"#,
+    );
+    let mut scratch = Scratch::new();
+    let actions: Vec<Outcome> = (0..4)
+        .map(|i| {
+            run_at(
+                &loc,
+                &mut scratch,
+                b"192.0.2.77",
+                CHROME,
+                &page(i),
+                HTML,
+                None,
+                i as u64,
+            )
+            .action
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            Outcome::Pass,
+            Outcome::Pass,
+            Outcome::Challenge,
+            Outcome::Challenge
+        ]
+    );
+}
